@@ -1,0 +1,20 @@
+module fxdesk
+
+go 1.26.0
+
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/lmittmann/tint v1.2.1
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/robfig/cron/v3 v3.0.1
+	github.com/shopspring/decimal v1.6.0
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

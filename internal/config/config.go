@@ -1,0 +1,254 @@
+// Package config reads fxdesk's configuration once, from the environment and flags, and validates
+// it. Nothing else in the desk calls os.Getenv.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Process names which binary is reading the configuration; it decides defaults and which
+// values are allowed.
+type Process string
+
+const (
+	Web  Process = "web"
+	Cron Process = "cron"
+)
+
+// CronMode decides where the scheduled jobs run and whether the quote mirror publisher is armed.
+type CronMode string
+
+const (
+	// CronInline runs every scheduled job inside the web process (single-process install).
+	CronInline CronMode = "inline"
+	// CronOff leaves scheduled jobs to fxdesk-cron and arms the quote mirror publisher.
+	CronOff CronMode = "off"
+	// CronOnly is the cron process's implied mode; it never contends for the lease.
+	CronOnly CronMode = "only"
+)
+
+// Config is the resolved configuration of one process.
+type Config struct {
+	Process Process
+
+	MySQLDSN string   // FXDESK_MYSQL_DSN, default root@tcp(127.0.0.1:3306)/fxdesk
+	RedisURL string   // FXDESK_REDIS_URL, default redis://127.0.0.1:6379/0
+	HTTPAddr string   // FXDESK_HTTP_ADDR, default :4000 (web) or :4001 (cron)
+	CronMode CronMode // CRON_MODE, default inline on web; always only on cron
+
+	Feed     string // FXDESK_FEED, default sim
+	FeedKey  string // FXDESK_FEED_KEY, masked in logs
+	SimAddr  string // FXDESK_SIM_ADDR, default 127.0.0.1:0
+	Hostname string // FXDESK_HOSTNAME, default os.Hostname()
+
+	LeaseTTL   time.Duration // FXDESK_LEASE_TTL, default 20s
+	LeaseFence time.Duration // FXDESK_LEASE_FENCE, default 5s
+	// WebInstances is how many web processes the install is configured to run
+	// (FXDESK_WEB_INSTANCES, default 1). More than one makes a sibling provable, which is what
+	// decides whether a fail-open lease prints its banner.
+	WebInstances int
+
+	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
+	// VenueInterval is how often the lease holder runs the venue jobs (FXDESK_VENUE_INTERVAL,
+	// default 60s; tests shorten it).
+	VenueInterval time.Duration
+	Calendar      string // FXDESK_CALENDAR, real or always-open
+	Demo          bool   // FXDESK_DEMO
+
+	LogFormat string // LOG_FORMAT, text or json
+	LogLevel  slog.Level
+}
+
+// Load reads the configuration for process p from getenv. It returns every problem it finds at
+// once, each phrased so that a person can act on it.
+func Load(p Process, getenv func(string) string) (Config, error) {
+	env := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	duration := func(key, def string) time.Duration {
+		raw := env(key, def)
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q is not a duration (examples: 20s, 1500ms)", key, raw))
+		}
+		return d
+	}
+
+	c := Config{
+		Process:        p,
+		MySQLDSN:       env("FXDESK_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/fxdesk"),
+		RedisURL:       env("FXDESK_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		Feed:           env("FXDESK_FEED", "sim"),
+		FeedKey:        getenv("FXDESK_FEED_KEY"),
+		SimAddr:        env("FXDESK_SIM_ADDR", "127.0.0.1:0"),
+		Hostname:       env("FXDESK_HOSTNAME", ""),
+		LeaseTTL:       duration("FXDESK_LEASE_TTL", "20s"),
+		LeaseFence:     duration("FXDESK_LEASE_FENCE", "5s"),
+		MirrorInterval: duration("FXDESK_MIRROR_INTERVAL", "5s"),
+		VenueInterval:  duration("FXDESK_VENUE_INTERVAL", "60s"),
+		Calendar:       env("FXDESK_CALENDAR", "real"),
+		LogFormat:      env("LOG_FORMAT", "text"),
+	}
+
+	switch p {
+	case Web:
+		c.HTTPAddr = env("FXDESK_HTTP_ADDR", ":4000")
+		mode := env("CRON_MODE", string(CronInline))
+		switch CronMode(mode) {
+		case CronInline, CronOff:
+			c.CronMode = CronMode(mode)
+		default:
+			errs = append(errs, fmt.Errorf("CRON_MODE=%q is not allowed for fxdesk-web: use inline (scheduled jobs in this process) or off (jobs in fxdesk-cron)", mode))
+		}
+	case Cron:
+		c.HTTPAddr = env("FXDESK_HTTP_ADDR", ":4001")
+		// The cron process is always "only". A different value in its environment is most
+		// likely a copy of the web process's file; refuse it rather than guess what was meant.
+		if mode := env("CRON_MODE", string(CronOnly)); CronMode(mode) != CronOnly {
+			errs = append(errs, fmt.Errorf("CRON_MODE=%q is not allowed for fxdesk-cron: it always runs as only (unset CRON_MODE)", mode))
+		}
+		c.CronMode = CronOnly
+	default:
+		errs = append(errs, fmt.Errorf("unknown process %q", p))
+	}
+
+	if c.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("FXDESK_HOSTNAME is unset and the host name cannot be read: %w", err))
+		}
+		c.Hostname = h
+	}
+	if strings.Contains(c.Hostname, ":") {
+		errs = append(errs, fmt.Errorf("FXDESK_HOSTNAME=%q must not contain ':' (the Redis lease value is hostname:pid)", c.Hostname))
+	}
+
+	n, err := strconv.Atoi(env("FXDESK_WEB_INSTANCES", "1"))
+	if err != nil || n < 1 {
+		errs = append(errs, fmt.Errorf("FXDESK_WEB_INSTANCES=%q must be a whole number of at least 1", getenv("FXDESK_WEB_INSTANCES")))
+	}
+	c.WebInstances = n
+
+	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
+		errs = append(errs, fmt.Errorf("FXDESK_MYSQL_DSN is not a valid MySQL DSN (example: root@tcp(127.0.0.1:3306)/fxdesk): %w", err))
+	} else if cfg, _ := mysql.ParseDSN(c.MySQLDSN); cfg.DBName == "" {
+		errs = append(errs, errors.New("FXDESK_MYSQL_DSN must name a database (example: root@tcp(127.0.0.1:3306)/fxdesk)"))
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL", c.RedisURL))
+	}
+
+	if c.LeaseTTL < 3*time.Second {
+		errs = append(errs, fmt.Errorf("FXDESK_LEASE_TTL=%s must be at least 3s", c.LeaseTTL))
+	}
+	if c.LeaseFence <= 0 || c.LeaseFence >= c.LeaseTTL-c.LeaseTTL/3 {
+		errs = append(errs, fmt.Errorf("FXDESK_LEASE_FENCE=%s must be above zero and below the TTL minus one renew interval (%s): otherwise the holder distrusts its lease before it can renew", c.LeaseFence, c.LeaseTTL-c.LeaseTTL/3))
+	}
+	if c.MirrorInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("FXDESK_MIRROR_INTERVAL=%s must be at least 100ms", c.MirrorInterval))
+	}
+	if c.VenueInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_INTERVAL=%s must be at least 100ms", c.VenueInterval))
+	}
+	if c.Calendar != "real" && c.Calendar != "always-open" {
+		errs = append(errs, fmt.Errorf("FXDESK_CALENDAR=%q must be real or always-open", c.Calendar))
+	}
+	if c.Feed != "sim" {
+		if u, err := url.Parse(c.Feed); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
+			errs = append(errs, fmt.Errorf("FXDESK_FEED=%q must be sim or a ws:// or wss:// provider URL", c.Feed))
+		}
+	}
+
+	switch v := strings.ToLower(env("FXDESK_DEMO", "")); v {
+	case "", "0", "false", "off", "no":
+	case "1", "true", "on", "yes":
+		c.Demo = true
+	default:
+		errs = append(errs, fmt.Errorf("FXDESK_DEMO=%q must be on or off", v))
+	}
+
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q must be text or json", c.LogFormat))
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
+	}
+
+	return c, errors.Join(errs...)
+}
+
+// RenewEvery is how often the lease holder renews: a third of the TTL.
+func (c Config) RenewEvery() time.Duration { return c.LeaseTTL / 3 }
+
+// LogValue renders the resolved configuration with secrets masked, for the startup line.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("process", string(c.Process)),
+		slog.String("mysql", maskDSN(c.MySQLDSN)),
+		slog.String("redis", maskURL(c.RedisURL)),
+		slog.String("http", c.HTTPAddr),
+		slog.String("cronMode", string(c.CronMode)),
+		slog.String("feed", maskURL(c.Feed)),
+		slog.String("feedKey", mask(c.FeedKey)),
+		slog.String("simAddr", c.SimAddr),
+		slog.String("hostname", c.Hostname),
+		slog.Duration("leaseTTL", c.LeaseTTL),
+		slog.Duration("leaseFence", c.LeaseFence),
+		slog.Int("webInstances", c.WebInstances),
+		slog.Duration("mirrorInterval", c.MirrorInterval),
+		slog.Duration("venueInterval", c.VenueInterval),
+		slog.String("calendar", c.Calendar),
+		slog.Bool("demo", c.Demo),
+		slog.String("logFormat", c.LogFormat),
+		slog.String("logLevel", c.LogLevel.String()),
+	)
+}
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "****"
+}
+
+func maskDSN(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "(invalid)"
+	}
+	if cfg.Passwd != "" {
+		cfg.Passwd = "****"
+	}
+	return cfg.FormatDSN()
+}
+
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "****")
+	}
+	q := u.Query()
+	for _, k := range []string{"apiKey", "apikey", "key", "token"} {
+		if q.Has(k) {
+			q.Set(k, "****")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}

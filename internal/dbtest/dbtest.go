@@ -1,0 +1,138 @@
+// Package dbtest gives each test package its own fresh MariaDB database and Redis database,
+// removed afterwards. Tests run against the real servers on 127.0.0.1; there are no stand-ins.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ServerDSN is the MariaDB server the tests use; FXDESK_TEST_MYSQL overrides it.
+func ServerDSN() string {
+	if v := os.Getenv("FXDESK_TEST_MYSQL"); v != "" {
+		return v
+	}
+	return "root@tcp(127.0.0.1:3306)/"
+}
+
+// RedisAddr is the Redis server the tests use; FXDESK_TEST_REDIS overrides it.
+func RedisAddr() string {
+	if v := os.Getenv("FXDESK_TEST_REDIS"); v != "" {
+		return v
+	}
+	return "127.0.0.1:6379"
+}
+
+// Database is a fresh database that exists until Drop.
+type Database struct {
+	Name string
+	DSN  string // DSN naming the database, without driver options
+}
+
+// NewDatabase creates an empty database named fxdesk_test_<prefix>_<random>.
+func NewDatabase(prefix string) (*Database, error) {
+	b := make([]byte, 4)
+	rand.Read(b)
+	name := "fxdesk_test_" + strings.ReplaceAll(prefix, "-", "_") + "_" + hex.EncodeToString(b)
+	cfg, err := mysql.ParseDSN(ServerDSN())
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		return nil, fmt.Errorf("create test database: %w", err)
+	}
+	cfg.DBName = name
+	return &Database{Name: name, DSN: cfg.FormatDSN()}, nil
+}
+
+// Drop removes the database.
+func (d *Database) Drop() error {
+	cfg, _ := mysql.ParseDSN(ServerDSN())
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+d.Name+"`")
+	return err
+}
+
+// DSNVia returns the database's DSN reaching the server through addr (a fault-injecting proxy).
+func (d *Database) DSNVia(addr string) string {
+	cfg, _ := mysql.ParseDSN(d.DSN)
+	cfg.Addr = addr
+	cfg.Net = "tcp"
+	return cfg.FormatDSN()
+}
+
+// Redis is a private redis-server process for one test package, so packages running in parallel
+// never share the lease key.
+type Redis struct {
+	Addr string
+	proc *os.Process
+}
+
+// StartRedis starts redis-server on a free loopback port with persistence off.
+func StartRedis() (*Redis, error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server is not installed (scripts/services.sh installs it): %w", err)
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--daemonize", "no")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+				c.Close()
+				return &Redis{Addr: addr, proc: cmd.Process}, nil
+			}
+			if cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // polling a port that has no readiness signal
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	return nil, fmt.Errorf("redis-server did not start")
+}
+
+// Stop ends the server.
+func (r *Redis) Stop() {
+	if r == nil || r.proc == nil {
+		return
+	}
+	r.proc.Kill()
+	r.proc.Wait()
+}

@@ -1,0 +1,736 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// Key is the desk's engine lease.
+const Key = "forex-trading"
+
+// RedisKey is the Redis key that mirrors the lease row for key.
+func RedisKey(key string) string { return "engine:lease:" + key }
+
+// ErrFenced is returned by Fence when the lease row no longer names this instance and term, or has
+// expired by the database clock. The transaction must be rolled back.
+var ErrFenced = errors.New("lease fence: this process no longer holds the engine lease")
+
+// Arbiter names what granted the current lease.
+type Arbiter string
+
+const (
+	ArbiterNone  Arbiter = ""          // not held
+	ArbiterRow   Arbiter = "mysql"     // the engine_lease row
+	ArbiterRedis Arbiter = "redis"     // the Redis key, while MySQL was unreachable
+	ArbiterOpen  Arbiter = "fail-open" // neither arbiter answered; the desk runs anyway
+)
+
+// EventKind is a change in this process's hold on the lease.
+type EventKind string
+
+const (
+	Acquired EventKind = "acquired" // won at boot
+	Lapsed   EventKind = "lapsed"   // trust window passed; the gate is shut
+	Restored EventKind = "restored" // a renew succeeded after a lapse: run a lease_restored sweep
+	Lost     EventKind = "lost"     // another instance holds it; the gate stays shut for life
+	Released EventKind = "released" // handed back on graceful stop
+)
+
+// Event is delivered to Config.Notify from the keeper's goroutine; handlers must not block.
+type Event struct {
+	Kind EventKind
+	Term int64
+}
+
+// Config is what a Keeper needs to know about this process.
+type Config struct {
+	Key        string        // lease key, normally Key
+	TTL        time.Duration // lease length; renew every TTL/3
+	Fence      time.Duration // trust ends this long before the lease would
+	Hostname   string
+	PID        int
+	InstanceID string // random per process start when empty
+	// Instances is the configured number of web processes; above one, a sibling is provable.
+	Instances int
+	// Now is the clock for the trust window; it must carry a monotonic reading (time.Now does).
+	Now func() time.Time
+	// PIDAlive reports whether a process with this pid exists on this host; kill(pid, 0) by default.
+	PIDAlive func(pid int) bool
+	// Notify, when set, receives every Event.
+	Notify func(Event)
+}
+
+// Keeper claims, renews, fences and releases the lease for one process. A Keeper is made only by
+// processes that may hold the desk; fxdesk-cron never makes one.
+type Keeper struct {
+	db  *sql.DB
+	rdb redis.UniversalClient
+	cfg Config
+	log *slog.Logger
+	tag string // hostname:pid, the Redis value
+
+	epoch        time.Time
+	trustedUntil atomic.Int64 // nanoseconds since epoch on the monotonic clock; 0 = never
+	lost         atomic.Bool
+	term         atomic.Int64 // fencing token of the current hold
+
+	mu            sync.Mutex
+	arbiter       Arbiter
+	lapsed        bool
+	claimed       bool
+	released      bool
+	lastRenew     time.Time
+	lastRenewTook time.Duration
+	lastErr       string
+	sibling       bool   // another holder observed in this process's life
+	observed      Holder // the holder seen when the boot claim was lost
+	redisWarned   bool
+	bannerShown   bool
+	failOpenNoted bool
+}
+
+// New returns a Keeper. It touches no store until Claim.
+func New(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Keeper {
+	if cfg.Key == "" {
+		cfg.Key = Key
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PIDAlive == nil {
+		cfg.PIDAlive = pidAlive
+	}
+	if cfg.InstanceID == "" {
+		b := make([]byte, 12)
+		rand.Read(b)
+		cfg.InstanceID = hex.EncodeToString(b)
+	}
+	return &Keeper{
+		db:    db,
+		rdb:   rdb,
+		cfg:   cfg,
+		log:   log,
+		tag:   cfg.Hostname + ":" + strconv.Itoa(cfg.PID),
+		epoch: cfg.Now(),
+	}
+}
+
+// pidAlive is kill(pid, 0): only ESRCH proves the process is gone. EPERM means it exists under
+// another user.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// InstanceID is this process's random identity in the lease row.
+func (k *Keeper) InstanceID() string { return k.cfg.InstanceID }
+
+// Tag is this process's Redis value, hostname:pid.
+func (k *Keeper) Tag() string { return k.tag }
+
+// RenewEvery is the renew period, a third of the TTL.
+func (k *Keeper) RenewEvery() time.Duration { return k.cfg.TTL / 3 }
+
+func (k *Keeper) sinceEpoch() int64 { return int64(k.cfg.Now().Sub(k.epoch)) }
+
+// HoldsLease reports whether this process may start lease-guarded work now: it won the lease, has
+// not lost it, and its last successful renew started less than TTL − fence ago.
+func (k *Keeper) HoldsLease() bool {
+	until := k.trustedUntil.Load()
+	return until != 0 && !k.lost.Load() && k.sinceEpoch() < until
+}
+
+// TrustLeft is how long HoldsLease stays true without another successful renew.
+func (k *Keeper) TrustLeft() time.Duration {
+	until := k.trustedUntil.Load()
+	if until == 0 || k.lost.Load() {
+		return 0
+	}
+	return max(0, time.Duration(until-k.sinceEpoch()))
+}
+
+// trust extends the window from the start of a successful attempt.
+func (k *Keeper) trust(attemptStart time.Time) {
+	k.trustedUntil.Store(int64(attemptStart.Sub(k.epoch) + k.cfg.TTL - k.cfg.Fence))
+}
+
+// Holder is what an arbiter says about who holds the lease.
+type Holder struct {
+	InstanceID string `json:"instanceId,omitempty"`
+	Hostname   string `json:"hostname"`
+	PID        int    `json:"pid"`
+	Term       int64  `json:"term"`
+	Live       bool   `json:"live"` // unexpired by the database clock
+}
+
+func (h Holder) String() string { return h.Hostname + ":" + strconv.Itoa(h.PID) }
+
+// Claim contends for the lease once, at boot. It returns true when this process now holds it.
+// A false answer is final for the life of the process: there is no later promotion.
+func (k *Keeper) Claim(ctx context.Context) (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.claimed {
+		return false, errors.New("lease: Claim called twice")
+	}
+	k.claimed = true
+	start := k.cfg.Now()
+	won, err := k.claimLocked(ctx, start)
+	if won {
+		k.lastRenew = start
+		k.notify(Event{Kind: Acquired, Term: k.term.Load()})
+	}
+	return won, err
+}
+
+// claimLocked runs the boot claim through the failure directions.
+func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error) {
+	won, holder, rowErr := k.claimRow(ctx)
+	if rowErr == nil {
+		if !won {
+			k.observed = holder
+			k.sibling = true
+			k.log.WarnContext(ctx, "engine lease held by another process; this process is a follower for its whole life and serves from the database only",
+				slog.String("holder", holder.String()), slog.Int64("term", holder.Term))
+			return false, nil
+		}
+		k.arbiter = ArbiterRow
+		k.trust(start)
+		k.log.InfoContext(ctx, "engine lease acquired", slog.String("arbiter", string(ArbiterRow)),
+			slog.Int64("term", k.term.Load()), slog.String("holder", k.tag))
+		k.agreeRedis(ctx)
+		return true, nil
+	}
+
+	if answered(rowErr) {
+		// MySQL is up and refused the statement: that is a defect to fix, not a reason to let
+		// Redis decide behind the row's back.
+		return false, rowErr
+	}
+	k.log.WarnContext(ctx, "engine lease row unreachable; Redis decides the claim", slog.Any("err", rowErr))
+	ok, err := k.rdb.SetArgs(ctx, RedisKey(k.cfg.Key), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
+	switch {
+	case err == nil && ok == "OK":
+		k.arbiter = ArbiterRedis
+		k.trust(start)
+		k.log.InfoContext(ctx, "engine lease acquired", slog.String("arbiter", string(ArbiterRedis)), slog.String("holder", k.tag))
+		return true, nil
+	case errors.Is(err, redis.Nil) || (err == nil && ok != "OK"):
+		cur, _ := k.rdb.Get(ctx, RedisKey(k.cfg.Key)).Result()
+		k.sibling = true
+		k.observed = parseTag(cur)
+		k.log.WarnContext(ctx, "engine lease held by another process (Redis decided while MySQL is down); this process is a follower for its whole life",
+			slog.String("holder", cur))
+		return false, nil
+	}
+	k.arbiter = ArbiterOpen
+	k.trust(start)
+	k.failOpenLocked(ctx, rowErr, err)
+	return true, nil
+}
+
+func parseTag(tag string) Holder {
+	host, pid, _ := strings.Cut(tag, ":")
+	n, _ := strconv.Atoi(pid)
+	return Holder{Hostname: host, PID: n, Live: tag != ""}
+}
+
+// failOpenLocked records that neither arbiter answered and the desk runs anyway.
+func (k *Keeper) failOpenLocked(ctx context.Context, rowErr, redisErr error) {
+	if !k.failOpenNoted {
+		k.failOpenNoted = true
+		k.log.WarnContext(ctx, "engine lease: neither MySQL nor Redis answers; running the desk without an arbiter (fail-open)",
+			slog.Any("mysqlErr", rowErr), slog.Any("redisErr", redisErr))
+	}
+	if k.bannerShown || !(k.cfg.Instances > 1 || k.sibling) {
+		return
+	}
+	k.bannerShown = true
+	reason := "another holder was observed earlier in this process's life"
+	if k.cfg.Instances > 1 {
+		reason = fmt.Sprintf("this install is configured for %d web processes", k.cfg.Instances)
+	}
+	k.log.ErrorContext(ctx, banner(reason), slog.String("holder", k.tag))
+}
+
+func banner(reason string) string {
+	lines := []string{
+		"MULTI-PROCESS BACKEND WITH NO WORKING ARBITER",
+		"Neither MySQL nor Redis answers, and " + reason + ".",
+		"More than one process may now run the price stream and close positions.",
+		"Restore MySQL or Redis, or stop every web process but one.",
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l))
+	}
+	var b strings.Builder
+	b.WriteString("\n+" + strings.Repeat("-", width+2) + "+\n")
+	for _, l := range lines {
+		b.WriteString("| " + l + strings.Repeat(" ", width-len(l)) + " |\n")
+	}
+	b.WriteString("+" + strings.Repeat("-", width+2) + "+")
+	return b.String()
+}
+
+func (k *Keeper) notify(e Event) {
+	if k.cfg.Notify != nil {
+		k.cfg.Notify(e)
+	}
+}
+
+// lostClaim reports errors that mean another contender won a race for the row: a deadlock or a
+// Galera certification failure (1213) and a lock wait timeout (1205). They are lost claims, never
+// retried, because a retry could make two owners.
+func lostClaim(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// answered reports whether err came from a MySQL server that is up (as opposed to one that
+// cannot be reached).
+func answered(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me)
+}
+
+func duplicateKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}
+
+// dbTimeout bounds every statement the keeper sends, so a hung connection costs at most part of
+// one renew period.
+func (k *Keeper) dbTimeout() time.Duration { return max(k.cfg.TTL/6, 500*time.Millisecond) }
+
+// claimRow contends for the row. It returns (won, holder seen, err); err is non-nil only when the
+// row could not be consulted at all.
+func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
+	defer cancel()
+
+	// Observe the current holder only to learn whether it is a dead process on this host, and if so
+	// under which term. The decision itself is the conditional UPDATE below.
+	var h Holder
+	err := k.db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
+		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err := k.db.ExecContext(ctx,
+			"INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
+				"VALUES (?, ?, ?, ?, 1, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))",
+			k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds())
+		switch {
+		case err == nil:
+			k.term.Store(1)
+			return true, Holder{}, nil
+		case duplicateKey(err) || lostClaim(err):
+			return false, k.readHolder(ctx), nil
+		}
+		return false, Holder{}, fmt.Errorf("claim lease %q: insert: %w", k.cfg.Key, err)
+	}
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: read: %w", k.cfg.Key, err)
+	}
+
+	deadTerm := int64(-1)
+	if h.Live && h.Hostname == k.cfg.Hostname && h.PID != k.cfg.PID && !k.cfg.PIDAlive(h.PID) {
+		deadTerm = h.Term
+		k.log.InfoContext(ctx, "engine lease holder on this host is dead; reclaiming", slog.String("holder", h.String()), slog.Int64("term", h.Term))
+	} else if h.Live && h.InstanceID != k.cfg.InstanceID {
+		k.sibling = true
+	}
+
+	// LAST_INSERT_ID(expr) hands the new term back in the same statement. `term` is assigned first:
+	// MySQL evaluates single-table assignments left to right.
+	res, err := k.db.ExecContext(ctx,
+		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, "+
+			"`acquiredAt` = NOW(3), `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
+			"WHERE `id` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
+		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds(),
+		k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
+	if lostClaim(err) {
+		return false, k.readHolder(ctx), nil
+	}
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: update: %w", k.cfg.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: rows affected: %w", k.cfg.Key, err)
+	}
+	if n != 1 {
+		return false, k.readHolder(ctx), nil
+	}
+	term, err := res.LastInsertId()
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: new term: %w", k.cfg.Key, err)
+	}
+	k.term.Store(term)
+	return true, Holder{}, nil
+}
+
+func (k *Keeper) readHolder(ctx context.Context) Holder {
+	var h Holder
+	k.db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
+		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	return h
+}
+
+// refreshScript sets the key to our tag with a fresh TTL and returns {set, previous value}.
+// With ARGV[3] = "agree" the row has decided and the key is made to agree whatever it held (the
+// previous value is returned so a disagreement can be logged); with "compare" it is refreshed only
+// while it still holds our tag.
+var refreshScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] or ARGV[3] == 'agree' then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1, cur or ''}
+end
+return {0, cur or ''}
+`)
+
+// releaseScript deletes the key only while it holds our tag.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+func (k *Keeper) refreshRedis(ctx context.Context, mode string) (set bool, prev string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
+	defer cancel()
+	v, err := refreshScript.Run(ctx, k.rdb, []string{RedisKey(k.cfg.Key)}, k.tag, k.cfg.TTL.Milliseconds(), mode).Slice()
+	if err != nil {
+		return false, "", fmt.Errorf("refresh Redis lease key: %w", err)
+	}
+	if len(v) != 2 {
+		return false, "", fmt.Errorf("refresh Redis lease key: unexpected reply %v", v)
+	}
+	n, _ := v[0].(int64)
+	prev, _ = v[1].(string)
+	return n == 1, prev, nil
+}
+
+// agreeRedis makes the Redis key agree with the row this process holds.
+func (k *Keeper) agreeRedis(ctx context.Context) {
+	_, prev, err := k.refreshRedis(ctx, "agree")
+	if err != nil {
+		if !k.redisWarned {
+			k.redisWarned = true
+			k.log.WarnContext(ctx, "Redis unreachable; the lease row decides alone", slog.Any("err", err))
+		}
+		return
+	}
+	if k.redisWarned {
+		k.redisWarned = false
+		k.log.InfoContext(ctx, "Redis reachable again; lease key written to agree with the row")
+	}
+	if prev != "" && prev != k.tag {
+		k.sibling = true
+		k.log.WarnContext(ctx, "engine lease: Redis key disagreed with the row; rewritten to agree",
+			slog.String("redis", prev), slog.String("row", k.tag))
+	}
+}
+
+// Run renews the lease every TTL/3 until ctx ends. It does not release: the owner stops guarded
+// work first and then calls Release. On a process that did not win
+// the claim it only waits for ctx: a follower never polls and never promotes.
+func (k *Keeper) Run(ctx context.Context) error {
+	if k.trustedUntil.Load() == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	renew := k.RenewEvery()
+	retry := min(renew, 2*time.Second)
+	timer := time.NewTimer(renew)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		if k.lost.Load() {
+			// Lost for good: keep nothing running that could write on our behalf.
+			timer.Reset(renew)
+			continue
+		}
+		if k.Renew(ctx) {
+			timer.Reset(renew)
+		} else {
+			timer.Reset(retry)
+		}
+	}
+}
+
+// Renew runs one renew cycle and reports whether the lease is confirmed for another window.
+func (k *Keeper) Renew(ctx context.Context) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.released || k.lost.Load() {
+		return false
+	}
+	start := k.cfg.Now()
+	wasLapsed := k.lapsed || !k.HoldsLease()
+	ok, err := k.renewLocked(ctx, start)
+	k.lastRenewTook = k.cfg.Now().Sub(start)
+	if err != nil {
+		k.lastErr = err.Error()
+	} else {
+		k.lastErr = ""
+	}
+	switch {
+	case ok:
+		k.trust(start)
+		k.lastRenew = start
+		if wasLapsed {
+			k.lapsed = false
+			k.log.InfoContext(ctx, "engine lease confirmed again after a gap; guarded work resumes with a full sweep",
+				slog.Int64("term", k.term.Load()), slog.String("reason", "lease_restored"))
+			k.notify(Event{Kind: Restored, Term: k.term.Load()})
+		}
+	case k.lost.Load():
+		// renewLocked logged and notified.
+	default:
+		if !k.lapsed && !k.HoldsLease() {
+			k.lapsed = true
+			k.log.WarnContext(ctx, "engine lease not confirmed past its trust window; guarded work is dropped until a renew succeeds",
+				slog.Int64("term", k.term.Load()), slog.Any("err", err))
+			k.notify(Event{Kind: Lapsed, Term: k.term.Load()})
+		} else {
+			k.log.WarnContext(ctx, "engine lease renew failed; retrying", slog.Duration("trustLeft", k.TrustLeft()), slog.Any("err", err))
+		}
+	}
+	return ok
+}
+
+// renewLocked runs the failure directions for one cycle.
+func (k *Keeper) renewLocked(ctx context.Context, start time.Time) (bool, error) {
+	var rowErr error
+	if k.arbiter == ArbiterRow {
+		ok, err := k.renewRow(ctx)
+		if err == nil {
+			if !ok {
+				k.loseLocked(ctx)
+				return false, nil
+			}
+			if k.failOpenNoted {
+				k.failOpenNoted = false
+				k.log.InfoContext(ctx, "engine lease arbiters answer again; fail-open ended")
+			}
+			k.agreeRedis(ctx)
+			return true, nil
+		}
+		rowErr = err
+	} else {
+		// Granted by Redis or fail-open: move back to the row as soon as MySQL answers.
+		won, holder, err := k.claimRow(ctx)
+		if err == nil {
+			if !won {
+				k.observed = holder
+				k.loseLocked(ctx)
+				return false, nil
+			}
+			k.log.InfoContext(ctx, "engine lease row reachable again; the row decides", slog.Int64("term", k.term.Load()))
+			k.arbiter = ArbiterRow
+			k.failOpenNoted = false
+			k.agreeRedis(ctx)
+			return true, nil
+		}
+		rowErr = err
+	}
+	if answered(rowErr) {
+		// MySQL is up and refused the statement: not a reason to let Redis decide.
+		return false, rowErr
+	}
+
+	set, prev, redisErr := k.refreshRedis(ctx, "compare")
+	if redisErr == nil && !set && prev == "" {
+		// The key is free (expired, or Redis restarted empty): take it back while MySQL is down.
+		set, prev, redisErr = k.setNX(ctx)
+	}
+	switch {
+	case redisErr != nil:
+		k.arbiter = ArbiterOpen
+		k.failOpenLocked(ctx, rowErr, redisErr)
+		return true, nil
+	case k.arbiter == ArbiterRow:
+		// Our tag is kept in Redis so no Redis-only contender can take it, but a lease the row
+		// granted is neither extended nor lost by Redis alone: only the row can say either.
+		return false, rowErr
+	case !set:
+		k.observed = parseTag(prev)
+		k.loseLocked(ctx)
+		return false, nil
+	default:
+		k.arbiter = ArbiterRedis
+		return true, nil
+	}
+}
+
+func (k *Keeper) setNX(ctx context.Context) (bool, string, error) {
+	ok, err := k.rdb.SetArgs(ctx, RedisKey(k.cfg.Key), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
+	if errors.Is(err, redis.Nil) {
+		cur, _ := k.rdb.Get(ctx, RedisKey(k.cfg.Key)).Result()
+		return false, cur, nil
+	}
+	return err == nil && ok == "OK", "", err
+}
+
+// renewRow extends the row for our instance and term. (false, nil) means the row names someone else.
+func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
+	defer cancel()
+	res, err := k.db.ExecContext(ctx,
+		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
+			"WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
+		k.cfg.TTL.Microseconds(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
+	if err != nil {
+		return false, fmt.Errorf("renew lease %q: %w", k.cfg.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("renew lease %q: rows affected: %w", k.cfg.Key, err)
+	}
+	return n == 1, nil
+}
+
+func (k *Keeper) loseLocked(ctx context.Context) {
+	if k.lost.Swap(true) {
+		return
+	}
+	h := k.observed
+	if h == (Holder{}) {
+		h = k.readHolder(ctx)
+	}
+	k.sibling = true
+	k.log.ErrorContext(ctx, "lease lost: another process holds the engine lease; guarded work stays stopped and this process must be restarted by an operator",
+		slog.Int64("ourTerm", k.term.Load()), slog.String("holder", h.String()), slog.Int64("holderTerm", h.Term))
+	k.notify(Event{Kind: Lost, Term: k.term.Load()})
+}
+
+// Release hands the lease back: the row is expired for our term and the Redis key deleted if it
+// still holds our tag, so a replacement can take over at once. Guarded work must already be stopped.
+func (k *Keeper) Release(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.released || k.trustedUntil.Load() == 0 {
+		return nil
+	}
+	k.released = true
+	k.trustedUntil.Store(0)
+	var errs []error
+	if k.term.Load() > 0 && !k.lost.Load() {
+		if _, err := k.db.ExecContext(ctx,
+			"UPDATE `engine_lease` SET `expiresAt` = NOW(3), `updatedAt` = NOW(3) WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
+			k.cfg.Key, k.cfg.InstanceID, k.term.Load()); err != nil {
+			errs = append(errs, fmt.Errorf("release lease row: %w", err))
+		}
+	}
+	if err := releaseScript.Run(ctx, k.rdb, []string{RedisKey(k.cfg.Key)}, k.tag).Err(); err != nil {
+		errs = append(errs, fmt.Errorf("release Redis lease key: %w", err))
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		k.log.WarnContext(ctx, "engine lease release incomplete; a replacement waits for expiry", slog.Any("err", err))
+	} else {
+		k.log.InfoContext(ctx, "engine lease released", slog.Int64("term", k.term.Load()))
+	}
+	k.notify(Event{Kind: Released, Term: k.term.Load()})
+	return err
+}
+
+// Fence checks, inside tx, that the row still names this instance and term and has not expired by
+// the database clock. It takes a shared lock on the row, so a claim by another process waits for
+// tx to end. It returns ErrFenced when the write must not happen; roll back then.
+func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
+	if k.lost.Load() {
+		return ErrFenced
+	}
+	term := k.term.Load()
+	var one int
+	err := tx.QueryRowContext(ctx,
+		"SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
+		k.cfg.Key, k.cfg.InstanceID, term).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrFenced
+	}
+	if err != nil {
+		return fmt.Errorf("lease fence: %w", err)
+	}
+	return nil
+}
+
+// State is the keeper's view of itself, for status pages.
+type State struct {
+	InstanceID    string        `json:"instanceId"`
+	Holder        string        `json:"self"` // hostname:pid
+	Held          bool          `json:"held"` // won at boot and not released
+	HoldsLease    bool          `json:"holdsLease"`
+	Arbiter       Arbiter       `json:"arbiter,omitempty"`
+	Term          int64         `json:"term"`
+	TrustLeft     time.Duration `json:"-"`
+	Lost          bool          `json:"lost"`
+	FailOpen      bool          `json:"failOpen"`
+	LastRenewAgo  time.Duration `json:"-"`
+	LastRenewTook time.Duration `json:"-"`
+	LastError     string        `json:"lastError,omitempty"`
+	Observed      Holder        `json:"observed"` // the holder seen when this process lost
+}
+
+// State returns a snapshot of the keeper.
+func (k *Keeper) State() State {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := State{
+		InstanceID:    k.cfg.InstanceID,
+		Holder:        k.tag,
+		Held:          k.arbiter != ArbiterNone && !k.released,
+		HoldsLease:    k.HoldsLease(),
+		Arbiter:       k.arbiter,
+		Term:          k.term.Load(),
+		TrustLeft:     k.TrustLeft(),
+		Lost:          k.lost.Load(),
+		FailOpen:      k.arbiter == ArbiterOpen,
+		LastRenewTook: k.lastRenewTook,
+		LastError:     k.lastErr,
+		Observed:      k.observed,
+	}
+	if !k.lastRenew.IsZero() {
+		s.LastRenewAgo = k.cfg.Now().Sub(k.lastRenew)
+	}
+	return s
+}
+
+// ReadRow reads the lease row as operators see it. ok is false when there is no row.
+func ReadRow(ctx context.Context, db *sql.DB, key string) (h Holder, expiresInMs int64, ok bool, err error) {
+	err = db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3), TIMESTAMPDIFF(MICROSECOND, NOW(3), `expiresAt`) DIV 1000 "+
+			"FROM `engine_lease` WHERE `id` = ?", key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live, &expiresInMs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Holder{}, 0, false, nil
+	}
+	if err != nil {
+		return Holder{}, 0, false, fmt.Errorf("read lease row %q: %w", key, err)
+	}
+	return h, expiresInMs, true, nil
+}

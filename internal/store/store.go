@@ -1,0 +1,206 @@
+// Package store opens the desk's MySQL/MariaDB database, creates it when missing and applies the
+// embedded migrations. SQL that belongs to one part of the desk lives next to that part's store.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/migrations"
+)
+
+// DSN returns dsn with the driver options the desk relies on:
+//   - clientFoundRows: rows affected counts matched rows, so a conditional UPDATE that matches
+//     our own row reports 1 even when nothing changed;
+//   - interpolateParams: one round trip per statement instead of prepare/execute/close;
+//   - parseTime: DATETIME columns scan into time.Time.
+func DSN(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse MySQL DSN: %w", err)
+	}
+	cfg.ClientFoundRows = true
+	cfg.InterpolateParams = true
+	cfg.ParseTime = true
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	return cfg, nil
+}
+
+// Open connects to the database named by dsn, creating it first if it does not exist. It does not
+// migrate; call Migrate for that.
+func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := DSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := createDatabase(ctx, cfg); err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database %q: %w", cfg.DBName, err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxLifetime(30 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reach database %q: %w", cfg.DBName, err)
+	}
+	return db, nil
+}
+
+func createDatabase(ctx context.Context, cfg *mysql.Config) error {
+	if cfg.DBName == "" {
+		return errors.New("the MySQL DSN names no database")
+	}
+	server := cfg.Clone()
+	server.DBName = ""
+	conn, err := mysql.NewConnector(server)
+	if err != nil {
+		return fmt.Errorf("connect to MySQL server: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	q := "CREATE DATABASE IF NOT EXISTS `" + strings.ReplaceAll(cfg.DBName, "`", "``") +
+		"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("create database %q: %w", cfg.DBName, err)
+	}
+	return nil
+}
+
+type migration struct {
+	version int64
+	name    string
+	up      string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.Glob(migrations.FS, "*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, file := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(file, ".up.sql"), "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %q is not named NNNNNN_name.up.sql", file)
+		}
+		body, err := fs.ReadFile(migrations.FS, file)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, up: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("two migrations share version %d", ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// statements splits a migration into statements: each ends with ";" at the end of a line.
+// Comment lines are dropped.
+func statements(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for line := range strings.SplitSeq(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Migrate applies every migration not yet recorded in `schema_migrations`, in order. Processes
+// booting together serialise on a named lock, so each migration runs once.
+func Migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('fxdesk.migrate', 60)").Scan(&got); err != nil {
+		return fmt.Errorf("migrate: take the migration lock: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return errors.New("migrate: another process held the migration lock for 60s")
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('fxdesk.migrate')")
+
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS `schema_migrations` ("+
+		"`version` BIGINT NOT NULL PRIMARY KEY, `name` VARCHAR(255) NOT NULL, "+
+		"`appliedAt` DATETIME(3) NOT NULL) ENGINE=InnoDB"); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	applied := map[int64]bool{}
+	rows, err := conn.QueryContext(ctx, "SELECT `version` FROM `schema_migrations`")
+	if err != nil {
+		return fmt.Errorf("migrate: read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate: read schema_migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("migrate: read schema_migrations: %w", err)
+	}
+
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		// MySQL commits DDL implicitly, so a migration is not atomic; each statement is written to
+		// be safe to run again (IF NOT EXISTS, INSERT IGNORE) and the version is recorded last.
+		for i, stmt := range statements(m.up) {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migration %06d_%s statement %d: %w", m.version, m.name, i+1, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx,
+			"INSERT INTO `schema_migrations` (`version`, `name`, `appliedAt`) VALUES (?, ?, NOW(3))",
+			m.version, m.name); err != nil {
+			return fmt.Errorf("migration %06d_%s: record: %w", m.version, m.name, err)
+		}
+		log.InfoContext(ctx, "migration applied", slog.Int64("version", m.version), slog.String("name", m.name))
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+// Package tcpproxy is a small loopback TCP proxy for fault tests: it forwards connections to a
+// real server and can cut them, so tests break real connections instead of mocking drivers.
+package tcpproxy
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Proxy forwards every accepted connection to Target while it is up.
+type Proxy struct {
+	Target string
+
+	ln    net.Listener
+	mu    sync.Mutex
+	down  bool
+	conns map[int]net.Conn
+	next  int
+	tap   atomic.Pointer[func(conn int, clientBytes []byte)]
+	wg    sync.WaitGroup
+}
+
+// Start listens on a free loopback port and forwards to target.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Target: target, ln: ln, conns: map[int]net.Conn{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is where clients connect.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Tap calls fn with every chunk a client sends, tagged with the connection's number. fn runs on
+// the forwarding goroutine and must be quick.
+func (p *Proxy) Tap(fn func(conn int, clientBytes []byte)) {
+	p.tap.Store(&fn)
+}
+
+// Cut closes every open connection and refuses new ones (they are accepted and closed at once,
+// as a dead peer behind a firewall that resets would look) until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	p.down = true
+	for id, c := range p.conns {
+		c.Close()
+		delete(p.conns, id)
+	}
+	p.mu.Unlock()
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// Close stops the proxy and closes every connection.
+func (p *Proxy) Close() error {
+	err := p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		up, err := net.Dial("tcp", p.Target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			continue
+		}
+		id := p.next
+		p.next += 2
+		p.conns[id], p.conns[id+1] = c, up
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(up, c, id, true)
+		go p.pipe(c, up, id+1, false)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
+	defer p.wg.Done()
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if tap := p.tap.Load(); fromClient && tap != nil {
+				(*tap)(id, buf[:n])
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// MySQLQueries returns a tap that reassembles the MySQL client protocol per connection and calls
+// fn with the text of every COM_QUERY the client sends (the desk sends every statement as text:
+// its DSN sets interpolateParams). It is how tests count statements on the wire.
+func MySQLQueries(fn func(query string)) func(conn int, clientBytes []byte) {
+	var mu sync.Mutex
+	pending := map[int][]byte{}
+	return func(conn int, b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		buf := append(pending[conn], b...)
+		for len(buf) >= 4 {
+			size := int(binary.LittleEndian.Uint32(append(buf[:3:3], 0)))
+			if len(buf) < 4+size {
+				break
+			}
+			seq, payload := buf[3], buf[4:4+size]
+			// A command starts a new sequence at 0; handshake packets do not.
+			if seq == 0 && size > 0 && payload[0] == 0x03 {
+				fn(string(payload[1:]))
+			}
+			buf = buf[4+size:]
+		}
+		pending[conn] = append([]byte(nil), buf...)
+	}
+}
