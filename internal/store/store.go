@@ -38,14 +38,11 @@ func DSN(dsn string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-// Open connects to the database named by dsn, creating it first if it does not exist. It does not
-// migrate; call Migrate for that.
-func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+// Connect returns a pool for dsn without touching the server: connections are made on demand.
+// A process that boots while MySQL is down uses it and reaches the server when it returns.
+func Connect(dsn string) (*sql.DB, error) {
 	cfg, err := DSN(dsn)
 	if err != nil {
-		return nil, err
-	}
-	if err := createDatabase(ctx, cfg); err != nil {
 		return nil, err
 	}
 	conn, err := mysql.NewConnector(cfg)
@@ -56,6 +53,30 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(16)
 	db.SetConnMaxLifetime(30 * time.Minute)
+	return db, nil
+}
+
+// Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
+// to a server that answered with an error.
+func Unreachable(err error) bool {
+	var me *mysql.MySQLError
+	return err != nil && !errors.As(err, &me)
+}
+
+// Open connects to the database named by dsn, creating it first if it does not exist. It does not
+// migrate; call Migrate for that.
+func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := DSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := createDatabase(ctx, cfg); err != nil {
+		return nil, err
+	}
+	db, err := Connect(dsn)
+	if err != nil {
+		return nil, err
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reach database %q: %w", cfg.DBName, err)
@@ -203,4 +224,16 @@ func Migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 		log.InfoContext(ctx, "migration applied", slog.Int64("version", m.version), slog.String("name", m.name))
 	}
 	return nil
+}
+
+// RouteDriverLogs sends the MySQL driver's own messages (such as "unexpected EOF" when a
+// connection is cut) to log at debug level: the desk reports the failures that matter itself.
+func RouteDriverLogs(log *slog.Logger) {
+	mysql.SetLogger(mysql.Logger(driverLogger{log}))
+}
+
+type driverLogger struct{ log *slog.Logger }
+
+func (d driverLogger) Print(v ...any) {
+	d.log.Debug("mysql driver", slog.String("msg", strings.TrimSpace(fmt.Sprint(v...))))
 }

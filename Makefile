@@ -1,0 +1,24 @@
+# fxdesk — two commands: `make run` runs the desk, `make test` runs the tests.
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+BIN := bin
+
+.PHONY: run test build services vet bench
+
+services:
+	@./scripts/services.sh
+
+build:
+	$(GO) build -o $(BIN)/fxdesk-web ./cmd/web
+	$(GO) build -o $(BIN)/fxdesk-cron ./cmd/cron
+
+# Single-process desk: lease, HTTP API and (as they land) the bundled feed simulator, with the
+# markets open whatever the day and demo data seeded.
+run: services build
+	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim ./$(BIN)/fxdesk-web
+
+test: services
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+bench: services
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"fxdesk/internal/api"
+	"fxdesk/internal/config"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/logging"
+	"fxdesk/internal/store"
+)
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(config.Web, getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel).With(slog.String("component", "FX"))
+	store.RouteDriverLogs(log)
+
+	cmd := ""
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch cmd {
+	case "":
+		return serve(ctx, cfg, log, stdout)
+	case "migrate":
+		return migrate(ctx, cfg, log, stdout)
+	default:
+		return fmt.Errorf("unknown command %q (commands: migrate; none runs the desk)", cmd)
+	}
+}
+
+func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := store.Migrate(ctx, db, log); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	pid := os.Getpid()
+	tag := cfg.Hostname + ":" + strconv.Itoa(pid)
+	log.InfoContext(ctx, "fxdesk-web starting", slog.Any("config", cfg), slog.Int("pid", pid))
+
+	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	db, err := store.Open(openCtx, cfg.MySQLDSN)
+	cancel()
+	switch {
+	case err == nil:
+		mctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = store.Migrate(mctx, db, log)
+		cancel()
+		if err != nil {
+			db.Close()
+			return err
+		}
+	case store.Unreachable(err):
+		// The lease still has an answer without MySQL (Redis, or fail-open), so the desk boots.
+		log.WarnContext(ctx, "MySQL unreachable at boot; migrations not applied, the engine lease falls back to Redis", slog.Any("err", err))
+		if db, err = store.Connect(cfg.MySQLDSN); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	defer db.Close()
+
+	rdb, err := store.OpenRedis(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	var dk *desk.Desk
+	keeper := lease.New(db, rdb, lease.Config{
+		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
+		Hostname: cfg.Hostname, PID: pid, Instances: cfg.WebInstances,
+		Notify: func(ev lease.Event) { dk.Notify(ev) },
+	}, log)
+	dk = desk.NewWeb(db, rdb, keeper, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log)
+	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	role, err := dk.Claim(claimCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("claim the engine lease: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(role)))
+	printHowToCall(stdout, ln.Addr().String(), role)
+
+	// The keeper renews on its own context so it outlives guarded work during shutdown: guarded
+	// work stops first, then the lease is released.
+	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
+	guardedCtx, stopGuarded := context.WithCancel(context.WithoutCancel(ctx))
+	var keeperWG, guardedWG sync.WaitGroup
+	if role == desk.Holder {
+		keeperWG.Go(func() { keeper.Run(keeperCtx) })
+		guardedWG.Go(func() { dk.RunVenueJobs(guardedCtx, cfg.VenueInterval) })
+	}
+
+	select {
+	case <-ctx.Done():
+		log.InfoContext(ctx, "shutting down")
+	case err := <-srvErr:
+		log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.WarnContext(shutdownCtx, "http server did not drain in time", slog.Any("err", err))
+	}
+	stopGuarded()
+	guardedWG.Wait()
+	stopKeeper()
+	keeperWG.Wait()
+	if role == desk.Holder {
+		if err := keeper.Release(shutdownCtx); err != nil {
+			log.WarnContext(shutdownCtx, "lease release incomplete", slog.Any("err", err))
+		}
+	}
+	log.InfoContext(shutdownCtx, "fxdesk-web stopped")
+	return nil
+}
+
+func printHowToCall(w io.Writer, addr string, role desk.Role) {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port)
+	fmt.Fprintf(w, "fxdesk-web is up as %s on %s\n", role, base)
+	fmt.Fprintf(w, "  curl %s/healthz\n", base)
+	fmt.Fprintf(w, "  curl %s/api/admin/fx/desk\n", base)
+}

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/store"
+)
+
+// binDir holds the real binaries, built once for the package.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "fxdesk-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}} {
+			cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, b.name), b.pkg)
+			cmd.Dir = ".."
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.name, err, out)
+				return 1
+			}
+		}
+		binDir = dir
+		return m.Run()
+	}())
+}
+
+// deskEnv is one isolated install: its own database and its own Redis server, so tests that all
+// use the fixed lease key can run side by side.
+type deskEnv struct {
+	t     *testing.T
+	db    *dbtest.Database
+	redis *dbtest.Redis
+	sql   *sql.DB
+	rdb   *redis.Client
+}
+
+func newDeskEnv(t *testing.T) *deskEnv {
+	t.Helper()
+	d, err := dbtest.NewDatabase("e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Drop() })
+	r, err := dbtest.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	db, err := store.Connect(d.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return &deskEnv{t: t, db: d, redis: r, sql: db, rdb: rdb}
+}
+
+// env is the base environment of a process of this install; extra entries override it.
+func (e *deskEnv) env(extra ...string) []string {
+	base := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"FXDESK_MYSQL_DSN=" + e.db.DSN,
+		"FXDESK_REDIS_URL=redis://" + e.redis.Addr + "/0",
+		"FXDESK_HTTP_ADDR=127.0.0.1:0",
+		"FXDESK_SIM_ADDR=127.0.0.1:0",
+		"FXDESK_CALENDAR=always-open",
+		"FXDESK_HOSTNAME=box",
+		"FXDESK_LEASE_TTL=3s",
+		"FXDESK_LEASE_FENCE=1s",
+		"LOG_FORMAT=json",
+		"LOG_LEVEL=debug",
+	}
+	return append(base, extra...)
+}
+
+type logLine map[string]any
+
+func (l logLine) msg() string   { s, _ := l["msg"].(string); return s }
+func (l logLine) level() string { s, _ := l["level"].(string); return s }
+
+// proc is a running fxdesk binary whose JSON log lines the test can wait on.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	addr string
+
+	mu     sync.Mutex
+	lines  []logLine
+	raw    []string
+	change chan struct{} // closed and replaced on every new line and at exit
+	exited bool
+	done   chan struct{}
+}
+
+// start runs binary with env and waits until its HTTP server listens.
+func (e *deskEnv) start(name, binary string, env ...string) *proc {
+	t := e.t
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, binary))
+	cmd.Env = e.env(env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	p := &proc{t: t, name: name, cmd: cmd, change: make(chan struct{}), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.read(stderr)
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("--- %s (pid %d) log ---\n%s", p.name, p.pid(), strings.Join(p.rawLines(), "\n"))
+		}
+	})
+	l := p.waitLog(30*time.Second, func(l logLine) bool { return l.msg() == "http server listening" })
+	p.addr, _ = l["addr"].(string)
+	return p
+}
+
+func (p *proc) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			l = logLine{"msg": sc.Text()}
+		}
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		p.raw = append(p.raw, sc.Text())
+		close(p.change)
+		p.change = make(chan struct{})
+		p.mu.Unlock()
+	}
+	p.cmd.Wait()
+	p.mu.Lock()
+	p.exited = true
+	close(p.change)
+	p.change = make(chan struct{})
+	p.mu.Unlock()
+	close(p.done)
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) rawLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.raw...)
+}
+
+// findLog returns the first line matching pred, if any.
+func (p *proc) findLog(pred func(logLine) bool) (logLine, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if pred(l) {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+func (p *proc) countLog(pred func(logLine) bool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, l := range p.lines {
+		if pred(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLog waits for a line matching pred, failing the test at the deadline or if the process
+// exits first.
+func (p *proc) waitLog(timeout time.Duration, pred func(logLine) bool) logLine {
+	p.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	seen := 0
+	for {
+		p.mu.Lock()
+		for ; seen < len(p.lines); seen++ {
+			if pred(p.lines[seen]) {
+				l := p.lines[seen]
+				p.mu.Unlock()
+				return l
+			}
+		}
+		exited, change := p.exited, p.change
+		p.mu.Unlock()
+		if exited {
+			p.t.Fatalf("%s exited before the awaited log line", p.name)
+		}
+		select {
+		case <-change:
+		case <-deadline.C:
+			p.t.Fatalf("%s: awaited log line did not appear within %s", p.name, timeout)
+		}
+	}
+}
+
+func msgIs(m string) func(logLine) bool { return func(l logLine) bool { return l.msg() == m } }
+func msgHas(m string) func(logLine) bool {
+	return func(l logLine) bool { return strings.Contains(l.msg(), m) }
+}
+
+// signal sends sig and, for terminating signals, waits for the exit.
+func (p *proc) stop(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("%s did not exit after %v", p.name, sig)
+	}
+}
+
+// get fetches path from the process and decodes the JSON body into v.
+func (p *proc) get(path string, v any) int {
+	p.t.Helper()
+	resp, err := http.Get("http://" + p.addr + path)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			p.t.Fatalf("decode %s: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type deskStatus struct {
+	Process string `json:"process"`
+	Role    string `json:"role"`
+	Reason  string `json:"reason"`
+	Self    string `json:"self"`
+	Lease   *struct {
+		HoldsLease  bool   `json:"holdsLease"`
+		Term        int64  `json:"term"`
+		TrustLeftMs int64  `json:"trustLeftMs"`
+		Lost        bool   `json:"lost"`
+		FailOpen    bool   `json:"failOpen"`
+		Arbiter     string `json:"arbiter"`
+	} `json:"lease"`
+	Holder struct {
+		Row *struct {
+			Hostname    string `json:"hostname"`
+			PID         int    `json:"pid"`
+			Term        int64  `json:"term"`
+			Live        bool   `json:"live"`
+			ExpiresInMs int64  `json:"expiresInMs"`
+		} `json:"row"`
+		Redis string `json:"redis"`
+		Agree bool   `json:"agree"`
+	} `json:"holder"`
+}
+
+func (p *proc) desk() deskStatus {
+	p.t.Helper()
+	var s deskStatus
+	if code := p.get("/api/admin/fx/desk", &s); code != http.StatusOK {
+		p.t.Fatalf("%s desk status = %d", p.name, code)
+	}
+	return s
+}
+
+// row reads the lease row the way operators do.
+func (e *deskEnv) row() (lease.Holder, bool) {
+	e.t.Helper()
+	h, _, ok, err := lease.ReadRow(context.Background(), e.sql, lease.Key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h, ok
+}
+
+func (e *deskEnv) redisValue() string {
+	v, err := e.rdb.Get(context.Background(), lease.RedisKey(lease.Key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+// waitRowExpired polls the database clock until the lease row has expired. There is no event for
+// time passing on another machine's clock, so this is a poll with a deadline.
+func (e *deskEnv) waitRowExpired(timeout time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if h, ok := e.row(); ok && !h.Live {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("lease row did not expire within %s", timeout)
+}
+
+// runOnce runs a binary to completion and returns its combined output.
+func runOnce(env []string, binary string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, binary), args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

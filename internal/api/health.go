@@ -1,0 +1,46 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"time"
+
+	"fxdesk/internal/desk"
+)
+
+// handleHealthz answers while the process is alive.
+func handleHealthz() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
+}
+
+// handleReadyz answers 200 when the database is reachable and the role is known.
+func handleReadyz(db *sql.DB, dk *desk.Desk) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		body := map[string]any{"role": dk.Role()}
+		status := http.StatusOK
+		if err := db.PingContext(ctx); err != nil {
+			body["database"] = "unreachable: " + err.Error()
+			status = http.StatusServiceUnavailable
+		} else {
+			body["database"] = "ok"
+		}
+		if dk.Role() == "" {
+			body["role"] = "unknown"
+			status = http.StatusServiceUnavailable
+		}
+		body["ready"] = status == http.StatusOK
+		writeJSON(w, status, body)
+	}
+}
+
+// handleDesk reports the process's role, the holder as each arbiter sees it, term and trust left.
+func handleDesk(dk *desk.Desk) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, dk.Status(r.Context()))
+	}
+}

@@ -1,0 +1,31 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"fxdesk/internal/fx"
+)
+
+// routes lists every route the desk serves.
+func routes(d Deps) http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(r.Context(), d.Log, w, fx.Errorf(fx.ENOTFOUND, "No route %s %s.", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(r.Context(), d.Log, w, fx.Errorf(fx.EINVALID, "Method %s is not allowed on %s.", r.Method, r.URL.Path))
+	})
+
+	r.Get("/healthz", handleHealthz())
+	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
+
+	r.Route("/api/admin/fx", func(r chi.Router) {
+		r.Get("/desk", handleDesk(d.Desk))
+	})
+	return r
+}

@@ -1,0 +1,69 @@
+// Package api is the desk's HTTP surface: chi routes, JSON in and out, and one error adapter that
+// turns the desk's error vocabulary into {"error":{"code","message"}} with the right status.
+// It holds no business rules; handlers ask for exactly the dependencies they use.
+package api
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"fxdesk/internal/desk"
+	"fxdesk/internal/fx"
+)
+
+// Deps is everything the routes need.
+type Deps struct {
+	Log  *slog.Logger
+	DB   *sql.DB
+	Desk *desk.Desk
+}
+
+// NewServer returns the desk's HTTP handler.
+func NewServer(d Deps) http.Handler {
+	return routes(d)
+}
+
+var statusOf = map[string]int{
+	fx.EINVALID:     http.StatusBadRequest,
+	fx.EUNAUTH:      http.StatusUnauthorized,
+	fx.EFORBIDDEN:   http.StatusForbidden,
+	fx.ENOTFOUND:    http.StatusNotFound,
+	fx.ECONFLICT:    http.StatusConflict,
+	fx.EUNAVAILABLE: http.StatusServiceUnavailable,
+	fx.EINTERNAL:    http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError is the one place an error becomes a response. Only internal errors are logged as
+// errors; the others are the client's to fix.
+func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, err error) {
+	code := fx.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if code == fx.EINTERNAL {
+		log.ErrorContext(ctx, "request failed", slog.Any("err", err))
+	}
+	var body errorBody
+	body.Error.Code = code
+	body.Error.Message = fx.ErrorMessage(err)
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

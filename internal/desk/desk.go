@@ -1,0 +1,155 @@
+// Package desk owns what the engine lease owns: it decides this process's role once, at boot,
+// gates every lease-guarded unit of work, runs the holder's venue jobs and reports the role for
+// operators. It never promotes a follower and never queues dropped work for replay.
+package desk
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/lease"
+)
+
+// Role is what this process is for its whole life.
+type Role string
+
+const (
+	Holder   Role = "holder"   // won the engine lease at boot
+	Follower Role = "follower" // lost it at boot: serves from the database, cannot quote
+	Cron     Role = "cron"     // fxdesk-cron: never contends
+)
+
+// Desk is one process's place in the desk.
+type Desk struct {
+	db     *sql.DB
+	rdb    redis.UniversalClient
+	keeper *lease.Keeper // nil on the cron process
+	log    *slog.Logger
+
+	process  string
+	cronMode string
+	tag      string
+
+	mu       sync.Mutex
+	role     Role
+	reason   string
+	restored []func(context.Context)
+}
+
+// Config describes the process.
+type Config struct {
+	Process  string // "web" or "cron"
+	CronMode string // inline, off or only
+	Tag      string // hostname:pid
+}
+
+// NewCron returns the desk of fxdesk-cron. It has no lease keeper: the cron process is refused
+// the lease by construction, before any store is consulted.
+func NewCron(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Desk {
+	return &Desk{db: db, rdb: rdb, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag,
+		role: Cron, reason: "fxdesk-cron never contends for the engine lease; orders arrive at the web process, so the desk stays there"}
+}
+
+// NewWeb returns the desk of a web process that contends through keeper.
+func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, cfg Config, log *slog.Logger) *Desk {
+	return &Desk{db: db, rdb: rdb, keeper: keeper, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag}
+}
+
+// Claim contends for the lease once and fixes the role for the life of the process.
+func (d *Desk) Claim(ctx context.Context) (Role, error) {
+	if d.keeper == nil {
+		return d.role, nil
+	}
+	won, err := d.keeper.Claim(ctx)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if won {
+		d.role, d.reason = Holder, "won the engine lease at boot"
+		d.log.InfoContext(ctx, "role: holder — this process owns the price stream, the risk engine and the venue jobs",
+			slog.String("lease", lease.Key), slog.Int64("term", d.keeper.State().Term), slog.String("arbiter", string(d.keeper.State().Arbiter)))
+	} else {
+		h := d.keeper.State().Observed
+		d.role = Follower
+		d.reason = "lost the engine lease at boot to " + h.String() + "; serves from the database only and never promotes (restart it to contend again)"
+		d.log.WarnContext(ctx, "role: follower — serving HTTP from the database only; this process cannot quote and will not promote",
+			slog.String("holder", h.String()))
+	}
+	return d.role, nil
+}
+
+// Role is the role fixed by Claim.
+func (d *Desk) Role() Role {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.role
+}
+
+// HoldsLease reports whether lease-guarded work may start now.
+func (d *Desk) HoldsLease() bool { return d.keeper != nil && d.keeper.HoldsLease() }
+
+// Keeper is the lease keeper, nil on the cron process.
+func (d *Desk) Keeper() *lease.Keeper { return d.keeper }
+
+// ErrNotHolder is returned by Guard when the unit of work was dropped at the gate.
+var ErrNotHolder = errors.New("lease not confirmed: work not executed")
+
+// Guard runs fn only if the lease is confirmed right now. Otherwise the work is dropped, with a
+// warning naming it, and nothing is queued: the lease_restored sweep repairs from state later.
+func (d *Desk) Guard(ctx context.Context, what string, fn func(context.Context) error) error {
+	if !d.HoldsLease() {
+		d.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
+		return ErrNotHolder
+	}
+	return fn(ctx)
+}
+
+// OnRestored registers fn to run on the first confirmed cycle after the gate was shut
+// (the lease_restored sweep).
+func (d *Desk) OnRestored(fn func(context.Context)) {
+	d.mu.Lock()
+	d.restored = append(d.restored, fn)
+	d.mu.Unlock()
+}
+
+// Notify is the keeper's event hook. It must not block the keeper.
+func (d *Desk) Notify(ev lease.Event) {
+	if ev.Kind != lease.Restored {
+		return
+	}
+	d.mu.Lock()
+	fns := append([]func(context.Context){}, d.restored...)
+	d.mu.Unlock()
+	for _, fn := range fns {
+		go fn(context.Background())
+	}
+}
+
+// RunVenueJobs runs the holder's venue jobs every interval until ctx ends. On a pure B-book desk
+// (no execution provider, no external in-flight state) both are silent no-ops; they exist here
+// because two desks over one broker account would replay the same fills, so they run on the
+// lease holder and nowhere else.
+func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, job := range []string{"runFxExecutionReconciler", "runFxHedgeMonitor"} {
+			if err := d.Guard(ctx, job, func(context.Context) error { return nil }); err != nil && !errors.Is(err, ErrNotHolder) {
+				d.log.ErrorContext(ctx, "venue job failed", slog.String("job", job), slog.Any("err", err))
+			}
+		}
+	}
+}

@@ -1,0 +1,53 @@
+// Package fx holds the desk's domain vocabulary: errors, and (as the desk grows) instruments,
+// money and the types every other package speaks.
+package fx
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to one HTTP status in the API's error adapter; only EINTERNAL is logged
+// as an error.
+const (
+	EINVALID     = "invalid"      // the request is malformed or breaks a rule (400/422)
+	EUNAUTH      = "unauthorized" // no or bad credentials (401)
+	EFORBIDDEN   = "forbidden"    // authenticated, not allowed (403)
+	ENOTFOUND    = "not_found"    // no such thing, or not yours (404)
+	ECONFLICT    = "conflict"     // the state does not allow it now (409)
+	EUNAVAILABLE = "unavailable"  // try again later: pricing, arbiter, dependency (503)
+	EINTERNAL    = "internal"     // a defect or an unexpected failure (500)
+)
+
+// Error is an error a client may see: a code from the list above and a message written for the
+// person who sent the request.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or EINTERNAL.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the client-safe message of err: an *Error's message, or a generic text
+// for anything else, so internal details never reach a client.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "An internal error occurred."
+}
