@@ -1,0 +1,60 @@
+package tick
+
+import "sync/atomic"
+
+// Update is one accepted quote, as delivered to Updates subscribers.
+type Update struct {
+	Symbol string
+	Quote  Quote
+}
+
+type subscriber struct {
+	ch      chan Update
+	filter  map[string]struct{} // nil: every symbol
+	dropped atomic.Uint64
+}
+
+// Updates subscribes to accepted quotes for symbols (none: every symbol). Each subscriber has
+// its own buffer of Config.UpdateBuffer; when it is full the update is dropped for that
+// subscriber alone and counted in Status.UpdatesDropped — the engine never waits for a reader.
+// cancel unsubscribes and closes the channel; it is safe to call more than once.
+func (e *Engine) Updates(symbols []string) (<-chan Update, func()) {
+	s := &subscriber{ch: make(chan Update, e.cfg.UpdateBuffer)}
+	if len(symbols) > 0 {
+		s.filter = make(map[string]struct{}, len(symbols))
+		for _, sym := range symbols {
+			s.filter[sym] = struct{}{}
+		}
+	}
+	e.subsMu.Lock()
+	e.subs[s] = struct{}{}
+	e.subsMu.Unlock()
+	var once atomic.Bool
+	return s.ch, func() {
+		if once.Swap(true) {
+			return
+		}
+		// Publishing holds the read lock, so once the write lock is ours no send is in flight.
+		e.subsMu.Lock()
+		delete(e.subs, s)
+		e.subsMu.Unlock()
+		close(s.ch)
+	}
+}
+
+// publishLocked offers q to every interested subscriber; the caller holds subsMu for reading.
+func (e *Engine) publishLocked(symbol string, q *Quote) {
+	for s := range e.subs {
+		if s.filter != nil {
+			if _, ok := s.filter[symbol]; !ok {
+				continue
+			}
+		}
+		select {
+		case s.ch <- Update{Symbol: symbol, Quote: *q}:
+		default:
+			s.dropped.Add(1)
+			e.updatesDropped.Add(1)
+		}
+	}
+}
