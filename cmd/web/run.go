@@ -105,12 +105,28 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return fmt.Errorf("claim the engine lease: %w", err)
 	}
 
+	// The price stream belongs to the holder alone; it is started before HTTP so the first
+	// request already sees quotes arriving, and kept even if the lease is lost later.
+	quotes := &desk.Quotes{}
+	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStream()
+	var stream *priceStream
+	if role == desk.Holder {
+		stream, err = startPriceStream(streamCtx, cfg, db, log)
+		if err != nil {
+			stopStream()
+			keeper.Release(context.Background())
+			return fmt.Errorf("start the price stream: %w", err)
+		}
+		quotes.SetEngine(stream.engine)
+	}
+
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -143,6 +159,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	stopGuarded()
 	guardedWG.Wait()
+	stopStream()
+	if stream != nil {
+		stream.wait()
+	}
 	stopKeeper()
 	keeperWG.Wait()
 	if role == desk.Holder {

@@ -19,6 +19,8 @@ type Deps struct {
 	Log  *slog.Logger
 	DB   *sql.DB
 	Desk *desk.Desk
+	// Quotes is the price view: the tick engine on the holder, empty elsewhere.
+	Quotes *desk.Quotes
 }
 
 // NewServer returns the desk's HTTP handler.

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"fxdesk/internal/desk"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/tick"
+)
+
+// symbolView is one instrument as traders see it, with its live state and last bid/ask.
+type symbolView struct {
+	Symbol       string     `json:"symbol"`
+	Base         string     `json:"base"`
+	Quote        string     `json:"quote"`
+	Digits       int        `json:"digits"`
+	ContractSize string     `json:"contractSize"`
+	VolumeMin    string     `json:"volumeMin"`
+	VolumeStep   string     `json:"volumeStep"`
+	VolumeMax    string     `json:"volumeMax"`
+	Status       string     `json:"status"`
+	State        tick.State `json:"state"`
+	Bid          *string    `json:"bid"`
+	Ask          *string    `json:"ask"`
+	Time         *time.Time `json:"time,omitempty"` // provider time of the last quote
+}
+
+type quoteView struct {
+	Symbol string     `json:"symbol"`
+	State  tick.State `json:"state"`
+	Bid    *string    `json:"bid"`
+	Ask    *string    `json:"ask"`
+	Time   *time.Time `json:"time,omitempty"`
+	AgeMs  *int64     `json:"ageMs,omitempty"`
+}
+
+func price(v float64, digits int) *string {
+	s := strconv.FormatFloat(v, 'f', digits, 64)
+	return &s
+}
+
+// instrumentsBySymbol loads enabled instruments; the set is small and read from the database so
+// every process answers the same.
+func instrumentsBySymbol(ctx context.Context, db *sql.DB) (map[string]tick.Instrument, []tick.Instrument, error) {
+	all, err := tick.LoadInstruments(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	by := make(map[string]tick.Instrument, len(all))
+	var enabled []tick.Instrument
+	for _, in := range all {
+		if in.Enabled {
+			by[in.Symbol] = in
+			enabled = append(enabled, in)
+		}
+	}
+	return by, enabled, nil
+}
+
+// parseSymbols reads ?symbols=A,B: each must be an enabled instrument. Empty means all.
+func parseSymbols(raw string, known map[string]tick.Instrument) ([]string, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for s := range strings.SplitSeq(raw, ",") {
+		s = strings.ToUpper(strings.TrimSpace(s))
+		if s == "" || seen[s] {
+			continue
+		}
+		if _, ok := known[s]; !ok {
+			return nil, fx.Errorf(fx.EINVALID, "Unknown symbol %q: symbols are six-letter codes such as EURUSD.", s)
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	if len(out) > 200 {
+		return nil, fx.Errorf(fx.EINVALID, "At most 200 symbols per request.")
+	}
+	return out, nil
+}
+
+// handleSymbols lists enabled instruments with their state and last bid/ask.
+func handleSymbols(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, enabled, err := instrumentsBySymbol(r.Context(), db)
+		if err != nil {
+			writeError(r.Context(), log, w, err)
+			return
+		}
+		out := make([]symbolView, 0, len(enabled))
+		for _, in := range enabled {
+			v := symbolView{
+				Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, Digits: in.Digits,
+				ContractSize: in.ContractSize.String(), VolumeMin: in.VolumeMin.String(),
+				VolumeStep: in.VolumeStep.String(), VolumeMax: in.VolumeMax.String(),
+				Status: string(in.Status), State: quotes.SymbolState(in.Symbol),
+			}
+			if q, ok := quotes.LastTick(in.Symbol); ok {
+				v.Bid, v.Ask = price(q.Bid, in.Digits), price(q.Ask, in.Digits)
+				t := q.ProviderTime.UTC()
+				v.Time = &t
+			}
+			out = append(out, v)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"symbols": out})
+	}
+}
+
+// handleQuotes answers the last quote of each requested symbol.
+func handleQuotes(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		known, enabled, err := instrumentsBySymbol(r.Context(), db)
+		if err != nil {
+			writeError(r.Context(), log, w, err)
+			return
+		}
+		symbols, err := parseSymbols(r.URL.Query().Get("symbols"), known)
+		if err != nil {
+			writeError(r.Context(), log, w, err)
+			return
+		}
+		if symbols == nil {
+			for _, in := range enabled {
+				symbols = append(symbols, in.Symbol)
+			}
+		}
+		now := time.Now()
+		out := make([]quoteView, 0, len(symbols))
+		for _, s := range symbols {
+			v := quoteView{Symbol: s, State: quotes.SymbolState(s)}
+			if q, ok := quotes.LastTick(s); ok {
+				d := known[s].Digits
+				v.Bid, v.Ask = price(q.Bid, d), price(q.Ask, d)
+				t := q.ProviderTime.UTC()
+				age := now.Sub(q.ReceivedAt).Milliseconds()
+				v.Time, v.AgeMs = &t, &age
+			}
+			out = append(out, v)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"quotes": out})
+	}
+}
+
+// handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
+// tick of the requested symbols. Each client has its own bounded buffer in the engine, so a slow
+// client loses updates instead of delaying the engine or other clients.
+func handleMarketsStream(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		known, _, err := instrumentsBySymbol(r.Context(), db)
+		if err != nil {
+			writeError(r.Context(), log, w, err)
+			return
+		}
+		symbols, err := parseSymbols(r.URL.Query().Get("symbols"), known)
+		if err != nil {
+			writeError(r.Context(), log, w, err)
+			return
+		}
+		flusher, ok := w.(http.Flusher)
+		if !ok {
+			writeError(r.Context(), log, w, fx.Errorf(fx.EINTERNAL, "streaming unsupported"))
+			return
+		}
+		rc := http.NewResponseController(w)
+		ch, cancel := quotes.Updates(symbols)
+		defer cancel()
+
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, ": fxdesk markets rail\n\n")
+		flusher.Flush()
+
+		heartbeat := time.NewTicker(15 * time.Second)
+		defer heartbeat.Stop()
+		type event struct {
+			Symbol string `json:"symbol"`
+			Bid    string `json:"bid"`
+			Ask    string `json:"ask"`
+			Time   int64  `json:"t"` // provider time, Unix milliseconds
+		}
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-heartbeat.C:
+				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+					return
+				}
+				flusher.Flush()
+			case u, ok := <-ch:
+				if !ok {
+					return
+				}
+				d := known[u.Symbol].Digits
+				b, _ := json.Marshal(event{Symbol: u.Symbol, Bid: *price(u.Quote.Bid, d), Ask: *price(u.Quote.Ask, d), Time: u.Quote.ProviderTime.UnixMilli()})
+				// A client that stops reading must not hold this goroutine forever.
+				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				if _, err := fmt.Fprintf(w, "event: quote\ndata: %s\n\n", b); err != nil {
+					return
+				}
+				flusher.Flush()
+			}
+		}
+	}
+}
