@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"fxdesk/internal/api"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/logging"
+	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 )
 
@@ -25,8 +28,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel).With(slog.String("component", "CRON"))
 	store.RouteDriverLogs(log)
+	var once *oneOff
 	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q (none runs the scheduler)", args[0])
+		if once, err = parseRun(args); err != nil {
+			return err
+		}
 	}
 
 	pid := os.Getpid()
@@ -57,6 +63,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer rdb.Close()
 	dk := desk.NewCron(db, rdb, dkCfg, log)
 
+	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
+	bBookOnly := func(context.Context) (bool, error) { return false, nil }
+	sched, err := schedule.New(log, schedule.NewYork(), venueJobs(bBookOnly)...)
+	if err != nil {
+		return err
+	}
+	if once != nil {
+		res, err := sched.RunOnce(ctx, once.job, once.at)
+		if err != nil && !errors.Is(err, schedule.ErrDeclined) {
+			return err
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(stdout, "%s as of %s: %v\n", once.job, once.at.Format(time.RFC3339), err)
+		case len(res) == 0:
+			fmt.Fprintf(stdout, "%s as of %s: nothing to do\n", once.job, once.at.Format(time.RFC3339))
+		default:
+			fmt.Fprintf(stdout, "%s as of %s: %v\n", once.job, once.at.Format(time.RFC3339), res)
+		}
+		return nil
+	}
+
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -70,6 +98,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(desk.Cron)))
 	fmt.Fprintf(stdout, "fxdesk-cron is up on %s\n", ln.Addr())
 
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	schedDone := make(chan struct{})
+	go func() { sched.Run(schedCtx); close(schedDone) }()
+
 	select {
 	case <-ctx.Done():
 		log.InfoContext(ctx, "shutting down")
@@ -79,6 +111,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
+	stopSched()
+	<-schedDone
 	log.InfoContext(shutdownCtx, "fxdesk-cron stopped")
 	return nil
+}
+
+// oneOff is "run JOB [--at RFC3339]": one job, once, as if the clock read --at.
+type oneOff struct {
+	job string
+	at  time.Time
+}
+
+func parseRun(args []string) (*oneOff, error) {
+	if args[0] != "run" {
+		return nil, fmt.Errorf("unknown command %q (commands: run JOB [--at RFC3339]; none runs the scheduler)", args[0])
+	}
+	if len(args) < 2 {
+		return nil, errors.New("run needs a job name: fxdesk-cron run JOB [--at RFC3339]")
+	}
+	o := &oneOff{job: args[1], at: time.Now()}
+	rest := args[2:]
+	for len(rest) > 0 {
+		switch {
+		case rest[0] == "--at" && len(rest) > 1:
+			t, err := time.Parse(time.RFC3339, rest[1])
+			if err != nil {
+				return nil, fmt.Errorf("--at %q is not an RFC 3339 instant (example: 2026-11-25T22:00:00Z)", rest[1])
+			}
+			o.at, rest = t, rest[2:]
+		case strings.HasPrefix(rest[0], "--at="):
+			t, err := time.Parse(time.RFC3339, strings.TrimPrefix(rest[0], "--at="))
+			if err != nil {
+				return nil, fmt.Errorf("%s is not an RFC 3339 instant (example: 2026-11-25T22:00:00Z)", rest[0])
+			}
+			o.at, rest = t, rest[1:]
+		default:
+			return nil, fmt.Errorf("unexpected argument %q: fxdesk-cron run JOB [--at RFC3339]", rest[0])
+		}
+	}
+	return o, nil
 }

@@ -155,6 +155,9 @@ func (s *Scheduler) execute(ctx context.Context, e *entry, at time.Time) (Result
 		s.log.InfoContext(ctx, "job declined", append(attrs, slog.String("reason", err.Error()))...)
 	case err != nil:
 		s.log.ErrorContext(ctx, "job failed", append(attrs, slog.Any("err", err))...)
+	case res == nil:
+		// Nothing to do (a venue job on a pure B-book desk): silent unless debugging.
+		s.log.DebugContext(ctx, "job ran; nothing to do", attrs...)
 	default:
 		s.log.InfoContext(ctx, "job ran", attrs...)
 	}
