@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS `fx_execution_alert`;
