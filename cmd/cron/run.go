@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/logging"
+	"fxdesk/internal/metrics"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 )
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron")}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srvErr := make(chan error, 1)

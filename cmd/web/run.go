@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
+	"fxdesk/internal/metrics"
 	"fxdesk/internal/store"
 )
 
@@ -92,11 +93,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	defer rdb.Close()
 
 	var dk *desk.Desk
+	m := metrics.New("web")
 	keeper := lease.New(db, rdb, lease.Config{
 		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
 		Hostname: cfg.Hostname, PID: pid, Instances: cfg.WebInstances,
-		Notify: func(ev lease.Event) { dk.Notify(ev) },
+		Notify:       func(ev lease.Event) { dk.Notify(ev) },
+		ObserveRenew: m.ObserveRenew,
 	}, log)
+	m.WatchLease(keeper)
 	dk = desk.NewWeb(db, rdb, keeper, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log)
 	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	role, err := dk.Claim(claimCtx)
@@ -119,6 +123,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			return fmt.Errorf("start the price stream: %w", err)
 		}
 		quotes.SetEngine(stream.engine)
+		m.WatchEngine(stream.engine)
 	}
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -126,7 +131,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

@@ -13,6 +13,7 @@ import (
 
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/metrics"
 	"fxdesk/internal/tick"
 )
 
@@ -154,7 +155,7 @@ func handleQuotes(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.Handle
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
 // tick of the requested symbols. Each client has its own bounded buffer in the engine, so a slow
 // client loses updates instead of delaying the engine or other clients.
-func handleMarketsStream(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+func handleMarketsStream(log *slog.Logger, db *sql.DB, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		known, _, err := instrumentsBySymbol(r.Context(), db)
 		if err != nil {
@@ -174,6 +175,8 @@ func handleMarketsStream(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http
 		rc := http.NewResponseController(w)
 		ch, cancel := quotes.Updates(symbols)
 		defer cancel()
+		m.SSEClients.Inc()
+		defer m.SSEClients.Dec()
 
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")

@@ -23,11 +23,12 @@ func routes(d Deps) http.Handler {
 
 	r.Get("/healthz", handleHealthz())
 	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
+	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
 	r.Route("/api/fx", func(r chi.Router) {
 		r.Get("/symbols", handleSymbols(d.Log, d.DB, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.DB, d.Quotes))
-		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes))
+		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes, d.Metrics))
 	})
 
 	r.Route("/api/admin/fx", func(r chi.Router) {

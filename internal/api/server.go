@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/metrics"
 )
 
 // Deps is everything the routes need.
@@ -21,6 +22,8 @@ type Deps struct {
 	Desk *desk.Desk
 	// Quotes is the price view: the tick engine on the holder, empty elsewhere.
 	Quotes *desk.Quotes
+	// Metrics serves /metrics and counts what the handlers see.
+	Metrics *metrics.Metrics
 }
 
 // NewServer returns the desk's HTTP handler.

@@ -72,6 +72,8 @@ type Config struct {
 	PIDAlive func(pid int) bool
 	// Notify, when set, receives every Event.
 	Notify func(Event)
+	// ObserveRenew, when set, receives each renew cycle's duration and outcome (ok, failed, lost).
+	ObserveRenew func(took time.Duration, outcome string)
 }
 
 // Keeper claims, renews, fences and releases the lease for one process. A Keeper is made only by
@@ -493,6 +495,16 @@ func (k *Keeper) Renew(ctx context.Context) bool {
 	wasLapsed := k.lapsed || !k.HoldsLease()
 	ok, err := k.renewLocked(ctx, start)
 	k.lastRenewTook = k.cfg.Now().Sub(start)
+	if k.cfg.ObserveRenew != nil {
+		outcome := "failed"
+		switch {
+		case ok:
+			outcome = "ok"
+		case k.lost.Load():
+			outcome = "lost"
+		}
+		k.cfg.ObserveRenew(k.lastRenewTook, outcome)
+	}
 	if err != nil {
 		k.lastErr = err.Error()
 	} else {

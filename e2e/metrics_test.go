@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (p *proc) metrics() string {
+	p.t.Helper()
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("/metrics = %d", resp.StatusCode)
+	}
+	return string(b)
+}
+
+// metricValue returns the sample line's value for an exact series (name plus labels).
+func metricValue(body, series string) (string, bool) {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// /metrics on both processes exposes the named series with values that match the roles.
+func TestMetricsExposeTheDesk(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	h := e.start("holder", "fxdesk-web", "CRON_MODE=off")
+	f := e.start("follower", "fxdesk-web", "CRON_MODE=off")
+	c := e.start("cron", "fxdesk-cron")
+	h.waitLog(10*time.Second, msgIs("provider connected"))
+	// The renew histogram gets a sample per cycle (every TTL/3 = 1 s here); no event announces a
+	// successful renew, so poll the series with a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v, ok := metricValue(h.metrics(), `fxdesk_lease_renew_seconds_count{outcome="ok"}`); ok && v != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no successful renew observed in fxdesk_lease_renew_seconds")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stream := h.stream("EURUSD")
+	stream.waitFor(t, 10*time.Second, func(map[string]any) bool { return true })
+
+	hm := h.metrics()
+	for series, want := range map[string]string{
+		`fxdesk_lease_held`:                            "1",
+		`fxdesk_lease_term`:                            "1",
+		`fxdesk_lease_lost`:                            "0",
+		`fxdesk_feed_connected`:                        "1",
+		`fxdesk_sse_clients`:                           "1",
+		`fxdesk_build_info{process="web"}`:             "1",
+		`fxdesk_ticks_dropped_total{reason="crossed"}`: "0",
+	} {
+		if got, ok := metricValue(hm, series); !ok || got != want {
+			t.Errorf("holder %s = %q (present %v), want %s", series, got, ok, want)
+		}
+	}
+	if got, _ := metricValue(hm, "fxdesk_ticks_received_total"); got == "" || got == "0" {
+		t.Errorf("holder fxdesk_ticks_received_total = %q, want > 0", got)
+	}
+	for _, name := range []string{"fxdesk_lease_trust_left_seconds", "fxdesk_quote_age_seconds", `fxdesk_symbols{state="QUOTING"}`} {
+		if _, ok := metricValue(hm, name); !ok {
+			t.Errorf("holder lacks %s", name)
+		}
+	}
+	if got, _ := metricValue(f.metrics(), "fxdesk_lease_held"); got != "0" {
+		t.Errorf("follower fxdesk_lease_held = %q, want 0", got)
+	}
+	cm := c.metrics()
+	if _, ok := metricValue(cm, `fxdesk_build_info{process="cron"}`); !ok {
+		t.Error("cron /metrics lacks fxdesk_build_info")
+	}
+	if strings.Contains(cm, "fxdesk_lease_held") {
+		t.Error("cron exposes lease series: it has no lease keeper")
+	}
+}
