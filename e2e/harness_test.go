@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,9 @@ type deskEnv struct {
 	redis *dbtest.Redis
 	sql   *sql.DB
 	rdb   *redis.Client
+
+	adminOnce sync.Once
+	admin     string
 }
 
 func newDeskEnv(t *testing.T) *deskEnv {
@@ -109,6 +113,7 @@ func (l logLine) level() string { s, _ := l["level"].(string); return s }
 // proc is a running fxdesk binary whose JSON log lines the test can wait on.
 type proc struct {
 	t    *testing.T
+	env  *deskEnv
 	name string
 	cmd  *exec.Cmd
 	addr string
@@ -132,7 +137,7 @@ func (e *deskEnv) start(name, binary string, env ...string) *proc {
 		t.Fatal(err)
 	}
 	cmd.Stdout = io.Discard
-	p := &proc{t: t, name: name, cmd: cmd, change: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{t: t, env: e, name: name, cmd: cmd, change: make(chan struct{}), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +261,20 @@ func (p *proc) stop(sig syscall.Signal) {
 // get fetches path from the process and decodes the JSON body into v.
 func (p *proc) get(path string, v any) int {
 	p.t.Helper()
-	resp, err := http.Get("http://" + p.addr + path)
+	return p.getAs("", path, v)
+}
+
+// getAs is get with a bearer token (none when token is empty).
+func (p *proc) getAs(token, path string, v any) int {
+	p.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -298,7 +316,7 @@ type deskStatus struct {
 func (p *proc) desk() deskStatus {
 	p.t.Helper()
 	var s deskStatus
-	if code := p.get("/api/admin/fx/desk", &s); code != http.StatusOK {
+	if code := p.getAs(p.env.adminToken(), "/api/admin/fx/desk", &s); code != http.StatusOK {
 		p.t.Fatalf("%s desk status = %d", p.name, code)
 	}
 	return s
@@ -350,6 +368,36 @@ func runOnce(env []string, binary string, args ...string) (string, error) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// issueToken runs `fxdesk-web token create` against this install's database and returns the
+// token from the last line of its output.
+func (e *deskEnv) issueToken(user int64, admin bool) string {
+	e.t.Helper()
+	args := []string{"token", "create", "--user", strconv.FormatInt(user, 10)}
+	if admin {
+		args = append(args, "--admin")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "fxdesk-web"), args...)
+	cmd.Env = e.env("LOG_LEVEL=warn")
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("token create: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	tok := strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(tok, "fxd_") {
+		e.t.Fatalf("token create printed %q on its last line", tok)
+	}
+	return tok
+}
+
+// adminToken is one admin token (user 1) for the install, issued on first use.
+func (e *deskEnv) adminToken() string {
+	e.adminOnce.Do(func() { e.admin = e.issueToken(1, true) })
+	return e.admin
+}
 
 // authorize adds the test's bearer token to req when the process has one.
 func (p *proc) authorize(req *http.Request) {}

@@ -232,6 +232,8 @@ func TestHolderCutFromItsStores(t *testing.T) {
 				t.Fatalf("%d guarded units dropped while the lease was confirmed", n)
 			}
 
+			// One authenticated call while MySQL answers: the token stays honoured through the outage.
+			a.desk()
 			mp.Cut()
 			lapsed := a.waitLog(10*time.Second, msgHas("not confirmed past its trust window"))
 			a.waitLog(5*time.Second, msgIs("lease not confirmed; work not executed"))

@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/store"
+	"fxdesk/internal/trading"
 )
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -38,8 +39,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, cfg, log, stdout)
 	case "migrate":
 		return migrate(ctx, cfg, log, stdout)
+	case "token":
+		return tokenCommand(ctx, cfg, log, args[1:], stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (commands: migrate; none runs the desk)", cmd)
+		return fmt.Errorf("unknown command %q (commands: migrate, token create; none runs the desk)", cmd)
 	}
 }
 
@@ -112,11 +115,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	// The price stream belongs to the holder alone; it is started before HTTP so the first
 	// request already sees quotes arriving, and kept even if the lease is lost later.
 	quotes := &desk.Quotes{}
+	settings := trading.NewSettings(db, log)
+	if err := settings.Load(ctx); err != nil {
+		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
+	}
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
 	var stream *priceStream
 	if role == desk.Holder {
-		stream, err = startPriceStream(streamCtx, cfg, db, log)
+		stream, err = startPriceStream(streamCtx, cfg, db, log, settings.StaleAfter)
 		if err != nil {
 			stopStream()
 			keeper.Release(context.Background())
@@ -126,12 +133,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		m.WatchEngine(stream.engine)
 	}
 
+	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m}),
+		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Settings: settings,
+			Trading: tradingSvc}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -139,6 +148,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	go func() { srvErr <- srv.Serve(ln) }()
 	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(role)))
 	printHowToCall(stdout, ln.Addr().String(), role)
+	if cfg.Demo {
+		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String())); err != nil {
+			log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
+		}
+	}
 
 	// The keeper renews on its own context so it outlives guarded work during shutdown: guarded
 	// work stops first, then the lease is released.
@@ -187,5 +201,5 @@ func printHowToCall(w io.Writer, addr string, role desk.Role) {
 	base := "http://" + net.JoinHostPort(host, port)
 	fmt.Fprintf(w, "fxdesk-web is up as %s on %s\n", role, base)
 	fmt.Fprintf(w, "  curl %s/healthz\n", base)
-	fmt.Fprintf(w, "  curl %s/api/admin/fx/desk\n", base)
+	fmt.Fprintf(w, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk   (ADMIN from: fxdesk-web token create --user 1 --admin)\n", base)
 }

@@ -23,7 +23,7 @@ type priceStream struct {
 
 // startPriceStream starts the tick engine (and the simulator), which run until ctx ends. Call
 // only on the holder.
-func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *slog.Logger) (*priceStream, error) {
+func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *slog.Logger, staleAfter func() time.Duration) (*priceStream, error) {
 	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	instruments, err := tick.LoadInstruments(loadCtx, db)
@@ -62,6 +62,7 @@ func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *s
 		URL:         url,
 		Key:         cfg.FeedKey,
 		CalendarFor: tick.CalendarLookup(instruments, calendars),
+		StaleAfter:  staleAfter, // fxTradingQuoteStaleSecondsFx, a cached read
 	}, log)
 	if err := ps.engine.SetSource("instruments", enabled); err != nil {
 		return nil, err

@@ -25,13 +25,21 @@ func routes(d Deps) http.Handler {
 	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
+	// Every /api route needs a bearer token; admin routes also need the admin role.
+	d = withTradingDefaults(d)
+	authn := requireToken(d.Log, d.Auth)
+
 	r.Route("/api/fx", func(r chi.Router) {
+		r.Use(authn)
+		tradingRoutes(r, d.Log, d.Trading)
 		r.Get("/symbols", handleSymbols(d.Log, d.DB, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.DB, d.Quotes))
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes, d.Metrics))
 	})
 
 	r.Route("/api/admin/fx", func(r chi.Router) {
+		r.Use(authn, requireAdmin(d.Log))
+		adminTradingRoutes(r, d.Log, d.Trading, d.Settings)
 		r.Get("/desk", handleDesk(d.Desk))
 	})
 	return r

@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/trading"
 )
 
 // Deps is everything the routes need.
@@ -24,6 +26,13 @@ type Deps struct {
 	Quotes *desk.Quotes
 	// Metrics serves /metrics and counts what the handlers see.
 	Metrics *metrics.Metrics
+	// Trading applies the trading rules; nil builds one that can serve from the database but
+	// never fill (a process without the lease keeper, such as fxdesk-cron).
+	Trading *trading.Service
+	// Settings reads and writes fx_setting; nil builds one over DB.
+	Settings *trading.Settings
+	// Auth resolves bearer tokens; nil builds one over DB.
+	Auth *auth.Resolver
 }
 
 // NewServer returns the desk's HTTP handler.

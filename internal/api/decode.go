@@ -1,0 +1,336 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/trading"
+)
+
+// maxBody caps every request body; no desk request comes near it.
+const maxBody = 64 << 10
+
+// decodeStrict reads exactly one JSON value into v, refusing unknown fields, wrong types and
+// trailing data, with a message that names what was wrong. An empty body is an error unless
+// emptyOK.
+func decodeStrict(r io.Reader, v any, emptyOK bool) error {
+	dec := json.NewDecoder(io.LimitReader(r, maxBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
+			if emptyOK {
+				return nil
+			}
+			return fx.Errorf(fx.EINVALID, "The request body is empty; send a JSON object.")
+		case errors.As(err, &te):
+			if te.Field != "" {
+				return fx.Errorf(fx.EINVALID, "%s has the wrong type (amounts, prices and volumes travel as decimal strings such as \"1.25\").", te.Field)
+			}
+			return fx.Errorf(fx.EINVALID, "The request body must be a JSON object.")
+		case errors.As(err, &se):
+			return fx.Errorf(fx.EINVALID, "The request body is not valid JSON (at byte %d).", se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return fx.Errorf(fx.EINVALID, "Unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		default:
+			return fx.Errorf(fx.EINVALID, "The request body is not valid JSON.")
+		}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fx.Errorf(fx.EINVALID, "The request body must hold exactly one JSON object.")
+	}
+	return nil
+}
+
+func optDecimal(field string, s *string, places int) (*decimal.Decimal, error) {
+	if s == nil {
+		return nil, nil
+	}
+	d, err := fx.ParseDecimal(field, *s, places)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// pricePlaces and volumePlaces are the most decimals the schema stores.
+const (
+	pricePlaces  = 10
+	volumePlaces = 4
+)
+
+func checkNonce(n string) error {
+	if len(n) > 64 {
+		return fx.Errorf(fx.EINVALID, "requestNonce must be at most 64 characters.")
+	}
+	for _, c := range n {
+		if c < 0x21 || c > 0x7e {
+			return fx.Errorf(fx.EINVALID, "requestNonce must be printable ASCII without spaces.")
+		}
+	}
+	return nil
+}
+
+func checkSymbol(s string) error {
+	if len(s) != 6 {
+		return fx.Errorf(fx.EINVALID, "Unknown symbol %q: symbols are six-letter codes such as EURUSD.", s)
+	}
+	for _, c := range s {
+		if c < 'A' || c > 'Z' {
+			return fx.Errorf(fx.EINVALID, "Unknown symbol %q: symbols are six-letter codes such as EURUSD.", s)
+		}
+	}
+	return nil
+}
+
+type orderWire struct {
+	AccountID    *int64  `json:"accountId"`
+	Symbol       string  `json:"symbol"`
+	Side         string  `json:"side"`
+	Type         string  `json:"type"`
+	Volume       *string `json:"volume"`
+	Price        *string `json:"price"`
+	SL           *string `json:"sl"`
+	TP           *string `json:"tp"`
+	TimeInForce  string  `json:"timeInForce"`
+	ExpiresAt    *string `json:"expiresAt"`
+	RequestNonce string  `json:"requestNonce"`
+}
+
+// decodeOrder reads POST /api/fx/orders. Rules that need the instrument (digits, volume step,
+// market side) are the trading service's.
+func decodeOrder(r io.Reader) (trading.OrderRequest, error) {
+	var w orderWire
+	if err := decodeStrict(r, &w, false); err != nil {
+		return trading.OrderRequest{}, err
+	}
+	var o trading.OrderRequest
+	if w.AccountID == nil || *w.AccountID <= 0 {
+		return o, fx.Errorf(fx.EINVALID, "accountId is required.")
+	}
+	o.AccountID = *w.AccountID
+	if err := checkSymbol(w.Symbol); err != nil {
+		return o, err
+	}
+	o.Symbol = w.Symbol
+	switch fx.Side(w.Side) {
+	case fx.Buy, fx.Sell:
+		o.Side = fx.Side(w.Side)
+	default:
+		return o, fx.Errorf(fx.EINVALID, "side must be BUY or SELL.")
+	}
+	switch fx.OrderType(w.Type) {
+	case fx.Market, fx.Limit, fx.Stop:
+		o.Type = fx.OrderType(w.Type)
+	default:
+		return o, fx.Errorf(fx.EINVALID, "type must be MARKET, LIMIT or STOP.")
+	}
+	if w.Volume == nil {
+		return o, fx.Errorf(fx.EINVALID, "volume (lots, a decimal string) is required.")
+	}
+	v, err := fx.ParseDecimal("volume", *w.Volume, volumePlaces)
+	if err != nil {
+		return o, err
+	}
+	if !v.IsPositive() {
+		return o, fx.Errorf(fx.EINVALID, "volume must be positive.")
+	}
+	o.Volume = v
+	if o.Price, err = optDecimal("price", w.Price, pricePlaces); err != nil {
+		return o, err
+	}
+	if o.SL, err = optDecimal("sl", w.SL, pricePlaces); err != nil {
+		return o, err
+	}
+	if o.TP, err = optDecimal("tp", w.TP, pricePlaces); err != nil {
+		return o, err
+	}
+	for _, p := range []*decimal.Decimal{o.Price, o.SL, o.TP} {
+		if p != nil && !p.IsPositive() {
+			return o, fx.Errorf(fx.EINVALID, "price, sl and tp must be positive.")
+		}
+	}
+	switch fx.TimeInForce(w.TimeInForce) {
+	case "", fx.GTC, fx.GTD, fx.DAY:
+		o.TimeInForce = fx.TimeInForce(w.TimeInForce)
+	default:
+		return o, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
+	}
+	if w.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *w.ExpiresAt)
+		if err != nil {
+			return o, fx.Errorf(fx.EINVALID, "expiresAt must be an RFC 3339 time such as 2026-01-02T15:04:05Z.")
+		}
+		o.ExpiresAt = &t
+	}
+	if err := checkNonce(w.RequestNonce); err != nil {
+		return o, err
+	}
+	o.RequestNonce = w.RequestNonce
+	return o, nil
+}
+
+type closeWire struct {
+	Volume *string `json:"volume"`
+}
+
+// decodeClose reads POST /positions/{id}/close; an empty body closes everything.
+func decodeClose(r io.Reader) (*decimal.Decimal, error) {
+	var w closeWire
+	if err := decodeStrict(r, &w, true); err != nil {
+		return nil, err
+	}
+	v, err := optDecimal("volume", w.Volume, volumePlaces)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil && !v.IsPositive() {
+		return nil, fx.Errorf(fx.EINVALID, "volume must be positive.")
+	}
+	return v, nil
+}
+
+type modifyWire struct {
+	SL *string `json:"sl"`
+	TP *string `json:"tp"`
+}
+
+// decodeModify reads PATCH /positions/{id}: a field left out (or null) stays, "" removes it.
+func decodeModify(r io.Reader) (sl, tp trading.StopChange, err error) {
+	var w modifyWire
+	if err := decodeStrict(r, &w, false); err != nil {
+		return sl, tp, err
+	}
+	conv := func(field string, s *string) (trading.StopChange, error) {
+		if s == nil {
+			return trading.StopChange{}, nil
+		}
+		if *s == "" {
+			return trading.StopChange{Set: true}, nil
+		}
+		d, err := fx.ParseDecimal(field, *s, pricePlaces)
+		if err != nil {
+			return trading.StopChange{}, err
+		}
+		if !d.IsPositive() {
+			return trading.StopChange{}, fx.Errorf(fx.EINVALID, "%s must be positive.", field)
+		}
+		return trading.StopChange{Set: true, Value: &d}, nil
+	}
+	if sl, err = conv("sl", w.SL); err != nil {
+		return
+	}
+	tp, err = conv("tp", w.TP)
+	return
+}
+
+type amountWire struct {
+	Amount       *string `json:"amount"`
+	RequestNonce string  `json:"requestNonce"`
+}
+
+// decodeAmount reads a deposit or withdrawal: a positive amount with at most two decimals.
+func decodeAmount(r io.Reader) (decimal.Decimal, string, error) {
+	var w amountWire
+	if err := decodeStrict(r, &w, false); err != nil {
+		return decimal.Decimal{}, "", err
+	}
+	if w.Amount == nil {
+		return decimal.Decimal{}, "", fx.Errorf(fx.EINVALID, "amount (a decimal string) is required.")
+	}
+	a, err := fx.ParseDecimal("amount", *w.Amount, fx.MoneyPlaces)
+	if err != nil {
+		return decimal.Decimal{}, "", err
+	}
+	if !a.IsPositive() {
+		return decimal.Decimal{}, "", fx.Errorf(fx.EINVALID, "amount must be positive.")
+	}
+	if err := checkNonce(w.RequestNonce); err != nil {
+		return decimal.Decimal{}, "", err
+	}
+	return a, w.RequestNonce, nil
+}
+
+type accountWire struct {
+	Currency string `json:"currency"`
+	Leverage *int   `json:"leverage"`
+}
+
+// decodeAccount reads POST /accounts.
+func decodeAccount(r io.Reader) (string, int, error) {
+	var w accountWire
+	if err := decodeStrict(r, &w, false); err != nil {
+		return "", 0, err
+	}
+	if len(w.Currency) != 3 || strings.ToUpper(w.Currency) != w.Currency {
+		return "", 0, fx.Errorf(fx.EINVALID, "currency must be a three-letter code such as USD.")
+	}
+	if w.Leverage == nil {
+		return "", 0, fx.Errorf(fx.EINVALID, "leverage (a whole number such as 100) is required.")
+	}
+	return w.Currency, *w.Leverage, nil
+}
+
+type instrumentWire struct {
+	Symbol      string  `json:"symbol"`
+	Status      *string `json:"status"`
+	LeverageMax *int    `json:"leverageMax"`
+	VolumeMin   *string `json:"volumeMin"`
+	VolumeStep  *string `json:"volumeStep"`
+	VolumeMax   *string `json:"volumeMax"`
+	SymbolGroup *string `json:"symbolGroup"`
+}
+
+// decodeInstruments reads PUT /api/admin/fx/instruments: {"instruments":[{symbol, …changes}]}.
+func decodeInstruments(r io.Reader) ([]trading.InstrumentPatch, error) {
+	var w struct {
+		Instruments []instrumentWire `json:"instruments"`
+	}
+	if err := decodeStrict(r, &w, false); err != nil {
+		return nil, err
+	}
+	if len(w.Instruments) == 0 || len(w.Instruments) > 1000 {
+		return nil, fx.Errorf(fx.EINVALID, "instruments must list from 1 to 1000 changes.")
+	}
+	out := make([]trading.InstrumentPatch, 0, len(w.Instruments))
+	for i, in := range w.Instruments {
+		if err := checkSymbol(in.Symbol); err != nil {
+			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: %s", i, fx.ErrorMessage(err))
+		}
+		p := trading.InstrumentPatch{Symbol: in.Symbol, Status: in.Status, LeverageMax: in.LeverageMax, SymbolGroup: in.SymbolGroup}
+		var err error
+		field := func(name string) string { return fmt.Sprintf("instruments[%d].%s", i, name) }
+		if p.VolumeMin, err = optDecimal(field("volumeMin"), in.VolumeMin, volumePlaces); err != nil {
+			return nil, err
+		}
+		if p.VolumeStep, err = optDecimal(field("volumeStep"), in.VolumeStep, volumePlaces); err != nil {
+			return nil, err
+		}
+		if p.VolumeMax, err = optDecimal(field("volumeMax"), in.VolumeMax, volumePlaces); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// decodeSettings reads PUT /api/admin/fx/settings: {"name":"value", …}, values as strings.
+func decodeSettings(r io.Reader) (map[string]string, error) {
+	var w map[string]string
+	if err := decodeStrict(r, &w, false); err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return nil, fx.Errorf(fx.EINVALID, "The request body must be a JSON object of setting names to string values.")
+	}
+	return w, nil
+}

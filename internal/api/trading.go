@@ -1,0 +1,298 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/trading"
+)
+
+// pathID reads the {id} path parameter: a positive integer, or ENOTFOUND (there is no such id).
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fx.Errorf(fx.ENOTFOUND, "Not found: %q is not an id.", chi.URLParam(r, "id"))
+	}
+	return id, nil
+}
+
+// listQuery reads the optional accountId, status and limit query parameters of list routes.
+func listQuery(r *http.Request, statuses ...string) (accountID int64, status string, limit int, err error) {
+	q := r.URL.Query()
+	if v := q.Get("accountId"); v != "" {
+		if accountID, err = strconv.ParseInt(v, 10, 64); err != nil || accountID <= 0 {
+			return 0, "", 0, fx.Errorf(fx.EINVALID, "accountId must be a positive whole number.")
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
+			return 0, "", 0, fx.Errorf(fx.EINVALID, "limit must be a positive whole number.")
+		}
+	}
+	if status = q.Get("status"); status != "" {
+		ok := false
+		for _, s := range statuses {
+			ok = ok || s == status
+		}
+		if !ok {
+			return 0, "", 0, fx.Errorf(fx.EINVALID, "status must be one of %v.", statuses)
+		}
+	}
+	return accountID, status, limit, nil
+}
+
+// tradingRoutes adds the trader routes of DESIGN §11 (already behind requireToken).
+func tradingRoutes(r chi.Router, log *slog.Logger, svc *trading.Service) {
+	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), log, w, err) }
+
+	r.Post("/accounts", func(w http.ResponseWriter, r *http.Request) {
+		ccy, lev, err := decodeAccount(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		a, err := svc.CreateAccount(r.Context(), principal(r.Context()).UserID, ccy, lev)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"account": viewAccount(a)})
+	})
+	r.Get("/accounts", func(w http.ResponseWriter, r *http.Request) {
+		as, err := svc.Accounts(r.Context(), principal(r.Context()).UserID, 0)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
+	})
+	r.Get("/accounts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		v, err := svc.Account(r.Context(), principal(r.Context()).UserID, id)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"account": viewAccountLive(v)})
+	})
+	r.Post("/accounts/{id}/withdraw", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		amount, nonce, err := decodeAmount(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		d, replayed, err := svc.Withdraw(r.Context(), principal(r.Context()).UserID, id, amount, nonce)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
+	})
+	r.Post("/orders", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decodeOrder(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		res, err := svc.PlaceOrder(r.Context(), principal(r.Context()).UserID, req)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		body := map[string]any{"order": viewOrder(res.Order), "replayed": res.Replayed}
+		if res.Position != nil {
+			body["position"] = viewPosition(*res.Position)
+		}
+		if res.Commission != nil {
+			body["commission"] = viewDeal(*res.Commission)
+		}
+		writeJSON(w, createdOr(res.Replayed), body)
+	})
+	r.Get("/orders", func(w http.ResponseWriter, r *http.Request) {
+		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		os, err := svc.Orders(r.Context(), principal(r.Context()).UserID, acct, status, limit)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"orders": mapSlice(os, viewOrder)})
+	})
+	r.Delete("/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		o, err := svc.CancelOrder(r.Context(), principal(r.Context()).UserID, id)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"order": viewOrder(o)})
+	})
+	r.Get("/positions", func(w http.ResponseWriter, r *http.Request) {
+		acct, status, limit, err := listQuery(r, fx.PositionOpen, fx.PositionClosed)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		ps, err := svc.Positions(r.Context(), principal(r.Context()).UserID, acct, status, limit)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"positions": mapSlice(ps, viewPosition)})
+	})
+	r.Patch("/positions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		sl, tp, err := decodeModify(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		p, err := svc.ModifyPosition(r.Context(), principal(r.Context()).UserID, id, sl, tp)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(p)})
+	})
+	r.Post("/positions/{id}/close", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		vol, err := decodeClose(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, "CLIENT")
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)})
+	})
+	r.Get("/deals", func(w http.ResponseWriter, r *http.Request) {
+		acct, _, limit, err := listQuery(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		ds, err := svc.Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"deals": mapSlice(ds, viewDeal)})
+	})
+}
+
+// adminTradingRoutes adds the admin routes of DESIGN §11 (already behind requireAdmin).
+func adminTradingRoutes(r chi.Router, log *slog.Logger, svc *trading.Service, settings *trading.Settings) {
+	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), log, w, err) }
+
+	r.Post("/accounts/{id}/deposit", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		amount, nonce, err := decodeAmount(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		d, replayed, err := svc.Deposit(r.Context(), id, amount, nonce)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
+	})
+	r.Get("/accounts", func(w http.ResponseWriter, r *http.Request) {
+		_, _, limit, err := listQuery(r)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		as, err := svc.Accounts(r.Context(), 0, limit)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
+	})
+	r.Get("/settings", func(w http.ResponseWriter, r *http.Request) {
+		all, err := settings.All(r.Context())
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
+	})
+	r.Put("/settings", func(w http.ResponseWriter, r *http.Request) {
+		changes, err := decodeSettings(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		all, err := settings.Put(r.Context(), changes)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
+	})
+	r.Get("/instruments", func(w http.ResponseWriter, r *http.Request) {
+		ins, err := svc.Instruments(r.Context())
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
+	})
+	r.Put("/instruments", func(w http.ResponseWriter, r *http.Request) {
+		patches, err := decodeInstruments(r.Body)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		ins, err := svc.PutInstruments(r.Context(), patches)
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
+	})
+}
+
+func createdOr(replayed bool) int {
+	if replayed {
+		return http.StatusOK
+	}
+	return http.StatusCreated
+}

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/trading"
+)
+
+// Amounts, prices and volumes leave the desk as decimal strings: money with exactly two
+// decimals, prices and volumes without trailing zeros.
+
+func money(d decimal.Decimal) string { return d.StringFixed(fx.MoneyPlaces) }
+
+func optString(d *decimal.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	s := d.String()
+	return &s
+}
+
+type accountView struct {
+	ID          int64      `json:"id"`
+	UserID      int64      `json:"userId"`
+	Group       string     `json:"group"`
+	Currency    string     `json:"currency"`
+	Leverage    int        `json:"leverage"`
+	Balance     string     `json:"balance"`
+	Equity      string     `json:"equity"`
+	UsedMargin  string     `json:"usedMargin"`
+	FreeMargin  string     `json:"freeMargin"`
+	MarginLevel *string    `json:"marginLevel"` // percent; null when no margin is used
+	Live        *bool      `json:"live,omitempty"`
+	MarkedAt    *time.Time `json:"markedAt,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+func viewAccount(a trading.Account) accountView {
+	return accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
+		Balance: money(a.Balance), Equity: money(a.Equity), UsedMargin: money(a.UsedMargin),
+		FreeMargin: money(a.Equity.Sub(a.UsedMargin)), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
+}
+
+func viewAccountLive(v trading.AccountView) accountView {
+	out := viewAccount(v.Account)
+	out.Balance, out.Equity, out.UsedMargin, out.FreeMargin = money(v.Metrics.Balance), money(v.Metrics.Equity), money(v.Metrics.UsedMargin), money(v.FreeMargin)
+	if v.MarginLevel != nil {
+		s := v.MarginLevel.StringFixed(2)
+		out.MarginLevel = &s
+	}
+	live := v.Live
+	out.Live = &live
+	return out
+}
+
+type orderView struct {
+	ID           int64      `json:"id"`
+	AccountID    int64      `json:"accountId"`
+	Symbol       string     `json:"symbol"`
+	Side         fx.Side    `json:"side"`
+	Type         string     `json:"type"`
+	Volume       string     `json:"volume"`
+	Price        *string    `json:"price"`
+	SL           *string    `json:"sl"`
+	TP           *string    `json:"tp"`
+	TimeInForce  string     `json:"timeInForce"`
+	ExpiresAt    *time.Time `json:"expiresAt"`
+	Status       string     `json:"status"`
+	RequestNonce *string    `json:"requestNonce"`
+	FillPrice    *string    `json:"fillPrice"`
+	PositionID   *int64     `json:"positionId"`
+	CreatedAt    time.Time  `json:"createdAt"`
+}
+
+func viewOrder(o trading.Order) orderView {
+	return orderView{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
+		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
+		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC()}
+}
+
+type positionView struct {
+	ID             int64      `json:"id"`
+	AccountID      int64      `json:"accountId"`
+	OrderID        int64      `json:"orderId"`
+	Symbol         string     `json:"symbol"`
+	Side           fx.Side    `json:"side"`
+	Volume         string     `json:"volume"`
+	OpenVolume     string     `json:"openVolume"`
+	OpenPrice      string     `json:"openPrice"`
+	SL             *string    `json:"sl"`
+	TP             *string    `json:"tp"`
+	Commission     string     `json:"commission"`
+	RealizedProfit string     `json:"realizedProfit"`
+	Status         string     `json:"status"`
+	ClosePrice     *string    `json:"closePrice"`
+	CloseReason    *string    `json:"closeReason"`
+	OpenedAt       time.Time  `json:"openedAt"`
+	ClosedAt       *time.Time `json:"closedAt"`
+}
+
+func viewPosition(p trading.Position) positionView {
+	return positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
+		OpenVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
+		Commission: money(p.Commission), RealizedProfit: money(p.RealizedProfit), Status: p.Status, ClosePrice: optString(p.ClosePrice),
+		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt}
+}
+
+type dealView struct {
+	ID             int64     `json:"id"`
+	AccountID      int64     `json:"accountId"`
+	Type           string    `json:"type"`
+	Amount         string    `json:"amount"`
+	BalanceAfter   string    `json:"balanceAfter"`
+	Currency       string    `json:"currency"`
+	OrderID        *int64    `json:"orderId"`
+	PositionID     *int64    `json:"positionId"`
+	Symbol         *string   `json:"symbol"`
+	Side           *fx.Side  `json:"side"`
+	Volume         *string   `json:"volume"`
+	Price          *string   `json:"price"`
+	IdempotencyKey string    `json:"idempotencyKey"`
+	Comment        string    `json:"comment"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+func viewDeal(d trading.Deal) dealView {
+	return dealView{ID: d.ID, AccountID: d.AccountID, Type: string(d.Type), Amount: money(d.Amount), BalanceAfter: money(d.BalanceAfter),
+		Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume),
+		Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment, CreatedAt: d.CreatedAt.UTC()}
+}
+
+type instrumentView struct {
+	Symbol          string `json:"symbol"`
+	Base            string `json:"base"`
+	Quote           string `json:"quote"`
+	Digits          int    `json:"digits"`
+	ContractSize    string `json:"contractSize"`
+	Point           string `json:"point"`
+	VolumeMin       string `json:"volumeMin"`
+	VolumeStep      string `json:"volumeStep"`
+	VolumeMax       string `json:"volumeMax"`
+	SwapLong        string `json:"swapLong"`
+	SwapShort       string `json:"swapShort"`
+	SessionCalendar string `json:"sessionCalendar"`
+	Status          string `json:"status"`
+	Enabled         bool   `json:"enabled"`
+	LeverageMax     int    `json:"leverageMax"`
+	SymbolGroup     string `json:"symbolGroup"`
+	MarkupPoints    string `json:"markupPoints"`
+	CommissionLot   string `json:"commissionPerLot"`
+	CommissionCcy   string `json:"commissionCurrency"`
+	HedgedMargin    string `json:"hedgedMarginRate"`
+}
+
+func viewInstrument(in trading.Instrument) instrumentView {
+	return instrumentView{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, Digits: in.Digits, ContractSize: in.ContractSize.String(),
+		Point: in.Point.String(), VolumeMin: in.VolumeMin.String(), VolumeStep: in.VolumeStep.String(), VolumeMax: in.VolumeMax.String(),
+		SwapLong: in.SwapLong.String(), SwapShort: in.SwapShort.String(), SessionCalendar: in.SessionCalendar, Status: string(in.Status),
+		Enabled: in.Enabled, LeverageMax: in.LeverageMax, SymbolGroup: in.SymbolGroup, MarkupPoints: in.Group.MarkupPoints.String(),
+		CommissionLot: in.Group.CommissionPerLot.String(), CommissionCcy: in.Group.CommissionCurrency, HedgedMargin: in.Group.HedgedMarginRate.String()}
+}
+
+func mapSlice[T, V any](in []T, f func(T) V) []V {
+	out := make([]V, 0, len(in))
+	for _, x := range in {
+		out = append(out, f(x))
+	}
+	return out
+}

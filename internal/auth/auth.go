@@ -1,0 +1,141 @@
+// Package auth owns the desk's bearer tokens: it issues them (for the operator command and the
+// demo), stores only their SHA-256, and resolves a presented token to a principal. It must never
+// store or log a token in clear, and never decide what a principal may touch: that is the
+// trading service's (ownership) and the routes' (admin role) business.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"fxdesk/internal/fx"
+)
+
+// Principal is who a request acts for: a platform user id and whether it holds the admin role.
+type Principal struct {
+	UserID int64
+	Admin  bool
+}
+
+// tokenPrefix makes a leaked token recognisable to secret scanners and people.
+const tokenPrefix = "fxd_"
+
+// Hash is the stored form of a token.
+func Hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create issues a new token for userID and returns it; only its hash is stored.
+func Create(ctx context.Context, db *sql.DB, userID int64, admin bool, label string) (string, error) {
+	if userID <= 0 {
+		return "", fmt.Errorf("issue token: user id must be positive, got %d", userID)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("issue token: %w", err)
+	}
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	role := "TRADER"
+	if admin {
+		role = "ADMIN"
+	}
+	if _, err := db.ExecContext(ctx,
+		"INSERT INTO `fx_api_token` (`tokenHash`, `userId`, `role`, `label`) VALUES (?, ?, ?, ?)",
+		Hash(token), userID, role, label); err != nil {
+		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+	}
+	return token, nil
+}
+
+// RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot).
+func RevokeLabel(ctx context.Context, db *sql.DB, label string) error {
+	_, err := db.ExecContext(ctx,
+		"UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `label` = ? AND `revokedAt` IS NULL", label)
+	if err != nil {
+		return fmt.Errorf("revoke %q tokens: %w", label, err)
+	}
+	return nil
+}
+
+// Resolver turns bearer tokens into principals. A resolved token is remembered for a few
+// seconds, so a busy trader costs one lookup per cacheFor instead of one per request; a revoked
+// token therefore stops working within cacheFor. While the database cannot answer, a token
+// resolved within staleFor is still honoured: the desk status page is what an operator reads
+// during a database outage, and it must not lock them out.
+type Resolver struct {
+	db       *sql.DB
+	cacheFor time.Duration
+	staleFor time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	p     Principal
+	until time.Time
+}
+
+// NewResolver returns a resolver over db.
+func NewResolver(db *sql.DB) *Resolver {
+	return &Resolver{db: db, cacheFor: 5 * time.Second, staleFor: 10 * time.Minute, now: time.Now, cache: map[string]cached{}}
+}
+
+// Resolve returns the principal of the Authorization header value. It returns an EUNAUTH error
+// when the header is missing, malformed, or names no live token, and an internal error when the
+// database cannot answer.
+func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if header == "" {
+		return Principal{}, fx.Errorf(fx.EUNAUTH, "Authentication required: send Authorization: Bearer <token> (issued by `fxdesk-web token create`).")
+	}
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, fx.Errorf(fx.EUNAUTH, "The Authorization header must read Bearer <token>.")
+	}
+	h := Hash(token)
+	now := r.now()
+	r.mu.Lock()
+	c, hit := r.cache[h]
+	r.mu.Unlock()
+	if hit && now.Before(c.until) {
+		return c.p, nil
+	}
+	var p Principal
+	var role string
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err := r.db.QueryRowContext(qctx,
+		"SELECT `userId`, `role` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.UserID, &role)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.mu.Lock()
+		delete(r.cache, h)
+		r.mu.Unlock()
+		return Principal{}, fx.Errorf(fx.EUNAUTH, "The bearer token is not valid.")
+	}
+	if err != nil {
+		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
+			return c.p, nil
+		}
+		return Principal{}, fmt.Errorf("resolve bearer token: %w", err)
+	}
+	p.Admin = role == "ADMIN"
+	r.mu.Lock()
+	if len(r.cache) > 10000 {
+		clear(r.cache) // bound memory against many distinct tokens; they are re-read on demand
+	}
+	r.cache[h] = cached{p: p, until: now.Add(r.cacheFor)}
+	r.mu.Unlock()
+	return p, nil
+}

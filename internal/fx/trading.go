@@ -1,0 +1,97 @@
+package fx
+
+import (
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// Side is the direction of an order or position.
+type Side string
+
+const (
+	Buy  Side = "BUY"
+	Sell Side = "SELL"
+)
+
+// OrderType is how an order fills.
+type OrderType string
+
+const (
+	Market OrderType = "MARKET" // fills now at the desk's quote
+	Limit  OrderType = "LIMIT"  // rests until the market reaches a better price
+	Stop   OrderType = "STOP"   // rests until the market reaches a worse price
+)
+
+// TimeInForce is how long a resting order lives.
+type TimeInForce string
+
+const (
+	GTC TimeInForce = "GTC" // until cancelled
+	GTD TimeInForce = "GTD" // until expiresAt
+	DAY TimeInForce = "DAY" // until the next 17:00 New York rollover
+)
+
+// Order statuses.
+const (
+	OrderPending   = "PENDING"
+	OrderFilled    = "FILLED"
+	OrderCancelled = "CANCELLED"
+	OrderExpired   = "EXPIRED"
+)
+
+// Position statuses.
+const (
+	PositionOpen   = "OPEN"
+	PositionClosed = "CLOSED"
+)
+
+// DealType names why a balance changed.
+type DealType string
+
+const (
+	DealDeposit    DealType = "DEPOSIT"
+	DealWithdrawal DealType = "WITHDRAWAL"
+	DealCommission DealType = "COMMISSION"
+	DealProfit     DealType = "PROFIT" // realised profit or loss of a (partial) close
+	DealSwap       DealType = "SWAP"
+)
+
+// MoneyPlaces is how many decimals every ledger amount carries, in every currency.
+const MoneyPlaces = 2
+
+// RoundMoney rounds an exact amount to the ledger's precision, half away from zero. Every
+// amount written to the ledger passes through here exactly once.
+func RoundMoney(d decimal.Decimal) decimal.Decimal { return d.Round(MoneyPlaces) }
+
+// ParseDecimal reads a decimal string as it travels in requests: optional minus sign, digits, an
+// optional fraction of at most maxPlaces digits. No exponents, no spaces, no leading '+', no
+// thousands separators: a client that sends something else has a bug we want it to hear about.
+func ParseDecimal(field, s string, maxPlaces int) (decimal.Decimal, error) {
+	if len(s) == 0 || len(s) > 32 {
+		return decimal.Decimal{}, Errorf(EINVALID, "%s must be a decimal string such as \"1.25\".", field)
+	}
+	digits, dot := 0, -1
+	for i, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '-' && i == 0:
+		case c == '.' && dot < 0 && i > 0:
+			dot = i
+		default:
+			return decimal.Decimal{}, Errorf(EINVALID, "%s must be a decimal string such as \"1.25\" (got %q).", field, s)
+		}
+	}
+	if digits == 0 || strings.HasSuffix(s, ".") || strings.HasPrefix(s, "-.") {
+		return decimal.Decimal{}, Errorf(EINVALID, "%s must be a decimal string such as \"1.25\" (got %q).", field, s)
+	}
+	if dot >= 0 && len(s)-dot-1 > maxPlaces {
+		return decimal.Decimal{}, Errorf(EINVALID, "%s has more than %d decimals (got %q).", field, maxPlaces, s)
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Decimal{}, Errorf(EINVALID, "%s must be a decimal string such as \"1.25\" (got %q).", field, s)
+	}
+	return d, nil
+}

@@ -1,0 +1,90 @@
+package trading
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+)
+
+// Instruments lists every instrument with its trading terms (admin).
+func (s *Service) Instruments(ctx context.Context) ([]Instrument, error) {
+	cat, err := loadCatalog(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	return cat.list, nil
+}
+
+// InstrumentPatch changes some terms of one instrument; nil fields stay as they are.
+type InstrumentPatch struct {
+	Symbol      string
+	Status      *string
+	LeverageMax *int
+	VolumeMin   *decimal.Decimal
+	VolumeStep  *decimal.Decimal
+	VolumeMax   *decimal.Decimal
+	SymbolGroup *string
+}
+
+// PutInstruments applies every patch in one transaction, after checking all of them: either all
+// apply or none (EINVALID names the first bad one).
+func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch) ([]Instrument, error) {
+	if len(patches) == 0 {
+		return nil, fx.Errorf(fx.EINVALID, "No instruments to change.")
+	}
+	cat, err := loadCatalog(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range patches {
+		in, ok := cat.instruments[p.Symbol]
+		if !ok {
+			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol %q.", i, p.Symbol)
+		}
+		if p.Status != nil && *p.Status != "ACTIVE" && *p.Status != "CLOSE_ONLY" && *p.Status != "HALTED" {
+			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: status must be ACTIVE, CLOSE_ONLY or HALTED.", i)
+		}
+		if p.LeverageMax != nil && (*p.LeverageMax < 1 || *p.LeverageMax > 10000) {
+			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: leverageMax must be from 1 to 10000.", i)
+		}
+		if p.SymbolGroup != nil {
+			if _, ok := cat.symbolGroups[*p.SymbolGroup]; !ok {
+				return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol group %q.", i, *p.SymbolGroup)
+			}
+		}
+		vmin, vstep, vmax := in.VolumeMin, in.VolumeStep, in.VolumeMax
+		if p.VolumeMin != nil {
+			vmin = *p.VolumeMin
+		}
+		if p.VolumeStep != nil {
+			vstep = *p.VolumeStep
+		}
+		if p.VolumeMax != nil {
+			vmax = *p.VolumeMax
+		}
+		if !vmin.IsPositive() || !vstep.IsPositive() || vmax.LessThan(vmin) {
+			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: volumes need min > 0, step > 0 and max ≥ min.", i)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("update instruments: %w", err)
+	}
+	defer tx.Rollback()
+	for _, p := range patches {
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_instrument` SET `status` = COALESCE(?, `status`), `leverageMax` = COALESCE(?, `leverageMax`), "+
+			"`volumeMin` = COALESCE(?, `volumeMin`), `volumeStep` = COALESCE(?, `volumeStep`), `volumeMax` = COALESCE(?, `volumeMax`), "+
+			"`symbolGroup` = COALESCE(?, `symbolGroup`) WHERE `symbol` = ?",
+			p.Status, p.LeverageMax, p.VolumeMin, p.VolumeStep, p.VolumeMax, p.SymbolGroup, p.Symbol); err != nil {
+			return nil, fmt.Errorf("update instrument %s: %w", p.Symbol, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("update instruments: %w", err)
+	}
+	s.catalog.invalidate()
+	return s.Instruments(ctx)
+}

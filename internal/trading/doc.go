@@ -1,0 +1,17 @@
+// Package trading owns the desk's trading rules and the SQL that keeps them: accounts, orders,
+// positions and the deals ledger (DESIGN §4).
+//
+// Every fill and close is one transaction that first checks the engine lease term
+// (Lease.Fence, a shared lock on the lease row), then locks the account row, then the position
+// row — always in that order, so two writers never wait on each other in a cycle. Every balance
+// change writes a deal with balanceAfter and a unique idempotency key in the same transaction, so
+// Σ deals.amount = balance holds after every commit.
+//
+// Money is exact: amounts are shopspring decimals, converted through the USD hub as one
+// multiplication and one division, and rounded to the ledger's precision once
+// (fx.RoundMoney) before they are written.
+//
+// This package must never fill or close at a price it does not hold: a process with no fresh
+// quote for a symbol (a follower, or a holder whose stream went stale) refuses with the exact
+// texts traders and tests rely on, and a process that lost the lease refuses at the fence.
+package trading

@@ -1,0 +1,774 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	_ "time/tzdata" // DAY orders expire at 17:00 New York wherever the desk runs
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/lease"
+)
+
+// Lease is what fills and closes need from the engine lease: the gate, and the term fence inside
+// the write's own transaction (*lease.Keeper).
+type Lease interface {
+	HoldsLease() bool
+	Fence(ctx context.Context, tx *sql.Tx) error
+}
+
+// Service applies the trading rules. Its methods return *fx.Error values a client may see
+// (EINVALID, ENOTFOUND, ECONFLICT, EUNAVAILABLE) and wrapped internal errors otherwise.
+type Service struct {
+	db      *sql.DB
+	prices  Prices
+	lease   Lease // nil where nothing may fill (the cron process)
+	log     *slog.Logger
+	catalog *catalogCache
+	now     func() time.Time
+}
+
+// Config builds a Service.
+type Config struct {
+	DB     *sql.DB
+	Prices Prices
+	Lease  Lease // nil: every fill and close answers 503
+	Log    *slog.Logger
+	Now    func() time.Time // default time.Now
+}
+
+// New returns a service.
+func New(c Config) *Service {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, log: c.Log, now: c.Now,
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}}
+}
+
+// maxList caps every list answer.
+const maxList = 500
+
+func clampLimit(n int) int {
+	if n <= 0 || n > maxList {
+		return maxList
+	}
+	return n
+}
+
+// holds reports whether this process may fill right now.
+func (s *Service) holds() bool { return s.lease != nil && s.lease.HoldsLease() }
+
+// begin opens a fill's transaction and fences it by the lease term.
+func (s *Service) begin(ctx context.Context, what string) (*sql.Tx, error) {
+	if !s.holds() {
+		s.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
+		return nil, errPricing()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: begin: %w", what, err)
+	}
+	if err := s.lease.Fence(ctx, tx); err != nil {
+		tx.Rollback()
+		if errors.Is(err, lease.ErrFenced) {
+			s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
+			return nil, errPricing()
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return tx, nil
+}
+
+func (c *catalog) accountGroup(name string) AccountGroup {
+	if g, ok := c.accountGroups[name]; ok {
+		return g
+	}
+	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50)}
+}
+
+// ---- accounts ----
+
+// CreateAccount opens an account for userID with a currency the USD hub can convert.
+func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return Account{}, err
+	}
+	if !cat.currencies[currency] {
+		return Account{}, fx.Errorf(fx.EINVALID, "currency %q is not one the desk can convert (examples: USD, EUR, JPY).", currency)
+	}
+	g := cat.accountGroup("default")
+	if leverage < 1 || leverage > g.LeverageMax {
+		return Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
+		userID, g.Name, currency, leverage)
+	if err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	id, _ := res.LastInsertId()
+	return loadAccount(ctx, s.db, userID, id, false)
+}
+
+// Accounts lists userID's accounts (userID 0: every account, for admins).
+func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]Account, error) {
+	return listAccounts(ctx, s.db, userID, clampLimit(limit))
+}
+
+// AccountView is an account with its metrics; Live is false when they are the stored marks
+// because some open position cannot be priced here.
+type AccountView struct {
+	Account
+	Metrics
+	Live bool
+}
+
+// Account returns userID's account id with live metrics where this process can price them.
+func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
+	a, err := loadAccount(ctx, s.db, userID, id, false)
+	if err != nil {
+		return AccountView{}, err
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return AccountView{}, err
+	}
+	exps, err := loadExposures(ctx, s.db, a.ID)
+	if err != nil {
+		return AccountView{}, err
+	}
+	if m, ok := newMarket(s.prices, cat).metrics(a, cat.accountGroup(a.Group), a.Balance, exps); ok {
+		return AccountView{Account: a, Metrics: m, Live: true}, nil
+	}
+	stored := Metrics{Balance: a.Balance, Equity: a.Equity, UsedMargin: a.UsedMargin, FreeMargin: a.Equity.Sub(a.UsedMargin)}
+	if a.UsedMargin.IsPositive() {
+		l := a.Equity.Mul(hundred).DivRound(a.UsedMargin, 2)
+		stored.MarginLevel = &l
+	}
+	return AccountView{Account: a, Metrics: stored}, nil
+}
+
+// Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal.
+func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
+	if err := checkAmount(amount); err != nil {
+		return Deal{}, false, err
+	}
+	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Deal{}, false, fmt.Errorf("deposit: %w", err)
+	}
+	defer tx.Rollback()
+	a, err := loadAccount(ctx, tx, 0, id, true)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	if d, ok, err := loadDealByKey(ctx, tx, key); err != nil || ok {
+		return d, ok, err
+	}
+	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Deal{}, false, fmt.Errorf("deposit: commit: %w", err)
+	}
+	return d, false, nil
+}
+
+// Withdraw debits amount from userID's account id. With open positions it needs live metrics
+// (this process must price every position) and refuses below the margin-call level or beyond
+// free margin. A repeated requestNonce returns the first deal.
+func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
+	if err := checkAmount(amount); err != nil {
+		return Deal{}, false, err
+	}
+	acct, err := loadAccount(ctx, s.db, userID, id, false)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	if nonce != "" {
+		if d, ok, err := loadDealByKey(ctx, s.db, key); err != nil || ok {
+			return d, ok, err
+		}
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	exps, err := loadExposures(ctx, s.db, id)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	var tx *sql.Tx
+	if len(exps) > 0 {
+		// Free margin depends on this process's prices: the write is fenced like a fill.
+		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok || !s.holds() {
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+		}
+		if tx, err = s.begin(ctx, "withdrawal"); err != nil {
+			if fx.ErrorCode(err) == fx.EUNAVAILABLE {
+				return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+			}
+			return Deal{}, false, err
+		}
+	} else if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+		return Deal{}, false, fmt.Errorf("withdrawal: %w", err)
+	}
+	defer tx.Rollback()
+	a, err := loadAccount(ctx, tx, userID, id, true)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	if d, ok, err := loadDealByKey(ctx, tx, key); err != nil || ok {
+		return d, ok, err
+	}
+	if amount.GreaterThan(a.Balance) {
+		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", a.Balance.StringFixed(2), a.Currency)
+	}
+	exps, err = loadExposures(ctx, tx, id)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	var marks *Metrics
+	if len(exps) > 0 {
+		g := cat.accountGroup(a.Group)
+		m := newMarket(s.prices, cat)
+		before, ok := m.metrics(a, g, a.Balance, exps)
+		if !ok {
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+		}
+		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
+			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
+		}
+		if amount.GreaterThan(before.FreeMargin) {
+			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
+				decimal.Max(before.FreeMargin, decimal.Zero).StringFixed(2), a.Currency)
+		}
+		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
+		marks = &after
+	}
+	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Deal{}, false, fmt.Errorf("withdrawal: commit: %w", err)
+	}
+	return d, false, nil
+}
+
+func checkAmount(a decimal.Decimal) error {
+	if !a.IsPositive() {
+		return fx.Errorf(fx.EINVALID, "amount must be positive.")
+	}
+	if !a.Equal(fx.RoundMoney(a)) {
+		return fx.Errorf(fx.EINVALID, "amount has more than %d decimals.", fx.MoneyPlaces)
+	}
+	if a.GreaterThan(decimal.New(1, 15)) {
+		return fx.Errorf(fx.EINVALID, "amount is too large.")
+	}
+	return nil
+}
+
+func nonceOrRandom(n string) string {
+	if n != "" {
+		return "n:" + n
+	}
+	return "r:" + randomID()
+}
+
+// Deals lists userID's ledger, newest first (accountID 0: every account of the user).
+func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]Deal, error) {
+	return listDeals(ctx, s.db, userID, accountID, clampLimit(limit))
+}
+
+// ---- orders ----
+
+// OrderRequest is a submitted order, already decoded.
+type OrderRequest struct {
+	AccountID    int64
+	Symbol       string
+	Side         fx.Side
+	Type         fx.OrderType
+	Volume       decimal.Decimal
+	Price        *decimal.Decimal
+	SL, TP       *decimal.Decimal
+	TimeInForce  fx.TimeInForce // "" means GTC
+	ExpiresAt    *time.Time
+	RequestNonce string
+}
+
+// OrderResult is what a submit did: the order, the position a market order opened, and its
+// commission deal. Replayed is true when the requestNonce had been seen and nothing new happened.
+type OrderResult struct {
+	Order      Order
+	Position   *Position
+	Commission *Deal
+	Replayed   bool
+}
+
+// PlaceOrder submits an order for userID. A MARKET order fills now at this process's quote in
+// one fenced transaction; LIMIT and STOP orders rest as PENDING.
+func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) (OrderResult, error) {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	in, ok := cat.instruments[r.Symbol]
+	if !ok || !in.Enabled {
+		return OrderResult{}, fx.Errorf(fx.EINVALID, "Unknown symbol %q.", r.Symbol)
+	}
+	switch in.Status {
+	case "HALTED":
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+	case "CLOSE_ONLY":
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "%s is close-only: new positions and orders are refused.", in.Symbol)
+	}
+	if err := checkVolume(in, r.Volume); err != nil {
+		return OrderResult{}, err
+	}
+	expires, err := s.checkOrderShape(in, &r)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if _, err := loadAccount(ctx, s.db, userID, r.AccountID, false); err != nil {
+		return OrderResult{}, err
+	}
+	if r.RequestNonce != "" {
+		if o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); err != nil || ok {
+			return s.replay(ctx, o, ok, err)
+		}
+	}
+
+	m := newMarket(s.prices, cat)
+	q, err := m.tradable(in.Symbol)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if !s.holds() {
+		return OrderResult{}, errPricing()
+	}
+	digits := int32(in.Digits)
+	var price decimal.Decimal
+	if r.Type == fx.Market {
+		price = fillPrice(in, q, r.Side)
+		ref := q.bid
+		if r.Side == fx.Sell {
+			ref = q.ask
+		}
+		if err := checkStops(in, r.Side, ref, r.SL, r.TP); err != nil {
+			return OrderResult{}, err
+		}
+	} else {
+		price = *r.Price
+		ref, word := q.ask, "ask"
+		if r.Side == fx.Sell {
+			ref, word = q.bid, "bid"
+		}
+		// Limits wait for a better price, stops for a worse one, both measured on the price the
+		// order would fill at.
+		wantBelow := (r.Side == fx.Buy) == (r.Type == fx.Limit)
+		if wantBelow && !price.LessThan(ref) {
+			return OrderResult{}, fx.Errorf(fx.EINVALID, "A %s %s at %s must be below the %s (%s).", sideWord(r.Side), strings.ToLower(string(r.Type)), price.StringFixed(digits), word, ref.StringFixed(digits))
+		}
+		if !wantBelow && !price.GreaterThan(ref) {
+			return OrderResult{}, fx.Errorf(fx.EINVALID, "A %s %s at %s must be above the %s (%s).", sideWord(r.Side), strings.ToLower(string(r.Type)), price.StringFixed(digits), word, ref.StringFixed(digits))
+		}
+		if err := checkStops(in, r.Side, price, r.SL, r.TP); err != nil {
+			return OrderResult{}, err
+		}
+	}
+
+	tx, err := s.begin(ctx, "fill order")
+	if err != nil {
+		return OrderResult{}, err
+	}
+	defer tx.Rollback()
+	a, err := loadAccount(ctx, tx, userID, r.AccountID, true)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if r.RequestNonce != "" {
+		// The account lock serialises submits of one account, so a retry racing the original
+		// waits here and then finds it.
+		if o, ok, err := loadOrderByNonce(ctx, tx, r.AccountID, r.RequestNonce); err != nil || ok {
+			tx.Rollback()
+			return s.replay(ctx, o, ok, err)
+		}
+	}
+	commission := decimal.Zero
+	if r.Type == fx.Market && in.Group.CommissionPerLot.IsPositive() {
+		c, ok := m.convert(in.Group.CommissionPerLot.Mul(r.Volume), in.Group.CommissionCurrency, a.Currency)
+		if !ok {
+			return OrderResult{}, errPricing()
+		}
+		commission = c
+	}
+	g := cat.accountGroup(a.Group)
+	exps, err := loadExposures(ctx, tx, a.ID)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	before, ok := m.metrics(a, g, a.Balance, exps)
+	if !ok {
+		return OrderResult{}, errPricing()
+	}
+	belowCall := before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel)
+	var after Metrics
+	if r.Type == fx.Market {
+		after, ok = m.metrics(a, g, a.Balance.Sub(commission), append(exps, exposure{Symbol: in.Symbol, Side: r.Side, Volume: r.Volume, VolumePrice: r.Volume.Mul(price)}))
+		if !ok {
+			return OrderResult{}, errPricing()
+		}
+		if after.UsedMargin.GreaterThan(before.UsedMargin) {
+			if belowCall {
+				return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Orders that increase margin are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+					before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
+			}
+			if after.FreeMargin.IsNegative() {
+				return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
+					after.UsedMargin.Sub(before.UsedMargin).StringFixed(2), a.Currency, after.FreeMargin.StringFixed(2), a.Currency)
+			}
+		}
+	} else if belowCall {
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
+	}
+
+	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
+		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
+	if r.RequestNonce != "" {
+		o.RequestNonce = &r.RequestNonce
+	}
+	if r.Type == fx.Market {
+		o.Status, o.FillPrice = fx.OrderFilled, &price
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
+		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
+	if err != nil {
+		if duplicateKey(err) && r.RequestNonce != "" {
+			tx.Rollback()
+			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+			return s.replay(ctx, o, ok, err)
+		}
+		return OrderResult{}, fmt.Errorf("write order: %w", err)
+	}
+	o.ID, _ = res.LastInsertId()
+	out := OrderResult{Order: o}
+	if r.Type == fx.Market {
+		p := Position{AccountID: a.ID, OrderID: o.ID, Symbol: in.Symbol, Side: r.Side, Volume: r.Volume, OpenVolume: r.Volume,
+			OpenPrice: price, SL: r.SL, TP: r.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: o.CreatedAt}
+		res, err := tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+			"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			p.AccountID, p.OrderID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+		if err != nil {
+			return OrderResult{}, fmt.Errorf("write position: %w", err)
+		}
+		p.ID, _ = res.LastInsertId()
+		out.Order.PositionID = &p.ID
+		out.Position = &p
+		if commission.IsPositive() {
+			side, sym, vol := r.Side, in.Symbol, r.Volume
+			d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), OrderID: &o.ID, PositionID: &p.ID,
+				Symbol: &sym, Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "commission:order:" + itoa(o.ID), Comment: "commission at open"}, &after)
+			if err != nil {
+				return OrderResult{}, err
+			}
+			out.Commission = &d
+		} else if err := markAccount(ctx, tx, a.ID, after); err != nil {
+			return OrderResult{}, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return OrderResult{}, fmt.Errorf("fill order: commit: %w", err)
+	}
+	return out, nil
+}
+
+// checkOrderShape checks the fields that depend on the order type and returns the expiry.
+func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, error) {
+	if r.TimeInForce == "" {
+		r.TimeInForce = fx.GTC
+	}
+	if r.Type == fx.Market {
+		if r.Price != nil {
+			return nil, fx.Errorf(fx.EINVALID, "A MARKET order takes no price; it fills at the desk's quote.")
+		}
+		if r.TimeInForce != fx.GTC || r.ExpiresAt != nil {
+			return nil, fx.Errorf(fx.EINVALID, "A MARKET order fills at once: timeInForce and expiresAt apply to LIMIT and STOP orders only.")
+		}
+		return nil, nil
+	}
+	if r.Price == nil {
+		return nil, fx.Errorf(fx.EINVALID, "A %s order needs a price.", r.Type)
+	}
+	if err := checkPrice("price", in, *r.Price); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch r.TimeInForce {
+	case fx.GTC:
+		if r.ExpiresAt != nil {
+			return nil, fx.Errorf(fx.EINVALID, "expiresAt applies to GTD orders only.")
+		}
+		return nil, nil
+	case fx.GTD:
+		if r.ExpiresAt == nil || !r.ExpiresAt.After(now) {
+			return nil, fx.Errorf(fx.EINVALID, "A GTD order needs expiresAt in the future (RFC 3339).")
+		}
+		t := r.ExpiresAt.UTC().Truncate(time.Millisecond)
+		return &t, nil
+	case fx.DAY:
+		if r.ExpiresAt != nil {
+			return nil, fx.Errorf(fx.EINVALID, "A DAY order expires at the next 17:00 New York rollover; expiresAt applies to GTD orders only.")
+		}
+		t := NextRollover(now)
+		return &t, nil
+	}
+	return nil, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
+}
+
+// NextRollover is the first 17:00 America/New_York strictly after t, in UTC.
+func NextRollover(t time.Time) time.Time {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		ny = time.UTC
+	}
+	l := t.In(ny)
+	r := time.Date(l.Year(), l.Month(), l.Day(), 17, 0, 0, 0, ny)
+	if !r.After(t) {
+		r = time.Date(l.Year(), l.Month(), l.Day()+1, 17, 0, 0, 0, ny)
+	}
+	return r.UTC()
+}
+
+func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (OrderResult, error) {
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if !ok {
+		return OrderResult{}, fmt.Errorf("request nonce collided but the original order is gone")
+	}
+	out := OrderResult{Order: o, Replayed: true}
+	if o.PositionID != nil {
+		p, err := loadPosition(ctx, s.db, 0, *o.PositionID, false)
+		if err != nil {
+			return OrderResult{}, err
+		}
+		out.Position = &p
+	}
+	return out, nil
+}
+
+// Orders lists userID's orders, newest first.
+func (s *Service) Orders(ctx context.Context, userID, accountID int64, status string, limit int) ([]Order, error) {
+	return listOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
+}
+
+// CancelOrder cancels a PENDING order of userID (ECONFLICT once it filled, expired or was
+// cancelled). It moves no money, so it needs no price and no fence.
+func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, error) {
+	o, err := loadOrder(ctx, s.db, userID, id)
+	if err != nil {
+		return Order{}, err
+	}
+	res, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id)
+	if err != nil {
+		return Order{}, fmt.Errorf("cancel order %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		o, _ = loadOrder(ctx, s.db, userID, id)
+		return Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
+	}
+	return loadOrder(ctx, s.db, userID, id)
+}
+
+// ---- positions ----
+
+// Positions lists userID's positions, newest first.
+func (s *Service) Positions(ctx context.Context, userID, accountID int64, status string, limit int) ([]Position, error) {
+	return listPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
+}
+
+// StopChange is one of SL or TP in a modify: Set false leaves it alone, Set with a nil Value
+// removes it.
+type StopChange struct {
+	Set   bool
+	Value *decimal.Decimal
+}
+
+// ModifyPosition sets or removes SL and TP of userID's open position id, checked against this
+// process's current price.
+func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp StopChange) (Position, error) {
+	if !sl.Set && !tp.Set {
+		return Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
+	}
+	p, err := loadPosition(ctx, s.db, userID, id, false)
+	if err != nil {
+		return Position{}, err
+	}
+	if p.Status != fx.PositionOpen {
+		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return Position{}, err
+	}
+	in, ok := cat.instruments[p.Symbol]
+	if !ok {
+		return Position{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
+	}
+	q, ok := newMarket(s.prices, cat).quote(p.Symbol)
+	if !ok {
+		return Position{}, errPricing()
+	}
+	newSL, newTP := p.SL, p.TP
+	if sl.Set {
+		newSL = sl.Value
+	}
+	if tp.Set {
+		newTP = tp.Value
+	}
+	ref := q.bid
+	if p.Side == fx.Sell {
+		ref = q.ask
+	}
+	// Only the stops being changed are checked against the market; one left alone may already
+	// be on the wrong side, about to trigger, and must not block moving the other.
+	var chkSL, chkTP *decimal.Decimal
+	if sl.Set {
+		chkSL = newSL
+	}
+	if tp.Set {
+		chkTP = newTP
+	}
+	if err := checkStops(in, p.Side, ref, chkSL, chkTP); err != nil {
+		return Position{}, err
+	}
+	res, err := s.db.ExecContext(ctx, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
+	if err != nil {
+		return Position{}, fmt.Errorf("modify position %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
+	}
+	return loadPosition(ctx, s.db, userID, id, false)
+}
+
+// CloseResult is a (partial) close: the position after it and the profit deal.
+type CloseResult struct {
+	Position Position
+	Deal     Deal
+}
+
+// ClosePosition closes volume lots (nil: all) of userID's position id at this process's price,
+// in one fenced transaction holding the position row: of racing closes, one wins and the rest
+// answer ECONFLICT.
+func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason string) (CloseResult, error) {
+	p, err := loadPosition(ctx, s.db, userID, id, false)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	if p.Status != fx.PositionOpen {
+		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d is already closed.", id)
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	in, ok := cat.instruments[p.Symbol]
+	if !ok {
+		return CloseResult{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
+	}
+	if in.Status == "HALTED" {
+		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+	}
+	if volume != nil {
+		if err := checkVolume(in, *volume); err != nil {
+			return CloseResult{}, err
+		}
+	}
+	m := newMarket(s.prices, cat)
+	q, err := m.tradable(p.Symbol)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	price := closePrice(in, q, p.Side)
+
+	tx, err := s.begin(ctx, "close position")
+	if err != nil {
+		return CloseResult{}, err
+	}
+	defer tx.Rollback()
+	a, err := loadAccount(ctx, tx, userID, p.AccountID, true)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	p, err = loadPosition(ctx, tx, 0, id, true)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	if p.Status != fx.PositionOpen {
+		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d is already closed.", id)
+	}
+	vol := p.Volume
+	if volume != nil {
+		vol = *volume
+		if vol.GreaterThan(p.Volume) {
+			return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d has %s lots open; cannot close %s.", id, p.Volume, vol)
+		}
+		if rest := p.Volume.Sub(vol); rest.IsPositive() && rest.LessThan(in.VolumeMin) {
+			return CloseResult{}, fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", vol, rest, in.Symbol, in.VolumeMin)
+		}
+	}
+	profit, ok := m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
+	if !ok {
+		return CloseResult{}, errPricing()
+	}
+	volumeBefore := p.Volume
+	p.Volume = p.Volume.Sub(vol)
+	p.RealizedProfit = p.RealizedProfit.Add(profit)
+	p.ClosePrice = &price
+	if p.Volume.IsZero() {
+		now := s.now().UTC()
+		p.Status, p.ClosedAt, p.CloseReason = fx.PositionClosed, &now, &reason
+		_, err = tx.ExecContext(ctx, "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
+			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
+	} else {
+		_, err = tx.ExecContext(ctx, "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ? WHERE `id` = ?",
+			p.Volume, p.RealizedProfit, price, id)
+	}
+	if err != nil {
+		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
+	}
+	var marks *Metrics
+	if exps, err := loadExposures(ctx, tx, a.ID); err != nil {
+		return CloseResult{}, err
+	} else if mk, ok := m.metrics(a, cat.accountGroup(a.Group), a.Balance.Add(profit), exps); ok {
+		marks = &mk
+	}
+	side, sym := p.Side, p.Symbol
+	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, marks)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return CloseResult{}, fmt.Errorf("close position %d: commit: %w", id, err)
+	}
+	return CloseResult{Position: p, Deal: d}, nil
+}

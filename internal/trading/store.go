@@ -1,0 +1,376 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+)
+
+// Account is one row of fx_account.
+type Account struct {
+	ID         int64
+	UserID     int64
+	Group      string
+	Currency   string
+	Leverage   int
+	Balance    decimal.Decimal
+	Equity     decimal.Decimal
+	UsedMargin decimal.Decimal
+	MarkedAt   *time.Time
+	CreatedAt  time.Time
+}
+
+// Order is one row of fx_order, with the position it opened (if any).
+type Order struct {
+	ID           int64
+	AccountID    int64
+	Symbol       string
+	Side         fx.Side
+	Type         fx.OrderType
+	Volume       decimal.Decimal
+	Price        *decimal.Decimal
+	SL, TP       *decimal.Decimal
+	TimeInForce  fx.TimeInForce
+	ExpiresAt    *time.Time
+	Status       string
+	RequestNonce *string
+	FillPrice    *decimal.Decimal
+	PositionID   *int64
+	CreatedAt    time.Time
+}
+
+// Position is one row of fx_position.
+type Position struct {
+	ID             int64
+	AccountID      int64
+	OrderID        int64
+	Symbol         string
+	Side           fx.Side
+	Volume         decimal.Decimal
+	OpenVolume     decimal.Decimal
+	OpenPrice      decimal.Decimal
+	SL, TP         *decimal.Decimal
+	Commission     decimal.Decimal
+	RealizedProfit decimal.Decimal
+	Status         string
+	ClosePrice     *decimal.Decimal
+	CloseReason    *string
+	OpenedAt       time.Time
+	ClosedAt       *time.Time
+}
+
+// Deal is one row of the ledger.
+type Deal struct {
+	ID             int64
+	AccountID      int64
+	Type           fx.DealType
+	Amount         decimal.Decimal
+	BalanceAfter   decimal.Decimal
+	Currency       string
+	OrderID        *int64
+	PositionID     *int64
+	Symbol         *string
+	Side           *fx.Side
+	Volume         *decimal.Decimal
+	Price          *decimal.Decimal
+	IdempotencyKey string
+	Comment        string
+	CreatedAt      time.Time
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`"
+
+func scanAccount(sc interface{ Scan(...any) error }) (Account, error) {
+	var a Account
+	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt)
+	return a, err
+}
+
+// loadAccount reads account id owned by userID (0 = any owner). lock takes the row for update.
+// It returns ENOTFOUND when there is no such account or it belongs to someone else.
+func loadAccount(ctx context.Context, q querier, userID, id int64, lock bool) (Account, error) {
+	sqlText := "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ?"
+	if lock {
+		sqlText += " FOR UPDATE"
+	}
+	a, err := scanAccount(q.QueryRowContext(ctx, sqlText, id))
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && userID != 0 && a.UserID != userID) {
+		return Account{}, fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("load account %d: %w", id, err)
+	}
+	return a, nil
+}
+
+func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Account, error) {
+	sqlText := "SELECT " + accountCols + " FROM `fx_account`"
+	args := []any{}
+	if userID != 0 {
+		sqlText += " WHERE `userId` = ?"
+		args = append(args, userID)
+	}
+	sqlText += " ORDER BY `id` LIMIT ?"
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	defer rows.Close()
+	out := []Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list accounts: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// loadExposures sums an account's open positions per symbol and side.
+func loadExposures(ctx context.Context, q querier, accountID int64) ([]exposure, error) {
+	rows, err := q.QueryContext(ctx, "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`", accountID)
+	if err != nil {
+		return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
+	}
+	defer rows.Close()
+	var out []exposure
+	for rows.Next() {
+		var e exposure
+		if err := rows.Scan(&e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
+			return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
+	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
+	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`"
+
+func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
+	var o Order
+	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
+		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt)
+	return o, err
+}
+
+func loadOrderByNonce(ctx context.Context, q querier, accountID int64, nonce string) (Order, bool, error) {
+	o, err := scanOrder(q.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?", accountID, nonce))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, false, nil
+	}
+	if err != nil {
+		return Order{}, false, fmt.Errorf("look up request nonce: %w", err)
+	}
+	return o, true, nil
+}
+
+// loadOrder reads order id if it belongs to one of userID's accounts (ENOTFOUND otherwise).
+func loadOrder(ctx context.Context, q querier, userID, id int64) (Order, error) {
+	o, err := scanOrder(q.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
+		"WHERE o.`id` = ? AND a.`userId` = ?", id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, fx.Errorf(fx.ENOTFOUND, "Order %d not found.", id)
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("load order %d: %w", id, err)
+	}
+	return o, nil
+}
+
+func listOrders(ctx context.Context, q querier, userID, accountID int64, status string, limit int) ([]Order, error) {
+	sqlText := "SELECT " + orderCols + " FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`userId` = ?"
+	args := []any{userID}
+	if accountID != 0 {
+		sqlText += " AND o.`accountId` = ?"
+		args = append(args, accountID)
+	}
+	if status != "" {
+		sqlText += " AND o.`status` = ?"
+		args = append(args, status)
+	}
+	sqlText += " ORDER BY o.`id` DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	defer rows.Close()
+	out := []Order{}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list orders: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
+	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`"
+
+func scanPosition(sc interface{ Scan(...any) error }) (Position, error) {
+	var p Position
+	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
+		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt)
+	return p, err
+}
+
+// loadPosition reads position id; userID 0 means any owner. lock takes the row for update.
+func loadPosition(ctx context.Context, q querier, userID, id int64, lock bool) (Position, error) {
+	sqlText := "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ?"
+	args := []any{id}
+	if userID != 0 {
+		sqlText = "SELECT " + positionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`id` = ? AND a.`userId` = ?"
+		args = append(args, userID)
+	}
+	if lock {
+		sqlText += " FOR UPDATE"
+	}
+	p, err := scanPosition(q.QueryRowContext(ctx, sqlText, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Position{}, fx.Errorf(fx.ENOTFOUND, "Position %d not found.", id)
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("load position %d: %w", id, err)
+	}
+	return p, nil
+}
+
+func listPositions(ctx context.Context, q querier, userID, accountID int64, status string, limit int) ([]Position, error) {
+	sqlText := "SELECT " + positionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`userId` = ?"
+	args := []any{userID}
+	if accountID != 0 {
+		sqlText += " AND p.`accountId` = ?"
+		args = append(args, accountID)
+	}
+	if status != "" {
+		sqlText += " AND p.`status` = ?"
+		args = append(args, status)
+	}
+	sqlText += " ORDER BY p.`id` DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list positions: %w", err)
+	}
+	defer rows.Close()
+	out := []Position{}
+	for rows.Next() {
+		p, err := scanPosition(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list positions: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+const dealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
+	"d.`side`, d.`volume`, d.`price`, d.`idempotencyKey`, d.`comment`, d.`createdAt`"
+
+func scanDeal(sc interface{ Scan(...any) error }) (Deal, error) {
+	var d Deal
+	err := sc.Scan(&d.ID, &d.AccountID, &d.Type, &d.Amount, &d.BalanceAfter, &d.Currency, &d.OrderID, &d.PositionID, &d.Symbol,
+		&d.Side, &d.Volume, &d.Price, &d.IdempotencyKey, &d.Comment, &d.CreatedAt)
+	return d, err
+}
+
+func loadDealByKey(ctx context.Context, q querier, key string) (Deal, bool, error) {
+	d, err := scanDeal(q.QueryRowContext(ctx, "SELECT "+dealCols+" FROM `fx_deal` d WHERE d.`idempotencyKey` = ?", key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Deal{}, false, nil
+	}
+	if err != nil {
+		return Deal{}, false, fmt.Errorf("look up deal %q: %w", key, err)
+	}
+	return d, true, nil
+}
+
+func listDeals(ctx context.Context, q querier, userID, accountID int64, limit int) ([]Deal, error) {
+	sqlText := "SELECT " + dealCols + " FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` WHERE a.`userId` = ?"
+	args := []any{userID}
+	if accountID != 0 {
+		sqlText += " AND d.`accountId` = ?"
+		args = append(args, accountID)
+	}
+	sqlText += " ORDER BY d.`id` DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deals: %w", err)
+	}
+	defer rows.Close()
+	out := []Deal{}
+	for rows.Next() {
+		d, err := scanDeal(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list deals: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// postDeal applies amount to the locked account a and writes its deal in tx. It returns the
+// deal with its id and the new balance. marks, when non-nil, also refreshes stored equity and
+// used margin in the same UPDATE.
+func postDeal(ctx context.Context, tx *sql.Tx, a *Account, d Deal, marks *Metrics) (Deal, error) {
+	d.AccountID = a.ID
+	d.Currency = a.Currency
+	d.Amount = fx.RoundMoney(d.Amount)
+	d.BalanceAfter = a.Balance.Add(d.Amount)
+	var err error
+	if marks != nil {
+		_, err = tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+			d.BalanceAfter, marks.Equity, marks.UsedMargin, a.ID)
+	} else {
+		_, err = tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ? WHERE `id` = ?", d.BalanceAfter, a.ID)
+	}
+	if err != nil {
+		return Deal{}, fmt.Errorf("update balance of account %d: %w", a.ID, err)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
+		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side, d.Volume, d.Price,
+		d.IdempotencyKey, d.Comment)
+	if err != nil {
+		return Deal{}, fmt.Errorf("write %s deal for account %d: %w", d.Type, a.ID, err)
+	}
+	d.ID, _ = res.LastInsertId()
+	d.CreatedAt = time.Now().UTC()
+	a.Balance = d.BalanceAfter
+	return d, nil
+}
+
+func markAccount(ctx context.Context, tx *sql.Tx, id int64, m Metrics) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+		m.Equity, m.UsedMargin, id); err != nil {
+		return fmt.Errorf("mark account %d: %w", id, err)
+	}
+	return nil
+}
+
+// duplicateKey reports MySQL error 1062.
+func duplicateKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}
