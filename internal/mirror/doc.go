@@ -1,0 +1,44 @@
+// Package mirror owns the quote mirror (DESIGN §6): the lease holder's prices, published to
+// Redis for fxdesk-cron, which has no price stream but converts swaps and equity.
+//
+//	holder (CRON_MODE=off)                       Redis                       fxdesk-cron
+//	tick engine ─LastTick─▶ Publisher ─SET PX 15m─▶ fx:quote-mirror:snapshot ◀─GET+PTTL─ Follower ─LastTick─▶ conversions
+//	tick engine ◀─SetSource("pinned")─ Publisher ◀─HGETALL─ fx:quote-mirror:pins ◀─HSET+PEXPIRE─ Follower.Pin
+//	                                   Publisher ◀──── PUBLISH fx:quote-mirror:pin-requests (a nudge) ─────── Follower.Pin
+//	                                                                            Follower ─Raise/Resolve─▶ alert inbox
+//
+// Layout and encoding, chosen for speed. One key, one SET per publish, one GET per poll: the
+// snapshot is a single binary string (snapshot.go) of fixed-width records sorted by symbol,
+// 38 bytes each (about 190 KB at the 5,000-symbol cap). A hash with a field per symbol would cost
+// the leader an HSET of 5,000 fields and the follower an HGETALL building 5,000 strings, and could
+// be read half-updated; JSON would triple the bytes and cost a parse. With sorted fixed-width
+// records the follower keeps the value exactly as Redis returned it and LastTick binary-searches
+// it without allocating, so decoding is a header check and one pass confirming the order, and
+// both halves cost about what moving the bytes costs (see the benchmark). The publisher's pin
+// read rides the same pipeline as its SET, so a cycle is one round trip.
+//
+// Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
+// changes on every refresh), refreshed every poll for PinHold after the last Pin, and the key's
+// TTL renewed. The leader reads the hash each cycle — one small HGETALL in the publish pipeline —
+// and judges a pin live while its stamp keeps changing on the leader's own clock, so a follower
+// that stopped asking lets the leg go after KeyTTL and no follower clock is ever compared with the
+// leader's. Polling is the authority; a PUBLISH nudge on a channel only makes the leader read the
+// hash at once, so the leg is subscribed within milliseconds and is in the next regular snapshot
+// instead of the one after. A lost nudge (pub/sub is fire-and-forget) costs one interval, nothing
+// more, which is why the nudge is not the channel itself.
+//
+// Ages are measured on the leader's clock: a mid's age is (publishedAt − receivedAt), both leader
+// readings, plus how long the follower has known this snapshot on its own monotonic clock, plus
+// how long the snapshot sat in Redis before the follower first saw it, read from the key's
+// remaining TTL (counted by the Redis server). The last term is not in DESIGN §6's formula; it
+// keeps a follower that starts next to a dead leader's 10-minute-old snapshot from calling it
+// fresh. Skew between the machines' wall clocks cancels out of every term.
+//
+// Every Redis operation touches one key (the pipelines hold commands on different keys, which a
+// Cluster client splits by slot), so Redis Cluster works unchanged (DESIGN §12).
+//
+// The package must never decide roles — the caller runs the Publisher only on a lease holder with
+// CRON_MODE=off and the Follower only in fxdesk-cron — never read the wall clock where an injected
+// Now should decide, never serve a mid older than MaxAge while its session is open, and never
+// raise quote-mirror-unavailable on a desk with no open positions or resting orders.
+package mirror

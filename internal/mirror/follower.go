@@ -1,0 +1,415 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/session"
+	"fxdesk/internal/tick"
+)
+
+// Alert codes the follower raises and resolves.
+const (
+	AlertUnavailable = "quote-mirror-unavailable"
+	AlertStale       = "quote-mirror-stale"
+)
+
+// AlertInbox is where the follower reports; *alert.Inbox satisfies it.
+type AlertInbox interface {
+	// Raise records that code's condition holds now (deduplicated while unresolved).
+	Raise(ctx context.Context, code string, severity alert.Severity, message string, details any) error
+	// Resolve closes code's unresolved alert, if any.
+	Resolve(ctx context.Context, code string) error
+}
+
+// FollowerConfig shapes a Follower. Redis is required.
+type FollowerConfig struct {
+	Redis redis.UniversalClient
+	// Interval between polls; the snapshot is "not advancing" after two. Default DefaultInterval.
+	Interval time.Duration
+	// MaxAge refuses a mid older than this while its session is open. Deliberately its own
+	// setting, far above the trading staleness (30 s): converting a fee is a weaker question than
+	// pricing a trade. Default DefaultMaxAge.
+	MaxAge time.Duration
+	// CalendarFor returns a symbol's session calendar; nil (or a nil result) means always open.
+	CalendarFor func(symbol string) *session.Calendar
+	// Alerts receives quote-mirror-unavailable and quote-mirror-stale. Nil: no alerts.
+	Alerts AlertInbox
+	// HasExposure says whether the desk has open positions or resting orders; unavailable is
+	// raised only then. Nil means always exposed. An error skips raising for that poll.
+	HasExposure func(ctx context.Context) (bool, error)
+	// PinHold is how long the follower keeps asking for a leg after the last Pin of it.
+	// Default DefaultPinHold.
+	PinHold time.Duration
+	Keys    Keys
+	// Now is the follower's clock; ages are measured on its monotonic reading. Default time.Now.
+	Now func() time.Time
+}
+
+// Follower reads the leader's snapshot every interval and answers LastTick from it. Create it
+// with NewFollower; run it only in fxdesk-cron — that decision is the caller's.
+type Follower struct {
+	cfg FollowerConfig
+	log *slog.Logger
+
+	view atomic.Pointer[view] // read lock-free by LastTick
+
+	mu          sync.Mutex // serialises polls; guards everything below
+	pins        map[string]time.Time
+	pinSeq      uint64
+	unavailable alertState
+	stale       alertState
+	status      Status
+}
+
+// view is one snapshot as the follower first saw it.
+type view struct {
+	snap *snapshot
+	// base is how old publishedAt already was when this snapshot was first seen: the time it had
+	// sat in Redis (KeyTTL minus its remaining TTL, counted by the Redis server). firstSeen is the
+	// follower's clock at that moment. Age = (publishedAt − receivedAt) + base + since(firstSeen):
+	// every term is measured on one machine's clock, so skew between machines cancels.
+	base      time.Duration
+	firstSeen time.Time
+}
+
+type alertState uint8
+
+const (
+	alertUnknown alertState = iota // as after a restart: a previous process may have raised it
+	alertRaised
+	alertClear
+)
+
+// NewFollower builds a follower; it knows nothing until the first PollOnce.
+func NewFollower(cfg FollowerConfig, log *slog.Logger) *Follower {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.PinHold <= 0 {
+		cfg.PinHold = DefaultPinHold
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Keys = cfg.Keys.withDefaults()
+	return &Follower{cfg: cfg, log: log, pins: map[string]time.Time{},
+		status: Status{Mode: Following, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
+}
+
+// Run polls at once and then every interval until ctx ends. It returns nil when ctx ends.
+func (f *Follower) Run(ctx context.Context) error {
+	if f.cfg.Redis == nil {
+		return errors.New("quote mirror follower: Redis is required")
+	}
+	f.log.InfoContext(ctx, "fx quote mirror following the lease holder's snapshot",
+		slog.String("key", f.cfg.Keys.Snapshot), slog.Duration("interval", f.cfg.Interval), slog.Duration("maxAge", f.cfg.MaxAge))
+	t := time.NewTicker(f.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := f.PollOnce(ctx); err != nil && ctx.Err() == nil {
+			f.log.WarnContext(ctx, "quote mirror poll failed", slog.Any("err", err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// LastTick returns symbol's last mid from the mirror, with the engine's signature so conversion
+// code does not care which process it runs in. The quote's ReceivedAt is expressed on this
+// process's clock (now − age), so time.Since(q.ReceivedAt) is the skew-free age. A symbol absent
+// from the snapshot, or older than MaxAge while its session is open, answers false; while its
+// session is closed the last mid serves, however old.
+func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
+	v := f.view.Load()
+	if v == nil {
+		return tick.Quote{}, false
+	}
+	i := v.snap.find(symbol)
+	if i < 0 {
+		return tick.Quote{}, false
+	}
+	now := f.cfg.Now()
+	bid, ask, _, providerTime := v.snap.record(i)
+	age := v.age(i, now)
+	if age > f.cfg.MaxAge && f.sessionOpen(symbol, now) {
+		return tick.Quote{}, false
+	}
+	return tick.Quote{Bid: bid, Ask: ask, ReceivedAt: now.Add(-age), ProviderTime: providerTime}, true
+}
+
+func (v *view) age(i int, now time.Time) time.Duration {
+	age := time.Duration(v.snap.publishedAt.UnixNano()-v.snap.receivedAt(i)) + v.base + now.Sub(v.firstSeen)
+	return max(age, 0)
+}
+
+func (f *Follower) sessionOpen(symbol string, now time.Time) bool {
+	if f.cfg.CalendarFor == nil {
+		return true
+	}
+	cal := f.cfg.CalendarFor(symbol)
+	return cal == nil || cal.IsOpen(now)
+}
+
+// Pin asks the leader to subscribe legs this process lacks; they appear in a later snapshot.
+// The follower keeps asking (refreshing the pin on every poll) for PinHold after the last Pin of
+// a leg. Every symbol must be a desk symbol; if one is not, nothing is pinned.
+func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
+	for _, s := range symbols {
+		if !tick.ValidSymbol(s) {
+			return fmt.Errorf("pin %q: not six upper-case letters like EURUSD", s)
+		}
+	}
+	if len(symbols) == 0 {
+		return nil
+	}
+	f.mu.Lock()
+	now := f.cfg.Now()
+	for _, s := range symbols {
+		f.pins[s] = now
+	}
+	stamp := f.stampLocked(now)
+	f.mu.Unlock()
+
+	pipe := f.cfg.Redis.Pipeline()
+	f.writePins(ctx, pipe, symbols, stamp)
+	pipe.Publish(ctx, f.cfg.Keys.PinChannel, strings.Join(symbols, ","))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("pin %v in %q: %w", symbols, f.cfg.Keys.Pins, err)
+	}
+	return nil
+}
+
+// stampLocked is a pin value that differs from every earlier one: the leader treats an unchanged
+// stamp as a follower that stopped asking. Readable by an operator: follower ms, sequence.
+func (f *Follower) stampLocked(now time.Time) string {
+	f.pinSeq++
+	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + strconv.FormatUint(f.pinSeq, 10)
+}
+
+func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols []string, stamp string) {
+	args := make([]any, 0, 2*len(symbols))
+	for _, s := range symbols {
+		args = append(args, s, stamp)
+	}
+	pipe.HSet(ctx, f.cfg.Keys.Pins, args...)
+	pipe.PExpire(ctx, f.cfg.Keys.Pins, KeyTTL)
+}
+
+// PollOnce reads the snapshot (and its remaining TTL) and refreshes this process's pins in one
+// round trip, then evaluates the alerts. It returns the Redis or format error, if any, after
+// evaluating alerts on what it knows.
+func (f *Follower) PollOnce(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := f.cfg.Now()
+
+	var held []string
+	for s, at := range f.pins {
+		if start.Sub(at) > f.cfg.PinHold {
+			delete(f.pins, s)
+			continue
+		}
+		held = append(held, s)
+	}
+	slices.Sort(held)
+
+	pipe := f.cfg.Redis.Pipeline()
+	get := pipe.Get(ctx, f.cfg.Keys.Snapshot)
+	ttl := pipe.PTTL(ctx, f.cfg.Keys.Snapshot)
+	if len(held) > 0 {
+		f.writePins(ctx, pipe, held, f.stampLocked(start))
+	}
+	_, execErr := pipe.Exec(ctx)
+
+	now := f.cfg.Now()
+	var pollErr error
+	raw, err := get.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		// No snapshot: keep serving the last one seen; ages keep growing.
+	case err != nil:
+		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
+	default:
+		snap, err := parseSnapshot(raw)
+		if err != nil {
+			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
+			break
+		}
+		if cur := f.view.Load(); cur == nil || !cur.snap.publishedAt.Equal(snap.publishedAt) {
+			var base time.Duration
+			if left, err := ttl.Result(); err == nil && left > 0 && left <= KeyTTL {
+				base = KeyTTL - left
+			}
+			f.view.Store(&view{snap: snap, base: base, firstSeen: now})
+		}
+	}
+	if pollErr == nil && execErr != nil && !errors.Is(execErr, redis.Nil) {
+		pollErr = fmt.Errorf("refresh quote mirror pins %q: %w", f.cfg.Keys.Pins, execErr)
+	}
+
+	v := f.view.Load()
+	advancing := v != nil && now.Sub(v.firstSeen) <= 2*f.cfg.Interval
+	var refused []string
+	var oldest map[string]time.Duration
+	if v != nil {
+		for i := range v.snap.n {
+			if age := v.age(i, now); age > f.cfg.MaxAge {
+				if s := v.snap.symbol(i); f.sessionOpen(s, now) {
+					refused = append(refused, s)
+					if oldest == nil {
+						oldest = map[string]time.Duration{}
+					}
+					oldest[s] = age
+				}
+			}
+		}
+	}
+	f.evaluateUnavailable(ctx, v, advancing, now, pollErr)
+	f.evaluateStale(ctx, refused, oldest)
+
+	st := &f.status
+	st.Advancing, st.Refused, st.Pinned = advancing, refused, held
+	st.LastCycleMs = float64(now.Sub(start).Microseconds()) / 1000
+	st.LastError = ""
+	if pollErr != nil {
+		st.LastError = pollErr.Error()
+	}
+	if v != nil {
+		st.LastPublishedAt, st.Symbols, st.Bytes = v.snap.publishedAt, v.snap.n, len(v.snap.raw)
+	}
+	return pollErr
+}
+
+func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing bool, now time.Time, pollErr error) {
+	if advancing {
+		if f.unavailable != alertClear && f.cfg.Alerts != nil {
+			if err := f.cfg.Alerts.Resolve(ctx, AlertUnavailable); err != nil {
+				f.log.WarnContext(ctx, "quote mirror: cannot resolve alert", slog.String("code", AlertUnavailable), slog.Any("err", err))
+				return
+			}
+		}
+		if f.unavailable == alertRaised {
+			f.log.InfoContext(ctx, "quote mirror advancing again", slog.Time("publishedAt", v.snap.publishedAt))
+		}
+		f.unavailable = alertClear
+		return
+	}
+	exposed := true
+	if f.cfg.HasExposure != nil {
+		var err error
+		if exposed, err = f.cfg.HasExposure(ctx); err != nil {
+			f.log.WarnContext(ctx, "quote mirror: cannot tell whether the desk has exposure; alert not evaluated", slog.Any("err", err))
+			return
+		}
+	}
+	if !exposed {
+		return
+	}
+	details := map[string]any{"snapshotKey": f.cfg.Keys.Snapshot, "intervalMs": f.cfg.Interval.Milliseconds()}
+	var what string
+	if v == nil {
+		what = "finds no snapshot at " + f.cfg.Keys.Snapshot
+		details["reason"] = "no snapshot"
+	} else {
+		same := now.Sub(v.firstSeen).Round(time.Second)
+		what = fmt.Sprintf("has seen the same snapshot (published %s, leader clock) for %s", v.snap.publishedAt.UTC().Format(time.RFC3339), same)
+		details["reason"] = "not advancing"
+		details["lastPublishedAt"] = v.snap.publishedAt.UTC()
+		details["unchangedForMs"] = same.Milliseconds()
+	}
+	if pollErr != nil {
+		details["error"] = pollErr.Error()
+	}
+	msg := "The quote mirror is unavailable: fxdesk-cron " + what + " while the desk has open positions or resting orders, " +
+		"so swaps and equity cannot be converted. The two real causes: (1) the web process is not running with CRON_MODE=off, " +
+		"which is the only signal that arms the publisher on the lease holder; (2) the two processes do not share the same Redis " +
+		"(compare FXDESK_REDIS_URL, database number included, on both)."
+	if f.cfg.Alerts != nil {
+		if err := f.cfg.Alerts.Raise(ctx, AlertUnavailable, alert.Critical, msg, details); err != nil {
+			f.log.WarnContext(ctx, "quote mirror: cannot raise alert", slog.String("code", AlertUnavailable), slog.Any("err", err))
+			return
+		}
+	}
+	if f.unavailable != alertRaised {
+		f.log.ErrorContext(ctx, "quote mirror unavailable while the desk has exposure", slog.String("detail", what))
+	}
+	f.unavailable = alertRaised
+}
+
+func (f *Follower) evaluateStale(ctx context.Context, refused []string, ages map[string]time.Duration) {
+	if f.cfg.Alerts == nil {
+		return
+	}
+	if len(refused) == 0 {
+		if f.stale != alertClear {
+			if err := f.cfg.Alerts.Resolve(ctx, AlertStale); err != nil {
+				f.log.WarnContext(ctx, "quote mirror: cannot resolve alert", slog.String("code", AlertStale), slog.Any("err", err))
+				return
+			}
+			f.stale = alertClear
+		}
+		return
+	}
+	const named = 50
+	parts := make([]string, 0, min(len(refused), named))
+	for _, s := range refused[:min(len(refused), named)] {
+		parts = append(parts, s+" ("+ages[s].Round(time.Second).String()+")")
+	}
+	list := strings.Join(parts, ", ")
+	if len(refused) > named {
+		list += fmt.Sprintf(" and %d more", len(refused)-named)
+	}
+	msg := fmt.Sprintf("The quote mirror refuses %d symbol(s) for age while their session is open (older than %s): %s. "+
+		"Conversions through them (swaps, equity) wait until the lease holder quotes them again.", len(refused), f.cfg.MaxAge, list)
+	agesMs := make(map[string]int64, len(ages))
+	for s, a := range ages {
+		agesMs[s] = a.Milliseconds()
+	}
+	details := map[string]any{"symbols": refused, "ageMs": agesMs, "maxAgeMs": f.cfg.MaxAge.Milliseconds()}
+	if err := f.cfg.Alerts.Raise(ctx, AlertStale, alert.Warning, msg, details); err != nil {
+		f.log.WarnContext(ctx, "quote mirror: cannot raise alert", slog.String("code", AlertStale), slog.Any("err", err))
+		return
+	}
+	if f.stale != alertRaised {
+		f.log.WarnContext(ctx, "quote mirror refuses symbols for age", slog.Any("symbols", refused))
+	}
+	f.stale = alertRaised
+}
+
+// Status reports the follower for the desk page.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	st := f.status
+	st.Refused, st.Pinned = slices.Clone(st.Refused), slices.Clone(st.Pinned)
+	f.mu.Unlock()
+	if v := f.view.Load(); v != nil {
+		st.AgeMs = (v.base + f.cfg.Now().Sub(v.firstSeen)).Milliseconds()
+	}
+	return st
+}
+
+// Pinned lists the legs this follower keeps asking for.
+func (f *Follower) Pinned() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.pins))
+}

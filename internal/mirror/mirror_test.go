@@ -1,0 +1,635 @@
+package mirror_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/mirror"
+	"fxdesk/internal/session"
+	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
+)
+
+var (
+	testRedis *dbtest.Redis
+	testDB    *sql.DB
+	keySeq    atomic.Int64
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if testRedis, err = dbtest.StartRedis(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer testRedis.Stop()
+	d, err := dbtest.NewDatabase("mirror")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mirror tests need MariaDB on 127.0.0.1:3306:", err)
+		return 1
+	}
+	defer d.Drop()
+	ctx := context.Background()
+	if testDB, err = store.Open(ctx, d.DSN); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer testDB.Close()
+	if err := store.Migrate(ctx, testDB, slog.New(slog.DiscardHandler)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// clock moves only when told. It starts from time.Now, so it carries a monotonic reading as the
+// real clock does; Set replaces the reading with a wall time (used for calendar tests only).
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(offset time.Duration) *clock { return &clock{now: time.Now().Add(offset)} }
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// source stands in for the tick engine with the same costs for the two reads the publisher
+// makes: LastTick is a map read, Wanted clones a list kept sorted as symbols are added.
+type source struct {
+	mu     sync.RWMutex
+	q      map[string]tick.Quote
+	wanted []string
+}
+
+func newSource() *source { return &source{q: map[string]tick.Quote{}} }
+func (s *source) Set(symbol string, bid, ask float64, receivedAt time.Time) {
+	s.mu.Lock()
+	if _, ok := s.q[symbol]; !ok {
+		s.wanted = nil
+	}
+	s.q[symbol] = tick.Quote{Bid: bid, Ask: ask, ReceivedAt: receivedAt, ProviderTime: receivedAt.Add(-time.Millisecond).Truncate(time.Millisecond)}
+	s.mu.Unlock()
+}
+func (s *source) LastTick(symbol string) (tick.Quote, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q, ok := s.q[symbol]
+	return q, ok
+}
+func (s *source) Wanted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wanted == nil {
+		s.wanted = slices.Sorted(maps.Keys(s.q))
+	}
+	return slices.Clone(s.wanted)
+}
+
+// logBuf collects JSON log lines from several goroutines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type env struct {
+	t      testing.TB
+	rdb    *redis.Client
+	keys   mirror.Keys
+	leader *clock
+	local  *clock // the follower's machine
+	src    *source
+	logs   *logBuf
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	pinned [][]string // every SetPinned call
+}
+
+// newEnv gives each test its own keys, so tests share one redis-server and run in parallel.
+func newEnv(t testing.TB) *env {
+	rdb := redis.NewClient(&redis.Options{Addr: testRedis.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	n := keySeq.Add(1)
+	logs := &logBuf{}
+	return &env{
+		t: t, rdb: rdb, src: newSource(), logs: logs,
+		log:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		leader: newClock(0), local: newClock(0),
+		keys: mirror.Keys{
+			Snapshot:   fmt.Sprintf("test%d:snapshot", n),
+			Pins:       fmt.Sprintf("test%d:pins", n),
+			PinChannel: fmt.Sprintf("test%d:pin-requests", n),
+		},
+	}
+}
+
+func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
+	cfg := mirror.PublisherConfig{
+		Redis: e.rdb, Quotes: e.src, Keys: e.keys, Now: e.leader.Now,
+		SetPinned: func(legs []string) error {
+			e.mu.Lock()
+			e.pinned = append(e.pinned, legs)
+			e.mu.Unlock()
+			return nil
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return mirror.NewPublisher(cfg, e.log)
+}
+
+func (e *env) follower(mod func(*mirror.FollowerConfig)) *mirror.Follower {
+	cfg := mirror.FollowerConfig{Redis: e.rdb, Keys: e.keys, Now: e.local.Now}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return mirror.NewFollower(cfg, e.log)
+}
+
+func (e *env) lastPinned() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.pinned) == 0 {
+		return nil
+	}
+	return e.pinned[len(e.pinned)-1]
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ageOf is what conversion code would compute: the follower's now minus the quote's ReceivedAt.
+func ageOf(t testing.TB, f *mirror.Follower, c *clock, symbol string) time.Duration {
+	t.Helper()
+	q, ok := f.LastTick(symbol)
+	if !ok {
+		t.Fatalf("LastTick(%s): no quote", symbol)
+	}
+	return c.Now().Sub(q.ReceivedAt)
+}
+
+func near(got, want, tol time.Duration) bool { return got >= want-tol && got <= want+tol }
+
+// The snapshot appears under its key with a 15-minute TTL, the follower reads exact prices from
+// it, and a later publish advances it.
+func TestSnapshotAppearsAndAdvances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.src.Set("EURUSD", 1.08501, 1.08512, e.leader.Now())
+	e.src.Set("USDJPY", 151.201, 151.215, e.leader.Now())
+	pub, fol := e.publisher(nil), e.follower(nil)
+
+	if _, ok := fol.LastTick("EURUSD"); ok {
+		t.Fatal("a follower that never polled must have no quote")
+	}
+	must(t, pub.PublishOnce(ctx))
+	ttl := e.rdb.PTTL(ctx, e.keys.Snapshot).Val()
+	if !near(ttl, mirror.KeyTTL, 5*time.Second) {
+		t.Fatalf("snapshot TTL %v, want about %v", ttl, mirror.KeyTTL)
+	}
+	must(t, fol.PollOnce(ctx))
+	q, ok := fol.LastTick("EURUSD")
+	if !ok || q.Bid != 1.08501 || q.Ask != 1.08512 || q.ProviderTime.IsZero() {
+		t.Fatalf("EURUSD = %+v, %v", q, ok)
+	}
+	if _, ok := fol.LastTick("GBPUSD"); ok {
+		t.Fatal("GBPUSD was never published")
+	}
+	first := fol.Status()
+	if first.Mode != mirror.Following || first.Symbols != 2 || !first.Advancing || first.LastPublishedAt.IsZero() {
+		t.Fatalf("follower status %+v", first)
+	}
+
+	e.leader.Advance(5 * time.Second)
+	e.local.Advance(5 * time.Second)
+	e.src.Set("EURUSD", 1.08601, 1.08611, e.leader.Now())
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if q, _ := fol.LastTick("EURUSD"); q.Bid != 1.08601 {
+		t.Fatalf("after advance EURUSD bid = %v", q.Bid)
+	}
+	second := fol.Status()
+	if !second.LastPublishedAt.After(first.LastPublishedAt) {
+		t.Fatalf("publishedAt did not advance: %v then %v", first.LastPublishedAt, second.LastPublishedAt)
+	}
+	if ps := pub.Status(); ps.Mode != mirror.Publishing || ps.Symbols != 2 || ps.Bytes != 24+2*38 || ps.Dropped != 0 {
+		t.Fatalf("publisher status %+v", ps)
+	}
+}
+
+// symbols returns n distinct desk symbols: AAAAAA, AAAAAB, …
+func symbols(n int) []string {
+	out := make([]string, n)
+	for i := range n {
+		b := []byte("AAAAAA")
+		for j, v := 5, i; j >= 0 && v > 0; j, v = j-1, v/26 {
+			b[j] = byte('A' + v%26)
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
+// Over the 5,000-symbol cap the snapshot keeps pinned and exposed symbols (which sort last here,
+// so symbol order alone would drop them), fills the rest in symbol order, and logs at error how
+// many were dropped.
+func TestTruncationKeepsPinnedAndExposedFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	all := symbols(mirror.DefaultMaxSymbols + 10)
+	for _, s := range all {
+		e.src.Set(s, 1.1, 1.2, e.leader.Now())
+	}
+	for _, s := range []string{"USDJPY", "XAUUSD", "ZZZZZZ"} {
+		e.src.Set(s, 2.1, 2.2, e.leader.Now())
+	}
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.Exposed = func(context.Context) ([]string, error) { return []string{"XAUUSD", "ZZZZZZ"}, nil }
+	})
+	fol := e.follower(nil)
+	must(t, fol.Pin(ctx, "USDJPY"))
+	must(t, pub.PublishOnce(ctx)) // reads the pin
+	must(t, pub.PublishOnce(ctx)) // publishes with it first
+	must(t, fol.PollOnce(ctx))
+
+	st := pub.Status()
+	if st.Symbols != mirror.DefaultMaxSymbols || st.Dropped != 13 {
+		t.Fatalf("published %d, dropped %d; want %d and 13", st.Symbols, st.Dropped, mirror.DefaultMaxSymbols)
+	}
+	for _, s := range []string{"USDJPY", "XAUUSD", "ZZZZZZ", all[0], all[mirror.DefaultMaxSymbols-4]} {
+		if _, ok := fol.LastTick(s); !ok {
+			t.Errorf("%s should have been kept", s)
+		}
+	}
+	if _, ok := fol.LastTick(all[mirror.DefaultMaxSymbols-3]); ok {
+		t.Errorf("%s should have been dropped to make room", all[mirror.DefaultMaxSymbols-3])
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, `"level":"ERROR","msg":"quote mirror snapshot truncated`) || !strings.Contains(logs, `"dropped":13`) {
+		t.Fatalf("no error log with the dropped count:\n%.2000s", logs)
+	}
+}
+
+// Ages are measured on the leader's clock plus the follower's own monotonic time, so a leader
+// clock hours ahead of or behind the follower's changes nothing.
+func TestFollowerAgeIgnoresClockSkew(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{0, 3 * time.Hour, -7 * time.Hour} {
+		t.Run(fmt.Sprint(skew), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t)
+			e.leader = newClock(skew)
+			e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now().Add(-2*time.Second)) // 2 s old when published
+			pub := e.publisher(nil)
+			fol := e.follower(func(c *mirror.FollowerConfig) { c.MaxAge = time.Minute })
+			must(t, pub.PublishOnce(ctx))
+			must(t, fol.PollOnce(ctx))
+			// The tolerance covers the real milliseconds between SET and the PTTL read.
+			if got := ageOf(t, fol, e.local, "EURUSD"); !near(got, 2*time.Second, 200*time.Millisecond) {
+				t.Fatalf("age right after the poll = %v, want 2s", got)
+			}
+			e.local.Advance(10 * time.Second)
+			if got := ageOf(t, fol, e.local, "EURUSD"); !near(got, 12*time.Second, 200*time.Millisecond) {
+				t.Fatalf("age 10 s later = %v, want 12s", got)
+			}
+			must(t, fol.PollOnce(ctx)) // the same snapshot again: its first sighting still counts
+			if got := ageOf(t, fol, e.local, "EURUSD"); !near(got, 12*time.Second, 200*time.Millisecond) {
+				t.Fatalf("age after re-reading the same snapshot = %v, want 12s", got)
+			}
+			e.local.Advance(49 * time.Second) // 61 s: past MaxAge, session open (no calendar)
+			if _, ok := fol.LastTick("EURUSD"); ok {
+				t.Fatal("a mid older than MaxAge in an open session must be refused")
+			}
+		})
+	}
+}
+
+// A snapshot that sat in Redis before the follower first saw it (a follower starting next to a
+// dead leader) is as old as the key's TTL says, not as fresh as the follower's first sighting.
+func TestFollowerCountsTimeInRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
+	must(t, e.publisher(nil).PublishOnce(ctx))
+	must(t, e.rdb.PExpire(ctx, e.keys.Snapshot, mirror.KeyTTL-4*time.Minute).Err()) // as if published 4 min ago
+	fol := e.follower(nil)
+	must(t, fol.PollOnce(ctx))
+	if got := ageOf(t, fol, e.local, "EURUSD"); !near(got, 4*time.Minute, time.Second) {
+		t.Fatalf("age = %v, want 4m", got)
+	}
+}
+
+// saturdayNoonNY is when the forex calendar is closed.
+var saturdayNoonNY = func() time.Time {
+	ny, _ := time.LoadLocation(session.NewYork)
+	return time.Date(2025, 6, 14, 12, 0, 0, 0, ny)
+}()
+
+// While a symbol's session is closed its last mid serves however old it is; a symbol whose
+// session is open is refused past MaxAge.
+func TestClosedSessionServesLastMid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.local = &clock{now: saturdayNoonNY}
+	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
+	e.src.Set("XAUUSD", 2300.1, 2300.5, e.leader.Now())
+	must(t, e.publisher(nil).PublishOnce(ctx))
+	fol := e.follower(func(c *mirror.FollowerConfig) {
+		c.MaxAge = time.Minute
+		c.CalendarFor = func(symbol string) *session.Calendar {
+			if symbol == "EURUSD" {
+				return session.Forex()
+			}
+			return session.AlwaysOpen()
+		}
+	})
+	must(t, fol.PollOnce(ctx))
+	e.local.Advance(2 * time.Hour) // still Saturday
+	if q, ok := fol.LastTick("EURUSD"); !ok || q.Bid != 1.1 {
+		t.Fatalf("closed session: EURUSD = %+v, %v; the last mid must serve", q, ok)
+	}
+	if _, ok := fol.LastTick("XAUUSD"); ok {
+		t.Fatal("open session: a 2-hour-old XAUUSD must be refused")
+	}
+	must(t, fol.PollOnce(ctx))
+	if got := fol.Status().Refused; !slices.Equal(got, []string{"XAUUSD"}) {
+		t.Fatalf("refused = %v, want [XAUUSD]", got)
+	}
+}
+
+// A leg the follower pins reaches the engine through SetPinned, appears in a later snapshot, is
+// kept alive by the follower's refreshes and let go once they stop.
+func TestPinRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.SetPinned = func(legs []string) error { // the engine: subscribing brings quotes
+			e.mu.Lock()
+			e.pinned = append(e.pinned, legs)
+			e.mu.Unlock()
+			for _, s := range legs {
+				e.src.Set(s, 151.2, 151.3, e.leader.Now())
+			}
+			return nil
+		}
+	})
+	fol := e.follower(nil)
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if _, ok := fol.LastTick("USDJPY"); ok {
+		t.Fatal("USDJPY before the pin")
+	}
+	if err := fol.Pin(ctx, "usdjpy"); err == nil {
+		t.Fatal("a lower-case pin must be refused")
+	}
+	must(t, fol.Pin(ctx, "USDJPY"))
+	if ttl := e.rdb.PTTL(ctx, e.keys.Pins).Val(); !near(ttl, mirror.KeyTTL, 5*time.Second) {
+		t.Fatalf("pin key TTL %v", ttl)
+	}
+	must(t, pub.PublishOnce(ctx))
+	if got := e.lastPinned(); !slices.Equal(got, []string{"USDJPY"}) {
+		t.Fatalf("SetPinned got %v", got)
+	}
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if q, ok := fol.LastTick("USDJPY"); !ok || q.Bid != 151.2 {
+		t.Fatalf("USDJPY after the pin = %+v, %v", q, ok)
+	}
+	if st := pub.Status(); !slices.Equal(st.Pinned, []string{"USDJPY"}) {
+		t.Fatalf("publisher status pinned %v", st.Pinned)
+	}
+
+	// The follower keeps refreshing: 14 minutes of leader time later the pin is still live.
+	e.leader.Advance(14 * time.Minute)
+	must(t, fol.PollOnce(ctx))
+	must(t, pub.PublishOnce(ctx))
+	e.leader.Advance(14 * time.Minute)
+	must(t, pub.PublishOnce(ctx))
+	if got := e.lastPinned(); !slices.Equal(got, []string{"USDJPY"}) {
+		t.Fatalf("refreshed pin lapsed: %v", got)
+	}
+	// No refresh for a whole TTL on the leader's clock: the leg is let go.
+	e.leader.Advance(2 * time.Minute)
+	must(t, pub.PublishOnce(ctx))
+	if got := e.lastPinned(); len(got) != 0 {
+		t.Fatalf("unrefreshed pin still live: %v", got)
+	}
+}
+
+// Under Run, a pin reaches SetPinned through the nudge at once, without waiting for the interval.
+func TestPinNudgeUnderRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	calls := make(chan []string, 4)
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.Interval = time.Hour // only the nudge can deliver within the test
+		c.Now = time.Now
+		c.SetPinned = func(legs []string) error { calls <- legs; return nil }
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pub.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	wait := func() []string {
+		select {
+		case legs := <-calls:
+			return legs
+		case <-time.After(10 * time.Second):
+			t.Fatal("SetPinned was not called")
+			return nil
+		}
+	}
+	if got := wait(); len(got) != 0 { // the first cycle, after the subscription is confirmed
+		t.Fatalf("first SetPinned %v", got)
+	}
+	must(t, e.follower(nil).Pin(context.Background(), "GBPJPY", "EURUSD"))
+	if got := wait(); !slices.Equal(got, []string{"EURUSD", "GBPJPY"}) {
+		t.Fatalf("SetPinned after the nudge %v", got)
+	}
+}
+
+func clearAlerts(t *testing.T) *alert.Inbox {
+	t.Helper()
+	_, err := testDB.Exec("DELETE FROM `fx_execution_alert`")
+	must(t, err)
+	return alert.NewInbox(testDB, slog.New(slog.DiscardHandler))
+}
+
+func alertsWith(t *testing.T, in *alert.Inbox, code string) []alert.Alert {
+	t.Helper()
+	all, err := in.List(context.Background(), alert.Filter{Code: code})
+	must(t, err)
+	return all
+}
+
+// quote-mirror-unavailable is raised only while the desk has exposure, names both causes, and is
+// resolved when the snapshot advances; a snapshot that stops advancing raises it again.
+// Not parallel: the alert codes are fixed and the table is shared.
+func TestUnavailableAlertOnlyWithExposure(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	inbox := clearAlerts(t)
+	var exposed atomic.Bool
+	fol := e.follower(func(c *mirror.FollowerConfig) {
+		c.Alerts = inbox
+		c.HasExposure = func(context.Context) (bool, error) { return exposed.Load(), nil }
+	})
+
+	must(t, fol.PollOnce(ctx)) // no snapshot, idle desk
+	if got := alertsWith(t, inbox, mirror.AlertUnavailable); len(got) != 0 {
+		t.Fatalf("idle desk raised %+v", got)
+	}
+	exposed.Store(true)
+	must(t, fol.PollOnce(ctx))
+	got := alertsWith(t, inbox, mirror.AlertUnavailable)
+	if len(got) != 1 || got[0].Status != alert.Open || got[0].Severity != alert.Critical {
+		t.Fatalf("with exposure: %+v", got)
+	}
+	for _, cause := range []string{"CRON_MODE=off", "do not share the same Redis"} {
+		if !strings.Contains(got[0].Message, cause) {
+			t.Errorf("message lacks %q: %s", cause, got[0].Message)
+		}
+	}
+	if fol.Status().Advancing {
+		t.Fatal("status says advancing with no snapshot")
+	}
+
+	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
+	pub := e.publisher(nil)
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if got := alertsWith(t, inbox, mirror.AlertUnavailable); len(got) != 1 || got[0].Status != alert.Resolved {
+		t.Fatalf("after the snapshot appeared: %+v", got)
+	}
+
+	// The leader stops: two intervals of the same snapshot are tolerated, more are not.
+	e.local.Advance(2 * mirror.DefaultInterval)
+	must(t, fol.PollOnce(ctx))
+	if got := alertsWith(t, inbox, mirror.AlertUnavailable); got[0].Status != alert.Resolved {
+		t.Fatalf("raised within two intervals: %+v", got[0])
+	}
+	e.local.Advance(time.Second)
+	must(t, fol.PollOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	got = alertsWith(t, inbox, mirror.AlertUnavailable)
+	if len(got) != 2 || got[0].Status != alert.Open || got[0].Count != 2 || !strings.Contains(string(got[0].Details), `"not advancing"`) {
+		t.Fatalf("stopped leader: %+v", got)
+	}
+
+	e.leader.Advance(mirror.DefaultInterval)
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if got := alertsWith(t, inbox, mirror.AlertUnavailable); got[0].Status != alert.Resolved {
+		t.Fatalf("leader back: %+v", got[0])
+	}
+	if !fol.Status().Advancing {
+		t.Fatal("status says not advancing after the leader returned")
+	}
+}
+
+// quote-mirror-stale names each symbol refused for age in an open session, and is resolved once
+// none is. Not parallel: the alert codes are fixed and the table is shared.
+func TestStaleAlertNamesSymbols(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	inbox := clearAlerts(t)
+	now := e.leader.Now()
+	e.src.Set("EURUSD", 1.1, 1.2, now)
+	e.src.Set("NZDCHF", 0.5, 0.6, now.Add(-20*time.Minute)) // a quiet cross
+	e.src.Set("USDSEK", 10.1, 10.2, now.Add(-16*time.Minute))
+	pub := e.publisher(nil)
+	fol := e.follower(func(c *mirror.FollowerConfig) { c.Alerts = inbox })
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	got := alertsWith(t, inbox, mirror.AlertStale)
+	if len(got) != 1 || got[0].Status != alert.Open {
+		t.Fatalf("stale alert: %+v", got)
+	}
+	for _, s := range []string{"NZDCHF", "USDSEK"} {
+		if !strings.Contains(got[0].Message, s) || !strings.Contains(string(got[0].Details), `"`+s+`"`) {
+			t.Errorf("stale alert does not name %s: %s %s", s, got[0].Message, got[0].Details)
+		}
+	}
+	if strings.Contains(got[0].Message, "EURUSD") {
+		t.Errorf("stale alert names the fresh EURUSD: %s", got[0].Message)
+	}
+	if got := alertsWith(t, inbox, mirror.AlertUnavailable); len(got) != 0 {
+		t.Fatalf("a fresh snapshot raised unavailable: %+v", got)
+	}
+
+	e.leader.Advance(mirror.DefaultInterval)
+	e.src.Set("NZDCHF", 0.5, 0.6, e.leader.Now())
+	e.src.Set("USDSEK", 10.1, 10.2, e.leader.Now())
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if got := alertsWith(t, inbox, mirror.AlertStale); got[0].Status != alert.Resolved {
+		t.Fatalf("stale alert not resolved: %+v", got[0])
+	}
+}
+
+// A value that is not a snapshot is reported, and the last good snapshot keeps serving.
+func TestFollowerRejectsGarbage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
+	fol := e.follower(nil)
+	must(t, e.publisher(nil).PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	must(t, e.rdb.Set(ctx, e.keys.Snapshot, `{"EURUSD":1}`, time.Minute).Err())
+	if err := fol.PollOnce(ctx); err == nil {
+		t.Fatal("garbage snapshot accepted")
+	}
+	if _, ok := fol.LastTick("EURUSD"); !ok {
+		t.Fatal("the last good snapshot must keep serving")
+	}
+}

@@ -1,0 +1,381 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/tick"
+)
+
+// Defaults and fixed contracts (DESIGN §6, §11).
+const (
+	DefaultInterval   = 5 * time.Second  // FXDESK_MIRROR_INTERVAL
+	DefaultMaxSymbols = 5000             // snapshot cap
+	DefaultMaxAge     = 15 * time.Minute // conversion bound while a session is open
+	DefaultPinHold    = 24 * time.Hour   // how long a follower keeps asking for a leg after Pin
+	// KeyTTL is the TTL of both keys. The follower also reads the snapshot's remaining TTL to learn
+	// how long it sat in Redis before being seen, so both halves must agree on it: it is a constant.
+	KeyTTL = 15 * time.Minute
+)
+
+// Keys names the two Redis keys and the nudge channel. Each Redis operation touches one key, so
+// the keys may live in different Cluster slots.
+type Keys struct {
+	Snapshot   string // string: the latest snapshot, SET with PX KeyTTL
+	Pins       string // hash: symbol → opaque stamp the follower changes on every refresh
+	PinChannel string // pub/sub channel: "a follower just pinned something" (not a key)
+}
+
+// DefaultKeys are the production names.
+func DefaultKeys() Keys {
+	return Keys{Snapshot: "fx:quote-mirror:snapshot", Pins: "fx:quote-mirror:pins", PinChannel: "fx:quote-mirror:pin-requests"}
+}
+
+func (k Keys) withDefaults() Keys {
+	d := DefaultKeys()
+	if k.Snapshot == "" {
+		k.Snapshot = d.Snapshot
+	}
+	if k.Pins == "" {
+		k.Pins = d.Pins
+	}
+	if k.PinChannel == "" {
+		k.PinChannel = d.PinChannel
+	}
+	return k
+}
+
+// QuoteSource is what the publisher reads: *tick.Engine satisfies it.
+type QuoteSource interface {
+	// LastTick is the engine's synchronous read of a symbol's last accepted quote.
+	LastTick(symbol string) (tick.Quote, bool)
+	// Wanted lists the subscribed symbols (sorted, as the engine returns them; unsorted works, slower).
+	Wanted() []string
+}
+
+// PublisherConfig shapes a Publisher. Redis, Quotes and SetPinned are required.
+type PublisherConfig struct {
+	Redis  redis.UniversalClient
+	Quotes QuoteSource
+	// SetPinned hands the legs followers asked for to the tick engine, which subscribes them on
+	// the live socket: func(legs []string) error { return engine.SetSource("pinned", legs) }.
+	// It is called from PublishOnce whenever the set of live pins changes (an empty list when the
+	// last pin lapses); after an error it is called again on the next cycle.
+	SetPinned func(legs []string) error
+	// Exposed lists symbols with open positions or resting orders, kept first when the cap bites.
+	// Optional; an error is logged and the snapshot is published without that priority.
+	Exposed func(ctx context.Context) ([]string, error)
+	// Pinned lists legs this process pins itself, kept first like the followers' pins. Optional.
+	Pinned func() []string
+	// Interval between snapshots. Default DefaultInterval.
+	Interval time.Duration
+	// MaxSymbols caps a snapshot. Default DefaultMaxSymbols.
+	MaxSymbols int
+	Keys       Keys
+	// Now is the leader's clock: publishedAt, and how long a pin has gone unrefreshed (read
+	// monotonically, so the follower's clock never enters). Default time.Now.
+	Now func() time.Time
+}
+
+// Publisher writes the leader's quotes to the snapshot key every interval and relays followers'
+// pins to the tick engine. Create it with NewPublisher; run it only on the lease holder of a
+// split install (CRON_MODE=off) — that decision is the caller's.
+type Publisher struct {
+	cfg PublisherConfig
+	log *slog.Logger
+
+	mu        sync.Mutex // serialises cycles and pin reads; guards everything below
+	buf       []byte
+	entries   []entry
+	pins      map[string]pinSeen
+	live      []string // live pins as last handed to SetPinned (sorted)
+	liveSent  bool     // SetPinned accepted live
+	lastDrop  int
+	lastDropT time.Time
+	status    Status
+}
+
+type pinSeen struct {
+	stamp  string
+	seenAt time.Time // leader clock (monotonic) when this stamp was first read
+}
+
+// NewPublisher builds a publisher; it does nothing until PublishOnce or Run.
+func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.MaxSymbols <= 0 {
+		cfg.MaxSymbols = DefaultMaxSymbols
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Keys = cfg.Keys.withDefaults()
+	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{},
+		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
+}
+
+// Run publishes at once and then every interval until ctx ends, and reads the pin hash as soon as
+// a follower announces a pin, so the leg is subscribed within milliseconds and rides the next
+// regular snapshot. It returns nil when ctx ends.
+func (p *Publisher) Run(ctx context.Context) error {
+	if p.cfg.Redis == nil || p.cfg.Quotes == nil || p.cfg.SetPinned == nil {
+		return errors.New("quote mirror publisher: Redis, Quotes and SetPinned are required")
+	}
+	p.log.InfoContext(ctx, "fx quote mirror publishing every "+p.cfg.Interval.String(),
+		slog.String("key", p.cfg.Keys.Snapshot), slog.Int("maxSymbols", p.cfg.MaxSymbols))
+	sub := p.cfg.Redis.Subscribe(ctx, p.cfg.Keys.PinChannel)
+	defer sub.Close()
+	// Wait for the subscription to be confirmed, so a pin announced after the first publish is
+	// never missed by a subscription still in flight. If Redis is down, the client resubscribes
+	// when it returns; the cycle's own pin read covers the gap.
+	if _, err := sub.Receive(ctx); err != nil && ctx.Err() == nil {
+		p.log.WarnContext(ctx, "quote mirror: pin nudges unavailable until Redis answers", slog.Any("err", err))
+	}
+	nudges := sub.Channel()
+
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := p.PublishOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log.WarnContext(ctx, "quote mirror publish failed", slog.Any("err", err))
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				waiting = false
+			case <-nudges:
+				if err := p.ReadPins(ctx); err != nil && ctx.Err() == nil {
+					p.log.WarnContext(ctx, "quote mirror pin read failed", slog.Any("err", err))
+				}
+			}
+		}
+	}
+}
+
+// PublishOnce writes one snapshot and reads the pin hash, in one round trip. Pins read here are
+// handed to SetPinned at once; their quotes appear from the next snapshot on.
+func (p *Publisher) PublishOnce(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := p.cfg.Now()
+
+	var exposed []string
+	if p.cfg.Exposed != nil {
+		var err error
+		if exposed, err = p.cfg.Exposed(ctx); err != nil {
+			p.log.WarnContext(ctx, "quote mirror: exposed symbols unavailable; publishing without their priority", slog.Any("err", err))
+		}
+	}
+	priority := slices.Concat(p.live, exposed)
+	if p.cfg.Pinned != nil {
+		priority = append(priority, p.cfg.Pinned()...)
+	}
+	publishedAt := p.cfg.Now()
+	if last := p.status.LastPublishedAt; !publishedAt.After(last) {
+		// The follower tells snapshots apart by publishedAt alone; a clock that did not move
+		// (or stepped back) must not make a new snapshot look like the old one.
+		publishedAt = last.Add(time.Nanosecond)
+	}
+	count, dropped := p.encode(publishedAt, priority)
+	if dropped > 0 && (dropped != p.lastDrop || start.Sub(p.lastDropT) >= time.Minute) {
+		p.log.ErrorContext(ctx, "quote mirror snapshot truncated: symbols dropped beyond the cap; a dropped symbol may be the conversion leg a rollover waits on",
+			slog.Int("dropped", dropped), slog.Int("published", count), slog.Int("cap", p.cfg.MaxSymbols))
+		p.lastDropT = start
+	}
+	p.lastDrop = dropped
+
+	pipe := p.cfg.Redis.Pipeline()
+	set := pipe.Set(ctx, p.cfg.Keys.Snapshot, p.buf, KeyTTL)
+	pins := pipe.HGetAll(ctx, p.cfg.Keys.Pins)
+	_, err := pipe.Exec(ctx)
+	took := p.cfg.Now().Sub(start)
+	if err := set.Err(); err != nil {
+		p.status.LastError = err.Error()
+		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, err)
+	}
+	p.status.LastError = ""
+	p.status.LastPublishedAt = publishedAt
+	p.status.Symbols = count
+	p.status.Dropped = dropped
+	p.status.Bytes = len(p.buf)
+	p.status.LastCycleMs = float64(took.Microseconds()) / 1000
+	if err != nil {
+		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
+	}
+	return p.applyPinsLocked(ctx, pins.Val())
+}
+
+// ReadPins reads the pin hash alone and hands changed pins to SetPinned.
+func (p *Publisher) ReadPins(ctx context.Context) error {
+	fields, err := p.cfg.Redis.HGetAll(ctx, p.cfg.Keys.Pins).Result()
+	if err != nil {
+		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applyPinsLocked(ctx, fields)
+}
+
+// encode writes the snapshot into p.buf and returns how many symbols it holds and how many the
+// cap dropped. The usual cycle — the engine's sorted wanted list, no priority leg outside it, no
+// truncation — streams each quote straight into the buffer in one pass; anything else goes
+// through collect.
+func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dropped int) {
+	wanted := p.cfg.Quotes.Wanted()
+	fast := len(wanted) <= p.cfg.MaxSymbols
+	for _, s := range priority {
+		if _, found := slices.BinarySearch(wanted, s); !found {
+			fast = false // a leg the engine is not (yet) subscribed to, or wanted is unsorted
+			break
+		}
+	}
+	if fast {
+		need := headerSize + len(wanted)*recordSize
+		if cap(p.buf) < need {
+			p.buf = make([]byte, need)
+		}
+		b := p.buf[:need]
+		off, prev := headerSize, ""
+		for _, s := range wanted {
+			if s <= prev || !tick.ValidSymbol(s) {
+				fast = false
+				break
+			}
+			prev = s
+			if q, ok := p.cfg.Quotes.LastTick(s); ok {
+				putRecord(b[off:off+recordSize], s, q)
+				off += recordSize
+				count++
+			}
+		}
+		if fast {
+			putHeader(b, publishedAt, count)
+			p.buf = b[:off]
+			return count, 0
+		}
+	}
+	entries, dropped := p.collect(wanted, priority)
+	p.buf = appendSnapshot(p.buf, publishedAt, entries)
+	return len(entries), dropped
+}
+
+// collect reads the quotes to publish, sorted by symbol. Over the cap, priority symbols are kept
+// first and the rest fill the remaining room in symbol order.
+func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
+	entries := p.entries[:0]
+	for _, s := range wanted {
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && tick.ValidSymbol(s) {
+			entries = append(entries, entry{symbol: s, q: q})
+		}
+	}
+	wantedSorted := slices.IsSorted(wanted)
+	sorted := wantedSorted
+	for _, s := range priority { // legs not (yet) among the wanted, if the engine has them anyway
+		if _, found := slices.BinarySearch(wanted, s); found && wantedSorted {
+			continue
+		}
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && tick.ValidSymbol(s) {
+			entries = append(entries, entry{symbol: s, q: q})
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.symbol, b.symbol) })
+		entries = slices.CompactFunc(entries, func(a, b entry) bool { return a.symbol == b.symbol })
+	}
+	p.entries = entries
+	max := p.cfg.MaxSymbols
+	if len(entries) <= max {
+		return entries, 0
+	}
+	dropped := len(entries) - max
+	first := make(map[string]bool, len(priority))
+	for _, s := range priority {
+		first[s] = true
+	}
+	kept := make([]entry, 0, max)
+	for _, e := range entries {
+		if first[e.symbol] && len(kept) < max {
+			kept = append(kept, e)
+		}
+	}
+	for _, e := range entries {
+		if len(kept) == max {
+			break
+		}
+		if !first[e.symbol] {
+			kept = append(kept, e)
+		}
+	}
+	slices.SortFunc(kept, func(a, b entry) int { return strings.Compare(a.symbol, b.symbol) })
+	return kept, dropped
+}
+
+// applyPinsLocked updates which pins are live and tells the engine when that set changes. A pin
+// is live while its stamp keeps changing: a stamp unchanged for KeyTTL on the leader's own clock
+// has lapsed (its follower stopped asking). Judging by change rather than by the stamp's value
+// keeps the follower's clock out of it.
+func (p *Publisher) applyPinsLocked(ctx context.Context, fields map[string]string) error {
+	now := p.cfg.Now()
+	for s := range p.pins {
+		if _, ok := fields[s]; !ok {
+			delete(p.pins, s)
+		}
+	}
+	var live []string
+	for s, stamp := range fields {
+		if !tick.ValidSymbol(s) {
+			continue
+		}
+		seen, ok := p.pins[s]
+		if !ok || seen.stamp != stamp {
+			seen = pinSeen{stamp: stamp, seenAt: now}
+			p.pins[s] = seen
+		}
+		if now.Sub(seen.seenAt) < KeyTTL {
+			live = append(live, s)
+		}
+	}
+	slices.Sort(live)
+	if len(live) > p.cfg.MaxSymbols {
+		live = live[:p.cfg.MaxSymbols]
+	}
+	if p.liveSent && slices.Equal(live, p.live) {
+		return nil
+	}
+	if err := p.cfg.SetPinned(slices.Clone(live)); err != nil {
+		p.liveSent = false
+		return fmt.Errorf("subscribe pinned legs %v: %w", live, err)
+	}
+	changed := !slices.Equal(live, p.live)
+	p.live, p.liveSent = live, true
+	p.status.Pinned = slices.Clone(live)
+	if changed {
+		p.log.InfoContext(ctx, "quote mirror pinned legs changed; the tick engine subscribes them", slog.Any("pinned", live))
+	}
+	return nil
+}
+
+// Status reports the publisher for the desk page.
+func (p *Publisher) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.status
+	st.Pinned = slices.Clone(st.Pinned)
+	if !st.LastPublishedAt.IsZero() {
+		st.AgeMs = p.cfg.Now().Sub(st.LastPublishedAt).Milliseconds()
+	}
+	return st
+}

@@ -1,0 +1,169 @@
+package mirror
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+// Snapshot wire format, version 1. All integers little-endian.
+//
+//	header (24 bytes)
+//	  0  "FXQM"          magic
+//	  4  1               version
+//	  5  0 0 0           reserved
+//	  8  int64           publishedAt, Unix nanoseconds on the leader's clock
+//	 16  uint32          record count n
+//	 20  uint32          record size (38)
+//	records (n × 38 bytes), strictly ascending by symbol
+//	  0  [6]byte         symbol, EURUSD
+//	  6  float64         bid (IEEE 754 bits)
+//	 14  float64         ask
+//	 22  int64           receivedAt, Unix nanoseconds on the leader's clock
+//	 30  int64           providerTime, Unix milliseconds (the provider's own stamp)
+//
+// Fixed-width sorted records let the follower keep the snapshot exactly as Redis returned it
+// and binary-search it in LastTick: "decoding" is a header check and one pass confirming the
+// order, with no per-symbol allocation.
+const (
+	magic       = "FXQM"
+	version     = 1
+	headerSize  = 24
+	recordSize  = 38
+	symbolSize  = 6
+	maxSnapshot = 1 << 20 // records; far above any cap, only guards a corrupt count
+)
+
+// entry is one symbol's quote as published.
+type entry struct {
+	symbol string
+	q      tick.Quote
+}
+
+// appendSnapshot encodes entries (already sorted by symbol, unique) after dst[:0].
+func appendSnapshot(dst []byte, publishedAt time.Time, entries []entry) []byte {
+	n := headerSize + len(entries)*recordSize
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	b := dst[:n]
+	putHeader(b, publishedAt, len(entries))
+	off := headerSize
+	for _, e := range entries {
+		putRecord(b[off:off+recordSize], e.symbol, e.q)
+		off += recordSize
+	}
+	return b
+}
+
+func putHeader(b []byte, publishedAt time.Time, n int) {
+	copy(b, magic)
+	b[4], b[5], b[6], b[7] = version, 0, 0, 0
+	le := binary.LittleEndian
+	le.PutUint64(b[8:], uint64(publishedAt.UnixNano()))
+	le.PutUint32(b[16:], uint32(n))
+	le.PutUint32(b[20:], recordSize)
+}
+
+func putRecord(r []byte, symbol string, q tick.Quote) {
+	_ = r[recordSize-1]
+	copy(r, symbol)
+	le := binary.LittleEndian
+	le.PutUint64(r[6:], math.Float64bits(q.Bid))
+	le.PutUint64(r[14:], math.Float64bits(q.Ask))
+	le.PutUint64(r[22:], uint64(q.ReceivedAt.UnixNano()))
+	le.PutUint64(r[30:], uint64(q.ProviderTime.UnixMilli()))
+}
+
+// snapshot is a decoded view over the raw value: the bytes are kept as Redis returned them
+// (a string, so slicing a symbol out of it allocates nothing).
+type snapshot struct {
+	raw         string
+	publishedAt time.Time // leader clock; compare with Equal, never with the follower's clock
+	n           int
+}
+
+var errNotSnapshot = errors.New("not a quote mirror snapshot")
+
+// parseSnapshot checks raw and returns a view over it.
+func parseSnapshot(raw string) (*snapshot, error) {
+	if len(raw) < headerSize || raw[:4] != magic {
+		return nil, errNotSnapshot
+	}
+	if raw[4] != version {
+		return nil, fmt.Errorf("snapshot version %d, this follower reads %d (upgrade both processes together)", raw[4], version)
+	}
+	n := int(u32(raw, 16))
+	if rs := u32(raw, 20); rs != recordSize {
+		return nil, fmt.Errorf("snapshot record size %d, want %d", rs, recordSize)
+	}
+	if n > maxSnapshot || len(raw) != headerSize+n*recordSize {
+		return nil, fmt.Errorf("snapshot of %d bytes does not hold %d records", len(raw), n)
+	}
+	prev := ""
+	for i := range n {
+		s := raw[headerSize+i*recordSize : headerSize+i*recordSize+symbolSize]
+		if s <= prev || !tick.ValidSymbol(s) {
+			return nil, fmt.Errorf("snapshot record %d (%q) is out of order or not a symbol", i, s)
+		}
+		prev = s
+	}
+	return &snapshot{raw: raw, publishedAt: time.Unix(0, int64(u64(raw, 8))), n: n}, nil
+}
+
+// find returns the record index of symbol, or -1.
+func (s *snapshot) find(symbol string) int {
+	lo, hi := 0, s.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		off := headerSize + m*recordSize
+		if s.raw[off:off+symbolSize] < symbol {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < s.n {
+		off := headerSize + lo*recordSize
+		if s.raw[off:off+symbolSize] == symbol {
+			return lo
+		}
+	}
+	return -1
+}
+
+// symbol returns record i's symbol.
+func (s *snapshot) symbol(i int) string {
+	off := headerSize + i*recordSize
+	return s.raw[off : off+symbolSize]
+}
+
+// record returns record i's prices and the leader's receivedAt (Unix ns).
+func (s *snapshot) record(i int) (bid, ask float64, receivedAt int64, providerTime time.Time) {
+	off := headerSize + i*recordSize
+	bid = math.Float64frombits(u64(s.raw, off+6))
+	ask = math.Float64frombits(u64(s.raw, off+14))
+	receivedAt = int64(u64(s.raw, off+22))
+	providerTime = time.UnixMilli(int64(u64(s.raw, off+30)))
+	return
+}
+
+// receivedAt returns record i's receivedAt (leader clock, Unix ns).
+func (s *snapshot) receivedAt(i int) int64 {
+	return int64(u64(s.raw, headerSize+i*recordSize+22))
+}
+
+func u32(s string, off int) uint32 {
+	_ = s[off+3]
+	return uint32(s[off]) | uint32(s[off+1])<<8 | uint32(s[off+2])<<16 | uint32(s[off+3])<<24
+}
+
+func u64(s string, off int) uint64 {
+	_ = s[off+7]
+	return uint64(s[off]) | uint64(s[off+1])<<8 | uint64(s[off+2])<<16 | uint64(s[off+3])<<24 |
+		uint64(s[off+4])<<32 | uint64(s[off+5])<<40 | uint64(s[off+6])<<48 | uint64(s[off+7])<<56
+}
