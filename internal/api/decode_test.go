@@ -1,0 +1,129 @@
+package api
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"fxdesk/internal/fx"
+)
+
+// The decoders are the desk's first line: whatever bytes arrive, they either refuse with
+// EINVALID or return a request whose basic invariants hold. They must never panic.
+
+func FuzzDecodeOrder(f *testing.F) {
+	for _, s := range []string{
+		`{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"}`,
+		`{"accountId":1,"symbol":"EURUSD","side":"SELL","type":"LIMIT","volume":"1","price":"1.1","sl":"1.2","tp":"1.0","timeInForce":"GTD","expiresAt":"2030-01-02T15:04:05Z","requestNonce":"abc"}`,
+		`{"accountId":1,"volume":0.1}`, `{"volume":"1e5"}`, `[]`, `null`, `{"accountId":1}{}`, `{"extra":1}`,
+		`{"accountId":-1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"-0.1"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := decodeOrder(bytes.NewReader(b))
+		if err != nil {
+			if fx.ErrorCode(err) != fx.EINVALID {
+				t.Fatalf("refusal with code %s: %v", fx.ErrorCode(err), err)
+			}
+			return
+		}
+		if o.AccountID <= 0 || !o.Volume.IsPositive() || (o.Side != fx.Buy && o.Side != fx.Sell) || len(o.Symbol) != 6 {
+			t.Fatalf("accepted an order that breaks the invariants: %+v", o)
+		}
+		if o.Type != fx.Market && o.Type != fx.Limit && o.Type != fx.Stop {
+			t.Fatalf("accepted type %q", o.Type)
+		}
+		if (o.Price != nil && !o.Price.IsPositive()) || (o.SL != nil && !o.SL.IsPositive()) || (o.TP != nil && !o.TP.IsPositive()) {
+			t.Fatalf("accepted a non-positive price: %+v", o)
+		}
+		if len(o.RequestNonce) > 64 {
+			t.Fatalf("accepted a %d-byte nonce", len(o.RequestNonce))
+		}
+	})
+}
+
+func FuzzDecodeAmount(f *testing.F) {
+	for _, s := range []string{`{"amount":"10.00"}`, `{"amount":"0.001"}`, `{"amount":10}`, `{"amount":"-1"}`, `{"amount":"1","requestNonce":"x y"}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, nonce, err := decodeAmount(bytes.NewReader(b))
+		if err != nil {
+			if fx.ErrorCode(err) != fx.EINVALID {
+				t.Fatalf("refusal with code %s: %v", fx.ErrorCode(err), err)
+			}
+			return
+		}
+		if !a.IsPositive() || !a.Equal(fx.RoundMoney(a)) || len(nonce) > 64 || strings.ContainsAny(nonce, " \t\n") {
+			t.Fatalf("accepted amount %s nonce %q", a, nonce)
+		}
+	})
+}
+
+func FuzzDecodeCloseAndModify(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"volume":"0.5"}`, `{"volume":"0"}`, `{"sl":"1.1","tp":""}`, `{"sl":null}`, `{"sl":1.1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, err := decodeClose(bytes.NewReader(b)); err == nil {
+			if v != nil && !v.IsPositive() {
+				t.Fatalf("close accepted volume %s", v)
+			}
+		} else if fx.ErrorCode(err) != fx.EINVALID {
+			t.Fatalf("close refusal with code %s", fx.ErrorCode(err))
+		}
+		sl, tp, err := decodeModify(bytes.NewReader(b))
+		if err != nil {
+			if fx.ErrorCode(err) != fx.EINVALID {
+				t.Fatalf("modify refusal with code %s", fx.ErrorCode(err))
+			}
+			return
+		}
+		for _, c := range []struct {
+			set bool
+			pos bool
+		}{{sl.Set, sl.Value == nil || sl.Value.IsPositive()}, {tp.Set, tp.Value == nil || tp.Value.IsPositive()}} {
+			if !c.pos {
+				t.Fatalf("modify accepted a non-positive stop: %+v %+v", sl, tp)
+			}
+		}
+	})
+}
+
+// Each case names one way a body is wrong; all must be refused as EINVALID with a message.
+func TestDecodeOrderRefuses(t *testing.T) {
+	t.Parallel()
+	base := `"accountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET"`
+	for _, tc := range []struct{ name, body string }{
+		{"empty body", ``},
+		{"not an object", `[1]`},
+		{"trailing data", `{` + base + `,"volume":"1"} x`},
+		{"unknown field", `{` + base + `,"volume":"1","foo":1}`},
+		{"volume as number", `{` + base + `,"volume":1}`},
+		{"volume with exponent", `{` + base + `,"volume":"1e2"}`},
+		{"volume with plus", `{` + base + `,"volume":"+1"}`},
+		{"volume with spaces", `{` + base + `,"volume":" 1"}`},
+		{"volume with five decimals", `{` + base + `,"volume":"0.00001"}`},
+		{"negative volume", `{` + base + `,"volume":"-1"}`},
+		{"zero volume", `{` + base + `,"volume":"0"}`},
+		{"missing volume", `{` + base + `}`},
+		{"lowercase symbol", `{"accountId":1,"symbol":"eurusd","side":"BUY","type":"MARKET","volume":"1"}`},
+		{"missing account", `{"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
+		{"fractional account", `{"accountId":1.5,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
+		{"bad type", `{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"ICEBERG","volume":"1"}`},
+		{"bad time in force", `{` + base + `,"volume":"1","timeInForce":"IOC"}`},
+		{"bad expiry", `{` + base + `,"volume":"1","expiresAt":"tomorrow"}`},
+		{"negative sl", `{` + base + `,"volume":"1","sl":"-1.1"}`},
+		{"nonce with space", `{` + base + `,"volume":"1","requestNonce":"a b"}`},
+		{"huge body", `{` + base + `,"volume":"1","requestNonce":"` + strings.Repeat("a", maxBody) + `"}`},
+	} {
+		_, err := decodeOrder(strings.NewReader(tc.body))
+		if fx.ErrorCode(err) != fx.EINVALID || fx.ErrorMessage(err) == "" {
+			t.Errorf("%s: err = %v, want EINVALID", tc.name, err)
+		}
+	}
+	if _, err := decodeOrder(strings.NewReader(`{` + base + `,"volume":"0.10","sl":"1.09000","requestNonce":"n-1"}`)); err != nil {
+		t.Fatalf("a good order was refused: %v", err)
+	}
+}

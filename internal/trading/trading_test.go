@@ -1,0 +1,221 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
+)
+
+var testDB *sql.DB
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		d, err := dbtest.NewDatabase("trading")
+		if err != nil {
+			panic(err)
+		}
+		defer d.Drop()
+		db, err := store.Connect(d.DSN)
+		if err != nil {
+			panic(err)
+		}
+		defer db.Close()
+		if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
+			panic(err)
+		}
+		testDB = db
+		return m.Run()
+	}())
+}
+
+// fixedPrices quotes a fixed set of symbols as QUOTING.
+type fixedPrices map[string][2]float64
+
+func (p fixedPrices) LastTick(s string) (tick.Quote, bool) {
+	q, ok := p[s]
+	return tick.Quote{Bid: q[0], Ask: q[1], ReceivedAt: time.Now()}, ok
+}
+
+func (p fixedPrices) SymbolState(s string) tick.State {
+	if _, ok := p[s]; ok {
+		return tick.Quoting
+	}
+	return tick.QuotingHalted
+}
+
+// switchLease holds the lease, and its fence refuses once fenced is set (another instance took
+// the term between the gate and the write).
+type switchLease struct {
+	fenced atomic.Bool
+	calls  atomic.Int64
+}
+
+func (l *switchLease) HoldsLease() bool { return true }
+func (l *switchLease) Fence(ctx context.Context, tx *sql.Tx) error {
+	l.calls.Add(1)
+	if l.fenced.Load() {
+		return lease.ErrFenced
+	}
+	return nil
+}
+
+func counts(t *testing.T, account int64) [3]string {
+	t.Helper()
+	var out [3]string
+	testDB.QueryRow("SELECT CONCAT(COUNT(*), '') FROM `fx_order` WHERE `accountId` = ?", account).Scan(&out[0])
+	testDB.QueryRow("SELECT CONCAT(COUNT(*), '') FROM `fx_deal` WHERE `accountId` = ?", account).Scan(&out[1])
+	testDB.QueryRow("SELECT `balance` FROM `fx_account` WHERE `id` = ?", account).Scan(&out[2])
+	return out
+}
+
+// A fill or close whose fence refuses rolls back completely and answers the pricing text.
+func TestFencedWritesRollBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := &switchLease{}
+	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l})
+	a, err := svc.CreateAccount(ctx, 9001, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
+		t.Fatal(err)
+	}
+	open, err := svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := counts(t, a.ID)
+
+	l.fenced.Store(true)
+	calls := l.calls.Load()
+	_, err = svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+		t.Fatalf("fenced open: %v", err)
+	}
+	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, "CLIENT")
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+		t.Fatalf("fenced close: %v", err)
+	}
+	_, _, err = svc.Withdraw(ctx, 9001, a.ID, decimal.NewFromInt(1), "")
+	if fx.ErrorMessage(err) != MsgPositionsUnpriceable {
+		t.Fatalf("fenced withdrawal with open positions: %v", err)
+	}
+	if l.calls.Load()-calls != 3 {
+		t.Fatalf("fence consulted %d times for three writes", l.calls.Load()-calls)
+	}
+	if after := counts(t, a.ID); after != before {
+		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
+	}
+	p, err := loadPosition(ctx, testDB, 9001, open.Position.ID, false)
+	if err != nil || p.Status != fx.PositionOpen || !p.Volume.Equal(decimal.RequireFromString("0.1")) {
+		t.Fatalf("position after fenced close = %+v, %v", p, err)
+	}
+}
+
+// A process with no prices (a follower) refuses every fill before opening a transaction.
+func TestNoPricesRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := &switchLease{}
+	svc := New(Config{DB: testDB, Prices: fixedPrices{}, Lease: l})
+	a, err := svc.CreateAccount(ctx, 9002, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.PlaceOrder(ctx, 9002, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
+	if fx.ErrorMessage(err) != MsgPricingUnavailable || l.calls.Load() != 0 {
+		t.Fatalf("open without prices: %v (fence calls %d)", err, l.calls.Load())
+	}
+}
+
+// The arithmetic of DESIGN §4 on hand-checked figures.
+func TestMarketArithmetic(t *testing.T) {
+	t.Parallel()
+	cat, err := loadCatalog(context.Background(), testDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMarket(fixedPrices{"EURUSD": {1.1, 1.1002}, "USDJPY": {150, 150.02}, "GBPUSD": {1.3, 1.3002}}, cat)
+	d := decimal.RequireFromString
+	for _, tc := range []struct {
+		amount, from, to, want string
+	}{
+		{"100", "USD", "USD", "100.00"},
+		{"7", "USD", "EUR", "6.36"},        // 7 / 1.1001
+		{"150010", "JPY", "EUR", "909.01"}, // 150010 / (150.010 × 1.1001)
+		{"-2000", "JPY", "USD", "-13.33"},  // −2000 / 150.010, half away from zero
+		{"1000", "EUR", "GBP", "846.17"},   // 1000 × 1.1001 / 1.3001
+		{"0.005", "USD", "USD", "0.01"},    // half away from zero
+		{"-0.005", "USD", "USD", "-0.01"},
+	} {
+		got, ok := m.convert(d(tc.amount), tc.from, tc.to)
+		if !ok || got.StringFixed(2) != tc.want {
+			t.Errorf("convert %s %s→%s = %s (%v), want %s", tc.amount, tc.from, tc.to, got.StringFixed(2), ok, tc.want)
+		}
+	}
+	if _, ok := m.convert(d("1"), "CHF", "USD"); ok {
+		t.Error("converted CHF with no USDCHF quote")
+	}
+	in := cat.instruments["EURUSD"]
+	for _, tc := range []struct{ long, short, want string }{
+		{"1", "0", "1"}, {"1", "1", "1"}, {"2", "1", "2"}, {"0", "0.5", "0.5"},
+	} {
+		if got := marginVolume(in, d(tc.long), d(tc.short)); !got.Equal(d(tc.want)) {
+			t.Errorf("margin volume %s long %s short = %s, want %s", tc.long, tc.short, got, tc.want)
+		}
+	}
+	if err := checkVolume(in, d("0.015")); fx.ErrorCode(err) != fx.EINVALID {
+		t.Errorf("off-step volume accepted: %v", err)
+	}
+	if err := checkStops(in, fx.Sell, d("1.1002"), ptr(d("1.1001")), nil); fx.ErrorCode(err) != fx.EINVALID {
+		t.Errorf("a sell's SL below the ask accepted: %v", err)
+	}
+	if err := checkStops(in, fx.Sell, d("1.1002"), ptr(d("1.2")), ptr(d("1.0"))); err != nil {
+		t.Errorf("a sell's good stops refused: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNextRollover(t *testing.T) {
+	t.Parallel()
+	ny, _ := time.LoadLocation("America/New_York")
+	for _, tc := range []struct{ at, want string }{
+		{"2026-03-02T16:59:00", "2026-03-02T17:00:00"},
+		{"2026-03-02T17:00:00", "2026-03-03T17:00:00"},
+		{"2026-03-07T23:00:00", "2026-03-08T17:00:00"}, // across the DST change
+	} {
+		at, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.at, ny)
+		want, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.want, ny)
+		if got := NextRollover(at); !got.Equal(want) {
+			t.Errorf("NextRollover(%s) = %s, want %s", tc.at, got.In(ny), want)
+		}
+	}
+}
+
+func TestParseDecimal(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"1", "0.1", "-2.50", "100000"} {
+		if _, err := fx.ParseDecimal("x", s, 2); err != nil {
+			t.Errorf("%q refused: %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "1e2", "+1", " 1", "1.", ".5", "-.5", "1.234", "1,5", "--1", "0x10", "NaN"} {
+		if _, err := fx.ParseDecimal("x", s, 2); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
