@@ -399,5 +399,7 @@ func (e *deskEnv) adminToken() string {
 	return e.admin
 }
 
-// authorize adds the test's bearer token to req when the process has one.
-func (p *proc) authorize(req *http.Request) {}
+// authorize adds the install's admin token to req.
+func (p *proc) authorize(req *http.Request) {
+	req.Header.Set("Authorization", "Bearer "+p.env.adminToken())
+}

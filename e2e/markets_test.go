@@ -112,7 +112,7 @@ func TestMarketsOnHolderAndFollower(t *testing.T) {
 	onHolder.waitFor(t, 5*time.Second, bidIs("EURUSD", "1.10000"))
 
 	var q quotesBody
-	if code := a.get("/api/fx/quotes?symbols=EURUSD,USDJPY", &q); code != http.StatusOK || len(q.Quotes) != 2 {
+	if code := a.getAs(e.adminToken(), "/api/fx/quotes?symbols=EURUSD,USDJPY", &q); code != http.StatusOK || len(q.Quotes) != 2 {
 		t.Fatalf("holder quotes = %d %+v", code, q)
 	}
 	if q.Quotes[0].State != "QUOTING" || q.Quotes[0].Bid == nil || q.Quotes[0].Ask == nil {
@@ -126,7 +126,7 @@ func TestMarketsOnHolderAndFollower(t *testing.T) {
 			Bid    *string `json:"bid"`
 		} `json:"symbols"`
 	}
-	if code := b.get("/api/fx/symbols", &syms); code != http.StatusOK || len(syms.Symbols) < 30 {
+	if code := b.getAs(e.adminToken(), "/api/fx/symbols", &syms); code != http.StatusOK || len(syms.Symbols) < 30 {
 		t.Fatalf("follower symbols = %d, %d symbols", code, len(syms.Symbols))
 	}
 	for _, s := range syms.Symbols {
@@ -144,7 +144,7 @@ func TestMarketsOnHolderAndFollower(t *testing.T) {
 	var bad struct {
 		Error struct{ Code, Message string } `json:"error"`
 	}
-	if code := a.get("/api/fx/quotes?symbols=EURUSD,NOPE12", &bad); code != http.StatusBadRequest || !strings.Contains(bad.Error.Message, "NOPE12") {
+	if code := a.getAs(e.adminToken(), "/api/fx/quotes?symbols=EURUSD,NOPE12", &bad); code != http.StatusBadRequest || !strings.Contains(bad.Error.Message, "NOPE12") {
 		t.Fatalf("unknown symbol answered %d %+v", code, bad)
 	}
 }

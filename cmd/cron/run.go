@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +12,21 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/session"
 	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
+	"fxdesk/internal/trading"
 )
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -63,6 +70,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer rdb.Close()
 	dk := desk.NewCron(db, rdb, dkCfg, log)
+	inbox := alert.NewInbox(db, log)
+
+	// The follower reads the lease holder's snapshot: the only prices this process ever has.
+	calendarFor, err := calendars(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
+	follower := mirror.NewFollower(mirror.FollowerConfig{
+		Redis: rdb, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
+		CalendarFor: calendarFor, Alerts: inbox,
+		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
+	}, log)
+	dk.SetMirror(follower.Status)
 
 	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
 	bBookOnly := func(context.Context) (bool, error) { return false, nil }
@@ -91,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron")}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron"), Alerts: inbox}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srvErr := make(chan error, 1)
@@ -100,8 +120,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, "fxdesk-cron is up on %s\n", ln.Addr())
 
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
-	schedDone := make(chan struct{})
-	go func() { sched.Run(schedCtx); close(schedDone) }()
+	var bg sync.WaitGroup
+	bg.Go(func() { sched.Run(schedCtx) })
+	bg.Go(func() { follower.Run(schedCtx) })
 
 	select {
 	case <-ctx.Done():
@@ -113,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
 	stopSched()
-	<-schedDone
+	bg.Wait()
 	log.InfoContext(shutdownCtx, "fxdesk-cron stopped")
 	return nil
 }
@@ -152,4 +173,23 @@ func parseRun(args []string) (*oneOff, error) {
 		}
 	}
 	return o, nil
+}
+
+// calendars returns each symbol's session calendar from the database (all open with
+// FXDESK_CALENDAR=always-open): the follower serves the last mid of a closed session.
+func calendars(ctx context.Context, cfg config.Config, db *sql.DB) (func(string) *session.Calendar, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	instruments, err := tick.LoadInstruments(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tick.LoadCalendars(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Calendar == "always-open" {
+		reg = reg.OpenAlways()
+	}
+	return tick.CalendarLookup(instruments, reg), nil
 }

@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/mirror"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
@@ -131,6 +132,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		quotes.SetEngine(stream.engine)
 		m.WatchEngine(stream.engine)
+		// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
+		// one configuration in which a follower (fxdesk-cron) can exist to read it.
+		if cfg.CronMode == config.CronOff {
+			pub := mirror.NewPublisher(mirror.PublisherConfig{
+				Redis: rdb, Quotes: stream.engine, Interval: cfg.MirrorInterval,
+				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
+				Exposed:   func(ctx context.Context) ([]string, error) { return trading.ExposedSymbols(ctx, db) },
+			}, log)
+			stream.wg.Go(func() { pub.Run(streamCtx) })
+			dk.SetMirror(pub.Status)
+		}
 	}
 
 	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
@@ -64,6 +65,9 @@ func withTradingDefaults(d Deps) Deps {
 	}
 	if d.Auth == nil {
 		d.Auth = auth.NewResolver(d.DB)
+	}
+	if d.Alerts == nil {
+		d.Alerts = alert.NewInbox(d.DB, d.Log)
 	}
 	return d
 }

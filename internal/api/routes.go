@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -41,6 +42,10 @@ func routes(d Deps) http.Handler {
 		r.Use(authn, requireAdmin(d.Log))
 		adminTradingRoutes(r, d.Log, d.Trading, d.Settings)
 		r.Get("/desk", handleDesk(d.Desk))
+		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
+		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
+			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
+		}))
 	})
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
@@ -31,6 +32,8 @@ type Deps struct {
 	Trading *trading.Service
 	// Settings reads and writes fx_setting; nil builds one over DB.
 	Settings *trading.Settings
+	// Alerts is the alert inbox; nil builds one over DB.
+	Alerts *alert.Inbox
 	// Auth resolves bearer tokens; nil builds one over DB.
 	Auth *auth.Resolver
 }

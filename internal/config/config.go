@@ -58,6 +58,10 @@ type Config struct {
 	WebInstances int
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
+	// MirrorMaxAge bounds a mirrored mid used for conversion while its session is open
+	// (FXDESK_MIRROR_MAX_AGE, default 15m): far above the 30 s trading staleness, because a quiet
+	// cross must not lose a correct swap charge over a short gap.
+	MirrorMaxAge time.Duration
 	// VenueInterval is how often the lease holder runs the venue jobs (FXDESK_VENUE_INTERVAL,
 	// default 60s; tests shorten it).
 	VenueInterval time.Duration
@@ -98,6 +102,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		LeaseTTL:       duration("FXDESK_LEASE_TTL", "20s"),
 		LeaseFence:     duration("FXDESK_LEASE_FENCE", "5s"),
 		MirrorInterval: duration("FXDESK_MIRROR_INTERVAL", "5s"),
+		MirrorMaxAge:   duration("FXDESK_MIRROR_MAX_AGE", "15m"),
 		VenueInterval:  duration("FXDESK_VENUE_INTERVAL", "60s"),
 		Calendar:       env("FXDESK_CALENDAR", "real"),
 		LogFormat:      env("LOG_FORMAT", "text"),
@@ -160,6 +165,9 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	if c.MirrorInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_MIRROR_INTERVAL=%s must be at least 100ms", c.MirrorInterval))
 	}
+	if c.MirrorMaxAge < c.MirrorInterval {
+		errs = append(errs, fmt.Errorf("FXDESK_MIRROR_MAX_AGE=%s must be at least FXDESK_MIRROR_INTERVAL (%s)", c.MirrorMaxAge, c.MirrorInterval))
+	}
 	if c.VenueInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_VENUE_INTERVAL=%s must be at least 100ms", c.VenueInterval))
 	}
@@ -209,6 +217,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("leaseFence", c.LeaseFence),
 		slog.Int("webInstances", c.WebInstances),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
+		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
 		slog.String("calendar", c.Calendar),
 		slog.Bool("demo", c.Demo),

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
+	"fxdesk/internal/mirror"
 )
 
 // Role is what this process is for its whole life.
@@ -40,6 +41,14 @@ type Desk struct {
 	role     Role
 	reason   string
 	restored []func(context.Context)
+	mirror   func() mirror.Status
+}
+
+// SetMirror attaches the quote mirror's status (publisher or follower) to the desk's status.
+func (d *Desk) SetMirror(status func() mirror.Status) {
+	d.mu.Lock()
+	d.mirror = status
+	d.mu.Unlock()
 }
 
 // Config describes the process.

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
+	"fxdesk/internal/mirror"
 )
 
 // Status is what /api/admin/fx/desk reports: this process's role and why, its own view of the
@@ -20,7 +21,10 @@ type Status struct {
 	CronMode string     `json:"cronMode"`
 	Lease    *LeaseView `json:"lease"` // nil on the cron process
 	Holder   HolderView `json:"holder"`
-	Time     time.Time  `json:"time"`
+	// Mirror is the quote mirror: publishing on a holder with CRON_MODE=off, following on
+	// fxdesk-cron, absent elsewhere.
+	Mirror *mirror.Status `json:"mirror"`
+	Time   time.Time      `json:"time"`
 }
 
 // LeaseView is this process's own view of its hold.
@@ -63,7 +67,12 @@ type RowView struct {
 func (d *Desk) Status(ctx context.Context) Status {
 	d.mu.Lock()
 	s := Status{Process: d.process, Role: d.role, Reason: d.reason, Self: d.tag, CronMode: d.cronMode, Time: time.Now().UTC()}
+	mirrorStatus := d.mirror
 	d.mu.Unlock()
+	if mirrorStatus != nil {
+		ms := mirrorStatus()
+		s.Mirror = &ms
+	}
 
 	if d.keeper != nil {
 		st := d.keeper.State()
