@@ -344,22 +344,24 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	if err != nil {
 		return OrderResult{}, err
 	}
-	if _, err := loadAccount(ctx, s.db, userID, r.AccountID, false); err != nil {
-		return OrderResult{}, err
-	}
-	if r.RequestNonce != "" {
-		if o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); err != nil || ok {
-			return s.replay(ctx, o, ok, err)
-		}
-	}
-
 	m := newMarket(s.prices, cat)
 	q, err := m.tradable(in.Symbol)
-	if err != nil {
-		return OrderResult{}, err
+	if err == nil && !s.holds() {
+		err = errPricing()
 	}
-	if !s.holds() {
-		return OrderResult{}, errPricing()
+	if err != nil {
+		// This process cannot fill now, but a retry of a submit that already filled can still be
+		// answered from the database. Ownership and the nonce are otherwise checked inside the
+		// fill's transaction, which keeps the hot path to the statements it must send.
+		if r.RequestNonce != "" {
+			if _, aerr := loadAccount(ctx, s.db, userID, r.AccountID, false); aerr != nil {
+				return OrderResult{}, aerr
+			}
+			if o, ok, lerr := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
+				return s.replay(ctx, o, ok, lerr)
+			}
+		}
+		return OrderResult{}, err
 	}
 	digits := int32(in.Digits)
 	var price decimal.Decimal

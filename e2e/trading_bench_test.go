@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/lease"
+	"fxdesk/internal/store"
+)
+
+// TestBenchMarketOrders measures market orders per second through the HTTP API of the real
+// binary against MariaDB, and in the same run the raw ceiling: the same statements of a fill
+// (fence, account lock, nonce look-up, exposures, order, position, balance, commission deal)
+// sent straight over SQL from this process with the same concurrency. Then it offers half the
+// HTTP peak as an open-loop arrival stream and reports p50/p99 latency.
+//
+//	FXDESK_BENCH=1 go test -count=1 -run TestBenchMarketOrders -v ./e2e/
+//
+// FXDESK_BENCH_SECONDS (default 5) sets each phase's length, FXDESK_BENCH_WORKERS (default 32)
+// the concurrency. It fails on any refused order; the figures are reported, not asserted, since
+// they depend on the machine.
+func TestBenchMarketOrders(t *testing.T) {
+	if os.Getenv("FXDESK_BENCH") == "" {
+		t.Skip("set FXDESK_BENCH=1 to run the market-order benchmark")
+	}
+	phase := envDuration("FXDESK_BENCH_SECONDS", 5) * time.Second
+	workers := int(envDuration("FXDESK_BENCH_WORKERS", 32))
+
+	d := newTradingDesk(t)
+	tok := d.e.issueToken(9000, false)
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}
+	accounts := func(n int) []int64 {
+		ids := make([]int64, n)
+		for i := range ids {
+			var a accountResp
+			must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
+			must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), `{"amount":"100000000.00"}`, http.StatusCreated, nil)
+			ids[i] = a.Account.ID
+		}
+		return ids
+	}
+	var nonce atomic.Int64
+	send := func(acct int64) error {
+		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"b-%d"}`, acct, nonce.Add(1))
+		req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("order = %d %s", resp.StatusCode, b)
+		}
+		return nil
+	}
+
+	// Phase 1: HTTP peak, closed loop, one account per worker.
+	httpRate := closedLoop(t, workers, phase, accounts(workers), send)
+
+	// Phase 2: the raw SQL ceiling of the same writes, same concurrency, fresh accounts.
+	db, err := store.Connect(d.e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var instance string
+	var term int64
+	if err := db.QueryRow("SELECT `instanceId`, `term` FROM `engine_lease` WHERE `id` = ?", lease.Key).Scan(&instance, &term); err != nil {
+		t.Fatal(err)
+	}
+	rawRate := closedLoop(t, workers, phase, accounts(workers), func(acct int64) error {
+		return rawFill(db, instance, term, acct, fmt.Sprintf("r-%d", nonce.Add(1)))
+	})
+
+	// Phase 3: half the HTTP peak as an open-loop stream; latency measured per request.
+	target := httpRate / 2
+	accts := accounts(workers)
+	interval := time.Duration(float64(time.Second) / target)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start := time.Now()
+	for i := 0; time.Since(start) < phase; i++ {
+		next := start.Add(time.Duration(i) * interval)
+		if w := time.Until(next); w > 0 {
+			time.Sleep(w) // pacing the arrival schedule, not waiting for a result
+		}
+		wg.Go(func() {
+			t0 := time.Now()
+			if err := send(accts[i%len(accts)]); err != nil {
+				failed.Store(err)
+				return
+			}
+			el := time.Since(t0)
+			mu.Lock()
+			lat = append(lat, el)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	achieved := float64(len(lat)) / time.Since(start).Seconds()
+
+	t.Logf("market orders through HTTP (peak, %d workers): %.0f/s", workers, httpRate)
+	t.Logf("raw SQL ceiling of the same writes (%d workers):  %.0f/s", workers, rawRate)
+	t.Logf("ratio HTTP / raw: %.2f (target ≥ 0.80)", httpRate/rawRate)
+	t.Logf("at half the peak (%.0f/s offered, %.0f/s done, %d orders): p50 %s, p99 %s, max %s (target p99 ≤ 20ms)",
+		target, achieved, len(lat), pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[len(lat)-1].Round(10*time.Microsecond))
+}
+
+func envDuration(key string, def int) time.Duration {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(key), &n); err != nil || n <= 0 {
+		return time.Duration(def)
+	}
+	return time.Duration(n)
+}
+
+// closedLoop runs fn from workers goroutines (worker i on accts[i]) for d and returns calls/s.
+func closedLoop(t *testing.T, workers int, d time.Duration, accts []int64, fn func(int64) error) float64 {
+	t.Helper()
+	var done atomic.Int64
+	var failed atomic.Value
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := fn(accts[i]); err != nil {
+					failed.Store(err)
+					cancel()
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+// rawFill is the statements of one market fill, as internal/trading sends them, with the
+// values a fill of 0.01 EURUSD at 1.1002 computes; no rules, no HTTP, no JSON.
+func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) error {
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var one int
+	if err := tx.QueryRowContext(ctx, "SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
+		lease.Key, instance, term).Scan(&one); err != nil {
+		return fmt.Errorf("fence: %w", err)
+	}
+	var balance decimal.Decimal
+	var id, user int64
+	var group, ccy string
+	var lev int
+	var eq, um decimal.Decimal
+	var marked, created sql.NullTime
+	if err := tx.QueryRowContext(ctx, "SELECT `id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt` FROM `fx_account` WHERE `id` = ? FOR UPDATE", acct).
+		Scan(&id, &user, &group, &ccy, &lev, &balance, &eq, &um, &marked, &created); err != nil {
+		return err
+	}
+	var x int64
+	if err := tx.QueryRowContext(ctx, "SELECT o.`id` FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?", acct, nonce).Scan(&x); err != sql.ErrNoRows {
+		return fmt.Errorf("nonce look-up: %v", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`", acct)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var s, side string
+		var v, vp decimal.Decimal
+		rows.Scan(&s, &side, &v, &vp)
+	}
+	rows.Close()
+	price, vol := decimal.RequireFromString("1.1002"), decimal.RequireFromString("0.01")
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
+		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		acct, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonce, price)
+	if err != nil {
+		return err
+	}
+	oid, _ := res.LastInsertId()
+	res, err = tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", acct, oid, "EURUSD", "BUY", vol, vol, price, nil, nil, "0.07")
+	if err != nil {
+		return err
+	}
+	pid, _ := res.LastInsertId()
+	after := balance.Sub(decimal.RequireFromString("0.07"))
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+		after, after, "0.00", acct); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
+		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		acct, "COMMISSION", "-0.07", after, "USD", oid, pid, "EURUSD", "BUY", vol, price, fmt.Sprintf("commission:order:%d", oid), "commission at open"); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
