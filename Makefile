@@ -17,6 +17,7 @@ run: services build
 	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim ./$(BIN)/fxdesk-web
 
 test: services
+	@./scripts/browser.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron"), Alerts: inbox}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron"), Alerts: inbox, Jobs: sched.States}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srvErr := make(chan error, 1)

@@ -37,10 +37,3 @@ func handleReadyz(db *sql.DB, dk *desk.Desk) http.HandlerFunc {
 		writeJSON(w, status, body)
 	}
 }
-
-// handleDesk reports the process's role, the holder as each arbiter sees it, term and trust left.
-func handleDesk(dk *desk.Desk) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, dk.Status(r.Context()))
-	}
-}

@@ -38,10 +38,12 @@ func routes(d Deps) http.Handler {
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes, d.Metrics))
 	})
 
+	r.With(pageToken, authn, requireAdmin(d.Log)).Get("/admin/status", handleStatusPage(d.Log, d))
+
 	r.Route("/api/admin/fx", func(r chi.Router) {
 		r.Use(authn, requireAdmin(d.Log))
 		adminTradingRoutes(r, d.Log, d.Trading, d.Settings)
-		r.Get("/desk", handleDesk(d.Desk))
+		r.Get("/desk", handleDesk(d))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)

@@ -15,6 +15,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
 )
 
@@ -32,6 +33,8 @@ type Deps struct {
 	Trading *trading.Service
 	// Settings reads and writes fx_setting; nil builds one over DB.
 	Settings *trading.Settings
+	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web).
+	Jobs func() []schedule.JobState
 	// Alerts is the alert inbox; nil builds one over DB.
 	Alerts *alert.Inbox
 	// Auth resolves bearer tokens; nil builds one over DB.

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"fxdesk/internal/alert"
+)
+
+// chromium finds a headless browser. `make test` installs Debian's chromium when it is missing;
+// where that was impossible the test says so and skips.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no headless Chromium: scripts/browser.sh installs Debian's chromium package; it could not be installed here")
+	return ""
+}
+
+// dumpDOM loads url in headless Chromium and returns the rendered document.
+func dumpDOM(t *testing.T, browser, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+	}
+	return string(out)
+}
+
+// A browser loads the status page of a running desk (the web holder and the scheduler) and finds
+// the holder's hostname:pid and the open alerts.
+func TestStatusPageInABrowser(t *testing.T) {
+	t.Parallel()
+	browser := chromium(t)
+	e := newDeskEnv(t)
+	web := e.start("web", "fxdesk-web", "CRON_MODE=off")
+	cron := e.start("cron", "fxdesk-cron")
+	inbox := alert.NewInbox(e.sql, slog.New(slog.DiscardHandler))
+	if err := inbox.Raise(context.Background(), "ledger-drift", alert.Critical, "Account 7: Σ deals differs from balance by 1.00", nil); err != nil {
+		t.Fatal(err)
+	}
+	holder := "box:" + strconv.Itoa(web.pid())
+	token := e.adminToken()
+	for _, p := range []*proc{web, cron} {
+		dom := dumpDOM(t, browser, "http://"+p.addr+"/admin/status?token="+token)
+		for _, want := range []string{holder, "ledger-drift", "Σ deals differs from balance"} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("%s status page lacks %q:\n%s", p.name, want, dom)
+			}
+		}
+	}
+	// Without a token the page is refused, not rendered.
+	if dom := dumpDOM(t, browser, "http://"+web.addr+"/admin/status"); strings.Contains(dom, holder) {
+		t.Error("status page rendered without a token")
+	}
+}
+
+// The desk report names the role on every process, and flags a Redis key that disagrees with the
+// row (overwritten by hand here).
+func TestDeskReportRolesAndDisagreement(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	h := e.start("holder", "fxdesk-web", "CRON_MODE=off")
+	f := e.start("follower", "fxdesk-web", "CRON_MODE=off")
+	c := e.start("cron", "fxdesk-cron")
+	type report struct {
+		Role   string `json:"role"`
+		Reason string `json:"reason"`
+		Lease  *struct {
+			HoldsLease bool  `json:"holdsLease"`
+			Term       int64 `json:"term"`
+		} `json:"lease"`
+		Holder struct {
+			Redis string `json:"redis"`
+			Agree bool   `json:"agree"`
+		} `json:"holder"`
+		Feed *struct {
+			Connected bool `json:"connected"`
+		} `json:"feed"`
+		Mirror *struct {
+			Mode string `json:"mode"`
+		} `json:"mirror"`
+		Jobs   []struct{ Name string } `json:"jobs"`
+		Alerts []any                   `json:"alerts"`
+	}
+	get := func(p *proc) report {
+		var r report
+		must(t, p, e.adminToken(), "GET", "/api/admin/fx/desk", "", 200, &r)
+		return r
+	}
+	h.waitLog(10*time.Second, msgIs("provider connected"))
+	hr, fr, cr := get(h), get(f), get(c)
+	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.HoldsLease || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
+		hr.Mirror == nil || hr.Mirror.Mode != "publishing" || !hr.Holder.Agree || hr.Alerts == nil {
+		t.Errorf("holder report = %+v", hr)
+	}
+	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.HoldsLease || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
+		t.Errorf("follower report = %+v", fr)
+	}
+	if cr.Role != "cron" || cr.Lease != nil || cr.Mirror == nil || cr.Mirror.Mode != "following" || len(cr.Jobs) == 0 {
+		t.Errorf("cron report = %+v", cr)
+	}
+
+	if err := e.rdb.Set(context.Background(), "engine:lease:forex-trading", "intruder:1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(c); r.Holder.Agree || r.Holder.Redis != "intruder:1" {
+		t.Errorf("after overwriting the key: %+v, want agree=false", r.Holder)
+	}
+	// The holder's next renew makes the key agree again and says so in its log.
+	h.waitLog(10*time.Second, msgHas("Redis key disagreed with the row"))
+	if r := get(c); !r.Holder.Agree {
+		t.Errorf("key not rewritten to agree: %+v", r.Holder)
+	}
+}

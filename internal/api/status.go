@@ -1,0 +1,143 @@
+package api
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/schedule"
+)
+
+// report is the operator's one-glance view: the desk status (role, lease, both arbiters, mirror)
+// plus the price feed, the scheduled jobs and the open alerts. /api/admin/fx/desk serves it as
+// JSON and /admin/status as a page.
+type report struct {
+	desk.Status
+	Feed   *feedView           `json:"feed"` // nil where no tick engine runs
+	Jobs   []schedule.JobState `json:"jobs"` // nil where no scheduler runs
+	Alerts []alert.Alert       `json:"alerts"`
+	// AlertsError says why alerts could not be read (the database is down, for instance).
+	AlertsError string `json:"alertsError,omitempty"`
+}
+
+type feedView struct {
+	Connected      bool       `json:"connected"`
+	ConnectedSince *time.Time `json:"connectedSince,omitempty"`
+	Connects       uint64     `json:"connects"`
+	LastError      string     `json:"lastError,omitempty"`
+	Wanted         int        `json:"wanted"`
+	Quoting        int        `json:"quoting"`
+	Halted         int        `json:"halted"`
+	Closed         int        `json:"closed"`
+	LastTickAgeMs  *int64     `json:"lastTickAgeMs"`
+	Accepted       uint64     `json:"accepted"`
+	Rejected       uint64     `json:"rejected"`
+}
+
+func buildReport(ctx context.Context, d Deps) report {
+	r := report{Status: d.Desk.Status(ctx), Alerts: []alert.Alert{}}
+	if d.Quotes != nil {
+		if e := d.Quotes.Engine(); e != nil {
+			s := e.Status()
+			f := &feedView{
+				Connected: s.Connected, Connects: s.Connects, LastError: s.LastError, Wanted: s.Wanted,
+				Quoting: s.Quoting, Halted: s.Halted, Closed: s.Closed, Accepted: s.Accepted,
+				Rejected: s.Rejected.Malformed + s.Rejected.Undated + s.Rejected.NonPositive + s.Rejected.Crossed + s.Rejected.UnknownPair,
+			}
+			if s.Connected {
+				t := s.ConnectedSince.UTC()
+				f.ConnectedSince = &t
+			}
+			if !s.LastTickAt.IsZero() {
+				age := s.LastTickAge.Milliseconds()
+				f.LastTickAgeMs = &age
+			}
+			r.Feed = f
+		}
+	}
+	if d.Jobs != nil {
+		r.Jobs = d.Jobs()
+	}
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	alerts, err := d.Alerts.List(actx, alert.Filter{Statuses: []alert.Status{alert.Open, alert.Acknowledged}})
+	if err != nil {
+		r.AlertsError = err.Error()
+	} else {
+		r.Alerts = alerts
+	}
+	return r
+}
+
+// handleDesk reports the process's role and why, the lease as both arbiters see it, the feed,
+// the mirror, the jobs and the open alerts.
+func handleDesk(d Deps) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, buildReport(r.Context(), d))
+	}
+}
+
+//go:embed status.html
+var statusFS embed.FS
+
+var statusPage = template.Must(template.New("status.html").Funcs(template.FuncMap{
+	"ms": func(ms int64) string {
+		return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+	},
+	"ago": func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return time.Since(*t).Round(time.Second).String() + " ago"
+	},
+	"in": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return "in " + time.Until(*t).Round(time.Second).String()
+	},
+}).ParseFS(statusFS, "status.html"))
+
+// handleStatusPage renders the report as a small self-refreshing page: no scripts, no external
+// assets, readable in any browser.
+func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		if err := statusPage.Execute(w, buildReport(r.Context(), d)); err != nil {
+			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
+		}
+	}
+}
+
+// statusCookie carries the admin token for the status page, so a browser can refresh it.
+const statusCookie = "fxdesk_admin"
+
+// pageToken lets a browser reach the status page: ?token= is moved into an HttpOnly cookie
+// (and the URL is cleaned by a redirect), and the cookie stands in for the Authorization header.
+func pageToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok := r.URL.Query().Get("token"); tok != "" {
+			http.SetCookie(w, &http.Cookie{Name: statusCookie, Value: tok, Path: "/admin/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			clean := *r.URL
+			q := clean.Query()
+			q.Del("token")
+			clean.RawQuery = q.Encode()
+			http.Redirect(w, r, (&url.URL{Path: clean.Path, RawQuery: clean.RawQuery}).String(), http.StatusSeeOther)
+			return
+		}
+		if r.Header.Get("Authorization") == "" {
+			if c, err := r.Cookie(statusCookie); err == nil && c.Value != "" {
+				r.Header.Set("Authorization", "Bearer "+c.Value)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
