@@ -1,0 +1,61 @@
+// Package risk is the desk's risk engine (DESIGN §5): on the lease holder only, it watches every
+// open position, resting order and margined account, and decides — on each tick — which stops,
+// take-profits and pending orders trigger and which accounts are margin-called or stopped out.
+//
+// It owns an in-memory view of the desk (positions, resting LIMIT/STOP orders, accounts and
+// instruments), loaded once through Loader before the first tick is evaluated and kept in step
+// with the database by Engine.Apply, which the trading service calls after each commit. Floats
+// rank and compare here; the executor recomputes every amount it writes exactly (DESIGN §4).
+//
+// It must never write to the database itself (every decision goes through the Executor, one
+// fenced transaction per close or fill); never act on a process that is not the confirmed lease
+// holder (every unit of work checks Gate.HoldsLease right before it starts — a tick when it is
+// evaluated, a close or fill when a worker picks it, an alert when it is sent — and is dropped
+// with a warning naming it); never queue dropped work for replay (the position or order simply
+// stays under watch, and the lease_restored sweep re-derives what is due from the state and
+// prices of that moment); and never block the tick path on I/O or on a worker.
+//
+// Structure:
+//
+//	tick.Update ──▶ onTick(symbol) ──▶ book[symbol]: 8 indexed trigger heaps
+//	                   │                 buy SL (bid ≤ SL)  buy TP (bid ≥ TP)
+//	                   │                 sell SL (ask ≥ SL) sell TP (ask ≤ TP)
+//	                   │                 buy LIMIT (ask ≤ p) buy STOP (ask ≥ p)
+//	                   │                 sell LIMIT (bid ≥ p) sell STOP (bid ≤ p)
+//	                   │               pop only what fired ──▶ mark closing/filling ──▶ queue
+//	                   └──▶ book[symbol].accounts (exposed directly or through a USD-hub leg)
+//	                          margin level from per-symbol aggregates
+//	                          (Σ buy lots, Σ buy lots×open, Σ sell lots, Σ sell lots×open)
+//	                          ├─ below margin call: one alert per crossing ──▶ alert queue
+//	                          └─ at/below stop-out: largest loser ──▶ mark closing ──▶ queue,
+//	                             recompute, repeat until above the level or nothing is open
+//	queue ──▶ Workers goroutines (all started by Run before the load) ──gate──▶ Executor
+//
+// Per-tick cost. A heap pops only triggers the tick reaches (O(k log n) for k fired), and an
+// account's margin level is computed from one aggregate per symbol it holds, so neither grows
+// with the number of positions that did not trigger. What a tick does cost is one visit per
+// account exposed to its symbol, each O(symbols that account holds).
+//
+// Marks after a hand-off. A position handed to a worker is marked closing: it leaves the heaps
+// (it cannot be queued twice) and the aggregates, and its estimated profit at the triggering
+// quote moves to the account's pending sum. The stop-out loop therefore recomputes the level the
+// account will have once that close commits, and never picks the same position twice. The
+// executor's Apply (PositionClosed with the exact balance) replaces the estimate; "already
+// closed" (a trader's close won the row lock) just ends the watch; a drop at the gate or any
+// other error puts the position back under watch.
+//
+// Workers. Each close or fill is one transaction that holds one database connection from its
+// first statement to its commit, so the largest number of executor calls that can make progress
+// at once is the executor's connection pool size (store.Open: SetMaxOpenConns(32)). Config.Workers
+// takes that number: with fewer, connections sit idle while closes wait in the queue; with more,
+// the extra goroutines only block inside database/sql waiting for a connection — the staircase
+// of the burst post, where the cost of blocked callers is paid in the middle of the burst. All
+// workers are started by Run before the view loads, so a burst creates none. The queue in front
+// of them never blocks the tick path and needs no bound of its own: an item is queued at most
+// once, so it never holds more than the engine's positions and orders (plus one alert per
+// account, served by one goroutine of its own so a slow alert never delays a close).
+//
+// Own time, per close, runs from the moment Run received the tick (or the sweep began) to the
+// moment a worker calls Executor.Close; Config.Observe receives it. In a burst larger than the
+// worker count it includes the wait for a free connection, which is the desk's real latency.
+package risk

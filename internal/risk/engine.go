@@ -1,0 +1,757 @@
+package risk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+// Config builds an Engine. Loader, Prices, Updates, Executor, Gate and Workers are required.
+type Config struct {
+	Loader   Loader
+	Prices   Prices
+	Updates  <-chan tick.Update // the tick engine's Updates(nil) subscription
+	Executor Executor
+	Gate     Gate
+	Alerts   Alerts // nil: margin calls are only logged
+	// Workers is how many executor calls may run at once: the executor's database connection
+	// pool size (see doc.go). They are all started by Run before the first load.
+	Workers int
+	Log     *slog.Logger
+	// Now decides order expiry. Default time.Now.
+	Now func() time.Time
+	// Observe, when set, receives each close's own time: from the moment the engine received
+	// the tick (or began the sweep) that triggered it to the moment a worker hands it to the
+	// executor. It is called from worker goroutines, concurrently.
+	Observe func(time.Duration)
+	// LoadRetryMin and LoadRetryMax bound the wait between failed loads. Defaults 1s and 30s.
+	LoadRetryMin, LoadRetryMax time.Duration
+}
+
+// Stats counts what the engine holds and has done.
+type Stats struct {
+	Loaded                 bool
+	Positions, Orders      int
+	Accounts, Symbols      int
+	Queued                 int    // closes and fills waiting for a worker
+	TicksEvaluated         uint64 // ticks on a watched symbol, evaluated
+	TicksDropped           uint64 // ticks on a watched symbol, dropped at the gate
+	ClosesQueued           uint64
+	FillsQueued            uint64
+	WorkDropped            uint64 // closes, fills and alerts dropped at the gate
+	ExecutorErrors         uint64
+	AlreadyClosed          uint64
+	MarginCalls, StopOuts  uint64
+	ExpiredOrdersDiscarded uint64
+}
+
+// Engine watches every open position, resting order and margined account of the desk. Create
+// it with New on the lease holder; Run loads the view and evaluates ticks.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	work    *queue // closes and fills
+	alerts  *queue
+	started atomic.Bool
+	ready   chan struct{}
+
+	mu          sync.Mutex
+	loaded      bool
+	early       []Change // changes applied before the load finished, replayed onto it
+	positions   map[int64]*position
+	orders      map[int64]*order
+	accounts    map[int64]*account
+	instruments map[string]*Instrument
+	legs        map[string]leg
+	books       map[string]*book
+	scratch     []*account
+	gateShut    bool
+	warned      map[dropKey]struct{} // drops already warned about in this gap
+
+	ticksEvaluated, ticksDropped, closesQueued, fillsQueued atomic.Uint64
+	workDropped, execErrors, alreadyClosed                  atomic.Uint64
+	marginCalls, stopOuts, expired                          atomic.Uint64
+}
+
+type dropKey struct {
+	kind   jobKind
+	id     int64
+	reason string
+}
+
+// New checks cfg and returns an engine that does nothing until Run.
+func New(cfg Config) (*Engine, error) {
+	switch {
+	case cfg.Loader == nil:
+		return nil, errors.New("risk engine: Loader is required")
+	case cfg.Prices == nil:
+		return nil, errors.New("risk engine: Prices is required")
+	case cfg.Updates == nil:
+		return nil, errors.New("risk engine: Updates is required (the tick engine's Updates(nil) channel)")
+	case cfg.Executor == nil:
+		return nil, errors.New("risk engine: Executor is required")
+	case cfg.Gate == nil:
+		return nil, errors.New("risk engine: Gate is required")
+	case cfg.Workers < 1:
+		return nil, fmt.Errorf("risk engine: Workers must be at least 1 (the executor's database pool size), got %d", cfg.Workers)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.LoadRetryMin <= 0 {
+		cfg.LoadRetryMin = time.Second
+	}
+	if cfg.LoadRetryMax < cfg.LoadRetryMin {
+		cfg.LoadRetryMax = max(30*time.Second, cfg.LoadRetryMin)
+	}
+	e := &Engine{cfg: cfg, log: cfg.Log.With(slog.String("component", "FX"), slog.String("part", "risk")),
+		work: newQueue(), alerts: newQueue(), warned: map[dropKey]struct{}{}, ready: make(chan struct{})}
+	e.installLocked(Snapshot{})
+	return e, nil
+}
+
+// Run starts the workers, loads the view (retrying until it succeeds or ctx ends), runs the
+// boot sweep and then evaluates every update until ctx ends or the channel closes. No tick is
+// evaluated before the load. Work still queued when Run returns is dropped with a warning.
+// Run returns an error only when called twice.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("risk engine: Run called twice")
+	}
+	var wg sync.WaitGroup
+	// Every worker exists before the first tick: none is created during a burst.
+	for range e.cfg.Workers {
+		wg.Go(func() { e.worker(ctx) })
+	}
+	wg.Go(func() { e.alerter(ctx) })
+	defer func() {
+		for _, j := range e.work.close() {
+			e.warnDropped(context.WithoutCancel(ctx), j, "risk engine stopping")
+		}
+		for _, j := range e.alerts.close() {
+			e.warnDropped(context.WithoutCancel(ctx), j, "risk engine stopping")
+		}
+		wg.Wait()
+	}()
+
+	if !e.load(ctx) {
+		return nil
+	}
+	e.Sweep(ctx, SweepBoot)
+	close(e.ready)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-e.cfg.Updates:
+			if !ok {
+				e.log.WarnContext(ctx, "risk engine: the tick subscription closed; no more ticks will be evaluated")
+				return nil
+			}
+			e.onTick(ctx, u, time.Now())
+		}
+	}
+}
+
+func (e *Engine) load(ctx context.Context) bool {
+	wait := e.cfg.LoadRetryMin
+	for {
+		start := time.Now()
+		s, err := e.cfg.Loader.Load(ctx)
+		if err == nil {
+			e.mu.Lock()
+			e.installLocked(s)
+			for _, c := range e.early {
+				e.applyLocked(ctx, c)
+			}
+			replayed := len(e.early)
+			e.early = nil
+			e.loaded = true
+			e.mu.Unlock()
+			e.log.InfoContext(ctx, "risk view loaded", slog.Int("positions", len(s.Positions)), slog.Int("orders", len(s.Orders)),
+				slog.Int("accounts", len(s.Accounts)), slog.Int("instruments", len(s.Instruments)),
+				slog.Int("changes_replayed", replayed), slog.Duration("took", time.Since(start)))
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		e.log.ErrorContext(ctx, "risk view load failed; no tick is evaluated until it loads", slog.Any("err", err), slog.Duration("retry_in", wait))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, e.cfg.LoadRetryMax)
+	}
+}
+
+// Apply makes the in-memory view follow committed changes. Pass every change of one
+// transaction in one call: they are applied together, so no tick sees half of them (a close
+// without its balance). Changes applied before the boot load finishes are kept and replayed onto
+// the loaded view. Apply never blocks on I/O and is safe for concurrent use.
+func (e *Engine) Apply(ctx context.Context, changes ...Change) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.loaded {
+		e.early = append(e.early, changes...)
+		return
+	}
+	for _, c := range changes {
+		e.applyLocked(ctx, c)
+	}
+}
+
+// Sweep evaluates every position, order and account against the current prices (LastTick). It
+// runs at boot after the load (reason "boot") and on the lease's Restored event (reason
+// "lease_restored"). It is dropped with a warning when the lease is not confirmed.
+func (e *Engine) Sweep(ctx context.Context, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.loaded {
+		e.log.InfoContext(ctx, "risk sweep skipped: the view is not loaded yet; the boot sweep follows the load", slog.String("reason", reason))
+		return
+	}
+	if !e.cfg.Gate.HoldsLease() {
+		e.gateShutLocked(ctx)
+		e.log.WarnContext(ctx, "lease not confirmed; risk sweep not executed", slog.String("reason", reason))
+		return
+	}
+	e.gateOpenLocked(ctx)
+	start := time.Now()
+	closes, fills := e.closesQueued.Load(), e.fillsQueued.Load()
+	unpriced := 0
+	for sym, b := range e.books {
+		q, ok := e.cfg.Prices.LastTick(sym)
+		if !ok {
+			unpriced++
+			continue
+		}
+		px := pricer{prices: e.cfg.Prices, symbol: sym, q: q}
+		e.fireLocked(ctx, b, &px, start)
+	}
+	px := pricer{prices: e.cfg.Prices}
+	e.scratch = e.scratch[:0]
+	for _, a := range e.accounts {
+		e.scratch = append(e.scratch, a)
+	}
+	for _, a := range e.scratch {
+		e.checkAccountLocked(ctx, a, &px, start)
+	}
+	e.log.InfoContext(ctx, "risk sweep", slog.String("reason", reason), slog.Int("positions", len(e.positions)),
+		slog.Int("orders", len(e.orders)), slog.Int("accounts", len(e.accounts)), slog.Int("symbols_unpriced", unpriced),
+		slog.Uint64("closes_queued", e.closesQueued.Load()-closes), slog.Uint64("fills_queued", e.fillsQueued.Load()-fills),
+		slog.Duration("took", time.Since(start)))
+}
+
+// Ready is closed once the view is loaded and the boot sweep has run: from then on every tick
+// is evaluated.
+func (e *Engine) Ready() <-chan struct{} { return e.ready }
+
+// Stats reports counts; safe for concurrent use.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	s := Stats{Loaded: e.loaded, Positions: len(e.positions), Orders: len(e.orders), Accounts: len(e.accounts), Symbols: len(e.books)}
+	e.mu.Unlock()
+	s.Queued = e.work.len()
+	s.TicksEvaluated, s.TicksDropped = e.ticksEvaluated.Load(), e.ticksDropped.Load()
+	s.ClosesQueued, s.FillsQueued = e.closesQueued.Load(), e.fillsQueued.Load()
+	s.WorkDropped, s.ExecutorErrors, s.AlreadyClosed = e.workDropped.Load(), e.execErrors.Load(), e.alreadyClosed.Load()
+	s.MarginCalls, s.StopOuts, s.ExpiredOrdersDiscarded = e.marginCalls.Load(), e.stopOuts.Load(), e.expired.Load()
+	return s
+}
+
+// ---- the tick path ----
+
+// onTick evaluates one update: the triggers on its symbol, then the margin level of every
+// account its quote moves. It never performs I/O and never waits for a worker.
+func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.books[u.Symbol]
+	if b == nil || !e.loaded {
+		return
+	}
+	px := pricer{prices: e.cfg.Prices, symbol: u.Symbol, q: u.Quote}
+	if !e.cfg.Gate.HoldsLease() {
+		e.ticksDropped.Add(1)
+		e.gateShutLocked(ctx)
+		e.warnTickLocked(ctx, b, &px)
+		return
+	}
+	e.gateOpenLocked(ctx)
+	e.ticksEvaluated.Add(1)
+	e.fireLocked(ctx, b, &px, arrived)
+	if len(b.accounts) == 0 {
+		return
+	}
+	// Closing a position can take its account off this symbol's list: iterate a copy.
+	e.scratch = append(e.scratch[:0], b.accounts...)
+	for _, a := range e.scratch {
+		e.checkAccountLocked(ctx, a, &px, arrived)
+	}
+}
+
+// fireLocked hands every trigger the quote reaches to the workers.
+func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived time.Time) {
+	bid, ask := px.q.Bid, px.q.Ask
+	for _, f := range [...]struct {
+		h     *triggerHeap
+		price float64
+	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask}} {
+		for t := f.h.popFired(f.price); t != nil; t = f.h.popFired(f.price) {
+			reason := ReasonSL
+			if t.kind == trigTP {
+				reason = ReasonTP
+			}
+			e.closeLocked(t.pos, reason, px.q, arrived, px)
+		}
+	}
+	for _, f := range [...]struct {
+		h     *triggerHeap
+		price float64
+	}{{&b.buyLimit, ask}, {&b.buyStop, ask}, {&b.sellLimit, bid}, {&b.sellStop, bid}} {
+		for t := f.h.popFired(f.price); t != nil; t = f.h.popFired(f.price) {
+			e.fillLocked(ctx, t.ord, px.q, arrived)
+		}
+	}
+}
+
+// closeLocked marks p closing and queues its close. The account's marks then read as if the
+// close had committed at this quote: p leaves the aggregates and its profit joins pending.
+func (e *Engine) closeLocked(p *position, reason string, q tick.Quote, arrived time.Time, px *pricer) {
+	e.unindexPositionLocked(p)
+	e.exposeLocked(p, -1)
+	est, _ := e.pnlLocked(p, px)
+	p.closing, p.est = true, est
+	p.acct.pending += est
+	e.closesQueued.Add(1)
+	e.work.push(job{kind: jobClose, id: p.ID, reason: reason, symbol: p.Symbol, quote: q, arrived: arrived})
+}
+
+func (e *Engine) fillLocked(ctx context.Context, o *order, q tick.Quote, arrived time.Time) {
+	if !o.ExpiresAt.IsZero() && !e.cfg.Now().Before(o.ExpiresAt) {
+		// The account reconcile marks it EXPIRED in the database; here it only stops watching.
+		e.expired.Add(1)
+		delete(e.orders, o.ID)
+		e.log.InfoContext(ctx, "resting order past its expiry not filled", slog.Int64("order_id", o.ID),
+			slog.String("symbol", o.Symbol), slog.Time("expires_at", o.ExpiresAt))
+		return
+	}
+	o.filling = true
+	e.fillsQueued.Add(1)
+	e.work.push(job{kind: jobFill, id: o.ID, symbol: o.Symbol, quote: q, arrived: arrived})
+}
+
+// checkAccountLocked raises the margin call once per crossing and stops the account out:
+// largest loser first, recomputing after each hand-off, until the level is above the stop-out
+// level or nothing is left open.
+func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer, arrived time.Time) {
+	if !a.known || len(a.exposures) == 0 {
+		a.marginCalled = false
+		return
+	}
+	lvl, ok := e.levelLocked(a, px)
+	if !ok {
+		return
+	}
+	if a.MarginCallLevel > 0 {
+		if lvl < a.MarginCallLevel {
+			if !a.marginCalled {
+				a.marginCalled = true
+				e.marginCalls.Add(1)
+				e.alerts.push(job{kind: jobAlert, id: a.ID, level: lvl, arrived: arrived})
+			}
+		} else {
+			a.marginCalled = false
+		}
+	}
+	// Each round hands one position off, so it cannot run more rounds than the account holds.
+	for range len(a.positions) {
+		if lvl > a.StopOutLevel {
+			return
+		}
+		p := e.largestLoserLocked(a, px)
+		if p == nil {
+			return
+		}
+		q, ok := px.quote(p.Symbol)
+		if !ok {
+			return
+		}
+		e.stopOuts.Add(1)
+		e.closeLocked(p, ReasonStopOut, q, arrived, px)
+		if lvl, ok = e.levelLocked(a, px); !ok {
+			return
+		}
+	}
+}
+
+func (e *Engine) largestLoserLocked(a *account, px *pricer) *position {
+	var worst *position
+	worstPnL := math.Inf(1)
+	for _, p := range a.positions {
+		if p.closing {
+			continue
+		}
+		pnl, ok := e.pnlLocked(p, px)
+		if !ok {
+			continue
+		}
+		if pnl < worstPnL || (pnl == worstPnL && worst != nil && p.ID < worst.ID) {
+			worst, worstPnL = p, pnl
+		}
+	}
+	return worst
+}
+
+// ---- marks ----
+
+// pricer reads the ticked symbol from the tick itself and every other symbol from LastTick.
+type pricer struct {
+	prices Prices
+	symbol string
+	q      tick.Quote
+}
+
+func (p *pricer) quote(symbol string) (tick.Quote, bool) {
+	if symbol == p.symbol {
+		return p.q, true
+	}
+	return p.prices.LastTick(symbol)
+}
+
+// toUSD is the value of one unit of ccy in USD, through the hub leg's mid.
+func (e *Engine) toUSD(px *pricer, ccy string) (float64, bool) {
+	if ccy == "USD" {
+		return 1, true
+	}
+	l, ok := e.legs[ccy]
+	if !ok {
+		return 0, false
+	}
+	q, ok := px.quote(l.symbol)
+	if m := q.Mid(); !ok || !(m > 0) {
+		return 0, false
+	} else if l.inverted {
+		return 1 / m, true
+	} else {
+		return m, true
+	}
+}
+
+// rate turns an amount in from into to.
+func (e *Engine) rate(px *pricer, from, to string) (float64, bool) {
+	if from == to {
+		return 1, true
+	}
+	f, ok := e.toUSD(px, from)
+	if !ok {
+		return 0, false
+	}
+	t, ok := e.toUSD(px, to)
+	if !ok {
+		return 0, false
+	}
+	return f / t, true
+}
+
+// levelLocked is equity ÷ used margin × 100, +Inf when no margin is used. Equity = balance +
+// pending (closes handed off) + floating profit at the close price (a buy at bid − markup, a sell
+// at ask + markup); margin per symbol = (net lots + hedged lots × 2 × hedged rate) × contract ×
+// mid ÷ effective leverage, in the quote currency; both converted to the account currency
+// through the USD hub. ok is false when a symbol or leg has no price: no decision is made then.
+func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
+	equity := a.Balance + a.pending
+	used := 0.0
+	var conv [4]struct {
+		ccy string
+		f   float64
+	}
+	nconv := 0
+	for _, x := range a.exposures {
+		in := x.inst
+		if in == nil {
+			return 0, false
+		}
+		q, ok := px.quote(x.symbol)
+		if !ok {
+			return 0, false
+		}
+		f := 0.0
+		hit := false
+		for i := range nconv {
+			if conv[i].ccy == in.Quote {
+				f, hit = conv[i].f, true
+				break
+			}
+		}
+		if !hit {
+			if f, ok = e.rate(px, in.Quote, a.Currency); !ok {
+				return 0, false
+			}
+			if nconv < len(conv) {
+				conv[nconv].ccy, conv[nconv].f = in.Quote, f
+				nconv++
+			}
+		}
+		pnl := ((q.Bid-in.Markup)*x.buyLots - x.buyOpen) + (x.sellOpen - (q.Ask+in.Markup)*x.sellLots)
+		equity += pnl * in.ContractSize * f
+		hedged := min(x.buyLots, x.sellLots)
+		lots := math.Abs(x.buyLots-x.sellLots) + 2*hedged*in.HedgedMarginRate
+		used += lots * in.ContractSize * q.Mid() / effectiveLeverage(a, in) * f
+	}
+	if !(used > 1e-9) {
+		return math.Inf(1), true
+	}
+	return equity / used * 100, true
+}
+
+func effectiveLeverage(a *account, in *Instrument) float64 {
+	l := a.Leverage
+	if a.GroupLeverage > 0 && (l <= 0 || a.GroupLeverage < l) {
+		l = a.GroupLeverage
+	}
+	if in.LeverageMax > 0 && (l <= 0 || in.LeverageMax < l) {
+		l = in.LeverageMax
+	}
+	return float64(max(l, 1))
+}
+
+// pnlLocked is p's floating profit in its account currency.
+func (e *Engine) pnlLocked(p *position, px *pricer) (float64, bool) {
+	in := e.instruments[p.Symbol]
+	if in == nil {
+		return 0, false
+	}
+	q, ok := px.quote(p.Symbol)
+	if !ok {
+		return 0, false
+	}
+	diff := p.OpenPrice - (q.Ask + in.Markup)
+	if p.Side == Buy {
+		diff = (q.Bid - in.Markup) - p.OpenPrice
+	}
+	f, ok := e.rate(px, in.Quote, p.acct.Currency)
+	if !ok {
+		return 0, false
+	}
+	return diff * p.Volume * in.ContractSize * f, true
+}
+
+// ---- the gate ----
+
+func (e *Engine) gateShutLocked(ctx context.Context) {
+	if !e.gateShut {
+		e.gateShut = true
+		e.log.WarnContext(ctx, "lease not confirmed; risk evaluation suspended — every triggered close, fill and alert is dropped until the lease_restored sweep")
+	}
+}
+
+func (e *Engine) gateOpenLocked(context.Context) {
+	if e.gateShut {
+		e.gateShut = false
+		clear(e.warned)
+	}
+}
+
+// warnTickLocked names, once per gap, each close, fill, stop-out and alert this tick would
+// have started, without marking or removing anything: the lease_restored sweep re-derives them
+// from the state then current.
+func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
+	bid, ask := px.q.Bid, px.q.Ask
+	for _, f := range [...]struct {
+		h     *triggerHeap
+		price float64
+	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask},
+		{&b.buyLimit, ask}, {&b.buyStop, ask}, {&b.sellLimit, bid}, {&b.sellStop, bid}} {
+		f.h.eachFired(f.price, func(t *trigger) {
+			switch t.kind {
+			case trigSL:
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: t.pos.ID, reason: ReasonSL, symbol: b.symbol, quote: px.q})
+			case trigTP:
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: t.pos.ID, reason: ReasonTP, symbol: b.symbol, quote: px.q})
+			case trigOrder:
+				e.warnOnceLocked(ctx, job{kind: jobFill, id: t.ord.ID, symbol: b.symbol, quote: px.q})
+			}
+		})
+	}
+	for _, a := range b.accounts {
+		if !a.known || len(a.exposures) == 0 {
+			continue
+		}
+		lvl, ok := e.levelLocked(a, px)
+		if !ok {
+			continue
+		}
+		if a.MarginCallLevel > 0 && lvl < a.MarginCallLevel && !a.marginCalled {
+			e.warnOnceLocked(ctx, job{kind: jobAlert, id: a.ID, level: lvl})
+		}
+		if lvl <= a.StopOutLevel {
+			if p := e.largestLoserLocked(a, px); p != nil {
+				q, _ := px.quote(p.Symbol)
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.ID, reason: ReasonStopOut, symbol: p.Symbol, quote: q, level: lvl})
+			}
+		}
+	}
+}
+
+func (e *Engine) warnOnceLocked(ctx context.Context, j job) {
+	k := dropKey{kind: j.kind, id: j.id, reason: j.reason}
+	if _, done := e.warned[k]; done {
+		return
+	}
+	e.warned[k] = struct{}{}
+	e.workDropped.Add(1)
+	e.warnDropped(ctx, j, "lease not confirmed")
+}
+
+func (e *Engine) warnDropped(ctx context.Context, j job, why string) {
+	switch j.kind {
+	case jobClose:
+		e.log.WarnContext(ctx, why+"; close not executed", slog.Int64("position_id", j.id), slog.String("reason", j.reason),
+			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
+	case jobFill:
+		e.log.WarnContext(ctx, why+"; fill not executed", slog.Int64("order_id", j.id),
+			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
+	case jobAlert:
+		e.log.WarnContext(ctx, why+"; margin call alert not raised", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
+	}
+}
+
+// ---- workers ----
+
+var errDropped = errors.New("dropped at the gate")
+
+func (e *Engine) worker(ctx context.Context) {
+	for {
+		j, ok := e.work.pop()
+		if !ok {
+			return
+		}
+		e.execute(ctx, j)
+		e.work.done()
+	}
+}
+
+// execute runs one close or fill. The gate is checked right before the executor is called.
+func (e *Engine) execute(ctx context.Context, j job) {
+	if !e.cfg.Gate.HoldsLease() {
+		e.workDropped.Add(1)
+		e.warnDropped(ctx, j, "lease not confirmed")
+		e.settle(ctx, j, errDropped)
+		return
+	}
+	var err error
+	switch j.kind {
+	case jobClose:
+		if e.cfg.Observe != nil {
+			e.cfg.Observe(time.Since(j.arrived))
+		}
+		err = e.cfg.Executor.Close(ctx, j.id, j.reason, j.quote)
+	case jobFill:
+		err = e.cfg.Executor.Fill(ctx, j.id, j.quote)
+	}
+	e.settle(ctx, j, err)
+}
+
+// settle follows the executor's answer. A commit or "already closed" ends the watch (the
+// executor's Apply usually got there first); a drop or any other failure puts the item back
+// under watch, so a later tick or sweep decides it again from the state then current — nothing
+// is replayed.
+func (e *Engine) settle(ctx context.Context, j job, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	already := errors.Is(err, ErrAlreadyClosed)
+	if already {
+		e.alreadyClosed.Add(1)
+	}
+	if err != nil && !already && !errors.Is(err, errDropped) {
+		e.execErrors.Add(1)
+		what, key := "close failed; the position stays under watch", "position_id"
+		if j.kind == jobFill {
+			what, key = "fill failed; the order stays under watch", "order_id"
+		}
+		e.log.ErrorContext(ctx, what, slog.Int64(key, j.id), slog.String("reason", j.reason), slog.Any("err", err))
+	}
+	switch j.kind {
+	case jobClose:
+		p := e.positions[j.id]
+		if p == nil || !p.closing {
+			return
+		}
+		switch {
+		case err == nil:
+			// Committed, and the executor has not applied it yet: fold the estimate into the
+			// balance until its exact balance arrives.
+			p.acct.Balance += p.est
+			e.removePositionLocked(p)
+		case already:
+			e.log.InfoContext(ctx, "position already closed by another transaction", slog.Int64("position_id", j.id), slog.String("reason", j.reason))
+			e.removePositionLocked(p)
+		default:
+			p.acct.pending -= p.est
+			p.closing, p.est = false, 0
+			e.exposeLocked(p, 1)
+			e.indexPositionLocked(p)
+		}
+	case jobFill:
+		o := e.orders[j.id]
+		if o == nil || !o.filling {
+			return
+		}
+		if err == nil || already {
+			delete(e.orders, o.ID)
+			return
+		}
+		o.filling = false
+		e.indexOrderLocked(o)
+	}
+}
+
+func (e *Engine) alerter(ctx context.Context) {
+	for {
+		j, ok := e.alerts.pop()
+		if !ok {
+			return
+		}
+		e.raise(ctx, j)
+		e.alerts.done()
+	}
+}
+
+func (e *Engine) raise(ctx context.Context, j job) {
+	rearm := func() {
+		e.mu.Lock()
+		if a := e.accounts[j.id]; a != nil {
+			a.marginCalled = false
+		}
+		e.mu.Unlock()
+	}
+	if !e.cfg.Gate.HoldsLease() {
+		e.workDropped.Add(1)
+		e.warnDropped(ctx, j, "lease not confirmed")
+		rearm()
+		return
+	}
+	e.log.WarnContext(ctx, "margin call", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
+	if e.cfg.Alerts == nil {
+		return
+	}
+	if err := e.cfg.Alerts.MarginCall(ctx, j.id, j.level); err != nil {
+		e.log.ErrorContext(ctx, "margin call alert failed; raised again on the next evaluation", slog.Int64("account_id", j.id), slog.Any("err", err))
+		rearm()
+	}
+}

@@ -1,0 +1,482 @@
+package risk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+func q(bid, ask float64) tick.Quote { return tick.Quote{Bid: bid, Ask: ask} }
+
+// TestTriggers covers every trigger on both sides, on the side of the quote it belongs to: a
+// case that reaches the price on the other side of the spread must not fire, and a gap hands
+// the executor the gapped quote, never the stop price.
+func TestTriggers(t *testing.T) {
+	t.Parallel()
+	past := time.Now().Add(-time.Hour)
+	cases := []struct {
+		name     string
+		pos      *Position
+		ord      *Order
+		bid, ask float64
+		want     *call
+	}{
+		{"buy SL on the bid, exactly", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.09, 1.0902, &call{kind: jobClose, reason: ReasonSL}},
+		{"buy SL: only the ask reached it", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.0899, 1.0899, &call{kind: jobClose, reason: ReasonSL}},
+		{"buy SL not reached", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.0901, 1.0903, nil},
+		{"buy SL gap fills at the gapped bid", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.05, 1.0502, &call{kind: jobClose, reason: ReasonSL, at: q(1.05, 1.0502)}},
+		{"buy TP on the bid", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.11, 1.1102, &call{kind: jobClose, reason: ReasonTP}},
+		{"buy TP: ask reached it, bid did not", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.1099, 1.1101, nil},
+		{"buy TP gap", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.15, 1.1502, &call{kind: jobClose, reason: ReasonTP, at: q(1.15, 1.1502)}},
+		{"sell SL on the ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1098, 1.11, &call{kind: jobClose, reason: ReasonSL}},
+		{"sell SL: bid below, ask not reached", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1097, 1.1099, nil},
+		{"sell SL gap fills at the gapped ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1598, 1.16, &call{kind: jobClose, reason: ReasonSL, at: q(1.1598, 1.16)}},
+		{"sell TP on the ask", &Position{Side: Sell, OpenPrice: 1.1, TP: 1.09}, nil, 1.0898, 1.09, &call{kind: jobClose, reason: ReasonTP}},
+		{"sell TP: bid reached it, ask did not", &Position{Side: Sell, OpenPrice: 1.1, TP: 1.09}, nil, 1.0899, 1.0901, nil},
+		{"buy limit: ask ≤ price", nil, &Order{Side: Buy, Type: Limit, Price: 1.09}, 1.0898, 1.09, &call{kind: jobFill}},
+		{"buy limit: only the bid reached it", nil, &Order{Side: Buy, Type: Limit, Price: 1.09}, 1.0899, 1.0901, nil},
+		{"buy stop: ask ≥ price", nil, &Order{Side: Buy, Type: Stop, Price: 1.11}, 1.1099, 1.11, &call{kind: jobFill}},
+		{"buy stop not reached", nil, &Order{Side: Buy, Type: Stop, Price: 1.11}, 1.1097, 1.1099, nil},
+		{"buy stop gap", nil, &Order{Side: Buy, Type: Stop, Price: 1.11}, 1.13, 1.1302, &call{kind: jobFill, at: q(1.13, 1.1302)}},
+		{"sell limit: bid ≥ price", nil, &Order{Side: Sell, Type: Limit, Price: 1.11}, 1.11, 1.1102, &call{kind: jobFill}},
+		{"sell limit: only the ask reached it", nil, &Order{Side: Sell, Type: Limit, Price: 1.11}, 1.1099, 1.1101, nil},
+		{"sell stop: bid ≤ price", nil, &Order{Side: Sell, Type: Stop, Price: 1.09}, 1.09, 1.0902, &call{kind: jobFill}},
+		{"sell stop not reached", nil, &Order{Side: Sell, Type: Stop, Price: 1.09}, 1.0901, 1.0903, nil},
+		{"expired GTD order is not filled", nil, &Order{Side: Sell, Type: Stop, Price: 1.09, ExpiresAt: past}, 1.08, 1.0802, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}}
+			var id int64 = 42
+			if tc.pos != nil {
+				p := *tc.pos
+				p.ID, p.AccountID, p.Symbol, p.Volume = id, 1, "EURUSD", 1
+				snap.Positions = append(snap.Positions, p)
+			} else {
+				o := *tc.ord
+				o.ID, o.AccountID, o.Symbol = id, 1, "EURUSD"
+				snap.Orders = append(snap.Orders, o)
+			}
+			r := newRig(t, snap, 2, nil)
+			r.tick("EURUSD", 1.1, 1.1002) // in the middle: nothing fires
+			r.wantCalls()
+			r.tick("EURUSD", tc.bid, tc.ask)
+			if tc.want == nil {
+				r.wantCalls()
+				return
+			}
+			w := *tc.want
+			w.id = id
+			if w.at == (tick.Quote{}) {
+				w.at = q(tc.bid, tc.ask)
+			}
+			r.wantCalls(w)
+			// Fired once: the same price again does nothing.
+			r.tick("EURUSD", tc.bid, tc.ask)
+			r.wantCalls(w)
+			if w.kind == jobClose && r.owns.Load() != 1 {
+				t.Fatalf("own time observed %d times, want 1", r.owns.Load())
+			}
+		})
+	}
+}
+
+// TestModifyStops moves, removes and adds stops through Apply and checks that only the new
+// levels fire.
+func TestModifyStops(t *testing.T) {
+	t.Parallel()
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+		{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1, SL: 1.09, TP: 1.12},
+		{ID: 2, AccountID: 1, Symbol: "EURUSD", Side: Sell, Volume: 1, OpenPrice: 1.1, SL: 1.12, TP: 1.08},
+	}}
+	r := newRig(t, snap, 1, nil)
+	ctx := context.Background()
+	// Tighten 1's SL above the next price, drop 2's SL and TP entirely.
+	r.e.Apply(ctx,
+		Change{Kind: PositionModified, Position: Position{ID: 1, SL: 1.095, TP: 1.12}},
+		Change{Kind: PositionModified, Position: Position{ID: 2}})
+	r.tick("EURUSD", 1.0949, 1.0951)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.tick("EURUSD", 1.05, 1.0502) // far past 2's old TP: removed, so nothing
+	r.tick("EURUSD", 1.15, 1.1502) // far past 2's old SL
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	// Add a TP to 2 again; it fires on the ask.
+	r.e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 2, TP: 1.13}})
+	r.tick("EURUSD", 1.1298, 1.13)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL}, call{kind: jobClose, id: 2, reason: ReasonTP})
+}
+
+// TestStopOutLargestLoserFirst drives a USD account below its stop-out level with one tick:
+// the engine closes the largest loser, recomputes with it handed off, closes the next largest,
+// and stops as soon as the level is above 50 % — the third position stays open.
+func TestStopOutLargestLoserFirst(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 7, Currency: "USD", Balance: 9000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 7, Symbol: "GBPUSD", Side: Buy, Volume: 0.2, OpenPrice: 1.3}, // −600 at 1.27
+		{ID: 2, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},   // −5000 at 1.15
+		{ID: 3, AccountID: 7, Symbol: "GBPUSD", Side: Buy, Volume: 1, OpenPrice: 1.3},   // −3000 at 1.27
+	}}
+	r := newRig(t, snap, 1, func(r *rig) {
+		r.prices.set("EURUSD", 1.2, 1.2)
+		r.prices.set("GBPUSD", 1.3, 1.3)
+	})
+	r.tick("EURUSD", 1.2, 1.2) // 9000 / 2760 = 326 %
+	r.wantCalls()
+	r.prices.set("GBPUSD", 1.27, 1.27)
+	// Equity 9000 − 5000 − 3000 − 600 = 400; margin 1150 + 1524 = 2674: 15 %.
+	// Without 2: 400 / 1524 = 26 %. Without 3 as well: 400 / 254 = 157 %: stop.
+	r.tick("EURUSD", 1.15, 1.15)
+	r.wantCalls(
+		call{kind: jobClose, id: 2, reason: ReasonStopOut, at: q(1.15, 1.15)},
+		call{kind: jobClose, id: 3, reason: ReasonStopOut, at: q(1.27, 1.27)})
+	if n := r.alerts.count(7); n != 1 {
+		t.Fatalf("margin call alerts = %d, want 1", n)
+	}
+}
+
+// TestStopOutUntilNothingOpen: a level that cannot recover closes everything, each once.
+func TestStopOutUntilNothingOpen(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 7, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+		{ID: 2, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 0.5, OpenPrice: 1.2},
+	}}
+	r := newRig(t, snap, 1, nil)
+	r.tick("EURUSD", 1.1, 1.1) // equity 1000 − 15000 < 0
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonStopOut}, call{kind: jobClose, id: 2, reason: ReasonStopOut})
+	r.tick("EURUSD", 1.0, 1.0)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonStopOut}, call{kind: jobClose, id: 2, reason: ReasonStopOut})
+}
+
+// TestMarginCallOncePerCrossing: one alert per fall below the margin-call level, re-armed only
+// when the level is back at or above it.
+func TestMarginCallOncePerCrossing(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 3, Currency: "USD", Balance: 1500, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+	}}
+	r := newRig(t, snap, 1, nil)
+	steps := []struct {
+		bid    float64
+		alerts int
+	}{
+		{1.2, 0},   // 1500 / 1200 = 125 %
+		{1.197, 0}, // 1200 / 1197 = 100.25 %
+		{1.195, 1}, // 1000 / 1195 = 84 %: crossing
+		{1.194, 1}, // 75 %: still below, no second alert
+		{1.196, 1}, // 92 %
+		{1.2, 1},   // 125 %: re-armed
+		{1.195, 2}, // crossing again
+	}
+	for i, s := range steps {
+		r.tick("EURUSD", s.bid, s.bid)
+		if got := r.alerts.count(3); got != s.alerts {
+			t.Fatalf("step %d (bid %v): alerts = %d, want %d", i, s.bid, got, s.alerts)
+		}
+	}
+	r.wantCalls()
+}
+
+// TestConversionLegExposure: a EUR account holding USDJPY is re-evaluated on a EURUSD tick
+// (its profit converts JPY → USD → EUR), and stopped out by it at USDJPY's own quote.
+func TestConversionLegExposure(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 9, Currency: "EUR", Balance: 7000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc, rich(1)}, Positions: []Position{
+		{ID: 5, AccountID: 9, Symbol: "USDJPY", Side: Buy, Volume: 1, OpenPrice: 150},
+		{ID: 6, AccountID: 1, Symbol: "GBPUSD", Side: Buy, Volume: 1, OpenPrice: 1.3},
+	}}
+	r := newRig(t, snap, 1, func(r *rig) {
+		r.prices.set("USDJPY", 140, 140)
+		r.prices.set("EURUSD", 1.2, 1.2)
+		r.prices.set("GBPUSD", 1.3, 1.3)
+	})
+	// Loss 1,000,000 JPY = 7142.86 USD = 5952.38 EUR at 1.2; margin 1000 USD = 833.33 EUR: 126 %.
+	r.tick("EURUSD", 1.2, 1.2)
+	r.wantCalls()
+	if n := r.alerts.count(9); n != 0 {
+		t.Fatalf("alerts at 126 %% = %d", n)
+	}
+	r.tick("GBPUSD", 1.3, 1.3) // not exposed: nothing to decide
+	// At 1.05: loss 6802.72 EUR, equity 197.28, margin 952.38 EUR: 20.7 %.
+	r.tick("EURUSD", 1.05, 1.05)
+	r.wantCalls(call{kind: jobClose, id: 5, reason: ReasonStopOut, at: q(140, 140)})
+	if n := r.alerts.count(9); n != 1 {
+		t.Fatalf("margin call alerts = %d, want 1", n)
+	}
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	if _, ok := r.e.books["GBPUSD"].at[9]; ok {
+		t.Fatal("the EUR account is listed on GBPUSD, which it does not depend on")
+	}
+}
+
+// TestConversionLegIndex checks the symbol → accounts index through opens and closes.
+func TestConversionLegIndex(t *testing.T) {
+	t.Parallel()
+	eur := Account{ID: 9, Currency: "EUR", Balance: 1e6, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	r := newRig(t, Snapshot{Instruments: instruments(), Accounts: []Account{eur}}, 1, nil)
+	ctx := context.Background()
+	listed := func() (out []string) {
+		r.e.mu.Lock()
+		defer r.e.mu.Unlock()
+		for _, s := range []string{"EURUSD", "GBPUSD", "USDJPY"} {
+			if b := r.e.books[s]; b != nil {
+				if _, ok := b.at[9]; ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	r.e.Apply(ctx, Change{Kind: PositionOpened, Position: Position{ID: 1, AccountID: 9, Symbol: "USDJPY", Side: Sell, Volume: 1, OpenPrice: 150}})
+	if got := fmt.Sprint(listed()); got != "[EURUSD USDJPY]" {
+		t.Fatalf("after USDJPY: listed on %s", got)
+	}
+	r.e.Apply(ctx, Change{Kind: PositionOpened, Position: Position{ID: 2, AccountID: 9, Symbol: "GBPUSD", Side: Buy, Volume: 1, OpenPrice: 1.3}})
+	if got := fmt.Sprint(listed()); got != "[EURUSD GBPUSD USDJPY]" {
+		t.Fatalf("after GBPUSD: listed on %s", got)
+	}
+	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 1}})
+	if got := fmt.Sprint(listed()); got != "[EURUSD GBPUSD]" {
+		t.Fatalf("after closing USDJPY: listed on %s", got)
+	}
+	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 2}})
+	if got := listed(); len(got) != 0 {
+		t.Fatalf("after closing everything: listed on %v", got)
+	}
+}
+
+// TestGateClosedDropsAndSweepRestores: with the lease unconfirmed a triggering tick executes
+// nothing and the warning names the position and the reason, once per gap; the lease_restored
+// sweep then closes it at the price current at that moment.
+func TestGateClosedDropsAndSweepRestores(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 3, Currency: "USD", Balance: 1500, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1), acc}, Positions: []Position{
+		{ID: 7, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+		{ID: 8, AccountID: 1, Symbol: "EURUSD", Side: Sell, Volume: 1, OpenPrice: 1.2, SL: 1.25},
+		{ID: 9, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+	}, Orders: []Order{{ID: 11, AccountID: 1, Symbol: "EURUSD", Side: Sell, Type: Stop, Price: 1.185}}}
+	r := newRig(t, snap, 2, func(r *rig) { r.prices.set("EURUSD", 1.2, 1.2) })
+	r.gate.shut.Store(true)
+	r.tick("EURUSD", 1.18, 1.18)
+	r.tick("EURUSD", 1.17, 1.17)
+	r.wantCalls()
+	if n := r.alerts.count(3); n != 0 {
+		t.Fatalf("alert raised with the gate shut")
+	}
+	for _, want := range [][]string{
+		{`msg="lease not confirmed; close not executed"`, "position_id=7 reason=SL"},
+		{`msg="lease not confirmed; fill not executed"`, "order_id=11"},
+		{`msg="lease not confirmed; close not executed"`, "position_id=9 reason=STOP_OUT"},
+		{`msg="lease not confirmed; margin call alert not raised"`, "account_id=3"},
+	} {
+		if n := r.logs.lines(want...); n != 1 {
+			t.Fatalf("want exactly one line with %q, got %d:\n%s", want, n, r.logs)
+		}
+	}
+	if r.logs.lines("position_id=8") != 0 {
+		t.Fatalf("warned about position 8, which did not trigger:\n%s", r.logs)
+	}
+
+	// A sweep while still shut does nothing either.
+	r.e.Sweep(context.Background(), SweepLeaseRestored)
+	r.settle()
+	r.wantCalls()
+
+	// The lease comes back; meanwhile the market moved on, and only the current price counts.
+	r.prices.set("EURUSD", 1.16, 1.1602)
+	r.gate.shut.Store(false)
+	r.e.Sweep(context.Background(), SweepLeaseRestored)
+	r.settle()
+	got := r.exec.got()
+	seen := map[string]tick.Quote{}
+	for _, c := range got {
+		seen[fmt.Sprintf("%d/%d/%s", c.kind, c.id, c.reason)] = c.at
+	}
+	for _, k := range []string{
+		fmt.Sprintf("%d/7/SL", jobClose), fmt.Sprintf("%d/11/", jobFill), fmt.Sprintf("%d/9/STOP_OUT", jobClose),
+	} {
+		at, ok := seen[k]
+		if !ok {
+			t.Fatalf("sweep did not execute %s: %+v", k, got)
+		}
+		if at.Bid != 1.16 || at.Ask != 1.1602 {
+			t.Fatalf("%s executed at %v/%v, want the then-current 1.16/1.1602", k, at.Bid, at.Ask)
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("sweep executed %+v, want exactly 3 calls", got)
+	}
+	if n := r.alerts.count(3); n != 1 {
+		t.Fatalf("margin call alerts after restore = %d, want 1", n)
+	}
+}
+
+// TestGateCheckedWhenWorkerPicks: a close queued while the lease was confirmed, but picked by
+// a worker after it lapsed, is dropped with a warning and stays under watch — not replayed by
+// itself, re-derived by the sweep.
+func TestGateCheckedWhenWorkerPicks(t *testing.T) {
+	t.Parallel()
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+		{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+		{ID: 2, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.18},
+	}}
+	block := make(chan struct{})
+	entered := make(chan call, 8)
+	r := newRig(t, snap, 1, func(r *rig) { r.exec.block, r.exec.entered = block, entered })
+	u := r.prices.set("EURUSD", 1.17, 1.17)
+	r.e.onTick(context.Background(), u, time.Now()) // queues 1 then 2; one worker
+	if c := recv(t, entered); c.id != 1 {
+		t.Fatalf("first close picked = %d, want 1", c.id)
+	}
+	r.gate.shut.Store(true)
+	close(block)
+	r.settle()
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	if r.logs.lines(`msg="lease not confirmed; close not executed"`, "position_id=2 reason=SL") != 1 {
+		t.Fatalf("drop not warned:\n%s", r.logs.String())
+	}
+	r.gate.shut.Store(false)
+	r.e.Sweep(context.Background(), SweepLeaseRestored)
+	r.settle()
+	recv(t, entered)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL}, call{kind: jobClose, id: 2, reason: ReasonSL})
+}
+
+// TestNeverQueuedTwice: while a close is in flight, further ticks past its stop, a stop-out of
+// its account and a sweep must not queue it again; a trader's close racing it ends the watch
+// and the executor's "already closed" is taken in stride.
+func TestNeverQueuedTwice(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 3, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+	}}
+	block := make(chan struct{})
+	entered := make(chan call, 8)
+	r := newRig(t, snap, 4, func(r *rig) {
+		r.exec.block, r.exec.entered = block, entered
+		r.exec.answer = func(call) error { return fmt.Errorf("close position 1: %w", ErrAlreadyClosed) }
+	})
+	ctx := context.Background()
+	u := r.prices.set("EURUSD", 1.185, 1.185)
+	r.e.onTick(ctx, u, time.Now())
+	recv(t, entered)
+	for _, bid := range []float64{1.18, 1.1, 1.0} { // deeper, and far into stop-out
+		u := r.prices.set("EURUSD", bid, bid)
+		r.e.onTick(ctx, u, time.Now())
+	}
+	r.e.Sweep(ctx, SweepLeaseRestored)
+	// The trader's close commits first.
+	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 1}}, Change{Kind: BalanceChanged, Account: Account{ID: 3, Balance: -500}})
+	close(block)
+	r.settle()
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.tick("EURUSD", 0.9, 0.9)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	if s := r.e.Stats(); s.Positions != 0 || s.AlreadyClosed != 1 || s.ExecutorErrors != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+	if strings.Contains(r.logs.String(), "level=ERROR") {
+		t.Fatalf("already closed logged as an error:\n%s", r.logs.String())
+	}
+}
+
+// TestExecutorAnswers: "already closed" ends the watch; any other failure puts the position
+// back under watch so the next tick closes it again.
+func TestExecutorAnswers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		err        error
+		wantCalls  int
+		wantErrLog bool
+	}{
+		{"committed", nil, 1, false},
+		{"already closed", fmt.Errorf("close: %w", ErrAlreadyClosed), 1, false},
+		{"failed", errors.New("deadlock"), 2, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+				{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+			}}
+			n := 0
+			r := newRig(t, snap, 1, func(r *rig) {
+				r.exec.answer = func(call) error {
+					n++
+					if n == 1 {
+						return tc.err
+					}
+					return nil
+				}
+			})
+			r.tick("EURUSD", 1.18, 1.18)
+			r.tick("EURUSD", 1.17, 1.17)
+			if got := len(r.exec.got()); got != tc.wantCalls {
+				t.Fatalf("calls = %d, want %d", got, tc.wantCalls)
+			}
+			if got := strings.Contains(r.logs.String(), "level=ERROR"); got != tc.wantErrLog {
+				t.Fatalf("error logged = %v, want %v:\n%s", got, tc.wantErrLog, r.logs.String())
+			}
+			if s := r.e.Stats(); s.Positions != 0 {
+				t.Fatalf("positions still watched: %d", s.Positions)
+			}
+		})
+	}
+}
+
+// TestBootLoadsBeforeFirstTick: a tick that arrives while the view is loading is evaluated
+// against the loaded view (with changes applied during the load), never against an empty one.
+func TestBootLoadsBeforeFirstTick(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	exec := &fakeExec{entered: make(chan call, 4)}
+	prices := &fakePrices{}
+	prices.set("EURUSD", 1.2, 1.2) // where it is now: the boot sweep closes nothing
+	updates := make(chan tick.Update, 4)
+	e, err := New(Config{
+		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
+			<-release
+			return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+				{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+			}}, nil
+		}),
+		Prices: prices, Updates: updates, Executor: exec, Gate: &fakeGate{}, Workers: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// Committed during the load: SL raised to 1.195.
+	e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 1, SL: 1.195}})
+	updates <- tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.194, Ask: 1.1942}}
+	close(release)
+	c := recv(t, exec.entered)
+	if c.id != 1 || c.reason != ReasonSL || c.at.Bid != 1.194 {
+		t.Fatalf("close = %+v, want position 1 SL at the buffered tick", c)
+	}
+}
+
+func TestNewRejectsIncompleteConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := New(Config{Loader: loaderFunc(nil), Prices: &fakePrices{}, Updates: make(chan tick.Update),
+		Executor: &fakeExec{}, Gate: &fakeGate{}}); err == nil || !strings.Contains(err.Error(), "Workers") {
+		t.Fatalf("New without Workers: %v", err)
+	}
+}

@@ -1,0 +1,252 @@
+package risk
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+type fakePrices struct {
+	mu sync.Mutex
+	q  map[string]tick.Quote
+}
+
+func (p *fakePrices) LastTick(s string) (tick.Quote, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q, ok := p.q[s]
+	return q, ok
+}
+
+func (p *fakePrices) set(s string, bid, ask float64) tick.Update {
+	q := tick.Quote{Bid: bid, Ask: ask, ReceivedAt: time.Now(), ProviderTime: time.Now()}
+	p.mu.Lock()
+	if p.q == nil {
+		p.q = map[string]tick.Quote{}
+	}
+	p.q[s] = q
+	p.mu.Unlock()
+	return tick.Update{Symbol: s, Quote: q}
+}
+
+type fakeGate struct{ shut atomic.Bool }
+
+func (g *fakeGate) HoldsLease() bool { return !g.shut.Load() }
+
+type call struct {
+	kind   jobKind
+	id     int64
+	reason string
+	at     tick.Quote
+}
+
+// fakeExec records every call. answer, when set, decides the error; block, when set, is waited
+// on by every call after entered is signalled.
+type fakeExec struct {
+	mu      sync.Mutex
+	calls   []call
+	answer  func(call) error
+	entered chan call
+	block   chan struct{}
+}
+
+func (x *fakeExec) do(c call) error {
+	x.mu.Lock()
+	x.calls = append(x.calls, c)
+	answer, entered, block := x.answer, x.entered, x.block
+	x.mu.Unlock()
+	if entered != nil {
+		entered <- c
+	}
+	if block != nil {
+		<-block
+	}
+	if answer != nil {
+		return answer(c)
+	}
+	return nil
+}
+
+func (x *fakeExec) Close(_ context.Context, id int64, reason string, at tick.Quote) error {
+	return x.do(call{kind: jobClose, id: id, reason: reason, at: at})
+}
+
+func (x *fakeExec) Fill(_ context.Context, id int64, at tick.Quote) error {
+	return x.do(call{kind: jobFill, id: id, at: at})
+}
+
+func (x *fakeExec) got() []call {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]call(nil), x.calls...)
+}
+
+type fakeAlerts struct {
+	mu     sync.Mutex
+	levels map[int64][]float64
+}
+
+func (a *fakeAlerts) MarginCall(_ context.Context, id int64, level float64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.levels == nil {
+		a.levels = map[int64][]float64{}
+	}
+	a.levels[id] = append(a.levels[id], level)
+	return nil
+}
+
+func (a *fakeAlerts) count(id int64) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.levels[id])
+}
+
+type loaderFunc func(context.Context) (Snapshot, error)
+
+func (f loaderFunc) Load(ctx context.Context) (Snapshot, error) { return f(ctx) }
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines counts the log lines that contain every one of parts.
+func (l *logBuffer) lines(parts ...string) int {
+	n := 0
+	for line := range strings.Lines(l.String()) {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// recv waits for the next value on ch. The deadline only turns a hang into a failure; nothing
+// is synchronised by it.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived within 10s")
+		panic("unreachable")
+	}
+}
+
+// rig is one engine running over fakes. Ticks are evaluated synchronously through onTick, and
+// settle waits (on the queue's idle signal, never on a timer) until the workers are done.
+type rig struct {
+	t       *testing.T
+	e       *Engine
+	prices  *fakePrices
+	gate    *fakeGate
+	exec    *fakeExec
+	alerts  *fakeAlerts
+	logs    *logBuffer
+	updates chan tick.Update
+	owns    atomic.Int64
+}
+
+func instruments() []Instrument {
+	return []Instrument{
+		{Symbol: "EURUSD", Base: "EUR", Quote: "USD", ContractSize: 100_000, LeverageMax: 500, HedgedMarginRate: 0.5},
+		{Symbol: "GBPUSD", Base: "GBP", Quote: "USD", ContractSize: 100_000, LeverageMax: 500, HedgedMarginRate: 0.5},
+		{Symbol: "USDJPY", Base: "USD", Quote: "JPY", ContractSize: 100_000, LeverageMax: 500, HedgedMarginRate: 0.5},
+	}
+}
+
+// rich is an account whose margin never matters.
+func rich(id int64) Account {
+	return Account{ID: id, Currency: "USD", Balance: 1e9, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+}
+
+func newRig(t *testing.T, snap Snapshot, workers int, prep func(*rig)) *rig {
+	t.Helper()
+	r := &rig{t: t, prices: &fakePrices{}, gate: &fakeGate{}, exec: &fakeExec{}, alerts: &fakeAlerts{}, logs: &logBuffer{},
+		updates: make(chan tick.Update, 16)}
+	if prep != nil {
+		prep(r)
+	}
+	e, err := New(Config{
+		Loader:   loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }),
+		Prices:   r.prices,
+		Updates:  r.updates,
+		Executor: r.exec,
+		Gate:     r.gate,
+		Alerts:   r.alerts,
+		Workers:  workers,
+		Log:      slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observe:  func(time.Duration) { r.owns.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e = e
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	recv(t, e.Ready())
+	r.settle()
+	return r
+}
+
+// tick sets symbol's price and evaluates it as the tick path would.
+func (r *rig) tick(symbol string, bid, ask float64) tick.Update {
+	u := r.prices.set(symbol, bid, ask)
+	r.e.onTick(context.Background(), u, time.Now())
+	r.settle()
+	return u
+}
+
+func (r *rig) settle() {
+	r.e.work.waitIdle()
+	r.e.alerts.waitIdle()
+}
+
+func (r *rig) wantCalls(want ...call) {
+	r.t.Helper()
+	got := r.exec.got()
+	if len(got) != len(want) {
+		r.t.Fatalf("executor calls = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.kind != w.kind || g.id != w.id || g.reason != w.reason {
+			r.t.Fatalf("executor call %d = %+v, want %+v (all: %+v)", i, g, w, got)
+		}
+		if w.at != (tick.Quote{}) && (g.at.Bid != w.at.Bid || g.at.Ask != w.at.Ask) {
+			r.t.Fatalf("executor call %d at bid/ask %v/%v, want %v/%v", i, g.at.Bid, g.at.Ask, w.at.Bid, w.at.Ask)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package risk
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+// Side is the direction of a position or resting order.
+type Side uint8
+
+const (
+	Buy  Side = iota + 1 // fx.Buy
+	Sell                 // fx.Sell
+)
+
+func (s Side) String() string {
+	switch s {
+	case Buy:
+		return "BUY"
+	case Sell:
+		return "SELL"
+	}
+	return "UNKNOWN"
+}
+
+// OrderType is how a resting order triggers. MARKET orders never rest, so they never reach the
+// engine.
+type OrderType uint8
+
+const (
+	Limit OrderType = iota + 1 // fx.Limit: buy when ask ≤ price, sell when bid ≥ price
+	Stop                       // fx.Stop: buy when ask ≥ price, sell when bid ≤ price
+)
+
+func (t OrderType) String() string {
+	switch t {
+	case Limit:
+		return "LIMIT"
+	case Stop:
+		return "STOP"
+	}
+	return "UNKNOWN"
+}
+
+// Close reasons handed to Executor.Close and recorded on the position.
+const (
+	ReasonSL      = "SL"
+	ReasonTP      = "TP"
+	ReasonStopOut = "STOP_OUT"
+)
+
+// Sweep reasons.
+const (
+	SweepBoot          = "boot"
+	SweepLeaseRestored = "lease_restored"
+)
+
+// Position is an open position as the engine sees it. Prices and lots are floats: they rank and
+// compare here, and the executor recomputes every amount it writes exactly (DESIGN §4).
+type Position struct {
+	ID        int64
+	AccountID int64
+	Symbol    string
+	Side      Side
+	Volume    float64 // lots still open
+	OpenPrice float64
+	SL, TP    float64 // 0 = none
+}
+
+// Order is a resting LIMIT or STOP order.
+type Order struct {
+	ID        int64
+	AccountID int64
+	Symbol    string
+	Side      Side
+	Type      OrderType
+	Price     float64
+	ExpiresAt time.Time // zero = GTC; GTD and DAY carry their deadline
+}
+
+// Account carries what the margin level needs. Levels are percent.
+type Account struct {
+	ID              int64
+	Currency        string
+	Balance         float64
+	Leverage        int     // the account's own
+	GroupLeverage   int     // the account group's cap; 0 = none
+	MarginCallLevel float64 // alert below this (default 100 in the schema); 0 = never
+	StopOutLevel    float64 // close positions at or below this (default 50)
+}
+
+// Instrument carries what pricing and margin need.
+type Instrument struct {
+	Symbol       string
+	Base, Quote  string
+	ContractSize float64
+	LeverageMax  int // the instrument's cap; 0 = none
+	// HedgedMarginRate is the margin rate of each lot of a hedged (long+short) pair; the trading
+	// catalog keeps it on the instrument's symbol group.
+	HedgedMarginRate float64
+	// Markup is the symbol group's markup in price units (markup points × point): a buy closes
+	// at bid − markup, a sell at ask + markup.
+	Markup float64
+}
+
+// Snapshot is the whole view the engine starts from.
+type Snapshot struct {
+	Instruments []Instrument
+	Accounts    []Account
+	Positions   []Position // every OPEN position
+	Orders      []Order    // every PENDING LIMIT or STOP order
+}
+
+// Loader reads the snapshot from the database at boot. Load returns an error when the database
+// cannot be read; the engine retries with backoff and evaluates no tick until a load succeeds.
+type Loader interface {
+	Load(ctx context.Context) (Snapshot, error)
+}
+
+// Prices is the synchronous quote read under every conversion (tick.Engine, desk.Quotes).
+type Prices interface {
+	LastTick(symbol string) (tick.Quote, bool)
+}
+
+// Gate says whether lease-guarded work may start now (desk.Desk, lease.Keeper).
+type Gate interface {
+	HoldsLease() bool
+}
+
+// ErrAlreadyClosed is what the Executor returns (wrapped or not) when the position is no longer
+// open, or the order no longer pending: someone else's transaction won the row lock first (a
+// trader's close racing a stop, a cancel racing a fill, an expiry). The engine then forgets the
+// item and moves on; any other error puts it back under watch so a later tick can retry it.
+var ErrAlreadyClosed = errors.New("already closed")
+
+// Executor performs the engine's decisions. Each call is one fenced transaction on the
+// executor's side, made off the tick path by a worker, never while the engine holds its lock.
+//
+// Close closes all of position id at the current quote (never at the stop price: at is the
+// quote that triggered it, for the record and for a gap). Fill fills resting order id the same
+// way. Both return nil on commit, an error wrapping ErrAlreadyClosed when the row is no longer
+// open or pending, and any other error when nothing was written. After a commit the executor
+// reports the change through Engine.Apply, as every other committed change is reported.
+type Executor interface {
+	Close(ctx context.Context, positionID int64, reason string, at tick.Quote) error
+	Fill(ctx context.Context, orderID int64, at tick.Quote) error
+}
+
+// Alerts raises the margin-call alert; level is the margin level in percent. It is called off
+// the tick path, once per crossing below the account's margin-call level.
+type Alerts interface {
+	MarginCall(ctx context.Context, accountID int64, level float64) error
+}
+
+// ChangeKind names a committed change the engine must follow.
+type ChangeKind uint8
+
+const (
+	PositionOpened     ChangeKind = iota + 1 // Position whole (an upsert)
+	PositionModified                         // Position.ID, SL, TP (0 = removed)
+	PositionReduced                          // Position.ID, Volume = lots still open; with the balance
+	PositionClosed                           // Position.ID; with the balance
+	OrderPlaced                              // Order whole (an upsert)
+	OrderCancelled                           // Order.ID
+	OrderFilled                              // Order.ID; send PositionOpened and the balance with it
+	OrderExpired                             // Order.ID
+	AccountUpserted                          // Account whole (created, or leverage/levels/group changed)
+	BalanceChanged                           // Account.ID, Account.Balance = balance after the commit
+	InstrumentUpserted                       // Instrument whole
+)
+
+// Change is one committed change. Every field it carries is absolute (a volume, a balance, a
+// stop level), never a delta, so applying one twice, or applying one the snapshot already
+// holds, changes nothing.
+type Change struct {
+	Kind       ChangeKind
+	Position   Position
+	Order      Order
+	Account    Account
+	Instrument Instrument
+}

@@ -1,0 +1,109 @@
+package risk
+
+import (
+	"sync"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+type jobKind uint8
+
+const (
+	jobClose jobKind = iota + 1
+	jobFill
+	jobAlert
+)
+
+// job is one unit of work handed off the tick path.
+type job struct {
+	kind    jobKind
+	id      int64 // position, order or account
+	reason  string
+	symbol  string
+	quote   tick.Quote
+	level   float64   // alerts
+	arrived time.Time // when the engine received the tick (or began the sweep) that decided it
+}
+
+// queue is a FIFO that never blocks the producer. It needs no bound of its own: a position or
+// order is queued at most once (it is marked while queued or in flight), so the queue never
+// holds more jobs than the engine holds positions and orders, plus one alert per account.
+type queue struct {
+	mu     sync.Mutex
+	ready  *sync.Cond // an item arrived, or the queue closed
+	idle   *sync.Cond // nothing queued and nothing in flight
+	items  []job
+	head   int
+	busy   int
+	closed bool
+}
+
+func newQueue() *queue {
+	q := &queue{}
+	q.ready = sync.NewCond(&q.mu)
+	q.idle = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) push(j job) {
+	q.mu.Lock()
+	q.items = append(q.items, j)
+	q.mu.Unlock()
+	q.ready.Signal()
+}
+
+// pop waits for a job; ok is false once the queue is closed. The caller must call done.
+func (q *queue) pop() (job, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head == len(q.items) && !q.closed {
+		q.ready.Wait()
+	}
+	if q.closed {
+		return job{}, false
+	}
+	j := q.items[q.head]
+	q.items[q.head] = job{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	q.busy++
+	return j, true
+}
+
+func (q *queue) done() {
+	q.mu.Lock()
+	q.busy--
+	if q.busy == 0 && q.head == len(q.items) {
+		q.idle.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+// close wakes every waiter and returns what was still queued.
+func (q *queue) close() []job {
+	q.mu.Lock()
+	left := append([]job(nil), q.items[q.head:]...)
+	q.items, q.head, q.closed = nil, 0, true
+	q.mu.Unlock()
+	q.ready.Broadcast()
+	q.idle.Broadcast()
+	return left
+}
+
+// waitIdle returns once nothing is queued and nothing is in flight (or the queue is closed).
+func (q *queue) waitIdle() {
+	q.mu.Lock()
+	for !q.closed && (q.busy > 0 || q.head != len(q.items)) {
+		q.idle.Wait()
+	}
+	q.mu.Unlock()
+}
+
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
