@@ -32,7 +32,17 @@ func routes(d Deps) http.Handler {
 
 	r.Route("/api/fx", func(r chi.Router) {
 		r.Use(authn)
-		tradingRoutes(r, d.Log, d.Trading)
+		r.Post("/accounts", handleCreateAccount(d.Log, d.Trading))
+		r.Get("/accounts", handleAccounts(d.Log, d.Trading))
+		r.Get("/accounts/{id}", handleAccount(d.Log, d.Trading))
+		r.Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
+		r.Post("/orders", handlePlaceOrder(d.Log, d.Trading))
+		r.Get("/orders", handleOrders(d.Log, d.Trading))
+		r.Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
+		r.Get("/positions", handlePositions(d.Log, d.Trading))
+		r.Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
+		r.Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading))
+		r.Get("/deals", handleDeals(d.Log, d.Trading))
 		r.Get("/symbols", handleSymbols(d.Log, d.DB, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.DB, d.Quotes))
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes, d.Metrics))
@@ -42,7 +52,12 @@ func routes(d Deps) http.Handler {
 
 	r.Route("/api/admin/fx", func(r chi.Router) {
 		r.Use(authn, requireAdmin(d.Log))
-		adminTradingRoutes(r, d.Log, d.Trading, d.Settings)
+		r.Post("/accounts/{id}/deposit", handleDeposit(d.Log, d.Trading))
+		r.Get("/accounts", handleAdminAccounts(d.Log, d.Trading))
+		r.Get("/settings", handleSettings(d.Log, d.Settings))
+		r.Put("/settings", handlePutSettings(d.Log, d.Settings))
+		r.Get("/instruments", handleInstruments(d.Log, d.Trading))
+		r.Put("/instruments", handlePutInstruments(d.Log, d.Trading))
 		r.Get("/desk", handleDesk(d))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {

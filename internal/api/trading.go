@@ -45,71 +45,85 @@ func listQuery(r *http.Request, statuses ...string) (accountID int64, status str
 	return accountID, status, limit, nil
 }
 
-// tradingRoutes adds the trader routes of DESIGN §11 (already behind requireToken).
-func tradingRoutes(r chi.Router, log *slog.Logger, svc *trading.Service) {
-	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), log, w, err) }
-
-	r.Post("/accounts", func(w http.ResponseWriter, r *http.Request) {
+// handleCreateAccount creates a trading account for the caller.
+func handleCreateAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		ccy, lev, err := decodeAccount(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		a, err := svc.CreateAccount(r.Context(), principal(r.Context()).UserID, ccy, lev)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, map[string]any{"account": viewAccount(a)})
-	})
-	r.Get("/accounts", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleAccounts lists the caller's accounts.
+func handleAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		as, err := svc.Accounts(r.Context(), principal(r.Context()).UserID, 0)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
-	})
-	r.Get("/accounts/{id}", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleAccount shows one of the caller's accounts with live equity and margin.
+func handleAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		v, err := svc.Account(r.Context(), principal(r.Context()).UserID, id)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"account": viewAccountLive(v)})
-	})
-	r.Post("/accounts/{id}/withdraw", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleWithdraw withdraws from one of the caller's accounts; a repeated nonce replays.
+func handleWithdraw(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		amount, nonce, err := decodeAmount(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		d, replayed, err := svc.Withdraw(r.Context(), principal(r.Context()).UserID, id, amount, nonce)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
-	})
-	r.Post("/orders", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handlePlaceOrder places a market or pending order; a repeated nonce replays.
+func handlePlaceOrder(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		req, err := decodeOrder(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		res, err := svc.PlaceOrder(r.Context(), principal(r.Context()).UserID, req)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		body := map[string]any{"order": viewOrder(res.Order), "replayed": res.Replayed}
@@ -120,174 +134,216 @@ func tradingRoutes(r chi.Router, log *slog.Logger, svc *trading.Service) {
 			body["commission"] = viewDeal(*res.Commission)
 		}
 		writeJSON(w, createdOr(res.Replayed), body)
-	})
-	r.Get("/orders", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleOrders lists the caller's orders.
+func handleOrders(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		os, err := svc.Orders(r.Context(), principal(r.Context()).UserID, acct, status, limit)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"orders": mapSlice(os, viewOrder)})
-	})
-	r.Delete("/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleCancelOrder cancels one of the caller's pending orders.
+func handleCancelOrder(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		o, err := svc.CancelOrder(r.Context(), principal(r.Context()).UserID, id)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"order": viewOrder(o)})
-	})
-	r.Get("/positions", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handlePositions lists the caller's positions.
+func handlePositions(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		acct, status, limit, err := listQuery(r, fx.PositionOpen, fx.PositionClosed)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		ps, err := svc.Positions(r.Context(), principal(r.Context()).UserID, acct, status, limit)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"positions": mapSlice(ps, viewPosition)})
-	})
-	r.Patch("/positions/{id}", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleModifyPosition changes the stop loss and take profit of one of the caller's positions.
+func handleModifyPosition(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		sl, tp, err := decodeModify(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		p, err := svc.ModifyPosition(r.Context(), principal(r.Context()).UserID, id, sl, tp)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(p)})
-	})
-	r.Post("/positions/{id}/close", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleClosePosition closes all or part of one of the caller's positions.
+func handleClosePosition(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		vol, err := decodeClose(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, "CLIENT")
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)})
-	})
-	r.Get("/deals", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleDeals lists the caller's deals.
+func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		acct, _, limit, err := listQuery(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		ds, err := svc.Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"deals": mapSlice(ds, viewDeal)})
-	})
+	}
 }
 
-// adminTradingRoutes adds the admin routes of DESIGN §11 (already behind requireAdmin).
-func adminTradingRoutes(r chi.Router, log *slog.Logger, svc *trading.Service, settings *trading.Settings) {
-	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), log, w, err) }
-
-	r.Post("/accounts/{id}/deposit", func(w http.ResponseWriter, r *http.Request) {
+// handleDeposit credits any account (admin); a repeated nonce replays.
+func handleDeposit(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		amount, nonce, err := decodeAmount(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		d, replayed, err := svc.Deposit(r.Context(), id, amount, nonce)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
-	})
-	r.Get("/accounts", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleAdminAccounts lists every user's accounts (admin).
+func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		_, _, limit, err := listQuery(r)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		as, err := svc.Accounts(r.Context(), 0, limit)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
-	})
-	r.Get("/settings", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleSettings shows every desk setting (admin).
+func handleSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		all, err := settings.All(r.Context())
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
-	})
-	r.Put("/settings", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handlePutSettings changes desk settings (admin).
+func handlePutSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		changes, err := decodeSettings(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		all, err := settings.Put(r.Context(), changes)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
-	})
-	r.Get("/instruments", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handleInstruments lists the tradable instruments (admin).
+func handleInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		ins, err := svc.Instruments(r.Context())
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
-	})
-	r.Put("/instruments", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// handlePutInstruments changes instrument parameters (admin).
+func handlePutInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		patches, err := decodeInstruments(r.Body)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		ins, err := svc.PutInstruments(r.Context(), patches)
 		if err != nil {
-			fail(w, r, err)
+			writeError(r.Context(), log, w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
-	})
+	}
 }
 
 func createdOr(replayed bool) int {
