@@ -1,0 +1,78 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"fxdesk/internal/desk"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/store"
+)
+
+// The OpenAPI file in docs/ and the router must list the same routes, so the documentation
+// cannot drift from the code.
+func TestOpenAPIMatchesTheRouter(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("docs/openapi.json: %v", err)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+
+	// The router is built as the binaries build it; no request is served, so the pool never dials.
+	db, err := store.Connect("root@tcp(127.0.0.1:1)/unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log := slog.New(slog.DiscardHandler)
+	h := routes(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test")})
+	routed := map[string]bool{}
+	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routed[method+" "+strings.TrimSuffix(route, "/")] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var missing, undocumented []string
+	for r := range routed {
+		if !documented[r] {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for r := range documented {
+		if !routed[r] {
+			missing = append(missing, r)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(undocumented)
+	if len(undocumented) > 0 {
+		t.Errorf("routes missing from docs/openapi.json:\n  %s", strings.Join(undocumented, "\n  "))
+	}
+	if len(missing) > 0 {
+		t.Errorf("documented routes the router does not serve:\n  %s", strings.Join(missing, "\n  "))
+	}
+	if len(routed) < 25 {
+		t.Errorf("only %d routes walked; the walk is not seeing the router", len(routed))
+	}
+}
