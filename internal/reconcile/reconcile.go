@@ -1,0 +1,274 @@
+// Package reconcile owns reconcileFxAccounts (DESIGN §7): every five minutes it refreshes each
+// account's stored equity and used margin from the process's mids (the quote mirror in
+// fxdesk-cron, the tick engine inline) through the trading package's own metrics, expires GTD
+// and DAY orders whose time has passed, and checks the ledger invariant Σ deals = balance per
+// account, raising `ledger-drift` naming each drifting account and the difference, and resolving
+// it once every account matches again.
+//
+// It never moves a balance: a drift is reported, not repaired — only a person knows which side
+// is wrong.
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/schedule"
+	"fxdesk/internal/trading"
+)
+
+// AlertDrift is raised while some account's balance differs from the sum of its deals.
+const AlertDrift = "ledger-drift"
+
+// AlertInbox receives ledger-drift; *alert.Inbox satisfies it.
+type AlertInbox interface {
+	Raise(ctx context.Context, code string, severity alert.Severity, message string, details any) error
+	Resolve(ctx context.Context, code string) error
+}
+
+// Config shapes a Job. DB is required.
+type Config struct {
+	DB     *sql.DB
+	Prices func() trading.Prices // the price view at the start of a run
+	Alerts AlertInbox            // nil: drift is only logged
+	Batch  int                   // accounts marked per transaction; default 200
+}
+
+// Job is reconcileFxAccounts.
+type Job struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the job.
+func New(cfg Config, log *slog.Logger) *Job {
+	if cfg.Batch <= 0 {
+		cfg.Batch = 200
+	}
+	return &Job{cfg: cfg, log: log}
+}
+
+// Run reconciles as of at (orders whose expiry is at or before at expire). Counts: marked,
+// unpriced (accounts whose marks were left alone for want of a mid), expiredOrders, drifted.
+func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
+	res := schedule.Result{}
+	n, err := j.expireOrders(ctx, at)
+	if err != nil {
+		return res, err
+	}
+	res["expiredOrders"] = n
+	if err := j.mark(ctx, res); err != nil {
+		return res, err
+	}
+	if err := j.checkLedger(ctx, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// expireOrders expires resting GTD and DAY orders whose time has passed. A DAY order's expiry is
+// the 17:00 New York rollover after it was placed, stored when it was placed. The statement is
+// conditional on PENDING, so an order the risk engine fills at the same moment stays filled.
+func (j *Job) expireOrders(ctx context.Context, at time.Time) (int, error) {
+	res, err := j.cfg.DB.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'EXPIRED' WHERE `status` = 'PENDING' "+
+		"AND `timeInForce` IN ('GTD', 'DAY') AND `expiresAt` IS NOT NULL AND `expiresAt` <= ?", at.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("expire orders: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// mark refreshes stored equity and used margin, a batch of accounts per transaction: the
+// accounts are locked (as fills lock them) so a mark never overwrites a fresher one written by a
+// fill with an older balance.
+func (j *Job) mark(ctx context.Context, res schedule.Result) error {
+	var prices trading.Prices
+	if j.cfg.Prices != nil {
+		prices = j.cfg.Prices()
+	}
+	conv, err := trading.NewConverter(ctx, j.cfg.DB, prices)
+	if err != nil {
+		return err
+	}
+	var after int64
+	for {
+		rows, err := j.cfg.DB.QueryContext(ctx, "SELECT `id` FROM `fx_account` WHERE `id` > ? ORDER BY `id` LIMIT ?", after, j.cfg.Batch)
+		if err != nil {
+			return fmt.Errorf("mark accounts: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("mark accounts: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("mark accounts: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		after = ids[len(ids)-1]
+		if err := j.markBatch(ctx, conv, ids, res); err != nil {
+			return err
+		}
+	}
+}
+
+func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int64, res schedule.Result) error {
+	tx, err := j.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("mark accounts: begin: %w", err)
+	}
+	defer tx.Rollback()
+	in := placeholders(len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `accountGroup`, `currency`, `leverage`, `balance` FROM `fx_account` WHERE `id` IN ("+in+") ORDER BY `id` FOR UPDATE", args...)
+	if err != nil {
+		return fmt.Errorf("mark accounts: lock: %w", err)
+	}
+	var accounts []trading.Account
+	for rows.Next() {
+		var a trading.Account
+		if err := rows.Scan(&a.ID, &a.Group, &a.Currency, &a.Leverage, &a.Balance); err != nil {
+			rows.Close()
+			return fmt.Errorf("mark accounts: lock: %w", err)
+		}
+		accounts = append(accounts, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("mark accounts: lock: %w", err)
+	}
+	rows, err = tx.QueryContext(ctx, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+		"WHERE `accountId` IN ("+in+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` ORDER BY `accountId`, `symbol`, `side`", args...)
+	if err != nil {
+		return fmt.Errorf("mark accounts: exposures: %w", err)
+	}
+	exps := map[int64][]trading.Exposure{}
+	for rows.Next() {
+		var id int64
+		var e trading.Exposure
+		var side string
+		if err := rows.Scan(&id, &e.Symbol, &side, &e.Volume, &e.VolumePrice); err != nil {
+			rows.Close()
+			return fmt.Errorf("mark accounts: exposures: %w", err)
+		}
+		e.Side = fx.Side(side)
+		exps[id] = append(exps[id], e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("mark accounts: exposures: %w", err)
+	}
+
+	var eq, um strings.Builder
+	var eqArgs, umArgs, marked []any
+	for _, a := range accounts {
+		m, ok := conv.Marks(a, a.Balance, exps[a.ID])
+		if !ok {
+			res["unpriced"]++
+			continue
+		}
+		eq.WriteString(" WHEN ? THEN ?")
+		eqArgs = append(eqArgs, a.ID, m.Equity)
+		um.WriteString(" WHEN ? THEN ?")
+		umArgs = append(umArgs, a.ID, m.UsedMargin)
+		marked = append(marked, a.ID)
+	}
+	if len(marked) > 0 {
+		q := "UPDATE `fx_account` SET `equity` = CASE `id`" + eq.String() + " END, `usedMargin` = CASE `id`" + um.String() +
+			" END, `markedAt` = NOW(3) WHERE `id` IN (" + placeholders(len(marked)) + ")"
+		all := append(append(eqArgs, umArgs...), marked...)
+		if _, err := tx.ExecContext(ctx, q, all...); err != nil {
+			return fmt.Errorf("mark accounts: write: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark accounts: commit: %w", err)
+	}
+	res["marked"] += len(marked)
+	return nil
+}
+
+// drift is one account whose balance is not the sum of its deals.
+type drift struct {
+	AccountID  int64  `json:"accountId"`
+	Currency   string `json:"currency"`
+	Balance    string `json:"balance"`
+	DealsSum   string `json:"dealsSum"`
+	Difference string `json:"difference"` // balance − Σ deals
+}
+
+// checkLedger compares every balance with the sum of its deals in one consistent read.
+func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
+	rows, err := j.cfg.DB.QueryContext(ctx, "SELECT a.`id`, a.`currency`, a.`balance`, COALESCE(d.`total`, 0) FROM `fx_account` a "+
+		"LEFT JOIN (SELECT `accountId`, SUM(`amount`) AS `total` FROM `fx_deal` GROUP BY `accountId`) d ON d.`accountId` = a.`id` "+
+		"WHERE a.`balance` <> COALESCE(d.`total`, 0) ORDER BY a.`id`")
+	if err != nil {
+		return fmt.Errorf("check ledger: %w", err)
+	}
+	var drifts []drift
+	for rows.Next() {
+		var d drift
+		var bal, sum decimal.Decimal
+		if err := rows.Scan(&d.AccountID, &d.Currency, &bal, &sum); err != nil {
+			rows.Close()
+			return fmt.Errorf("check ledger: %w", err)
+		}
+		d.Balance, d.DealsSum, d.Difference = bal.StringFixed(2), sum.StringFixed(2), bal.Sub(sum).StringFixed(2)
+		drifts = append(drifts, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check ledger: %w", err)
+	}
+	res["drifted"] = len(drifts)
+	if len(drifts) == 0 {
+		if j.cfg.Alerts != nil {
+			if err := j.cfg.Alerts.Resolve(ctx, AlertDrift); err != nil {
+				j.log.WarnContext(ctx, "reconcile: cannot resolve alert", slog.String("code", AlertDrift), slog.Any("err", err))
+			}
+		}
+		return nil
+	}
+	const named = 50
+	parts := make([]string, 0, min(len(drifts), named))
+	for _, d := range drifts[:min(len(drifts), named)] {
+		parts = append(parts, "account "+strconv.FormatInt(d.AccountID, 10)+": balance "+d.Balance+" "+d.Currency+
+			", deals sum to "+d.DealsSum+", difference "+d.Difference)
+	}
+	list := strings.Join(parts, "; ")
+	if len(drifts) > named {
+		list += fmt.Sprintf("; and %d more", len(drifts)-named)
+	}
+	msg := fmt.Sprintf("Ledger drift: %d account(s) whose balance is not the sum of their deals — %s. "+
+		"Every balance change is written with its deal in one transaction, so a difference means the balance was changed "+
+		"outside the desk. Nothing is repaired automatically.", len(drifts), list)
+	j.log.ErrorContext(ctx, "ledger drift", slog.Int("accounts", len(drifts)), slog.String("drift", list))
+	if j.cfg.Alerts != nil {
+		if err := j.cfg.Alerts.Raise(ctx, AlertDrift, alert.Critical, msg, map[string]any{"accounts": drifts}); err != nil {
+			j.log.WarnContext(ctx, "reconcile: cannot raise alert", slog.String("code", AlertDrift), slog.Any("err", err))
+		}
+	}
+	return nil
+}
+
+func placeholders(n int) string { return strings.Repeat("?, ", n-1) + "?" }

@@ -1,0 +1,26 @@
+// Package swaps owns the overnight rollover (DESIGN §7, job processFxSwaps): at 17:00 New York
+// every open position accrues lots × contract size × swap points × point (in the quote
+// currency) × a day multiplier — 3 on the instrument's triple-swap day, 1 on other weekdays, and
+// nothing for a rollover instant that falls on a Saturday or Sunday — converted to the account
+// currency through the USD hub by the trading package's own converter, and posted as one SWAP
+// deal per position per rollover date.
+//
+// Exactly once. A position's watermark (`fx_position.swapThrough`) names the last rollover date
+// settled for it. A run picks positions whose watermark is behind a due date and, per batch, in
+// one transaction: locks the accounts, then the positions (the order every writer uses),
+// re-checks each position is still open and still behind, writes the deals with balanceAfter,
+// moves the balances, adds to each position's accrued swap and moves its watermark. A second run,
+// a second process at the same moment, or a rerun after a crash therefore finds nothing left to
+// charge; the deal's unique key `swap:<positionId>:<date>` is the backstop.
+//
+// Catch-up. The dates due at an instant are the weekday rollovers of the last 7 days, so a
+// scheduler that was down for a day charges the missed day on its next run (for positions still
+// open then, at their volume then, since the desk keeps no volume history).
+//
+// No conversion. A charge whose hub legs have no usable mid is parked in `fx_swap_charge` with
+// its amount fixed in the quote currency, the missing legs are pinned (through the quote mirror
+// in fxdesk-cron, straight into the tick engine inline), and every hourly run retries it. Seven
+// days after its rollover it expires uncharged and a `swap-charge-expired` alert names it.
+//
+// The package never fills, closes or quotes, and never charges a position twice for one date.
+package swaps
