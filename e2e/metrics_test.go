@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"context"
+	"log/slog"
+
+	"fxdesk/internal/alert"
 	"io"
 	"net/http"
 	"regexp"
@@ -81,11 +85,36 @@ func TestMetricsExposeTheDesk(t *testing.T) {
 	if got, _ := metricValue(f.metrics(), "fxdesk_lease_held"); got != "0" {
 		t.Errorf("follower fxdesk_lease_held = %q, want 0", got)
 	}
+	for _, name := range []string{`fxdesk_mirror_age_seconds{mode="publishing"}`, "fxdesk_risk_own_time_seconds_count"} {
+		if _, ok := metricValue(hm, name); !ok {
+			t.Errorf("holder lacks %s", name)
+		}
+	}
 	cm := c.metrics()
+	for _, name := range []string{`fxdesk_mirror_age_seconds{mode="following"}`, `fxdesk_mirror_symbols{mode="following"}`} {
+		if _, ok := metricValue(cm, name); !ok {
+			t.Errorf("cron lacks %s", name)
+		}
+	}
 	if _, ok := metricValue(cm, `fxdesk_build_info{process="cron"}`); !ok {
 		t.Error("cron /metrics lacks fxdesk_build_info")
 	}
 	if strings.Contains(cm, "fxdesk_lease_held") {
 		t.Error("cron exposes lease series: it has no lease keeper")
+	}
+
+	// Orders and alerts are counted as they happen.
+	e.openPosition(h)
+	if err := alert.NewInbox(e.sql, slog.New(slog.DiscardHandler)).Raise(context.Background(), "ledger-drift", alert.Critical, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	hm = h.metrics()
+	for series, want := range map[string]string{
+		`fxdesk_orders_total{result="filled"}`:                        "1",
+		`fxdesk_alerts_open{code="ledger-drift",severity="critical"}`: "1",
+	} {
+		if got, ok := metricValue(hm, series); !ok || got != want {
+			t.Errorf("holder %s = %q (present %v), want %s", series, got, ok, want)
+		}
 	}
 }

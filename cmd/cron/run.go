@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
 	}, log)
 	dk.SetMirror(follower.Status)
+	m := metrics.New("cron")
+	m.WatchMirror(follower.Status)
+	m.WatchAlerts(inbox)
 
 	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
 	bBookOnly := func(context.Context) (bool, error) { return false, nil }
@@ -111,7 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: metrics.New("cron"), Alerts: inbox, Jobs: sched.States}),
+		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: m, Alerts: inbox, Jobs: sched.States}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srvErr := make(chan error, 1)

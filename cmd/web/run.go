@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
@@ -105,6 +106,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		ObserveRenew: m.ObserveRenew,
 	}, log)
 	m.WatchLease(keeper)
+	inbox := alert.NewInbox(db, log)
+	m.WatchAlerts(inbox)
 	dk = desk.NewWeb(db, rdb, keeper, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log)
 	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	role, err := dk.Claim(claimCtx)
@@ -142,6 +145,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			}, log)
 			stream.wg.Go(func() { pub.Run(streamCtx) })
 			dk.SetMirror(pub.Status)
+			m.WatchMirror(pub.Status)
 		}
 	}
 
@@ -151,7 +155,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Settings: settings,
+		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Settings: settings,
 			Trading: tradingSvc}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/metrics"
 	"fxdesk/internal/trading"
 )
 
@@ -114,17 +115,27 @@ func handleWithdraw(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 }
 
 // handlePlaceOrder places a market or pending order; a repeated nonce replays.
-func handlePlaceOrder(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req, err := decodeOrder(r.Body)
 		if err != nil {
+			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
 			writeError(r.Context(), log, w, err)
 			return
 		}
 		res, err := svc.PlaceOrder(r.Context(), principal(r.Context()).UserID, req)
 		if err != nil {
+			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
 			writeError(r.Context(), log, w, err)
 			return
+		}
+		switch {
+		case res.Replayed:
+			m.Orders.WithLabelValues("replayed").Inc()
+		case res.Position != nil:
+			m.Orders.WithLabelValues("filled").Inc()
+		default:
+			m.Orders.WithLabelValues("resting").Inc()
 		}
 		body := map[string]any{"order": viewOrder(res.Order), "replayed": res.Replayed}
 		if res.Position != nil {
@@ -211,7 +222,7 @@ func handleModifyPosition(log *slog.Logger, svc *trading.Service) http.HandlerFu
 }
 
 // handleClosePosition closes all or part of one of the caller's positions.
-func handleClosePosition(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handleClosePosition(log *slog.Logger, svc *trading.Service, m *metrics.Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -225,9 +236,11 @@ func handleClosePosition(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		}
 		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, "CLIENT")
 		if err != nil {
+			m.Closes.WithLabelValues("CLIENT", fx.ErrorCode(err)).Inc()
 			writeError(r.Context(), log, w, err)
 			return
 		}
+		m.Closes.WithLabelValues("CLIENT", "closed").Inc()
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)})
 	}
 }

@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/mirror"
 	"fxdesk/internal/tick"
 )
 
@@ -21,6 +24,10 @@ type Metrics struct {
 
 	RenewSeconds *prometheus.HistogramVec // lease renew latency by outcome
 	SSEClients   prometheus.Gauge         // open markets-rail streams
+	Orders       *prometheus.CounterVec   // order submissions by result
+	Closes       *prometheus.CounterVec   // position closes by reason and result
+	RiskOwnTime  prometheus.Histogram     // tick arrival → close handed to the database
+	SwapCharges  *prometheus.CounterVec   // rollover charges by result
 }
 
 // New returns a registry with the Go and process collectors and the desk's event series.
@@ -38,7 +45,21 @@ func New(process string) *Metrics {
 			Name: "fxdesk_sse_clients", Help: "Open markets-rail (server-sent events) streams.",
 		}),
 	}
-	reg.MustRegister(m.RenewSeconds, m.SSEClients)
+	m.Orders = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_orders_total", Help: "Order submissions by result (filled, resting, replayed, or the error code).",
+	}, []string{"result"})
+	m.Closes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_closes_total", Help: "Position closes by reason (CLIENT, SL, TP, STOP_OUT) and result (closed, or the error code).",
+	}, []string{"reason", "result"})
+	m.RiskOwnTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fxdesk_risk_own_time_seconds",
+		Help:    "Risk engine own time: from a tick's arrival to the moment its close or fill is handed to the database.",
+		Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+	})
+	m.SwapCharges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_swap_charges_total", Help: "Rollover charges by result (charged, pending, expired, skipped).",
+	}, []string{"result"})
+	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fxdesk_build_info", Help: "Always 1; labels name the process.", ConstLabels: prometheus.Labels{"process": process},
 	}, func() float64 { return 1 }))
@@ -122,4 +143,64 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(symbolsDesc, prometheus.GaugeValue, float64(s.Closed), "MARKET_CLOSED")
 	ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, s.LastTickAge.Seconds())
 	ch <- prometheus.MustNewConstMetric(updDropDesc, prometheus.CounterValue, float64(s.UpdatesDropped))
+}
+
+// WatchMirror adds the quote mirror's series (publisher or follower), read at scrape time.
+func (m *Metrics) WatchMirror(status func() mirror.Status) {
+	m.reg.MustRegister(&mirrorCollector{status: status})
+}
+
+var (
+	mirrorAgeDesc     = prometheus.NewDesc("fxdesk_mirror_age_seconds", "Age of the quote mirror snapshot (follower: on the leader's clock; publisher: since its last publish).", []string{"mode"}, nil)
+	mirrorCycleDesc   = prometheus.NewDesc("fxdesk_mirror_cycle_seconds", "Duration of the last publish (publisher) or read-and-decode (follower).", []string{"mode"}, nil)
+	mirrorSymbolsDesc = prometheus.NewDesc("fxdesk_mirror_symbols", "Symbols in the last snapshot.", []string{"mode"}, nil)
+	mirrorRefusedDesc = prometheus.NewDesc("fxdesk_mirror_refused_symbols", "Symbols the follower refuses for age while their session is open.", []string{"mode"}, nil)
+)
+
+type mirrorCollector struct{ status func() mirror.Status }
+
+func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- mirrorAgeDesc
+	ch <- mirrorCycleDesc
+	ch <- mirrorSymbolsDesc
+	ch <- mirrorRefusedDesc
+}
+
+func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.status()
+	mode := string(s.Mode)
+	ch <- prometheus.MustNewConstMetric(mirrorAgeDesc, prometheus.GaugeValue, float64(s.AgeMs)/1000, mode)
+	ch <- prometheus.MustNewConstMetric(mirrorCycleDesc, prometheus.GaugeValue, s.LastCycleMs/1000, mode)
+	ch <- prometheus.MustNewConstMetric(mirrorSymbolsDesc, prometheus.GaugeValue, float64(s.Symbols), mode)
+	ch <- prometheus.MustNewConstMetric(mirrorRefusedDesc, prometheus.GaugeValue, float64(len(s.Refused)), mode)
+}
+
+// WatchAlerts adds the open alerts by code, read from the inbox at scrape time (bounded, so a
+// dead database costs a scrape one second, not a hang).
+func (m *Metrics) WatchAlerts(inbox *alert.Inbox) {
+	m.reg.MustRegister(&alertCollector{inbox: inbox})
+}
+
+var alertsOpenDesc = prometheus.NewDesc("fxdesk_alerts_open", "Unresolved alerts in the inbox, by code and severity.", []string{"code", "severity"}, nil)
+
+type alertCollector struct{ inbox *alert.Inbox }
+
+func (c *alertCollector) Describe(ch chan<- *prometheus.Desc) { ch <- alertsOpenDesc }
+
+func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	alerts, err := c.inbox.List(ctx, alert.Filter{Statuses: []alert.Status{alert.Open, alert.Acknowledged}, Limit: alert.MaxLimit})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(alertsOpenDesc, err)
+		return
+	}
+	type key struct{ code, severity string }
+	n := map[key]int{}
+	for _, a := range alerts {
+		n[key{a.Code, string(a.Severity)}]++
+	}
+	for k, v := range n {
+		ch <- prometheus.MustNewConstMetric(alertsOpenDesc, prometheus.GaugeValue, float64(v), k.code, k.severity)
+	}
 }
