@@ -22,9 +22,11 @@ import (
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/reconcile"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/session"
 	"fxdesk/internal/store"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
@@ -89,11 +91,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
 	bBookOnly := func(context.Context) (bool, error) { return false, nil }
-	sched, err := schedule.New(log, schedule.NewYork(), venueJobs(bBookOnly)...)
+	prices := func() trading.Prices { return mirrorPrices{follower} }
+	swapJob := swaps.New(swaps.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox}, log)
+	reconcileJob := reconcile.New(reconcile.Config{DB: db, Prices: prices, Alerts: inbox}, log)
+	sched, err := schedule.New(log, schedule.NewYork(), append(deskJobs(swapJob, reconcileJob), venueJobs(bBookOnly)...)...)
 	if err != nil {
 		return err
 	}
 	if once != nil {
+		// A one-off run reads the snapshot once first: its prices are the mirror's as of now.
+		if err := follower.PollOnce(ctx); err != nil {
+			log.WarnContext(ctx, "quote mirror unreadable; conversions wait for it", slog.Any("err", err))
+		}
 		res, err := sched.RunOnce(ctx, once.job, once.at)
 		if err != nil && !errors.Is(err, schedule.ErrDeclined) {
 			return err

@@ -178,6 +178,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if role == desk.Holder {
 		keeperWG.Go(func() { keeper.Run(keeperCtx) })
 		guardedWG.Go(func() { dk.RunVenueJobs(guardedCtx, cfg.VenueInterval) })
+		if cfg.CronMode == config.CronInline { // the scheduled jobs, here and on the holder only (see inlineScheduler)
+			if sched, err := inlineScheduler(db, quotes, stream.engine, log); err != nil {
+				log.ErrorContext(ctx, "scheduled jobs not started", slog.Any("err", err))
+			} else {
+				guardedWG.Go(func() { sched.Run(guardedCtx) })
+			}
+		}
 	}
 
 	select {
