@@ -265,6 +265,11 @@ func (e *deskEnv) countDeals() int {
 // straight into the database: USD accounts on a USD-quoted symbol need no price to be charged,
 // so the cron process alone can settle them.
 func (e *deskEnv) seedPositions(accounts, perAccount int) {
+	e.seedPositionsIn("USD", accounts, perAccount)
+}
+
+// seedPositionsIn is seedPositions with accounts in currency.
+func (e *deskEnv) seedPositionsIn(currency string, accounts, perAccount int) {
 	e.t.Helper()
 	ctx := context.Background()
 	var first int64
@@ -284,8 +289,8 @@ func (e *deskEnv) seedPositions(accounts, perAccount int) {
 	order := first * 1000
 	for i := range accounts {
 		id := first + int64(i)
-		acc = append(acc, fmt.Sprintf("(%d, %d, 'USD', 100, 1000000.00)", id, 5000+id))
-		dep = append(dep, fmt.Sprintf("(%d, 'DEPOSIT', 1000000.00, 1000000.00, 'USD', 'seed:%d')", id, id))
+		acc = append(acc, fmt.Sprintf("(%d, %d, '%s', 100, 1000000.00)", id, 5000+id, currency))
+		dep = append(dep, fmt.Sprintf("(%d, 'DEPOSIT', 1000000.00, 1000000.00, '%s', 'seed:%d')", id, currency, id))
 		for j := range perAccount {
 			side := "BUY"
 			if j%2 == 1 {
