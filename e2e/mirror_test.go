@@ -73,6 +73,8 @@ func (p *proc) mirror() mirrorView {
 // openPosition gives the install a trader with one open EURUSD position.
 func (e *deskEnv) openPosition(web *proc) {
 	e.t.Helper()
+	// The desk fills at its own quote: wait until EURUSD has one.
+	web.stream("EURUSD").waitFor(e.t, 10*time.Second, func(map[string]any) bool { return true })
 	tok := e.issueToken(42, false)
 	var a accountResp
 	must(e.t, web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
