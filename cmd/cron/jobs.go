@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"fxdesk/internal/mirror"
-	"fxdesk/internal/reconcile"
 	"fxdesk/internal/schedule"
-	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 )
 
@@ -51,24 +49,6 @@ type declineError string
 
 func (d declineError) Error() string { return "declined: " + string(d) }
 func (d declineError) Unwrap() error { return schedule.ErrDeclined }
-
-// deskJobs are the money jobs, run here with the quote mirror's prices (and inline in
-// fxdesk-web with the engine's). Both are idempotent by construction: a second run, a second
-// process or a crash half-way never charges or marks twice.
-func deskJobs(swapJob *swaps.Job, reconcileJob *reconcile.Job) []schedule.Job {
-	return []schedule.Job{
-		{
-			// Hourly: charges the 17:00 New York rollover once per position and date, retries pending charges.
-			Name: swaps.JobName, Spec: swaps.Spec,
-			Comment: swaps.Comment, Run: swapJob.Run,
-		},
-		{
-			// Every 5 minutes: marks equity and used margin, expires GTD/DAY orders, checks Σ deals = balance.
-			Name: reconcile.JobName, Spec: reconcile.Spec,
-			Comment: reconcile.Comment, Run: reconcileJob.Run,
-		},
-	}
-}
 
 // mirrorPrices is the follower seen as the desk's price view: a mid it serves is quoting, and a
 // symbol it refuses (absent, or too old while its session is open) has no price here.

@@ -19,14 +19,13 @@ import (
 	"fxdesk/internal/api"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/deskjobs"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
-	"fxdesk/internal/reconcile"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/session"
 	"fxdesk/internal/store"
-	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
@@ -92,9 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
 	bBookOnly := func(context.Context) (bool, error) { return false, nil }
 	prices := func() trading.Prices { return mirrorPrices{follower} }
-	swapJob := swaps.New(swaps.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox}, log)
-	reconcileJob := reconcile.New(reconcile.Config{DB: db, Prices: prices, Alerts: inbox}, log)
-	sched, err := schedule.New(log, schedule.NewYork(), append(deskJobs(swapJob, reconcileJob), venueJobs(bBookOnly)...)...)
+	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
+	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(bBookOnly)...)...)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
@@ -29,7 +30,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
-	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel).With(slog.String("component", "FX"))
+	base := logging.New(stderr, cfg.LogFormat, cfg.LogLevel)
+	log := base.With(slog.String("component", "FX"))
 	store.RouteDriverLogs(log)
 
 	cmd := ""
@@ -38,7 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd {
 	case "":
-		return serve(ctx, cfg, log, stdout)
+		return serve(ctx, cfg, base, stdout)
 	case "migrate":
 		return migrate(ctx, cfg, log, stdout)
 	case "token":
@@ -63,7 +65,8 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	return nil
 }
 
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.Writer) error {
+	log := base.With(slog.String("component", "FX"))
 	pid := os.Getpid()
 	tag := cfg.Hostname + ":" + strconv.Itoa(pid)
 	log.InfoContext(ctx, "fxdesk-web starting", slog.Any("config", cfg), slog.Int("pid", pid))
@@ -149,13 +152,23 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 	}
 
+	// CRON_MODE=inline: the scheduled jobs run here, on the holder only (see inlineScheduler).
+	var sched *schedule.Scheduler
+	var jobs func() []schedule.JobState
+	if role == desk.Holder && cfg.CronMode == config.CronInline {
+		if sched, err = inlineScheduler(db, quotes, stream.engine, inbox, m, base.With(slog.String("component", "CRON"))); err != nil {
+			return fmt.Errorf("scheduled jobs: %w", err)
+		}
+		jobs = sched.States
+	}
+
 	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log})
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Settings: settings,
+		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Settings: settings,
 			Trading: tradingSvc}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
@@ -178,12 +191,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if role == desk.Holder {
 		keeperWG.Go(func() { keeper.Run(keeperCtx) })
 		guardedWG.Go(func() { dk.RunVenueJobs(guardedCtx, cfg.VenueInterval) })
-		if cfg.CronMode == config.CronInline { // the scheduled jobs, here and on the holder only (see inlineScheduler)
-			if sched, err := inlineScheduler(db, quotes, stream.engine, log); err != nil {
-				log.ErrorContext(ctx, "scheduled jobs not started", slog.Any("err", err))
-			} else {
-				guardedWG.Go(func() { sched.Run(guardedCtx) })
-			}
+		if sched != nil {
+			guardedWG.Go(func() { sched.Run(guardedCtx) })
 		}
 	}
 

@@ -1,0 +1,63 @@
+// Package deskjobs assembles the desk's scheduled money jobs, so that fxdesk-cron and an inline
+// fxdesk-web run exactly the same list with the same specs. Only the prices and the way missing
+// conversion legs are pinned differ between the two: the quote mirror follower in the cron
+// process, the tick engine itself inline.
+package deskjobs
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/reconcile"
+	"fxdesk/internal/schedule"
+	"fxdesk/internal/swaps"
+	"fxdesk/internal/trading"
+)
+
+// Config is what the money jobs need from the process they run in.
+type Config struct {
+	DB     *sql.DB
+	Prices func() trading.Prices // the price view at the start of a run
+	Pins   swaps.Pinner          // where missing conversion legs are requested
+	Alerts *alert.Inbox
+	// Metrics, when set, counts rollover charges by result.
+	Metrics *metrics.Metrics
+}
+
+// chargeResults are the swap job's counts that are outcomes of one charge (the others, such as
+// "dates" and "legsPinned", describe the run).
+var chargeResults = []string{"charged", "pending", "retried", "stillPending", "expired", "skipped", "swapFree", "zero", "unknownInstrument"}
+
+// Money returns processFxSwaps and reconcileFxAccounts.
+func Money(cfg Config, log *slog.Logger) []schedule.Job {
+	swapJob := swaps.New(swaps.Config{DB: cfg.DB, Prices: cfg.Prices, Pins: cfg.Pins, Alerts: cfg.Alerts}, log)
+	reconcileJob := reconcile.New(reconcile.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
+	runSwaps := swapJob.Run
+	if cfg.Metrics != nil {
+		runSwaps = func(ctx context.Context, at time.Time) (schedule.Result, error) {
+			res, err := swapJob.Run(ctx, at)
+			for _, result := range chargeResults {
+				if n := res[result]; n > 0 {
+					cfg.Metrics.SwapCharges.WithLabelValues(result).Add(float64(n))
+				}
+			}
+			return res, err
+		}
+	}
+	return []schedule.Job{
+		{
+			// Hourly: charges the 17:00 New York rollover once per position and date; retries,
+			// pins or expires pending charges.
+			Name: swaps.JobName, Spec: swaps.Spec, Comment: swaps.Comment, Run: runSwaps,
+		},
+		{
+			// Every 5 minutes: marks equity and used margin, expires GTD/DAY orders, checks
+			// Σ deals = balance.
+			Name: reconcile.JobName, Spec: reconcile.Spec, Comment: reconcile.Comment, Run: reconcileJob.Run,
+		},
+	}
+}
