@@ -15,7 +15,6 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/store"
 )
 
 var (
@@ -26,22 +25,13 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	d, err := dbtest.NewDatabase("alert")
+	db, closeDB, err := dbtest.NewMigrated("alert")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "alert tests need MariaDB on 127.0.0.1:3306:", err)
-		return 1
-	}
-	defer d.Drop()
-	ctx := context.Background()
-	if testDB, err = store.Open(ctx, d.DSN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer testDB.Close()
-	if err := store.Migrate(ctx, testDB, slog.New(slog.DiscardHandler)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer closeDB()
+	testDB = db
 	return m.Run()
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/dbtest"
-	"fxdesk/internal/store"
 )
 
 // The alert routes over a real inbox: list with a status filter, acknowledge, and the error
@@ -23,20 +22,12 @@ import (
 // this file stands alone in the package.
 func TestAlertRoutes(t *testing.T) {
 	ctx := context.Background()
-	d, err := dbtest.NewDatabase("api_alerts")
-	if err != nil {
-		t.Fatal("needs MariaDB on 127.0.0.1:3306: ", err)
-	}
-	t.Cleanup(func() { d.Drop() })
-	db, err := store.Open(ctx, d.DSN)
+	db, closeDB, err := dbtest.NewMigrated("api_alerts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(closeDB)
 	log := slog.New(slog.DiscardHandler)
-	if err := store.Migrate(ctx, db, log); err != nil {
-		t.Fatal(err)
-	}
 	inbox := alert.NewInbox(db, log)
 	if err := inbox.Raise(ctx, "quote-mirror-unavailable", alert.Critical, "no mirror", map[string]string{"key": "k"}); err != nil {
 		t.Fatal(err)

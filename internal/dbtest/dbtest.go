@@ -3,19 +3,24 @@
 package dbtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/internal/store"
 )
 
 // ServerDSN is the MariaDB server the tests use; FXDESK_TEST_MYSQL overrides it.
@@ -135,4 +140,44 @@ func (r *Redis) Stop() {
 	}
 	r.proc.Kill()
 	r.proc.Wait()
+}
+
+// NewMigrated creates a fresh database, applies every migration and returns it with an open
+// pool. close drops the database after closing the pool.
+func NewMigrated(prefix string) (db *sql.DB, close func(), err error) {
+	d, err := NewDatabase(prefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tests need MariaDB on 127.0.0.1:3306: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if db, err = store.Open(ctx, d.DSN); err == nil {
+		if err = store.Migrate(ctx, db, slog.New(slog.DiscardHandler)); err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		d.Drop()
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); d.Drop() }, nil
+}
+
+// LogBuffer collects log output written from several goroutines.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

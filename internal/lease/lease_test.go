@@ -1,7 +1,6 @@
 package lease_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -44,14 +43,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer testRedis.Stop()
-	ctx := context.Background()
-	db, err := store.Open(ctx, testDB.DSN)
+	db, err := store.Open(context.Background(), testDB.DSN)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer db.Close()
-	if err := store.Migrate(ctx, db, slog.New(slog.DiscardHandler)); err != nil {
+	if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -77,21 +75,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = dbtest.LogBuffer
 
 type env struct {
 	t   testing.TB

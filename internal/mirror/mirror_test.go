@@ -1,7 +1,6 @@
 package mirror_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/session"
-	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
@@ -40,22 +38,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer testRedis.Stop()
-	d, err := dbtest.NewDatabase("mirror")
+	db, closeDB, err := dbtest.NewMigrated("mirror")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mirror tests need MariaDB on 127.0.0.1:3306:", err)
-		return 1
-	}
-	defer d.Drop()
-	ctx := context.Background()
-	if testDB, err = store.Open(ctx, d.DSN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer testDB.Close()
-	if err := store.Migrate(ctx, testDB, slog.New(slog.DiscardHandler)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer closeDB()
+	testDB = db
 	return m.Run()
 }
 
@@ -111,21 +100,7 @@ func (s *source) Wanted() []string {
 }
 
 // logBuf collects JSON log lines from several goroutines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf = dbtest.LogBuffer
 
 type env struct {
 	t      testing.TB
