@@ -162,7 +162,14 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		jobs = sched.States
 	}
 
-	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log})
+	relay := &riskRelay{}
+	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log, OnChange: relay.apply})
+	var riskEngine *holderRisk
+	if role == desk.Holder {
+		if riskEngine, err = newHolderRisk(db, tradingSvc, stream, dk, inbox, m, relay, base); err != nil {
+			return fmt.Errorf("risk engine: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -191,6 +198,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if role == desk.Holder {
 		keeperWG.Go(func() { keeper.Run(keeperCtx) })
 		guardedWG.Go(func() { dk.RunVenueJobs(guardedCtx, cfg.VenueInterval) })
+		guardedWG.Go(func() { riskEngine.run(guardedCtx) })
 		if sched != nil {
 			guardedWG.Go(func() { sched.Run(guardedCtx) })
 		}

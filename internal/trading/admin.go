@@ -7,6 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
 )
 
 // Instruments lists every instrument with its trading terms (admin).
@@ -86,5 +87,20 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 		return nil, fmt.Errorf("update instruments: %w", err)
 	}
 	s.catalog.invalidate()
-	return s.Instruments(ctx)
+	list, err := s.Instruments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	patched := map[string]bool{}
+	for _, p := range patches {
+		patched[p.Symbol] = true
+	}
+	var changes []risk.Change
+	for _, in := range list {
+		if patched[in.Symbol] {
+			changes = append(changes, risk.Change{Kind: risk.InstrumentUpserted, Instrument: riskInstrument(in)})
+		}
+	}
+	s.notify(ctx, changes...)
+	return list, nil
 }

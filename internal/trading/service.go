@@ -14,6 +14,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/risk"
 )
 
 // Lease is what fills and closes need from the engine lease: the gate, and the term fence inside
@@ -26,12 +27,13 @@ type Lease interface {
 // Service applies the trading rules. Its methods return *fx.Error values a client may see
 // (EINVALID, ENOTFOUND, ECONFLICT, EUNAVAILABLE) and wrapped internal errors otherwise.
 type Service struct {
-	db      *sql.DB
-	prices  Prices
-	lease   Lease // nil where nothing may fill (the cron process)
-	log     *slog.Logger
-	catalog *catalogCache
-	now     func() time.Time
+	db       *sql.DB
+	prices   Prices
+	lease    Lease // nil where nothing may fill (the cron process)
+	log      *slog.Logger
+	catalog  *catalogCache
+	now      func() time.Time
+	onChange func(context.Context, ...risk.Change)
 }
 
 // Config builds a Service.
@@ -41,6 +43,10 @@ type Config struct {
 	Lease  Lease // nil: every fill and close answers 503
 	Log    *slog.Logger
 	Now    func() time.Time // default time.Now
+	// OnChange, when set, receives every change this service commits, after the commit and
+	// only then, with the changes of one transaction in one call (the risk engine's Apply). It
+	// must not block: it runs on the request's goroutine.
+	OnChange func(context.Context, ...risk.Change)
 }
 
 // New returns a service.
@@ -51,7 +57,7 @@ func New(c Config) *Service {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, log: c.Log, now: c.Now,
+	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, log: c.Log, now: c.Now, onChange: c.OnChange,
 		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}}
 }
 
@@ -117,7 +123,11 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 		return Account{}, fmt.Errorf("create account: %w", err)
 	}
 	id, _ := res.LastInsertId()
-	return loadAccount(ctx, s.db, userID, id, false)
+	a, err := loadAccount(ctx, s.db, userID, id, false)
+	if err == nil {
+		s.notify(ctx, accountUpserted(a, cat.accountGroup(a.Group)))
+	}
+	return a, err
 }
 
 // Accounts lists userID's accounts (userID 0: every account, for admins).
@@ -183,6 +193,7 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	if err := tx.Commit(); err != nil {
 		return Deal{}, false, fmt.Errorf("deposit: commit: %w", err)
 	}
+	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
 }
 
@@ -267,6 +278,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	if err := tx.Commit(); err != nil {
 		return Deal{}, false, fmt.Errorf("withdrawal: commit: %w", err)
 	}
+	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
 }
 
@@ -411,43 +423,26 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 			return s.replay(ctx, o, ok, err)
 		}
 	}
-	commission := decimal.Zero
-	if r.Type == fx.Market && in.Group.CommissionPerLot.IsPositive() {
-		c, ok := m.convert(in.Group.CommissionPerLot.Mul(r.Volume), in.Group.CommissionCurrency, a.Currency)
-		if !ok {
-			return OrderResult{}, errPricing()
-		}
-		commission = c
-	}
-	g := cat.accountGroup(a.Group)
-	exps, err := loadExposures(ctx, tx, a.ID)
-	if err != nil {
-		return OrderResult{}, err
-	}
-	before, ok := m.metrics(a, g, a.Balance, exps)
-	if !ok {
-		return OrderResult{}, errPricing()
-	}
-	belowCall := before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel)
+	var commission decimal.Decimal
 	var after Metrics
 	if r.Type == fx.Market {
-		after, ok = m.metrics(a, g, a.Balance.Sub(commission), append(exps, exposure{Symbol: in.Symbol, Side: r.Side, Volume: r.Volume, VolumePrice: r.Volume.Mul(price)}))
+		if commission, after, err = fillCheck(ctx, tx, m, cat, in, a, r.Side, r.Volume, price); err != nil {
+			return OrderResult{}, err
+		}
+	} else {
+		g := cat.accountGroup(a.Group)
+		exps, err := loadExposures(ctx, tx, a.ID)
+		if err != nil {
+			return OrderResult{}, err
+		}
+		before, ok := m.metrics(a, g, a.Balance, exps)
 		if !ok {
 			return OrderResult{}, errPricing()
 		}
-		if after.UsedMargin.GreaterThan(before.UsedMargin) {
-			if belowCall {
-				return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Orders that increase margin are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
-					before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
-			}
-			if after.FreeMargin.IsNegative() {
-				return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
-					after.UsedMargin.Sub(before.UsedMargin).StringFixed(2), a.Currency, after.FreeMargin.StringFixed(2), a.Currency)
-			}
+		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
+			return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 		}
-	} else if belowCall {
-		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
-			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 	}
 
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
@@ -472,33 +467,88 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	o.ID, _ = res.LastInsertId()
 	out := OrderResult{Order: o}
 	if r.Type == fx.Market {
-		p := Position{AccountID: a.ID, OrderID: o.ID, Symbol: in.Symbol, Side: r.Side, Volume: r.Volume, OpenVolume: r.Volume,
-			OpenPrice: price, SL: r.SL, TP: r.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: o.CreatedAt}
-		res, err := tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-			"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			p.AccountID, p.OrderID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+		p, d, err := writeFill(ctx, tx, &a, in, o, price, commission, after, o.CreatedAt)
 		if err != nil {
-			return OrderResult{}, fmt.Errorf("write position: %w", err)
-		}
-		p.ID, _ = res.LastInsertId()
-		out.Order.PositionID = &p.ID
-		out.Position = &p
-		if commission.IsPositive() {
-			side, sym, vol := r.Side, in.Symbol, r.Volume
-			d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), OrderID: &o.ID, PositionID: &p.ID,
-				Symbol: &sym, Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "commission:order:" + itoa(o.ID), Comment: "commission at open"}, &after)
-			if err != nil {
-				return OrderResult{}, err
-			}
-			out.Commission = &d
-		} else if err := markAccount(ctx, tx, a.ID, after); err != nil {
 			return OrderResult{}, err
 		}
+		out.Order.PositionID = &p.ID
+		out.Position, out.Commission = &p, d
 	}
 	if err := tx.Commit(); err != nil {
 		return OrderResult{}, fmt.Errorf("fill order: commit: %w", err)
 	}
+	if out.Position != nil {
+		s.notify(ctx, positionOpened(*out.Position), balanceChanged(a))
+	} else {
+		s.notify(ctx, orderPlaced(o))
+	}
 	return out, nil
+}
+
+// fillCheck prices a fill of volume lots on side at price for the locked account a: the
+// commission it costs and the account's metrics after it. It refuses (ECONFLICT) a fill that
+// increases margin while the account is below its margin-call level or beyond its free margin.
+func fillCheck(ctx context.Context, tx *sql.Tx, m *market, cat *catalog, in Instrument, a Account, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
+	commission := decimal.Zero
+	if in.Group.CommissionPerLot.IsPositive() {
+		c, ok := m.convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
+		if !ok {
+			return decimal.Zero, Metrics{}, errPricing()
+		}
+		commission = c
+	}
+	g := cat.accountGroup(a.Group)
+	exps, err := loadExposures(ctx, tx, a.ID)
+	if err != nil {
+		return decimal.Zero, Metrics{}, err
+	}
+	before, ok := m.metrics(a, g, a.Balance, exps)
+	if !ok {
+		return decimal.Zero, Metrics{}, errPricing()
+	}
+	after, ok := m.metrics(a, g, a.Balance.Sub(commission), append(exps, exposure{Symbol: in.Symbol, Side: side, Volume: volume, VolumePrice: volume.Mul(price)}))
+	if !ok {
+		return decimal.Zero, Metrics{}, errPricing()
+	}
+	if after.UsedMargin.GreaterThan(before.UsedMargin) {
+		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
+			return decimal.Zero, Metrics{}, fx.Errorf(fx.ECONFLICT, "Orders that increase margin are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
+		}
+		if after.FreeMargin.IsNegative() {
+			return decimal.Zero, Metrics{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
+				after.UsedMargin.Sub(before.UsedMargin).StringFixed(2), a.Currency, after.FreeMargin.StringFixed(2), a.Currency)
+		}
+	}
+	return commission, after, nil
+}
+
+// writeFill writes, in tx, the position filled order o opened at price on the locked account a,
+// with its commission deal (and the account's new marks, after). It is the one ledger path of
+// every fill: a MARKET submit and a resting order the risk engine triggers.
+func writeFill(ctx context.Context, tx *sql.Tx, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (Position, *Deal, error) {
+	p := Position{AccountID: a.ID, OrderID: o.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
+		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		p.AccountID, p.OrderID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+	if err != nil {
+		return Position{}, nil, fmt.Errorf("write position: %w", err)
+	}
+	p.ID, _ = res.LastInsertId()
+	if commission.IsPositive() {
+		side, sym, vol, orderID := o.Side, in.Symbol, o.Volume, o.ID
+		d, err := postDeal(ctx, tx, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), OrderID: &orderID, PositionID: &p.ID,
+			Symbol: &sym, Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "commission:order:" + itoa(o.ID), Comment: "commission at open"}, &after)
+		if err != nil {
+			return Position{}, nil, err
+		}
+		return p, &d, nil
+	}
+	if err := markAccount(ctx, tx, a.ID, after); err != nil {
+		return Position{}, nil, err
+	}
+	return p, nil, nil
 }
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
@@ -596,6 +646,7 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, err
 		o, _ = loadOrder(ctx, s.db, userID, id)
 		return Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
 	}
+	s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
 	return loadOrder(ctx, s.db, userID, id)
 }
 
@@ -668,6 +719,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if n, _ := res.RowsAffected(); n == 0 {
 		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
+	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
 	return loadPosition(ctx, s.db, userID, id, false)
 }
 
@@ -686,7 +738,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 		return CloseResult{}, err
 	}
 	if p.Status != fx.PositionOpen {
-		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d is already closed.", id)
+		return CloseResult{}, errAlreadyClosed(id)
 	}
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
@@ -725,7 +777,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 		return CloseResult{}, err
 	}
 	if p.Status != fx.PositionOpen {
-		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d is already closed.", id)
+		return CloseResult{}, errAlreadyClosed(id)
 	}
 	vol := p.Volume
 	if volume != nil {
@@ -771,6 +823,11 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	}
 	if err := tx.Commit(); err != nil {
 		return CloseResult{}, fmt.Errorf("close position %d: commit: %w", id, err)
+	}
+	if p.Status == fx.PositionClosed {
+		s.notify(ctx, risk.Change{Kind: risk.PositionClosed, Position: risk.Position{ID: id}}, balanceChanged(a))
+	} else {
+		s.notify(ctx, risk.Change{Kind: risk.PositionReduced, Position: risk.Position{ID: id, Volume: p.Volume.InexactFloat64()}}, balanceChanged(a))
 	}
 	return CloseResult{Position: p, Deal: d}, nil
 }

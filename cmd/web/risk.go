@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/trading"
+)
+
+// balanceRefresh is how often the holder's risk view re-reads balances that other processes
+// (fxdesk-cron's swaps, the inline scheduler) changed; see trading.RiskDesk.FollowBalances.
+const balanceRefresh = 30 * time.Second
+
+// riskRelay hands the trading service's committed changes to the risk engine once there is
+// one. The service exists before the engine (the engine's executor is the service), and on a
+// follower there is never an engine: then changes go nowhere.
+type riskRelay struct{ engine atomic.Pointer[risk.Engine] }
+
+func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
+	if e := r.engine.Load(); e != nil {
+		e.Apply(ctx, changes...)
+	}
+}
+
+// holderRisk is the holder's risk engine and the balance refresh beside it.
+type holderRisk struct {
+	engine *risk.Engine
+	desk   *trading.RiskDesk
+}
+
+// newHolderRisk builds the risk engine over the holder's price stream. Run it in the guarded work
+// group: it must stop before the lease is released.
+func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, inbox *alert.Inbox, m *metrics.Metrics,
+	relay *riskRelay, base *slog.Logger) (*holderRisk, error) {
+	rd := trading.NewRiskDesk(svc, func(reason, result string) { m.Closes.WithLabelValues(reason, result).Inc() })
+	updates, _ := stream.engine.Updates(nil) // closed with the tick engine's subscribers when the stream stops
+	engine, err := risk.New(risk.Config{
+		Loader:   rd,
+		Prices:   stream.engine,
+		Updates:  updates,
+		Executor: rd,
+		Gate:     dk,
+		Alerts:   marginCalls{inbox},
+		// Each close or fill holds one connection from its first statement to its commit.
+		Workers: db.Stats().MaxOpenConnections,
+		Log:     base,
+		Observe: func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	relay.engine.Store(engine)
+	dk.OnRestored(func(ctx context.Context) { engine.Sweep(ctx, risk.SweepLeaseRestored) })
+	return &holderRisk{engine: engine, desk: rd}, nil
+}
+
+// run loads the view, sweeps it and evaluates ticks until ctx ends; the balance refresh starts
+// once the view is loaded.
+func (h *holderRisk) run(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-h.engine.Ready():
+			h.desk.FollowBalances(ctx, balanceRefresh, h.engine.Apply)
+		case <-ctx.Done():
+		}
+	}()
+	h.engine.Run(ctx)
+	<-done
+}
+
+// marginCalls raises the margin-call alert in the alert inbox.
+type marginCalls struct{ inbox *alert.Inbox }
+
+func (a marginCalls) MarginCall(ctx context.Context, accountID int64, level float64) error {
+	return a.inbox.Raise(ctx, "margin-call", alert.Warning,
+		fmt.Sprintf("Account %d is below its margin-call level: margin level %.2f%%. New margin-increasing orders and withdrawals are refused.", accountID, level),
+		map[string]any{"accountId": accountID, "marginLevel": level})
+}

@@ -1,0 +1,347 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/tick"
+)
+
+// RiskDesk is the trading side of the risk engine (DESIGN §5): its Loader (the view it starts
+// from), its Executor (every close and fill it decides, through the same fenced ledger paths as
+// a trader's), and the refresh of balances other processes change.
+type RiskDesk struct {
+	svc *Service
+	// observe, when set, counts each engine close by reason and result (metrics.Closes).
+	observe func(reason, result string)
+
+	lastDeal int64 // the newest deal the view has seen; see FollowBalances
+}
+
+// NewRiskDesk adapts svc to the risk engine. observe may be nil.
+func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
+	return &RiskDesk{svc: svc, observe: observe}
+}
+
+// Load reads every OPEN position, PENDING LIMIT/STOP order, account and instrument in one
+// consistent read (a REPEATABLE READ snapshot), and remembers the newest deal it saw so the
+// balance refresh starts where the snapshot ends.
+func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
+	cat, err := loadCatalog(ctx, r.svc.db)
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
+	}
+	tx, err := r.svc.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var s risk.Snapshot
+	for _, in := range cat.list {
+		s.Instruments = append(s.Instruments, riskInstrument(in))
+	}
+	var lastDeal int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `fx_deal`").Scan(&lastDeal); err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: newest deal: %w", err)
+	}
+
+	rows, err := tx.QueryContext(ctx, "SELECT "+accountCols+" FROM `fx_account`")
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
+	}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			rows.Close()
+			return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
+		}
+		s.Accounts = append(s.Accounts, riskAccount(a, cat.accountGroup(a.Group)))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
+	}
+
+	rows, err = tx.QueryContext(ctx, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'")
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
+	}
+	for rows.Next() {
+		p, err := scanPosition(rows)
+		if err != nil {
+			rows.Close()
+			return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
+		}
+		s.Positions = append(s.Positions, riskPosition(p))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
+	}
+
+	rows, err = tx.QueryContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')")
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
+	}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			rows.Close()
+			return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
+		}
+		s.Orders = append(s.Orders, riskOrder(o))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
+	}
+	r.lastDeal = lastDeal
+	return s, nil
+}
+
+// FollowBalances keeps the view's balances in step with deals committed by other processes —
+// fxdesk-cron's swaps, and the inline scheduler, which write the ledger without this service —
+// until ctx ends: every interval it reads the accounts that have a deal newer than the last one
+// seen and applies their balances.
+//
+// Why this and not a periodic full reload: a reload costs the whole desk every time and the
+// engine has no way to drop what it no longer lists; balances are the only thing another
+// process changes that the engine cannot derive itself (orders that reconcile expires are
+// discarded by the engine on its own clock, and nothing else opens or closes positions). The
+// query walks fx_deal's primary key from the last id seen, so an idle desk pays one index probe.
+// A refresh that read a balance just before this process committed a close may apply the older
+// figure after the close's own change; the close's deal is newer than the refresh's newest
+// deal, so the next refresh puts it right.
+//
+// Call it only after the engine's first load (Load sets the starting point), from one goroutine.
+func (r *RiskDesk) FollowBalances(ctx context.Context, every time.Duration, apply func(context.Context, ...risk.Change)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.refreshBalances(ctx, apply); err != nil && ctx.Err() == nil {
+			r.svc.log.WarnContext(ctx, "risk view: balance refresh failed; retried next interval", slog.Any("err", err))
+		}
+	}
+}
+
+func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Context, ...risk.Change)) error {
+	rows, err := r.svc.db.QueryContext(ctx, "SELECT a.`id`, a.`balance`, MAX(d.`id`) FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` "+
+		"WHERE d.`id` > ? GROUP BY a.`id`, a.`balance`", r.lastDeal)
+	if err != nil {
+		return fmt.Errorf("refresh balances: %w", err)
+	}
+	defer rows.Close()
+	var changes []risk.Change
+	last := r.lastDeal
+	for rows.Next() {
+		var id, deal int64
+		var bal decimal.Decimal
+		if err := rows.Scan(&id, &bal, &deal); err != nil {
+			return fmt.Errorf("refresh balances: %w", err)
+		}
+		changes = append(changes, risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: id, Balance: bal.InexactFloat64()}})
+		last = max(last, deal)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("refresh balances: %w", err)
+	}
+	if len(changes) > 0 {
+		apply(ctx, changes...)
+	}
+	r.lastDeal = last
+	return nil
+}
+
+// Close closes all of position id at the current market, through the same fenced transaction
+// as a trader's close, recording reason. It returns an error wrapping risk.ErrAlreadyClosed
+// when the position is no longer open.
+func (r *RiskDesk) Close(ctx context.Context, id int64, reason string, _ tick.Quote) error {
+	_, err := r.svc.ClosePosition(ctx, 0, id, nil, reason)
+	if r.observe != nil {
+		result := "closed"
+		switch {
+		case errors.Is(err, risk.ErrAlreadyClosed):
+			result = "already_closed"
+		case err != nil:
+			result = fx.ErrorCode(err)
+		}
+		r.observe(reason, result)
+	}
+	return err
+}
+
+// Fill fills resting order id at the current market (a gap fills at the gapped price, never at
+// the order's), in one fenced transaction through the same ledger path as a MARKET submit. It
+// returns an error wrapping risk.ErrAlreadyClosed when the order is no longer pending; an order
+// the account can no longer carry (margin) is REJECTED, and reported the same way.
+func (r *RiskDesk) Fill(ctx context.Context, id int64, _ tick.Quote) error {
+	return r.svc.fillPending(ctx, id)
+}
+
+func (s *Service) fillPending(ctx context.Context, id int64) error {
+	var accountID int64
+	var symbol string
+	err := s.db.QueryRowContext(ctx, "SELECT `accountId`, `symbol` FROM `fx_order` WHERE `id` = ? AND `status` = 'PENDING'", id).Scan(&accountID, &symbol)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("fill order %d: %w", id, risk.ErrAlreadyClosed)
+	}
+	if err != nil {
+		return fmt.Errorf("fill order %d: %w", id, err)
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return err
+	}
+	in, ok := cat.instruments[symbol]
+	if !ok {
+		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
+	}
+	if in.Status == "HALTED" {
+		return fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+	}
+	m := newMarket(s.prices, cat)
+	q, err := m.tradable(symbol)
+	if err != nil {
+		return err
+	}
+	tx, err := s.begin(ctx, "fill resting order")
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// The account first, as every fill and close takes it, then the order.
+	a, err := loadAccount(ctx, tx, 0, accountID, true)
+	if err != nil {
+		return err
+	}
+	o, err := scanOrder(tx.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id))
+	if err != nil {
+		return fmt.Errorf("fill order %d: %w", id, err)
+	}
+	if o.Status != fx.OrderPending {
+		return fmt.Errorf("fill order %d (%s): %w", id, o.Status, risk.ErrAlreadyClosed)
+	}
+	if o.ExpiresAt != nil && !o.ExpiresAt.After(s.now()) {
+		return fmt.Errorf("fill order %d: expired at %s: %w", id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
+	}
+	price := fillPrice(in, q, o.Side)
+	commission, after, err := fillCheck(ctx, tx, m, cat, in, a, o.Side, o.Volume, price)
+	if fx.ErrorCode(err) == fx.ECONFLICT {
+		// The account cannot carry the position now: the order is rejected rather than retried
+		// on every tick. It moves no money.
+		if _, uerr := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", id); uerr != nil {
+			return fmt.Errorf("reject order %d: %w", id, uerr)
+		}
+		if cerr := tx.Commit(); cerr != nil {
+			return fmt.Errorf("reject order %d: commit: %w", id, cerr)
+		}
+		s.log.WarnContext(ctx, "resting order rejected at its trigger", slog.Int64("order", id), slog.String("why", err.Error()))
+		s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
+		return fmt.Errorf("fill order %d: rejected: %w", id, risk.ErrAlreadyClosed)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id); err != nil {
+		return fmt.Errorf("fill order %d: %w", id, err)
+	}
+	o.Status, o.FillPrice = fx.OrderFilled, &price
+	p, _, err := writeFill(ctx, tx, &a, in, o, price, commission, after, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("fill order %d: commit: %w", id, err)
+	}
+	s.notify(ctx, risk.Change{Kind: risk.OrderFilled, Order: risk.Order{ID: id}}, positionOpened(p), balanceChanged(a))
+	return nil
+}
+
+// ---- changes reported to the engine ----
+
+func (s *Service) notify(ctx context.Context, changes ...risk.Change) {
+	if s.onChange != nil {
+		s.onChange(ctx, changes...)
+	}
+}
+
+// alreadyClosedError is the ECONFLICT a client sees for a position that is no longer open,
+// which the risk engine recognises as risk.ErrAlreadyClosed.
+type alreadyClosedError struct{ fe *fx.Error }
+
+func errAlreadyClosed(id int64) error {
+	return alreadyClosedError{fx.Errorf(fx.ECONFLICT, "Position %d is already closed.", id)}
+}
+
+func (e alreadyClosedError) Error() string   { return e.fe.Error() }
+func (e alreadyClosedError) Unwrap() []error { return []error{e.fe, risk.ErrAlreadyClosed} }
+
+func floatOf(d *decimal.Decimal) float64 {
+	if d == nil {
+		return 0
+	}
+	return d.InexactFloat64()
+}
+
+func riskSide(s fx.Side) risk.Side {
+	if s == fx.Sell {
+		return risk.Sell
+	}
+	return risk.Buy
+}
+
+func riskPosition(p Position) risk.Position {
+	return risk.Position{ID: p.ID, AccountID: p.AccountID, Symbol: p.Symbol, Side: riskSide(p.Side), Volume: p.Volume.InexactFloat64(),
+		OpenPrice: p.OpenPrice.InexactFloat64(), SL: floatOf(p.SL), TP: floatOf(p.TP)}
+}
+
+func positionOpened(p Position) risk.Change {
+	return risk.Change{Kind: risk.PositionOpened, Position: riskPosition(p)}
+}
+
+func riskOrder(o Order) risk.Order {
+	ro := risk.Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: riskSide(o.Side), Type: risk.Limit, Price: floatOf(o.Price)}
+	if o.Type == fx.Stop {
+		ro.Type = risk.Stop
+	}
+	if o.ExpiresAt != nil {
+		ro.ExpiresAt = *o.ExpiresAt
+	}
+	return ro
+}
+
+func orderPlaced(o Order) risk.Change {
+	return risk.Change{Kind: risk.OrderPlaced, Order: riskOrder(o)}
+}
+
+func riskAccount(a Account, g AccountGroup) risk.Account {
+	return risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, GroupLeverage: g.LeverageMax,
+		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}
+}
+
+func accountUpserted(a Account, g AccountGroup) risk.Change {
+	return risk.Change{Kind: risk.AccountUpserted, Account: riskAccount(a, g)}
+}
+
+func balanceChanged(a Account) risk.Change {
+	return risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: a.ID, Balance: a.Balance.InexactFloat64()}}
+}
+
+func riskInstrument(in Instrument) risk.Instrument {
+	return risk.Instrument{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, ContractSize: in.ContractSize.InexactFloat64(),
+		LeverageMax: in.LeverageMax, HedgedMarginRate: in.Group.HedgedMarginRate.InexactFloat64(),
+		Markup: in.Group.MarkupPoints.Mul(in.Point).InexactFloat64()}
+}
