@@ -164,6 +164,25 @@ func TestRiskGapThroughStop(t *testing.T) {
 	d.setQuote(tok, "EURUSD", "1.08000", "1.08020")
 	wantClose(t, "gapped buy", d.waitClosed(id), "SL", "1.08000")
 	d.checkLedger(acct, "9797.30") // −0.70 commission, (1.08000 − 1.10020) × 10,000 = −202.00
+
+	// The close is counted by reason and result, and its own time is in the histogram (observed
+	// before the close was handed to the database, so already there).
+	body := d.web.metrics()
+	if n, _ := metricValue(body, "fxdesk_risk_own_time_seconds_count"); n != "1" {
+		t.Fatalf("fxdesk_risk_own_time_seconds_count = %q, want 1", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// Counted when the executor returns, just after the commit the test already saw.
+		if n, _ := metricValue(body, `fxdesk_closes_total{reason="SL",result="closed"}`); n == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(`fxdesk_closes_total{reason="SL",result="closed"} never reached 1`)
+		}
+		time.Sleep(20 * time.Millisecond)
+		body = d.web.metrics()
+	}
 }
 
 // Each resting type fills when its side of the market reaches it, at the market price (the
