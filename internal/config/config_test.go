@@ -1,0 +1,87 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestDefaultsMakeASingleProcessDesk(t *testing.T) {
+	c, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CronMode != CronInline || c.HTTPAddr != ":4000" || c.LeaseTTL != 20*time.Second || c.LeaseFence != 5*time.Second ||
+		c.RenewEvery() != 20*time.Second/3 || c.Feed != "sim" || c.MirrorInterval != 5*time.Second || c.WebInstances != 1 {
+		t.Fatalf("defaults = %+v", c)
+	}
+	cron, err := Load(Cron, env(map[string]string{"FXDESK_HOSTNAME": "box"}))
+	if err != nil || cron.CronMode != CronOnly || cron.HTTPAddr != ":4001" {
+		t.Fatalf("cron defaults = %+v, %v", cron, err)
+	}
+}
+
+// Each bad value is refused with a message that names the variable and what would be accepted.
+func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
+	for _, tc := range []struct {
+		proc Process
+		kv   map[string]string
+		want []string
+	}{
+		{Web, map[string]string{"CRON_MODE": "only"}, []string{"CRON_MODE", "inline", "off"}},
+		{Web, map[string]string{"CRON_MODE": "INLINE"}, []string{"CRON_MODE", "inline", "off"}},
+		{Cron, map[string]string{"CRON_MODE": "off"}, []string{"CRON_MODE", "only"}},
+		{Web, map[string]string{"FXDESK_LEASE_TTL": "2s"}, []string{"FXDESK_LEASE_TTL", "3s"}},
+		{Web, map[string]string{"FXDESK_LEASE_TTL": "twenty"}, []string{"FXDESK_LEASE_TTL", "duration"}},
+		// The fence must leave room for a renew inside the trust window.
+		{Web, map[string]string{"FXDESK_LEASE_TTL": "3s", "FXDESK_LEASE_FENCE": "2s"}, []string{"FXDESK_LEASE_FENCE"}},
+		{Web, map[string]string{"FXDESK_HOSTNAME": "a:b"}, []string{"FXDESK_HOSTNAME", ":"}},
+		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "0"}, []string{"FXDESK_WEB_INSTANCES"}},
+		{Web, map[string]string{"FXDESK_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/"}, []string{"FXDESK_MYSQL_DSN", "database"}},
+		{Web, map[string]string{"FXDESK_REDIS_URL": "http://x"}, []string{"FXDESK_REDIS_URL"}},
+		{Web, map[string]string{"FXDESK_FEED": "tcp://x"}, []string{"FXDESK_FEED", "sim"}},
+		{Web, map[string]string{"FXDESK_CALENDAR": "weekdays"}, []string{"FXDESK_CALENDAR", "always-open"}},
+		{Web, map[string]string{"FXDESK_MIRROR_INTERVAL": "10s", "FXDESK_MIRROR_MAX_AGE": "5s"}, []string{"FXDESK_MIRROR_MAX_AGE"}},
+		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
+		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
+		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
+	} {
+		kv := map[string]string{"FXDESK_HOSTNAME": "box"}
+		for k, v := range tc.kv {
+			kv[k] = v
+		}
+		_, err := Load(tc.proc, env(kv))
+		if err == nil {
+			t.Errorf("%s %v: accepted", tc.proc, tc.kv)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v: %q does not mention %q", tc.proc, tc.kv, err, w)
+			}
+		}
+	}
+}
+
+func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
+	c, err := Load(Web, env(map[string]string{
+		"FXDESK_HOSTNAME":  "box",
+		"FXDESK_MYSQL_DSN": "fx:s3cret@tcp(db:3306)/fxdesk",
+		"FXDESK_REDIS_URL": "redis://:hunter2@cache:6379/0",
+		"FXDESK_FEED":      "wss://feed.example/forex?apiKey=k3y",
+		"FXDESK_FEED_KEY":  "k3y",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := c.LogValue().String()
+	for _, secret := range []string{"s3cret", "hunter2", "k3y"} {
+		if strings.Contains(line, secret) {
+			t.Errorf("startup line shows %q: %s", secret, line)
+		}
+	}
+}
