@@ -72,13 +72,31 @@ type Engine struct {
 	legs        map[string]leg
 	books       map[string]*book
 	scratch     []*account
+	gen         uint64 // evaluation generation, for the books' memoised quotes
 	gateShut    bool
 	warned      map[dropKey]struct{} // drops already warned about in this gap
+	outbox      []job                // closes and fills decided, handed to the workers in chunks
+
+	// Workers never take mu: a worker reports the executor's answer here, and whoever next
+	// holds mu (a tick, Apply, Sweep, Stats) applies it. A burst of closes thus never forms a
+	// convoy of workers waiting for the tick path, or for each other.
+	settledMu sync.Mutex
+	settled   []settlement
+	spare     []settlement // the drained batch's array, reused (guarded by mu)
 
 	ticksEvaluated, ticksDropped, closesQueued, fillsQueued atomic.Uint64
 	workDropped, execErrors, alreadyClosed                  atomic.Uint64
 	marginCalls, stopOuts, expired                          atomic.Uint64
 }
+
+type settlement struct {
+	j   job
+	err error
+}
+
+// outboxChunk is how many decided jobs are handed to the workers at once: the first closes of a
+// burst start while the tick path is still popping the rest, at one queue lock per chunk.
+const outboxChunk = 16
 
 type dropKey struct {
 	kind   jobKind
@@ -205,6 +223,7 @@ func (e *Engine) load(ctx context.Context) bool {
 func (e *Engine) Apply(ctx context.Context, changes ...Change) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.drainLocked(ctx)
 	if !e.loaded {
 		e.early = append(e.early, changes...)
 		return
@@ -230,6 +249,7 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 		return
 	}
 	e.gateOpenLocked(ctx)
+	e.drainLocked(ctx)
 	start := time.Now()
 	closes, fills := e.closesQueued.Load(), e.fillsQueued.Load()
 	unpriced := 0
@@ -239,10 +259,10 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 			unpriced++
 			continue
 		}
-		px := pricer{prices: e.cfg.Prices, symbol: sym, q: q}
+		px := e.pricerLocked(b, q)
 		e.fireLocked(ctx, b, &px, start)
 	}
-	px := pricer{prices: e.cfg.Prices}
+	px := e.pricerLocked(nil, tick.Quote{})
 	e.scratch = e.scratch[:0]
 	for _, a := range e.accounts {
 		e.scratch = append(e.scratch, a)
@@ -250,6 +270,7 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 	for _, a := range e.scratch {
 		e.checkAccountLocked(ctx, a, &px, start)
 	}
+	e.flushLocked()
 	e.log.InfoContext(ctx, "risk sweep", slog.String("reason", reason), slog.Int("positions", len(e.positions)),
 		slog.Int("orders", len(e.orders)), slog.Int("accounts", len(e.accounts)), slog.Int("symbols_unpriced", unpriced),
 		slog.Uint64("closes_queued", e.closesQueued.Load()-closes), slog.Uint64("fills_queued", e.fillsQueued.Load()-fills),
@@ -263,6 +284,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.ready }
 // Stats reports counts; safe for concurrent use.
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
+	e.drainLocked(context.Background())
 	s := Stats{Loaded: e.loaded, Positions: len(e.positions), Orders: len(e.orders), Accounts: len(e.accounts), Symbols: len(e.books)}
 	e.mu.Unlock()
 	s.Queued = e.work.len()
@@ -280,11 +302,13 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.drainLocked(ctx)
 	b := e.books[u.Symbol]
 	if b == nil || !e.loaded {
 		return
 	}
-	px := pricer{prices: e.cfg.Prices, symbol: u.Symbol, q: u.Quote}
+	defer e.flushLocked()
+	px := e.pricerLocked(b, u.Quote)
 	if !e.cfg.Gate.HoldsLease() {
 		e.ticksDropped.Add(1)
 		e.gateShutLocked(ctx)
@@ -338,7 +362,22 @@ func (e *Engine) closeLocked(p *position, reason string, q tick.Quote, arrived t
 	p.closing, p.est = true, est
 	p.acct.pending += est
 	e.closesQueued.Add(1)
-	e.work.push(job{kind: jobClose, id: p.ID, reason: reason, symbol: p.Symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobClose, id: p.ID, reason: reason, symbol: p.Symbol, quote: q, arrived: arrived})
+}
+
+func (e *Engine) handOffLocked(j job) {
+	e.outbox = append(e.outbox, j)
+	if len(e.outbox) >= outboxChunk {
+		e.flushLocked()
+	}
+}
+
+func (e *Engine) flushLocked() {
+	if len(e.outbox) > 0 {
+		e.work.pushAll(e.outbox)
+		clear(e.outbox)
+		e.outbox = e.outbox[:0]
+	}
 }
 
 func (e *Engine) fillLocked(ctx context.Context, o *order, q tick.Quote, arrived time.Time) {
@@ -352,7 +391,7 @@ func (e *Engine) fillLocked(ctx context.Context, o *order, q tick.Quote, arrived
 	}
 	o.filling = true
 	e.fillsQueued.Add(1)
-	e.work.push(job{kind: jobFill, id: o.ID, symbol: o.Symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobFill, id: o.ID, symbol: o.Symbol, quote: q, arrived: arrived})
 }
 
 // checkAccountLocked raises the margin call once per crossing and stops the account out:
@@ -419,18 +458,55 @@ func (e *Engine) largestLoserLocked(a *account, px *pricer) *position {
 
 // ---- marks ----
 
-// pricer reads the ticked symbol from the tick itself and every other symbol from LastTick.
+// pricer reads the ticked symbol from the tick itself and every other symbol from LastTick,
+// once per evaluation (generation gen) and symbol.
 type pricer struct {
 	prices Prices
-	symbol string
+	books  map[string]*book
+	gen    uint64
+	bk     *book // the ticked book, nil in a sweep's account pass
 	q      tick.Quote
 }
 
-func (p *pricer) quote(symbol string) (tick.Quote, bool) {
-	if symbol == p.symbol {
+func (e *Engine) pricerLocked(bk *book, q tick.Quote) pricer {
+	e.gen++
+	return pricer{prices: e.cfg.Prices, books: e.books, gen: e.gen, bk: bk, q: q}
+}
+
+func (p *pricer) book(b *book) (tick.Quote, bool) {
+	if b == p.bk {
 		return p.q, true
 	}
+	if b.qgen != p.gen {
+		b.q, b.qok = p.prices.LastTick(b.symbol)
+		b.qgen = p.gen
+	}
+	return b.q, b.qok
+}
+
+func (p *pricer) quote(symbol string) (tick.Quote, bool) {
+	if b := p.books[symbol]; b != nil {
+		return p.book(b)
+	}
 	return p.prices.LastTick(symbol)
+}
+
+func (p *pricer) toUSD(r legRef) (float64, bool) {
+	switch {
+	case r.usd:
+		return 1, true
+	case !r.ok:
+		return 0, false
+	}
+	q, ok := p.book(r.b)
+	m := q.Mid()
+	if !ok || !(m > 0) {
+		return 0, false
+	}
+	if r.inv {
+		return 1 / m, true
+	}
+	return m, true
 }
 
 // toUSD is the value of one unit of ccy in USD, through the hub leg's mid.
@@ -476,42 +552,33 @@ func (e *Engine) rate(px *pricer, from, to string) (float64, bool) {
 func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
 	equity := a.Balance + a.pending
 	used := 0.0
-	var conv [4]struct {
-		ccy string
-		f   float64
-	}
-	nconv := 0
-	for _, x := range a.exposures {
-		in := x.inst
-		if in == nil {
+	accountUSD := 0.0
+	for i := range a.exposures {
+		x := &a.exposures[i]
+		if !x.priced {
 			return 0, false
 		}
-		q, ok := px.quote(x.symbol)
+		q, ok := px.book(x.bk)
 		if !ok {
 			return 0, false
 		}
-		f := 0.0
-		hit := false
-		for i := range nconv {
-			if conv[i].ccy == in.Quote {
-				f, hit = conv[i].f, true
-				break
-			}
-		}
-		if !hit {
-			if f, ok = e.rate(px, in.Quote, a.Currency); !ok {
+		f := 1.0
+		if !x.same {
+			quoteUSD, ok := px.toUSD(x.qref)
+			if !ok {
 				return 0, false
 			}
-			if nconv < len(conv) {
-				conv[nconv].ccy, conv[nconv].f = in.Quote, f
-				nconv++
+			if accountUSD == 0 {
+				if accountUSD, ok = px.toUSD(a.aref); !ok {
+					return 0, false
+				}
 			}
+			f = quoteUSD / accountUSD
 		}
-		pnl := ((q.Bid-in.Markup)*x.buyLots - x.buyOpen) + (x.sellOpen - (q.Ask+in.Markup)*x.sellLots)
-		equity += pnl * in.ContractSize * f
-		hedged := min(x.buyLots, x.sellLots)
-		lots := math.Abs(x.buyLots-x.sellLots) + 2*hedged*in.HedgedMarginRate
-		used += lots * in.ContractSize * q.Mid() / effectiveLeverage(a, in) * f
+		pnl := ((q.Bid-x.markup)*x.buyLots - x.buyOpen) + (x.sellOpen - (q.Ask+x.markup)*x.sellLots)
+		equity += pnl * x.contract * f
+		lots := math.Abs(x.buyLots-x.sellLots) + 2*min(x.buyLots, x.sellLots)*x.hedged
+		used += lots * x.perLot * q.Mid() * f
 	}
 	if !(used > 1e-9) {
 		return math.Inf(1), true
@@ -651,7 +718,7 @@ func (e *Engine) execute(ctx context.Context, j job) {
 	if !e.cfg.Gate.HoldsLease() {
 		e.workDropped.Add(1)
 		e.warnDropped(ctx, j, "lease not confirmed")
-		e.settle(ctx, j, errDropped)
+		e.report(j, errDropped)
 		return
 	}
 	var err error
@@ -664,16 +731,33 @@ func (e *Engine) execute(ctx context.Context, j job) {
 	case jobFill:
 		err = e.cfg.Executor.Fill(ctx, j.id, j.quote)
 	}
-	e.settle(ctx, j, err)
+	e.report(j, err)
+}
+
+func (e *Engine) report(j job, err error) {
+	e.settledMu.Lock()
+	e.settled = append(e.settled, settlement{j, err})
+	e.settledMu.Unlock()
+}
+
+// drainLocked applies the executor answers reported since the last drain.
+func (e *Engine) drainLocked(ctx context.Context) {
+	e.settledMu.Lock()
+	batch := e.settled
+	e.settled = e.spare[:0]
+	e.settledMu.Unlock()
+	for _, s := range batch {
+		e.settleLocked(ctx, s.j, s.err)
+	}
+	clear(batch)
+	e.spare = batch[:0]
 }
 
 // settle follows the executor's answer. A commit or "already closed" ends the watch (the
 // executor's Apply usually got there first); a drop or any other failure puts the item back
 // under watch, so a later tick or sweep decides it again from the state then current — nothing
 // is replayed.
-func (e *Engine) settle(ctx context.Context, j job, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 	already := errors.Is(err, ErrAlreadyClosed)
 	if already {
 		e.alreadyClosed.Add(1)

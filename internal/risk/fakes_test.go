@@ -232,6 +232,9 @@ func (r *rig) tick(symbol string, bid, ask float64) tick.Update {
 func (r *rig) settle() {
 	r.e.work.waitIdle()
 	r.e.alerts.waitIdle()
+	r.e.mu.Lock()
+	r.e.drainLocked(context.Background())
+	r.e.mu.Unlock()
 }
 
 func (r *rig) wantCalls(want ...call) {

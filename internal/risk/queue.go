@@ -53,6 +53,16 @@ func (q *queue) push(j job) {
 	q.ready.Signal()
 }
 
+// pushAll appends js in order and wakes up to len(js) workers.
+func (q *queue) pushAll(js []job) {
+	q.mu.Lock()
+	q.items = append(q.items, js...)
+	q.mu.Unlock()
+	for range js {
+		q.ready.Signal()
+	}
+}
+
 // pop waits for a job; ok is false once the queue is closed. The caller must call done.
 func (q *queue) pop() (job, bool) {
 	q.mu.Lock()

@@ -3,6 +3,8 @@ package risk
 import (
 	"context"
 	"log/slog"
+
+	"fxdesk/internal/tick"
 )
 
 // position is a Position under watch. While closing it is out of the trigger heaps and the
@@ -26,24 +28,37 @@ type order struct {
 
 // exposure is one account's aggregate on one symbol: the sums the equity and margin of every
 // position there need, so an account is marked in O(its symbols), never O(its positions).
+// It holds only what marking reads, with the instrument's terms copied in, so one account's
+// marks read one contiguous block; the bookkeeping lives in exposureInfo beside it.
 type exposure struct {
-	symbol   string
-	inst     *Instrument // nil until the instrument is known: the account is then unpriceable
+	bk       *book
+	qref     legRef // the quote currency's way to USD
 	buyLots  float64
 	buyOpen  float64 // Σ lots × open price
 	sellLots float64
 	sellOpen float64
-	n        int // positions aggregated here; the exposure goes when it reaches 0
-	slot     int // index in account.exposures
-	deps     [3]string
+	contract float64
+	markup   float64
+	hedged   float64 // hedged margin rate
+	perLot   float64 // contract ÷ effective leverage
+	priced   bool    // the instrument is known; otherwise the account is unpriceable
+	same     bool    // quoted in the account currency: no conversion
+}
+
+type exposureInfo struct {
+	symbol string
+	n      int // positions aggregated here; the exposure goes when it reaches 0
+	deps   [3]string
 }
 
 type account struct {
 	Account
 	known        bool // an AccountUpserted (or the snapshot) described it
 	pending      float64
-	exposures    []*exposure
-	bySymbol     map[string]*exposure
+	exposures    []exposure // by value, hot
+	info         []exposureInfo
+	bySymbol     map[string]int
+	aref         legRef // the account currency's way to USD
 	positions    map[int64]*position
 	deps         map[string]int // symbol → how many exposures depend on its quote
 	marginCalled bool           // the alert for the current crossing was raised
@@ -51,6 +66,11 @@ type account struct {
 
 // book is everything watched on one symbol.
 type book struct {
+	// The symbol's quote as read once per evaluation (tick or sweep generation qgen), so
+	// marking many accounts reads each price once and through a pointer, not a map.
+	q      tick.Quote
+	qok    bool
+	qgen   uint64
 	symbol string
 	// A buy's stops trigger on the bid, a sell's on the ask.
 	buySL, buyTP, sellSL, sellTP triggerHeap
@@ -117,6 +137,25 @@ func (b *book) orderHeap(o *order) *triggerHeap {
 	}
 }
 
+// legRef is a currency's way to USD as the hot loop reads it.
+type legRef struct {
+	b   *book
+	inv bool // USDCCY: one CCY is 1 / mid USD
+	usd bool // the currency is USD
+	ok  bool // some leg is known
+}
+
+func (e *Engine) refFor(ccy string) legRef {
+	if ccy == "USD" {
+		return legRef{usd: true, ok: true}
+	}
+	l, ok := e.legs[ccy]
+	if !ok {
+		return legRef{}
+	}
+	return legRef{b: e.bookFor(l.symbol), inv: l.inverted, ok: true}
+}
+
 // leg is the symbol that converts a currency to USD: CCYUSD (mid) or USDCCY (1 / mid).
 type leg struct {
 	symbol   string
@@ -135,7 +174,7 @@ func (e *Engine) bookFor(symbol string) *book {
 func (e *Engine) accountFor(id int64) *account {
 	a := e.accounts[id]
 	if a == nil {
-		a = &account{Account: Account{ID: id}, bySymbol: map[string]*exposure{}, positions: map[int64]*position{}, deps: map[string]int{}}
+		a = &account{Account: Account{ID: id}, bySymbol: map[string]int{}, positions: map[int64]*position{}, deps: map[string]int{}}
 		e.accounts[id] = a
 	}
 	return a
@@ -196,16 +235,18 @@ func (e *Engine) unindexOrderLocked(o *order) {
 // exposeLocked adds (sign +1) or removes (sign −1) p's lots from its account's aggregate.
 func (e *Engine) exposeLocked(p *position, sign float64) {
 	a := p.acct
-	x := a.bySymbol[p.Symbol]
-	if x == nil {
+	i, ok := a.bySymbol[p.Symbol]
+	if !ok {
 		if sign < 0 {
 			return
 		}
-		x = &exposure{symbol: p.Symbol, inst: e.instruments[p.Symbol], slot: len(a.exposures)}
-		a.bySymbol[p.Symbol] = x
-		a.exposures = append(a.exposures, x)
-		e.addDepsLocked(a, x)
+		i = len(a.exposures)
+		a.exposures = append(a.exposures, exposure{bk: e.bookFor(p.Symbol)})
+		a.info = append(a.info, exposureInfo{symbol: p.Symbol})
+		a.bySymbol[p.Symbol] = i
+		e.addDepsLocked(a, i)
 	}
+	x := &a.exposures[i]
 	v := sign * p.Volume
 	if p.Side == Buy {
 		x.buyLots += v
@@ -215,33 +256,33 @@ func (e *Engine) exposeLocked(p *position, sign float64) {
 		x.sellOpen += v * p.OpenPrice
 	}
 	if sign > 0 {
-		x.n++
+		a.info[i].n++
 		return
 	}
-	x.n--
-	if x.n > 0 {
+	if a.info[i].n--; a.info[i].n > 0 {
 		return
 	}
-	e.removeDepsLocked(a, x)
+	e.removeDepsLocked(a, i)
 	last := len(a.exposures) - 1
-	if x.slot != last {
-		a.exposures[x.slot] = a.exposures[last]
-		a.exposures[x.slot].slot = x.slot
+	if i != last {
+		a.exposures[i], a.info[i] = a.exposures[last], a.info[last]
+		a.bySymbol[a.info[i].symbol] = i
 	}
-	a.exposures[last] = nil
-	a.exposures = a.exposures[:last]
+	a.exposures[last], a.info[last] = exposure{}, exposureInfo{}
+	a.exposures, a.info = a.exposures[:last], a.info[:last]
 	delete(a.bySymbol, p.Symbol)
 }
 
-// depsOf lists the symbols whose quotes move an account's marks on x: the symbol itself and,
-// when its quote currency is not the account's, the USD-hub legs of both currencies
+// depsOf lists the symbols whose quotes move an account's marks on a symbol: the symbol itself
+// and, when its quote currency is not the account's, the USD-hub legs of both currencies
 // (a EUR account holding USDJPY: USDJPY, and EURUSD).
-func (e *Engine) depsOf(a *account, x *exposure) [3]string {
-	d := [3]string{x.symbol}
-	if x.inst == nil || x.inst.Quote == a.Currency {
+func (e *Engine) depsOf(a *account, symbol string) [3]string {
+	d := [3]string{symbol}
+	in := e.instruments[symbol]
+	if in == nil || in.Quote == a.Currency {
 		return d
 	}
-	if l, ok := e.legs[x.inst.Quote]; ok && x.inst.Quote != "USD" {
+	if l, ok := e.legs[in.Quote]; ok && in.Quote != "USD" {
 		d[1] = l.symbol
 	}
 	if l, ok := e.legs[a.Currency]; ok && a.Currency != "USD" {
@@ -250,9 +291,21 @@ func (e *Engine) depsOf(a *account, x *exposure) [3]string {
 	return d
 }
 
-func (e *Engine) addDepsLocked(a *account, x *exposure) {
-	x.deps = e.depsOf(a, x)
-	for _, s := range x.deps {
+// addDepsLocked copies the instrument's terms into exposure i and lists the account on every
+// symbol its marks there depend on.
+func (e *Engine) addDepsLocked(a *account, i int) {
+	x, info := &a.exposures[i], &a.info[i]
+	a.aref = e.refFor(a.Currency)
+	in := e.instruments[info.symbol]
+	x.priced = in != nil
+	if in != nil {
+		x.qref = e.refFor(in.Quote)
+		x.same = in.Quote == a.Currency
+		x.contract, x.markup, x.hedged = in.ContractSize, in.Markup, in.HedgedMarginRate
+		x.perLot = in.ContractSize / effectiveLeverage(a, in)
+	}
+	info.deps = e.depsOf(a, info.symbol)
+	for _, s := range info.deps {
 		if s == "" {
 			continue
 		}
@@ -262,8 +315,9 @@ func (e *Engine) addDepsLocked(a *account, x *exposure) {
 	}
 }
 
-func (e *Engine) removeDepsLocked(a *account, x *exposure) {
-	for _, s := range x.deps {
+func (e *Engine) removeDepsLocked(a *account, i int) {
+	info := &a.info[i]
+	for _, s := range info.deps {
 		if s == "" {
 			continue
 		}
@@ -274,16 +328,15 @@ func (e *Engine) removeDepsLocked(a *account, x *exposure) {
 			}
 		}
 	}
-	x.deps = [3]string{}
+	info.deps = [3]string{}
 }
 
 // redepLocked recomputes an account's dependencies after its currency or the instruments
 // changed.
 func (e *Engine) redepLocked(a *account) {
-	for _, x := range a.exposures {
-		e.removeDepsLocked(a, x)
-		x.inst = e.instruments[x.symbol]
-		e.addDepsLocked(a, x)
+	for i := range a.exposures {
+		e.removeDepsLocked(a, i)
+		e.addDepsLocked(a, i)
 	}
 }
 
@@ -353,12 +406,10 @@ func (e *Engine) setInstrumentLocked(in Instrument) {
 
 func (e *Engine) setAccountLocked(ac Account) {
 	a := e.accountFor(ac.ID)
-	redep := !a.known || a.Currency != ac.Currency
 	a.Account = ac
 	a.known = true
-	if redep && len(a.exposures) > 0 {
-		e.redepLocked(a)
-	}
+	e.redepLocked(a) // currency, leverage or group cap may have changed
+
 }
 
 // applyLocked applies one committed change.

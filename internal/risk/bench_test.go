@@ -1,0 +1,264 @@
+package risk
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fxdesk/internal/tick"
+)
+
+// benchPrices is lock-free like the tick engine's LastTick: a fixed map of atomic slots.
+type benchPrices map[string]*atomic.Pointer[tick.Quote]
+
+func (p benchPrices) LastTick(s string) (tick.Quote, bool) {
+	if c := p[s]; c != nil {
+		if q := c.Load(); q != nil {
+			return *q, true
+		}
+	}
+	return tick.Quote{}, false
+}
+
+func (p benchPrices) set(s string, bid, ask float64) tick.Update {
+	q := &tick.Quote{Bid: bid, Ask: ask, ReceivedAt: time.Now()}
+	p[s].Store(q)
+	return tick.Update{Symbol: s, Quote: *q}
+}
+
+// benchExec answers every call at once, or after holding "the connection" for latency.
+type benchExec struct{ latency time.Duration }
+
+func (x benchExec) Close(context.Context, int64, string, tick.Quote) error {
+	if x.latency > 0 {
+		time.Sleep(x.latency) // stands for the transaction; not synchronisation
+	}
+	return nil
+}
+
+func (x benchExec) Fill(context.Context, int64, tick.Quote) error { return nil }
+
+const (
+	benchSymbols        = 500
+	benchAccounts       = 1000
+	benchSymbolsPerAcct = 10
+	benchWorkers        = 32 // store.Open's SetMaxOpenConns
+	burstSymbol         = "BRSUSD"
+)
+
+// desk builds the benchmark desk: 500 symbols (EURUSD, GBPUSD, USDJPY as hub legs, the burst
+// symbol, and synthetic pairs quoted in USD, JPY, EUR and GBP), 1,000 accounts in USD, EUR, GBP
+// and JPY each trading 10 symbols, and positions spread over them with SL and TP 5–10 % away,
+// plus burst positions on one symbol whose SLs all sit within 1 % under the price.
+func benchDesk(positions, burst int) (Snapshot, benchPrices, []string) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	s := Snapshot{}
+	prices := benchPrices{}
+	add := func(sym, base, quote string, px float64) {
+		s.Instruments = append(s.Instruments, Instrument{Symbol: sym, Base: base, Quote: quote, ContractSize: 100_000,
+			LeverageMax: 500, HedgedMarginRate: 0.5})
+		prices[sym] = &atomic.Pointer[tick.Quote]{}
+		prices.set(sym, px, px*1.0001)
+	}
+	add("EURUSD", "EUR", "USD", 1.1)
+	add("GBPUSD", "GBP", "USD", 1.3)
+	add("USDJPY", "USD", "JPY", 150)
+	add(burstSymbol, "BRS", "USD", 1)
+	quotes := []string{"USD", "USD", "JPY", "EUR", "GBP"}
+	var plain []string // symbols that are nobody's conversion leg
+	for i := 0; len(s.Instruments) < benchSymbols; i++ {
+		base := string([]byte{'Q', byte('A' + i/26%26), byte('A' + i%26)})
+		quote := quotes[i%len(quotes)]
+		px := 1.0
+		if quote == "JPY" {
+			px = 100
+		}
+		add(base+quote, base, quote, px)
+		plain = append(plain, base+quote)
+	}
+	ccys := []string{"USD", "USD", "EUR", "GBP", "JPY"}
+	held := make([][]string, benchAccounts)
+	for a := range benchAccounts {
+		s.Accounts = append(s.Accounts, Account{ID: int64(a + 1), Currency: ccys[a%len(ccys)], Balance: 1e9, Leverage: 100,
+			MarginCallLevel: 100, StopOutLevel: 50})
+		for _, k := range rng.Perm(len(s.Instruments)) {
+			if sym := s.Instruments[k].Symbol; sym != burstSymbol && len(held[a]) < benchSymbolsPerAcct {
+				held[a] = append(held[a], sym)
+			}
+		}
+	}
+	var id int64
+	open := func(acct int, sym string, side Side, sl, tp float64) {
+		id++
+		q, _ := prices.LastTick(sym)
+		s.Positions = append(s.Positions, Position{ID: id, AccountID: int64(acct + 1), Symbol: sym, Side: side, Volume: 0.1,
+			OpenPrice: q.Bid, SL: sl, TP: tp})
+	}
+	for range positions {
+		a := rng.IntN(benchAccounts)
+		sym := held[a][rng.IntN(len(held[a]))]
+		q, _ := prices.LastTick(sym)
+		far := 1 + 0.05 + 0.05*rng.Float64()
+		if rng.IntN(2) == 0 {
+			open(a, sym, Buy, q.Bid/far, q.Bid*far)
+		} else {
+			open(a, sym, Sell, q.Ask*far, q.Ask/far)
+		}
+	}
+	for range burst {
+		open(rng.IntN(benchAccounts), burstSymbol, Buy, 1-0.01*rng.Float64(), 0)
+	}
+	return s, prices, plain
+}
+
+func startBench(b *testing.B, snap Snapshot, prices benchPrices, exec Executor, observe func(time.Duration)) (*Engine, chan tick.Update) {
+	b.Helper()
+	updates := make(chan tick.Update, 1024)
+	e, err := New(Config{Loader: loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }), Prices: prices,
+		Updates: updates, Executor: exec, Gate: &fakeGate{}, Workers: benchWorkers, Observe: observe})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	<-e.Ready()
+	return e, updates
+}
+
+// BenchmarkBurst: one gap tick on one symbol fires every SL there at once (200, as on an
+// average symbol of this desk, and 5,000 as in the tracker issue), with 100,000 other open
+// positions watched. Own time runs from the tick's arrival in Run to the moment a worker hands
+// the close to the executor. With exec=0 the executor answers at once, so own time is the
+// engine's alone; with exec=1ms each close holds one of the 32 workers ("connections") for 1 ms,
+// and the tail is the queue behind them.
+func BenchmarkBurst(b *testing.B) {
+	for _, tc := range []struct {
+		burst   int
+		latency time.Duration
+	}{{200, 0}, {5000, 0}, {200, time.Millisecond}, {5000, time.Millisecond}} {
+		b.Run(fmt.Sprintf("closes=%d/exec=%v", tc.burst, tc.latency), func(b *testing.B) {
+			snap, prices, _ := benchDesk(100_000, tc.burst)
+			var burstPos []Position
+			for _, p := range snap.Positions {
+				if p.Symbol == burstSymbol {
+					burstPos = append(burstPos, p)
+				}
+			}
+			var (
+				mu      sync.Mutex
+				samples []time.Duration
+				want    int
+				all     = make(chan struct{}, 1)
+			)
+			observe := func(d time.Duration) {
+				mu.Lock()
+				samples = append(samples, d)
+				if len(samples) == want {
+					all <- struct{}{}
+				}
+				mu.Unlock()
+			}
+			samples = make([]time.Duration, 0, b.N*len(burstPos))
+			e, updates := startBench(b, snap, prices, benchExec{latency: tc.latency}, observe)
+			ctx := context.Background()
+			var busy time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if i > 0 {
+					prices.set(burstSymbol, 1, 1.0001)
+					changes := make([]Change, len(burstPos))
+					for k, p := range burstPos {
+						changes[k] = Change{Kind: PositionOpened, Position: p}
+					}
+					e.Apply(ctx, changes...)
+				}
+				mu.Lock()
+				want = len(samples) + len(burstPos)
+				mu.Unlock()
+				u := prices.set(burstSymbol, 0.95, 0.9501) // the gap
+				b.StartTimer()
+				start := time.Now()
+				updates <- u
+				<-all
+				e.work.waitIdle()
+				busy += time.Since(start)
+			}
+			b.StopTimer()
+			if n := e.Stats().Positions; n != 100_000 {
+				b.Fatalf("%d positions left watched, want the 100,000 untriggered", n)
+			}
+			slices.Sort(samples)
+			pct := func(p float64) float64 {
+				return float64(samples[min(len(samples)-1, int(p*float64(len(samples))))].Microseconds())
+			}
+			b.ReportMetric(pct(0.50), "p50-µs")
+			b.ReportMetric(pct(0.99), "p99-µs")
+			b.ReportMetric(float64(samples[len(samples)-1].Microseconds()), "max-µs")
+			b.ReportMetric(float64(len(samples))/busy.Seconds(), "closes/s")
+		})
+	}
+}
+
+// BenchmarkUntriggeredTick: ticks that fire nothing, on symbols that are nobody's conversion
+// leg, cycling over 100 of them; then on EURUSD, the leg every EUR account depends on. The desk
+// has 1,000 accounts each trading 10 symbols; the second size holds 10× the positions on the
+// same accounts and symbols, so a cost that grew with untriggered positions would show there.
+func BenchmarkUntriggeredTick(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		snap, prices, plain := benchDesk(n, 0)
+		e, _ := startBench(b, snap, prices, benchExec{}, nil)
+		ctx := context.Background()
+		for _, leg := range []bool{false, true} {
+			name := fmt.Sprintf("positions=%d/symbol=plain", n)
+			syms := plain[:100]
+			if leg {
+				name = fmt.Sprintf("positions=%d/symbol=EURUSD", n)
+				syms = []string{"EURUSD"}
+			}
+			b.Run(name, func(b *testing.B) {
+				ups := make([]tick.Update, 0, 2*len(syms))
+				for _, s := range syms {
+					q, _ := prices.LastTick(s)
+					for _, f := range []float64{1.001, 0.999} { // ±0.1 %: far from every stop
+						ups = append(ups, tick.Update{Symbol: s, Quote: tick.Quote{Bid: q.Bid * f, Ask: q.Ask * f}})
+					}
+				}
+				lat := make([]time.Duration, 0, 1<<16)
+				before := e.Stats()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					u := ups[i%len(ups)]
+					t0 := time.Now()
+					e.onTick(ctx, u, t0)
+					if len(lat) < cap(lat) {
+						lat = append(lat, time.Since(t0))
+					}
+				}
+				b.StopTimer()
+				if s := e.Stats(); s.ClosesQueued != before.ClosesQueued || s.FillsQueued != before.FillsQueued {
+					b.Fatal("an untriggered tick queued work")
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+				b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
+				e.mu.Lock()
+				exposed := 0
+				for _, s := range syms {
+					exposed += len(e.books[s].accounts)
+				}
+				e.mu.Unlock()
+				b.ReportMetric(float64(exposed)/float64(len(syms)), "accounts/tick")
+			})
+		}
+	}
+}
