@@ -1,8 +1,6 @@
 package api
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/tick"
+	"fxdesk/internal/trading"
 )
 
 // symbolView is one instrument as traders see it, with its live state and last bid/ask.
@@ -48,26 +47,8 @@ func price(v float64, digits int) *string {
 	return &s
 }
 
-// instrumentsBySymbol loads enabled instruments; the set is small and read from the database so
-// every process answers the same.
-func instrumentsBySymbol(ctx context.Context, db *sql.DB) (map[string]tick.Instrument, []tick.Instrument, error) {
-	all, err := tick.LoadInstruments(ctx, db)
-	if err != nil {
-		return nil, nil, err
-	}
-	by := make(map[string]tick.Instrument, len(all))
-	var enabled []tick.Instrument
-	for _, in := range all {
-		if in.Enabled {
-			by[in.Symbol] = in
-			enabled = append(enabled, in)
-		}
-	}
-	return by, enabled, nil
-}
-
 // parseSymbols reads ?symbols=A,B: each must be an enabled instrument. Empty means all.
-func parseSymbols(raw string, known map[string]tick.Instrument) ([]string, error) {
+func parseSymbols(raw string, known map[string]trading.Instrument) ([]string, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, nil
 	}
@@ -91,9 +72,9 @@ func parseSymbols(raw string, known map[string]tick.Instrument) ([]string, error
 }
 
 // handleSymbols lists enabled instruments with their state and last bid/ask.
-func handleSymbols(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, enabled, err := instrumentsBySymbol(r.Context(), db)
+		_, enabled, err := svc.Tradable(r.Context())
 		if err != nil {
 			writeError(r.Context(), log, w, err)
 			return
@@ -118,9 +99,9 @@ func handleSymbols(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.Handl
 }
 
 // handleQuotes answers the last quote of each requested symbol.
-func handleQuotes(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.HandlerFunc {
+func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		known, enabled, err := instrumentsBySymbol(r.Context(), db)
+		known, enabled, err := svc.Tradable(r.Context())
 		if err != nil {
 			writeError(r.Context(), log, w, err)
 			return
@@ -155,9 +136,9 @@ func handleQuotes(log *slog.Logger, db *sql.DB, quotes *desk.Quotes) http.Handle
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
 // tick of the requested symbols. Each client has its own bounded buffer in the engine, so a slow
 // client loses updates instead of delaying the engine or other clients.
-func handleMarketsStream(log *slog.Logger, db *sql.DB, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
+func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		known, _, err := instrumentsBySymbol(r.Context(), db)
+		known, _, err := svc.Tradable(r.Context())
 		if err != nil {
 			writeError(r.Context(), log, w, err)
 			return

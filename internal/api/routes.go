@@ -43,9 +43,9 @@ func routes(d Deps) http.Handler {
 		r.Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
 		r.Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
-		r.Get("/symbols", handleSymbols(d.Log, d.DB, d.Quotes))
-		r.Get("/quotes", handleQuotes(d.Log, d.DB, d.Quotes))
-		r.Get("/markets/stream", handleMarketsStream(d.Log, d.DB, d.Quotes, d.Metrics))
+		r.Get("/symbols", handleSymbols(d.Log, d.Trading, d.Quotes))
+		r.Get("/quotes", handleQuotes(d.Log, d.Trading, d.Quotes))
+		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Trading, d.Quotes, d.Metrics))
 	})
 
 	r.With(pageToken, authn, requireAdmin(d.Log)).Get("/admin/status", handleStatusPage(d.Log, d))

@@ -104,3 +104,14 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 	s.notify(ctx, changes...)
 	return list, nil
 }
+
+// Tradable returns the enabled instruments by symbol and in symbol order, from the catalog cache
+// (re-read at most every few seconds), so the markets routes do not query the database per request.
+// The map and slice are shared and must not be modified.
+func (s *Service) Tradable(ctx context.Context) (map[string]Instrument, []Instrument, error) {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cat.tradable, cat.tradableList, nil
+}

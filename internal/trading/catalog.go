@@ -44,6 +44,9 @@ type catalog struct {
 	currencies    map[string]bool // currencies the hub can convert
 	symbolGroups  map[string]SymbolGroup
 	list          []Instrument
+	// tradable and tradableList hold the enabled instruments, for the markets routes.
+	tradable     map[string]Instrument
+	tradableList []Instrument
 }
 
 // catalogCache re-reads the catalog at most every maxAge, and at once after an admin change in
@@ -123,7 +126,7 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		return nil, fmt.Errorf("load symbol groups: %w", err)
 	}
 
-	cat := &catalog{instruments: map[string]Instrument{}, pairs: map[string]string{}, accountGroups: map[string]AccountGroup{}, currencies: map[string]bool{"USD": true}, symbolGroups: groups}
+	cat := &catalog{instruments: map[string]Instrument{}, pairs: map[string]string{}, accountGroups: map[string]AccountGroup{}, currencies: map[string]bool{"USD": true}, symbolGroups: groups, tradable: map[string]Instrument{}}
 	for _, in := range all {
 		g, ok := groups[in.SymbolGroup]
 		if !ok {
@@ -138,6 +141,10 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		cat.instruments[in.Symbol] = ti
 		cat.pairs[in.Base+in.Quote] = in.Symbol
 		cat.list = append(cat.list, ti)
+		if in.Enabled {
+			cat.tradable[in.Symbol] = ti
+			cat.tradableList = append(cat.tradableList, ti)
+		}
 		if in.Base == "USD" {
 			cat.currencies[in.Quote] = true
 		}
