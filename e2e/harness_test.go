@@ -132,6 +132,8 @@ func (e *deskEnv) start(name, binary string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, binary))
 	cmd.Env = e.env(env...)
+	// A test binary killed by its timeout must not leave desk processes behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -112,6 +113,8 @@ func StartRedis() (*Redis, error) {
 		l.Close()
 		cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--daemonize", "no")
+		// A test binary killed by its timeout must not leave its Redis behind.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
