@@ -85,7 +85,7 @@ func TestMetricsExposeTheDesk(t *testing.T) {
 	if got, _ := metricValue(f.metrics(), "fxdesk_lease_held"); got != "0" {
 		t.Errorf("follower fxdesk_lease_held = %q, want 0", got)
 	}
-	for _, name := range []string{`fxdesk_mirror_age_seconds{mode="publishing"}`, "fxdesk_risk_own_time_seconds_count"} {
+	for _, name := range []string{`fxdesk_mirror_age_seconds{mode="publishing"}`, "fxdesk_risk_own_time_seconds_count", "fxdesk_risk_loaded", `fxdesk_risk_ticks_total{outcome="evaluated"}`} {
 		if _, ok := metricValue(hm, name); !ok {
 			t.Errorf("holder lacks %s", name)
 		}

@@ -91,6 +91,9 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 		Mirror *struct {
 			Mode string `json:"mode"`
 		} `json:"mirror"`
+		Risk *struct {
+			Loaded bool `json:"loaded"`
+		} `json:"risk"`
 		Jobs   []struct{ Name string } `json:"jobs"`
 		Alerts []any                   `json:"alerts"`
 	}
@@ -104,6 +107,12 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.HoldsLease || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
 		hr.Mirror == nil || hr.Mirror.Mode != "publishing" || !hr.Holder.Agree || hr.Alerts == nil {
 		t.Errorf("holder report = %+v", hr)
+	}
+	if hr.Risk == nil || !hr.Risk.Loaded {
+		t.Errorf("holder report has no loaded risk engine: %+v", hr.Risk)
+	}
+	if fr.Risk != nil || cr.Risk != nil {
+		t.Errorf("risk engine reported off the holder: follower %+v cron %+v", fr.Risk, cr.Risk)
 	}
 	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.HoldsLease || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
 		t.Errorf("follower report = %+v", fr)

@@ -20,6 +20,7 @@ import (
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
@@ -165,17 +166,20 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	relay := &riskRelay{}
 	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log, OnChange: relay.apply})
 	var riskEngine *holderRisk
+	var riskStats func() risk.Stats
 	if role == desk.Holder {
 		if riskEngine, err = newHolderRisk(db, tradingSvc, stream, dk, inbox, m, relay, base); err != nil {
 			return fmt.Errorf("risk engine: %w", err)
 		}
+		riskStats = riskEngine.engine.Stats
+		m.WatchRisk(riskStats)
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Settings: settings,
+		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats, Settings: settings,
 			Trading: tradingSvc}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

@@ -15,6 +15,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
 )
@@ -33,6 +34,8 @@ type Deps struct {
 	Trading *trading.Service
 	// Settings reads and writes fx_setting; nil builds one over DB.
 	Settings *trading.Settings
+	// Risk reports the risk engine's counters where it runs (the holder).
+	Risk func() risk.Stats
 	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web).
 	Jobs func() []schedule.JobState
 	// Alerts is the alert inbox; nil builds one over DB.

@@ -21,9 +21,27 @@ type report struct {
 	desk.Status
 	Feed   *feedView           `json:"feed"` // nil where no tick engine runs
 	Jobs   []schedule.JobState `json:"jobs"` // nil where no scheduler runs
+	Risk   *riskView           `json:"risk"` // nil where no risk engine runs
 	Alerts []alert.Alert       `json:"alerts"`
 	// AlertsError says why alerts could not be read (the database is down, for instance).
 	AlertsError string `json:"alertsError,omitempty"`
+}
+
+// riskView is the holder's risk engine at a glance.
+type riskView struct {
+	Loaded         bool   `json:"loaded"`
+	Positions      int    `json:"positions"`
+	Orders         int    `json:"orders"`
+	Accounts       int    `json:"accounts"`
+	Queued         int    `json:"queued"`
+	TicksEvaluated uint64 `json:"ticksEvaluated"`
+	TicksDropped   uint64 `json:"ticksDroppedAtGate"`
+	ClosesQueued   uint64 `json:"closesQueued"`
+	FillsQueued    uint64 `json:"fillsQueued"`
+	WorkDropped    uint64 `json:"workDroppedAtGate"`
+	ExecutorErrors uint64 `json:"executorErrors"`
+	StopOuts       uint64 `json:"stopOuts"`
+	MarginCalls    uint64 `json:"marginCalls"`
 }
 
 type feedView struct {
@@ -63,6 +81,15 @@ func buildReport(ctx context.Context, d Deps) report {
 	}
 	if d.Jobs != nil {
 		r.Jobs = d.Jobs()
+	}
+	if d.Risk != nil {
+		s := d.Risk()
+		r.Risk = &riskView{
+			Loaded: s.Loaded, Positions: s.Positions, Orders: s.Orders, Accounts: s.Accounts, Queued: s.Queued,
+			TicksEvaluated: s.TicksEvaluated, TicksDropped: s.TicksDropped, ClosesQueued: s.ClosesQueued,
+			FillsQueued: s.FillsQueued, WorkDropped: s.WorkDropped, ExecutorErrors: s.ExecutorErrors,
+			StopOuts: s.StopOuts, MarginCalls: s.MarginCalls,
+		}
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

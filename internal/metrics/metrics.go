@@ -15,6 +15,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/tick"
 )
 
@@ -203,4 +204,45 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range n {
 		ch <- prometheus.MustNewConstMetric(alertsOpenDesc, prometheus.GaugeValue, float64(v), k.code, k.severity)
 	}
+}
+
+// WatchRisk adds the risk engine's counters, read from its Stats at scrape time (holder only).
+func (m *Metrics) WatchRisk(stats func() risk.Stats) {
+	m.reg.MustRegister(&riskCollector{stats: stats})
+}
+
+var (
+	riskHeldDesc   = prometheus.NewDesc("fxdesk_risk_watched", "What the risk engine watches, by kind (positions, orders, accounts, symbols, queued).", []string{"kind"}, nil)
+	riskTicksDesc  = prometheus.NewDesc("fxdesk_risk_ticks_total", "Ticks on watched symbols, evaluated or dropped at the gate.", []string{"outcome"}, nil)
+	riskWorkDesc   = prometheus.NewDesc("fxdesk_risk_work_total", "Risk engine work by kind (close_queued, fill_queued, dropped_at_gate, executor_error, already_closed, stop_out, margin_call).", []string{"kind"}, nil)
+	riskLoadedDesc = prometheus.NewDesc("fxdesk_risk_loaded", "1 once the risk engine has loaded every open position and resting order.", nil, nil)
+)
+
+type riskCollector struct{ stats func() risk.Stats }
+
+func (c *riskCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- riskHeldDesc
+	ch <- riskTicksDesc
+	ch <- riskWorkDesc
+	ch <- riskLoadedDesc
+}
+
+func (c *riskCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for kind, n := range map[string]int{"positions": s.Positions, "orders": s.Orders, "accounts": s.Accounts, "symbols": s.Symbols, "queued": s.Queued} {
+		ch <- prometheus.MustNewConstMetric(riskHeldDesc, prometheus.GaugeValue, float64(n), kind)
+	}
+	ch <- prometheus.MustNewConstMetric(riskTicksDesc, prometheus.CounterValue, float64(s.TicksEvaluated), "evaluated")
+	ch <- prometheus.MustNewConstMetric(riskTicksDesc, prometheus.CounterValue, float64(s.TicksDropped), "dropped_at_gate")
+	for kind, n := range map[string]uint64{
+		"close_queued": s.ClosesQueued, "fill_queued": s.FillsQueued, "dropped_at_gate": s.WorkDropped,
+		"executor_error": s.ExecutorErrors, "already_closed": s.AlreadyClosed, "stop_out": s.StopOuts, "margin_call": s.MarginCalls,
+	} {
+		ch <- prometheus.MustNewConstMetric(riskWorkDesc, prometheus.CounterValue, float64(n), kind)
+	}
+	loaded := 0.0
+	if s.Loaded {
+		loaded = 1
+	}
+	ch <- prometheus.MustNewConstMetric(riskLoadedDesc, prometheus.GaugeValue, loaded)
 }
