@@ -608,3 +608,53 @@ func TestFollowerRejectsGarbage(t *testing.T) {
 		t.Fatal("the last good snapshot must keep serving")
 	}
 }
+
+// walkingSource adds the tick engine's ordered walk to the test source.
+type walkingSource struct {
+	*source
+	walks *atomic.Int32
+}
+
+func (w walkingSource) EachWantedQuote(fn func(string, *tick.Quote)) {
+	w.walks.Add(1)
+	for _, s := range w.Wanted() {
+		if q, ok := w.LastTick(s); ok {
+			fn(s, &q)
+		}
+	}
+}
+
+// A source that walks its quotes (the tick engine) is encoded in one pass: every quote arrives
+// intact, beyond the buffer's first size, and over the cap the publisher falls back to the
+// truncating path that logs what it dropped.
+func TestWalkingSourcePublishesEverySymbol(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	syms := symbols(130)
+	for i, s := range syms {
+		e.src.Set(s, 1+float64(i)/1000, 1.0001+float64(i)/1000, e.leader.Now())
+	}
+	walk := walkingSource{e.src, new(atomic.Int32)}
+	pub, fol := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes = walk }), e.follower(nil)
+	must(t, pub.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if walk.walks.Load() != 1 {
+		t.Fatalf("publisher walked the source %d times, want once", walk.walks.Load())
+	}
+	if got := fol.Status().Symbols; got != len(syms) {
+		t.Fatalf("follower sees %d symbols, want %d", got, len(syms))
+	}
+	for i, s := range syms {
+		q, ok := fol.LastTick(s)
+		if !ok || q.Bid != 1+float64(i)/1000 || q.Ask != 1.0001+float64(i)/1000 {
+			t.Fatalf("%s = %+v, %v", s, q, ok)
+		}
+	}
+
+	capped := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes = walk; c.MaxSymbols = 100 })
+	must(t, capped.PublishOnce(ctx))
+	if st := capped.Status(); st.Symbols != 100 || st.Dropped != 30 {
+		t.Fatalf("capped publish: %d symbols, %d dropped; want 100 and 30", st.Symbols, st.Dropped)
+	}
+}

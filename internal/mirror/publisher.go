@@ -228,11 +228,51 @@ func (p *Publisher) ReadPins(ctx context.Context) error {
 	return p.applyPinsLocked(ctx, fields)
 }
 
+// QuoteWalker is implemented by a quote source that can walk its wanted quotes in symbol order
+// without a look-up per symbol (tick.Engine). The publisher then encodes in one pass.
+type QuoteWalker interface {
+	EachWantedQuote(fn func(symbol string, q *tick.Quote))
+}
+
+// encodeWalk is encode's fastest path: no priority legs to place first, so the source's own
+// sorted walk is the snapshot. It reports false when the cap is exceeded (collect decides then).
+func (p *Publisher) encodeWalk(w QuoteWalker, publishedAt time.Time) (int, bool) {
+	if cap(p.buf) < headerSize+64*recordSize {
+		p.buf = make([]byte, 0, headerSize+64*recordSize)
+	}
+	b := p.buf[:cap(p.buf)]
+	off, count, over := headerSize, 0, false
+	w.EachWantedQuote(func(s string, q *tick.Quote) {
+		if over || count == p.cfg.MaxSymbols || len(s) != 6 {
+			over = over || count == p.cfg.MaxSymbols
+			return
+		}
+		if off+recordSize > len(b) {
+			b = append(b[:off], make([]byte, off)...) // double
+			b = b[:cap(b)]
+		}
+		putRecord(b[off:off+recordSize], s, *q)
+		off += recordSize
+		count++
+	})
+	if over {
+		return 0, false
+	}
+	putHeader(b, publishedAt, count)
+	p.buf = b[:off]
+	return count, true
+}
+
 // encode writes the snapshot into p.buf and returns how many symbols it holds and how many the
 // cap dropped. The usual cycle — the engine's sorted wanted list, no priority leg outside it, no
 // truncation — streams each quote straight into the buffer in one pass; anything else goes
 // through collect.
 func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dropped int) {
+	if w, ok := p.cfg.Quotes.(QuoteWalker); ok && len(priority) == 0 {
+		if count, ok := p.encodeWalk(w, publishedAt); ok {
+			return count, 0
+		}
+	}
 	wanted := p.cfg.Quotes.Wanted()
 	fast := len(wanted) <= p.cfg.MaxSymbols
 	for _, s := range priority {
