@@ -25,7 +25,8 @@ wait_for() { # name, check function
 }
 
 ensure_mariadb() {
-  if command -v mysqladmin >/dev/null && mariadb_up; then return 0; fi
+  command -v mysqladmin >/dev/null || apt_install mariadb-client
+  if mariadb_up; then return 0; fi
   command -v mariadbd >/dev/null || apt_install mariadb-server mariadb-client
   log "starting MariaDB"
   service mariadb start >/dev/null 2>&1 || {
@@ -41,7 +42,8 @@ ensure_mariadb() {
 }
 
 ensure_redis() {
-  if command -v redis-cli >/dev/null && redis_up; then return 0; fi
+  command -v redis-cli >/dev/null || apt_install redis-tools
+  if redis_up; then return 0; fi
   command -v redis-server >/dev/null || apt_install redis-server
   log "starting Redis"
   service redis-server start >/dev/null 2>&1 || redis-server --bind 127.0.0.1 --port 6379 --daemonize yes >/dev/null
@@ -50,4 +52,6 @@ ensure_redis() {
 
 ensure_mariadb
 ensure_redis
+# The operations-doc test pastes curl commands, as an operator would.
+command -v curl >/dev/null || apt_install curl
 log "MariaDB and Redis answer on 127.0.0.1"
