@@ -52,19 +52,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.InfoContext(ctx, "fxdesk-cron starting; role: cron — never contends for the engine lease",
 		slog.Any("config", cfg), slog.Int("pid", pid))
 
-	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	db, err := store.Open(openCtx, cfg.MySQLDSN)
-	cancel()
+	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	mctx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = store.Migrate(mctx, db, log)
-	cancel()
-	if err != nil {
-		return err
-	}
 	rdb, err := store.OpenRedis(cfg.RedisURL)
 	if err != nil {
 		return err

@@ -52,16 +52,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	db, err := store.Open(ctx, cfg.MySQLDSN)
+	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := store.Migrate(ctx, db, log); err != nil {
-		return err
-	}
+	db.Close()
 	fmt.Fprintln(stdout, "migrations applied")
 	return nil
 }
@@ -72,18 +67,9 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	tag := cfg.Hostname + ":" + strconv.Itoa(pid)
 	log.InfoContext(ctx, "fxdesk-web starting", slog.Any("config", cfg), slog.Int("pid", pid))
 
-	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	db, err := store.Open(openCtx, cfg.MySQLDSN)
-	cancel()
+	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
 	switch {
 	case err == nil:
-		mctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err = store.Migrate(mctx, db, log)
-		cancel()
-		if err != nil {
-			db.Close()
-			return err
-		}
 	case store.Unreachable(err):
 		// The lease still has an answer without MySQL (Redis, or fail-open), so the desk boots.
 		log.WarnContext(ctx, "MySQL unreachable at boot; migrations not applied, the engine lease falls back to Redis", slog.Any("err", err))

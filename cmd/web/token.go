@@ -32,14 +32,11 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, cfg.MySQLDSN)
+	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := store.Migrate(ctx, db, log); err != nil {
-		return err
-	}
 	token, err := auth.Create(ctx, db, *user, *admin, *label)
 	if err != nil {
 		return err

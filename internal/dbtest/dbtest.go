@@ -152,14 +152,7 @@ func NewMigrated(prefix string) (db *sql.DB, close func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("tests need MariaDB on 127.0.0.1:3306: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if db, err = store.Open(ctx, d.DSN); err == nil {
-		if err = store.Migrate(ctx, db, slog.New(slog.DiscardHandler)); err != nil {
-			db.Close()
-		}
-	}
-	if err != nil {
+	if db, err = store.OpenMigrated(context.Background(), d.DSN, slog.New(slog.DiscardHandler)); err != nil {
 		d.Drop()
 		return nil, nil, err
 	}

@@ -237,3 +237,22 @@ type driverLogger struct{ log *slog.Logger }
 func (d driverLogger) Print(v ...any) {
 	d.log.Debug("mysql driver", slog.String("msg", strings.TrimSpace(fmt.Sprint(v...))))
 }
+
+// OpenMigrated opens the database (creating it if missing) and applies every migration, each
+// step bounded so a dead server costs seconds, not a hang. On a migration failure the pool is
+// closed. An error from opening keeps its cause, so Unreachable tells a down server apart.
+func OpenMigrated(ctx context.Context, dsn string, log *slog.Logger) (*sql.DB, error) {
+	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	db, err := Open(openCtx, dsn)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	migrateCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := Migrate(migrateCtx, db, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
