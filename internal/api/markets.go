@@ -47,6 +47,18 @@ func price(v float64, digits int) *string {
 	return &s
 }
 
+// requestedSymbols reads ?symbols= against the enabled instruments (cached by the trading
+// catalog) and returns them with the enabled instruments, by symbol and in order. nil symbols
+// means all.
+func requestedSymbols(r *http.Request, svc *trading.Service) (map[string]trading.Instrument, []trading.Instrument, []string, error) {
+	known, enabled, err := svc.Tradable(r.Context())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	symbols, err := parseSymbols(r.URL.Query().Get("symbols"), known)
+	return known, enabled, symbols, err
+}
+
 // parseSymbols reads ?symbols=A,B: each must be an enabled instrument. Empty means all.
 func parseSymbols(raw string, known map[string]trading.Instrument) ([]string, error) {
 	if strings.TrimSpace(raw) == "" {
@@ -101,12 +113,7 @@ func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) 
 // handleQuotes answers the last quote of each requested symbol.
 func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		known, enabled, err := svc.Tradable(r.Context())
-		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
-		}
-		symbols, err := parseSymbols(r.URL.Query().Get("symbols"), known)
+		known, enabled, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
 			writeError(r.Context(), log, w, err)
 			return
@@ -138,12 +145,7 @@ func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) h
 // client loses updates instead of delaying the engine or other clients.
 func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		known, _, err := svc.Tradable(r.Context())
-		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
-		}
-		symbols, err := parseSymbols(r.URL.Query().Get("symbols"), known)
+		known, _, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
 			writeError(r.Context(), log, w, err)
 			return
