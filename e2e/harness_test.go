@@ -345,18 +345,28 @@ func (e *deskEnv) redisValue() string {
 	return v
 }
 
+// eventually polls cond every interval until it holds, failing with what at the deadline. It is
+// for conditions no process announces (a database clock passing a time, a counter another
+// process moves); everything that logs or streams is waited on through that signal instead.
+func eventually(t testing.TB, timeout, interval time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(interval)
+	}
+}
+
 // waitRowExpired polls the database clock until the lease row has expired. There is no event for
-// time passing on another machine's clock, so this is a poll with a deadline.
+// time passing on another machine's clock.
 func (e *deskEnv) waitRowExpired(timeout time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if h, ok := e.row(); ok && !h.Live {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	e.t.Fatalf("lease row did not expire within %s", timeout)
+	eventually(e.t, timeout, 50*time.Millisecond, "lease row expired", func() bool {
+		h, ok := e.row()
+		return ok && !h.Live
+	})
 }
 
 // runOnce runs a binary to completion and returns its combined output.

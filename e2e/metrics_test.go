@@ -47,16 +47,10 @@ func TestMetricsExposeTheDesk(t *testing.T) {
 	h.waitLog(10*time.Second, msgIs("provider connected"))
 	// The renew histogram gets a sample per cycle (every TTL/3 = 1 s here); no event announces a
 	// successful renew, so poll the series with a deadline.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if v, ok := metricValue(h.metrics(), `fxdesk_lease_renew_seconds_count{outcome="ok"}`); ok && v != "0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no successful renew observed in fxdesk_lease_renew_seconds")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, 100*time.Millisecond, "a successful renew in fxdesk_lease_renew_seconds", func() bool {
+		v, ok := metricValue(h.metrics(), `fxdesk_lease_renew_seconds_count{outcome="ok"}`)
+		return ok && v != "0"
+	})
 	stream := h.stream("EURUSD")
 	stream.waitFor(t, 10*time.Second, func(map[string]any) bool { return true })
 

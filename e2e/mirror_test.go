@@ -40,17 +40,13 @@ func (p *proc) openAlert(code string) (string, bool) {
 // resolves on its own schedule, so this waits on the inbox with a deadline.
 func (p *proc) waitAlert(code string, want bool, timeout time.Duration) string {
 	p.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg, open := p.openAlert(code)
-		if open == want {
-			return msg
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s: alert %s open=%v, want %v after %s", p.name, code, open, want, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var msg string
+	eventually(p.t, timeout, 50*time.Millisecond, fmt.Sprintf("%s: alert %s open=%v", p.name, code, want), func() bool {
+		var open bool
+		msg, open = p.openAlert(code)
+		return open == want
+	})
+	return msg
 }
 
 type mirrorView struct {
@@ -101,21 +97,16 @@ func TestMirrorSplitInstall(t *testing.T) {
 
 	// Appears and advances.
 	first := ""
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, 10*time.Second, 100*time.Millisecond, "snapshot appears and advances", func() bool {
 		v := cron.mirror().Mirror
-		if v != nil && v.LastPublishedAt != "" && v.Symbols > 30 {
-			if first == "" {
-				first = v.LastPublishedAt
-			} else if v.LastPublishedAt != first {
-				break
-			}
+		if v == nil || v.LastPublishedAt == "" || v.Symbols <= 30 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot did not appear and advance: %+v", v)
+		if first == "" {
+			first = v.LastPublishedAt
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return v.LastPublishedAt != first
+	})
 	if v := web.mirror().Mirror; v == nil || v.Mode != "publishing" {
 		t.Fatalf("web mirror = %+v, want publishing", v)
 	}

@@ -61,13 +61,10 @@ func TestOperationsDocCommands(t *testing.T) {
 	cron := e.start("cron", "fxdesk-cron")
 	cron.waitLog(10*time.Second, msgHas("fx quote mirror following"))
 	// The mirror must have advanced once, or the unavailable check would race the first poll.
-	deadline := time.Now().Add(15 * time.Second)
-	for cron.mirror().Mirror == nil || !cron.mirror().Mirror.Advancing {
-		if time.Now().After(deadline) {
-			t.Fatal("mirror never advanced")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(t, 15*time.Second, 100*time.Millisecond, "mirror advancing", func() bool {
+		m := cron.mirror().Mirror
+		return m != nil && m.Advancing
+	})
 
 	cfg, _ := mysql.ParseDSN(e.db.DSN)
 	_, redisPort, _ := strings.Cut(e.redis.Addr, ":")
