@@ -177,3 +177,43 @@ func (l *LogBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// CPU is the processor time used so far by this process and by the local MySQL server, for
+// benchmarks that report what a unit of work costs each side. On a shared machine a rate moves
+// with whatever else runs; the time each side spent per unit moves much less. Server is zero
+// when no mariadbd or mysqld process can be read (a server on another machine).
+type CPU struct{ Self, Server time.Duration }
+
+// ReadCPU reads both clocks (the server's from /proc, in clock ticks of 10 ms).
+func ReadCPU() CPU {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	c := CPU{Self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	for _, name := range []string{"mariadbd", "mysqld"} {
+		out, err := exec.Command("pgrep", "-x", name).Output()
+		if err != nil {
+			continue
+		}
+		pid := strings.Fields(string(out))
+		if len(pid) == 0 {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + pid[0] + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses and may hold spaces.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		c.Server = time.Duration(utime+stime) * 10 * time.Millisecond
+		break
+	}
+	return c
+}
+
+// Sub is the time each side spent since o.
+func (c CPU) Sub(o CPU) CPU { return CPU{Self: c.Self - o.Self, Server: c.Server - o.Server} }

@@ -675,14 +675,12 @@ func (k *Keeper) Release(ctx context.Context) error {
 // the database clock. It takes a shared lock on the row, so a claim by another process waits for
 // tx to end. It returns ErrFenced when the write must not happen; roll back then.
 func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
-	if k.lost.Load() {
-		return ErrFenced
+	stmt, args, err := k.FenceStatement()
+	if err != nil {
+		return err
 	}
-	term := k.term.Load()
 	var one int
-	err := tx.QueryRowContext(ctx,
-		"SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
-		k.cfg.Key, k.cfg.InstanceID, term).Scan(&one)
+	err = tx.QueryRowContext(ctx, stmt, args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrFenced
 	}
@@ -690,6 +688,19 @@ func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
 		return fmt.Errorf("lease fence: %w", err)
 	}
 	return nil
+}
+
+// FenceStatement is Fence for a caller that sends the check in one round trip with its own
+// statements (a multi-statement batch): the statement returns one row when the fence holds and
+// none when the write must not happen, and like Fence it keeps the row share-locked until the
+// transaction ends. The caller must read its result before it uses anything else the batch
+// returned. It returns ErrFenced, without a statement, once the lease is known lost.
+func (k *Keeper) FenceStatement() (string, []any, error) {
+	if k.lost.Load() {
+		return "", nil, ErrFenced
+	}
+	return "SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
+		[]any{k.cfg.Key, k.cfg.InstanceID, k.term.Load()}, nil
 }
 
 // State is the keeper's view of itself, for status pages.

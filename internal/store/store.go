@@ -23,6 +23,10 @@ import (
 //   - clientFoundRows: rows affected counts matched rows, so a conditional UPDATE that matches
 //     our own row reports 1 even when nothing changed;
 //   - interpolateParams: one round trip per statement instead of prepare/execute/close;
+//   - multiStatements: a fill or a close sends its statements in a few batches, one round trip
+//     each, instead of one round trip per statement (internal/trading's batch). Every statement
+//     the desk sends takes its values as ? arguments, escaped by the driver, so a value can
+//     never end one statement and start another;
 //   - parseTime: DATETIME columns scan into time.Time.
 func DSN(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
@@ -31,6 +35,7 @@ func DSN(dsn string) (*mysql.Config, error) {
 	}
 	cfg.ClientFoundRows = true
 	cfg.InterpolateParams = true
+	cfg.MultiStatements = true
 	cfg.ParseTime = true
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second

@@ -217,36 +217,41 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.begin(ctx, "fill resting order")
+	// Round trip one: fence, lock the account (as every fill and close takes it first), then
+	// the order, and sum the account's exposures.
+	tx, fb, err := s.begin(ctx, "fill resting order")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// The account first, as every fill and close takes it, then the order.
-	a, err := loadAccount(ctx, tx, 0, accountID, true)
-	if err != nil {
+	var a Account
+	var o Order
+	var found, exists bool
+	var exps []exposure
+	fb.query(accountInto(&a, &found), lockAccountSQL, accountID)
+	fb.query(orderInto(&o, &exists), "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id)
+	fb.query(exposuresInto(&exps), exposuresSQL, accountID)
+	if err := s.lock(ctx, tx, fb, "fill resting order"); err != nil {
 		return err
 	}
-	o, err := scanOrder(tx.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id))
-	if err != nil {
-		return fmt.Errorf("fill order %d: %w", id, err)
+	if err := ownedBy(a, found, 0, accountID); err != nil {
+		return err
 	}
-	if o.Status != fx.OrderPending {
+	if !exists || o.Status != fx.OrderPending {
 		return fmt.Errorf("fill order %d (%s): %w", id, o.Status, risk.ErrAlreadyClosed)
 	}
 	if o.ExpiresAt != nil && !o.ExpiresAt.After(s.now()) {
 		return fmt.Errorf("fill order %d: expired at %s: %w", id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
 	}
 	price := fillPrice(in, q, o.Side)
-	commission, after, err := fillCheck(ctx, tx, m, cat, in, a, o.Side, o.Volume, price)
+	commission, after, err := fillCheck(m, cat, in, a, exps, o.Side, o.Volume, price)
 	if fx.ErrorCode(err) == fx.ECONFLICT {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
-		if _, uerr := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", id); uerr != nil {
-			return fmt.Errorf("reject order %d: %w", id, uerr)
-		}
-		if cerr := tx.Commit(); cerr != nil {
-			return fmt.Errorf("reject order %d: commit: %w", id, cerr)
+		var b batch
+		b.exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", id)
+		if cerr := tx.commit(ctx, &b); cerr != nil {
+			return fmt.Errorf("reject order %d: %w", id, cerr)
 		}
 		s.log.WarnContext(ctx, "resting order rejected at its trigger", slog.Int64("order", id), slog.String("why", err.Error()))
 		s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
@@ -255,18 +260,17 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id); err != nil {
+
+	// Round trip two: the order filled, its position, the balance and the commission.
+	var b batch
+	b.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id)
+	b.exec("SET @fx_order_id = ?", id)
+	o.Status, o.FillPrice = fx.OrderFilled, &price
+	f := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
+	if err := tx.commit(ctx, &b); err != nil {
 		return fmt.Errorf("fill order %d: %w", id, err)
 	}
-	o.Status, o.FillPrice = fx.OrderFilled, &price
-	p, _, err := writeFill(ctx, tx, &a, in, o, price, commission, after, s.now().UTC())
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("fill order %d: commit: %w", id, err)
-	}
-	s.notify(ctx, risk.Change{Kind: risk.OrderFilled, Order: risk.Order{ID: id}}, positionOpened(p), balanceChanged(a))
+	s.notify(ctx, risk.Change{Kind: risk.OrderFilled, Order: risk.Order{ID: id}}, positionOpened(f.position()), balanceChanged(a))
 	return nil
 }
 

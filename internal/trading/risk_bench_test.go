@@ -246,6 +246,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	// The burst.
 	prices.gapped.Store(true)
 	q, _ := prices.LastTick(burstSym)
+	cpu0 := dbtest.ReadCPU()
 	b.StartTimer()
 	start := time.Now()
 	updates <- tick.Update{Symbol: burstSym, Quote: q}
@@ -260,6 +261,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	}
 	b.StopTimer()
 	elapsed := end.Sub(start)
+	cpu := dbtest.ReadCPU().Sub(cpu0)
 
 	// What was committed.
 	mu.Lock()
@@ -322,5 +324,9 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	b.ReportMetric(pct(0.99), "own-p99-µs")
 	b.ReportMetric(float64(samples[len(samples)-1].Microseconds()), "own-max-µs")
 	b.ReportMetric(float64(elapsed.Milliseconds()), "burst-ms")
+	// What each close cost in processor time, here and in the server: on this shared 2-core
+	// machine the rate moves with the load, these much less.
+	b.ReportMetric(float64(cpu.Self.Microseconds())/burst, "self-cpu-µs/close")
+	b.ReportMetric(float64(cpu.Server.Microseconds())/burst, "db-cpu-µs/close")
 	b.Logf("%d closes committed in %v (%d accounts touched, ledger balanced)", burst, elapsed.Round(time.Millisecond), touched)
 }

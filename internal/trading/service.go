@@ -3,7 +3,6 @@ package trading
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,15 +12,14 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/lease"
 	"fxdesk/internal/risk"
 )
 
-// Lease is what fills and closes need from the engine lease: the gate, and the term fence inside
-// the write's own transaction (*lease.Keeper).
+// Lease is what fills and closes need from the engine lease: the gate, and the term fence that
+// leads the write's own transaction (*lease.Keeper).
 type Lease interface {
 	HoldsLease() bool
-	Fence(ctx context.Context, tx *sql.Tx) error
+	FenceStatement() (string, []any, error)
 }
 
 // Service applies the trading rules. Its methods return *fx.Error values a client may see
@@ -74,25 +72,57 @@ func clampLimit(n int) int {
 // holds reports whether this process may fill right now.
 func (s *Service) holds() bool { return s.lease != nil && s.lease.HoldsLease() }
 
-// begin opens a fill's transaction and fences it by the lease term.
-func (s *Service) begin(ctx context.Context, what string) (*sql.Tx, error) {
+// fencedBatch is the first round trip of a fenced write: the lease fence, then the statements
+// the caller adds to lock its rows. lock sends it and checks the fence before anything else.
+type fencedBatch struct {
+	batch
+	held bool
+}
+
+// begin opens a fenced write's transaction, after the gate. The fence is the first statement
+// of the batch it returns, after START TRANSACTION, so it costs no round trip of its own: add
+// the row locks, then lock.
+func (s *Service) begin(ctx context.Context, what string) (*txn, *fencedBatch, error) {
 	if !s.holds() {
 		s.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
-		return nil, errPricing()
+		return nil, nil, errPricing()
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	stmt, args, err := s.lease.FenceStatement()
 	if err != nil {
-		return nil, fmt.Errorf("%s: begin: %w", what, err)
+		s.log.WarnContext(ctx, "lease fence refused the write", slog.String("work", what), slog.Any("err", err))
+		return nil, nil, errPricing()
 	}
-	if err := s.lease.Fence(ctx, tx); err != nil {
-		tx.Rollback()
-		if errors.Is(err, lease.ErrFenced) {
-			s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
-			return nil, errPricing()
-		}
-		return nil, fmt.Errorf("%s: %w", what, err)
+	fb := &fencedBatch{}
+	t, err := beginTxn(ctx, s.db, &fb.batch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
-	return tx, nil
+	fb.query(scanFirst(&fb.held, func(*sql.Rows) error { return nil }), stmt, args...)
+	return t, fb, nil
+}
+
+// beginUnfenced is begin for a balance change that does not depend on this process's prices:
+// no gate, no fence.
+func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *fencedBatch, error) {
+	fb := &fencedBatch{held: true}
+	t, err := beginTxn(ctx, s.db, &fb.batch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
+	}
+	return t, fb, nil
+}
+
+// lock sends fb in tx and answers errPricing, having logged it, when the fence refused the
+// write: the caller rolls back.
+func (s *Service) lock(ctx context.Context, tx *txn, fb *fencedBatch, what string) error {
+	if err := fb.run(ctx, tx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fb.held {
+		s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
+		return errPricing()
+	}
+	return nil
 }
 
 func (c *catalog) accountGroup(name string) AccountGroup {
@@ -222,24 +252,34 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	if err != nil {
 		return Deal{}, false, err
 	}
-	var tx *sql.Tx
+	var tx *txn
+	var fb *fencedBatch
+	unpriceable := func(err error) error {
+		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
+			return fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+		}
+		return err
+	}
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
 		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok || !s.holds() {
 			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
 		}
-		if tx, err = s.begin(ctx, "withdrawal"); err != nil {
-			if fx.ErrorCode(err) == fx.EUNAVAILABLE {
-				return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
-			}
-			return Deal{}, false, err
+		if tx, fb, err = s.begin(ctx, "withdrawal"); err != nil {
+			return Deal{}, false, unpriceable(err)
 		}
-	} else if tx, err = s.db.BeginTx(ctx, nil); err != nil {
-		return Deal{}, false, fmt.Errorf("withdrawal: %w", err)
+	} else if tx, fb, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
+		return Deal{}, false, err
 	}
 	defer tx.Rollback()
-	a, err := loadAccount(ctx, tx, userID, id, true)
-	if err != nil {
+	var a Account
+	var found bool
+	fb.query(accountInto(&a, &found), lockAccountSQL, id)
+	fb.query(exposuresInto(&exps), exposuresSQL, id)
+	if err := s.lock(ctx, tx, fb, "withdrawal"); err != nil {
+		return Deal{}, false, unpriceable(err)
+	}
+	if err := ownedBy(a, found, userID, id); err != nil {
 		return Deal{}, false, err
 	}
 	if d, ok, err := loadDealByKey(ctx, tx, key); err != nil || ok {
@@ -247,10 +287,6 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	}
 	if amount.GreaterThan(a.Balance) {
 		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", a.Balance.StringFixed(2), a.Currency)
-	}
-	exps, err = loadExposures(ctx, tx, id)
-	if err != nil {
-		return Deal{}, false, err
 	}
 	var marks *Metrics
 	if len(exps) > 0 {
@@ -271,12 +307,11 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
-	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
-	if err != nil {
-		return Deal{}, false, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Deal{}, false, fmt.Errorf("withdrawal: commit: %w", err)
+	var b batch
+	d := addDeal(&b, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks, false)
+	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
+	if err := tx.commit(ctx, &b); err != nil {
+		return Deal{}, false, fmt.Errorf("withdrawal: %w", err)
 	}
 	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
@@ -406,35 +441,41 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 	}
 
-	tx, err := s.begin(ctx, "fill order")
+	// Round trip one: fence, lock the account, find a retried nonce, sum the exposures.
+	tx, fb, err := s.begin(ctx, "fill order")
 	if err != nil {
 		return OrderResult{}, err
 	}
 	defer tx.Rollback()
-	a, err := loadAccount(ctx, tx, userID, r.AccountID, true)
-	if err != nil {
-		return OrderResult{}, err
-	}
+	var a Account
+	var found, retried bool
+	var original Order
+	var exps []exposure
+	fb.query(accountInto(&a, &found), lockAccountSQL, r.AccountID)
 	if r.RequestNonce != "" {
 		// The account lock serialises submits of one account, so a retry racing the original
-		// waits here and then finds it.
-		if o, ok, err := loadOrderByNonce(ctx, tx, r.AccountID, r.RequestNonce); err != nil || ok {
-			tx.Rollback()
-			return s.replay(ctx, o, ok, err)
-		}
+		// waits for it and then finds it here, before any rule could refuse the retry.
+		fb.query(orderInto(&original, &retried), nonceSQL, r.AccountID, r.RequestNonce)
+	}
+	fb.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
+	if err := s.lock(ctx, tx, fb, "fill order"); err != nil {
+		return OrderResult{}, err
+	}
+	if err := ownedBy(a, found, userID, r.AccountID); err != nil {
+		return OrderResult{}, err
+	}
+	if retried {
+		tx.Rollback()
+		return s.replay(ctx, original, true, nil)
 	}
 	var commission decimal.Decimal
 	var after Metrics
 	if r.Type == fx.Market {
-		if commission, after, err = fillCheck(ctx, tx, m, cat, in, a, r.Side, r.Volume, price); err != nil {
+		if commission, after, err = fillCheck(m, cat, in, a, exps, r.Side, r.Volume, price); err != nil {
 			return OrderResult{}, err
 		}
 	} else {
 		g := cat.accountGroup(a.Group)
-		exps, err := loadExposures(ctx, tx, a.ID)
-		if err != nil {
-			return OrderResult{}, err
-		}
 		before, ok := m.metrics(a, g, a.Balance, exps)
 		if !ok {
 			return OrderResult{}, errPricing()
@@ -445,6 +486,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 	}
 
+	// Round trip two: the order, and for a MARKET order its position, balance and commission.
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
 		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
 	if r.RequestNonce != "" {
@@ -453,42 +495,45 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	if r.Type == fx.Market {
 		o.Status, o.FillPrice = fx.OrderFilled, &price
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
+	var b batch
+	b.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
 		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
-	if err != nil {
+	b.exec("SET @fx_order_id = LAST_INSERT_ID()")
+	var f *fillWrite
+	if r.Type == fx.Market {
+		f = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt)
+	} else {
+		f = &fillWrite{}
+		b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID) }), "SELECT @fx_order_id")
+	}
+	if err := tx.commit(ctx, &b); err != nil {
 		if duplicateKey(err) && r.RequestNonce != "" {
+			// A retry that was not committed when the first round trip looked is now.
 			tx.Rollback()
 			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 			return s.replay(ctx, o, ok, err)
 		}
-		return OrderResult{}, fmt.Errorf("write order: %w", err)
+		return OrderResult{}, fmt.Errorf("fill order: %w", err)
 	}
-	o.ID, _ = res.LastInsertId()
+	o.ID = f.orderID
 	out := OrderResult{Order: o}
 	if r.Type == fx.Market {
-		p, d, err := writeFill(ctx, tx, &a, in, o, price, commission, after, o.CreatedAt)
-		if err != nil {
-			return OrderResult{}, err
-		}
+		p := f.position()
 		out.Order.PositionID = &p.ID
-		out.Position, out.Commission = &p, d
-	}
-	if err := tx.Commit(); err != nil {
-		return OrderResult{}, fmt.Errorf("fill order: commit: %w", err)
-	}
-	if out.Position != nil {
-		s.notify(ctx, positionOpened(*out.Position), balanceChanged(a))
+		out.Position, out.Commission = &p, f.commission()
+		s.notify(ctx, positionOpened(p), balanceChanged(a))
 	} else {
 		s.notify(ctx, orderPlaced(o))
 	}
 	return out, nil
 }
 
-// fillCheck prices a fill of volume lots on side at price for the locked account a: the
-// commission it costs and the account's metrics after it. It refuses (ECONFLICT) a fill that
-// increases margin while the account is below its margin-call level or beyond its free margin.
-func fillCheck(ctx context.Context, tx *sql.Tx, m *market, cat *catalog, in Instrument, a Account, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
+// fillCheck prices a fill of volume lots on side at price for the locked account a, whose open
+// positions sum to exps: the commission it costs and the account's metrics after it. It
+// refuses (ECONFLICT) a fill that increases margin while the account is below its margin-call
+// level or beyond its free margin.
+func fillCheck(m *market, cat *catalog, in Instrument, a Account, exps []exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
 	commission := decimal.Zero
 	if in.Group.CommissionPerLot.IsPositive() {
 		c, ok := m.convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
@@ -498,10 +543,6 @@ func fillCheck(ctx context.Context, tx *sql.Tx, m *market, cat *catalog, in Inst
 		commission = c
 	}
 	g := cat.accountGroup(a.Group)
-	exps, err := loadExposures(ctx, tx, a.ID)
-	if err != nil {
-		return decimal.Zero, Metrics{}, err
-	}
 	before, ok := m.metrics(a, g, a.Balance, exps)
 	if !ok {
 		return decimal.Zero, Metrics{}, errPricing()
@@ -523,32 +564,53 @@ func fillCheck(ctx context.Context, tx *sql.Tx, m *market, cat *catalog, in Inst
 	return commission, after, nil
 }
 
-// writeFill writes, in tx, the position filled order o opened at price on the locked account a,
-// with its commission deal (and the account's new marks, after). It is the one ledger path of
-// every fill: a MARKET submit and a resting order the risk engine triggers.
-func writeFill(ctx context.Context, tx *sql.Tx, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (Position, *Deal, error) {
-	p := Position{AccountID: a.ID, OrderID: o.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
-		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}
-	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		p.AccountID, p.OrderID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
-	if err != nil {
-		return Position{}, nil, fmt.Errorf("write position: %w", err)
+// fillWrite is a fill written by a batch: the position and commission deal as they were
+// written, whose ids the batch's last statement reports.
+type fillWrite struct {
+	pos                      Position
+	deal                     *Deal
+	orderID, posID, lastDeal int64
+}
+
+func (f *fillWrite) position() Position {
+	p := f.pos
+	p.ID, p.OrderID = f.posID, f.orderID
+	return p
+}
+
+func (f *fillWrite) commission() *Deal {
+	if f.deal == nil {
+		return nil
 	}
-	p.ID, _ = res.LastInsertId()
+	d := *f.deal
+	d.ID, d.OrderID, d.PositionID = f.lastDeal, &f.orderID, &f.posID
+	d.IdempotencyKey += itoa(f.orderID)
+	return &d
+}
+
+// addFill adds to b, after the statement that set @fx_order_id to the filled order o's id, the
+// position o opens at price on the locked account a, with its commission deal (and the
+// account's new marks, after), and the SELECT that reports the ids. It is the one ledger path
+// of every fill: a MARKET submit and a resting order the risk engine triggers.
+func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) *fillWrite {
+	f := &fillWrite{pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
+		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}}
+	p := f.pos
+	b.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, @fx_order_id, ?, ?, ?, ?, ?, ?, ?, ?)",
+		p.AccountID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+	b.exec("SET @fx_position_id = LAST_INSERT_ID()")
 	if commission.IsPositive() {
-		side, sym, vol, orderID := o.Side, in.Symbol, o.Volume, o.ID
-		d, err := postDeal(ctx, tx, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), OrderID: &orderID, PositionID: &p.ID,
-			Symbol: &sym, Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "commission:order:" + itoa(o.ID), Comment: "commission at open"}, &after)
-		if err != nil {
-			return Position{}, nil, err
-		}
-		return p, &d, nil
+		side, sym, vol := o.Side, in.Symbol, o.Volume
+		d := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+			IdempotencyKey: "commission:order:", Comment: "commission at open"}, &after, true)
+		f.deal = &d
+	} else {
+		b.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", after.Equity, after.UsedMargin, a.ID)
 	}
-	if err := markAccount(ctx, tx, a.ID, after); err != nil {
-		return Position{}, nil, err
-	}
-	return p, nil, nil
+	b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID, &f.posID, &f.lastDeal) }),
+		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID()")
+	return f
 }
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
@@ -733,16 +795,32 @@ type CloseResult struct {
 // in one fenced transaction holding the position row: of racing closes, one wins and the rest
 // answer ECONFLICT.
 func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason string) (CloseResult, error) {
-	p, err := loadPosition(ctx, s.db, userID, id, false)
-	if err != nil {
-		return CloseResult{}, err
-	}
-	if p.Status != fx.PositionOpen {
-		return CloseResult{}, errAlreadyClosed(id)
-	}
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return CloseResult{}, err
+	}
+	// Round trip one: fence, lock the account, then the position. The account is found through
+	// the position (a non-locking read: a position never changes account), so every close takes
+	// the account row first as every fill does, without a read of its own before the
+	// transaction.
+	tx, fb, err := s.begin(ctx, "close position")
+	if err != nil {
+		return CloseResult{}, err
+	}
+	defer tx.Rollback()
+	var a Account
+	var p Position
+	var found, exists bool
+	fb.query(accountInto(&a, &found), "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = ?) FOR UPDATE", id)
+	fb.query(positionInto(&p, &exists), lockPositionSQL, id)
+	if err := s.lock(ctx, tx, fb, "close position"); err != nil {
+		return CloseResult{}, err
+	}
+	if !exists || ownedBy(a, found, userID, p.AccountID) != nil {
+		return CloseResult{}, fx.Errorf(fx.ENOTFOUND, "Position %d not found.", id)
+	}
+	if p.Status != fx.PositionOpen {
+		return CloseResult{}, errAlreadyClosed(id)
 	}
 	in, ok := cat.instruments[p.Symbol]
 	if !ok {
@@ -762,23 +840,6 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 		return CloseResult{}, err
 	}
 	price := closePrice(in, q, p.Side)
-
-	tx, err := s.begin(ctx, "close position")
-	if err != nil {
-		return CloseResult{}, err
-	}
-	defer tx.Rollback()
-	a, err := loadAccount(ctx, tx, userID, p.AccountID, true)
-	if err != nil {
-		return CloseResult{}, err
-	}
-	p, err = loadPosition(ctx, tx, 0, id, true)
-	if err != nil {
-		return CloseResult{}, err
-	}
-	if p.Status != fx.PositionOpen {
-		return CloseResult{}, errAlreadyClosed(id)
-	}
 	vol := p.Volume
 	if volume != nil {
 		vol = *volume
@@ -797,32 +858,25 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
 	p.ClosePrice = &price
+	// Round trip two: the position, the balance and the profit deal. The account's stored
+	// equity and used margin are left to the next mark (reconcile, or this account's next fill):
+	// summing its exposures here would cost every close a scan of the account's positions.
+	var b batch
 	if p.Volume.IsZero() {
 		now := s.now().UTC()
 		p.Status, p.ClosedAt, p.CloseReason = fx.PositionClosed, &now, &reason
-		_, err = tx.ExecContext(ctx, "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
+		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
 			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
 	} else {
-		_, err = tx.ExecContext(ctx, "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ? WHERE `id` = ?",
+		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ? WHERE `id` = ?",
 			p.Volume, p.RealizedProfit, price, id)
 	}
-	if err != nil {
-		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
-	}
-	var marks *Metrics
-	if exps, err := loadExposures(ctx, tx, a.ID); err != nil {
-		return CloseResult{}, err
-	} else if mk, ok := m.metrics(a, cat.accountGroup(a.Group), a.Balance.Add(profit), exps); ok {
-		marks = &mk
-	}
 	side, sym := p.Side, p.Symbol
-	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, marks)
-	if err != nil {
-		return CloseResult{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return CloseResult{}, fmt.Errorf("close position %d: commit: %w", id, err)
+	d := addDeal(&b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, nil, false)
+	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
+	if err := tx.commit(ctx, &b); err != nil {
+		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
 	}
 	if p.Status == fx.PositionClosed {
 		s.notify(ctx, risk.Change{Kind: risk.PositionClosed, Position: risk.Position{ID: id}}, balanceChanged(a))

@@ -104,17 +104,39 @@ func scanAccount(sc interface{ Scan(...any) error }) (Account, error) {
 func loadAccount(ctx context.Context, q querier, userID, id int64, lock bool) (Account, error) {
 	sqlText := "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ?"
 	if lock {
-		sqlText += " FOR UPDATE"
+		sqlText = lockAccountSQL
 	}
 	a, err := scanAccount(q.QueryRowContext(ctx, sqlText, id))
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && userID != 0 && a.UserID != userID) {
-		return Account{}, fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Account{}, accountNotFound(id)
 	}
 	if err != nil {
 		return Account{}, fmt.Errorf("load account %d: %w", id, err)
 	}
-	return a, nil
+	return a, ownedBy(a, true, userID, id)
 }
+
+// lockAccountSQL takes account ? for update. Every fill, close and balance change takes the
+// account row first, then the rows it changes.
+const lockAccountSQL = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ? FOR UPDATE"
+
+// accountInto is the batch scan of one account row.
+func accountInto(a *Account, found *bool) func(*sql.Rows) error {
+	return scanFirst(found, func(r *sql.Rows) (err error) {
+		*a, err = scanAccount(r)
+		return err
+	})
+}
+
+// ownedBy is ENOTFOUND unless account id was found and belongs to userID (0 = any owner).
+func ownedBy(a Account, found bool, userID, id int64) error {
+	if !found || (userID != 0 && a.UserID != userID) {
+		return accountNotFound(id)
+	}
+	return nil
+}
+
+func accountNotFound(id int64) error { return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id) }
 
 func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Account, error) {
 	sqlText := "SELECT " + accountCols + " FROM `fx_account`"
@@ -141,23 +163,37 @@ func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Ac
 	return out, rows.Err()
 }
 
+// exposuresSQL sums account ?'s open positions per symbol and side.
+const exposuresSQL = "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` " +
+	"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`"
+
 // loadExposures sums an account's open positions per symbol and side.
 func loadExposures(ctx context.Context, q querier, accountID int64) ([]exposure, error) {
-	rows, err := q.QueryContext(ctx, "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
-		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`", accountID)
+	rows, err := q.QueryContext(ctx, exposuresSQL, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
 	}
 	defer rows.Close()
 	var out []exposure
-	for rows.Next() {
-		var e exposure
-		if err := rows.Scan(&e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
-			return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
-		}
-		out = append(out, e)
+	if err := exposuresInto(&out)(rows); err != nil {
+		return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
 	}
 	return out, rows.Err()
+}
+
+// exposuresInto is the batch scan of exposuresSQL.
+func exposuresInto(out *[]exposure) func(*sql.Rows) error {
+	return func(rows *sql.Rows) error {
+		*out = (*out)[:0]
+		for rows.Next() {
+			var e exposure
+			if err := rows.Scan(&e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
+				return err
+			}
+			*out = append(*out, e)
+		}
+		return nil
+	}
 }
 
 const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
@@ -171,8 +207,19 @@ func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
 	return o, err
 }
 
+// nonceSQL finds account ?'s order with request nonce ?.
+const nonceSQL = "SELECT " + orderCols + " FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?"
+
+// orderInto is the batch scan of one order row.
+func orderInto(o *Order, found *bool) func(*sql.Rows) error {
+	return scanFirst(found, func(r *sql.Rows) (err error) {
+		*o, err = scanOrder(r)
+		return err
+	})
+}
+
 func loadOrderByNonce(ctx context.Context, q querier, accountID int64, nonce string) (Order, bool, error) {
-	o, err := scanOrder(q.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?", accountID, nonce))
+	o, err := scanOrder(q.QueryRowContext(ctx, nonceSQL, accountID, nonce))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, false, nil
 	}
@@ -232,6 +279,17 @@ func scanPosition(sc interface{ Scan(...any) error }) (Position, error) {
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
 		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt)
 	return p, err
+}
+
+// lockPositionSQL takes position ? for update, after its account.
+const lockPositionSQL = "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ? FOR UPDATE"
+
+// positionInto is the batch scan of one position row.
+func positionInto(p *Position, found *bool) func(*sql.Rows) error {
+	return scanFirst(found, func(r *sql.Rows) (err error) {
+		*p, err = scanPosition(r)
+		return err
+	})
 }
 
 // loadPosition reads position id; userID 0 means any owner. lock takes the row for update.
@@ -330,35 +388,57 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 	return out, rows.Err()
 }
 
-// postDeal applies amount to the locked account a and writes its deal in tx. It returns the
-// deal with its id and the new balance. marks, when non-nil, also refreshes stored equity and
-// used margin in the same UPDATE.
+// postDeal applies amount to the locked account a and writes its deal in tx, in one round trip.
+// It returns the deal with its id and the new balance. marks, when non-nil, also refreshes
+// stored equity and used margin in the same UPDATE.
 func postDeal(ctx context.Context, tx *sql.Tx, a *Account, d Deal, marks *Metrics) (Deal, error) {
+	var b batch
+	d = addDeal(&b, a, d, marks, false)
+	res, err := tx.ExecContext(ctx, b.text.String(), b.args...)
+	if err != nil {
+		return Deal{}, fmt.Errorf("post %s deal for account %d: %w", d.Type, a.ID, err)
+	}
+	d.ID, _ = res.LastInsertId()
+	return d, nil
+}
+
+// dealInsert writes one ledger row; dealValues are its values as arguments, fillDealValues
+// those of a fill's commission, whose order and position ids are the batch's @fx_order_id and
+// @fx_position_id (see addFill).
+const (
+	dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
+		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES "
+	dealValues     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	fillDealValues = "(?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)"
+)
+
+// addDeal adds to b the two statements of a balance change on the locked account a — the new
+// balance (with marks, when non-nil) and the deal — and returns the deal as it will be written,
+// without its id: the deal INSERT is the last statement, so its id is the batch's last insert
+// id. a.Balance is moved to the deal's balanceAfter. ofFill takes the order and position ids
+// and the idempotency key's suffix from the batch's variables; d.IdempotencyKey is then the
+// key's prefix.
+func addDeal(b *batch, a *Account, d Deal, marks *Metrics, ofFill bool) Deal {
 	d.AccountID = a.ID
 	d.Currency = a.Currency
 	d.Amount = fx.RoundMoney(d.Amount)
 	d.BalanceAfter = a.Balance.Add(d.Amount)
-	var err error
+	d.CreatedAt = time.Now().UTC()
 	if marks != nil {
-		_, err = tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+		b.exec("UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
 			d.BalanceAfter, marks.Equity, marks.UsedMargin, a.ID)
 	} else {
-		_, err = tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ? WHERE `id` = ?", d.BalanceAfter, a.ID)
+		b.exec("UPDATE `fx_account` SET `balance` = ? WHERE `id` = ?", d.BalanceAfter, a.ID)
 	}
-	if err != nil {
-		return Deal{}, fmt.Errorf("update balance of account %d: %w", a.ID, err)
+	if ofFill {
+		b.exec(dealInsert+fillDealValues, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.Symbol, d.Side, d.Volume, d.Price,
+			d.IdempotencyKey, d.Comment)
+	} else {
+		b.exec(dealInsert+dealValues, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side,
+			d.Volume, d.Price, d.IdempotencyKey, d.Comment)
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
-		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side, d.Volume, d.Price,
-		d.IdempotencyKey, d.Comment)
-	if err != nil {
-		return Deal{}, fmt.Errorf("write %s deal for account %d: %w", d.Type, a.ID, err)
-	}
-	d.ID, _ = res.LastInsertId()
-	d.CreatedAt = time.Now().UTC()
 	a.Balance = d.BalanceAfter
-	return d, nil
+	return d
 }
 
 func markAccount(ctx context.Context, tx *sql.Tx, id int64, m Metrics) error {

@@ -13,7 +13,6 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
@@ -63,12 +62,15 @@ type switchLease struct {
 }
 
 func (l *switchLease) HoldsLease() bool { return true }
-func (l *switchLease) Fence(ctx context.Context, tx *sql.Tx) error {
+
+// FenceStatement answers a statement that returns no row once fenced: the refusal the database
+// gives when another instance holds the term.
+func (l *switchLease) FenceStatement() (string, []any, error) {
 	l.calls.Add(1)
 	if l.fenced.Load() {
-		return lease.ErrFenced
+		return "SELECT 1 FROM DUAL WHERE ? = 0", []any{1}, nil
 	}
-	return nil
+	return "SELECT 1 FROM DUAL WHERE ? = 1", []any{1}, nil
 }
 
 func counts(t *testing.T, account int64) [3]string {
