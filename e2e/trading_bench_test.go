@@ -22,8 +22,9 @@ import (
 
 // TestBenchMarketOrders measures market orders per second through the HTTP API of the real
 // binary against MariaDB, and in the same run the raw ceiling: the same statements of a fill
-// (fence, account lock, nonce look-up, exposures, order, position, balance, commission deal)
-// sent straight over SQL from this process with the same concurrency — both warmed up, then
+// (fence, account lock, nonce look-up, exposures, order, position, balance, commission deal),
+// batched as the service batches them, sent straight over SQL from this process with the same
+// concurrency — both warmed up, then
 // measured twice, alternating. Then it offers half the
 // HTTP peak as an open-loop arrival stream and reports p50/p99 latency.
 //
@@ -184,19 +185,38 @@ func closedLoop(t *testing.T, workers int, d time.Duration, accts []int64, fn fu
 	return float64(done.Load()) / time.Since(start).Seconds()
 }
 
-// rawFill is the statements of one market fill, as internal/trading sends them, with the
-// values a fill of 0.01 EURUSD at 1.1002 computes; no rules, no HTTP, no JSON.
+// rawFill is the statements of one market fill, as internal/trading sends them — two
+// multi-statement round trips on one connection (START TRANSACTION, fence, account lock, nonce
+// look-up, exposures; then order, position, balance, commission deal, the ids and COMMIT) — with
+// the values a fill of 0.01 EURUSD at 1.1002 computes; no rules, no HTTP, no JSON.
 func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) error {
 	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	var one int
-	if err := tx.QueryRowContext(ctx, "SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
-		lease.Key, instance, term).Scan(&one); err != nil {
-		return fmt.Errorf("fence: %w", err)
+	defer conn.Close()
+	committed := false
+	defer func() {
+		if !committed {
+			conn.ExecContext(ctx, "ROLLBACK")
+		}
+	}()
+	rows, err := conn.QueryContext(ctx, "START TRANSACTION;\n"+
+		"SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE;\n"+
+		"SELECT `id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt` FROM `fx_account` WHERE `id` = ? FOR UPDATE;\n"+
+		"SELECT o.`id` FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?;\n"+
+		"SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`",
+		lease.Key, instance, term, acct, acct, nonce, acct)
+	if err != nil {
+		return err
+	}
+	if !rows.Next() {
+		rows.Close()
+		return fmt.Errorf("fence refused: %w", rows.Err())
+	}
+	for rows.Next() {
 	}
 	var balance decimal.Decimal
 	var id, user int64
@@ -204,48 +224,60 @@ func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) 
 	var lev int
 	var eq, um decimal.Decimal
 	var marked, created sql.NullTime
-	if err := tx.QueryRowContext(ctx, "SELECT `id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt` FROM `fx_account` WHERE `id` = ? FOR UPDATE", acct).
-		Scan(&id, &user, &group, &ccy, &lev, &balance, &eq, &um, &marked, &created); err != nil {
+	if !rows.NextResultSet() || !rows.Next() {
+		rows.Close()
+		return fmt.Errorf("account %d: %v", acct, rows.Err())
+	}
+	if err := rows.Scan(&id, &user, &group, &ccy, &lev, &balance, &eq, &um, &marked, &created); err != nil {
+		rows.Close()
 		return err
 	}
-	var x int64
-	if err := tx.QueryRowContext(ctx, "SELECT o.`id` FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?", acct, nonce).Scan(&x); err != sql.ErrNoRows {
-		return fmt.Errorf("nonce look-up: %v", err)
+	for rows.Next() {
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
-		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`", acct)
-	if err != nil {
-		return err
+	if !rows.NextResultSet() {
+		rows.Close()
+		return fmt.Errorf("nonce look-up: %v", rows.Err())
+	}
+	if rows.Next() {
+		rows.Close()
+		return fmt.Errorf("nonce %s seen before", nonce)
+	}
+	if !rows.NextResultSet() {
+		rows.Close()
+		return fmt.Errorf("exposures: %v", rows.Err())
 	}
 	for rows.Next() {
 		var s, side string
 		var v, vp decimal.Decimal
-		rows.Scan(&s, &side, &v, &vp)
+		if err := rows.Scan(&s, &side, &v, &vp); err != nil {
+			rows.Close()
+			return err
+		}
 	}
-	rows.Close()
+	if err := rows.Close(); err != nil {
+		return err
+	}
 	price, vol := decimal.RequireFromString("1.1002"), decimal.RequireFromString("0.01")
-	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
-		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		acct, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonce, price)
-	if err != nil {
-		return err
-	}
-	oid, _ := res.LastInsertId()
-	res, err = tx.ExecContext(ctx, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", acct, oid, "EURUSD", "BUY", vol, vol, price, nil, nil, "0.07")
-	if err != nil {
-		return err
-	}
-	pid, _ := res.LastInsertId()
 	after := balance.Sub(decimal.RequireFromString("0.07"))
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
-		after, after, "0.00", acct); err != nil {
+	var oid, pid, did int64
+	err = conn.QueryRowContext(ctx, "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
+		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);\n"+
+		"SET @fx_order_id = LAST_INSERT_ID();\n"+
+		"INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, @fx_order_id, ?, ?, ?, ?, ?, ?, ?, ?);\n"+
+		"SET @fx_position_id = LAST_INSERT_ID();\n"+
+		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?;\n"+
+		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
+		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?);\n"+
+		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID();\n"+
+		"COMMIT",
+		acct, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonce, price,
+		acct, "EURUSD", "BUY", vol, vol, price, nil, nil, "0.07",
+		after, after, "0.00", acct,
+		acct, "COMMISSION", "-0.07", after, "USD", "EURUSD", "BUY", vol, price, "commission:order:", "commission at open").Scan(&oid, &pid, &did)
+	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
-		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		acct, "COMMISSION", "-0.07", after, "USD", oid, pid, "EURUSD", "BUY", vol, price, fmt.Sprintf("commission:order:%d", oid), "commission at open"); err != nil {
-		return err
-	}
-	return tx.Commit()
+	committed = true
+	return nil
 }
