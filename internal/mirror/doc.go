@@ -13,9 +13,12 @@
 // the leader an HSET of 5,000 fields and the follower an HGETALL building 5,000 strings, and could
 // be read half-updated; JSON would triple the bytes and cost a parse. With sorted fixed-width
 // records the follower keeps the value exactly as Redis returned it and LastTick binary-searches
-// it without allocating, so decoding is a header check and one pass confirming the order, and
-// both halves cost about what moving the bytes costs (see the benchmark). The publisher's pin
-// read rides the same pipeline as its SET, so a cycle is one round trip.
+// it without allocating, so decoding is a header check and one pass confirming the order, and a
+// poll costs about what moving the bytes costs. The publisher encodes straight from the tick
+// engine's ordered walk into one reused buffer — with or without pinned and exposed legs, which
+// only reorder anything when the cap bites — so a publish costs the SET plus one pass over the
+// quotes (see the benchmark). Its pin read rides the same pipeline, behind the SET, so a cycle
+// is one round trip.
 //
 // Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
 // changes on every refresh), refreshed every poll for PinHold after the last Pin, and the key's

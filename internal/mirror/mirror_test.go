@@ -658,3 +658,119 @@ func TestWalkingSourcePublishesEverySymbol(t *testing.T) {
 		t.Fatalf("capped publish: %d symbols, %d dropped; want 100 and 30", st.Symbols, st.Dropped)
 	}
 }
+
+// engineSource keeps quotes as the tick engine does: the wanted symbols, walked in order, and a
+// slot per symbol ever wanted, so LastTick still answers for a symbol no longer wanted. It counts
+// the calls a publish makes outside the walk.
+type engineSource struct {
+	wanted  []string // sorted
+	q       map[string]*tick.Quote
+	lookups atomic.Int32 // LastTick
+	lists   atomic.Int32 // Wanted
+}
+
+func newEngineSource(wanted []string, alsoQuoted ...string) *engineSource {
+	s := &engineSource{wanted: wanted, q: map[string]*tick.Quote{}}
+	for i, sym := range append(slices.Clone(wanted), alsoQuoted...) {
+		s.q[sym] = &tick.Quote{Bid: 1 + float64(i)/1000, Ask: 1.0002 + float64(i)/1000, ReceivedAt: time.Now(), ProviderTime: time.Now()}
+	}
+	return s
+}
+
+func (s *engineSource) EachWantedQuote(fn func(string, *tick.Quote)) {
+	for _, sym := range s.wanted {
+		if q := s.q[sym]; q != nil {
+			fn(sym, q)
+		}
+	}
+}
+
+func (s *engineSource) LastTick(symbol string) (tick.Quote, bool) {
+	s.lookups.Add(1)
+	if q := s.q[symbol]; q != nil {
+		return *q, true
+	}
+	return tick.Quote{}, false
+}
+
+func (s *engineSource) Wanted() []string {
+	s.lists.Add(1)
+	return slices.Clone(s.wanted)
+}
+
+// Pins and exposure only order the snapshot when the cap bites, so under it a publish that has
+// them still encodes straight from the engine's walk — what a split install with open positions
+// does every interval. A priority leg the engine no longer wants but still has a quote for is
+// published as it was before the walk took this path.
+func TestPriorityLegsUnderTheCapKeepTheWalk(t *testing.T) {
+	t.Parallel()
+	wanted := symbols(40)
+	for _, tc := range []struct {
+		name            string
+		exposed, pinned []string
+		alsoQuoted      []string // the engine has a quote but no longer wants them
+		published       []string // beyond the wanted
+		leavesTheWalk   bool
+	}{
+		{name: "no priority legs"},
+		{name: "legs among the wanted", exposed: []string{wanted[39], wanted[3]}, pinned: []string{wanted[0], wanted[3]}},
+		{name: "a leg never quoted", exposed: []string{wanted[5], "XAUUSD"}},
+		{name: "a leg no longer wanted but quoted", exposed: []string{"USDJPY", wanted[5]}, alsoQuoted: []string{"USDJPY"},
+			published: []string{"USDJPY"}, leavesTheWalk: true},
+		{name: "a quoted symbol nobody asks for", alsoQuoted: []string{"USDJPY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t)
+			src := newEngineSource(wanted, tc.alsoQuoted...)
+			pub := e.publisher(func(c *mirror.PublisherConfig) {
+				c.Quotes = src
+				c.Exposed = func(context.Context) ([]string, error) { return tc.exposed, nil }
+				c.Pinned = func() []string { return tc.pinned }
+			})
+			fol := e.follower(nil)
+			must(t, pub.PublishOnce(ctx))
+			must(t, fol.PollOnce(ctx))
+
+			if left := src.lists.Load() > 0; left != tc.leavesTheWalk {
+				t.Errorf("publish read the wanted list %d times; want leaving the walk = %v", src.lists.Load(), tc.leavesTheWalk)
+			}
+			if !tc.leavesTheWalk && int(src.lookups.Load()) > len(tc.exposed)+len(tc.pinned) {
+				t.Errorf("%d LastTick look-ups for %d priority legs", src.lookups.Load(), len(tc.exposed)+len(tc.pinned))
+			}
+			all := append(slices.Clone(wanted), tc.published...)
+			if st := fol.Status(); st.Symbols != len(all) {
+				t.Fatalf("follower sees %d symbols, want %d", st.Symbols, len(all))
+			}
+			for _, s := range all {
+				q, ok := fol.LastTick(s)
+				if want := src.q[s]; !ok || q.Bid != want.Bid || q.Ask != want.Ask {
+					t.Errorf("%s = %+v, %v; want %v / %v", s, q, ok, want.Bid, want.Ask)
+				}
+			}
+		})
+	}
+}
+
+// A publish allocates nothing per symbol: the snapshot buffer and the walk's callback are kept
+// from cycle to cycle, so 5,000 symbols with pins and exposure cost the allocations 50 do (what
+// remains is the Redis client's own). Not parallel: AllocsPerRun counts every goroutine's.
+func TestPublishAllocationsDoNotGrowWithSymbols(t *testing.T) {
+	ctx := context.Background()
+	allocs := map[int]float64{}
+	for _, n := range []int{50, mirror.DefaultMaxSymbols} {
+		e := newEnv(t)
+		src := newEngineSource(symbols(n))
+		pub := e.publisher(func(c *mirror.PublisherConfig) {
+			c.Quotes = src
+			c.Exposed = func(context.Context) ([]string, error) { return []string{src.wanted[n/2]}, nil }
+		})
+		must(t, e.follower(nil).Pin(ctx, src.wanted[1]))
+		must(t, pub.PublishOnce(ctx)) // sizes the buffer, reads the pin
+		allocs[n] = testing.AllocsPerRun(100, func() { must(t, pub.PublishOnce(ctx)) })
+	}
+	if allocs[mirror.DefaultMaxSymbols] > allocs[50]+5 {
+		t.Fatalf("a publish allocates %.0f times with %d symbols, %.0f with 50", allocs[mirror.DefaultMaxSymbols], mirror.DefaultMaxSymbols, allocs[50])
+	}
+}

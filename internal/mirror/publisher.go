@@ -93,7 +93,8 @@ type Publisher struct {
 	log *slog.Logger
 
 	mu        sync.Mutex // serialises cycles and pin reads; guards everything below
-	buf       []byte
+	enc       *encoder
+	priority  []string // this cycle's priority legs, reused
 	entries   []entry
 	pins      map[string]pinSeen
 	live      []string // live pins as last handed to SetPinned (sorted)
@@ -120,7 +121,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
 		cfg.Now = time.Now
 	}
 	cfg.Keys = cfg.Keys.withDefaults()
-	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{},
+	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols),
 		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
 }
 
@@ -178,10 +179,11 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 			p.log.WarnContext(ctx, "quote mirror: exposed symbols unavailable; publishing without their priority", slog.Any("err", err))
 		}
 	}
-	priority := slices.Concat(p.live, exposed)
+	priority := append(append(p.priority[:0], p.live...), exposed...)
 	if p.cfg.Pinned != nil {
 		priority = append(priority, p.cfg.Pinned()...)
 	}
+	p.priority = priority
 	publishedAt := p.cfg.Now()
 	if last := p.status.LastPublishedAt; !publishedAt.After(last) {
 		// The follower tells snapshots apart by publishedAt alone; a clock that did not move
@@ -196,8 +198,10 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	}
 	p.lastDrop = dropped
 
+	// The pin read rides behind the SET. Ahead of it, Redis answers it while the snapshot is still
+	// arriving, which measured 10 µs faster on a loaded machine but 50 µs slower on an idle one.
 	pipe := p.cfg.Redis.Pipeline()
-	set := pipe.Set(ctx, p.cfg.Keys.Snapshot, p.buf, KeyTTL)
+	set := pipe.Set(ctx, p.cfg.Keys.Snapshot, p.enc.buf, KeyTTL)
 	pins := pipe.HGetAll(ctx, p.cfg.Keys.Pins)
 	_, err := pipe.Exec(ctx)
 	took := p.cfg.Now().Sub(start)
@@ -209,7 +213,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	p.status.LastPublishedAt = publishedAt
 	p.status.Symbols = count
 	p.status.Dropped = dropped
-	p.status.Bytes = len(p.buf)
+	p.status.Bytes = len(p.enc.buf)
 	p.status.LastCycleMs = float64(took.Microseconds()) / 1000
 	if err != nil {
 		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
@@ -234,43 +238,32 @@ type QuoteWalker interface {
 	EachWantedQuote(fn func(symbol string, q *tick.Quote))
 }
 
-// encodeWalk is encode's fastest path: no priority legs to place first, so the source's own
-// sorted walk is the snapshot. It reports false when the cap is exceeded (collect decides then).
-func (p *Publisher) encodeWalk(w QuoteWalker, publishedAt time.Time) (int, bool) {
-	if cap(p.buf) < headerSize+64*recordSize {
-		p.buf = make([]byte, 0, headerSize+64*recordSize)
-	}
-	b := p.buf[:cap(p.buf)]
-	off, count, over := headerSize, 0, false
-	w.EachWantedQuote(func(s string, q *tick.Quote) {
-		if over || count == p.cfg.MaxSymbols || len(s) != 6 {
-			over = over || count == p.cfg.MaxSymbols
-			return
+// walkHoldsPriority reports whether the walk just encoded is the whole snapshot although priority
+// legs were given. Under the cap their priority changes nothing, so it is — unless a leg the walk
+// did not offer still has a quote in the source (a symbol no longer wanted), which collect adds.
+func (p *Publisher) walkHoldsPriority(priority []string) bool {
+	for _, s := range priority {
+		if !p.enc.holds(s) && tick.ValidSymbol(s) {
+			if _, ok := p.cfg.Quotes.LastTick(s); ok {
+				return false
+			}
 		}
-		if off+recordSize > len(b) {
-			b = append(b[:off], make([]byte, off)...) // double
-			b = b[:cap(b)]
-		}
-		putRecord(b[off:off+recordSize], s, *q)
-		off += recordSize
-		count++
-	})
-	if over {
-		return 0, false
 	}
-	putHeader(b, publishedAt, count)
-	p.buf = b[:off]
-	return count, true
+	return true
 }
 
-// encode writes the snapshot into p.buf and returns how many symbols it holds and how many the
-// cap dropped. The usual cycle — the engine's sorted wanted list, no priority leg outside it, no
-// truncation — streams each quote straight into the buffer in one pass; anything else goes
-// through collect.
+// encode writes the snapshot into p.enc.buf and returns how many symbols it holds and how many
+// the cap dropped. The usual cycle — the engine's sorted wanted quotes, no priority leg outside
+// them, no truncation — streams each quote straight into the buffer in one pass; anything else
+// goes through collect.
 func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dropped int) {
-	if w, ok := p.cfg.Quotes.(QuoteWalker); ok && len(priority) == 0 {
-		if count, ok := p.encodeWalk(w, publishedAt); ok {
-			return count, 0
+	e := p.enc
+	if w, ok := p.cfg.Quotes.(QuoteWalker); ok {
+		e.start()
+		w.EachWantedQuote(e.record)
+		if !e.over && p.walkHoldsPriority(priority) {
+			e.finish(publishedAt)
+			return e.count, 0
 		}
 	}
 	wanted := p.cfg.Quotes.Wanted()
@@ -282,12 +275,8 @@ func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dro
 		}
 	}
 	if fast {
-		need := headerSize + len(wanted)*recordSize
-		if cap(p.buf) < need {
-			p.buf = make([]byte, need)
-		}
-		b := p.buf[:need]
-		off, prev := headerSize, ""
+		e.start()
+		prev := ""
 		for _, s := range wanted {
 			if s <= prev || !tick.ValidSymbol(s) {
 				fast = false
@@ -295,20 +284,21 @@ func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dro
 			}
 			prev = s
 			if q, ok := p.cfg.Quotes.LastTick(s); ok {
-				putRecord(b[off:off+recordSize], s, q)
-				off += recordSize
-				count++
+				e.add(s, &q)
 			}
 		}
 		if fast {
-			putHeader(b, publishedAt, count)
-			p.buf = b[:off]
-			return count, 0
+			e.finish(publishedAt)
+			return e.count, 0
 		}
 	}
 	entries, dropped := p.collect(wanted, priority)
-	p.buf = appendSnapshot(p.buf, publishedAt, entries)
-	return len(entries), dropped
+	e.start()
+	for i := range entries {
+		e.add(entries[i].symbol, &entries[i].q)
+	}
+	e.finish(publishedAt)
+	return e.count, dropped
 }
 
 // collect reads the quotes to publish, sorted by symbol. Over the cap, priority symbols are kept
