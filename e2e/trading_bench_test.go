@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 )
@@ -90,20 +91,26 @@ func TestBenchMarketOrders(t *testing.T) {
 	// each side reports the mean of its two runs.
 	// The simulator does not walk here, so the quote is set again before each HTTP phase: a
 	// quote older than fxTradingQuoteStaleSecondsFx (30 s) would halt the symbol.
-	viaHTTP := func(length time.Duration) float64 {
+	// Each measured phase also adds up the processor time each process spent: on this shared
+	// machine the rates move with whatever else runs, the time per order much less.
+	var httpCost, rawCost orderCost
+	viaHTTP := func(length time.Duration, c *orderCost) float64 {
 		d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
-		return closedLoop(t, workers, length, httpAccts, send)
+		return c.measure(d.web.pid(), length, func() float64 { return closedLoop(t, workers, length, httpAccts, send) })
 	}
-	viaHTTP(phase / 2)
-	closedLoop(t, workers, phase/2, rawAccts, raw)
+	viaSQL := func(length time.Duration, c *orderCost) float64 {
+		return c.measure(d.web.pid(), length, func() float64 { return closedLoop(t, workers, length, rawAccts, raw) })
+	}
+	viaHTTP(phase/2, nil)
+	viaSQL(phase/2, nil)
 	var httpRate, rawRate float64
 	for round := range 2 {
 		if round%2 == 0 {
-			httpRate += viaHTTP(phase) / 2
-			rawRate += closedLoop(t, workers, phase, rawAccts, raw) / 2
+			httpRate += viaHTTP(phase, &httpCost) / 2
+			rawRate += viaSQL(phase, &rawCost) / 2
 		} else {
-			rawRate += closedLoop(t, workers, phase, rawAccts, raw) / 2
-			httpRate += viaHTTP(phase) / 2
+			rawRate += viaSQL(phase, &rawCost) / 2
+			httpRate += viaHTTP(phase, &httpCost) / 2
 		}
 	}
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
@@ -145,8 +152,41 @@ func TestBenchMarketOrders(t *testing.T) {
 	t.Logf("market orders through HTTP (peak, %d workers): %.0f/s", workers, httpRate)
 	t.Logf("raw SQL ceiling of the same writes (%d workers):  %.0f/s", workers, rawRate)
 	t.Logf("ratio HTTP / raw: %.2f (target ≥ 0.80)", httpRate/rawRate)
+	t.Logf("processor time per order, HTTP: %s", httpCost)
+	t.Logf("processor time per order, raw:  %s", rawCost)
 	t.Logf("at half the peak (%.0f/s offered, %.0f/s done, %d orders): p50 %s, p99 %s, max %s (target p99 ≤ 20ms)",
 		target, achieved, len(lat), pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[len(lat)-1].Round(10*time.Microsecond))
+}
+
+// orderCost adds up, over measured phases, the orders done and the processor time fxdesk-web,
+// the MySQL server and this process (the load generator, and the raw client) spent on them.
+type orderCost struct {
+	orders         float64
+	web, db, bench time.Duration
+}
+
+// measure runs phase (which returns orders/s over length) and, when c is not nil, adds its
+// orders and processor times to c. It returns the rate.
+func (c *orderCost) measure(webPID int, length time.Duration, phase func() float64) float64 {
+	web0, _ := dbtest.ProcessCPU(webPID)
+	cpu0 := dbtest.ReadCPU()
+	rate := phase()
+	web1, _ := dbtest.ProcessCPU(webPID)
+	cpu := dbtest.ReadCPU().Sub(cpu0)
+	if c != nil {
+		c.orders += rate * length.Seconds()
+		c.web += web1 - web0
+		c.db += cpu.Server
+		c.bench += cpu.Self
+	}
+	return rate
+}
+
+func (c orderCost) String() string {
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%.0fµs", float64(d.Microseconds())/max(c.orders, 1))
+	}
+	return fmt.Sprintf("fxdesk-web %s, mariadbd %s, load generator %s", per(c.web), per(c.db), per(c.bench))
 }
 
 func envDuration(key string, def int) time.Duration {

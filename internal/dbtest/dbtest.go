@@ -184,35 +184,46 @@ func (l *LogBuffer) String() string {
 // when no mariadbd or mysqld process can be read (a server on another machine).
 type CPU struct{ Self, Server time.Duration }
 
-// ReadCPU reads both clocks (the server's from /proc, in clock ticks of 10 ms).
+// ReadCPU reads both clocks.
 func ReadCPU() CPU {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	c := CPU{Self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	if pid := ServerPID(); pid != 0 {
+		c.Server, _ = ProcessCPU(pid)
+	}
+	return c
+}
+
+// ServerPID is the process id of the local MariaDB (or MySQL) server, 0 when there is none.
+func ServerPID() int {
 	for _, name := range []string{"mariadbd", "mysqld"} {
 		out, err := exec.Command("pgrep", "-x", name).Output()
 		if err != nil {
 			continue
 		}
-		pid := strings.Fields(string(out))
-		if len(pid) == 0 {
-			continue
+		if f := strings.Fields(string(out)); len(f) > 0 {
+			pid, _ := strconv.Atoi(f[0])
+			return pid
 		}
-		stat, err := os.ReadFile("/proc/" + pid[0] + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name, which is in parentheses and may hold spaces.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		c.Server = time.Duration(utime+stime) * 10 * time.Millisecond
-		break
 	}
-	return c
+	return 0
+}
+
+// ProcessCPU is the processor time process pid has used, from /proc in clock ticks of 10 ms.
+func ProcessCPU(pid int) (time.Duration, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
 
 // Sub is the time each side spent since o.
