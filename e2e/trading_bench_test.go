@@ -41,7 +41,9 @@ func TestBenchMarketOrders(t *testing.T) {
 	phase := envDuration("FXDESK_BENCH_SECONDS", 5) * time.Second
 	workers := int(envDuration("FXDESK_BENCH_WORKERS", 32))
 
-	d := newTradingDesk(t)
+	// The lease timing and log level of a production install (the suite's defaults renew every
+	// second and log at debug, which would be part of what is measured).
+	d := newTradingDesk(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info")
 	tok := d.e.issueToken(9000, false)
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}

@@ -58,11 +58,14 @@ type tradingDesk struct {
 	admin string
 }
 
-func newTradingDesk(t *testing.T) *tradingDesk {
+// newTradingDesk starts a feed simulator and one fxdesk-web holding the lease on a fresh
+// install; env entries override the web process's environment.
+func newTradingDesk(t *testing.T, env ...string) *tradingDesk {
 	t.Helper()
 	e := newDeskEnv(t)
 	sim := startFeedSim(t)
-	web := e.start("web", "fxdesk-web", "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s")
+	env = append([]string{"FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s"}, env...)
+	web := e.start("web", "fxdesk-web", env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
 	d := &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 	return d
