@@ -233,6 +233,9 @@ func BenchmarkUntriggeredTick(b *testing.B) {
 				}
 				lat := make([]time.Duration, 0, 1<<16)
 				before := e.Stats()
+				e.mu.Lock()
+				marksBefore := e.marks
+				e.mu.Unlock()
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -254,10 +257,12 @@ func BenchmarkUntriggeredTick(b *testing.B) {
 				e.mu.Lock()
 				exposed := 0
 				for _, s := range syms {
-					exposed += len(e.books[s].accounts)
+					exposed += e.books[e.bookBySym[s]].lo.Len()
 				}
+				marked := e.marks - marksBefore
 				e.mu.Unlock()
 				b.ReportMetric(float64(exposed)/float64(len(syms)), "accounts/tick")
+				b.ReportMetric(float64(marked)/float64(b.N), "marked/tick")
 			})
 		}
 	}

@@ -17,24 +17,43 @@
 //
 // Structure:
 //
-//	tick.Update ──▶ onTick(symbol) ──▶ book[symbol]: 8 indexed trigger heaps
+//	tick.Update ──▶ onTick(symbol) ──▶ book[symbol]: 8 trigger heaps
 //	                   │                 buy SL (bid ≤ SL)  buy TP (bid ≥ TP)
 //	                   │                 sell SL (ask ≥ SL) sell TP (ask ≤ TP)
 //	                   │                 buy LIMIT (ask ≤ p) buy STOP (ask ≥ p)
 //	                   │                 sell LIMIT (bid ≥ p) sell STOP (bid ≤ p)
 //	                   │               pop only what fired ──▶ mark closing/filling ──▶ queue
-//	                   └──▶ book[symbol].accounts (exposed directly or through a USD-hub leg)
-//	                          margin level from per-symbol aggregates
+//	                   └──▶ book[symbol]: 2 margin-band heaps (lo, hi) + stale list
+//	                          accounts whose band the quote leaves, or changed since their last
+//	                          mark, each marked from per-symbol aggregates
 //	                          (Σ buy lots, Σ buy lots×open, Σ sell lots, Σ sell lots×open)
 //	                          ├─ below margin call: one alert per crossing ──▶ alert queue
-//	                          └─ at/below stop-out: largest loser ──▶ mark closing ──▶ queue,
-//	                             recompute, repeat until above the level or nothing is open
+//	                          ├─ at/below stop-out: largest loser ──▶ mark closing ──▶ queue,
+//	                          │  recompute, repeat until above the level or nothing is open
+//	                          └─ a new band around the prices just read
 //	queue ──▶ Workers goroutines (all started by Run before the load) ──gate──▶ Executor
 //
-// Per-tick cost. A heap pops only triggers the tick reaches (O(k log n) for k fired), and an
-// account's margin level is computed from one aggregate per symbol it holds, so neither grows
-// with the number of positions that did not trigger. What a tick does cost is one visit per
-// account exposed to its symbol, each O(symbols that account holds).
+// Storage. Positions and resting orders live in slices of plain structs addressed by int32
+// indexes (freed slots are reused), with one map from database id to index per kind; a heap
+// entry holds its key and its owner's index, and each kind keeps a table of the owners' heap
+// slots. None of it holds a pointer, so the garbage collector does not scan the hundred thousand
+// positions of a large desk, and once its scratch slices have grown a tick or a close allocates
+// nothing.
+//
+// Per-tick cost. A heap pops only the triggers the tick reaches (O(k log n) for k fired). An
+// account is re-marked only when something may have changed for
+// it (band.go): after each mark the engine computes a relative move δ such that, while the bid
+// and ask of every symbol the account depends on (its own symbols and their USD-hub legs) stay
+// within δ of the quotes that mark read, all of them moving at once, no mark could raise an
+// alert, re-arm one or stop the account out. Those edges sit in the lo/hi heaps of each symbol,
+// so a tick visits only the accounts whose edge it reaches. Every change that moves an account's
+// marks without a tick (a position opened, reduced, closed or handed off, a balance, the
+// account's or an instrument's terms, a failed alert to re-arm) lists it as stale on each of its
+// symbols, and the next tick of any of them marks it. An account that cannot be priced, or that
+// would act again at the very prices it was marked at, is marked on every tick of its symbols, as
+// every exposed account was before bands. Neither path grows with the number of positions that
+// did not trigger or accounts that cannot cross. A quote the tick engine dropped for a slow
+// subscriber is noticed on that symbol's next tick, as for stops.
 //
 // Marks after a hand-off. A position handed to a worker is marked closing: it leaves the heaps
 // (it cannot be queued twice) and the aggregates, and its estimated profit at the triggering

@@ -62,17 +62,31 @@ type Engine struct {
 	started atomic.Bool
 	ready   chan struct{}
 
-	mu          sync.Mutex
-	loaded      bool
-	early       []Change // changes applied before the load finished, replayed onto it
-	positions   map[int64]*position
-	orders      map[int64]*order
-	accounts    map[int64]*account
+	mu     sync.Mutex
+	loaded bool
+	early  []Change // changes applied before the load finished, replayed onto it
+	// The view (state.go): slices addressed by int32 indexes, one id → index map per kind.
+	pos         []position
+	posSlots    []int32 // SL and TP heap slots, 2 per position
+	posFree     []int32
+	posByID     map[int64]int32
+	ord         []order
+	ordSlots    []int32
+	ordFree     []int32
+	ordByID     map[int64]int32
+	accts       []*account
+	acctByID    map[int64]int32
+	books       []*book
+	bookBySym   map[string]int32
+	bands       []bandEntry // margin bands (band.go)
+	bandSlots   []int32     // lo and hi heap slots, 2 per band
+	bandFree    []int32
 	instruments map[string]*Instrument
 	legs        map[string]leg
-	books       map[string]*book
-	scratch     []*account
-	gen         uint64 // evaluation generation, for the books' memoised quotes
+	due, refs   []int32    // scratch: accounts a tick marks, band refs it reached
+	bandTerms   []bandTerm // scratch
+	marks       uint64     // accounts marked, for the benchmarks
+	gen         uint64     // evaluation generation, for the books' memoised quotes
 	gateShut    bool
 	warned      map[dropKey]struct{} // drops already warned about in this gap
 	outbox      []job                // closes and fills decided, handed to the workers in chunks
@@ -253,8 +267,8 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 	start := time.Now()
 	closes, fills := e.closesQueued.Load(), e.fillsQueued.Load()
 	unpriced := 0
-	for sym, b := range e.books {
-		q, ok := e.cfg.Prices.LastTick(sym)
+	for _, b := range e.books {
+		q, ok := e.cfg.Prices.LastTick(b.symbol)
 		if !ok {
 			unpriced++
 			continue
@@ -263,16 +277,12 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 		e.fireLocked(ctx, b, &px, start)
 	}
 	px := e.pricerLocked(nil, tick.Quote{})
-	e.scratch = e.scratch[:0]
-	for _, a := range e.accounts {
-		e.scratch = append(e.scratch, a)
-	}
-	for _, a := range e.scratch {
-		e.checkAccountLocked(ctx, a, &px, start)
+	for _, a := range e.accts {
+		e.markAccountLocked(ctx, a, &px, start)
 	}
 	e.flushLocked()
-	e.log.InfoContext(ctx, "risk sweep", slog.String("reason", reason), slog.Int("positions", len(e.positions)),
-		slog.Int("orders", len(e.orders)), slog.Int("accounts", len(e.accounts)), slog.Int("symbols_unpriced", unpriced),
+	e.log.InfoContext(ctx, "risk sweep", slog.String("reason", reason), slog.Int("positions", len(e.posByID)),
+		slog.Int("orders", len(e.ordByID)), slog.Int("accounts", len(e.accts)), slog.Int("symbols_unpriced", unpriced),
 		slog.Uint64("closes_queued", e.closesQueued.Load()-closes), slog.Uint64("fills_queued", e.fillsQueued.Load()-fills),
 		slog.Duration("took", time.Since(start)))
 }
@@ -285,7 +295,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.ready }
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	e.drainLocked(context.Background())
-	s := Stats{Loaded: e.loaded, Positions: len(e.positions), Orders: len(e.orders), Accounts: len(e.accounts), Symbols: len(e.books)}
+	s := Stats{Loaded: e.loaded, Positions: len(e.posByID), Orders: len(e.ordByID), Accounts: len(e.accts), Symbols: len(e.books)}
 	e.mu.Unlock()
 	s.Queued = e.work.len()
 	s.TicksEvaluated, s.TicksDropped = e.ticksEvaluated.Load(), e.ticksDropped.Load()
@@ -298,15 +308,17 @@ func (e *Engine) Stats() Stats {
 // ---- the tick path ----
 
 // onTick evaluates one update: the triggers on its symbol, then the margin level of every
-// account its quote moves. It never performs I/O and never waits for a worker.
+// account its quote moves that could have crossed a level (band.go). It never performs I/O and
+// never waits for a worker.
 func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.drainLocked(ctx)
-	b := e.books[u.Symbol]
-	if b == nil || !e.loaded {
+	bi, ok := e.bookBySym[u.Symbol]
+	if !ok || !e.loaded {
 		return
 	}
+	b := e.books[bi]
 	defer e.flushLocked()
 	px := e.pricerLocked(b, u.Quote)
 	if !e.cfg.Gate.HoldsLease() {
@@ -318,13 +330,8 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	e.gateOpenLocked(ctx)
 	e.ticksEvaluated.Add(1)
 	e.fireLocked(ctx, b, &px, arrived)
-	if len(b.accounts) == 0 {
-		return
-	}
-	// Closing a position can take its account off this symbol's list: iterate a copy.
-	e.scratch = append(e.scratch[:0], b.accounts...)
-	for _, a := range e.scratch {
-		e.checkAccountLocked(ctx, a, &px, arrived)
+	for _, ai := range e.dueLocked(b, u.Quote, px.gen, true) {
+		e.markAccountLocked(ctx, e.accts[ai], &px, arrived)
 	}
 }
 
@@ -335,34 +342,36 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 		h     *triggerHeap
 		price float64
 	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask}} {
-		for t := f.h.popFired(f.price); t != nil; t = f.h.popFired(f.price) {
-			reason := ReasonSL
-			if t.kind == trigTP {
-				reason = ReasonTP
+		for it, ok := f.h.popFired(f.price); ok; it, ok = f.h.popFired(f.price) {
+			reason := ReasonSL // ref 2·index
+			if it.ref&1 == 1 {
+				reason = ReasonTP // ref 2·index+1
 			}
-			e.closeLocked(t.pos, reason, px.q, arrived, px)
+			e.closeLocked(it.ref>>1, reason, px.q, arrived, px)
 		}
 	}
 	for _, f := range [...]struct {
 		h     *triggerHeap
 		price float64
 	}{{&b.buyLimit, ask}, {&b.buyStop, ask}, {&b.sellLimit, bid}, {&b.sellStop, bid}} {
-		for t := f.h.popFired(f.price); t != nil; t = f.h.popFired(f.price) {
-			e.fillLocked(ctx, t.ord, px.q, arrived)
+		for it, ok := f.h.popFired(f.price); ok; it, ok = f.h.popFired(f.price) {
+			e.fillLocked(ctx, it.ref, px.q, arrived)
 		}
 	}
 }
 
 // closeLocked marks p closing and queues its close. The account's marks then read as if the
 // close had committed at this quote: p leaves the aggregates and its profit joins pending.
-func (e *Engine) closeLocked(p *position, reason string, q tick.Quote, arrived time.Time, px *pricer) {
-	e.unindexPositionLocked(p)
+func (e *Engine) closeLocked(idx int32, reason string, q tick.Quote, arrived time.Time, px *pricer) {
+	p := &e.pos[idx]
+	a := e.accts[p.acct]
+	e.unindexPositionLocked(idx)
+	est, _ := e.pnlLocked(a, p, px) // before the exposure it reads goes
 	e.exposeLocked(p, -1)
-	est, _ := e.pnlLocked(p, px)
 	p.closing, p.est = true, est
-	p.acct.pending += est
+	a.pending += est
 	e.closesQueued.Add(1)
-	e.handOffLocked(job{kind: jobClose, id: p.ID, reason: reason, symbol: p.Symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
 }
 
 func (e *Engine) handOffLocked(j job) {
@@ -380,18 +389,27 @@ func (e *Engine) flushLocked() {
 	}
 }
 
-func (e *Engine) fillLocked(ctx context.Context, o *order, q tick.Quote, arrived time.Time) {
-	if !o.ExpiresAt.IsZero() && !e.cfg.Now().Before(o.ExpiresAt) {
+func (e *Engine) fillLocked(ctx context.Context, idx int32, q tick.Quote, arrived time.Time) {
+	o := &e.ord[idx]
+	symbol := e.books[o.sym].symbol
+	if o.expired(e.cfg.Now()) {
 		// The account reconcile marks it EXPIRED in the database; here it only stops watching.
 		e.expired.Add(1)
-		delete(e.orders, o.ID)
-		e.log.InfoContext(ctx, "resting order past its expiry not filled", slog.Int64("order_id", o.ID),
-			slog.String("symbol", o.Symbol), slog.Time("expires_at", o.ExpiresAt))
+		e.log.InfoContext(ctx, "resting order past its expiry not filled", slog.Int64("order_id", o.id),
+			slog.String("symbol", symbol), slog.Time("expires_at", o.expiresAt()))
+		e.removeOrderLocked(idx)
 		return
 	}
 	o.filling = true
 	e.fillsQueued.Add(1)
-	e.handOffLocked(job{kind: jobFill, id: o.ID, symbol: o.Symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobFill, idx: idx, id: o.id, symbol: symbol, quote: q, arrived: arrived})
+}
+
+// markAccountLocked marks a (checkAccountLocked) and sets its band at the same prices.
+func (e *Engine) markAccountLocked(ctx context.Context, a *account, px *pricer, arrived time.Time) {
+	e.marks++
+	e.checkAccountLocked(ctx, a, px, arrived)
+	e.setBandLocked(a, px)
 }
 
 // checkAccountLocked raises the margin call once per crossing and stops the account out:
@@ -422,35 +440,38 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 		if lvl > a.StopOutLevel {
 			return
 		}
-		p := e.largestLoserLocked(a, px)
-		if p == nil {
+		idx := e.largestLoserLocked(a, px)
+		if idx < 0 {
 			return
 		}
-		q, ok := px.quote(p.Symbol)
+		q, ok := px.book(e.books[e.pos[idx].sym])
 		if !ok {
 			return
 		}
 		e.stopOuts.Add(1)
-		e.closeLocked(p, ReasonStopOut, q, arrived, px)
+		e.closeLocked(idx, ReasonStopOut, q, arrived, px)
 		if lvl, ok = e.levelLocked(a, px); !ok {
 			return
 		}
 	}
 }
 
-func (e *Engine) largestLoserLocked(a *account, px *pricer) *position {
-	var worst *position
+// largestLoserLocked is the index of a's open position with the lowest floating profit (the
+// lower id on a tie), or −1.
+func (e *Engine) largestLoserLocked(a *account, px *pricer) int32 {
+	worst := int32(-1)
 	worstPnL := math.Inf(1)
-	for _, p := range a.positions {
+	for _, idx := range a.positions {
+		p := &e.pos[idx]
 		if p.closing {
 			continue
 		}
-		pnl, ok := e.pnlLocked(p, px)
+		pnl, ok := e.pnlLocked(a, p, px)
 		if !ok {
 			continue
 		}
-		if pnl < worstPnL || (pnl == worstPnL && worst != nil && p.ID < worst.ID) {
-			worst, worstPnL = p, pnl
+		if pnl < worstPnL || (pnl == worstPnL && worst >= 0 && p.id < e.pos[worst].id) {
+			worst, worstPnL = idx, pnl
 		}
 	}
 	return worst
@@ -462,7 +483,6 @@ func (e *Engine) largestLoserLocked(a *account, px *pricer) *position {
 // once per evaluation (generation gen) and symbol.
 type pricer struct {
 	prices Prices
-	books  map[string]*book
 	gen    uint64
 	bk     *book // the ticked book, nil in a sweep's account pass
 	q      tick.Quote
@@ -470,7 +490,7 @@ type pricer struct {
 
 func (e *Engine) pricerLocked(bk *book, q tick.Quote) pricer {
 	e.gen++
-	return pricer{prices: e.cfg.Prices, books: e.books, gen: e.gen, bk: bk, q: q}
+	return pricer{prices: e.cfg.Prices, gen: e.gen, bk: bk, q: q}
 }
 
 func (p *pricer) book(b *book) (tick.Quote, bool) {
@@ -482,13 +502,6 @@ func (p *pricer) book(b *book) (tick.Quote, bool) {
 		b.qgen = p.gen
 	}
 	return b.q, b.qok
-}
-
-func (p *pricer) quote(symbol string) (tick.Quote, bool) {
-	if b := p.books[symbol]; b != nil {
-		return p.book(b)
-	}
-	return p.prices.LastTick(symbol)
 }
 
 func (p *pricer) toUSD(r legRef) (float64, bool) {
@@ -507,41 +520,6 @@ func (p *pricer) toUSD(r legRef) (float64, bool) {
 		return 1 / m, true
 	}
 	return m, true
-}
-
-// toUSD is the value of one unit of ccy in USD, through the hub leg's mid.
-func (e *Engine) toUSD(px *pricer, ccy string) (float64, bool) {
-	if ccy == "USD" {
-		return 1, true
-	}
-	l, ok := e.legs[ccy]
-	if !ok {
-		return 0, false
-	}
-	q, ok := px.quote(l.symbol)
-	if m := q.Mid(); !ok || !(m > 0) {
-		return 0, false
-	} else if l.inverted {
-		return 1 / m, true
-	} else {
-		return m, true
-	}
-}
-
-// rate turns an amount in from into to.
-func (e *Engine) rate(px *pricer, from, to string) (float64, bool) {
-	if from == to {
-		return 1, true
-	}
-	f, ok := e.toUSD(px, from)
-	if !ok {
-		return 0, false
-	}
-	t, ok := e.toUSD(px, to)
-	if !ok {
-		return 0, false
-	}
-	return f / t, true
 }
 
 // levelLocked is equity ÷ used margin × 100, +Inf when no margin is used. Equity = balance +
@@ -597,25 +575,35 @@ func effectiveLeverage(a *account, in *Instrument) float64 {
 	return float64(max(l, 1))
 }
 
-// pnlLocked is p's floating profit in its account currency.
-func (e *Engine) pnlLocked(p *position, px *pricer) (float64, bool) {
-	in := e.instruments[p.Symbol]
-	if in == nil {
+// pnlLocked is p's floating profit in its account currency, priced like its account's marks
+// (p must still be in a's aggregates).
+func (e *Engine) pnlLocked(a *account, p *position, px *pricer) (float64, bool) {
+	i := a.exposureOf(p.sym)
+	if i < 0 || !a.exposures[i].priced {
 		return 0, false
 	}
-	q, ok := px.quote(p.Symbol)
+	x := &a.exposures[i]
+	q, ok := px.book(x.bk)
 	if !ok {
 		return 0, false
 	}
-	diff := p.OpenPrice - (q.Ask + in.Markup)
-	if p.Side == Buy {
-		diff = (q.Bid - in.Markup) - p.OpenPrice
+	diff := p.open - (q.Ask + x.markup)
+	if p.side == Buy {
+		diff = (q.Bid - x.markup) - p.open
 	}
-	f, ok := e.rate(px, in.Quote, p.acct.Currency)
-	if !ok {
-		return 0, false
+	f := 1.0
+	if !x.same {
+		quoteUSD, ok := px.toUSD(x.qref)
+		if !ok {
+			return 0, false
+		}
+		accountUSD, ok := px.toUSD(a.aref)
+		if !ok {
+			return 0, false
+		}
+		f = quoteUSD / accountUSD
 	}
-	return diff * p.Volume * in.ContractSize * f, true
+	return diff * p.volume * x.contract * f, true
 }
 
 // ---- the gate ----
@@ -639,23 +627,26 @@ func (e *Engine) gateOpenLocked(context.Context) {
 // from the state then current.
 func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 	bid, ask := px.q.Bid, px.q.Ask
-	for _, f := range [...]struct {
+	for i, f := range [...]struct {
 		h     *triggerHeap
 		price float64
 	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask},
 		{&b.buyLimit, ask}, {&b.buyStop, ask}, {&b.sellLimit, bid}, {&b.sellStop, bid}} {
-		f.h.eachFired(f.price, func(t *trigger) {
-			switch t.kind {
-			case trigSL:
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: t.pos.ID, reason: ReasonSL, symbol: b.symbol, quote: px.q})
-			case trigTP:
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: t.pos.ID, reason: ReasonTP, symbol: b.symbol, quote: px.q})
-			case trigOrder:
-				e.warnOnceLocked(ctx, job{kind: jobFill, id: t.ord.ID, symbol: b.symbol, quote: px.q})
+		e.refs = f.h.appendFired(e.refs[:0], f.price)
+		for _, ref := range e.refs {
+			switch {
+			case i >= 4: // the order heaps
+				e.warnOnceLocked(ctx, job{kind: jobFill, id: e.ord[ref].id, symbol: b.symbol, quote: px.q})
+			case ref&1 == 0:
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: ReasonSL, symbol: b.symbol, quote: px.q})
+			default:
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: ReasonTP, symbol: b.symbol, quote: px.q})
 			}
-		})
+		}
 	}
-	for _, a := range b.accounts {
+	// Only the accounts a confirmed tick would mark can have anything to warn about.
+	for _, ai := range e.dueLocked(b, px.q, px.gen, false) {
+		a := e.accts[ai]
 		if !a.known || len(a.exposures) == 0 {
 			continue
 		}
@@ -667,9 +658,10 @@ func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 			e.warnOnceLocked(ctx, job{kind: jobAlert, id: a.ID, level: lvl})
 		}
 		if lvl <= a.StopOutLevel {
-			if p := e.largestLoserLocked(a, px); p != nil {
-				q, _ := px.quote(p.Symbol)
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.ID, reason: ReasonStopOut, symbol: p.Symbol, quote: q, level: lvl})
+			if idx := e.largestLoserLocked(a, px); idx >= 0 {
+				p := &e.pos[idx]
+				q, _ := px.book(e.books[p.sym])
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.id, reason: ReasonStopOut, symbol: e.books[p.sym].symbol, quote: q, level: lvl})
 			}
 		}
 	}
@@ -772,36 +764,37 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 	}
 	switch j.kind {
 	case jobClose:
-		p := e.positions[j.id]
+		p := e.positionAt(j.idx, j.id)
 		if p == nil || !p.closing {
 			return
 		}
+		a := e.accts[p.acct]
 		switch {
 		case err == nil:
 			// Committed, and the executor has not applied it yet: fold the estimate into the
 			// balance until its exact balance arrives.
-			p.acct.Balance += p.est
-			e.removePositionLocked(p)
+			a.Balance += p.est
+			e.removePositionLocked(j.idx)
 		case already:
 			e.log.InfoContext(ctx, "position already closed by another transaction", slog.Int64("position_id", j.id), slog.String("reason", j.reason))
-			e.removePositionLocked(p)
+			e.removePositionLocked(j.idx)
 		default:
-			p.acct.pending -= p.est
+			a.pending -= p.est
 			p.closing, p.est = false, 0
 			e.exposeLocked(p, 1)
-			e.indexPositionLocked(p)
+			e.indexPositionLocked(j.idx)
 		}
 	case jobFill:
-		o := e.orders[j.id]
+		o := e.orderAt(j.idx, j.id)
 		if o == nil || !o.filling {
 			return
 		}
 		if err == nil || already {
-			delete(e.orders, o.ID)
+			e.removeOrderLocked(j.idx)
 			return
 		}
 		o.filling = false
-		e.indexOrderLocked(o)
+		e.indexOrderLocked(j.idx)
 	}
 }
 
@@ -819,8 +812,10 @@ func (e *Engine) alerter(ctx context.Context) {
 func (e *Engine) raise(ctx context.Context, j job) {
 	rearm := func() {
 		e.mu.Lock()
-		if a := e.accounts[j.id]; a != nil {
+		if i, ok := e.acctByID[j.id]; ok {
+			a := e.accts[i]
 			a.marginCalled = false
+			e.markStaleLocked(a) // its band assumed the alert was raised
 		}
 		e.mu.Unlock()
 	}

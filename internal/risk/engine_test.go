@@ -213,9 +213,7 @@ func TestConversionLegExposure(t *testing.T) {
 	if n := r.alerts.count(9); n != 1 {
 		t.Fatalf("margin call alerts = %d, want 1", n)
 	}
-	r.e.mu.Lock()
-	defer r.e.mu.Unlock()
-	if _, ok := r.e.books["GBPUSD"].at[9]; ok {
+	if listedOn(r.e, "GBPUSD", 9) {
 		t.Fatal("the EUR account is listed on GBPUSD, which it does not depend on")
 	}
 }
@@ -227,13 +225,9 @@ func TestConversionLegIndex(t *testing.T) {
 	r := newRig(t, Snapshot{Instruments: instruments(), Accounts: []Account{eur}}, 1, nil)
 	ctx := context.Background()
 	listed := func() (out []string) {
-		r.e.mu.Lock()
-		defer r.e.mu.Unlock()
 		for _, s := range []string{"EURUSD", "GBPUSD", "USDJPY"} {
-			if b := r.e.books[s]; b != nil {
-				if _, ok := b.at[9]; ok {
-					out = append(out, s)
-				}
+			if listedOn(r.e, s, 9) {
+				out = append(out, s)
 			}
 		}
 		return out

@@ -3,6 +3,7 @@ package risk
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -88,9 +89,12 @@ func (x *fakeExec) got() []call {
 	return append([]call(nil), x.calls...)
 }
 
+// fakeAlerts records every alert; fail, when set, decides from the account and how many alerts
+// it has had (this one included) whether this one fails.
 type fakeAlerts struct {
 	mu     sync.Mutex
 	levels map[int64][]float64
+	fail   func(id int64, n int) bool
 }
 
 func (a *fakeAlerts) MarginCall(_ context.Context, id int64, level float64) error {
@@ -100,6 +104,9 @@ func (a *fakeAlerts) MarginCall(_ context.Context, id int64, level float64) erro
 		a.levels = map[int64][]float64{}
 	}
 	a.levels[id] = append(a.levels[id], level)
+	if a.fail != nil && a.fail(id, len(a.levels[id])) {
+		return errors.New("alert channel down")
+	}
 	return nil
 }
 
@@ -252,4 +259,21 @@ func (r *rig) wantCalls(want ...call) {
 			r.t.Fatalf("executor call %d at bid/ask %v/%v, want %v/%v", i, g.at.Bid, g.at.Ask, w.at.Bid, w.at.Ask)
 		}
 	}
+}
+
+// listedOn reports whether a tick on symbol would consider account id at all: whether the
+// account keeps a margin band in that symbol's heaps.
+func listedOn(e *Engine, symbol string, id int64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	bi, ok := e.bookBySym[symbol]
+	if !ok {
+		return false
+	}
+	for _, it := range e.books[bi].lo.items {
+		if e.accts[e.bands[it.ref>>1].acct].ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -1,31 +1,29 @@
 package risk
 
-// A trigger is one price level that, once the market reaches it, hands work to the executor:
-// a position's SL or TP, or a resting order's price. It lives in at most one triggerHeap and
-// knows its slot there, so removing or moving it is O(log n) without a search.
-type trigger struct {
-	key  float64
-	slot int // index in its heap; -1 when in none
-	kind triggerKind
-	pos  *position // set for SL and TP
-	ord  *order    // set for order triggers
+// A heapEntry is one price level that, once the market reaches it, makes the engine act: a
+// position's SL or TP, a resting order's price, or one edge of an account's margin band. The key
+// sits in the entry, so ordering the heap never leaves its array; ref names the owner, whose slot
+// (its index in items) the heap keeps current in *slots, so removing or moving it is O(log n)
+// without a search.
+type heapEntry struct {
+	key float64
+	ref int32
 }
 
-type triggerKind uint8
-
-const (
-	trigSL triggerKind = iota + 1
-	trigTP
-	trigOrder
-)
-
-// triggerHeap holds the triggers of one direction on one symbol. An "above" heap fires when the
+// triggerHeap holds the levels of one direction on one symbol. An "above" heap fires when the
 // price is at or above a key, so it is a min-heap: every key ≤ price sits in a subtree hanging
 // from the root. A "below" heap fires at or under a key and is a max-heap. Either way, the work
-// a tick does is proportional to what it triggers, never to what it does not.
+// a tick does is proportional to what it reaches, never to what it does not.
+//
+// Neither the heap nor its slot table holds a pointer the garbage collector must follow.
 type triggerHeap struct {
-	items []*trigger
+	items []heapEntry
+	slots *[]int32 // ref → index in items, −1 when in no heap; shared by the heaps of one kind
 	above bool
+}
+
+func newHeap(slots *[]int32, above bool) triggerHeap {
+	return triggerHeap{slots: slots, above: above}
 }
 
 func (h *triggerHeap) Len() int { return len(h.items) }
@@ -47,8 +45,9 @@ func (h *triggerHeap) fires(key, price float64) bool {
 
 func (h *triggerHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].slot = i
-	h.items[j].slot = j
+	s := *h.slots
+	s[h.items[i].ref] = int32(i)
+	s[h.items[j].ref] = int32(j)
 }
 
 func (h *triggerHeap) up(i int) {
@@ -83,24 +82,33 @@ func (h *triggerHeap) down(i int) bool {
 	return i > start
 }
 
-func (h *triggerHeap) push(t *trigger) {
-	t.slot = len(h.items)
-	h.items = append(h.items, t)
-	h.up(t.slot)
+// slot is ref's index in this heap, or −1.
+func (h *triggerHeap) slot(ref int32) int {
+	i := int((*h.slots)[ref])
+	if i < 0 || i >= len(h.items) || h.items[i].ref != ref {
+		return -1
+	}
+	return i
 }
 
-func (h *triggerHeap) remove(t *trigger) {
-	i := t.slot
-	if i < 0 || i >= len(h.items) || h.items[i] != t {
+func (h *triggerHeap) push(ref int32, key float64) {
+	i := len(h.items)
+	h.items = append(h.items, heapEntry{key: key, ref: ref})
+	(*h.slots)[ref] = int32(i)
+	h.up(i)
+}
+
+func (h *triggerHeap) remove(ref int32) {
+	i := h.slot(ref)
+	if i < 0 {
 		return
 	}
 	last := len(h.items) - 1
 	if i != last {
 		h.swap(i, last)
 	}
-	h.items[last] = nil
 	h.items = h.items[:last]
-	t.slot = -1
+	(*h.slots)[ref] = -1
 	if i != last {
 		if !h.down(i) {
 			h.up(i)
@@ -108,34 +116,41 @@ func (h *triggerHeap) remove(t *trigger) {
 	}
 }
 
-// fix restores order after t.key changed.
-func (h *triggerHeap) fix(t *trigger) {
-	if !h.down(t.slot) {
-		h.up(t.slot)
+// set moves ref to key, pushing it when it is in no heap.
+func (h *triggerHeap) set(ref int32, key float64) {
+	i := h.slot(ref)
+	switch {
+	case i < 0:
+		h.push(ref, key)
+	case h.items[i].key != key:
+		h.items[i].key = key
+		if !h.down(i) {
+			h.up(i)
+		}
 	}
 }
 
 // popFired removes and returns the root if price reaches it.
-func (h *triggerHeap) popFired(price float64) *trigger {
+func (h *triggerHeap) popFired(price float64) (heapEntry, bool) {
 	if len(h.items) == 0 || !h.fires(h.items[0].key, price) {
-		return nil
+		return heapEntry{}, false
 	}
-	t := h.items[0]
-	h.remove(t)
-	return t
+	it := h.items[0]
+	h.remove(it.ref)
+	return it, true
 }
 
-// eachFired visits, without removing anything, every trigger that price reaches: the fired
-// subtree under the root. Used to name the work the gate drops.
-func (h *triggerHeap) eachFired(price float64, fn func(*trigger)) {
-	var walk func(i int)
-	walk = func(i int) {
-		if i >= len(h.items) || !h.fires(h.items[i].key, price) {
-			return
-		}
-		fn(h.items[i])
-		walk(2*i + 1)
-		walk(2*i + 2)
+// appendFired appends, without removing anything, every ref that price reaches: the fired
+// subtree under the root.
+func (h *triggerHeap) appendFired(dst []int32, price float64) []int32 {
+	return h.appendFiredFrom(dst, 0, price)
+}
+
+func (h *triggerHeap) appendFiredFrom(dst []int32, i int, price float64) []int32 {
+	if i >= len(h.items) || !h.fires(h.items[i].key, price) {
+		return dst
 	}
-	walk(0)
+	dst = append(dst, h.items[i].ref)
+	dst = h.appendFiredFrom(dst, 2*i+1, price)
+	return h.appendFiredFrom(dst, 2*i+2, price)
 }

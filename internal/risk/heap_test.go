@@ -6,54 +6,70 @@ import (
 	"testing"
 )
 
-// TestTriggerHeap runs random pushes, moves and removals against a plain slice, then checks
-// that popFired and eachFired return exactly the keys a price reaches, in both directions.
+// TestTriggerHeap runs random pushes, moves and removals against a plain map, then checks that
+// popFired and appendFired return exactly the keys a price reaches, in both directions, and
+// that every slot the heap keeps names the entry's real index.
 func TestTriggerHeap(t *testing.T) {
 	t.Parallel()
 	for _, above := range []bool{true, false} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		h := &triggerHeap{above: above}
-		live := map[*trigger]bool{}
+		slots := make([]int32, 4096)
+		for i := range slots {
+			slots[i] = -1
+		}
+		h := newHeap(&slots, above)
+		live := map[int32]float64{}
+		next := int32(0)
 		for range 5000 {
 			switch op := rng.IntN(4); {
-			case op < 2 || len(live) == 0:
-				tr := &trigger{key: float64(rng.IntN(1000)), slot: -1}
-				h.push(tr)
-				live[tr] = true
-			case op == 2:
-				for tr := range live {
-					tr.key = float64(rng.IntN(1000))
-					h.fix(tr)
+			case (op < 2 || len(live) == 0) && next < int32(len(slots)):
+				k := float64(rng.IntN(1000))
+				h.push(next, k)
+				live[next] = k
+				next++
+			case op == 2 && len(live) > 0:
+				for ref := range live {
+					k := float64(rng.IntN(1000))
+					h.set(ref, k)
+					live[ref] = k
 					break
 				}
-			default:
-				for tr := range live {
-					h.remove(tr)
-					delete(live, tr)
-					if tr.slot != -1 {
-						t.Fatal("removed trigger keeps a slot")
+			case len(live) > 0:
+				for ref := range live {
+					h.remove(ref)
+					delete(live, ref)
+					if slots[ref] != -1 {
+						t.Fatal("removed entry keeps a slot")
 					}
 					break
 				}
 			}
 		}
-		for i, tr := range h.items {
-			if tr.slot != i {
-				t.Fatalf("slot %d holds a trigger that thinks it is at %d", i, tr.slot)
+		for i, it := range h.items {
+			if slots[it.ref] != int32(i) {
+				t.Fatalf("slot %d holds ref %d, which thinks it is at %d", i, it.ref, slots[it.ref])
+			}
+			if live[it.ref] != it.key {
+				t.Fatalf("ref %d has key %v in the heap, want %v", it.ref, it.key, live[it.ref])
 			}
 		}
 		price := 500.0
 		var want []float64
-		for tr := range live {
-			if (above && price >= tr.key) || (!above && price <= tr.key) {
-				want = append(want, tr.key)
+		for _, k := range live {
+			if (above && price >= k) || (!above && price <= k) {
+				want = append(want, k)
 			}
 		}
 		var peeked []float64
-		h.eachFired(price, func(tr *trigger) { peeked = append(peeked, tr.key) })
+		for _, ref := range h.appendFired(nil, price) {
+			peeked = append(peeked, live[ref])
+		}
 		var popped []float64
-		for tr := h.popFired(price); tr != nil; tr = h.popFired(price) {
-			popped = append(popped, tr.key)
+		for it, ok := h.popFired(price); ok; it, ok = h.popFired(price) {
+			if it.key != live[it.ref] {
+				t.Fatalf("popped ref %d with key %v, want %v", it.ref, it.key, live[it.ref])
+			}
+			popped = append(popped, it.key)
 		}
 		if !above {
 			slices.Reverse(popped) // a max-heap pops the nearest-to-fire first: descending
@@ -70,7 +86,7 @@ func TestTriggerHeap(t *testing.T) {
 			t.Fatalf("above=%v: %d left, want %d", above, h.Len(), len(live)-len(want))
 		}
 		if h.Len() > 0 && h.fires(h.items[0].key, price) {
-			t.Fatal("a fired trigger is left at the root")
+			t.Fatal("a fired entry is left at the root")
 		}
 	}
 }

@@ -18,6 +18,7 @@ const (
 // job is one unit of work handed off the tick path.
 type job struct {
 	kind    jobKind
+	idx     int32 // the position's or order's slot in the view
 	id      int64 // position, order or account
 	reason  string
 	symbol  string

@@ -3,28 +3,59 @@ package risk
 import (
 	"context"
 	"log/slog"
+	"math"
+	"time"
 
 	"fxdesk/internal/tick"
 )
 
+// The view is stored in slices of plain structs addressed by int32 indexes, with one map from
+// database id to index per kind. A position or order holds no pointer, so the garbage collector
+// scans none of the hundred thousand of them, and handing one off allocates nothing. Freed slots
+// are reused.
+
 // position is a Position under watch. While closing it is out of the trigger heaps and the
 // exposure aggregates, and its estimated realised profit sits in its account's pending sum, so
 // the margin level computed after the hand-off is the level the account will have once the
-// close commits.
+// close commits. Its SL is ref 2·index in e.posSlots, its TP 2·index+1.
 type position struct {
-	Position
-	acct    *account
-	sl, tp  trigger
-	closing bool
+	id      int64
+	volume  float64 // lots still open
+	open    float64
+	sl, tp  float64 // 0 = none
 	est     float64 // estimated realised profit in the account currency, while closing
+	acct    int32   // e.accts
+	sym     int32   // e.books
+	inAcct  int32   // index in its account's positions
+	side    Side
+	closing bool
+	live    bool // the slot holds a position
 }
 
-// order is a resting Order under watch. While filling it is out of its trigger heap.
+// order is a resting Order under watch; ref index in e.ordSlots. While filling it is out of its
+// trigger heap.
 type order struct {
-	Order
-	trig    trigger
+	id      int64
+	price   float64
+	expSec  int64 // ExpiresAt, when hasExp, as Unix seconds and nanoseconds
+	expNsec int32
+	sym     int32
+	side    Side
+	typ     OrderType
+	hasExp  bool
 	filling bool
+	live    bool
 }
+
+func (o *order) expired(now time.Time) bool {
+	if !o.hasExp {
+		return false
+	}
+	s := now.Unix()
+	return s > o.expSec || (s == o.expSec && int32(now.Nanosecond()) >= o.expNsec)
+}
+
+func (o *order) expiresAt() time.Time { return time.Unix(o.expSec, int64(o.expNsec)) }
 
 // exposure is one account's aggregate on one symbol: the sums the equity and margin of every
 // position there need, so an account is marked in O(its symbols), never O(its positions).
@@ -46,22 +77,55 @@ type exposure struct {
 }
 
 type exposureInfo struct {
-	symbol string
-	n      int // positions aggregated here; the exposure goes when it reaches 0
-	deps   [3]string
+	sym  int32
+	n    int32    // positions aggregated here; the exposure goes when it reaches 0
+	deps [3]int32 // books whose quotes move the marks here; −1 = none
+}
+
+var noDeps = [3]int32{-1, -1, -1}
+
+// acctDep is one symbol whose quote moves an account's marks, directly or as a conversion leg,
+// with how many of its exposures depend on it and the margin band it keeps on that symbol.
+type acctDep struct {
+	sym  int32
+	n    int32
+	band int32 // e.bands
 }
 
 type account struct {
 	Account
+	idx          int32
 	known        bool // an AccountUpserted (or the snapshot) described it
-	pending      float64
-	exposures    []exposure // by value, hot
-	info         []exposureInfo
-	bySymbol     map[string]int
-	aref         legRef // the account currency's way to USD
-	positions    map[int64]*position
-	deps         map[string]int // symbol → how many exposures depend on its quote
-	marginCalled bool           // the alert for the current crossing was raised
+	marginCalled bool // the alert for the current crossing was raised
+	// stale: something the marks read changed since the band was set (a position, the balance,
+	// the terms); the account is re-marked on the next tick of any symbol it depends on.
+	stale     bool
+	pending   float64
+	exposures []exposure // by value, hot
+	info      []exposureInfo
+	positions []int32 // e.pos
+	deps      []acctDep
+	aref      legRef // the account currency's way to USD
+	seen      uint64 // the evaluation generation that last picked it, so a tick marks it once
+	band      float64
+}
+
+func (a *account) exposureOf(sym int32) int {
+	for i := range a.info {
+		if a.info[i].sym == sym {
+			return i
+		}
+	}
+	return -1
+}
+
+// bandEntry is one account's margin band on one symbol: ref 2·index in the book's lo heap,
+// 2·index+1 in its hi heap (slots in e.bandSlots).
+type bandEntry struct {
+	acct   int32
+	sym    int32
+	listed int32 // 1 + the book whose stale list holds it; 0 = none
+	live   bool
 }
 
 // book is everything watched on one symbol.
@@ -72,49 +136,32 @@ type book struct {
 	qok    bool
 	qgen   uint64
 	symbol string
+	idx    int32
 	// A buy's stops trigger on the bid, a sell's on the ask.
 	buySL, buyTP, sellSL, sellTP triggerHeap
 	// A buy order fills at the ask and triggers on it, a sell order on the bid.
 	buyLimit, buyStop, sellLimit, sellStop triggerHeap
-	// accounts whose margin level this symbol's quote moves, directly or as a conversion leg.
-	accounts []*account
-	at       map[int64]int
+	// The margin bands of the accounts whose marks this symbol's quote moves, directly or as a
+	// conversion leg: lo fires when the lower of bid and ask falls to an account's lower edge,
+	// hi when the higher rises to its upper edge.
+	lo, hi triggerHeap
+	// stale lists band entries here whose account changed since its band was set.
+	stale []int32
 }
 
-func newBook(symbol string) *book {
-	b := &book{symbol: symbol, at: map[int64]int{}}
-	b.buySL.above = false    // bid ≤ SL
-	b.buyTP.above = true     // bid ≥ TP
-	b.sellSL.above = true    // ask ≥ SL
-	b.sellTP.above = false   // ask ≤ TP
-	b.buyLimit.above = false // ask ≤ price
-	b.buyStop.above = true   // ask ≥ price
-	b.sellLimit.above = true // bid ≥ price
-	b.sellStop.above = false // bid ≤ price
-	return b
-}
-
-func (b *book) addAccount(a *account) {
-	if _, ok := b.at[a.ID]; ok {
-		return
+func (e *Engine) newBook(symbol string, idx int32) *book {
+	return &book{symbol: symbol, idx: idx,
+		buySL:     newHeap(&e.posSlots, false), // bid ≤ SL
+		buyTP:     newHeap(&e.posSlots, true),  // bid ≥ TP
+		sellSL:    newHeap(&e.posSlots, true),  // ask ≥ SL
+		sellTP:    newHeap(&e.posSlots, false), // ask ≤ TP
+		buyLimit:  newHeap(&e.ordSlots, false), // ask ≤ price
+		buyStop:   newHeap(&e.ordSlots, true),  // ask ≥ price
+		sellLimit: newHeap(&e.ordSlots, true),  // bid ≥ price
+		sellStop:  newHeap(&e.ordSlots, false), // bid ≤ price
+		lo:        newHeap(&e.bandSlots, false),
+		hi:        newHeap(&e.bandSlots, true),
 	}
-	b.at[a.ID] = len(b.accounts)
-	b.accounts = append(b.accounts, a)
-}
-
-func (b *book) removeAccount(a *account) {
-	i, ok := b.at[a.ID]
-	if !ok {
-		return
-	}
-	last := len(b.accounts) - 1
-	if i != last {
-		b.accounts[i] = b.accounts[last]
-		b.at[b.accounts[i].ID] = i
-	}
-	b.accounts[last] = nil
-	b.accounts = b.accounts[:last]
-	delete(b.at, a.ID)
 }
 
 func (b *book) stopHeaps(s Side) (sl, tp *triggerHeap) {
@@ -126,11 +173,11 @@ func (b *book) stopHeaps(s Side) (sl, tp *triggerHeap) {
 
 func (b *book) orderHeap(o *order) *triggerHeap {
 	switch {
-	case o.Side == Buy && o.Type == Limit:
+	case o.side == Buy && o.typ == Limit:
 		return &b.buyLimit
-	case o.Side == Buy:
+	case o.side == Buy:
 		return &b.buyStop
-	case o.Type == Limit:
+	case o.typ == Limit:
 		return &b.sellLimit
 	default:
 		return &b.sellStop
@@ -163,97 +210,109 @@ type leg struct {
 }
 
 func (e *Engine) bookFor(symbol string) *book {
-	b := e.books[symbol]
-	if b == nil {
-		b = newBook(symbol)
-		e.books[symbol] = b
+	if i, ok := e.bookBySym[symbol]; ok {
+		return e.books[i]
 	}
+	b := e.newBook(symbol, int32(len(e.books)))
+	e.bookBySym[symbol] = b.idx
+	e.books = append(e.books, b)
 	return b
 }
 
 func (e *Engine) accountFor(id int64) *account {
-	a := e.accounts[id]
-	if a == nil {
-		a = &account{Account: Account{ID: id}, bySymbol: map[string]int{}, positions: map[int64]*position{}, deps: map[string]int{}}
-		e.accounts[id] = a
+	if i, ok := e.acctByID[id]; ok {
+		return e.accts[i]
 	}
+	a := &account{Account: Account{ID: id}, idx: int32(len(e.accts))}
+	e.acctByID[id] = a.idx
+	e.accts = append(e.accts, a)
 	return a
+}
+
+// positionAt is the position a job names, if it is still the one the job was made for.
+func (e *Engine) positionAt(idx int32, id int64) *position {
+	if idx < 0 || int(idx) >= len(e.pos) {
+		return nil
+	}
+	if p := &e.pos[idx]; p.live && p.id == id {
+		return p
+	}
+	return nil
+}
+
+func (e *Engine) orderAt(idx int32, id int64) *order {
+	if idx < 0 || int(idx) >= len(e.ord) {
+		return nil
+	}
+	if o := &e.ord[idx]; o.live && o.id == id {
+		return o
+	}
+	return nil
 }
 
 // ---- trigger index ----
 
-func (e *Engine) indexPositionLocked(p *position) {
-	b := e.bookFor(p.Symbol)
-	sl, tp := b.stopHeaps(p.Side)
-	if p.SL > 0 {
-		p.sl.key = p.SL
-		sl.push(&p.sl)
+func (e *Engine) indexPositionLocked(idx int32) {
+	p := &e.pos[idx]
+	sl, tp := e.books[p.sym].stopHeaps(p.side)
+	if p.sl > 0 {
+		sl.push(2*idx, p.sl)
 	}
-	if p.TP > 0 {
-		p.tp.key = p.TP
-		tp.push(&p.tp)
+	if p.tp > 0 {
+		tp.push(2*idx+1, p.tp)
 	}
 }
 
-func (e *Engine) unindexPositionLocked(p *position) {
-	b := e.books[p.Symbol]
-	if b == nil {
+func (e *Engine) unindexPositionLocked(idx int32) {
+	p := &e.pos[idx]
+	sl, tp := e.books[p.sym].stopHeaps(p.side)
+	sl.remove(2 * idx)
+	tp.remove(2*idx + 1)
+}
+
+// setStop moves, adds or removes one stop of a watched position in O(log n).
+func setStop(h *triggerHeap, ref int32, v float64) {
+	if v <= 0 {
+		h.remove(ref)
 		return
 	}
-	sl, tp := b.stopHeaps(p.Side)
-	sl.remove(&p.sl)
-	tp.remove(&p.tp)
+	h.set(ref, v)
 }
 
-// setStopLocked moves, adds or removes one stop of a watched position in O(log n).
-func setStop(h *triggerHeap, t *trigger, v float64) {
-	switch {
-	case v <= 0:
-		h.remove(t)
-	case t.slot >= 0:
-		t.key = v
-		h.fix(t)
-	default:
-		t.key = v
-		h.push(t)
-	}
+func (e *Engine) indexOrderLocked(idx int32) {
+	o := &e.ord[idx]
+	e.books[o.sym].orderHeap(o).push(idx, o.price)
 }
 
-func (e *Engine) indexOrderLocked(o *order) {
-	o.trig.key = o.Price
-	e.bookFor(o.Symbol).orderHeap(o).push(&o.trig)
-}
-
-func (e *Engine) unindexOrderLocked(o *order) {
-	if b := e.books[o.Symbol]; b != nil {
-		b.orderHeap(o).remove(&o.trig)
-	}
+func (e *Engine) unindexOrderLocked(idx int32) {
+	o := &e.ord[idx]
+	e.books[o.sym].orderHeap(o).remove(idx)
 }
 
 // ---- exposure ----
 
 // exposeLocked adds (sign +1) or removes (sign −1) p's lots from its account's aggregate.
 func (e *Engine) exposeLocked(p *position, sign float64) {
-	a := p.acct
-	i, ok := a.bySymbol[p.Symbol]
-	if !ok {
+	a := e.accts[p.acct]
+	e.markStaleLocked(a) // a dependency added below is listed by addDepLocked
+	i := a.exposureOf(p.sym)
+	if i < 0 {
 		if sign < 0 {
 			return
 		}
 		i = len(a.exposures)
-		a.exposures = append(a.exposures, exposure{bk: e.bookFor(p.Symbol)})
-		a.info = append(a.info, exposureInfo{symbol: p.Symbol})
-		a.bySymbol[p.Symbol] = i
+		a.exposures = append(a.exposures, exposure{bk: e.books[p.sym]})
+		a.info = append(a.info, exposureInfo{sym: p.sym, deps: noDeps})
 		e.addDepsLocked(a, i)
 	}
 	x := &a.exposures[i]
-	v := sign * p.Volume
-	if p.Side == Buy {
+	v := sign * p.volume
+	if p.side == Buy {
 		x.buyLots += v
-		x.buyOpen += v * p.OpenPrice
+		x.buyOpen += v * p.open
 	} else {
 		x.sellLots += v
-		x.sellOpen += v * p.OpenPrice
+		x.sellOpen += v * p.open
 	}
 	if sign > 0 {
 		a.info[i].n++
@@ -266,37 +325,36 @@ func (e *Engine) exposeLocked(p *position, sign float64) {
 	last := len(a.exposures) - 1
 	if i != last {
 		a.exposures[i], a.info[i] = a.exposures[last], a.info[last]
-		a.bySymbol[a.info[i].symbol] = i
 	}
 	a.exposures[last], a.info[last] = exposure{}, exposureInfo{}
 	a.exposures, a.info = a.exposures[:last], a.info[:last]
-	delete(a.bySymbol, p.Symbol)
 }
 
-// depsOf lists the symbols whose quotes move an account's marks on a symbol: the symbol itself
+// depsOf lists the books whose quotes move an account's marks on a symbol: the symbol itself
 // and, when its quote currency is not the account's, the USD-hub legs of both currencies
 // (a EUR account holding USDJPY: USDJPY, and EURUSD).
-func (e *Engine) depsOf(a *account, symbol string) [3]string {
-	d := [3]string{symbol}
-	in := e.instruments[symbol]
+func (e *Engine) depsOf(a *account, sym int32) [3]int32 {
+	d := noDeps
+	d[0] = sym
+	in := e.instruments[e.books[sym].symbol]
 	if in == nil || in.Quote == a.Currency {
 		return d
 	}
 	if l, ok := e.legs[in.Quote]; ok && in.Quote != "USD" {
-		d[1] = l.symbol
+		d[1] = e.bookFor(l.symbol).idx
 	}
 	if l, ok := e.legs[a.Currency]; ok && a.Currency != "USD" {
-		d[2] = l.symbol
+		d[2] = e.bookFor(l.symbol).idx
 	}
 	return d
 }
 
-// addDepsLocked copies the instrument's terms into exposure i and lists the account on every
-// symbol its marks there depend on.
+// addDepsLocked copies the instrument's terms into exposure i and gives the account a band on
+// every symbol its marks there depend on.
 func (e *Engine) addDepsLocked(a *account, i int) {
 	x, info := &a.exposures[i], &a.info[i]
 	a.aref = e.refFor(a.Currency)
-	in := e.instruments[info.symbol]
+	in := e.instruments[e.books[info.sym].symbol]
 	x.priced = in != nil
 	if in != nil {
 		x.qref = e.refFor(in.Quote)
@@ -304,13 +362,10 @@ func (e *Engine) addDepsLocked(a *account, i int) {
 		x.contract, x.markup, x.hedged = in.ContractSize, in.Markup, in.HedgedMarginRate
 		x.perLot = in.ContractSize / effectiveLeverage(a, in)
 	}
-	info.deps = e.depsOf(a, info.symbol)
+	info.deps = e.depsOf(a, info.sym)
 	for _, s := range info.deps {
-		if s == "" {
-			continue
-		}
-		if a.deps[s]++; a.deps[s] == 1 {
-			e.bookFor(s).addAccount(a)
+		if s >= 0 {
+			e.addDepLocked(a, s)
 		}
 	}
 }
@@ -318,17 +373,62 @@ func (e *Engine) addDepsLocked(a *account, i int) {
 func (e *Engine) removeDepsLocked(a *account, i int) {
 	info := &a.info[i]
 	for _, s := range info.deps {
-		if s == "" {
-			continue
-		}
-		if a.deps[s]--; a.deps[s] <= 0 {
-			delete(a.deps, s)
-			if b := e.books[s]; b != nil {
-				b.removeAccount(a)
-			}
+		if s >= 0 {
+			e.removeDepLocked(a, s)
 		}
 	}
-	info.deps = [3]string{}
+	info.deps = noDeps
+}
+
+func (e *Engine) addDepLocked(a *account, sym int32) {
+	for k := range a.deps {
+		if a.deps[k].sym == sym {
+			a.deps[k].n++
+			return
+		}
+	}
+	var id int32
+	if n := len(e.bandFree); n > 0 {
+		id = e.bandFree[n-1]
+		e.bandFree = e.bandFree[:n-1]
+	} else {
+		id = int32(len(e.bands))
+		e.bands = append(e.bands, bandEntry{})
+		e.bandSlots = append(e.bandSlots, -1, -1)
+	}
+	be := &e.bands[id]
+	be.acct, be.sym, be.live = a.idx, sym, true
+	// An edge that never fires until the account is marked: a new dependency always comes with
+	// a change that makes the account stale.
+	b := e.books[sym]
+	b.lo.push(2*id, math.Inf(-1))
+	b.hi.push(2*id+1, math.Inf(1))
+	a.deps = append(a.deps, acctDep{sym: sym, n: 1, band: id})
+	if a.stale {
+		e.queueStaleLocked(id)
+	}
+}
+
+func (e *Engine) removeDepLocked(a *account, sym int32) {
+	for k := range a.deps {
+		d := &a.deps[k]
+		if d.sym != sym {
+			continue
+		}
+		if d.n--; d.n > 0 {
+			return
+		}
+		b := e.books[sym]
+		b.lo.remove(2 * d.band)
+		b.hi.remove(2*d.band + 1)
+		// Its stale list keeps the id; takeStaleLocked skips it there unless it is listed again.
+		e.bands[d.band] = bandEntry{}
+		e.bandFree = append(e.bandFree, d.band)
+		last := len(a.deps) - 1
+		a.deps[k] = a.deps[last]
+		a.deps = a.deps[:last]
+		return
+	}
 }
 
 // redepLocked recomputes an account's dependencies after its currency or the instruments
@@ -338,49 +438,153 @@ func (e *Engine) redepLocked(a *account) {
 		e.removeDepsLocked(a, i)
 		e.addDepsLocked(a, i)
 	}
+	e.markStaleLocked(a)
+}
+
+// ---- staleness ----
+
+// markStaleLocked notes that an account's marks changed without a tick: it is re-marked, and its
+// band set anew, on the next tick of any symbol it depends on.
+func (e *Engine) markStaleLocked(a *account) {
+	if a.stale {
+		return
+	}
+	a.stale = true
+	for _, d := range a.deps {
+		e.queueStaleLocked(d.band)
+	}
+}
+
+func (e *Engine) queueStaleLocked(id int32) {
+	be := &e.bands[id]
+	if be.listed == be.sym+1 {
+		return
+	}
+	be.listed = be.sym + 1
+	b := e.books[be.sym]
+	b.stale = append(b.stale, id)
+	if len(b.stale) > 2*b.lo.Len()+64 {
+		e.compactStaleLocked(b)
+	}
+}
+
+// compactStaleLocked drops the entries freed (or moved to another book) since they were listed:
+// an account that churns a symbol that never ticks cannot grow the list without bound.
+func (e *Engine) compactStaleLocked(b *book) {
+	mark := b.idx + 1
+	kept := b.stale[:0]
+	for _, id := range b.stale {
+		if be := &e.bands[id]; be.live && be.sym == b.idx && be.listed == mark {
+			be.listed = -mark // kept once
+			kept = append(kept, id)
+		}
+	}
+	for _, id := range kept {
+		e.bands[id].listed = mark
+	}
+	b.stale = kept
+}
+
+// takeStaleLocked appends to dst the accounts listed stale on b that this generation has not
+// picked yet, and empties the list when consume is set.
+func (e *Engine) takeStaleLocked(dst []int32, b *book, gen uint64, consume bool) []int32 {
+	mark := b.idx + 1
+	for _, id := range b.stale {
+		be := &e.bands[id]
+		if !be.live || be.sym != b.idx || be.listed != mark {
+			continue
+		}
+		if consume {
+			be.listed = 0
+		}
+		if a := e.accts[be.acct]; a.stale && a.seen != gen {
+			a.seen = gen
+			dst = append(dst, a.idx)
+		}
+	}
+	if consume {
+		b.stale = b.stale[:0]
+	}
+	return dst
 }
 
 // ---- add and remove ----
 
 func (e *Engine) addPositionLocked(ps Position) {
-	if old := e.positions[ps.ID]; old != nil {
+	if old, ok := e.posByID[ps.ID]; ok {
 		e.removePositionLocked(old)
 	}
-	p := &position{Position: ps, acct: e.accountFor(ps.AccountID)}
-	p.sl = trigger{slot: -1, kind: trigSL, pos: p}
-	p.tp = trigger{slot: -1, kind: trigTP, pos: p}
-	e.positions[p.ID] = p
-	p.acct.positions[p.ID] = p
-	e.exposeLocked(p, 1)
-	e.indexPositionLocked(p)
+	a := e.accountFor(ps.AccountID)
+	b := e.bookFor(ps.Symbol)
+	var idx int32
+	if n := len(e.posFree); n > 0 {
+		idx = e.posFree[n-1]
+		e.posFree = e.posFree[:n-1]
+	} else {
+		idx = int32(len(e.pos))
+		e.pos = append(e.pos, position{})
+		e.posSlots = append(e.posSlots, -1, -1)
+	}
+	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP,
+		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
+	a.positions = append(a.positions, idx)
+	e.posByID[ps.ID] = idx
+	e.exposeLocked(&e.pos[idx], 1)
+	e.indexPositionLocked(idx)
 }
 
-func (e *Engine) removePositionLocked(p *position) {
+func (e *Engine) removePositionLocked(idx int32) {
+	p := &e.pos[idx]
+	a := e.accts[p.acct]
 	if p.closing {
-		p.acct.pending -= p.est
+		a.pending -= p.est
+		e.markStaleLocked(a)
 	} else {
 		e.exposeLocked(p, -1)
-		e.unindexPositionLocked(p)
+		e.unindexPositionLocked(idx)
 	}
-	delete(e.positions, p.ID)
-	delete(p.acct.positions, p.ID)
+	last := len(a.positions) - 1
+	if moved := a.positions[last]; int(p.inAcct) != last {
+		a.positions[p.inAcct] = moved
+		e.pos[moved].inAcct = p.inAcct
+	}
+	a.positions = a.positions[:last]
+	delete(e.posByID, p.id)
+	*p = position{}
+	e.posFree = append(e.posFree, idx)
 }
 
 func (e *Engine) addOrderLocked(os Order) {
-	if old := e.orders[os.ID]; old != nil {
+	if old, ok := e.ordByID[os.ID]; ok {
 		e.removeOrderLocked(old)
 	}
-	o := &order{Order: os}
-	o.trig = trigger{slot: -1, kind: trigOrder, ord: o}
-	e.orders[o.ID] = o
-	e.indexOrderLocked(o)
+	b := e.bookFor(os.Symbol)
+	var idx int32
+	if n := len(e.ordFree); n > 0 {
+		idx = e.ordFree[n-1]
+		e.ordFree = e.ordFree[:n-1]
+	} else {
+		idx = int32(len(e.ord))
+		e.ord = append(e.ord, order{})
+		e.ordSlots = append(e.ordSlots, -1)
+	}
+	o := order{id: os.ID, price: os.Price, sym: b.idx, side: os.Side, typ: os.Type, live: true}
+	if !os.ExpiresAt.IsZero() {
+		o.hasExp, o.expSec, o.expNsec = true, os.ExpiresAt.Unix(), int32(os.ExpiresAt.Nanosecond())
+	}
+	e.ord[idx] = o
+	e.ordByID[os.ID] = idx
+	e.indexOrderLocked(idx)
 }
 
-func (e *Engine) removeOrderLocked(o *order) {
+func (e *Engine) removeOrderLocked(idx int32) {
+	o := &e.ord[idx]
 	if !o.filling {
-		e.unindexOrderLocked(o)
+		e.unindexOrderLocked(idx)
 	}
-	delete(e.orders, o.ID)
+	delete(e.ordByID, o.id)
+	*o = order{}
+	e.ordFree = append(e.ordFree, idx)
 }
 
 func (e *Engine) setInstrumentLocked(in Instrument) {
@@ -409,7 +613,6 @@ func (e *Engine) setAccountLocked(ac Account) {
 	a.Account = ac
 	a.known = true
 	e.redepLocked(a) // currency, leverage or group cap may have changed
-
 }
 
 // applyLocked applies one committed change.
@@ -418,52 +621,57 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 	case PositionOpened:
 		e.addPositionLocked(c.Position)
 	case PositionModified:
-		p := e.positions[c.Position.ID]
-		if p == nil {
+		idx, ok := e.posByID[c.Position.ID]
+		if !ok {
 			return
 		}
-		p.SL, p.TP = c.Position.SL, c.Position.TP
+		p := &e.pos[idx]
+		p.sl, p.tp = c.Position.SL, c.Position.TP
 		if p.closing {
 			return // re-indexed with these values if the close does not happen
 		}
-		b := e.bookFor(p.Symbol)
-		sl, tp := b.stopHeaps(p.Side)
-		setStop(sl, &p.sl, p.SL)
-		setStop(tp, &p.tp, p.TP)
+		sl, tp := e.books[p.sym].stopHeaps(p.side)
+		setStop(sl, 2*idx, p.sl)
+		setStop(tp, 2*idx+1, p.tp)
 	case PositionReduced:
-		p := e.positions[c.Position.ID]
-		if p == nil {
+		idx, ok := e.posByID[c.Position.ID]
+		if !ok {
 			return
 		}
+		p := &e.pos[idx]
 		if p.closing {
-			if p.Volume > 0 {
-				est := p.est * c.Position.Volume / p.Volume
-				p.acct.pending += est - p.est
+			if p.volume > 0 {
+				a := e.accts[p.acct]
+				est := p.est * c.Position.Volume / p.volume
+				a.pending += est - p.est
 				p.est = est
+				e.markStaleLocked(a)
 			}
-			p.Volume = c.Position.Volume
+			p.volume = c.Position.Volume
 			return
 		}
 		e.exposeLocked(p, -1)
-		p.Volume = c.Position.Volume
+		p.volume = c.Position.Volume
 		e.exposeLocked(p, 1)
 	case PositionClosed:
-		if p := e.positions[c.Position.ID]; p != nil {
-			e.removePositionLocked(p)
+		if idx, ok := e.posByID[c.Position.ID]; ok {
+			e.removePositionLocked(idx)
 		}
 	case OrderPlaced:
 		e.addOrderLocked(c.Order)
 	case OrderCancelled, OrderFilled, OrderExpired:
-		if o := e.orders[c.Order.ID]; o != nil {
-			e.removeOrderLocked(o)
+		if idx, ok := e.ordByID[c.Order.ID]; ok {
+			e.removeOrderLocked(idx)
 		}
 	case AccountUpserted:
 		e.setAccountLocked(c.Account)
 	case BalanceChanged:
-		e.accountFor(c.Account.ID).Balance = c.Account.Balance
+		a := e.accountFor(c.Account.ID)
+		a.Balance = c.Account.Balance
+		e.markStaleLocked(a)
 	case InstrumentUpserted:
 		e.setInstrumentLocked(c.Instrument)
-		for _, a := range e.accounts {
+		for _, a := range e.accts {
 			e.redepLocked(a)
 		}
 	default:
@@ -472,11 +680,20 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 }
 
 func (e *Engine) installLocked(s Snapshot) {
-	e.positions = make(map[int64]*position, len(s.Positions))
-	e.orders = make(map[int64]*order, len(s.Orders))
-	e.accounts = make(map[int64]*account, len(s.Accounts))
+	e.pos = make([]position, 0, len(s.Positions))
+	e.posSlots = make([]int32, 0, 2*len(s.Positions))
+	e.posFree = nil
+	e.posByID = make(map[int64]int32, len(s.Positions))
+	e.ord = make([]order, 0, len(s.Orders))
+	e.ordSlots = make([]int32, 0, len(s.Orders))
+	e.ordFree = nil
+	e.ordByID = make(map[int64]int32, len(s.Orders))
+	e.accts = make([]*account, 0, len(s.Accounts))
+	e.acctByID = make(map[int64]int32, len(s.Accounts))
+	e.books = nil
+	e.bookBySym = map[string]int32{}
+	e.bands, e.bandSlots, e.bandFree = nil, nil, nil
 	e.instruments = make(map[string]*Instrument, len(s.Instruments))
-	e.books = map[string]*book{}
 	e.legs = map[string]leg{}
 	for _, in := range s.Instruments {
 		c := in
