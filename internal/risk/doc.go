@@ -22,7 +22,7 @@
 //	                   │                 sell SL (ask ≥ SL) sell TP (ask ≤ TP)
 //	                   │                 buy LIMIT (ask ≤ p) buy STOP (ask ≥ p)
 //	                   │                 sell LIMIT (bid ≥ p) sell STOP (bid ≤ p)
-//	                   │               pop only what fired ──▶ mark closing/filling ──▶ queue
+//	                   │               take only what fired ──▶ mark closing/filling ──▶ queue
 //	                   └──▶ book[symbol]: 2 margin-band heaps (lo, hi) + stale list
 //	                          accounts whose band the quote leaves, or changed since their last
 //	                          mark, each marked from per-symbol aggregates
@@ -40,8 +40,10 @@
 // positions of a large desk, and once its scratch slices have grown a tick or a close allocates
 // nothing.
 //
-// Per-tick cost. A heap pops only the triggers the tick reaches (O(k log n) for k fired). An
-// account is re-marked only when something may have changed for
+// Per-tick cost. A heap yields only the triggers the tick reaches: popped one by one (O(k log n)
+// for k fired) when a few fire, or split off in one pass over the heap when a gap reaches a large
+// share of it — then in the heap's level order rather than strictly nearest first, since they all
+// execute at the gapped quote. An account is re-marked only when something may have changed for
 // it (band.go): after each mark the engine computes a relative move δ such that, while the bid
 // and ask of every symbol the account depends on (its own symbols and their USD-hub legs) stay
 // within δ of the quotes that mark read, all of them moving at once, no mark could raise an

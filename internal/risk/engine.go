@@ -83,10 +83,11 @@ type Engine struct {
 	bandFree    []int32
 	instruments map[string]*Instrument
 	legs        map[string]leg
-	due, refs   []int32    // scratch: accounts a tick marks, band refs it reached
-	bandTerms   []bandTerm // scratch
-	marks       uint64     // accounts marked, for the benchmarks
-	gen         uint64     // evaluation generation, for the books' memoised quotes
+	due, refs   []int32     // scratch: accounts a tick marks, band refs it reached
+	fired       []heapEntry // scratch: the triggers a tick fired
+	bandTerms   []bandTerm  // scratch
+	marks       uint64      // accounts marked, for the benchmarks
+	gen         uint64      // evaluation generation, for the books' memoised quotes
 	gateShut    bool
 	warned      map[dropKey]struct{} // drops already warned about in this gap
 	outbox      []job                // closes and fills decided, handed to the workers in chunks
@@ -342,7 +343,8 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 		h     *triggerHeap
 		price float64
 	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask}} {
-		for it, ok := f.h.popFired(f.price); ok; it, ok = f.h.popFired(f.price) {
+		e.fired = f.h.takeFired(e.fired[:0], f.price)
+		for _, it := range e.fired {
 			reason := ReasonSL // ref 2·index
 			if it.ref&1 == 1 {
 				reason = ReasonTP // ref 2·index+1
@@ -354,7 +356,8 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 		h     *triggerHeap
 		price float64
 	}{{&b.buyLimit, ask}, {&b.buyStop, ask}, {&b.sellLimit, bid}, {&b.sellStop, bid}} {
-		for it, ok := f.h.popFired(f.price); ok; it, ok = f.h.popFired(f.price) {
+		e.fired = f.h.takeFired(e.fired[:0], f.price)
+		for _, it := range e.fired {
 			e.fillLocked(ctx, it.ref, px.q, arrived)
 		}
 	}
@@ -366,8 +369,9 @@ func (e *Engine) closeLocked(idx int32, reason string, q tick.Quote, arrived tim
 	p := &e.pos[idx]
 	a := e.accts[p.acct]
 	e.unindexPositionLocked(idx)
-	est, _ := e.pnlLocked(a, p, px) // before the exposure it reads goes
-	e.exposeLocked(p, -1)
+	i := a.exposureOf(p.sym)
+	est, _ := e.pnlAtLocked(a, i, p, px) // before the exposure it reads goes
+	e.exposeAtLocked(a, i, p, -1)
 	p.closing, p.est = true, est
 	a.pending += est
 	e.closesQueued.Add(1)
@@ -578,7 +582,11 @@ func effectiveLeverage(a *account, in *Instrument) float64 {
 // pnlLocked is p's floating profit in its account currency, priced like its account's marks
 // (p must still be in a's aggregates).
 func (e *Engine) pnlLocked(a *account, p *position, px *pricer) (float64, bool) {
-	i := a.exposureOf(p.sym)
+	return e.pnlAtLocked(a, a.exposureOf(p.sym), p, px)
+}
+
+// pnlAtLocked is pnlLocked for a caller that has found p's exposure i already.
+func (e *Engine) pnlAtLocked(a *account, i int, p *position, px *pricer) (float64, bool) {
 	if i < 0 || !a.exposures[i].priced {
 		return 0, false
 	}

@@ -90,3 +90,42 @@ func TestTriggerHeap(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeFired: taking what a price reaches leaves exactly the rest, in heap order with true
+// slots, whether a few entries fire (popped one by one, nearest-to-fire first) or a gap reaches
+// a large share of the heap (removed in one pass).
+func TestTakeFired(t *testing.T) {
+	t.Parallel()
+	for _, above := range []bool{true, false} {
+		for _, price := range []float64{-1, 1, 5, 400, 600, 1000} { // nothing, a few, a share, all
+			rng := rand.New(rand.NewPCG(3, 4))
+			slots := make([]int32, 2000)
+			h := newHeap(&slots, above)
+			keys := map[int32]float64{}
+			for ref := range int32(len(slots)) {
+				keys[ref] = float64(rng.IntN(1000))
+				h.push(ref, keys[ref])
+			}
+			fired := h.takeFired(nil, price)
+			for i, it := range fired {
+				if !h.fires(it.key, price) || keys[it.ref] != it.key || slots[it.ref] != -1 {
+					t.Fatalf("above=%v price=%v: fired %+v (slot %d) should not have", above, price, it, slots[it.ref])
+				}
+				if len(fired) < 32 && i > 0 && (above && it.key < fired[i-1].key || !above && it.key > fired[i-1].key) {
+					t.Fatalf("above=%v price=%v: a few fired, out of order at %d", above, price, i)
+				}
+			}
+			for i, it := range h.items {
+				if h.fires(it.key, price) || slots[it.ref] != int32(i) {
+					t.Fatalf("above=%v price=%v: left %+v at %d (slot %d)", above, price, it, i, slots[it.ref])
+				}
+				if i > 0 && h.less(i, (i-1)/2) {
+					t.Fatalf("above=%v price=%v: heap order broken at %d", above, price, i)
+				}
+			}
+			if len(fired)+h.Len() != len(keys) {
+				t.Fatalf("above=%v price=%v: %d fired + %d left ≠ %d", above, price, len(fired), h.Len(), len(keys))
+			}
+		}
+	}
+}

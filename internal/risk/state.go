@@ -101,6 +101,7 @@ type account struct {
 	// the terms); the account is re-marked on the next tick of any symbol it depends on.
 	stale     bool
 	pending   float64
+	syms      []int32    // exposures[i] is on books[syms[i]]: one cache line to search
 	exposures []exposure // by value, hot
 	info      []exposureInfo
 	positions []int32 // e.pos
@@ -111,8 +112,8 @@ type account struct {
 }
 
 func (a *account) exposureOf(sym int32) int {
-	for i := range a.info {
-		if a.info[i].sym == sym {
+	for i, s := range a.syms {
+		if s == sym {
 			return i
 		}
 	}
@@ -294,13 +295,18 @@ func (e *Engine) unindexOrderLocked(idx int32) {
 // exposeLocked adds (sign +1) or removes (sign −1) p's lots from its account's aggregate.
 func (e *Engine) exposeLocked(p *position, sign float64) {
 	a := e.accts[p.acct]
+	e.exposeAtLocked(a, a.exposureOf(p.sym), p, sign)
+}
+
+// exposeAtLocked is exposeLocked for a caller that has found p's exposure i already (−1: none).
+func (e *Engine) exposeAtLocked(a *account, i int, p *position, sign float64) {
 	e.markStaleLocked(a) // a dependency added below is listed by addDepLocked
-	i := a.exposureOf(p.sym)
 	if i < 0 {
 		if sign < 0 {
 			return
 		}
 		i = len(a.exposures)
+		a.syms = append(a.syms, p.sym)
 		a.exposures = append(a.exposures, exposure{bk: e.books[p.sym]})
 		a.info = append(a.info, exposureInfo{sym: p.sym, deps: noDeps})
 		e.addDepsLocked(a, i)
@@ -324,10 +330,10 @@ func (e *Engine) exposeLocked(p *position, sign float64) {
 	e.removeDepsLocked(a, i)
 	last := len(a.exposures) - 1
 	if i != last {
-		a.exposures[i], a.info[i] = a.exposures[last], a.info[last]
+		a.syms[i], a.exposures[i], a.info[i] = a.syms[last], a.exposures[last], a.info[last]
 	}
 	a.exposures[last], a.info[last] = exposure{}, exposureInfo{}
-	a.exposures, a.info = a.exposures[:last], a.info[:last]
+	a.syms, a.exposures, a.info = a.syms[:last], a.exposures[:last], a.info[:last]
 }
 
 // depsOf lists the books whose quotes move an account's marks on a symbol: the symbol itself
