@@ -74,7 +74,10 @@
 // workers are started by Run before the view loads, so a burst creates none. The queue in front
 // of them never blocks the tick path and needs no bound of its own: an item is queued at most
 // once, so it never holds more than the engine's positions and orders (plus one alert per
-// account, served by one goroutine of its own so a slow alert never delays a close).
+// account, served by one goroutine of its own so a slow alert never delays a close). The tick
+// path hands decided jobs over 16 at a time and wakes only workers that sleep; a worker hands in
+// its last answer and takes its next job under one lock, and the answers are applied by whoever
+// next holds the engine's lock.
 //
 // Own time, per close, runs from the moment Run received the tick (or the sweep began) to the
 // moment a worker calls Executor.Close; Config.Observe receives it. In a burst larger than the

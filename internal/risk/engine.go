@@ -92,21 +92,14 @@ type Engine struct {
 	warned      map[dropKey]struct{} // drops already warned about in this gap
 	outbox      []job                // closes and fills decided, handed to the workers in chunks
 
-	// Workers never take mu: a worker reports the executor's answer here, and whoever next
-	// holds mu (a tick, Apply, Sweep, Stats) applies it. A burst of closes thus never forms a
-	// convoy of workers waiting for the tick path, or for each other.
-	settledMu sync.Mutex
-	settled   []settlement
-	spare     []settlement // the drained batch's array, reused (guarded by mu)
+	// Workers never take mu: a worker hands the executor's answer back through the queue, and
+	// whoever next holds mu (a tick, Apply, Sweep, Stats) applies it. A burst of closes thus
+	// never forms a convoy of workers waiting for the tick path, or for each other.
+	spare []settlement // the drained batch's array, reused (guarded by mu)
 
 	ticksEvaluated, ticksDropped, closesQueued, fillsQueued atomic.Uint64
 	workDropped, execErrors, alreadyClosed                  atomic.Uint64
 	marginCalls, stopOuts, expired                          atomic.Uint64
-}
-
-type settlement struct {
-	j   job
-	err error
 }
 
 // outboxChunk is how many decided jobs are handed to the workers at once: the first closes of a
@@ -703,49 +696,40 @@ func (e *Engine) warnDropped(ctx context.Context, j job, why string) {
 var errDropped = errors.New("dropped at the gate")
 
 func (e *Engine) worker(ctx context.Context) {
+	var last settlement
+	had := false
 	for {
-		j, ok := e.work.pop()
+		j, ok := e.work.next(last, had)
 		if !ok {
 			return
 		}
-		e.execute(ctx, j)
-		e.work.done()
+		last, had = settlement{j: j, err: e.execute(ctx, j)}, true
 	}
 }
 
-// execute runs one close or fill. The gate is checked right before the executor is called.
-func (e *Engine) execute(ctx context.Context, j job) {
+// execute runs one close or fill and returns the executor's answer. The gate is checked right
+// before the executor is called.
+func (e *Engine) execute(ctx context.Context, j job) error {
 	if !e.cfg.Gate.HoldsLease() {
 		e.workDropped.Add(1)
 		e.warnDropped(ctx, j, "lease not confirmed")
-		e.report(j, errDropped)
-		return
+		return errDropped
 	}
-	var err error
 	switch j.kind {
 	case jobClose:
 		if e.cfg.Observe != nil {
 			e.cfg.Observe(time.Since(j.arrived))
 		}
-		err = e.cfg.Executor.Close(ctx, j.id, j.reason, j.quote)
+		return e.cfg.Executor.Close(ctx, j.id, j.reason, j.quote)
 	case jobFill:
-		err = e.cfg.Executor.Fill(ctx, j.id, j.quote)
+		return e.cfg.Executor.Fill(ctx, j.id, j.quote)
 	}
-	e.report(j, err)
-}
-
-func (e *Engine) report(j job, err error) {
-	e.settledMu.Lock()
-	e.settled = append(e.settled, settlement{j, err})
-	e.settledMu.Unlock()
+	return nil
 }
 
 // drainLocked applies the executor answers reported since the last drain.
 func (e *Engine) drainLocked(ctx context.Context) {
-	e.settledMu.Lock()
-	batch := e.settled
-	e.settled = e.spare[:0]
-	e.settledMu.Unlock()
+	batch := e.work.takeSettled(e.spare)
 	for _, s := range batch {
 		e.settleLocked(ctx, s.j, s.err)
 	}
