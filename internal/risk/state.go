@@ -55,7 +55,7 @@ func (o *order) expired(now time.Time) bool {
 	return s > o.expSec || (s == o.expSec && int32(now.Nanosecond()) >= o.expNsec)
 }
 
-func (o *order) expiresAt() time.Time { return time.Unix(o.expSec, int64(o.expNsec)) }
+func (o *order) expiresAt() time.Time { return time.Unix(o.expSec, int64(o.expNsec)).UTC() }
 
 // exposure is one account's aggregate on one symbol: the sums the equity and margin of every
 // position there need, so an account is marked in O(its symbols), never O(its positions).
