@@ -54,8 +54,9 @@ const (
 // desk builds the benchmark desk: 500 symbols (EURUSD, GBPUSD, USDJPY as hub legs, the burst
 // symbol, and synthetic pairs quoted in USD, JPY, EUR and GBP), 1,000 accounts in USD, EUR, GBP
 // and JPY each trading 10 symbols, and positions spread over them with SL and TP 5–10 % away,
-// plus burst positions on one symbol whose SLs all sit within 1 % under the price.
-func benchDesk(positions, burst int) (Snapshot, benchPrices, []string) {
+// plus burst positions on one symbol whose SLs all sit within 1 % under the price. Each account
+// holds balanceUSD, in its own currency.
+func benchDesk(positions, burst int, balanceUSD float64) (Snapshot, benchPrices, []string) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	s := Snapshot{}
 	prices := benchPrices{}
@@ -82,9 +83,11 @@ func benchDesk(positions, burst int) (Snapshot, benchPrices, []string) {
 		plain = append(plain, base+quote)
 	}
 	ccys := []string{"USD", "USD", "EUR", "GBP", "JPY"}
+	perUSD := map[string]float64{"USD": 1, "EUR": 1 / 1.1, "GBP": 1 / 1.3, "JPY": 150}
 	held := make([][]string, benchAccounts)
 	for a := range benchAccounts {
-		s.Accounts = append(s.Accounts, Account{ID: int64(a + 1), Currency: ccys[a%len(ccys)], Balance: 1e9, Leverage: 100,
+		ccy := ccys[a%len(ccys)]
+		s.Accounts = append(s.Accounts, Account{ID: int64(a + 1), Currency: ccy, Balance: balanceUSD * perUSD[ccy], Leverage: 100,
 			MarginCallLevel: 100, StopOutLevel: 50})
 		for _, k := range rng.Perm(len(s.Instruments)) {
 			if sym := s.Instruments[k].Symbol; sym != burstSymbol && len(held[a]) < benchSymbolsPerAcct {
@@ -144,7 +147,7 @@ func BenchmarkBurst(b *testing.B) {
 		latency time.Duration
 	}{{200, 0}, {5000, 0}, {200, time.Millisecond}, {5000, time.Millisecond}} {
 		b.Run(fmt.Sprintf("closes=%d/exec=%v", tc.burst, tc.latency), func(b *testing.B) {
-			snap, prices, _ := benchDesk(100_000, tc.burst)
+			snap, prices, _ := benchDesk(100_000, tc.burst, 1e9)
 			var burstPos []Position
 			for _, p := range snap.Positions {
 				if p.Symbol == burstSymbol {
@@ -211,16 +214,28 @@ func BenchmarkBurst(b *testing.B) {
 // leg, cycling over 100 of them; then on EURUSD, the leg every EUR account depends on. The desk
 // has 1,000 accounts each trading 10 symbols; the second size holds 10× the positions on the
 // same accounts and symbols, so a cost that grew with untriggered positions would show there.
+//
+// Accounts hold a balance far beyond their margin (balance=far: every account's band is the
+// widest and no tick re-marks one), $11,000 (balance=near: the most loaded accounts around a
+// 120 % level) or $9,000 (balance=atcall: the most loaded accounts at their margin-call level, a
+// few of them past it). The nearer the levels, the narrower the bands and the more accounts a
+// tick re-marks — marked/tick says how many, at about 2 µs each. With every exposed account
+// re-marked on every tick, as before bands, an EURUSD tick cost about 240 µs at p50.
 func BenchmarkUntriggeredTick(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000} {
-		snap, prices, plain := benchDesk(n, 0)
+	for _, tc := range []struct {
+		positions int
+		balance   string
+		usd       float64
+	}{{100_000, "far", 1e9}, {100_000, "near", 11_000}, {100_000, "atcall", 9_000}, {1_000_000, "far", 1e9}} {
+		n := tc.positions
+		snap, prices, plain := benchDesk(n, 0, tc.usd)
 		e, _ := startBench(b, snap, prices, benchExec{}, nil)
 		ctx := context.Background()
 		for _, leg := range []bool{false, true} {
-			name := fmt.Sprintf("positions=%d/symbol=plain", n)
+			name := fmt.Sprintf("positions=%d/balance=%s/symbol=plain", n, tc.balance)
 			syms := plain[:100]
 			if leg {
-				name = fmt.Sprintf("positions=%d/symbol=EURUSD", n)
+				name = fmt.Sprintf("positions=%d/balance=%s/symbol=EURUSD", n, tc.balance)
 				syms = []string{"EURUSD"}
 			}
 			b.Run(name, func(b *testing.B) {
