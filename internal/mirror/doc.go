@@ -21,8 +21,8 @@
 // is one round trip.
 //
 // Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
-// changes on every refresh), refreshed every poll for PinHold after the last Pin, and the key's
-// TTL renewed. The leader reads the hash each cycle — one small HGETALL in the publish pipeline —
+// changes on every refresh), rewritten with the key's TTL by the poll that follows a change of
+// the set and then every PinRefresh (one minute), for PinHold after the last Pin. The leader reads the hash each cycle — one small HGETALL in the publish pipeline —
 // and judges a pin live while its stamp keeps changing on the leader's own clock, so a follower
 // that stopped asking lets the leg go after KeyTTL and no follower clock is ever compared with the
 // leader's. Polling is the authority; a PUBLISH nudge on a channel only makes the leader read the

@@ -69,6 +69,8 @@ type Follower struct {
 	mu          sync.Mutex // serialises polls; guards everything below
 	pins        map[string]time.Time
 	pinSeq      uint64
+	pinsWritten []string  // the pins the last successful refresh wrote
+	pinsAt      time.Time // when (follower clock)
 	unavailable alertState
 	stale       alertState
 	status      Status
@@ -170,8 +172,8 @@ func (f *Follower) sessionOpen(symbol string, now time.Time) bool {
 }
 
 // Pin asks the leader to subscribe legs this process lacks; they appear in a later snapshot.
-// The follower keeps asking (refreshing the pin on every poll) for PinHold after the last Pin of
-// a leg. Every symbol must be a desk symbol; if one is not, nothing is pinned.
+// The follower keeps asking (rewriting the pin every PinRefresh) for PinHold after the last Pin
+// of a leg. Every symbol must be a desk symbol; if one is not, nothing is pinned.
 func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
 	for _, s := range symbols {
 		if !tick.ValidSymbol(s) {
@@ -235,10 +237,16 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	pipe := f.cfg.Redis.Pipeline()
 	get := pipe.Get(ctx, f.cfg.Keys.Snapshot)
 	ttl := pipe.PTTL(ctx, f.cfg.Keys.Snapshot)
-	if len(held) > 0 {
+	// The pins are rewritten when the set changed or PinRefresh has passed: the leader lets a
+	// pin go only once its stamp has stood still for KeyTTL, fifteen refreshes away.
+	refresh := len(held) > 0 && (!slices.Equal(held, f.pinsWritten) || start.Sub(f.pinsAt) >= PinRefresh)
+	if refresh {
 		f.writePins(ctx, pipe, held, f.stampLocked(start))
 	}
 	_, execErr := pipe.Exec(ctx)
+	if refresh && execErr == nil {
+		f.pinsWritten, f.pinsAt = held, start
+	}
 
 	now := f.cfg.Now()
 	var pollErr error
@@ -271,7 +279,13 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	var refused []string
 	var oldest map[string]time.Duration
 	if v != nil {
+		// age > MaxAge exactly when receivedAt is before this cut-off (see view.age): one
+		// comparison per record, the age worked out only for the few that are old.
+		cutoff := v.snap.publishedAt.UnixNano() + int64(v.base+now.Sub(v.firstSeen)-f.cfg.MaxAge)
 		for i := range v.snap.n {
+			if v.snap.receivedAt(i) >= cutoff {
+				continue
+			}
 			if age := v.age(i, now); age > f.cfg.MaxAge {
 				if s := v.snap.symbol(i); f.sessionOpen(s, now) {
 					refused = append(refused, s)

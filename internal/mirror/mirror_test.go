@@ -422,9 +422,20 @@ func TestPinRoundTrip(t *testing.T) {
 		t.Fatalf("publisher status pinned %v", st.Pinned)
 	}
 
-	// The follower keeps refreshing: 14 minutes of leader time later the pin is still live.
-	e.leader.Advance(14 * time.Minute)
+	// The follower keeps refreshing: 14 minutes later the pin is still live. A poll within
+	// PinRefresh of the last write leaves the stamp alone; the one after rewrites it.
+	stamp := e.rdb.HGet(ctx, e.keys.Pins, "USDJPY").Val()
+	e.local.Advance(mirror.PinRefresh / 2)
 	must(t, fol.PollOnce(ctx))
+	if got := e.rdb.HGet(ctx, e.keys.Pins, "USDJPY").Val(); got != stamp {
+		t.Fatalf("pin rewritten before PinRefresh: %q → %q", stamp, got)
+	}
+	e.leader.Advance(14 * time.Minute)
+	e.local.Advance(14 * time.Minute)
+	must(t, fol.PollOnce(ctx))
+	if got := e.rdb.HGet(ctx, e.keys.Pins, "USDJPY").Val(); got == stamp {
+		t.Fatal("pin not rewritten after PinRefresh")
+	}
 	must(t, pub.PublishOnce(ctx))
 	e.leader.Advance(14 * time.Minute)
 	must(t, pub.PublishOnce(ctx))

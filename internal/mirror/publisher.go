@@ -21,6 +21,7 @@ const (
 	DefaultMaxSymbols = 5000             // snapshot cap
 	DefaultMaxAge     = 15 * time.Minute // conversion bound while a session is open
 	DefaultPinHold    = 24 * time.Hour   // how long a follower keeps asking for a leg after Pin
+	PinRefresh        = KeyTTL / 15      // how often a follower rewrites unchanged pins
 	// KeyTTL is the TTL of both keys. The follower also reads the snapshot's remaining TTL to learn
 	// how long it sat in Redis before being seen, so both halves must agree on it: it is a constant.
 	KeyTTL = 15 * time.Minute

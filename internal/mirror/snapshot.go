@@ -157,13 +157,17 @@ func parseSnapshot(raw string) (*snapshot, error) {
 	if n > maxSnapshot || len(raw) != headerSize+n*recordSize {
 		return nil, fmt.Errorf("snapshot of %d bytes does not hold %d records", len(raw), n)
 	}
-	prev := ""
+	// Symbols are six upper-case letters, so their order is that of the six bytes read as one
+	// big-endian number: one comparison per record, not a string compare.
+	var prev uint64
 	for i := range n {
-		s := raw[headerSize+i*recordSize : headerSize+i*recordSize+symbolSize]
-		if s <= prev || !tick.ValidSymbol(s) {
+		off := headerSize + i*recordSize
+		s := raw[off : off+symbolSize]
+		k := uint64(s[0])<<40 | uint64(s[1])<<32 | uint64(s[2])<<24 | uint64(s[3])<<16 | uint64(s[4])<<8 | uint64(s[5])
+		if k <= prev || !tick.ValidSymbol(s) {
 			return nil, fmt.Errorf("snapshot record %d (%q) is out of order or not a symbol", i, s)
 		}
-		prev = s
+		prev = k
 	}
 	return &snapshot{raw: raw, publishedAt: time.Unix(0, int64(u64(raw, 8))), n: n}, nil
 }
