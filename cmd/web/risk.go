@@ -30,6 +30,19 @@ func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
 	}
 }
 
+// exposedSymbols is the quote mirror's list of symbols to keep first: the risk engine's, from
+// memory, once its view is loaded; the database's until then (or where there is no engine).
+func (r *riskRelay) exposedSymbols(db *sql.DB) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		if e := r.engine.Load(); e != nil {
+			if symbols, ok := e.ExposedSymbols(); ok {
+				return symbols, nil
+			}
+		}
+		return trading.ExposedSymbols(ctx, db)
+	}
+}
+
 // holderRisk is the holder's risk engine and the balance refresh beside it.
 type holderRisk struct {
 	engine *risk.Engine

@@ -113,6 +113,9 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if err := settings.Load(ctx); err != nil {
 		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
 	}
+	// The trading service reports committed changes to the holder's risk engine through relay;
+	// the quote mirror reads the engine's exposed symbols through it too.
+	relay := &riskRelay{}
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
 	var stream *priceStream
@@ -131,7 +134,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 			pub := mirror.NewPublisher(mirror.PublisherConfig{
 				Redis: rdb, Quotes: stream.engine, Interval: cfg.MirrorInterval,
 				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
-				Exposed:   func(ctx context.Context) ([]string, error) { return trading.ExposedSymbols(ctx, db) },
+				Exposed:   relay.exposedSymbols(db),
 			}, log)
 			stream.wg.Go(func() { pub.Run(streamCtx) })
 			dk.SetMirror(pub.Status)
@@ -149,7 +152,6 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		jobs = sched.States
 	}
 
-	relay := &riskRelay{}
 	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log, OnChange: relay.apply})
 	var riskEngine *holderRisk
 	var riskStats func() risk.Stats

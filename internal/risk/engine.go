@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,6 +298,25 @@ func (e *Engine) Stats() Stats {
 	s.WorkDropped, s.ExecutorErrors, s.AlreadyClosed = e.workDropped.Load(), e.execErrors.Load(), e.alreadyClosed.Load()
 	s.MarginCalls, s.StopOuts, s.ExpiredOrdersDiscarded = e.marginCalls.Load(), e.stopOuts.Load(), e.expired.Load()
 	return s
+}
+
+// ExposedSymbols lists, in symbol order, the symbols of the open positions and resting orders
+// the engine watches: what the quote mirror keeps first when it truncates, read from memory
+// instead of the database on every publish. ok is false until the view is loaded.
+func (e *Engine) ExposedSymbols() (symbols []string, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.loaded {
+		return nil, false
+	}
+	e.drainLocked(context.Background())
+	for _, b := range e.books {
+		if b.watched > 0 {
+			symbols = append(symbols, b.symbol)
+		}
+	}
+	slices.Sort(symbols)
+	return symbols, true
 }
 
 // ---- the tick path ----

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -473,4 +474,30 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		Executor: &fakeExec{}, Gate: &fakeGate{}}); err == nil || !strings.Contains(err.Error(), "Workers") {
 		t.Fatalf("New without Workers: %v", err)
 	}
+}
+
+// ExposedSymbols follows the positions and resting orders the engine watches: a symbol is
+// listed while one of either is on it, and only then.
+func TestExposedSymbols(t *testing.T) {
+	t.Parallel()
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)},
+		Positions: []Position{{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1}},
+		Orders:    []Order{{ID: 7, AccountID: 1, Symbol: "USDJPY", Side: Buy, Type: Limit, Price: 140}}}
+	r := newRig(t, snap, 1, nil)
+	ctx := context.Background()
+	want := func(syms ...string) {
+		t.Helper()
+		got, ok := r.e.ExposedSymbols()
+		if !ok || !slices.Equal(got, syms) {
+			t.Fatalf("ExposedSymbols = %v, %v; want %v", got, ok, syms)
+		}
+	}
+	want("EURUSD", "USDJPY")
+	r.e.Apply(ctx, Change{Kind: PositionOpened, Position: Position{ID: 2, AccountID: 1, Symbol: "GBPUSD", Side: Sell, Volume: 1, OpenPrice: 1.3}},
+		Change{Kind: PositionOpened, Position: Position{ID: 3, AccountID: 1, Symbol: "EURUSD", Side: Sell, Volume: 1, OpenPrice: 1.1}})
+	want("EURUSD", "GBPUSD", "USDJPY")
+	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 1}})
+	want("EURUSD", "GBPUSD", "USDJPY") // position 3 is still open on EURUSD
+	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 3}}, Change{Kind: OrderCancelled, Order: Order{ID: 7}})
+	want("GBPUSD")
 }

@@ -148,6 +148,8 @@ type book struct {
 	lo, hi triggerHeap
 	// stale lists band entries here whose account changed since its band was set.
 	stale []int32
+	// watched counts the open positions and resting orders on this symbol (ExposedSymbols).
+	watched int32
 }
 
 func (e *Engine) newBook(symbol string, idx int32) *book {
@@ -535,6 +537,7 @@ func (e *Engine) addPositionLocked(ps Position) {
 		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
 	a.positions = append(a.positions, idx)
 	e.posByID[ps.ID] = idx
+	b.watched++
 	e.exposeLocked(&e.pos[idx], 1)
 	e.indexPositionLocked(idx)
 }
@@ -556,6 +559,7 @@ func (e *Engine) removePositionLocked(idx int32) {
 	}
 	a.positions = a.positions[:last]
 	delete(e.posByID, p.id)
+	e.books[p.sym].watched--
 	*p = position{}
 	e.posFree = append(e.posFree, idx)
 }
@@ -581,6 +585,7 @@ func (e *Engine) addOrderLocked(os Order) {
 	e.ord[idx] = o
 	e.ordByID[os.ID] = idx
 	e.indexOrderLocked(idx)
+	b.watched++
 }
 
 func (e *Engine) removeOrderLocked(idx int32) {
@@ -589,6 +594,7 @@ func (e *Engine) removeOrderLocked(idx int32) {
 		e.unindexOrderLocked(idx)
 	}
 	delete(e.ordByID, o.id)
+	e.books[o.sym].watched--
 	*o = order{}
 	e.ordFree = append(e.ordFree, idx)
 }
