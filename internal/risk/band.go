@@ -2,6 +2,7 @@ package risk
 
 import (
 	"math"
+	"slices"
 
 	"fxdesk/internal/tick"
 )
@@ -125,13 +126,36 @@ func (e *Engine) bandLocked(a *account, px *pricer) float64 {
 		}
 		return math.Inf(1)
 	}
-	if bandHolds(a, terms, acc, bandSteps[0]) {
+	return widestBand(func(d float64) bool { return bandHolds(a, terms, acc, d) }, a.band)
+}
+
+// widestBand is the widest of bandSteps for which holds is true, −1 when none is. holds must be
+// monotone — true for a step, true for every narrower one — which bandHolds is: a narrower box
+// only raises the least and lowers the greatest value of every g_T.
+//
+// prev, the account's last band, is tried first: an account re-marked because a tick crossed
+// its edge usually ends up a step or none from where it was, so two evaluations settle it where
+// a search from scratch takes six. Without a usable prev, the widest step is tried first, as
+// most accounts are far from both levels.
+func widestBand(holds func(d float64) bool, prev float64) float64 {
+	lo, hi := 0, len(bandSteps) // the answer's index is in [lo, hi]; hi == len means none
+	if k := slices.Index(bandSteps[:], prev); k >= 0 {
+		if holds(bandSteps[k]) {
+			if k == 0 || !holds(bandSteps[k-1]) {
+				return bandSteps[k]
+			}
+			hi = k - 1
+		} else {
+			lo = k + 1
+		}
+	} else if holds(bandSteps[0]) {
 		return bandSteps[0]
+	} else {
+		lo = 1
 	}
-	lo, hi := 1, len(bandSteps)
 	for lo < hi {
 		m := (lo + hi) / 2
-		if bandHolds(a, terms, acc, bandSteps[m]) {
+		if holds(bandSteps[m]) {
 			hi = m
 		} else {
 			lo = m + 1

@@ -301,3 +301,28 @@ func alertDiff(before, after map[int64][]float64) string {
 	slices.Sort(out)
 	return fmt.Sprint(out)
 }
+
+// widestBand finds the same step from every starting guess, as a search from scratch would,
+// for every monotone predicate; a good guess costs two evaluations.
+func TestWidestBandFromAnyGuess(t *testing.T) {
+	guesses := append([]float64{0, -1, math.Inf(1), 0.3}, bandSteps[:]...)
+	for first := 0; first <= len(bandSteps); first++ { // holds from index first on; len: never
+		want := -1.0
+		if first < len(bandSteps) {
+			want = bandSteps[first]
+		}
+		for _, prev := range guesses {
+			evals := 0
+			got := widestBand(func(d float64) bool {
+				evals++
+				return slices.Index(bandSteps[:], d) >= first
+			}, prev)
+			if got != want {
+				t.Fatalf("holds from step %d, guess %v: widestBand = %v, want %v", first, prev, got, want)
+			}
+			if first < len(bandSteps) && prev == want && evals > 2 {
+				t.Errorf("holds from step %d, right guess: %d evaluations, want at most 2", first, evals)
+			}
+		}
+	}
+}
