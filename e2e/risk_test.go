@@ -48,24 +48,16 @@ type closedPosition struct {
 func (d *tradingDesk) waitClosed(id int64) closedPosition {
 	t := d.e.t
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tk := time.NewTicker(20 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		var status string
-		var reason sql.NullString
-		var price decimal.NullDecimal
+	var status string
+	var reason sql.NullString
+	var price decimal.NullDecimal
+	eventually(t, 10*time.Second, 20*time.Millisecond, fmt.Sprintf("position %d closed", id), func() bool {
 		if err := d.e.sql.QueryRow("SELECT `status`, `closeReason`, `closePrice` FROM `fx_position` WHERE `id` = ?", id).Scan(&status, &reason, &price); err != nil {
 			t.Fatal(err)
 		}
-		if status == "CLOSED" {
-			return closedPosition{Reason: reason.String, Price: price.Decimal}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("position %d still %s after 10s", id, status)
-		}
-		<-tk.C
-	}
+		return status == "CLOSED"
+	})
+	return closedPosition{Reason: reason.String, Price: price.Decimal}
 }
 
 // positionStatus reads a position's status now.
@@ -82,30 +74,21 @@ func (d *tradingDesk) positionStatus(id int64) string {
 func (d *tradingDesk) waitFilled(id int64) (fill, open decimal.Decimal) {
 	t := d.e.t
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tk := time.NewTicker(20 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		var status string
-		var fp decimal.NullDecimal
+	var status string
+	var fp decimal.NullDecimal
+	eventually(t, 10*time.Second, 20*time.Millisecond, fmt.Sprintf("order %d out of PENDING", id), func() bool {
 		if err := d.e.sql.QueryRow("SELECT `status`, `fillPrice` FROM `fx_order` WHERE `id` = ?", id).Scan(&status, &fp); err != nil {
 			t.Fatal(err)
 		}
-		switch status {
-		case "PENDING":
-		case "FILLED":
-			if err := d.e.sql.QueryRow("SELECT `openPrice` FROM `fx_position` WHERE `orderId` = ?", id).Scan(&open); err != nil {
-				t.Fatalf("order %d filled without a position: %v", id, err)
-			}
-			return fp.Decimal, open
-		default:
-			t.Fatalf("order %d is %s, want FILLED", id, status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order %d still PENDING after 10s", id)
-		}
-		<-tk.C
+		return status != "PENDING"
+	})
+	if status != "FILLED" {
+		t.Fatalf("order %d is %s, want FILLED", id, status)
 	}
+	if err := d.e.sql.QueryRow("SELECT `openPrice` FROM `fx_position` WHERE `orderId` = ?", id).Scan(&open); err != nil {
+		t.Fatalf("order %d filled without a position: %v", id, err)
+	}
+	return fp.Decimal, open
 }
 
 func (d *tradingDesk) orderStatus(id int64) string {
@@ -171,18 +154,11 @@ func TestRiskGapThroughStop(t *testing.T) {
 	if n, _ := metricValue(body, "fxdesk_risk_own_time_seconds_count"); n != "1" {
 		t.Fatalf("fxdesk_risk_own_time_seconds_count = %q, want 1", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		// Counted when the executor returns, just after the commit the test already saw.
-		if n, _ := metricValue(body, `fxdesk_closes_total{reason="SL",result="closed"}`); n == "1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(`fxdesk_closes_total{reason="SL",result="closed"} never reached 1`)
-		}
-		time.Sleep(20 * time.Millisecond)
-		body = d.web.metrics()
-	}
+	// Counted when the executor returns, just after the commit the test already saw.
+	eventually(t, 5*time.Second, 20*time.Millisecond, `fxdesk_closes_total{reason="SL",result="closed"} = 1`, func() bool {
+		n, _ := metricValue(d.web.metrics(), `fxdesk_closes_total{reason="SL",result="closed"}`)
+		return n == "1"
+	})
 }
 
 // Each resting type fills when its side of the market reaches it, at the market price (the

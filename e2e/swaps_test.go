@@ -47,20 +47,13 @@ func (d *tradingDesk) waitPublished() {
 		first = v.LastPublishedAt
 	}
 	seen := 0
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v := d.web.mirror().Mirror
-		if v != nil && v.LastPublishedAt != first {
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the quote mirror published twice", func() bool {
+		if v := d.web.mirror().Mirror; v != nil && v.LastPublishedAt != first {
 			first = v.LastPublishedAt
-			if seen++; seen == 2 {
-				return
-			}
+			seen++
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the quote mirror did not publish twice within 10s: %+v", v)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return seen == 2
+	})
 }
 
 // cronRun runs `fxdesk-cron run JOB --at at` to completion and returns its counts.
@@ -476,16 +469,9 @@ func TestSwapsPendingPinnedThenCharged(t *testing.T) {
 	})
 	// The next hourly run after the legs reach the snapshot charges it. The snapshot is written
 	// every interval by another process, so this retries the run until then, with a deadline.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := e.cronRun(swaps.JobName, ro.At.Add(3*time.Hour))
-		if got["retried"] == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pending charge not charged after the leader returned: %v", got)
-		}
-	}
+	eventually(t, 20*time.Second, 0, "pending charge charged after the leader returned", func() bool {
+		return e.cronRun(swaps.JobName, ro.At.Add(3*time.Hour))["retried"] == 1
+	})
 	deals := e.swapDeals(pos)
 	amount, ok := deals[ro.Date]
 	if len(deals) != 1 || !ok || !amount.IsPositive() {
@@ -578,22 +564,23 @@ func (e *deskEnv) swapDealsAll() []string {
 func (d *tradingDesk) openWhenQuoted(token string, account int64, symbol, side, volume string) int64 {
 	t := d.e.t
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var o orderResp
+	eventually(t, 15*time.Second, 100*time.Millisecond, "open "+symbol+" once quoted", func() bool {
 		code, b := call(t, d.web, token, "POST", "/api/fx/orders",
 			fmt.Sprintf(`{"accountId":%d,"symbol":%q,"side":%q,"type":"MARKET","volume":%q}`, account, symbol, side, volume))
-		if code == http.StatusCreated {
-			var o orderResp
+		switch code {
+		case http.StatusCreated:
 			if err := json.Unmarshal(b, &o); err != nil {
 				t.Fatal(err)
 			}
-			return o.Position.ID
+			return true
+		case http.StatusServiceUnavailable:
+			return false
 		}
-		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("open %s: %d %s", symbol, code, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		t.Fatalf("open %s: %d %s", symbol, code, b)
+		return false
+	})
+	return o.Position.ID
 }
 
 // reconcileFxAccounts: a balance altered behind the desk's back raises ledger-drift naming the
