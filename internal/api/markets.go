@@ -85,11 +85,10 @@ func parseSymbols(raw string, known map[string]trading.Instrument) ([]string, er
 
 // handleSymbols lists enabled instruments with their state and last bid/ask.
 func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		_, enabled, err := svc.Tradable(r.Context())
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		out := make([]symbolView, 0, len(enabled))
 		for _, in := range enabled {
@@ -107,16 +106,16 @@ func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) 
 			out = append(out, v)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"symbols": out})
-	}
+		return nil
+	})
 }
 
 // handleQuotes answers the last quote of each requested symbol.
 func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		known, enabled, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		if symbols == nil {
 			for _, in := range enabled {
@@ -137,23 +136,22 @@ func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) h
 			out = append(out, v)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"quotes": out})
-	}
+		return nil
+	})
 }
 
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
 // tick of the requested symbols. Each client has its own bounded buffer in the engine, so a slow
 // client loses updates instead of delaying the engine or other clients.
 func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		known, _, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		flusher, ok := w.(http.Flusher)
 		if !ok {
-			writeError(r.Context(), log, w, fx.Errorf(fx.EINTERNAL, "streaming unsupported"))
-			return
+			return fx.Errorf(fx.EINTERNAL, "streaming unsupported")
 		}
 		rc := http.NewResponseController(w)
 		ch, cancel := quotes.Updates(symbols)
@@ -180,26 +178,26 @@ func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Qu
 		for {
 			select {
 			case <-r.Context().Done():
-				return
+				return nil // the stream has begun: there is nothing left to answer
 			case <-heartbeat.C:
 				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-					return
+					return nil
 				}
 				flusher.Flush()
 			case u, ok := <-ch:
 				if !ok {
-					return
+					return nil
 				}
 				d := known[u.Symbol].Digits
 				b, _ := json.Marshal(event{Symbol: u.Symbol, Bid: *price(u.Quote.Bid, d), Ask: *price(u.Quote.Ask, d), Time: u.Quote.ProviderTime.UnixMilli()})
 				// A client that stops reading must not hold this goroutine forever.
 				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 				if _, err := fmt.Fprintf(w, "event: quote\ndata: %s\n\n", b); err != nil {
-					return
+					return nil
 				}
 				flusher.Flush()
 			}
 		}
-	}
+	})
 }

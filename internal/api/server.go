@@ -66,6 +66,16 @@ type errorBody struct {
 	} `json:"error"`
 }
 
+// handle adapts a handler that returns its error to http.HandlerFunc: a handler answers its
+// success itself and returns any error, which writeError turns into the response.
+func handle(log *slog.Logger, fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			writeError(r.Context(), log, w, err)
+		}
+	}
+}
+
 // writeError is the one place an error becomes a response. Only internal errors are logged as
 // errors; the others are the client's to fix.
 func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, err error) {

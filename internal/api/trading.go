@@ -48,86 +48,80 @@ func listQuery(r *http.Request, statuses ...string) (accountID int64, status str
 
 // handleCreateAccount creates a trading account for the caller.
 func handleCreateAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		ccy, lev, err := decodeAccount(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		a, err := svc.CreateAccount(r.Context(), principal(r.Context()).UserID, ccy, lev)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusCreated, map[string]any{"account": viewAccount(a)})
-	}
+		return nil
+	})
 }
 
 // handleAccounts lists the caller's accounts.
 func handleAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		as, err := svc.Accounts(r.Context(), principal(r.Context()).UserID, 0)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
-	}
+		return nil
+	})
 }
 
 // handleAccount shows one of the caller's accounts with live equity and margin.
 func handleAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		v, err := svc.Account(r.Context(), principal(r.Context()).UserID, id)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"account": viewAccountLive(v)})
-	}
+		return nil
+	})
 }
 
 // handleWithdraw withdraws from one of the caller's accounts; a repeated nonce replays.
 func handleWithdraw(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		amount, nonce, err := decodeAmount(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		d, replayed, err := svc.Withdraw(r.Context(), principal(r.Context()).UserID, id, amount, nonce)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
-	}
+		return nil
+	})
 }
 
 // handlePlaceOrder places a market or pending order; a repeated nonce replays.
 func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		req, err := decodeOrder(r.Body)
 		if err != nil {
 			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		res, err := svc.PlaceOrder(r.Context(), principal(r.Context()).UserID, req)
 		if err != nil {
 			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		switch {
 		case res.Replayed:
@@ -145,218 +139,206 @@ func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics
 			body["commission"] = viewDeal(*res.Commission)
 		}
 		writeJSON(w, createdOr(res.Replayed), body)
-	}
+		return nil
+	})
 }
 
 // handleOrders lists the caller's orders.
 func handleOrders(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		os, err := svc.Orders(r.Context(), principal(r.Context()).UserID, acct, status, limit)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"orders": mapSlice(os, viewOrder)})
-	}
+		return nil
+	})
 }
 
 // handleCancelOrder cancels one of the caller's pending orders.
 func handleCancelOrder(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		o, err := svc.CancelOrder(r.Context(), principal(r.Context()).UserID, id)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"order": viewOrder(o)})
-	}
+		return nil
+	})
 }
 
 // handlePositions lists the caller's positions.
 func handlePositions(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		acct, status, limit, err := listQuery(r, fx.PositionOpen, fx.PositionClosed)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		ps, err := svc.Positions(r.Context(), principal(r.Context()).UserID, acct, status, limit)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"positions": mapSlice(ps, viewPosition)})
-	}
+		return nil
+	})
 }
 
 // handleModifyPosition changes the stop loss and take profit of one of the caller's positions.
 func handleModifyPosition(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		sl, tp, err := decodeModify(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		p, err := svc.ModifyPosition(r.Context(), principal(r.Context()).UserID, id, sl, tp)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(p)})
-	}
+		return nil
+	})
 }
 
 // handleClosePosition closes all or part of one of the caller's positions.
 func handleClosePosition(log *slog.Logger, svc *trading.Service, m *metrics.Metrics) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		vol, err := decodeClose(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, "CLIENT")
 		if err != nil {
 			m.Closes.WithLabelValues("CLIENT", fx.ErrorCode(err)).Inc()
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		m.Closes.WithLabelValues("CLIENT", "closed").Inc()
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)})
-	}
+		return nil
+	})
 }
 
 // handleDeals lists the caller's deals.
 func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		acct, _, limit, err := listQuery(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		ds, err := svc.Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"deals": mapSlice(ds, viewDeal)})
-	}
+		return nil
+	})
 }
 
 // handleDeposit credits any account (admin); a repeated nonce replays.
 func handleDeposit(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		amount, nonce, err := decodeAmount(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		d, replayed, err := svc.Deposit(r.Context(), id, amount, nonce)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
-	}
+		return nil
+	})
 }
 
 // handleAdminAccounts lists every user's accounts (admin).
 func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		_, _, limit, err := listQuery(r)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		as, err := svc.Accounts(r.Context(), 0, limit)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
-	}
+		return nil
+	})
 }
 
 // handleSettings shows every desk setting (admin).
 func handleSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		all, err := settings.All(r.Context())
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
-	}
+		return nil
+	})
 }
 
 // handlePutSettings changes desk settings (admin).
 func handlePutSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		changes, err := decodeSettings(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		all, err := settings.Put(r.Context(), changes)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
-	}
+		return nil
+	})
 }
 
 // handleInstruments lists the tradable instruments (admin).
 func handleInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		ins, err := svc.Instruments(r.Context())
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
-	}
+		return nil
+	})
 }
 
 // handlePutInstruments changes instrument parameters (admin).
 func handlePutInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		patches, err := decodeInstruments(r.Body)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		ins, err := svc.PutInstruments(r.Context(), patches)
 		if err != nil {
-			writeError(r.Context(), log, w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"instruments": mapSlice(ins, viewInstrument)})
-	}
+		return nil
+	})
 }
 
 func createdOr(replayed bool) int {
