@@ -9,22 +9,13 @@ import (
 // ExposedSymbols lists the symbols the desk is exposed to: open positions and resting orders.
 // The quote mirror keeps them first when it has to truncate its snapshot.
 func ExposedSymbols(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx,
+	return queryAll(ctx, db, "exposed symbols", func(sc scanner) (string, error) {
+		var s string
+		err := sc.Scan(&s)
+		return s, err
+	},
 		"SELECT `symbol` FROM `fx_position` WHERE `status` = 'OPEN' "+
 			"UNION SELECT `symbol` FROM `fx_order` WHERE `status` = 'PENDING'")
-	if err != nil {
-		return nil, fmt.Errorf("exposed symbols: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("exposed symbols: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }
 
 // HasExposure reports whether the desk has any open position or resting order; the quote mirror

@@ -53,55 +53,23 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 		return risk.Snapshot{}, fmt.Errorf("risk view: newest deal: %w", err)
 	}
 
-	rows, err := tx.QueryContext(ctx, "SELECT "+accountCols+" FROM `fx_account`")
-	if err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
+	if s.Accounts, err = queryAll(ctx, tx, "risk view: accounts", func(sc scanner) (risk.Account, error) {
+		a, err := scanAccount(sc)
+		return riskAccount(a, cat.accountGroup(a.Group)), err
+	}, "SELECT "+accountCols+" FROM `fx_account`"); err != nil {
+		return risk.Snapshot{}, err
 	}
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			rows.Close()
-			return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
-		}
-		s.Accounts = append(s.Accounts, riskAccount(a, cat.accountGroup(a.Group)))
+	if s.Positions, err = queryAll(ctx, tx, "risk view: positions", func(sc scanner) (risk.Position, error) {
+		p, err := scanPosition(sc)
+		return riskPosition(p), err
+	}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
+		return risk.Snapshot{}, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: accounts: %w", err)
-	}
-
-	rows, err = tx.QueryContext(ctx, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'")
-	if err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
-	}
-	for rows.Next() {
-		p, err := scanPosition(rows)
-		if err != nil {
-			rows.Close()
-			return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
-		}
-		s.Positions = append(s.Positions, riskPosition(p))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: positions: %w", err)
-	}
-
-	rows, err = tx.QueryContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')")
-	if err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
-	}
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			rows.Close()
-			return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
-		}
-		s.Orders = append(s.Orders, riskOrder(o))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: orders: %w", err)
+	if s.Orders, err = queryAll(ctx, tx, "risk view: orders", func(sc scanner) (risk.Order, error) {
+		o, err := scanOrder(sc)
+		return riskOrder(o), err
+	}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
+		return risk.Snapshot{}, err
 	}
 	r.lastDeal = lastDeal
 	return s, nil

@@ -91,9 +91,33 @@ type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 }
 
+// scanner is a row to scan: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+// queryAll runs query in q and returns every row through scan; what names the read in errors.
+func queryAll[T any](ctx context.Context, q querier, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
 const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`"
 
-func scanAccount(sc interface{ Scan(...any) error }) (Account, error) {
+func scanAccount(sc scanner) (Account, error) {
 	var a Account
 	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt)
 	return a, err
@@ -147,20 +171,7 @@ func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Ac
 	}
 	sqlText += " ORDER BY `id` LIMIT ?"
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, sqlText, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list accounts: %w", err)
-	}
-	defer rows.Close()
-	out := []Account{}
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list accounts: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, "list accounts", scanAccount, sqlText, args...)
 }
 
 // exposuresSQL sums account ?'s open positions per symbol and side.
@@ -200,7 +211,7 @@ const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`vol
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`"
 
-func scanOrder(sc interface{ Scan(...any) error }) (Order, error) {
+func scanOrder(sc scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt)
@@ -255,26 +266,13 @@ func listOrders(ctx context.Context, q querier, userID, accountID int64, status 
 	}
 	sqlText += " ORDER BY o.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, sqlText, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	defer rows.Close()
-	out := []Order{}
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list orders: %w", err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, "list orders", scanOrder, sqlText, args...)
 }
 
 const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`"
 
-func scanPosition(sc interface{ Scan(...any) error }) (Position, error) {
+func scanPosition(sc scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
 		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt)
@@ -326,26 +324,13 @@ func listPositions(ctx context.Context, q querier, userID, accountID int64, stat
 	}
 	sqlText += " ORDER BY p.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, sqlText, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list positions: %w", err)
-	}
-	defer rows.Close()
-	out := []Position{}
-	for rows.Next() {
-		p, err := scanPosition(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list positions: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, "list positions", scanPosition, sqlText, args...)
 }
 
 const dealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
 	"d.`side`, d.`volume`, d.`price`, d.`idempotencyKey`, d.`comment`, d.`createdAt`"
 
-func scanDeal(sc interface{ Scan(...any) error }) (Deal, error) {
+func scanDeal(sc scanner) (Deal, error) {
 	var d Deal
 	err := sc.Scan(&d.ID, &d.AccountID, &d.Type, &d.Amount, &d.BalanceAfter, &d.Currency, &d.OrderID, &d.PositionID, &d.Symbol,
 		&d.Side, &d.Volume, &d.Price, &d.IdempotencyKey, &d.Comment, &d.CreatedAt)
@@ -372,20 +357,7 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 	}
 	sqlText += " ORDER BY d.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, sqlText, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list deals: %w", err)
-	}
-	defer rows.Close()
-	out := []Deal{}
-	for rows.Next() {
-		d, err := scanDeal(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list deals: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, "list deals", scanDeal, sqlText, args...)
 }
 
 // postDeal applies amount to the locked account a and writes its deal in tx, in one round trip.
