@@ -141,17 +141,10 @@ func (d *Decoder) object(p *parser) error {
 		return nil
 	}
 	for {
-		p.ws()
-		key, err := p.str()
+		key, err := p.key()
 		if err != nil {
 			return err
 		}
-		p.ws()
-		if p.peek() != ':' {
-			return p.fail("':' after key")
-		}
-		p.i++
-		p.ws()
 		switch string(key) {
 		case "ev":
 			ev, err = p.str()
@@ -258,6 +251,22 @@ func (p *parser) str() ([]byte, error) {
 }
 
 // number returns the bytes of a JSON number, checked against the JSON grammar.
+// key reads an object key and the ':' after it, with the white space around both.
+func (p *parser) key() ([]byte, error) {
+	p.ws()
+	k, err := p.str()
+	if err != nil {
+		return nil, err
+	}
+	p.ws()
+	if p.peek() != ':' {
+		return nil, p.fail("':' after key")
+	}
+	p.i++
+	p.ws()
+	return k, nil
+}
+
 func (p *parser) number() ([]byte, error) {
 	start := p.i
 	if p.peek() == '-' {
@@ -372,15 +381,9 @@ func (p *parser) skip(depth int) error {
 		for {
 			p.ws()
 			if closer == '}' {
-				if _, err := p.str(); err != nil {
+				if _, err := p.key(); err != nil {
 					return err
 				}
-				p.ws()
-				if p.peek() != ':' {
-					return p.fail("':' after key")
-				}
-				p.i++
-				p.ws()
 			}
 			if err := p.skip(depth + 1); err != nil {
 				return err
