@@ -182,15 +182,7 @@ func (d *tradingDesk) setQuote(token, symbol, bid, ask string) {
 	if !sc.Scan() { // ": fxdesk markets rail" — the subscription is registered
 		t.Fatal("markets rail closed before its greeting")
 	}
-	body := fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask)
-	r, err := http.Post(d.sim.base+"/control/quote", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("control/quote %s = %d", body, r.StatusCode)
-	}
+	d.simQuote(symbol, bid, ask)
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
