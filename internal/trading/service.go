@@ -153,7 +153,7 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 		return Account{}, fmt.Errorf("create account: %w", err)
 	}
 	id, _ := res.LastInsertId()
-	a, err := loadAccount(ctx, s.db, userID, id, false)
+	a, err := loadAccount(ctx, s.db, userID, id)
 	if err == nil {
 		s.notify(ctx, accountUpserted(a, cat.accountGroup(a.Group)))
 	}
@@ -175,7 +175,7 @@ type AccountView struct {
 
 // Account returns userID's account id with live metrics where this process can price them.
 func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
-	a, err := loadAccount(ctx, s.db, userID, id, false)
+	a, err := loadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return AccountView{}, err
 	}
@@ -204,24 +204,28 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 		return Deal{}, false, err
 	}
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, fb, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
-		return Deal{}, false, fmt.Errorf("deposit: %w", err)
+		return Deal{}, false, err
 	}
 	defer tx.Rollback()
-	a, err := loadAccount(ctx, tx, 0, id, true)
-	if err != nil {
+	var a Account
+	var prior Deal
+	var found, seen bool
+	fb.query(accountInto(&a, &found), lockAccountSQL, id)
+	fb.query(dealInto(&prior, &seen), dealByKeySQL, key)
+	if err := s.lock(ctx, tx, fb, "deposit"); err != nil {
 		return Deal{}, false, err
 	}
-	if d, ok, err := loadDealByKey(ctx, tx, key); err != nil || ok {
-		return d, ok, err
-	}
-	d, err := postDeal(ctx, tx, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
-	if err != nil {
+	if err := ownedBy(a, found, 0, id); err != nil {
 		return Deal{}, false, err
 	}
-	if err := tx.Commit(); err != nil {
-		return Deal{}, false, fmt.Errorf("deposit: commit: %w", err)
+	if seen {
+		return prior, true, nil
+	}
+	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	if err != nil {
+		return Deal{}, false, err
 	}
 	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
@@ -234,7 +238,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	if err := checkAmount(amount); err != nil {
 		return Deal{}, false, err
 	}
-	acct, err := loadAccount(ctx, s.db, userID, id, false)
+	acct, err := loadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return Deal{}, false, err
 	}
@@ -273,8 +277,10 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	}
 	defer tx.Rollback()
 	var a Account
-	var found bool
+	var prior Deal
+	var found, seen bool
 	fb.query(accountInto(&a, &found), lockAccountSQL, id)
+	fb.query(dealInto(&prior, &seen), dealByKeySQL, key)
 	fb.query(exposuresInto(&exps), exposuresSQL, id)
 	if err := s.lock(ctx, tx, fb, "withdrawal"); err != nil {
 		return Deal{}, false, unpriceable(err)
@@ -282,8 +288,8 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	if err := ownedBy(a, found, userID, id); err != nil {
 		return Deal{}, false, err
 	}
-	if d, ok, err := loadDealByKey(ctx, tx, key); err != nil || ok {
-		return d, ok, err
+	if seen {
+		return prior, true, nil
 	}
 	if amount.GreaterThan(a.Balance) {
 		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", a.Balance.StringFixed(2), a.Currency)
@@ -307,11 +313,9 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
-	var b batch
-	d := addDeal(&b, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks, false)
-	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
-	if err := tx.commit(ctx, &b); err != nil {
-		return Deal{}, false, fmt.Errorf("withdrawal: %w", err)
+	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	if err != nil {
+		return Deal{}, false, err
 	}
 	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
@@ -401,7 +405,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		// answered from the database. Ownership and the nonce are otherwise checked inside the
 		// fill's transaction, which keeps the hot path to the statements it must send.
 		if r.RequestNonce != "" {
-			if _, aerr := loadAccount(ctx, s.db, userID, r.AccountID, false); aerr != nil {
+			if _, aerr := loadAccount(ctx, s.db, userID, r.AccountID); aerr != nil {
 				return OrderResult{}, aerr
 			}
 			if o, ok, lerr := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
@@ -679,7 +683,7 @@ func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (Orde
 	}
 	out := OrderResult{Order: o, Replayed: true}
 	if o.PositionID != nil {
-		p, err := loadPosition(ctx, s.db, 0, *o.PositionID, false)
+		p, err := loadPosition(ctx, s.db, 0, *o.PositionID)
 		if err != nil {
 			return OrderResult{}, err
 		}
@@ -732,7 +736,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if !sl.Set && !tp.Set {
 		return Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
 	}
-	p, err := loadPosition(ctx, s.db, userID, id, false)
+	p, err := loadPosition(ctx, s.db, userID, id)
 	if err != nil {
 		return Position{}, err
 	}
@@ -782,7 +786,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
-	return loadPosition(ctx, s.db, userID, id, false)
+	return loadPosition(ctx, s.db, userID, id)
 }
 
 // CloseResult is a (partial) close: the position after it and the profit deal.
@@ -872,10 +876,9 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 			p.Volume, p.RealizedProfit, price, id)
 	}
 	side, sym := p.Side, p.Symbol
-	d := addDeal(&b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, nil, false)
-	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
-	if err := tx.commit(ctx, &b); err != nil {
+	d, err := commitDeal(ctx, tx, &b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, nil)
+	if err != nil {
 		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
 	}
 	if p.Status == fx.PositionClosed {

@@ -123,14 +123,11 @@ func scanAccount(sc scanner) (Account, error) {
 	return a, err
 }
 
-// loadAccount reads account id owned by userID (0 = any owner). lock takes the row for update.
-// It returns ENOTFOUND when there is no such account or it belongs to someone else.
-func loadAccount(ctx context.Context, q querier, userID, id int64, lock bool) (Account, error) {
-	sqlText := "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ?"
-	if lock {
-		sqlText = lockAccountSQL
-	}
-	a, err := scanAccount(q.QueryRowContext(ctx, sqlText, id))
+// loadAccount reads account id owned by userID (0 = any owner), without a lock (a write takes
+// it with lockAccountSQL in its first batch). It returns ENOTFOUND when there is no such account
+// or it belongs to someone else.
+func loadAccount(ctx context.Context, q querier, userID, id int64) (Account, error) {
+	a, err := scanAccount(q.QueryRowContext(ctx, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, accountNotFound(id)
 	}
@@ -290,16 +287,13 @@ func positionInto(p *Position, found *bool) func(*sql.Rows) error {
 	})
 }
 
-// loadPosition reads position id; userID 0 means any owner. lock takes the row for update.
-func loadPosition(ctx context.Context, q querier, userID, id int64, lock bool) (Position, error) {
+// loadPosition reads position id, without a lock; userID 0 means any owner.
+func loadPosition(ctx context.Context, q querier, userID, id int64) (Position, error) {
 	sqlText := "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ?"
 	args := []any{id}
 	if userID != 0 {
 		sqlText = "SELECT " + positionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`id` = ? AND a.`userId` = ?"
 		args = append(args, userID)
-	}
-	if lock {
-		sqlText += " FOR UPDATE"
 	}
 	p, err := scanPosition(q.QueryRowContext(ctx, sqlText, args...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -337,8 +331,19 @@ func scanDeal(sc scanner) (Deal, error) {
 	return d, err
 }
 
+// dealByKeySQL finds the deal with idempotency key ?.
+const dealByKeySQL = "SELECT " + dealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
+
+// dealInto is the batch scan of one deal row.
+func dealInto(d *Deal, found *bool) func(*sql.Rows) error {
+	return scanFirst(found, func(r *sql.Rows) (err error) {
+		*d, err = scanDeal(r)
+		return err
+	})
+}
+
 func loadDealByKey(ctx context.Context, q querier, key string) (Deal, bool, error) {
-	d, err := scanDeal(q.QueryRowContext(ctx, "SELECT "+dealCols+" FROM `fx_deal` d WHERE d.`idempotencyKey` = ?", key))
+	d, err := scanDeal(q.QueryRowContext(ctx, dealByKeySQL, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deal{}, false, nil
 	}
@@ -360,17 +365,15 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 	return queryAll(ctx, q, "list deals", scanDeal, sqlText, args...)
 }
 
-// postDeal applies amount to the locked account a and writes its deal in tx, in one round trip.
-// It returns the deal with its id and the new balance. marks, when non-nil, also refreshes
-// stored equity and used margin in the same UPDATE.
-func postDeal(ctx context.Context, tx *sql.Tx, a *Account, d Deal, marks *Metrics) (Deal, error) {
-	var b batch
-	d = addDeal(&b, a, d, marks, false)
-	res, err := tx.ExecContext(ctx, b.text.String(), b.args...)
-	if err != nil {
+// commitDeal ends tx with the balance change d on the locked account a: b (which may already
+// hold the writes that come with it), then the balance (with marks, when non-nil), the deal,
+// its id and COMMIT, in one round trip. It returns the deal as written.
+func commitDeal(ctx context.Context, tx *txn, b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
+	d = addDeal(b, a, d, marks, false)
+	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
+	if err := tx.commit(ctx, b); err != nil {
 		return Deal{}, fmt.Errorf("post %s deal for account %d: %w", d.Type, a.ID, err)
 	}
-	d.ID, _ = res.LastInsertId()
 	return d, nil
 }
 

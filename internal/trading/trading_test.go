@@ -121,7 +121,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if after := counts(t, a.ID); after != before {
 		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
 	}
-	p, err := loadPosition(ctx, testDB, 9001, open.Position.ID, false)
+	p, err := loadPosition(ctx, testDB, 9001, open.Position.ID)
 	if err != nil || p.Status != fx.PositionOpen || !p.Volume.Equal(decimal.RequireFromString("0.1")) {
 		t.Fatalf("position after fenced close = %+v, %v", p, err)
 	}
