@@ -260,13 +260,8 @@ func (p *proc) stop(sig syscall.Signal) {
 	}
 }
 
-// get fetches path from the process and decodes the JSON body into v.
-func (p *proc) get(path string, v any) int {
-	p.t.Helper()
-	return p.getAs("", path, v)
-}
-
-// getAs is get with a bearer token (none when token is empty).
+// getAs fetches path from the process with a bearer token (none when token is empty) and
+// decodes the JSON body into v.
 func (p *proc) getAs(token, path string, v any) int {
 	p.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)

@@ -32,14 +32,6 @@ func ServerDSN() string {
 	return "root@tcp(127.0.0.1:3306)/"
 }
 
-// RedisAddr is the Redis server the tests use; FXDESK_TEST_REDIS overrides it.
-func RedisAddr() string {
-	if v := os.Getenv("FXDESK_TEST_REDIS"); v != "" {
-		return v
-	}
-	return "127.0.0.1:6379"
-}
-
 // Database is a fresh database that exists until Drop.
 type Database struct {
 	Name string

@@ -12,9 +12,6 @@ type Instrument struct {
 	Calendar   string  // session calendar name: "forex" or "metals"
 }
 
-// Point is the smallest price increment, 10^-Digits.
-func (i Instrument) Point() float64 { return math.Pow10(-i.Digits) }
-
 // DefaultInstruments is the default symbol set: 36 FX pairs and spot gold and silver, with late
 // 2025 price levels and typical retail spreads. migrations/000002_instruments seeds the same
 // symbols (a test in internal/tick checks that they agree).

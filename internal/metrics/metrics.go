@@ -67,9 +67,6 @@ func New(process string) *Metrics {
 	return m
 }
 
-// Registry is the underlying registry, for parts that add their own series.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Handler serves the registry.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

@@ -211,9 +211,6 @@ func (s *Scheduler) States() []JobState {
 	return out
 }
 
-// Names lists the registered jobs.
-func (s *Scheduler) Names() []string { return append([]string(nil), s.order...) }
-
 // cronLogger sends robfig/cron's own messages to slog (its Info lines are routine: debug).
 type cronLogger struct{ log *slog.Logger }
 

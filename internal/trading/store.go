@@ -416,14 +416,6 @@ func addDeal(b *batch, a *Account, d Deal, marks *Metrics, ofFill bool) Deal {
 	return d
 }
 
-func markAccount(ctx context.Context, tx *sql.Tx, id int64, m Metrics) error {
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
-		m.Equity, m.UsedMargin, id); err != nil {
-		return fmt.Errorf("mark account %d: %w", id, err)
-	}
-	return nil
-}
-
 // duplicateKey reports MySQL error 1062.
 func duplicateKey(err error) bool {
 	var me *mysql.MySQLError
