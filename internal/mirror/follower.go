@@ -303,6 +303,7 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	st := &f.status
 	st.Advancing, st.Refused, st.Pinned = advancing, refused, held
 	st.LastCycleMs = float64(now.Sub(start).Microseconds()) / 1000
+	st.Cycles++
 	st.LastError = ""
 	if pollErr != nil {
 		st.LastError = pollErr.Error()

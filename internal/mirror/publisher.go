@@ -206,6 +206,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	pins := pipe.HGetAll(ctx, p.cfg.Keys.Pins)
 	_, err := pipe.Exec(ctx)
 	took := p.cfg.Now().Sub(start)
+	p.status.Cycles++
 	if err := set.Err(); err != nil {
 		p.status.LastError = err.Error()
 		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, err)

@@ -29,6 +29,9 @@ type Status struct {
 	Bytes int `json:"bytes"`
 	// LastCycleMs is how long the last publish or poll took.
 	LastCycleMs float64 `json:"lastCycleMs"`
+	// Cycles counts the publishes or polls completed since the process started, failed ones
+	// included: that the follower is polling at all, whatever it found.
+	Cycles uint64 `json:"cycles"`
 	// Advancing is false when the follower has no snapshot or has seen the same one for more than
 	// two intervals (the condition behind quote-mirror-unavailable).
 	Advancing bool `json:"advancing"`
