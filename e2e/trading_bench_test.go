@@ -23,7 +23,7 @@ import (
 
 // TestBenchMarketOrders measures market orders per second through the HTTP API of the real
 // binary against MariaDB, and in the same run the raw ceiling: the same statements of a fill
-// (fence, account lock, nonce look-up, exposures, order, position, balance, commission deal),
+// (account lock, nonce look-up, exposures, order, position, balance, commission deal, fence),
 // batched as the service batches them, sent straight over SQL from this process with the same
 // concurrency — both warmed up, then
 // measured twice, alternating. Then it offers half the
@@ -228,9 +228,10 @@ func closedLoop(t *testing.T, workers int, d time.Duration, accts []int64, fn fu
 }
 
 // rawFill is the statements of one market fill, as internal/trading sends them — two
-// multi-statement round trips on one connection (START TRANSACTION, fence, account lock, nonce
-// look-up, exposures; then order, position, balance, commission deal, the ids and COMMIT) — with
-// the values a fill of 0.01 EURUSD at 1.1002 computes; no rules, no HTTP, no JSON.
+// multi-statement round trips on one connection (START TRANSACTION, account lock, nonce
+// look-up, exposures; then order, position, balance, commission deal, the ids, fence and
+// COMMIT) — with the values a fill of 0.01 EURUSD at 1.1002 computes; no rules, no HTTP, no
+// JSON.
 func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -245,20 +246,13 @@ func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) 
 		}
 	}()
 	rows, err := conn.QueryContext(ctx, "START TRANSACTION;\n"+
-		"SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE;\n"+
 		"SELECT `id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt` FROM `fx_account` WHERE `id` = ? FOR UPDATE;\n"+
 		"SELECT o.`id` FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?;\n"+
 		"SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
 		"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`",
-		lease.Key, instance, term, acct, acct, nonce, acct)
+		acct, acct, nonce, acct)
 	if err != nil {
 		return err
-	}
-	if !rows.Next() {
-		rows.Close()
-		return fmt.Errorf("fence refused: %w", rows.Err())
-	}
-	for rows.Next() {
 	}
 	var balance decimal.Decimal
 	var id, user int64
@@ -266,7 +260,7 @@ func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) 
 	var lev int
 	var eq, um decimal.Decimal
 	var marked, created sql.NullTime
-	if !rows.NextResultSet() || !rows.Next() {
+	if !rows.Next() {
 		rows.Close()
 		return fmt.Errorf("account %d: %v", acct, rows.Err())
 	}
@@ -312,11 +306,13 @@ func rawFill(db *sql.DB, instance string, term int64, acct int64, nonce string) 
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, "+
 		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?);\n"+
 		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID();\n"+
+		lease.FenceSQL+";\n"+
 		"COMMIT",
 		acct, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonce, price,
 		acct, "EURUSD", "BUY", vol, vol, price, nil, nil, "0.07",
 		after, after, "0.00", acct,
-		acct, "COMMISSION", "-0.07", after, "USD", "EURUSD", "BUY", vol, price, "commission:order:", "commission at open").Scan(&oid, &pid, &did)
+		acct, "COMMISSION", "-0.07", after, "USD", "EURUSD", "BUY", vol, price, "commission:order:", "commission at open",
+		lease.Key, instance, term).Scan(&oid, &pid, &did)
 	if err != nil {
 		return err
 	}

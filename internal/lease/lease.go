@@ -679,28 +679,50 @@ func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	var one int
-	err = tx.QueryRowContext(ctx, stmt, args...).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrFenced
-	}
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
+		if IsFenced(err) {
+			return ErrFenced
+		}
 		return fmt.Errorf("lease fence: %w", err)
 	}
 	return nil
 }
 
+// FenceRefusal is the error text the fence statement signals (SQLSTATE 45000, error 1644);
+// IsFenced recognises it.
+const FenceRefusal = "engine lease fence: this instance no longer holds the term"
+
 // FenceStatement is Fence for a caller that sends the check in one round trip with its own
-// statements (a multi-statement batch): the statement returns one row when the fence holds and
-// none when the write must not happen, and like Fence it keeps the row share-locked until the
-// transaction ends. The caller must read its result before it uses anything else the batch
-// returned. It returns ErrFenced, without a statement, once the lease is known lost.
+// statements (a multi-statement batch), typically as the last statement before COMMIT: it
+// returns no rows, share-locks the lease row until the transaction ends, and fails — so the
+// server runs nothing after it, COMMIT included — when the write must not happen. IsFenced tells
+// that failure from others. It returns ErrFenced, without a statement, once the lease is known
+// lost.
+//
+// Placed just before COMMIT, the shared lock is held only while the transaction commits, so a
+// renew (which must take the row exclusively) waits for commits in flight, not for whole
+// transactions, and the writes queued behind the renew wait only for its UPDATE.
 func (k *Keeper) FenceStatement() (string, []any, error) {
 	if k.lost.Load() {
 		return "", nil, ErrFenced
 	}
-	return "SELECT 1 FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE",
-		[]any{k.cfg.Key, k.cfg.InstanceID, k.term.Load()}, nil
+	return FenceSQL, []any{k.cfg.Key, k.cfg.InstanceID, k.term.Load()}, nil
+}
+
+// FenceSQL is the fence statement; its arguments are the lease id, the instance id and the term.
+// A MariaDB compound statement, so that it can fail (SIGNAL) rather than return no row.
+const FenceSQL = "BEGIN NOT ATOMIC DECLARE held INT; " +
+	"SELECT COUNT(*) INTO held FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE; " +
+	"IF held = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + FenceRefusal + "'; END IF; END"
+
+// IsFenced reports whether err is the fence refusing a write: ErrFenced, or the error the fence
+// statement signals.
+func IsFenced(err error) bool {
+	if errors.Is(err, ErrFenced) {
+		return true
+	}
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1644 && me.Message == FenceRefusal
 }
 
 // State is the keeper's view of itself, for status pages.

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"fxdesk/internal/lease"
 )
 
 // batch is statements sent to MySQL in one round trip (the driver's multiStatements; see
 // store.DSN). A fill or a close is one transaction of about ten statements; sent one by one,
 // its round trips, not its work, set how many the desk commits per second. Batched (see txn),
-// a close is two round trips: START TRANSACTION, the fence and the row locks; then the writes
-// and COMMIT.
+// a close is two round trips: START TRANSACTION and the row locks; then the writes, the lease
+// fence and COMMIT.
 //
 // The server runs the statements in order and stops at the first that fails; the error comes
 // back from run and the transaction must be rolled back, as after any failed statement.
@@ -101,12 +103,20 @@ func scanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 // START TRANSACTION leads the first, COMMIT ends the last (commit). database/sql's Tx would send
 // each as a round trip of its own — two of a close's four.
 //
+// A fenced transaction (Service.begin) sends the lease fence just before COMMIT, in the same
+// round trip: the fence fails when the term is not held, and the server then runs nothing after
+// it, so the transaction never commits without a fence that held at commit time.
+//
 // Rollback must be deferred right after beginTxn, as with a Tx: it rolls back unless commit
 // succeeded, and a connection whose rollback failed is discarded rather than returned to the
 // pool, so no later user can inherit an open transaction.
 type txn struct {
 	conn *sql.Conn
 	done bool
+
+	fence     string       // the lease fence statement, or "" when unfenced
+	fenceArgs []any        // its arguments
+	refused   func() error // the error commit answers when the fence refused
 }
 
 // beginTxn takes a connection for a transaction; b is its first batch, which begins it.
@@ -131,12 +141,18 @@ func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 	return t.conn.ExecContext(ctx, q, args...)
 }
 
-// commit sends b with COMMIT as its last statement. The server runs COMMIT only when every
-// statement before it succeeded; when one failed, the error comes back and Rollback ends the
-// transaction.
+// commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
+// only when every statement before it succeeded; when one failed, the error comes back (the
+// fence's as the Service's refusal) and Rollback ends the transaction.
 func (t *txn) commit(ctx context.Context, b *batch) error {
+	if t.fence != "" {
+		b.exec(t.fence, t.fenceArgs...)
+	}
 	b.exec("COMMIT")
 	if err := b.run(ctx, t); err != nil {
+		if t.fence != "" && lease.IsFenced(err) {
+			return t.refused()
+		}
 		return err
 	}
 	t.done = true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fxdesk/internal/dbtest"
+	"fxdesk/internal/lease"
 )
 
 // BenchmarkCloseFloor measures what a close's statements cost MariaDB on this machine, without
@@ -87,14 +88,17 @@ END`)
 		"(%[2]d, 'PROFIT', -1, 5, 'USD', %[1]d, %[1]d, 'EURUSD', 'BUY', 1, 1.09, 'close:%[1]d', 'close sl');\n"
 	const locks = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = %[1]d) FOR UPDATE;\n" +
 		"SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = %[1]d FOR UPDATE"
-	const fence = "SELECT 1 FROM `engine_lease` WHERE `id` = 'forex-trading' AND `instanceId` = 'bench' AND `term` = 1 AND `expiresAt` > NOW(3) LOCK IN SHARE MODE;\n"
+	fence := lease.FenceSQL
+	for _, v := range []string{"'" + lease.Key + "'", "'bench'", "1"} {
+		fence = strings.Replace(fence, "?", v, 1)
+	}
 	variants := []struct {
 		name  string
 		trips []string // one batch per round trip
 	}{
 		{"writes", []string{"START TRANSACTION", writes + "COMMIT"}},
 		{"locks", []string{"START TRANSACTION;\n" + locks, writes + "COMMIT"}},
-		{"close", []string{"START TRANSACTION;\n" + fence + locks, writes + "SELECT LAST_INSERT_ID();\nCOMMIT"}},
+		{"close", []string{"START TRANSACTION;\n" + locks, writes + "SELECT LAST_INSERT_ID();\n" + fence + ";\nCOMMIT"}},
 		{"procedure", []string{"CALL fx_close_exp(%[1]d, 1.09, -1)"}},
 	}
 	next := 1

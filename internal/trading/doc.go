@@ -1,14 +1,16 @@
 // Package trading owns the desk's trading rules and the SQL that keeps them: accounts, orders,
 // positions and the deals ledger (DESIGN §4).
 //
-// Every fill and close is one transaction that first checks the engine lease term
-// (Lease.FenceStatement, a shared lock on the lease row), then locks the account row, then the
-// position or order row — always in that order, so two writers never wait on each other in a
-// cycle. Every balance change writes a deal with balanceAfter and a unique idempotency key in
-// the same transaction, so Σ deals.amount = balance holds after every commit.
+// Every fill and close is one transaction that locks the account row, then the position or
+// order row — always in that order, so two writers never wait on each other in a cycle — and
+// that checks the engine lease term (Lease.FenceStatement, a shared lock on the lease row) as
+// its last statement before COMMIT. A renew or a claim, which lock only the lease row, wait for
+// commits in flight rather than for whole transactions. Every balance change writes a deal with
+// balanceAfter and a unique idempotency key in the same transaction, so Σ deals.amount = balance
+// holds after every commit.
 //
-// A fill or a close is two round trips (batch.go): START TRANSACTION, the fence, the row locks
-// and the reads the rules need; then the writes and COMMIT. The rules run in Go between them,
+// A fill or a close is two round trips (batch.go): START TRANSACTION, the row locks and the
+// reads the rules need; then the writes, the fence and COMMIT. The rules run in Go between them,
 // on rows this transaction holds. A close leaves the account's stored equity and used margin
 // to the next mark (a fill on the account, or reconcile); a fill writes them.
 //

@@ -185,7 +185,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	// Round trip one: fence, lock the account (as every fill and close takes it first), then
+	// Round trip one: lock the account (as every fill and close takes it first), then
 	// the order, and sum the account's exposures.
 	tx, fb, err := s.begin(ctx, "fill resting order")
 	if err != nil {

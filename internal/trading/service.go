@@ -16,7 +16,8 @@ import (
 )
 
 // Lease is what fills and closes need from the engine lease: the gate, and the term fence that
-// leads the write's own transaction (*lease.Keeper).
+// ends the write's own transaction (*lease.Keeper). The fence statement must fail, so that the
+// COMMIT after it does not run, when the term is not held; lease.IsFenced recognises that error.
 type Lease interface {
 	HoldsLease() bool
 	FenceStatement() (string, []any, error)
@@ -72,17 +73,11 @@ func clampLimit(n int) int {
 // holds reports whether this process may fill right now.
 func (s *Service) holds() bool { return s.lease != nil && s.lease.HoldsLease() }
 
-// fencedBatch is the first round trip of a fenced write: the lease fence, then the statements
-// the caller adds to lock its rows. lock sends it and checks the fence before anything else.
-type fencedBatch struct {
-	batch
-	held bool
-}
-
-// begin opens a fenced write's transaction, after the gate. The fence is the first statement
-// of the batch it returns, after START TRANSACTION, so it costs no round trip of its own: add
-// the row locks, then lock.
-func (s *Service) begin(ctx context.Context, what string) (*txn, *fencedBatch, error) {
+// begin opens a fenced write's transaction, after the gate, and returns its first batch: add
+// the row locks and reads, then lock. The fence itself is sent by commit, as the statement just
+// before COMMIT (see txn), so it costs no round trip of its own and holds its shared lock on the
+// lease row only while the transaction commits.
+func (s *Service) begin(ctx context.Context, what string) (*txn, *batch, error) {
 	if !s.holds() {
 		s.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
 		return nil, nil, errPricing()
@@ -92,35 +87,34 @@ func (s *Service) begin(ctx context.Context, what string) (*txn, *fencedBatch, e
 		s.log.WarnContext(ctx, "lease fence refused the write", slog.String("work", what), slog.Any("err", err))
 		return nil, nil, errPricing()
 	}
-	fb := &fencedBatch{}
-	t, err := beginTxn(ctx, s.db, &fb.batch)
+	b := &batch{}
+	t, err := beginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
-	fb.query(scanFirst(&fb.held, func(*sql.Rows) error { return nil }), stmt, args...)
-	return t, fb, nil
+	t.fence, t.fenceArgs = stmt, args
+	t.refused = func() error {
+		s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
+		return errPricing()
+	}
+	return t, b, nil
 }
 
 // beginUnfenced is begin for a balance change that does not depend on this process's prices:
 // no gate, no fence.
-func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *fencedBatch, error) {
-	fb := &fencedBatch{held: true}
-	t, err := beginTxn(ctx, s.db, &fb.batch)
+func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *batch, error) {
+	b := &batch{}
+	t, err := beginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
-	return t, fb, nil
+	return t, b, nil
 }
 
-// lock sends fb in tx and answers errPricing, having logged it, when the fence refused the
-// write: the caller rolls back.
-func (s *Service) lock(ctx context.Context, tx *txn, fb *fencedBatch, what string) error {
-	if err := fb.run(ctx, tx); err != nil {
+// lock sends b, the transaction's first round trip, in tx.
+func (s *Service) lock(ctx context.Context, tx *txn, b *batch, what string) error {
+	if err := b.run(ctx, tx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
-	}
-	if !fb.held {
-		s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
-		return errPricing()
 	}
 	return nil
 }
@@ -257,7 +251,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		return Deal{}, false, err
 	}
 	var tx *txn
-	var fb *fencedBatch
+	var fb *batch
 	unpriceable := func(err error) error {
 		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
 			return fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
@@ -283,7 +277,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	fb.query(dealInto(&prior, &seen), dealByKeySQL, key)
 	fb.query(exposuresInto(&exps), exposuresSQL, id)
 	if err := s.lock(ctx, tx, fb, "withdrawal"); err != nil {
-		return Deal{}, false, unpriceable(err)
+		return Deal{}, false, err
 	}
 	if err := ownedBy(a, found, userID, id); err != nil {
 		return Deal{}, false, err
@@ -315,7 +309,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	}
 	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
 	if err != nil {
-		return Deal{}, false, err
+		return Deal{}, false, unpriceable(err)
 	}
 	s.notify(ctx, balanceChanged(a))
 	return d, false, nil
@@ -445,7 +439,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 	}
 
-	// Round trip one: fence, lock the account, find a retried nonce, sum the exposures.
+	// Round trip one: lock the account, find a retried nonce, sum the exposures.
 	tx, fb, err := s.begin(ctx, "fill order")
 	if err != nil {
 		return OrderResult{}, err
@@ -803,7 +797,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if err != nil {
 		return CloseResult{}, err
 	}
-	// Round trip one: fence, lock the account, then the position. The account is found through
+	// Round trip one: lock the account, then the position. The account is found through
 	// the position (a non-locking read: a position never changes account), so every close takes
 	// the account row first as every fill does, without a read of its own before the
 	// transaction.

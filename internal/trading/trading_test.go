@@ -13,6 +13,7 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
@@ -63,14 +64,14 @@ type switchLease struct {
 
 func (l *switchLease) HoldsLease() bool { return true }
 
-// FenceStatement answers a statement that returns no row once fenced: the refusal the database
-// gives when another instance holds the term.
+// FenceStatement answers, once fenced, a statement that fails as the real fence does when
+// another instance holds the term.
 func (l *switchLease) FenceStatement() (string, []any, error) {
 	l.calls.Add(1)
 	if l.fenced.Load() {
-		return "SELECT 1 FROM DUAL WHERE ? = 0", []any{1}, nil
+		return "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + lease.FenceRefusal + "'", nil, nil
 	}
-	return "SELECT 1 FROM DUAL WHERE ? = 1", []any{1}, nil
+	return "DO ?", []any{1}, nil
 }
 
 func counts(t *testing.T, account int64) [3]string {
