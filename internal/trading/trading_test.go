@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/dbtest"
@@ -125,6 +126,61 @@ func TestFencedWritesRollBack(t *testing.T) {
 	p, err := loadPosition(ctx, testDB, 9001, open.Position.ID)
 	if err != nil || p.Status != fx.PositionOpen || !p.Volume.Equal(decimal.RequireFromString("0.1")) {
 		t.Fatalf("position after fenced close = %+v, %v", p, err)
+	}
+}
+
+// The real fence, sent just before COMMIT, refuses a fill and a close once another instance has
+// taken the term, although this process's gate still trusts its lease: nothing commits.
+func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rs, err := dbtest.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rdb.Close()
+	k := lease.New(testDB, rdb, lease.Config{TTL: time.Minute, Fence: 5 * time.Second, Hostname: "fence-test", PID: os.Getpid()},
+		slog.New(slog.DiscardHandler))
+	if won, err := k.Claim(ctx); !won || err != nil {
+		t.Fatalf("claim: won=%v err=%v", won, err)
+	}
+	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: k})
+	a, err := svc.CreateAccount(ctx, 9003, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
+		t.Fatal(err)
+	}
+	buy := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")}
+	open, err := svc.PlaceOrder(ctx, 9003, buy)
+	if err != nil {
+		t.Fatalf("fill under the held term: %v", err)
+	}
+	before := counts(t, a.ID)
+
+	// Another instance takes the row, as its claim would once this one's expiry passed.
+	if _, err := testDB.Exec("UPDATE `engine_lease` SET `instanceId` = 'another', `term` = `term` + 1 WHERE `id` = ?", lease.Key); err != nil {
+		t.Fatal(err)
+	}
+	if !k.HoldsLease() {
+		t.Fatal("the gate no longer trusts the lease; the fence would not be reached")
+	}
+	_, err = svc.PlaceOrder(ctx, 9003, buy)
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+		t.Fatalf("fill after takeover: %v", err)
+	}
+	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, "CLIENT")
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+		t.Fatalf("close after takeover: %v", err)
+	}
+	if after := counts(t, a.ID); after != before {
+		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
+	}
+	if p, err := loadPosition(ctx, testDB, 9003, open.Position.ID); err != nil || p.Status != fx.PositionOpen {
+		t.Fatalf("position after the refused close = %+v, %v", p, err)
 	}
 }
 
