@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "token":
 		return tokenCommand(ctx, cfg, log, args[1:], stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (commands: migrate, token create; none runs the desk)", cmd)
+		return fmt.Errorf("unknown command %q (commands: migrate, token create|list|revoke; none runs the desk)", cmd)
 	}
 }
 

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"fxdesk/internal/auth"
@@ -13,22 +16,88 @@ import (
 	"fxdesk/internal/store"
 )
 
-// tokenCommand runs `fxdesk-web token create --user ID [--admin]`: it issues a bearer token for
-// the platform user ID and prints it alone on the last line of stdout (scripts take that line).
+const tokenUsage = "usage: fxdesk-web token create --user ID [--admin] [--label TEXT] | token list [--user ID] | token revoke (--id N | --token TOKEN)"
+
+// tokenCommand runs the token commands:
+//
+//	token create --user ID [--admin] [--label TEXT]   issue a token; printed alone on stdout's last line
+//	token list [--user ID]                            the issued tokens (never the tokens themselves)
+//	token revoke (--id N | --token TOKEN)             revoke one live token
 func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("usage: fxdesk-web token create --user ID [--admin]")
+	if len(args) == 0 {
+		return fmt.Errorf("%s", tokenUsage)
 	}
-	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
+	fs := flag.NewFlagSet("token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	user := fs.Int64("user", 0, "the platform user id the token acts for (required)")
-	admin := fs.Bool("admin", false, "grant the admin role (the /api/admin routes)")
-	label := fs.String("label", "", "a note stored beside the token, e.g. who it was issued to")
+	var run func(context.Context, *sql.DB) error
+	switch args[0] {
+	case "create":
+		user := fs.Int64("user", 0, "the platform user id the token acts for (required)")
+		admin := fs.Bool("admin", false, "grant the admin role (the /api/admin routes)")
+		label := fs.String("label", "", "a note stored beside the token, e.g. who it was issued to")
+		run = func(ctx context.Context, db *sql.DB) error {
+			if *user <= 0 {
+				return fmt.Errorf("token create: --user must be a positive whole number")
+			}
+			token, err := auth.Create(ctx, db, *user, *admin, *label)
+			if err != nil {
+				return err
+			}
+			role := "trader"
+			if *admin {
+				role = "admin"
+			}
+			fmt.Fprintf(stdout, "bearer token for user %d (%s); it is shown once and stored only as a hash:\n", *user, role)
+			fmt.Fprintln(stdout, token)
+			return nil
+		}
+	case "list":
+		user := fs.Int64("user", 0, "only this platform user's tokens")
+		run = func(ctx context.Context, db *sql.DB) error {
+			if *user < 0 {
+				return fmt.Errorf("token list: --user must be a positive whole number")
+			}
+			tokens, err := auth.List(ctx, db, *user)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tUSER\tROLE\tCREATED\tREVOKED\tLABEL")
+			for _, t := range tokens {
+				revoked := "-"
+				if t.RevokedAt != nil {
+					revoked = t.RevokedAt.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.UserID, t.Role, t.CreatedAt.UTC().Format(time.RFC3339), revoked, t.Label)
+			}
+			return w.Flush()
+		}
+	case "revoke":
+		id := fs.Int64("id", 0, "the token's id, as token list shows it")
+		token := fs.String("token", "", "the token itself")
+		run = func(ctx context.Context, db *sql.DB) error {
+			if (*id > 0) == (strings.TrimSpace(*token) != "") || *id < 0 {
+				return fmt.Errorf("token revoke: give exactly one of --id N (a positive whole number) or --token TOKEN")
+			}
+			revoked, err := auth.Revoke(ctx, db, *id, *token)
+			if err != nil {
+				return err
+			}
+			if !revoked {
+				return fmt.Errorf("token revoke: no live token matches (unknown, or already revoked)")
+			}
+			log.InfoContext(ctx, "api token revoked", slog.Int64("id", *id))
+			fmt.Fprintln(stdout, "revoked; processes that used it in the last 5 s accept it until their cache expires")
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown token command %q; %s", args[0], tokenUsage)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *user <= 0 || fs.NArg() > 0 {
-		return fmt.Errorf("usage: fxdesk-web token create --user ID [--admin] (ID a positive whole number)")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q; %s", fs.Args(), tokenUsage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -37,15 +106,5 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 		return err
 	}
 	defer db.Close()
-	token, err := auth.Create(ctx, db, *user, *admin, *label)
-	if err != nil {
-		return err
-	}
-	role := "trader"
-	if *admin {
-		role = "admin"
-	}
-	fmt.Fprintf(stdout, "bearer token for user %d (%s); it is shown once and stored only as a hash:\n", *user, role)
-	fmt.Fprintln(stdout, token)
-	return nil
+	return run(ctx, db)
 }

@@ -67,6 +67,67 @@ func RevokeLabel(ctx context.Context, db *sql.DB, label string) error {
 	return nil
 }
 
+// Token is an issued token as operators list it: never the token, nor its hash.
+type Token struct {
+	ID        int64
+	UserID    int64
+	Role      string // TRADER or ADMIN
+	Label     string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// List returns the tokens of userID (every user's when userID is 0), newest first.
+func List(ctx context.Context, db *sql.DB, userID int64) ([]Token, error) {
+	q := "SELECT `id`, `userId`, `role`, `label`, `createdAt`, `revokedAt` FROM `fx_api_token`"
+	var args []any
+	if userID != 0 {
+		q += " WHERE `userId` = ?"
+		args = append(args, userID)
+	}
+	rows, err := db.QueryContext(ctx, q+" ORDER BY `id` DESC", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []Token
+	for rows.Next() {
+		var t Token
+		var revoked sql.NullTime
+		if err := rows.Scan(&t.ID, &t.UserID, &t.Role, &t.Label, &t.CreatedAt, &revoked); err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		if revoked.Valid {
+			t.RevokedAt = &revoked.Time
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return out, nil
+}
+
+// Revoke revokes the live token with id, or the live token whose text is token when id is 0.
+// It reports whether a live token was revoked (false: no such token, or already revoked). A
+// process that resolved the token in the last five seconds (a Resolver's cache) keeps
+// accepting it until its cached answer expires.
+func Revoke(ctx context.Context, db *sql.DB, id int64, token string) (bool, error) {
+	q, arg := "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `id` = ? AND `revokedAt` IS NULL", any(id)
+	if id == 0 {
+		q, arg = "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `tokenHash` = ? AND `revokedAt` IS NULL", Hash(strings.TrimSpace(token))
+	}
+	res, err := db.ExecContext(ctx, q, arg)
+	if err != nil {
+		return false, fmt.Errorf("revoke token: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("revoke token: %w", err)
+	}
+	return n == 1, nil
+}
+
 // Resolver turns bearer tokens into principals. A resolved token is remembered for a few
 // seconds, so a busy trader costs one lookup per cacheFor instead of one per request; a revoked
 // token therefore stops working within cacheFor. While the database cannot answer, a token
