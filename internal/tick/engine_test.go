@@ -1,6 +1,7 @@
 package tick
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -521,5 +522,42 @@ func TestConcurrentSubscribeLosesNothing(t *testing.T) {
 	slices.Sort(want)
 	if got := e.Wanted(); !slices.Equal(got, want) {
 		t.Fatalf("after 64 concurrent subscribes the wanted set has %d symbols", len(got))
+	}
+}
+
+// Updates a full subscriber loses are logged at warn, once per dropWarnEvery whatever the rate,
+// with how many were lost since the last warning.
+func TestDroppedUpdatesWarnOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e := New(Config{URL: "ws://unused", UpdateBuffer: 1, Now: func() time.Time { return now }},
+		slog.New(slog.NewTextHandler(&buf, nil)))
+	_, cancel := e.Updates(nil)
+	defer cancel()
+	q := &Quote{Bid: 1.1, Ask: 1.1002}
+	publish := func(n int) {
+		e.subsMu.RLock()
+		defer e.subsMu.RUnlock()
+		for range n {
+			e.publishLocked("EURUSD", q)
+		}
+	}
+	publish(5) // one buffered, four dropped
+	if got := strings.Count(buf.String(), "tick updates dropped"); got != 1 {
+		t.Fatalf("%d warnings for four drops in one period, want 1:\n%s", got, &buf)
+	}
+	now = now.Add(dropWarnEvery - time.Millisecond)
+	publish(3)
+	if got := strings.Count(buf.String(), "tick updates dropped"); got != 1 {
+		t.Fatalf("%d warnings before the period ended, want 1:\n%s", got, &buf)
+	}
+	now = now.Add(time.Millisecond)
+	publish(1)
+	if got := strings.Count(buf.String(), "tick updates dropped"); got != 2 {
+		t.Fatalf("%d warnings once the period ended, want 2:\n%s", got, &buf)
+	}
+	if !strings.Contains(buf.String(), "droppedSinceLastWarning=7 droppedBySubscriber=8") {
+		t.Fatalf("second warning should count the 7 drops since the first:\n%s", &buf)
 	}
 }

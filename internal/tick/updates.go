@@ -1,6 +1,10 @@
 package tick
 
-import "sync/atomic"
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
 
 // Update is one accepted quote, as delivered to Updates subscribers.
 type Update struct {
@@ -55,6 +59,25 @@ func (e *Engine) publishLocked(symbol string, q *Quote) {
 		default:
 			s.dropped.Add(1)
 			e.updatesDropped.Add(1)
+			e.warnDropped(symbol, s)
 		}
 	}
+}
+
+// dropWarnEvery bounds the "updates dropped" warning to one per period, whatever the drop rate.
+const dropWarnEvery = 10 * time.Second
+
+// warnDropped logs, at most once per dropWarnEvery, that a subscriber too slow to keep up lost
+// updates: for the risk engine, a lost update means a stop or trigger waits for that symbol's
+// next quote.
+func (e *Engine) warnDropped(symbol string, s *subscriber) {
+	now := e.cfg.Now().UnixNano()
+	last := e.dropLoggedAt.Load()
+	if last != 0 && now-last < int64(dropWarnEvery) || !e.dropLoggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	total := e.updatesDropped.Load()
+	e.log.Warn("tick updates dropped: a subscriber is not keeping up; it sees those symbols again on their next quote",
+		slog.String("symbol", symbol), slog.Uint64("droppedSinceLastWarning", total-e.dropLogged.Swap(total)),
+		slog.Uint64("droppedBySubscriber", s.dropped.Load()), slog.Int("buffer", cap(s.ch)))
 }
