@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"fxdesk/internal/fx"
 )
 
 // maxBurstTicks bounds one burst so a typo cannot keep the simulator busy for hours.
@@ -23,7 +25,7 @@ const maxBurstTicks = 100_000_000
 // quote.
 func (s *Server) SetQuote(symbol string, bid, ask float64) (int, error) {
 	symbol = strings.ToUpper(symbol)
-	if !validSymbol(symbol) {
+	if !fx.ValidSymbol(symbol) {
 		return 0, fmt.Errorf("set quote: symbol %q is not six letters like EURUSD", symbol)
 	}
 	// Rejecting bad prices here keeps the control API honest; /control/raw exists to send bad ones.

@@ -480,19 +480,6 @@ func wirePair(symbol string) string {
 	return symbol[:3] + "/" + symbol[3:]
 }
 
-// validSymbol accepts the desk's six upper-case letters.
-func validSymbol(symbol string) bool {
-	if len(symbol) != 6 {
-		return false
-	}
-	for i := range len(symbol) {
-		if symbol[i] < 'A' || symbol[i] > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
 // Connections is the number of websocket connections accepted since the simulator started.
 func (s *Server) Connections() int64 { return s.accepted.Load() }
 

@@ -95,3 +95,16 @@ func ParseDecimal(field, s string, maxPlaces int) (decimal.Decimal, error) {
 	}
 	return d, nil
 }
+
+// ValidSymbol reports whether s is a desk symbol: six upper-case ASCII letters, like EURUSD.
+func ValidSymbol(s string) bool {
+	if len(s) != 6 {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}

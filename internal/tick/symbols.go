@@ -1,19 +1,14 @@
 package tick
 
-import "fmt"
+import (
+	"fmt"
+
+	"fxdesk/internal/fx"
+)
 
 // ValidSymbol reports whether s is a desk symbol: six upper-case ASCII letters, like EURUSD.
-func ValidSymbol(s string) bool {
-	if len(s) != 6 {
-		return false
-	}
-	for i := range len(s) {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
-}
+// It is fx.ValidSymbol, which the feed simulator shares.
+func ValidSymbol(s string) bool { return fx.ValidSymbol(s) }
 
 // ProviderPair maps a desk symbol to the provider's pair: EURUSD → "EUR/USD", XAUUSD → "XAU/USD".
 func ProviderPair(symbol string) (string, error) {
