@@ -66,6 +66,7 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Workers: db.Stats().MaxOpenConnections,
 		Log:     base,
 		Observe: func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
+		Dropped: func() uint64 { return stream.engine.DroppedFor(updates) },
 	})
 	if err != nil {
 		return nil, err

@@ -13,7 +13,10 @@
 // evaluated, a close or fill when a worker picks it, an alert when it is sent — and is dropped
 // with a warning naming it); never queue dropped work for replay (the position or order simply
 // stays under watch, and the lease_restored sweep re-derives what is due from the state and
-// prices of that moment); and never block the tick path on I/O or on a worker.
+// prices of that moment); and never block the tick path on I/O or on a worker. A tick the
+// engine never received — the tick engine drops updates for a subscriber a whole buffer behind —
+// is made good the same way: Config.Dropped reports the loss and the updates_dropped sweep
+// evaluates everything at current prices.
 //
 // Structure:
 //

@@ -34,6 +34,13 @@ type Config struct {
 	Observe func(time.Duration)
 	// LoadRetryMin and LoadRetryMax bound the wait between failed loads. Defaults 1s and 30s.
 	LoadRetryMin, LoadRetryMax time.Duration
+	// Dropped, when set, counts the updates the Updates subscription has lost because the engine
+	// fell a whole buffer behind (tick.Engine.DroppedFor). When it has grown, the engine sweeps
+	// with the reason updates_dropped: a lost tick then delays a stop or a trigger by at most
+	// DropCheck, instead of until that symbol quotes again.
+	Dropped func() uint64
+	// DropCheck is how often Dropped is read. Default 1s.
+	DropCheck time.Duration
 }
 
 // Stats counts what the engine holds and has done.
@@ -138,6 +145,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.LoadRetryMin <= 0 {
 		cfg.LoadRetryMin = time.Second
 	}
+	if cfg.DropCheck <= 0 {
+		cfg.DropCheck = time.Second
+	}
 	if cfg.LoadRetryMax < cfg.LoadRetryMin {
 		cfg.LoadRetryMax = max(30*time.Second, cfg.LoadRetryMin)
 	}
@@ -174,12 +184,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.load(ctx) {
 		return nil
 	}
+	// Updates lost while loading are covered by the boot sweep, which reads current prices.
+	var dropCheck <-chan time.Time
+	var dropped uint64
+	if e.cfg.Dropped != nil {
+		dropped = e.cfg.Dropped()
+		t := time.NewTicker(e.cfg.DropCheck)
+		defer t.Stop()
+		dropCheck = t.C
+	}
 	e.Sweep(ctx, SweepBoot)
 	close(e.ready)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-dropCheck:
+			if n := e.cfg.Dropped(); n != dropped {
+				e.log.WarnContext(ctx, "risk engine lost tick updates; sweeping at current prices", slog.Uint64("lost", n-dropped))
+				dropped = n
+				e.Sweep(ctx, SweepUpdatesDropped)
+			}
 		case u, ok := <-e.cfg.Updates:
 			if !ok {
 				e.log.WarnContext(ctx, "risk engine: the tick subscription closed; no more ticks will be evaluated")

@@ -254,6 +254,30 @@ func TestConversionLegIndex(t *testing.T) {
 // TestGateClosedDropsAndSweepRestores: with the lease unconfirmed a triggering tick executes
 // nothing and the warning names the position and the reason, once per gap; the lease_restored
 // sweep then closes it at the price current at that moment.
+// Updates the subscription lost are made good by a sweep at current prices: a stop crossed by a
+// price the engine never received as a tick still closes, at that price.
+func TestLostUpdatesSweep(t *testing.T) {
+	t.Parallel()
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+		{ID: 7, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+	}}
+	r := newRig(t, snap, 1, func(r *rig) {
+		r.prices.set("EURUSD", 1.2, 1.2002)
+		r.exec.entered = make(chan call, 4)
+	})
+	// The price crosses the stop, and its tick is lost.
+	r.prices.set("EURUSD", 1.18, 1.1802)
+	r.dropped.Add(3)
+	c := recv(t, r.exec.entered)
+	if c.kind != jobClose || c.id != 7 || c.reason != ReasonSL || c.at.Bid != 1.18 {
+		t.Fatalf("after lost updates: %+v, want position 7 closed by SL at bid 1.18", c)
+	}
+	r.settle()
+	if r.logs.lines("risk engine lost tick updates", "lost=3") != 1 || r.logs.lines(`msg="risk sweep"`, "reason=updates_dropped") != 1 {
+		t.Fatalf("want one warning and one updates_dropped sweep:\n%s", r.logs)
+	}
+}
+
 func TestGateClosedDropsAndSweepRestores(t *testing.T) {
 	t.Parallel()
 	acc := Account{ID: 3, Currency: "USD", Balance: 1500, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}

@@ -177,6 +177,7 @@ type rig struct {
 	logs    *logBuffer
 	updates chan tick.Update
 	owns    atomic.Int64
+	dropped atomic.Uint64 // what Config.Dropped answers
 }
 
 func instruments() []Instrument {
@@ -200,15 +201,17 @@ func newRig(t *testing.T, snap Snapshot, workers int, prep func(*rig)) *rig {
 		prep(r)
 	}
 	e, err := New(Config{
-		Loader:   loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }),
-		Prices:   r.prices,
-		Updates:  r.updates,
-		Executor: r.exec,
-		Gate:     r.gate,
-		Alerts:   r.alerts,
-		Workers:  workers,
-		Log:      slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Observe:  func(time.Duration) { r.owns.Add(1) },
+		Loader:    loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }),
+		Prices:    r.prices,
+		Updates:   r.updates,
+		Executor:  r.exec,
+		Gate:      r.gate,
+		Alerts:    r.alerts,
+		Workers:   workers,
+		Log:       slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observe:   func(time.Duration) { r.owns.Add(1) },
+		Dropped:   r.dropped.Load,
+		DropCheck: 5 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -54,8 +54,9 @@ const (
 
 // Sweep reasons.
 const (
-	SweepBoot          = "boot"
-	SweepLeaseRestored = "lease_restored"
+	SweepBoot           = "boot"
+	SweepLeaseRestored  = "lease_restored"
+	SweepUpdatesDropped = "updates_dropped" // the tick subscription lost updates (Config.Dropped)
 )
 
 // Position is an open position as the engine sees it. Prices and lots are floats: they rank and

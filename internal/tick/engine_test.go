@@ -533,7 +533,7 @@ func TestDroppedUpdatesWarnOncePerPeriod(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := New(Config{URL: "ws://unused", UpdateBuffer: 1, Now: func() time.Time { return now }},
 		slog.New(slog.NewTextHandler(&buf, nil)))
-	_, cancel := e.Updates(nil)
+	ch, cancel := e.Updates(nil)
 	defer cancel()
 	q := &Quote{Bid: 1.1, Ask: 1.1002}
 	publish := func(n int) {
@@ -559,5 +559,13 @@ func TestDroppedUpdatesWarnOncePerPeriod(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "droppedSinceLastWarning=7 droppedBySubscriber=8") {
 		t.Fatalf("second warning should count the 7 drops since the first:\n%s", &buf)
+	}
+	if got := e.DroppedFor(ch); got != 8 {
+		t.Fatalf("DroppedFor = %d, want 8", got)
+	}
+	if other, cancelOther := e.Updates(nil); e.DroppedFor(other) != 0 {
+		t.Fatal("a new subscription reports drops")
+	} else {
+		cancelOther()
 	}
 }

@@ -46,6 +46,19 @@ func (e *Engine) Updates(symbols []string) (<-chan Update, func()) {
 	}
 }
 
+// DroppedFor returns how many updates the subscription ch (from Updates) has lost; 0 once it is
+// cancelled.
+func (e *Engine) DroppedFor(ch <-chan Update) uint64 {
+	e.subsMu.RLock()
+	defer e.subsMu.RUnlock()
+	for s := range e.subs {
+		if (<-chan Update)(s.ch) == ch {
+			return s.dropped.Load()
+		}
+	}
+	return 0
+}
+
 // publishLocked offers q to every interested subscriber; the caller holds subsMu for reading.
 func (e *Engine) publishLocked(symbol string, q *Quote) {
 	for s := range e.subs {
