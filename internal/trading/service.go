@@ -3,6 +3,7 @@ package trading
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -83,6 +84,9 @@ func (s *Service) begin(ctx context.Context, what string) (*txn, *batch, error) 
 		return nil, nil, errPricing()
 	}
 	stmt, args, err := s.lease.FenceStatement()
+	if err == nil && stmt == "" {
+		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
+	}
 	if err != nil {
 		s.log.WarnContext(ctx, "lease fence refused the write", slog.String("work", what), slog.Any("err", err))
 		return nil, nil, errPricing()

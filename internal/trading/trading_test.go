@@ -146,6 +146,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if won, err := k.Claim(ctx); !won || err != nil {
 		t.Fatalf("claim: won=%v err=%v", won, err)
 	}
+	t.Cleanup(func() { testDB.Exec("DELETE FROM `engine_lease` WHERE `id` = ?", lease.Key) })
 	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: k})
 	a, err := svc.CreateAccount(ctx, 9003, "USD", 100)
 	if err != nil {
