@@ -60,6 +60,11 @@ func TestTokenListAndRevoke(t *testing.T) {
 	if n := count(); n != before {
 		t.Fatalf("refused revokes revoked %d tokens", n-before)
 	}
+	// A bad command line is refused before the database is touched.
+	env := append(e.env("LOG_LEVEL=warn"), "FXDESK_MYSQL_DSN=root@tcp(127.0.0.1:1)/fxdesk")
+	if out, err := runOnce(env, "fxdesk-web", "token", "revoke"); err == nil || !strings.Contains(out, "exactly one of --id") {
+		t.Fatalf("token revoke without arguments, database unreachable: %v\n%s", err, out)
+	}
 
 	if out, err := token("revoke", "--token", unused); err != nil {
 		t.Fatalf("revoke --token: %v\n%s", err, out)

@@ -29,16 +29,21 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 	}
 	fs := flag.NewFlagSet("token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// check validates the parsed flags before anything opens the database; run does the work.
+	var check func() error
 	var run func(context.Context, *sql.DB) error
 	switch args[0] {
 	case "create":
 		user := fs.Int64("user", 0, "the platform user id the token acts for (required)")
 		admin := fs.Bool("admin", false, "grant the admin role (the /api/admin routes)")
 		label := fs.String("label", "", "a note stored beside the token, e.g. who it was issued to")
-		run = func(ctx context.Context, db *sql.DB) error {
+		check = func() error {
 			if *user <= 0 {
 				return fmt.Errorf("token create: --user must be a positive whole number")
 			}
+			return nil
+		}
+		run = func(ctx context.Context, db *sql.DB) error {
 			token, err := auth.Create(ctx, db, *user, *admin, *label)
 			if err != nil {
 				return err
@@ -53,10 +58,13 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 		}
 	case "list":
 		user := fs.Int64("user", 0, "only this platform user's tokens")
-		run = func(ctx context.Context, db *sql.DB) error {
+		check = func() error {
 			if *user < 0 {
 				return fmt.Errorf("token list: --user must be a positive whole number")
 			}
+			return nil
+		}
+		run = func(ctx context.Context, db *sql.DB) error {
 			tokens, err := auth.List(ctx, db, *user)
 			if err != nil {
 				return err
@@ -75,10 +83,13 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 	case "revoke":
 		id := fs.Int64("id", 0, "the token's id, as token list shows it")
 		token := fs.String("token", "", "the token itself")
-		run = func(ctx context.Context, db *sql.DB) error {
+		check = func() error {
 			if (*id > 0) == (strings.TrimSpace(*token) != "") || *id < 0 {
 				return fmt.Errorf("token revoke: give exactly one of --id N (a positive whole number) or --token TOKEN")
 			}
+			return nil
+		}
+		run = func(ctx context.Context, db *sql.DB) error {
 			revoked, err := auth.Revoke(ctx, db, *id, *token)
 			if err != nil {
 				return err
@@ -86,8 +97,12 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			if !revoked {
 				return fmt.Errorf("token revoke: no live token matches (unknown, or already revoked)")
 			}
-			log.InfoContext(ctx, "api token revoked", slog.Int64("id", *id))
-			fmt.Fprintln(stdout, "revoked; processes that used it in the last 5 s accept it until their cache expires")
+			if *id > 0 {
+				log.InfoContext(ctx, "api token revoked", slog.Int64("id", *id))
+			} else {
+				log.InfoContext(ctx, "api token revoked", slog.String("by", "token text"))
+			}
+			fmt.Fprintln(stdout, "revoked; a process that accepted it in the last 5 s accepts it until its cache expires")
 			return nil
 		}
 	default:
@@ -98,6 +113,9 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q; %s", fs.Args(), tokenUsage)
+	}
+	if err := check(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

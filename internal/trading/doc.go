@@ -5,12 +5,12 @@
 // order row — always in that order, so two writers never wait on each other in a cycle — and
 // that checks the engine lease term (Lease.FenceStatement, a shared lock on the lease row) as
 // its last statement before COMMIT. A renew or a claim, which lock only the lease row, wait for
-// commits in flight rather than for whole transactions. A process that lost the term but whose
+// commits in flight rather than for whole transactions. A process that lost the term while its
 // gate still trusts its lease (the moments before its trust window ends) therefore runs the
-// rules first: it may answer a rule's refusal (unknown position, margin) where it used to answer
-// the pricing text. Either way nothing is written. Every balance change writes a deal with
-// balanceAfter and a unique idempotency key in the same transaction, so Σ deals.amount = balance
-// holds after every commit.
+// rules first, and may answer a rule's refusal (unknown position, margin) rather than the
+// pricing text the fence would give; either way nothing is written. Every balance change
+// writes a deal with balanceAfter and a unique idempotency key in the same transaction, so
+// Σ deals.amount = balance holds after every commit.
 //
 // A fill or a close is two round trips (batch.go): START TRANSACTION, the row locks and the
 // reads the rules need; then the writes, the fence and COMMIT. The rules run in Go between them,
