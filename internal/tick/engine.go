@@ -138,8 +138,6 @@ type Engine struct {
 	lastTickAt       atomic.Int64 // Config.Now, Unix ns; 0 = never
 	lastDataAt       atomic.Int64 // Config.Now, Unix ns; current session's last accepted quote
 	updatesDropped   atomic.Uint64
-	dropLoggedAt     atomic.Int64  // Config.Now, Unix ns, of the last "updates dropped" warning
-	dropLogged       atomic.Uint64 // updatesDropped when that warning was written
 	lastErr          atomic.Pointer[string]
 }
 

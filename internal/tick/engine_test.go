@@ -525,14 +525,14 @@ func TestConcurrentSubscribeLosesNothing(t *testing.T) {
 	}
 }
 
-// Updates a full subscriber loses are logged at warn, once per dropWarnEvery whatever the rate,
-// with how many were lost since the last warning.
-func TestDroppedUpdatesWarnOncePerPeriod(t *testing.T) {
+// Updates a full subscriber loses are logged at debug, once per dropLogEvery and subscriber
+// whatever the rate, with how many it lost since the last line; DroppedFor counts them.
+func TestDroppedUpdatesLoggedOncePerPeriod(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := New(Config{URL: "ws://unused", UpdateBuffer: 1, Now: func() time.Time { return now }},
-		slog.New(slog.NewTextHandler(&buf, nil)))
+		slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ch, cancel := e.Updates(nil)
 	defer cancel()
 	q := &Quote{Bid: 1.1, Ask: 1.1002}
@@ -545,20 +545,20 @@ func TestDroppedUpdatesWarnOncePerPeriod(t *testing.T) {
 	}
 	publish(5) // one buffered, four dropped
 	if got := strings.Count(buf.String(), "tick updates dropped"); got != 1 {
-		t.Fatalf("%d warnings for four drops in one period, want 1:\n%s", got, &buf)
+		t.Fatalf("%d lines for four drops in one period, want 1:\n%s", got, &buf)
 	}
-	now = now.Add(dropWarnEvery - time.Millisecond)
+	now = now.Add(dropLogEvery - time.Millisecond)
 	publish(3)
 	if got := strings.Count(buf.String(), "tick updates dropped"); got != 1 {
-		t.Fatalf("%d warnings before the period ended, want 1:\n%s", got, &buf)
+		t.Fatalf("%d lines before the period ended, want 1:\n%s", got, &buf)
 	}
 	now = now.Add(time.Millisecond)
 	publish(1)
 	if got := strings.Count(buf.String(), "tick updates dropped"); got != 2 {
-		t.Fatalf("%d warnings once the period ended, want 2:\n%s", got, &buf)
+		t.Fatalf("%d lines once the period ended, want 2:\n%s", got, &buf)
 	}
-	if !strings.Contains(buf.String(), "droppedSinceLastWarning=7 droppedBySubscriber=8") {
-		t.Fatalf("second warning should count the 7 drops since the first:\n%s", &buf)
+	if !strings.Contains(buf.String(), "level=DEBUG") || !strings.Contains(buf.String(), "droppedSinceLastLine=7 droppedBySubscriber=8") {
+		t.Fatalf("second line should be debug and count the 7 drops since the first:\n%s", &buf)
 	}
 	if got := e.DroppedFor(ch); got != 8 {
 		t.Fatalf("DroppedFor = %d, want 8", got)

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,6 +17,10 @@ type subscriber struct {
 	ch      chan Update
 	filter  map[string]struct{} // nil: every symbol
 	dropped atomic.Uint64
+
+	logMu         sync.Mutex // guards the drop log's rate limit
+	loggedAt      time.Time
+	loggedDropped uint64
 }
 
 // Updates subscribes to accepted quotes for symbols (none: every symbol). Each subscriber has
@@ -72,25 +77,30 @@ func (e *Engine) publishLocked(symbol string, q *Quote) {
 		default:
 			s.dropped.Add(1)
 			e.updatesDropped.Add(1)
-			e.warnDropped(symbol, s)
+			e.logDropped(symbol, s)
 		}
 	}
 }
 
-// dropWarnEvery bounds the "updates dropped" warning to one per period, whatever the drop rate.
-const dropWarnEvery = 10 * time.Second
+// dropLogEvery bounds the "updates dropped" line to one per subscriber and period.
+const dropLogEvery = 10 * time.Second
 
-// warnDropped logs, at most once per dropWarnEvery, that a subscriber too slow to keep up lost
-// updates: for the risk engine, a lost update means a stop or trigger waits for that symbol's
-// next quote.
-func (e *Engine) warnDropped(symbol string, s *subscriber) {
-	now := e.cfg.Now().UnixNano()
-	last := e.dropLoggedAt.Load()
-	if last != 0 && now-last < int64(dropWarnEvery) || !e.dropLoggedAt.CompareAndSwap(last, now) {
+// logDropped records at debug level, at most once per dropLogEvery for s, that s lost updates.
+// Dropping is by design for a reader that cannot keep up (a browser on the markets stream); a
+// reader for which a loss matters watches its own count (DroppedFor) and says so itself, as the
+// risk engine does.
+func (e *Engine) logDropped(symbol string, s *subscriber) {
+	now := e.cfg.Now()
+	s.logMu.Lock()
+	if !s.loggedAt.IsZero() && now.Sub(s.loggedAt) < dropLogEvery {
+		s.logMu.Unlock()
 		return
 	}
-	total := e.updatesDropped.Load()
-	e.log.Warn("tick updates dropped: a subscriber is not keeping up; it sees those symbols again on their next quote",
-		slog.String("symbol", symbol), slog.Uint64("droppedSinceLastWarning", total-e.dropLogged.Swap(total)),
-		slog.Uint64("droppedBySubscriber", s.dropped.Load()), slog.Int("buffer", cap(s.ch)))
+	total := s.dropped.Load()
+	since := total - s.loggedDropped
+	s.loggedAt, s.loggedDropped = now, total
+	s.logMu.Unlock()
+	e.log.Debug("tick updates dropped for a subscriber that is not keeping up",
+		slog.String("symbol", symbol), slog.Uint64("droppedSinceLastLine", since),
+		slog.Uint64("droppedBySubscriber", total), slog.Int("buffer", cap(s.ch)))
 }
