@@ -93,6 +93,7 @@ type Engine struct {
 	legs        map[string]leg
 	due, refs   []int32     // scratch: accounts a tick marks, band refs it reached
 	fired       []heapEntry // scratch: the triggers a tick fired
+	firing      []int32     // scratch: the positions a tick's stops handed off
 	bandTerms   []bandTerm  // scratch
 	marks       uint64      // accounts marked, for the benchmarks
 	gen         uint64      // evaluation generation, for the books' memoised quotes
@@ -375,8 +376,15 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 }
 
 // fireLocked hands every trigger the quote reaches to the workers.
+//
+// Fired stops are handed off first and their bookkeeping (the heaps, the account's aggregates and
+// pending profit) follows: a close's own time ends when a worker hands it to the executor, and
+// the workers start on the first chunk while this goroutine still un-indexes the rest. No answer
+// can see a close whose bookkeeping has not run, because answers are settled only under mu
+// (drainLocked), which this tick holds until it has run for every one.
 func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived time.Time) {
 	bid, ask := px.q.Bid, px.q.Ask
+	e.firing = e.firing[:0]
 	for _, f := range [...]struct {
 		h     *triggerHeap
 		price float64
@@ -387,8 +395,20 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 			if it.ref&1 == 1 {
 				reason = ReasonTP // ref 2·index+1
 			}
-			e.closeLocked(it.ref>>1, reason, px.q, arrived, px)
+			idx := it.ref >> 1
+			p := &e.pos[idx]
+			if p.closing {
+				continue // its other stop fired on the same quote: one close
+			}
+			p.closing = true
+			e.firing = append(e.firing, idx)
+			e.closesQueued.Add(1)
+			e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: b.symbol, quote: px.q, arrived: arrived})
 		}
+	}
+	e.flushLocked()
+	for _, idx := range e.firing {
+		e.closingLocked(idx, px)
 	}
 	for _, f := range [...]struct {
 		h     *triggerHeap
@@ -405,15 +425,23 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 // close had committed at this quote: p leaves the aggregates and its profit joins pending.
 func (e *Engine) closeLocked(idx int32, reason string, q tick.Quote, arrived time.Time, px *pricer) {
 	p := &e.pos[idx]
+	e.closingLocked(idx, px)
+	p.closing = true
+	e.closesQueued.Add(1)
+	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
+}
+
+// closingLocked is the bookkeeping of a close being handed off: p leaves the trigger heaps and
+// its account's aggregates, and its profit at px joins the account's pending.
+func (e *Engine) closingLocked(idx int32, px *pricer) {
+	p := &e.pos[idx]
 	a := e.accts[p.acct]
 	e.unindexPositionLocked(idx)
 	i := a.exposureOf(p.sym)
 	est, _ := e.pnlAtLocked(a, i, p, px) // before the exposure it reads goes
 	e.exposeAtLocked(a, i, p, -1)
-	p.closing, p.est = true, est
+	p.est = est
 	a.pending += est
-	e.closesQueued.Add(1)
-	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
 }
 
 func (e *Engine) handOffLocked(j job) {
