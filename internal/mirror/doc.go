@@ -17,18 +17,20 @@
 // poll costs about what moving the bytes costs. The publisher encodes straight from the tick
 // engine's ordered walk into one reused buffer — with or without pinned and exposed legs, which
 // only reorder anything when the cap bites — so a publish costs the SET plus one pass over the
-// quotes (see the benchmark). Its pin read rides the same pipeline, behind the SET, so a cycle
-// is one round trip.
+// quotes (see the benchmark). When a pin read is due it rides the same pipeline, behind the SET,
+// so a cycle is one round trip.
 //
 // Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
 // changes on every refresh), rewritten with the key's TTL by the poll that follows a change of
-// the set and then every PinRefresh (one minute), for PinHold after the last Pin. The leader reads the hash each cycle — one small HGETALL in the publish pipeline —
-// and judges a pin live while its stamp keeps changing on the leader's own clock, so a follower
-// that stopped asking lets the leg go after KeyTTL and no follower clock is ever compared with the
-// leader's. Polling is the authority; a PUBLISH nudge on a channel only makes the leader read the
-// hash at once, so the leg is subscribed within milliseconds and is in the next regular snapshot
-// instead of the one after. A lost nudge (pub/sub is fire-and-forget) costs one interval, nothing
-// more, which is why the nudge is not the channel itself.
+// the set and then every PinRefresh (one minute), for PinHold after the last Pin. The leader reads
+// the hash when a follower's PUBLISH nudge arrives, when its subscription comes back after a
+// reconnect (nudges sent meanwhile are lost: pub/sub is fire-and-forget), and once per
+// PinRefresh in the publish pipeline; it judges a pin live while its stamp keeps changing on the
+// leader's own clock, so a follower that stopped asking lets the leg go after KeyTTL and no
+// follower clock is ever compared with the leader's. The hash is the authority and the nudge only
+// says "read it now": a new leg is subscribed within milliseconds and is in the next regular
+// snapshot, and a nudge lost without a reconnect costs at most PinRefresh. Reading the hash on
+// every publish instead cost each publish about a tenth of a plain SET of the snapshot.
 //
 // Ages are measured on the leader's clock: a mid's age is (publishedAt − receivedAt), both leader
 // readings, plus how long the follower has known this snapshot on its own monotonic clock, plus

@@ -409,6 +409,14 @@ func TestPinRoundTrip(t *testing.T) {
 	if ttl := e.rdb.PTTL(ctx, e.keys.Pins).Val(); !near(ttl, mirror.KeyTTL, 5*time.Second) {
 		t.Fatalf("pin key TTL %v", ttl)
 	}
+	// Under Run the announcement on the pin channel makes the leader read the pins at once
+	// (TestPinNudgeUnderRun). Without it, a publish within PinRefresh of the last read does not
+	// read them; the first one after does: the safety net for a missed announcement.
+	must(t, pub.PublishOnce(ctx))
+	if got := e.lastPinned(); len(got) != 0 {
+		t.Fatalf("pins read again within PinRefresh: SetPinned got %v", got)
+	}
+	e.leader.Advance(mirror.PinRefresh)
 	must(t, pub.PublishOnce(ctx))
 	if got := e.lastPinned(); !slices.Equal(got, []string{"USDJPY"}) {
 		t.Fatalf("SetPinned got %v", got)
@@ -451,6 +459,61 @@ func TestPinRoundTrip(t *testing.T) {
 }
 
 // Under Run, a pin reaches SetPinned through the nudge at once, without waiting for the interval.
+// A pin written while the leader's subscription was down (its nudge lost) is read as soon as
+// the subscription comes back, not a PinRefresh later.
+func TestPinsReadAfterResubscribe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	calls := make(chan []string, 4)
+	// The leader's own client, named, so that only its subscription is cut (the package's tests
+	// share one redis-server).
+	name := "leader-" + e.keys.Pins
+	leader := redis.NewClient(&redis.Options{Addr: testRedis.Addr, ClientName: name})
+	t.Cleanup(func() { leader.Close() })
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.Redis = leader
+		c.Interval = time.Hour // no periodic cycle within the test
+		c.Now = time.Now
+		c.SetPinned = func(legs []string) error { calls <- legs; return nil }
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pub.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wait := func() []string {
+		select {
+		case legs := <-calls:
+			return legs
+		case <-time.After(10 * time.Second):
+			t.Fatal("SetPinned was not called")
+			return nil
+		}
+	}
+	if got := wait(); len(got) != 0 {
+		t.Fatalf("first SetPinned %v", got)
+	}
+	// The pin lands without its nudge, as when the announcement is published while the
+	// leader's subscription is down; then the subscription connection is cut.
+	must(t, e.rdb.HSet(ctx, e.keys.Pins, "USDJPY", "1-1").Err())
+	var killed int
+	for line := range strings.Lines(e.rdb.ClientList(ctx).Val()) {
+		if strings.Contains(line, " name="+name+" ") && strings.Contains(line, "sub=1") {
+			for f := range strings.FieldsSeq(line) {
+				if id, ok := strings.CutPrefix(f, "id="); ok {
+					must(t, e.rdb.Do(ctx, "CLIENT", "KILL", "ID", id).Err())
+					killed++
+				}
+			}
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("cut %d subscription connections of the leader, want 1:\n%s", killed, e.rdb.ClientList(ctx).Val())
+	}
+	if got := wait(); !slices.Equal(got, []string{"USDJPY"}) {
+		t.Fatalf("SetPinned after the resubscription %v", got)
+	}
+}
+
 func TestPinNudgeUnderRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
