@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -458,7 +459,36 @@ func TestPinRoundTrip(t *testing.T) {
 	}
 }
 
-// Under Run, a pin reaches SetPinned through the nudge at once, without waiting for the interval.
+// A pin read that SetPinned refused does not count as read: the next publish reads again rather
+// than a PinRefresh later.
+func TestRefusedPinsReadAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	var calls int
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.SetPinned = func(legs []string) error {
+			calls++
+			if calls == 1 {
+				return errors.New("subscription refused")
+			}
+			return nil
+		}
+	})
+	must(t, e.follower(nil).Pin(ctx, "USDJPY"))
+	if err := pub.PublishOnce(ctx); err == nil {
+		t.Fatal("the refused SetPinned was not reported")
+	}
+	e.leader.Advance(mirror.DefaultInterval)
+	must(t, pub.PublishOnce(ctx))
+	if calls != 2 {
+		t.Fatalf("SetPinned called %d times, want a second call on the next publish", calls)
+	}
+	if st := pub.Status(); !slices.Equal(st.Pinned, []string{"USDJPY"}) {
+		t.Fatalf("pinned after the retry: %v", st.Pinned)
+	}
+}
+
 // A pin written while the leader's subscription was down (its nudge lost) is read as soon as
 // the subscription comes back, not a PinRefresh later.
 func TestPinsReadAfterResubscribe(t *testing.T) {
@@ -514,6 +544,7 @@ func TestPinsReadAfterResubscribe(t *testing.T) {
 	}
 }
 
+// Under Run, a pin reaches SetPinned through the nudge at once, without waiting for the interval.
 func TestPinNudgeUnderRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

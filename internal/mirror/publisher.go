@@ -141,7 +141,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	defer sub.Close()
 	// Wait for the subscription to be confirmed, so a pin announced after the first publish is
 	// never missed by a subscription still in flight. If Redis is down, the client resubscribes
-	// when it returns; the cycle's own pin read covers the gap.
+	// when it returns, and the pins are read then (below); the first publish reads them anyway.
 	if _, err := sub.Receive(ctx); err != nil && ctx.Err() == nil {
 		p.log.WarnContext(ctx, "quote mirror: pin nudges unavailable until Redis answers", slog.Any("err", err))
 	}
@@ -241,20 +241,30 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
 	}
-	p.pinsRead = start
-	return p.applyPinsLocked(ctx, pins.Val())
+	return p.pinsReadLocked(ctx, start, pins.Val())
+}
+
+// pinsReadLocked applies a read of the pin hash made at at. Only a read that SetPinned accepted
+// counts as the last read: after a failure the next publish reads again.
+func (p *Publisher) pinsReadLocked(ctx context.Context, at time.Time, fields map[string]string) error {
+	if err := p.applyPinsLocked(ctx, fields); err != nil {
+		return err
+	}
+	p.pinsRead = at
+	return nil
 }
 
 // ReadPins reads the pin hash alone and hands changed pins to SetPinned.
 func (p *Publisher) ReadPins(ctx context.Context) error {
 	fields, err := p.cfg.Redis.HGetAll(ctx, p.cfg.Keys.Pins).Result()
-	if err != nil {
-		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pinsRead = p.cfg.Now()
-	return p.applyPinsLocked(ctx, fields)
+	if err != nil {
+		// The nudge that asked for this read is spent: the next publish reads in its pipeline.
+		p.pinsRead = time.Time{}
+		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
+	}
+	return p.pinsReadLocked(ctx, p.cfg.Now(), fields)
 }
 
 // QuoteWalker is implemented by a quote source that can walk its wanted quotes in symbol order
