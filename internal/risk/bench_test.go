@@ -282,3 +282,25 @@ func BenchmarkUntriggeredTick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSweep is what one full sweep holds the engine for — the boot, lease_restored and
+// updates_dropped sweeps — with nothing triggered: every position, order and account evaluated
+// at current prices. The updates_dropped sweep runs at most once per DropCheck (1 s).
+//
+//	go test -run '^$' -bench BenchmarkSweep -benchtime 20x ./internal/risk/
+func BenchmarkSweep(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("positions=%d", n), func(b *testing.B) {
+			snap, prices, _ := benchDesk(n, 0, 1e9)
+			e, _ := startBench(b, snap, prices, benchExec{}, nil)
+			ctx := context.Background()
+			queued := e.Stats().ClosesQueued
+			for b.Loop() {
+				e.Sweep(ctx, SweepUpdatesDropped)
+			}
+			if got := e.Stats().ClosesQueued; got != queued {
+				b.Fatalf("a sweep at unchanged prices queued %d closes", got-queued)
+			}
+		})
+	}
+}

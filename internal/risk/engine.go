@@ -37,7 +37,8 @@ type Config struct {
 	// Dropped, when set, counts the updates the Updates subscription has lost because the engine
 	// fell a whole buffer behind (tick.Engine.DroppedFor). When it has grown, the engine sweeps
 	// with the reason updates_dropped: a lost tick then delays a stop or a trigger by at most
-	// DropCheck, instead of until that symbol quotes again.
+	// DropCheck, instead of until that symbol quotes again. A sweep holds the engine for about
+	// 5 ms at 100,000 positions and 7 ms at 1,000,000 (BenchmarkSweep).
 	Dropped func() uint64
 	// DropCheck is how often Dropped is read. Default 1s.
 	DropCheck time.Duration
