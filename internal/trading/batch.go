@@ -141,6 +141,15 @@ func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 	return t.conn.ExecContext(ctx, q, args...)
 }
 
+// lock sends b, the transaction's first round trip: its row locks and the reads the rules need.
+// what names the write in errors.
+func (t *txn) lock(ctx context.Context, b *batch, what string) error {
+	if err := b.run(ctx, t); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
 // only when every statement before it succeeded; when one failed, the error comes back (the
 // fence's as the Service's refusal) and Rollback ends the transaction.

@@ -187,7 +187,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	}
 	// Round trip one: lock the account (as every fill and close takes it first), then
 	// the order, and sum the account's exposures.
-	tx, fb, err := s.begin(ctx, "fill resting order")
+	tx, locks, err := s.begin(ctx, "fill resting order")
 	if err != nil {
 		return err
 	}
@@ -196,10 +196,10 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	var o Order
 	var found, exists bool
 	var exps []exposure
-	fb.query(accountInto(&a, &found), lockAccountSQL, accountID)
-	fb.query(orderInto(&o, &exists), "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id)
-	fb.query(exposuresInto(&exps), exposuresSQL, accountID)
-	if err := s.lock(ctx, tx, fb, "fill resting order"); err != nil {
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, accountID)
+	locks.query(rowInto(&o, &exists, scanOrder), "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id)
+	locks.query(exposuresInto(&exps), exposuresSQL, accountID)
+	if err := tx.lock(ctx, locks, "fill resting order"); err != nil {
 		return err
 	}
 	if err := ownedBy(a, found, 0, accountID); err != nil {

@@ -75,9 +75,9 @@ func clampLimit(n int) int {
 func (s *Service) holds() bool { return s.lease != nil && s.lease.HoldsLease() }
 
 // begin opens a fenced write's transaction, after the gate, and returns its first batch: add
-// the row locks and reads, then lock. The fence itself is sent by commit, as the statement just
-// before COMMIT (see txn), so it costs no round trip of its own and holds its shared lock on the
-// lease row only while the transaction commits.
+// the row locks and reads, then send it with tx.lock. The fence itself is sent by commit, as
+// the statement just before COMMIT (see txn), so it costs no round trip of its own and holds
+// its shared lock on the lease row only while the transaction commits.
 func (s *Service) begin(ctx context.Context, what string) (*txn, *batch, error) {
 	if !s.holds() {
 		s.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
@@ -113,14 +113,6 @@ func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *batch,
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
 	return t, b, nil
-}
-
-// lock sends b, the transaction's first round trip, in tx.
-func (s *Service) lock(ctx context.Context, tx *txn, b *batch, what string) error {
-	if err := b.run(ctx, tx); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
 }
 
 func (c *catalog) accountGroup(name string) AccountGroup {
@@ -202,7 +194,7 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 		return Deal{}, false, err
 	}
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
-	tx, fb, err := s.beginUnfenced(ctx, "deposit")
+	tx, locks, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
 		return Deal{}, false, err
 	}
@@ -210,9 +202,9 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	var a Account
 	var prior Deal
 	var found, seen bool
-	fb.query(accountInto(&a, &found), lockAccountSQL, id)
-	fb.query(dealInto(&prior, &seen), dealByKeySQL, key)
-	if err := s.lock(ctx, tx, fb, "deposit"); err != nil {
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
+	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
+	if err := tx.lock(ctx, locks, "deposit"); err != nil {
 		return Deal{}, false, err
 	}
 	if err := ownedBy(a, found, 0, id); err != nil {
@@ -255,7 +247,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		return Deal{}, false, err
 	}
 	var tx *txn
-	var fb *batch
+	var locks *batch
 	unpriceable := func(err error) error {
 		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
 			return fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
@@ -267,20 +259,20 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok || !s.holds() {
 			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
 		}
-		if tx, fb, err = s.begin(ctx, "withdrawal"); err != nil {
+		if tx, locks, err = s.begin(ctx, "withdrawal"); err != nil {
 			return Deal{}, false, unpriceable(err)
 		}
-	} else if tx, fb, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
+	} else if tx, locks, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
 		return Deal{}, false, err
 	}
 	defer tx.Rollback()
 	var a Account
 	var prior Deal
 	var found, seen bool
-	fb.query(accountInto(&a, &found), lockAccountSQL, id)
-	fb.query(dealInto(&prior, &seen), dealByKeySQL, key)
-	fb.query(exposuresInto(&exps), exposuresSQL, id)
-	if err := s.lock(ctx, tx, fb, "withdrawal"); err != nil {
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
+	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
+	locks.query(exposuresInto(&exps), exposuresSQL, id)
+	if err := tx.lock(ctx, locks, "withdrawal"); err != nil {
 		return Deal{}, false, err
 	}
 	if err := ownedBy(a, found, userID, id); err != nil {
@@ -444,7 +436,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	}
 
 	// Round trip one: lock the account, find a retried nonce, sum the exposures.
-	tx, fb, err := s.begin(ctx, "fill order")
+	tx, locks, err := s.begin(ctx, "fill order")
 	if err != nil {
 		return OrderResult{}, err
 	}
@@ -453,14 +445,14 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	var found, retried bool
 	var original Order
 	var exps []exposure
-	fb.query(accountInto(&a, &found), lockAccountSQL, r.AccountID)
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, r.AccountID)
 	if r.RequestNonce != "" {
 		// The account lock serialises submits of one account, so a retry racing the original
 		// waits for it and then finds it here, before any rule could refuse the retry.
-		fb.query(orderInto(&original, &retried), nonceSQL, r.AccountID, r.RequestNonce)
+		locks.query(rowInto(&original, &retried, scanOrder), nonceSQL, r.AccountID, r.RequestNonce)
 	}
-	fb.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
-	if err := s.lock(ctx, tx, fb, "fill order"); err != nil {
+	locks.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
+	if err := tx.lock(ctx, locks, "fill order"); err != nil {
 		return OrderResult{}, err
 	}
 	if err := ownedBy(a, found, userID, r.AccountID); err != nil {
@@ -805,7 +797,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	// the position (a non-locking read: a position never changes account), so every close takes
 	// the account row first as every fill does, without a read of its own before the
 	// transaction.
-	tx, fb, err := s.begin(ctx, "close position")
+	tx, locks, err := s.begin(ctx, "close position")
 	if err != nil {
 		return CloseResult{}, err
 	}
@@ -813,9 +805,9 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	var a Account
 	var p Position
 	var found, exists bool
-	fb.query(accountInto(&a, &found), "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = ?) FOR UPDATE", id)
-	fb.query(positionInto(&p, &exists), lockPositionSQL, id)
-	if err := s.lock(ctx, tx, fb, "close position"); err != nil {
+	locks.query(rowInto(&a, &found, scanAccount), "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = ?) FOR UPDATE", id)
+	locks.query(rowInto(&p, &exists, scanPosition), lockPositionSQL, id)
+	if err := tx.lock(ctx, locks, "close position"); err != nil {
 		return CloseResult{}, err
 	}
 	if !exists || ownedBy(a, found, userID, p.AccountID) != nil {

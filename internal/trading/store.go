@@ -141,10 +141,10 @@ func loadAccount(ctx context.Context, q querier, userID, id int64) (Account, err
 // account row first, then the rows it changes.
 const lockAccountSQL = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ? FOR UPDATE"
 
-// accountInto is the batch scan of one account row.
-func accountInto(a *Account, found *bool) func(*sql.Rows) error {
+// rowInto is the batch scan of at most one row, read by scan into *v.
+func rowInto[T any](v *T, found *bool, scan func(scanner) (T, error)) func(*sql.Rows) error {
 	return scanFirst(found, func(r *sql.Rows) (err error) {
-		*a, err = scanAccount(r)
+		*v, err = scan(r)
 		return err
 	})
 }
@@ -218,14 +218,6 @@ func scanOrder(sc scanner) (Order, error) {
 // nonceSQL finds account ?'s order with request nonce ?.
 const nonceSQL = "SELECT " + orderCols + " FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?"
 
-// orderInto is the batch scan of one order row.
-func orderInto(o *Order, found *bool) func(*sql.Rows) error {
-	return scanFirst(found, func(r *sql.Rows) (err error) {
-		*o, err = scanOrder(r)
-		return err
-	})
-}
-
 func loadOrderByNonce(ctx context.Context, q querier, accountID int64, nonce string) (Order, bool, error) {
 	o, err := scanOrder(q.QueryRowContext(ctx, nonceSQL, accountID, nonce))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -279,14 +271,6 @@ func scanPosition(sc scanner) (Position, error) {
 // lockPositionSQL takes position ? for update, after its account.
 const lockPositionSQL = "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ? FOR UPDATE"
 
-// positionInto is the batch scan of one position row.
-func positionInto(p *Position, found *bool) func(*sql.Rows) error {
-	return scanFirst(found, func(r *sql.Rows) (err error) {
-		*p, err = scanPosition(r)
-		return err
-	})
-}
-
 // loadPosition reads position id, without a lock; userID 0 means any owner.
 func loadPosition(ctx context.Context, q querier, userID, id int64) (Position, error) {
 	sqlText := "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ?"
@@ -333,14 +317,6 @@ func scanDeal(sc scanner) (Deal, error) {
 
 // dealByKeySQL finds the deal with idempotency key ?.
 const dealByKeySQL = "SELECT " + dealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
-
-// dealInto is the batch scan of one deal row.
-func dealInto(d *Deal, found *bool) func(*sql.Rows) error {
-	return scanFirst(found, func(r *sql.Rows) (err error) {
-		*d, err = scanDeal(r)
-		return err
-	})
-}
 
 func loadDealByKey(ctx context.Context, q querier, key string) (Deal, bool, error) {
 	d, err := scanDeal(q.QueryRowContext(ctx, dealByKeySQL, key))
