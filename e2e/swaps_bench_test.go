@@ -2,11 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/swaps"
 )
 
@@ -19,9 +19,7 @@ import (
 //
 // FXDESK_BENCH_POSITIONS (default 100000) sets the size.
 func TestBenchSwapRollover(t *testing.T) {
-	if os.Getenv("FXDESK_BENCH") == "" {
-		t.Skip("set FXDESK_BENCH=1 to run the rollover benchmark")
-	}
+	dbtest.SkipUnlessBench(t, "rollover")
 	total := int(envDuration("FXDESK_BENCH_POSITIONS", 100000))
 	const per = 10
 	e := newDeskEnv(t)

@@ -37,9 +37,7 @@ import (
 // the concurrency, FXDESK_BENCH_GOMAXPROCS (default 1) fxdesk-web's GOMAXPROCS (0: Go's default). It fails on any refused order; the figures are reported, not asserted, since
 // they depend on the machine.
 func TestBenchMarketOrders(t *testing.T) {
-	if os.Getenv("FXDESK_BENCH") == "" {
-		t.Skip("set FXDESK_BENCH=1 to run the market-order benchmark")
-	}
+	dbtest.SkipUnlessBench(t, "market-order")
 	phase := envDuration("FXDESK_BENCH_SECONDS", 5) * time.Second
 	workers := int(envDuration("FXDESK_BENCH_WORKERS", 32))
 
@@ -47,11 +45,8 @@ func TestBenchMarketOrders(t *testing.T) {
 	// second and log at debug, which would be part of what is measured), and the processor
 	// setting docs/operations.md gives a web process sharing a small machine with MariaDB, as
 	// here; FXDESK_BENCH_GOMAXPROCS=0 runs it with the Go default instead.
-	procs := "1"
-	if v, ok := os.LookupEnv("FXDESK_BENCH_GOMAXPROCS"); ok {
-		procs = v
-	}
-	d := newTradingDesk(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", "GOMAXPROCS="+procs)
+	procs := dbtest.BenchProcs(t)
+	d := newTradingDesk(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs))
 	tok := d.e.issueToken(9000, false)
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}
@@ -184,7 +179,7 @@ func TestBenchMarketOrders(t *testing.T) {
 	}
 	slices.Sort(control)
 
-	t.Logf("market orders through HTTP (peak, %d workers, fxdesk-web GOMAXPROCS=%s): %.0f/s", workers, procs, httpRate)
+	t.Logf("market orders through HTTP (peak, %d workers, fxdesk-web GOMAXPROCS=%d): %.0f/s", workers, procs, httpRate)
 	t.Logf("raw SQL ceiling of the same writes (%d workers):  %.0f/s", workers, rawRate)
 	t.Logf("ratio HTTP / raw: %.2f (target ≥ 0.80)", httpRate/rawRate)
 	t.Logf("processor time per order, HTTP: %s", httpCost)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -220,3 +221,29 @@ func ProcessCPU(pid int) (time.Duration, bool) {
 
 // Sub is the time each side spent since o.
 func (c CPU) Sub(o CPU) CPU { return CPU{Self: c.Self - o.Self, Server: c.Server - o.Server} }
+
+// SkipUnlessBench skips tb unless FXDESK_BENCH is set: the benchmarks against the real database
+// run for minutes and load the machine, so they run only when asked for. what names the
+// benchmark in the skip message.
+func SkipUnlessBench(tb testing.TB, what string) {
+	tb.Helper()
+	if os.Getenv("FXDESK_BENCH") == "" {
+		tb.Skipf("set FXDESK_BENCH=1 to run the %s benchmark", what)
+	}
+}
+
+// BenchProcs is the GOMAXPROCS the database benchmarks give the desk's Go process:
+// FXDESK_BENCH_GOMAXPROCS, default 1 — what docs/operations.md advises where the process shares
+// a small machine with MariaDB. 0 means Go's own default (one per core).
+func BenchProcs(tb testing.TB) int {
+	tb.Helper()
+	v, ok := os.LookupEnv("FXDESK_BENCH_GOMAXPROCS")
+	if !ok {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		tb.Fatalf("FXDESK_BENCH_GOMAXPROCS=%q: want a whole number, 0 for Go's default", v)
+	}
+	return n
+}

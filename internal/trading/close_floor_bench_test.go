@@ -3,7 +3,6 @@ package trading
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +28,7 @@ import (
 //
 //	FXDESK_BENCH=1 go test -run '^$' -bench BenchmarkCloseFloor -benchtime 1x ./internal/trading/
 func BenchmarkCloseFloor(b *testing.B) {
-	if os.Getenv("FXDESK_BENCH") == "" {
-		b.Skip("set FXDESK_BENCH=1 to run the close-floor benchmark")
-	}
+	dbtest.SkipUnlessBench(b, "close-floor")
 	ctx := context.Background()
 	db, drop, err := dbtest.NewMigrated("closefloor")
 	if err != nil {

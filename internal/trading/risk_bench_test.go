@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,9 +65,7 @@ var usdValue = map[string]float64{
 // The burst runs with GOMAXPROCS=1, as docs/operations.md advises for a web process sharing a
 // small machine with MariaDB; FXDESK_BENCH_GOMAXPROCS=0 keeps Go's default. Each call seeds a fresh database and measures one burst; run it with -benchtime 1x.
 func BenchmarkRiskBurstCommitted(b *testing.B) {
-	if os.Getenv("FXDESK_BENCH") == "" {
-		b.Skip("set FXDESK_BENCH=1 to run the committed burst benchmark")
-	}
+	dbtest.SkipUnlessBench(b, "committed burst")
 	const (
 		accounts  = 1000
 		positions = 100_000
@@ -249,13 +246,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	// The burst, with the engine's process on the processors docs/operations.md gives a web
 	// process sharing a small machine with MariaDB, as here (FXDESK_BENCH_GOMAXPROCS, default 1;
 	// 0 keeps Go's default).
-	procs := 1
-	if v, ok := os.LookupEnv("FXDESK_BENCH_GOMAXPROCS"); ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			procs = n
-		}
-	}
-	if procs > 0 {
+	if procs := dbtest.BenchProcs(b); procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	}
 	b.Logf("burst with GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
