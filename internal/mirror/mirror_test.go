@@ -489,28 +489,27 @@ func TestRefusedPinsReadAgain(t *testing.T) {
 	}
 }
 
-// A pin written while the leader's subscription was down (its nudge lost) is read as soon as
-// the subscription comes back, not a PinRefresh later.
-func TestPinsReadAfterResubscribe(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+// runPublisher runs a publisher under Run for the rest of the test, with no periodic cycle
+// after the first (its interval is an hour), and returns a wait for its next SetPinned call.
+// Before returning it waits for that first cycle's call, made once the pin subscription is
+// confirmed, and checks that it pinned nothing. client, when not nil, is the publisher's Redis.
+func runPublisher(t *testing.T, e *env, client *redis.Client) (wait func() []string) {
+	t.Helper()
 	calls := make(chan []string, 4)
-	// The leader's own client, named, so that only its subscription is cut (the package's tests
-	// share one redis-server).
-	name := "leader-" + e.keys.Pins
-	leader := redis.NewClient(&redis.Options{Addr: testRedis.Addr, ClientName: name})
-	t.Cleanup(func() { leader.Close() })
 	pub := e.publisher(func(c *mirror.PublisherConfig) {
-		c.Redis = leader
-		c.Interval = time.Hour // no periodic cycle within the test
+		if client != nil {
+			c.Redis = client
+		}
+		c.Interval = time.Hour // only a nudge or a resubscription can deliver within the test
 		c.Now = time.Now
 		c.SetPinned = func(legs []string) error { calls <- legs; return nil }
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- pub.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	wait := func() []string {
+	t.Cleanup(func() { cancel(); <-done })
+	wait = func() []string {
+		t.Helper()
 		select {
 		case legs := <-calls:
 			return legs
@@ -522,6 +521,21 @@ func TestPinsReadAfterResubscribe(t *testing.T) {
 	if got := wait(); len(got) != 0 {
 		t.Fatalf("first SetPinned %v", got)
 	}
+	return wait
+}
+
+// A pin written while the leader's subscription was down (its nudge lost) is read as soon as
+// the subscription comes back, not a PinRefresh later.
+func TestPinsReadAfterResubscribe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	// The leader's own client, named, so that only its subscription is cut (the package's tests
+	// share one redis-server).
+	name := "leader-" + e.keys.Pins
+	leader := redis.NewClient(&redis.Options{Addr: testRedis.Addr, ClientName: name})
+	t.Cleanup(func() { leader.Close() })
+	wait := runPublisher(t, e, leader)
 	// The pin lands without its nudge, as when the announcement is published while the
 	// leader's subscription is down; then the subscription connection is cut.
 	must(t, e.rdb.HSet(ctx, e.keys.Pins, "USDJPY", "1-1").Err())
@@ -548,29 +562,7 @@ func TestPinsReadAfterResubscribe(t *testing.T) {
 func TestPinNudgeUnderRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	calls := make(chan []string, 4)
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
-		c.Interval = time.Hour // only the nudge can deliver within the test
-		c.Now = time.Now
-		c.SetPinned = func(legs []string) error { calls <- legs; return nil }
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pub.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	wait := func() []string {
-		select {
-		case legs := <-calls:
-			return legs
-		case <-time.After(10 * time.Second):
-			t.Fatal("SetPinned was not called")
-			return nil
-		}
-	}
-	if got := wait(); len(got) != 0 { // the first cycle, after the subscription is confirmed
-		t.Fatalf("first SetPinned %v", got)
-	}
+	wait := runPublisher(t, e, nil)
 	must(t, e.follower(nil).Pin(context.Background(), "GBPJPY", "EURUSD"))
 	if got := wait(); !slices.Equal(got, []string{"EURUSD", "GBPJPY"}) {
 		t.Fatalf("SetPinned after the nudge %v", got)
