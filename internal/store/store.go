@@ -62,11 +62,16 @@ func Connect(dsn string) (*sql.DB, error) {
 }
 
 // Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
-// to a server that answered with an error.
+// to a server that answered with an error, or a migration that failed (ErrMigrate).
 func Unreachable(err error) bool {
 	var me *mysql.MySQLError
-	return err != nil && !errors.As(err, &me)
+	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
 }
+
+// ErrMigrate marks an OpenMigrated error that came from migrating a server that was reached: the
+// migrations could not be read or applied, or another process held the migration lock. It is
+// never Unreachable, so a process does not go on without its schema.
+var ErrMigrate = errors.New("migrate")
 
 // Open connects to the database named by dsn, creating it first if it does not exist. It does not
 // migrate; call Migrate for that.
@@ -245,7 +250,8 @@ func (d driverLogger) Print(v ...any) {
 
 // OpenMigrated opens the database (creating it if missing) and applies every migration, each
 // step bounded so a dead server costs seconds, not a hang. On a migration failure the pool is
-// closed. An error from opening keeps its cause, so Unreachable tells a down server apart.
+// closed. An error from opening keeps its cause, so Unreachable tells a down server apart; an
+// error from migrating is ErrMigrate.
 func OpenMigrated(ctx context.Context, dsn string, log *slog.Logger) (*sql.DB, error) {
 	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	db, err := Open(openCtx, dsn)
@@ -257,7 +263,7 @@ func OpenMigrated(ctx context.Context, dsn string, log *slog.Logger) (*sql.DB, e
 	defer cancel()
 	if err := Migrate(migrateCtx, db, log); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrMigrate, err)
 	}
 	return db, nil
 }

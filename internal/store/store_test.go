@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"reflect"
@@ -42,5 +43,17 @@ func TestMigrationsAreWellFormed(t *testing.T) {
 		if _, err := fs.Stat(migrations.FS, fmt.Sprintf("%06d_%s.down.sql", m.version, m.name)); err != nil {
 			t.Errorf("migration %06d_%s has no down file", m.version, m.name)
 		}
+	}
+}
+
+// A migration failure is never mistaken for a server that cannot be reached, whatever its
+// cause: the web process would otherwise boot without its schema.
+func TestMigrateFailureIsNotUnreachable(t *testing.T) {
+	lockHeld := fmt.Errorf("%w: %w", ErrMigrate, errors.New("another process held the migration lock for 60s"))
+	if Unreachable(lockHeld) {
+		t.Fatalf("Unreachable(%v) = true", lockHeld)
+	}
+	if down := errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"); !Unreachable(down) {
+		t.Fatalf("Unreachable(%v) = false", down)
 	}
 }
