@@ -207,13 +207,16 @@ func (f *Follower) stampLocked(now time.Time) string {
 	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + strconv.FormatUint(f.pinSeq, 10)
 }
 
-func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols []string, stamp string) {
+// writePins adds to pipe the write of symbols with stamp, and returns a check of that write's
+// result once the pipeline has run (a pipeline's own error may be another command's).
+func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols []string, stamp string) (written func() bool) {
 	args := make([]any, 0, 2*len(symbols))
 	for _, s := range symbols {
 		args = append(args, s, stamp)
 	}
-	pipe.HSet(ctx, f.cfg.Keys.Pins, args...)
-	pipe.PExpire(ctx, f.cfg.Keys.Pins, KeyTTL)
+	hset := pipe.HSet(ctx, f.cfg.Keys.Pins, args...)
+	pexpire := pipe.PExpire(ctx, f.cfg.Keys.Pins, KeyTTL)
+	return func() bool { return hset.Err() == nil && pexpire.Err() == nil }
 }
 
 // PollOnce reads the snapshot (and its remaining TTL) and refreshes this process's pins in one
@@ -240,11 +243,12 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	// The pins are rewritten when the set changed or PinRefresh has passed: the leader lets a
 	// pin go only once its stamp has stood still for KeyTTL, fifteen refreshes away.
 	refresh := len(held) > 0 && (!slices.Equal(held, f.pinsWritten) || start.Sub(f.pinsAt) >= PinRefresh)
+	var written func() bool
 	if refresh {
-		f.writePins(ctx, pipe, held, f.stampLocked(start))
+		written = f.writePins(ctx, pipe, held, f.stampLocked(start))
 	}
 	_, execErr := pipe.Exec(ctx)
-	if refresh && execErr == nil {
+	if refresh && written() { // even when the GET found no snapshot yet (redis.Nil)
 		f.pinsWritten, f.pinsAt = held, start
 	}
 

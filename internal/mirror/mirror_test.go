@@ -379,6 +379,24 @@ func TestClosedSessionServesLastMid(t *testing.T) {
 	}
 }
 
+// Before the leader has published anything, the follower's GET finds no snapshot; its pin
+// write in the same round trip still counts, so the next poll within PinRefresh leaves the
+// stamp alone instead of rewriting it on every poll.
+func TestPinWrittenWithoutSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	fol := e.follower(nil)
+	must(t, fol.Pin(ctx, "USDJPY"))
+	fol.PollOnce(ctx) // no snapshot yet: the poll reports it, and writes the pin set
+	stamp := e.rdb.HGet(ctx, e.keys.Pins, "USDJPY").Val()
+	e.local.Advance(mirror.PinRefresh / 2)
+	fol.PollOnce(ctx)
+	if got := e.rdb.HGet(ctx, e.keys.Pins, "USDJPY").Val(); got != stamp {
+		t.Fatalf("pin rewritten within PinRefresh while no snapshot exists: %q → %q", stamp, got)
+	}
+}
+
 // A leg the follower pins reaches the engine through SetPinned, appears in a later snapshot, is
 // kept alive by the follower's refreshes and let go once they stop.
 func TestPinRoundTrip(t *testing.T) {
