@@ -250,7 +250,6 @@ func (p *parser) str() ([]byte, error) {
 	return nil, p.fail("closing '\"'")
 }
 
-// number returns the bytes of a JSON number, checked against the JSON grammar.
 // key reads an object key and the ':' after it, with the white space around both.
 func (p *parser) key() ([]byte, error) {
 	p.ws()
@@ -267,6 +266,7 @@ func (p *parser) key() ([]byte, error) {
 	return k, nil
 }
 
+// number returns the bytes of a JSON number, checked against the JSON grammar.
 func (p *parser) number() ([]byte, error) {
 	start := p.i
 	if p.peek() == '-' {
