@@ -60,7 +60,7 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 		user := fs.Int64("user", 0, "only this platform user's tokens")
 		check = func() error {
 			if *user < 0 {
-				return fmt.Errorf("token list: --user must be a positive whole number")
+				return fmt.Errorf("token list: --user must be a whole number (0, or no --user, lists every user's)")
 			}
 			return nil
 		}
@@ -102,7 +102,8 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			} else {
 				log.InfoContext(ctx, "api token revoked", slog.String("by", "token text"))
 			}
-			fmt.Fprintln(stdout, "revoked; a process that accepted it in the last 5 s accepts it until its cache expires")
+			fmt.Fprintf(stdout, "revoked; a process that accepted it in the last %s accepts it until its cache expires (up to %.0f min while it cannot reach the database)\n",
+				auth.CacheFor, auth.StaleFor.Minutes())
 			return nil
 		}
 	default:

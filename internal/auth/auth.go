@@ -110,8 +110,8 @@ func List(ctx context.Context, db *sql.DB, userID int64) ([]Token, error) {
 
 // Revoke revokes the live token with id, or the live token whose text is token when id is 0.
 // It reports whether a live token was revoked (false: no such token, or already revoked). A
-// process that resolved the token in the last five seconds (a Resolver's cache) keeps
-// accepting it until its cached answer expires.
+// process that resolved the token within CacheFor keeps accepting it until its cached answer
+// expires, and for up to StaleFor while it cannot reach the database.
 func Revoke(ctx context.Context, db *sql.DB, id int64, token string) (bool, error) {
 	q, arg := "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `id` = ? AND `revokedAt` IS NULL", any(id)
 	if id == 0 {
@@ -148,9 +148,16 @@ type cached struct {
 	until time.Time
 }
 
+// How long a Resolver remembers a resolved token, and how long it still honours one while the
+// database cannot answer.
+const (
+	CacheFor = 5 * time.Second
+	StaleFor = 10 * time.Minute
+)
+
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
-	return &Resolver{db: db, cacheFor: 5 * time.Second, staleFor: 10 * time.Minute, now: time.Now, cache: map[string]cached{}}
+	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}}
 }
 
 // Resolve returns the principal of the Authorization header value. It returns an EUNAUTH error
