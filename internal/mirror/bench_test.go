@@ -34,8 +34,8 @@ func (s frozenSource) LastTick(symbol string) (tick.Quote, bool) {
 func (s frozenSource) Wanted() []string { return slices.Clone(s.wanted) }
 
 // BenchmarkMirror5000 measures, interleaved in one run so both sides see the same machine state:
-// a publish of 5,000 symbols (walk the quotes in order as the engine offers them, encode, SET +
-// pin HGETALL in one pipeline) next to a plain SET of the same number of bytes, and a follower
+// a publish of 5,000 symbols (walk the quotes in order as the engine offers them, encode, SET;
+// the periodic pin read is charged as below) next to a plain SET of the same number of bytes, and a follower
 // poll (GET + PTTL, decode, the stale scan, the pin refresh when due) of a new snapshot next to a
 // plain GET of the same bytes. Each pair alternates which runs first: the operation right after
 // the look-ups measured 60 µs slower than the same SET run second, so a fixed order would charge

@@ -57,8 +57,8 @@
 // symbols, and the next tick of any of them marks it. An account that cannot be priced, or that
 // would act again at the very prices it was marked at, is marked on every tick of its symbols, as
 // every exposed account was before bands. Neither path grows with the number of positions that
-// did not trigger or accounts that cannot cross. A quote the tick engine dropped for a slow
-// subscriber is noticed on that symbol's next tick, as for stops.
+// did not trigger or accounts that cannot cross. A quote the tick engine dropped because the
+// engine fell behind is made good by the updates_dropped sweep, as for stops.
 //
 // Marks after a hand-off. A position handed to a worker is marked closing: it leaves the heaps
 // (it cannot be queued twice) and the aggregates, and its estimated profit at the triggering

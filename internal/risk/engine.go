@@ -270,8 +270,9 @@ func (e *Engine) Apply(ctx context.Context, changes ...Change) {
 }
 
 // Sweep evaluates every position, order and account against the current prices (LastTick). It
-// runs at boot after the load (reason "boot") and on the lease's Restored event (reason
-// "lease_restored"). It is dropped with a warning when the lease is not confirmed.
+// runs at boot after the load (reason "boot"), on the lease's Restored event (reason
+// "lease_restored") and when the tick subscription lost updates (reason "updates_dropped", see
+// Config.Dropped). It is dropped with a warning when the lease is not confirmed.
 func (e *Engine) Sweep(ctx context.Context, reason string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -251,9 +251,6 @@ func TestConversionLegIndex(t *testing.T) {
 	}
 }
 
-// TestGateClosedDropsAndSweepRestores: with the lease unconfirmed a triggering tick executes
-// nothing and the warning names the position and the reason, once per gap; the lease_restored
-// sweep then closes it at the price current at that moment.
 // Updates the subscription lost are made good by a sweep at current prices: a stop crossed by a
 // price the engine never received as a tick still closes, at that price.
 func TestLostUpdatesSweep(t *testing.T) {
@@ -278,6 +275,9 @@ func TestLostUpdatesSweep(t *testing.T) {
 	}
 }
 
+// TestGateClosedDropsAndSweepRestores: with the lease unconfirmed a triggering tick executes
+// nothing and the warning names the position and the reason, once per gap; the lease_restored
+// sweep then closes it at the price current at that moment.
 func TestGateClosedDropsAndSweepRestores(t *testing.T) {
 	t.Parallel()
 	acc := Account{ID: 3, Currency: "USD", Balance: 1500, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
