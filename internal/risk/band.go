@@ -101,8 +101,7 @@ func (e *Engine) bandLocked(a *account, px *pricer) float64 {
 			}
 			converted = true
 		}
-		lots := math.Abs(x.buyLots-x.sellLots) + 2*min(x.buyLots, x.sellLots)*x.hedged
-		k := lots * x.perLot / 100 // used margin per unit of mid, per level percent
+		k := x.marginLots() * x.perLot / 100 // used margin per unit of mid, per level percent
 		if k != 0 {
 			marginless = false
 		}

@@ -627,8 +627,7 @@ func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
 		}
 		pnl := ((q.Bid-x.markup)*x.buyLots - x.buyOpen) + (x.sellOpen - (q.Ask+x.markup)*x.sellLots)
 		equity += pnl * x.contract * f
-		lots := math.Abs(x.buyLots-x.sellLots) + 2*min(x.buyLots, x.sellLots)*x.hedged
-		used += lots * x.perLot * q.Mid() * f
+		used += x.marginLots() * x.perLot * q.Mid() * f
 	}
 	if !(used > 1e-9) {
 		return math.Inf(1), true

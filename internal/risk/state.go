@@ -76,6 +76,13 @@ type exposure struct {
 	same     bool    // quoted in the account currency: no conversion
 }
 
+// marginLots is the lots x is margined on: its net lots, plus each hedged pair's two lots at
+// the hedged margin rate. Marking (levelLocked) and the bands (band.go) must use this same
+// figure: a band is sound only while it bounds exactly what marking computes.
+func (x *exposure) marginLots() float64 {
+	return math.Abs(x.buyLots-x.sellLots) + 2*min(x.buyLots, x.sellLots)*x.hedged
+}
+
 type exposureInfo struct {
 	sym  int32
 	n    int32    // positions aggregated here; the exposure goes when it reaches 0
