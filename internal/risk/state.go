@@ -83,8 +83,8 @@ func (x *exposure) marginLots() float64 {
 	return math.Abs(x.buyLots-x.sellLots) + 2*min(x.buyLots, x.sellLots)*x.hedged
 }
 
+// exposureInfo is exposures[i]'s bookkeeping; its symbol is syms[i].
 type exposureInfo struct {
-	sym  int32
 	n    int32    // positions aggregated here; the exposure goes when it reaches 0
 	deps [3]int32 // books whose quotes move the marks here; −1 = none
 }
@@ -317,7 +317,7 @@ func (e *Engine) exposeAtLocked(a *account, i int, p *position, sign float64) {
 		i = len(a.exposures)
 		a.syms = append(a.syms, p.sym)
 		a.exposures = append(a.exposures, exposure{bk: e.books[p.sym]})
-		a.info = append(a.info, exposureInfo{sym: p.sym, deps: noDeps})
+		a.info = append(a.info, exposureInfo{deps: noDeps})
 		e.addDepsLocked(a, i)
 	}
 	x := &a.exposures[i]
@@ -369,7 +369,7 @@ func (e *Engine) depsOf(a *account, sym int32) [3]int32 {
 func (e *Engine) addDepsLocked(a *account, i int) {
 	x, info := &a.exposures[i], &a.info[i]
 	a.aref = e.refFor(a.Currency)
-	in := e.instruments[e.books[info.sym].symbol]
+	in := e.instruments[e.books[a.syms[i]].symbol]
 	x.priced = in != nil
 	if in != nil {
 		x.qref = e.refFor(in.Quote)
@@ -377,7 +377,7 @@ func (e *Engine) addDepsLocked(a *account, i int) {
 		x.contract, x.markup, x.hedged = in.ContractSize, in.Markup, in.HedgedMarginRate
 		x.perLot = in.ContractSize / effectiveLeverage(a, in)
 	}
-	info.deps = e.depsOf(a, info.sym)
+	info.deps = e.depsOf(a, a.syms[i])
 	for _, s := range info.deps {
 		if s >= 0 {
 			e.addDepLocked(a, s)
