@@ -146,16 +146,12 @@ func (h *triggerHeap) popFired(price float64) (heapEntry, bool) {
 // pass over the array, instead of a sift-down with scattered slot writes per entry: they all
 // execute at the same gapped quote, so a strict order would buy nothing.
 func (h *triggerHeap) takeFired(dst []heapEntry, price float64) []heapEntry {
-	start := len(dst)
-	dst = h.appendFiredEntries(dst, 0, price) // counts them: O(fired)
-	if k := len(dst) - start; k < 32 || k < len(h.items)/8 {
-		dst = dst[:start]
+	if bulk := max(32, len(h.items)/8); h.countFired(0, price, bulk) < bulk {
 		for it, ok := h.popFired(price); ok; it, ok = h.popFired(price) {
 			dst = append(dst, it)
 		}
 		return dst
 	}
-	dst = dst[:start]
 	s := *h.slots
 	kept := h.items[:0]
 	for _, it := range h.items {
@@ -174,13 +170,14 @@ func (h *triggerHeap) takeFired(dst []heapEntry, price float64) []heapEntry {
 	return dst
 }
 
-func (h *triggerHeap) appendFiredEntries(dst []heapEntry, i int, price float64) []heapEntry {
-	if i >= len(h.items) || !h.fires(h.items[i].key, price) {
-		return dst
+// countFired counts the entries under i that price reaches, up to limit: O(min(fired, limit)).
+func (h *triggerHeap) countFired(i int, price float64, limit int) int {
+	if limit <= 0 || i >= len(h.items) || !h.fires(h.items[i].key, price) {
+		return 0
 	}
-	dst = append(dst, h.items[i])
-	dst = h.appendFiredEntries(dst, 2*i+1, price)
-	return h.appendFiredEntries(dst, 2*i+2, price)
+	n := 1
+	n += h.countFired(2*i+1, price, limit-n)
+	return n + h.countFired(2*i+2, price, limit-n)
 }
 
 // appendFired appends, without removing anything, every ref that price reaches: the fired
