@@ -37,25 +37,17 @@ type position struct {
 type order struct {
 	id      int64
 	price   float64
-	expSec  int64 // ExpiresAt, when hasExp, as Unix seconds and nanoseconds
-	expNsec int32
+	exp     int64 // ExpiresAt as Unix nanoseconds; 0: never expires
 	sym     int32
 	side    Side
 	typ     OrderType
-	hasExp  bool
 	filling bool
 	live    bool
 }
 
-func (o *order) expired(now time.Time) bool {
-	if !o.hasExp {
-		return false
-	}
-	s := now.Unix()
-	return s > o.expSec || (s == o.expSec && int32(now.Nanosecond()) >= o.expNsec)
-}
+func (o *order) expired(now time.Time) bool { return o.exp != 0 && now.UnixNano() >= o.exp }
 
-func (o *order) expiresAt() time.Time { return time.Unix(o.expSec, int64(o.expNsec)).UTC() }
+func (o *order) expiresAt() time.Time { return time.Unix(0, o.exp).UTC() }
 
 // exposure is one account's aggregate on one symbol: the sums the equity and margin of every
 // position there need, so an account is marked in O(its symbols), never O(its positions).
@@ -587,7 +579,7 @@ func (e *Engine) addOrderLocked(os Order) {
 	}
 	o := order{id: os.ID, price: os.Price, sym: b.idx, side: os.Side, typ: os.Type, live: true}
 	if !os.ExpiresAt.IsZero() {
-		o.hasExp, o.expSec, o.expNsec = true, os.ExpiresAt.Unix(), int32(os.ExpiresAt.Nanosecond())
+		o.exp = os.ExpiresAt.UnixNano()
 	}
 	e.ord[idx] = o
 	e.ordByID[os.ID] = idx
