@@ -671,31 +671,17 @@ func (k *Keeper) Release(ctx context.Context) error {
 	return err
 }
 
-// Fence checks, inside tx, that the row still names this instance and term and has not expired by
-// the database clock. It takes a shared lock on the row, so a claim by another process waits for
-// tx to end. It returns ErrFenced when the write must not happen; roll back then.
-func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
-	stmt, args, err := k.FenceStatement()
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
-		if IsFenced(err) {
-			return ErrFenced
-		}
-		return fmt.Errorf("lease fence: %w", err)
-	}
-	return nil
-}
-
 // FenceRefusal is the error text the fence statement signals (SQLSTATE 45000, error 1644);
 // IsFenced recognises it.
 const FenceRefusal = "engine lease fence: this instance no longer holds the term"
 
-// FenceStatement is Fence for a caller that sends the check in one round trip with its own
-// statements (a multi-statement batch), typically as the last statement before COMMIT: it
-// returns no rows, share-locks the lease row until the transaction ends, and fails — so the
-// server runs nothing after it, COMMIT included — when the write must not happen. IsFenced tells
+// FenceStatement is the term fence of every write the lease authorises: a statement that checks,
+// inside the write's transaction, that the row still names this instance and term and has not
+// expired by the database clock. A caller sends it in one round trip with its own statements (a
+// multi-statement batch), typically as the last statement before COMMIT: it returns no rows,
+// share-locks the lease row until the transaction ends (so a claim by another process waits for
+// it), and fails — so the server runs nothing after it, COMMIT included — when the write must
+// not happen. IsFenced tells
 // that failure from others. It returns ErrFenced, without a statement, once the lease is known
 // lost.
 //
