@@ -290,7 +290,7 @@ func (p *Publisher) walkHoldsPriority(priority []string) bool {
 // encode writes the snapshot into p.enc.buf and returns how many symbols it holds and how many
 // the cap dropped. The usual cycle — the engine's sorted wanted quotes, no priority leg outside
 // them, no truncation — streams each quote straight into the buffer in one pass; anything else
-// goes through collect.
+// (and a source that cannot walk its quotes) goes through collect.
 func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dropped int) {
 	e := p.enc
 	if w, ok := p.cfg.Quotes.(QuoteWalker); ok {
@@ -302,31 +302,6 @@ func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dro
 		}
 	}
 	wanted := p.cfg.Quotes.Wanted()
-	fast := len(wanted) <= p.cfg.MaxSymbols
-	for _, s := range priority {
-		if _, found := slices.BinarySearch(wanted, s); !found {
-			fast = false // a leg the engine is not (yet) subscribed to, or wanted is unsorted
-			break
-		}
-	}
-	if fast {
-		e.start()
-		prev := ""
-		for _, s := range wanted {
-			if s <= prev || !tick.ValidSymbol(s) {
-				fast = false
-				break
-			}
-			prev = s
-			if q, ok := p.cfg.Quotes.LastTick(s); ok {
-				e.add(s, &q)
-			}
-		}
-		if fast {
-			e.finish(publishedAt)
-			return e.count, 0
-		}
-	}
 	entries, dropped := p.collect(wanted, priority)
 	e.start()
 	for i := range entries {
