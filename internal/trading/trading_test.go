@@ -84,19 +84,27 @@ func counts(t *testing.T, account int64) [3]string {
 	return out
 }
 
-// A fill or close whose fence refuses rolls back completely and answers the pricing text.
-func TestFencedWritesRollBack(t *testing.T) {
-	t.Parallel()
+// fundedAccount opens a USD account at 1:100 for user with a deposit of 1,000.
+func fundedAccount(t *testing.T, svc *Service, user int64) Account {
+	t.Helper()
 	ctx := context.Background()
-	l := &switchLease{}
-	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l})
-	a, err := svc.CreateAccount(ctx, 9001, "USD", 100)
+	a, err := svc.CreateAccount(ctx, user, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// A fill or close whose fence refuses rolls back completely and answers the pricing text.
+func TestFencedWritesRollBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := &switchLease{}
+	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l})
+	a := fundedAccount(t, svc, 9001)
 	open, err := svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
 	if err != nil {
 		t.Fatal(err)
@@ -148,13 +156,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	}
 	t.Cleanup(func() { testDB.Exec("DELETE FROM `engine_lease` WHERE `id` = ?", lease.Key) })
 	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: k})
-	a, err := svc.CreateAccount(ctx, 9003, "USD", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
-		t.Fatal(err)
-	}
+	a := fundedAccount(t, svc, 9003)
 	buy := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")}
 	open, err := svc.PlaceOrder(ctx, 9003, buy)
 	if err != nil {
