@@ -182,14 +182,14 @@ func ReadCPU() CPU {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	c := CPU{Self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
-	if pid := ServerPID(); pid != 0 {
+	if pid := serverPID(); pid != 0 {
 		c.Server, _ = ProcessCPU(pid)
 	}
 	return c
 }
 
-// ServerPID is the process id of the local MariaDB (or MySQL) server, 0 when there is none.
-func ServerPID() int {
+// serverPID is the process id of the local MariaDB (or MySQL) server, 0 when there is none.
+func serverPID() int {
 	for _, name := range []string{"mariadbd", "mysqld"} {
 		out, err := exec.Command("pgrep", "-x", name).Output()
 		if err != nil {
