@@ -285,11 +285,11 @@ func (p *proc) getAs(token, path string, v any) int {
 }
 
 type deskStatus struct {
-	Process string `json:"process"`
-	Role    string `json:"role"`
-	Reason  string `json:"reason"`
-	Self    string `json:"self"`
-	Lease   *struct {
+	Process     string `json:"process"`
+	Role        string `json:"role"`
+	Reason      string `json:"reason"`
+	ThisProcess string `json:"thisProcess"`
+	Lease       *struct {
 		HoldsLease  bool   `json:"holdsLease"`
 		Term        int64  `json:"term"`
 		TrustLeftMs int64  `json:"trustLeftMs"`

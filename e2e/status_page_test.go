@@ -54,7 +54,11 @@ func TestStatusPageInABrowser(t *testing.T) {
 	token := e.adminToken()
 	for _, p := range []*proc{web, cron} {
 		dom := dumpDOM(t, browser, "http://"+p.addr+"/admin/status?token="+token)
-		for _, want := range []string{holder, "ledger-drift", "Σ deals differs from balance"} {
+		wants := []string{holder, "ledger-drift", "Σ deals differs from balance"}
+		if p == web {
+			wants = append(wants, "took") // this process's last renew, on the process holding a lease view
+		}
+		for _, want := range wants {
 			if !strings.Contains(dom, want) {
 				t.Errorf("%s status page lacks %q:\n%s", p.name, want, dom)
 			}
@@ -75,13 +79,19 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	f := e.start("follower", "fxdesk-web", "CRON_MODE=off")
 	c := e.start("cron", "fxdesk-cron")
 	type report struct {
-		Role   string `json:"role"`
-		Reason string `json:"reason"`
-		Lease  *struct {
-			HoldsLease bool  `json:"holdsLease"`
-			Term       int64 `json:"term"`
+		Role        string `json:"role"`
+		Reason      string `json:"reason"`
+		ThisProcess string `json:"thisProcess"`
+		Lease       *struct {
+			HoldsLease      bool     `json:"holdsLease"`
+			Term            int64    `json:"term"`
+			LastRenewTookMs *float64 `json:"lastRenewTookMs"`
 		} `json:"lease"`
 		Holder struct {
+			Row *struct {
+				Hostname string `json:"hostname"`
+				PID      int    `json:"pid"`
+			} `json:"row"`
 			Redis string `json:"redis"`
 			Agree bool   `json:"agree"`
 		} `json:"holder"`
@@ -107,6 +117,15 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.HoldsLease || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
 		hr.Mirror == nil || hr.Mirror.Mode != "publishing" || !hr.Holder.Agree || hr.Alerts == nil {
 		t.Errorf("holder report = %+v", hr)
+	}
+	// thisProcess names the process answering; holder names the lease holder, whoever answers.
+	holderTag := "box:" + strconv.Itoa(h.pid())
+	if hr.ThisProcess != holderTag || fr.ThisProcess != "box:"+strconv.Itoa(f.pid()) || fr.Holder.Redis != holderTag ||
+		fr.Holder.Row == nil || fr.Holder.Row.Hostname+":"+strconv.Itoa(fr.Holder.Row.PID) != holderTag {
+		t.Errorf("thisProcess/holder: holder answers %q, follower answers %q naming holder %+v", hr.ThisProcess, fr.ThisProcess, fr.Holder)
+	}
+	if hr.Lease == nil || hr.Lease.LastRenewTookMs == nil {
+		t.Error("the holder's lease view has no lastRenewTookMs")
 	}
 	if hr.Risk == nil || !hr.Risk.Loaded {
 		t.Errorf("holder report has no loaded risk engine: %+v", hr.Risk)

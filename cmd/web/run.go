@@ -135,6 +135,8 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 				Redis: rdb, Quotes: stream.engine, Interval: cfg.MirrorInterval,
 				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
 				Exposed:   relay.exposedSymbols(db),
+				Digits:    stream.digits,
+				Term:      func() int64 { return keeper.State().Term },
 			}, log)
 			stream.wg.Go(func() { pub.Run(streamCtx) })
 			dk.SetMirror(pub.Status)

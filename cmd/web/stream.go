@@ -19,6 +19,9 @@ type priceStream struct {
 	engine *tick.Engine
 	sim    *feedsim.Server
 	wg     sync.WaitGroup
+	// digits gives an instrument's quoted decimals (-1 for a symbol with no instrument row),
+	// for the quote mirror's prices.
+	digits func(symbol string) int
 }
 
 // startPriceStream starts the tick engine (and the simulator), which run until ctx ends. Call
@@ -45,7 +48,16 @@ func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *s
 		}
 	}
 
-	ps := &priceStream{}
+	digits := make(map[string]int, len(instruments))
+	for _, in := range instruments {
+		digits[in.Symbol] = in.Digits
+	}
+	ps := &priceStream{digits: func(symbol string) int {
+		if d, ok := digits[symbol]; ok {
+			return d
+		}
+		return -1
+	}}
 	url := cfg.Feed
 	if cfg.Feed == "sim" {
 		ps.sim = feedsim.New(feedsim.Config{Instruments: simInstruments(instruments), Calendars: calendars, AlwaysOpen: alwaysOpen}, log.With(slog.String("part", "feedsim")))

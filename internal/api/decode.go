@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ func decodeStrict(r io.Reader, v any, emptyOK bool) error {
 			return fx.Errorf(fx.EINVALID, "The request body is empty; send a JSON object.")
 		case errors.As(err, &te):
 			if te.Field != "" {
-				return fx.Errorf(fx.EINVALID, "%s has the wrong type (amounts, prices and volumes travel as decimal strings such as \"1.25\").", te.Field)
+				return fx.Errorf(fx.EINVALID, "%s must be %s, not %s.", te.Field, expectedType(te.Field, te.Type), jsonKind(te.Value))
 			}
 			return fx.Errorf(fx.EINVALID, "The request body must be a JSON object.")
 		case errors.As(err, &se):
@@ -49,6 +50,52 @@ func decodeStrict(r io.Reader, v any, emptyOK bool) error {
 		return fx.Errorf(fx.EINVALID, "The request body must hold exactly one JSON object.")
 	}
 	return nil
+}
+
+// decimalFields are the string fields that carry amounts, prices and volumes.
+var decimalFields = map[string]bool{"amount": true, "volume": true, "price": true, "sl": true, "tp": true,
+	"volumeMin": true, "volumeStep": true, "volumeMax": true}
+
+// expectedType says, for a type error's message, what field (as encoding/json names it, dotted
+// when nested) should have held.
+func expectedType(field string, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if decimalFields[field[strings.LastIndexByte(field, '.')+1:]] {
+			return `a decimal string such as "1.25"`
+		}
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number such as 42"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a JSON array"
+	case reflect.Map, reflect.Struct:
+		return "a JSON object"
+	}
+	return "another type"
+}
+
+// jsonKind names what encoding/json found ("number 1.5" → "a number").
+func jsonKind(value string) string {
+	switch kind, _, _ := strings.Cut(value, " "); kind {
+	case "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return value
 }
 
 func optDecimal(field string, s *string, places int) (*decimal.Decimal, error) {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -22,6 +23,7 @@ func pathID(r *http.Request) (int64, error) {
 }
 
 // listQuery reads the optional accountId, status and limit query parameters of list routes.
+// status comes back in its canonical spelling, whatever case the caller used.
 func listQuery(r *http.Request, statuses ...string) (accountID int64, status string, limit int, err error) {
 	q := r.URL.Query()
 	if v := q.Get("accountId"); v != "" {
@@ -34,13 +36,15 @@ func listQuery(r *http.Request, statuses ...string) (accountID int64, status str
 			return 0, "", 0, fx.Errorf(fx.EINVALID, "limit must be a positive whole number.")
 		}
 	}
-	if status = q.Get("status"); status != "" {
-		ok := false
+	// Any case is accepted (status=closed); the canonical spelling is what the answer carries.
+	if raw := q.Get("status"); raw != "" {
 		for _, s := range statuses {
-			ok = ok || s == status
+			if strings.EqualFold(s, strings.TrimSpace(raw)) {
+				status = s
+			}
 		}
-		if !ok {
-			return 0, "", 0, fx.Errorf(fx.EINVALID, "status must be one of %v.", statuses)
+		if status == "" {
+			return 0, "", 0, fx.Errorf(fx.EINVALID, "status must be one of %s (any case).", strings.Join(statuses, ", "))
 		}
 	}
 	return accountID, status, limit, nil

@@ -38,19 +38,25 @@ type accountView struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 }
 
+// viewAccount shows an account with its stored marks (lists, creation); marginLevel is worked
+// out from them as the single-account read does when it cannot price live.
 func viewAccount(a trading.Account) accountView {
-	return accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
-		Balance: money(a.Balance), Equity: money(a.Equity), UsedMargin: money(a.UsedMargin),
-		FreeMargin: money(a.Equity.Sub(a.UsedMargin)), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
+	return viewMetrics(a, a.StoredMetrics())
+}
+
+func viewMetrics(a trading.Account, m trading.Metrics) accountView {
+	out := accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
+		Balance: money(m.Balance), Equity: money(m.Equity), UsedMargin: money(m.UsedMargin),
+		FreeMargin: money(m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
+	if m.MarginLevel != nil {
+		s := m.MarginLevel.StringFixed(2)
+		out.MarginLevel = &s
+	}
+	return out
 }
 
 func viewAccountLive(v trading.AccountView) accountView {
-	out := viewAccount(v.Account)
-	out.Balance, out.Equity, out.UsedMargin, out.FreeMargin = money(v.Metrics.Balance), money(v.Metrics.Equity), money(v.Metrics.UsedMargin), money(v.FreeMargin)
-	if v.MarginLevel != nil {
-		s := v.MarginLevel.StringFixed(2)
-		out.MarginLevel = &s
-	}
+	out := viewMetrics(v.Account, v.Metrics)
 	live := v.Live
 	out.Live = &live
 	return out
@@ -87,25 +93,30 @@ type positionView struct {
 	OrderID        int64      `json:"orderId"`
 	Symbol         string     `json:"symbol"`
 	Side           fx.Side    `json:"side"`
-	Volume         string     `json:"volume"`
-	OpenVolume     string     `json:"openVolume"`
+	Volume         string     `json:"volume"`        // lots still open
+	InitialVolume  string     `json:"initialVolume"` // lots opened (MT5's VOLUME_INITIAL)
 	OpenPrice      string     `json:"openPrice"`
 	SL             *string    `json:"sl"`
 	TP             *string    `json:"tp"`
 	Commission     string     `json:"commission"`
 	RealizedProfit string     `json:"realizedProfit"`
 	Status         string     `json:"status"`
-	ClosePrice     *string    `json:"closePrice"`
+	ClosePrice     *string    `json:"closePrice,omitempty"` // CLOSED only; a partial close's price is on its deal
 	CloseReason    *string    `json:"closeReason"`
 	OpenedAt       time.Time  `json:"openedAt"`
 	ClosedAt       *time.Time `json:"closedAt"`
 }
 
 func viewPosition(p trading.Position) positionView {
-	return positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
-		OpenVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
-		Commission: money(p.Commission), RealizedProfit: money(p.RealizedProfit), Status: p.Status, ClosePrice: optString(p.ClosePrice),
+	v := positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
+		InitialVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
+		Commission: money(p.Commission), RealizedProfit: money(p.RealizedProfit), Status: p.Status,
 		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt}
+	// Rows written before partial closes stopped setting closePrice may still hold one.
+	if p.Status == fx.PositionClosed {
+		v.ClosePrice = optString(p.ClosePrice)
+	}
+	return v
 }
 
 type dealView struct {

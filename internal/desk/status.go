@@ -14,13 +14,13 @@ import (
 // Status is what /api/admin/fx/desk reports: this process's role and why, its own view of the
 // lease, and what the two arbiters say right now.
 type Status struct {
-	Process  string     `json:"process"`
-	Role     Role       `json:"role"`
-	Reason   string     `json:"reason"`
-	Self     string     `json:"self"` // hostname:pid
-	CronMode string     `json:"cronMode"`
-	Lease    *LeaseView `json:"lease"` // nil on the cron process
-	Holder   HolderView `json:"holder"`
+	Process     string     `json:"process"`
+	Role        Role       `json:"role"`
+	Reason      string     `json:"reason"`
+	ThisProcess string     `json:"thisProcess"` // hostname:pid of the process answering; the lease holder is under holder
+	CronMode    string     `json:"cronMode"`
+	Lease       *LeaseView `json:"lease"` // nil on the cron process
+	Holder      HolderView `json:"holder"`
 	// Mirror is the quote mirror: publishing on a holder with CRON_MODE=off, following on
 	// fxdesk-cron, absent elsewhere.
 	Mirror *mirror.Status `json:"mirror"`
@@ -29,17 +29,17 @@ type Status struct {
 
 // LeaseView is this process's own view of its hold.
 type LeaseView struct {
-	Key            string        `json:"key"`
-	InstanceID     string        `json:"instanceId"`
-	HoldsLease     bool          `json:"holdsLease"`
-	Arbiter        lease.Arbiter `json:"arbiter,omitempty"`
-	Term           int64         `json:"term"`
-	TrustLeftMs    int64         `json:"trustLeftMs"`
-	Lost           bool          `json:"lost"`
-	FailOpen       bool          `json:"failOpen"`
-	LastRenewAgoMs int64         `json:"lastRenewAgoMs"`
-	LastRenewMs    float64       `json:"lastRenewMs"`
-	LastError      string        `json:"lastError,omitempty"`
+	Key             string        `json:"key"`
+	InstanceID      string        `json:"instanceId"`
+	HoldsLease      bool          `json:"holdsLease"`
+	Arbiter         lease.Arbiter `json:"arbiter,omitempty"`
+	Term            int64         `json:"term"`
+	TrustLeftMs     int64         `json:"trustLeftMs"`
+	Lost            bool          `json:"lost"`
+	FailOpen        bool          `json:"failOpen"`
+	LastRenewAgoMs  int64         `json:"lastRenewAgoMs"`
+	LastRenewTookMs float64       `json:"lastRenewTookMs"` // how long the last renew took
+	LastError       string        `json:"lastError,omitempty"`
 }
 
 // HolderView is what the two arbiters say, side by side.
@@ -66,7 +66,7 @@ type RowView struct {
 // an error instead of hanging the page.
 func (d *Desk) Status(ctx context.Context) Status {
 	d.mu.Lock()
-	s := Status{Process: d.process, Role: d.role, Reason: d.reason, Self: d.tag, CronMode: d.cronMode, Time: time.Now().UTC()}
+	s := Status{Process: d.process, Role: d.role, Reason: d.reason, ThisProcess: d.tag, CronMode: d.cronMode, Time: time.Now().UTC()}
 	mirrorStatus := d.mirror
 	d.mu.Unlock()
 	if mirrorStatus != nil {
@@ -79,7 +79,7 @@ func (d *Desk) Status(ctx context.Context) Status {
 		s.Lease = &LeaseView{
 			Key: lease.Key, InstanceID: st.InstanceID, HoldsLease: st.HoldsLease, Arbiter: st.Arbiter, Term: st.Term,
 			TrustLeftMs: st.TrustLeft.Milliseconds(), Lost: st.Lost, FailOpen: st.FailOpen,
-			LastRenewAgoMs: st.LastRenewAgo.Milliseconds(), LastRenewMs: float64(st.LastRenewTook.Microseconds()) / 1000,
+			LastRenewAgoMs: st.LastRenewAgo.Milliseconds(), LastRenewTookMs: float64(st.LastRenewTook.Microseconds()) / 1000,
 			LastError: st.LastError,
 		}
 		if st.Lost {

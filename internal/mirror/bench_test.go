@@ -63,6 +63,8 @@ func BenchmarkMirror5000(b *testing.B) {
 	exposed := []string{src.wanted[17], src.wanted[2500], src.wanted[4999]}
 	pub := e.publisher(func(c *mirror.PublisherConfig) {
 		c.Now, c.Quotes = time.Now, src
+		c.Digits = func(string) int { return 5 } // as cmd/web passes the instruments' digits
+		c.Term = func() int64 { return 12 }
 		c.Exposed = func(context.Context) ([]string, error) { return slices.Clone(exposed), nil }
 	})
 	fol := e.follower(func(c *mirror.FollowerConfig) { c.Now = time.Now })

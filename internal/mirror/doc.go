@@ -7,18 +7,19 @@
 //	                                   Publisher ◀──── PUBLISH fx:quote-mirror:pin-requests (a nudge) ─────── Follower.Pin
 //	                                                                            Follower ─Raise/Resolve─▶ alert inbox
 //
-// Layout and encoding, chosen for speed. One key, one SET per publish, one GET per poll: the
-// snapshot is a single binary string (snapshot.go) of fixed-width records sorted by symbol,
-// 38 bytes each (about 190 KB at the 5,000-symbol cap). A hash with a field per symbol would cost
-// the leader an HSET of 5,000 fields and the follower an HGETALL building 5,000 strings, and could
-// be read half-updated; JSON would triple the bytes and cost a parse. With sorted fixed-width
-// records the follower keeps the value exactly as Redis returned it and LastTick binary-searches
-// it without allocating, so decoding is a header check and one pass confirming the order, and a
-// poll costs about what moving the bytes costs. The publisher encodes straight from the tick
-// engine's ordered walk into one reused buffer — with or without pinned and exposed legs, which
-// only reorder anything when the cap bites — so a publish costs the SET plus one pass over the
-// quotes (see the benchmark). When a pin read is due it rides the same pipeline, behind the SET,
-// so a cycle is one round trip.
+// Layout and encoding. One key, one SET per publish, one GET per poll: the snapshot is one JSON
+// document (snapshot.go) an operator reads with `redis-cli GET fx:quote-mirror:snapshot`, one
+// symbol per line, prices as decimal strings in the instrument's digits and times as RFC 3339 UTC
+// with milliseconds, about 84 bytes a symbol (some 420 KB at the 5,000-symbol cap). A hash with a
+// field per symbol would cost the leader an HSET of 5,000 fields and the follower an HGETALL
+// building 5,000 strings, and could be read half-updated. The JSON is written and read by hand
+// for its one fixed shape, not through encoding/json: the publisher formats straight from the
+// tick engine's ordered walk into one reused buffer — with or without pinned and exposed legs,
+// which only reorder anything when the cap bites — and the follower decodes into one
+// pointer-free sorted slice that LastTick binary-searches without allocating. The benchmark
+// holds both against a plain SET and GET of the same bytes. When a pin read is due it rides the
+// same pipeline, behind the SET, so a cycle is one round trip. The snapshot carries the
+// publisher's lease term; nothing reads it yet.
 //
 // Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
 // changes on every refresh), rewritten with the key's TTL by the poll that follows a change of

@@ -150,16 +150,17 @@ func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
 		return tick.Quote{}, false
 	}
 	now := f.cfg.Now()
-	bid, ask, _, providerTime := v.snap.record(i)
+	q := &v.snap.quotes[i]
 	age := v.age(i, now)
 	if age > f.cfg.MaxAge && f.sessionOpen(symbol, now) {
 		return tick.Quote{}, false
 	}
-	return tick.Quote{Bid: bid, Ask: ask, ReceivedAt: now.Add(-age), ProviderTime: providerTime}, true
+	// The mirror does not carry the provider's own stamp: ProviderTime stays zero.
+	return tick.Quote{Bid: q.bid, Ask: q.ask, ReceivedAt: now.Add(-age)}, true
 }
 
 func (v *view) age(i int, now time.Time) time.Duration {
-	age := time.Duration(v.snap.publishedAt.UnixNano()-v.snap.receivedAt(i)) + v.base + now.Sub(v.firstSeen)
+	age := time.Duration(v.snap.publishedAt.UnixNano()-v.snap.quotes[i].receivedAt) + v.base + now.Sub(v.firstSeen)
 	return max(age, 0)
 }
 
@@ -286,8 +287,8 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		// age > MaxAge exactly when receivedAt is before this cut-off (see view.age): one
 		// comparison per record, the age worked out only for the few that are old.
 		cutoff := v.snap.publishedAt.UnixNano() + int64(v.base+now.Sub(v.firstSeen)-f.cfg.MaxAge)
-		for i := range v.snap.n {
-			if v.snap.receivedAt(i) >= cutoff {
+		for i := range v.snap.quotes {
+			if v.snap.quotes[i].receivedAt >= cutoff {
 				continue
 			}
 			if age := v.age(i, now); age > f.cfg.MaxAge {
@@ -313,7 +314,7 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		st.LastError = pollErr.Error()
 	}
 	if v != nil {
-		st.LastPublishedAt, st.Symbols, st.Bytes = v.snap.publishedAt, v.snap.n, len(v.snap.raw)
+		st.LastPublishedAt, st.Symbols, st.Bytes = v.snap.publishedAt, len(v.snap.quotes), len(v.snap.raw)
 	}
 	return pollErr
 }

@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -207,7 +208,7 @@ func TestSnapshotAppearsAndAdvances(t *testing.T) {
 	}
 	must(t, fol.PollOnce(ctx))
 	q, ok := fol.LastTick("EURUSD")
-	if !ok || q.Bid != 1.08501 || q.Ask != 1.08512 || q.ProviderTime.IsZero() {
+	if !ok || q.Bid != 1.08501 || q.Ask != 1.08512 {
 		t.Fatalf("EURUSD = %+v, %v", q, ok)
 	}
 	if _, ok := fol.LastTick("GBPUSD"); ok {
@@ -230,8 +231,49 @@ func TestSnapshotAppearsAndAdvances(t *testing.T) {
 	if !second.LastPublishedAt.After(first.LastPublishedAt) {
 		t.Fatalf("publishedAt did not advance: %v then %v", first.LastPublishedAt, second.LastPublishedAt)
 	}
-	if ps := pub.Status(); ps.Mode != mirror.Publishing || ps.Symbols != 2 || ps.Bytes != 24+2*38 || ps.Dropped != 0 {
+	if ps := pub.Status(); ps.Mode != mirror.Publishing || ps.Symbols != 2 || ps.Bytes != len(e.rdb.Get(ctx, e.keys.Snapshot).Val()) || ps.Dropped != 0 {
 		t.Fatalf("publisher status %+v", ps)
+	}
+}
+
+// What an operator sees with redis-cli GET: JSON with one line per symbol, prices as decimal
+// strings in the instrument's digits, times RFC 3339 UTC with milliseconds, and the term.
+func TestPlainGetIsReadableJSON(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.leader = &clock{now: time.Date(2026, 12, 1, 18, 20, 10, 123_456_000, time.UTC)}
+	e.src.Set("EURUSD", 1.085, 1.08512, e.leader.Now().Add(-22*time.Millisecond))
+	e.src.Set("USDJPY", 151.201, 151.215, e.leader.Now().Add(-253*time.Millisecond))
+	pub := e.publisher(func(c *mirror.PublisherConfig) {
+		c.Digits = func(s string) int { return map[string]int{"EURUSD": 5, "USDJPY": 3}[s] }
+		c.Term = func() int64 { return 7 }
+	})
+	must(t, pub.PublishOnce(ctx))
+	raw, err := e.rdb.Get(ctx, e.keys.Snapshot).Result()
+	must(t, err)
+	var doc struct {
+		Version     int    `json:"version"`
+		PublishedAt string `json:"publishedAt"`
+		Term        int64  `json:"term"`
+		Symbols     int    `json:"symbols"`
+		Quotes      map[string]struct {
+			Bid        string `json:"bid"`
+			Ask        string `json:"ask"`
+			ReceivedAt string `json:"receivedAt"`
+		} `json:"quotes"`
+	}
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatalf("GET %s is not JSON: %v\n%s", e.keys.Snapshot, err, raw)
+	}
+	eur, jpy := doc.Quotes["EURUSD"], doc.Quotes["USDJPY"]
+	if doc.Version != 1 || doc.PublishedAt != "2026-12-01T18:20:10.123Z" || doc.Term != 7 || doc.Symbols != 2 ||
+		eur.Bid != "1.08500" || eur.Ask != "1.08512" || eur.ReceivedAt != "2026-12-01T18:20:10.101Z" ||
+		jpy.Bid != "151.201" || jpy.Ask != "151.215" || jpy.ReceivedAt != "2026-12-01T18:20:09.870Z" {
+		t.Fatalf("GET %s reads %+v\n%s", e.keys.Snapshot, doc, raw)
+	}
+	if lines := strings.Count(raw, "\n"); lines != 3 {
+		t.Fatalf("want one line per symbol (3 newlines), got %d:\n%s", lines, raw)
 	}
 }
 

@@ -76,6 +76,13 @@ type PublisherConfig struct {
 	Exposed func(ctx context.Context) ([]string, error)
 	// Pinned lists legs this process pins itself, kept first like the followers' pins. Optional.
 	Pinned func() []string
+	// Digits gives the decimals a symbol is quoted in; prices are written with that many.
+	// Optional: without it, or for a symbol it answers -1 for, a price is written as the
+	// shortest decimal that reads back as the same float. Asked once per symbol, not per cycle.
+	Digits func(symbol string) int
+	// Term is the publisher's lease term, written into every snapshot so a follower can tell
+	// snapshots of an older holder apart. Optional: without it the snapshot says term 0.
+	Term func() int64
 	// Interval between snapshots. Default DefaultInterval.
 	Interval time.Duration
 	// MaxSymbols caps a snapshot. Default DefaultMaxSymbols.
@@ -123,7 +130,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
 		cfg.Now = time.Now
 	}
 	cfg.Keys = cfg.Keys.withDefaults()
-	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols),
+	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols, cfg.Digits),
 		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
 }
 
@@ -193,13 +200,19 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 		priority = append(priority, p.cfg.Pinned()...)
 	}
 	p.priority = priority
+	// The snapshot spells publishedAt to the millisecond; Add keeps the monotonic reading.
 	publishedAt := p.cfg.Now()
+	publishedAt = publishedAt.Add(-time.Duration(publishedAt.Nanosecond() % int(time.Millisecond)))
 	if last := p.status.LastPublishedAt; !publishedAt.After(last) {
 		// The follower tells snapshots apart by publishedAt alone; a clock that did not move
 		// (or stepped back) must not make a new snapshot look like the old one.
-		publishedAt = last.Add(time.Nanosecond)
+		publishedAt = last.Add(time.Millisecond)
 	}
-	count, dropped := p.encode(publishedAt, priority)
+	var term int64
+	if p.cfg.Term != nil {
+		term = p.cfg.Term()
+	}
+	count, dropped := p.encode(publishedAt, term, priority)
 	if dropped > 0 && (dropped != p.lastDrop || start.Sub(p.lastDropT) >= time.Minute) {
 		p.log.ErrorContext(ctx, "quote mirror snapshot truncated: symbols dropped beyond the cap; a dropped symbol may be the conversion leg a rollover waits on",
 			slog.Int("dropped", dropped), slog.Int("published", count), slog.Int("cap", p.cfg.MaxSymbols))
@@ -291,13 +304,13 @@ func (p *Publisher) walkHoldsPriority(priority []string) bool {
 // the cap dropped. The usual cycle — the engine's sorted wanted quotes, no priority leg outside
 // them, no truncation — streams each quote straight into the buffer in one pass; anything else
 // (and a source that cannot walk its quotes) goes through collect.
-func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dropped int) {
+func (p *Publisher) encode(publishedAt time.Time, term int64, priority []string) (count, dropped int) {
 	e := p.enc
 	if w, ok := p.cfg.Quotes.(QuoteWalker); ok {
 		e.start()
 		w.EachWantedQuote(e.record)
 		if !e.over && p.walkHoldsPriority(priority) {
-			e.finish(publishedAt)
+			e.finish(publishedAt, term)
 			return e.count, 0
 		}
 	}
@@ -307,7 +320,7 @@ func (p *Publisher) encode(publishedAt time.Time, priority []string) (count, dro
 	for i := range entries {
 		e.add(entries[i].symbol, &entries[i].q)
 	}
-	e.finish(publishedAt)
+	e.finish(publishedAt, term)
 	return e.count, dropped
 }
 

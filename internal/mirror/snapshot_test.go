@@ -1,7 +1,10 @@
 package mirror
 
 import (
-	"encoding/binary"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,42 +28,236 @@ func TestUpperLettersIsValidSymbol(t *testing.T) {
 	}
 }
 
-// FuzzParseSnapshot: whatever Redis hands the follower, parsing never panics, and a snapshot it
-// accepts holds strictly ordered desk symbols that find locates and whose records read back.
-func FuzzParseSnapshot(f *testing.F) {
-	var e encoder
-	e.max = 10
-	e.start()
-	q := tick.Quote{Bid: 1.1, Ask: 1.2, ReceivedAt: time.Unix(1_700_000_000, 5), ProviderTime: time.UnixMilli(1_700_000_000_123)}
-	for _, s := range []string{"AUDUSD", "EURUSD", "USDJPY"} {
-		e.add(s, &q)
+var digitsOf = func(s string) int {
+	switch s {
+	case "USDJPY":
+		return 3
+	case "XAUUSD":
+		return 2
+	case "ODDONE":
+		return -1
 	}
-	e.finish(time.Unix(1_700_000_001, 0))
-	f.Add(string(e.buf[:e.off]))
+	return 5
+}
+
+func encodeQuotes(t testing.TB, publishedAt time.Time, term int64, digits func(string) int, quotes ...entry) string {
+	t.Helper()
+	e := newEncoder(10, digits)
+	e.start()
+	for i := range quotes {
+		e.add(quotes[i].symbol, &quotes[i].q)
+	}
+	e.finish(publishedAt, term)
+	return string(e.buf)
+}
+
+var (
+	at0 = time.Date(2026, 12, 1, 18, 20, 10, 123_456_789, time.UTC)
+	at1 = time.Date(2026, 12, 1, 18, 20, 10, 101_000_000, time.UTC)
+	at2 = time.Date(2026, 12, 1, 18, 19, 59, 870_999_999, time.UTC)
+)
+
+// The snapshot is the JSON an operator reads: one symbol per line, prices in the instrument's
+// digits (a trailing zero kept), times RFC 3339 UTC with milliseconds, the term in the header.
+func TestSnapshotText(t *testing.T) {
+	got := encodeQuotes(t, at0.In(time.FixedZone("NY", -5*3600)), 7, digitsOf,
+		entry{"EURUSD", tick.Quote{Bid: 1.0850, Ask: 1.08512, ReceivedAt: at1}},
+		entry{"ODDONE", tick.Quote{Bid: 0.1, Ask: 0.30000000000000004, ReceivedAt: at2}},
+		entry{"USDJPY", tick.Quote{Bid: 151.201, Ask: 151.215, ReceivedAt: at2}},
+	)
+	want := `{"version":1,"publishedAt":"2026-12-01T18:20:10.123Z","term":7,"symbols":3,"quotes":{
+"EURUSD":{"bid":"1.08500","ask":"1.08512","receivedAt":"2026-12-01T18:20:10.101Z"},
+"ODDONE":{"bid":"0.1","ask":"0.30000000000000004","receivedAt":"2026-12-01T18:19:59.870Z"},
+"USDJPY":{"bid":"151.201","ask":"151.215","receivedAt":"2026-12-01T18:19:59.870Z"}
+}}`
+	if got != want {
+		t.Fatalf("snapshot text:\n%s\nwant:\n%s", got, want)
+	}
+	var doc struct {
+		Version     int       `json:"version"`
+		PublishedAt time.Time `json:"publishedAt"`
+		Term        int64     `json:"term"`
+		Symbols     int       `json:"symbols"`
+		Quotes      map[string]struct {
+			Bid, Ask   string
+			ReceivedAt time.Time `json:"receivedAt"`
+		} `json:"quotes"`
+	}
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatalf("encoding/json cannot read the snapshot: %v", err)
+	}
+	if doc.Version != 1 || doc.Term != 7 || doc.Symbols != 3 || !doc.PublishedAt.Equal(at0.Truncate(time.Millisecond)) ||
+		doc.Quotes["USDJPY"].Bid != "151.201" || !doc.Quotes["EURUSD"].ReceivedAt.Equal(at1) {
+		t.Fatalf("encoding/json reads %+v", doc)
+	}
+}
+
+// What the encoder writes, the decoder reads back: the same floats, times to the millisecond.
+func TestSnapshotRoundTrip(t *testing.T) {
+	raw := encodeQuotes(t, at0, 42, digitsOf,
+		entry{"EURUSD", tick.Quote{Bid: 1.08501, Ask: 1.08512, ReceivedAt: at1}},
+		entry{"ODDONE", tick.Quote{Bid: 1.0 / 3, Ask: 2.0 / 3, ReceivedAt: at2}},
+		entry{"USDJPY", tick.Quote{Bid: 151.201, Ask: 151.215, ReceivedAt: at2}},
+		entry{"XAUUSD", tick.Quote{Bid: 2300.1, Ask: 2300.45, ReceivedAt: at1}},
+	)
+	s, err := parseSnapshot(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.publishedAt.Equal(at0.Truncate(time.Millisecond)) || s.term != 42 || len(s.quotes) != 4 || len(s.raw) != len(raw) {
+		t.Fatalf("header: publishedAt %v term %d quotes %d", s.publishedAt, s.term, len(s.quotes))
+	}
+	want := []struct {
+		symbol     string
+		bid, ask   float64
+		receivedAt int64
+	}{
+		{"EURUSD", 1.08501, 1.08512, at1.UnixNano()},
+		{"ODDONE", 1.0 / 3, 2.0 / 3, at2.Truncate(time.Millisecond).UnixNano()},
+		{"USDJPY", 151.201, 151.215, at2.Truncate(time.Millisecond).UnixNano()},
+		{"XAUUSD", 2300.1, 2300.45, at1.UnixNano()},
+	}
+	for i, w := range want {
+		if q := s.quotes[i]; s.symbol(i) != w.symbol || q.bid != w.bid || q.ask != w.ask || q.receivedAt != w.receivedAt {
+			t.Errorf("quote %d = %s %+v, want %+v", i, s.symbol(i), q, w)
+		}
+		if s.find(w.symbol) != i {
+			t.Errorf("find(%s) = %d, want %d", w.symbol, s.find(w.symbol), i)
+		}
+	}
+	if s.find("GBPUSD") != -1 {
+		t.Error("found a symbol the snapshot does not hold")
+	}
+}
+
+// Quotes the format cannot carry are left out rather than written as text the follower refuses.
+func TestEncoderSkipsUnquotable(t *testing.T) {
+	raw := encodeQuotes(t, at0, 0, nil,
+		entry{"AAAAAA", tick.Quote{Bid: math.NaN(), Ask: 1, ReceivedAt: at1}},
+		entry{"BBBBBB", tick.Quote{Bid: 1, Ask: math.Inf(1), ReceivedAt: at1}},
+		entry{"CCCCCC", tick.Quote{Bid: 1, Ask: 2}}, // no receivedAt
+		entry{"DDDDDD", tick.Quote{Bid: 1e-30, Ask: 1, ReceivedAt: at1}},
+		entry{"EEEEEE", tick.Quote{Bid: 1, Ask: 2, ReceivedAt: at1}},
+		entry{"TOOLONGSYM", tick.Quote{Bid: 1, Ask: 2, ReceivedAt: at1}},
+	)
+	s, err := parseSnapshot(raw)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	if len(s.quotes) != 1 || s.symbol(0) != "EEEEEE" {
+		t.Fatalf("kept %+v", s.quotes)
+	}
+}
+
+// Refusals name what is wrong; none of them panics (FuzzSnapshot covers the rest).
+func TestParseSnapshotRefuses(t *testing.T) {
+	good := encodeQuotes(t, at0, 3, digitsOf,
+		entry{"EURUSD", tick.Quote{Bid: 1.08501, Ask: 1.08512, ReceivedAt: at1}},
+		entry{"USDJPY", tick.Quote{Bid: 151.201, Ask: 151.215, ReceivedAt: at2}})
+	for _, tc := range []struct{ name, raw, want string }{
+		{"empty", "", "not a quote mirror snapshot"},
+		{"binary", "FXQM\x01\x00\x00\x00", "not a quote mirror snapshot"},
+		{"other version", strings.Replace(good, `"version":1`, `"version":2`, 1), "version"},
+		{"bad publishedAt", strings.Replace(good, "2026-12-01T18:20:10.123Z", "2026-12-01 18:20:10.123Z", 1), "publishedAt"},
+		{"31 April", strings.Replace(good, `"publishedAt":"2026-12-01`, `"publishedAt":"2026-04-31`, 1), "publishedAt"},
+		{"count too high", strings.Replace(good, `"symbols":2`, `"symbols":3`, 1), "quote"},
+		{"count too low", strings.Replace(good, `"symbols":2`, `"symbols":1`, 1), "does not end"},
+		{"huge count", strings.Replace(good, `"symbols":2`, `"symbols":99999999`, 1), "symbols"},
+		{"unordered", strings.Replace(strings.Replace(good, "EURUSD", "ZZZZZZ", 1), "USDJPY", "AAAAAA", 1), "out of order"},
+		{"lower-case symbol", strings.Replace(good, "EURUSD", "eurusd", 1), "not a symbol"},
+		{"number price", strings.Replace(good, `"bid":"1.08501"`, `"bid":1.08501`, 1), "SYMBOL"},
+		{"exponent", strings.Replace(good, `"1.08501"`, `"1e5"`, 1), "bid"},
+		{"two points", strings.Replace(good, `"1.08501"`, `"1.08.501"`, 1), "bid"},
+		{"trailing point", strings.Replace(good, `"151.215"`, `"151."`, 1), "ask"},
+		{"receivedAt zone", strings.Replace(good, "18:20:10.101Z", "18:20:10.101+01:00", 1), "receivedAt"},
+		{"space", strings.Replace(good, `"ask":`, `"ask": `, 1), "bid"},
+		{"truncated", good[:len(good)-1], "does not end"},
+		{"trailing text", good + "\n", "does not end"},
+	} {
+		_, err := parseSnapshot(tc.raw)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzSnapshot: whatever Redis hands the follower, parsing never panics, and a snapshot it
+// accepts is valid JSON holding strictly ordered desk symbols that find locates.
+func FuzzSnapshot(f *testing.F) {
+	f.Add(encodeQuotes(f, at0, 9, digitsOf,
+		entry{"AUDUSD", tick.Quote{Bid: 0.65432, Ask: 0.65441, ReceivedAt: at1}},
+		entry{"EURUSD", tick.Quote{Bid: 1.1, Ask: 1.2, ReceivedAt: at2}},
+		entry{"USDJPY", tick.Quote{Bid: 151.2, Ask: -151.25, ReceivedAt: at1}}))
+	f.Add(encodeQuotes(f, at0, 0, nil))
+	f.Add(encodeQuotes(f, at0, 0, nil, entry{"ODDONE", tick.Quote{Bid: 123456789.123456789, Ask: 1e14, ReceivedAt: at1}}))
 	f.Add("")
-	f.Add(magic)
-	short := append([]byte(nil), e.buf[:headerSize]...)
-	binary.LittleEndian.PutUint32(short[16:], 2)
-	f.Add(string(short))
+	f.Add(headVersion)
 	f.Fuzz(func(t *testing.T, raw string) {
 		s, err := parseSnapshot(raw)
 		if err != nil {
 			return
 		}
+		if !json.Valid([]byte(raw)) {
+			t.Fatalf("accepted text that is not JSON: %q", raw)
+		}
 		prev := ""
-		for i := range s.n {
+		for i, q := range s.quotes {
 			sym := s.symbol(i)
 			if !tick.ValidSymbol(sym) || sym <= prev {
-				t.Fatalf("accepted record %d %q after %q", i, sym, prev)
+				t.Fatalf("accepted quote %d %q after %q", i, sym, prev)
 			}
 			if got := s.find(sym); got != i {
 				t.Fatalf("find(%q) = %d, want %d", sym, got, i)
 			}
-			s.record(i)
+			if math.IsNaN(q.bid) || math.IsInf(q.ask, 0) {
+				t.Fatalf("accepted a price that is not a number: %+v", q)
+			}
 			prev = sym
 		}
-		if s.find("ZZZZZZ") >= 0 && prev != "ZZZZZZ" {
-			t.Fatal("found a symbol the snapshot does not hold")
+	})
+}
+
+// FuzzPriceRoundTrip: a price written with an instrument's digits reads back as the float
+// strconv.ParseFloat makes of the same text, and a price written without digits reads back as
+// itself.
+func FuzzPriceRoundTrip(f *testing.F) {
+	f.Add(1.08501, int8(5), int64(1_764_613_210_123))
+	f.Add(151.2, int8(3), int64(0))
+	f.Add(-0.000123, int8(-1), int64(1))
+	f.Fuzz(func(t *testing.T, v float64, d int8, ms int64) {
+		if d > 15 {
+			d %= 16
+		}
+		if d < -1 {
+			d = -1
+		}
+		at := time.UnixMilli(ms)
+		raw := encodeQuotes(t, at0, 0, func(string) int { return int(d) }, entry{"EURUSD", tick.Quote{Bid: v, Ask: v, ReceivedAt: at}})
+		s, err := parseSnapshot(raw)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, raw)
+		}
+		if len(s.quotes) == 0 {
+			if quotable(v) && ms >= 0 && ms < maxTimeMs && d >= 0 && math.Abs(v)*pow10[d] < exactMantissa {
+				t.Fatalf("dropped %v with %d digits", v, d)
+			}
+			return
+		}
+		q := s.quotes[0]
+		text := raw[strings.Index(raw, `"bid":"`)+7:]
+		text = text[:strings.IndexByte(text, '"')]
+		want, err := strconv.ParseFloat(text, 64)
+		if err != nil || q.bid != want || q.ask != want {
+			t.Fatalf("%v with %d digits: wrote %q, read %v, ParseFloat %v (%v)", v, d, text, q.bid, want, err)
+		}
+		if d < 0 && q.bid != v {
+			t.Fatalf("shortest form of %v read back as %v", v, q.bid)
+		}
+		if d >= 0 && math.Abs(q.bid-v) > 0.5/math.Pow10(int(d))*(1+1e-9)+math.Abs(v)*1e-15 {
+			t.Fatalf("%v with %d digits read back as %v", v, d, q.bid)
+		}
+		if q.receivedAt != ms*int64(time.Millisecond) {
+			t.Fatalf("receivedAt %d read back as %d ns", ms, q.receivedAt)
 		}
 	})
 }

@@ -202,6 +202,18 @@ type Metrics struct {
 	MarginLevel *decimal.Decimal // nil when no margin is used
 }
 
+// StoredMetrics are a's metrics from its stored marks (the last reconcile or fill), for reads
+// that do not price the account live: the account list, and Account when a position cannot be
+// priced here.
+func (a Account) StoredMetrics() Metrics {
+	m := Metrics{Balance: a.Balance, Equity: a.Equity, UsedMargin: a.UsedMargin, FreeMargin: a.Equity.Sub(a.UsedMargin)}
+	if a.UsedMargin.IsPositive() {
+		l := a.Equity.Mul(hundred).DivRound(a.UsedMargin, 2)
+		m.MarginLevel = &l
+	}
+	return m
+}
+
 // metrics marks an account: equity = balance + Σ floating profit at the close price (each
 // symbol-and-side rounded once), used margin per symbol = margin volume × contract × mid ÷
 // effective leverage (rounded once per symbol), margin level = equity ÷ used margin × 100.

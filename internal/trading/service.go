@@ -180,12 +180,7 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	if m, ok := newMarket(s.prices, cat).metrics(a, cat.accountGroup(a.Group), a.Balance, exps); ok {
 		return AccountView{Account: a, Metrics: m, Live: true}, nil
 	}
-	stored := Metrics{Balance: a.Balance, Equity: a.Equity, UsedMargin: a.UsedMargin, FreeMargin: a.Equity.Sub(a.UsedMargin)}
-	if a.UsedMargin.IsPositive() {
-		l := a.Equity.Mul(hundred).DivRound(a.UsedMargin, 2)
-		stored.MarginLevel = &l
-	}
-	return AccountView{Account: a, Metrics: stored}, nil
+	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
 }
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal.
@@ -851,19 +846,19 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	volumeBefore := p.Volume
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
-	p.ClosePrice = &price
 	// Round trip two: the position, the balance and the profit deal. The account's stored
 	// equity and used margin are left to the next mark (reconcile, or this account's next fill):
 	// summing its exposures here would cost every close a scan of the account's positions.
 	var b batch
 	if p.Volume.IsZero() {
 		now := s.now().UTC()
-		p.Status, p.ClosedAt, p.CloseReason = fx.PositionClosed, &now, &reason
+		// closePrice is the price that closed the position; a partial close's price is on its deal.
+		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &reason, &price
 		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
 			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
 	} else {
-		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ? WHERE `id` = ?",
-			p.Volume, p.RealizedProfit, price, id)
+		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ? WHERE `id` = ?",
+			p.Volume, p.RealizedProfit, id)
 	}
 	side, sym := p.Side, p.Symbol
 	d, err := commitDeal(ctx, tx, &b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/trading"
+)
+
+// A type error names the field and the type it should have held, not a blanket rule about
+// decimal strings.
+func TestTypeErrorsNameTheExpectedType(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"accountId":"7","symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.1"}`, "accountId must be a whole number such as 42, not a string."},
+		{`{"accountId":7,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":0.1}`, `volume must be a decimal string such as "1.25", not a number.`},
+		{`{"accountId":7,"symbol":1,"side":"BUY","type":"MARKET","volume":"0.1"}`, "symbol must be a string, not a number."},
+		{`{"accountId":7,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.1","price":true}`, `price must be a decimal string such as "1.25", not true or false.`},
+	} {
+		_, err := decodeOrder(strings.NewReader(tc.body))
+		if fx.ErrorCode(err) != fx.EINVALID || fx.ErrorMessage(err) != tc.want {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	_, err := decodeInstruments(strings.NewReader(`{"instruments":[{"symbol":"EURUSD","volumeMin":0.01}]}`))
+	if want := `instruments.volumeMin must be a decimal string such as "1.25", not a number.`; fx.ErrorMessage(err) != want {
+		t.Errorf("nested field: %v, want %q", err, want)
+	}
+}
+
+// List filters take any case and hand back the canonical spelling.
+func TestListStatusFilterIgnoresCase(t *testing.T) {
+	for _, raw := range []string{"closed", "CLOSED", "Closed", " closed "} {
+		_, status, _, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status="+strings.ReplaceAll(raw, " ", "%20"), nil), fx.PositionOpen, fx.PositionClosed)
+		if err != nil || status != fx.PositionClosed {
+			t.Errorf("status=%q: %q, %v", raw, status, err)
+		}
+	}
+	if _, _, _, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status=shut", nil), fx.PositionOpen, fx.PositionClosed); err == nil ||
+		!strings.Contains(fx.ErrorMessage(err), "OPEN, CLOSED") {
+		t.Errorf("status=shut: %v", err)
+	}
+}
+
+// The account list shows marginLevel from the stored marks, as the single-account read does
+// when it cannot price live: an account with used margin is never null.
+func TestAccountListShowsMarginLevel(t *testing.T) {
+	a := trading.Account{ID: 1, Currency: "USD", Balance: decimal.RequireFromString("1000"), Equity: decimal.RequireFromString("1012.5"),
+		UsedMargin: decimal.RequireFromString("108.5")}
+	if v := viewAccount(a); v.MarginLevel == nil || *v.MarginLevel != "933.18" || v.FreeMargin != "904.00" {
+		t.Fatalf("list view %+v", v)
+	}
+	single := viewAccountLive(trading.AccountView{Account: a, Metrics: a.StoredMetrics()})
+	if *single.MarginLevel != *viewAccount(a).MarginLevel {
+		t.Fatalf("list says %s, single read says %s", *viewAccount(a).MarginLevel, *single.MarginLevel)
+	}
+	a.UsedMargin = decimal.Zero
+	if v := viewAccount(a); v.MarginLevel != nil {
+		t.Fatalf("no margin used: marginLevel %v, want null", *v.MarginLevel)
+	}
+}
+
+// A position says how many lots it opened with beside how many are still open, and carries a
+// close price only once CLOSED.
+func TestPositionViewNames(t *testing.T) {
+	price := decimal.RequireFromString("1.08512")
+	now := time.Now()
+	p := trading.Position{ID: 9, Symbol: "EURUSD", Side: fx.Buy, Volume: decimal.RequireFromString("0.4"), OpenVolume: decimal.RequireFromString("1"),
+		OpenPrice: price, Status: fx.PositionOpen, ClosePrice: &price, OpenedAt: now}
+	v := viewPosition(p)
+	if v.Volume != "0.4" || v.InitialVolume != "1" || v.ClosePrice != nil {
+		t.Fatalf("open position view %+v", v)
+	}
+	p.Volume, p.Status, p.ClosedAt = decimal.Zero, fx.PositionClosed, &now
+	if v := viewPosition(p); v.ClosePrice == nil || *v.ClosePrice != "1.08512" || v.InitialVolume != "1" {
+		t.Fatalf("closed position view %+v", v)
+	}
+}
