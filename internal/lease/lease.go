@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/store"
 )
 
 // Key is the desk's engine lease.
@@ -220,7 +222,7 @@ func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error)
 		return true, nil
 	}
 
-	if answered(rowErr) {
+	if !store.Unreachable(rowErr) {
 		// MySQL is up and refused the statement: that is a defect to fix, not a reason to let
 		// Redis decide behind the row's back.
 		return false, rowErr
@@ -298,24 +300,9 @@ func (k *Keeper) notify(e Event) {
 }
 
 // lostClaim reports errors that mean another contender won a race for the row: a deadlock or a
-// Galera certification failure (1213) and a lock wait timeout (1205). They are lost claims, never
-// retried, because a retry could make two owners.
-func lostClaim(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-}
-
-// answered reports whether err came from a MySQL server that is up (as opposed to one that
-// cannot be reached).
-func answered(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me)
-}
-
-func duplicateKey(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1062
-}
+// Galera certification failure and a lock wait timeout. They are lost claims, never retried,
+// because a retry could make two owners.
+func lostClaim(err error) bool { return store.IsDeadlock(err) || store.IsLockWaitTimeout(err) }
 
 // dbTimeout bounds every statement the keeper sends, so a hung connection costs at most part of
 // one renew period.
@@ -342,7 +329,7 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 		case err == nil:
 			k.term.Store(1)
 			return true, Holder{}, nil
-		case duplicateKey(err) || lostClaim(err):
+		case store.IsDuplicateKey(err) || lostClaim(err):
 			return false, k.readHolder(ctx), nil
 		}
 		return false, Holder{}, fmt.Errorf("claim lease %q: insert: %w", k.cfg.Key, err)
@@ -570,7 +557,7 @@ func (k *Keeper) renewLocked(ctx context.Context, start time.Time) (bool, error)
 		}
 		rowErr = err
 	}
-	if answered(rowErr) {
+	if !store.Unreachable(rowErr) {
 		// MySQL is up and refused the statement: not a reason to let Redis decide.
 		return false, rowErr
 	}

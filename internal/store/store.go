@@ -61,13 +61,6 @@ func Connect(dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
-// Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
-// to a server that answered with an error, or a migration that failed (ErrMigrate).
-func Unreachable(err error) bool {
-	var me *mysql.MySQLError
-	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
-}
-
 // ErrMigrate marks an OpenMigrated error that came from migrating a server that was reached: the
 // migrations could not be read or applied, or another process held the migration lock. It is
 // never Unreachable, so a process does not go on without its schema.
