@@ -6,8 +6,8 @@ import (
 	"fxdesk/internal/store"
 )
 
-// ErrFenced is returned by Fence when the lease row no longer names this instance and term, or has
-// expired by the database clock. The transaction must be rolled back.
+// ErrFenced is returned by FenceStatement once the lease is known lost: there is no statement to
+// send, and the write must not happen. IsFenced recognises it with the fence's own refusal.
 var ErrFenced = errors.New("lease fence: this process no longer holds the engine lease")
 
 // FenceStatement is the term fence of every write the lease authorises: a statement that checks,

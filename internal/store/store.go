@@ -1,5 +1,3 @@
-// Package store opens the desk's MySQL/MariaDB database, creates it when missing and applies the
-// embedded migrations. SQL that belongs to one part of the desk lives next to that part's store.
 package store
 
 import (
