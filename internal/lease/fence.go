@@ -38,15 +38,17 @@ func (k *Keeper) FenceStatement() (string, []any, error) {
 //   - the outer query reads the lease row with LOCK IN SHARE MODE (FOR SHARE is MySQL-only). A
 //     locking read takes the shared lock and reads the latest committed row, not the
 //     transaction's REPEATABLE READ snapshot, so a takeover committed after the transaction began
-//     is seen. The one-row derived table `want`, LEFT JOINed to the lease row, keeps one row to
-//     judge when the lease row is missing, which then refuses too;
+//     is seen. The lease row is LEFT JOINed to a one-row derived table, `one`, so there is a row
+//     to judge when the lease row is missing, which then refuses too. The key is compared with
+//     the column itself (not with a derived column), so the column's collation decides, whatever
+//     the connection's;
 //   - the subquery is correlated with that row: it returns one row (`n` = 1) while the row names
 //     this instance and term and expiresAt > NOW(3), and both rows of its two-row table otherwise.
 //     Whenever the server evaluates it, it judges the row the locking read returned;
 //   - the WHERE compares the subquery's value to NULL, which one row never is, so a fence that
 //     holds returns no rows.
-const FenceSQL = "SELECT 1 FROM (SELECT ? AS `id`) AS `want` " +
-	"LEFT JOIN `engine_lease` AS `l` ON `l`.`id` = `want`.`id` " +
+const FenceSQL = "SELECT 1 FROM (SELECT 1 AS `n`) AS `one` " +
+	"LEFT JOIN `engine_lease` AS `l` ON `l`.`id` = ? " +
 	"WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
 	"WHERE `two`.`n` = 1 OR NOT COALESCE(`l`.`instanceId` = ? AND `l`.`term` = ? AND `l`.`expiresAt` > NOW(3), FALSE)) IS NULL " +
 	"LOCK IN SHARE MODE"
