@@ -15,15 +15,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // Severity says how urgently a person should look.
@@ -255,8 +253,7 @@ func (in *Inbox) List(ctx context.Context, f Filter) ([]Alert, error) {
 func (in *Inbox) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := in.db.ExecContext(ctx, query, args...)
-		var me *mysql.MySQLError
-		if err == nil || attempt == 5 || !errors.As(err, &me) || me.Number != 1213 {
+		if err == nil || attempt == 5 || !store.IsDeadlock(err) {
 			return res, err
 		}
 	}

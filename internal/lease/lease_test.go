@@ -370,6 +370,117 @@ func TestFenceRefusesExpiredRow(t *testing.T) {
 	}
 }
 
+// The fence share-locks the lease row until the transaction ends: another fence (a concurrent
+// commit) passes, but a claim or renew, which writes the row, waits for it.
+func TestFenceHoldsASharedLockUntilTheTransactionEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.keeper(keeperOpts{})
+	mustClaim(t, a, true)
+	ctx := context.Background()
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := a.Fence(ctx, tx); err != nil {
+		t.Fatalf("Fence under the held term = %v", err)
+	}
+
+	other, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fence(ctx, other); err != nil {
+		t.Errorf("a second fence while the first is open = %v, want nil (the lock is shared)", err)
+	}
+	other.Rollback()
+
+	writer, err := e.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	const touch = "UPDATE `engine_lease` SET `updatedAt` = NOW(3) WHERE `id` = ?"
+	if _, err := writer.ExecContext(ctx, touch, e.key); !store.IsLockWaitTimeout(err) {
+		t.Fatalf("UPDATE of the fenced row while the fence's transaction is open = %v, want a lock wait timeout", err)
+	}
+	tx.Rollback()
+	if _, err := writer.ExecContext(ctx, touch, e.key); err != nil {
+		t.Fatalf("UPDATE after the fence's transaction ended = %v", err)
+	}
+}
+
+// The fence judges the latest committed row, not the transaction's REPEATABLE READ snapshot: a
+// takeover committed after the transaction first read the row is refused.
+func TestFenceSeesATakeoverCommittedAfterTheSnapshot(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.keeper(keeperOpts{})
+	mustClaim(t, a, true)
+	ctx := context.Background()
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var inst string
+	if err := tx.QueryRowContext(ctx, "SELECT `instanceId` FROM `engine_lease` WHERE `id` = ?", e.key).Scan(&inst); err != nil {
+		t.Fatal(err)
+	}
+	if inst != a.InstanceID() {
+		t.Fatalf("snapshot holder = %q, want %q", inst, a.InstanceID())
+	}
+	if _, err := e.db.ExecContext(ctx, "UPDATE `engine_lease` SET `instanceId` = 'another', `term` = `term` + 1 WHERE `id` = ?", e.key); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT `instanceId` FROM `engine_lease` WHERE `id` = ?", e.key).Scan(&inst); err != nil || inst != a.InstanceID() {
+		t.Fatalf("snapshot read after the takeover = %q, %v; the test needs REPEATABLE READ", inst, err)
+	}
+	if err := a.Fence(ctx, tx); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("Fence after a takeover committed behind the snapshot = %v, want ErrFenced", err)
+	}
+}
+
+// A missing lease row refuses like a row that names someone else.
+func TestFenceRefusesMissingRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.keeper(keeperOpts{})
+	mustClaim(t, a, true)
+	if _, err := e.db.Exec("DELETE FROM `engine_lease` WHERE `id` = ?", e.key); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := a.Fence(context.Background(), tx); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("Fence without a lease row = %v, want ErrFenced", err)
+	}
+}
+
+// IsFenced answers for the fence's refusal only, not for other server errors a batch can end with.
+func TestIsFencedIsTheFenceOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mustClaim(t, e.keeper(keeperOpts{}), true)
+	for _, q := range []string{
+		"INSERT INTO `engine_lease` SELECT * FROM `engine_lease` WHERE `id` = ?", // duplicate key
+		"SELECT `id` FROM `no_such_table` WHERE `id` = ?",
+		"SELEC ?",
+	} {
+		_, err := e.db.Exec(q, e.key)
+		if err == nil || lease.IsFenced(err) {
+			t.Errorf("%q: err = %v, IsFenced = %v; want an error that is not the fence", q, err, lease.IsFenced(err))
+		}
+	}
+}
+
 func TestReleaseHandsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

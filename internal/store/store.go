@@ -1,5 +1,3 @@
-// Package store opens the desk's MySQL/MariaDB database, creates it when missing and applies the
-// embedded migrations. SQL that belongs to one part of the desk lives next to that part's store.
 package store
 
 import (
@@ -59,13 +57,6 @@ func Connect(dsn string) (*sql.DB, error) {
 	db.SetMaxIdleConns(16)
 	db.SetConnMaxLifetime(30 * time.Minute)
 	return db, nil
-}
-
-// Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
-// to a server that answered with an error, or a migration that failed (ErrMigrate).
-func Unreachable(err error) bool {
-	var me *mysql.MySQLError
-	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
 }
 
 // ErrMigrate marks an OpenMigrated error that came from migrating a server that was reached: the

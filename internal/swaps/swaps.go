@@ -3,7 +3,6 @@ package swaps
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
 
@@ -761,8 +760,7 @@ func (r *run) expire(ctx context.Context) error {
 func retryDeadlock(fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		var me *mysql.MySQLError
-		if err == nil || attempt == 5 || !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) {
+		if err == nil || attempt == 5 || !(store.IsDeadlock(err) || store.IsLockWaitTimeout(err)) {
 			return err
 		}
 	}

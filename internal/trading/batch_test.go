@@ -3,7 +3,6 @@ package trading
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -123,8 +122,7 @@ func TestBatchFailureRollsBackAndFreesTheConnection(t *testing.T) {
 			b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 201, 1)
 			tc.add(&b)
 			err = tx.commit(ctx, &b)
-			var me *mysql.MySQLError
-			if !errors.As(err, &me) || me.Number != 1062 {
+			if !store.IsDuplicateKey(err) {
 				t.Fatalf("commit = %v, want the duplicate key error", err)
 			}
 			tx.Rollback()

@@ -14,6 +14,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 )
 
 // Lease is what fills and closes need from the engine lease: the gate, and the term fence that
@@ -497,7 +498,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID) }), "SELECT @fx_order_id")
 	}
 	if err := tx.commit(ctx, &b); err != nil {
-		if duplicateKey(err) && r.RequestNonce != "" {
+		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
 			tx.Rollback()
 			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
@@ -390,10 +389,4 @@ func addDeal(b *batch, a *Account, d Deal, marks *Metrics, ofFill bool) Deal {
 	}
 	a.Balance = d.BalanceAfter
 	return d
-}
-
-// duplicateKey reports MySQL error 1062.
-func duplicateKey(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1062
 }

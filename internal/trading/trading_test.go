@@ -65,12 +65,12 @@ type switchLease struct {
 
 func (l *switchLease) HoldsLease() bool { return true }
 
-// FenceStatement answers, once fenced, a statement that fails as the real fence does when
-// another instance holds the term.
+// FenceStatement answers, once fenced, the real fence for a lease row that does not exist, so it
+// fails as the real fence does when this process no longer holds the term.
 func (l *switchLease) FenceStatement() (string, []any, error) {
 	l.calls.Add(1)
 	if l.fenced.Load() {
-		return "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + lease.FenceRefusal + "'", nil, nil
+		return lease.FenceSQL, []any{"no-such-lease", "nobody", 0}, nil
 	}
 	return "DO ?", []any{1}, nil
 }

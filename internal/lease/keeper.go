@@ -12,22 +12,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/store"
 )
 
 // Key is the desk's engine lease.
 const Key = "forex-trading"
-
-// RedisKey is the Redis key that mirrors the lease row for key.
-func RedisKey(key string) string { return "engine:lease:" + key }
-
-// ErrFenced is returned by Fence when the lease row no longer names this instance and term, or has
-// expired by the database clock. The transaction must be rolled back.
-var ErrFenced = errors.New("lease fence: this process no longer holds the engine lease")
 
 // Arbiter names what granted the current lease.
 type Arbiter string
@@ -131,15 +124,6 @@ func New(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *K
 	}
 }
 
-// pidAlive is kill(pid, 0): only ESRCH proves the process is gone. EPERM means it exists under
-// another user.
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
 // InstanceID is this process's random identity in the lease row.
 func (k *Keeper) InstanceID() string { return k.cfg.InstanceID }
 
@@ -171,17 +155,6 @@ func (k *Keeper) TrustLeft() time.Duration {
 func (k *Keeper) trust(attemptStart time.Time) {
 	k.trustedUntil.Store(int64(attemptStart.Sub(k.epoch) + k.cfg.TTL - k.cfg.Fence))
 }
-
-// Holder is what an arbiter says about who holds the lease.
-type Holder struct {
-	InstanceID string `json:"instanceId,omitempty"`
-	Hostname   string `json:"hostname"`
-	PID        int    `json:"pid"`
-	Term       int64  `json:"term"`
-	Live       bool   `json:"live"` // unexpired by the database clock
-}
-
-func (h Holder) String() string { return h.Hostname + ":" + strconv.Itoa(h.PID) }
 
 // Claim contends for the lease once, at boot. It returns true when this process now holds it.
 // A false answer is final for the life of the process: there is no later promotion.
@@ -220,7 +193,7 @@ func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error)
 		return true, nil
 	}
 
-	if answered(rowErr) {
+	if !store.Unreachable(rowErr) {
 		// MySQL is up and refused the statement: that is a defect to fix, not a reason to let
 		// Redis decide behind the row's back.
 		return false, rowErr
@@ -245,12 +218,6 @@ func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error)
 	k.trust(start)
 	k.failOpenLocked(ctx, rowErr, err)
 	return true, nil
-}
-
-func parseTag(tag string) Holder {
-	host, pid, _ := strings.Cut(tag, ":")
-	n, _ := strconv.Atoi(pid)
-	return Holder{Hostname: host, PID: n, Live: tag != ""}
 }
 
 // failOpenLocked records that neither arbiter answered and the desk runs anyway.
@@ -297,161 +264,9 @@ func (k *Keeper) notify(e Event) {
 	}
 }
 
-// lostClaim reports errors that mean another contender won a race for the row: a deadlock or a
-// Galera certification failure (1213) and a lock wait timeout (1205). They are lost claims, never
-// retried, because a retry could make two owners.
-func lostClaim(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-}
-
-// answered reports whether err came from a MySQL server that is up (as opposed to one that
-// cannot be reached).
-func answered(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me)
-}
-
-func duplicateKey(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1062
-}
-
 // dbTimeout bounds every statement the keeper sends, so a hung connection costs at most part of
 // one renew period.
 func (k *Keeper) dbTimeout() time.Duration { return max(k.cfg.TTL/6, 500*time.Millisecond) }
-
-// claimRow contends for the row. It returns (won, holder seen, err); err is non-nil only when the
-// row could not be consulted at all.
-func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
-	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
-	defer cancel()
-
-	// Observe the current holder only to learn whether it is a dead process on this host, and if so
-	// under which term. The decision itself is the conditional UPDATE below.
-	var h Holder
-	err := k.db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
-		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
-	if errors.Is(err, sql.ErrNoRows) {
-		_, err := k.db.ExecContext(ctx,
-			"INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
-				"VALUES (?, ?, ?, ?, 1, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))",
-			k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds())
-		switch {
-		case err == nil:
-			k.term.Store(1)
-			return true, Holder{}, nil
-		case duplicateKey(err) || lostClaim(err):
-			return false, k.readHolder(ctx), nil
-		}
-		return false, Holder{}, fmt.Errorf("claim lease %q: insert: %w", k.cfg.Key, err)
-	}
-	if err != nil {
-		return false, Holder{}, fmt.Errorf("claim lease %q: read: %w", k.cfg.Key, err)
-	}
-
-	deadTerm := int64(-1)
-	if h.Live && h.Hostname == k.cfg.Hostname && h.PID != k.cfg.PID && !k.cfg.PIDAlive(h.PID) {
-		deadTerm = h.Term
-		k.log.InfoContext(ctx, "engine lease holder on this host is dead; reclaiming", slog.String("holder", h.String()), slog.Int64("term", h.Term))
-	} else if h.Live && h.InstanceID != k.cfg.InstanceID {
-		k.sibling = true
-	}
-
-	// LAST_INSERT_ID(expr) hands the new term back in the same statement. `term` is assigned first:
-	// MySQL evaluates single-table assignments left to right.
-	res, err := k.db.ExecContext(ctx,
-		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, "+
-			"`acquiredAt` = NOW(3), `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
-			"WHERE `id` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
-		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds(),
-		k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
-	if lostClaim(err) {
-		return false, k.readHolder(ctx), nil
-	}
-	if err != nil {
-		return false, Holder{}, fmt.Errorf("claim lease %q: update: %w", k.cfg.Key, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, Holder{}, fmt.Errorf("claim lease %q: rows affected: %w", k.cfg.Key, err)
-	}
-	if n != 1 {
-		return false, k.readHolder(ctx), nil
-	}
-	term, err := res.LastInsertId()
-	if err != nil {
-		return false, Holder{}, fmt.Errorf("claim lease %q: new term: %w", k.cfg.Key, err)
-	}
-	k.term.Store(term)
-	return true, Holder{}, nil
-}
-
-func (k *Keeper) readHolder(ctx context.Context) Holder {
-	var h Holder
-	k.db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
-		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
-	return h
-}
-
-// refreshScript sets the key to our tag with a fresh TTL and returns {set, previous value}.
-// With ARGV[3] = "agree" the row has decided and the key is made to agree whatever it held (the
-// previous value is returned so a disagreement can be logged); with "compare" it is refreshed only
-// while it still holds our tag.
-var refreshScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] or ARGV[3] == 'agree' then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {1, cur or ''}
-end
-return {0, cur or ''}
-`)
-
-// releaseScript deletes the key only while it holds our tag.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
-func (k *Keeper) refreshRedis(ctx context.Context, mode string) (set bool, prev string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
-	defer cancel()
-	v, err := refreshScript.Run(ctx, k.rdb, []string{RedisKey(k.cfg.Key)}, k.tag, k.cfg.TTL.Milliseconds(), mode).Slice()
-	if err != nil {
-		return false, "", fmt.Errorf("refresh Redis lease key: %w", err)
-	}
-	if len(v) != 2 {
-		return false, "", fmt.Errorf("refresh Redis lease key: unexpected reply %v", v)
-	}
-	n, _ := v[0].(int64)
-	prev, _ = v[1].(string)
-	return n == 1, prev, nil
-}
-
-// agreeRedis makes the Redis key agree with the row this process holds.
-func (k *Keeper) agreeRedis(ctx context.Context) {
-	_, prev, err := k.refreshRedis(ctx, "agree")
-	if err != nil {
-		if !k.redisWarned {
-			k.redisWarned = true
-			k.log.WarnContext(ctx, "Redis unreachable; the lease row decides alone", slog.Any("err", err))
-		}
-		return
-	}
-	if k.redisWarned {
-		k.redisWarned = false
-		k.log.InfoContext(ctx, "Redis reachable again; lease key written to agree with the row")
-	}
-	if prev != "" && prev != k.tag {
-		k.sibling = true
-		k.log.WarnContext(ctx, "engine lease: Redis key disagreed with the row; rewritten to agree",
-			slog.String("redis", prev), slog.String("row", k.tag))
-	}
-}
 
 // Run renews the lease every TTL/3 until ctx ends. It does not release: the owner stops guarded
 // work first and then calls Release. On a process that did not win
@@ -570,7 +385,7 @@ func (k *Keeper) renewLocked(ctx context.Context, start time.Time) (bool, error)
 		}
 		rowErr = err
 	}
-	if answered(rowErr) {
+	if !store.Unreachable(rowErr) {
 		// MySQL is up and refused the statement: not a reason to let Redis decide.
 		return false, rowErr
 	}
@@ -597,33 +412,6 @@ func (k *Keeper) renewLocked(ctx context.Context, start time.Time) (bool, error)
 		k.arbiter = ArbiterRedis
 		return true, nil
 	}
-}
-
-func (k *Keeper) setNX(ctx context.Context) (bool, string, error) {
-	ok, err := k.rdb.SetArgs(ctx, RedisKey(k.cfg.Key), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
-	if errors.Is(err, redis.Nil) {
-		cur, _ := k.rdb.Get(ctx, RedisKey(k.cfg.Key)).Result()
-		return false, cur, nil
-	}
-	return err == nil && ok == "OK", "", err
-}
-
-// renewRow extends the row for our instance and term. (false, nil) means the row names someone else.
-func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
-	defer cancel()
-	res, err := k.db.ExecContext(ctx,
-		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
-			"WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
-		k.cfg.TTL.Microseconds(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
-	if err != nil {
-		return false, fmt.Errorf("renew lease %q: %w", k.cfg.Key, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("renew lease %q: rows affected: %w", k.cfg.Key, err)
-	}
-	return n == 1, nil
 }
 
 func (k *Keeper) loseLocked(ctx context.Context) {
@@ -671,46 +459,6 @@ func (k *Keeper) Release(ctx context.Context) error {
 	return err
 }
 
-// FenceRefusal is the error text the fence statement signals (SQLSTATE 45000, error 1644);
-// IsFenced recognises it.
-const FenceRefusal = "engine lease fence: this instance no longer holds the term"
-
-// FenceStatement is the term fence of every write the lease authorises: a statement that checks,
-// inside the write's transaction, that the row still names this instance and term and has not
-// expired by the database clock. A caller sends it in one round trip with its own statements (a
-// multi-statement batch), typically as the last statement before COMMIT: it returns no rows,
-// share-locks the lease row until the transaction ends (so a claim by another process waits for
-// it), and fails — so the server runs nothing after it, COMMIT included — when the write must
-// not happen. IsFenced tells
-// that failure from others. It returns ErrFenced, without a statement, once the lease is known
-// lost.
-//
-// Placed just before COMMIT, the shared lock is held only while the transaction commits, so a
-// renew (which must take the row exclusively) waits for commits in flight, not for whole
-// transactions, and the writes queued behind the renew wait only for its UPDATE.
-func (k *Keeper) FenceStatement() (string, []any, error) {
-	if k.lost.Load() {
-		return "", nil, ErrFenced
-	}
-	return FenceSQL, []any{k.cfg.Key, k.cfg.InstanceID, k.term.Load()}, nil
-}
-
-// FenceSQL is the fence statement; its arguments are the lease id, the instance id and the term.
-// A MariaDB compound statement, so that it can fail (SIGNAL) rather than return no row.
-const FenceSQL = "BEGIN NOT ATOMIC DECLARE held INT; " +
-	"SELECT COUNT(*) INTO held FROM `engine_lease` WHERE `id` = ? AND `instanceId` = ? AND `term` = ? AND `expiresAt` > NOW(3) LOCK IN SHARE MODE; " +
-	"IF held = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + FenceRefusal + "'; END IF; END"
-
-// IsFenced reports whether err is the fence refusing a write: ErrFenced, or the error the fence
-// statement signals.
-func IsFenced(err error) bool {
-	if errors.Is(err, ErrFenced) {
-		return true
-	}
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1644 && me.Message == FenceRefusal
-}
-
 // State is the keeper's view of itself, for status pages.
 type State struct {
 	InstanceID    string        `json:"instanceId"`
@@ -750,18 +498,4 @@ func (k *Keeper) State() State {
 		s.LastRenewAgo = k.cfg.Now().Sub(k.lastRenew)
 	}
 	return s
-}
-
-// ReadRow reads the lease row as operators see it. ok is false when there is no row.
-func ReadRow(ctx context.Context, db *sql.DB, key string) (h Holder, expiresInMs int64, ok bool, err error) {
-	err = db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3), TIMESTAMPDIFF(MICROSECOND, NOW(3), `expiresAt`) DIV 1000 "+
-			"FROM `engine_lease` WHERE `id` = ?", key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live, &expiresInMs)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Holder{}, 0, false, nil
-	}
-	if err != nil {
-		return Holder{}, 0, false, fmt.Errorf("read lease row %q: %w", key, err)
-	}
-	return h, expiresInMs, true, nil
 }

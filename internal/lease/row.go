@@ -1,0 +1,145 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"syscall"
+
+	"fxdesk/internal/store"
+)
+
+// pidAlive is kill(pid, 0): only ESRCH proves the process is gone. EPERM means it exists under
+// another user.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// Holder is what an arbiter says about who holds the lease.
+type Holder struct {
+	InstanceID string `json:"instanceId,omitempty"`
+	Hostname   string `json:"hostname"`
+	PID        int    `json:"pid"`
+	Term       int64  `json:"term"`
+	Live       bool   `json:"live"` // unexpired by the database clock
+}
+
+func (h Holder) String() string { return h.Hostname + ":" + strconv.Itoa(h.PID) }
+
+// lostClaim reports errors that mean another contender won a race for the row: a deadlock or a
+// Galera certification failure and a lock wait timeout. They are lost claims, never retried,
+// because a retry could make two owners.
+func lostClaim(err error) bool { return store.IsDeadlock(err) || store.IsLockWaitTimeout(err) }
+
+// claimRow contends for the row. It returns (won, holder seen, err); err is non-nil only when the
+// row could not be consulted at all.
+func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
+	defer cancel()
+
+	// Observe the current holder only to learn whether it is a dead process on this host, and if so
+	// under which term. The decision itself is the conditional UPDATE below.
+	var h Holder
+	err := k.db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
+		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err := k.db.ExecContext(ctx,
+			"INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
+				"VALUES (?, ?, ?, ?, 1, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))",
+			k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds())
+		switch {
+		case err == nil:
+			k.term.Store(1)
+			return true, Holder{}, nil
+		case store.IsDuplicateKey(err) || lostClaim(err):
+			return false, k.readHolder(ctx), nil
+		}
+		return false, Holder{}, fmt.Errorf("claim lease %q: insert: %w", k.cfg.Key, err)
+	}
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: read: %w", k.cfg.Key, err)
+	}
+
+	deadTerm := int64(-1)
+	if h.Live && h.Hostname == k.cfg.Hostname && h.PID != k.cfg.PID && !k.cfg.PIDAlive(h.PID) {
+		deadTerm = h.Term
+		k.log.InfoContext(ctx, "engine lease holder on this host is dead; reclaiming", slog.String("holder", h.String()), slog.Int64("term", h.Term))
+	} else if h.Live && h.InstanceID != k.cfg.InstanceID {
+		k.sibling = true
+	}
+
+	// LAST_INSERT_ID(expr) hands the new term back in the same statement. `term` is assigned first:
+	// MySQL evaluates single-table assignments left to right.
+	res, err := k.db.ExecContext(ctx,
+		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, "+
+			"`acquiredAt` = NOW(3), `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
+			"WHERE `id` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
+		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds(),
+		k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
+	if lostClaim(err) {
+		return false, k.readHolder(ctx), nil
+	}
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: update: %w", k.cfg.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: rows affected: %w", k.cfg.Key, err)
+	}
+	if n != 1 {
+		return false, k.readHolder(ctx), nil
+	}
+	term, err := res.LastInsertId()
+	if err != nil {
+		return false, Holder{}, fmt.Errorf("claim lease %q: new term: %w", k.cfg.Key, err)
+	}
+	k.term.Store(term)
+	return true, Holder{}, nil
+}
+
+func (k *Keeper) readHolder(ctx context.Context) Holder {
+	var h Holder
+	k.db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
+		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	return h
+}
+
+// renewRow extends the row for our instance and term. (false, nil) means the row names someone else.
+func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
+	defer cancel()
+	res, err := k.db.ExecContext(ctx,
+		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
+			"WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
+		k.cfg.TTL.Microseconds(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
+	if err != nil {
+		return false, fmt.Errorf("renew lease %q: %w", k.cfg.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("renew lease %q: rows affected: %w", k.cfg.Key, err)
+	}
+	return n == 1, nil
+}
+
+// ReadRow reads the lease row as operators see it. ok is false when there is no row.
+func ReadRow(ctx context.Context, db *sql.DB, key string) (h Holder, expiresInMs int64, ok bool, err error) {
+	err = db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3), TIMESTAMPDIFF(MICROSECOND, NOW(3), `expiresAt`) DIV 1000 "+
+			"FROM `engine_lease` WHERE `id` = ?", key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live, &expiresInMs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Holder{}, 0, false, nil
+	}
+	if err != nil {
+		return Holder{}, 0, false, fmt.Errorf("read lease row %q: %w", key, err)
+	}
+	return h, expiresInMs, true, nil
+}

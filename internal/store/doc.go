@@ -1,0 +1,27 @@
+// Package store opens the desk's MySQL/MariaDB database, creates it when missing and applies the
+// embedded migrations, and is the one place that knows MySQL: the driver options the desk needs
+// (DSN) and what a driver error means (IsDuplicateKey, IsDeadlock, IsLockWaitTimeout,
+// IsFenceRefusal, Unreachable). SQL that belongs to one part of the desk lives next to that
+// part's store; no other package reads a driver error's number.
+//
+// Every statement is written for MySQL 8.0+ and MariaDB 10.6+ by both manuals
+// (TestSQLIsPortable parses them all with a MySQL grammar). The desk relies on:
+//
+//   - the driver options set by DSN: multiStatements (a fill or a close is a few round trips
+//     of batched statements, the lease fence last before COMMIT), clientFoundRows (a conditional
+//     UPDATE that matches our own unchanged row counts 1: the lease claim and renew),
+//     interpolateParams and parseTime;
+//   - InnoDB at its default REPEATABLE READ, with locking reads where a decision must see the
+//     latest committed row: SELECT … FOR UPDATE on accounts and positions, in id order, and
+//     LOCK IN SHARE MODE on the lease row (not FOR SHARE, which MariaDB lacks);
+//   - DATETIME(3) columns and the database clock NOW(3) for every lease time, never the client's;
+//     the server and the sessions run in UTC (DESIGN §12) — the DSN does not set it;
+//   - LAST_INSERT_ID(expr) to hand the new lease term back from the claim's UPDATE, user
+//     variables (@fx_order_id) within one batch, and GET_LOCK for migrations;
+//   - the lease fence (lease.FenceSQL): one SELECT whose scalar subquery returns two rows when
+//     the term is not held, so the server raises 1242 (ER_SUBQUERY_NO_1_ROW) and runs nothing
+//     after it in the batch, COMMIT included. No compound statements outside stored programs,
+//     no SIGNAL, no RETURNING, no IF [NOT] EXISTS on indexes or columns.
+//
+// docs/mysql.md says the same for operators.
+package store

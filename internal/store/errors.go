@@ -1,0 +1,46 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Server error numbers the desk acts on. They are the same on MySQL 8 and MariaDB; this file is
+// the only place that reads a driver error's number, so a new server or driver changes one file.
+const (
+	erDupEntry        = 1062 // ER_DUP_ENTRY: a unique key already holds the value
+	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: innodb_lock_wait_timeout passed
+	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: InnoDB (or Galera certification) chose this transaction as the victim
+	erSubqueryNo1Row  = 1242 // ER_SUBQUERY_NO_1_ROW: the lease fence's refusal (see IsFenceRefusal)
+)
+
+func serverError(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
+}
+
+// IsDuplicateKey reports whether err is a unique-key violation (1062).
+func IsDuplicateKey(err error) bool { return serverError(err, erDupEntry) }
+
+// IsDeadlock reports whether the server rolled the transaction back as a deadlock victim, or a
+// Galera cluster refused it at certification (both 1213). The whole transaction was undone.
+func IsDeadlock(err error) bool { return serverError(err, erLockDeadlock) }
+
+// IsLockWaitTimeout reports whether a statement gave up waiting for a row lock (1205). Only the
+// statement is undone (innodb_rollback_on_timeout is off by default); callers roll back the rest.
+func IsLockWaitTimeout(err error) bool { return serverError(err, erLockWaitTimeout) }
+
+// IsFenceRefusal reports whether err is the error the lease fence raises when it refuses a
+// write: a scalar subquery that returned more than one row (1242). The fence (lease.FenceSQL) is
+// the only statement the desk sends whose scalar subquery can return more than one row — every
+// other scalar subquery selects by a unique key or with LIMIT 1 — so in a batch that carries the
+// fence, 1242 is the fence. lease.IsFenced is the API callers use; this is its server half.
+func IsFenceRefusal(err error) bool { return serverError(err, erSubqueryNo1Row) }
+
+// Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
+// to a server that answered with an error, or a migration that failed (ErrMigrate).
+func Unreachable(err error) bool {
+	var me *mysql.MySQLError
+	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
+}

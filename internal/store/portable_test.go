@@ -1,0 +1,480 @@
+package store
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	tidb "github.com/pingcap/tidb/pkg/parser"
+	tidbast "github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"fxdesk/migrations"
+)
+
+// The desk's SQL must run on MySQL 8.0+ as well as MariaDB 10.6+ (STYLE.md, DESIGN §12). These
+// tests parse every statement the desk sends with a MySQL grammar — the TiDB parser, a test-only
+// dependency — and refuse the MariaDB extensions that grammar happens to accept too
+// (notPortable). MariaDB is the server the suite runs on, so MariaDB's acceptance is tested by
+// every other test; MySQL's grammar is what these add.
+//
+// What is checked: every statement of every migration, and every SQL text in the non-test Go
+// sources, found by walking the syntax trees (sourceSQL). What is not: the statements the walker
+// cannot fold because they are built at runtime (built, below, lists them with a representative
+// text), and SQL the desk does not send itself (tests, benches, the e2e harness).
+
+// built are the statements assembled at runtime with a strings.Builder, which the walker sees
+// only in fragments: one entry per function that builds SQL (sourceSQL finds them; an entry
+// must exist for each), each statement given in a representative shape — two rows, two WHENs.
+// When one of them changes shape, change it here too.
+var built = map[string][]string{
+	"internal/swaps/swaps.go:postCharges": {
+		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
+			"`symbol`, `side`, `volume`, `idempotencyKey`, `comment`) VALUES " +
+			"(?, 'SWAP', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, 'SWAP', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"UPDATE `fx_account` SET `balance` = `balance` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END, " +
+			"`equity` = `equity` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
+	},
+	"internal/swaps/swaps.go:moveWatermarks": {
+		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
+			"WHERE `id` IN (?, ?)",
+	},
+	"internal/swaps/swaps.go:parkPending": {
+		"INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, " +
+			"`amountQuote`, `quoteCurrency`, `accountCurrency`, `missingLegs`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `attempts` = `attempts`",
+	},
+	"internal/swaps/swaps.go:retryPending": {
+		"UPDATE `fx_swap_charge` SET `attempts` = `attempts` + 1, `lastTriedAt` = NOW(3) " +
+			"WHERE `status` = 'PENDING' AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
+	},
+	"internal/swaps/swaps.go:settlePending": {
+		"SELECT `positionId`, `rolloverDate` FROM `fx_swap_charge` WHERE `status` = 'PENDING' " +
+			"AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?)) FOR UPDATE",
+		"UPDATE `fx_position` SET `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
+		"UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, " +
+			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
+			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
+	},
+	"internal/reconcile/reconcile.go:markBatch": {
+		"UPDATE `fx_account` SET `equity` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, " +
+			"`usedMargin` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, `markedAt` = NOW(3) WHERE `id` IN (?, ?)",
+	},
+}
+
+// sqlStart recognises a Go string that is SQL by its leading keyword.
+var sqlStart = regexp.MustCompile(`^(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|TRUNCATE|START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|DO|LOCK|UNLOCK|WITH|CALL|SHOW|EXPLAIN|ANALYZE|KILL)\b`)
+
+// fmtVerb is a fmt verb in a Sprintf'd statement; it stands for a value or a list of values.
+var fmtVerb = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*\d*(\.\d+)?[sdvqxf]`)
+
+type sqlText struct {
+	where string // file:line, or migration and statement number
+	text  string
+}
+
+func TestSQLIsPortable(t *testing.T) {
+	t.Parallel()
+	var all []sqlText
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		body, err := fs.ReadFile(migrations.FS, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, stmt := range statements(string(body)) {
+			all = append(all, sqlText{fmt.Sprintf("migrations/%s statement %d", file, i+1), stmt})
+		}
+	}
+	src, sites, err := sourceSQL(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src) < 50 {
+		t.Fatalf("found %d SQL texts in the Go sources; the walker is broken", len(src))
+	}
+	all = append(all, src...)
+	for _, site := range slices.Sorted(maps.Keys(sites)) {
+		if len(built[site]) == 0 {
+			t.Errorf("%s builds SQL with a strings.Builder: add its statements to built", site)
+		}
+	}
+	for _, site := range slices.Sorted(maps.Keys(built)) {
+		if !sites[site] {
+			t.Errorf("built lists %s, which builds no SQL any more", site)
+		}
+		for i, stmt := range built[site] {
+			all = append(all, sqlText{fmt.Sprintf("built %s #%d", site, i+1), stmt})
+		}
+	}
+	for _, s := range all {
+		if err := portable(s.text); err != nil {
+			t.Errorf("%s: %v\n\t%s", s.where, err, s.text)
+		}
+	}
+	t.Logf("%d statements checked, %d of them built at runtime and given in built", len(all), len(sites))
+}
+
+// store.IsFenceRefusal takes error 1242 in a batch that carries the fence to be the fence's: that
+// holds only while no other statement the desk sends has a scalar subquery that can return more
+// than one row. Each scalar subquery outside internal/lease/fence.go must be one row by
+// construction: LIMIT 1, or an id = … condition (every desk table's id is its primary key).
+func TestOnlyTheFenceCanRaise1242(t *testing.T) {
+	t.Parallel()
+	src, _, err := sourceSQL(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fences := 0
+	for _, s := range src {
+		nodes, _, err := tidb.New().Parse(s.text, "", "")
+		if err != nil {
+			continue // TestSQLIsPortable reports it
+		}
+		for _, n := range nodes {
+			v := &scalarSubqueries{notScalar: map[*tidbast.SubqueryExpr]bool{}}
+			n.Accept(v)
+			for _, q := range v.scalar {
+				switch {
+				case oneRow(q):
+				case strings.Contains(s.where, "internal/lease/fence.go"):
+					fences++
+				default:
+					t.Errorf("%s: a scalar subquery that may return more than one row would pass for the lease fence's refusal (1242); "+
+						"give it LIMIT 1 or select by id\n\t%s", s.where, s.text)
+				}
+			}
+		}
+	}
+	if fences == 0 {
+		t.Error("found no scalar subquery in the lease fence; the walker or the fence changed")
+	}
+}
+
+// scalarSubqueries collects the subqueries of a statement that stand for one value: not a
+// derived table, nor the right side of IN, EXISTS, ANY or ALL.
+type scalarSubqueries struct {
+	notScalar map[*tidbast.SubqueryExpr]bool
+	scalar    []*tidbast.SubqueryExpr
+}
+
+func (v *scalarSubqueries) Enter(n tidbast.Node) (tidbast.Node, bool) {
+	mark := func(e tidbast.Node) {
+		if q, ok := e.(*tidbast.SubqueryExpr); ok {
+			v.notScalar[q] = true
+		}
+	}
+	switch n := n.(type) {
+	case *tidbast.TableSource:
+		mark(n.Source)
+	case *tidbast.PatternInExpr:
+		mark(n.Sel)
+	case *tidbast.ExistsSubqueryExpr:
+		mark(n.Sel)
+	case *tidbast.CompareSubqueryExpr:
+		mark(n.R)
+	case *tidbast.SubqueryExpr:
+		if !v.notScalar[n] {
+			v.scalar = append(v.scalar, n)
+		}
+	}
+	return n, false
+}
+
+func (v *scalarSubqueries) Leave(n tidbast.Node) (tidbast.Node, bool) { return n, true }
+
+// oneRow reports whether a subquery returns at most one row by its own text.
+func oneRow(q *tidbast.SubqueryExpr) bool {
+	sel, ok := q.Query.(*tidbast.SelectStmt)
+	if !ok {
+		return false
+	}
+	if sel.Limit != nil {
+		if c, ok := sel.Limit.Count.(tidbast.ValueExpr); ok && sel.Limit.Offset == nil && fmt.Sprint(c.GetValue()) == "1" {
+			return true
+		}
+	}
+	var byID func(e tidbast.ExprNode) bool
+	byID = func(e tidbast.ExprNode) bool {
+		b, ok := e.(*tidbast.BinaryOperationExpr)
+		if !ok {
+			return false
+		}
+		switch b.Op {
+		case opcode.LogicAnd:
+			return byID(b.L) || byID(b.R)
+		case opcode.EQ:
+			c, ok := b.L.(*tidbast.ColumnNameExpr)
+			return ok && c.Name.Name.L == "id"
+		}
+		return false
+	}
+	return sel.Where != nil && byID(sel.Where)
+}
+
+// The checker itself refuses MariaDB-only statements, so TestSQLIsPortable can fail.
+func TestPortableRefusesMariaDBOnlySQL(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{
+		"BEGIN NOT ATOMIC DECLARE held INT; SELECT COUNT(*) INTO held FROM `engine_lease`; IF held = 0 THEN SIGNAL SQLSTATE '45000'; END IF; END",
+		"INSERT INTO `fx_deal` (`accountId`) VALUES (?) RETURNING `id`",
+		"DELETE FROM `fx_deal` WHERE `id` = ? RETURNING `id`",
+		"CREATE INDEX IF NOT EXISTS `ix` ON `fx_deal` (`accountId`)",
+		"DROP INDEX IF EXISTS `ix` ON `fx_deal`",
+		"ALTER TABLE `fx_deal` ADD COLUMN IF NOT EXISTS `note` TEXT",
+		"ALTER TABLE `fx_deal` DROP COLUMN IF EXISTS `note`",
+		"ALTER TABLE `fx_deal` ADD INDEX IF NOT EXISTS `ix` (`accountId`)",
+		"CREATE OR REPLACE TABLE `t` (`a` INT)",
+		"CREATE SEQUENCE `s`",
+		"SELECT `id` FROM `engine_lease` FOR SHARE", // the other way round: MySQL-only
+	} {
+		if err := portable(q); err == nil {
+			t.Errorf("portable(%q) = nil, want a refusal", q)
+		}
+	}
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS `t` (`a` INT)",
+		"SELECT `id` FROM `engine_lease` WHERE `id` = ? LOCK IN SHARE MODE",
+		"INSERT INTO `t` (`a`) VALUES (?) ON DUPLICATE KEY UPDATE `a` = VALUES(`a`)",
+	} {
+		if err := portable(q); err != nil {
+			t.Errorf("portable(%q) = %v, want nil", q, err)
+		}
+	}
+}
+
+// portable reports why text (one or more statements) is not valid on both MySQL 8 and MariaDB.
+func portable(text string) error {
+	nodes, _, err := tidb.New().Parse(text, "", "")
+	if err != nil {
+		return fmt.Errorf("not MySQL syntax: %w", err)
+	}
+	for _, n := range nodes {
+		if why := notPortable(n); why != "" {
+			return fmt.Errorf("accepted by the MySQL grammar, but %s", why)
+		}
+	}
+	if forShare.MatchString(text) {
+		return fmt.Errorf("FOR SHARE is MySQL-only; MariaDB knows LOCK IN SHARE MODE")
+	}
+	return nil
+}
+
+var forShare = regexp.MustCompile(`(?i)\bFOR\s+SHARE\b`)
+
+// notPortable is the denylist on top of the grammar: extensions the TiDB grammar accepts that
+// MySQL 8 refuses (its own or MariaDB's), named so a reader sees what is refused and why.
+func notPortable(n tidbast.StmtNode) string {
+	switch s := n.(type) {
+	case *tidbast.CreateIndexStmt:
+		if s.IfNotExists {
+			return "CREATE INDEX IF NOT EXISTS is MariaDB-only"
+		}
+	case *tidbast.DropIndexStmt:
+		if s.IfExists {
+			return "DROP INDEX IF EXISTS is MariaDB-only"
+		}
+	case *tidbast.AlterTableStmt:
+		for _, spec := range s.Specs {
+			if spec.IfExists || spec.IfNotExists || spec.Constraint != nil && spec.Constraint.IfNotExists {
+				return "IF [NOT] EXISTS on an ALTER TABLE column or index is MariaDB-only"
+			}
+		}
+	case *tidbast.CreateSequenceStmt, *tidbast.DropSequenceStmt, *tidbast.AlterSequenceStmt:
+		return "sequences are not MySQL"
+	case *tidbast.CreateViewStmt:
+		// CREATE OR REPLACE VIEW is MySQL too; CREATE OR REPLACE TABLE is refused by the grammar.
+	}
+	return ""
+}
+
+// sourceSQL returns every SQL text in the non-test Go files under root, and the functions that
+// build SQL with a strings.Builder (by "dir/file.go:function").
+//
+// Within one Go expression, string literals and string constants joined by + are folded into
+// one text (constants resolved by name in their own package, or through a package selector); any
+// other operand (a call such as marks(n), a variable) becomes ?, as the dynamic parts are value
+// lists; fmt verbs become ?. A text is SQL when it starts with a statement keyword. In a function
+// that declares a strings.Builder and holds SQL text, the texts are fragments: they are returned
+// only when they parse, and the function is reported as a builder site instead.
+func sourceSQL(root string) (texts []sqlText, builderSites map[string]bool, err error) {
+	fset := token.NewFileSet()
+	pkgs := map[string]*goPackage{} // by directory
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		p := pkgs[filepath.Dir(path)]
+		if p == nil {
+			p = &goPackage{consts: map[string]ast.Expr{}}
+			pkgs[filepath.Dir(path)] = p
+		}
+		p.files = append(p.files, f)
+		for _, decl := range f.Decls {
+			if g, ok := decl.(*ast.GenDecl); ok && (g.Tok == token.CONST || g.Tok == token.VAR) {
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if i < len(vs.Values) {
+							p.consts[name.Name] = vs.Values[i]
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Selectors name packages by their package name; a name two packages share is not resolved.
+	byName := map[string]*goPackage{}
+	seen := map[string]int{}
+	for _, p := range pkgs {
+		seen[p.files[0].Name.Name]++
+	}
+	for _, p := range pkgs {
+		if name := p.files[0].Name.Name; seen[name] == 1 {
+			byName[name] = p
+		}
+	}
+
+	builderSites = map[string]bool{}
+	for _, p := range pkgs {
+		p.byName = byName
+		for _, f := range p.files {
+			for _, decl := range f.Decls {
+				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.CONST {
+					continue // constants are read where they are used
+				}
+				fn, _ := decl.(*ast.FuncDecl)
+				found := p.sqlIn(decl, fset)
+				if fn == nil || !declaresBuilder(fn) || len(found) == 0 {
+					texts = append(texts, found...)
+					continue
+				}
+				rel, _ := filepath.Rel(root, fset.Position(fn.Pos()).Filename)
+				builderSites[filepath.ToSlash(rel)+":"+fn.Name.Name] = true
+				for _, s := range found {
+					if portable(s.text) == nil {
+						texts = append(texts, s)
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(texts, func(a, b sqlText) int { return strings.Compare(a.where, b.where) })
+	return texts, builderSites, nil
+}
+
+type goPackage struct {
+	files  []*ast.File
+	consts map[string]ast.Expr   // package-level constants and variables with an initialiser
+	byName map[string]*goPackage // every package, by package name
+}
+
+// sqlIn returns the SQL texts in one declaration: each maximal string expression that folds to
+// text starting with a statement keyword.
+func (p *goPackage) sqlIn(decl ast.Decl, fset *token.FileSet) []sqlText {
+	var out []sqlText
+	ast.Inspect(decl, func(n ast.Node) bool {
+		switch e := n.(type) {
+		case *ast.BasicLit:
+			if e.Kind != token.STRING {
+				return true
+			}
+		case *ast.BinaryExpr:
+			if e.Op != token.ADD {
+				return true
+			}
+		case *ast.Ident, *ast.SelectorExpr:
+		default:
+			return true
+		}
+		text, isString := p.fold(n.(ast.Expr), 0)
+		if !isString {
+			return true
+		}
+		text = strings.TrimSpace(text)
+		if sqlStart.MatchString(text) {
+			out = append(out, sqlText{fset.Position(n.Pos()).String(), fmtVerb.ReplaceAllString(text, "?")})
+		}
+		return false
+	})
+	return out
+}
+
+// fold returns the text of a string expression, and whether any part of it was a string.
+func (p *goPackage) fold(e ast.Expr, depth int) (string, bool) {
+	if depth > 20 {
+		return "?", false
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			s, err := strconv.Unquote(e.Value)
+			return s, err == nil
+		}
+	case *ast.ParenExpr:
+		return p.fold(e.X, depth+1)
+	case *ast.BinaryExpr:
+		if e.Op == token.ADD {
+			l, lok := p.fold(e.X, depth+1)
+			r, rok := p.fold(e.Y, depth+1)
+			return l + r, lok || rok
+		}
+	case *ast.Ident:
+		if v, ok := p.consts[e.Name]; ok {
+			return p.fold(v, depth+1)
+		}
+	case *ast.SelectorExpr:
+		if x, ok := e.X.(*ast.Ident); ok {
+			if q := p.byName[x.Name]; q != nil {
+				if v, ok := q.consts[e.Sel.Name]; ok {
+					return q.fold(v, depth+1)
+				}
+			}
+		}
+	}
+	return "?", false
+}
+
+// declaresBuilder reports whether fn declares a strings.Builder.
+func declaresBuilder(fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "strings" && sel.Sel.Name == "Builder" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
