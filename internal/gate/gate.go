@@ -28,24 +28,25 @@ import (
 type Work uint8
 
 const (
-	Fill          Work = iota // a fill at the desk's price: a MARKET submit, a resting order's fill (trading)
-	Close                     // a close at the desk's price, a trader's or the risk engine's (trading)
-	Withdrawal                // a withdrawal whose free margin this process prices (trading)
-	RiskTick                  // the risk engine's evaluation of one tick
-	RiskSweep                 // a full risk sweep (boot, lease_restored, updates_dropped)
-	RiskClose                 // a stop loss or take profit the risk engine triggered
-	StopOut                   // a stop-out close the risk engine triggered
-	RiskFill                  // a resting order the risk engine triggered
-	MarginCall                // a margin-call alert
-	VenueJob                  // runFxExecutionReconciler or runFxHedgeMonitor
-	MirrorPublish             // one quote mirror snapshot
+	Fill                Work = iota // a fill at the desk's price: a MARKET submit, a resting order's fill (trading)
+	Close                           // a close at the desk's price, a trader's or the risk engine's (trading)
+	Withdrawal                      // a withdrawal whose free margin this process prices (trading)
+	RiskTick                        // the risk engine's evaluation of one tick
+	RiskSweep                       // a full risk sweep (boot, lease_restored, updates_dropped)
+	RiskClose                       // a stop loss or take profit the risk engine triggered
+	StopOut                         // a stop-out close the risk engine triggered
+	RiskFill                        // a resting order the risk engine triggered
+	MarginCall                      // a margin-call alert
+	ExecutionReconciler             // the venue job runFxExecutionReconciler
+	HedgeMonitor                    // the venue job runFxHedgeMonitor
+	MirrorPublish                   // one quote mirror snapshot
 	numWork
 )
 
 var workNames = [numWork]string{
 	Fill: "fill", Close: "close", Withdrawal: "withdrawal",
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
-	RiskFill: "risk_fill", MarginCall: "margin_call", VenueJob: "venue_job", MirrorPublish: "mirror_publish",
+	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
 }
 
 // Kinds lists every kind of work, in declaration order.
@@ -66,7 +67,9 @@ func (w Work) String() string {
 
 // periodic work recurs on every tick or timer: a run of drops is logged at its first drop only
 // (it is counted every time), or a lease lost for good would log every tick for ever.
-func (w Work) periodic() bool { return w == RiskTick || w == VenueJob || w == MirrorPublish }
+func (w Work) periodic() bool {
+	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish
+}
 
 // ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with
 // DESIGN §4's text, so the API's one error table answers 503 "Pricing is temporarily unavailable
