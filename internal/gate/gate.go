@@ -152,11 +152,11 @@ func (g *Gate) Admit(ctx context.Context, w Work, attrs ...slog.Attr) error {
 	if w.periodic() && g.quiet[w].Swap(true) {
 		return ErrNotHolder
 	}
-	msg := "lease not confirmed; work not executed"
+	head := []slog.Attr{slog.String("work", w.String())}
 	if w.periodic() {
-		msg = "lease not confirmed; work not executed (further drops of this work are counted, not logged, until it is admitted again)"
+		head = append(head, slog.String("further", "counted, not logged, until this work is admitted again"))
 	}
-	g.log.LogAttrs(ctx, slog.LevelWarn, msg, append([]slog.Attr{slog.String("work", w.String())}, attrs...)...)
+	g.log.LogAttrs(ctx, slog.LevelWarn, "lease not confirmed; work not executed", append(head, attrs...)...)
 	return ErrNotHolder
 }
 
