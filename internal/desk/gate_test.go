@@ -1,43 +1,25 @@
 package desk_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The venue jobs of a web process that does not hold the lease are dropped at the gate on every
 // run: counted each time, logged once per gap, and nothing else happens.
 func TestVenueJobsAreDroppedAtTheGate(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &dbtest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	dropped := gate.NewDropped()
 	// A keeper that never claimed does not hold the lease.

@@ -1,7 +1,6 @@
 package lifecycle_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,25 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lifecycle"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A part that returns an error, or returns nil before its stage stops, fails the group with an
 // error log naming it; parts that return when told to stop do not.
@@ -43,7 +26,7 @@ func TestFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			logs := &lockedBuffer{}
+			logs := &dbtest.LogBuffer{}
 			g := lifecycle.New(slog.New(slog.NewTextHandler(logs, nil)))
 			s := g.Stage()
 			s.Go("quote mirror publisher", c.run)

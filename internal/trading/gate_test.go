@@ -1,12 +1,10 @@
 package trading
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 )
@@ -23,34 +22,16 @@ type heldLease struct{}
 
 func (heldLease) HoldsLease() bool { return true }
 
-// syncBuffer is a log sink safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testGate is a real gate over l, with its log and its series kept for the test to read.
 type testGate struct {
 	g       *gate.Gate
-	logs    *syncBuffer
+	logs    *dbtest.LogBuffer
 	dropped *prometheus.CounterVec
 }
 
 func newGate(t testing.TB, l gate.Lease) testGate {
 	t.Helper()
-	tg := testGate{logs: &syncBuffer{}, dropped: gate.NewDropped()}
+	tg := testGate{logs: &dbtest.LogBuffer{}, dropped: gate.NewDropped()}
 	g, err := gate.New(gate.Config{Lease: l, Log: slog.New(slog.NewTextHandler(tg.logs, nil)), Dropped: tg.dropped})
 	if err != nil {
 		t.Fatal(err)
