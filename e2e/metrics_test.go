@@ -63,6 +63,10 @@ func TestMetricsExposeTheDesk(t *testing.T) {
 		`fxdesk_sse_clients`:                           "1",
 		`fxdesk_build_info{process="web"}`:             "1",
 		`fxdesk_ticks_dropped_total{reason="crossed"}`: "0",
+		// The gate's one series exists at zero for every kind of guarded work.
+		`fxdesk_gate_dropped_total{at="gate",work="fill"}`:           "0",
+		`fxdesk_gate_dropped_total{at="fence",work="stop_out"}`:      "0",
+		`fxdesk_gate_dropped_total{at="gate",work="mirror_publish"}`: "0",
 	} {
 		if got, ok := metricValue(hm, series); !ok || got != want {
 			t.Errorf("holder %s = %q (present %v), want %s", series, got, ok, want)

@@ -12,14 +12,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
+	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/deskjobs"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
@@ -70,13 +72,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	follower := mirror.NewFollower(mirror.FollowerConfig{
+	follower, err := mirror.NewFollower(mirror.FollowerConfig{
 		Redis: rdb, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
 		CalendarFor: calendarFor, Alerts: inbox,
 		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
 	}, log)
+	if err != nil {
+		return err
+	}
 	dk.SetMirror(follower.Status)
 	m := metrics.New("cron")
+	// This process never holds the lease: its gate admits nothing, so the trading service below
+	// serves from the database and refuses every fill and close.
+	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: m.GateDropped})
+	if err != nil {
+		return err
+	}
+	quotes := &desk.Quotes{}
+	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Gate: g, Log: log})
+	if err != nil {
+		return err
+	}
 	m.WatchMirror(follower.Status)
 	m.WatchAlerts(inbox)
 
@@ -112,8 +128,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: sched.States,
+		Trading: tradingSvc, Settings: trading.NewSettings(db, log), Auth: auth.NewResolver(db)})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: &desk.Quotes{}, Metrics: m, Alerts: inbox, Jobs: sched.States}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srvErr := make(chan error, 1)
@@ -121,22 +143,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(desk.Cron)))
 	fmt.Fprintf(stdout, "fxdesk-cron is up on %s\n", ln.Addr())
 
-	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
-	var bg sync.WaitGroup
-	bg.Go(func() { sched.Run(schedCtx) })
-	bg.Go(func() { follower.Run(schedCtx) })
+	// Both parts run in one stage whose errors are read: a part that fails stops the process.
+	parts := lifecycle.New(log)
+	bg := parts.Stage()
+	bg.Go("scheduler", sched.Run)
+	bg.Go("quote mirror follower", follower.Run)
 
+	var failure error
 	select {
 	case <-ctx.Done():
 		log.InfoContext(ctx, "shutting down")
 	case err := <-srvErr:
 		log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
+		failure = fmt.Errorf("http server: %w", err)
+	case <-parts.Failed():
+		failure = parts.Err()
+		log.InfoContext(ctx, "shutting down: a part failed")
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
-	stopSched()
-	bg.Wait()
+	bg.Stop()
+	if failure == nil {
+		failure = parts.Err()
+	}
+	if failure != nil {
+		log.ErrorContext(shutdownCtx, "fxdesk-cron stopped after a failure", slog.Any("err", failure))
+		return failure
+	}
 	log.InfoContext(shutdownCtx, "fxdesk-cron stopped")
 	return nil
 }

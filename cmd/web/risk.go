@@ -10,6 +10,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
@@ -51,7 +52,7 @@ type holderRisk struct {
 
 // newHolderRisk builds the risk engine over the holder's price stream. Run it in the guarded work
 // group: it must stop before the lease is released.
-func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, inbox *alert.Inbox, m *metrics.Metrics,
+func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, g *gate.Gate, inbox *alert.Inbox, m *metrics.Metrics,
 	relay *riskRelay, base *slog.Logger) (*holderRisk, error) {
 	rd := trading.NewRiskDesk(svc, func(reason, result string) { m.Closes.WithLabelValues(reason, result).Inc() })
 	updates, _ := stream.engine.Updates(nil) // closed with the tick engine's subscribers when the stream stops
@@ -60,7 +61,7 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Prices:   stream.engine,
 		Updates:  updates,
 		Executor: rd,
-		Gate:     dk,
+		Gate:     g,
 		Alerts:   marginCalls{inbox},
 		// Each close or fill holds one connection from its first statement to its commit.
 		Workers: db.Stats().MaxOpenConnections,
@@ -77,8 +78,8 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 }
 
 // run loads the view, sweeps it and evaluates ticks until ctx ends; the balance refresh starts
-// once the view is loaded.
-func (h *holderRisk) run(ctx context.Context) {
+// once the view is loaded. Its error is the engine's.
+func (h *holderRisk) run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -88,8 +89,9 @@ func (h *holderRisk) run(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}()
-	h.engine.Run(ctx)
+	err := h.engine.Run(ctx)
 	<-done
+	return err
 }
 
 // marginCalls raises the margin-call alert in the alert inbox.

@@ -9,14 +9,16 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
+	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
@@ -96,15 +98,41 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		ObserveRenew: m.ObserveRenew,
 	}, log)
 	m.WatchLease(keeper)
+	// Every lease-guarded unit of work in this process passes this one gate.
+	g, err := gate.New(gate.Config{Lease: keeper, Log: log, Dropped: m.GateDropped})
+	if err != nil {
+		return err
+	}
 	inbox := alert.NewInbox(db, log)
 	m.WatchAlerts(inbox)
-	dk = desk.NewWeb(db, rdb, keeper, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log)
+	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log); err != nil {
+		return err
+	}
 	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	role, err := dk.Claim(claimCtx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("claim the engine lease: %w", err)
 	}
+
+	// Every long-lived part runs in parts, which reads its error: a part that fails stops the
+	// process. The stages stop in this order: guarded work, the price stream, the keeper; then
+	// the lease is released.
+	parts := lifecycle.New(log)
+	guarded, streamStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage()
+	released := false
+	stopAll := func(shutdownCtx context.Context) {
+		guarded.Stop()
+		streamStage.Stop()
+		keeperStage.Stop()
+		if role == desk.Holder && !released {
+			released = true
+			if err := keeper.Release(shutdownCtx); err != nil {
+				log.WarnContext(shutdownCtx, "lease release incomplete", slog.Any("err", err))
+			}
+		}
+	}
+	defer stopAll(context.Background()) // a startup error after the claim still releases at once
 
 	// The price stream belongs to the holder alone; it is started before HTTP so the first
 	// request already sees quotes arriving, and kept even if the lease is lost later.
@@ -116,14 +144,10 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopStream()
 	var stream *priceStream
 	if role == desk.Holder {
-		stream, err = startPriceStream(streamCtx, cfg, db, log, settings.StaleAfter)
+		stream, err = startPriceStream(ctx, streamStage, cfg, db, log, settings.StaleAfter)
 		if err != nil {
-			stopStream()
-			keeper.Release(context.Background())
 			return fmt.Errorf("start the price stream: %w", err)
 		}
 		quotes.SetEngine(stream.engine)
@@ -131,14 +155,17 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
 		// one configuration in which a follower (fxdesk-cron) can exist to read it.
 		if cfg.CronMode == config.CronOff {
-			pub := mirror.NewPublisher(mirror.PublisherConfig{
-				Redis: rdb, Quotes: stream.engine, Interval: cfg.MirrorInterval,
+			pub, err := mirror.NewPublisher(mirror.PublisherConfig{
+				Redis: rdb, Quotes: stream.engine, Gate: g, Interval: cfg.MirrorInterval,
 				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
 				Exposed:   relay.exposedSymbols(db),
 				Digits:    stream.digits,
 				Term:      func() int64 { return keeper.State().Term },
 			}, log)
-			stream.wg.Go(func() { pub.Run(streamCtx) })
+			if err != nil {
+				return err
+			}
+			streamStage.Go("quote mirror publisher", pub.Run)
 			dk.SetMirror(pub.Status)
 			m.WatchMirror(pub.Status)
 		}
@@ -154,23 +181,30 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		jobs = sched.States
 	}
 
-	tradingSvc := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Log: log, OnChange: relay.apply})
+	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply})
+	if err != nil {
+		return err
+	}
 	var riskEngine *holderRisk
 	var riskStats func() risk.Stats
 	if role == desk.Holder {
-		if riskEngine, err = newHolderRisk(db, tradingSvc, stream, dk, inbox, m, relay, base); err != nil {
+		if riskEngine, err = newHolderRisk(db, tradingSvc, stream, dk, g, inbox, m, relay, base); err != nil {
 			return fmt.Errorf("risk engine: %w", err)
 		}
 		riskStats = riskEngine.engine.Stats
 		m.WatchRisk(riskStats)
+	}
+	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats,
+		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db)})
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats, Settings: settings,
-			Trading: tradingSvc}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -184,25 +218,27 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		}
 	}
 
-	// The keeper renews on its own context so it outlives guarded work during shutdown: guarded
+	// The keeper renews in its own stage so it outlives guarded work during shutdown: guarded
 	// work stops first, then the lease is released.
-	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
-	guardedCtx, stopGuarded := context.WithCancel(context.WithoutCancel(ctx))
-	var keeperWG, guardedWG sync.WaitGroup
 	if role == desk.Holder {
-		keeperWG.Go(func() { keeper.Run(keeperCtx) })
-		guardedWG.Go(func() { dk.RunVenueJobs(guardedCtx, cfg.VenueInterval) })
-		guardedWG.Go(func() { riskEngine.run(guardedCtx) })
+		keeperStage.Go("lease keeper", keeper.Run)
+		guarded.Go("venue jobs", func(ctx context.Context) error { return dk.RunVenueJobs(ctx, cfg.VenueInterval) })
+		guarded.Go("risk engine", riskEngine.run)
 		if sched != nil {
-			guardedWG.Go(func() { sched.Run(guardedCtx) })
+			guarded.Go("scheduler", sched.Run)
 		}
 	}
 
+	var failure error
 	select {
 	case <-ctx.Done():
 		log.InfoContext(ctx, "shutting down")
 	case err := <-srvErr:
 		log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
+		failure = fmt.Errorf("http server: %w", err)
+	case <-parts.Failed():
+		failure = parts.Err()
+		log.InfoContext(ctx, "shutting down: a part failed")
 	}
 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -210,18 +246,13 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.WarnContext(shutdownCtx, "http server did not drain in time", slog.Any("err", err))
 	}
-	stopGuarded()
-	guardedWG.Wait()
-	stopStream()
-	if stream != nil {
-		stream.wait()
+	stopAll(shutdownCtx)
+	if failure == nil {
+		failure = parts.Err() // a part that failed while stopping
 	}
-	stopKeeper()
-	keeperWG.Wait()
-	if role == desk.Holder {
-		if err := keeper.Release(shutdownCtx); err != nil {
-			log.WarnContext(shutdownCtx, "lease release incomplete", slog.Any("err", err))
-		}
+	if failure != nil {
+		log.ErrorContext(shutdownCtx, "fxdesk-web stopped after a failure", slog.Any("err", failure))
+		return failure
 	}
 	log.InfoContext(shutdownCtx, "fxdesk-web stopped")
 	return nil

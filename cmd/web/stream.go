@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"fxdesk/internal/config"
 	"fxdesk/internal/feedsim"
+	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/tick"
 )
 
@@ -18,15 +18,14 @@ import (
 type priceStream struct {
 	engine *tick.Engine
 	sim    *feedsim.Server
-	wg     sync.WaitGroup
 	// digits gives an instrument's quoted decimals (-1 for a symbol with no instrument row),
 	// for the quote mirror's prices.
 	digits func(symbol string) int
 }
 
-// startPriceStream starts the tick engine (and the simulator), which run until ctx ends. Call
-// only on the holder.
-func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *slog.Logger, staleAfter func() time.Duration) (*priceStream, error) {
+// startPriceStream starts the tick engine (and the simulator) as parts of stage, which they run
+// in until it stops. Call only on the holder.
+func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, log *slog.Logger, staleAfter func() time.Duration) (*priceStream, error) {
 	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	instruments, err := tick.LoadInstruments(loadCtx, db)
@@ -65,7 +64,7 @@ func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *s
 		if err != nil {
 			return nil, fmt.Errorf("start the feed simulator on %s: %w", cfg.SimAddr, err)
 		}
-		ps.wg.Go(func() { ps.sim.Run(ctx) })
+		stage.Go("feed simulator", ps.sim.Run)
 		url = ps.sim.URL()
 		log.InfoContext(ctx, "feed simulator listening (provider protocol and loopback control API)", slog.String("addr", addr.String()), slog.String("url", url))
 	}
@@ -79,7 +78,7 @@ func startPriceStream(ctx context.Context, cfg config.Config, db *sql.DB, log *s
 	if err := ps.engine.SetSource("instruments", enabled); err != nil {
 		return nil, err
 	}
-	ps.wg.Go(func() { ps.engine.Run(ctx) })
+	stage.Go("tick engine", ps.engine.Run)
 	log.InfoContext(ctx, "fx tick engine started", slog.Int("symbols", len(enabled)), slog.Bool("simulator", ps.sim != nil))
 	return ps, nil
 }
@@ -100,6 +99,3 @@ func simInstruments(instruments []tick.Instrument) []feedsim.Instrument {
 	}
 	return out
 }
-
-// wait blocks until the engine and the simulator have stopped (their context ended).
-func (ps *priceStream) wait() { ps.wg.Wait() }

@@ -5,10 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
-	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/trading"
 )
 
 type principalKey struct{}
@@ -47,27 +45,4 @@ func requireAdmin(log *slog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// withTradingDefaults fills the trading dependencies a process did not wire: a service with no
-// lease (it serves from the database and refuses every fill and close), settings and a token
-// resolver over the same database.
-func withTradingDefaults(d Deps) Deps {
-	if d.Trading == nil {
-		var prices trading.Prices
-		if d.Quotes != nil {
-			prices = d.Quotes
-		}
-		d.Trading = trading.New(trading.Config{DB: d.DB, Prices: prices, Log: d.Log})
-	}
-	if d.Settings == nil {
-		d.Settings = trading.NewSettings(d.DB, d.Log)
-	}
-	if d.Auth == nil {
-		d.Auth = auth.NewResolver(d.DB)
-	}
-	if d.Alerts == nil {
-		d.Alerts = alert.NewInbox(d.DB, d.Log)
-	}
-	return d
 }

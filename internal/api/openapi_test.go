@@ -11,9 +11,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"fxdesk/internal/alert"
+	"fxdesk/internal/auth"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/store"
+	"fxdesk/internal/trading"
 )
 
 // The OpenAPI file in docs/ and the router must list the same routes, so the documentation
@@ -43,7 +47,22 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	}
 	defer db.Close()
 	log := slog.New(slog.DiscardHandler)
-	h := routes(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test")})
+	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
+		Trading: svc, Settings: trading.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewServer(Deps{Log: log, DB: db}); err == nil || !strings.Contains(err.Error(), "Trading") {
+		t.Fatalf("NewServer without its dependencies: %v", err)
+	}
 	routed := map[string]bool{}
 	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routed[method+" "+strings.TrimSuffix(route, "/")] = true

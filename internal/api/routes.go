@@ -27,7 +27,6 @@ func routes(d Deps) http.Handler {
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
 	// Every /api route needs a bearer token; admin routes also need the admin role.
-	d = withTradingDefaults(d)
 	authn := requireToken(d.Log, d.Auth)
 
 	r.Route("/api/fx", func(r chi.Router) {

@@ -7,8 +7,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
@@ -29,24 +32,39 @@ type Deps struct {
 	Quotes *desk.Quotes
 	// Metrics serves /metrics and counts what the handlers see.
 	Metrics *metrics.Metrics
-	// Trading applies the trading rules; nil builds one that can serve from the database but
-	// never fill (a process without the lease keeper, such as fxdesk-cron).
+	// Trading applies the trading rules. On a process whose gate never admits (fxdesk-cron) it
+	// serves from the database and refuses every fill and close.
 	Trading *trading.Service
-	// Settings reads and writes fx_setting; nil builds one over DB.
+	// Settings reads and writes fx_setting.
 	Settings *trading.Settings
-	// Risk reports the risk engine's counters where it runs (the holder).
+	// Risk reports the risk engine's counters where it runs (the holder); nil elsewhere.
 	Risk func() risk.Stats
-	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web).
+	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web); nil
+	// elsewhere.
 	Jobs func() []schedule.JobState
-	// Alerts is the alert inbox; nil builds one over DB.
+	// Alerts is the alert inbox.
 	Alerts *alert.Inbox
-	// Auth resolves bearer tokens; nil builds one over DB.
+	// Auth resolves bearer tokens.
 	Auth *auth.Resolver
 }
 
-// NewServer returns the desk's HTTP handler.
-func NewServer(d Deps) http.Handler {
-	return routes(d)
+// NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:
+// the process builds them (cmd), so a missing one is a wiring defect reported at startup.
+func NewServer(d Deps) (http.Handler, error) {
+	var missing []string
+	for name, absent := range map[string]bool{
+		"Log": d.Log == nil, "DB": d.DB == nil, "Desk": d.Desk == nil, "Quotes": d.Quotes == nil, "Metrics": d.Metrics == nil,
+		"Trading": d.Trading == nil, "Settings": d.Settings == nil, "Alerts": d.Alerts == nil, "Auth": d.Auth == nil,
+	} {
+		if absent {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("http server: missing dependencies: %s", strings.Join(missing, ", "))
+	}
+	return routes(d), nil
 }
 
 var statusOf = map[string]int{

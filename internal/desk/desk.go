@@ -1,6 +1,6 @@
 // Package desk owns what the engine lease owns: it decides this process's role once, at boot,
-// gates every lease-guarded unit of work, runs the holder's venue jobs and reports the role for
-// operators. It never promotes a follower and never queues dropped work for replay.
+// runs the holder's venue jobs through the gate (internal/gate, which admits or drops every
+// lease-guarded unit of work) and reports the role for operators. It never promotes a follower and never queues dropped work for replay.
 package desk
 
 import (
@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/mirror"
 )
@@ -31,6 +32,7 @@ type Desk struct {
 	db     *sql.DB
 	rdb    redis.UniversalClient
 	keeper *lease.Keeper // nil on the cron process
+	gate   *gate.Gate    // nil on the cron process
 	log    *slog.Logger
 
 	process  string
@@ -65,9 +67,12 @@ func NewCron(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger
 		role: Cron, reason: "fxdesk-cron never contends for the engine lease; orders arrive at the web process, so the desk stays there"}
 }
 
-// NewWeb returns the desk of a web process that contends through keeper.
-func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, cfg Config, log *slog.Logger) *Desk {
-	return &Desk{db: db, rdb: rdb, keeper: keeper, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag}
+// NewWeb returns the desk of a web process that contends through keeper; its venue jobs pass g.
+func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate.Gate, cfg Config, log *slog.Logger) (*Desk, error) {
+	if keeper == nil || g == nil {
+		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
+	}
+	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag}, nil
 }
 
 // Claim contends for the lease once and fixes the role for the life of the process.
@@ -102,24 +107,8 @@ func (d *Desk) Role() Role {
 	return d.role
 }
 
-// HoldsLease reports whether lease-guarded work may start now.
-func (d *Desk) HoldsLease() bool { return d.keeper != nil && d.keeper.HoldsLease() }
-
 // Keeper is the lease keeper, nil on the cron process.
 func (d *Desk) Keeper() *lease.Keeper { return d.keeper }
-
-// ErrNotHolder is returned by Guard when the unit of work was dropped at the gate.
-var ErrNotHolder = errors.New("lease not confirmed: work not executed")
-
-// Guard runs fn only if the lease is confirmed right now. Otherwise the work is dropped, with a
-// warning naming it, and nothing is queued: the lease_restored sweep repairs from state later.
-func (d *Desk) Guard(ctx context.Context, what string, fn func(context.Context) error) error {
-	if !d.HoldsLease() {
-		d.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
-		return ErrNotHolder
-	}
-	return fn(ctx)
-}
 
 // OnRestored registers fn to run on the first confirmed cycle after the gate was shut
 // (the lease_restored sweep).
@@ -145,8 +134,11 @@ func (d *Desk) Notify(ev lease.Event) {
 // RunVenueJobs runs the holder's venue jobs every interval until ctx ends. On a pure B-book desk
 // (no execution provider, no external in-flight state) both are silent no-ops; they exist here
 // because two desks over one broker account would replay the same fills, so they run on the
-// lease holder and nowhere else.
+// lease holder and nowhere else: each run passes the gate.
 func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration) error {
+	if d.gate == nil {
+		return errors.New("venue jobs: run only on a web process (this desk has no gate)")
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -155,10 +147,11 @@ func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration) error {
 			return nil
 		case <-t.C:
 		}
-		for _, job := range []string{"runFxExecutionReconciler", "runFxHedgeMonitor"} {
-			if err := d.Guard(ctx, job, func(context.Context) error { return nil }); err != nil && !errors.Is(err, ErrNotHolder) {
-				d.log.ErrorContext(ctx, "venue job failed", slog.String("job", job), slog.Any("err", err))
-			}
+		// Both jobs are silent no-ops until an execution provider exists (DESIGN §8); each run
+		// passes the gate all the same, so a run on a process that may not act is dropped,
+		// logged and counted like any other guarded work.
+		for _, job := range []gate.Work{gate.ExecutionReconciler, gate.HedgeMonitor} {
+			_ = d.gate.Admit(ctx, job)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/risk"
@@ -29,6 +30,7 @@ type Metrics struct {
 	Closes       *prometheus.CounterVec   // position closes by reason and result
 	RiskOwnTime  prometheus.Histogram     // tick arrival → close handed to the database
 	SwapCharges  *prometheus.CounterVec   // rollover charges by result
+	GateDropped  *prometheus.CounterVec   // lease-guarded work the gate dropped, by work and at (gate.Config.Dropped)
 }
 
 // New returns a registry with the Go and process collectors and the desk's event series.
@@ -60,7 +62,8 @@ func New(process string) *Metrics {
 	m.SwapCharges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fxdesk_swap_charges_total", Help: "Rollover charges by result (charged, pending, expired, skipped).",
 	}, []string{"result"})
-	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges)
+	m.GateDropped = gate.NewDropped()
+	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fxdesk_build_info", Help: "Always 1; labels name the process.", ConstLabels: prometheus.Labels{"process": process},
 	}, func() float64 { return 1 }))

@@ -95,8 +95,12 @@ const (
 	alertClear
 )
 
-// NewFollower builds a follower; it knows nothing until the first PollOnce.
-func NewFollower(cfg FollowerConfig, log *slog.Logger) *Follower {
+// NewFollower builds a follower; it knows nothing until the first PollOnce. It refuses a
+// missing dependency.
+func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
+	if cfg.Redis == nil || log == nil {
+		return nil, errors.New("quote mirror follower: Redis and a logger are required")
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -111,14 +115,11 @@ func NewFollower(cfg FollowerConfig, log *slog.Logger) *Follower {
 	}
 	cfg.Keys = cfg.Keys.withDefaults()
 	return &Follower{cfg: cfg, log: log, pins: map[string]time.Time{},
-		status: Status{Mode: Following, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
+		status: Status{Mode: Following, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
 // Run polls at once and then every interval until ctx ends. It returns nil when ctx ends.
 func (f *Follower) Run(ctx context.Context) error {
-	if f.cfg.Redis == nil {
-		return errors.New("quote mirror follower: Redis is required")
-	}
 	f.log.InfoContext(ctx, "fx quote mirror following the lease holder's snapshot",
 		slog.String("key", f.cfg.Keys.Snapshot), slog.Duration("interval", f.cfg.Interval), slog.Duration("maxAge", f.cfg.MaxAge))
 	t := time.NewTicker(f.cfg.Interval)

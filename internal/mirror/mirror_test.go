@@ -149,7 +149,7 @@ func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
 	if mod != nil {
 		mod(&cfg)
 	}
-	return mirror.NewPublisher(cfg, e.log)
+	return mustPublisher(e, cfg)
 }
 
 func (e *env) follower(mod func(*mirror.FollowerConfig)) *mirror.Follower {
@@ -157,7 +157,7 @@ func (e *env) follower(mod func(*mirror.FollowerConfig)) *mirror.Follower {
 	if mod != nil {
 		mod(&cfg)
 	}
-	return mirror.NewFollower(cfg, e.log)
+	return mustFollower(e, cfg)
 }
 
 func (e *env) lastPinned() []string {

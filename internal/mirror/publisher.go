@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
 
@@ -62,10 +63,17 @@ type QuoteSource interface {
 	Wanted() []string
 }
 
-// PublisherConfig shapes a Publisher. Redis, Quotes and SetPinned are required.
+// Gate admits or drops lease-guarded work (*gate.Gate): a snapshot is published only while it
+// admits gate.MirrorPublish, so a process that no longer holds the lease stops feeding followers.
+type Gate interface {
+	Admit(ctx context.Context, w gate.Work, attrs ...slog.Attr) error
+}
+
+// PublisherConfig shapes a Publisher. Redis, Quotes, SetPinned and Gate are required.
 type PublisherConfig struct {
 	Redis  redis.UniversalClient
 	Quotes QuoteSource
+	Gate   Gate
 	// SetPinned hands the legs followers asked for to the tick engine, which subscribes them on
 	// the live socket: func(legs []string) error { return engine.SetSource("pinned", legs) }.
 	// It is called from PublishOnce whenever the set of live pins changes (an empty list when the
@@ -118,8 +126,12 @@ type pinSeen struct {
 	seenAt time.Time // leader clock (monotonic) when this stamp was first read
 }
 
-// NewPublisher builds a publisher; it does nothing until PublishOnce or Run.
-func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
+// NewPublisher builds a publisher; it does nothing until PublishOnce or Run. It refuses a
+// missing dependency.
+func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
+	if cfg.Redis == nil || cfg.Quotes == nil || cfg.SetPinned == nil || cfg.Gate == nil || log == nil {
+		return nil, errors.New("quote mirror publisher: Redis, Quotes, SetPinned, Gate and a logger are required")
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -131,7 +143,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
 	}
 	cfg.Keys = cfg.Keys.withDefaults()
 	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols, cfg.Digits),
-		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}
+		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
 // Run publishes at once and then every interval until ctx ends, and reads the pin hash as soon as
@@ -139,9 +151,6 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) *Publisher {
 // regular snapshot, and again whenever the subscription comes back after a reconnect. It
 // returns nil when ctx ends.
 func (p *Publisher) Run(ctx context.Context) error {
-	if p.cfg.Redis == nil || p.cfg.Quotes == nil || p.cfg.SetPinned == nil {
-		return errors.New("quote mirror publisher: Redis, Quotes and SetPinned are required")
-	}
 	p.log.InfoContext(ctx, "fx quote mirror publishing every "+p.cfg.Interval.String(),
 		slog.String("key", p.cfg.Keys.Snapshot), slog.Int("maxSymbols", p.cfg.MaxSymbols))
 	sub := p.cfg.Redis.Subscribe(ctx, p.cfg.Keys.PinChannel)
@@ -159,7 +168,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
-		if err := p.PublishOnce(ctx); err != nil && ctx.Err() == nil {
+		if err := p.PublishOnce(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, gate.ErrNotHolder) {
 			p.log.WarnContext(ctx, "quote mirror publish failed", slog.Any("err", err))
 		}
 		for waiting := true; waiting; {
@@ -183,7 +192,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 // channel and Run reads the hash at once (ReadPins), and again after the subscription reconnects.
 // The periodic read notices pins that lapsed (the follower rewrites its pins on the same period)
 // and is the backstop for an announcement lost some other way.
+//
+// It publishes nothing, and returns gate.ErrNotHolder, when the gate drops the publish.
 func (p *Publisher) PublishOnce(ctx context.Context) error {
+	if err := p.cfg.Gate.Admit(ctx, gate.MirrorPublish); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := p.cfg.Now()

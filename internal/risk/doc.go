@@ -9,7 +9,7 @@
 //
 // It must never write to the database itself (every decision goes through the Executor, one
 // fenced transaction per close or fill); never act on a process that is not the confirmed lease
-// holder (every unit of work checks Gate.HoldsLease right before it starts — a tick when it is
+// holder (every unit of work passes Gate.Admit right before it starts — a tick when it is
 // evaluated, a close or fill when a worker picks it, an alert when it is sent — and is dropped
 // with a warning naming it); never queue dropped work for replay (the position or order simply
 // stays under watch, and the lease_restored sweep re-derives what is due from the state and

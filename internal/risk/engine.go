@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
 
@@ -280,9 +281,8 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 		e.log.InfoContext(ctx, "risk sweep skipped: the view is not loaded yet; the boot sweep follows the load", slog.String("reason", reason))
 		return
 	}
-	if !e.cfg.Gate.HoldsLease() {
+	if e.cfg.Gate.Admit(ctx, gate.RiskSweep, slog.String("reason", reason)) != nil {
 		e.gateShutLocked(ctx)
-		e.log.WarnContext(ctx, "lease not confirmed; risk sweep not executed", slog.String("reason", reason))
 		return
 	}
 	e.gateOpenLocked(ctx)
@@ -363,7 +363,7 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	b := e.books[bi]
 	defer e.flushLocked()
 	px := e.pricerLocked(b, u.Quote)
-	if !e.cfg.Gate.HoldsLease() {
+	if e.cfg.Gate.Admit(ctx, gate.RiskTick) != nil {
 		e.ticksDropped.Add(1)
 		e.gateShutLocked(ctx)
 		e.warnTickLocked(ctx, b, &px)
@@ -765,6 +765,23 @@ func (e *Engine) warnDropped(ctx context.Context, j job, why string) {
 	}
 }
 
+// admit passes job j through the gate, naming it as warnDropped does.
+func (e *Engine) admit(ctx context.Context, j job) error {
+	switch {
+	case j.kind == jobAlert:
+		return e.cfg.Gate.Admit(ctx, gate.MarginCall, slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
+	case j.kind == jobFill:
+		return e.cfg.Gate.Admit(ctx, gate.RiskFill, slog.Int64("order_id", j.id),
+			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
+	}
+	w := gate.RiskClose
+	if j.reason == ReasonStopOut {
+		w = gate.StopOut
+	}
+	return e.cfg.Gate.Admit(ctx, w, slog.Int64("position_id", j.id), slog.String("reason", j.reason),
+		slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
+}
+
 // ---- workers ----
 
 var errDropped = errors.New("dropped at the gate")
@@ -784,9 +801,8 @@ func (e *Engine) worker(ctx context.Context) {
 // execute runs one close or fill and returns the executor's answer. The gate is checked right
 // before the executor is called.
 func (e *Engine) execute(ctx context.Context, j job) error {
-	if !e.cfg.Gate.HoldsLease() {
+	if e.admit(ctx, j) != nil {
 		e.workDropped.Add(1)
-		e.warnDropped(ctx, j, "lease not confirmed")
 		return errDropped
 	}
 	switch j.kind {
@@ -885,9 +901,8 @@ func (e *Engine) raise(ctx context.Context, j job) {
 		}
 		e.mu.Unlock()
 	}
-	if !e.cfg.Gate.HoldsLease() {
+	if e.admit(ctx, j) != nil {
 		e.workDropped.Add(1)
-		e.warnDropped(ctx, j, "lease not confirmed")
 		rearm()
 		return
 	}

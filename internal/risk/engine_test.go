@@ -363,7 +363,7 @@ func TestGateCheckedWhenWorkerPicks(t *testing.T) {
 	close(block)
 	r.settle()
 	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
-	if r.logs.lines(`msg="lease not confirmed; close not executed"`, "position_id=2 reason=SL") != 1 {
+	if r.logs.lines(`msg="lease not confirmed; work not executed" work=risk_close position_id=2 reason=SL`) != 1 {
 		t.Fatalf("drop not warned:\n%s", r.logs.String())
 	}
 	r.gate.shut.Store(false)
@@ -473,7 +473,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 				{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
 			}}, nil
 		}),
-		Prices: prices, Updates: updates, Executor: exec, Gate: &fakeGate{}, Workers: 2,
+		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &fakeGate{}, nil, nil), Workers: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +495,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	t.Parallel()
 	if _, err := New(Config{Loader: loaderFunc(nil), Prices: &fakePrices{}, Updates: make(chan tick.Update),
-		Executor: &fakeExec{}, Gate: &fakeGate{}}); err == nil || !strings.Contains(err.Error(), "Workers") {
+		Executor: &fakeExec{}, Gate: realGate(t, &fakeGate{}, nil, nil)}); err == nil || !strings.Contains(err.Error(), "Workers") {
 		t.Fatalf("New without Workers: %v", err)
 	}
 }

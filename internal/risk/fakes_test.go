@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
 
@@ -37,9 +40,26 @@ func (p *fakePrices) set(s string, bid, ask float64) tick.Update {
 	return tick.Update{Symbol: s, Quote: q}
 }
 
+// fakeGate is the lease under a real gate.Gate: the test shuts it.
 type fakeGate struct{ shut atomic.Bool }
 
 func (g *fakeGate) HoldsLease() bool { return !g.shut.Load() }
+
+// realGate returns a gate over l that logs to log and counts in dropped (a fresh series if nil).
+func realGate(t testing.TB, l gate.Lease, log *slog.Logger, dropped *prometheus.CounterVec) *gate.Gate {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if dropped == nil {
+		dropped = gate.NewDropped()
+	}
+	g, err := gate.New(gate.Config{Lease: l, Log: log, Dropped: dropped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
 
 type call struct {
 	kind   jobKind
@@ -168,16 +188,17 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 // rig is one engine running over fakes. Ticks are evaluated synchronously through onTick, and
 // settle waits (on the queue's idle signal, never on a timer) until the workers are done.
 type rig struct {
-	t       *testing.T
-	e       *Engine
-	prices  *fakePrices
-	gate    *fakeGate
-	exec    *fakeExec
-	alerts  *fakeAlerts
-	logs    *logBuffer
-	updates chan tick.Update
-	owns    atomic.Int64
-	dropped atomic.Uint64 // what Config.Dropped answers
+	t           *testing.T
+	e           *Engine
+	prices      *fakePrices
+	gate        *fakeGate
+	gateDropped *prometheus.CounterVec // the gate's series
+	exec        *fakeExec
+	alerts      *fakeAlerts
+	logs        *logBuffer
+	updates     chan tick.Update
+	owns        atomic.Int64
+	dropped     atomic.Uint64 // what Config.Dropped answers
 }
 
 func instruments() []Instrument {
@@ -196,19 +217,20 @@ func rich(id int64) Account {
 func newRig(t *testing.T, snap Snapshot, workers int, prep func(*rig)) *rig {
 	t.Helper()
 	r := &rig{t: t, prices: &fakePrices{}, gate: &fakeGate{}, exec: &fakeExec{}, alerts: &fakeAlerts{}, logs: &logBuffer{},
-		updates: make(chan tick.Update, 16)}
+		updates: make(chan tick.Update, 16), gateDropped: gate.NewDropped()}
 	if prep != nil {
 		prep(r)
 	}
+	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e, err := New(Config{
 		Loader:    loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }),
 		Prices:    r.prices,
 		Updates:   r.updates,
 		Executor:  r.exec,
-		Gate:      r.gate,
+		Gate:      realGate(t, r.gate, log, r.gateDropped),
 		Alerts:    r.alerts,
 		Workers:   workers,
-		Log:       slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:       log,
 		Observe:   func(time.Duration) { r.owns.Add(1) },
 		Dropped:   r.dropped.Load,
 		DropCheck: 5 * time.Millisecond,

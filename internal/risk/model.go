@@ -3,8 +3,10 @@ package risk
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
+	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
 
@@ -126,9 +128,10 @@ type Prices interface {
 	LastTick(symbol string) (tick.Quote, bool)
 }
 
-// Gate says whether lease-guarded work may start now (desk.Desk, lease.Keeper).
+// Gate admits or drops lease-guarded work (*gate.Gate): Admit returns nil when w may start now,
+// and otherwise an error (gate.ErrNotHolder) after it has logged and counted the drop.
 type Gate interface {
-	HoldsLease() bool
+	Admit(ctx context.Context, w gate.Work, attrs ...slog.Attr) error
 }
 
 // ErrAlreadyClosed is what the Executor returns (wrapped or not) when the position is no longer

@@ -114,9 +114,9 @@ type txn struct {
 	conn *sql.Conn
 	done bool
 
-	fence     string       // the lease fence statement, or "" when unfenced
-	fenceArgs []any        // its arguments
-	refused   func() error // the error commit answers when the fence refused
+	fence     string                  // the lease fence statement, or "" when unfenced
+	fenceArgs []any                   // its arguments
+	refused   func(cause error) error // the error commit answers when the fence refused
 }
 
 // beginTxn takes a connection for a transaction; b is its first batch, which begins it.
@@ -160,7 +160,7 @@ func (t *txn) commit(ctx context.Context, b *batch) error {
 	b.exec("COMMIT")
 	if err := b.run(ctx, t); err != nil {
 		if t.fence != "" && lease.IsFenced(err) {
-			return t.refused()
+			return t.refused(err)
 		}
 		return err
 	}

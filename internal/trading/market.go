@@ -9,13 +9,9 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// The texts DESIGN §4 fixes for a process that cannot quote.
-const (
-	MsgPricingUnavailable   = "Pricing is temporarily unavailable for this instrument — please retry shortly"
-	MsgPositionsUnpriceable = "Pricing is currently unavailable for one of your open positions"
-)
-
-func errPricing() error { return fx.Errorf(fx.EUNAVAILABLE, MsgPricingUnavailable) }
+// errPricing answers an open or close this process has no usable quote for. A process that may
+// not quote at all is refused at the gate instead (gate.ErrNotHolder, the same text).
+func errPricing() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPricingUnavailable) }
 
 // Prices is the desk's price view (desk.Quotes on a web process).
 type Prices interface {

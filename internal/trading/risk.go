@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/tick"
 )
@@ -187,7 +188,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	}
 	// Round trip one: lock the account (as every fill and close takes it first), then
 	// the order, and sum the account's exposures.
-	tx, locks, err := s.begin(ctx, "fill resting order")
+	tx, locks, err := s.begin(ctx, gate.Fill, "fill resting order")
 	if err != nil {
 		return err
 	}

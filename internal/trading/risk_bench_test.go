@@ -198,8 +198,12 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 
 	// The engine, wired as cmd/web wires it: the service reports its commits to Apply.
 	var eng *risk.Engine
-	svc := New(Config{DB: db, Prices: prices, Lease: keeper,
+	g := newGate(b, keeper).g
+	svc, err := New(Config{DB: db, Prices: prices, Lease: keeper, Gate: g,
 		OnChange: func(ctx context.Context, ch ...risk.Change) { eng.Apply(ctx, ch...) }})
+	if err != nil {
+		b.Fatal(err)
+	}
 	var (
 		mu       sync.Mutex
 		own      = make([]time.Duration, 0, burst)
@@ -219,7 +223,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 		}
 	})
 	updates := make(chan tick.Update, 1)
-	eng, err = risk.New(risk.Config{Loader: rd, Prices: prices, Updates: updates, Executor: rd, Gate: keeper, Workers: workers,
+	eng, err = risk.New(risk.Config{Loader: rd, Prices: prices, Updates: updates, Executor: rd, Gate: g, Workers: workers,
 		Log: slog.New(slog.DiscardHandler), Observe: func(d time.Duration) {
 			mu.Lock()
 			own = append(own, d)

@@ -13,16 +13,23 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 )
 
-// Lease is what fills and closes need from the engine lease: the gate, and the term fence that
-// ends the write's own transaction (*lease.Keeper). The fence statement must fail, so that the
-// COMMIT after it does not run, when the term is not held; lease.IsFenced recognises that error.
+// Lease is the term fence that ends a fenced write's own transaction (*lease.Keeper). The fence
+// statement must fail, so that the COMMIT after it does not run, when the term is not held;
+// lease.IsFenced recognises that error.
 type Lease interface {
-	HoldsLease() bool
 	FenceStatement() (string, []any, error)
+}
+
+// Gate admits or drops lease-guarded work (*gate.Gate). Both methods return an error matching
+// gate.ErrNotHolder when the work is not executed.
+type Gate interface {
+	Admit(ctx context.Context, w gate.Work, attrs ...slog.Attr) error
+	Fenced(ctx context.Context, w gate.Work, cause error, attrs ...slog.Attr) error
 }
 
 // Service applies the trading rules. Its methods return *fx.Error values a client may see
@@ -30,7 +37,8 @@ type Lease interface {
 type Service struct {
 	db       *sql.DB
 	prices   Prices
-	lease    Lease // nil where nothing may fill (the cron process)
+	lease    Lease // nil where the gate never admits (the cron process)
+	gate     Gate
 	log      *slog.Logger
 	catalog  *catalogCache
 	now      func() time.Time
@@ -41,7 +49,8 @@ type Service struct {
 type Config struct {
 	DB     *sql.DB
 	Prices Prices
-	Lease  Lease // nil: every fill and close answers 503
+	Lease  Lease // the fence; nil only where Gate never admits (fxdesk-cron)
+	Gate   Gate  // required
 	Log    *slog.Logger
 	Now    func() time.Time // default time.Now
 	// OnChange, when set, receives every change this service commits, after the commit and
@@ -50,16 +59,24 @@ type Config struct {
 	OnChange func(context.Context, ...risk.Change)
 }
 
-// New returns a service.
-func New(c Config) *Service {
+// New returns a service; it refuses a missing dependency.
+func New(c Config) (*Service, error) {
+	switch {
+	case c.DB == nil:
+		return nil, errors.New("trading service: DB is required")
+	case c.Prices == nil:
+		return nil, errors.New("trading service: Prices is required")
+	case c.Gate == nil:
+		return nil, errors.New("trading service: Gate is required")
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}}
+	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}}, nil
 }
 
 // maxList caps every list answer.
@@ -72,25 +89,23 @@ func clampLimit(n int) int {
 	return n
 }
 
-// holds reports whether this process may fill right now.
-func (s *Service) holds() bool { return s.lease != nil && s.lease.HoldsLease() }
-
 // begin opens a fenced write's transaction, after the gate, and returns its first batch: add
 // the row locks and reads, then send it with tx.lock. The fence itself is sent by commit, as
 // the statement just before COMMIT (see txn), so it costs no round trip of its own and holds
 // its shared lock on the lease row only while the transaction commits.
-func (s *Service) begin(ctx context.Context, what string) (*txn, *batch, error) {
-	if !s.holds() {
-		s.log.WarnContext(ctx, "lease not confirmed; work not executed", slog.String("work", what))
-		return nil, nil, errPricing()
+func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*txn, *batch, error) {
+	if err := s.gate.Admit(ctx, work, slog.String("op", what)); err != nil {
+		return nil, nil, err
+	}
+	if s.lease == nil {
+		return nil, nil, s.gate.Fenced(ctx, work, errors.New("this process has no lease to fence with"), slog.String("op", what))
 	}
 	stmt, args, err := s.lease.FenceStatement()
 	if err == nil && stmt == "" {
 		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "lease fence refused the write", slog.String("work", what), slog.Any("err", err))
-		return nil, nil, errPricing()
+		return nil, nil, s.gate.Fenced(ctx, work, err, slog.String("op", what))
 	}
 	b := &batch{}
 	t, err := beginTxn(ctx, s.db, b)
@@ -98,9 +113,8 @@ func (s *Service) begin(ctx context.Context, what string) (*txn, *batch, error) 
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
 	t.fence, t.fenceArgs = stmt, args
-	t.refused = func() error {
-		s.log.WarnContext(ctx, "lease fence refused the write; rolled back", slog.String("work", what))
-		return errPricing()
+	t.refused = func(cause error) error {
+		return s.gate.Fenced(ctx, work, cause, slog.String("op", what), slog.Bool("rolled_back", true))
 	}
 	return t, b, nil
 }
@@ -246,16 +260,16 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	var locks *batch
 	unpriceable := func(err error) error {
 		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
-			return fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+			return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		return err
 	}
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
-		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok || !s.holds() {
-			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok {
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
-		if tx, locks, err = s.begin(ctx, "withdrawal"); err != nil {
+		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
 			return Deal{}, false, unpriceable(err)
 		}
 	} else if tx, locks, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
@@ -286,7 +300,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		m := newMarket(s.prices, cat)
 		before, ok := m.metrics(a, g, a.Balance, exps)
 		if !ok {
-			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, MsgPositionsUnpriceable)
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
 			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
@@ -383,8 +397,8 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	}
 	m := newMarket(s.prices, cat)
 	q, err := m.tradable(in.Symbol)
-	if err == nil && !s.holds() {
-		err = errPricing()
+	if err == nil {
+		err = s.gate.Admit(ctx, gate.Fill, slog.String("op", "fill order"), slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol))
 	}
 	if err != nil {
 		// This process cannot fill now, but a retry of a submit that already filled can still be
@@ -432,7 +446,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	}
 
 	// Round trip one: lock the account, find a retried nonce, sum the exposures.
-	tx, locks, err := s.begin(ctx, "fill order")
+	tx, locks, err := s.begin(ctx, gate.Fill, "fill order")
 	if err != nil {
 		return OrderResult{}, err
 	}
@@ -793,7 +807,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	// the position (a non-locking read: a position never changes account), so every close takes
 	// the account row first as every fill does, without a read of its own before the
 	// transaction.
-	tx, locks, err := s.begin(ctx, "close position")
+	tx, locks, err := s.begin(ctx, gate.Close, "close position")
 	if err != nil {
 		return CloseResult{}, err
 	}

@@ -63,8 +63,6 @@ type switchLease struct {
 	calls  atomic.Int64
 }
 
-func (l *switchLease) HoldsLease() bool { return true }
-
 // FenceStatement answers, once fenced, the real fence for a lease row that does not exist, so it
 // fails as the real fence does when this process no longer holds the term.
 func (l *switchLease) FenceStatement() (string, []any, error) {
@@ -103,7 +101,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l := &switchLease{}
-	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l})
+	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l, Gate: newGate(t, heldLease{}).g})
 	a := fundedAccount(t, svc, 9001)
 	open, err := svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
 	if err != nil {
@@ -114,15 +112,15 @@ func TestFencedWritesRollBack(t *testing.T) {
 	l.fenced.Store(true)
 	calls := l.calls.Load()
 	_, err = svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
-	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fenced open: %v", err)
 	}
 	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, "CLIENT")
-	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fenced close: %v", err)
 	}
 	_, _, err = svc.Withdraw(ctx, 9001, a.ID, decimal.NewFromInt(1), "")
-	if fx.ErrorMessage(err) != MsgPositionsUnpriceable {
+	if fx.ErrorMessage(err) != fx.MsgPositionsUnpriceable {
 		t.Fatalf("fenced withdrawal with open positions: %v", err)
 	}
 	if l.calls.Load()-calls != 3 {
@@ -155,7 +153,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 		t.Fatalf("claim: won=%v err=%v", won, err)
 	}
 	t.Cleanup(func() { testDB.Exec("DELETE FROM `engine_lease` WHERE `id` = ?", lease.Key) })
-	svc := New(Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: k})
+	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: k, Gate: newGate(t, k).g})
 	a := fundedAccount(t, svc, 9003)
 	buy := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")}
 	open, err := svc.PlaceOrder(ctx, 9003, buy)
@@ -172,11 +170,11 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 		t.Fatal("the gate no longer trusts the lease; the fence would not be reached")
 	}
 	_, err = svc.PlaceOrder(ctx, 9003, buy)
-	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fill after takeover: %v", err)
 	}
 	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, "CLIENT")
-	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("close after takeover: %v", err)
 	}
 	if after := counts(t, a.ID); after != before {
@@ -192,13 +190,13 @@ func TestNoPricesRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l := &switchLease{}
-	svc := New(Config{DB: testDB, Prices: fixedPrices{}, Lease: l})
+	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{}, Lease: l, Gate: newGate(t, heldLease{}).g})
 	a, err := svc.CreateAccount(ctx, 9002, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = svc.PlaceOrder(ctx, 9002, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
-	if fx.ErrorMessage(err) != MsgPricingUnavailable || l.calls.Load() != 0 {
+	if fx.ErrorMessage(err) != fx.MsgPricingUnavailable || l.calls.Load() != 0 {
 		t.Fatalf("open without prices: %v (fence calls %d)", err, l.calls.Load())
 	}
 }

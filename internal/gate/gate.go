@@ -1,0 +1,171 @@
+// Package gate is the one place that admits or drops lease-guarded work (DESIGN §2): a fill or a
+// close at the desk's price, the risk engine's ticks, sweeps, closes, fills, stop-outs and margin
+// calls, the venue jobs and the quote mirror's publishing. Work is admitted only while the engine
+// lease is trusted (lease.Keeper.HoldsLease); otherwise it is dropped before it starts, with one
+// warning naming what was not executed (attribute "work") and one count in
+// fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
+// transaction; a write it refuses is reported here too (Fenced), so both refusals answer the same
+// error, log the same way and count in the same series.
+//
+// The gate never queues dropped work for replay: the risk engine's lease_restored sweep re-derives
+// what is due from the state of that moment.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"fxdesk/internal/fx"
+)
+
+// Work is a kind of lease-guarded work. The kinds are a closed list so that the metric's label set
+// stays bounded; what exactly was dropped (a position id, a job name) travels as log attributes.
+type Work uint8
+
+const (
+	Fill                Work = iota // a fill at the desk's price: a MARKET submit, a resting order's fill (trading)
+	Close                           // a close at the desk's price, a trader's or the risk engine's (trading)
+	Withdrawal                      // a withdrawal whose free margin this process prices (trading)
+	RiskTick                        // the risk engine's evaluation of one tick
+	RiskSweep                       // a full risk sweep (boot, lease_restored, updates_dropped)
+	RiskClose                       // a stop loss or take profit the risk engine triggered
+	StopOut                         // a stop-out close the risk engine triggered
+	RiskFill                        // a resting order the risk engine triggered
+	MarginCall                      // a margin-call alert
+	ExecutionReconciler             // the venue job runFxExecutionReconciler
+	HedgeMonitor                    // the venue job runFxHedgeMonitor
+	MirrorPublish                   // one quote mirror snapshot
+	numWork
+)
+
+var workNames = [numWork]string{
+	Fill: "fill", Close: "close", Withdrawal: "withdrawal",
+	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
+	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
+}
+
+// Kinds lists every kind of work, in declaration order.
+func Kinds() []Work {
+	out := make([]Work, numWork)
+	for i := range out {
+		out[i] = Work(i)
+	}
+	return out
+}
+
+func (w Work) String() string {
+	if w < numWork {
+		return workNames[w]
+	}
+	return fmt.Sprintf("work(%d)", uint8(w))
+}
+
+// periodic work recurs on every tick or timer: a run of drops is logged at its first drop only
+// (it is counted every time), or a lease lost for good would log every tick for ever.
+func (w Work) periodic() bool {
+	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish
+}
+
+// ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with
+// DESIGN §4's text, so the API's one error table answers 503 "Pricing is temporarily unavailable
+// for this instrument — please retry shortly"; a withdrawal turns it into MsgPositionsUnpriceable.
+// Match it with errors.Is.
+var ErrNotHolder error = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgPricingUnavailable}
+
+// Lease says whether lease-guarded work may start now (*lease.Keeper).
+type Lease interface {
+	HoldsLease() bool
+}
+
+// NoLease is the lease of a process that never contends (fxdesk-cron): it never holds.
+var NoLease Lease = noLease{}
+
+type noLease struct{}
+
+func (noLease) HoldsLease() bool { return false }
+
+// NewDropped returns the gate's one series, fxdesk_gate_dropped_total{work,at}, unregistered:
+// metrics.New registers it for /metrics; tests read it with prometheus/testutil.
+func NewDropped() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_gate_dropped_total",
+		Help: "Lease-guarded work not executed, by work (fill, close, risk_tick, mirror_publish, …) and at (gate: dropped before it started; fence: refused by the term fence inside its transaction).",
+	}, []string{"work", "at"})
+}
+
+// Config builds a Gate. Every field is required.
+type Config struct {
+	Lease Lease
+	Log   *slog.Logger
+	// Dropped is NewDropped's series (metrics.Metrics.GateDropped on a process).
+	Dropped *prometheus.CounterVec
+}
+
+// Gate admits or drops lease-guarded work. It is safe for concurrent use, and cheap on the
+// admitting path (one HoldsLease read), which the tick path takes on every tick.
+type Gate struct {
+	lease   Lease
+	log     *slog.Logger
+	dropped [numWork][2]prometheus.Counter // [work][atGate, atFence]
+	quiet   [numWork]atomic.Bool           // a periodic kind's run of drops was already logged
+}
+
+const (
+	atGate = iota
+	atFence
+)
+
+// New returns a gate; it refuses a missing dependency.
+func New(cfg Config) (*Gate, error) {
+	switch {
+	case cfg.Lease == nil:
+		return nil, errors.New("gate: Lease is required (gate.NoLease on a process that never contends)")
+	case cfg.Log == nil:
+		return nil, errors.New("gate: Log is required")
+	case cfg.Dropped == nil:
+		return nil, errors.New("gate: Dropped is required")
+	}
+	g := &Gate{lease: cfg.Lease, log: cfg.Log}
+	for _, w := range Kinds() {
+		// Made once, so every series exists at zero and a drop is one atomic add.
+		g.dropped[w][atGate] = cfg.Dropped.WithLabelValues(w.String(), "gate")
+		g.dropped[w][atFence] = cfg.Dropped.WithLabelValues(w.String(), "fence")
+	}
+	return g, nil
+}
+
+// Admit returns nil when work may start now. Otherwise it logs the drop at warning level, with
+// attribute work and attrs naming what was not executed, counts it, and returns ErrNotHolder.
+func (g *Gate) Admit(ctx context.Context, w Work, attrs ...slog.Attr) error {
+	if g.lease.HoldsLease() {
+		if g.quiet[w].Load() {
+			g.quiet[w].Store(false)
+		}
+		return nil
+	}
+	g.dropped[w][atGate].Inc()
+	if w.periodic() && g.quiet[w].Swap(true) {
+		return ErrNotHolder
+	}
+	head := []slog.Attr{slog.String("work", w.String())}
+	if w.periodic() {
+		head = append(head, slog.String("further", "counted, not logged, until this work is admitted again"))
+	}
+	g.log.LogAttrs(ctx, slog.LevelWarn, "lease not confirmed; work not executed", append(head, attrs...)...)
+	return ErrNotHolder
+}
+
+// Fenced reports a write of work that the term fence refused inside its transaction (cause is
+// the fence's error): it logs and counts the drop like Admit and returns ErrNotHolder wrapping
+// cause.
+func (g *Gate) Fenced(ctx context.Context, w Work, cause error, attrs ...slog.Attr) error {
+	g.dropped[w][atFence].Inc()
+	g.log.LogAttrs(ctx, slog.LevelWarn, "lease fence refused the write; work not executed",
+		append([]slog.Attr{slog.String("work", w.String()), slog.Any("err", cause)}, attrs...)...)
+	return fmt.Errorf("%w: %w", ErrNotHolder, cause)
+}
