@@ -75,10 +75,12 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	return s, nil
 }
 
-// FollowBalances keeps the view's balances in step with deals committed by other processes —
-// fxdesk-cron's swaps, and the inline scheduler, which write the ledger without this service —
-// until ctx ends: every interval it reads the accounts that have a deal newer than the last one
-// seen and applies their balances.
+// FollowBalances keeps the view's balances in step with deals posted outside this Service —
+// the rollover job, in fxdesk-cron or on the inline scheduler: it posts through the same ledger
+// (internal/ledger) but in its own transactions, so no change reaches the engine through
+// notify — until ctx ends: every interval it reads the accounts that have a deal newer than the
+// last one seen and applies their balances. (Following by deal id can miss a deal committed
+// after a newer one; issue 14 replaces this with a per-account version the ledger bumps.)
 //
 // Why this and not a periodic full reload: a reload costs the whole desk every time and the
 // engine has no way to drop what it no longer lists; balances are the only thing another
@@ -234,7 +236,10 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	b.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id)
 	b.exec("SET @fx_order_id = ?", id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	f := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
+	f, err := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
+	if err != nil {
+		return fmt.Errorf("fill order %d: %w", id, err)
+	}
 	if err := tx.commit(ctx, &b); err != nil {
 		return fmt.Errorf("fill order %d: %w", id, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/ledger"
 	"fxdesk/internal/risk"
 )
 
@@ -496,7 +497,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	b.exec("SET @fx_order_id = LAST_INSERT_ID()")
 	var f *fillWrite
 	if r.Type == fx.Market {
-		f = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt)
+		if f, err = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt); err != nil {
+			return OrderResult{}, err
+		}
 	} else {
 		f = &fillWrite{}
 		b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID) }), "SELECT @fx_order_id")
@@ -577,7 +580,7 @@ func (f *fillWrite) commission() *Deal {
 		return nil
 	}
 	d := *f.deal
-	d.ID, d.OrderID, d.PositionID = f.lastDeal, &f.orderID, &f.posID
+	d.ID, d.OrderID, d.PositionID, d.IDsFrom = f.lastDeal, &f.orderID, &f.posID, nil
 	d.IdempotencyKey += itoa(f.orderID)
 	return &d
 }
@@ -586,7 +589,7 @@ func (f *fillWrite) commission() *Deal {
 // position o opens at price on the locked account a, with its commission deal (and the
 // account's new marks, after), and the SELECT that reports the ids. It is the one ledger path
 // of every fill: a MARKET submit and a resting order the risk engine triggers.
-func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) *fillWrite {
+func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (*fillWrite, error) {
 	f := &fillWrite{pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}}
 	p := f.pos
@@ -596,16 +599,22 @@ func addFill(b *batch, a *Account, in Instrument, o Order, price, commission dec
 	b.exec("SET @fx_position_id = LAST_INSERT_ID()")
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
-		d := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
-			IdempotencyKey: "commission:order:", Comment: "commission at open"}, &after, true)
+		d, err := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &fillIDs}, &after)
+		if err != nil {
+			return nil, err
+		}
 		f.deal = &d
 	} else {
 		b.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", after.Equity, after.UsedMargin, a.ID)
 	}
 	b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID, &f.posID, &f.lastDeal) }),
 		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID()")
-	return f
+	return f, nil
 }
+
+// fillIDs are the batch variables holding a fill's order and position ids (see addFill).
+var fillIDs = ledger.SessionIDs{Order: "@fx_order_id", Position: "@fx_position_id"}
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
 func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, error) {
