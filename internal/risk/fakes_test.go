@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
 )
 
@@ -44,7 +45,7 @@ func (g *fakeGate) HoldsLease() bool { return !g.shut.Load() }
 type call struct {
 	kind   jobKind
 	id     int64
-	reason string
+	reason fx.CloseReason
 	at     tick.Quote
 }
 
@@ -75,7 +76,7 @@ func (x *fakeExec) do(c call) error {
 	return nil
 }
 
-func (x *fakeExec) Close(_ context.Context, id int64, reason string, at tick.Quote) error {
+func (x *fakeExec) Close(_ context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
 	return x.do(call{kind: jobClose, id: id, reason: reason, at: at})
 }
 

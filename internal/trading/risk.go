@@ -138,7 +138,7 @@ func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Conte
 // Close closes all of position id at the current market, through the same fenced transaction
 // as a trader's close, recording reason. It returns an error wrapping risk.ErrAlreadyClosed
 // when the position is no longer open.
-func (r *RiskDesk) Close(ctx context.Context, id int64, reason string, _ tick.Quote) error {
+func (r *RiskDesk) Close(ctx context.Context, id int64, reason fx.CloseReason, _ tick.Quote) error {
 	_, err := r.svc.ClosePosition(ctx, 0, id, nil, reason)
 	if r.observe != nil {
 		result := "closed"
@@ -148,7 +148,7 @@ func (r *RiskDesk) Close(ctx context.Context, id int64, reason string, _ tick.Qu
 		case err != nil:
 			result = fx.ErrorCode(err)
 		}
-		r.observe(reason, result)
+		r.observe(string(reason), result)
 	}
 	return err
 }
@@ -179,7 +179,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
-	if in.Status == "HALTED" {
+	if in.Status == fx.InstrumentHalted {
 		return fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
 	}
 	m := newMarket(s.prices, cat)
@@ -318,7 +318,5 @@ func balanceChanged(a Account) risk.Change {
 }
 
 func riskInstrument(in Instrument) risk.Instrument {
-	return risk.Instrument{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, ContractSize: in.ContractSize.InexactFloat64(),
-		LeverageMax: in.LeverageMax, HedgedMarginRate: in.Group.HedgedMarginRate.InexactFloat64(),
-		Markup: in.Group.MarkupPoints.Mul(in.Point).InexactFloat64()}
+	return risk.NewInstrument(in.Instrument, in.LeverageMax, in.Group.HedgedMarginRate, in.Group.MarkupPoints)
 }

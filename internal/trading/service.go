@@ -374,9 +374,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Unknown symbol %q.", r.Symbol)
 	}
 	switch in.Status {
-	case "HALTED":
+	case fx.InstrumentHalted:
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
-	case "CLOSE_ONLY":
+	case fx.InstrumentCloseOnly:
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "%s is close-only: new positions and orders are refused.", in.Symbol)
 	}
 	if err := checkVolume(in, r.Volume); err != nil {
@@ -797,7 +797,7 @@ type CloseResult struct {
 // ClosePosition closes volume lots (nil: all) of userID's position id at this process's price,
 // in one fenced transaction holding the position row: of racing closes, one wins and the rest
 // answer ECONFLICT.
-func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason string) (CloseResult, error) {
+func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason) (CloseResult, error) {
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return CloseResult{}, err
@@ -829,7 +829,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if !ok {
 		return CloseResult{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
-	if in.Status == "HALTED" {
+	if in.Status == fx.InstrumentHalted {
 		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
 	}
 	if volume != nil {
@@ -867,7 +867,8 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	var b batch
 	if p.Volume.IsZero() {
 		now := s.now().UTC()
-		p.Status, p.ClosedAt, p.CloseReason = fx.PositionClosed, &now, &reason
+		recorded := string(reason)
+		p.Status, p.ClosedAt, p.CloseReason = fx.PositionClosed, &now, &recorded
 		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
 			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
 	} else {
@@ -876,7 +877,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	}
 	side, sym := p.Side, p.Symbol
 	d, err := commitDeal(ctx, tx, &b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, nil)
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(string(reason))}, nil)
 	if err != nil {
 		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
 	}

@@ -117,7 +117,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
 		t.Fatalf("fenced open: %v", err)
 	}
-	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, "CLIENT")
+	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, fx.CloseClient)
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
 		t.Fatalf("fenced close: %v", err)
 	}
@@ -175,7 +175,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
 		t.Fatalf("fill after takeover: %v", err)
 	}
-	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, "CLIENT")
+	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, fx.CloseClient)
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != MsgPricingUnavailable {
 		t.Fatalf("close after takeover: %v", err)
 	}
