@@ -102,7 +102,10 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 	if err := r.retryPending(ctx); err != nil {
 		return r.res, err
 	}
-	due := DueRollovers(at, j.cfg.ExpireAfter)
+	due, err := DueRollovers(at, j.cfg.ExpireAfter)
+	if err != nil {
+		return r.res, fmt.Errorf("swaps: due rollovers: %w", err)
+	}
 	r.res["dates"] = len(due)
 	for _, ro := range due {
 		if err := r.chargeDate(ctx, ro); err != nil {
@@ -137,7 +140,7 @@ func (r *run) pin(ctx context.Context) {
 type candidate struct{ id, account int64 }
 
 // chargeDate settles every open position that was open at ro and is behind it, batch by batch.
-func (r *run) chargeDate(ctx context.Context, ro Rollover) error {
+func (r *run) chargeDate(ctx context.Context, ro fx.Rollover) error {
 	var after int64
 	for {
 		rows, err := r.cfg.DB.QueryContext(ctx, "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) "+
@@ -209,7 +212,7 @@ type charge struct {
 }
 
 // settleBatch is one transaction: lock the batch's accounts then positions, re-check, charge.
-func (r *run) settleBatch(ctx context.Context, ro Rollover, batch []candidate) (schedule.Result, error) {
+func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate) (schedule.Result, error) {
 	res := schedule.Result{}
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
@@ -648,7 +651,10 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 
 // expire gives up on pending charges whose rollover is ExpireAfter old, and says so.
 func (r *run) expire(ctx context.Context) error {
-	through := expiredThrough(r.at, r.cfg.ExpireAfter)
+	through, err := expiredThrough(r.at, r.cfg.ExpireAfter)
+	if err != nil {
+		return fmt.Errorf("swaps: expire: %w", err)
+	}
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("swaps: expire: %w", err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	_ "time/tzdata" // DAY orders expire at 17:00 New York wherever the desk runs
 
 	"github.com/shopspring/decimal"
 
@@ -653,24 +652,14 @@ func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, e
 		if r.ExpiresAt != nil {
 			return nil, fx.Errorf(fx.EINVALID, "A DAY order expires at the next 17:00 New York rollover; expiresAt applies to GTD orders only.")
 		}
-		t := NextRollover(now)
+		ro, err := fx.NextRollover(now)
+		if err != nil {
+			return nil, fmt.Errorf("DAY order expiry: %w", err)
+		}
+		t := ro.At.UTC()
 		return &t, nil
 	}
 	return nil, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
-}
-
-// NextRollover is the first 17:00 America/New_York strictly after t, in UTC.
-func NextRollover(t time.Time) time.Time {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		ny = time.UTC
-	}
-	l := t.In(ny)
-	r := time.Date(l.Year(), l.Month(), l.Day(), 17, 0, 0, 0, ny)
-	if !r.After(t) {
-		r = time.Date(l.Year(), l.Month(), l.Day()+1, 17, 0, 0, 0, ny)
-	}
-	return r.UTC()
 }
 
 func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (OrderResult, error) {

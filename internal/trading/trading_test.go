@@ -252,22 +252,6 @@ func TestMarketArithmetic(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func TestNextRollover(t *testing.T) {
-	t.Parallel()
-	ny, _ := time.LoadLocation("America/New_York")
-	for _, tc := range []struct{ at, want string }{
-		{"2026-03-02T16:59:00", "2026-03-02T17:00:00"},
-		{"2026-03-02T17:00:00", "2026-03-03T17:00:00"},
-		{"2026-03-07T23:00:00", "2026-03-08T17:00:00"}, // across the DST change
-	} {
-		at, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.at, ny)
-		want, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.want, ny)
-		if got := NextRollover(at); !got.Equal(want) {
-			t.Errorf("NextRollover(%s) = %s, want %s", tc.at, got.In(ny), want)
-		}
-	}
-}
-
 func TestParseDecimal(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"1", "0.1", "-2.50", "100000"} {
