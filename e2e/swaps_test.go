@@ -19,10 +19,10 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/reconcile"
 	"fxdesk/internal/swaps"
-	"fxdesk/internal/trading"
 )
 
 // splitDesk is a holder web process with CRON_MODE=off, publishing the quote mirror, fed by a
@@ -86,20 +86,30 @@ func parseCounts(t *testing.T, job, out string) map[string]int {
 	return nil
 }
 
+// nextRollover is the first 17:00 New York after t. The zone is embedded: an error is a broken
+// build, and the test stops there.
+func nextRollover(t time.Time) fx.Rollover {
+	ro, err := fx.NextRollover(t)
+	if err != nil {
+		panic(err)
+	}
+	return ro
+}
+
 // firstWeekdayRolloverAfter is the first Monday-to-Friday 17:00 New York after t.
-func firstWeekdayRolloverAfter(t time.Time) swaps.Rollover {
-	ro := swaps.LastRollover(trading.NextRollover(t))
+func firstWeekdayRolloverAfter(t time.Time) fx.Rollover {
+	ro := nextRollover(t)
 	for ro.Weekday() == time.Saturday || ro.Weekday() == time.Sunday {
-		ro = swaps.LastRollover(ro.At.Add(25 * time.Hour))
+		ro = ro.Next()
 	}
 	return ro
 }
 
 // nextMonday is the first Monday rollover after t.
-func nextMonday(t time.Time) swaps.Rollover {
-	ro := swaps.LastRollover(trading.NextRollover(t))
+func nextMonday(t time.Time) fx.Rollover {
+	ro := nextRollover(t)
 	for ro.Weekday() != time.Monday {
-		ro = swaps.LastRollover(ro.At.Add(25 * time.Hour))
+		ro = ro.Next()
 	}
 	return ro
 }
@@ -177,9 +187,9 @@ func TestSwapsWeekOfRollovers(t *testing.T) {
 	// Run every day of the week after next Monday, an hour after each 17:00 New York. Dates
 	// between now and that Monday are caught up by the first run.
 	mon := nextMonday(time.Now())
-	var week []swaps.Rollover
-	for i := range 7 {
-		week = append(week, swaps.LastRollover(mon.At.Add(time.Duration(i)*24*time.Hour+time.Hour)))
+	week := []fx.Rollover{mon}
+	for len(week) < 7 {
+		week = append(week, week[len(week)-1].Next())
 	}
 	for i, ro := range week {
 		got := d.e.cronRun(swaps.JobName, ro.At.Add(time.Hour))
@@ -634,7 +644,7 @@ func TestReconcileDriftMarksAndExpiry(t *testing.T) {
 	}
 
 	// Past the DAY order's 17:00 New York and the GTD order's expiry, both expire.
-	got = d.e.cronRun(reconcile.JobName, trading.NextRollover(time.Now()).Add(3*time.Hour))
+	got = d.e.cronRun(reconcile.JobName, nextRollover(time.Now()).At.Add(3*time.Hour))
 	if got["expiredOrders"] != 2 {
 		t.Fatalf("reconcile past both expiries: %v, want 2 expired orders", got)
 	}

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-
-	"fxdesk/internal/trading"
 )
 
 // feedSim is the real fxdesk-feedsim binary with its random walk slowed to never, so the only
@@ -626,7 +624,7 @@ func TestTradingRestingOrders(t *testing.T) {
 		}
 	}
 	must(t, d.web, tok, "GET", "/api/fx/orders?status=PENDING", "", http.StatusOK, &list)
-	if len(list.Orders) != 2 || list.Orders[1].ExpiresAt == nil || !list.Orders[1].ExpiresAt.Equal(trading.NextRollover(time.Now())) {
+	if len(list.Orders) != 2 || list.Orders[1].ExpiresAt == nil || !list.Orders[1].ExpiresAt.Equal(nextRollover(time.Now()).At) {
 		t.Fatalf("pending = %+v", list.Orders)
 	}
 	must(t, d.web, tok, "DELETE", fmt.Sprintf("/api/fx/orders/%d", lim.Order.ID), "", http.StatusOK, nil)

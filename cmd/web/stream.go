@@ -9,6 +9,7 @@ import (
 
 	"fxdesk/internal/config"
 	"fxdesk/internal/feedsim"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/tick"
 )
@@ -85,7 +86,7 @@ func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Co
 
 // simInstruments gives the simulator the desk's instrument list, so both agree on symbols and
 // calendars; prices and spreads come from the simulator's defaults where it knows the symbol.
-func simInstruments(instruments []tick.Instrument) []feedsim.Instrument {
+func simInstruments(instruments []fx.Instrument) []feedsim.Instrument {
 	defaults := map[string]feedsim.Instrument{}
 	for _, in := range feedsim.DefaultInstruments() {
 		defaults[in.Symbol] = in

@@ -128,13 +128,8 @@ func checkNonce(n string) error {
 }
 
 func checkSymbol(s string) error {
-	if len(s) != 6 {
+	if !fx.ValidSymbol(s) {
 		return fx.Errorf(fx.EINVALID, "Unknown symbol %q: symbols are six-letter codes such as EURUSD.", s)
-	}
-	for _, c := range s {
-		if c < 'A' || c > 'Z' {
-			return fx.Errorf(fx.EINVALID, "Unknown symbol %q: symbols are six-letter codes such as EURUSD.", s)
-		}
 	}
 	return nil
 }
@@ -328,13 +323,13 @@ func decodeAccount(r io.Reader) (string, int, error) {
 }
 
 type instrumentWire struct {
-	Symbol      string  `json:"symbol"`
-	Status      *string `json:"status"`
-	LeverageMax *int    `json:"leverageMax"`
-	VolumeMin   *string `json:"volumeMin"`
-	VolumeStep  *string `json:"volumeStep"`
-	VolumeMax   *string `json:"volumeMax"`
-	SymbolGroup *string `json:"symbolGroup"`
+	Symbol      string               `json:"symbol"`
+	Status      *fx.InstrumentStatus `json:"status"`
+	LeverageMax *int                 `json:"leverageMax"`
+	VolumeMin   *string              `json:"volumeMin"`
+	VolumeStep  *string              `json:"volumeStep"`
+	VolumeMax   *string              `json:"volumeMax"`
+	SymbolGroup *string              `json:"symbolGroup"`
 }
 
 // decodeInstruments reads PUT /api/admin/fx/instruments: {"instruments":[{symbol, …changes}]}.

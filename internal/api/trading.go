@@ -226,12 +226,12 @@ func handleClosePosition(log *slog.Logger, svc *trading.Service, m *metrics.Metr
 		if err != nil {
 			return err
 		}
-		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, "CLIENT")
+		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, fx.CloseClient)
 		if err != nil {
-			m.Closes.WithLabelValues("CLIENT", fx.ErrorCode(err)).Inc()
+			m.Closes.WithLabelValues(string(fx.CloseClient), fx.ErrorCode(err)).Inc()
 			return err
 		}
-		m.Closes.WithLabelValues("CLIENT", "closed").Inc()
+		m.Closes.WithLabelValues(string(fx.CloseClient), "closed").Inc()
 		writeJSON(w, http.StatusOK, map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)})
 		return nil
 	})

@@ -2,7 +2,9 @@ package feedsim
 
 import "math"
 
-// Instrument is one simulated symbol: where its random walk starts and how it moves.
+// Instrument is one simulated symbol: where its random walk starts and how it moves. It is not
+// the desk's fx.Instrument: the simulator stands in for a provider and knows only what a
+// provider would (no contract size, swaps or status); cmd builds its list from the desk's.
 type Instrument struct {
 	Symbol     string  // desk form, six letters: "EURUSD"
 	Digits     int     // decimals quoted on the wire

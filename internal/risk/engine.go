@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
@@ -120,7 +121,7 @@ const outboxChunk = 16
 type dropKey struct {
 	kind   jobKind
 	id     int64
-	reason string
+	reason fx.CloseReason
 }
 
 // New checks cfg and returns an engine that does nothing until Run.
@@ -393,9 +394,9 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 	}{{&b.buySL, bid}, {&b.buyTP, bid}, {&b.sellSL, ask}, {&b.sellTP, ask}} {
 		e.fired = f.h.takeFired(e.fired[:0], f.price)
 		for _, it := range e.fired {
-			reason := ReasonSL // ref 2·index
+			reason := fx.CloseSL // ref 2·index
 			if it.ref&1 == 1 {
-				reason = ReasonTP // ref 2·index+1
+				reason = fx.CloseTP // ref 2·index+1
 			}
 			idx := it.ref >> 1
 			p := &e.pos[idx]
@@ -425,7 +426,7 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 
 // closeLocked marks p closing and queues its close. The account's marks then read as if the
 // close had committed at this quote: p leaves the aggregates and its profit joins pending.
-func (e *Engine) closeLocked(idx int32, reason string, q tick.Quote, arrived time.Time, px *pricer) {
+func (e *Engine) closeLocked(idx int32, reason fx.CloseReason, q tick.Quote, arrived time.Time, px *pricer) {
 	p := &e.pos[idx]
 	e.closingLocked(idx, px)
 	p.closing = true
@@ -521,7 +522,7 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 			return
 		}
 		e.stopOuts.Add(1)
-		e.closeLocked(idx, ReasonStopOut, q, arrived, px)
+		e.closeLocked(idx, fx.CloseStopOut, q, arrived, px)
 		if lvl, ok = e.levelLocked(a, px); !ok {
 			return
 		}
@@ -713,9 +714,9 @@ func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 			case i >= 4: // the order heaps
 				e.warnOnceLocked(ctx, job{kind: jobFill, id: e.ord[ref].id, symbol: b.symbol, quote: px.q})
 			case ref&1 == 0:
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: ReasonSL, symbol: b.symbol, quote: px.q})
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: fx.CloseSL, symbol: b.symbol, quote: px.q})
 			default:
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: ReasonTP, symbol: b.symbol, quote: px.q})
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: e.pos[ref>>1].id, reason: fx.CloseTP, symbol: b.symbol, quote: px.q})
 			}
 		}
 	}
@@ -736,7 +737,7 @@ func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 			if idx := e.largestLoserLocked(a, px); idx >= 0 {
 				p := &e.pos[idx]
 				q, _ := px.book(e.books[p.sym])
-				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.id, reason: ReasonStopOut, symbol: e.books[p.sym].symbol, quote: q, level: lvl})
+				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.id, reason: fx.CloseStopOut, symbol: e.books[p.sym].symbol, quote: q, level: lvl})
 			}
 		}
 	}
@@ -755,7 +756,7 @@ func (e *Engine) warnOnceLocked(ctx context.Context, j job) {
 func (e *Engine) warnDropped(ctx context.Context, j job, why string) {
 	switch j.kind {
 	case jobClose:
-		e.log.WarnContext(ctx, why+"; close not executed", slog.Int64("position_id", j.id), slog.String("reason", j.reason),
+		e.log.WarnContext(ctx, why+"; close not executed", slog.Int64("position_id", j.id), slog.String("reason", string(j.reason)),
 			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
 	case jobFill:
 		e.log.WarnContext(ctx, why+"; fill not executed", slog.Int64("order_id", j.id),
@@ -775,10 +776,10 @@ func (e *Engine) admit(ctx context.Context, j job) error {
 			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
 	}
 	w := gate.RiskClose
-	if j.reason == ReasonStopOut {
+	if j.reason == fx.CloseStopOut {
 		w = gate.StopOut
 	}
-	return e.cfg.Gate.Admit(ctx, w, slog.Int64("position_id", j.id), slog.String("reason", j.reason),
+	return e.cfg.Gate.Admit(ctx, w, slog.Int64("position_id", j.id), slog.String("reason", string(j.reason)),
 		slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
 }
 
@@ -842,7 +843,7 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 		if j.kind == jobFill {
 			what, key = "fill failed; the order stays under watch", "order_id"
 		}
-		e.log.ErrorContext(ctx, what, slog.Int64(key, j.id), slog.String("reason", j.reason), slog.Any("err", err))
+		e.log.ErrorContext(ctx, what, slog.Int64(key, j.id), slog.String("reason", string(j.reason)), slog.Any("err", err))
 	}
 	switch j.kind {
 	case jobClose:
@@ -858,7 +859,7 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 			a.Balance += p.est
 			e.removePositionLocked(j.idx)
 		case already:
-			e.log.InfoContext(ctx, "position already closed by another transaction", slog.Int64("position_id", j.id), slog.String("reason", j.reason))
+			e.log.InfoContext(ctx, "position already closed by another transaction", slog.Int64("position_id", j.id), slog.String("reason", string(j.reason)))
 			e.removePositionLocked(j.idx)
 		default:
 			a.pending -= p.est

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
 )
 
@@ -27,17 +28,17 @@ func TestTriggers(t *testing.T) {
 		bid, ask float64
 		want     *call
 	}{
-		{"buy SL on the bid, exactly", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.09, 1.0902, &call{kind: jobClose, reason: ReasonSL}},
-		{"buy SL: only the ask reached it", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.0899, 1.0899, &call{kind: jobClose, reason: ReasonSL}},
+		{"buy SL on the bid, exactly", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.09, 1.0902, &call{kind: jobClose, reason: fx.CloseSL}},
+		{"buy SL: only the ask reached it", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.0899, 1.0899, &call{kind: jobClose, reason: fx.CloseSL}},
 		{"buy SL not reached", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.0901, 1.0903, nil},
-		{"buy SL gap fills at the gapped bid", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.05, 1.0502, &call{kind: jobClose, reason: ReasonSL, at: q(1.05, 1.0502)}},
-		{"buy TP on the bid", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.11, 1.1102, &call{kind: jobClose, reason: ReasonTP}},
+		{"buy SL gap fills at the gapped bid", &Position{Side: Buy, OpenPrice: 1.1, SL: 1.09}, nil, 1.05, 1.0502, &call{kind: jobClose, reason: fx.CloseSL, at: q(1.05, 1.0502)}},
+		{"buy TP on the bid", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.11, 1.1102, &call{kind: jobClose, reason: fx.CloseTP}},
 		{"buy TP: ask reached it, bid did not", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.1099, 1.1101, nil},
-		{"buy TP gap", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.15, 1.1502, &call{kind: jobClose, reason: ReasonTP, at: q(1.15, 1.1502)}},
-		{"sell SL on the ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1098, 1.11, &call{kind: jobClose, reason: ReasonSL}},
+		{"buy TP gap", &Position{Side: Buy, OpenPrice: 1.1, TP: 1.11}, nil, 1.15, 1.1502, &call{kind: jobClose, reason: fx.CloseTP, at: q(1.15, 1.1502)}},
+		{"sell SL on the ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1098, 1.11, &call{kind: jobClose, reason: fx.CloseSL}},
 		{"sell SL: bid below, ask not reached", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1097, 1.1099, nil},
-		{"sell SL gap fills at the gapped ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1598, 1.16, &call{kind: jobClose, reason: ReasonSL, at: q(1.1598, 1.16)}},
-		{"sell TP on the ask", &Position{Side: Sell, OpenPrice: 1.1, TP: 1.09}, nil, 1.0898, 1.09, &call{kind: jobClose, reason: ReasonTP}},
+		{"sell SL gap fills at the gapped ask", &Position{Side: Sell, OpenPrice: 1.1, SL: 1.11}, nil, 1.1598, 1.16, &call{kind: jobClose, reason: fx.CloseSL, at: q(1.1598, 1.16)}},
+		{"sell TP on the ask", &Position{Side: Sell, OpenPrice: 1.1, TP: 1.09}, nil, 1.0898, 1.09, &call{kind: jobClose, reason: fx.CloseTP}},
 		{"sell TP: bid reached it, ask did not", &Position{Side: Sell, OpenPrice: 1.1, TP: 1.09}, nil, 1.0899, 1.0901, nil},
 		{"buy limit: ask ≤ price", nil, &Order{Side: Buy, Type: Limit, Price: 1.09}, 1.0898, 1.09, &call{kind: jobFill}},
 		{"buy limit: only the bid reached it", nil, &Order{Side: Buy, Type: Limit, Price: 1.09}, 1.0899, 1.0901, nil},
@@ -103,14 +104,14 @@ func TestModifyStops(t *testing.T) {
 		Change{Kind: PositionModified, Position: Position{ID: 1, SL: 1.095, TP: 1.12}},
 		Change{Kind: PositionModified, Position: Position{ID: 2}})
 	r.tick("EURUSD", 1.0949, 1.0951)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	r.tick("EURUSD", 1.05, 1.0502) // far past 2's old TP: removed, so nothing
 	r.tick("EURUSD", 1.15, 1.1502) // far past 2's old SL
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	// Add a TP to 2 again; it fires on the ask.
 	r.e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 2, TP: 1.13}})
 	r.tick("EURUSD", 1.1298, 1.13)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL}, call{kind: jobClose, id: 2, reason: ReasonTP})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL}, call{kind: jobClose, id: 2, reason: fx.CloseTP})
 }
 
 // TestStopOutLargestLoserFirst drives a USD account below its stop-out level with one tick:
@@ -135,8 +136,8 @@ func TestStopOutLargestLoserFirst(t *testing.T) {
 	// Without 2: 400 / 1524 = 26 %. Without 3 as well: 400 / 254 = 157 %: stop.
 	r.tick("EURUSD", 1.15, 1.15)
 	r.wantCalls(
-		call{kind: jobClose, id: 2, reason: ReasonStopOut, at: q(1.15, 1.15)},
-		call{kind: jobClose, id: 3, reason: ReasonStopOut, at: q(1.27, 1.27)})
+		call{kind: jobClose, id: 2, reason: fx.CloseStopOut, at: q(1.15, 1.15)},
+		call{kind: jobClose, id: 3, reason: fx.CloseStopOut, at: q(1.27, 1.27)})
 	if n := r.alerts.count(7); n != 1 {
 		t.Fatalf("margin call alerts = %d, want 1", n)
 	}
@@ -152,9 +153,9 @@ func TestStopOutUntilNothingOpen(t *testing.T) {
 	}}
 	r := newRig(t, snap, 1, nil)
 	r.tick("EURUSD", 1.1, 1.1) // equity 1000 − 15000 < 0
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonStopOut}, call{kind: jobClose, id: 2, reason: ReasonStopOut})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 2, reason: fx.CloseStopOut})
 	r.tick("EURUSD", 1.0, 1.0)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonStopOut}, call{kind: jobClose, id: 2, reason: ReasonStopOut})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 2, reason: fx.CloseStopOut})
 }
 
 // TestMarginCallOncePerCrossing: one alert per fall below the margin-call level, re-armed only
@@ -210,7 +211,7 @@ func TestConversionLegExposure(t *testing.T) {
 	r.tick("GBPUSD", 1.3, 1.3) // not exposed: nothing to decide
 	// At 1.05: loss 6802.72 EUR, equity 197.28, margin 952.38 EUR: 20.7 %.
 	r.tick("EURUSD", 1.05, 1.05)
-	r.wantCalls(call{kind: jobClose, id: 5, reason: ReasonStopOut, at: q(140, 140)})
+	r.wantCalls(call{kind: jobClose, id: 5, reason: fx.CloseStopOut, at: q(140, 140)})
 	if n := r.alerts.count(9); n != 1 {
 		t.Fatalf("margin call alerts = %d, want 1", n)
 	}
@@ -266,7 +267,7 @@ func TestLostUpdatesSweep(t *testing.T) {
 	r.prices.set("EURUSD", 1.18, 1.1802)
 	r.dropped.Add(3)
 	c := recv(t, r.exec.entered)
-	if c.kind != jobClose || c.id != 7 || c.reason != ReasonSL || c.at.Bid != 1.18 {
+	if c.kind != jobClose || c.id != 7 || c.reason != fx.CloseSL || c.at.Bid != 1.18 {
 		t.Fatalf("after lost updates: %+v, want position 7 closed by SL at bid 1.18", c)
 	}
 	r.settle()
@@ -362,7 +363,7 @@ func TestGateCheckedWhenWorkerPicks(t *testing.T) {
 	r.gate.shut.Store(true)
 	close(block)
 	r.settle()
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	if r.logs.lines(`msg="lease not confirmed; work not executed" work=risk_close position_id=2 reason=SL`) != 1 {
 		t.Fatalf("drop not warned:\n%s", r.logs.String())
 	}
@@ -370,7 +371,7 @@ func TestGateCheckedWhenWorkerPicks(t *testing.T) {
 	r.e.Sweep(context.Background(), SweepLeaseRestored)
 	r.settle()
 	recv(t, entered)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL}, call{kind: jobClose, id: 2, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL}, call{kind: jobClose, id: 2, reason: fx.CloseSL})
 }
 
 // TestNeverQueuedTwice: while a close is in flight, further ticks past its stop, a stop-out of
@@ -401,9 +402,9 @@ func TestNeverQueuedTwice(t *testing.T) {
 	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 1}}, Change{Kind: BalanceChanged, Account: Account{ID: 3, Balance: -500}})
 	close(block)
 	r.settle()
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	r.tick("EURUSD", 0.9, 0.9)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	if s := r.e.Stats(); s.Positions != 0 || s.AlreadyClosed != 1 || s.ExecutorErrors != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
@@ -487,7 +488,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 	updates <- tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.194, Ask: 1.1942}}
 	close(release)
 	c := recv(t, exec.entered)
-	if c.id != 1 || c.reason != ReasonSL || c.at.Bid != 1.194 {
+	if c.id != 1 || c.reason != fx.CloseSL || c.at.Bid != 1.194 {
 		t.Fatalf("close = %+v, want position 1 SL at the buffered tick", c)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
@@ -64,7 +65,7 @@ func realGate(t testing.TB, l gate.Lease, log *slog.Logger, dropped *prometheus.
 type call struct {
 	kind   jobKind
 	id     int64
-	reason string
+	reason fx.CloseReason
 	at     tick.Quote
 }
 
@@ -95,7 +96,7 @@ func (x *fakeExec) do(c call) error {
 	return nil
 }
 
-func (x *fakeExec) Close(_ context.Context, id int64, reason string, at tick.Quote) error {
+func (x *fakeExec) Close(_ context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
 	return x.do(call{kind: jobClose, id: id, reason: reason, at: at})
 }
 

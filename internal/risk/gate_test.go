@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 )
 
@@ -87,7 +88,7 @@ func TestGateDropsQueuedClosesStopOutsAndFills(t *testing.T) {
 			r.gate.shut.Store(true)
 			close(block)
 			r.settle()
-			r.wantCalls(call{kind: jobClose, id: 1, reason: ReasonSL})
+			r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 			r.wantDropped(c.work, 1, c.parts...)
 		})
 	}

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
@@ -46,13 +49,6 @@ func (t OrderType) String() string {
 	}
 	return "UNKNOWN"
 }
-
-// Close reasons handed to Executor.Close and recorded on the position.
-const (
-	ReasonSL      = "SL"
-	ReasonTP      = "TP"
-	ReasonStopOut = "STOP_OUT"
-)
 
 // Sweep reasons.
 const (
@@ -95,7 +91,8 @@ type Account struct {
 	StopOutLevel    float64 // close positions at or below this (default 50)
 }
 
-// Instrument carries what pricing and margin need.
+// Instrument carries what pricing and margin need, as floats for the tick path; NewInstrument
+// builds it from fx.Instrument.
 type Instrument struct {
 	Symbol       string
 	Base, Quote  string
@@ -107,6 +104,14 @@ type Instrument struct {
 	// Markup is the symbol group's markup in price units (markup points × point): a buy closes
 	// at bid − markup, a sell at ask + markup.
 	Markup float64
+}
+
+// NewInstrument is the engine's float copy of the domain instrument in, with its leverage cap
+// and its symbol group's hedged margin rate and markup (in points).
+func NewInstrument(in fx.Instrument, leverageMax int, hedgedMarginRate, markupPoints decimal.Decimal) Instrument {
+	return Instrument{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, ContractSize: in.ContractSize.InexactFloat64(),
+		LeverageMax: leverageMax, HedgedMarginRate: hedgedMarginRate.InexactFloat64(),
+		Markup: markupPoints.Mul(in.Point).InexactFloat64()}
 }
 
 // Snapshot is the whole view the engine starts from.
@@ -149,7 +154,7 @@ var ErrAlreadyClosed = errors.New("already closed")
 // open or pending, and any other error when nothing was written. After a commit the executor
 // reports the change through Engine.Apply, as every other committed change is reported.
 type Executor interface {
-	Close(ctx context.Context, positionID int64, reason string, at tick.Quote) error
+	Close(ctx context.Context, positionID int64, reason fx.CloseReason, at tick.Quote) error
 	Fill(ctx context.Context, orderID int64, at tick.Quote) error
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
 )
 
@@ -20,7 +21,7 @@ type job struct {
 	kind    jobKind
 	idx     int32 // the position's or order's slot in the view
 	id      int64 // position, order or account
-	reason  string
+	reason  fx.CloseReason
 	symbol  string
 	quote   tick.Quote
 	level   float64   // alerts

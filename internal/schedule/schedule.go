@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"fxdesk/internal/fx"
 )
 
 // Result is what one run did, as counts by name ("charged": 12, "pending": 1).
@@ -69,17 +71,23 @@ type entry struct {
 	busy  chan struct{} // capacity 1: the run in progress holds it
 }
 
-// NewYork is the desk's scheduling location: rollovers happen at 17:00 New York.
+// NewYork is the desk's scheduling location, fx's rollover zone: rollovers happen at 17:00 New
+// York. It is nil when the zone cannot be loaded; New then refuses with the reason.
 func NewYork() *time.Location {
-	loc, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		panic("tzdata for America/New_York is embedded; " + err.Error())
-	}
+	loc, _ := fx.NewYork()
 	return loc
 }
 
-// New returns a scheduler for jobs, in loc. It does not start.
+// New returns a scheduler for jobs, in loc. It does not start. A nil loc is refused with the
+// rollover zone's load error (see NewYork).
 func New(log *slog.Logger, loc *time.Location, jobs ...Job) (*Scheduler, error) {
+	if loc == nil {
+		_, err := fx.NewYork()
+		if err == nil {
+			err = errors.New("no location")
+		}
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
 	s := &Scheduler{
 		cron: cron.New(cron.WithLocation(loc), cron.WithLogger(cronLogger{log})),
 		log:  log,

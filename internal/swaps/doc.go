@@ -8,10 +8,10 @@
 // Exactly once. A position's watermark (`fx_position.swapThrough`) names the last rollover date
 // settled for it. A run picks positions whose watermark is behind a due date and, per batch, in
 // one transaction: locks the accounts, then the positions (the order every writer uses),
-// re-checks each position is still open and still behind, writes the deals with balanceAfter,
-// moves the balances, adds to each position's accrued swap and moves its watermark. A second run,
-// a second process at the same moment, or a rerun after a crash therefore finds nothing left to
-// charge; the deal's unique key `swap:<positionId>:<date>` is the backstop.
+// re-checks each position is still open and still behind, posts the deals through the ledger
+// (internal/ledger: balanceAfter, the balances and stored equity, two multi-row statements),
+// adds to each position's accrued swap and moves its watermark. A second run, a second process
+// at the same moment, or a rerun after a crash therefore finds nothing left to charge; the deal's unique key `swap:<positionId>:<date>` is the backstop.
 //
 // Catch-up. The dates due at an instant are the weekday rollovers of the last 7 days, so a
 // scheduler that was down for a day charges the missed day on its next run (for positions still

@@ -29,7 +29,10 @@ func TestDueRollovers(t *testing.T) {
 		// Summer time (EDT, UTC−4): 17:00 New York is 21:00 UTC.
 		{"edt", "2026-07-01T21:00:00Z", []string{"2026-06-25", "2026-06-26", "2026-06-29", "2026-06-30", "2026-07-01"}},
 	} {
-		got := DueRollovers(at(c.at), 7*24*time.Hour)
+		got, err := DueRollovers(at(c.at), 7*24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var dates []string
 		for _, r := range got {
 			dates = append(dates, r.Date)
@@ -43,8 +46,8 @@ func TestDueRollovers(t *testing.T) {
 			}
 		}
 	}
-	if got := expiredThrough(at("2026-12-03T22:30:00Z"), 7*24*time.Hour); got != "2026-11-26" {
-		t.Fatalf("expired through %s, want 2026-11-26", got)
+	if got, err := expiredThrough(at("2026-12-03T22:30:00Z"), 7*24*time.Hour); err != nil || got != "2026-11-26" {
+		t.Fatalf("expired through %s (%v), want 2026-11-26", got, err)
 	}
 	for _, c := range []struct {
 		day  time.Weekday

@@ -14,6 +14,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/ledger"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
@@ -100,7 +101,10 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 	if err := r.retryPending(ctx); err != nil {
 		return r.res, err
 	}
-	due := DueRollovers(at, j.cfg.ExpireAfter)
+	due, err := DueRollovers(at, j.cfg.ExpireAfter)
+	if err != nil {
+		return r.res, fmt.Errorf("swaps: due rollovers: %w", err)
+	}
 	r.res["dates"] = len(due)
 	for _, ro := range due {
 		if err := r.chargeDate(ctx, ro); err != nil {
@@ -135,7 +139,7 @@ func (r *run) pin(ctx context.Context) {
 type candidate struct{ id, account int64 }
 
 // chargeDate settles every open position that was open at ro and is behind it, batch by batch.
-func (r *run) chargeDate(ctx context.Context, ro Rollover) error {
+func (r *run) chargeDate(ctx context.Context, ro fx.Rollover) error {
 	var after int64
 	for {
 		rows, err := r.cfg.DB.QueryContext(ctx, "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) "+
@@ -185,7 +189,6 @@ type lockedAccount struct {
 	currency string
 	balance  decimal.Decimal
 	swapFree bool
-	delta    decimal.Decimal
 }
 
 type lockedPosition struct {
@@ -208,7 +211,7 @@ type charge struct {
 }
 
 // settleBatch is one transaction: lock the batch's accounts then positions, re-check, charge.
-func (r *run) settleBatch(ctx context.Context, ro Rollover, batch []candidate) (schedule.Result, error) {
+func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate) (schedule.Result, error) {
 	res := schedule.Result{}
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
@@ -317,7 +320,7 @@ func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lock
 	defer rows.Close()
 	out := make(map[int64]*lockedAccount, len(ids))
 	for rows.Next() {
-		a := &lockedAccount{delta: decimal.Zero}
+		a := &lockedAccount{}
 		if err := rows.Scan(&a.id, &a.currency, &a.balance, &a.swapFree); err != nil {
 			return nil, fmt.Errorf("lock accounts: %w", err)
 		}
@@ -346,62 +349,33 @@ func lockPositions(ctx context.Context, tx *sql.Tx, ids []int64) ([]lockedPositi
 	return out, rows.Err()
 }
 
-// postCharges writes one SWAP deal per charge (balanceAfter in order within each account), moves
-// the balances and stored equity by the same amounts, and adds each charge to its position's
-// accrued swap — multi-row statements, inside the caller's transaction.
+// postCharges posts one SWAP deal per charge through the ledger (balanceAfter in order within
+// each account; balances and stored equity move by the same amounts: a swap is realised, not
+// floating), in the caller's transaction — two multi-row statements however many charges.
 func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAccount, charges []charge) error {
 	if len(charges) == 0 {
 		return nil
 	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-		"`symbol`, `side`, `volume`, `idempotencyKey`, `comment`) VALUES ")
-	args := make([]any, 0, 12*len(charges))
-	for i, c := range charges {
-		a := accounts[c.position.account]
-		a.balance = a.balance.Add(c.amount)
-		a.delta = a.delta.Add(c.amount)
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, 'SWAP', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, a.id, c.amount, a.balance, a.currency, c.position.order, c.position.id, c.position.symbol,
-			c.position.side, c.position.volume, DealKey(c.position.id, c.date), swapComment(c))
-	}
-	if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("write %d swap deals: %w", len(charges), err)
-	}
-
-	// Balances and stored equity move by the same amount: a swap is realised, not floating.
-	var moved []*lockedAccount
+	posted := make([]*ledger.Account, 0, len(accounts))
 	for _, a := range accounts {
-		if !a.delta.IsZero() {
-			moved = append(moved, a)
-		}
+		posted = append(posted, &ledger.Account{ID: a.id, Currency: a.currency, Balance: a.balance, EquityMoves: true})
 	}
-	if len(moved) > 0 {
-		slices.SortFunc(moved, func(x, y *lockedAccount) int { return cmpInt64(x.id, y.id) })
-		var cs strings.Builder
-		cargs := make([]any, 0, 3*len(moved))
-		cs.WriteString("CASE `id`")
-		for _, a := range moved {
-			cs.WriteString(" WHEN ? THEN ?")
-			cargs = append(cargs, a.id, a.delta)
-		}
-		cs.WriteString(" ELSE 0 END")
-		ids := make([]int64, len(moved))
-		for i, a := range moved {
-			ids[i] = a.id
-		}
-		q := "UPDATE `fx_account` SET `balance` = `balance` + " + cs.String() + ", `equity` = `equity` + " + cs.String() +
-			" WHERE `id` IN (" + marks(len(ids)) + ")"
-		all := append(append(append([]any{}, cargs...), cargs...), int64Args(ids)...)
-		if _, err := tx.ExecContext(ctx, q, all...); err != nil {
-			return fmt.Errorf("move %d balances: %w", len(moved), err)
-		}
-		for _, a := range moved {
-			a.delta = decimal.Zero
-		}
+	deals := make([]ledger.Deal, 0, len(charges))
+	for _, c := range charges {
+		order, position, symbol, side, volume := c.position.order, c.position.id, c.position.symbol, c.position.side, c.position.volume
+		deals = append(deals, ledger.Deal{AccountID: c.position.account, Type: fx.DealSwap, Amount: c.amount, OrderID: &order,
+			PositionID: &position, Symbol: &symbol, Side: &side, Volume: &volume, IdempotencyKey: DealKey(c.position.id, c.date),
+			Comment: swapComment(c)})
+	}
+	p, err := ledger.Post(posted, deals)
+	if err != nil {
+		return fmt.Errorf("post %d swap deals: %w", len(charges), err)
+	}
+	if err := p.Exec(ctx, tx); err != nil {
+		return fmt.Errorf("post %d swap deals: %w", len(charges), err)
+	}
+	for _, la := range posted {
+		accounts[la.ID].balance = la.Balance
 	}
 	return nil
 }
@@ -676,7 +650,10 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 
 // expire gives up on pending charges whose rollover is ExpireAfter old, and says so.
 func (r *run) expire(ctx context.Context) error {
-	through := expiredThrough(r.at, r.cfg.ExpireAfter)
+	through, err := expiredThrough(r.at, r.cfg.ExpireAfter)
+	if err != nil {
+		return fmt.Errorf("swaps: expire: %w", err)
+	}
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("swaps: expire: %w", err)
@@ -788,13 +765,3 @@ func uniqueSorted(ids []int64) []int64 {
 }
 
 func hasDuplicates(ids []int64) bool { return len(uniqueSorted(ids)) != len(ids) }
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

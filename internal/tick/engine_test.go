@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fxdesk/internal/feedsim"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
 )
 
@@ -313,7 +314,7 @@ func TestSymbolStates(t *testing.T) {
 	stale.Store(int64(30 * time.Second))
 	s := startSim(t, feedsim.Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
 	reg := session.DefaultRegistry()
-	instruments := []Instrument{{Symbol: "EURUSD", SessionCalendar: "forex"}, {Symbol: "XAUUSD", SessionCalendar: "metals"}}
+	instruments := []fx.Instrument{{Symbol: "EURUSD", SessionCalendar: "forex"}, {Symbol: "XAUUSD", SessionCalendar: "metals"}}
 	e := startEngine(t, Config{
 		URL:         s.URL(),
 		Now:         clock.Now,

@@ -6,41 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
-
+	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
 )
 
-// InstrumentStatus gates trading on an instrument.
-type InstrumentStatus string
-
-const (
-	InstrumentActive    InstrumentStatus = "ACTIVE"
-	InstrumentCloseOnly InstrumentStatus = "CLOSE_ONLY" // opens refused, closes allowed
-	InstrumentHalted    InstrumentStatus = "HALTED"     // everything refused
-)
-
-// Instrument is one row of fx_instrument. Money-related fields are exact decimals.
-type Instrument struct {
-	Symbol          string
-	Base, Quote     string
-	Digits          int
-	ContractSize    decimal.Decimal
-	Point           decimal.Decimal
-	VolumeMin       decimal.Decimal
-	VolumeStep      decimal.Decimal
-	VolumeMax       decimal.Decimal
-	SwapLong        decimal.Decimal // points per lot per night
-	SwapShort       decimal.Decimal
-	TripleSwapDay   time.Weekday
-	SessionCalendar string
-	Status          InstrumentStatus
-	Enabled         bool
-	SymbolGroup     string
-}
-
 // LoadInstruments reads every instrument, ordered by symbol.
-func LoadInstruments(ctx context.Context, db *sql.DB) ([]Instrument, error) {
+func LoadInstruments(ctx context.Context, db *sql.DB) ([]fx.Instrument, error) {
 	rows, err := db.QueryContext(ctx, "SELECT `symbol`, `base`, `quote`, `digits`, `contractSize`, `point`, "+
 		"`volumeMin`, `volumeStep`, `volumeMax`, `swapLong`, `swapShort`, `tripleSwapDay`, "+
 		"`sessionCalendar`, `status`, `enabled`, `symbolGroup` FROM `fx_instrument` ORDER BY `symbol`")
@@ -48,9 +19,9 @@ func LoadInstruments(ctx context.Context, db *sql.DB) ([]Instrument, error) {
 		return nil, fmt.Errorf("load instruments: %w", err)
 	}
 	defer rows.Close()
-	var out []Instrument
+	var out []fx.Instrument
 	for rows.Next() {
-		var in Instrument
+		var in fx.Instrument
 		var triple int
 		var status string
 		if err := rows.Scan(&in.Symbol, &in.Base, &in.Quote, &in.Digits, &in.ContractSize, &in.Point,
@@ -59,7 +30,7 @@ func LoadInstruments(ctx context.Context, db *sql.DB) ([]Instrument, error) {
 			return nil, fmt.Errorf("load instruments: scan: %w", err)
 		}
 		in.TripleSwapDay = time.Weekday(triple)
-		in.Status = InstrumentStatus(status)
+		in.Status = fx.InstrumentStatus(status)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
@@ -98,7 +69,7 @@ func LoadCalendars(ctx context.Context, db *sql.DB) (*session.Registry, error) {
 // CalendarLookup builds a Config.CalendarFor from instruments and a registry. A symbol with no
 // instrument, or whose calendar name is not registered, gets the registry's "forex" calendar
 // (or none — always open — if the registry has no "forex").
-func CalendarLookup(instruments []Instrument, reg *session.Registry) func(symbol string) *session.Calendar {
+func CalendarLookup(instruments []fx.Instrument, reg *session.Registry) func(symbol string) *session.Calendar {
 	fallback, _ := reg.Lookup("forex")
 	bySymbol := make(map[string]*session.Calendar, len(instruments))
 	for _, in := range instruments {

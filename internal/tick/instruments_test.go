@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/feedsim"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
 )
 
@@ -116,12 +117,12 @@ func TestLoadInstruments(t *testing.T) {
 		if !in.Point.Equal(decimal.New(1, int32(-in.Digits))) {
 			t.Errorf("%s: point %s is not 10^-%d", in.Symbol, in.Point, in.Digits)
 		}
-		if in.Base+in.Quote != in.Symbol || in.Status != InstrumentActive || !in.Enabled ||
+		if in.Base+in.Quote != in.Symbol || in.Status != fx.InstrumentActive || !in.Enabled ||
 			in.TripleSwapDay != time.Wednesday || !in.VolumeMin.Equal(decimal.RequireFromString("0.01")) {
 			t.Errorf("%s: %+v", in.Symbol, in)
 		}
 	}
-	gold := got[slices.IndexFunc(got, func(in Instrument) bool { return in.Symbol == "XAUUSD" })]
+	gold := got[slices.IndexFunc(got, func(in fx.Instrument) bool { return in.Symbol == "XAUUSD" })]
 	if !gold.ContractSize.Equal(decimal.NewFromInt(100)) || gold.SymbolGroup != "metals" || !gold.SwapLong.IsNegative() {
 		t.Errorf("XAUUSD %+v", gold)
 	}
@@ -134,8 +135,8 @@ func TestLoadInstruments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eur := got[slices.IndexFunc(got, func(in Instrument) bool { return in.Symbol == "EURUSD" })]
-	if eur.Status != InstrumentCloseOnly || eur.Enabled || !eur.SwapLong.Equal(decimal.RequireFromString("-1.2345")) || eur.TripleSwapDay != time.Friday {
+	eur := got[slices.IndexFunc(got, func(in fx.Instrument) bool { return in.Symbol == "EURUSD" })]
+	if eur.Status != fx.InstrumentCloseOnly || eur.Enabled || !eur.SwapLong.Equal(decimal.RequireFromString("-1.2345")) || eur.TripleSwapDay != time.Friday {
 		t.Errorf("edited EURUSD read back as %+v", eur)
 	}
 

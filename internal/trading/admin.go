@@ -22,7 +22,7 @@ func (s *Service) Instruments(ctx context.Context) ([]Instrument, error) {
 // InstrumentPatch changes some terms of one instrument; nil fields stay as they are.
 type InstrumentPatch struct {
 	Symbol      string
-	Status      *string
+	Status      *fx.InstrumentStatus
 	LeverageMax *int
 	VolumeMin   *decimal.Decimal
 	VolumeStep  *decimal.Decimal
@@ -45,7 +45,7 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 		if !ok {
 			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol %q.", i, p.Symbol)
 		}
-		if p.Status != nil && *p.Status != "ACTIVE" && *p.Status != "CLOSE_ONLY" && *p.Status != "HALTED" {
+		if p.Status != nil && !p.Status.Valid() {
 			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: status must be ACTIVE, CLOSE_ONLY or HALTED.", i)
 		}
 		if p.LeverageMax != nil && (*p.LeverageMax < 1 || *p.LeverageMax > 10000) {

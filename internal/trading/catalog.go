@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
 )
 
@@ -21,9 +22,10 @@ type SymbolGroup struct {
 	HedgedMarginRate   decimal.Decimal
 }
 
-// Instrument is a tradable symbol with its trading terms.
+// Instrument is the domain instrument with the trading terms kept beside it: its leverage cap
+// (a column the trading migration adds; at least 1 here) and its symbol group.
 type Instrument struct {
-	tick.Instrument
+	fx.Instrument
 	LeverageMax int
 	Group       SymbolGroup
 }

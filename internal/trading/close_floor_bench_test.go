@@ -81,7 +81,9 @@ BEGIN
 END`)
 	const writes = "UPDATE `fx_position` SET `volume` = 0, `realizedProfit` = -1, `closePrice` = 1.09, `status` = 'CLOSED', `closeReason` = 'SL', " +
 		"`closedAt` = NOW(3) WHERE `id` = %[1]d;\n" +
-		"UPDATE `fx_account` SET `balance` = `balance` - 1 WHERE `id` = %[2]d;\n" + dealInsert +
+		"UPDATE `fx_account` SET `balance` = `balance` - 1 WHERE `id` = %[2]d;\n" +
+		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
+		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES " +
 		"(%[2]d, 'PROFIT', -1, 5, 'USD', %[1]d, %[1]d, 'EURUSD', 'BUY', 1, 1.09, 'close:%[1]d', 'close sl');\n"
 	const locks = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = %[1]d) FOR UPDATE;\n" +
 		"SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = %[1]d FOR UPDATE"

@@ -1,5 +1,5 @@
 // Package trading owns the desk's trading rules and the SQL that keeps them: accounts, orders,
-// positions and the deals ledger (DESIGN §4).
+// positions, and when the deals ledger is posted (DESIGN §4; internal/ledger writes it).
 //
 // Every fill and close is one transaction that locks the account row, then the position or
 // order row — always in that order, so two writers never wait on each other in a cycle — and
@@ -9,8 +9,9 @@
 // gate still trusts its lease (the moments before its trust window ends) therefore runs the
 // rules first, and may answer a rule's refusal (unknown position, margin) rather than the
 // pricing text the fence would give; either way nothing is written. Every balance change
-// writes a deal with balanceAfter and a unique idempotency key in the same transaction, so
-// Σ deals.amount = balance holds after every commit.
+// is posted through the ledger (internal/ledger) as a deal with balanceAfter and a unique
+// idempotency key, its statements joining the same batch, so Σ deals.amount = balance holds
+// after every commit.
 //
 // A fill or a close is two round trips (batch.go): START TRANSACTION, the row locks and the
 // reads the rules need; then the writes, the fence and COMMIT. The rules run in Go between them,

@@ -76,10 +76,12 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	return s, nil
 }
 
-// FollowBalances keeps the view's balances in step with deals committed by other processes —
-// fxdesk-cron's swaps, and the inline scheduler, which write the ledger without this service —
-// until ctx ends: every interval it reads the accounts that have a deal newer than the last one
-// seen and applies their balances.
+// FollowBalances keeps the view's balances in step with deals posted outside this Service —
+// the rollover job, in fxdesk-cron or on the inline scheduler: it posts through the same ledger
+// (internal/ledger) but in its own transactions, so no change reaches the engine through
+// notify — until ctx ends: every interval it reads the accounts that have a deal newer than the
+// last one seen and applies their balances. (Following by deal id can miss a deal committed
+// after a newer one; issue 14 replaces this with a per-account version the ledger bumps.)
 //
 // Why this and not a periodic full reload: a reload costs the whole desk every time and the
 // engine has no way to drop what it no longer lists; balances are the only thing another
@@ -137,7 +139,7 @@ func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Conte
 // Close closes all of position id at the current market, through the same fenced transaction
 // as a trader's close, recording reason. It returns an error wrapping risk.ErrAlreadyClosed
 // when the position is no longer open.
-func (r *RiskDesk) Close(ctx context.Context, id int64, reason string, _ tick.Quote) error {
+func (r *RiskDesk) Close(ctx context.Context, id int64, reason fx.CloseReason, _ tick.Quote) error {
 	_, err := r.svc.ClosePosition(ctx, 0, id, nil, reason)
 	if r.observe != nil {
 		result := "closed"
@@ -147,7 +149,7 @@ func (r *RiskDesk) Close(ctx context.Context, id int64, reason string, _ tick.Qu
 		case err != nil:
 			result = fx.ErrorCode(err)
 		}
-		r.observe(reason, result)
+		r.observe(string(reason), result)
 	}
 	return err
 }
@@ -178,7 +180,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
-	if in.Status == "HALTED" {
+	if in.Status == fx.InstrumentHalted {
 		return fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
 	}
 	m := newMarket(s.prices, cat)
@@ -235,7 +237,10 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	b.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id)
 	b.exec("SET @fx_order_id = ?", id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	f := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
+	f, err := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
+	if err != nil {
+		return fmt.Errorf("fill order %d: %w", id, err)
+	}
 	if err := tx.commit(ctx, &b); err != nil {
 		return fmt.Errorf("fill order %d: %w", id, err)
 	}
@@ -314,7 +319,5 @@ func balanceChanged(a Account) risk.Change {
 }
 
 func riskInstrument(in Instrument) risk.Instrument {
-	return risk.Instrument{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, ContractSize: in.ContractSize.InexactFloat64(),
-		LeverageMax: in.LeverageMax, HedgedMarginRate: in.Group.HedgedMarginRate.InexactFloat64(),
-		Markup: in.Group.MarkupPoints.Mul(in.Point).InexactFloat64()}
+	return risk.NewInstrument(in.Instrument, in.LeverageMax, in.Group.HedgedMarginRate, in.Group.MarkupPoints)
 }

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	_ "time/tzdata" // DAY orders expire at 17:00 New York wherever the desk runs
 
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/ledger"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 )
@@ -383,9 +383,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Unknown symbol %q.", r.Symbol)
 	}
 	switch in.Status {
-	case "HALTED":
+	case fx.InstrumentHalted:
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
-	case "CLOSE_ONLY":
+	case fx.InstrumentCloseOnly:
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "%s is close-only: new positions and orders are refused.", in.Symbol)
 	}
 	if err := checkVolume(in, r.Volume); err != nil {
@@ -506,7 +506,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	b.exec("SET @fx_order_id = LAST_INSERT_ID()")
 	var f *fillWrite
 	if r.Type == fx.Market {
-		f = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt)
+		if f, err = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt); err != nil {
+			return OrderResult{}, err
+		}
 	} else {
 		f = &fillWrite{}
 		b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID) }), "SELECT @fx_order_id")
@@ -587,7 +589,7 @@ func (f *fillWrite) commission() *Deal {
 		return nil
 	}
 	d := *f.deal
-	d.ID, d.OrderID, d.PositionID = f.lastDeal, &f.orderID, &f.posID
+	d.ID, d.OrderID, d.PositionID, d.IDsFrom = f.lastDeal, &f.orderID, &f.posID, nil
 	d.IdempotencyKey += itoa(f.orderID)
 	return &d
 }
@@ -596,7 +598,7 @@ func (f *fillWrite) commission() *Deal {
 // position o opens at price on the locked account a, with its commission deal (and the
 // account's new marks, after), and the SELECT that reports the ids. It is the one ledger path
 // of every fill: a MARKET submit and a resting order the risk engine triggers.
-func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) *fillWrite {
+func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (*fillWrite, error) {
 	f := &fillWrite{pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}}
 	p := f.pos
@@ -606,16 +608,22 @@ func addFill(b *batch, a *Account, in Instrument, o Order, price, commission dec
 	b.exec("SET @fx_position_id = LAST_INSERT_ID()")
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
-		d := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
-			IdempotencyKey: "commission:order:", Comment: "commission at open"}, &after, true)
+		d, err := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &fillIDs}, &after)
+		if err != nil {
+			return nil, err
+		}
 		f.deal = &d
 	} else {
 		b.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", after.Equity, after.UsedMargin, a.ID)
 	}
 	b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID, &f.posID, &f.lastDeal) }),
 		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID()")
-	return f
+	return f, nil
 }
+
+// fillIDs are the batch variables holding a fill's order and position ids (see addFill).
+var fillIDs = ledger.SessionIDs{Order: "@fx_order_id", Position: "@fx_position_id"}
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
 func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, error) {
@@ -654,24 +662,14 @@ func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, e
 		if r.ExpiresAt != nil {
 			return nil, fx.Errorf(fx.EINVALID, "A DAY order expires at the next 17:00 New York rollover; expiresAt applies to GTD orders only.")
 		}
-		t := NextRollover(now)
+		ro, err := fx.NextRollover(now)
+		if err != nil {
+			return nil, fmt.Errorf("DAY order expiry: %w", err)
+		}
+		t := ro.At.UTC()
 		return &t, nil
 	}
 	return nil, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
-}
-
-// NextRollover is the first 17:00 America/New_York strictly after t, in UTC.
-func NextRollover(t time.Time) time.Time {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		ny = time.UTC
-	}
-	l := t.In(ny)
-	r := time.Date(l.Year(), l.Month(), l.Day(), 17, 0, 0, 0, ny)
-	if !r.After(t) {
-		r = time.Date(l.Year(), l.Month(), l.Day()+1, 17, 0, 0, 0, ny)
-	}
-	return r.UTC()
 }
 
 func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (OrderResult, error) {
@@ -798,7 +796,7 @@ type CloseResult struct {
 // ClosePosition closes volume lots (nil: all) of userID's position id at this process's price,
 // in one fenced transaction holding the position row: of racing closes, one wins and the rest
 // answer ECONFLICT.
-func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason string) (CloseResult, error) {
+func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason) (CloseResult, error) {
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return CloseResult{}, err
@@ -830,7 +828,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if !ok {
 		return CloseResult{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
-	if in.Status == "HALTED" {
+	if in.Status == fx.InstrumentHalted {
 		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
 	}
 	if volume != nil {
@@ -868,7 +866,8 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if p.Volume.IsZero() {
 		now := s.now().UTC()
 		// closePrice is the price that closed the position; a partial close's price is on its deal.
-		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &reason, &price
+		recorded := string(reason)
+		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &recorded, &price
 		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
 			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
 	} else {
@@ -877,7 +876,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	}
 	side, sym := p.Side, p.Symbol
 	d, err := commitDeal(ctx, tx, &b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(reason)}, nil)
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(string(reason))}, nil)
 	if err != nil {
 		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/ledger"
 )
 
 // Account is one row of fx_account.
@@ -65,24 +66,8 @@ type Position struct {
 	ClosedAt       *time.Time
 }
 
-// Deal is one row of the ledger.
-type Deal struct {
-	ID             int64
-	AccountID      int64
-	Type           fx.DealType
-	Amount         decimal.Decimal
-	BalanceAfter   decimal.Decimal
-	Currency       string
-	OrderID        *int64
-	PositionID     *int64
-	Symbol         *string
-	Side           *fx.Side
-	Volume         *decimal.Decimal
-	Price          *decimal.Decimal
-	IdempotencyKey string
-	Comment        string
-	CreatedAt      time.Time
-}
+// Deal is one row of the ledger; the ledger package writes it.
+type Deal = ledger.Deal
 
 type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -341,10 +326,13 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 }
 
 // commitDeal ends tx with the balance change d on the locked account a: b (which may already
-// hold the writes that come with it), then the balance (with marks, when non-nil), the deal,
-// its id and COMMIT, in one round trip. It returns the deal as written.
+// hold the writes that come with it), then the ledger's posting of d (with marks, when
+// non-nil), the deal's id and COMMIT, in one round trip. It returns the deal as written.
 func commitDeal(ctx context.Context, tx *txn, b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
-	d = addDeal(b, a, d, marks, false)
+	d, err := addDeal(b, a, d, marks)
+	if err != nil {
+		return Deal{}, err
+	}
 	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
 	if err := tx.commit(ctx, b); err != nil {
 		return Deal{}, fmt.Errorf("post %s deal for account %d: %w", d.Type, a.ID, err)
@@ -352,41 +340,25 @@ func commitDeal(ctx context.Context, tx *txn, b *batch, a *Account, d Deal, mark
 	return d, nil
 }
 
-// dealInsert writes one ledger row; dealValues are its values as arguments, fillDealValues
-// those of a fill's commission, whose order and position ids are the batch's @fx_order_id and
-// @fx_position_id (see addFill).
-const (
-	dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES "
-	dealValues     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	fillDealValues = "(?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)"
-)
-
-// addDeal adds to b the two statements of a balance change on the locked account a — the new
-// balance (with marks, when non-nil) and the deal — and returns the deal as it will be written,
-// without its id: the deal INSERT is the last statement, so its id is the batch's last insert
-// id. a.Balance is moved to the deal's balanceAfter. ofFill takes the order and position ids
-// and the idempotency key's suffix from the batch's variables; d.IdempotencyKey is then the
-// key's prefix.
-func addDeal(b *batch, a *Account, d Deal, marks *Metrics, ofFill bool) Deal {
-	d.AccountID = a.ID
-	d.Currency = a.Currency
-	d.Amount = fx.RoundMoney(d.Amount)
-	d.BalanceAfter = a.Balance.Add(d.Amount)
-	d.CreatedAt = time.Now().UTC()
+// addDeal adds to b the ledger's posting of d on the locked account a — the new balance (with
+// marks, when non-nil) and the deal — and returns the deal as it will be written, without its
+// id: the deal INSERT is the posting's last statement, so its id is the batch's last insert id.
+// a.Balance is moved to the deal's balanceAfter.
+func addDeal(b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
+	la := &ledger.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance}
 	if marks != nil {
-		b.exec("UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
-			d.BalanceAfter, marks.Equity, marks.UsedMargin, a.ID)
-	} else {
-		b.exec("UPDATE `fx_account` SET `balance` = ? WHERE `id` = ?", d.BalanceAfter, a.ID)
+		la.Marks = &ledger.Marks{Equity: marks.Equity, UsedMargin: marks.UsedMargin}
 	}
-	if ofFill {
-		b.exec(dealInsert+fillDealValues, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.Symbol, d.Side, d.Volume, d.Price,
-			d.IdempotencyKey, d.Comment)
-	} else {
-		b.exec(dealInsert+dealValues, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side,
-			d.Volume, d.Price, d.IdempotencyKey, d.Comment)
+	d.AccountID = a.ID
+	p, err := ledger.Post([]*ledger.Account{la}, []Deal{d})
+	if err != nil {
+		return Deal{}, err
 	}
-	a.Balance = d.BalanceAfter
-	return d
+	for _, st := range p.Stmts {
+		b.exec(st.SQL, st.Args...)
+	}
+	a.Balance = la.Balance
+	d = p.Deals[0]
+	d.CreatedAt = time.Now().UTC()
+	return d, nil
 }

@@ -115,7 +115,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fenced open: %v", err)
 	}
-	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, "CLIENT")
+	_, err = svc.ClosePosition(ctx, 9001, open.Position.ID, nil, fx.CloseClient)
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fenced close: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fill after takeover: %v", err)
 	}
-	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, "CLIENT")
+	_, err = svc.ClosePosition(ctx, 9003, open.Position.ID, nil, fx.CloseClient)
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("close after takeover: %v", err)
 	}
@@ -249,22 +249,6 @@ func TestMarketArithmetic(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func TestNextRollover(t *testing.T) {
-	t.Parallel()
-	ny, _ := time.LoadLocation("America/New_York")
-	for _, tc := range []struct{ at, want string }{
-		{"2026-03-02T16:59:00", "2026-03-02T17:00:00"},
-		{"2026-03-02T17:00:00", "2026-03-03T17:00:00"},
-		{"2026-03-07T23:00:00", "2026-03-08T17:00:00"}, // across the DST change
-	} {
-		at, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.at, ny)
-		want, _ := time.ParseInLocation("2006-01-02T15:04:05", tc.want, ny)
-		if got := NextRollover(at); !got.Equal(want) {
-			t.Errorf("NextRollover(%s) = %s, want %s", tc.at, got.In(ny), want)
-		}
-	}
-}
 
 func TestParseDecimal(t *testing.T) {
 	t.Parallel()

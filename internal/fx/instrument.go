@@ -1,0 +1,56 @@
+package fx
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// InstrumentStatus gates trading on an instrument.
+type InstrumentStatus string
+
+const (
+	InstrumentActive    InstrumentStatus = "ACTIVE"
+	InstrumentCloseOnly InstrumentStatus = "CLOSE_ONLY" // opens refused, closes allowed
+	InstrumentHalted    InstrumentStatus = "HALTED"     // everything refused
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s InstrumentStatus) Valid() bool {
+	switch s {
+	case InstrumentActive, InstrumentCloseOnly, InstrumentHalted:
+		return true
+	}
+	return false
+}
+
+// CloseReason is why a position was closed, recorded on it (fx_position.closeReason) and on
+// its profit deal's comment.
+type CloseReason string
+
+const (
+	CloseClient  CloseReason = "CLIENT"   // the trader closed it
+	CloseSL      CloseReason = "SL"       // its stop loss triggered
+	CloseTP      CloseReason = "TP"       // its take profit triggered
+	CloseStopOut CloseReason = "STOP_OUT" // the account fell to its stop-out level
+)
+
+// Instrument is one row of fx_instrument: a symbol and its terms. Money-related fields are exact
+// decimals; packages that rank and compare in a hot loop (risk) build float copies from it.
+type Instrument struct {
+	Symbol          string
+	Base, Quote     string
+	Digits          int
+	ContractSize    decimal.Decimal
+	Point           decimal.Decimal
+	VolumeMin       decimal.Decimal
+	VolumeStep      decimal.Decimal
+	VolumeMax       decimal.Decimal
+	SwapLong        decimal.Decimal // points per lot per night
+	SwapShort       decimal.Decimal
+	TripleSwapDay   time.Weekday
+	SessionCalendar string
+	Status          InstrumentStatus
+	Enabled         bool
+	SymbolGroup     string
+}
