@@ -38,12 +38,15 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
-	"internal/swaps/swaps.go:postCharges": {
+	"internal/ledger/ledger.go:Post": {
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-			"`symbol`, `side`, `volume`, `idempotencyKey`, `comment`) VALUES " +
-			"(?, 'SWAP', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, 'SWAP', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		"UPDATE `fx_account` SET `balance` = `balance` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END, " +
-			"`equity` = `equity` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
+			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)",
+	},
+	"internal/ledger/ledger.go:balanceUpdate": {
+		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+		"UPDATE `fx_account` SET `balance` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `balance` END, " +
+			"`equity` = CASE `id` WHEN ? THEN `equity` + ? WHEN ? THEN `equity` + ? ELSE `equity` END WHERE `id` IN (?, ?)",
 	},
 	"internal/swaps/swaps.go:moveWatermarks": {
 		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
