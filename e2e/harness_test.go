@@ -290,7 +290,7 @@ type deskStatus struct {
 	Reason      string `json:"reason"`
 	ThisProcess string `json:"thisProcess"`
 	Lease       *struct {
-		HoldsLease  bool   `json:"holdsLease"`
+		Trusted     bool   `json:"holdsLease"`
 		Term        int64  `json:"term"`
 		TrustLeftMs int64  `json:"trustLeftMs"`
 		Lost        bool   `json:"lost"`

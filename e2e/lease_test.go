@@ -37,10 +37,10 @@ func TestTwoWebProcessesOneHolder(t *testing.T) {
 	if _, ok := holder.findLog(msgHas("role: follower")); ok {
 		t.Error("the holder logged that it is a follower")
 	}
-	if s := follower.desk(); s.Role != "follower" || s.Lease.HoldsLease {
+	if s := follower.desk(); s.Role != "follower" || s.Lease.Trusted {
 		t.Fatalf("follower desk status = %+v", s)
 	}
-	if s := holder.desk(); s.Role != "holder" || !s.Lease.HoldsLease || s.Holder.Row.PID != holder.pid() || !s.Holder.Agree {
+	if s := holder.desk(); s.Role != "holder" || !s.Lease.Trusted || s.Holder.Row.PID != holder.pid() || !s.Holder.Agree {
 		t.Fatalf("holder desk status = %+v", s)
 	}
 
@@ -54,7 +54,7 @@ func TestTwoWebProcessesOneHolder(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if s := follower.desk(); s.Role != "follower" || s.Lease.HoldsLease {
+	if s := follower.desk(); s.Role != "follower" || s.Lease.Trusted {
 		t.Fatalf("follower after holder left = %+v", s)
 	}
 }
@@ -155,7 +155,7 @@ func TestFrozenHolderLosesTheLease(t *testing.T) {
 	a := e.start("web-a", "fxdesk-web", "FXDESK_VENUE_INTERVAL=100ms")
 	// Right before the freeze, the holder's own trust runs out before the row does.
 	s := a.desk()
-	if !s.Lease.HoldsLease || s.Holder.Row == nil {
+	if !s.Lease.Trusted || s.Holder.Row == nil {
 		t.Fatalf("holder status before freeze = %+v", s)
 	}
 	if s.Lease.TrustLeftMs >= s.Holder.Row.ExpiresInMs {
@@ -190,7 +190,7 @@ func TestFrozenHolderLosesTheLease(t *testing.T) {
 	if h.PID != b.pid() || h.Term != 2 {
 		t.Fatalf("row = %+v, want web-b term 2 untouched by the resumed process", h)
 	}
-	if s := a.desk(); !s.Lease.Lost || s.Lease.HoldsLease {
+	if s := a.desk(); !s.Lease.Lost || s.Lease.Trusted {
 		t.Fatalf("resumed holder status = %+v, want lost and not holding", s.Lease)
 	}
 	if v := e.redisValue(); v != "elsewhere:"+strconv.Itoa(b.pid()) {
@@ -237,7 +237,7 @@ func TestHolderCutFromItsStores(t *testing.T) {
 			mp.Cut()
 			lapsed := a.waitLog(10*time.Second, msgHas("not confirmed past its trust window"))
 			a.waitLog(5*time.Second, msgIs("lease not confirmed; work not executed"))
-			if s := a.desk(); s.Lease.HoldsLease {
+			if s := a.desk(); s.Lease.Trusted {
 				t.Fatalf("holder still trusts its lease with MySQL cut: %+v", s.Lease)
 			}
 			if _, ok := a.findLog(msgHas("NO WORKING ARBITER")); ok {
@@ -248,7 +248,7 @@ func TestHolderCutFromItsStores(t *testing.T) {
 			rp.Cut()
 			a.waitLog(10*time.Second, msgHas("fail-open"))
 			a.waitLog(10*time.Second, msgHas("confirmed again after a gap"))
-			if s := a.desk(); !s.Lease.HoldsLease || !s.Lease.FailOpen {
+			if s := a.desk(); !s.Lease.Trusted || !s.Lease.FailOpen {
 				t.Fatalf("status after both arbiters were cut = %+v, want fail-open holding", s.Lease)
 			}
 			_, banner := a.findLog(msgHas("MULTI-PROCESS BACKEND WITH NO WORKING ARBITER"))

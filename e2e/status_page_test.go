@@ -83,7 +83,7 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 		Reason      string `json:"reason"`
 		ThisProcess string `json:"thisProcess"`
 		Lease       *struct {
-			HoldsLease      bool     `json:"holdsLease"`
+			Trusted         bool     `json:"holdsLease"`
 			Term            int64    `json:"term"`
 			LastRenewTookMs *float64 `json:"lastRenewTookMs"`
 		} `json:"lease"`
@@ -114,7 +114,7 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	}
 	h.waitLog(10*time.Second, msgIs("provider connected"))
 	hr, fr, cr := get(h), get(f), get(c)
-	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.HoldsLease || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
+	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.Trusted || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
 		hr.Mirror == nil || hr.Mirror.Mode != "publishing" || !hr.Holder.Agree || hr.Alerts == nil {
 		t.Errorf("holder report = %+v", hr)
 	}
@@ -133,7 +133,7 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	if fr.Risk != nil || cr.Risk != nil {
 		t.Errorf("risk engine reported off the holder: follower %+v cron %+v", fr.Risk, cr.Risk)
 	}
-	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.HoldsLease || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
+	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.Trusted || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
 		t.Errorf("follower report = %+v", fr)
 	}
 	if cr.Role != "cron" || cr.Lease != nil || cr.Mirror == nil || cr.Mirror.Mode != "following" || len(cr.Jobs) == 0 {

@@ -31,7 +31,7 @@ type Status struct {
 type LeaseView struct {
 	Key             string        `json:"key"`
 	InstanceID      string        `json:"instanceId"`
-	HoldsLease      bool          `json:"holdsLease"`
+	Trusted         bool          `json:"holdsLease"` // the gate admits work now
 	Arbiter         lease.Arbiter `json:"arbiter,omitempty"`
 	Term            int64         `json:"term"`
 	TrustLeftMs     int64         `json:"trustLeftMs"`
@@ -77,7 +77,7 @@ func (d *Desk) Status(ctx context.Context) Status {
 	if d.keeper != nil {
 		st := d.keeper.State()
 		s.Lease = &LeaseView{
-			Key: lease.Key, InstanceID: st.InstanceID, HoldsLease: st.HoldsLease, Arbiter: st.Arbiter, Term: st.Term,
+			Key: lease.Key, InstanceID: st.InstanceID, Trusted: st.Trusted, Arbiter: st.Arbiter, Term: st.Term,
 			TrustLeftMs: st.TrustLeft.Milliseconds(), Lost: st.Lost, FailOpen: st.FailOpen,
 			LastRenewAgoMs: st.LastRenewAgo.Milliseconds(), LastRenewTookMs: float64(st.LastRenewTook.Microseconds()) / 1000,
 			LastError: st.LastError,

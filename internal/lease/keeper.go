@@ -462,9 +462,9 @@ func (k *Keeper) Release(ctx context.Context) error {
 // State is the keeper's view of itself, for status pages.
 type State struct {
 	InstanceID    string        `json:"instanceId"`
-	Holder        string        `json:"self"` // hostname:pid
-	Held          bool          `json:"held"` // won at boot and not released
-	HoldsLease    bool          `json:"holdsLease"`
+	Holder        string        `json:"self"`       // hostname:pid
+	Held          bool          `json:"held"`       // won at boot and not released
+	Trusted       bool          `json:"holdsLease"` // HoldsLease at the time of the snapshot
 	Arbiter       Arbiter       `json:"arbiter,omitempty"`
 	Term          int64         `json:"term"`
 	TrustLeft     time.Duration `json:"-"`
@@ -484,7 +484,7 @@ func (k *Keeper) State() State {
 		InstanceID:    k.cfg.InstanceID,
 		Holder:        k.tag,
 		Held:          k.arbiter != ArbiterNone && !k.released,
-		HoldsLease:    k.HoldsLease(),
+		Trusted:       k.HoldsLease(),
 		Arbiter:       k.arbiter,
 		Term:          k.term.Load(),
 		TrustLeft:     k.TrustLeft(),

@@ -90,11 +90,11 @@ func (m *Metrics) WatchLease(k *lease.Keeper) {
 		return 0
 	}
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_held", Help: "1 while this process may start lease-guarded work (HoldsLease)."},
-			state(func(s lease.State) float64 { return b(s.HoldsLease) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_held", Help: "1 while this process may start lease-guarded work (the gate admits work)."},
+			state(func(s lease.State) float64 { return b(s.Trusted) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_term", Help: "Fencing term of this process's hold (0 when it never held)."},
 			state(func(s lease.State) float64 { return float64(s.Term) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_trust_left_seconds", Help: "Time until HoldsLease turns false without another successful renew."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_trust_left_seconds", Help: "Time until the gate stops admitting work without another successful renew."},
 			state(func(s lease.State) float64 { return s.TrustLeft.Seconds() })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fxdesk_lease_lost", Help: "1 once another process took the lease from this one."},
 			state(func(s lease.State) float64 { return b(s.Lost) })),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,12 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"fxdesk/internal/gate"
+	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/mirror"
 )
-
-type switchLease struct{ lost atomic.Bool }
-
-func (l *switchLease) HoldsLease() bool { return !l.lost.Load() }
 
 // newGate is a real gate over l, logging to e's log, counting in its own series.
 func newGate(e *env, l gate.Lease) (*gate.Gate, *prometheus.CounterVec) {
@@ -35,7 +31,7 @@ func newGate(e *env, l gate.Lease) (*gate.Gate, *prometheus.CounterVec) {
 func mustPublisher(e *env, cfg mirror.PublisherConfig) *mirror.Publisher {
 	e.t.Helper()
 	if cfg.Gate == nil {
-		cfg.Gate, _ = newGate(e, &switchLease{})
+		cfg.Gate, _ = newGate(e, &gatetest.Lease{})
 	}
 	p, err := mirror.NewPublisher(cfg, e.log)
 	if err != nil {
@@ -61,8 +57,8 @@ func TestPublishIsDroppedAtTheGate(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.src.Set("EURUSD", 1.1, 1.1002, time.Now())
-	l := &switchLease{}
-	l.lost.Store(true)
+	l := &gatetest.Lease{}
+	l.Lose()
 	g, dropped := newGate(e, l)
 	pub := e.publisher(func(c *mirror.PublisherConfig) { c.Gate = g })
 	if err := pub.PublishOnce(ctx); !errors.Is(err, gate.ErrNotHolder) {
@@ -77,7 +73,7 @@ func TestPublishIsDroppedAtTheGate(t *testing.T) {
 	if !strings.Contains(e.logs.String(), `"work":"mirror_publish"`) {
 		t.Fatalf("no gate warning naming mirror_publish:\n%s", e.logs.String())
 	}
-	l.lost.Store(false)
+	l.Restore()
 	must(t, pub.PublishOnce(ctx))
 	if n, _ := e.rdb.Exists(ctx, e.keys.Snapshot).Result(); n != 1 {
 		t.Fatal("no snapshot once the gate admitted the publish")
@@ -88,7 +84,7 @@ func TestPublishIsDroppedAtTheGate(t *testing.T) {
 func TestConstructorsRefuseMissingDependencies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g, _ := newGate(e, &switchLease{})
+	g, _ := newGate(e, &gatetest.Lease{})
 	set := func([]string) error { return nil }
 	for name, cfg := range map[string]mirror.PublisherConfig{
 		"Redis":     {Quotes: e.src, SetPinned: set, Gate: g},

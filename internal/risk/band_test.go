@@ -133,12 +133,12 @@ func TestBandsMatchMarkingEveryAccount(t *testing.T) {
 					acc.Leverage = []int{50, 100, 200}[rng.IntN(3)]
 					acc.StopOutLevel = []float64{30, 50, 80}[rng.IntN(3)]
 					both(Change{Kind: AccountUpserted, Account: acc})
-				case n < 12 && !banded.gate.shut.Load(): // the lease lapses for a while
-					banded.gate.shut.Store(true)
-					every.gate.shut.Store(true)
-				case n < 30 && banded.gate.shut.Load(): // and comes back
-					banded.gate.shut.Store(false)
-					every.gate.shut.Store(false)
+				case n < 12 && !banded.gate.Lost(): // the lease lapses for a while
+					banded.gate.Lose()
+					every.gate.Lose()
+				case n < 30 && banded.gate.Lost(): // and comes back
+					banded.gate.Restore()
+					every.gate.Restore()
 					banded.e.Sweep(ctx, SweepLeaseRestored)
 					every.e.Sweep(ctx, SweepLeaseRestored)
 					banded.settle()

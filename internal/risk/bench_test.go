@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/tick"
 )
 
@@ -124,7 +125,7 @@ func startBench(b *testing.B, snap Snapshot, prices benchPrices, exec Executor, 
 	b.Helper()
 	updates := make(chan tick.Update, 1024)
 	e, err := New(Config{Loader: loaderFunc(func(context.Context) (Snapshot, error) { return snap, nil }), Prices: prices,
-		Updates: updates, Executor: exec, Gate: realGate(b, &fakeGate{}, nil, nil), Workers: benchWorkers, Observe: observe})
+		Updates: updates, Executor: exec, Gate: realGate(b, &gatetest.Lease{}, nil, nil), Workers: benchWorkers, Observe: observe})
 	if err != nil {
 		b.Fatal(err)
 	}

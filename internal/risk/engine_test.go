@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/tick"
 )
 
@@ -288,7 +289,7 @@ func TestGateClosedDropsAndSweepRestores(t *testing.T) {
 		{ID: 9, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
 	}, Orders: []Order{{ID: 11, AccountID: 1, Symbol: "EURUSD", Side: Sell, Type: Stop, Price: 1.185}}}
 	r := newRig(t, snap, 2, func(r *rig) { r.prices.set("EURUSD", 1.2, 1.2) })
-	r.gate.shut.Store(true)
+	r.gate.Lose()
 	r.tick("EURUSD", 1.18, 1.18)
 	r.tick("EURUSD", 1.17, 1.17)
 	r.wantCalls()
@@ -316,7 +317,7 @@ func TestGateClosedDropsAndSweepRestores(t *testing.T) {
 
 	// The lease comes back; meanwhile the market moved on, and only the current price counts.
 	r.prices.set("EURUSD", 1.16, 1.1602)
-	r.gate.shut.Store(false)
+	r.gate.Restore()
 	r.e.Sweep(context.Background(), SweepLeaseRestored)
 	r.settle()
 	got := r.exec.got()
@@ -360,14 +361,14 @@ func TestGateCheckedWhenWorkerPicks(t *testing.T) {
 	if c := recv(t, entered); c.id != 1 {
 		t.Fatalf("first close picked = %d, want 1", c.id)
 	}
-	r.gate.shut.Store(true)
+	r.gate.Lose()
 	close(block)
 	r.settle()
 	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
 	if r.logs.lines(`msg="lease not confirmed; work not executed" work=risk_close position_id=2 reason=SL`) != 1 {
 		t.Fatalf("drop not warned:\n%s", r.logs.String())
 	}
-	r.gate.shut.Store(false)
+	r.gate.Restore()
 	r.e.Sweep(context.Background(), SweepLeaseRestored)
 	r.settle()
 	recv(t, entered)
@@ -474,7 +475,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 				{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
 			}}, nil
 		}),
-		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &fakeGate{}, nil, nil), Workers: 2,
+		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +497,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	t.Parallel()
 	if _, err := New(Config{Loader: loaderFunc(nil), Prices: &fakePrices{}, Updates: make(chan tick.Update),
-		Executor: &fakeExec{}, Gate: realGate(t, &fakeGate{}, nil, nil)}); err == nil || !strings.Contains(err.Error(), "Workers") {
+		Executor: &fakeExec{}, Gate: realGate(t, &gatetest.Lease{}, nil, nil)}); err == nil || !strings.Contains(err.Error(), "Workers") {
 		t.Fatalf("New without Workers: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/tick"
 )
 
@@ -40,11 +41,6 @@ func (p *fakePrices) set(s string, bid, ask float64) tick.Update {
 	p.mu.Unlock()
 	return tick.Update{Symbol: s, Quote: q}
 }
-
-// fakeGate is the lease under a real gate.Gate: the test shuts it.
-type fakeGate struct{ shut atomic.Bool }
-
-func (g *fakeGate) HoldsLease() bool { return !g.shut.Load() }
 
 // realGate returns a gate over l that logs to log and counts in dropped (a fresh series if nil).
 func realGate(t testing.TB, l gate.Lease, log *slog.Logger, dropped *prometheus.CounterVec) *gate.Gate {
@@ -192,7 +188,7 @@ type rig struct {
 	t           *testing.T
 	e           *Engine
 	prices      *fakePrices
-	gate        *fakeGate
+	gate        *gatetest.Lease
 	gateDropped *prometheus.CounterVec // the gate's series
 	exec        *fakeExec
 	alerts      *fakeAlerts
@@ -217,7 +213,7 @@ func rich(id int64) Account {
 
 func newRig(t *testing.T, snap Snapshot, workers int, prep func(*rig)) *rig {
 	t.Helper()
-	r := &rig{t: t, prices: &fakePrices{}, gate: &fakeGate{}, exec: &fakeExec{}, alerts: &fakeAlerts{}, logs: &logBuffer{},
+	r := &rig{t: t, prices: &fakePrices{}, gate: &gatetest.Lease{}, exec: &fakeExec{}, alerts: &fakeAlerts{}, logs: &logBuffer{},
 		updates: make(chan tick.Update, 16), gateDropped: gate.NewDropped()}
 	if prep != nil {
 		prep(r)

@@ -36,7 +36,7 @@ func TestGateDropsTicksAndSweeps(t *testing.T) {
 		{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
 	}}
 	r := newRig(t, snap, 1, nil)
-	r.gate.shut.Store(true)
+	r.gate.Lose()
 	r.tick("EURUSD", 1.18, 1.18)
 	r.tick("EURUSD", 1.17, 1.17)
 	r.e.Sweep(context.Background(), SweepLeaseRestored)
@@ -85,7 +85,7 @@ func TestGateDropsQueuedClosesStopOutsAndFills(t *testing.T) {
 			if first := recv(t, entered); first.id != 1 {
 				t.Fatalf("first job picked = %+v, want position 1", first)
 			}
-			r.gate.shut.Store(true)
+			r.gate.Lose()
 			close(block)
 			r.settle()
 			r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
@@ -108,7 +108,7 @@ func TestGateDropsMarginCalls(t *testing.T) {
 	var r *rig
 	r = newRig(t, snap, 1, func(rr *rig) {
 		rr.prices.set("EURUSD", 1.2, 1.2)
-		rr.alerts.fail = func(int64, int) bool { rr.gate.shut.Store(true); return false }
+		rr.alerts.fail = func(int64, int) bool { rr.gate.Lose(); return false }
 	})
 	r.tick("EURUSD", 1.193, 1.193)
 	r.settle()

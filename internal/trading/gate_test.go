@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,12 +14,8 @@ import (
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/gate/gatetest"
 )
-
-// heldLease always holds: the gate admits everything and the fence under test decides.
-type heldLease struct{}
-
-func (heldLease) HoldsLease() bool { return true }
 
 // testGate is a real gate over l, with its log and its series kept for the test to read.
 type testGate struct {
@@ -49,18 +44,13 @@ func newService(t testing.TB, c Config) *Service {
 	return svc
 }
 
-// switchGateLease is a lease the test turns off.
-type switchGateLease struct{ lost atomic.Bool }
-
-func (l *switchGateLease) HoldsLease() bool { return !l.lost.Load() }
-
 // A fill, a close and a withdrawal on a process whose lease is not confirmed are dropped at the
 // gate before a transaction opens: each answers DESIGN §4's text, is logged with its kind and
 // counted, and the database is unchanged.
 func TestGateDropsFillsClosesAndWithdrawals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	held := &switchGateLease{}
+	held := &gatetest.Lease{}
 	fence := &switchLease{}
 	tg := newGate(t, held)
 	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: fence, Gate: tg.g})
@@ -72,7 +62,7 @@ func TestGateDropsFillsClosesAndWithdrawals(t *testing.T) {
 	}
 	before, calls := counts(t, a.ID), fence.calls.Load()
 
-	held.lost.Store(true)
+	held.Lose()
 	for _, c := range []struct {
 		work gate.Work
 		msg  string
@@ -106,7 +96,7 @@ func TestFenceRefusalIsCountedAtTheGate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fence := &switchLease{}
-	tg := newGate(t, heldLease{})
+	tg := newGate(t, &gatetest.Lease{})
 	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: fence, Gate: tg.g})
 	a := fundedAccount(t, svc, 9005)
 	fence.fenced.Store(true)
@@ -121,7 +111,7 @@ func TestFenceRefusalIsCountedAtTheGate(t *testing.T) {
 
 func TestNewRefusesMissingDependencies(t *testing.T) {
 	t.Parallel()
-	g := newGate(t, heldLease{}).g
+	g := newGate(t, &gatetest.Lease{}).g
 	for name, c := range map[string]Config{
 		"DB":     {Prices: fixedPrices{}, Gate: g},
 		"Prices": {DB: testDB, Gate: g},

@@ -14,6 +14,7 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
@@ -101,7 +102,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l := &switchLease{}
-	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l, Gate: newGate(t, heldLease{}).g})
+	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{"EURUSD": {1.1, 1.1002}}, Lease: l, Gate: newGate(t, &gatetest.Lease{}).g})
 	a := fundedAccount(t, svc, 9001)
 	open, err := svc.PlaceOrder(ctx, 9001, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.1")})
 	if err != nil {
@@ -166,7 +167,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if _, err := testDB.Exec("UPDATE `engine_lease` SET `instanceId` = 'another', `term` = `term` + 1 WHERE `id` = ?", lease.Key); err != nil {
 		t.Fatal(err)
 	}
-	if !k.HoldsLease() {
+	if !k.State().Trusted {
 		t.Fatal("the gate no longer trusts the lease; the fence would not be reached")
 	}
 	_, err = svc.PlaceOrder(ctx, 9003, buy)
@@ -190,7 +191,7 @@ func TestNoPricesRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l := &switchLease{}
-	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{}, Lease: l, Gate: newGate(t, heldLease{}).g})
+	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{}, Lease: l, Gate: newGate(t, &gatetest.Lease{}).g})
 	a, err := svc.CreateAccount(ctx, 9002, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
