@@ -69,3 +69,27 @@ func TestFailingPartStopsTheProcess(t *testing.T) {
 		t.Fatalf("lease row after the failed start: expired=%v err=%v (not released)", expired, err)
 	}
 }
+
+// A part that fails while the desk runs stops the process too: the holder's tick engine, whose
+// provider refuses its key session after session, ends with an error that names the part and
+// the cause; fxdesk-web exits non-zero and releases the lease it held.
+func TestPartFailingAtRuntimeStopsTheProcess(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	sim := startFeedSim(t, "-key", "the-account-key")
+	code, stderr := e.runToExit("fxdesk-web", 60*time.Second, "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=a-wrong-key")
+	if code == 0 {
+		t.Fatalf("fxdesk-web exited 0 although its provider refused the key:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, `"msg":"role: holder`) || !strings.Contains(stderr, `"msg":"http server listening"`) {
+		t.Fatalf("fxdesk-web failed before it ran; the test is about a failure at runtime:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, `"level":"ERROR","msg":"part failed; stopping the process","component":"FX","part":"tick engine"`) ||
+		!strings.Contains(stderr, "refused the key") {
+		t.Fatalf("no error log naming the tick engine and the refused key:\n%s", stderr)
+	}
+	var expired bool
+	if err := e.sql.QueryRow("SELECT `expiresAt` <= NOW(3) FROM `engine_lease` WHERE `id` = ?", lease.Key).Scan(&expired); err != nil || !expired {
+		t.Fatalf("lease row after the failure: expired=%v err=%v (not released)", expired, err)
+	}
+}

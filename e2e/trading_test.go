@@ -19,17 +19,18 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// feedSim is the real fxdesk-feedsim binary with its random walk slowed to never, so the only
-// prices the desk sees are the ones a test sets through the control API.
+// feedSim is the real fxdesk-feedsim binary (startFeedSim's args added to its flags) with its
+// random walk slowed to never, so the only prices the desk sees are the ones a test sets through
+// the control API.
 type feedSim struct {
 	t    *testing.T
 	url  string // ws://ADDR/forex
 	base string // http://ADDR
 }
 
-func startFeedSim(t *testing.T) *feedSim {
+func startFeedSim(t *testing.T, args ...string) *feedSim {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "fxdesk-feedsim"), "-addr", "127.0.0.1:0", "-always-open", "-walk", "10000h")
+	cmd := exec.Command(filepath.Join(binDir, "fxdesk-feedsim"), append([]string{"-addr", "127.0.0.1:0", "-always-open", "-walk", "10000h"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	alwaysOpen := fs.Bool("always-open", false, "ignore the trading-session calendars (quote on weekends)")
 	walk := fs.Duration("walk", 300*time.Millisecond, "mean interval between two quotes of one symbol")
 	seed := fs.Uint64("seed", 0, "random-walk seed (0 = random)")
+	key := fs.String("key", "", "accept only this provider key (default: any non-empty key)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(tint.NewHandler(stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly}))
 
-	sim := feedsim.New(feedsim.Config{AlwaysOpen: *alwaysOpen, WalkInterval: *walk, Seed: *seed}, log)
+	sim := feedsim.New(feedsim.Config{AlwaysOpen: *alwaysOpen, WalkInterval: *walk, Seed: *seed, Key: *key}, log)
 	if _, err := sim.Listen(*addr); err != nil {
 		return err
 	}

@@ -16,9 +16,9 @@
 //
 // Client → server messages are single objects:
 //
-//	{"action":"auth","params":"KEY"}          any non-empty key is accepted
+//	{"action":"auth","params":"KEY"}          any non-empty key is accepted (only Config.Key when set)
 //	  → [{"ev":"status","status":"auth_success","message":"authenticated"}]
-//	  → [{"ev":"status","status":"auth_failed","message":"authentication failed"}]  (empty key)
+//	  → [{"ev":"status","status":"auth_failed","message":"authentication failed"}]  (empty or wrong key)
 //	{"action":"subscribe","params":"C.EUR/USD,C.USD/JPY"}   or "C.*" for every pair
 //	  → [{"ev":"status","status":"success","message":"subscribed to: C.EUR/USD"}, …]
 //	{"action":"unsubscribe","params":"C.EUR/USD"}

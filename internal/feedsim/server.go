@@ -45,6 +45,9 @@ type Config struct {
 	// Now is the simulator's clock for provider timestamps, silences and calendars.
 	// Default time.Now.
 	Now func() time.Time
+	// Key, when set, is the one key the simulator accepts, as a real provider accepts only the
+	// account's key; empty accepts any non-empty key.
+	Key string
 }
 
 func (c Config) withDefaults() Config {

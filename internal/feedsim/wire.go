@@ -55,7 +55,7 @@ func (s *Server) handleAction(c *client, msg []byte) {
 	}
 	switch a.Action {
 	case "auth":
-		if strings.TrimSpace(a.Params) == "" {
+		if key := strings.TrimSpace(a.Params); key == "" || (s.cfg.Key != "" && key != s.cfg.Key) {
 			c.enqueue(statusFrame(statusEvent{"auth_failed", "authentication failed"}), true)
 			return
 		}

@@ -49,6 +49,11 @@ type Config struct {
 	UpdateBuffer int
 	// ReadLimit caps one provider frame. Default 16 MiB (bursts batch many events per frame).
 	ReadLimit int64
+	// KeyRefusals is how many sessions in a row the provider may refuse the key before Run gives
+	// up with ErrKeyRefused: a wrong key does not heal by reconnecting, and a holder that cannot
+	// quote should stop loudly rather than warn for ever. A refusal or two in a row is still
+	// retried (a provider may refuse while it restarts). Default 3.
+	KeyRefusals int
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
+	}
+	if c.KeyRefusals <= 0 {
+		c.KeyRefusals = 3
 	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 5 * time.Second
@@ -418,8 +426,13 @@ func (e *Engine) Status() Status {
 	return st
 }
 
+// ErrKeyRefused is what Run returns when the provider refused the key KeyRefusals sessions in
+// a row.
+var ErrKeyRefused = errors.New("the provider refused the key")
+
 // Run holds the provider connection until ctx ends, reconnecting with capped, jittered
-// exponential backoff. It returns nil when ctx ends, and an error only if it cannot start.
+// exponential backoff. It returns nil when ctx ends, and an error if it cannot start or the
+// provider refused the key KeyRefusals sessions in a row (ErrKeyRefused).
 func (e *Engine) Run(ctx context.Context) error {
 	if e.cfg.URL == "" {
 		return errors.New("tick engine: no provider URL configured")
@@ -435,11 +448,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.log.InfoContext(ctx, "tick engine started", slog.String("provider", redactURL(e.cfg.URL)),
 		slog.Int("wanted", len(e.Wanted())))
 	backoff := e.cfg.BackoffMin
+	refused := 0
 	for {
 		gotData, err := e.session(ctx)
 		if ctx.Err() != nil {
 			e.log.InfoContext(context.WithoutCancel(ctx), "tick engine stopped")
 			return nil
+		}
+		if !errors.Is(err, ErrKeyRefused) {
+			refused = 0
+		} else if refused++; refused >= e.cfg.KeyRefusals {
+			return fmt.Errorf("tick engine: %d sessions in a row: %w (check FXDESK_FEED_KEY)", refused, err)
 		}
 		msg := err.Error()
 		e.lastErr.Store(&msg)
@@ -533,7 +552,7 @@ func (e *Engine) authenticate(ctx context.Context, conn *websocket.Conn, dec *De
 			case "auth_success":
 				return nil
 			case "auth_failed":
-				return fmt.Errorf("provider refused the key: %s", evs[i].Message)
+				return fmt.Errorf("%w: %s", ErrKeyRefused, evs[i].Message)
 			}
 		}
 	}

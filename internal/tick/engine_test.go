@@ -3,6 +3,7 @@ package tick
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -568,5 +569,23 @@ func TestDroppedUpdatesLoggedOncePerPeriod(t *testing.T) {
 		t.Fatal("a new subscription reports drops")
 	} else {
 		cancelOther()
+	}
+}
+
+// A provider that refuses the key session after session ends Run with ErrKeyRefused, so the part
+// fails loudly instead of reconnecting for ever; the refusals before the limit are retried.
+func TestRefusedKeyEndsRun(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, feedsim.Config{AlwaysOpen: true, Key: "the-account-key"}, "127.0.0.1:0")
+	e := New(Config{URL: s.URL(), Key: "a-wrong-key", KeyRefusals: 3, BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.Run(ctx)
+	if !errors.Is(err, ErrKeyRefused) || !strings.Contains(err.Error(), "3 sessions in a row") {
+		t.Fatalf("Run = %v, want ErrKeyRefused after 3 sessions", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when the test's deadline passed")
 	}
 }
