@@ -8,8 +8,7 @@
 // context is not the signal context: it ends only when the process stops that stage.
 //
 // golang.org/x/sync/errgroup would cancel every part at once on the first failure; the desk
-// needs the ordered stop, and the module is not in this build's module set, so this is the
-// small group it needs.
+// needs the ordered stop, so this is the small group it needs.
 package lifecycle
 
 import (
