@@ -502,28 +502,33 @@ func parseSnapshot(raw string) (*snapshot, error) {
 		}
 		q := &s.quotes[i]
 		// Symbols are six upper-case letters, so their order is that of the six bytes read as
-		// one big-endian number, and the letters can be checked on that number too.
-		if len(raw)-p < 1+symbolSize+len(recBid) || raw[p] != '"' || raw[p+1+symbolSize:p+1+symbolSize+len(recBid)] != recBid {
+		// one big-endian number, and the letters can be checked on that number too. The fixed
+		// text around the values is compared a word at a time.
+		if len(raw)-p < 1+symbolSize+len(recBid) {
 			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
 		}
-		sym := raw[p+1 : p+1+symbolSize]
-		k := uint64(sym[0])<<40 | uint64(sym[1])<<32 | uint64(sym[2])<<24 | uint64(sym[3])<<16 | uint64(sym[4])<<8 | uint64(sym[5])
+		w := load64(raw, p)
+		if w&0xFF00_0000_0000_00FF != '"'|'"'<<56 || load64(raw, p+8) != wordBid || raw[p+16] != '"' {
+			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+		}
+		k := bits.ReverseBytes64(w) >> 8 & 0xFFFF_FFFF_FFFF
 		if k <= prev || !upperLetters(k) {
-			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, sym)
+			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, raw[p+1:p+1+symbolSize])
 		}
 		prev = k
 		q.key, q.at = k, uint32(p+1)
 		p += 1 + symbolSize + len(recBid)
-		if q.bid, p, ok = parsePrice(raw, p); !ok || !hasAt(raw, p, recAsk) {
-			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", sym)
+		if q.bid, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recAsk) || load64(raw, p) != wordAsk || raw[p+8] != '"' {
+			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recAsk)
-		if q.ask, p, ok = parsePrice(raw, p); !ok || !hasAt(raw, p, recReceivedAt) {
-			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", sym)
+		if q.ask, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recReceivedAt) ||
+			load64(raw, p) != wordReceivedAt0 || load64(raw, p+8) != wordReceivedAt1 {
+			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recReceivedAt)
 		if q.receivedAt, ok = d.parse(raw, p); !ok || !hasAt(raw, p+timeSize, recEnd) {
-			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", sym)
+			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
 		}
 		p += timeSize + len(recEnd)
 	}
@@ -549,8 +554,49 @@ func parseCount(raw string, p int) (v, end int, ok bool) {
 }
 
 // parsePrice reads a quoted decimal (an optional '-', digits, an optional '.' and digits) at p,
-// up to its closing '"', which it leaves at the returned offset.
+// up to its closing '"', which it leaves at the returned offset. The usual price — up to seven
+// digits each side of the point, with room after it for the next field — is read a word at a
+// time; the rest, and anything malformed, by parsePriceSlow, which accepts exactly the same.
 func parsePrice(raw string, p int) (v float64, end int, ok bool) {
+	if p >= 0 && len(raw)-p >= 16 {
+		w := load64(raw, p)
+		ni := digitRun(w)
+		if ni >= 1 && ni < 8 {
+			switch byte(w >> (8 * ni)) {
+			case '"':
+				return float64(digitsValue(w, ni)), p + ni, true
+			case '.':
+				f := load64(raw, p+ni+1)
+				nf := digitRun(f)
+				if nf >= 1 && nf < 8 && byte(f>>(8*nf)) == '"' {
+					m := digitsValue(w, ni)*upow10[nf] + digitsValue(f, nf)
+					return float64(m) / pow10[nf], p + ni + 1 + nf, true
+				}
+			}
+		}
+	}
+	return parsePriceSlow(raw, p)
+}
+
+// digitRun counts the ASCII digits at the start (lowest bytes) of w. A byte above '9' gets its
+// top bit from the addition, one below '0' from the subtraction; a carry or borrow only moves
+// upwards from a byte already marked, so the lowest mark is the first byte that is not a digit.
+func digitRun(w uint64) int {
+	marks := ((w + 0x4646464646464646) | (w - 0x3030303030303030)) & 0x8080808080808080
+	return bits.TrailingZeros64(marks) >> 3
+}
+
+// digitsValue is the number the first n (1 to 8) bytes of w spell, all ASCII digits: the
+// digits are moved to the top, then pairs, quads and octets combined in place.
+func digitsValue(w uint64, n int) uint64 {
+	v := (w - 0x3030303030303030) << (64 - 8*uint(n)&63)
+	v = (v*10 + v>>8) & 0x00FF00FF00FF00FF
+	v = (v*100 + v>>16) & 0x0000FFFF0000FFFF
+	return (v*10000 + v>>32) & 0xFFFFFFFF
+}
+
+// parsePriceSlow reads a quoted decimal byte by byte.
+func parsePriceSlow(raw string, p int) (v float64, end int, ok bool) {
 	start := p
 	neg := p < len(raw) && raw[p] == '-'
 	if neg {
@@ -628,9 +674,9 @@ func (d *timeDecoder) parse(raw string, p int) (int64, bool) {
 
 // load64 reads the eight bytes of raw at p as a little-endian word; p+8 must not pass the end.
 func load64(raw string, p int) uint64 {
-	_ = raw[p+7]
-	return uint64(raw[p]) | uint64(raw[p+1])<<8 | uint64(raw[p+2])<<16 | uint64(raw[p+3])<<24 |
-		uint64(raw[p+4])<<32 | uint64(raw[p+5])<<40 | uint64(raw[p+6])<<48 | uint64(raw[p+7])<<56
+	b := raw[p : p+8] // one bounds check, and one load
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // parseMinute reads "YYYY-MM-DDTHH:MM:" and returns its Unix nanoseconds.

@@ -316,3 +316,27 @@ func TestAddPriceAgrees(t *testing.T) {
 		check(float64(r>>11) / (1 << 53) * math.Pow10(int(r>>3%7)))
 	}
 }
+
+// The word-at-a-time price reader accepts exactly what the byte-by-byte one does, and reads the
+// same value.
+func TestParsePriceAgrees(t *testing.T) {
+	const alphabet = "0123456789012345678901234567890123456789..-\"x"
+	r := uint64(7)
+	var b []byte
+	for range 1_000_000 {
+		r ^= r << 13
+		r ^= r >> 7
+		r ^= r << 17
+		b = b[:0]
+		for j := range int(r % 24) {
+			b = append(b, alphabet[(r>>(j%8*5+16)+uint64(j))%uint64(len(alphabet))])
+		}
+		b = append(b, `"},"ask":"1.2"`...)
+		raw := string(b)
+		v, end, ok := parsePrice(raw, 0)
+		sv, send, sok := parsePriceSlow(raw, 0)
+		if ok != sok || ok && (v != sv || end != send) {
+			t.Fatalf("%q: parsePrice %v %d %v, parsePriceSlow %v %d %v", raw, v, end, ok, sv, send, sok)
+		}
+	}
+}
