@@ -1,9 +1,11 @@
 package mirror
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -75,17 +77,19 @@ type encoder struct {
 	// digitsOf gives a symbol's quoted decimals; -1 (or a nil func) writes the shortest decimal
 	// that reads back as the same float. Looked up once per symbol and position: the walk offers
 	// the same symbols in the same order every cycle, so syms/digs of the last cycle answer.
-	digitsOf  func(symbol string) int
-	syms      []string // symbols added this cycle, in order (holds binary-searches them)
-	digs      []int8
-	lastSyms  []string // the previous cycle's
-	lastDigs  []int8
-	minute    int64 // the Unix minute minuteText spells
-	minuteTxt [minuteSize]byte
+	digitsOf func(symbol string) int
+	syms     []uint64 // symbols added this cycle, in order, their bytes as little-endian words
+	digs     []int8
+	lastSyms []uint64 // the previous cycle's
+	lastDigs []int8
+	minutes  [minuteWays]spelledMinute // the minutes last spelled out, by minute modulo minuteWays
 }
 
 func newEncoder(max int, digitsOf func(string) int) *encoder {
-	e := &encoder{max: max, digitsOf: digitsOf, minute: math.MinInt64}
+	e := &encoder{max: max, digitsOf: digitsOf}
+	for i := range e.minutes {
+		e.minutes[i].minute = math.MinInt64
+	}
 	e.record = e.add
 	return e
 }
@@ -105,8 +109,13 @@ func (e *encoder) start() {
 const maxRecord = len(recSymbol) + symbolSize + len(recBid) + 2*maxPriceLen + len(recAsk) +
 	len(recReceivedAt) + timeSize + len(recEnd) + 2
 
+// recordRoom is the room add wants ahead of it: a record, the tail, and the word a store may
+// write past the end.
+const recordRoom = maxRecord + len(tail) + 8
+
 // add appends one record; symbols must come in strictly ascending order. It runs 5,000 times a
-// cycle, so it takes the quote by pointer and writes into the buffer without append.
+// cycle, so it takes the quote by pointer, calls nothing on the usual path, and writes the
+// fixed text and each value as whole words.
 func (e *encoder) add(symbol string, q *tick.Quote) {
 	if e.count == e.max {
 		e.over = true
@@ -118,46 +127,103 @@ func (e *encoder) add(symbol string, q *tick.Quote) {
 	if len(symbol) != symbolSize || !quotable(q.Bid) || !quotable(q.Ask) || ms < 0 || ms >= maxTimeMs {
 		return
 	}
-	if e.off+maxRecord+len(tail) > len(e.all) {
+	if e.off+recordRoom > len(e.all) {
 		e.grow()
 	}
+	sym := uint64(symbol[0]) | uint64(symbol[1])<<8 | uint64(symbol[2])<<16 | uint64(symbol[3])<<24 |
+		uint64(symbol[4])<<32 | uint64(symbol[5])<<40
 	i := e.count
 	var d int8
-	if i < len(e.lastSyms) && e.lastSyms[i] == symbol {
+	if i < len(e.lastSyms) && e.lastSyms[i] == sym {
 		d = e.lastDigs[i]
 	} else {
-		d = -1
-		if e.digitsOf != nil {
-			if v := e.digitsOf(symbol); v >= 0 && v <= 15 {
-				d = int8(v)
-			}
-		}
+		d = e.digits(symbol)
 	}
 	b := e.all
 	o := e.off
 	if i > 0 {
-		b[o], b[o+1] = ',', '\n'
+		binary.LittleEndian.PutUint16(b[o:], ','|'\n'<<8)
 		o += 2
 	}
-	b[o] = '"'
-	copy(b[o+1:o+7], symbol)
-	o += 7
-	o += copy(b[o:], recBid)
-	o, ok := putPrice(b, o, q.Bid, d)
-	if !ok {
-		return
+	binary.LittleEndian.PutUint64(b[o:], '"'|sym<<8|'"'<<56)
+	binary.LittleEndian.PutUint64(b[o+8:], wordBid)
+	b[o+16] = '"'
+	o += 17
+	// The usual price — non-negative, 1 to 6 decimals, under 10⁷ in units of its last digit
+	// (below 100 with 5 decimals, 10,000 with 3) — is at most 8 bytes with its point: its digits
+	// are made in one word (digits7), the point put in and the leading zeros dropped by shifts.
+	// Anything else goes to putPriceLong.
+	v := q.Bid
+	for j := 0; ; j++ {
+		if f := v*pow10[d&15] + 0.5; uint8(d-1) < 6 && v >= 0 && f < 1e7 {
+			w := digits7(uint64(int64(f)))
+			k := intDigits[d] // digits before the point, leading zeros included
+			lead := min(uint(bits.TrailingZeros64(w|1<<56))>>3, k-1)
+			w = w&lowBytes[k] | (w&^lowBytes[k])<<8 | pointAt[k]
+			binary.LittleEndian.PutUint64(b[o:], w>>(8*lead&63))
+			o += 8 - int(lead)
+		} else {
+			var ok bool
+			if o, ok = putPriceLong(b, o, v, d); !ok {
+				return
+			}
+		}
+		if j == 1 {
+			break
+		}
+		binary.LittleEndian.PutUint64(b[o:], wordAsk)
+		b[o+8] = '"'
+		o += 9
+		v = q.Ask
 	}
-	o += copy(b[o:], recAsk)
-	if o, ok = putPrice(b, o, q.Ask, d); !ok {
-		return
+	binary.LittleEndian.PutUint64(b[o:], wordReceivedAt0)
+	binary.LittleEndian.PutUint64(b[o+8:], wordReceivedAt1)
+	o += 16
+	minute, rest := ms/60000, ms%60000
+	m := &e.minutes[uint64(minute)%minuteWays]
+	if m.minute != minute {
+		m.set(minute)
 	}
-	o += copy(b[o:], recReceivedAt)
-	o = e.putTime(b, o, ms)
-	b[o], b[o+1] = '"', '}'
-	e.off = o + 2
-	e.syms = append(e.syms, symbol)
+	_ = b[o+timeSize+1]
+	binary.LittleEndian.PutUint64(b[o:], m.words[0])
+	binary.LittleEndian.PutUint64(b[o+8:], m.words[1])
+	binary.LittleEndian.PutUint64(b[o+16:], ':'|uint64(secondText[rest/1000])<<8|'.'<<24|uint64(milliText[rest%1000])<<32)
+	b[o+24], b[o+25] = '"', '}'
+	e.off = o + 26
+	e.syms = append(e.syms, sym)
 	e.digs = append(e.digs, d)
 	e.count++
+}
+
+// digits looks up a symbol's decimals: -1 for the shortest form.
+//
+//go:noinline
+func (e *encoder) digits(symbol string) int8 {
+	if e.digitsOf != nil {
+		if v := e.digitsOf(symbol); v >= 0 && v <= 15 {
+			return int8(v)
+		}
+	}
+	return -1
+}
+
+// For a price of d decimals (1 to 6) written from seven digits: intDigits[d] digits go before
+// the point; lowBytes[k] keeps k bytes; pointAt[k] is the point after k digits, with every
+// digit's ASCII offset.
+var (
+	intDigits [16]uint
+	lowBytes  [8]uint64
+	pointAt   [8]uint64
+)
+
+func init() {
+	for d := 1; d <= 6; d++ {
+		intDigits[d] = uint(7 - d)
+	}
+	for k := 1; k < 8; k++ {
+		lowBytes[k] = 1<<(8*k) - 1
+		pointAt[k] = 0x3030303030303030&^(0xFF<<(8*k)) | '.'<<(8*k)
+	}
 }
 
 // quotable reports whether v is a price the format carries: finite and below 10¹⁵ in size.
@@ -191,16 +257,22 @@ func (e *encoder) finish(publishedAt time.Time, term int64) {
 
 // holds reports whether the records added since start include symbol.
 func (e *encoder) holds(symbol string) bool {
+	if len(symbol) != symbolSize {
+		return false
+	}
+	// Words compare in symbol order once their bytes are reversed.
+	k := bits.ReverseBytes64(uint64(symbol[0]) | uint64(symbol[1])<<8 | uint64(symbol[2])<<16 |
+		uint64(symbol[3])<<24 | uint64(symbol[4])<<32 | uint64(symbol[5])<<40)
 	lo, hi := 0, len(e.syms)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if e.syms[m] < symbol {
+		if bits.ReverseBytes64(e.syms[m]) < k {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo < len(e.syms) && e.syms[lo] == symbol
+	return lo < len(e.syms) && bits.ReverseBytes64(e.syms[lo]) == k
 }
 
 // pow10 are the powers of ten a float64 holds exactly.
@@ -211,9 +283,30 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // correctly rounded value of the decimal m·10⁻ᵏ — the same float strconv.ParseFloat returns.
 const exactMantissa = 1 << 53
 
-// putPrice writes v with d decimals (d < 0: the shortest decimal that reads back as v) at b[o:]
-// and returns the offset after it; false when that takes more than maxPriceLen bytes.
-func putPrice(b []byte, o int, v float64, d int8) (int, bool) {
+// digits7 spreads x < 10⁷ into seven bytes, one decimal digit (0–9) each, its leading digit in
+// the lowest byte: a digit and two groups of three from a table.
+func digits7(x uint64) uint64 {
+	t := x / 1000
+	a := t / 1000
+	return a | uint64(digits3[t-a*1000])<<8 | uint64(digits3[x-t*1000])<<32
+}
+
+// digits3 holds the three digits of 0–999, the first in the lowest byte.
+var digits3 [1000]uint32
+
+func init() {
+	for i := range digits3 {
+		digits3[i] = uint32(i/100) | uint32(i/10%10)<<8 | uint32(i%10)<<16
+	}
+}
+
+// putPriceLong writes v with d decimals (d < 0: the shortest decimal that reads back as v) at
+// b[o:] and returns the offset after it; false when that takes more than maxPriceLen bytes. add
+// writes the usual prices itself and leaves this the rest: negative prices, no or many
+// decimals, large numbers.
+//
+//go:noinline
+func putPriceLong(b []byte, o int, v float64, d int8) (int, bool) {
 	neg := v < 0
 	if neg {
 		v = -v
@@ -282,29 +375,67 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 var upow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 	1e16, 1e17, 1e18, 1e19}
 
-// putTime writes the Unix millisecond ms as RFC 3339 UTC with milliseconds. Quotes in one
-// snapshot mostly share their minute, whose text is kept.
+// minuteWays is how many minutes the encoder and decoder keep spelled out. The quotes of a
+// snapshot come in symbol order, not time order: most share the current minute or the one before,
+// but symbols that tick rarely interleave older minutes, which a single remembered minute would
+// spell out again at each switch.
+const minuteWays = 16
+
+// spelledMinute is a Unix minute and its first 16 bytes of text, "YYYY-MM-DDTHH:MM", as words.
+type spelledMinute struct {
+	minute int64
+	words  [2]uint64
+}
+
+// putTime writes the Unix millisecond ms as RFC 3339 UTC with milliseconds. add does the same
+// inline.
 func (e *encoder) putTime(b []byte, o int, ms int64) int {
 	minute, rest := ms/60000, ms%60000
 	if rest < 0 {
 		minute, rest = minute-1, rest+60000
 	}
-	if minute != e.minute {
-		time.UnixMilli(minute*60000).UTC().AppendFormat(e.minuteTxt[:0], "2006-01-02T15:04:")
-		e.minute = minute
+	m := &e.minutes[uint64(minute)%minuteWays]
+	if m.minute != minute {
+		m.set(minute)
 	}
-	copy(b[o:], e.minuteTxt[:])
-	o += minuteSize
-	s, milli := rest/1000, rest%1000
-	c, r := milli/10, milli%10
-	_ = b[o+6]
-	b[o], b[o+1] = digitPairs[2*s], digitPairs[2*s+1]
-	b[o+2] = '.'
-	b[o+3], b[o+4] = digitPairs[2*c], digitPairs[2*c+1]
-	b[o+5] = byte('0' + r)
-	b[o+6] = 'Z'
-	return o + 7
+	binary.LittleEndian.PutUint64(b[o:], m.words[0])
+	binary.LittleEndian.PutUint64(b[o+8:], m.words[1])
+	binary.LittleEndian.PutUint64(b[o+16:], ':'|uint64(secondText[rest/1000])<<8|'.'<<24|uint64(milliText[rest%1000])<<32)
+	return o + timeSize
 }
+
+//go:noinline
+func (m *spelledMinute) set(minute int64) {
+	var t [minuteSize]byte
+	time.UnixMilli(minute*60000).UTC().AppendFormat(t[:0], "2006-01-02T15:04:")
+	*m = spelledMinute{minute: minute, words: [2]uint64{binary.LittleEndian.Uint64(t[:]), binary.LittleEndian.Uint64(t[8:])}}
+}
+
+// secondText and milliText hold "SS" for 0–59 and "mmmZ" for 0–999, as little-endian bytes.
+var (
+	secondText [60]uint16
+	milliText  [1000]uint32
+)
+
+func init() {
+	for s := range secondText {
+		secondText[s] = uint16('0'+s/10) | uint16('0'+s%10)<<8
+	}
+	for m := range milliText {
+		milliText[m] = uint32('0'+m/100) | uint32('0'+m/10%10)<<8 | uint32('0'+m%10)<<16 | 'Z'<<24
+	}
+}
+
+// word reads the first eight bytes of s as a little-endian word.
+func word(s string) uint64 { return binary.LittleEndian.Uint64([]byte(s[:8])) }
+
+// The fixed text of a record as the words the encoder stores and the decoder compares.
+var (
+	wordBid         = word(recBid[1:]) // after the symbol's closing quote: `:{"bid":`, then '"'
+	wordAsk         = word(recAsk)     // `","ask":`, then '"'
+	wordReceivedAt0 = word(recReceivedAt)
+	wordReceivedAt1 = word(recReceivedAt[8:])
+)
 
 // quote is one decoded record. It holds no pointer, so 5,000 of them are one allocation the
 // garbage collector never scans.
@@ -371,28 +502,33 @@ func parseSnapshot(raw string) (*snapshot, error) {
 		}
 		q := &s.quotes[i]
 		// Symbols are six upper-case letters, so their order is that of the six bytes read as
-		// one big-endian number, and the letters can be checked on that number too.
-		if len(raw)-p < 1+symbolSize+len(recBid) || raw[p] != '"' || raw[p+1+symbolSize:p+1+symbolSize+len(recBid)] != recBid {
+		// one big-endian number, and the letters can be checked on that number too. The fixed
+		// text around the values is compared a word at a time.
+		if len(raw)-p < 1+symbolSize+len(recBid) {
 			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
 		}
-		sym := raw[p+1 : p+1+symbolSize]
-		k := uint64(sym[0])<<40 | uint64(sym[1])<<32 | uint64(sym[2])<<24 | uint64(sym[3])<<16 | uint64(sym[4])<<8 | uint64(sym[5])
+		w := load64(raw, p)
+		if w&0xFF00_0000_0000_00FF != '"'|'"'<<56 || load64(raw, p+8) != wordBid || raw[p+16] != '"' {
+			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+		}
+		k := bits.ReverseBytes64(w) >> 8 & 0xFFFF_FFFF_FFFF
 		if k <= prev || !upperLetters(k) {
-			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, sym)
+			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, raw[p+1:p+1+symbolSize])
 		}
 		prev = k
 		q.key, q.at = k, uint32(p+1)
 		p += 1 + symbolSize + len(recBid)
-		if q.bid, p, ok = parsePrice(raw, p); !ok || !hasAt(raw, p, recAsk) {
-			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", sym)
+		if q.bid, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recAsk) || load64(raw, p) != wordAsk || raw[p+8] != '"' {
+			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recAsk)
-		if q.ask, p, ok = parsePrice(raw, p); !ok || !hasAt(raw, p, recReceivedAt) {
-			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", sym)
+		if q.ask, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recReceivedAt) ||
+			load64(raw, p) != wordReceivedAt0 || load64(raw, p+8) != wordReceivedAt1 {
+			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recReceivedAt)
 		if q.receivedAt, ok = d.parse(raw, p); !ok || !hasAt(raw, p+timeSize, recEnd) {
-			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", sym)
+			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
 		}
 		p += timeSize + len(recEnd)
 	}
@@ -418,8 +554,49 @@ func parseCount(raw string, p int) (v, end int, ok bool) {
 }
 
 // parsePrice reads a quoted decimal (an optional '-', digits, an optional '.' and digits) at p,
-// up to its closing '"', which it leaves at the returned offset.
+// up to its closing '"', which it leaves at the returned offset. The usual price — up to seven
+// digits each side of the point, with room after it for the next field — is read a word at a
+// time; the rest, and anything malformed, by parsePriceSlow, which accepts exactly the same.
 func parsePrice(raw string, p int) (v float64, end int, ok bool) {
+	if p >= 0 && len(raw)-p >= 16 {
+		w := load64(raw, p)
+		ni := digitRun(w)
+		if ni >= 1 && ni < 8 {
+			switch byte(w >> (8 * ni)) {
+			case '"':
+				return float64(digitsValue(w, ni)), p + ni, true
+			case '.':
+				f := load64(raw, p+ni+1)
+				nf := digitRun(f)
+				if nf >= 1 && nf < 8 && byte(f>>(8*nf)) == '"' {
+					m := digitsValue(w, ni)*upow10[nf] + digitsValue(f, nf)
+					return float64(m) / pow10[nf], p + ni + 1 + nf, true
+				}
+			}
+		}
+	}
+	return parsePriceSlow(raw, p)
+}
+
+// digitRun counts the ASCII digits at the start (lowest bytes) of w. A byte above '9' gets its
+// top bit from the addition, one below '0' from the subtraction; a carry or borrow only moves
+// upwards from a byte already marked, so the lowest mark is the first byte that is not a digit.
+func digitRun(w uint64) int {
+	marks := ((w + 0x4646464646464646) | (w - 0x3030303030303030)) & 0x8080808080808080
+	return bits.TrailingZeros64(marks) >> 3
+}
+
+// digitsValue is the number the first n (1 to 8) bytes of w spell, all ASCII digits: the
+// digits are moved to the top, then pairs, quads and octets combined in place.
+func digitsValue(w uint64, n int) uint64 {
+	v := (w - 0x3030303030303030) << (64 - 8*uint(n)&63)
+	v = (v*10 + v>>8) & 0x00FF00FF00FF00FF
+	v = (v*100 + v>>16) & 0x0000FFFF0000FFFF
+	return (v*10000 + v>>32) & 0xFFFFFFFF
+}
+
+// parsePriceSlow reads a quoted decimal byte by byte.
+func parsePriceSlow(raw string, p int) (v float64, end int, ok bool) {
 	start := p
 	neg := p < len(raw) && raw[p] == '-'
 	if neg {
@@ -457,32 +634,49 @@ func parsePrice(raw string, p int) (v float64, end int, ok bool) {
 	return v, p, true
 }
 
-// timeDecoder reads RFC 3339 UTC millisecond times, remembering the last minute it spelled out:
-// the quotes of a snapshot mostly share it.
+// timeDecoder reads RFC 3339 UTC millisecond times, remembering the minutes it spelled out
+// (see minuteWays) by their text.
 type timeDecoder struct {
-	minuteTxt string
-	minuteNs  int64
+	minutes [minuteWays]struct {
+		words [2]uint64 // "YYYY-MM-DDTHH:MM"; zero, which no time's text is, when unused
+		ns    int64
+	}
 }
 
 // parse reads a time at p, followed by anything; it returns Unix nanoseconds.
 func (d *timeDecoder) parse(raw string, p int) (int64, bool) {
-	if len(raw)-p < timeSize || p > len(raw) {
+	if p > len(raw) || len(raw)-p < timeSize {
 		return 0, false
 	}
-	t := raw[p : p+timeSize]
-	if t[:minuteSize] != d.minuteTxt || d.minuteTxt == "" {
-		ns, ok := parseMinute(t[:minuteSize])
+	w0, w1, w2 := load64(raw, p), load64(raw, p+8), load64(raw, p+16)
+	// The minute's units digit picks the way: consecutive minutes land apart.
+	m := &d.minutes[(w1>>56)%minuteWays]
+	if m.words[0] != w0 || m.words[1] != w1 || w0 == 0 {
+		ns, ok := parseMinute(raw[p : p+minuteSize])
 		if !ok {
 			return 0, false
 		}
-		d.minuteTxt, d.minuteNs = t[:minuteSize], ns
+		m.words, m.ns = [2]uint64{w0, w1}, ns
 	}
-	s0, s1, m0, m1, m2 := t[17]-'0', t[18]-'0', t[20]-'0', t[21]-'0', t[22]-'0'
-	if s0 > 5 || s1 > 9 || t[19] != '.' || m0 > 9 || m1 > 9 || m2 > 9 || t[23] != 'Z' {
+	// w2 is ":SS.mmmZ": x holds the digits' values where the text has digits and zero elsewhere
+	// when it is well formed.
+	const (
+		form   = ':' | '0'<<8 | '0'<<16 | '.'<<24 | '0'<<32 | '0'<<40 | '0'<<48 | 'Z'<<56
+		digits = 0x00FFFFFF00FFFF00
+	)
+	x := w2 ^ form
+	if x&^digits != 0 || (x|(x+0x0076767600767600))&0x0080808000808000 != 0 || x>>8&0xFF > 5 {
 		return 0, false
 	}
-	ms := int64(s0)*10000 + int64(s1)*1000 + int64(m0)*100 + int64(m1)*10 + int64(m2)
-	return d.minuteNs + ms*int64(time.Millisecond), true
+	ms := int64(x>>8&0xFF)*10000 + int64(x>>16&0xFF)*1000 + int64(x>>32&0xFF)*100 + int64(x>>40&0xFF)*10 + int64(x>>48&0xFF)
+	return m.ns + ms*int64(time.Millisecond), true
+}
+
+// load64 reads the eight bytes of raw at p as a little-endian word; p+8 must not pass the end.
+func load64(raw string, p int) uint64 {
+	b := raw[p : p+8] // one bounds check, and one load
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // parseMinute reads "YYYY-MM-DDTHH:MM:" and returns its Unix nanoseconds.

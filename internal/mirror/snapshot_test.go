@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -260,4 +261,82 @@ func FuzzPriceRoundTrip(f *testing.F) {
 			t.Fatalf("receivedAt %d read back as %d ns", ms, q.receivedAt)
 		}
 	})
+}
+
+// digits7 spells every value it is given.
+func TestDigits7(t *testing.T) {
+	for x := range uint64(1e7) {
+		want := fmt.Sprintf("%07d", x)
+		w := digits7(x) | 0x30303030303030
+		for i := range 7 {
+			if byte(w>>(8*i)) != want[i] {
+				t.Fatalf("digits7(%d) = %#x, want %q", x, w, want)
+			}
+		}
+		if w>>56 != 0 {
+			t.Fatalf("digits7(%d) = %#x has an eighth byte", x, w)
+		}
+	}
+}
+
+// The prices add writes itself agree with putPriceLong, which writes every price.
+func TestAddPriceAgrees(t *testing.T) {
+	var d int8
+	e := newEncoder(1, func(string) int { return int(d) })
+	var want [64]byte
+	check := func(v float64) {
+		e.start()
+		e.lastSyms = nil // d changes between calls: look it up again
+		e.add("EURUSD", &tick.Quote{Bid: v, Ask: v, ReceivedAt: at1})
+		e.finish(at0, 0)
+		w, ok := putPriceLong(want[:], 0, v, d)
+		if !ok {
+			return
+		}
+		text := string(e.buf)
+		bid := text[strings.Index(text, `"bid":"`)+7:]
+		bid = bid[:strings.IndexByte(bid, '"')]
+		if bid != string(want[:w]) || !strings.Contains(text, `"ask":"`+bid+`"`) {
+			t.Fatalf("%v with %d digits: wrote %s, want %q", v, d, text, want[:w])
+		}
+	}
+	for d = -1; d <= 8; d++ {
+		for _, v := range []float64{0, 1e-9, 0.000004, 0.000005, 0.5, 0.99999, 0.999995, 1, 1.08501, 9.999995,
+			10, 99.999994, 99.999995, 100, 151.201, 999.9995, 2300.45, 9999.999, 65432.1, 99999.995, 1e7 - 1, 1e7} {
+			check(v)
+			check(-v)
+		}
+	}
+	r := uint64(1)
+	for range 300_000 {
+		r ^= r << 13
+		r ^= r >> 7
+		r ^= r << 17
+		d = int8(r % 8)
+		check(float64(r>>11) / (1 << 53) * math.Pow10(int(r>>3%7)))
+	}
+}
+
+// The word-at-a-time price reader accepts exactly what the byte-by-byte one does, and reads the
+// same value.
+func TestParsePriceAgrees(t *testing.T) {
+	const alphabet = "0123456789012345678901234567890123456789..-\"x"
+	r := uint64(7)
+	var b []byte
+	for range 1_000_000 {
+		r ^= r << 13
+		r ^= r >> 7
+		r ^= r << 17
+		b = b[:0]
+		for j := range int(r % 24) {
+			b = append(b, alphabet[(r>>(j%8*5+16)+uint64(j))%uint64(len(alphabet))])
+		}
+		b = append(b, `"},"ask":"1.2"`...)
+		raw := string(b)
+		v, end, ok := parsePrice(raw, 0)
+		sv, send, sok := parsePriceSlow(raw, 0)
+		if ok != sok || ok && (v != sv || end != send) {
+			t.Fatalf("%q: parsePrice %v %d %v, parsePriceSlow %v %d %v", raw, v, end, ok, sv, send, sok)
+		}
+	}
 }
