@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -60,6 +61,9 @@ type deskEnv struct {
 	redis *dbtest.Redis
 	sql   *sql.DB
 	rdb   *redis.Client
+	// mysqlDSN, when set, is the FXDESK_MYSQL_DSN every process of the install gets instead of
+	// db.DSN: an operator's DSN with options of its own (a session time_zone).
+	mysqlDSN string
 
 	adminOnce sync.Once
 	admin     string
@@ -91,7 +95,7 @@ func newDeskEnv(t *testing.T) *deskEnv {
 func (e *deskEnv) env(extra ...string) []string {
 	base := []string{
 		"PATH=" + os.Getenv("PATH"),
-		"FXDESK_MYSQL_DSN=" + e.db.DSN,
+		"FXDESK_MYSQL_DSN=" + cmp.Or(e.mysqlDSN, e.db.DSN),
 		"FXDESK_REDIS_URL=redis://" + e.redis.Addr + "/0",
 		"FXDESK_HTTP_ADDR=127.0.0.1:0",
 		"FXDESK_SIM_ADDR=127.0.0.1:0",

@@ -29,7 +29,13 @@ import (
 // test-driven simulator: the prices fxdesk-cron converts with are exactly the ones a test set.
 func newSplitDesk(t *testing.T) *tradingDesk {
 	t.Helper()
-	e := newDeskEnv(t)
+	return newSplitDeskIn(newDeskEnv(t))
+}
+
+// newSplitDeskIn is newSplitDesk on an install the test has prepared.
+func newSplitDeskIn(e *deskEnv) *tradingDesk {
+	t := e.t
+	t.Helper()
 	sim := startFeedSim(t)
 	web := e.start("web", "fxdesk-web", mirrorEnv("CRON_MODE=off", "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=test",
 		"FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s")...)

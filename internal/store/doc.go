@@ -10,12 +10,15 @@
 //   - the driver options set by DSN: multiStatements (a fill or a close is a few round trips
 //     of batched statements, the lease fence last before COMMIT), clientFoundRows (a conditional
 //     UPDATE that matches our own unchanged row counts 1: the lease claim and renew),
-//     interpolateParams and parseTime;
+//     interpolateParams and parseTime, and the session time_zone '+00:00' with loc=UTC;
 //   - InnoDB at its default REPEATABLE READ, with locking reads where a decision must see the
 //     latest committed row: SELECT … FOR UPDATE on accounts and positions, in id order, and
 //     LOCK IN SHARE MODE on the lease row (not FOR SHARE, which MariaDB lacks);
 //   - DATETIME(3) columns and the database clock NOW(3) for every lease time, never the client's;
-//     the server and the sessions run in UTC (DESIGN §12) — the DSN does not set it;
+//     every session runs in UTC (DESIGN §12) because DSN pins time_zone, whatever the server's
+//     zone or the configured DSN says, so NOW(3) and the CURRENT_TIMESTAMP(3) column defaults
+//     are UTC — the column defaults stay, rather than every INSERT passing its times, because
+//     the database clock is the one clock every process shares;
 //   - LAST_INSERT_ID(expr) to hand the new lease term back from the claim's UPDATE, user
 //     variables (@fx_order_id) within one batch, and GET_LOCK for migrations;
 //   - the lease fence (lease.FenceSQL): one SELECT whose scalar subquery returns two rows when

@@ -25,7 +25,13 @@ import (
 //     each, instead of one round trip per statement (internal/trading's batch). Every statement
 //     the desk sends takes its values as ? arguments, escaped by the driver, so a value can
 //     never end one statement and start another;
-//   - parseTime: DATETIME columns scan into time.Time.
+//   - parseTime: DATETIME columns scan into time.Time;
+//   - every time in UTC: the session's time_zone is '+00:00' (SessionTimeZone), whatever the
+//     server's or the DSN's, and the driver reads and writes DATETIMEs as UTC (loc). A DATETIME
+//     holds no zone, and NOW(3), CURRENT_TIMESTAMP(3) defaults and ON UPDATE are in the
+//     session's zone, so without the pin a position opened on a server in +09:00 was stored
+//     nine hours ahead and compared with UTC rollover instants; two processes in different
+//     zones would also disagree on the lease's expiry, which is compared with NOW(3).
 func DSN(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -35,11 +41,27 @@ func DSN(dsn string) (*mysql.Config, error) {
 	cfg.InterpolateParams = true
 	cfg.MultiStatements = true
 	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	// System variables are names, case-insensitive to the server; a second spelling would be
+	// set too, in map order, so every spelling goes.
+	for k := range cfg.Params {
+		if strings.EqualFold(k, "time_zone") {
+			delete(cfg.Params, k)
+		}
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'" + SessionTimeZone + "'"
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
 	return cfg, nil
 }
+
+// SessionTimeZone is the time_zone every desk session runs in: UTC as an offset, which needs
+// no time zone tables on the server.
+const SessionTimeZone = "+00:00"
 
 // Connect returns a pool for dsn without touching the server: connections are made on demand.
 // A process that boots while MySQL is down uses it and reaches the server when it returns.

@@ -6,16 +6,25 @@
 // deal per position per rollover date.
 //
 // Exactly once. A position's watermark (`fx_position.swapThrough`) names the last rollover date
-// settled for it. A run picks positions whose watermark is behind a due date and, per batch, in
-// one transaction: locks the accounts, then the positions (the order every writer uses),
-// re-checks each position is still open and still behind, posts the deals through the ledger
-// (internal/ledger: balanceAfter, the balances and stored equity, two multi-row statements),
-// adds to each position's accrued swap and moves its watermark. A second run, a second process
-// at the same moment, or a rerun after a crash therefore finds nothing left to charge; the deal's unique key `swap:<positionId>:<date>` is the backstop.
+// settled for it. A run makes one pass over the open positions, in id order, picking those
+// whose watermark is behind the last due date, and per batch, in one transaction: locks the
+// accounts, then the positions (the order every writer uses), re-checks each position is still
+// open, and settles every due date it held (open at the rollover instant) after its watermark —
+// charged, parked as pending, or nothing (swap-free, zero) — posting the deals through the
+// ledger (internal/ledger: balanceAfter, the balances and stored equity, two multi-row
+// statements), adding to each position's accrued swap and moving its watermark to the last due
+// date. The watermark therefore moves only together with every charge before it: never past an
+// uncharged date, whatever commits meanwhile. A position that commits after the pass has gone by
+// its id is left whole to the next run. (One pass per date, as this package once did, let a fill
+// that committed between two date passes be seen first on the later date and never charged the
+// earlier one.) A second run, a second process at the same moment, or a rerun after a crash
+// therefore finds nothing left to charge; the deal's unique key `swap:<positionId>:<date>` is
+// the backstop.
 //
 // Catch-up. The dates due at an instant are the weekday rollovers of the last 7 days, so a
 // scheduler that was down for a day charges the missed day on its next run (for positions still
-// open then, at their volume then, since the desk keeps no volume history).
+// open then, at their volume then, since the desk keeps no volume history). A date older than
+// the window is not charged, as a pending charge of that age expires.
 //
 // No conversion. A charge whose hub legs have no usable mid is parked in `fx_swap_charge` with
 // its amount fixed in the quote currency, the missing legs are pinned (through the quote mirror

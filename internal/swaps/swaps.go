@@ -81,10 +81,11 @@ type run struct {
 	batch int // batches committed, for the per-batch log line
 }
 
-// Run charges every rollover due at at (DESIGN §7). It returns counts: charged (new deals),
-// pending (parked for want of a conversion), retried (pending charges now charged), expired,
-// swapFree and zero (settled without a deal), skipped (found already settled under lock: another
-// run got there first), dates (rollover dates examined).
+// Run charges every rollover due at at (DESIGN §7), each position every due date it held, in one
+// pass. It returns counts, per position and date unless said: charged (new deals), pending
+// (parked for want of a conversion), retried (pending charges now charged), expired, swapFree and
+// zero (settled without a deal), skipped (positions found with nothing left under lock: another
+// run got there first, or closed), dates (rollover dates due).
 func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 	var prices trading.Prices
 	if j.cfg.Prices != nil {
@@ -106,8 +107,8 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 		return r.res, fmt.Errorf("swaps: due rollovers: %w", err)
 	}
 	r.res["dates"] = len(due)
-	for _, ro := range due {
-		if err := r.chargeDate(ctx, ro); err != nil {
+	if len(due) > 0 {
+		if err := r.chargeDue(ctx, due); err != nil {
 			return r.res, err
 		}
 	}
@@ -138,28 +139,35 @@ func (r *run) pin(ctx context.Context) {
 
 type candidate struct{ id, account int64 }
 
-// chargeDate settles every open position that was open at ro and is behind it, batch by batch.
-func (r *run) chargeDate(ctx context.Context, ro fx.Rollover) error {
+// chargeDue is the run's one pass over open positions, in id order, batch by batch. A
+// position is a candidate while its watermark is behind the last due date; under its lock the
+// batch settles every due date it held and had not settled, all in one transaction, so its
+// watermark moves to the last due date only together with every charge before it. A position
+// that commits after the pass has gone by its id is left whole to the next run, never half
+// charged: one pass per date would see it first on a later date and move its watermark past the
+// dates before.
+func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
+	last := due[len(due)-1]
 	var after int64
 	for {
 		rows, err := r.cfg.DB.QueryContext(ctx, "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) "+
 			"WHERE p.`status` = 'OPEN' AND p.`id` > ? AND p.`openedAt` < ? AND (p.`swapThrough` IS NULL OR p.`swapThrough` < ?) "+
-			"ORDER BY p.`id` LIMIT ?", after, ro.At.UTC(), ro.Date, r.cfg.Batch)
+			"ORDER BY p.`id` LIMIT ?", after, last.At.UTC(), last.Date, r.cfg.Batch)
 		if err != nil {
-			return fmt.Errorf("swaps %s: select positions: %w", ro.Date, err)
+			return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
 		}
 		var batch []candidate
 		for rows.Next() {
 			var c candidate
 			if err := rows.Scan(&c.id, &c.account); err != nil {
 				rows.Close()
-				return fmt.Errorf("swaps %s: select positions: %w", ro.Date, err)
+				return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
 			}
 			batch = append(batch, c)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("swaps %s: select positions: %w", ro.Date, err)
+			return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
 		}
 		if len(batch) == 0 {
 			return nil
@@ -168,17 +176,17 @@ func (r *run) chargeDate(ctx context.Context, ro fx.Rollover) error {
 		var got schedule.Result
 		err = retryDeadlock(func() error {
 			var err error
-			got, err = r.settleBatch(ctx, ro, batch)
+			got, err = r.settleBatch(ctx, due, batch)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("swaps %s: %w", ro.Date, err)
+			return fmt.Errorf("swaps through %s: %w", last.Date, err)
 		}
 		for k, v := range got {
 			r.res[k] += v
 		}
 		r.batch++
-		r.log.DebugContext(ctx, "swap batch committed", slog.String("date", ro.Date), slog.Int("batch", r.batch),
+		r.log.DebugContext(ctx, "swap batch committed", slog.String("through", last.Date), slog.Int("batch", r.batch),
 			slog.Int("positions", len(batch)), slog.Int("charged", got["charged"]), slog.Int("pending", got["pending"]),
 			slog.Int64("throughPosition", after))
 	}
@@ -210,9 +218,13 @@ type charge struct {
 	amount      decimal.Decimal
 }
 
-// settleBatch is one transaction: lock the batch's accounts then positions, re-check, charge.
-func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate) (schedule.Result, error) {
+// settleBatch is one transaction: lock the batch's accounts then positions, re-check, and settle
+// for each position every due date it held (open before the rollover instant) and has not
+// settled (after its watermark): charged, parked as pending, or nothing (swap-free, zero). The
+// watermarks of the positions settled move to the last due date.
+func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candidate) (schedule.Result, error) {
 	res := schedule.Result{}
+	last := due[len(due)-1]
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -234,10 +246,11 @@ func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate
 		return nil, err
 	}
 
-	var settled []int64 // watermark moves to ro.Date
+	var settled []int64 // watermark moves to last.Date
 	var charges, pending []charge
 	for _, p := range positions {
-		if p.status != fx.PositionOpen || !p.openedAt.Before(ro.At) || (p.through.Valid && p.through.Time.Format("2006-01-02") >= ro.Date) {
+		held := heldSince(due, p)
+		if p.status != fx.PositionOpen || len(held) == 0 {
 			res["skipped"]++
 			continue
 		}
@@ -247,7 +260,7 @@ func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate
 		}
 		if a.swapFree {
 			settled = append(settled, p.id)
-			res["swapFree"]++
+			res["swapFree"] += len(held)
 			continue
 		}
 		in, ok := r.conv.Instrument(p.symbol)
@@ -256,35 +269,36 @@ func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate
 			res["unknownInstrument"]++
 			continue
 		}
+		settled = append(settled, p.id)
 		points := in.SwapLong
 		if p.side == fx.Sell {
 			points = in.SwapShort
 		}
-		days := DayMultiplier(ro.Weekday(), in.TripleSwapDay)
-		amountQuote := p.volume.Mul(in.ContractSize).Mul(points).Mul(in.Point).Mul(decimal.NewFromInt(int64(days)))
-		if amountQuote.IsZero() {
-			settled = append(settled, p.id)
-			res["zero"]++
-			continue
-		}
-		ch := charge{position: p, date: ro.Date, days: days, amountQuote: amountQuote, quoteCcy: in.Quote}
-		amount, missing, ok := r.conv.Convert(amountQuote, in.Quote, a.currency)
-		settled = append(settled, p.id)
-		if !ok {
-			for _, s := range missing {
-				r.legs[s] = true
+		for _, ro := range held {
+			days := DayMultiplier(ro.Weekday(), in.TripleSwapDay)
+			amountQuote := p.volume.Mul(in.ContractSize).Mul(points).Mul(in.Point).Mul(decimal.NewFromInt(int64(days)))
+			if amountQuote.IsZero() {
+				res["zero"]++
+				continue
 			}
-			pending = append(pending, ch)
-			res["pending"]++
-			continue
+			ch := charge{position: p, date: ro.Date, days: days, amountQuote: amountQuote, quoteCcy: in.Quote}
+			amount, missing, ok := r.conv.Convert(amountQuote, in.Quote, a.currency)
+			if !ok {
+				for _, s := range missing {
+					r.legs[s] = true
+				}
+				pending = append(pending, ch)
+				res["pending"]++
+				continue
+			}
+			if amount.IsZero() {
+				res["zero"]++
+				continue
+			}
+			ch.amount = amount
+			charges = append(charges, ch)
+			res["charged"]++
 		}
-		if amount.IsZero() {
-			res["zero"]++
-			continue
-		}
-		ch.amount = amount
-		charges = append(charges, ch)
-		res["charged"]++
 	}
 
 	if err := postCharges(ctx, tx, accounts, charges); err != nil {
@@ -294,7 +308,7 @@ func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate
 		return nil, err
 	}
 	if len(settled) > 0 {
-		if err := moveWatermarks(ctx, tx, ro.Date, settled, charges); err != nil {
+		if err := moveWatermarks(ctx, tx, last.Date, settled, charges); err != nil {
 			return nil, err
 		}
 	}
@@ -302,6 +316,19 @@ func (r *run) settleBatch(ctx context.Context, ro fx.Rollover, batch []candidate
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return res, nil
+}
+
+// heldSince is the due rollovers p is owed and has not settled, oldest first: those after its
+// watermark whose instant it was open at. Read under p's lock.
+func heldSince(due []fx.Rollover, p lockedPosition) []fx.Rollover {
+	var out []fx.Rollover
+	for _, ro := range due {
+		if !p.openedAt.Before(ro.At) || (p.through.Valid && p.through.Time.Format("2006-01-02") >= ro.Date) {
+			continue
+		}
+		out = append(out, ro)
+	}
+	return out
 }
 
 // missingFor names the legs a pending charge waits for, as recorded on its row.
@@ -380,17 +407,26 @@ func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAcco
 	return nil
 }
 
-// moveWatermarks sets swapThrough = date on every settled position and adds the charges to their
-// accrued swap.
+// moveWatermarks sets swapThrough = date on every settled position and adds its charges (one
+// per date it was charged) to its accrued swap.
 func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int64, charges []charge) error {
 	args := []any{date}
 	q := "UPDATE `fx_position` SET `swapThrough` = ?"
 	if len(charges) > 0 {
+		// CASE takes the first WHEN that matches, so a position's charges are added up first.
+		sums := map[int64]decimal.Decimal{}
+		var ids []int64
+		for _, c := range charges {
+			if _, ok := sums[c.position.id]; !ok {
+				ids = append(ids, c.position.id)
+			}
+			sums[c.position.id] = sums[c.position.id].Add(c.amount)
+		}
 		var cs strings.Builder
 		cs.WriteString(", `swap` = `swap` + CASE `id`")
-		for _, c := range charges {
+		for _, id := range ids {
 			cs.WriteString(" WHEN ? THEN ?")
-			args = append(args, c.position.id, c.amount)
+			args = append(args, id, sums[id])
 		}
 		cs.WriteString(" ELSE 0 END")
 		q += cs.String()
