@@ -251,12 +251,12 @@ func (in *Inbox) List(ctx context.Context, f Filter) ([]Alert, error) {
 // other; the victim was rolled back whole, so running it again is exactly running it once. (This
 // is not the lease claim, where a deadlock is a lost claim and must never be retried.)
 func (in *Inbox) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := in.db.ExecContext(ctx, query, args...)
-		if err == nil || attempt == 5 || !store.IsDeadlock(err) {
-			return res, err
-		}
-	}
+	var res sql.Result
+	err := store.RetryRolledBack(func() (err error) {
+		res, err = in.db.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
 }
 
 const selectAlert = "SELECT `id`, `code`, `severity`, `message`, `details`, `status`, `firstSeenAt`, " +

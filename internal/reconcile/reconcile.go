@@ -23,6 +23,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
 
@@ -135,7 +136,7 @@ func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int6
 		return fmt.Errorf("mark accounts: begin: %w", err)
 	}
 	defer tx.Rollback()
-	in := placeholders(len(ids))
+	in := store.Placeholders(len(ids))
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
@@ -195,7 +196,7 @@ func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int6
 	}
 	if len(marked) > 0 {
 		q := "UPDATE `fx_account` SET `equity` = CASE `id`" + eq.String() + " END, `usedMargin` = CASE `id`" + um.String() +
-			" END, `markedAt` = NOW(3) WHERE `id` IN (" + placeholders(len(marked)) + ")"
+			" END, `markedAt` = NOW(3) WHERE `id` IN (" + store.Placeholders(len(marked)) + ")"
 		all := append(append(eqArgs, umArgs...), marked...)
 		if _, err := tx.ExecContext(ctx, q, all...); err != nil {
 			return fmt.Errorf("mark accounts: write: %w", err)
@@ -270,5 +271,3 @@ func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
 	}
 	return nil
 }
-
-func placeholders(n int) string { return strings.Repeat("?, ", n-1) + "?" }

@@ -44,3 +44,17 @@ func Unreachable(err error) bool {
 	var me *mysql.MySQLError
 	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
 }
+
+// RetryRolledBack runs txn, and runs it again (at most five times in all) while it fails because
+// the server rolled it back as a deadlock victim or a lock wait timed out: txn must begin and end
+// its own transaction and roll back on any error, so a retry is exactly one more attempt at a
+// transaction that committed nothing. Never use it for the lease claim, where a deadlock is a
+// lost claim.
+func RetryRolledBack(txn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := txn()
+		if err == nil || attempt == 5 || !(IsDeadlock(err) || IsLockWaitTimeout(err)) {
+			return err
+		}
+	}
+}

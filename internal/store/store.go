@@ -280,3 +280,12 @@ func OpenMigrated(ctx context.Context, dsn string, log *slog.Logger) (*sql.DB, e
 	}
 	return db, nil
 }
+
+// Placeholders is n comma-separated parameter markers for an IN list or a VALUES row; for n = 0
+// it is NULL, so `IN (NULL)` matches nothing instead of being a syntax error.
+func Placeholders(n int) string {
+	if n <= 0 {
+		return "NULL"
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}

@@ -174,7 +174,7 @@ func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
 		}
 		after = batch[len(batch)-1].id
 		var got schedule.Result
-		err = retryDeadlock(func() error {
+		err = store.RetryRolledBack(func() error {
 			var err error
 			got, err = r.settleBatch(ctx, due, batch)
 			return err
@@ -340,7 +340,7 @@ func (r *run) missingFor(quoteCcy, accountCcy string) string {
 // lockAccounts locks ids' account rows in id order (the order every writer uses).
 func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lockedAccount, error) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree` FROM `fx_account` WHERE `id` IN ("+marks(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock accounts: %w", err)
 	}
@@ -360,7 +360,7 @@ func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lock
 func lockPositions(ctx context.Context, tx *sql.Tx, ids []int64) ([]lockedPosition, error) {
 	ids = uniqueSorted(ids)
 	rows, err := tx.QueryContext(ctx, "SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `status`, `openedAt`, `swapThrough` "+
-		"FROM `fx_position` WHERE `id` IN ("+marks(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+		"FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock positions: %w", err)
 	}
@@ -431,7 +431,7 @@ func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int6
 		cs.WriteString(" ELSE 0 END")
 		q += cs.String()
 	}
-	q += " WHERE `id` IN (" + marks(len(settled)) + ")"
+	q += " WHERE `id` IN (" + store.Placeholders(len(settled)) + ")"
 	args = append(args, int64Args(settled)...)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("move swap watermarks to %s: %w", date, err)
@@ -526,7 +526,7 @@ func (r *run) retryPending(ctx context.Context) error {
 	for len(ready) > 0 {
 		n := min(len(ready), r.cfg.Batch)
 		var got int
-		err := retryDeadlock(func() error {
+		err := store.RetryRolledBack(func() error {
 			var err error
 			got, err = r.settlePending(ctx, ready[:n])
 			return err
@@ -668,7 +668,7 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 		}
 	}
 	uids := uniqueSorted(ids)
-	cs.WriteString(" ELSE 0 END WHERE `id` IN (" + marks(len(uids)) + ")")
+	cs.WriteString(" ELSE 0 END WHERE `id` IN (" + store.Placeholders(len(uids)) + ")")
 	swapArgs = append(swapArgs, int64Args(uids)...)
 	if _, err := tx.ExecContext(ctx, cs.String(), swapArgs...); err != nil {
 		return 0, fmt.Errorf("add pending charges to accrued swap: %w", err)
@@ -767,24 +767,6 @@ func (r *run) expire(ctx context.Context) error {
 }
 
 // ---- helpers ----
-
-// retryDeadlock runs fn again when InnoDB chose its transaction as a deadlock victim (or a lock
-// wait timed out): the transaction was rolled back whole, so running it again is running it once.
-func retryDeadlock(fn func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || attempt == 5 || !(store.IsDeadlock(err) || store.IsLockWaitTimeout(err)) {
-			return err
-		}
-	}
-}
-
-func marks(n int) string {
-	if n == 0 {
-		return "NULL"
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
 
 func int64Args(ids []int64) []any {
 	out := make([]any, len(ids))
