@@ -38,30 +38,30 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
-	"internal/ledger/ledger.go:Post": {
+	"internal/ledger.Post": {
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
 			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)",
 	},
-	"internal/ledger/ledger.go:balanceUpdate": {
+	"internal/ledger.balanceUpdate": {
 		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
 		"UPDATE `fx_account` SET `balance` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `balance` END, " +
 			"`equity` = CASE `id` WHEN ? THEN `equity` + ? WHEN ? THEN `equity` + ? ELSE `equity` END WHERE `id` IN (?, ?)",
 	},
-	"internal/swaps/swaps.go:moveWatermarks": {
+	"internal/swaps.moveWatermarks": {
 		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
 			"WHERE `id` IN (?, ?)",
 	},
-	"internal/swaps/swaps.go:parkPending": {
+	"internal/swaps.parkPending": {
 		"INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, " +
 			"`amountQuote`, `quoteCurrency`, `accountCurrency`, `missingLegs`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `attempts` = `attempts`",
 	},
-	"internal/swaps/swaps.go:retryPending": {
+	"internal/swaps.retryPending": {
 		"UPDATE `fx_swap_charge` SET `attempts` = `attempts` + 1, `lastTriedAt` = NOW(3) " +
 			"WHERE `status` = 'PENDING' AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
-	"internal/swaps/swaps.go:settlePending": {
+	"internal/swaps.settlePending": {
 		"SELECT `positionId`, `rolloverDate` FROM `fx_swap_charge` WHERE `status` = 'PENDING' " +
 			"AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?)) FOR UPDATE",
 		"UPDATE `fx_position` SET `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
@@ -69,7 +69,7 @@ var built = map[string][]string{
 			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
-	"internal/reconcile/reconcile.go:markBatch": {
+	"internal/reconcile.markBatch": {
 		"UPDATE `fx_account` SET `equity` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, " +
 			"`usedMargin` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, `markedAt` = NOW(3) WHERE `id` IN (?, ?)",
 	},
@@ -383,7 +383,7 @@ func sourceSQL(root string) (texts []sqlText, builderSites map[string]bool, err 
 					continue
 				}
 				rel, _ := filepath.Rel(root, fset.Position(fn.Pos()).Filename)
-				builderSites[filepath.ToSlash(rel)+":"+fn.Name.Name] = true
+				builderSites[filepath.ToSlash(filepath.Dir(rel))+"."+fn.Name.Name] = true // package, not file: files split
 				for _, s := range found {
 					if portable(s.text) == nil {
 						texts = append(texts, s)
