@@ -181,7 +181,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+		return errHalted(in.Symbol)
 	}
 	m := newMarket(s.prices, cat)
 	q, err := m.tradable(symbol)
