@@ -49,10 +49,10 @@ func New(process string) *Metrics {
 		}),
 	}
 	m.Orders = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fxdesk_orders_total", Help: "Order submissions by result (filled, resting, replayed, or the error code).",
+		Name: "fxdesk_orders_total", Help: "Order submissions by result (filled, resting, replayed, canceled when the client went away, or the error code).",
 	}, []string{"result"})
 	m.Closes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fxdesk_closes_total", Help: "Position closes by reason (CLIENT, SL, TP, STOP_OUT) and result (closed, or the error code).",
+		Name: "fxdesk_closes_total", Help: "Position closes by reason (CLIENT, SL, TP, STOP_OUT) and result (closed, canceled when the client went away, or the error code).",
 	}, []string{"reason", "result"})
 	m.RiskOwnTime = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fxdesk_risk_own_time_seconds",
