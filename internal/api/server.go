@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -95,8 +96,15 @@ func handle(log *slog.Logger, fn func(w http.ResponseWriter, r *http.Request) er
 }
 
 // writeError is the one place an error becomes a response. Only internal errors are logged as
-// errors; the others are the client's to fix.
+// errors; the others are the client's to fix. A request whose client went away is neither: it
+// is logged at info as "client gone" and answered with 499 (nginx's "client closed request"),
+// which nobody reads.
 func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, err error) {
+	if clientGone(ctx, err) {
+		log.InfoContext(ctx, "client gone", slog.Any("err", err))
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	code := fx.ErrorCode(err)
 	status, ok := statusOf[code]
 	if !ok {
@@ -109,6 +117,28 @@ func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 	body.Error.Code = code
 	body.Error.Message = fx.ErrorMessage(err)
 	writeJSON(w, status, body)
+}
+
+// statusClientGone answers a request whose client went away.
+const statusClientGone = 499
+
+// resultCanceled is the metrics result of a request whose client went away (resultOf).
+const resultCanceled = "canceled"
+
+// clientGone reports whether err is the request's own context ending because its client went
+// away: net/http cancels a request's context when its connection closes. Nothing failed.
+func clientGone(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
+// resultOf is the result a failed request is counted under (fxdesk_orders_total,
+// fxdesk_closes_total): "canceled" when its client went away, apart from internal errors;
+// otherwise the error's code.
+func resultOf(ctx context.Context, err error) string {
+	if clientGone(ctx, err) {
+		return resultCanceled
+	}
+	return fx.ErrorCode(err)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -119,12 +119,12 @@ func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		req, err := decodeOrder(r.Body)
 		if err != nil {
-			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
+			m.Orders.WithLabelValues(resultOf(r.Context(), err)).Inc()
 			return err
 		}
 		res, err := svc.PlaceOrder(r.Context(), principal(r.Context()).UserID, req)
 		if err != nil {
-			m.Orders.WithLabelValues(fx.ErrorCode(err)).Inc()
+			m.Orders.WithLabelValues(resultOf(r.Context(), err)).Inc()
 			return err
 		}
 		switch {
@@ -228,7 +228,7 @@ func handleClosePosition(log *slog.Logger, svc *trading.Service, m *metrics.Metr
 		}
 		res, err := svc.ClosePosition(r.Context(), principal(r.Context()).UserID, id, vol, fx.CloseClient)
 		if err != nil {
-			m.Closes.WithLabelValues(string(fx.CloseClient), fx.ErrorCode(err)).Inc()
+			m.Closes.WithLabelValues(string(fx.CloseClient), resultOf(r.Context(), err)).Inc()
 			return err
 		}
 		m.Closes.WithLabelValues(string(fx.CloseClient), "closed").Inc()

@@ -184,7 +184,8 @@ const dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balan
 var sessionVar = regexp.MustCompile(`^@[A-Za-z_][A-Za-z0-9_]*$`)
 
 // balanceUpdate is the one statement that moves balances: every moved account (in id order, as
-// they were locked) to its new balance, with its marks as Account says. The balance is written,
+// they were locked) to its new balance and its next balanceVersion, with its marks as Account
+// says. The balance is written,
 // not added to: the caller holds the row lock, so the figure is the one every balanceAfter was
 // computed from.
 func balanceUpdate(moved []*Account, delta map[int64]decimal.Decimal) Stmt {
@@ -251,6 +252,9 @@ func balanceUpdate(moved []*Account, delta map[int64]decimal.Decimal) Stmt {
 		}
 		fmt.Fprintf(&sb, " ELSE `%s` END", c.name)
 	}
+	// Every committed balance gets its own version, which the risk engine follows by commit
+	// (trading.RiskDesk.FollowBalances); the row lock makes + 1 race-free.
+	sb.WriteString(", `balanceVersion` = `balanceVersion` + 1")
 	if len(moved) == 1 {
 		sb.WriteString(" WHERE `id` = ?")
 		args = append(args, moved[0].ID)

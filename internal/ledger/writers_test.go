@@ -14,7 +14,8 @@ import (
 )
 
 // writesMoney reports whether SQL text writes the ledger: any INSERT, REPLACE, UPDATE or DELETE
-// on fx_deal, or an UPDATE of fx_account that assigns its balance.
+// on fx_deal, or an UPDATE of fx_account that assigns its balance or its balanceVersion (the
+// version the risk engine follows balances by moves only with the balance).
 func writesMoney(sqlText string) bool {
 	for _, m := range dealWrite.FindAllString(sqlText, -1) {
 		if m != "" {
@@ -32,7 +33,7 @@ func writesMoney(sqlText string) bool {
 var (
 	dealWrite     = regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?fx_deal`?\\b|\\bUPDATE\\b[^;]*?\\bfx_deal\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\bfx_deal\\b")
 	accountUpdate = regexp.MustCompile(`(?is)\bUPDATE\b([^;]*?)\bSET\b(.*?)(?:\bWHERE\b|;|$)`)
-	balanceSet    = regexp.MustCompile("(?is)(?:^|,)\\s*(?:`?\\w+`?\\.)?`?balance`?\\s*=")
+	balanceSet    = regexp.MustCompile("(?is)(?:^|,)\\s*(?:`?\\w+`?\\.)?`?balance(?:Version)?`?\\s*=")
 )
 
 // The detector is a test that can fail: it must see each way of writing the ledger, and nothing
@@ -53,6 +54,8 @@ func TestWritesMoneyDetector(t *testing.T) {
 		{"UPDATE `fx_account` a JOIN `fx_position` p ON p.`accountId` = a.`id` SET a.`balance` = 0", true},
 		{"UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", false},
 		{"UPDATE `fx_account` SET `equity` = `balance` + ? WHERE `id` = ?", false},
+		{"UPDATE `fx_account` SET `balanceVersion` = `balanceVersion` + 1 WHERE `id` = ?", true},
+		{"UPDATE `fx_account` SET `equity` = ?, `balanceVersion` = 0 WHERE `id` = ?", true},
 		{"SELECT `balance` FROM `fx_account` WHERE `id` = ? FOR UPDATE", false},
 		{"SELECT SUM(`amount`) FROM `fx_deal` WHERE `accountId` = ?", false},
 		{"INSERT INTO `fx_deal_archive` (`id`) VALUES (?)", false},

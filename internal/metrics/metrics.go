@@ -49,10 +49,10 @@ func New(process string) *Metrics {
 		}),
 	}
 	m.Orders = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fxdesk_orders_total", Help: "Order submissions by result (filled, resting, replayed, or the error code).",
+		Name: "fxdesk_orders_total", Help: "Order submissions by result (filled, resting, replayed, canceled when the client went away, or the error code).",
 	}, []string{"result"})
 	m.Closes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fxdesk_closes_total", Help: "Position closes by reason (CLIENT, SL, TP, STOP_OUT) and result (closed, or the error code).",
+		Name: "fxdesk_closes_total", Help: "Position closes by reason (CLIENT, SL, TP, STOP_OUT) and result (closed, canceled when the client went away, or the error code).",
 	}, []string{"reason", "result"})
 	m.RiskOwnTime = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fxdesk_risk_own_time_seconds",
@@ -214,7 +214,7 @@ func (m *Metrics) WatchRisk(stats func() risk.Stats) {
 var (
 	riskHeldDesc   = prometheus.NewDesc("fxdesk_risk_watched", "What the risk engine watches, by kind (positions, orders, accounts, symbols, queued).", []string{"kind"}, nil)
 	riskTicksDesc  = prometheus.NewDesc("fxdesk_risk_ticks_total", "Ticks on watched symbols, evaluated or dropped at the gate.", []string{"outcome"}, nil)
-	riskWorkDesc   = prometheus.NewDesc("fxdesk_risk_work_total", "Risk engine work by kind (close_queued, fill_queued, dropped_at_gate, executor_error, already_closed, stop_out, margin_call).", []string{"kind"}, nil)
+	riskWorkDesc   = prometheus.NewDesc("fxdesk_risk_work_total", "Risk engine work by kind (close_queued, fill_queued, dropped_at_gate, executor_error, already_closed, market_refused, stop_out, stop_out_skipped, margin_call).", []string{"kind"}, nil)
 	riskLoadedDesc = prometheus.NewDesc("fxdesk_risk_loaded", "1 once the risk engine has loaded every open position and resting order.", nil, nil)
 )
 
@@ -236,7 +236,8 @@ func (c *riskCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(riskTicksDesc, prometheus.CounterValue, float64(s.TicksDropped), "dropped_at_gate")
 	for kind, n := range map[string]uint64{
 		"close_queued": s.ClosesQueued, "fill_queued": s.FillsQueued, "dropped_at_gate": s.WorkDropped,
-		"executor_error": s.ExecutorErrors, "already_closed": s.AlreadyClosed, "stop_out": s.StopOuts, "margin_call": s.MarginCalls,
+		"executor_error": s.ExecutorErrors, "already_closed": s.AlreadyClosed, "market_refused": s.MarketRefused,
+		"stop_out": s.StopOuts, "stop_out_skipped": s.StopOutSkips, "margin_call": s.MarginCalls,
 	} {
 		ch <- prometheus.MustNewConstMetric(riskWorkDesc, prometheus.CounterValue, float64(n), kind)
 	}

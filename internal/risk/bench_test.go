@@ -27,6 +27,8 @@ func (p benchPrices) LastTick(s string) (tick.Quote, bool) {
 	return tick.Quote{}, false
 }
 
+func (benchPrices) SymbolState(string) tick.State { return tick.Quoting }
+
 func (p benchPrices) set(s string, bid, ask float64) tick.Update {
 	q := &tick.Quote{Bid: bid, Ask: ask, ReceivedAt: time.Now()}
 	p[s].Store(q)

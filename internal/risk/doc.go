@@ -31,8 +31,9 @@
 //	                          mark, each marked from per-symbol aggregates
 //	                          (Σ buy lots, Σ buy lots×open, Σ sell lots, Σ sell lots×open)
 //	                          ├─ below margin call: one alert per crossing ──▶ alert queue
-//	                          ├─ at/below stop-out: largest loser ──▶ mark closing ──▶ queue,
-//	                          │  recompute, repeat until above the level or nothing is open
+//	                          ├─ at/below stop-out: largest loser that can be closed now ──▶
+//	                          │  mark closing ──▶ queue, recompute, repeat until above the
+//	                          │  level or nothing closable is open
 //	                          └─ a new band around the prices just read
 //	queue ──▶ Workers goroutines (all started by Run before the load) ──gate──▶ Executor
 //
@@ -67,6 +68,20 @@
 // executor's Apply (PositionClosed with the exact balance) replaces the estimate; "already
 // closed" (a trader's close won the row lock) just ends the watch; a drop at the gate or any
 // other error puts the position back under watch.
+//
+// Stop-out. At or below an account's stop-out level the engine closes the largest-losing
+// position that can be closed now, recomputes the level with that close handed off, and goes on
+// to the next, until the level is above the stop-out level or nothing closable is open. "Can be
+// closed now" is the executor's own rule read from the engine's view: the instrument is not
+// HALTED (Instrument.Halted) and the symbol is QUOTING (Prices.SymbolState: not MARKET_CLOSED,
+// not stale). A position that cannot be closed is passed over and stays watched; the account,
+// still below its level, is marked on every tick of its symbols (its band is "every tick"), so
+// the position is closed at the first tick after its market reopens. When the executor refuses
+// a close for market state anyway (ErrMarketUnavailable: its view of the session or the
+// instrument changed first), the answer puts the position back under watch, passed over until its
+// symbol ticks again, and the account is re-marked at once, so the next loser is handed off
+// without waiting for a band crossing. Each skip is logged once per position and reason per
+// episode (an episode ends when the level is back above the stop-out level), never at error.
 //
 // Workers. Each close or fill is one transaction that holds one database connection from its
 // first statement to its commit, so the largest number of executor calls that can make progress

@@ -59,6 +59,8 @@ type Stats struct {
 	WorkDropped            uint64 // closes, fills and alerts dropped at the gate
 	ExecutorErrors         uint64
 	AlreadyClosed          uint64
+	MarketRefused          uint64 // closes and fills the executor refused for market state
+	StopOutSkips           uint64 // positions stop-out passed over, once per episode and reason
 	MarginCalls, StopOuts  uint64
 	ExpiredOrdersDiscarded uint64
 }
@@ -94,12 +96,13 @@ type Engine struct {
 	bandFree    []int32
 	instruments map[string]*Instrument
 	legs        map[string]leg
-	due, refs   []int32     // scratch: accounts a tick marks, band refs it reached
-	fired       []heapEntry // scratch: the triggers a tick fired
-	firing      []int32     // scratch: the positions a tick's stops handed off
-	bandTerms   []bandTerm  // scratch
-	marks       uint64      // accounts marked, for the benchmarks
-	gen         uint64      // evaluation generation, for the books' memoised quotes
+	due, refs   []int32      // scratch: accounts a tick marks, band refs it reached
+	fired       []heapEntry  // scratch: the triggers a tick fired
+	firing      []int32      // scratch: the positions a tick's stops handed off
+	passed      []passedOver // scratch: the losers a stop-out pick passed over
+	bandTerms   []bandTerm   // scratch
+	marks       uint64       // accounts marked, for the benchmarks
+	gen         uint64       // evaluation generation, for the books' memoised quotes
 	gateShut    bool
 	warned      map[dropKey]struct{} // drops already warned about in this gap
 	outbox      []job                // closes and fills decided, handed to the workers in chunks
@@ -112,6 +115,7 @@ type Engine struct {
 	ticksEvaluated, ticksDropped, closesQueued, fillsQueued atomic.Uint64
 	workDropped, execErrors, alreadyClosed                  atomic.Uint64
 	marginCalls, stopOuts, expired                          atomic.Uint64
+	marketRefused, stopOutSkips                             atomic.Uint64
 }
 
 // outboxChunk is how many decided jobs are handed to the workers at once: the first closes of a
@@ -326,6 +330,7 @@ func (e *Engine) Stats() Stats {
 	s.ClosesQueued, s.FillsQueued = e.closesQueued.Load(), e.fillsQueued.Load()
 	s.WorkDropped, s.ExecutorErrors, s.AlreadyClosed = e.workDropped.Load(), e.execErrors.Load(), e.alreadyClosed.Load()
 	s.MarginCalls, s.StopOuts, s.ExpiredOrdersDiscarded = e.marginCalls.Load(), e.stopOuts.Load(), e.expired.Load()
+	s.MarketRefused, s.StopOutSkips = e.marketRefused.Load(), e.stopOutSkips.Load()
 	return s
 }
 
@@ -372,6 +377,7 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	}
 	e.gateOpenLocked(ctx)
 	e.ticksEvaluated.Add(1)
+	b.ticks++ // a close refused for market state may be tried again (closableLocked)
 	e.fireLocked(ctx, b, &px, arrived)
 	for _, ai := range e.dueLocked(b, u.Quote, px.gen, true) {
 		e.markAccountLocked(ctx, e.accts[ai], &px, arrived)
@@ -486,8 +492,8 @@ func (e *Engine) markAccountLocked(ctx context.Context, a *account, px *pricer, 
 }
 
 // checkAccountLocked raises the margin call once per crossing and stops the account out:
-// largest loser first, recomputing after each hand-off, until the level is above the stop-out
-// level or nothing is left open.
+// largest loser that can be closed now first (stopout.go), recomputing after each hand-off,
+// until the level is above the stop-out level or nothing closable is left open.
 func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer, arrived time.Time) {
 	if !a.known || len(a.exposures) == 0 {
 		a.marginCalled = false
@@ -511,9 +517,10 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 	// Each round hands one position off, so it cannot run more rounds than the account holds.
 	for range len(a.positions) {
 		if lvl > a.StopOutLevel {
+			e.endEpisodeLocked(a)
 			return
 		}
-		idx := e.largestLoserLocked(a, px)
+		idx := e.largestLoserLocked(ctx, a, px, lvl)
 		if idx < 0 {
 			return
 		}
@@ -527,27 +534,6 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 			return
 		}
 	}
-}
-
-// largestLoserLocked is the index of a's open position with the lowest floating profit (the
-// lower id on a tie), or −1.
-func (e *Engine) largestLoserLocked(a *account, px *pricer) int32 {
-	worst := int32(-1)
-	worstPnL := math.Inf(1)
-	for _, idx := range a.positions {
-		p := &e.pos[idx]
-		if p.closing {
-			continue
-		}
-		pnl, ok := e.pnlLocked(a, p, px)
-		if !ok {
-			continue
-		}
-		if pnl < worstPnL || (pnl == worstPnL && worst >= 0 && p.id < e.pos[worst].id) {
-			worst, worstPnL = idx, pnl
-		}
-	}
-	return worst
 }
 
 // ---- marks ----
@@ -575,6 +561,15 @@ func (p *pricer) book(b *book) (tick.Quote, bool) {
 		b.qgen = p.gen
 	}
 	return b.q, b.qok
+}
+
+// state is b's SymbolState, read once per evaluation.
+func (p *pricer) state(b *book) tick.State {
+	if b.stgen != p.gen {
+		b.st = p.prices.SymbolState(b.symbol)
+		b.stgen = p.gen
+	}
+	return b.st
 }
 
 func (p *pricer) toUSD(r legRef) (float64, bool) {
@@ -734,7 +729,7 @@ func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 			e.warnOnceLocked(ctx, job{kind: jobAlert, id: a.ID, level: lvl})
 		}
 		if lvl <= a.StopOutLevel {
-			if idx := e.largestLoserLocked(a, px); idx >= 0 {
+			if idx := e.largestLoserLocked(nil, a, px, lvl); idx >= 0 {
 				p := &e.pos[idx]
 				q, _ := px.book(e.books[p.sym])
 				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.id, reason: fx.CloseStopOut, symbol: e.books[p.sym].symbol, quote: q, level: lvl})
@@ -837,7 +832,18 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 	if already {
 		e.alreadyClosed.Add(1)
 	}
-	if err != nil && !already && !errors.Is(err, errDropped) {
+	refused := !already && errors.Is(err, ErrMarketUnavailable)
+	if refused {
+		e.marketRefused.Add(1)
+		if j.reason != fx.CloseStopOut { // a stop-out refusal is logged as its skip, below
+			what, key := "close refused for market state; the position stays under watch", "position_id"
+			if j.kind == jobFill {
+				what, key = "fill refused for market state; the order stays under watch", "order_id"
+			}
+			e.log.InfoContext(ctx, what, slog.Int64(key, j.id), slog.String("reason", string(j.reason)), slog.Any("err", err))
+		}
+	}
+	if err != nil && !already && !refused && !errors.Is(err, errDropped) {
 		e.execErrors.Add(1)
 		what, key := "close failed; the position stays under watch", "position_id"
 		if j.kind == jobFill {
@@ -866,6 +872,18 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 			p.closing, p.est = false, 0
 			e.exposeLocked(p, 1)
 			e.indexPositionLocked(j.idx)
+			if refused {
+				p.refused, p.refusedAt = true, e.books[p.sym].ticks
+				if j.reason == fx.CloseStopOut && !e.gateShut {
+					// Go on to the account's next loser now rather than at its next band
+					// crossing: re-mark it at current prices, this one passed over.
+					px := e.pricerLocked(nil, tick.Quote{})
+					lvl, _ := e.levelLocked(a, &px)
+					e.noteSkipLocked(ctx, a, j.idx, skipRefused, lvl)
+					e.markAccountLocked(ctx, a, &px, time.Now())
+					e.flushLocked()
+				}
+			}
 		}
 	case jobFill:
 		o := e.orderAt(j.idx, j.id)

@@ -20,8 +20,28 @@ import (
 )
 
 type fakePrices struct {
-	mu sync.Mutex
-	q  map[string]tick.Quote
+	mu     sync.Mutex
+	q      map[string]tick.Quote
+	states map[string]tick.State // absent: QUOTING
+}
+
+func (p *fakePrices) SymbolState(s string) tick.State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.states[s]; ok {
+		return st
+	}
+	return tick.Quoting
+}
+
+// setState sets symbol's session state as the tick engine would report it.
+func (p *fakePrices) setState(s string, st tick.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.states == nil {
+		p.states = map[string]tick.State{}
+	}
+	p.states[s] = st
 }
 
 func (p *fakePrices) LastTick(s string) (tick.Quote, bool) {

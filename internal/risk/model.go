@@ -104,6 +104,9 @@ type Instrument struct {
 	// Markup is the symbol group's markup in price units (markup points × point): a buy closes
 	// at bid − markup, a sell at ask + markup.
 	Markup float64
+	// Halted: the instrument's status is HALTED (fx.InstrumentHalted), so the executor refuses
+	// every close on it; stop-out passes its positions over (doc.go, "Stop-out").
+	Halted bool
 }
 
 // NewInstrument is the engine's float copy of the domain instrument in, with its leverage cap
@@ -111,7 +114,7 @@ type Instrument struct {
 func NewInstrument(in fx.Instrument, leverageMax int, hedgedMarginRate, markupPoints decimal.Decimal) Instrument {
 	return Instrument{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, ContractSize: in.ContractSize.InexactFloat64(),
 		LeverageMax: leverageMax, HedgedMarginRate: hedgedMarginRate.InexactFloat64(),
-		Markup: markupPoints.Mul(in.Point).InexactFloat64()}
+		Markup: markupPoints.Mul(in.Point).InexactFloat64(), Halted: in.Status == fx.InstrumentHalted}
 }
 
 // Snapshot is the whole view the engine starts from.
@@ -129,8 +132,12 @@ type Loader interface {
 }
 
 // Prices is the synchronous quote read under every conversion (tick.Engine, desk.Quotes).
+// SymbolState is the symbol's tradability as the executor will see it (the trading core fills
+// and closes only a QUOTING symbol): stop-out reads it to pass over a position whose market is
+// closed or not quoting, instead of handing the executor a close it must refuse.
 type Prices interface {
 	LastTick(symbol string) (tick.Quote, bool)
+	SymbolState(symbol string) tick.State
 }
 
 // Gate admits or drops lease-guarded work (*gate.Gate): Admit returns nil when w may start now,
@@ -145,13 +152,21 @@ type Gate interface {
 // item and moves on; any other error puts it back under watch so a later tick can retry it.
 var ErrAlreadyClosed = errors.New("already closed")
 
+// ErrMarketUnavailable is what the Executor returns (wrapped) when it refuses a close or fill
+// for the state of the market, not of the position: the symbol's market is closed or not
+// quoting, or the instrument is HALTED. The item stays under watch; a stop-out passes such a
+// position over and goes on to the account's next loser at once, and tries it again at the
+// first tick of its symbol after the refusal (doc.go, "Stop-out").
+var ErrMarketUnavailable = errors.New("market unavailable")
+
 // Executor performs the engine's decisions. Each call is one fenced transaction on the
 // executor's side, made off the tick path by a worker, never while the engine holds its lock.
 //
 // Close closes all of position id at the current quote (never at the stop price: at is the
 // quote that triggered it, for the record and for a gap). Fill fills resting order id the same
 // way. Both return nil on commit, an error wrapping ErrAlreadyClosed when the row is no longer
-// open or pending, and any other error when nothing was written. After a commit the executor
+// open or pending, an error wrapping ErrMarketUnavailable when the market refuses it now, and
+// any other error when nothing was written. After a commit the executor
 // reports the change through Engine.Apply, as every other committed change is reported.
 type Executor interface {
 	Close(ctx context.Context, positionID int64, reason fx.CloseReason, at tick.Quote) error

@@ -19,17 +19,22 @@ import (
 // the margin level computed after the hand-off is the level the account will have once the
 // close commits. Its SL is ref 2·index in e.posSlots, its TP 2·index+1.
 type position struct {
-	id      int64
-	volume  float64 // lots still open
-	open    float64
-	sl, tp  float64 // 0 = none
-	est     float64 // estimated realised profit in the account currency, while closing
-	acct    int32   // e.accts
-	sym     int32   // e.books
-	inAcct  int32   // index in its account's positions
-	side    Side
-	closing bool
-	live    bool // the slot holds a position
+	id     int64
+	volume float64 // lots still open
+	open   float64
+	sl, tp float64 // 0 = none
+	est    float64 // estimated realised profit in the account currency, while closing
+	acct   int32   // e.accts
+	sym    int32   // e.books
+	inAcct int32   // index in its account's positions
+	// refusedAt is its book's tick count when the executor last refused its close for market
+	// state (refused set): stop-out passes it over until its symbol ticks again.
+	refusedAt uint32
+	side      Side
+	closing   bool
+	live      bool       // the slot holds a position
+	refused   bool       // refusedAt is set
+	skip      skipReason // why stop-out last passed it over in this episode (logged once)
 }
 
 // order is a resting Order under watch; ref index in e.ordSlots. While filling it is out of its
@@ -98,7 +103,10 @@ type account struct {
 	marginCalled bool // the alert for the current crossing was raised
 	// stale: something the marks read changed since the band was set (a position, the balance,
 	// the terms); the account is re-marked on the next tick of any symbol it depends on.
-	stale     bool
+	stale bool
+	// skips counts its positions with a skip noted in the current stop-out episode; the notes
+	// are cleared when its level recovers above the stop-out level.
+	skips     int32
 	pending   float64
 	syms      []int32    // exposures[i] is on books[syms[i]]: one cache line to search
 	exposures []exposure // by value, hot
@@ -135,6 +143,9 @@ type book struct {
 	q      tick.Quote
 	qok    bool
 	qgen   uint64
+	st     tick.State // SymbolState as read once per evaluation stgen
+	stgen  uint64
+	ticks  uint32 // ticks evaluated on this symbol (position.refusedAt)
 	symbol string
 	idx    int32
 	// A buy's stops trigger on the bid, a sell's on the ask.
@@ -557,6 +568,9 @@ func (e *Engine) removePositionLocked(idx int32) {
 		e.pos[moved].inAcct = p.inAcct
 	}
 	a.positions = a.positions[:last]
+	if p.skip != skipNone {
+		a.skips--
+	}
 	delete(e.posByID, p.id)
 	e.books[p.sym].watched--
 	*p = position{}

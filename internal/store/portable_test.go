@@ -44,9 +44,11 @@ var built = map[string][]string{
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)",
 	},
 	"internal/ledger.balanceUpdate": {
-		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?",
+		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3), " +
+			"`balanceVersion` = `balanceVersion` + 1 WHERE `id` = ?",
 		"UPDATE `fx_account` SET `balance` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `balance` END, " +
-			"`equity` = CASE `id` WHEN ? THEN `equity` + ? WHEN ? THEN `equity` + ? ELSE `equity` END WHERE `id` IN (?, ?)",
+			"`equity` = CASE `id` WHEN ? THEN `equity` + ? WHEN ? THEN `equity` + ? ELSE `equity` END, " +
+			"`balanceVersion` = `balanceVersion` + 1 WHERE `id` IN (?, ?)",
 	},
 	"internal/swaps.moveWatermarks": {
 		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +

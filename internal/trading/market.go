@@ -6,6 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/tick"
 )
 
@@ -74,23 +75,40 @@ func (m *market) quote(symbol string) (quote, bool) {
 
 // tradable returns symbol's price for a fill or a close: the symbol must be QUOTING. A closed
 // market is the client's to wait for (409); anything else means this process cannot quote (503).
+// Both refusals of a symbol's state are market state to the risk engine
+// (risk.ErrMarketUnavailable): it passes such a position over and retries it later.
 func (m *market) tradable(symbol string) (quote, error) {
 	if m.prices == nil {
 		return quote{}, errPricing()
 	}
 	switch m.prices.SymbolState(symbol) {
 	case tick.MarketClosed:
-		return quote{}, fx.Errorf(fx.ECONFLICT, "The market for %s is closed.", symbol)
+		return quote{}, marketState(fx.Errorf(fx.ECONFLICT, "The market for %s is closed.", symbol))
 	case tick.Quoting:
 	default:
-		return quote{}, errPricing()
+		return quote{}, marketState(errPricing())
 	}
 	q, ok := m.quote(symbol)
 	if !ok || q.state != tick.Quoting {
-		return quote{}, errPricing()
+		return quote{}, marketState(errPricing())
 	}
 	return q, nil
 }
+
+// errHalted refuses a fill or a close on a HALTED instrument (409), market state to the risk
+// engine.
+func errHalted(symbol string) error {
+	return marketState(fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", symbol))
+}
+
+// marketStateError is a client's *fx.Error that the risk engine also recognises as
+// risk.ErrMarketUnavailable.
+type marketStateError struct{ err error }
+
+func marketState(err error) error { return marketStateError{err} }
+
+func (e marketStateError) Error() string   { return e.err.Error() }
+func (e marketStateError) Unwrap() []error { return []error{e.err, risk.ErrMarketUnavailable} }
 
 // ratio is an exact conversion factor num/den, divided once at the end.
 type ratio struct{ num, den decimal.Decimal }

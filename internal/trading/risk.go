@@ -24,7 +24,9 @@ type RiskDesk struct {
 	// observe, when set, counts each engine close by reason and result (metrics.Closes).
 	observe func(reason, result string)
 
-	lastDeal int64 // the newest deal the view has seen; see FollowBalances
+	// versions is each account's balanceVersion as last applied to the view (FollowBalances);
+	// touched only by Load and the refresh, which run one after the other.
+	versions map[int64]int64
 }
 
 // NewRiskDesk adapts svc to the risk engine. observe may be nil.
@@ -33,8 +35,8 @@ func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
 }
 
 // Load reads every OPEN position, PENDING LIMIT/STOP order, account and instrument in one
-// consistent read (a REPEATABLE READ snapshot), and remembers the newest deal it saw so the
-// balance refresh starts where the snapshot ends.
+// consistent read (a REPEATABLE READ snapshot), and remembers each account's balanceVersion in
+// it so the balance refresh starts where the snapshot ends.
 func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	cat, err := loadCatalog(ctx, r.svc.db)
 	if err != nil {
@@ -49,9 +51,9 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	for _, in := range cat.list {
 		s.Instruments = append(s.Instruments, riskInstrument(in))
 	}
-	var lastDeal int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `fx_deal`").Scan(&lastDeal); err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: newest deal: %w", err)
+	versions, err := readVersions(ctx, tx)
+	if err != nil {
+		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
 	}
 
 	if s.Accounts, err = queryAll(ctx, tx, "risk view: accounts", func(sc scanner) (risk.Account, error) {
@@ -72,25 +74,37 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
 		return risk.Snapshot{}, err
 	}
-	r.lastDeal = lastDeal
+	r.versions = versions
 	return s, nil
 }
 
 // FollowBalances keeps the view's balances in step with deals posted outside this Service —
 // the rollover job, in fxdesk-cron or on the inline scheduler: it posts through the same ledger
 // (internal/ledger) but in its own transactions, so no change reaches the engine through
-// notify — until ctx ends: every interval it reads the accounts that have a deal newer than the
-// last one seen and applies their balances. (Following by deal id can miss a deal committed
-// after a newer one; issue 14 replaces this with a per-account version the ledger bumps.)
+// notify — until ctx ends: every interval it reads every account's balanceVersion and applies
+// the balance of each whose version differs from the one last applied.
+//
+// Why by version and not by deal id: deal ids are assigned at insert and transactions commit in
+// any order, so "deals newer than the newest seen" skipped a swap batch that inserted its deals
+// before a close's deal and committed after it (issue 14). The ledger bumps an account's
+// balanceVersion in the statement that moves its balance, under the row lock, so every committed
+// balance has its own version, and a version differing from the last applied is seen at the
+// first refresh after its commit, whatever the commit order. A desk-wide "changed since" cursor
+// would need an order of commits, which MySQL does not expose portably (AUTO_INCREMENT and
+// timestamps are taken at write time, not commit), and a counter row taken by every writer
+// would serialise every balance change of the desk behind one lock. So the refresh reads all
+// (id, balanceVersion, balance) rows — the clustered index, in one pass — and compares in
+// memory; the column has no index, because every deal would then pay a secondary-index write.
+// Its cost grows with the number of accounts (BenchmarkRefreshBalances; docs/operations.md),
+// not with the desk's traffic.
 //
 // Why this and not a periodic full reload: a reload costs the whole desk every time and the
 // engine has no way to drop what it no longer lists; balances are the only thing another
 // process changes that the engine cannot derive itself (orders that reconcile expires are
-// discarded by the engine on its own clock, and nothing else opens or closes positions). The
-// query walks fx_deal's primary key from the last id seen, so an idle desk pays one index probe.
-// A refresh that read a balance just before this process committed a close may apply the older
-// figure after the close's own change; the close's deal is newer than the refresh's newest
-// deal, so the next refresh puts it right.
+// discarded by the engine on its own clock, and nothing else opens or closes positions). A
+// refresh that read a balance just before this process committed a close may apply the older
+// figure after the close's own change; the close moved the version past the one the refresh
+// recorded, so the next refresh puts it right.
 //
 // Call it only after the engine's first load (Load sets the starting point), from one goroutine.
 func (r *RiskDesk) FollowBalances(ctx context.Context, every time.Duration, apply func(context.Context, ...risk.Change)) {
@@ -108,31 +122,70 @@ func (r *RiskDesk) FollowBalances(ctx context.Context, every time.Duration, appl
 	}
 }
 
+// refreshBalances applies, in one call, the balance of every account whose balanceVersion
+// differs from the one last applied.
 func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Context, ...risk.Change)) error {
-	rows, err := r.svc.db.QueryContext(ctx, "SELECT a.`id`, a.`balance`, MAX(d.`id`) FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` "+
-		"WHERE d.`id` > ? GROUP BY a.`id`, a.`balance`", r.lastDeal)
-	if err != nil {
-		return fmt.Errorf("refresh balances: %w", err)
+	if r.versions == nil {
+		r.versions = map[int64]int64{}
 	}
-	defer rows.Close()
 	var changes []risk.Change
-	last := r.lastDeal
-	for rows.Next() {
-		var id, deal int64
-		var bal decimal.Decimal
-		if err := rows.Scan(&id, &bal, &deal); err != nil {
-			return fmt.Errorf("refresh balances: %w", err)
+	var seen []int64
+	err := eachVersion(ctx, r.svc.db, func(id, version int64, balance func() (decimal.Decimal, error)) error {
+		if known, ok := r.versions[id]; ok && known == version {
+			return nil
+		}
+		bal, err := balance()
+		if err != nil {
+			return err
 		}
 		changes = append(changes, risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: id, Balance: bal.InexactFloat64()}})
-		last = max(last, deal)
-	}
-	if err := rows.Err(); err != nil {
+		seen = append(seen, id, version)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("refresh balances: %w", err)
 	}
 	if len(changes) > 0 {
 		apply(ctx, changes...)
 	}
-	r.lastDeal = last
+	for i := 0; i < len(seen); i += 2 {
+		r.versions[seen[i]] = seen[i+1]
+	}
+	return nil
+}
+
+// readVersions is every account's balanceVersion.
+func readVersions(ctx context.Context, q querier) (map[int64]int64, error) {
+	versions := map[int64]int64{}
+	err := eachVersion(ctx, q, func(id, version int64, _ func() (decimal.Decimal, error)) error {
+		versions[id] = version
+		return nil
+	})
+	return versions, err
+}
+
+// eachVersion calls fn with every account's id and balanceVersion; balance parses the row's
+// balance, which an unchanged account never needs (a refresh of an idle desk parses none).
+func eachVersion(ctx context.Context, q querier, fn func(id, version int64, balance func() (decimal.Decimal, error)) error) error {
+	rows, err := q.QueryContext(ctx, "SELECT `id`, `balanceVersion`, `balance` FROM `fx_account`")
+	if err != nil {
+		return fmt.Errorf("balance versions: %w", err)
+	}
+	defer rows.Close()
+	var id, v int64
+	var raw sql.RawBytes
+	balance := func() (decimal.Decimal, error) { return decimal.NewFromString(string(raw)) }
+	for rows.Next() {
+		if err := rows.Scan(&id, &v, &raw); err != nil {
+			return fmt.Errorf("balance versions: %w", err)
+		}
+		if err := fn(id, v, balance); err != nil {
+			return fmt.Errorf("balance versions: account %d: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("balance versions: %w", err)
+	}
 	return nil
 }
 
@@ -181,7 +234,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+		return errHalted(in.Symbol)
 	}
 	m := newMarket(s.prices, cat)
 	q, err := m.tradable(symbol)

@@ -829,7 +829,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 		return CloseResult{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", in.Symbol)
+		return CloseResult{}, errHalted(in.Symbol)
 	}
 	if volume != nil {
 		if err := checkVolume(in, *volume); err != nil {

@@ -1,0 +1,164 @@
+package risk
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/tick"
+)
+
+// The stop-out of issue 14, defect 2: a USD account, leverage 100, balance 1,000, long XAUUSD
+// 0.2 from 2000.00 and EURUSD 0.3 from 1.1002.
+func stopOutDesk() Snapshot {
+	ins := append(instruments(), Instrument{Symbol: "XAUUSD", Base: "XAU", Quote: "USD", ContractSize: 100, LeverageMax: 500})
+	acc := Account{ID: 7, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	return Snapshot{Instruments: ins, Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 7, Symbol: "XAUUSD", Side: Buy, Volume: 0.2, OpenPrice: 2000.00},
+		{ID: 2, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 0.3, OpenPrice: 1.1002},
+	}}
+}
+
+// refuseClosedMarkets answers like the trading core: a close on a symbol whose market is not
+// QUOTING is refused for market state.
+func refuseClosedMarkets(r *rig) func(call) error {
+	return func(c call) error {
+		if st := r.prices.SymbolState(symbolOf(c.id)); st != tick.Quoting {
+			return fmt.Errorf("%s: The market for %s is closed: %w", c.reason, symbolOf(c.id), ErrMarketUnavailable)
+		}
+		return nil
+	}
+}
+
+func symbolOf(id int64) string {
+	if id == 1 {
+		return "XAUUSD"
+	}
+	return "EURUSD"
+}
+
+const skipLine = "stop-out passed over a position it cannot close now"
+
+// TestStopOutPassesOverClosedMarket: the largest loser's market is closed, so the stop-out
+// closes the next loser at the very tick that takes the account below its level (−186.00 on
+// EURUSD, the level back to 79 %) instead of stalling behind gold; the skip is logged once per
+// episode; gold stays watched and is closed at the first tick after its market reopens.
+func TestStopOutPassesOverClosedMarket(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, stopOutDesk(), 1, func(r *rig) {
+		r.prices.set("EURUSD", 1.1000, 1.1002)
+		r.exec.answer = refuseClosedMarkets(r)
+	})
+	// Gold −500: equity 494 over margin 395.05 + 330.03 = 68 %.
+	r.tick("XAUUSD", 1975.00, 1975.50)
+	r.wantCalls()
+	r.prices.setState("XAUUSD", tick.MarketClosed)
+	// EURUSD −186: equity 314 over 395.05 + 328.23 = 43 %. Without EURUSD: 314 / 395.05 = 79 %.
+	r.tick("EURUSD", 1.0940, 1.0942)
+	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut, at: q(1.0940, 1.0942)})
+	if n := r.logs.lines(skipLine, "position_id=1", `why="market closed"`); n != 1 {
+		t.Fatalf("%d skip lines for gold, want 1:\n%s", n, r.logs)
+	}
+
+	// Gold's last price falls while its market is closed (no tick): every evaluation passes it
+	// over, and the new episode logs it once.
+	r.prices.set("XAUUSD", 1960.00, 1960.50) // 1000 − 186 − 800 = 14 over 392.05: 3.6 %
+	r.e.Sweep(context.Background(), SweepUpdatesDropped)
+	r.e.Sweep(context.Background(), SweepUpdatesDropped)
+	r.settle()
+	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut})
+	if n := r.logs.lines(skipLine, "position_id=1"); n != 2 {
+		t.Fatalf("%d skip lines for gold over two episodes, want 2:\n%s", n, r.logs)
+	}
+
+	// The market reopens: its first tick closes gold.
+	r.prices.setState("XAUUSD", tick.Quoting)
+	r.tick("XAUUSD", 1960.00, 1960.50)
+	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut},
+		call{kind: jobClose, id: 1, reason: fx.CloseStopOut, at: q(1960.00, 1960.50)})
+	if s := r.e.Stats(); s.Positions != 0 || s.ExecutorErrors != 0 {
+		t.Fatalf("stats after the stop-out: %+v", s)
+	}
+}
+
+// TestStopOutGoesOnWhenCloseRefused: the engine sees gold quoting, but the executor refuses its
+// close for market state (its view of the session changed first). The stop-out goes on to
+// EURUSD as soon as the refusal comes back, without waiting for another tick, logs no error,
+// and tries gold again only at gold's next tick.
+func TestStopOutGoesOnWhenCloseRefused(t *testing.T) {
+	t.Parallel()
+	refuse := true
+	r := newRig(t, stopOutDesk(), 1, func(r *rig) {
+		r.prices.set("EURUSD", 1.1000, 1.1002)
+		r.prices.set("XAUUSD", 1975.00, 1975.50)
+		r.exec.answer = func(c call) error {
+			if c.id == 1 && refuse {
+				return fmt.Errorf("STOP_OUT: The market for XAUUSD is closed: %w", ErrMarketUnavailable)
+			}
+			return nil
+		}
+	})
+	r.tick("EURUSD", 1.0940, 1.0942)
+	r.settle() // the refusal re-marked the account and handed EURUSD off
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 2, reason: fx.CloseStopOut, at: q(1.0940, 1.0942)})
+	if n := r.logs.lines(skipLine, "position_id=1", "close refused for market state"); n != 1 {
+		t.Fatalf("%d skip lines for the refused close, want 1:\n%s", n, r.logs)
+	}
+	if n := r.logs.lines("level=ERROR"); n != 0 {
+		t.Fatalf("a refusal for market state logged an error:\n%s", r.logs)
+	}
+
+	// Deeper, on gold's own next tick, a new episode (3.6 %): tried again, refused again.
+	r.tick("XAUUSD", 1960.00, 1960.50)
+	r.settle()
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 2, reason: fx.CloseStopOut},
+		call{kind: jobClose, id: 1, reason: fx.CloseStopOut})
+	// Not retried until gold ticks again, and logged once in this episode: sweeps pass it over.
+	r.e.Sweep(context.Background(), SweepUpdatesDropped)
+	r.e.Sweep(context.Background(), SweepUpdatesDropped)
+	r.settle()
+	if n := len(r.exec.got()); n != 3 {
+		t.Fatalf("%d executor calls after sweeps without a gold tick, want 3", n)
+	}
+	if n := r.logs.lines(skipLine, "position_id=1"); n != 2 {
+		t.Fatalf("%d skip lines over two episodes, want 2:\n%s", n, r.logs)
+	}
+	refuse = false
+	r.tick("XAUUSD", 1960.00, 1960.50)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 2, reason: fx.CloseStopOut},
+		call{kind: jobClose, id: 1, reason: fx.CloseStopOut}, call{kind: jobClose, id: 1, reason: fx.CloseStopOut})
+	if s := r.e.Stats(); s.Positions != 0 || s.MarketRefused != 2 || s.ExecutorErrors != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// TestStopOutPassesOverHaltedInstrument: a HALTED instrument's position is passed over like a
+// closed market's, and closed once the instrument is active again and its symbol ticks.
+func TestStopOutPassesOverHaltedInstrument(t *testing.T) {
+	t.Parallel()
+	snap := stopOutDesk()
+	snap.Instruments[len(snap.Instruments)-1].Halted = true
+	r := newRig(t, snap, 1, func(r *rig) {
+		r.prices.set("XAUUSD", 1975.00, 1975.50)
+		r.exec.answer = func(c call) error {
+			if c.id == 1 {
+				return fmt.Errorf("STOP_OUT: Trading in XAUUSD is halted: %w", ErrMarketUnavailable)
+			}
+			return nil
+		}
+	})
+	r.tick("EURUSD", 1.0940, 1.0942)
+	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut})
+	if n := r.logs.lines(skipLine, "position_id=1", `why="instrument halted"`); n != 1 {
+		t.Fatalf("%d skip lines for the halted instrument, want 1:\n%s", n, r.logs)
+	}
+	active := snap.Instruments[len(snap.Instruments)-1]
+	active.Halted = false
+	r.exec.mu.Lock()
+	r.exec.answer = nil
+	r.exec.mu.Unlock()
+	r.e.Apply(context.Background(), Change{Kind: InstrumentUpserted, Instrument: active})
+	r.tick("XAUUSD", 1960.00, 1960.50)
+	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut}, call{kind: jobClose, id: 1, reason: fx.CloseStopOut})
+}

@@ -1,0 +1,91 @@
+package trading
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/tick"
+)
+
+// sessionPrices quotes fixed prices under a session state the test sets.
+type sessionPrices struct {
+	fixedPrices
+	mu     sync.Mutex
+	states map[string]tick.State
+}
+
+func (p *sessionPrices) SymbolState(s string) tick.State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.states[s]; ok {
+		return st
+	}
+	return p.fixedPrices.SymbolState(s)
+}
+
+func (p *sessionPrices) set(s string, st tick.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.states[s] = st
+}
+
+// The risk engine's executor refuses a close for market state — a closed market, a symbol not
+// quoting, a HALTED instrument — with an error the engine recognises (risk.ErrMarketUnavailable:
+// pass the position over, try the next loser), while the client still sees its 409 or 503.
+// Any other refusal, and a commit, is not market state.
+func TestRiskCloseRefusedForMarketState(t *testing.T) {
+	ctx := context.Background()
+	prices := &sessionPrices{fixedPrices: fixedPrices{"XAGUSD": {24.100, 24.130}}, states: map[string]tick.State{}}
+	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	rd := NewRiskDesk(svc, nil)
+	a := fundedAccount(t, svc, 9301)
+	open := func() int64 {
+		t.Helper()
+		r, err := svc.PlaceOrder(ctx, 9301, OrderRequest{AccountID: a.ID, Symbol: "XAGUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("0.01")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Position.ID
+	}
+	id := open()
+
+	for _, tc := range []struct {
+		state tick.State
+		code  string
+	}{{tick.MarketClosed, fx.ECONFLICT}, {tick.QuotingHalted, fx.EUNAVAILABLE}} {
+		prices.set("XAGUSD", tc.state)
+		err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+		if !errors.Is(err, risk.ErrMarketUnavailable) || fx.ErrorCode(err) != tc.code {
+			t.Fatalf("close on %s: %v (code %s), want market state and %s", tc.state, err, fx.ErrorCode(err), tc.code)
+		}
+	}
+	prices.set("XAGUSD", tick.Quoting)
+
+	status := fx.InstrumentHalted
+	if _, err := svc.PutInstruments(ctx, []InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
+		t.Fatal(err)
+	}
+	err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+	active := fx.InstrumentActive
+	if _, perr := svc.PutInstruments(ctx, []InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
+		t.Fatal(perr)
+	}
+	if !errors.Is(err, risk.ErrMarketUnavailable) || fx.ErrorCode(err) != fx.ECONFLICT {
+		t.Fatalf("close on a halted instrument: %v, want market state and ECONFLICT", err)
+	}
+
+	if err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{}); err != nil {
+		t.Fatalf("close on an open market: %v", err)
+	}
+	err = rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+	if errors.Is(err, risk.ErrMarketUnavailable) || !errors.Is(err, risk.ErrAlreadyClosed) {
+		t.Fatalf("second close: %v, want already closed and not market state", err)
+	}
+}

@@ -1,0 +1,2 @@
+ALTER TABLE `fx_account`
+  DROP COLUMN `balanceVersion`;
