@@ -139,14 +139,18 @@ func (c *catalog) accountGroup(name string) AccountGroup {
 
 // ---- accounts ----
 
-// CreateAccount opens an account for userID with a currency the USD hub can convert.
+// CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
+// the USD hub can convert: an account the desk cannot mark could never trade.
 func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
+	if err := fx.CheckAccountCurrency(currency); err != nil {
+		return Account{}, err
+	}
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return Account{}, err
 	}
 	if !cat.currencies[currency] {
-		return Account{}, fx.Errorf(fx.EINVALID, "currency %q is not one the desk can convert (examples: USD, EUR, JPY).", currency)
+		return Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
 	}
 	g := cat.accountGroup("default")
 	if leverage < 1 || leverage > g.LeverageMax {
