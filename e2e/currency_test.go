@@ -42,3 +42,51 @@ func TestTradingMetalAccountsAreRefused(t *testing.T) {
 		t.Fatalf("CHF account = %+v", a.Account)
 	}
 }
+
+// A JPY account over HTTP: money is whole yen in and out. A deposit of 100.5 yen is refused with
+// a 400 that says so; the commission of 7 USD at USDJPY mid 150.010 (1050.07 yen) is booked and
+// shown as "-1050"; the profit deals are whole yen; Σ deals = balance throughout.
+func TestTradingJPYAccountIsWholeYen(t *testing.T) {
+	t.Parallel()
+	d := newTradingDesk(t)
+	tok, acct := d.newTrader(1401, "JPY", "100", "")
+	deposit := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct)
+	before := d.snapshot()
+	code, b := call(t, d.web, d.admin, "POST", deposit, `{"amount":"100.5"}`)
+	var e errorResp
+	if code != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, "JPY amounts are whole numbers") {
+		t.Fatalf("deposit of 100.5 yen: %d %s, want 400 naming whole yen", code, b)
+	}
+	if after := d.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the refused deposit changed the database:\nbefore %v\nafter  %v", before, after)
+	}
+	must(t, d.web, d.admin, "POST", deposit, `{"amount":"1000000"}`, http.StatusCreated, nil)
+	d.checkLedger(acct, "1000000")
+	d.setQuote(tok, "USDJPY", "150.000", "150.020")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+
+	var o orderResp
+	must(t, d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1.00"}`, acct), http.StatusCreated, &o)
+	if o.Commission == nil || o.Commission.Amount != "-1050" || o.Commission.BalanceAfter != "998950" || o.Position.Commission != "1050" {
+		t.Fatalf("fill commission %+v position %+v, want -1050 yen", o.Commission, o.Position)
+	}
+	d.checkLedger(acct, "998950")
+	// Floating −20 USD = −3000.2 yen; margin 1100.10 USD = 165026.001 yen; level 603.51 %.
+	wantMetrics(t, d.account(tok, acct), "998950", "995950", "165026", "830924", "603.51")
+
+	d.setQuote(tok, "EURUSD", "1.10050", "1.10070")
+	var c closeResp
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{"volume":"0.30"}`, http.StatusOK, &c)
+	if c.Deal.Amount != "1350" { // 9 USD = 1350.09 yen
+		t.Fatalf("partial close deal %+v, want 1350 yen", c.Deal)
+	}
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), "", http.StatusOK, &c)
+	if c.Deal.Amount != "3150" || c.Position.RealizedProfit != "4500" { // 21 USD = 3150.21 yen
+		t.Fatalf("close %+v, want 3150 yen", c)
+	}
+	d.checkLedger(acct, "1003450")
+	var fractional int
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` = ? AND `amount` <> ROUND(`amount`, 0)", acct).Scan(&fractional); err != nil || fractional != 0 {
+		t.Fatalf("%d deals carry a fraction of a yen (%v)", fractional, err)
+	}
+}

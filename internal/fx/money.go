@@ -1,5 +1,9 @@
 package fx
 
+import (
+	"github.com/shopspring/decimal"
+)
+
 // minorUnits holds the fiat currencies an account may be opened in, with their ISO 4217 minor
 // units (ISO 4217 list one, current codes): money in an account's currency is rounded to these
 // places. Every code the desk's instruments can involve is here, and the rest of the current
@@ -46,6 +50,13 @@ var minorUnits = map[string]int32{
 // gold account hears why.
 var metals = map[string]string{"XAU": "gold", "XAG": "silver", "XPT": "platinum", "XPD": "palladium"}
 
+// MaxMoneyPlaces is the most places any account currency has: the scale of the money columns.
+const MaxMoneyPlaces = 3
+
+// legacyMoneyPlaces is the precision of every account before the table: an account row opened
+// then in a code the table does not hold (an XAU account) keeps the places its deals carry.
+const legacyMoneyPlaces = 2
+
 // MinorUnits returns currency's ISO 4217 minor units; ok is false when currency is not a fiat
 // currency an account may hold.
 func MinorUnits(currency string) (places int32, ok bool) {
@@ -63,4 +74,37 @@ func CheckAccountCurrency(currency string) error {
 		return Errorf(EINVALID, "%s is %s, not a currency: accounts hold fiat currencies (such as USD, EUR, JPY).", currency, metal)
 	}
 	return Errorf(EINVALID, "%q is not a fiat currency the desk knows: accounts hold fiat currencies with an ISO 4217 code (such as USD, EUR, JPY).", currency)
+}
+
+// MoneyPlaces is how many decimals money in currency carries: its minor units.
+func MoneyPlaces(currency string) int32 {
+	if places, ok := minorUnits[currency]; ok {
+		return places
+	}
+	return legacyMoneyPlaces
+}
+
+// RoundMoney rounds an exact amount in currency to its minor units, half away from zero.
+// Every amount written to the ledger passes through here exactly once (ledger.Money).
+func RoundMoney(currency string, d decimal.Decimal) decimal.Decimal {
+	return d.Round(MoneyPlaces(currency))
+}
+
+// FormatMoney writes an amount in currency with exactly its minor units: "1050" yen, "10.50"
+// dollars, "1.250" dinars. Money leaves the desk in this form.
+func FormatMoney(currency string, d decimal.Decimal) string {
+	return d.StringFixed(MoneyPlaces(currency))
+}
+
+// CheckMoney returns an EINVALID error naming field and currency when amount carries more
+// decimals than currency's minor units.
+func CheckMoney(field, currency string, amount decimal.Decimal) error {
+	places := MoneyPlaces(currency)
+	if amount.Equal(amount.Truncate(places)) {
+		return nil
+	}
+	if places == 0 {
+		return Errorf(EINVALID, "%s %s has decimals: %s amounts are whole numbers.", field, amount, currency)
+	}
+	return Errorf(EINVALID, "%s %s has more than %d decimals, the most %s allows.", field, amount, places, currency)
 }
