@@ -43,23 +43,15 @@ func TestTradingMetalAccountsAreRefused(t *testing.T) {
 	}
 }
 
-// A JPY account over HTTP: money is whole yen in and out. A deposit of 100.5 yen is refused with
-// a 400 that says so; the commission of 7 USD at USDJPY mid 150.010 (1050.07 yen) is booked and
-// shown as "-1050"; the profit deals are whole yen; Σ deals = balance throughout.
+// A JPY account over HTTP: money is whole yen in and out. The commission of 7 USD at USDJPY mid
+// 150.010 (1050.07 yen) is booked and shown as "-1050"; the marks and the profit deals are whole
+// yen; Σ deals = balance throughout; and a deposit of 100.5 yen is a 400 that says so and
+// changes nothing.
 func TestTradingJPYAccountIsWholeYen(t *testing.T) {
 	t.Parallel()
 	d := newTradingDesk(t)
 	tok, acct := d.newTrader(1401, "JPY", "100", "")
 	deposit := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct)
-	before := d.snapshot()
-	code, b := call(t, d.web, d.admin, "POST", deposit, `{"amount":"100.5"}`)
-	var e errorResp
-	if code != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, "JPY amounts are whole numbers") {
-		t.Fatalf("deposit of 100.5 yen: %d %s, want 400 naming whole yen", code, b)
-	}
-	if after := d.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("the refused deposit changed the database:\nbefore %v\nafter  %v", before, after)
-	}
 	must(t, d.web, d.admin, "POST", deposit, `{"amount":"1000000"}`, http.StatusCreated, nil)
 	d.checkLedger(acct, "1000000")
 	d.setQuote(tok, "USDJPY", "150.000", "150.020")
@@ -88,5 +80,15 @@ func TestTradingJPYAccountIsWholeYen(t *testing.T) {
 	var fractional int
 	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` = ? AND `amount` <> ROUND(`amount`, 0)", acct).Scan(&fractional); err != nil || fractional != 0 {
 		t.Fatalf("%d deals carry a fraction of a yen (%v)", fractional, err)
+	}
+
+	before := d.snapshot()
+	code, b := call(t, d.web, d.admin, "POST", deposit, `{"amount":"100.5"}`)
+	var e errorResp
+	if code != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, "JPY amounts are whole numbers") {
+		t.Fatalf("deposit of 100.5 yen: %d %s, want 400 naming whole yen", code, b)
+	}
+	if after := d.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the refused deposit changed the database:\nbefore %v\nafter  %v", before, after)
 	}
 }

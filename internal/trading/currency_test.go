@@ -38,9 +38,10 @@ func ledgerOf(t *testing.T, account int64) (amounts []decimal.Decimal, balance d
 	return amounts, balance
 }
 
-// minorUnitsTrip opens an account in currency with prices, refuses a deposit with one decimal
-// too many, deposits, buys EURUSD 1.00 (commission 7 USD converted), then closes 0.30 and the
-// remaining 0.70 at closePrices. It returns the results for the caller's figures.
+// minorUnitsTrip opens an account in currency, deposits, buys EURUSD 1.00 at open prices
+// (commission 7 USD converted), closes 0.30 and then the remaining 0.70 at close prices, and
+// last asks for a deposit with one decimal too many, which must change nothing. It returns the
+// results for the caller's figures.
 type minorUnitsTrip struct {
 	account                Account
 	fill                   OrderResult
@@ -59,15 +60,6 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 	if r.account, err = svc.CreateAccount(ctx, user, currency, 100); err != nil {
 		t.Fatalf("open a %s account: %v", currency, err)
 	}
-	before := counts(t, r.account.ID)
-	_, _, err = svc.Deposit(ctx, r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
-	if fx.ErrorCode(err) != fx.EINVALID {
-		t.Fatalf("deposit of %s %s = %v, want EINVALID", tooFine, currency, err)
-	}
-	r.refusedDeposit = fx.ErrorMessage(err)
-	if after := counts(t, r.account.ID); after != before {
-		t.Fatalf("the refused deposit changed the database: %v → %v", before, after)
-	}
 	if _, _, err := svc.Deposit(ctx, r.account.ID, decimal.RequireFromString(deposit), "seed"); err != nil {
 		t.Fatalf("deposit %s %s: %v", deposit, currency, err)
 	}
@@ -84,6 +76,15 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 	}
 	if r.final, err = later.ClosePosition(ctx, user, r.fill.Position.ID, nil, fx.CloseClient); err != nil {
 		t.Fatal(err)
+	}
+	before := counts(t, r.account.ID)
+	_, _, err = svc.Deposit(ctx, r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
+	if fx.ErrorCode(err) != fx.EINVALID {
+		t.Errorf("deposit of %s %s = %v, want EINVALID", tooFine, currency, err)
+	}
+	r.refusedDeposit = fx.ErrorMessage(err)
+	if after := counts(t, r.account.ID); after != before {
+		t.Errorf("the refused deposit changed the database: %v → %v", before, after)
 	}
 	return r
 }
