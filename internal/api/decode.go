@@ -280,7 +280,9 @@ type amountWire struct {
 	RequestNonce string  `json:"requestNonce"`
 }
 
-// decodeAmount reads a deposit or withdrawal: a positive amount with at most two decimals.
+// decodeAmount reads a deposit or withdrawal: a positive amount with at most fx.MaxMoneyPlaces
+// decimals. How many the account's currency allows (none for JPY, two for USD, three for KWD)
+// is the trading service's check, once it has read the account.
 func decodeAmount(r io.Reader) (decimal.Decimal, string, error) {
 	var w amountWire
 	if err := decodeStrict(r, &w, false); err != nil {
@@ -289,7 +291,7 @@ func decodeAmount(r io.Reader) (decimal.Decimal, string, error) {
 	if w.Amount == nil {
 		return decimal.Decimal{}, "", fx.Errorf(fx.EINVALID, "amount (a decimal string) is required.")
 	}
-	a, err := fx.ParseDecimal("amount", *w.Amount, fx.MoneyPlaces)
+	a, err := fx.ParseDecimal("amount", *w.Amount, fx.MaxMoneyPlaces)
 	if err != nil {
 		return decimal.Decimal{}, "", err
 	}

@@ -80,3 +80,30 @@ func TestPositionViewNames(t *testing.T) {
 		t.Fatalf("closed position view %+v", v)
 	}
 }
+
+// Money leaves the desk with exactly its currency's minor units: whole yen, cents, fils. An
+// account, its positions and its deals agree, whatever the value's own scale.
+func TestMoneyIsShownInTheCurrencysMinorUnits(t *testing.T) {
+	d := decimal.RequireFromString
+	for _, tc := range []struct {
+		currency, amount, want string
+	}{
+		{"JPY", "998950.000", "998950"},
+		{"USD", "10", "10.00"},
+		{"KWD", "2.153", "2.153"},
+		{"KWD", "1000", "1000.000"},
+	} {
+		a := trading.Account{ID: 1, Currency: tc.currency, Balance: d(tc.amount), Equity: d(tc.amount), UsedMargin: decimal.Zero}
+		if v := viewAccount(a); v.Balance != tc.want || v.Equity != tc.want || v.FreeMargin != tc.want {
+			t.Errorf("%s account view %+v, want %s", tc.currency, v, tc.want)
+		}
+		p := trading.Position{ID: 2, Currency: tc.currency, Commission: d(tc.amount), RealizedProfit: d(tc.amount), OpenedAt: time.Now()}
+		if v := viewPosition(p); v.Commission != tc.want || v.RealizedProfit != tc.want {
+			t.Errorf("%s position view %+v, want %s", tc.currency, v, tc.want)
+		}
+		deal := trading.Deal{ID: 3, Currency: tc.currency, Amount: d(tc.amount), BalanceAfter: d(tc.amount)}
+		if v := viewDeal(deal); v.Amount != tc.want || v.BalanceAfter != tc.want {
+			t.Errorf("%s deal view %+v, want %s", tc.currency, v, tc.want)
+		}
+	}
+}

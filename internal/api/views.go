@@ -9,10 +9,11 @@ import (
 	"fxdesk/internal/trading"
 )
 
-// Amounts, prices and volumes leave the desk as decimal strings: money with exactly two
-// decimals, prices and volumes without trailing zeros.
+// Amounts, prices and volumes leave the desk as decimal strings: money with exactly its
+// currency's minor units ("1050" yen, "10.50" dollars, "1.250" dinars), prices and volumes
+// without trailing zeros.
 
-func money(d decimal.Decimal) string { return d.StringFixed(fx.MoneyPlaces) }
+func money(currency string, d decimal.Decimal) string { return fx.FormatMoney(currency, d) }
 
 func optString(d *decimal.Decimal) *string {
 	if d == nil {
@@ -46,8 +47,8 @@ func viewAccount(a trading.Account) accountView {
 
 func viewMetrics(a trading.Account, m trading.Metrics) accountView {
 	out := accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
-		Balance: money(m.Balance), Equity: money(m.Equity), UsedMargin: money(m.UsedMargin),
-		FreeMargin: money(m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
+		Balance: money(a.Currency, m.Balance), Equity: money(a.Currency, m.Equity), UsedMargin: money(a.Currency, m.UsedMargin),
+		FreeMargin: money(a.Currency, m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
 	if m.MarginLevel != nil {
 		s := m.MarginLevel.StringFixed(2)
 		out.MarginLevel = &s
@@ -110,7 +111,7 @@ type positionView struct {
 func viewPosition(p trading.Position) positionView {
 	v := positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
 		InitialVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
-		Commission: money(p.Commission), RealizedProfit: money(p.RealizedProfit), Status: p.Status,
+		Commission: money(p.Currency, p.Commission), RealizedProfit: money(p.Currency, p.RealizedProfit), Status: p.Status,
 		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt}
 	// Rows written before partial closes stopped setting closePrice may still hold one.
 	if p.Status == fx.PositionClosed {
@@ -138,7 +139,7 @@ type dealView struct {
 }
 
 func viewDeal(d trading.Deal) dealView {
-	return dealView{ID: d.ID, AccountID: d.AccountID, Type: string(d.Type), Amount: money(d.Amount), BalanceAfter: money(d.BalanceAfter),
+	return dealView{ID: d.ID, AccountID: d.AccountID, Type: string(d.Type), Amount: money(d.Currency, d.Amount), BalanceAfter: money(d.Currency, d.BalanceAfter),
 		Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume),
 		Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment, CreatedAt: d.CreatedAt.UTC()}
 }

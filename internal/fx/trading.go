@@ -57,13 +57,6 @@ const (
 	DealSwap       DealType = "SWAP"
 )
 
-// MoneyPlaces is how many decimals every ledger amount carries, in every currency.
-const MoneyPlaces = 2
-
-// RoundMoney rounds an exact amount to the ledger's precision, half away from zero. Every
-// amount written to the ledger passes through here exactly once.
-func RoundMoney(d decimal.Decimal) decimal.Decimal { return d.Round(MoneyPlaces) }
-
 // ParseDecimal reads a decimal string as it travels in requests: optional minus sign, digits, an
 // optional fraction of at most maxPlaces digits. No exponents, no spaces, no leading '+', no
 // thousands separators: a client that sends something else has a bug we want it to hear about.

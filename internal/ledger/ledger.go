@@ -98,11 +98,10 @@ func (p Posting) Exec(ctx context.Context, tx Execer) error {
 	return nil
 }
 
-// Money rounds an exact amount in currency to the ledger's precision for that currency. Every
-// amount the ledger writes passes through here exactly once.
+// Money rounds an exact amount in currency to that currency's minor units (fx.RoundMoney):
+// whole yen, cents, fils. Every amount the ledger writes passes through here exactly once.
 func Money(currency string, amount decimal.Decimal) decimal.Decimal {
-	_ = currency // every currency has fx.MoneyPlaces today
-	return fx.RoundMoney(amount)
+	return fx.RoundMoney(currency, amount)
 }
 
 // Post prepares deals on the locked accounts. Each deal names its account by AccountID, which

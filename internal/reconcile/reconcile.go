@@ -234,7 +234,7 @@ func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
 			rows.Close()
 			return fmt.Errorf("check ledger: %w", err)
 		}
-		d.Balance, d.DealsSum, d.Difference = bal.StringFixed(2), sum.StringFixed(2), bal.Sub(sum).StringFixed(2)
+		d.Balance, d.DealsSum, d.Difference = fx.FormatMoney(d.Currency, bal), fx.FormatMoney(d.Currency, sum), fx.FormatMoney(d.Currency, bal.Sub(sum))
 		drifts = append(drifts, d)
 	}
 	rows.Close()

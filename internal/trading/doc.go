@@ -19,8 +19,8 @@
 // to the next mark (a fill on the account, or reconcile); a fill writes them.
 //
 // Money is exact: amounts are shopspring decimals, converted through the USD hub as one
-// multiplication and one division, and rounded to the ledger's precision once
-// (fx.RoundMoney) before they are written.
+// multiplication and one division, and rounded once to the account currency's ISO 4217 minor
+// units (fx.RoundMoney: whole yen, cents, fils) before they are marked or written.
 //
 // This package must never fill or close at a price it does not hold: a process with no fresh
 // quote for a symbol (a follower, or a holder whose stream went stale) refuses with the exact

@@ -150,13 +150,14 @@ func (m *market) rate(from, to string) (ratio, bool) {
 	return a.mul(ratio{b.den, b.num}), true
 }
 
-// convert turns amount in from into to, rounded to the ledger's precision.
+// convert turns amount in from into to, rounded to to's minor units: to is always an account's
+// currency, and what convert returns is booked or marked in it.
 func (m *market) convert(amount decimal.Decimal, from, to string) (decimal.Decimal, bool) {
 	r, ok := m.rate(from, to)
 	if !ok {
 		return decimal.Decimal{}, false
 	}
-	return fx.RoundMoney(amount.Mul(r.num).DivRound(r.den, 16)), true
+	return fx.RoundMoney(to, amount.Mul(r.num).DivRound(r.den, 16)), true
 }
 
 // fillPrice is where an order on side fills: a buy at ask + markup, a sell at bid − markup.

@@ -139,14 +139,18 @@ func (c *catalog) accountGroup(name string) AccountGroup {
 
 // ---- accounts ----
 
-// CreateAccount opens an account for userID with a currency the USD hub can convert.
+// CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
+// the USD hub can convert: an account the desk cannot mark could never trade.
 func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
+	if err := fx.CheckAccountCurrency(currency); err != nil {
+		return Account{}, err
+	}
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return Account{}, err
 	}
 	if !cat.currencies[currency] {
-		return Account{}, fx.Errorf(fx.EINVALID, "currency %q is not one the desk can convert (examples: USD, EUR, JPY).", currency)
+		return Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
 	}
 	g := cat.accountGroup("default")
 	if leverage < 1 || leverage > g.LeverageMax {
@@ -200,9 +204,6 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal.
 func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
-	if err := checkAmount(amount); err != nil {
-		return Deal{}, false, err
-	}
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
 	tx, locks, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
@@ -220,6 +221,9 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	if err := ownedBy(a, found, 0, id); err != nil {
 		return Deal{}, false, err
 	}
+	if err := checkAmount(a.Currency, amount); err != nil {
+		return Deal{}, false, err
+	}
 	if seen {
 		return prior, true, nil
 	}
@@ -235,11 +239,11 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 // (this process must price every position) and refuses below the margin-call level or beyond
 // free margin. A repeated requestNonce returns the first deal.
 func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
-	if err := checkAmount(amount); err != nil {
-		return Deal{}, false, err
-	}
 	acct, err := loadAccount(ctx, s.db, userID, id)
 	if err != nil {
+		return Deal{}, false, err
+	}
+	if err := checkAmount(acct.Currency, amount); err != nil {
 		return Deal{}, false, err
 	}
 	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
@@ -292,7 +296,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		return prior, true, nil
 	}
 	if amount.GreaterThan(a.Balance) {
-		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", a.Balance.StringFixed(2), a.Currency)
+		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
 	}
 	var marks *Metrics
 	if len(exps) > 0 {
@@ -308,7 +312,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		}
 		if amount.GreaterThan(before.FreeMargin) {
 			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
-				decimal.Max(before.FreeMargin, decimal.Zero).StringFixed(2), a.Currency)
+				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
 		}
 		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
@@ -321,12 +325,14 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	return d, false, nil
 }
 
-func checkAmount(a decimal.Decimal) error {
+// checkAmount checks a deposit or withdrawal in an account's currency: positive, within the
+// currency's minor units (whole yen, cents, fils), not absurdly large.
+func checkAmount(currency string, a decimal.Decimal) error {
 	if !a.IsPositive() {
 		return fx.Errorf(fx.EINVALID, "amount must be positive.")
 	}
-	if !a.Equal(fx.RoundMoney(a)) {
-		return fx.Errorf(fx.EINVALID, "amount has more than %d decimals.", fx.MoneyPlaces)
+	if err := fx.CheckMoney("amount", currency, a); err != nil {
+		return err
 	}
 	if a.GreaterThan(decimal.New(1, 15)) {
 		return fx.Errorf(fx.EINVALID, "amount is too large.")
@@ -564,7 +570,7 @@ func fillCheck(m *market, cat *catalog, in Instrument, a Account, exps []exposur
 		}
 		if after.FreeMargin.IsNegative() {
 			return decimal.Zero, Metrics{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
-				after.UsedMargin.Sub(before.UsedMargin).StringFixed(2), a.Currency, after.FreeMargin.StringFixed(2), a.Currency)
+				fx.FormatMoney(a.Currency, after.UsedMargin.Sub(before.UsedMargin)), a.Currency, fx.FormatMoney(a.Currency, after.FreeMargin), a.Currency)
 		}
 	}
 	return commission, after, nil
@@ -600,7 +606,8 @@ func (f *fillWrite) commission() *Deal {
 // of every fill: a MARKET submit and a resting order the risk engine triggers.
 func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (*fillWrite, error) {
 	f := &fillWrite{pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
-		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at}}
+		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at,
+		Currency: a.Currency}}
 	p := f.pos
 	b.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
 		"`sl`, `tp`, `commission`) VALUES (?, @fx_order_id, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -64,6 +64,8 @@ type Position struct {
 	CloseReason    *string
 	OpenedAt       time.Time
 	ClosedAt       *time.Time
+	// Currency is the account's: the currency of Commission and RealizedProfit.
+	Currency string
 }
 
 // Deal is one row of the ledger; the ledger package writes it.
@@ -243,12 +245,13 @@ func listOrders(ctx context.Context, q querier, userID, accountID int64, status 
 }
 
 const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
-	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`"
+	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, " +
+	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`)"
 
 func scanPosition(sc scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
-		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt)
+		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency)
 	return p, err
 }
 

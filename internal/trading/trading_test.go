@@ -221,10 +221,18 @@ func TestMarketArithmetic(t *testing.T) {
 		{"1000", "EUR", "GBP", "846.17"},   // 1000 × 1.1001 / 1.3001
 		{"0.005", "USD", "USD", "0.01"},    // half away from zero
 		{"-0.005", "USD", "USD", "-0.01"},
+		// Rounded to the target currency's minor units: JPY has none.
+		{"7", "USD", "JPY", "1050"},        // 7 × 150.010 = 1050.07
+		{"-3.5", "USD", "JPY", "-525"},     // −525.035
+		{"1000", "EUR", "JPY", "165026"},   // 1000 × 1.1001 × 150.010 = 165026.001
+		{"10000.5", "JPY", "JPY", "10001"}, // half away from zero, at no places
+		{"1500", "JPY", "USD", "10.00"},    // 1500 / 150.010 = 9.9993…
+		{"0.0005", "EUR", "EUR", "0.00"},   // EUR keeps two places
+		{"-0.005", "GBP", "GBP", "-0.01"},
 	} {
 		got, ok := m.convert(d(tc.amount), tc.from, tc.to)
-		if !ok || got.StringFixed(2) != tc.want {
-			t.Errorf("convert %s %s→%s = %s (%v), want %s", tc.amount, tc.from, tc.to, got.StringFixed(2), ok, tc.want)
+		if !ok || !got.Equal(d(tc.want)) {
+			t.Errorf("convert %s %s→%s = %s (%v), want %s", tc.amount, tc.from, tc.to, got, ok, tc.want)
 		}
 	}
 	if _, ok := m.convert(d("1"), "CHF", "USD"); ok {
