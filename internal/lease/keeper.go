@@ -130,6 +130,10 @@ func (k *Keeper) InstanceID() string { return k.cfg.InstanceID }
 // Tag is this process's Redis value, hostname:pid.
 func (k *Keeper) Tag() string { return k.tag }
 
+// Term is the fencing token of the current hold, 0 before a row numbered one (Redis or fail-open
+// grants carry none). It reads an atomic, so it never waits behind a renew.
+func (k *Keeper) Term() int64 { return k.term.Load() }
+
 // RenewEvery is the renew period, a third of the TTL.
 func (k *Keeper) RenewEvery() time.Duration { return k.cfg.TTL / 3 }
 
