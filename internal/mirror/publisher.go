@@ -65,9 +65,40 @@ type QuoteSource interface {
 
 // Gate admits or drops lease-guarded work (*gate.Gate): a snapshot is published only while it
 // admits gate.MirrorPublish, so a process that no longer holds the lease stops feeding followers.
+// A publish that passed the gate but that Redis refused because the stored snapshot carries a
+// newer term is reported through Fenced, like a database write the term fence refused.
 type Gate interface {
 	Admit(ctx context.Context, w gate.Work, attrs ...slog.Attr) error
+	Fenced(ctx context.Context, w gate.Work, cause error, attrs ...slog.Attr) error
 }
+
+// ErrNewerTerm is the cause PublishOnce reports (through Gate.Fenced, so errors.Is matches
+// gate.ErrNotHolder too) when Redis already holds a snapshot of a newer lease term: another
+// process holds the lease, and this one's snapshot would overwrite its prices.
+var ErrNewerTerm = errors.New("quote mirror snapshot in Redis carries a newer lease term")
+
+// publishScript is the publish: one EVALSHA that SETs the snapshot with its TTL unless the
+// snapshot already stored carries a newer term, read from the first bytes of its fixed header
+// (GETRANGE), never by decoding the whole document. It answers 0 when it wrote, or the newer
+// term it found. A publisher that does not know its term (0: the lease was granted by Redis or
+// fail-open, with no row to number it) is not fenced: it has no term to compare, and refusing
+// it would leave the followers without prices until an older holder's snapshot expired.
+//
+// KEYS[1] snapshot key; ARGV[1] snapshot, ARGV[2] our term, ARGV[3] TTL in milliseconds.
+var publishScript = redis.NewScript(fmt.Sprintf(`
+local ours = tonumber(ARGV[2])
+if ours > 0 then
+  local stored = tonumber(string.match(redis.call('GETRANGE', KEYS[1], 0, %d), '^%s[^"]*%s(%%d+)'))
+  if stored and stored > ours then
+    return stored
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 0
+`, termHeadLen, headVersion, headTerm))
+
+// termHeadLen covers the header up to the end of the longest term the format writes.
+const termHeadLen = len(headVersion) + timeSize + len(headTerm) + 19
 
 // PublisherConfig shapes a Publisher. Redis, Quotes, SetPinned and Gate are required.
 type PublisherConfig struct {
@@ -88,8 +119,10 @@ type PublisherConfig struct {
 	// Optional: without it, or for a symbol it answers -1 for, a price is written as the
 	// shortest decimal that reads back as the same float. Asked once per symbol, not per cycle.
 	Digits func(symbol string) int
-	// Term is the publisher's lease term, written into every snapshot so a follower can tell
-	// snapshots of an older holder apart. Optional: without it the snapshot says term 0.
+	// Term is the publisher's lease term, written into every snapshot: Redis refuses a publish
+	// older than the stored snapshot's term, and a follower a snapshot older than one it has
+	// seen. It is read on every publish and must not block (lease.Keeper.Term). Optional:
+	// without it the snapshot says term 0, which is not fenced.
 	Term func() int64
 	// Interval between snapshots. Default DefaultInterval.
 	Interval time.Duration
@@ -239,24 +272,37 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	// on an idle one. Every cycle, it cost a publish about a tenth of a plain SET.
 	// Without it, the SET goes alone, not through a pipeline of one.
 	readPins := p.pinsRead.IsZero() || start.Sub(p.pinsRead) >= PinRefresh
-	var set *redis.StatusCmd
+	keys, ttl := []string{p.cfg.Keys.Snapshot}, KeyTTL.Milliseconds()
+	var set *redis.Cmd
 	var pins *redis.MapStringStringCmd
-	var err error
 	if readPins {
 		pipe := p.cfg.Redis.Pipeline()
-		set = pipe.Set(ctx, p.cfg.Keys.Snapshot, p.enc.buf, KeyTTL)
+		set = publishScript.EvalSha(ctx, pipe, keys, p.enc.buf, term, ttl)
 		pins = pipe.HGetAll(ctx, p.cfg.Keys.Pins)
-		_, err = pipe.Exec(ctx)
+		pipe.Exec(ctx) // each command's own error is read below
+		if redis.HasErrorPrefix(set.Err(), "NOSCRIPT") {
+			// Redis restarted or flushed its scripts: EVAL loads the script again. Run does the
+			// same outside a pipeline, where it can see the error before falling back.
+			set = publishScript.Eval(ctx, p.cfg.Redis, keys, p.enc.buf, term, ttl)
+		}
 	} else {
-		set = p.cfg.Redis.Set(ctx, p.cfg.Keys.Snapshot, p.enc.buf, KeyTTL)
+		set = publishScript.Run(ctx, p.cfg.Redis, keys, p.enc.buf, term, ttl)
 	}
 	took := p.cfg.Now().Sub(start)
 	p.status.Cycles++
-	if err := set.Err(); err != nil {
-		p.status.LastError = err.Error()
-		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, err)
+	newer, serr := set.Int64()
+	if serr != nil {
+		p.status.LastError = serr.Error()
+		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, serr)
+	}
+	if newer != 0 {
+		p.status.TermRefused++
+		p.status.LastError = fmt.Sprintf("%v: %d, ours %d", ErrNewerTerm, newer, term)
+		return p.cfg.Gate.Fenced(ctx, gate.MirrorPublish, fmt.Errorf("%w: %d, ours %d", ErrNewerTerm, newer, term),
+			slog.String("key", p.cfg.Keys.Snapshot), slog.Int64("term", term), slog.Int64("storedTerm", newer))
 	}
 	p.status.LastError = ""
+	p.status.Term = term
 	p.status.LastPublishedAt = publishedAt
 	p.status.Symbols = count
 	p.status.Dropped = dropped
@@ -265,7 +311,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	if !readPins {
 		return nil
 	}
-	if err != nil {
+	if err := pins.Err(); err != nil {
 		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
 	}
 	return p.pinsReadLocked(ctx, start, pins.Val())
