@@ -109,6 +109,69 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 	}
 }
 
+// The follower refuses a snapshot whose term is older than one it has already accepted: it
+// keeps serving the newer holder's prices, logs the refusal once, counts each refused snapshot
+// once and shows both in its status. A missing key forgets the newest term (its holder has not
+// published for KeyTTL).
+func TestFollowerRefusesAnOlderTerm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	now := e.leader.Now()
+	zombieSrc, liveSrc := newSource(), newSource()
+	zombieSrc.Set("USDJPY", 61.1, 61.2, now)
+	liveSrc.Set("USDJPY", 156, 156.02, now)
+	live := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes, c.Term = liveSrc, func() int64 { return 2 } })
+	fol := e.follower(nil)
+	must(t, live.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+
+	// The zombie's snapshot reaches the key by a path the publish script does not guard (a
+	// plain SET: an operator restoring a copy, a tool): the follower alone must refuse it. It is
+	// encoded by a term-1 publisher into a key of its own, then copied over.
+	zombieAt := func(at time.Time) string {
+		scratch := newEnv(t)
+		scratch.leader = &clock{now: at}
+		pub := scratch.publisher(func(c *mirror.PublisherConfig) { c.Quotes, c.Term = zombieSrc, func() int64 { return 1 } })
+		must(t, pub.PublishOnce(ctx))
+		return scratch.rdb.Get(ctx, scratch.keys.Snapshot).Val()
+	}
+	for i := range 3 {
+		raw := zombieAt(now.Add(time.Duration(i+1) * time.Second))
+		must(t, e.rdb.Set(ctx, e.keys.Snapshot, raw, mirror.KeyTTL).Err())
+		must(t, fol.PollOnce(ctx))
+		must(t, fol.PollOnce(ctx)) // the same refused snapshot again: counted once
+		if q, ok := fol.LastTick("USDJPY"); !ok || q.Bid != 156 {
+			t.Fatalf("follower serves USDJPY %+v (ok=%v) after a term-1 snapshot, want the term-2 156", q, ok)
+		}
+		if st := fol.Status(); st.Term != 2 || st.TermRefused != uint64(i+1) {
+			t.Fatalf("follower status term %d termRefused %d, want 2 and %d", st.Term, st.TermRefused, i+1)
+		}
+	}
+	if n := strings.Count(e.logs.String(), "quote mirror snapshot refused"); n != 1 {
+		t.Fatalf("refusal logged %d times, want once:\n%s", n, e.logs.String())
+	}
+
+	// The newer holder publishes again: served at once, the episode ends.
+	e.leader.Advance(time.Second)
+	liveSrc.Set("USDJPY", 157, 157.02, e.leader.Now())
+	must(t, live.PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if q, _ := fol.LastTick("USDJPY"); q.Bid != 157 {
+		t.Fatalf("USDJPY bid %v after the holder's next publish, want 157", q.Bid)
+	}
+
+	// The key expired (nobody published for KeyTTL) or Redis restarted empty: the next snapshot
+	// is served whatever its term, a lease row that restarted its count included.
+	must(t, e.rdb.Del(ctx, e.keys.Snapshot).Err())
+	must(t, fol.PollOnce(ctx))
+	must(t, e.rdb.Set(ctx, e.keys.Snapshot, zombieAt(e.leader.Now().Add(time.Minute)), mirror.KeyTTL).Err())
+	must(t, fol.PollOnce(ctx))
+	if q, _ := fol.LastTick("USDJPY"); q.Bid != 61.1 {
+		t.Fatalf("USDJPY bid %v after the key was gone, want the term-1 snapshot's 61.1", q.Bid)
+	}
+}
+
 // The mirror stops with the lease and resumes with it, through a real keeper: past its trust
 // window the holder publishes nothing; a renew that keeps the same term resumes publishing under
 // that term; once another process took the lease, it never publishes again.
