@@ -18,8 +18,19 @@
 // which only reorder anything when the cap bites — and the follower decodes into one
 // pointer-free sorted slice that LastTick binary-searches without allocating. The benchmark
 // holds both against a plain SET and GET of the same bytes. When a pin read is due it rides the
-// same pipeline, behind the SET, so a cycle is one round trip. The snapshot carries the
-// publisher's lease term; nothing reads it yet.
+// same pipeline, behind the SET, so a cycle is one round trip.
+//
+// Terms. Only the lease holder publishes, through the gate (gate.MirrorPublish): past its trust
+// window a holder publishes nothing, it resumes when a renew restores the same term, and after
+// the lease was lost to another process it never publishes again. The gate cannot stop a publish
+// that passed it just before the holder froze and lands after its successor's, so the snapshot
+// carries the publisher's lease term and the publish is a Lua script that SETs only when the
+// stored snapshot's term, read from its fixed header with GETRANGE, is not newer — the same key
+// and the same round trip (a refusal is reported as a fenced write). The follower also keeps the
+// newest term it served and refuses an older one, logging a run of refusals once and counting
+// each. Term 0 (a lease granted by Redis or fail-open, with no row to number it) is not fenced.
+// Passing the 420 KB snapshot as a script argument costs Redis more than a plain SET of it; the
+// benchmark reports the ratio.
 //
 // Pins. The follower asks for legs it lacks with HSET on a second key (symbol → a stamp it
 // changes on every refresh), rewritten with the key's TTL by the poll that follows a change of
