@@ -77,23 +77,28 @@ type Gate interface {
 // process holds the lease, and this one's snapshot would overwrite its prices.
 var ErrNewerTerm = errors.New("quote mirror snapshot in Redis carries a newer lease term")
 
-// publishScript is the publish: one EVALSHA that SETs the snapshot with its TTL unless the
-// snapshot already stored carries a newer term, read from the first bytes of its fixed header
-// (GETRANGE), never by decoding the whole document. It answers 0 when it wrote, or the newer
-// term it found. A publisher that does not know its term (0: the lease was granted by Redis or
-// fail-open, with no row to number it) is not fenced: it has no term to compare, and refusing
-// it would leave the followers without prices until an older holder's snapshot expired.
+// guardScript is the fence in front of a publish. It runs inside the publish's MULTI/EXEC, right
+// before SET NX of the new snapshot: it reads the stored snapshot's term from the first bytes of
+// its fixed header (GETRANGE, never a decode) and, unless that term is newer than ours, deletes
+// the key so the SET NX that follows writes. When the stored term is newer it leaves the key,
+// the SET NX writes nothing, and it answers that term; otherwise 0. The transaction makes the
+// three one step: no reader sees the key missing, no other writer gets in between. The snapshot
+// itself is not a script argument: passing 420 KB into Lua measured about three plain SETs.
 //
-// KEYS[1] snapshot key; ARGV[1] snapshot, ARGV[2] our term, ARGV[3] TTL in milliseconds.
-var publishScript = redis.NewScript(fmt.Sprintf(`
-local ours = tonumber(ARGV[2])
+// A publisher that does not know its term (0: the lease was granted by Redis or fail-open, with
+// no row to number it) is not fenced: it has no term to compare, and refusing it would leave the
+// followers without prices until an older holder's snapshot expired.
+//
+// KEYS[1] snapshot key; ARGV[1] our term.
+var guardScript = redis.NewScript(fmt.Sprintf(`
+local ours = tonumber(ARGV[1])
 if ours > 0 then
   local stored = tonumber(string.match(redis.call('GETRANGE', KEYS[1], 0, %d), '^%s[^"]*%s(%%d+)'))
   if stored and stored > ours then
     return stored
   end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('DEL', KEYS[1])
 return 0
 `, termHeadLen, headVersion, headTerm))
 
@@ -219,8 +224,8 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 }
 
-// PublishOnce writes one snapshot. Once per PinRefresh it also reads the pin hash, in the same
-// round trip, and hands the pins to SetPinned at once; their quotes appear from the next
+// PublishOnce writes one snapshot. Once per PinRefresh it also reads the pin hash, alongside in the
+// same round trip, and hands the pins to SetPinned at once; their quotes appear from the next
 // snapshot on. A new pin does not wait for that read: the follower announces it on the pin
 // channel and Run reads the hash at once (ReadPins), and again after the subscription reconnects.
 // The periodic read notices pins that lapsed (the follower rewrites its pins on the same period)
@@ -267,30 +272,26 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	}
 	p.lastDrop = dropped
 
-	// The pin read, when due, rides behind the SET. Ahead of it, Redis answers it while the
-	// snapshot is still arriving, which measured 10 µs faster on a loaded machine but 50 µs slower
-	// on an idle one. Every cycle, it cost a publish about a tenth of a plain SET.
-	// Without it, the SET goes alone, not through a pipeline of one.
+	// The pin read, when due, goes out on its own connection while the snapshot is written: the
+	// pin hash is another key, so under Cluster another slot, and cannot join the snapshot's
+	// transaction. The cycle still waits for one round trip. Every cycle, the read cost a publish
+	// about a tenth of a plain SET.
 	readPins := p.pinsRead.IsZero() || start.Sub(p.pinsRead) >= PinRefresh
-	keys, ttl := []string{p.cfg.Keys.Snapshot}, KeyTTL.Milliseconds()
-	var set *redis.Cmd
 	var pins *redis.MapStringStringCmd
+	var pinsRead chan struct{}
 	if readPins {
-		pipe := p.cfg.Redis.Pipeline()
-		set = publishScript.EvalSha(ctx, pipe, keys, p.enc.buf, term, ttl)
-		pins = pipe.HGetAll(ctx, p.cfg.Keys.Pins)
-		pipe.Exec(ctx) // each command's own error is read below
-		if redis.HasErrorPrefix(set.Err(), "NOSCRIPT") {
-			// Redis restarted or flushed its scripts: EVAL loads the script again. Run does the
-			// same outside a pipeline, where it can see the error before falling back.
-			set = publishScript.Eval(ctx, p.cfg.Redis, keys, p.enc.buf, term, ttl)
-		}
-	} else {
-		set = publishScript.Run(ctx, p.cfg.Redis, keys, p.enc.buf, term, ttl)
+		pinsRead = make(chan struct{})
+		go func() {
+			defer close(pinsRead)
+			pins = p.cfg.Redis.HGetAll(ctx, p.cfg.Keys.Pins)
+		}()
+	}
+	newer, serr := p.writeSnapshot(ctx, term)
+	if pinsRead != nil {
+		<-pinsRead
 	}
 	took := p.cfg.Now().Sub(start)
 	p.status.Cycles++
-	newer, serr := set.Int64()
 	if serr != nil {
 		p.status.LastError = serr.Error()
 		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, serr)
@@ -317,6 +318,36 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	return p.pinsReadLocked(ctx, start, pins.Val())
 }
 
+// writeSnapshot writes p.enc.buf to the snapshot key in one round trip — MULTI, the guard, SET NX
+// with the TTL, EXEC — unless the stored snapshot carries a newer term than ours, which it
+// returns (0 when written).
+func (p *Publisher) writeSnapshot(ctx context.Context, term int64) (int64, error) {
+	keys := []string{p.cfg.Keys.Snapshot}
+	guard := guardScript.EvalSha
+	for attempt := 0; ; attempt++ {
+		tx := p.cfg.Redis.TxPipeline()
+		fence := guard(ctx, tx, keys, term)
+		set := tx.SetArgs(ctx, p.cfg.Keys.Snapshot, p.enc.buf, redis.SetArgs{Mode: "NX", TTL: KeyTTL})
+		tx.Exec(ctx) // each command's own result is read below
+		newer, err := fence.Int64()
+		switch {
+		case redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
+			// Redis restarted or flushed its scripts; the key was left as it was (or, if it was
+			// missing, written with nothing to fence against). EVAL loads the script again.
+			guard = guardScript.Eval
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("term guard: %w", err)
+		case newer != 0:
+			return newer, nil
+		}
+		if err := set.Err(); err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+}
+
 // pinsReadLocked applies a read of the pin hash made at at. Only a read that SetPinned accepted
 // counts as the last read: after a failure the next publish reads again.
 func (p *Publisher) pinsReadLocked(ctx context.Context, at time.Time, fields map[string]string) error {
@@ -333,7 +364,7 @@ func (p *Publisher) ReadPins(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		// The nudge that asked for this read is spent: the next publish reads in its pipeline.
+		// The nudge that asked for this read is spent: the next publish reads alongside.
 		p.pinsRead = time.Time{}
 		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
 	}

@@ -36,8 +36,8 @@ func storedSnapshot(t *testing.T, e *env) (term int64, usdjpyBid string) {
 // reaches Redis after the new holder's first snapshot — is refused by Redis itself, in the same
 // round trip, because the stored snapshot carries a newer term. The new holder's prices stay;
 // the refusal answers like a fenced write (gate.ErrNotHolder, counted at="fence") and shows in
-// the zombie's status. Both publish paths are fenced: the one that carries the pin read in its
-// pipeline (the first publish) and the plain one, also after Redis forgot the script.
+// the zombie's status. Both publish paths are fenced: the one that reads the pins alongside (the
+// first publish) and the plain one, also after Redis forgot the guard script.
 func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 		t.Fatalf("after the new holder's publish: term %d USDJPY bid %q, want 2 and 156", term, bid)
 	}
 
-	zombie2 := e.publisher(func(c *mirror.PublisherConfig) { // a first publish: pins ride along
+	zombie2 := e.publisher(func(c *mirror.PublisherConfig) { // a first publish: pins read alongside
 		c.Quotes, c.Gate, c.Term = zombieSrc, zombieGate, func() int64 { return 1 }
 	})
 	for name, pub := range map[string]*mirror.Publisher{"plain": zombie, "with pin read": zombie2} {
@@ -92,7 +92,7 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 		c.Quotes, c.Gate, c.Term = zombieSrc, zombieGate, func() int64 { return 1 }
 	})
 	if err := zombie3.PublishOnce(ctx); !errors.Is(err, mirror.ErrNewerTerm) {
-		t.Fatalf("pipelined publish after SCRIPT FLUSH = %v, want ErrNewerTerm", err)
+		t.Fatalf("publish with a pin read after SCRIPT FLUSH = %v, want ErrNewerTerm", err)
 	}
 	must(t, e.rdb.ScriptFlush(ctx).Err())
 	must(t, live.PublishOnce(ctx)) // the holder itself publishes on, same term
