@@ -57,6 +57,8 @@ type mirrorView struct {
 		Advancing       bool     `json:"advancing"`
 		Refused         []string `json:"refused"`
 		Cycles          uint64   `json:"cycles"`
+		Term            int64    `json:"term"`
+		TermRefused     uint64   `json:"termRefused"`
 	} `json:"mirror"`
 }
 

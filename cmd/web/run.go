@@ -160,7 +160,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
 				Exposed:   relay.exposedSymbols(db),
 				Digits:    stream.digits,
-				Term:      func() int64 { return keeper.State().Term },
+				Term:      keeper.Term, // read on every publish; State would wait behind a renew
 			}, log)
 			if err != nil {
 				return err

@@ -130,6 +130,10 @@ func (k *Keeper) InstanceID() string { return k.cfg.InstanceID }
 // Tag is this process's Redis value, hostname:pid.
 func (k *Keeper) Tag() string { return k.tag }
 
+// Term is the fencing token of the current hold, 0 before a row numbered one (Redis or fail-open
+// grants carry none). It reads an atomic, so it never waits behind a renew.
+func (k *Keeper) Term() int64 { return k.term.Load() }
+
 // RenewEvery is the renew period, a third of the TTL.
 func (k *Keeper) RenewEvery() time.Duration { return k.cfg.TTL / 3 }
 
@@ -421,6 +425,7 @@ func (k *Keeper) loseLocked(ctx context.Context) {
 	h := k.observed
 	if h == (Holder{}) {
 		h = k.readHolder(ctx)
+		k.observed = h
 	}
 	k.sibling = true
 	k.log.ErrorContext(ctx, "lease lost: another process holds the engine lease; guarded work stays stopped and this process must be restarted by an operator",
@@ -430,6 +435,8 @@ func (k *Keeper) loseLocked(ctx context.Context) {
 
 // Release hands the lease back: the row is expired for our term and the Redis key deleted if it
 // still holds our tag, so a replacement can take over at once. Guarded work must already be stopped.
+// A process that lost the lease has nothing to hand back: it touches neither store, says so, and
+// sends no Released event.
 func (k *Keeper) Release(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -438,8 +445,13 @@ func (k *Keeper) Release(ctx context.Context) error {
 	}
 	k.released = true
 	k.trustedUntil.Store(0)
+	if k.lost.Load() {
+		k.log.InfoContext(ctx, "engine lease not released: this process lost it to another process earlier; nothing was handed back",
+			slog.Int64("ourTerm", k.term.Load()), slog.String("holder", k.observed.String()), slog.Int64("holderTerm", k.observed.Term))
+		return nil
+	}
 	var errs []error
-	if k.term.Load() > 0 && !k.lost.Load() {
+	if k.term.Load() > 0 {
 		if _, err := k.db.ExecContext(ctx,
 			"UPDATE `engine_lease` SET `expiresAt` = NOW(3), `updatedAt` = NOW(3) WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
 			k.cfg.Key, k.cfg.InstanceID, k.term.Load()); err != nil {

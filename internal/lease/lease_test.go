@@ -354,6 +354,44 @@ func TestLostLeaseIsFencedAndLoggedOnce(t *testing.T) {
 	}
 }
 
+// A process that lost the lease releases nothing on a graceful stop, and its log says so rather
+// than "engine lease released": the new holder's row and Redis key are untouched and no Released
+// event goes out.
+func TestReleaseAfterLossReleasesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	logA := &syncBuffer{}
+	var events []lease.Event
+	a := e.keeper(keeperOpts{host: "a", pid: 1, log: logA, notified: &events})
+	mustClaim(t, a, true)
+	e.expireRow()
+	mustClaim(t, e.keeper(keeperOpts{host: "b", pid: 2}), true)
+	ctx := context.Background()
+	if a.Renew(ctx) {
+		t.Fatal("renew succeeded for a lost lease")
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("Release after loss = %v", err)
+	}
+	if strings.Contains(logA.String(), "engine lease released") {
+		t.Errorf("a lost lease logged %q on release:\n%s", "engine lease released", logA.String())
+	}
+	if !strings.Contains(logA.String(), "nothing was handed back") || !strings.Contains(logA.String(), "holder=b:2") {
+		t.Errorf("release after loss does not say nothing was handed back to b:2:\n%s", logA.String())
+	}
+	for _, ev := range events {
+		if ev.Kind == lease.Released {
+			t.Errorf("Released event after loss: %+v", events)
+		}
+	}
+	if h, _, _ := e.row(); h.Hostname != "b" || h.Term != 2 || !h.Live {
+		t.Errorf("row = %+v, want b term 2, live", h)
+	}
+	if v := e.redisValue(); v != "b:2" {
+		t.Errorf("redis key = %q, want b:2", v)
+	}
+}
+
 func TestFenceRefusesExpiredRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

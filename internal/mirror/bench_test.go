@@ -49,7 +49,7 @@ func (s frozenSource) Wanted() []string { return slices.Clone(s.wanted) }
 // The desk is as a split install runs it: the follower holds a pin, so the leader reads the pin
 // hash once per PinRefresh — one publish in PinRefresh/DefaultInterval; the benchmark's clock
 // does not move that far, so every such publish is charged a pin read of its own, a round trip
-// dearer than the one that rides in the publish's pipeline — and the desk has exposure, so every
+// dearer than the one that goes alongside a publish — and the desk has exposure, so every
 // publish has priority legs to place (in production the holder's risk engine lists them from
 // memory).
 //

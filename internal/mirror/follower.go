@@ -74,6 +74,13 @@ type Follower struct {
 	unavailable alertState
 	stale       alertState
 	status      Status
+	// newestTerm is the highest lease term of a snapshot this follower accepted: a snapshot of
+	// an older term comes from a process that lost the lease and is refused. It is forgotten
+	// when the key is found missing (expired, or Redis restarted empty): its holder has not
+	// published for KeyTTL.
+	newestTerm  int64
+	refusedAt   time.Time // publishedAt of the last snapshot refused for its term
+	refusingNow bool      // the last poll refused: the episode is logged once
 }
 
 // view is one snapshot as the follower first saw it.
@@ -260,12 +267,17 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	switch {
 	case errors.Is(err, redis.Nil):
 		// No snapshot: keep serving the last one seen; ages keep growing.
+		f.newestTerm = 0
+		f.refusingNow = false
 	case err != nil:
 		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
 	default:
 		snap, err := parseSnapshot(raw)
 		if err != nil {
 			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
+			break
+		}
+		if f.refuseTermLocked(ctx, snap) {
 			break
 		}
 		if cur := f.view.Load(); cur == nil || !cur.snap.publishedAt.Equal(snap.publishedAt) {
@@ -315,9 +327,37 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		st.LastError = pollErr.Error()
 	}
 	if v != nil {
-		st.LastPublishedAt, st.Symbols, st.Bytes = v.snap.publishedAt, len(v.snap.quotes), len(v.snap.raw)
+		st.LastPublishedAt, st.Symbols, st.Bytes, st.Term = v.snap.publishedAt, len(v.snap.quotes), len(v.snap.raw), v.snap.term
 	}
 	return pollErr
+}
+
+// refuseTermLocked reports whether snap must not be served because its lease term is older than
+// one this follower already accepted: it was written by a process that lost the lease (a write
+// that passed Redis before the newer holder's first publish, or a Redis without the publish
+// script's check). The last accepted snapshot keeps serving. A refused snapshot is counted once
+// and a run of refusals logged once. Term 0 is a publisher that was never numbered (lease granted
+// by Redis or fail-open): not fenced, and it does not move the newest term.
+func (f *Follower) refuseTermLocked(ctx context.Context, snap *snapshot) bool {
+	if snap.term == 0 || snap.term >= f.newestTerm {
+		f.newestTerm = max(f.newestTerm, snap.term)
+		if f.refusingNow {
+			f.refusingNow = false
+			f.log.InfoContext(ctx, "quote mirror snapshot of the current lease term again", slog.Int64("term", snap.term))
+		}
+		return false
+	}
+	if !snap.publishedAt.Equal(f.refusedAt) {
+		f.refusedAt = snap.publishedAt
+		f.status.TermRefused++
+	}
+	if !f.refusingNow {
+		f.refusingNow = true
+		f.log.ErrorContext(ctx, "quote mirror snapshot refused: its lease term is older than one already seen, so it comes from a process that lost the lease; the last snapshot of the newer term keeps serving",
+			slog.String("key", f.cfg.Keys.Snapshot), slog.Int64("term", snap.term), slog.Int64("newestTerm", f.newestTerm),
+			slog.Time("publishedAt", snap.publishedAt))
+	}
+	return true
 }
 
 func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing bool, now time.Time, pollErr error) {

@@ -38,6 +38,12 @@ type Status struct {
 	// Pinned: publisher, the legs followers asked for that it subscribes; follower, the legs it
 	// keeps asking for.
 	Pinned []string `json:"pinned"`
+	// Term is the lease term of the snapshot last written (publisher) or served (follower).
+	Term int64 `json:"term"`
+	// TermRefused counts the publishes Redis refused because the stored snapshot carried a
+	// newer term (publisher: another process holds the lease), or the snapshots the follower
+	// refused because their term was older than one it had already seen (follower).
+	TermRefused uint64 `json:"termRefused"`
 	// Refused lists symbols the follower refuses for age while their session is open.
 	Refused   []string `json:"refused,omitempty"`
 	LastError string   `json:"lastError,omitempty"`

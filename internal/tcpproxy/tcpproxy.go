@@ -20,6 +20,9 @@ type Proxy struct {
 	next  int
 	tap   atomic.Pointer[func(conn int, clientBytes []byte)]
 	wg    sync.WaitGroup
+	// held, while holding, keeps what clients sent, per upstream connection and in order.
+	holding bool
+	held    map[net.Conn][]byte
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -60,6 +63,26 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.down = false
 	p.mu.Unlock()
+}
+
+// Hold stops delivering what clients send (answers still flow back) and keeps it, in order, until
+// Release: a request that left its client reaches the server late, as after a stalled network
+// or a peer paused between writing a request and the server reading it.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	p.holding = true
+	p.mu.Unlock()
+}
+
+// Release delivers everything held, connection by connection in the order it was sent, and
+// forwards again.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for dst, b := range p.held {
+		dst.Write(b)
+	}
+	p.held, p.holding = nil, false
 }
 
 // Close stops the proxy and closes every connection.
@@ -117,6 +140,9 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 			if tap := p.tap.Load(); fromClient && tap != nil {
 				(*tap)(id, buf[:n])
 			}
+			if fromClient && p.keep(dst, buf[:n]) {
+				continue
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -125,6 +151,21 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 			return
 		}
 	}
+}
+
+// keep holds b for dst while the proxy holds. Release writes under the same lock, so nothing a
+// connection sends after Release overtakes what was held.
+func (p *Proxy) keep(dst net.Conn, b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.holding {
+		return false
+	}
+	if p.held == nil {
+		p.held = map[net.Conn][]byte{}
+	}
+	p.held[dst] = append(p.held[dst], b...)
+	return true
 }
 
 // MySQLQueries returns a tap that reassembles the MySQL client protocol per connection and calls
