@@ -1,0 +1,216 @@
+package risk
+
+import (
+	"context"
+	"log/slog"
+)
+
+func (e *Engine) addPositionLocked(ps Position) {
+	if old, ok := e.posByID[ps.ID]; ok {
+		e.removePositionLocked(old)
+	}
+	a := e.accountFor(ps.AccountID)
+	b := e.bookFor(ps.Symbol)
+	var idx int32
+	if n := len(e.posFree); n > 0 {
+		idx = e.posFree[n-1]
+		e.posFree = e.posFree[:n-1]
+	} else {
+		idx = int32(len(e.pos))
+		e.pos = append(e.pos, position{})
+		e.posSlots = append(e.posSlots, -1, -1)
+	}
+	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP,
+		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
+	a.positions = append(a.positions, idx)
+	e.posByID[ps.ID] = idx
+	b.watched++
+	e.exposeLocked(&e.pos[idx], 1)
+	e.indexPositionLocked(idx)
+}
+
+func (e *Engine) removePositionLocked(idx int32) {
+	p := &e.pos[idx]
+	a := e.accts[p.acct]
+	if p.closing {
+		a.pending -= p.est
+		e.markStaleLocked(a)
+	} else {
+		e.exposeLocked(p, -1)
+		e.unindexPositionLocked(idx)
+	}
+	last := len(a.positions) - 1
+	if moved := a.positions[last]; int(p.inAcct) != last {
+		a.positions[p.inAcct] = moved
+		e.pos[moved].inAcct = p.inAcct
+	}
+	a.positions = a.positions[:last]
+	if p.skip != skipNone {
+		a.skips--
+	}
+	delete(e.posByID, p.id)
+	e.books[p.sym].watched--
+	*p = position{}
+	e.posFree = append(e.posFree, idx)
+}
+
+func (e *Engine) addOrderLocked(os Order) {
+	if old, ok := e.ordByID[os.ID]; ok {
+		e.removeOrderLocked(old)
+	}
+	b := e.bookFor(os.Symbol)
+	var idx int32
+	if n := len(e.ordFree); n > 0 {
+		idx = e.ordFree[n-1]
+		e.ordFree = e.ordFree[:n-1]
+	} else {
+		idx = int32(len(e.ord))
+		e.ord = append(e.ord, order{})
+		e.ordSlots = append(e.ordSlots, -1)
+	}
+	o := order{id: os.ID, price: os.Price, sym: b.idx, side: os.Side, typ: os.Type, live: true}
+	if !os.ExpiresAt.IsZero() {
+		o.exp = os.ExpiresAt.UnixNano()
+	}
+	e.ord[idx] = o
+	e.ordByID[os.ID] = idx
+	e.indexOrderLocked(idx)
+	b.watched++
+}
+
+func (e *Engine) removeOrderLocked(idx int32) {
+	o := &e.ord[idx]
+	if !o.filling {
+		e.unindexOrderLocked(idx)
+	}
+	delete(e.ordByID, o.id)
+	e.books[o.sym].watched--
+	*o = order{}
+	e.ordFree = append(e.ordFree, idx)
+}
+
+func (e *Engine) setInstrumentLocked(in Instrument) {
+	if cur := e.instruments[in.Symbol]; cur != nil {
+		*cur = in
+	} else {
+		c := in
+		e.instruments[in.Symbol] = &c
+	}
+	// CCYUSD wins over USDCCY, as in the trading core's hub.
+	e.legs = map[string]leg{}
+	for _, in := range e.instruments {
+		if in.Quote == "USD" {
+			e.legs[in.Base] = leg{symbol: in.Symbol}
+		}
+	}
+	for _, in := range e.instruments {
+		if _, ok := e.legs[in.Quote]; in.Base == "USD" && !ok {
+			e.legs[in.Quote] = leg{symbol: in.Symbol, inverted: true}
+		}
+	}
+}
+
+func (e *Engine) setAccountLocked(ac Account) {
+	a := e.accountFor(ac.ID)
+	a.Account = ac
+	a.known = true
+	e.redepLocked(a) // currency, leverage or group cap may have changed
+}
+
+// applyLocked applies one committed change.
+func (e *Engine) applyLocked(ctx context.Context, c Change) {
+	switch c.Kind {
+	case PositionOpened:
+		e.addPositionLocked(c.Position)
+	case PositionModified:
+		idx, ok := e.posByID[c.Position.ID]
+		if !ok {
+			return
+		}
+		p := &e.pos[idx]
+		p.sl, p.tp = c.Position.SL, c.Position.TP
+		if p.closing {
+			return // re-indexed with these values if the close does not happen
+		}
+		sl, tp := e.books[p.sym].stopHeaps(p.side)
+		setStop(sl, 2*idx, p.sl)
+		setStop(tp, 2*idx+1, p.tp)
+	case PositionReduced:
+		idx, ok := e.posByID[c.Position.ID]
+		if !ok {
+			return
+		}
+		p := &e.pos[idx]
+		if p.closing {
+			if p.volume > 0 {
+				a := e.accts[p.acct]
+				est := p.est * c.Position.Volume / p.volume
+				a.pending += est - p.est
+				p.est = est
+				e.markStaleLocked(a)
+			}
+			p.volume = c.Position.Volume
+			return
+		}
+		e.exposeLocked(p, -1)
+		p.volume = c.Position.Volume
+		e.exposeLocked(p, 1)
+	case PositionClosed:
+		if idx, ok := e.posByID[c.Position.ID]; ok {
+			e.removePositionLocked(idx)
+		}
+	case OrderPlaced:
+		e.addOrderLocked(c.Order)
+	case OrderCancelled, OrderFilled, OrderExpired:
+		if idx, ok := e.ordByID[c.Order.ID]; ok {
+			e.removeOrderLocked(idx)
+		}
+	case AccountUpserted:
+		e.setAccountLocked(c.Account)
+	case BalanceChanged:
+		a := e.accountFor(c.Account.ID)
+		a.Balance = c.Account.Balance
+		e.markStaleLocked(a)
+	case InstrumentUpserted:
+		e.setInstrumentLocked(c.Instrument)
+		for _, a := range e.accts {
+			e.redepLocked(a)
+		}
+	default:
+		e.log.ErrorContext(ctx, "risk view: unknown change ignored", slog.Int("kind", int(c.Kind)))
+	}
+}
+
+func (e *Engine) installLocked(s Snapshot) {
+	e.pos = make([]position, 0, len(s.Positions))
+	e.posSlots = make([]int32, 0, 2*len(s.Positions))
+	e.posFree = nil
+	e.posByID = make(map[int64]int32, len(s.Positions))
+	e.ord = make([]order, 0, len(s.Orders))
+	e.ordSlots = make([]int32, 0, len(s.Orders))
+	e.ordFree = nil
+	e.ordByID = make(map[int64]int32, len(s.Orders))
+	e.accts = make([]*account, 0, len(s.Accounts))
+	e.acctByID = make(map[int64]int32, len(s.Accounts))
+	e.books = nil
+	e.bookBySym = map[string]int32{}
+	e.bands, e.bandSlots, e.bandFree = nil, nil, nil
+	e.instruments = make(map[string]*Instrument, len(s.Instruments))
+	e.legs = map[string]leg{}
+	for _, in := range s.Instruments {
+		c := in
+		e.instruments[in.Symbol] = &c
+	}
+	if len(s.Instruments) > 0 {
+		e.setInstrumentLocked(s.Instruments[0]) // rebuilds the legs from the whole set
+	}
+	for _, a := range s.Accounts {
+		e.setAccountLocked(a)
+	}
+	for _, p := range s.Positions {
+		e.addPositionLocked(p)
+	}
+	for _, o := range s.Orders {
+		e.addOrderLocked(o)
+	}
+}

@@ -1,0 +1,224 @@
+package trading
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
+)
+
+// CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
+// the USD hub can convert: an account the desk cannot mark could never trade.
+func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
+	if err := fx.CheckAccountCurrency(currency); err != nil {
+		return Account{}, err
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return Account{}, err
+	}
+	if !cat.currencies[currency] {
+		return Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
+	}
+	g := cat.accountGroup("default")
+	if leverage < 1 || leverage > g.LeverageMax {
+		return Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
+		userID, g.Name, currency, leverage)
+	if err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	id, _ := res.LastInsertId()
+	a, err := loadAccount(ctx, s.db, userID, id)
+	if err == nil {
+		s.notify(ctx, accountUpserted(a, cat.accountGroup(a.Group)))
+	}
+	return a, err
+}
+
+// Accounts lists userID's accounts (userID 0: every account, for admins).
+func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]Account, error) {
+	return listAccounts(ctx, s.db, userID, clampLimit(limit))
+}
+
+// AccountView is an account with its metrics; Live is false when they are the stored marks
+// because some open position cannot be priced here.
+type AccountView struct {
+	Account
+	Metrics
+	Live bool
+}
+
+// Account returns userID's account id with live metrics where this process can price them.
+func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
+	a, err := loadAccount(ctx, s.db, userID, id)
+	if err != nil {
+		return AccountView{}, err
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return AccountView{}, err
+	}
+	exps, err := loadExposures(ctx, s.db, a.ID)
+	if err != nil {
+		return AccountView{}, err
+	}
+	if m, ok := newMarket(s.prices, cat).metrics(a, cat.accountGroup(a.Group), a.Balance, exps); ok {
+		return AccountView{Account: a, Metrics: m, Live: true}, nil
+	}
+	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
+}
+
+// Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal.
+func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
+	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	tx, locks, err := s.beginUnfenced(ctx, "deposit")
+	if err != nil {
+		return Deal{}, false, err
+	}
+	defer tx.Rollback()
+	var a Account
+	var prior Deal
+	var found, seen bool
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
+	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
+	if err := tx.lock(ctx, locks, "deposit"); err != nil {
+		return Deal{}, false, err
+	}
+	if err := ownedBy(a, found, 0, id); err != nil {
+		return Deal{}, false, err
+	}
+	if err := checkAmount(a.Currency, amount); err != nil {
+		return Deal{}, false, err
+	}
+	if seen {
+		return prior, true, nil
+	}
+	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	s.notify(ctx, balanceChanged(a))
+	return d, false, nil
+}
+
+// Withdraw debits amount from userID's account id. With open positions it needs live metrics
+// (this process must price every position) and refuses below the margin-call level or beyond
+// free margin. A repeated requestNonce returns the first deal.
+func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
+	acct, err := loadAccount(ctx, s.db, userID, id)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	if err := checkAmount(acct.Currency, amount); err != nil {
+		return Deal{}, false, err
+	}
+	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	if nonce != "" {
+		if d, ok, err := loadDealByKey(ctx, s.db, key); err != nil || ok {
+			return d, ok, err
+		}
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	exps, err := loadExposures(ctx, s.db, id)
+	if err != nil {
+		return Deal{}, false, err
+	}
+	var tx *txn
+	var locks *batch
+	unpriceable := func(err error) error {
+		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
+			return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+		}
+		return err
+	}
+	if len(exps) > 0 {
+		// Free margin depends on this process's prices: the write is fenced like a fill.
+		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok {
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+		}
+		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
+			return Deal{}, false, unpriceable(err)
+		}
+	} else if tx, locks, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
+		return Deal{}, false, err
+	}
+	defer tx.Rollback()
+	var a Account
+	var prior Deal
+	var found, seen bool
+	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
+	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
+	locks.query(exposuresInto(&exps), exposuresSQL, id)
+	if err := tx.lock(ctx, locks, "withdrawal"); err != nil {
+		return Deal{}, false, err
+	}
+	if err := ownedBy(a, found, userID, id); err != nil {
+		return Deal{}, false, err
+	}
+	if seen {
+		return prior, true, nil
+	}
+	if amount.GreaterThan(a.Balance) {
+		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
+	}
+	var marks *Metrics
+	if len(exps) > 0 {
+		g := cat.accountGroup(a.Group)
+		m := newMarket(s.prices, cat)
+		before, ok := m.metrics(a, g, a.Balance, exps)
+		if !ok {
+			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+		}
+		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
+			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
+		}
+		if amount.GreaterThan(before.FreeMargin) {
+			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
+				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
+		}
+		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
+		marks = &after
+	}
+	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	if err != nil {
+		return Deal{}, false, unpriceable(err)
+	}
+	s.notify(ctx, balanceChanged(a))
+	return d, false, nil
+}
+
+// checkAmount checks a deposit or withdrawal in an account's currency: positive, within the
+// currency's minor units (whole yen, cents, fils), not absurdly large.
+func checkAmount(currency string, a decimal.Decimal) error {
+	if !a.IsPositive() {
+		return fx.Errorf(fx.EINVALID, "amount must be positive.")
+	}
+	if err := fx.CheckMoney("amount", currency, a); err != nil {
+		return err
+	}
+	if a.GreaterThan(decimal.New(1, 15)) {
+		return fx.Errorf(fx.EINVALID, "amount is too large.")
+	}
+	return nil
+}
+
+func nonceOrRandom(n string) string {
+	if n != "" {
+		return "n:" + n
+	}
+	return "r:" + randomID()
+}
+
+// Deals lists userID's ledger, newest first (accountID 0: every account of the user).
+func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]Deal, error) {
+	return listDeals(ctx, s.db, userID, accountID, clampLimit(limit))
+}
