@@ -3,8 +3,11 @@ package api
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -94,4 +97,52 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	if len(routed) < 25 {
 		t.Errorf("only %d routes walked; the walk is not seeing the router", len(routed))
 	}
+}
+
+// The documented response schemas name exactly the JSON fields the views send, so a renamed field
+// (openVolume → initialVolume, self → thisProcess, lastRenewMs → lastRenewTookMs) cannot leave
+// the documentation behind.
+func TestOpenAPISchemasMatchTheViews(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("docs/openapi.json: %v", err)
+	}
+	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}} {
+		schema, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("docs/openapi.json has no schema %s", name)
+			continue
+		}
+		documented := slices.Sorted(maps.Keys(schema.Properties))
+		if sent := jsonFields(reflect.TypeOf(view)); !slices.Equal(documented, sent) {
+			t.Errorf("schema %s documents %v; the view sends %v", name, documented, sent)
+		}
+	}
+}
+
+// jsonFields is the sorted list of JSON names a struct type marshals to.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
