@@ -1,0 +1,39 @@
+package api
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/mirror"
+	"fxdesk/internal/schedule"
+)
+
+// The status page renders every section it has without a template error: html/template checks
+// field names only when it executes, so a renamed field would otherwise surface as an empty page
+// in production and in the browser test alone.
+func TestStatusPageRendersEverySection(t *testing.T) {
+	now := time.Now()
+	age := int64(120)
+	r := report{
+		Status: desk.Status{Process: "web", Role: desk.Holder, Reason: "won the engine lease at boot", ThisProcess: "box:1", CronMode: "off",
+			Lease:  &desk.LeaseView{Key: "forex-trading", Trusted: true, Term: 3, TrustLeftMs: 9000, Lost: true, FailOpen: true},
+			Holder: desk.HolderView{Row: &desk.RowView{Hostname: "box", PID: 1, Term: 3, Live: true, ExpiresInMs: 15000}, Redis: "box:1", Agree: true},
+			Mirror: &mirror.Status{Mode: mirror.Publishing}, Time: now},
+		Feed:   &feedView{Connected: true, ConnectedSince: &now, LastTickAgeMs: &age},
+		Jobs:   []schedule.JobState{{Name: "processFxSwaps"}},
+		Risk:   &riskView{Loaded: true},
+		Alerts: []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
+	}
+	var page bytes.Buffer
+	if err := statusPage.Execute(&page, r); err != nil {
+		t.Fatalf("status page: %v", err)
+	}
+	for _, want := range []string{"holds the lease", "LEASE LOST", "ledger-drift", "processFxSwaps"} {
+		if !bytes.Contains(page.Bytes(), []byte(want)) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+}
