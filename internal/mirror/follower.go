@@ -74,6 +74,7 @@ type Follower struct {
 	unavailable alertState
 	stale       alertState
 	status      Status
+	quotes      quoteStore // the buffers snapshots are decoded into
 }
 
 // view is one snapshot as the follower first saw it.
@@ -142,17 +143,12 @@ func (f *Follower) Run(ctx context.Context) error {
 // from the snapshot, or older than MaxAge while its session is open, answers false; while its
 // session is closed the last mid serves, however old.
 func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
-	v := f.view.Load()
-	if v == nil {
-		return tick.Quote{}, false
-	}
-	i := v.snap.find(symbol)
-	if i < 0 {
+	v, q, ok := f.lookup(symbol)
+	if !ok {
 		return tick.Quote{}, false
 	}
 	now := f.cfg.Now()
-	q := &v.snap.quotes[i]
-	age := v.age(i, now)
+	age := v.ageOf(q.receivedAt, now)
 	if age > f.cfg.MaxAge && f.sessionOpen(symbol, now) {
 		return tick.Quote{}, false
 	}
@@ -161,7 +157,11 @@ func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
 }
 
 func (v *view) age(i int, now time.Time) time.Duration {
-	age := time.Duration(v.snap.publishedAt.UnixNano()-v.snap.quotes[i].receivedAt) + v.base + now.Sub(v.firstSeen)
+	return v.ageOf(v.snap.quotes[i].receivedAt, now)
+}
+
+func (v *view) ageOf(receivedAt int64, now time.Time) time.Duration {
+	age := time.Duration(v.snap.publishedAt.UnixNano()-receivedAt) + v.base + now.Sub(v.firstSeen)
 	return max(age, 0)
 }
 
@@ -263,7 +263,7 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	case err != nil:
 		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
 	default:
-		snap, err := parseSnapshot(raw)
+		snap, err := f.quotes.parse(raw, f.view.Load())
 		if err != nil {
 			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
 			break

@@ -452,13 +452,21 @@ type snapshot struct {
 	publishedAt time.Time // leader clock; compare with Equal, never with the follower's clock
 	term        int64     // the publisher's lease term; 0 when it did not know it
 	quotes      []quote
+	buf         *quoteBuf // the follower's reused buffer quotes lives in; nil when it is its own
 }
 
-var errNotSnapshot = errors.New("not a quote mirror snapshot (version 1 JSON)")
+var (
+	errNotSnapshot = errors.New("not a quote mirror snapshot (version 1 JSON)")
+	errMoreQuotes  = errors.New("snapshot holds more quotes than it says")
+)
 
-// parseSnapshot decodes raw. It accepts exactly what the encoder writes and names what it
-// found otherwise; it never panics (see the fuzz test).
-func parseSnapshot(raw string) (*snapshot, error) {
+// parseSnapshot decodes raw into a fresh quote slice.
+func parseSnapshot(raw string) (*snapshot, error) { return parseSnapshotInto(raw, nil) }
+
+// parseSnapshotInto decodes raw, keeping the quotes in dst when it has the room (the follower
+// hands it a buffer no reader holds, see quoteStore). It accepts exactly what the encoder
+// writes and names what it found otherwise; it never panics (see the fuzz test).
+func parseSnapshotInto(raw string, dst []quote) (*snapshot, error) {
 	if !hasAt(raw, 0, headVersion) {
 		if hasAt(raw, 0, `{"version":`) {
 			return nil, fmt.Errorf("snapshot version %.4q…, this follower reads %d (upgrade both processes together)", raw[len(`{"version":`):], version)
@@ -491,51 +499,80 @@ func parseSnapshot(raw string) (*snapshot, error) {
 	if n*minRecord > len(raw) {
 		return nil, fmt.Errorf("snapshot of %d bytes cannot hold %d quotes", len(raw), n)
 	}
-	s := &snapshot{raw: raw, publishedAt: time.Unix(0, pub), term: int64(term), quotes: make([]quote, n)}
-	var prev uint64
-	for i := range n {
-		if i > 0 {
-			if !hasAt(raw, p, ",\n") {
-				return nil, fmt.Errorf("snapshot quote %d: want \",\\n\" between quotes", i)
-			}
-			p += 2
+	if cap(dst) < n {
+		dst = make([]quote, n)
+	}
+	s := &snapshot{raw: raw, publishedAt: time.Unix(0, pub), term: int64(term), quotes: dst[:n]}
+	// The records tile raw from p to the tail: end is where the last one must stop.
+	end := len(raw) - len(tail)
+	if n == 0 && raw[p:] == tail {
+		return s, nil
+	}
+	if n == 0 || end < p || raw[end:] != tail {
+		return nil, errShortCount(n)
+	}
+	got, err := parseRun(raw, p, end, s.quotes, 0, 0, &d)
+	if err == errMoreQuotes || err == nil && got != n {
+		err = errShortCount(n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func errShortCount(n int) error {
+	return fmt.Errorf("snapshot says %d quotes but does not end after them", n)
+}
+
+// parseRun reads the records that tile raw[p:end], separated by ",\n", into qs, the first of
+// them quote number first of the snapshot (for the errors) and ordered after the symbol key
+// prev. It returns how many it read; finding more than len(qs) is errMoreQuotes.
+func parseRun(raw string, p, end int, qs []quote, first int, prev uint64, d *timeDecoder) (int, error) {
+	var ok bool
+	for i := 0; ; i++ {
+		if i == len(qs) {
+			return i, errMoreQuotes
 		}
-		q := &s.quotes[i]
+		q := &qs[i]
 		// Symbols are six upper-case letters, so their order is that of the six bytes read as
 		// one big-endian number, and the letters can be checked on that number too. The fixed
 		// text around the values is compared a word at a time.
 		if len(raw)-p < 1+symbolSize+len(recBid) {
-			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		w := load64(raw, p)
 		if w&0xFF00_0000_0000_00FF != '"'|'"'<<56 || load64(raw, p+8) != wordBid || raw[p+16] != '"' {
-			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		k := bits.ReverseBytes64(w) >> 8 & 0xFFFF_FFFF_FFFF
 		if k <= prev || !upperLetters(k) {
-			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, raw[p+1:p+1+symbolSize])
+			return i, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", first+i, raw[p+1:p+1+symbolSize])
 		}
 		prev = k
 		q.key, q.at = k, uint32(p+1)
 		p += 1 + symbolSize + len(recBid)
 		if q.bid, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recAsk) || load64(raw, p) != wordAsk || raw[p+8] != '"' {
-			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recAsk)
 		if q.ask, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recReceivedAt) ||
 			load64(raw, p) != wordReceivedAt0 || load64(raw, p+8) != wordReceivedAt1 {
-			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recReceivedAt)
 		if q.receivedAt, ok = d.parse(raw, p); !ok || !hasAt(raw, p+timeSize, recEnd) {
-			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
 		}
 		p += timeSize + len(recEnd)
+		if p == end {
+			return i + 1, nil
+		}
+		if p > end || !hasAt(raw, p, ",\n") {
+			return i, fmt.Errorf("snapshot quote %d: want \",\\n\" between quotes", first+i+1)
+		}
+		p += 2
 	}
-	if raw[p:] != tail {
-		return nil, fmt.Errorf("snapshot says %d quotes but does not end after them", n)
-	}
-	return s, nil
 }
 
 // hasAt reports whether raw holds lit at p.
