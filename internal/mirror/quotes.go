@@ -42,11 +42,12 @@ type quoteBuf struct {
 // first snapshot); its buffer is left alone.
 func (st *quoteStore) parse(raw string, cur *view) (*snapshot, error) {
 	var held *quoteBuf
+	var prev []quote
 	if cur != nil {
-		held = cur.snap.buf
+		held, prev = cur.snap.buf, cur.snap.quotes
 	}
 	b := st.free(held)
-	s, err := parseSnapshotInto(raw, b.quotes)
+	s, err := parseSnapshotInto(raw, b.quotes, prev)
 	if err != nil {
 		return nil, err
 	}
