@@ -79,8 +79,9 @@ type Follower struct {
 	// when the key is found missing (expired, or Redis restarted empty): its holder has not
 	// published for KeyTTL.
 	newestTerm  int64
-	refusedAt   time.Time // publishedAt of the last snapshot refused for its term
-	refusingNow bool      // the last poll refused: the episode is logged once
+	refusedAt   time.Time  // publishedAt of the last snapshot refused for its term
+	refusingNow bool       // the last poll refused: the episode is logged once
+	quotes      quoteStore // the buffers snapshots are decoded into
 }
 
 // view is one snapshot as the follower first saw it.
@@ -149,17 +150,12 @@ func (f *Follower) Run(ctx context.Context) error {
 // from the snapshot, or older than MaxAge while its session is open, answers false; while its
 // session is closed the last mid serves, however old.
 func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
-	v := f.view.Load()
-	if v == nil {
-		return tick.Quote{}, false
-	}
-	i := v.snap.find(symbol)
-	if i < 0 {
+	v, q, ok := f.lookup(symbol)
+	if !ok {
 		return tick.Quote{}, false
 	}
 	now := f.cfg.Now()
-	q := &v.snap.quotes[i]
-	age := v.age(i, now)
+	age := v.ageOf(q.receivedAt, now)
 	if age > f.cfg.MaxAge && f.sessionOpen(symbol, now) {
 		return tick.Quote{}, false
 	}
@@ -168,7 +164,11 @@ func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
 }
 
 func (v *view) age(i int, now time.Time) time.Duration {
-	age := time.Duration(v.snap.publishedAt.UnixNano()-v.snap.quotes[i].receivedAt) + v.base + now.Sub(v.firstSeen)
+	return v.ageOf(v.snap.quotes[i].receivedAt, now)
+}
+
+func (v *view) ageOf(receivedAt int64, now time.Time) time.Duration {
+	age := time.Duration(v.snap.publishedAt.UnixNano()-receivedAt) + v.base + now.Sub(v.firstSeen)
 	return max(age, 0)
 }
 
@@ -272,7 +272,7 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	case err != nil:
 		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
 	default:
-		snap, err := parseSnapshot(raw)
+		snap, err := f.quotes.parse(raw, f.view.Load())
 		if err != nil {
 			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
 			break

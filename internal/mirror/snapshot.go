@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"fxdesk/internal/tick"
@@ -452,13 +455,28 @@ type snapshot struct {
 	publishedAt time.Time // leader clock; compare with Equal, never with the follower's clock
 	term        int64     // the publisher's lease term; 0 when it did not know it
 	quotes      []quote
+	buf         *quoteBuf // the follower's reused buffer quotes lives in; nil when it is its own
 }
 
-var errNotSnapshot = errors.New("not a quote mirror snapshot (version 1 JSON)")
+var (
+	errNotSnapshot = errors.New("not a quote mirror snapshot (version 1 JSON)")
+	errMoreQuotes  = errors.New("snapshot holds more quotes than it says")
+)
 
-// parseSnapshot decodes raw. It accepts exactly what the encoder writes and names what it
-// found otherwise; it never panics (see the fuzz test).
-func parseSnapshot(raw string) (*snapshot, error) {
+// parseSnapshot decodes raw into a fresh quote slice.
+func parseSnapshot(raw string) (*snapshot, error) { return parseSnapshotInto(raw, nil, nil) }
+
+// parseSnapshotInto decodes raw, keeping the quotes in dst when it has the room (the follower
+// hands it a buffer no reader holds, see quoteStore); prev, the quotes of the snapshot before,
+// only helps split the work (see parseChunks). It accepts exactly what the encoder writes and
+// names what it found otherwise; it never panics (see the fuzz test).
+func parseSnapshotInto(raw string, dst, prev []quote) (*snapshot, error) {
+	return parseSnapshotWith(raw, dst, prev, runtime.GOMAXPROCS(0) > 1)
+}
+
+// parseSnapshotWith is parseSnapshotInto, reading large snapshots in chunks on two goroutines
+// when split is true.
+func parseSnapshotWith(raw string, dst, prev []quote, split bool) (*snapshot, error) {
 	if !hasAt(raw, 0, headVersion) {
 		if hasAt(raw, 0, `{"version":`) {
 			return nil, fmt.Errorf("snapshot version %.4q…, this follower reads %d (upgrade both processes together)", raw[len(`{"version":`):], version)
@@ -491,51 +509,175 @@ func parseSnapshot(raw string) (*snapshot, error) {
 	if n*minRecord > len(raw) {
 		return nil, fmt.Errorf("snapshot of %d bytes cannot hold %d quotes", len(raw), n)
 	}
-	s := &snapshot{raw: raw, publishedAt: time.Unix(0, pub), term: int64(term), quotes: make([]quote, n)}
-	var prev uint64
-	for i := range n {
-		if i > 0 {
-			if !hasAt(raw, p, ",\n") {
-				return nil, fmt.Errorf("snapshot quote %d: want \",\\n\" between quotes", i)
-			}
-			p += 2
+	if cap(dst) < n {
+		dst = make([]quote, n)
+	}
+	s := &snapshot{raw: raw, publishedAt: time.Unix(0, pub), term: int64(term), quotes: dst[:n]}
+	// The records tile raw from p to the tail: end is where the last one must stop.
+	end := len(raw) - len(tail)
+	if n == 0 && raw[p:] == tail {
+		return s, nil
+	}
+	if n == 0 || end < p || raw[end:] != tail {
+		return nil, errShortCount(n)
+	}
+	if split && n >= minSplit && parseChunks(raw, p, end, s.quotes, prev) {
+		return s, nil
+	}
+	got, err := parseRun(raw, p, end, s.quotes, 0, 0, &d)
+	if err == errMoreQuotes || err == nil && got != n {
+		err = errShortCount(n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Large snapshots are read in chunks of about chunkRecords records, shared between this
+// goroutine and one other; below minSplit records one run is as fast (starting the other
+// goroutine, and waking a thread for it, costs tens of microseconds; a record about 25 ns).
+const (
+	minSplit     = 2000
+	chunkRecords = 500
+	maxChunks    = 16
+)
+
+// parseChunks reads the records that tile raw[p:end] into qs, all of them, in chunks cut at the
+// ",\n" nearest past evenly spaced offsets. The caller's goroutine and one more take the chunks
+// in turn from a shared counter, so a helper that starts late (a sleeping thread takes up to
+// milliseconds to wake on a loaded machine) takes fewer of them and delays the caller by at most
+// the one it is inside, and one that never starts costs nothing. A chunk is written from the
+// index its first symbol has in prev (the last snapshot, which usually holds the same symbols),
+// or else one past the count of newlines ahead of it (every record before it ends at one).
+//
+// It reports false when the chunks did not read back as one valid run exactly filling qs — a
+// bad snapshot, or a wrong guess — and the caller then reads the whole text again in one run,
+// which gives that run's answer and error. What it accepts is exactly what parseRun accepts in
+// one run: every record is read from the same offset, each chunk starts just after a ",\n" that
+// one run would find after the chunk before, and the order across each cut is checked here.
+func parseChunks(raw string, p, end int, qs, prev []quote) bool {
+	n := len(qs)
+	chunks := min(n/chunkRecords, maxChunks)
+	var at [maxChunks + 1]int // chunk c is raw[at[c]:cut[c]], into qs[k[c]:k[c+1]]
+	var cut, k [maxChunks + 1]int
+	at[0], k[0], k[chunks] = p, 0, n
+	c := 1
+	for ; c < chunks; c++ {
+		j := strings.Index(raw[p+(end-p)*c/chunks:end], ",\n")
+		if j < 0 {
+			return false
 		}
-		q := &s.quotes[i]
+		cut[c-1] = p + (end-p)*c/chunks + j
+		at[c] = cut[c-1] + 2
+		if at[c] <= at[c-1] || len(raw)-at[c] < 1+symbolSize {
+			return false
+		}
+		k[c] = -1
+		if len(prev) > 0 {
+			s := raw[at[c]+1:]
+			key := uint64(s[0])<<40 | uint64(s[1])<<32 | uint64(s[2])<<24 | uint64(s[3])<<16 | uint64(s[4])<<8 | uint64(s[5])
+			k[c] = (&snapshot{quotes: prev}).findKey(key)
+		}
+		if k[c] < 0 {
+			k[c] = k[c-1] + strings.Count(raw[at[c-1]:cut[c-1]], "\n") + 1
+		}
+		if k[c] <= k[c-1] || k[c] >= n {
+			return false
+		}
+	}
+	cut[chunks-1] = end
+	var (
+		next    atomic.Int32
+		claimed atomic.Bool
+		got     [maxChunks]int
+		errs    [maxChunks]error
+		done    = make(chan struct{})
+	)
+	work := func() {
+		var d timeDecoder
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
+			}
+			got[c], errs[c] = parseRun(raw, at[c], cut[c], qs[k[c]:k[c+1]], k[c], 0, &d)
+		}
+	}
+	go func() {
+		if claimed.CompareAndSwap(false, true) {
+			work()
+			close(done)
+		}
+	}()
+	// A new goroutine waits in this P's runnext slot, which an idle P steals only after a sleep
+	// of a few microseconds that timer slack makes about 70. A second, empty goroutine takes
+	// that slot and leaves the helper in the run queue, stolen at once.
+	go func() {}()
+	work()
+	if !claimed.CompareAndSwap(false, true) {
+		<-done // the helper started: wait for the chunk it is reading
+	}
+	for c := range chunks {
+		if errs[c] != nil || got[c] != k[c+1]-k[c] || c > 0 && qs[k[c]-1].key >= qs[k[c]].key {
+			return false
+		}
+	}
+	return true
+}
+
+func errShortCount(n int) error {
+	return fmt.Errorf("snapshot says %d quotes but does not end after them", n)
+}
+
+// parseRun reads the records that tile raw[p:end], separated by ",\n", into qs, the first of
+// them quote number first of the snapshot (for the errors) and ordered after the symbol key
+// prev. It returns how many it read; finding more than len(qs) is errMoreQuotes.
+func parseRun(raw string, p, end int, qs []quote, first int, prev uint64, d *timeDecoder) (int, error) {
+	var ok bool
+	for i := 0; ; i++ {
+		if i == len(qs) {
+			return i, errMoreQuotes
+		}
+		q := &qs[i]
 		// Symbols are six upper-case letters, so their order is that of the six bytes read as
 		// one big-endian number, and the letters can be checked on that number too. The fixed
 		// text around the values is compared a word at a time.
 		if len(raw)-p < 1+symbolSize+len(recBid) {
-			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		w := load64(raw, p)
 		if w&0xFF00_0000_0000_00FF != '"'|'"'<<56 || load64(raw, p+8) != wordBid || raw[p+16] != '"' {
-			return nil, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", i)
+			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		k := bits.ReverseBytes64(w) >> 8 & 0xFFFF_FFFF_FFFF
 		if k <= prev || !upperLetters(k) {
-			return nil, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", i, raw[p+1:p+1+symbolSize])
+			return i, fmt.Errorf("snapshot quote %d (%q) is out of order or not a symbol", first+i, raw[p+1:p+1+symbolSize])
 		}
 		prev = k
 		q.key, q.at = k, uint32(p+1)
 		p += 1 + symbolSize + len(recBid)
 		if q.bid, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recAsk) || load64(raw, p) != wordAsk || raw[p+8] != '"' {
-			return nil, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: bid is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recAsk)
 		if q.ask, p, ok = parsePrice(raw, p); !ok || len(raw)-p < len(recReceivedAt) ||
 			load64(raw, p) != wordReceivedAt0 || load64(raw, p+8) != wordReceivedAt1 {
-			return nil, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: ask is not a decimal string", raw[q.at:q.at+symbolSize])
 		}
 		p += len(recReceivedAt)
 		if q.receivedAt, ok = d.parse(raw, p); !ok || !hasAt(raw, p+timeSize, recEnd) {
-			return nil, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
+			return i, fmt.Errorf("snapshot %s: receivedAt is not RFC 3339 UTC with milliseconds", raw[q.at:q.at+symbolSize])
 		}
 		p += timeSize + len(recEnd)
+		if p == end {
+			return i + 1, nil
+		}
+		if p > end || !hasAt(raw, p, ",\n") {
+			return i, fmt.Errorf("snapshot quote %d: want \",\\n\" between quotes", first+i+1)
+		}
+		p += 2
 	}
-	if raw[p:] != tail {
-		return nil, fmt.Errorf("snapshot says %d quotes but does not end after them", n)
-	}
-	return s, nil
 }
 
 // hasAt reports whether raw holds lit at p.
@@ -724,7 +866,11 @@ func (s *snapshot) find(symbol string) int {
 	if len(symbol) != symbolSize {
 		return -1
 	}
-	k := uint64(symbol[0])<<40 | uint64(symbol[1])<<32 | uint64(symbol[2])<<24 | uint64(symbol[3])<<16 | uint64(symbol[4])<<8 | uint64(symbol[5])
+	return s.findKey(uint64(symbol[0])<<40 | uint64(symbol[1])<<32 | uint64(symbol[2])<<24 | uint64(symbol[3])<<16 | uint64(symbol[4])<<8 | uint64(symbol[5]))
+}
+
+// findKey returns the index of the quote of symbol key k, or -1.
+func (s *snapshot) findKey(k uint64) int {
 	lo, hi := 0, len(s.quotes)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

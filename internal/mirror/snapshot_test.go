@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -339,4 +340,98 @@ func TestParsePriceAgrees(t *testing.T) {
 			t.Fatalf("%q: parsePrice %v %d %v, parsePriceSlow %v %d %v", raw, v, end, ok, sv, send, sok)
 		}
 	}
+}
+
+// bigSnapshot is a valid snapshot of n moving quotes, and the one before it.
+func bigSnapshot(t testing.TB, n int) (raw string, prev []quote) {
+	t.Helper()
+	m, rounds := benchRounds(2)
+	e := newEncoder(n, m.Digits)
+	var raws [2]string
+	for r := range raws {
+		e.start()
+		for j, s := range m.Symbols[:n] {
+			e.add(s, &rounds[r][j])
+		}
+		e.finish(rounds[r][0].ReceivedAt, 3)
+		raws[r] = string(e.buf)
+	}
+	s, err := parseSnapshotWith(raws[0], nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raws[1], s.quotes
+}
+
+// checkHalves holds reading raw in chunks on two goroutines to reading it in one run: the same quotes, or an
+// error (the same one) for both.
+func checkHalves(t *testing.T, raw string, prev []quote) {
+	t.Helper()
+	one, err1 := parseSnapshotWith(raw, nil, nil, false)
+	for _, pv := range [][]quote{prev, nil} {
+		two, err2 := parseSnapshotWith(raw, nil, pv, true)
+		if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+			t.Fatalf("one run: %v; halves: %v", err1, err2)
+		}
+		if err1 == nil && !slices.Equal(one.quotes, two.quotes) {
+			t.Fatal("halves read other quotes than one run")
+		}
+	}
+}
+
+// Chunks read what one run reads, and refuse what it refuses, wherever the text is broken —
+// near a cut above all.
+func TestParseHalvesIsOneRun(t *testing.T) {
+	raw, prev := bigSnapshot(t, 2500)
+	one, err := parseSnapshotWith(raw, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range [][]quote{prev, nil} { // the guess from the last snapshot, or counted
+		if !parseChunks(raw, int(one.quotes[0].at)-1, len(raw)-len(tail), make([]quote, 2500), pv) {
+			t.Fatal("the halves refused a valid snapshot")
+		}
+	}
+	checkHalves(t, raw, prev)
+	checkHalves(t, raw, prev[:1200]) // a last snapshot of other symbols: a wrong guess
+	chunks := 2500 / chunkRecords
+	for c := 1; c < chunks; c++ { // around each cut
+		at := len(raw) * c / chunks
+		for pos := at - 100; pos < at+150; pos++ {
+			for _, c := range []byte{',', '\n', '"', '0', 'A', 'Z' + 1} {
+				b := []byte(raw)
+				b[pos] = c
+				checkHalves(t, string(b), prev)
+			}
+			checkHalves(t, raw[:pos]+raw[pos+1:], prev)
+		}
+	}
+	mid := len(raw) / 2
+	for _, pos := range []int{200, 300, len(raw) - 300, len(raw) - 3} {
+		b := []byte(raw)
+		b[pos] = '9'
+		checkHalves(t, string(b), prev)
+	}
+	// A record dropped, or repeated, next to the cut.
+	cut := mid + strings.Index(raw[mid:], ",\n")
+	next := cut + 2 + strings.Index(raw[cut+2:], ",\n")
+	checkHalves(t, raw[:cut]+raw[next:], prev)
+	checkHalves(t, raw[:next]+raw[cut:], prev)
+}
+
+// FuzzParseHalves: whatever byte is changed, chunks read what one run reads.
+func FuzzParseHalves(f *testing.F) {
+	raw, prev := bigSnapshot(f, 2100)
+	f.Add(uint32(len(raw)/2), byte(','), false)
+	f.Add(uint32(len(raw)/2+40), byte('\n'), true)
+	f.Fuzz(func(t *testing.T, pos uint32, c byte, cut bool) {
+		i := int(pos) % len(raw)
+		if cut {
+			checkHalves(t, raw[:i]+raw[i+1:], prev)
+			return
+		}
+		b := []byte(raw)
+		b[i] = c
+		checkHalves(t, string(b), prev)
+	})
 }
