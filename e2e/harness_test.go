@@ -300,6 +300,8 @@ type deskStatus struct {
 		Lost        bool   `json:"lost"`
 		FailOpen    bool   `json:"failOpen"`
 		Arbiter     string `json:"arbiter"`
+		// LastRenewTookMs is how long the last renew took; nil before the first.
+		LastRenewTookMs *float64 `json:"lastRenewTookMs"`
 	} `json:"lease"`
 	Holder struct {
 		Row *struct {
@@ -312,6 +314,17 @@ type deskStatus struct {
 		Redis string `json:"redis"`
 		Agree bool   `json:"agree"`
 	} `json:"holder"`
+	Feed *struct {
+		Connected bool `json:"connected"`
+	} `json:"feed"`
+	Mirror *struct {
+		Mode string `json:"mode"`
+	} `json:"mirror"`
+	Risk *struct {
+		Loaded bool `json:"loaded"`
+	} `json:"risk"`
+	Jobs   []struct{ Name string } `json:"jobs"`
+	Alerts []any                   `json:"alerts"`
 }
 
 func (p *proc) desk() deskStatus {

@@ -399,15 +399,20 @@ func (r *marketsRail) await(t *testing.T, symbol, bid, ask string) {
 
 // simQuote sets a price at the simulator without waiting for the desk.
 func (d *tradingDesk) simQuote(symbol, bid, ask string) {
+	d.e.t.Helper()
+	d.simControl("quote", fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask))
+}
+
+// simControl posts a JSON body to the simulator's /control/<what> endpoint.
+func (d *tradingDesk) simControl(what, body string) {
 	t := d.e.t
 	t.Helper()
-	body := fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask)
-	r, err := http.Post(d.sim.base+"/control/quote", "application/json", strings.NewReader(body))
+	r, err := http.Post(d.sim.base+"/control/"+what, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Body.Close()
 	if r.StatusCode != http.StatusOK {
-		t.Fatalf("control/quote %s = %d", body, r.StatusCode)
+		t.Fatalf("control/%s %s = %d", what, body, r.StatusCode)
 	}
 }

@@ -78,42 +78,8 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	h := e.start("holder", "fxdesk-web", "CRON_MODE=off")
 	f := e.start("follower", "fxdesk-web", "CRON_MODE=off")
 	c := e.start("cron", "fxdesk-cron")
-	type report struct {
-		Role        string `json:"role"`
-		Reason      string `json:"reason"`
-		ThisProcess string `json:"thisProcess"`
-		Lease       *struct {
-			Trusted         bool     `json:"holdsLease"`
-			Term            int64    `json:"term"`
-			LastRenewTookMs *float64 `json:"lastRenewTookMs"`
-		} `json:"lease"`
-		Holder struct {
-			Row *struct {
-				Hostname string `json:"hostname"`
-				PID      int    `json:"pid"`
-			} `json:"row"`
-			Redis string `json:"redis"`
-			Agree bool   `json:"agree"`
-		} `json:"holder"`
-		Feed *struct {
-			Connected bool `json:"connected"`
-		} `json:"feed"`
-		Mirror *struct {
-			Mode string `json:"mode"`
-		} `json:"mirror"`
-		Risk *struct {
-			Loaded bool `json:"loaded"`
-		} `json:"risk"`
-		Jobs   []struct{ Name string } `json:"jobs"`
-		Alerts []any                   `json:"alerts"`
-	}
-	get := func(p *proc) report {
-		var r report
-		must(t, p, e.adminToken(), "GET", "/api/admin/fx/desk", "", 200, &r)
-		return r
-	}
 	h.waitLog(10*time.Second, msgIs("provider connected"))
-	hr, fr, cr := get(h), get(f), get(c)
+	hr, fr, cr := h.desk(), f.desk(), c.desk()
 	if hr.Role != "holder" || hr.Lease == nil || !hr.Lease.Trusted || hr.Lease.Term != 1 || hr.Feed == nil || !hr.Feed.Connected ||
 		hr.Mirror == nil || hr.Mirror.Mode != "publishing" || !hr.Holder.Agree || hr.Alerts == nil {
 		t.Errorf("holder report = %+v", hr)
@@ -143,12 +109,12 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	if err := e.rdb.Set(context.Background(), "engine:lease:forex-trading", "intruder:1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if r := get(c); r.Holder.Agree || r.Holder.Redis != "intruder:1" {
+	if r := c.desk(); r.Holder.Agree || r.Holder.Redis != "intruder:1" {
 		t.Errorf("after overwriting the key: %+v, want agree=false", r.Holder)
 	}
 	// The holder's next renew makes the key agree again and says so in its log.
 	h.waitLog(10*time.Second, msgHas("Redis key disagreed with the row"))
-	if r := get(c); !r.Holder.Agree {
+	if r := c.desk(); !r.Holder.Agree {
 		t.Errorf("key not rewritten to agree: %+v", r.Holder)
 	}
 }

@@ -10,17 +10,8 @@ import (
 
 // simSession announces symbol's session closed or open at the simulator.
 func (d *tradingDesk) simSession(symbol string, open bool) {
-	t := d.e.t
-	t.Helper()
-	body := fmt.Sprintf(`{"symbol":%q,"open":%v}`, symbol, open)
-	r, err := http.Post(d.sim.base+"/control/session", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusOK {
-		t.Fatalf("control/session %s = %d", body, r.StatusCode)
-	}
+	d.e.t.Helper()
+	d.simControl("session", fmt.Sprintf(`{"symbol":%q,"open":%v}`, symbol, open))
 }
 
 // Stop-out behind a closed market (issue 14, defect 2), through HTTP and the simulator: gold is

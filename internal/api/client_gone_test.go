@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -20,23 +18,6 @@ import (
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type holding struct{}
 
@@ -57,7 +38,7 @@ func TestClientGoneIsNotAnInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	logs := &syncBuffer{}
+	logs := &dbtest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	g, err := gate.New(gate.Config{Lease: holding{}, Log: log, Dropped: gate.NewDropped()})
 	if err != nil {
@@ -93,9 +74,7 @@ func TestClientGoneIsNotAnInternalError(t *testing.T) {
 	}
 
 	// Intent: only the request's own context makes a cancellation "client gone".
-	logs.mu.Lock()
-	logs.b.Reset()
-	logs.mu.Unlock()
+	logs.Reset()
 	internal := handle(log, func(http.ResponseWriter, *http.Request) error {
 		return fmt.Errorf("call a dependency: %w", context.Canceled)
 	})

@@ -171,6 +171,13 @@ func (l *LogBuffer) String() string {
 	return l.b.String()
 }
 
+// Reset forgets everything written so far.
+func (l *LogBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
 // CPU is the processor time used so far by this process and by the local MySQL server, for
 // benchmarks that report what a unit of work costs each side. On a shared machine a rate moves
 // with whatever else runs; the time each side spent per unit moves much less. Server is zero

@@ -186,6 +186,26 @@ func mustClaim(t *testing.T, k *lease.Keeper, want bool) {
 	}
 }
 
+// holder returns a keeper with the default options that has claimed e's lease.
+func (e *env) holder(t *testing.T) *lease.Keeper {
+	t.Helper()
+	k := e.keeper(keeperOpts{})
+	mustClaim(t, k, true)
+	return k
+}
+
+// begin opens a transaction on the test database, rolled back when the test ends if the test
+// has not ended it.
+func (e *env) begin() *sql.Tx {
+	e.t.Helper()
+	tx, err := e.db.Begin()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { tx.Rollback() })
+	return tx
+}
+
 func TestClaimDecidedByRowRedisAgrees(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -322,15 +342,12 @@ func TestLostLeaseIsFencedAndLoggedOnce(t *testing.T) {
 
 	ctx := context.Background()
 	// A's fenced write is refused by the term check.
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := e.begin()
 	if err := a.Fence(ctx, tx); !errors.Is(err, lease.ErrFenced) {
 		t.Errorf("a.Fence = %v, want ErrFenced", err)
 	}
 	tx.Rollback()
-	tx, _ = e.db.BeginTx(ctx, nil)
+	tx = e.begin()
 	if err := b.Fence(ctx, tx); err != nil {
 		t.Errorf("b.Fence = %v, want nil", err)
 	}
@@ -395,14 +412,9 @@ func TestReleaseAfterLossReleasesNothing(t *testing.T) {
 func TestFenceRefusesExpiredRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.keeper(keeperOpts{})
-	mustClaim(t, a, true)
+	a := e.holder(t)
 	e.expireRow()
-	tx, err := e.db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := e.begin()
 	if err := a.Fence(context.Background(), tx); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("Fence on a row expired by the database clock = %v, want ErrFenced", err)
 	}
@@ -413,22 +425,14 @@ func TestFenceRefusesExpiredRow(t *testing.T) {
 func TestFenceHoldsASharedLockUntilTheTransactionEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.keeper(keeperOpts{})
-	mustClaim(t, a, true)
+	a := e.holder(t)
 	ctx := context.Background()
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := e.begin()
 	if err := a.Fence(ctx, tx); err != nil {
 		t.Fatalf("Fence under the held term = %v", err)
 	}
 
-	other, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := e.begin()
 	if err := a.Fence(ctx, other); err != nil {
 		t.Errorf("a second fence while the first is open = %v, want nil (the lock is shared)", err)
 	}
@@ -457,14 +461,9 @@ func TestFenceHoldsASharedLockUntilTheTransactionEnds(t *testing.T) {
 func TestFenceSeesATakeoverCommittedAfterTheSnapshot(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.keeper(keeperOpts{})
-	mustClaim(t, a, true)
+	a := e.holder(t)
 	ctx := context.Background()
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := e.begin()
 	var inst string
 	if err := tx.QueryRowContext(ctx, "SELECT `instanceId` FROM `engine_lease` WHERE `id` = ?", e.key).Scan(&inst); err != nil {
 		t.Fatal(err)
@@ -487,16 +486,11 @@ func TestFenceSeesATakeoverCommittedAfterTheSnapshot(t *testing.T) {
 func TestFenceRefusesMissingRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.keeper(keeperOpts{})
-	mustClaim(t, a, true)
+	a := e.holder(t)
 	if _, err := e.db.Exec("DELETE FROM `engine_lease` WHERE `id` = ?", e.key); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := e.db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := e.begin()
 	if err := a.Fence(context.Background(), tx); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("Fence without a lease row = %v, want ErrFenced", err)
 	}
@@ -506,7 +500,7 @@ func TestFenceRefusesMissingRow(t *testing.T) {
 func TestIsFencedIsTheFenceOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	mustClaim(t, e.keeper(keeperOpts{}), true)
+	e.holder(t)
 	for _, q := range []string{
 		"INSERT INTO `engine_lease` SELECT * FROM `engine_lease` WHERE `id` = ?", // duplicate key
 		"SELECT `id` FROM `no_such_table` WHERE `id` = ?",

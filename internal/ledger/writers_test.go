@@ -1,16 +1,14 @@
 package ledger
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"fxdesk/internal/sqlsource"
 )
 
 // writesMoney reports whether SQL text writes the ledger: any INSERT, REPLACE, UPDATE or DELETE
@@ -68,8 +66,9 @@ func TestWritesMoneyDetector(t *testing.T) {
 }
 
 // Nothing but this package writes fx_deal or fx_account.balance (DESIGN §4, one ledger writer).
-// Every non-test Go source of the module is parsed; each string constant — literals, with the
-// literal parts of a + concatenation joined (other operands read as a placeholder) — is checked.
+// Every string text of the module's non-test Go sources (sqlsource: literals and constants joined
+// by + folded into one text, other operands read as ?) is checked, fragments of statements built
+// at runtime included.
 func TestOnlyTheLedgerWritesMoney(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")
@@ -79,102 +78,19 @@ func TestOnlyTheLedgerWritesMoney(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root not found at %s: %v", root, err)
 	}
-	self := filepath.Join(root, "internal", "ledger")
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == self {
-			return nil
-		}
-		files++
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, s := range sqlStrings(f) {
-			if writesMoney(s.text) {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d writes the ledger outside internal/ledger (post through ledger.Post): %s", rel, fset.Position(s.pos).Line, s.text)
-			}
-		}
-		return nil
-	})
+	texts, files, err := sqlsource.Texts(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if files < 50 {
 		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
 	}
-}
-
-type sqlString struct {
-	pos  token.Pos
-	text string
-}
-
-// sqlStrings returns every maximal string expression of f: a lone literal, or a + chain whose
-// literal operands are joined in order with " ? " for the others.
-func sqlStrings(f *ast.File) []sqlString {
-	var out []sqlString
-	read := map[ast.Node]bool{} // parts of a chain already read with it
-	ast.Inspect(f, func(n ast.Node) bool {
-		if read[n] {
-			return true
+	for _, s := range texts {
+		if path.Dir(s.File) == "internal/ledger" {
+			continue
 		}
-		switch e := n.(type) {
-		case *ast.BinaryExpr:
-			if e.Op != token.ADD {
-				return true
-			}
-			var sb strings.Builder
-			lits := 0
-			var walk func(ast.Expr)
-			walk = func(x ast.Expr) {
-				switch v := x.(type) {
-				case *ast.BinaryExpr:
-					if v.Op == token.ADD {
-						read[v] = true
-						walk(v.X)
-						walk(v.Y)
-						return
-					}
-				case *ast.ParenExpr:
-					walk(v.X)
-					return
-				case *ast.BasicLit:
-					if v.Kind == token.STRING {
-						if s, err := strconv.Unquote(v.Value); err == nil {
-							read[v] = true
-							sb.WriteString(s)
-							lits++
-							return
-						}
-					}
-				}
-				sb.WriteString(" ? ")
-			}
-			walk(e)
-			if lits > 0 {
-				out = append(out, sqlString{e.Pos(), sb.String()})
-			}
-			return true // operands that are not part of the chain (a call's arguments) are read on their own
-		case *ast.BasicLit:
-			if e.Kind == token.STRING {
-				if s, err := strconv.Unquote(e.Value); err == nil {
-					out = append(out, sqlString{e.Pos(), s})
-				}
-			}
+		if writesMoney(s.Text) {
+			t.Errorf("%s writes the ledger outside internal/ledger (post through ledger.Post): %s", s.Where(), s.Text)
 		}
-		return true
-	})
-	return out
+	}
 }

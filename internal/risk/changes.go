@@ -11,15 +11,7 @@ func (e *Engine) addPositionLocked(ps Position) {
 	}
 	a := e.accountFor(ps.AccountID)
 	b := e.bookFor(ps.Symbol)
-	var idx int32
-	if n := len(e.posFree); n > 0 {
-		idx = e.posFree[n-1]
-		e.posFree = e.posFree[:n-1]
-	} else {
-		idx = int32(len(e.pos))
-		e.pos = append(e.pos, position{})
-		e.posSlots = append(e.posSlots, -1, -1)
-	}
+	idx := takeIndex(&e.pos, &e.posFree, &e.posSlots, 2)
 	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP,
 		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
 	a.positions = append(a.positions, idx)
@@ -59,15 +51,7 @@ func (e *Engine) addOrderLocked(os Order) {
 		e.removeOrderLocked(old)
 	}
 	b := e.bookFor(os.Symbol)
-	var idx int32
-	if n := len(e.ordFree); n > 0 {
-		idx = e.ordFree[n-1]
-		e.ordFree = e.ordFree[:n-1]
-	} else {
-		idx = int32(len(e.ord))
-		e.ord = append(e.ord, order{})
-		e.ordSlots = append(e.ordSlots, -1)
-	}
+	idx := takeIndex(&e.ord, &e.ordFree, &e.ordSlots, 1)
 	o := order{id: os.ID, price: os.Price, sym: b.idx, side: os.Side, typ: os.Type, live: true}
 	if !os.ExpiresAt.IsZero() {
 		o.exp = os.ExpiresAt.UnixNano()

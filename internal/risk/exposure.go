@@ -105,15 +105,7 @@ func (e *Engine) addDepLocked(a *account, sym int32) {
 			return
 		}
 	}
-	var id int32
-	if n := len(e.bandFree); n > 0 {
-		id = e.bandFree[n-1]
-		e.bandFree = e.bandFree[:n-1]
-	} else {
-		id = int32(len(e.bands))
-		e.bands = append(e.bands, bandEntry{})
-		e.bandSlots = append(e.bandSlots, -1, -1)
-	}
+	id := takeIndex(&e.bands, &e.bandFree, &e.bandSlots, 2)
 	be := &e.bands[id]
 	be.acct, be.sym, be.live = a.idx, sym, true
 	// An edge that never fires until the account is marked: a new dependency always comes with

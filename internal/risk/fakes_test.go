@@ -1,7 +1,6 @@
 package risk
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/gate/gatetest"
@@ -157,16 +157,7 @@ type loaderFunc func(context.Context) (Snapshot, error)
 
 func (f loaderFunc) Load(ctx context.Context) (Snapshot, error) { return f(ctx) }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type logBuffer struct{ dbtest.LogBuffer }
 
 // lines counts the log lines that contain every one of parts.
 func (l *logBuffer) lines(parts ...string) int {
@@ -181,12 +172,6 @@ func (l *logBuffer) lines(parts ...string) int {
 		}
 	}
 	return n
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // recv waits for the next value on ch. The deadline only turns a hang into a failure; nothing

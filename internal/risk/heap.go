@@ -194,3 +194,19 @@ func (h *triggerHeap) appendFiredFrom(dst []int32, i int, price float64) []int32
 	dst = h.appendFiredFrom(dst, 2*i+1, price)
 	return h.appendFiredFrom(dst, 2*i+2, price)
 }
+
+// takeIndex returns an index into *items for a new entry: the last one freed, or else a new zero
+// entry appended to *items with its refs heap slots (−1, in no heap) appended to *slots.
+func takeIndex[T any](items *[]T, free, slots *[]int32, refs int) int32 {
+	if n := len(*free); n > 0 {
+		idx := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return idx
+	}
+	var zero T
+	*items = append(*items, zero)
+	for range refs {
+		*slots = append(*slots, -1)
+	}
+	return int32(len(*items) - 1)
+}

@@ -2,15 +2,11 @@ package store
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 
+	"fxdesk/internal/sqlsource"
 	"fxdesk/migrations"
 )
 
@@ -307,179 +304,31 @@ func notPortable(n tidbast.StmtNode) string {
 }
 
 // sourceSQL returns every SQL text in the non-test Go files under root, and the functions that
-// build SQL with a strings.Builder (by "dir/file.go:function").
+// build SQL with a strings.Builder (by "package directory.function").
 //
-// Within one Go expression, string literals and string constants joined by + are folded into
-// one text (constants resolved by name in their own package, or through a package selector); any
-// other operand (a call such as marks(n), a variable) becomes ?, as the dynamic parts are value
-// lists; fmt verbs become ?. A text is SQL when it starts with a statement keyword. In a function
-// that declares a strings.Builder and holds SQL text, the texts are fragments: they are returned
-// only when they parse, and the function is reported as a builder site instead.
+// The texts are sqlsource's (string literals and constants joined by + folded into one text,
+// other operands ?), with fmt verbs made ?; a text is SQL when it starts with a statement
+// keyword. In a function that declares a strings.Builder the texts are fragments: they are
+// returned only when they parse, and the function is reported as a builder site instead.
 func sourceSQL(root string) (texts []sqlText, builderSites map[string]bool, err error) {
-	fset := token.NewFileSet()
-	pkgs := map[string]*goPackage{} // by directory
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		p := pkgs[filepath.Dir(path)]
-		if p == nil {
-			p = &goPackage{consts: map[string]ast.Expr{}}
-			pkgs[filepath.Dir(path)] = p
-		}
-		p.files = append(p.files, f)
-		for _, decl := range f.Decls {
-			if g, ok := decl.(*ast.GenDecl); ok && (g.Tok == token.CONST || g.Tok == token.VAR) {
-				for _, spec := range g.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, name := range vs.Names {
-						if i < len(vs.Values) {
-							p.consts[name.Name] = vs.Values[i]
-						}
-					}
-				}
-			}
-		}
-		return nil
-	})
+	all, _, err := sqlsource.Texts(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Selectors name packages by their package name; a name two packages share is not resolved.
-	byName := map[string]*goPackage{}
-	seen := map[string]int{}
-	for _, p := range pkgs {
-		seen[p.files[0].Name.Name]++
-	}
-	for _, p := range pkgs {
-		if name := p.files[0].Name.Name; seen[name] == 1 {
-			byName[name] = p
-		}
-	}
-
 	builderSites = map[string]bool{}
-	for _, p := range pkgs {
-		p.byName = byName
-		for _, f := range p.files {
-			for _, decl := range f.Decls {
-				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.CONST {
-					continue // constants are read where they are used
-				}
-				fn, _ := decl.(*ast.FuncDecl)
-				found := p.sqlIn(decl, fset)
-				if fn == nil || !declaresBuilder(fn) || len(found) == 0 {
-					texts = append(texts, found...)
-					continue
-				}
-				rel, _ := filepath.Rel(root, fset.Position(fn.Pos()).Filename)
-				builderSites[filepath.ToSlash(filepath.Dir(rel))+"."+fn.Name.Name] = true // package, not file: files split
-				for _, s := range found {
-					if portable(s.text) == nil {
-						texts = append(texts, s)
-					}
-				}
+	for _, s := range all {
+		text := strings.TrimSpace(s.Text)
+		if !sqlStart.MatchString(text) {
+			continue
+		}
+		t := sqlText{s.Where(), fmtVerb.ReplaceAllString(text, "?")}
+		if s.Builder != "" {
+			builderSites[s.Builder] = true
+			if portable(t.text) != nil {
+				continue
 			}
 		}
+		texts = append(texts, t)
 	}
-	slices.SortFunc(texts, func(a, b sqlText) int { return strings.Compare(a.where, b.where) })
 	return texts, builderSites, nil
-}
-
-type goPackage struct {
-	files  []*ast.File
-	consts map[string]ast.Expr   // package-level constants and variables with an initialiser
-	byName map[string]*goPackage // every package, by package name
-}
-
-// sqlIn returns the SQL texts in one declaration: each maximal string expression that folds to
-// text starting with a statement keyword.
-func (p *goPackage) sqlIn(decl ast.Decl, fset *token.FileSet) []sqlText {
-	var out []sqlText
-	ast.Inspect(decl, func(n ast.Node) bool {
-		switch e := n.(type) {
-		case *ast.BasicLit:
-			if e.Kind != token.STRING {
-				return true
-			}
-		case *ast.BinaryExpr:
-			if e.Op != token.ADD {
-				return true
-			}
-		case *ast.Ident, *ast.SelectorExpr:
-		default:
-			return true
-		}
-		text, isString := p.fold(n.(ast.Expr), 0)
-		if !isString {
-			return true
-		}
-		text = strings.TrimSpace(text)
-		if sqlStart.MatchString(text) {
-			out = append(out, sqlText{fset.Position(n.Pos()).String(), fmtVerb.ReplaceAllString(text, "?")})
-		}
-		return false
-	})
-	return out
-}
-
-// fold returns the text of a string expression, and whether any part of it was a string.
-func (p *goPackage) fold(e ast.Expr, depth int) (string, bool) {
-	if depth > 20 {
-		return "?", false
-	}
-	switch e := e.(type) {
-	case *ast.BasicLit:
-		if e.Kind == token.STRING {
-			s, err := strconv.Unquote(e.Value)
-			return s, err == nil
-		}
-	case *ast.ParenExpr:
-		return p.fold(e.X, depth+1)
-	case *ast.BinaryExpr:
-		if e.Op == token.ADD {
-			l, lok := p.fold(e.X, depth+1)
-			r, rok := p.fold(e.Y, depth+1)
-			return l + r, lok || rok
-		}
-	case *ast.Ident:
-		if v, ok := p.consts[e.Name]; ok {
-			return p.fold(v, depth+1)
-		}
-	case *ast.SelectorExpr:
-		if x, ok := e.X.(*ast.Ident); ok {
-			if q := p.byName[x.Name]; q != nil {
-				if v, ok := q.consts[e.Sel.Name]; ok {
-					return q.fold(v, depth+1)
-				}
-			}
-		}
-	}
-	return "?", false
-}
-
-// declaresBuilder reports whether fn declares a strings.Builder.
-func declaresBuilder(fn *ast.FuncDecl) bool {
-	found := false
-	ast.Inspect(fn, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "strings" && sel.Sel.Name == "Builder" {
-				found = true
-			}
-		}
-		return !found
-	})
-	return found
 }

@@ -38,10 +38,10 @@ func ledgerOf(t *testing.T, account int64) (amounts []decimal.Decimal, balance d
 	return amounts, balance
 }
 
-// minorUnitsTrip opens an account in currency, deposits, buys EURUSD 1.00 at open prices
-// (commission 7 USD converted), closes 0.30 and then the remaining 0.70 at close prices, and
-// last asks for a deposit with one decimal too many, which must change nothing. It returns the
-// results for the caller's figures.
+// minorUnitsTrip opens an account in currency, deposits, buys EURUSD 1.00 at 1.10000/1.10020
+// (commission 7 USD converted at USD<currency> usd), closes 0.30 and then the remaining 0.70 at
+// 1.10050/1.10070, and last asks for a deposit with one decimal too many, which must change
+// nothing. It returns the results for the caller's figures.
 type minorUnitsTrip struct {
 	account                Account
 	fill                   OrderResult
@@ -50,8 +50,10 @@ type minorUnitsTrip struct {
 	refusedDeposit, places string
 }
 
-func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine string, open, close fixedPrices) minorUnitsTrip {
+func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine string, usd [2]float64) minorUnitsTrip {
 	t.Helper()
+	open := fixedPrices{"EURUSD": {1.10000, 1.10020}, "USD" + currency: usd}
+	close := fixedPrices{"EURUSD": {1.10050, 1.10070}, "USD" + currency: usd}
 	ctx := context.Background()
 	svc := newService(t, Config{DB: testDB, Prices: open, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	later := newService(t, Config{DB: testDB, Prices: close, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
@@ -89,6 +91,34 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 	return r
 }
 
+// tripFigures are a minorUnitsTrip's amounts, in the account's currency.
+type tripFigures struct {
+	commission, positionCommission          string // the commission deal, and as the position carries it
+	balance, equity, usedMargin, freeMargin string // marked after the fill
+	partial, final, realised                string // the two close deals, and the position's realised profit
+	after                                   string // the balance after the trip
+}
+
+// want checks the trip's figures, and that Σ deals = balance at the end.
+func (r minorUnitsTrip) want(t *testing.T, f tripFigures) {
+	t.Helper()
+	if r.fill.Commission == nil {
+		t.Fatal("no commission deal")
+	}
+	wantMoney(t, "commission deal", r.fill.Commission.Amount, f.commission)
+	wantMoney(t, "position commission", r.fill.Position.Commission, f.positionCommission)
+	m := r.marks.Metrics
+	wantMoney(t, "balance", m.Balance, f.balance)
+	wantMoney(t, "equity", m.Equity, f.equity)
+	wantMoney(t, "used margin", m.UsedMargin, f.usedMargin)
+	wantMoney(t, "free margin", m.FreeMargin, f.freeMargin)
+	wantMoney(t, "partial close", r.partial.Deal.Amount, f.partial)
+	wantMoney(t, "final close", r.final.Deal.Amount, f.final)
+	wantMoney(t, "realised profit", r.final.Position.RealizedProfit, f.realised)
+	_, balance := ledgerOf(t, r.account.ID)
+	wantMoney(t, "balance after the trip", balance, f.after)
+}
+
 func wantMoney(t *testing.T, what string, got decimal.Decimal, want string) {
 	t.Helper()
 	if !got.Equal(decimal.RequireFromString(want)) {
@@ -96,68 +126,60 @@ func wantMoney(t *testing.T, what string, got decimal.Decimal, want string) {
 	}
 }
 
-// A JPY account's money is whole yen (JPY has no minor unit): the commission of 7 USD at USDJPY
-// mid 150.010 is 1050.07 yen, booked as 1050; profits, marks and the ledger carry no fraction,
-// and a deposit of 100.5 yen is refused naming the rule.
-func TestJPYAccountMoneyIsWholeYen(t *testing.T) {
-	t.Parallel()
-	open := fixedPrices{"EURUSD": {1.10000, 1.10020}, "USDJPY": {150.000, 150.020}}
-	close := fixedPrices{"EURUSD": {1.10050, 1.10070}, "USDJPY": {150.000, 150.020}}
-	r := runMinorUnitsTrip(t, 9100, "JPY", "1000000", "100.5", open, close)
-	if !strings.Contains(r.refusedDeposit, "JPY amounts are whole numbers") {
-		t.Errorf("refusal %q does not say JPY amounts are whole numbers", r.refusedDeposit)
-	}
-	if r.fill.Commission == nil {
-		t.Fatal("no commission deal")
-	}
-	wantMoney(t, "commission deal", r.fill.Commission.Amount, "-1050") // 7 × 150.010 = 1050.07
-	wantMoney(t, "position commission", r.fill.Position.Commission, "1050")
-	// Floating (1.10000 − 1.10020) × 100,000 = −20 USD = −3000.2 yen → −3000; margin
-	// 100,000 × 1.1001 ÷ 100 = 1100.10 USD = 165026.001 yen → 165026.
-	m := r.marks.Metrics
-	wantMoney(t, "balance", m.Balance, "998950")
-	wantMoney(t, "equity", m.Equity, "995950")
-	wantMoney(t, "used margin", m.UsedMargin, "165026")
-	wantMoney(t, "free margin", m.FreeMargin, "830924")
-	// (1.10050 − 1.10020) × 30,000 = 9 USD = 1350.09 yen → 1350; × 70,000 = 21 USD = 3150.21 → 3150.
-	wantMoney(t, "partial close", r.partial.Deal.Amount, "1350")
-	wantMoney(t, "final close", r.final.Deal.Amount, "3150")
-	wantMoney(t, "realised profit", r.final.Position.RealizedProfit, "4500")
-	amounts, balance := ledgerOf(t, r.account.ID)
-	for _, a := range amounts {
-		if !a.Equal(a.Truncate(0)) {
-			t.Errorf("deal amount %s has a fraction of a yen", a)
-		}
-	}
-	wantMoney(t, "balance after the trip", balance, "1003450")
-}
-
-// A KWD account's money carries three places (fils): commission 7 USD at USDKWD mid 0.30750
-// is 2.1525 dinars, booked as 2.153, not 2.15; a deposit of 1000.125 is taken whole and one of
-// 1.1255 is refused.
-func TestKWDAccountMoneyHasThreePlaces(t *testing.T) {
+// An account's money is booked in its currency's minor units. A JPY account's money is whole
+// yen (JPY has no minor unit): the commission of 7 USD at USDJPY mid 150.010 is 1050.07 yen,
+// booked as 1050, and a deposit of 100.5 yen is refused naming the rule. A KWD account's money
+// carries three places (fils): commission 7 USD at USDKWD mid 0.30750 is 2.1525 dinars, booked
+// as 2.153, not 2.15; a deposit of 1000.125 is taken whole and one of 1.1255 is refused. Profits,
+// marks and the ledger carry no finer fraction.
+func TestAccountMoneyInMinorUnits(t *testing.T) {
 	t.Parallel()
 	// The default catalog has no pair for KWD; the hub needs one to open the account at all.
 	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_instrument` (`symbol`, `base`, `quote`, `digits`, `contractSize`, `point`, `enabled`, `symbolGroup`) " +
 		"VALUES ('USDKWD', 'USD', 'KWD', 5, 100000, 0.00001, FALSE, 'exotics')"); err != nil {
 		t.Fatal(err)
 	}
-	open := fixedPrices{"EURUSD": {1.10000, 1.10020}, "USDKWD": {0.30740, 0.30760}}
-	close := fixedPrices{"EURUSD": {1.10050, 1.10070}, "USDKWD": {0.30740, 0.30760}}
-	r := runMinorUnitsTrip(t, 9101, "KWD", "1000.125", "1.1255", open, close)
-	if !strings.Contains(r.refusedDeposit, "more than 3 decimals, the most KWD allows") {
-		t.Errorf("refusal %q does not name KWD's three places", r.refusedDeposit)
+	for _, c := range []struct {
+		currency                  string
+		places                    int32
+		user                      int64
+		deposit, tooFine, refusal string
+		usd                       [2]float64 // USD<currency>
+		want                      tripFigures
+	}{
+		{
+			currency: "JPY", places: 0, user: 9100, deposit: "1000000", tooFine: "100.5", refusal: "JPY amounts are whole numbers",
+			usd: [2]float64{150.000, 150.020},
+			want: tripFigures{commission: "-1050", positionCommission: "1050", // 7 × 150.010 = 1050.07
+				// Floating (1.10000 − 1.10020) × 100,000 = −20 USD = −3000.2 yen → −3000; margin
+				// 100,000 × 1.1001 ÷ 100 = 1100.10 USD = 165026.001 yen → 165026.
+				balance: "998950", equity: "995950", usedMargin: "165026", freeMargin: "830924",
+				// (1.10050 − 1.10020) × 30,000 = 9 USD = 1350.09 yen → 1350; × 70,000 = 21 USD = 3150.21 → 3150.
+				partial: "1350", final: "3150", realised: "4500", after: "1003450"},
+		},
+		{
+			currency: "KWD", places: 3, user: 9101, deposit: "1000.125", tooFine: "1.1255", refusal: "more than 3 decimals, the most KWD allows",
+			usd: [2]float64{0.30740, 0.30760},
+			want: tripFigures{commission: "-2.153", positionCommission: "2.153", // 7 × 0.3075 = 2.1525
+				// Floating −20 USD = −6.150; margin 1100.10 USD = 338.28075 → 338.281.
+				balance: "997.972", equity: "991.822", usedMargin: "338.281", freeMargin: "653.541",
+				// 9 USD = 2.7675 → 2.768; 21 USD = 6.4575 → 6.458.
+				partial: "2.768", final: "6.458", realised: "9.226", after: "1007.198"},
+		},
+	} {
+		t.Run(c.currency, func(t *testing.T) {
+			t.Parallel()
+			r := runMinorUnitsTrip(t, c.user, c.currency, c.deposit, c.tooFine, c.usd)
+			if !strings.Contains(r.refusedDeposit, c.refusal) {
+				t.Errorf("refusal %q does not contain %q", r.refusedDeposit, c.refusal)
+			}
+			r.want(t, c.want)
+			amounts, _ := ledgerOf(t, r.account.ID)
+			for _, a := range amounts {
+				if !a.Equal(a.Truncate(c.places)) {
+					t.Errorf("deal amount %s has a fraction finer than %s allows", a, c.currency)
+				}
+			}
+		})
 	}
-	wantMoney(t, "commission deal", r.fill.Commission.Amount, "-2.153") // 7 × 0.3075 = 2.1525
-	// Floating −20 USD = −6.150; margin 1100.10 USD = 338.28075 → 338.281.
-	m := r.marks.Metrics
-	wantMoney(t, "balance", m.Balance, "997.972")
-	wantMoney(t, "equity", m.Equity, "991.822")
-	wantMoney(t, "used margin", m.UsedMargin, "338.281")
-	wantMoney(t, "free margin", m.FreeMargin, "653.541")
-	// 9 USD = 2.7675 → 2.768; 21 USD = 6.4575 → 6.458.
-	wantMoney(t, "partial close", r.partial.Deal.Amount, "2.768")
-	wantMoney(t, "final close", r.final.Deal.Amount, "6.458")
-	_, balance := ledgerOf(t, r.account.ID)
-	wantMoney(t, "balance after the trip", balance, "1007.198")
 }
