@@ -241,17 +241,20 @@ func TestRiskStopOutLargestLoserFirst(t *testing.T) {
 	}
 	d.checkLedger(acct, "545.10")
 
-	var alerts struct {
-		Alerts []struct{ Code, Message string }
-	}
-	must(t, d.web, d.admin, "GET", "/api/admin/fx/alerts", "", http.StatusOK, &alerts)
-	found := false
-	for _, a := range alerts.Alerts {
-		found = found || a.Code == "margin-call"
-	}
-	if !found {
-		t.Fatalf("no margin-call alert: %+v", alerts.Alerts)
-	}
+	// The engine raises the alert on its alert worker, after the tick that crossed the level:
+	// it lands in the inbox shortly after, not necessarily before the closes are read.
+	eventually(t, 10*time.Second, 50*time.Millisecond, "a margin-call alert in the inbox", func() bool {
+		var alerts struct {
+			Alerts []struct{ Code, Message string }
+		}
+		must(t, d.web, d.admin, "GET", "/api/admin/fx/alerts", "", http.StatusOK, &alerts)
+		for _, a := range alerts.Alerts {
+			if a.Code == "margin-call" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A trader's close racing a triggered stop: each position ends with exactly one close and one
