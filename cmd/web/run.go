@@ -89,11 +89,20 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	defer rdb.Close()
 
+	// The listener is bound before the claim so that the lease row can carry the address this
+	// process really answers on (port 0 resolves here); nothing is served until HTTP starts below.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	defer ln.Close() // a startup error before Serve; Serve closes it otherwise
+	advertise := cfg.Advertise(ln.Addr())
+
 	var dk *desk.Desk
 	m := metrics.New("web")
 	keeper := lease.New(db, rdb, lease.Config{
 		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
-		Hostname: cfg.Hostname, PID: pid, Instances: cfg.WebInstances,
+		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
 		Notify:       func(ev lease.Event) { dk.Notify(ev) },
 		ObserveRenew: m.ObserveRenew,
 	}, log)
@@ -199,10 +208,6 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -210,7 +215,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(role)))
+	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise), slog.String("role", string(role)))
 	printHowToCall(stdout, ln.Addr().String(), role)
 	if cfg.Demo {
 		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String())); err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,8 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
 		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
+		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "10.0.0.5:4000"}, []string{"FXDESK_ADVERTISE_URL", "http://"}},
+		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "http://10.0.0.5:4000/api"}, []string{"FXDESK_ADVERTISE_URL", "no path"}},
 	} {
 		kv := map[string]string{"FXDESK_HOSTNAME": "box"}
 		for k, v := range tc.kv {
@@ -63,6 +66,30 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s %v: %q does not mention %q", tc.proc, tc.kv, err, w)
 			}
+		}
+	}
+}
+
+// The advertised URL defaults to the address the server bound, with an unspecified host read as
+// loopback; a configured one wins whatever the listener.
+func TestAdvertiseDefaultsToTheListenAddress(t *testing.T) {
+	for _, tc := range []struct{ configured, listening, want string }{
+		{"", "0.0.0.0:4000", "http://127.0.0.1:4000"},
+		{"", "[::]:4000", "http://127.0.0.1:4000"},
+		{"", "10.0.0.5:43121", "http://10.0.0.5:43121"},
+		{"", "[fd00::5]:4000", "http://[fd00::5]:4000"},
+		{"https://web-1.desk.internal/", "0.0.0.0:4000", "https://web-1.desk.internal"},
+	} {
+		c, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_ADVERTISE_URL": tc.configured}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := net.ResolveTCPAddr("tcp", tc.listening)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Advertise(addr); got != tc.want {
+			t.Errorf("Advertise(%q) with %q configured = %q, want %q", tc.listening, tc.configured, got, tc.want)
 		}
 	}
 }

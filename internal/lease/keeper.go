@@ -51,12 +51,15 @@ type Event struct {
 
 // Config is what a Keeper needs to know about this process.
 type Config struct {
-	Key        string        // lease key, normally Key
-	TTL        time.Duration // lease length; renew every TTL/3
-	Fence      time.Duration // trust ends this long before the lease would
-	Hostname   string
-	PID        int
-	InstanceID string // random per process start when empty
+	Key      string        // lease key, normally Key
+	TTL      time.Duration // lease length; renew every TTL/3
+	Fence    time.Duration // trust ends this long before the lease would
+	Hostname string
+	PID      int
+	// AdvertiseURL is written to the row beside hostname and pid on every claim and renew: the
+	// base URL where follower web processes forward desk-priced requests.
+	AdvertiseURL string
+	InstanceID   string // random per process start when empty
 	// Instances is the configured number of web processes; above one, a sibling is provable.
 	Instances int
 	// Now is the clock for the trust window; it must carry a monotonic reading (time.Now does).
