@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/forward"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/lifecycle"
@@ -203,8 +205,14 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		riskStats = riskEngine.engine.Stats
 		m.WatchRisk(riskStats)
 	}
+	var fwd *forward.Forwarder
+	if cfg.Forward {
+		if fwd, err = newForwarder(cfg, db, keeper, log); err != nil {
+			return err
+		}
+	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats,
-		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db)})
+		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd})
 	if err != nil {
 		return err
 	}
@@ -261,6 +269,25 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	log.InfoContext(shutdownCtx, "fxdesk-web stopped")
 	return nil
+}
+
+// newForwarder builds the forwarding of desk-priced requests: this process serves them while it
+// holds the lease (won, not lost, not released), and forwards them to the row's holder otherwise.
+func newForwarder(cfg config.Config, db *sql.DB, keeper *lease.Keeper, log *slog.Logger) (*forward.Forwarder, error) {
+	signer, err := forward.NewSigner(cfg.ClusterSecret, nil)
+	if err != nil {
+		return nil, err
+	}
+	return forward.New(forward.Config{
+		Signer:     signer,
+		Self:       func() (int64, bool) { return keeper.Term(), keeper.Serving() },
+		InstanceID: keeper.InstanceID(),
+		Holder: func(ctx context.Context) (lease.Holder, bool, error) {
+			h, _, ok, err := lease.ReadRow(ctx, db, lease.Key)
+			return h, ok, err
+		},
+		Log: log,
+	})
 }
 
 func printHowToCall(w io.Writer, addr string, role desk.Role) {

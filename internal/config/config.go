@@ -61,6 +61,13 @@ type Config struct {
 	// (FXDESK_WEB_INSTANCES, default 1). More than one makes a sibling provable, which is what
 	// decides whether a fail-open lease prints its banner.
 	WebInstances int
+	// Forward sends desk-priced requests from a follower web process to the lease holder
+	// (FXDESK_FORWARD, on or off; default on when FXDESK_WEB_INSTANCES > 1).
+	Forward bool
+	// ClusterSecret signs the node-to-node header of forwarded requests (FXDESK_CLUSTER_SECRET,
+	// masked in logs); required, the same on every web process, whenever Forward is on or
+	// FXDESK_WEB_INSTANCES > 1.
+	ClusterSecret string
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
 	// MirrorMaxAge bounds a mirrored mid used for conversion while its session is open
@@ -159,6 +166,20 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	}
 	c.WebInstances = n
 
+	switch v := strings.ToLower(env("FXDESK_FORWARD", "")); v {
+	case "":
+		c.Forward = c.WebInstances > 1
+	case "on":
+		c.Forward = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Errorf("FXDESK_FORWARD=%q must be on or off", v))
+	}
+	c.ClusterSecret = strings.TrimSpace(getenv("FXDESK_CLUSTER_SECRET"))
+	if p == Web && (c.Forward || c.WebInstances > 1) && len(c.ClusterSecret) < 16 {
+		errs = append(errs, fmt.Errorf("FXDESK_CLUSTER_SECRET must be set, at least 16 characters and the same on every web process, when FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on (it signs the requests followers forward to the lease holder; generate one with: openssl rand -hex 32)"))
+	}
+
 	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 		errs = append(errs, fmt.Errorf("FXDESK_MYSQL_DSN is not a valid MySQL DSN (example: root@tcp(127.0.0.1:3306)/fxdesk): %w", err))
 	} else if cfg, _ := mysql.ParseDSN(c.MySQLDSN); cfg.DBName == "" {
@@ -247,6 +268,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("leaseTTL", c.LeaseTTL),
 		slog.Duration("leaseFence", c.LeaseFence),
 		slog.Int("webInstances", c.WebInstances),
+		slog.Bool("forward", c.Forward),
+		slog.String("clusterSecret", mask(c.ClusterSecret)),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),

@@ -50,6 +50,10 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
 		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
+		// Two web processes forward to the holder, which needs the shared secret to sign with.
+		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2"}, []string{"FXDESK_CLUSTER_SECRET", "FXDESK_WEB_INSTANCES"}},
+		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "short"}, []string{"FXDESK_CLUSTER_SECRET", "16"}},
+		{Web, map[string]string{"FXDESK_FORWARD": "yes"}, []string{"FXDESK_FORWARD", "on or off"}},
 		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "10.0.0.5:4000"}, []string{"FXDESK_ADVERTISE_URL", "http://"}},
 		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "http://10.0.0.5:4000/api"}, []string{"FXDESK_ADVERTISE_URL", "no path"}},
 	} {
@@ -96,17 +100,22 @@ func TestAdvertiseDefaultsToTheListenAddress(t *testing.T) {
 
 func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 	c, err := Load(Web, env(map[string]string{
-		"FXDESK_HOSTNAME":  "box",
-		"FXDESK_MYSQL_DSN": "fx:s3cret@tcp(db:3306)/fxdesk",
-		"FXDESK_REDIS_URL": "redis://:hunter2@cache:6379/0",
-		"FXDESK_FEED":      "wss://feed.example/forex?apiKey=k3y",
-		"FXDESK_FEED_KEY":  "k3y",
+		"FXDESK_HOSTNAME":       "box",
+		"FXDESK_MYSQL_DSN":      "fx:s3cret@tcp(db:3306)/fxdesk",
+		"FXDESK_REDIS_URL":      "redis://:hunter2@cache:6379/0",
+		"FXDESK_FEED":           "wss://feed.example/forex?apiKey=k3y",
+		"FXDESK_FEED_KEY":       "k3y",
+		"FXDESK_WEB_INSTANCES":  "2",
+		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !c.Forward {
+		t.Error("two web instances do not forward by default")
+	}
 	line := c.LogValue().String()
-	for _, secret := range []string{"s3cret", "hunter2", "k3y"} {
+	for _, secret := range []string{"s3cret", "hunter2", "k3y", "node-s3cret"} {
 		if strings.Contains(line, secret) {
 			t.Errorf("startup line shows %q: %s", secret, line)
 		}

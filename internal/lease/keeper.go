@@ -149,6 +149,11 @@ func (k *Keeper) HoldsLease() bool {
 	return until != 0 && !k.lost.Load() && k.sinceEpoch() < until
 }
 
+// Serving reports whether this process won the lease and has neither lost nor released it: the
+// process that desk-priced requests belong to. Unlike HoldsLease it stays true through a lapse of
+// trust (the row may still name us, and the gate answers for the gap); it reads atomics only.
+func (k *Keeper) Serving() bool { return k.trustedUntil.Load() != 0 && !k.lost.Load() }
+
 // TrustLeft is how long HoldsLease stays true without another successful renew.
 func (k *Keeper) TrustLeft() time.Duration {
 	until := k.trustedUntil.Load()
