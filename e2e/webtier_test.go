@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -379,4 +381,75 @@ func TestWebTierHolderKilledThenReplaced(t *testing.T) {
 		t.Fatal("the refused submit had opened a position")
 	}
 	w.d.checkLedger(acct, "9998.60") // two 0.10-lot commissions of 0.70
+}
+
+// A follower shows the holder's prices: its markets rail streams the holder's ticks (also through
+// nginx), and /quotes and /symbols answer QUOTING with the holder's bid/ask and an age measured on
+// the holder's clock. Those prices are for display: the follower's own gate stays shut, and its
+// desk-priced requests go to the holder (TestWebTierBehindNginx).
+func TestWebTierFollowerStreamsTheHoldersPrices(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t)
+	edge := startNginx(t, w.follower) // the rail through a real reverse proxy, on the follower
+	tok, _ := w.d.newTrader(750, "USD", "100", "10000.00")
+
+	for i, via := range []*proc{w.follower, edge} {
+		bid := fmt.Sprintf("1.1%d000", i+1)
+		ask := fmt.Sprintf("1.1%d020", i+1)
+		railSees(t, via, tok, func() { w.d.simQuote("EURUSD", bid, ask) }, "EURUSD", bid, ask)
+		var qs struct {
+			Quotes []struct {
+				Symbol, State, Bid, Ask string
+				AgeMs                   *int64 `json:"ageMs"`
+			}
+		}
+		must(t, w.follower, tok, "GET", "/api/fx/quotes?symbols=EURUSD", "", http.StatusOK, &qs)
+		if len(qs.Quotes) != 1 || qs.Quotes[0].State != "QUOTING" || qs.Quotes[0].Bid != bid || qs.Quotes[0].Ask != ask || qs.Quotes[0].AgeMs == nil || *qs.Quotes[0].AgeMs > 5000 {
+			t.Fatalf("follower quotes = %+v", qs.Quotes)
+		}
+	}
+	var syms struct {
+		Symbols []struct{ Symbol, State string }
+	}
+	must(t, w.follower, tok, "GET", "/api/fx/symbols", "", http.StatusOK, &syms)
+	for _, s := range syms.Symbols {
+		if s.Symbol == "EURUSD" && s.State != "QUOTING" {
+			t.Fatalf("follower symbols: EURUSD %s", s.State)
+		}
+	}
+}
+
+// railSees opens p's markets rail for symbol, runs move once the rail has greeted, and returns
+// when the rail shows bid/ask.
+func railSees(t *testing.T, p *proc, tok string, move func(), symbol, bid, ask string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/api/fx/markets/stream?symbols="+symbol, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s markets rail = %d", p.name, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() {
+		t.Fatalf("%s markets rail closed before its greeting", p.name)
+	}
+	move()
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct{ Symbol, Bid, Ask string }
+		json.Unmarshal([]byte(line), &ev)
+		if ev.Symbol == symbol && ev.Bid == bid && ev.Ask == ask {
+			return
+		}
+	}
+	t.Fatalf("%s markets rail never showed %s %s/%s", p.name, symbol, bid, ask)
 }

@@ -24,6 +24,7 @@ import (
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/pricefeed"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
@@ -179,6 +180,22 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 			streamStage.Go("quote mirror publisher", pub.Run)
 			dk.SetMirror(pub.Status)
 			m.WatchMirror(pub.Status)
+		}
+		// Every accepted tick goes to Redis for the follower web processes, which exist only
+		// where the web tier forwards.
+		if cfg.Forward {
+			ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
+				Redis: rdb, Quotes: stream.engine, Gate: g, Term: keeper.Term, Digits: stream.digits,
+			}, log)
+			if err != nil {
+				return err
+			}
+			streamStage.Go("price feed publisher", ticks.Run)
+		}
+	} else if cfg.Forward {
+		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
+		if _, err := followPrices(ctx, streamStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
+			return fmt.Errorf("follow the holder's prices: %w", err)
 		}
 	}
 
