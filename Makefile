@@ -18,6 +18,7 @@ run: services build
 
 test: services
 	@./scripts/browser.sh
+	@./scripts/nginx.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 

@@ -226,7 +226,7 @@ func TestHolderCutFromItsStores(t *testing.T) {
 			a := e.start("web", "fxdesk-web", "FXDESK_VENUE_INTERVAL=100ms",
 				"FXDESK_MYSQL_DSN="+e.db.DSNVia(mp.Addr()),
 				"FXDESK_REDIS_URL=redis://"+rp.Addr()+"/0",
-				"FXDESK_WEB_INSTANCES="+tc.instances)
+				"FXDESK_WEB_INSTANCES="+tc.instances, "FXDESK_CLUSTER_SECRET="+clusterSecret)
 			a.waitLog(5*time.Second, msgHas("role: holder"))
 			if n := a.countLog(msgIs("lease not confirmed; work not executed")); n != 0 {
 				t.Fatalf("%d guarded units dropped while the lease was confirmed", n)

@@ -39,7 +39,7 @@ func dumpDOM(t *testing.T, browser, url string) string {
 }
 
 // A browser loads the status page of a running desk (the web holder and the scheduler) and finds
-// the holder's hostname:pid and the open alerts.
+// the holder's hostname:pid, its advertised URL and the open alerts.
 func TestStatusPageInABrowser(t *testing.T) {
 	t.Parallel()
 	browser := chromium(t)
@@ -54,7 +54,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 	token := e.adminToken()
 	for _, p := range []*proc{web, cron} {
 		dom := dumpDOM(t, browser, "http://"+p.addr+"/admin/status?token="+token)
-		wants := []string{holder, "ledger-drift", "Σ deals differs from balance"}
+		// The row's advertised URL is where followers forward: the holder's own address here.
+		wants := []string{holder, "http://" + web.addr, "ledger-drift", "Σ deals differs from balance"}
 		if p == web {
 			wants = append(wants, "took") // this process's last renew, on the process holding a lease view
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,12 +17,14 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/forward"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/pricefeed"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
@@ -89,11 +92,20 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	defer rdb.Close()
 
+	// The listener is bound before the claim so that the lease row can carry the address this
+	// process really answers on (port 0 resolves here); nothing is served until HTTP starts below.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	defer ln.Close() // a startup error before Serve; Serve closes it otherwise
+	advertise := cfg.Advertise(ln.Addr())
+
 	var dk *desk.Desk
 	m := metrics.New("web")
 	keeper := lease.New(db, rdb, lease.Config{
 		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
-		Hostname: cfg.Hostname, PID: pid, Instances: cfg.WebInstances,
+		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
 		Notify:       func(ev lease.Event) { dk.Notify(ev) },
 		ObserveRenew: m.ObserveRenew,
 	}, log)
@@ -169,6 +181,22 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 			dk.SetMirror(pub.Status)
 			m.WatchMirror(pub.Status)
 		}
+		// Every accepted tick goes to Redis for the follower web processes, which exist only
+		// where the web tier forwards.
+		if cfg.Forward {
+			ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
+				Redis: rdb, Quotes: stream.engine, Gate: g, Term: keeper.Term, Digits: stream.digits,
+			}, log)
+			if err != nil {
+				return err
+			}
+			streamStage.Go("price feed publisher", ticks.Run)
+		}
+	} else if cfg.Forward {
+		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
+		if _, err := followPrices(ctx, streamStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
+			return fmt.Errorf("follow the holder's prices: %w", err)
+		}
 	}
 
 	// CRON_MODE=inline: the scheduled jobs run here, on the holder only (see inlineScheduler).
@@ -194,14 +222,16 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		riskStats = riskEngine.engine.Stats
 		m.WatchRisk(riskStats)
 	}
+	var fwd *forward.Forwarder
+	if cfg.Forward {
+		if fwd, err = newForwarder(cfg, db, keeper, log); err != nil {
+			return err
+		}
+	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats,
-		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db)})
+		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -210,7 +240,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(role)))
+	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise), slog.String("role", string(role)))
 	printHowToCall(stdout, ln.Addr().String(), role)
 	if cfg.Demo {
 		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String())); err != nil {
@@ -256,6 +286,25 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	log.InfoContext(shutdownCtx, "fxdesk-web stopped")
 	return nil
+}
+
+// newForwarder builds the forwarding of desk-priced requests: this process serves them while it
+// holds the lease (won, not lost, not released), and forwards them to the row's holder otherwise.
+func newForwarder(cfg config.Config, db *sql.DB, keeper *lease.Keeper, log *slog.Logger) (*forward.Forwarder, error) {
+	signer, err := forward.NewSigner(cfg.ClusterSecret, nil)
+	if err != nil {
+		return nil, err
+	}
+	return forward.New(forward.Config{
+		Signer:     signer,
+		Self:       func() (int64, bool) { return keeper.Term(), keeper.Serving() },
+		InstanceID: keeper.InstanceID(),
+		Holder: func(ctx context.Context) (lease.Holder, bool, error) {
+			h, _, ok, err := lease.ReadRow(ctx, db, lease.Key)
+			return h, ok, err
+		},
+		Log: log,
+	})
 }
 
 func printHowToCall(w io.Writer, addr string, role desk.Role) {

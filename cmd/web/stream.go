@@ -7,10 +7,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"fxdesk/internal/config"
+	"fxdesk/internal/desk"
 	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lifecycle"
+	"fxdesk/internal/pricefeed"
 	"fxdesk/internal/tick"
 )
 
@@ -99,4 +103,30 @@ func simInstruments(instruments []fx.Instrument) []feedsim.Instrument {
 		}
 	}
 	return out
+}
+
+// followPrices starts, on a follower web process of a forwarding web tier, the subscription to
+// the ticks the holder publishes, and shows them through quotes: the same session calendars as
+// the holder's engine decide MARKET_CLOSED, the same staleness QUOTING_HALTED.
+func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, rdb redis.UniversalClient, quotes *desk.Quotes, log *slog.Logger, staleAfter func() time.Duration) (*pricefeed.Follower, error) {
+	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	instruments, err := tick.LoadInstruments(loadCtx, db)
+	if err != nil {
+		return nil, err
+	}
+	calendars, err := tick.LoadCalendars(loadCtx, db)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Calendar == "always-open" {
+		calendars = calendars.OpenAlways()
+	}
+	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
+	if err != nil {
+		return nil, err
+	}
+	stage.Go("price feed follower", f.Run)
+	quotes.SetFollowed(f)
+	return f, nil
 }

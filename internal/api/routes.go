@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 )
 
@@ -14,6 +15,16 @@ import (
 func routes(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), d.Log, w, err) }
+	// The node-to-node header is for web processes only: a client's copy is removed here, and
+	// one that does not verify is refused before anything else reads the request.
+	r.Use(forward.Edge(d.Forward.Signer(), fail))
+	// deskPriced marks the routes only the lease holder can serve: on a follower they are
+	// forwarded to it (when forwarding is on); everything else is served where it lands.
+	deskPriced := func(next http.Handler) http.Handler { return next }
+	if d.Forward != nil {
+		deskPriced = d.Forward.Desk(fail)
+	}
 
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(r.Context(), d.Log, w, fx.Errorf(fx.ENOTFOUND, "No route %s %s.", r.Method, r.URL.Path))
@@ -34,13 +45,13 @@ func routes(d Deps) http.Handler {
 		r.Post("/accounts", handleCreateAccount(d.Log, d.Trading))
 		r.Get("/accounts", handleAccounts(d.Log, d.Trading))
 		r.Get("/accounts/{id}", handleAccount(d.Log, d.Trading))
-		r.Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
-		r.Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
+		r.With(deskPriced).Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
+		r.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
 		r.Get("/orders", handleOrders(d.Log, d.Trading))
-		r.Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
+		r.With(deskPriced).Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
 		r.Get("/positions", handlePositions(d.Log, d.Trading))
-		r.Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
-		r.Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
+		r.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
+		r.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
 		r.Get("/symbols", handleSymbols(d.Log, d.Trading, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.Trading, d.Quotes))

@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
@@ -47,6 +48,9 @@ type Deps struct {
 	Alerts *alert.Inbox
 	// Auth resolves bearer tokens.
 	Auth *auth.Resolver
+	// Forward sends desk-priced requests from a follower to the lease holder and admits the ones
+	// forwarded here; nil when forwarding is off (a follower then refuses them itself, DESIGN §4).
+	Forward *forward.Forwarder
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:
@@ -75,6 +79,7 @@ var statusOf = map[string]int{
 	fx.ENOTFOUND:    http.StatusNotFound,
 	fx.ECONFLICT:    http.StatusConflict,
 	fx.EUNAVAILABLE: http.StatusServiceUnavailable,
+	fx.EUNKNOWN:     http.StatusGatewayTimeout,
 	fx.EINTERNAL:    http.StatusInternalServerError,
 }
 
@@ -113,11 +118,19 @@ func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 	if code == fx.EINTERNAL {
 		log.ErrorContext(ctx, "request failed", slog.Any("err", err))
 	}
+	if status == http.StatusServiceUnavailable {
+		// Every 503 means "try again later"; Retry-After says when. Pricing, a holder being
+		// replaced and a dependency coming back are all expected within a second or two.
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	var body errorBody
 	body.Error.Code = code
 	body.Error.Message = fx.ErrorMessage(err)
 	writeJSON(w, status, body)
 }
+
+// retryAfter is the Retry-After of every 503, in seconds.
+const retryAfter = "1"
 
 // statusClientGone answers a request whose client went away.
 const statusClientGone = 499

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -40,10 +41,14 @@ const (
 type Config struct {
 	Process Process
 
-	MySQLDSN string   // FXDESK_MYSQL_DSN, default root@tcp(127.0.0.1:3306)/fxdesk
-	RedisURL string   // FXDESK_REDIS_URL, default redis://127.0.0.1:6379/0
-	HTTPAddr string   // FXDESK_HTTP_ADDR, default :4000 (web) or :4001 (cron)
-	CronMode CronMode // CRON_MODE, default inline on web; always only on cron
+	MySQLDSN string // FXDESK_MYSQL_DSN, default root@tcp(127.0.0.1:3306)/fxdesk
+	RedisURL string // FXDESK_REDIS_URL, default redis://127.0.0.1:6379/0
+	HTTPAddr string // FXDESK_HTTP_ADDR, default :4000 (web) or :4001 (cron)
+	// AdvertiseURL is the base URL other web processes reach this one at when it holds the lease
+	// (FXDESK_ADVERTISE_URL). Empty means derived from the address the server listens on:
+	// http://<host, or 127.0.0.1 when unspecified>:<port> (Advertise).
+	AdvertiseURL string
+	CronMode     CronMode // CRON_MODE, default inline on web; always only on cron
 
 	Feed     string // FXDESK_FEED, default sim
 	FeedKey  string // FXDESK_FEED_KEY, masked in logs
@@ -56,6 +61,13 @@ type Config struct {
 	// (FXDESK_WEB_INSTANCES, default 1). More than one makes a sibling provable, which is what
 	// decides whether a fail-open lease prints its banner.
 	WebInstances int
+	// Forward sends desk-priced requests from a follower web process to the lease holder
+	// (FXDESK_FORWARD, on or off; default on when FXDESK_WEB_INSTANCES > 1).
+	Forward bool
+	// ClusterSecret signs the node-to-node header of forwarded requests (FXDESK_CLUSTER_SECRET,
+	// masked in logs); required, the same on every web process, whenever Forward is on or
+	// FXDESK_WEB_INSTANCES > 1.
+	ClusterSecret string
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
 	// MirrorMaxAge bounds a mirrored mid used for conversion while its session is open
@@ -99,6 +111,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		FeedKey:        getenv("FXDESK_FEED_KEY"),
 		SimAddr:        env("FXDESK_SIM_ADDR", "127.0.0.1:0"),
 		Hostname:       env("FXDESK_HOSTNAME", ""),
+		AdvertiseURL:   strings.TrimRight(env("FXDESK_ADVERTISE_URL", ""), "/"),
 		LeaseTTL:       duration("FXDESK_LEASE_TTL", "20s"),
 		LeaseFence:     duration("FXDESK_LEASE_FENCE", "5s"),
 		MirrorInterval: duration("FXDESK_MIRROR_INTERVAL", "5s"),
@@ -141,11 +154,31 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_HOSTNAME=%q must not contain ':' (the Redis lease value is hostname:pid)", c.Hostname))
 	}
 
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("FXDESK_ADVERTISE_URL=%q must be a base URL other web processes can reach, such as http://10.0.0.5:4000 (no path)", c.AdvertiseURL))
+		}
+	}
+
 	n, err := strconv.Atoi(env("FXDESK_WEB_INSTANCES", "1"))
 	if err != nil || n < 1 {
 		errs = append(errs, fmt.Errorf("FXDESK_WEB_INSTANCES=%q must be a whole number of at least 1", getenv("FXDESK_WEB_INSTANCES")))
 	}
 	c.WebInstances = n
+
+	switch v := strings.ToLower(env("FXDESK_FORWARD", "")); v {
+	case "":
+		c.Forward = c.WebInstances > 1
+	case "on":
+		c.Forward = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Errorf("FXDESK_FORWARD=%q must be on or off", v))
+	}
+	c.ClusterSecret = strings.TrimSpace(getenv("FXDESK_CLUSTER_SECRET"))
+	if p == Web && (c.Forward || c.WebInstances > 1) && len(c.ClusterSecret) < 16 {
+		errs = append(errs, fmt.Errorf("FXDESK_CLUSTER_SECRET must be set, at least 16 characters and the same on every web process, when FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on (it signs the requests followers forward to the lease holder; generate one with: openssl rand -hex 32)"))
+	}
 
 	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 		errs = append(errs, fmt.Errorf("FXDESK_MYSQL_DSN is not a valid MySQL DSN (example: root@tcp(127.0.0.1:3306)/fxdesk): %w", err))
@@ -198,6 +231,24 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
+// Advertise is the URL this process writes to the lease row when it holds it: FXDESK_ADVERTISE_URL,
+// or http://host:port of listening (the address the server actually bound, so port 0 resolves),
+// with an unspecified host (":4000", "0.0.0.0", "::") read as 127.0.0.1. Set FXDESK_ADVERTISE_URL
+// whenever the web processes run on more than one machine: loopback reaches only this one.
+func (c Config) Advertise(listening net.Addr) string {
+	if c.AdvertiseURL != "" {
+		return c.AdvertiseURL
+	}
+	host, port, err := net.SplitHostPort(listening.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // RenewEvery is how often the lease holder renews: a third of the TTL.
 func (c Config) RenewEvery() time.Duration { return c.LeaseTTL / 3 }
 
@@ -208,6 +259,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql", maskDSN(c.MySQLDSN)),
 		slog.String("redis", maskURL(c.RedisURL)),
 		slog.String("http", c.HTTPAddr),
+		slog.String("advertiseUrl", c.AdvertiseURL),
 		slog.String("cronMode", string(c.CronMode)),
 		slog.String("feed", maskURL(c.Feed)),
 		slog.String("feedKey", mask(c.FeedKey)),
@@ -216,6 +268,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("leaseTTL", c.LeaseTTL),
 		slog.Duration("leaseFence", c.LeaseFence),
 		slog.Int("webInstances", c.WebInstances),
+		slog.Bool("forward", c.Forward),
+		slog.String("clusterSecret", mask(c.ClusterSecret)),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),

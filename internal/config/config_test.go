@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
 		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
+		// Two web processes forward to the holder, which needs the shared secret to sign with.
+		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2"}, []string{"FXDESK_CLUSTER_SECRET", "FXDESK_WEB_INSTANCES"}},
+		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "short"}, []string{"FXDESK_CLUSTER_SECRET", "16"}},
+		{Web, map[string]string{"FXDESK_FORWARD": "yes"}, []string{"FXDESK_FORWARD", "on or off"}},
+		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "10.0.0.5:4000"}, []string{"FXDESK_ADVERTISE_URL", "http://"}},
+		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "http://10.0.0.5:4000/api"}, []string{"FXDESK_ADVERTISE_URL", "no path"}},
 	} {
 		kv := map[string]string{"FXDESK_HOSTNAME": "box"}
 		for k, v := range tc.kv {
@@ -67,19 +74,48 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 	}
 }
 
+// The advertised URL defaults to the address the server bound, with an unspecified host read as
+// loopback; a configured one wins whatever the listener.
+func TestAdvertiseDefaultsToTheListenAddress(t *testing.T) {
+	for _, tc := range []struct{ configured, listening, want string }{
+		{"", "0.0.0.0:4000", "http://127.0.0.1:4000"},
+		{"", "[::]:4000", "http://127.0.0.1:4000"},
+		{"", "10.0.0.5:43121", "http://10.0.0.5:43121"},
+		{"", "[fd00::5]:4000", "http://[fd00::5]:4000"},
+		{"https://web-1.desk.internal/", "0.0.0.0:4000", "https://web-1.desk.internal"},
+	} {
+		c, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_ADVERTISE_URL": tc.configured}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := net.ResolveTCPAddr("tcp", tc.listening)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Advertise(addr); got != tc.want {
+			t.Errorf("Advertise(%q) with %q configured = %q, want %q", tc.listening, tc.configured, got, tc.want)
+		}
+	}
+}
+
 func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 	c, err := Load(Web, env(map[string]string{
-		"FXDESK_HOSTNAME":  "box",
-		"FXDESK_MYSQL_DSN": "fx:s3cret@tcp(db:3306)/fxdesk",
-		"FXDESK_REDIS_URL": "redis://:hunter2@cache:6379/0",
-		"FXDESK_FEED":      "wss://feed.example/forex?apiKey=k3y",
-		"FXDESK_FEED_KEY":  "k3y",
+		"FXDESK_HOSTNAME":       "box",
+		"FXDESK_MYSQL_DSN":      "fx:s3cret@tcp(db:3306)/fxdesk",
+		"FXDESK_REDIS_URL":      "redis://:hunter2@cache:6379/0",
+		"FXDESK_FEED":           "wss://feed.example/forex?apiKey=k3y",
+		"FXDESK_FEED_KEY":       "k3y",
+		"FXDESK_WEB_INSTANCES":  "2",
+		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !c.Forward {
+		t.Error("two web instances do not forward by default")
+	}
 	line := c.LogValue().String()
-	for _, secret := range []string{"s3cret", "hunter2", "k3y"} {
+	for _, secret := range []string{"s3cret", "hunter2", "k3y", "node-s3cret"} {
 		if strings.Contains(line, secret) {
 			t.Errorf("startup line shows %q: %s", secret, line)
 		}

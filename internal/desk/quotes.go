@@ -6,41 +6,65 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// Quotes is the desk's price view: the tick engine's on the holder. Any other process has never
-// seen a price, so every symbol reads QUOTING_HALTED and the markets rail has nothing to send.
+// Source is a view of prices: the tick engine, or on a follower web process the ticks the holder
+// publishes (pricefeed.Follower).
+type Source interface {
+	LastTick(symbol string) (tick.Quote, bool)
+	SymbolState(symbol string) tick.State
+	Updates(symbols []string) (<-chan tick.Update, func())
+}
+
+// Quotes is the desk's price view: the tick engine's on the holder. A follower web process shows
+// the holder's published ticks when the web tier forwards (SetFollowed), for display: its gate
+// refuses every fill and close whatever it shows. Any other process has never seen a price, so
+// every symbol reads QUOTING_HALTED and the markets rail has nothing to send.
 // The engine is kept even after the lease is lost: standing it down would stop the stream that
 // the order gate and the rail read, for every trader connected to this process.
 type Quotes struct {
-	engine atomic.Pointer[tick.Engine]
+	engine   atomic.Pointer[tick.Engine]
+	followed atomic.Pointer[Source]
 }
 
-// SetEngine attaches the running tick engine (holder only).
+// SetEngine attaches the running tick engine (holder only). It wins over a followed source.
 func (q *Quotes) SetEngine(e *tick.Engine) { q.engine.Store(e) }
+
+// SetFollowed attaches the holder's published ticks (a follower web process).
+func (q *Quotes) SetFollowed(s Source) { q.followed.Store(&s) }
 
 // Engine returns the attached engine, or nil.
 func (q *Quotes) Engine() *tick.Engine { return q.engine.Load() }
 
+func (q *Quotes) source() Source {
+	if e := q.engine.Load(); e != nil {
+		return e
+	}
+	if s := q.followed.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
 // LastTick returns the last quote for symbol, if this process has one.
 func (q *Quotes) LastTick(symbol string) (tick.Quote, bool) {
-	if e := q.engine.Load(); e != nil {
-		return e.LastTick(symbol)
+	if s := q.source(); s != nil {
+		return s.LastTick(symbol)
 	}
 	return tick.Quote{}, false
 }
 
-// SymbolState is the engine's state for symbol, or QUOTING_HALTED where there is no engine.
+// SymbolState is the source's state for symbol, or QUOTING_HALTED where there is none.
 func (q *Quotes) SymbolState(symbol string) tick.State {
-	if e := q.engine.Load(); e != nil {
-		return e.SymbolState(symbol)
+	if s := q.source(); s != nil {
+		return s.SymbolState(symbol)
 	}
 	return tick.QuotingHalted
 }
 
-// Updates subscribes to accepted quotes. Without an engine the channel never carries anything
+// Updates subscribes to accepted quotes. Without a source the channel never carries anything
 // and is closed by cancel.
 func (q *Quotes) Updates(symbols []string) (<-chan tick.Update, func()) {
-	if e := q.engine.Load(); e != nil {
-		return e.Updates(symbols)
+	if s := q.source(); s != nil {
+		return s.Updates(symbols)
 	}
 	ch := make(chan tick.Update)
 	var once atomic.Bool

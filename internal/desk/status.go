@@ -60,6 +60,8 @@ type RowView struct {
 	Term        int64  `json:"term"`
 	Live        bool   `json:"live"`
 	ExpiresInMs int64  `json:"expiresInMs"`
+	// AdvertiseURL is where the holder answers; followers forward desk-priced requests there.
+	AdvertiseURL string `json:"advertiseUrl,omitempty"`
 }
 
 // Status reads the lease row and the Redis key now; each read is bounded so a dead store shows as
@@ -94,7 +96,7 @@ func (d *Desk) Status(ctx context.Context) Status {
 	case err != nil:
 		s.Holder.RowError = err.Error()
 	case ok:
-		s.Holder.Row = &RowView{Hostname: h.Hostname, PID: h.PID, Term: h.Term, Live: h.Live, ExpiresInMs: max(expiresIn, 0)}
+		s.Holder.Row = &RowView{Hostname: h.Hostname, PID: h.PID, Term: h.Term, Live: h.Live, ExpiresInMs: max(expiresIn, 0), AdvertiseURL: h.AdvertiseURL}
 	}
 	key := lease.RedisKey(lease.Key)
 	v, err := d.rdb.Get(rctx, key).Result()

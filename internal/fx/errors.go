@@ -16,7 +16,10 @@ const (
 	ENOTFOUND    = "not_found"    // no such thing, or not yours (404)
 	ECONFLICT    = "conflict"     // the state does not allow it now (409)
 	EUNAVAILABLE = "unavailable"  // try again later: pricing, arbiter, dependency (503)
-	EINTERNAL    = "internal"     // a defect or an unexpected failure (500)
+	// EUNKNOWN: the request may or may not have taken effect (a forward to the lease holder lost
+	// its connection after the request was sent). Retrying with the same requestNonce is safe (504).
+	EUNKNOWN  = "outcome_unknown"
+	EINTERNAL = "internal" // a defect or an unexpected failure (500)
 )
 
 // Error is an error a client may see: a code from the list above and a message written for the

@@ -40,6 +40,7 @@ const (
 	ExecutionReconciler             // the venue job runFxExecutionReconciler
 	HedgeMonitor                    // the venue job runFxHedgeMonitor
 	MirrorPublish                   // one quote mirror snapshot
+	TickPublish                     // a batch of ticks published for follower web processes (pricefeed)
 	numWork
 )
 
@@ -47,6 +48,7 @@ var workNames = [numWork]string{
 	Fill: "fill", Close: "close", Withdrawal: "withdrawal",
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
 	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
+	TickPublish: "tick_publish",
 }
 
 // Kinds lists every kind of work, in declaration order.
@@ -68,7 +70,7 @@ func (w Work) String() string {
 // periodic work recurs on every tick or timer: a run of drops is logged at its first drop only
 // (it is counted every time), or a lease lost for good would log every tick for ever.
 func (w Work) periodic() bool {
-	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish
+	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish
 }
 
 // ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with

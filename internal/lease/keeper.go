@@ -51,12 +51,15 @@ type Event struct {
 
 // Config is what a Keeper needs to know about this process.
 type Config struct {
-	Key        string        // lease key, normally Key
-	TTL        time.Duration // lease length; renew every TTL/3
-	Fence      time.Duration // trust ends this long before the lease would
-	Hostname   string
-	PID        int
-	InstanceID string // random per process start when empty
+	Key      string        // lease key, normally Key
+	TTL      time.Duration // lease length; renew every TTL/3
+	Fence    time.Duration // trust ends this long before the lease would
+	Hostname string
+	PID      int
+	// AdvertiseURL is written to the row beside hostname and pid on every claim and renew: the
+	// base URL where follower web processes forward desk-priced requests.
+	AdvertiseURL string
+	InstanceID   string // random per process start when empty
 	// Instances is the configured number of web processes; above one, a sibling is provable.
 	Instances int
 	// Now is the clock for the trust window; it must carry a monotonic reading (time.Now does).
@@ -145,6 +148,11 @@ func (k *Keeper) HoldsLease() bool {
 	until := k.trustedUntil.Load()
 	return until != 0 && !k.lost.Load() && k.sinceEpoch() < until
 }
+
+// Serving reports whether this process won the lease and has neither lost nor released it: the
+// process that desk-priced requests belong to. Unlike HoldsLease it stays true through a lapse of
+// trust (the row may still name us, and the gate answers for the gap); it reads atomics only.
+func (k *Keeper) Serving() bool { return k.trustedUntil.Load() != 0 && !k.lost.Load() }
 
 // TrustLeft is how long HoldsLease stays true without another successful renew.
 func (k *Keeper) TrustLeft() time.Duration {

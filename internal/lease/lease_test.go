@@ -106,6 +106,7 @@ type keeperOpts struct {
 	rdb      redis.UniversalClient
 	alive    func(int) bool
 	inst     int
+	url      string
 	log      *syncBuffer
 	notified *[]lease.Event
 }
@@ -131,7 +132,7 @@ func (e *env) keeper(o keeperOpts) *lease.Keeper {
 	}
 	cfg := lease.Config{
 		Key: e.key, TTL: 3 * time.Second, Fence: time.Second,
-		Hostname: o.host, PID: o.pid, Instances: max(o.inst, 1), PIDAlive: o.alive,
+		Hostname: o.host, PID: o.pid, AdvertiseURL: o.url, Instances: max(o.inst, 1), PIDAlive: o.alive,
 	}
 	if o.clock != nil {
 		cfg.Now = o.clock.Now
@@ -204,6 +205,36 @@ func (e *env) begin() *sql.Tx {
 	}
 	e.t.Cleanup(func() { tx.Rollback() })
 	return tx
+}
+
+// The row carries the holder's advertised URL beside hostname and pid: written by the claim that
+// wins (insert and takeover alike), rewritten by every renew (so a row put back by hand, or by a
+// binary without the column, regains it), and never by a loser.
+func TestRowCarriesTheHoldersAdvertisedURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.keeper(keeperOpts{host: "host-a", pid: 11, url: "http://10.0.0.1:4000"})
+	b := e.keeper(keeperOpts{host: "host-b", pid: 22, url: "http://10.0.0.2:4000"})
+	mustClaim(t, a, true)
+	mustClaim(t, b, false)
+	if h, _, _ := e.row(); h.AdvertiseURL != "http://10.0.0.1:4000" {
+		t.Fatalf("after the insert the row advertises %q", h.AdvertiseURL)
+	}
+	if _, err := e.db.Exec("UPDATE `engine_lease` SET `advertiseUrl` = NULL WHERE `id` = ?", e.key); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Renew(context.Background()) {
+		t.Fatal("renew failed")
+	}
+	if h, _, _ := e.row(); h.AdvertiseURL != "http://10.0.0.1:4000" {
+		t.Fatalf("after a renew the row advertises %q", h.AdvertiseURL)
+	}
+	e.expireRow()
+	c := e.keeper(keeperOpts{host: "host-c", pid: 33, url: "http://10.0.0.3:4000"})
+	mustClaim(t, c, true)
+	if h, _, _ := e.row(); h.AdvertiseURL != "http://10.0.0.3:4000" || h.Hostname != "host-c" {
+		t.Fatalf("after a takeover the row is %+v", h)
+	}
 }
 
 func TestClaimDecidedByRowRedisAgrees(t *testing.T) {

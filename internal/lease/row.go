@@ -28,6 +28,9 @@ type Holder struct {
 	PID        int    `json:"pid"`
 	Term       int64  `json:"term"`
 	Live       bool   `json:"live"` // unexpired by the database clock
+	// AdvertiseURL is where the holder answers HTTP (FXDESK_ADVERTISE_URL): follower web processes
+	// forward desk-priced requests there. Empty on a row written before the column existed.
+	AdvertiseURL string `json:"advertiseUrl,omitempty"`
 }
 
 func (h Holder) String() string { return h.Hostname + ":" + strconv.Itoa(h.PID) }
@@ -45,15 +48,12 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 
 	// Observe the current holder only to learn whether it is a dead process on this host, and if so
 	// under which term. The decision itself is the conditional UPDATE below.
-	var h Holder
-	err := k.db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
-		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	h, err := k.selectHolder(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		_, err := k.db.ExecContext(ctx,
-			"INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
-				"VALUES (?, ?, ?, ?, 1, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))",
-			k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds())
+			"INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `advertiseUrl`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
+				"VALUES (?, ?, ?, ?, ?, 1, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))",
+			k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.advertise(), k.cfg.TTL.Microseconds())
 		switch {
 		case err == nil:
 			k.term.Store(1)
@@ -78,10 +78,10 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 	// LAST_INSERT_ID(expr) hands the new term back in the same statement. `term` is assigned first:
 	// MySQL evaluates single-table assignments left to right.
 	res, err := k.db.ExecContext(ctx,
-		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, "+
+		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, `advertiseUrl` = ?, "+
 			"`acquiredAt` = NOW(3), `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
 			"WHERE `id` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
-		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.cfg.TTL.Microseconds(),
+		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.advertise(), k.cfg.TTL.Microseconds(),
 		k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
 	if lostClaim(err) {
 		return false, k.readHolder(ctx), nil
@@ -105,11 +105,23 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 }
 
 func (k *Keeper) readHolder(ctx context.Context) Holder {
-	var h Holder
-	k.db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
-		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live)
+	h, _ := k.selectHolder(ctx)
 	return h
+}
+
+func (k *Keeper) selectHolder(ctx context.Context) (Holder, error) {
+	var h Holder
+	var url sql.NullString
+	err := k.db.QueryRowContext(ctx,
+		"SELECT `instanceId`, `hostname`, `pid`, `advertiseUrl`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
+		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &url, &h.Term, &h.Live)
+	h.AdvertiseURL = url.String
+	return h, err
+}
+
+// advertise is the advertised URL as written to the row: NULL when this process has none.
+func (k *Keeper) advertise() sql.NullString {
+	return sql.NullString{String: k.cfg.AdvertiseURL, Valid: k.cfg.AdvertiseURL != ""}
 }
 
 // renewRow extends the row for our instance and term. (false, nil) means the row names someone else.
@@ -117,9 +129,9 @@ func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
 	defer cancel()
 	res, err := k.db.ExecContext(ctx,
-		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
+		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `advertiseUrl` = ?, `updatedAt` = NOW(3) "+
 			"WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
-		k.cfg.TTL.Microseconds(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
+		k.cfg.TTL.Microseconds(), k.advertise(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
 	if err != nil {
 		return false, fmt.Errorf("renew lease %q: %w", k.cfg.Key, err)
 	}
@@ -132,9 +144,11 @@ func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
 
 // ReadRow reads the lease row as operators see it. ok is false when there is no row.
 func ReadRow(ctx context.Context, db *sql.DB, key string) (h Holder, expiresInMs int64, ok bool, err error) {
+	var url sql.NullString
 	err = db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3), TIMESTAMPDIFF(MICROSECOND, NOW(3), `expiresAt`) DIV 1000 "+
-			"FROM `engine_lease` WHERE `id` = ?", key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &h.Term, &h.Live, &expiresInMs)
+		"SELECT `instanceId`, `hostname`, `pid`, `advertiseUrl`, `term`, `expiresAt` > NOW(3), TIMESTAMPDIFF(MICROSECOND, NOW(3), `expiresAt`) DIV 1000 "+
+			"FROM `engine_lease` WHERE `id` = ?", key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &url, &h.Term, &h.Live, &expiresInMs)
+	h.AdvertiseURL = url.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return Holder{}, 0, false, nil
 	}

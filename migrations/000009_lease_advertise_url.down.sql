@@ -1,0 +1,2 @@
+ALTER TABLE `engine_lease`
+  DROP COLUMN `advertiseUrl`;
