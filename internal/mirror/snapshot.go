@@ -67,18 +67,12 @@ type entry struct {
 	q      tick.Quote
 }
 
-// encoder writes snapshots: the format's only writer. It keeps its buffers from cycle to cycle
-// and its add method value is made once, so encoding 5,000 quotes allocates nothing.
-//
-// add only checks a record and keeps the quote's pointer (a stored quote is never modified: a
-// new tick stores a new one, see tick.Engine.EachWantedQuote); finish writes the records, a
-// large snapshot in chunks on two goroutines, each chunk into a buffer of its own, then copied
-// into place (a copy of 420 KB takes a few microseconds, less than counting each record's
-// length ahead would).
+// encoder writes snapshots: the format's only writer. It keeps one buffer from cycle to cycle and
+// its add method value is made once, so encoding 5,000 quotes allocates nothing.
 type encoder struct {
-	buf    []byte // after finish, the snapshot itself (a sub-slice of all)
-	all    []byte // the whole buffer: header room, then the records
-	off    int    // after finish, where the records end in all
+	buf    []byte // records from headerRoom on; after finish, the snapshot itself (a sub-slice)
+	all    []byte // the whole buffer, header room included
+	off    int    // where the next record goes in all
 	count  int
 	max    int
 	over   bool                               // add was offered more than max records
@@ -89,24 +83,13 @@ type encoder struct {
 	digitsOf func(symbol string) int
 	syms     []uint64 // symbols added this cycle, in order, their bytes as little-endian words
 	digs     []int8
-	qs       []*tick.Quote // their quotes, written by finish
-	lastSyms []uint64      // the previous cycle's
+	lastSyms []uint64 // the previous cycle's
 	lastDigs []int8
 	minutes  [minuteWays]spelledMinute // the minutes last spelled out, by minute modulo minuteWays
-
-	// Chunks: from split records on (and with more than one P), finish writes chunks of chunk
-	// records on this goroutine and helper.
-	split, chunk int
-	helper       *encodeHelper
 }
 
-// Large snapshots are written in chunks of encodeChunk records on two goroutines; below
-// minSplit records one run is as fast (waking the helper costs tens of microseconds, a record
-// about 25 ns).
-const encodeChunk = 500
-
 func newEncoder(max int, digitsOf func(string) int) *encoder {
-	e := &encoder{max: max, digitsOf: digitsOf, split: minSplit, chunk: encodeChunk}
+	e := &encoder{max: max, digitsOf: digitsOf}
 	for i := range e.minutes {
 		e.minutes[i].minute = math.MinInt64
 	}
@@ -118,7 +101,10 @@ func newEncoder(max int, digitsOf func(string) int) *encoder {
 func (e *encoder) start() {
 	e.lastSyms, e.syms = e.syms, e.lastSyms[:0]
 	e.lastDigs, e.digs = e.digs, e.lastDigs[:0]
-	e.qs = e.qs[:0]
+	if len(e.all) < headerRoom+1024 {
+		e.all = make([]byte, headerRoom+64*1024)
+	}
+	e.all = e.all[:cap(e.all)]
 	e.off, e.count, e.over = headerRoom, 0, false
 }
 
@@ -126,13 +112,13 @@ func (e *encoder) start() {
 const maxRecord = len(recSymbol) + symbolSize + len(recBid) + 2*maxPriceLen + len(recAsk) +
 	len(recReceivedAt) + timeSize + len(recEnd) + 2
 
-// recordRoom is the room putRecords needs for a record: the record and the word a store may
+// recordRoom is the room add wants ahead of it: a record, the tail, and the word a store may
 // write past the end.
-const recordRoom = maxRecord + 8
+const recordRoom = maxRecord + len(tail) + 8
 
-// add takes one record; symbols must come in strictly ascending order. It runs 5,000 times a
-// cycle, so it takes the quote by pointer and calls nothing on the usual path. It decides what
-// finish will write: a record it keeps is written.
+// add appends one record; symbols must come in strictly ascending order. It runs 5,000 times a
+// cycle, so it takes the quote by pointer, calls nothing on the usual path, and writes the
+// fixed text and each value as whole words.
 func (e *encoder) add(symbol string, q *tick.Quote) {
 	if e.count == e.max {
 		e.over = true
@@ -144,6 +130,9 @@ func (e *encoder) add(symbol string, q *tick.Quote) {
 	if len(symbol) != symbolSize || !quotable(q.Bid) || !quotable(q.Ask) || ms < 0 || ms >= maxTimeMs {
 		return
 	}
+	if e.off+recordRoom > len(e.all) {
+		e.grow()
+	}
 	sym := uint64(symbol[0]) | uint64(symbol[1])<<8 | uint64(symbol[2])<<16 | uint64(symbol[3])<<24 |
 		uint64(symbol[4])<<32 | uint64(symbol[5])<<40
 	i := e.count
@@ -153,86 +142,60 @@ func (e *encoder) add(symbol string, q *tick.Quote) {
 	} else {
 		d = e.digits(symbol)
 	}
-	if !priceFits(q.Bid, d) || !priceFits(q.Ask, d) {
-		return
+	b := e.all
+	o := e.off
+	if i > 0 {
+		binary.LittleEndian.PutUint16(b[o:], ','|'\n'<<8)
+		o += 2
 	}
+	binary.LittleEndian.PutUint64(b[o:], '"'|sym<<8|'"'<<56)
+	binary.LittleEndian.PutUint64(b[o+8:], wordBid)
+	b[o+16] = '"'
+	o += 17
+	// The usual price — non-negative, 1 to 6 decimals, under 10⁷ in units of its last digit
+	// (below 100 with 5 decimals, 10,000 with 3) — is at most 8 bytes with its point: its digits
+	// are made in one word (digits7), the point put in and the leading zeros dropped by shifts.
+	// Anything else goes to putPriceLong.
+	v := q.Bid
+	for j := 0; ; j++ {
+		if f := v*pow10[d&15] + 0.5; uint8(d-1) < 6 && v >= 0 && f < 1e7 {
+			w := digits7(uint64(int64(f)))
+			k := intDigits[d] // digits before the point, leading zeros included
+			lead := min(uint(bits.TrailingZeros64(w|1<<56))>>3, k-1)
+			w = w&lowBytes[k] | (w&^lowBytes[k])<<8 | pointAt[k]
+			binary.LittleEndian.PutUint64(b[o:], w>>(8*lead&63))
+			o += 8 - int(lead)
+		} else {
+			var ok bool
+			if o, ok = putPriceLong(b, o, v, d); !ok {
+				return
+			}
+		}
+		if j == 1 {
+			break
+		}
+		binary.LittleEndian.PutUint64(b[o:], wordAsk)
+		b[o+8] = '"'
+		o += 9
+		v = q.Ask
+	}
+	binary.LittleEndian.PutUint64(b[o:], wordReceivedAt0)
+	binary.LittleEndian.PutUint64(b[o+8:], wordReceivedAt1)
+	o += 16
+	minute, rest := ms/60000, ms%60000
+	m := &e.minutes[uint64(minute)%minuteWays]
+	if m.minute != minute {
+		m.set(minute)
+	}
+	_ = b[o+timeSize+1]
+	binary.LittleEndian.PutUint64(b[o:], m.words[0])
+	binary.LittleEndian.PutUint64(b[o+8:], m.words[1])
+	binary.LittleEndian.PutUint64(b[o+16:], ':'|uint64(secondText[rest/1000])<<8|'.'<<24|uint64(milliText[rest%1000])<<32)
+	b[o+24], b[o+25] = '"', '}'
+	e.off = o + 26
 	e.syms = append(e.syms, sym)
 	e.digs = append(e.digs, d)
-	e.qs = append(e.qs, q)
 	e.count++
-}
-
-// priceFits reports whether putRecords writes v with d decimals: the usual price always (see
-// putRecords), the rest when putPriceLong does.
-func priceFits(v float64, d int8) bool {
-	if f := v*pow10[d&15] + 0.5; uint8(d-1) < 6 && v >= 0 && f < 1e7 {
-		return true
-	}
-	return longPriceFits(v, d)
-}
-
-//go:noinline
-func longPriceFits(v float64, d int8) bool {
-	var b [64]byte
-	_, ok := putPriceLong(b[:], 0, v, d)
-	return ok
-}
-
-// putRecords writes the records of syms, digs and qs (kept by add) at b[o:], each after a
-// ",\n" unless first and it is the first, and returns the offset after them. It writes the
-// fixed text and each value as whole words, none past the record's end.
-func putRecords(b []byte, o int, first bool, syms []uint64, digs []int8, qs []*tick.Quote, minutes *[minuteWays]spelledMinute) int {
-	for i, q := range qs {
-		sym, d := syms[i], digs[i]
-		if i > 0 || !first {
-			binary.LittleEndian.PutUint16(b[o:], ','|'\n'<<8)
-			o += 2
-		}
-		binary.LittleEndian.PutUint64(b[o:], '"'|sym<<8|'"'<<56)
-		binary.LittleEndian.PutUint64(b[o+8:], wordBid)
-		b[o+16] = '"'
-		o += 17
-		// The usual price — non-negative, 1 to 6 decimals, under 10⁷ in units of its last digit
-		// (below 100 with 5 decimals, 10,000 with 3) — is at most 8 bytes with its point: its
-		// digits are made in one word (digits7), the point put in and the leading zeros dropped
-		// by shifts. Anything else goes to putPriceLong.
-		v := q.Bid
-		for j := 0; ; j++ {
-			if f := v*pow10[d&15] + 0.5; uint8(d-1) < 6 && v >= 0 && f < 1e7 {
-				w := digits7(uint64(int64(f)))
-				k := intDigits[d] // digits before the point, leading zeros included
-				lead := min(uint(bits.TrailingZeros64(w|1<<56))>>3, k-1)
-				w = w&lowBytes[k] | (w&^lowBytes[k])<<8 | pointAt[k]
-				binary.LittleEndian.PutUint64(b[o:], w>>(8*lead&63))
-				o += 8 - int(lead)
-			} else {
-				o, _ = putPriceLong(b, o, v, d) // add kept only prices it writes
-			}
-			if j == 1 {
-				break
-			}
-			binary.LittleEndian.PutUint64(b[o:], wordAsk)
-			b[o+8] = '"'
-			o += 9
-			v = q.Ask
-		}
-		binary.LittleEndian.PutUint64(b[o:], wordReceivedAt0)
-		binary.LittleEndian.PutUint64(b[o+8:], wordReceivedAt1)
-		o += 16
-		ms := q.ReceivedAt.UnixMilli()
-		minute, rest := ms/60000, ms%60000
-		m := &minutes[uint64(minute)%minuteWays]
-		if m.minute != minute {
-			m.set(minute)
-		}
-		_ = b[o+timeSize+1]
-		binary.LittleEndian.PutUint64(b[o:], m.words[0])
-		binary.LittleEndian.PutUint64(b[o+8:], m.words[1])
-		binary.LittleEndian.PutUint64(b[o+16:], ':'|uint64(secondText[rest/1000])<<8|'.'<<24|uint64(milliText[rest%1000])<<32)
-		b[o+24], b[o+25] = '"', '}'
-		o += 26
-	}
-	return o
 }
 
 // digits looks up a symbol's decimals: -1 for the shortest form.
@@ -269,22 +232,16 @@ func init() {
 // quotable reports whether v is a price the format carries: finite and below 10¹⁵ in size.
 func quotable(v float64) bool { return v > -1e15 && v < 1e15 }
 
-// room returns b, or a new buffer when b is shorter than n bytes.
-func room(b []byte, n int) []byte {
-	if len(b) < n {
-		b = make([]byte, n+n/4)
-	}
-	return b
+// grow at least doubles the buffer, keeping what was written. Out of line, so add stays small.
+//
+//go:noinline
+func (e *encoder) grow() {
+	e.all = append(e.all[:e.off], make([]byte, len(e.all))...)
+	e.all = e.all[:cap(e.all)]
 }
 
-// finish writes the records and the header, and leaves the snapshot in buf.
+// finish writes the header into the room left ahead of the records and leaves the snapshot in buf.
 func (e *encoder) finish(publishedAt time.Time, term int64) {
-	if e.count >= e.split && runtime.GOMAXPROCS(0) > 1 {
-		e.putChunks()
-	} else {
-		e.all = room(e.all, headerRoom+e.count*(maxRecord+2)+recordRoom)
-		e.off = putRecords(e.all, headerRoom, true, e.syms, e.digs, e.qs, &e.minutes)
-	}
 	b := e.all
 	o := e.off
 	o += copy(b[o:], tail)
@@ -299,104 +256,6 @@ func (e *encoder) finish(publishedAt time.Time, term int64) {
 	start := headerRoom - n
 	copy(b[start:], h[:n])
 	e.buf = b[start:o]
-}
-
-// putChunks writes the records in chunks, each into a buffer of its own, on this goroutine and
-// the helper, which take the chunks in turn from a shared counter: a helper that wakes late (a
-// sleeping thread takes up to milliseconds to wake on a loaded machine) takes fewer of them and
-// delays this goroutine by at most the one it is inside, and one that never starts costs
-// nothing. Then it copies the chunks into place.
-func (e *encoder) putChunks() {
-	h := e.helper
-	if h == nil {
-		h = newEncodeHelper()
-		e.helper = h
-		// The helper holds h, not e: when the encoder is dropped, its helper ends.
-		runtime.AddCleanup(e, func(h *encodeHelper) { close(h.wake) }, h)
-	}
-	j := &h.job
-	chunks := (e.count + e.chunk - 1) / e.chunk
-	for len(j.bufs) < chunks {
-		j.bufs = append(j.bufs, nil)
-	}
-	j.syms, j.digs, j.qs, j.chunk = e.syms, e.digs, e.qs, e.chunk
-	j.ends = append(j.ends[:0], make([]int, chunks)...)
-	h.next.Store(0)
-	h.claimed.Store(false) // publishes the job to a helper that claims it
-	select {
-	case h.wake <- struct{}{}:
-	default: // a wake-up is pending already
-	}
-	// The woken helper waits in this P's runnext slot, which an idle P steals only after a
-	// sleep of a few microseconds that timer slack makes about 70. A second, empty goroutine
-	// takes that slot and leaves the helper in the run queue, stolen at once.
-	go func() {}()
-	j.run(&h.next, &e.minutes)
-	if !h.claimed.CompareAndSwap(false, true) {
-		<-h.done // the helper claimed the job: wait for the chunk it is writing
-	}
-	n := headerRoom + len(tail)
-	for _, end := range j.ends {
-		n += end
-	}
-	e.all = room(e.all, n)
-	o := headerRoom
-	for c, end := range j.ends {
-		o += copy(e.all[o:], j.bufs[c][:end])
-	}
-	e.off = o
-	j.qs = nil
-}
-
-// encodeHelper is the encoder's second goroutine, started with the first large snapshot and
-// parked between them. It claims the job of a wake-up (claimed false to true) or, when the
-// encoder's goroutine has already claimed it back (done without the helper), skips it.
-type encodeHelper struct {
-	wake    chan struct{} // a job may be waiting; closed when the encoder is dropped
-	done    chan struct{} // the helper finished the job it claimed
-	claimed atomic.Bool
-	next    atomic.Int32 // the next chunk to write
-	job     encodeJob
-	minutes [minuteWays]spelledMinute
-}
-
-func newEncodeHelper() *encodeHelper {
-	h := &encodeHelper{wake: make(chan struct{}, 1), done: make(chan struct{}, 1)}
-	for i := range h.minutes {
-		h.minutes[i].minute = math.MinInt64
-	}
-	go func() {
-		for range h.wake {
-			if h.claimed.CompareAndSwap(false, true) {
-				h.job.run(&h.next, &h.minutes)
-				h.done <- struct{}{}
-			}
-		}
-	}()
-	return h
-}
-
-// encodeJob is the records of one snapshot, to be written in chunks.
-type encodeJob struct {
-	syms  []uint64
-	digs  []int8
-	qs    []*tick.Quote
-	bufs  [][]byte // chunk c's buffer, kept from snapshot to snapshot
-	ends  []int    // chunk c's length, once written
-	chunk int      // records per chunk
-}
-
-// run writes chunks until none is left.
-func (j *encodeJob) run(next *atomic.Int32, minutes *[minuteWays]spelledMinute) {
-	for {
-		c := int(next.Add(1)) - 1
-		if c >= len(j.ends) {
-			return
-		}
-		from, to := c*j.chunk, min((c+1)*j.chunk, len(j.qs))
-		j.bufs[c] = room(j.bufs[c], (to-from)*(maxRecord+2)+recordRoom)
-		j.ends[c] = putRecords(j.bufs[c], 0, c == 0, j.syms[from:to], j.digs[from:to], j.qs[from:to], minutes)
-	}
 }
 
 // holds reports whether the records added since start include symbol.

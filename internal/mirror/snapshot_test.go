@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -435,102 +434,4 @@ func FuzzParseHalves(f *testing.F) {
 		b[i] = c
 		checkHalves(t, string(b), prev)
 	})
-}
-
-// randomMarket is n quotes of ascending random symbols with every kind of price and time the
-// encoder meets — usual, negative, huge, tiny, not a number, no time — and each symbol's digits,
-// from -1 (the shortest form) to 16 (more than the format carries).
-func randomMarket(r *uint64, n int) ([]entry, map[string]int) {
-	next := func() uint64 {
-		*r ^= *r << 13
-		*r ^= *r >> 7
-		*r ^= *r << 17
-		return *r
-	}
-	qs := make([]entry, 0, n)
-	digits := map[string]int{}
-	v := next() % 1000
-	for range n {
-		v += 1 + next()%50
-		sym := []byte("AAAAAA")
-		for j, x := 5, v; j >= 0 && x > 0; j, x = j-1, x/26 {
-			sym[j] = byte('A' + x%26)
-		}
-		d := 5
-		switch k := next() % 10; {
-		case k < 2:
-			d = int(next()%18) - 1
-		case k < 4:
-			d = 3
-		}
-		digits[string(sym)] = d
-		price := func() float64 {
-			p := float64(next()>>11) / (1 << 53)
-			switch next() % 12 {
-			case 0:
-				return -p * 100
-			case 1:
-				return p * 1e15
-			case 2:
-				return p * 1e-30
-			case 3:
-				return [...]float64{0, math.NaN(), math.Inf(1), 1e7, 99.999995, 9.999995}[next()%6]
-			case 4:
-				return p * 1e5
-			}
-			return p * math.Pow10(int(next()%4))
-		}
-		at := time.UnixMilli(1_700_000_000_000 + int64(next()%(30*60_000)))
-		if next()%200 == 0 {
-			at = time.Time{}
-		}
-		qs = append(qs, entry{string(sym), tick.Quote{Bid: price(), Ask: price(), ReceivedAt: at}})
-	}
-	return qs, digits
-}
-
-// The chunked encoder writes what one run writes, byte for byte, over random markets and
-// consecutive cycles (the digits and minutes remembered from the cycle before, the buffers
-// reused).
-func TestEncodeChunksIsOneRun(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("chunks are written on one goroutine only with more than one P")
-	}
-	r := uint64(11)
-	for round := range 300 {
-		n := int(r % 80)
-		if round%25 == 0 {
-			n = minSplit + 500 + int(r%3000) // a few are left out: still over minSplit
-		}
-		var digits map[string]int
-		var markets [3][]entry
-		for c := range markets {
-			markets[c], digits = randomMarket(&r, n)
-		}
-		of := func(s string) int { return digits[s] }
-		one := newEncoder(n, of)
-		one.split = math.MaxInt
-		chunked := newEncoder(n, of)
-		if n < minSplit {
-			chunked.split, chunked.chunk = 1, 1+int(r%7)
-		}
-		for c, qs := range markets {
-			for _, e := range []*encoder{one, chunked} {
-				e.start()
-				for i := range qs {
-					e.add(qs[i].symbol, &qs[i].q)
-				}
-				e.finish(at0, int64(c))
-			}
-			if !slices.Equal(one.buf, chunked.buf) {
-				t.Fatalf("round %d cycle %d: %d quotes in chunks of %d:\n%s\none run wrote\n%s", round, c, n, chunked.chunk, chunked.buf, one.buf)
-			}
-			if _, err := parseSnapshot(string(chunked.buf)); err != nil {
-				t.Fatalf("round %d cycle %d: %v", round, c, err)
-			}
-		}
-		if chunked.count > 0 && chunked.helper == nil {
-			t.Fatalf("round %d: %d of %d quotes were not written in chunks (split %d)", round, chunked.count, n, chunked.split)
-		}
-	}
 }
