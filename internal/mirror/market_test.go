@@ -7,14 +7,16 @@ import (
 )
 
 // BenchMarket stands in for a live feed between two publishes: every call to Move gives each
-// symbol a new bid and ask and a receivedAt a little before now, as the tick engine holds them.
+// symbol a new bid and ask and a receivedAt a little before now, as the tick engine holds them:
+// each moved quote is a new one in its slot, the old one left as it was (the engine never writes
+// a stored quote, so the publisher may read it while the next tick arrives).
 // Most quotes arrived within the last few seconds; some symbols tick rarely, so a few are
 // minutes old. Prices are spread over the magnitudes and digits the desk quotes (five decimals
 // below 10, three for yen-like prices, two for metal-like ones), so their text varies in length.
 // It is deterministic: the same sequence of Move calls gives the same quotes.
 type BenchMarket struct {
 	Symbols []string
-	Slots   []*tick.Quote // the quotes in symbol order, moved in place
+	Slots   []*tick.Quote // the quotes in symbol order; Move stores new ones
 	digits  map[string]int
 	mid     []float64
 	step    []float64
@@ -35,7 +37,7 @@ func NewBenchMarket(symbols []string) *BenchMarket {
 		m.digits[s] = d
 		m.mid = append(m.mid, mid)
 		m.step = append(m.step, 1/pow10[d]) // a point
-		m.Slots = append(m.Slots, &tick.Quote{})
+		m.Slots = append(m.Slots, nil)
 	}
 	m.Move(time.Now())
 	return m
@@ -52,7 +54,7 @@ func (m *BenchMarket) Digits(symbol string) int {
 // Move gives every quote a new price (a random walk of a few points, a spread of a few points)
 // and a receivedAt before now.
 func (m *BenchMarket) Move(now time.Time) {
-	for i, q := range m.Slots {
+	for i := range m.Slots {
 		m.mid[i] += float64(int(m.next()%21)-10) * m.step[i]
 		spread := float64(1+m.next()%20) * m.step[i]
 		var age time.Duration
@@ -64,7 +66,7 @@ func (m *BenchMarket) Move(now time.Time) {
 		default:
 			age = time.Duration(m.next() % uint64(10*time.Minute))
 		}
-		*q = tick.Quote{Bid: m.mid[i], Ask: m.mid[i] + spread, ReceivedAt: now.Add(-age), ProviderTime: now.Add(-age)}
+		m.Slots[i] = &tick.Quote{Bid: m.mid[i], Ask: m.mid[i] + spread, ReceivedAt: now.Add(-age), ProviderTime: now.Add(-age)}
 	}
 }
 
