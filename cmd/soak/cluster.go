@@ -66,6 +66,27 @@ type proc struct {
 	mu      sync.Mutex
 	stopped bool // SIGSTOPped
 	exited  bool
+	// halts are when the process stopped being able to act: each SIGSTOP, and the SIGKILL or
+	// SIGTERM that ended it. A trust window cannot be used past one.
+	halts []time.Time
+}
+
+func (p *proc) halted(t time.Time) {
+	p.mu.Lock()
+	p.halts = append(p.halts, t)
+	p.mu.Unlock()
+}
+
+// haltAfter is the first halt at or after t, or the zero time.
+func (p *proc) haltAfter(t time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.halts {
+		if !h.Before(t) {
+			return h
+		}
+	}
+	return time.Time{}
 }
 
 func (p *proc) alive() bool {
@@ -83,6 +104,7 @@ func (p *proc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	switch sig {
 	case syscall.SIGSTOP:
+		p.halts = append(p.halts, time.Now())
 		p.stopped = true
 	case syscall.SIGCONT:
 		p.stopped = false
@@ -96,6 +118,7 @@ func (p *proc) kill(sig syscall.Signal) {
 	if !p.alive() {
 		return
 	}
+	p.halted(time.Now())
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	p.cmd.Process.Signal(sig)
 	select {

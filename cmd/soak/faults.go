@@ -130,6 +130,9 @@ type injector struct {
 	c   *cluster
 	s   *sampler
 	log *log.Logger
+	// fills runs fills back to back until its context ends: rollover runs race it, as they race
+	// fills on a busy desk.
+	fills func(ctx context.Context)
 
 	mu       sync.Mutex
 	counts   map[string]int
@@ -256,6 +259,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 	case faultRollover2:
 		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
 		t0 := time.Now()
+		defer in.racingFills(ctx)()
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Go(func() { in.rollover(ctx, at, 0, "concurrent pair") })
@@ -265,6 +269,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 	case faultRolloverKill:
 		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
 		t0 := time.Now()
+		defer in.racingFills(ctx)()
 		in.rollover(ctx, at, f.KillAfter, "killed mid-way")
 		in.rollover(ctx, at, 0, "rerun after a kill")
 		in.note(window{Kind: f.Kind, Start: t0, End: time.Now()})
@@ -279,6 +284,17 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		p.Restore()
 		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: f.Target})
 	}
+}
+
+// racingFills starts a burst of fills and returns the function that ends it.
+func (in *injector) racingFills(ctx context.Context) func() {
+	if in.fills == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { in.fills(ctx) })
+	return func() { cancel(); wg.Wait() }
 }
 
 // replace starts a web process to take old's place and waits for the new one to hold the lease.

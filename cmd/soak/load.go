@@ -35,6 +35,19 @@ type trader struct {
 	nonces    int
 }
 
+// intN and float draw from the trader's generator; a burst of fills shares it with the loop.
+func (t *trader) intN(n int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rng.IntN(n)
+}
+
+func (t *trader) float() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rng.Float64()
+}
+
 // anyWeb is a live, running web process, for what every process serves from the database.
 func (t *trader) anyWeb() *proc {
 	webs := t.c.live("web")
@@ -47,7 +60,7 @@ func (t *trader) anyWeb() *proc {
 	if len(up) == 0 {
 		return nil
 	}
-	return up[t.rng.IntN(len(up))]
+	return up[t.intN(len(up))]
 }
 
 // deskWeb is where desk-priced work goes: the holder when one is known, else any web (which
@@ -79,7 +92,7 @@ func (t *trader) callRetrying(ctx context.Context, op, path, nonce string, body 
 		if e.Outcome == answered || ctx.Err() != nil {
 			return e
 		}
-		time.Sleep(time.Duration(200+t.rng.IntN(300)) * time.Millisecond)
+		time.Sleep(time.Duration(200+t.intN(300)) * time.Millisecond)
 	}
 	return e
 }
@@ -108,20 +121,20 @@ func priceText(v float64, digits int32) string {
 	return decimal.NewFromFloat(v).Round(digits).String()
 }
 
-// open places a market order, with SL and TP half the time.
-func (t *trader) open(ctx context.Context) {
-	s := soakSymbols[t.rng.IntN(len(soakSymbols))]
+// open places a market order, with SL and TP half the time when stops.
+func (t *trader) open(ctx context.Context, stops bool) {
+	s := soakSymbols[t.intN(len(soakSymbols))]
 	side := "BUY"
-	if t.rng.IntN(2) == 1 {
+	if t.intN(2) == 1 {
 		side = "SELL"
 	}
-	vol := decimal.New(int64(5+t.rng.IntN(96)), -2) // 0.05 … 1.00 lots
+	vol := decimal.New(int64(5+t.intN(96)), -2) // 0.05 … 1.00 lots
 	body := map[string]any{"accountId": t.account, "symbol": s.symbol, "side": side, "type": "MARKET",
 		"volume": vol.String()}
 	p := t.deskWeb()
-	if t.rng.IntN(2) == 0 {
+	if stops && t.intN(2) == 0 {
 		if q, ok := t.quote(ctx, p, s.symbol); ok {
-			d1, d2 := 0.002+t.rng.Float64()*0.008, 0.002+t.rng.Float64()*0.008
+			d1, d2 := 0.002+t.float()*0.008, 0.002+t.float()*0.008
 			if side == "BUY" {
 				body["sl"], body["tp"] = priceText(q.Bid*(1-d1), s.digits), priceText(q.Ask*(1+d2), s.digits)
 			} else {
@@ -222,14 +235,14 @@ func (t *trader) raceClose(ctx context.Context) {
 
 func (t *trader) withdraw(ctx context.Context) {
 	nonce := t.nonce("wd")
-	amount := decimal.New(int64(100+t.rng.IntN(5000)), -2) // 1.00 … 50.99
+	amount := decimal.New(int64(100+t.intN(5000)), -2) // 1.00 … 50.99
 	t.callRetrying(ctx, "withdraw", fmt.Sprintf("/api/fx/accounts/%d/withdraw", t.account), nonce,
 		map[string]any{"amount": amount.String(), "requestNonce": nonce}, t.deskWeb)
 }
 
 func (t *trader) deposit(ctx context.Context, admin string) {
 	nonce := t.nonce("dep")
-	amount := decimal.New(int64(1000+t.rng.IntN(100000)), -2)
+	amount := decimal.New(int64(1000+t.intN(100000)), -2)
 	body := map[string]any{"amount": amount.String(), "requestNonce": nonce}
 	path := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account)
 	for attempt := 0; attempt < 4; attempt++ {
@@ -271,9 +284,9 @@ func (t *trader) refresh(ctx context.Context) {
 // run is the client's loop until ctx ends.
 func (t *trader) run(ctx context.Context, admin string) {
 	for i := 0; ctx.Err() == nil; i++ {
-		switch r := t.rng.IntN(100); {
+		switch r := t.intN(100); {
 		case r < 45:
-			t.open(ctx)
+			t.open(ctx, true)
 		case r < 58:
 			t.closePos(ctx, true)
 		case r < 70:
@@ -289,7 +302,14 @@ func (t *trader) run(ctx context.Context, admin string) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Duration(30+t.rng.IntN(150)) * time.Millisecond):
+		case <-time.After(time.Duration(30+t.intN(150)) * time.Millisecond):
 		}
+	}
+}
+
+// burst opens positions back to back until ctx ends: the fills a rollover run races.
+func (t *trader) burst(ctx context.Context) {
+	for ctx.Err() == nil {
+		t.open(ctx, false)
 	}
 }

@@ -26,11 +26,18 @@ func main() {
 	seed := flag.Uint64("seed", 0, "fault schedule seed (0: a random one, printed)")
 	traders := flag.Int("traders", 4, "concurrent trader clients")
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
+	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds and exit")
 	flag.Parse()
 	if *seed == 0 {
 		var b [8]byte
 		crand.Read(b[:])
 		*seed = binary.LittleEndian.Uint64(b[:])>>1 | 1
+	}
+	if *plan {
+		for _, f := range schedule(*seed, time.Duration(*seconds)*time.Second) {
+			fmt.Println(f)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -43,12 +50,12 @@ type tally struct {
 	order   []string
 	figures map[string]string
 	broken  map[string][]string
-	seen    map[string]bool
+	seen    map[string]int // invariant and violation key → index in broken
 	checks  int
 }
 
 func newTally() *tally {
-	return &tally{figures: map[string]string{}, broken: map[string][]string{}, seen: map[string]bool{}}
+	return &tally{figures: map[string]string{}, broken: map[string][]string{}, seen: map[string]int{}}
 }
 
 func (t *tally) add(rs []result) {
@@ -59,10 +66,13 @@ func (t *tally) add(rs []result) {
 		}
 		t.figures[r.Name] = r.Figures
 		for _, v := range r.Violations {
-			if k := r.Name + "\x00" + v; !t.seen[k] {
-				t.seen[k] = true
-				t.broken[r.Name] = append(t.broken[r.Name], v)
+			k := r.Name + "\x00" + v.Key
+			if i, ok := t.seen[k]; ok {
+				t.broken[r.Name][i] = v.Text // the latest evidence for the same row
+				continue
 			}
+			t.seen[k] = len(t.broken[r.Name])
+			t.broken[r.Name] = append(t.broken[r.Name], v.Text)
 		}
 	}
 }
@@ -104,7 +114,15 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	if err != nil {
 		return failed("%v", err)
 	}
-	defer c.close()
+	// The database is kept only for a soak that ran to a FAIL verdict (or with -keep): a setup
+	// failure or an interrupted run has nothing in it worth reading, its logs are in the folder.
+	keepDB := keep
+	defer func() {
+		c.close()
+		if !keepDB {
+			c.dropDatabase()
+		}
+	}()
 	logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
 
 	web1, err := c.start(ctx, "web")
@@ -163,12 +181,22 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	}
 
 	tl := newTally()
-	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}}
+	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, fills: func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, t := range traders {
+			wg.Go(func() { t.burst(ctx) })
+		}
+		wg.Wait()
+	}}
 	evidenceNow := func() *evidence {
 		desks, rows, mirrors := smp.snapshot()
 		in.mu.Lock()
 		defer in.mu.Unlock()
-		return &evidence{journal: j.snapshot(), desks: desks, rows: rows, mirrors: mirrors,
+		procs := map[int]*proc{}
+		for _, p := range c.all() {
+			procs[p.pid] = p
+		}
+		return &evidence{journal: j.snapshot(), procs: procs, desks: desks, rows: rows, mirrors: mirrors,
 			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...)}
 	}
 	check := func(label string) {
@@ -188,28 +216,33 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 
 	logger.Printf("soak: load and faults for %s", d)
 	start := time.Now()
-	loadCtx, stopLoad := context.WithTimeout(ctx, d)
+	// The load runs for d, and on until the last fault has played out: a schedule that runs late
+	// (faults take their time) is still injected whole, under load.
+	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	var load sync.WaitGroup
 	for _, t := range traders {
 		load.Go(func() { t.run(loadCtx, c.admin) })
 	}
 	faultsDone := make(chan struct{})
-	go func() { in.run(loadCtx, start, faults); close(faultsDone) }()
+	go func() { in.run(ctx, start, faults); in.wait(); close(faultsDone) }()
 	periodic := time.NewTicker(30 * time.Second)
 	defer periodic.Stop()
-loop:
-	for {
+	loadEnd := time.After(d)
+	for loadEnd != nil || faultsDone != nil {
 		select {
-		case <-loadCtx.Done():
-			break loop
+		case <-ctx.Done():
+			loadEnd, faultsDone = nil, nil
+		case <-loadEnd:
+			loadEnd = nil
+		case <-faultsDone:
+			faultsDone = nil
 		case <-periodic.C:
 			check("periodic")
 		}
 	}
+	stopLoad()
 	load.Wait()
-	<-faultsDone
-	in.wait()
 	if ctx.Err() != nil {
 		logger.Printf("soak: interrupted; logs in %s", dir)
 		return 2
@@ -274,12 +307,9 @@ loop:
 		summary += " failing=" + strings.Join(failing, ",")
 	}
 	if verdict == "PASS" && !keep {
-		c.close()
-		if err := c.dropDatabase(); err != nil {
-			logger.Printf("soak: drop database %s: %v", c.dbName, err)
-		}
 		os.RemoveAll(dir)
 	} else {
+		keepDB = true
 		summary += " kept=" + dir
 		logger.Printf("soak: logs, journal.jsonl and samples.jsonl kept in %s; database %s kept", dir, c.dbName)
 	}
