@@ -680,10 +680,18 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 	return r
 }
 
-// No 5xx but the documented 503 texts.
+// No 5xx but the documented 503 texts. Answers alike (status, text, the faults they fell in) are
+// one row with their count, routes and journal numbers; journal.jsonl has each.
 func checkNo5xx(ev *evidence) result {
 	r := result{Name: "no5xx"}
 	allowed, unknowns, total := 0, 0, 0
+	type group struct {
+		first, last entry
+		n           int
+		routes      map[string]int
+	}
+	groups := map[string]*group{}
+	var order []string
 	for _, e := range ev.journal {
 		total++
 		if e.Outcome == unknown {
@@ -697,10 +705,43 @@ func checkNo5xx(ev *evidence) result {
 			allowed++
 			continue
 		}
-		r.add("", "journal %d: %s %s on %s answered %d %q at %s (%s)", e.Seq, e.Method, e.Path, e.Proc, e.Status, truncate(string(e.Resp), 160), ts(e.Start), ev.during(e.Start, e.End))
+		if msg == "" {
+			msg = truncate(string(e.Resp), 120)
+		}
+		k := fmt.Sprintf("%d %q (%s)", e.Status, msg, ev.during(e.Start, e.End))
+		g := groups[k]
+		if g == nil {
+			g = &group{first: e, routes: map[string]int{}}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.n++
+		g.last = e
+		g.routes[e.Method+" "+route(e.Path)]++
+	}
+	for _, k := range order {
+		g := groups[k]
+		var routes []string
+		for rt, n := range g.routes {
+			routes = append(routes, fmt.Sprintf("%s ×%d", rt, n))
+		}
+		slices.Sort(routes)
+		r.add(k, "%d answers %s, %s–%s, journal %d…%d: %s", g.n, k, ts(g.first.Start), ts(g.last.End), g.first.Seq, g.last.Seq, strings.Join(routes, ", "))
 	}
 	r.Figures = fmt.Sprintf("%d requests, %d documented 503s, %d outcome unknown", total, allowed, unknowns)
 	return r
+}
+
+// route is a request path with its ids and query left out: /api/fx/positions/{id}/close.
+func route(path string) string {
+	path, _, _ = strings.Cut(path, "?")
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if _, err := strconv.ParseInt(p, 10, 64); err == nil {
+			parts[i] = "{id}"
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // tradesAgain: an order filled within 30 s after the last fault ended.

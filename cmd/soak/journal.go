@@ -30,8 +30,6 @@ type entry struct {
 	Method  string          `json:"method"`
 	Path    string          `json:"path"`
 	Body    json.RawMessage `json:"body,omitempty"`
-	Nonce   string          `json:"nonce,omitempty"`
-	Account int64           `json:"account,omitempty"`
 	Start   time.Time       `json:"start"`
 	End     time.Time       `json:"end"`
 	Outcome string          `json:"outcome"`

@@ -271,16 +271,16 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	logger.Printf("soak: invariants (figures from the last check; %d checks):", tl.checks)
 	for _, name := range tl.order {
 		status := "ok  "
-		if len(tl.broken[name]) > 0 {
-			status = "FAIL"
+		if n := len(tl.broken[name]); n > 0 {
+			status = fmt.Sprintf("FAIL (%d rows)", n)
 		}
-		logger.Printf("soak:   %s %-13s %s", status, name, tl.figures[name])
+		logger.Printf("soak:   %-15s %-13s %s", status, name, tl.figures[name])
 		for i, v := range tl.broken[name] {
 			if i == 20 {
-				logger.Printf("soak:          … and %d more", len(tl.broken[name])-20)
+				logger.Printf("soak:        … and %d more", len(tl.broken[name])-20)
 				break
 			}
-			logger.Printf("soak:          %s", v)
+			logger.Printf("soak:        %s", v)
 		}
 	}
 	for _, e := range faultErrs {
@@ -305,6 +305,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 		verdict, seed, int(d.Seconds()), len(ev.journal), strings.Join(counts, ","), len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
+	}
+	if len(faultErrs) > 0 {
+		summary += fmt.Sprintf(" faultTrouble=%d", len(faultErrs))
 	}
 	if verdict == "PASS" && !keep {
 		os.RemoveAll(dir)
