@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/dbtest"
+	"fxdesk/internal/lease"
 	"fxdesk/internal/tcpproxy"
 )
 
@@ -375,7 +376,7 @@ type leaseRow struct {
 
 func (c *cluster) readRow(ctx context.Context) (leaseRow, bool, error) {
 	var r leaseRow
-	err := c.direct.QueryRowContext(ctx, "SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = 'forex-trading'").
+	err := c.direct.QueryRowContext(ctx, "SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?", lease.Key).
 		Scan(&r.Instance, &r.Hostname, &r.PID, &r.Term, &r.Live)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil

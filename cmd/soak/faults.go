@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"fxdesk/internal/lease"
 )
 
 // Fault kinds, as the summary counts them.
@@ -133,6 +135,9 @@ type injector struct {
 	// fills runs fills back to back until its context ends: rollover runs race it, as they race
 	// fills on a busy desk.
 	fills func(ctx context.Context)
+	// serial keeps one fault acting at a time: a zombie's end, which runs in the background,
+	// reads the lease around its SIGTERM and must not see another fault's takeover.
+	serial sync.Mutex
 
 	mu       sync.Mutex
 	counts   map[string]int
@@ -171,7 +176,9 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 		case <-time.After(time.Until(start.Add(f.At))):
 		}
 		in.log.Printf("soak: fault %s", f)
+		in.serial.Lock()
 		in.inject(ctx, f)
+		in.serial.Unlock()
 		in.mu.Lock()
 		in.counts[f.Kind]++
 		in.mu.Unlock()
@@ -231,7 +238,17 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			case <-time.After(f.ZombieLife):
 			}
 			// An operator restarts the loser: SIGTERM, which must release nothing of the new holder's.
+			in.serial.Lock()
+			defer in.serial.Unlock()
+			before, okBefore, _ := in.c.readRow(ctx)
 			h.kill(syscall.SIGTERM)
+			after, okAfter, err := in.c.readRow(ctx)
+			if err == nil && okBefore && before.Live && before.PID != h.pid && (!okAfter || !after.Live || after.Term != before.Term) {
+				in.fail("zombie: SIGTERM of %s (lost) changed the live lease: before %+v, after %+v", h.name, before, after)
+			}
+			if key, err := in.c.rdb.Get(ctx, lease.RedisKey(lease.Key)).Result(); err == nil && okBefore && key == fmt.Sprintf("%s:%d", hostname, h.pid) {
+				in.fail("zombie: after SIGTERM of %s (lost) the Redis lease key still names it", h.name)
+			}
 			in.note(window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
 		})
 	case faultGap:

@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/mirror"
 )
 
-const (
-	sampleEvery = 200 * time.Millisecond
-	mirrorKey   = "fx:quote-mirror:snapshot"
-)
+const sampleEvery = 200 * time.Millisecond
 
 // deskSample is one process's /api/admin/fx/desk answer: the state at some instant between Sent
 // and Recv.
@@ -173,7 +172,7 @@ func (s *sampler) sampleMirror(ctx context.Context) mirrorSample {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	m := mirrorSample{At: time.Now()}
-	v, err := s.c.rdb.Get(ctx, mirrorKey).Result()
+	v, err := s.c.rdb.Get(ctx, mirror.DefaultKeys().Snapshot).Result()
 	if errors.Is(err, redis.Nil) {
 		return m
 	}
