@@ -378,6 +378,18 @@ func chargedDates(pos int64, s *dbSnapshot) string {
 	return strings.Join(out, "; ")
 }
 
+// publishedLive reports whether snapshot m was published by a holder whose term was still the
+// lease's: the row read one sampling period before its publishedAt (surely before the publish)
+// had no newer term. A snapshot from a process that had already been replaced is a zombie's.
+func publishedLive(rows []rowSample, m mirrorSample) (bool, int64) {
+	at, err := time.Parse(time.RFC3339Nano, m.PublishedAt)
+	if err != nil {
+		return false, 0
+	}
+	lt := liveTerm(rows, at.Add(-sampleEvery))
+	return m.Term >= lt, lt
+}
+
 // liveTerm is the lease row's term as last read at or before t (0 when unknown).
 func liveTerm(rows []rowSample, t time.Time) int64 {
 	i := sort.Search(len(rows), func(i int) bool { return rows[i].At.After(t) })
@@ -391,7 +403,8 @@ func liveTerm(rows []rowSample, t time.Time) int64 {
 
 // Swaps converted at a price the live holder quoted: a SWAP deal on a JPY-quoted position in a
 // USD account is amountQuote ÷ a USDJPY mid; that mid, read back from the rounded amount, must
-// be one the live holder published in the mirror while the run that wrote it read its snapshot.
+// be in a snapshot the mirror held while the run that wrote it read it, published by a holder
+// whose term was still live (publishedLive) — never a replaced holder's.
 func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 	r := result{Name: "swapPrice"}
 	rows := sortedRows(ev.rows)
@@ -438,6 +451,7 @@ func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 		// most one interval before.
 		from, to := run.Start.Add(-mirrorInterval-1500*time.Millisecond), run.Start.Add(time.Second)
 		var live, other []string
+		listed := map[string]bool{}
 		match := false
 		for _, m := range ev.mirrors {
 			if m.At.Before(from) || m.At.After(to) || !m.Present {
@@ -447,13 +461,17 @@ func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 			if !ok {
 				continue
 			}
-			lt := liveTerm(rows, m.At)
-			desc := fmt.Sprintf("%.3f(term %d at %s)", mid, m.Term, ts(m.At))
-			if m.Term == lt {
+			desc := fmt.Sprintf("%.3f(term %d published %s)", mid, m.Term, m.PublishedAt)
+			fromLive, _ := publishedLive(rows, m)
+			if fromLive && mid >= lo && mid <= hi {
+				match = true
+			}
+			if listed[desc] { // sampled more than once
+				continue
+			}
+			listed[desc] = true
+			if fromLive {
 				live = append(live, desc)
-				if mid >= lo && mid <= hi {
-					match = true
-				}
 			} else {
 				other = append(other, desc)
 			}
@@ -488,8 +506,9 @@ func sortedRows(rows []rowSample) []rowSample {
 	return out
 }
 
-// Only the live holder's snapshots in the mirror: the snapshot's term never goes backwards, and
-// within one publish interval (plus sampling slack) of a new term in the lease row, the snapshot
+// Only the live holder's snapshots in the mirror: the snapshot's term never goes backwards, no
+// snapshot was published after its term was replaced in the lease row, and within one publish
+// interval (plus sampling slack) of a new term in the lease row, the snapshot
 // carries it — unless Redis was cut meanwhile, when nobody can publish.
 func checkMirrorTerm(ev *evidence) result {
 	r := result{Name: "mirrorTerm"}
@@ -498,7 +517,8 @@ func checkMirrorTerm(ev *evidence) result {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].At.Before(ms[j].At) })
 	var maxTerm int64
 	var maxAt time.Time
-	backwards, stale := 0, 0
+	backwards, stale, zombie := 0, 0, 0
+	lastZombie := ""
 	var episode *mirrorSample
 	present := 0
 	// since is when the row first showed term t.
@@ -533,6 +553,15 @@ func checkMirrorTerm(ev *evidence) result {
 			}
 			continue
 		}
+		if ok, lt := publishedLive(rows, m); !ok && m.PublishedAt != lastZombie {
+			zombie++
+			lastZombie = m.PublishedAt
+			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
+				r.add("", "snapshot of term %d published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
+					m.Term, m.PublishedAt, lt, m.Mids["USDJPY"], ts(m.At))
+				episode = &ms[i]
+			}
+		}
 		maxTerm, maxAt = m.Term, m.At
 		lt := liveTerm(rows, m.At)
 		if lt > m.Term {
@@ -546,7 +575,7 @@ func checkMirrorTerm(ev *evidence) result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d snapshot samples, %d went backwards, %d behind the live term", present, backwards, stale)
+	r.Figures = fmt.Sprintf("%d snapshot samples, %d went backwards, %d published by a replaced holder, %d behind the live term", present, backwards, zombie, stale)
 	return r
 }
 
@@ -680,18 +709,20 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 	return r
 }
 
-// No 5xx but the documented 503 texts. Answers alike (status, text, the faults they fell in) are
-// one row with their count, routes and journal numbers; journal.jsonl has each.
+// No 5xx but the documented 503 texts. Answers alike (status and text, less than 5 s apart) are
+// one row with their count, routes, journal numbers and the faults they fell in; journal.jsonl
+// has each.
 func checkNo5xx(ev *evidence) result {
 	r := result{Name: "no5xx"}
 	allowed, unknowns, total := 0, 0, 0
 	type group struct {
 		first, last entry
+		msg         string
 		n           int
 		routes      map[string]int
 	}
-	groups := map[string]*group{}
-	var order []string
+	groups := map[string]*group{} // the open episode of each status and text
+	var order []*group
 	for _, e := range ev.journal {
 		total++
 		if e.Outcome == unknown {
@@ -708,25 +739,27 @@ func checkNo5xx(ev *evidence) result {
 		if msg == "" {
 			msg = truncate(string(e.Resp), 120)
 		}
-		k := fmt.Sprintf("%d %q (%s)", e.Status, msg, ev.during(e.Start, e.End))
-		g := groups[k]
-		if g == nil {
-			g = &group{first: e, routes: map[string]int{}}
-			groups[k] = g
-			order = append(order, k)
+		// An episode: answers alike with less than 5 s between them. Its first journal entry
+		// names it, so a later check extends the same row.
+		kind := fmt.Sprintf("%d %q", e.Status, msg)
+		g := groups[kind]
+		if g == nil || e.Start.Sub(g.last.End) > 5*time.Second {
+			g = &group{first: e, msg: msg, routes: map[string]int{}}
+			groups[kind] = g
+			order = append(order, g)
 		}
 		g.n++
 		g.last = e
 		g.routes[e.Method+" "+route(e.Path)]++
 	}
-	for _, k := range order {
-		g := groups[k]
+	for _, g := range order {
 		var routes []string
 		for rt, n := range g.routes {
 			routes = append(routes, fmt.Sprintf("%s ×%d", rt, n))
 		}
 		slices.Sort(routes)
-		r.add(k, "%d answers %s, %s–%s, journal %d…%d: %s", g.n, k, ts(g.first.Start), ts(g.last.End), g.first.Seq, g.last.Seq, strings.Join(routes, ", "))
+		r.add(fmt.Sprintf("5xx from %d", g.first.Seq), "%d answers %d %q, %s–%s (%s), journal %d…%d: %s", g.n, g.first.Status, g.msg,
+			ts(g.first.Start), ts(g.last.End), ev.during(g.first.Start, g.last.End), g.first.Seq, g.last.Seq, strings.Join(routes, ", "))
 	}
 	r.Figures = fmt.Sprintf("%d requests, %d documented 503s, %d outcome unknown", total, allowed, unknowns)
 	return r
@@ -770,13 +803,24 @@ func checkTradesAgain(ev *evidence, lastFault time.Time) result {
 var deskPriced = map[string]bool{"open": true, "open-retry": true, "close": true, "partialClose": true, "raceClose": true}
 
 // Every fenced write committed inside its term, as far as the client sees it: a fill or a close
-// answered 2xx (not a replay) came from the process the lease row named live at that moment —
-// some row sample within two sampling periods of the request says so. Requests with no row
-// sample around them (the soak's own reads failed, as in a MySQL cut) are not judged.
+// answered 2xx (not a replay) never came from a process already superseded when the request was
+// sent — one the lease row had shown replaced by a newer term of another process. A web process
+// never claims again after losing, so its terms are the ones the row named it with. (The row is
+// sampled every 200 ms; a short legitimate term between two samples is not held against anyone.)
 func checkFencedInTerm(ev *evidence) result {
 	r := result{Name: "fencedInTerm"}
 	rows := sortedRows(ev.rows)
-	checked, unjudged := 0, 0
+	maxTerm := map[int]int64{} // pid → the newest term the row named it with
+	for _, rs := range rows {
+		if rs.OK && rs.Err == "" && rs.Row.Term > maxTerm[rs.Row.PID] {
+			maxTerm[rs.Row.PID] = rs.Row.Term
+		}
+	}
+	byName := map[string]*proc{}
+	for _, p := range ev.procs {
+		byName[p.name] = p
+	}
+	checked := 0
 	for _, e := range ev.journal {
 		if !deskPriced[e.Op] || !e.ok() {
 			continue
@@ -787,39 +831,24 @@ func checkFencedInTerm(ev *evidence) result {
 		if e.decode(&b) && b.Replayed {
 			continue
 		}
-		p := (*proc)(nil)
-		for _, q := range ev.procs {
-			if q.name == e.Proc {
-				p = q
-			}
-		}
+		p := byName[e.Proc]
 		if p == nil {
 			continue
 		}
-		from, to := e.Start.Add(-2*sampleEvery), e.End.Add(2*sampleEvery)
-		i := sort.Search(len(rows), func(i int) bool { return !rows[i].At.Before(from) })
-		seen, named := 0, false
-		var others []string
-		for ; i < len(rows) && !rows[i].At.After(to); i++ {
-			if !rows[i].OK || rows[i].Err != "" {
-				continue
-			}
-			seen++
-			if rows[i].Row.PID == p.pid && rows[i].Row.Live {
-				named = true
-			} else {
-				others = append(others, fmt.Sprintf("pid %d term %d live=%v at %s", rows[i].Row.PID, rows[i].Row.Term, rows[i].Row.Live, ts(rows[i].At)))
-			}
+		checked++
+		// The newest row sample at or before the request was sent.
+		i := sort.Search(len(rows), func(i int) bool { return rows[i].At.After(e.Start) })
+		for i--; i >= 0 && (!rows[i].OK || rows[i].Err != ""); i-- {
 		}
-		if seen == 0 {
-			unjudged++
+		if i < 0 {
 			continue
 		}
-		checked++
-		if !named {
-			r.add("", "journal %d: %s answered %d by %s (pid %d) at %s–%s, while the lease row named: %s", e.Seq, e.Op, e.Status, e.Proc, p.pid, ts(e.Start), ts(e.End), list(others))
+		rs := rows[i]
+		if rs.Row.PID != p.pid && rs.Row.Live && rs.Row.Term > maxTerm[p.pid] {
+			r.add("", "journal %d: %s answered %d by %s (pid %d, newest term %d) at %s–%s, after the lease row named pid %d term %d live at %s",
+				e.Seq, e.Op, e.Status, e.Proc, p.pid, maxTerm[p.pid], ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
 		}
 	}
-	r.Figures = fmt.Sprintf("%d fills and closes matched to the live holder, %d without row samples", checked, unjudged)
+	r.Figures = fmt.Sprintf("%d fills and closes answered 2xx checked against the lease row", checked)
 	return r
 }
