@@ -322,8 +322,8 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 				if p.SwapThrough.Valid {
 					through = p.SwapThrough.Time.Format("2006-01-02")
 				}
-				r.add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s %s, opened %s) has no charge for %s although run %d (--at %s, %s–%s, %s) completed while it was open; its watermark swapThrough=%s",
-					p.ID, p.Symbol, p.Side, p.Volume, p.OpenedAt.Format(time.RFC3339Nano), ro.Date, i+1, run.At.Format(time.RFC3339), ts(run.Start), ts(run.End), run.Why, through)
+				r.add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s %s lots opened %s, now %s) has no charge for %s although run %d (--at %s, %s–%s, %s) completed while it was open; its watermark swapThrough=%s",
+					p.ID, p.Symbol, p.Side, p.OpenVolume, p.OpenedAt.Format(time.RFC3339Nano), p.Status, ro.Date, i+1, run.At.Format(time.RFC3339), ts(run.Start), ts(run.End), run.Why, through)
 			}
 		}
 	}
