@@ -2,7 +2,7 @@
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 BIN := bin
 
-.PHONY: run test build services vet bench
+.PHONY: run test build services vet bench soak
 
 services:
 	@./scripts/services.sh
@@ -24,3 +24,10 @@ test: services
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Chaos soak (cmd/soak, README "Soak"): two web processes and the cron process under trader load
+# and seeded faults, invariants checked every 30 s and at the end. SEED= replays a schedule.
+SECONDS ?= 60
+SEED ?=
+soak: services
+	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED))

@@ -1,0 +1,465 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/tcpproxy"
+)
+
+// Lease timing of the soaked desk: short, so kills and stops turn the lease over within seconds.
+const (
+	leaseTTL       = 3 * time.Second
+	leaseFence     = 1 * time.Second
+	mirrorInterval = 1 * time.Second
+	hostname       = "soakbox"
+)
+
+// cluster is one isolated install: its database, its redis-server, the proxies every desk
+// process reaches them through, and the processes.
+type cluster struct {
+	dir    string // run folder: logs, journal, samples
+	binDir string
+	dbName string
+	direct *sql.DB // the soak's own connection, never through a proxy
+	rdb    *redis.Client
+	redis  *dbtest.Redis
+	mysqlP *tcpproxy.Proxy
+	redisP *tcpproxy.Proxy
+	admin  string
+
+	mu        sync.Mutex
+	procs     []*proc // every web and cron process started, dead ones included
+	seq       int
+	closeOnce sync.Once
+}
+
+// proc is one fxdesk-web or fxdesk-cron process.
+type proc struct {
+	name    string
+	kind    string // "web" or "cron"
+	cmd     *exec.Cmd
+	pid     int
+	addr    string // HTTP
+	simAddr string // web only: the in-process feed simulator and its control API
+	done    chan struct{}
+
+	mu      sync.Mutex
+	stopped bool // SIGSTOPped
+	exited  bool
+	// halts are when the process stopped being able to act: each SIGSTOP, and the SIGKILL or
+	// SIGTERM that ended it. A trust window cannot be used past one.
+	halts []time.Time
+}
+
+func (p *proc) halted(t time.Time) {
+	p.mu.Lock()
+	p.halts = append(p.halts, t)
+	p.mu.Unlock()
+}
+
+// haltAfter is the first halt at or after t, or the zero time.
+func (p *proc) haltAfter(t time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.halts {
+		if !h.Before(t) {
+			return h
+		}
+	}
+	return time.Time{}
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) isStopped() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.stopped }
+
+func (p *proc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	switch sig {
+	case syscall.SIGSTOP:
+		p.halts = append(p.halts, time.Now())
+		p.stopped = true
+	case syscall.SIGCONT:
+		p.stopped = false
+	}
+	p.mu.Unlock()
+	return p.cmd.Process.Signal(sig)
+}
+
+// kill sends sig and waits for the exit (SIGKILL after 10 s).
+func (p *proc) kill(sig syscall.Signal) {
+	if !p.alive() {
+		return
+	}
+	p.halted(time.Now())
+	p.cmd.Process.Signal(syscall.SIGCONT)
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func goBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// buildBinaries builds fxdesk-web and fxdesk-cron from the working tree into dir.
+func buildBinaries(dir string) error {
+	for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}} {
+		cmd := exec.Command(goBinary(), "build", "-o", filepath.Join(dir, b.name), b.pkg)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", b.name, err, out)
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func freeAddr() (string, error) {
+	p, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(p), nil
+}
+
+// newCluster creates the database fxdesk_soak_<random>, a private redis-server and the two
+// proxies, and migrates the database with the real binary.
+func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
+	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4)}
+	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
+	if err != nil {
+		return nil, err
+	}
+	admin, err := sql.Open("mysql", srv.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+c.dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		return nil, fmt.Errorf("create database (MariaDB on 127.0.0.1:3306; make soak starts it): %w", err)
+	}
+	if c.redis, err = dbtest.StartRedis(); err != nil {
+		c.dropDatabase()
+		return nil, err
+	}
+	if c.mysqlP, err = tcpproxy.Start(srv.Addr); err != nil {
+		c.close()
+		return nil, err
+	}
+	if c.redisP, err = tcpproxy.Start(c.redis.Addr); err != nil {
+		c.close()
+		return nil, err
+	}
+	cfg := *srv
+	cfg.DBName = c.dbName
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if c.direct, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+		c.close()
+		return nil, err
+	}
+	c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.Addr})
+	if out, err := c.runOnce(ctx, "fxdesk-web", "migrate"); err != nil {
+		c.close()
+		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
+	}
+	if c.admin, err = c.issueToken(ctx, 1, true); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// dsn is the desk's database DSN, through the MySQL proxy.
+func (c *cluster) dsn() string {
+	cfg, _ := mysql.ParseDSN(dbtest.ServerDSN())
+	cfg.DBName = c.dbName
+	cfg.Addr = c.mysqlP.Addr()
+	cfg.Net = "tcp"
+	return cfg.FormatDSN()
+}
+
+// env is a desk process's environment; extra entries override it.
+func (c *cluster) env(extra ...string) []string {
+	base := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"FXDESK_MYSQL_DSN=" + c.dsn(),
+		"FXDESK_REDIS_URL=redis://" + c.redisP.Addr() + "/0",
+		"FXDESK_CALENDAR=always-open",
+		"FXDESK_FEED=sim",
+		"FXDESK_HOSTNAME=" + hostname,
+		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
+		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
+		"FXDESK_MIRROR_INTERVAL=" + mirrorInterval.String(),
+		"FXDESK_WEB_INSTANCES=2",
+		"GOMAXPROCS=1", // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
+		"LOG_FORMAT=json",
+		"LOG_LEVEL=info",
+	}
+	return append(base, extra...)
+}
+
+// runOnce runs a binary to completion (one-off commands) and returns its combined output.
+func (c *cluster) runOnce(ctx context.Context, binary string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, binary), args...)
+	cmd.Env = c.env("LOG_LEVEL=warn")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// issueToken runs `fxdesk-web token create` and returns the token from its last line.
+func (c *cluster) issueToken(ctx context.Context, user int64, admin bool) (string, error) {
+	args := []string{"token", "create", "--user", strconv.FormatInt(user, 10), "--label", "soak"}
+	if admin {
+		args = append(args, "--admin")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "fxdesk-web"), args...)
+	cmd.Env = c.env("LOG_LEVEL=warn")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("token create: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	tok := strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(tok, "fxd_") {
+		return "", fmt.Errorf("token create printed %q on its last line", tok)
+	}
+	return tok, nil
+}
+
+// start runs a web ("web") or the cron ("cron") process and waits until it answers /healthz.
+func (c *cluster) start(ctx context.Context, kind string) (*proc, error) {
+	c.mu.Lock()
+	c.seq++
+	name := fmt.Sprintf("%s%d", kind, c.seq)
+	c.mu.Unlock()
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{name: name, kind: kind, addr: addr, done: make(chan struct{})}
+	binary := "fxdesk-cron"
+	env := []string{"FXDESK_HTTP_ADDR=" + addr}
+	if kind == "web" {
+		binary = "fxdesk-web"
+		if p.simAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		env = append(env, "FXDESK_SIM_ADDR="+p.simAddr, "CRON_MODE=off")
+	}
+	logFile, err := os.Create(filepath.Join(c.dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(c.binDir, binary))
+	cmd.Env = c.env(env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A soak killed from outside must not leave desk processes behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	p.cmd, p.pid = cmd, cmd.Process.Pid
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.exited = true
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if !p.alive() {
+			return nil, fmt.Errorf("%s (pid %d) exited during start; see %s.log", name, p.pid, name)
+		}
+		if resp, err := httpClient.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.kill(syscall.SIGKILL)
+			return nil, fmt.Errorf("%s did not answer /healthz within 30 s", name)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond): // no readiness signal but the port
+		}
+	}
+}
+
+// live lists the processes of kind that have not exited.
+func (c *cluster) live(kind string) []*proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*proc
+	for _, p := range c.procs {
+		if p.kind == kind && p.alive() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *cluster) all() []*proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*proc(nil), c.procs...)
+}
+
+// leaseRow is the lease row as the database clock sees it.
+type leaseRow struct {
+	Instance string `json:"instanceId"`
+	Hostname string `json:"hostname"`
+	PID      int    `json:"pid"`
+	Term     int64  `json:"term"`
+	Live     bool   `json:"live"`
+}
+
+func (c *cluster) readRow(ctx context.Context) (leaseRow, bool, error) {
+	var r leaseRow
+	err := c.direct.QueryRowContext(ctx, "SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?", lease.Key).
+		Scan(&r.Instance, &r.Hostname, &r.PID, &r.Term, &r.Live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	return r, err == nil, err
+}
+
+// holder is the live web process the lease row names, or nil.
+func (c *cluster) holder(ctx context.Context) *proc {
+	r, ok, err := c.readRow(ctx)
+	if err != nil || !ok || !r.Live {
+		return nil
+	}
+	for _, p := range c.live("web") {
+		if p.pid == r.PID {
+			return p
+		}
+	}
+	return nil
+}
+
+// waitHolder waits until a live, running web process other than not holds the row.
+func (c *cluster) waitHolder(ctx context.Context, timeout time.Duration, not *proc) (*proc, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if h := c.holder(ctx); h != nil && h != not && !h.isStopped() {
+			return h, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond): // the row has no change notification
+		}
+	}
+	return nil, fmt.Errorf("no web process holds the lease after %s", timeout)
+}
+
+// waitRowExpired waits until the lease row has expired on the database clock.
+func (c *cluster) waitRowExpired(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if r, ok, err := c.readRow(ctx); err == nil && (!ok || !r.Live) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond) // time passing on the database clock announces nothing
+	}
+	return fmt.Errorf("lease row still live after %s", timeout)
+}
+
+func (c *cluster) dropDatabase() error {
+	srv, _ := mysql.ParseDSN(dbtest.ServerDSN())
+	db, err := sql.Open("mysql", srv.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec("DROP DATABASE IF EXISTS `" + c.dbName + "`")
+	return err
+}
+
+// close stops every process, the proxies and Redis; the database stays (drop decides).
+func (c *cluster) close() { c.closeOnce.Do(c.closeNow) }
+
+func (c *cluster) closeNow() {
+	var wg sync.WaitGroup
+	for _, p := range c.all() {
+		if p.alive() {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.kill(syscall.SIGTERM) }()
+		}
+	}
+	wg.Wait()
+	if c.mysqlP != nil {
+		c.mysqlP.Close()
+	}
+	if c.redisP != nil {
+		c.redisP.Close()
+	}
+	if c.rdb != nil {
+		c.rdb.Close()
+	}
+	c.redis.Stop()
+	if c.direct != nil {
+		c.direct.Close()
+	}
+}

@@ -1,0 +1,20 @@
+// Command soak is the desk's chaos soak (issue 17, `make soak`): the real binaries — two
+// fxdesk-web processes with CRON_MODE=off on one host name and one fxdesk-cron — on a fresh
+// database and a private redis-server, both reached through TCP proxies the soak can cut, under
+// trader load from several concurrent clients and faults at intervals drawn from a seed.
+//
+// Everything a client sent and what it was answered goes to journal.jsonl (a timeout is
+// "outcome unknown"); every process's /api/admin/fx/desk, the lease row and the quote mirror
+// snapshot are sampled every 200 ms into samples.jsonl. Invariants are checked every 30 s on one
+// REPEATABLE READ snapshot of the database and at the end, each reported with its figures. The
+// last line is the summary:
+//
+//	soak: PASS seed=… seconds=… requests=… faults={kill:1,…} invariants=… violations=0
+//
+// On a failure the exit status is non-zero, the failing invariants are printed with the rows
+// that break them, and the run folder (process logs, journal, samples) is kept and named. The
+// same seed replays the same fault schedule; the load and the processes' own timing are not
+// replayed.
+//
+// The soak only observes and injects: it never writes to the desk's tables.
+package main

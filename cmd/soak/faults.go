@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"fxdesk/internal/lease"
+)
+
+// Fault kinds, as the summary counts them.
+const (
+	faultKill         = "kill"         // SIGKILL the holder, start a replacement web
+	faultStop         = "stop"         // SIGSTOP the holder past the TTL, SIGCONT it alone
+	faultZombie       = "zombie"       // SIGSTOP the holder, a replacement takes over, SIGCONT the old one
+	faultGap          = "gap"          // the holder's price jumps far, through many stops
+	faultRollover2    = "rollover2"    // two processFxSwaps runs at once
+	faultRolloverKill = "rolloverKill" // a processFxSwaps run SIGKILLed mid-way, then rerun
+	faultCut          = "cut"          // every MySQL or Redis connection cut for a few seconds
+)
+
+var faultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, faultCut}
+
+// fault is one scheduled fault with every parameter drawn from the seed, so a seed replays it.
+type fault struct {
+	At   time.Duration `json:"at"` // after the load starts; the fault starts no earlier
+	Kind string        `json:"kind"`
+
+	Pause      time.Duration `json:"pause,omitempty"`      // stop, zombie: how long SIGSTOPped
+	ZombieLife time.Duration `json:"zombieLife,omitempty"` // zombie: how long it lives resumed before SIGTERM
+	Symbol     string        `json:"symbol,omitempty"`     // gap
+	Factor     float64       `json:"factor,omitempty"`     // gap: new price = price × factor
+	Restore    time.Duration `json:"restore,omitempty"`    // gap: back to the old price after this (0: never)
+	AheadHours int           `json:"aheadHours,omitempty"` // rollover: --at = now + this many hours
+	KillAfter  time.Duration `json:"killAfter,omitempty"`  // rolloverKill
+	Target     string        `json:"target,omitempty"`     // cut: mysql or redis
+	CutFor     time.Duration `json:"cutFor,omitempty"`     // cut
+}
+
+// String is the fault as the schedule log shows it: every parameter, durations readable.
+func (f fault) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "at=%s %s", f.At, f.Kind)
+	add := func(k string, v any, set bool) {
+		if set {
+			fmt.Fprintf(&b, " %s=%v", k, v)
+		}
+	}
+	add("pause", f.Pause, f.Pause > 0)
+	add("zombieLife", f.ZombieLife, f.ZombieLife > 0)
+	add("symbol", f.Symbol, f.Symbol != "")
+	add("factor", fmt.Sprintf("%.4f", f.Factor), f.Factor != 0)
+	add("restoreAfter", f.Restore, f.Restore > 0)
+	add("aheadHours", f.AheadHours, f.AheadHours > 0)
+	add("killAfter", f.KillAfter, f.KillAfter > 0)
+	add("target", f.Target, f.Target != "")
+	add("cutFor", f.CutFor, f.CutFor > 0)
+	return b.String()
+}
+
+// schedule draws the faults of a soak of d from seed: every kind once in a seeded order while
+// there is room, then kinds at random, 3–7 s apart, from 8 s in to 15 s before the end.
+func schedule(seed uint64, d time.Duration) []fault {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed50a4))
+	order := append([]string(nil), faultKinds...)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	var out []fault
+	for at := 8 * time.Second; at <= d-15*time.Second; at += time.Duration(3000+rng.IntN(4000)) * time.Millisecond {
+		kind := faultKinds[rng.IntN(len(faultKinds))]
+		if len(out) < len(order) {
+			kind = order[len(out)]
+		}
+		f := fault{At: at, Kind: kind}
+		switch kind {
+		case faultStop, faultZombie:
+			f.Pause = leaseTTL + time.Duration(500+rng.IntN(2500))*time.Millisecond
+			if kind == faultZombie {
+				f.ZombieLife = time.Duration(6+rng.IntN(10)) * time.Second
+			}
+		case faultGap:
+			f.Symbol = soakSymbols[rng.IntN(len(soakSymbols))].symbol
+			f.Factor = 1 + (0.03+rng.Float64()*0.07)*float64(1-2*rng.IntN(2))
+			if rng.IntN(2) == 0 {
+				f.Restore = time.Duration(500+rng.IntN(2500)) * time.Millisecond
+			}
+		case faultRollover2, faultRolloverKill:
+			f.AheadHours = 24 + rng.IntN(72)
+			if kind == faultRolloverKill {
+				f.KillAfter = time.Duration(20+rng.IntN(400)) * time.Millisecond
+			}
+		case faultCut:
+			f.Target = []string{"mysql", "redis"}[rng.IntN(2)]
+			f.CutFor = time.Duration(1500+rng.IntN(3000)) * time.Millisecond
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// rolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
+type rolloverRun struct {
+	At     time.Time `json:"at"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	OK     bool      `json:"ok"` // exited 0: every due date was settled as of At
+	Killed bool      `json:"killed"`
+	Why    string    `json:"why"`
+	Output string    `json:"output"`
+}
+
+// window is when a fault (or part of one) was in effect, for reading the checks.
+type window struct {
+	Kind  string    `json:"kind"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Note  string    `json:"note,omitempty"`
+}
+
+// injector runs the schedule against the cluster.
+type injector struct {
+	c   *cluster
+	s   *sampler
+	log *log.Logger
+	// fills runs fills back to back until its context ends: rollover runs race it, as they race
+	// fills on a busy desk.
+	fills func(ctx context.Context)
+	// serial keeps one fault acting at a time: a zombie's end, which runs in the background,
+	// reads the lease around its SIGTERM and must not see another fault's takeover.
+	serial sync.Mutex
+
+	mu       sync.Mutex
+	counts   map[string]int
+	runs     []rolloverRun
+	windows  []window
+	lastEnd  time.Time
+	errs     []string
+	bg       sync.WaitGroup
+	runSeq   int
+	maxAhead time.Time
+}
+
+func (in *injector) note(w window) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.windows = append(in.windows, w)
+	if w.End.After(in.lastEnd) {
+		in.lastEnd = w.End
+	}
+}
+
+func (in *injector) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	in.log.Printf("soak: fault trouble: %s", msg)
+	in.mu.Lock()
+	in.errs = append(in.errs, msg)
+	in.mu.Unlock()
+}
+
+// run executes faults in order, each no earlier than its time after start.
+func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
+	for _, f := range faults {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(f.At))):
+		}
+		in.log.Printf("soak: fault %s", f)
+		in.serial.Lock()
+		in.inject(ctx, f)
+		in.serial.Unlock()
+		in.mu.Lock()
+		in.counts[f.Kind]++
+		in.mu.Unlock()
+	}
+}
+
+// wait waits for faults still playing out in the background (a zombie's life).
+func (in *injector) wait() { in.bg.Wait() }
+
+func (in *injector) holderOrNote(ctx context.Context, f fault) *proc {
+	h, err := in.c.waitHolder(ctx, 10*time.Second, nil)
+	if err != nil {
+		in.fail("%s: %v", f.Kind, err)
+		return nil
+	}
+	return h
+}
+
+func (in *injector) inject(ctx context.Context, f fault) {
+	switch f.Kind {
+	case faultKill:
+		h := in.holderOrNote(ctx, f)
+		if h == nil {
+			return
+		}
+		t0 := time.Now()
+		h.kill(syscall.SIGKILL)
+		in.replace(ctx, f, h)
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " killed"})
+	case faultStop, faultZombie:
+		h := in.holderOrNote(ctx, f)
+		if h == nil {
+			return
+		}
+		t0 := time.Now()
+		h.signal(syscall.SIGSTOP)
+		time.Sleep(f.Pause)
+		if f.Kind == faultStop {
+			h.signal(syscall.SIGCONT)
+			if _, err := in.c.waitHolder(ctx, 10*time.Second, nil); err != nil {
+				in.fail("stop: after SIGCONT of %s: %v", h.name, err)
+			}
+			in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " stopped and resumed alone"})
+			return
+		}
+		// A web process claims only at boot: start the replacement once the row has expired.
+		if err := in.c.waitRowExpired(ctx, 10*time.Second); err != nil {
+			in.fail("zombie: %v", err)
+		}
+		in.replace(ctx, f, h)
+		h.signal(syscall.SIGCONT)
+		resumed := time.Now()
+		in.note(window{Kind: f.Kind, Start: t0, End: resumed, Note: h.name + " stopped, replaced, resumed as a zombie"})
+		in.bg.Go(func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(f.ZombieLife):
+			}
+			// An operator restarts the loser: SIGTERM, which must release nothing of the new holder's.
+			in.serial.Lock()
+			defer in.serial.Unlock()
+			before, okBefore, _ := in.c.readRow(ctx)
+			h.kill(syscall.SIGTERM)
+			after, okAfter, err := in.c.readRow(ctx)
+			if err == nil && okBefore && before.Live && before.PID != h.pid && (!okAfter || !after.Live || after.Term != before.Term) {
+				in.fail("zombie: SIGTERM of %s (lost) changed the live lease: before %+v, after %+v", h.name, before, after)
+			}
+			if key, err := in.c.rdb.Get(ctx, lease.RedisKey(lease.Key)).Result(); err == nil && okBefore && key == fmt.Sprintf("%s:%d", hostname, h.pid) {
+				in.fail("zombie: after SIGTERM of %s (lost) the Redis lease key still names it", h.name)
+			}
+			in.note(window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
+		})
+	case faultGap:
+		h := in.holderOrNote(ctx, f)
+		if h == nil {
+			return
+		}
+		t0 := time.Now()
+		bid, ask, err := simPrice(h, f.Symbol)
+		if err != nil {
+			in.fail("gap: %v", err)
+			return
+		}
+		if err := setSimPrice(h, f.Symbol, bid*f.Factor, ask*f.Factor); err != nil {
+			in.fail("gap: %v", err)
+			return
+		}
+		if f.Restore > 0 {
+			time.Sleep(f.Restore)
+			if err := setSimPrice(h, f.Symbol, bid, ask); err != nil && h.alive() {
+				in.fail("gap restore: %v", err)
+			}
+		}
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s on %s ×%.4f", f.Symbol, h.name, f.Factor)})
+	case faultRollover2:
+		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
+		t0 := time.Now()
+		defer in.racingFills(ctx)()
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { in.rollover(ctx, at, 0, "concurrent pair") })
+		}
+		wg.Wait()
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now()})
+	case faultRolloverKill:
+		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
+		t0 := time.Now()
+		defer in.racingFills(ctx)()
+		in.rollover(ctx, at, f.KillAfter, "killed mid-way")
+		in.rollover(ctx, at, 0, "rerun after a kill")
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now()})
+	case faultCut:
+		p := in.c.mysqlP
+		if f.Target == "redis" {
+			p = in.c.redisP
+		}
+		t0 := time.Now()
+		p.Cut()
+		time.Sleep(f.CutFor)
+		p.Restore()
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: f.Target})
+	}
+}
+
+// racingFills starts a burst of fills and returns the function that ends it.
+func (in *injector) racingFills(ctx context.Context) func() {
+	if in.fills == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { in.fills(ctx) })
+	return func() { cancel(); wg.Wait() }
+}
+
+// replace starts a web process to take old's place and waits for the new one to hold the lease.
+func (in *injector) replace(ctx context.Context, f fault, old *proc) {
+	p, err := in.c.start(ctx, "web")
+	if err != nil {
+		in.fail("%s: replacement web: %v", f.Kind, err)
+		return
+	}
+	if h, err := in.c.waitHolder(ctx, 10*time.Second, old); err != nil {
+		in.fail("%s: replacement %s: %v", f.Kind, p.name, err)
+	} else if h != p {
+		in.fail("%s: %s holds the lease, not the replacement %s", f.Kind, h.name, p.name)
+	}
+}
+
+// rollover runs processFxSwaps as of at to completion, or SIGKILLs it after killAfter (> 0).
+func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.Duration, why string) rolloverRun {
+	in.mu.Lock()
+	in.runSeq++
+	n := in.runSeq
+	if at.After(in.maxAhead) {
+		in.maxAhead = at
+	}
+	in.mu.Unlock()
+	r := rolloverRun{At: at, Why: why}
+	cmd := exec.CommandContext(ctx, filepath.Join(in.c.binDir, "fxdesk-cron"), "run", "processFxSwaps", "--at", at.Format(time.RFC3339))
+	cmd.Env = in.c.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	r.Start = time.Now()
+	err := cmd.Start()
+	if err == nil {
+		if killAfter > 0 {
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(killAfter):
+				cmd.Process.Kill()
+				err = <-done
+				r.Killed = true
+			}
+		} else {
+			err = cmd.Wait()
+		}
+	}
+	r.End = time.Now()
+	r.OK = err == nil && !r.Killed
+	r.Output = out.String()
+	os.WriteFile(filepath.Join(in.c.dir, fmt.Sprintf("rollover%d.log", n)), out.Bytes(), 0o644)
+	last := strings.TrimSpace(r.Output)
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	in.log.Printf("soak: rollover run %d (%s) --at %s: ok=%v killed=%v %s", n, why, at.Format(time.RFC3339), r.OK, r.Killed, truncate(last, 200))
+	in.mu.Lock()
+	in.runs = append(in.runs, r)
+	in.mu.Unlock()
+	return r
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// simPrice reads symbol's current price from p's in-process simulator.
+func simPrice(p *proc, symbol string) (bid, ask float64, err error) {
+	resp, err := httpClient.Get("http://" + p.simAddr + "/control/state")
+	if err != nil {
+		return 0, 0, fmt.Errorf("simulator state on %s: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	var raw struct {
+		Symbols []struct {
+			Symbol string  `json:"symbol"`
+			Bid    float64 `json:"bid"`
+			Ask    float64 `json:"ask"`
+		} `json:"symbols"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return 0, 0, fmt.Errorf("simulator state on %s: %w", p.name, err)
+	}
+	for _, s := range raw.Symbols {
+		if s.Symbol == symbol {
+			return s.Bid, s.Ask, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("simulator on %s does not quote %s", p.name, symbol)
+}
+
+func setSimPrice(p *proc, symbol string, bid, ask float64) error {
+	b, _ := json.Marshal(map[string]any{"symbol": symbol, "bid": bid, "ask": ask})
+	resp, err := httpClient.Post("http://"+p.simAddr+"/control/quote", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("set %s on %s: %w", symbol, p.name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("set %s on %s: status %d", symbol, p.name, resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/mirror"
+)
+
+const sampleEvery = 200 * time.Millisecond
+
+// deskSample is one process's /api/admin/fx/desk answer: the state at some instant between Sent
+// and Recv.
+type deskSample struct {
+	Proc        string    `json:"proc"`
+	PID         int       `json:"pid"`
+	Sent        time.Time `json:"sent"`
+	Recv        time.Time `json:"recv"`
+	Role        string    `json:"role"`
+	HoldsLease  bool      `json:"holdsLease"`
+	Term        int64     `json:"term"`
+	TrustLeftMs int64     `json:"trustLeftMs"`
+	Lost        bool      `json:"lost"`
+}
+
+// rowSample is the lease row, read at At.
+type rowSample struct {
+	At  time.Time `json:"at"`
+	OK  bool      `json:"ok"`
+	Row leaseRow  `json:"row"`
+	Err string    `json:"err,omitempty"`
+}
+
+// mirrorSample is the mirror snapshot key, read at At.
+type mirrorSample struct {
+	At          time.Time          `json:"at"`
+	Present     bool               `json:"present"`
+	Term        int64              `json:"term"`
+	PublishedAt string             `json:"publishedAt"`
+	Mids        map[string]float64 `json:"mids,omitempty"`
+	Err         string             `json:"err,omitempty"`
+}
+
+type sampleLine struct {
+	Desk   *deskSample   `json:"desk,omitempty"`
+	Row    *rowSample    `json:"row,omitempty"`
+	Mirror *mirrorSample `json:"mirror,omitempty"`
+}
+
+// sampler records the desk's view of itself every 200 ms and keeps the holder for the clients.
+type sampler struct {
+	c      *cluster
+	holder atomic.Pointer[proc]
+
+	mu      sync.Mutex
+	f       *os.File
+	enc     *json.Encoder
+	desks   []deskSample
+	rows    []rowSample
+	mirrors []mirrorSample
+}
+
+func newSampler(c *cluster, path string) (*sampler, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &sampler{c: c, f: f, enc: json.NewEncoder(f)}, nil
+}
+
+func (s *sampler) currentHolder() *proc {
+	if h := s.holder.Load(); h != nil && h.alive() {
+		return h
+	}
+	return nil
+}
+
+func (s *sampler) run(ctx context.Context) {
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		s.sampleOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sampler) sampleOnce(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, p := range s.c.all() {
+		if !p.alive() || p.isStopped() {
+			continue
+		}
+		wg.Go(func() {
+			if d, ok := s.sampleDesk(ctx, p); ok {
+				s.record(sampleLine{Desk: &d})
+			}
+		})
+	}
+	wg.Go(func() {
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		r := rowSample{At: time.Now()}
+		row, ok, err := s.c.readRow(rctx)
+		r.OK, r.Row = ok, row
+		if err != nil {
+			r.Err = err.Error()
+		} else {
+			var h *proc
+			if ok && row.Live {
+				for _, p := range s.c.live("web") {
+					if p.pid == row.PID {
+						h = p
+					}
+				}
+			}
+			s.holder.Store(h)
+		}
+		s.record(sampleLine{Row: &r})
+	})
+	wg.Go(func() {
+		m := s.sampleMirror(ctx)
+		s.record(sampleLine{Mirror: &m})
+	})
+	wg.Wait()
+}
+
+func (s *sampler) sampleDesk(ctx context.Context, p *proc) (deskSample, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	d := deskSample{Proc: p.name, PID: p.pid, Sent: time.Now()}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/api/admin/fx/desk", nil)
+	req.Header.Set("Authorization", "Bearer "+s.c.admin)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return d, false
+	}
+	defer resp.Body.Close()
+	var b struct {
+		Role  string `json:"role"`
+		Lease *struct {
+			HoldsLease  bool  `json:"holdsLease"`
+			Term        int64 `json:"term"`
+			TrustLeftMs int64 `json:"trustLeftMs"`
+			Lost        bool  `json:"lost"`
+		} `json:"lease"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&b) != nil {
+		return d, false
+	}
+	d.Recv = time.Now()
+	d.Role = b.Role
+	if b.Lease != nil {
+		d.HoldsLease, d.Term, d.TrustLeftMs, d.Lost = b.Lease.HoldsLease, b.Lease.Term, b.Lease.TrustLeftMs, b.Lease.Lost
+	}
+	return d, true
+}
+
+func (s *sampler) sampleMirror(ctx context.Context) mirrorSample {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	m := mirrorSample{At: time.Now()}
+	v, err := s.c.rdb.Get(ctx, mirror.DefaultKeys().Snapshot).Result()
+	if errors.Is(err, redis.Nil) {
+		return m
+	}
+	if err != nil {
+		m.Err = err.Error()
+		return m
+	}
+	var snap struct {
+		PublishedAt string `json:"publishedAt"`
+		Term        int64  `json:"term"`
+		Quotes      map[string]struct {
+			Bid string `json:"bid"`
+			Ask string `json:"ask"`
+		} `json:"quotes"`
+	}
+	if err := json.Unmarshal([]byte(v), &snap); err != nil {
+		m.Err = "decode snapshot: " + err.Error()
+		return m
+	}
+	m.Present, m.Term, m.PublishedAt = true, snap.Term, snap.PublishedAt
+	m.Mids = map[string]float64{}
+	for _, sym := range []string{"USDJPY", "EURUSD"} {
+		q, ok := snap.Quotes[sym]
+		if !ok {
+			continue
+		}
+		bid, e1 := strconv.ParseFloat(q.Bid, 64)
+		ask, e2 := strconv.ParseFloat(q.Ask, 64)
+		if e1 == nil && e2 == nil {
+			m.Mids[sym] = (bid + ask) / 2
+		}
+	}
+	return m
+}
+
+func (s *sampler) record(l sampleLine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case l.Desk != nil:
+		s.desks = append(s.desks, *l.Desk)
+	case l.Row != nil:
+		s.rows = append(s.rows, *l.Row)
+	case l.Mirror != nil:
+		s.mirrors = append(s.mirrors, *l.Mirror)
+	}
+	s.enc.Encode(l)
+}
+
+// snapshot copies what has been sampled so far.
+func (s *sampler) snapshot() ([]deskSample, []rowSample, []mirrorSample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]deskSample(nil), s.desks...), append([]rowSample(nil), s.rows...), append([]mirrorSample(nil), s.mirrors...)
+}
+
+func (s *sampler) close() { s.f.Close() }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// dbSnapshot is every row the checks read, from one REPEATABLE READ read-only transaction, so
+// the figures of one check agree with each other.
+type dbSnapshot struct {
+	Taken       time.Time
+	Accounts    []dbAccount
+	Deals       []dbDeal
+	Positions   []dbPosition
+	Orders      []dbOrder
+	Charges     []dbCharge
+	Instruments map[string]dbInstrument
+}
+
+type dbAccount struct {
+	ID      int64
+	Balance decimal.Decimal
+}
+
+type dbDeal struct {
+	ID, Account  int64
+	Type         string
+	Amount       decimal.Decimal
+	BalanceAfter decimal.Decimal
+	Position     sql.NullInt64
+	Symbol       sql.NullString
+	Volume       decimal.NullDecimal
+	Key, Comment string
+	CreatedAt    time.Time
+}
+
+type dbPosition struct {
+	ID, Account, Order int64
+	Symbol, Side       string
+	Volume, OpenVolume decimal.Decimal
+	Status             string
+	OpenedAt           time.Time
+	ClosedAt           sql.NullTime
+	SwapThrough        sql.NullTime
+}
+
+type dbOrder struct {
+	ID, Account int64
+	Nonce       sql.NullString
+	Status      string
+}
+
+type dbCharge struct {
+	Position int64
+	Date     string
+	Status   string
+}
+
+type dbInstrument struct {
+	Contract, Point, SwapLong, SwapShort decimal.Decimal
+	Quote                                string
+}
+
+func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("begin snapshot: %w", err)
+	}
+	defer tx.Rollback()
+	s := &dbSnapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}}
+	scan := func(q string, each func(*sql.Rows) error) error {
+		rows, err := tx.QueryContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return rows.Err()
+	}
+	steps := []struct {
+		q    string
+		each func(*sql.Rows) error
+	}{
+		{"SELECT `id`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+			var a dbAccount
+			err := r.Scan(&a.ID, &a.Balance)
+			s.Accounts = append(s.Accounts, a)
+			return err
+		}},
+		{"SELECT `id`, `accountId`, `type`, `amount`, `balanceAfter`, `positionId`, `symbol`, `volume`, `idempotencyKey`, `comment`, `createdAt` FROM `fx_deal` ORDER BY `accountId`, `id`", func(r *sql.Rows) error {
+			var d dbDeal
+			err := r.Scan(&d.ID, &d.Account, &d.Type, &d.Amount, &d.BalanceAfter, &d.Position, &d.Symbol, &d.Volume, &d.Key, &d.Comment, &d.CreatedAt)
+			s.Deals = append(s.Deals, d)
+			return err
+		}},
+		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
+			var p dbPosition
+			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough)
+			s.Positions = append(s.Positions, p)
+			return err
+		}},
+		{"SELECT `id`, `accountId`, `requestNonce`, `status` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
+			var o dbOrder
+			err := r.Scan(&o.ID, &o.Account, &o.Nonce, &o.Status)
+			s.Orders = append(s.Orders, o)
+			return err
+		}},
+		{"SELECT `positionId`, `rolloverDate`, `status` FROM `fx_swap_charge`", func(r *sql.Rows) error {
+			var c dbCharge
+			var d time.Time
+			err := r.Scan(&c.Position, &d, &c.Status)
+			c.Date = d.Format("2006-01-02")
+			s.Charges = append(s.Charges, c)
+			return err
+		}},
+		{"SELECT `symbol`, `contractSize`, `point`, `swapLong`, `swapShort`, `quote` FROM `fx_instrument`", func(r *sql.Rows) error {
+			var sym string
+			var in dbInstrument
+			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Quote)
+			s.Instruments[sym] = in
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if err := scan(st.q, st.each); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
