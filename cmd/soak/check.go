@@ -302,7 +302,11 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 			continue
 		}
 		runs++
-		due := swaps.DueRollovers(run.At, swaps.DefaultExpireAfter)
+		due, err := swaps.DueRollovers(run.At, swaps.DefaultExpireAfter)
+		if err != nil {
+			r.add("rollover zone", "the rollover dates of run %d cannot be worked out: %v", i+1, err)
+			continue
+		}
 		for _, p := range s.Positions {
 			// Open throughout the run, with a second of slack for the two clocks.
 			if !p.OpenedAt.Before(run.Start.Add(-time.Second)) || (p.ClosedAt.Valid && p.ClosedAt.Time.Before(run.End.Add(time.Second))) {
@@ -347,7 +351,12 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 			continue
 		}
 		// The latest charged date's rollover instant is 17:00 New York, at most 22:00 UTC.
-		for _, ro := range swaps.DueRollovers(at.Add(23*time.Hour), swaps.DefaultExpireAfter) {
+		before, err := swaps.DueRollovers(at.Add(23*time.Hour), swaps.DefaultExpireAfter)
+		if err != nil {
+			r.add("rollover zone", "the rollover dates before %s cannot be worked out: %v", latest, err)
+			continue
+		}
+		for _, ro := range before {
 			k := key{p.ID, ro.Date}
 			if ro.Date >= latest || !p.OpenedAt.Before(ro.At) || have[k] || missing[k] {
 				continue
