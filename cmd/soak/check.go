@@ -741,7 +741,11 @@ func checkNo5xx(ev *evidence) result {
 			continue
 		}
 		msg := e.errorMessage()
-		if e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable) {
+		// The documented 5xx: a process that cannot quote, a database it cannot reach (nothing was
+		// written), and a write whose outcome is unknown (its COMMIT's connection died; a replay
+		// with the same nonce is safe — the answered-in-the-database check treats it as unknown).
+		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgDatabaseUnavailable)) ||
+			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) {
 			allowed++
 			continue
 		}

@@ -79,8 +79,9 @@ func (t *trader) nonce(kind string) string {
 	return fmt.Sprintf("%s-%s-%d", t.name, kind, t.nonces)
 }
 
-// callRetrying sends a request carrying a requestNonce and, while its outcome is unknown, sends
-// it again with the same nonce (up to three times), as a client after a timeout would.
+// callRetrying sends a request carrying a requestNonce and, while its outcome is unknown (no
+// answer, or the desk's 504 outcome_unknown), sends it again with the same nonce (up to three
+// times), as a client after a timeout would.
 func (t *trader) callRetrying(ctx context.Context, op, path, nonce string, body map[string]any, target func() *proc) entry {
 	var e entry
 	for attempt := 0; attempt < 4; attempt++ {
@@ -89,7 +90,7 @@ func (t *trader) callRetrying(ctx context.Context, op, path, nonce string, body 
 			name = op + "-retry"
 		}
 		e = t.j.call(ctx, target(), t.token, t.name, name, http.MethodPost, path, body)
-		if e.Outcome == answered || ctx.Err() != nil {
+		if (e.Outcome == answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return e
 		}
 		time.Sleep(time.Duration(200+t.intN(300)) * time.Millisecond)
@@ -251,7 +252,7 @@ func (t *trader) deposit(ctx context.Context, admin string) {
 			op = "deposit-retry"
 		}
 		e := t.j.call(ctx, t.anyWeb(), admin, t.name, op, http.MethodPost, path, body)
-		if e.Outcome == answered || ctx.Err() != nil {
+		if (e.Outcome == answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -236,7 +236,9 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests outlive the signal: SIGTERM starts Shutdown, which lets the requests in
+		// flight finish (a request's context still ends when its client goes away).
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()

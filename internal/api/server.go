@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
 
@@ -111,6 +112,11 @@ func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 		return
 	}
 	code := fx.ErrorCode(err)
+	if code == fx.EINTERNAL && store.ConnectionLost(err) {
+		// An outage, not a defect: nothing was written (a lost COMMIT answers EUNKNOWN instead).
+		log.WarnContext(ctx, "request failed: database unreachable", slog.Any("err", err))
+		err, code = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgDatabaseUnavailable}, fx.EUNAVAILABLE
+	}
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError
@@ -151,7 +157,10 @@ func resultOf(ctx context.Context, err error) string {
 	if clientGone(ctx, err) {
 		return resultCanceled
 	}
-	return fx.ErrorCode(err)
+	if code := fx.ErrorCode(err); code != fx.EINTERNAL || !store.ConnectionLost(err) {
+		return code
+	}
+	return fx.EUNAVAILABLE
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -57,4 +61,19 @@ func RetryRolledBack(txn func() error) error {
 			return err
 		}
 	}
+}
+
+// ConnectionLost reports whether err is the connection to MySQL failing — refused, reset, cut,
+// timed out on the network, or closed under a statement — rather than the server answering with
+// an error. Whatever the statement was, the server may never have seen it; if it was a COMMIT,
+// it may have committed.
+func ConnectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne)
 }

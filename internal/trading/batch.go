@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/store"
 )
 
 // batch is statements sent to MySQL in one round trip (the driver's multiStatements; see
@@ -162,6 +164,11 @@ func (t *txn) commit(ctx context.Context, b *batch) error {
 		if t.fence != "" && lease.IsFenced(err) {
 			return t.refused(err)
 		}
+		if store.ConnectionLost(err) {
+			// COMMIT went out in this round trip: it may have committed before the connection
+			// died. The client hears that the outcome is unknown, never that nothing happened.
+			return fmt.Errorf("%w: %w", errOutcomeUnknown, err)
+		}
 		return err
 	}
 	t.done = true
@@ -184,6 +191,10 @@ func (t *txn) Rollback() {
 	}
 	t.conn.Close()
 }
+
+// errOutcomeUnknown answers a write whose connection died in the round trip that carried its
+// COMMIT; a replay with the same requestNonce (or deposit nonce) is safe.
+var errOutcomeUnknown error = &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgOutcomeUnknown}
 
 // lastInsertID is the batch scan of SELECT LAST_INSERT_ID().
 func lastInsertID(id *int64) func(*sql.Rows) error {

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/fx"
+)
+
+// A request that failed because the database could not be reached is an outage, not a defect:
+// it answers 503 with the database text and Retry-After, is logged at warning and not as an
+// error. A defect (any other failure) still answers 500 and is logged as one.
+func TestDatabaseUnreachableIs503(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		msg    string
+		level  string
+	}{
+		{fmt.Errorf("load instruments: %w", mysql.ErrInvalidConn), http.StatusServiceUnavailable, fx.MsgDatabaseUnavailable, "level=WARN"},
+		{fmt.Errorf("dial: %w", &netErr{}), http.StatusServiceUnavailable, fx.MsgDatabaseUnavailable, "level=WARN"},
+		{fmt.Errorf("lost: %w", &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgOutcomeUnknown}), http.StatusGatewayTimeout, fx.MsgOutcomeUnknown, ""},
+		{fmt.Errorf("a defect"), http.StatusInternalServerError, "An internal error occurred.", "level=ERROR"},
+	} {
+		logs := &dbtest.LogBuffer{}
+		rec := httptest.NewRecorder()
+		writeError(context.Background(), slog.New(slog.NewTextHandler(logs, nil)), rec, tc.err)
+		var body errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Code != tc.status || body.Error.Message != tc.msg {
+			t.Errorf("%v: answered %d %q, want %d %q", tc.err, rec.Code, body.Error.Message, tc.status, tc.msg)
+		}
+		if tc.status == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: a 503 without Retry-After", tc.err)
+		}
+		if tc.level != "" && !strings.Contains(logs.String(), tc.level) {
+			t.Errorf("%v: logged %q, want %s", tc.err, logs.String(), tc.level)
+		}
+		if tc.level == "level=WARN" && strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("%v: an outage logged as an error: %s", tc.err, logs.String())
+		}
+	}
+}
+
+// netErr is a network failure as the driver reports a refused or cut connection.
+type netErr struct{}
+
+func (*netErr) Error() string   { return "connection refused" }
+func (*netErr) Timeout() bool   { return false }
+func (*netErr) Temporary() bool { return false }
