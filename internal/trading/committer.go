@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -135,7 +136,13 @@ func (c *committer) submit(w deskWrite) {
 
 // drain runs batches until the queue is empty.
 func (c *committer) drain() {
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// The writers just answered are runnable, not running (on a busy process, or one with
+			// GOMAXPROCS=1, not before this goroutine blocks). Let them run before taking the
+			// queue, so the ones that submit again at once join this batch instead of the next.
+			runtime.Gosched()
+		}
 		c.mu.Lock()
 		for len(c.queue) > 0 && len(c.queue) < c.holdUntil {
 			c.cond.Wait()
@@ -468,7 +475,8 @@ type lockedRows struct {
 	positions map[int64]*Position
 	orders    map[int64]*Order
 	nonces    map[nonceKey]Order
-	exposures map[int64][]exposure // accounts a fill prices, kept up to date by the batch's writes
+	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
+	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
 
 	w         batch             // the writes, in arrival order
 	deals     []Deal            // the batch's ledger postings, in arrival order
@@ -492,7 +500,7 @@ type batchIDs struct {
 func (r *lockedRows) add(b *batch, l *lockPlan) {
 	r.accounts, r.locked = map[int64]*Account{}, map[int64]decimal.Decimal{}
 	r.positions, r.orders, r.nonces = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}
-	r.exposures, r.marks = map[int64][]exposure{}, map[int64]Metrics{}
+	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
 	if len(l.accounts) > 0 {
 		ids := slices.Sorted(slices.Values(l.accounts))
 		b.query(func(rows *sql.Rows) error {
@@ -673,6 +681,9 @@ func (r *lockedRows) finish() error {
 	}
 	return nil
 }
+
+// index is the position of session variable name among those read back.
+func (ids *batchIDs) index(name string) int { return slices.Index(ids.names, name) }
 
 // readBackSQL reads the batch's last insert id and the session variables names.
 func readBackSQL(names []string) string {
