@@ -56,7 +56,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 		dom := dumpDOM(t, browser, "http://"+p.addr+"/admin/status?token="+token)
 		wants := []string{holder, "ledger-drift", "Σ deals differs from balance"}
 		if p == web {
-			wants = append(wants, "took") // this process's last renew, on the process holding a lease view
+			wants = append(wants, "took")         // this process's last renew, on the process holding a lease view
+			wants = append(wants, "Group commit") // the holder's batches of fills and closes
 		}
 		for _, want := range wants {
 			if !strings.Contains(dom, want) {
@@ -104,6 +105,9 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 		Risk *struct {
 			Loaded bool `json:"loaded"`
 		} `json:"risk"`
+		Commits *struct {
+			Batches *uint64 `json:"batches"`
+		} `json:"commits"`
 		Jobs   []struct{ Name string } `json:"jobs"`
 		Alerts []any                   `json:"alerts"`
 	}
@@ -132,6 +136,9 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	}
 	if fr.Risk != nil || cr.Risk != nil {
 		t.Errorf("risk engine reported off the holder: follower %+v cron %+v", fr.Risk, cr.Risk)
+	}
+	if hr.Commits == nil || hr.Commits.Batches == nil || fr.Commits != nil || cr.Commits != nil {
+		t.Errorf("group commit reported as holder %+v, follower %+v, cron %+v; want the holder's alone", hr.Commits, fr.Commits, cr.Commits)
 	}
 	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.Trusted || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
 		t.Errorf("follower report = %+v", fr)
