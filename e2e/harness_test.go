@@ -323,6 +323,9 @@ type deskStatus struct {
 	Risk *struct {
 		Loaded bool `json:"loaded"`
 	} `json:"risk"`
+	Commits *struct {
+		Batches *uint64 `json:"batches"`
+	} `json:"commits"` // the holder's group commit
 	Jobs   []struct{ Name string } `json:"jobs"`
 	Alerts []any                   `json:"alerts"`
 }

@@ -57,7 +57,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 		// The row's advertised URL is where followers forward: the holder's own address here.
 		wants := []string{holder, "http://" + web.addr, "ledger-drift", "Σ deals differs from balance"}
 		if p == web {
-			wants = append(wants, "took") // this process's last renew, on the process holding a lease view
+			wants = append(wants, "took")         // this process's last renew, on the process holding a lease view
+			wants = append(wants, "Group commit") // the holder's batches of fills and closes
 		}
 		for _, want := range wants {
 			if !strings.Contains(dom, want) {
@@ -99,6 +100,9 @@ func TestDeskReportRolesAndDisagreement(t *testing.T) {
 	}
 	if fr.Risk != nil || cr.Risk != nil {
 		t.Errorf("risk engine reported off the holder: follower %+v cron %+v", fr.Risk, cr.Risk)
+	}
+	if hr.Commits == nil || hr.Commits.Batches == nil || fr.Commits != nil || cr.Commits != nil {
+		t.Errorf("group commit reported as holder %+v, follower %+v, cron %+v; want the holder's alone", hr.Commits, fr.Commits, cr.Commits)
 	}
 	if fr.Role != "follower" || fr.Lease == nil || fr.Lease.Trusted || fr.Feed != nil || fr.Mirror != nil || !strings.Contains(fr.Reason, "never promotes") {
 		t.Errorf("follower report = %+v", fr)

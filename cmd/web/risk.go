@@ -63,8 +63,9 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Executor: rd,
 		Gate:     g,
 		Alerts:   marginCalls{inbox},
-		// Each close or fill holds one connection from its first statement to its commit.
-		Workers: db.Stats().MaxOpenConnections,
+		// Each close or fill waits for its group commit without holding a connection; a batch
+		// carries up to trading.MaxBatch of them, so that many can wait for the next one.
+		Workers: trading.MaxBatch,
 		Log:     base,
 		Observe: func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
 		Dropped: func() uint64 { return stream.engine.DroppedFor(updates) },

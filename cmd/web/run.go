@@ -209,7 +209,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		jobs = sched.States
 	}
 
-	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply})
+	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/trading"
 )
 
 // report is the operator's one-glance view: the desk status (role, lease, both arbiters, mirror)
@@ -19,10 +20,13 @@ import (
 // JSON and /admin/status as a page.
 type report struct {
 	desk.Status
-	Feed   *feedView           `json:"feed"` // nil where no tick engine runs
-	Jobs   []schedule.JobState `json:"jobs"` // nil where no scheduler runs
-	Risk   *riskView           `json:"risk"` // nil where no risk engine runs
-	Alerts []alert.Alert       `json:"alerts"`
+	Feed *feedView           `json:"feed"` // nil where no tick engine runs
+	Jobs []schedule.JobState `json:"jobs"` // nil where no scheduler runs
+	Risk *riskView           `json:"risk"` // nil where no risk engine runs
+	// Commits is the group commit of desk-priced fills and closes; nil where no risk engine
+	// runs (only the holder fills and closes at its prices).
+	Commits *trading.CommitStats `json:"commits"`
+	Alerts  []alert.Alert        `json:"alerts"`
 	// AlertsError says why alerts could not be read (the database is down, for instance).
 	AlertsError string `json:"alertsError,omitempty"`
 }
@@ -89,6 +93,10 @@ func buildReport(ctx context.Context, d Deps) report {
 			TicksEvaluated: s.TicksEvaluated, TicksDropped: s.TicksDropped, ClosesQueued: s.ClosesQueued,
 			FillsQueued: s.FillsQueued, WorkDropped: s.WorkDropped, ExecutorErrors: s.ExecutorErrors,
 			StopOuts: s.StopOuts, MarginCalls: s.MarginCalls,
+		}
+		if d.Trading != nil {
+			c := d.Trading.CommitStats()
+			r.Commits = &c
 		}
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)

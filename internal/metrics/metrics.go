@@ -31,6 +31,11 @@ type Metrics struct {
 	RiskOwnTime  prometheus.Histogram     // tick arrival → close handed to the database
 	SwapCharges  *prometheus.CounterVec   // rollover charges by result
 	GateDropped  *prometheus.CounterVec   // lease-guarded work the gate dropped, by work and at (gate.Config.Dropped)
+
+	// The holder's group commit of fills and closes (trading.Config.Commits).
+	CommitBatchSize prometheus.Histogram // desk writes per batch
+	CommitSeconds   prometheus.Histogram // one batch's transaction, first statement to COMMIT's answer
+	CommitRefused   prometheus.Counter   // writes the database refused, dropped alone
 }
 
 // New returns a registry with the Go and process collectors and the desk's event series.
@@ -63,7 +68,22 @@ func New(process string) *Metrics {
 		Name: "fxdesk_swap_charges_total", Help: "Rollover charges by result (charged, pending, expired, skipped).",
 	}, []string{"result"})
 	m.GateDropped = gate.NewDropped()
-	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped)
+	m.CommitBatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fxdesk_commit_batch_size",
+		Help:    "Desk-priced fills and closes per group-committed transaction on the holder (writes that arrived while the previous commit was in flight).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+	})
+	m.CommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fxdesk_commit_seconds",
+		Help:    "Time of one group-committed transaction, from its first statement to COMMIT's answer (what every write in the batch waited for the database).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
+	m.CommitRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fxdesk_commit_rows_refused_total",
+		Help: "Fills and closes the database refused when their batch was written row by row; each was dropped alone and logged with what it was.",
+	})
+	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
+		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fxdesk_build_info", Help: "Always 1; labels name the process.", ConstLabels: prometheus.Labels{"process": process},
 	}, func() float64 { return 1 }))
@@ -79,6 +99,15 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) ObserveRenew(took time.Duration, outcome string) {
 	m.RenewSeconds.WithLabelValues(outcome).Observe(took.Seconds())
 }
+
+// ObserveBatch records one group-committed batch (trading.CommitObserver).
+func (m *Metrics) ObserveBatch(size int, took time.Duration) {
+	m.CommitBatchSize.Observe(float64(size))
+	m.CommitSeconds.Observe(took.Seconds())
+}
+
+// ObserveRefused records one write dropped by the database (trading.CommitObserver).
+func (m *Metrics) ObserveRefused() { m.CommitRefused.Inc() }
 
 // WatchLease adds the lease series, read from the keeper at scrape time.
 func (m *Metrics) WatchLease(k *lease.Keeper) {

@@ -83,12 +83,14 @@
 // without waiting for a band crossing. Each skip is logged once per position and reason per
 // episode (an episode ends when the level is back above the stop-out level), never at error.
 //
-// Workers. Each close or fill is one transaction that holds one database connection from its
-// first statement to its commit, so the largest number of executor calls that can make progress
-// at once is the executor's connection pool size (store.Open: SetMaxOpenConns(32)). Config.Workers
-// takes that number: with fewer, connections sit idle while closes wait in the queue; with more,
-// the extra goroutines only block inside database/sql waiting for a connection — the staircase
-// of the burst post, where the cost of blocked callers is paid in the middle of the burst. All
+// Workers. Config.Workers is how many executor calls can make progress at once, and the engine
+// runs that many. On the holder the executor is the trading service's group commit: a close
+// waits in its batch without holding a database connection, and one batch carries up to
+// trading.MaxBatch closes, so cmd/web gives the engine that many workers — enough closes waiting
+// to fill the next batch while one commits. With fewer, batches stay small and the disk's commit
+// rate is the desk's again; with more, the extra goroutines only queue behind a full batch. An
+// executor that held a connection per call would be sized by its pool instead: beyond it, blocked
+// callers are the staircase of the burst post, whose cost is paid in the middle of the burst. All
 // workers are started by Run before the view loads, so a burst creates none. The queue in front
 // of them never blocks the tick path and needs no bound of its own: an item is queued at most
 // once, so it never holds more than the engine's positions and orders (plus one alert per

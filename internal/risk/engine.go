@@ -23,8 +23,8 @@ type Config struct {
 	Executor Executor
 	Gate     Gate
 	Alerts   Alerts // nil: margin calls are only logged
-	// Workers is how many executor calls may run at once: the executor's database connection
-	// pool size (see doc.go). They are all started by Run before the first load.
+	// Workers is how many executor calls may run at once: as many as the executor can make
+	// progress on together (see doc.go). They are all started by Run before the first load.
 	Workers int
 	Log     *slog.Logger
 	// Now decides order expiry. Default time.Now.
@@ -141,7 +141,7 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.Gate == nil:
 		return nil, errors.New("risk engine: Gate is required")
 	case cfg.Workers < 1:
-		return nil, fmt.Errorf("risk engine: Workers must be at least 1 (the executor's database pool size), got %d", cfg.Workers)
+		return nil, fmt.Errorf("risk engine: Workers must be at least 1 (the executor calls that can progress at once), got %d", cfg.Workers)
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

@@ -68,6 +68,13 @@ var built = map[string][]string{
 			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
+	"internal/trading.readBackSQL": {
+		"SELECT LAST_INSERT_ID(), @fx_o1, @fx_p2",
+	},
+	"internal/trading.setVarSQL": {
+		"SET @fx_o1 = LAST_INSERT_ID()",
+		"SET @fx_o1 = ?",
+	},
 	"internal/reconcile.markBatch": {
 		"UPDATE `fx_account` SET `equity` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, " +
 			"`usedMargin` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, `markedAt` = NOW(3) WHERE `id` IN (?, ?)",

@@ -2,7 +2,7 @@ package trading
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -114,8 +114,13 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 	}
 
-	// Round trip one: lock the account, find a retried nonce, sum the exposures.
-	tx, locks, err := s.begin(ctx, gate.Fill, "fill order")
+	if r.Type == fx.Market {
+		return s.fillMarket(ctx, userID, r, in)
+	}
+
+	// A resting order moves no money: one transaction of its own. Round trip one: lock the
+	// account, find a retried nonce, sum the exposures.
+	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
 	}
@@ -131,7 +136,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		locks.query(rowInto(&original, &retried, scanOrder), nonceSQL, r.AccountID, r.RequestNonce)
 	}
 	locks.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
-	if err := tx.lock(ctx, locks, "fill order"); err != nil {
+	if err := tx.lock(ctx, locks, "place order"); err != nil {
 		return OrderResult{}, err
 	}
 	if err := ownedBy(a, found, userID, r.AccountID); err != nil {
@@ -141,47 +146,25 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		tx.Rollback()
 		return s.replay(ctx, original, true, nil)
 	}
-	var commission decimal.Decimal
-	var after Metrics
-	if r.Type == fx.Market {
-		if commission, after, err = fillCheck(m, cat, in, a, exps, r.Side, r.Volume, price); err != nil {
-			return OrderResult{}, err
-		}
-	} else {
-		g := cat.accountGroup(a.Group)
-		before, ok := m.metrics(a, g, a.Balance, exps)
-		if !ok {
-			return OrderResult{}, errPricing()
-		}
-		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
-			return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
-				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
-		}
+	g := cat.accountGroup(a.Group)
+	before, ok := m.metrics(a, g, a.Balance, exps)
+	if !ok {
+		return OrderResult{}, errPricing()
+	}
+	if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 	}
 
-	// Round trip two: the order, and for a MARKET order its position, balance and commission.
+	// Round trip two: the order.
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
 		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
 	if r.RequestNonce != "" {
 		o.RequestNonce = &r.RequestNonce
 	}
-	if r.Type == fx.Market {
-		o.Status, o.FillPrice = fx.OrderFilled, &price
-	}
 	var b batch
-	b.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, "+
-		"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
-	b.exec("SET @fx_order_id = LAST_INSERT_ID()")
-	var f *fillWrite
-	if r.Type == fx.Market {
-		if f, err = addFill(&b, &a, in, o, price, commission, after, o.CreatedAt); err != nil {
-			return OrderResult{}, err
-		}
-	} else {
-		f = &fillWrite{}
-		b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID) }), "SELECT @fx_order_id")
-	}
+	b.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
+	b.query(lastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
 	if err := tx.commit(ctx, &b); err != nil {
 		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
@@ -189,19 +172,139 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 			return s.replay(ctx, o, ok, err)
 		}
-		return OrderResult{}, fmt.Errorf("fill order: %w", err)
+		return OrderResult{}, fmt.Errorf("place order: %w", err)
 	}
-	o.ID = f.orderID
-	out := OrderResult{Order: o}
-	if r.Type == fx.Market {
-		p := f.position()
-		out.Order.PositionID = &p.ID
-		out.Position, out.Commission = &p, f.commission()
-		s.notify(ctx, positionOpened(p), balanceChanged(a))
-	} else {
-		s.notify(ctx, orderPlaced(o))
+	s.notify(ctx, orderPlaced(o))
+	return OrderResult{Order: o}, nil
+}
+
+const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, " +
+	"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// fillMarket fills a MARKET order through the holder's group commit (committer): its rules run
+// on the rows its batch locks, after every write before it in the batch (two orders of one
+// account see each other's margin), and it is answered once the batch committed.
+func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, in Instrument) (OrderResult, error) {
+	attrs := []slog.Attr{slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol), slog.String("side", string(r.Side)),
+		slog.String("volume", r.Volume.String())}
+	if r.RequestNonce != "" {
+		attrs = append(attrs, slog.String("request_nonce", r.RequestNonce))
 	}
-	return out, nil
+	if s.lease == nil {
+		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errors.New("this process has no lease to fence with"), slog.String("op", "fill order"))
+	}
+	w := &marketFill{queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
+	s.commits.submit(w)
+	switch {
+	case w.original != nil:
+		return s.replay(ctx, *w.original, true, nil)
+	case errors.Is(w.err, errReplayed):
+		// A retry that was not committed when its batch looked is now.
+		o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+		return s.replay(ctx, o, ok, err)
+	case w.err != nil:
+		return OrderResult{}, w.err
+	}
+	return w.res, nil
+}
+
+// marketFill is one MARKET order waiting for its group commit.
+type marketFill struct {
+	queued
+	userID int64
+	r      OrderRequest
+	in     Instrument
+
+	res      OrderResult
+	original *Order      // the order its request nonce already names in the database
+	replayOf *marketFill // the write before it in the batch with the same request nonce
+	fill     openedFill
+	a        Account
+}
+
+func (w *marketFill) wants(l *lockPlan) {
+	l.account(w.account)
+	l.exposuresOf(w.account)
+	if w.r.RequestNonce != "" {
+		l.nonce(w.account, w.r.RequestNonce)
+	}
+}
+
+func (w *marketFill) apply(r *lockedRows) error {
+	w.res, w.original, w.replayOf, w.fill = OrderResult{}, nil, nil, openedFill{}
+	a, found := r.accounts[w.account]
+	if !found {
+		return accountNotFound(w.account)
+	}
+	if err := ownedBy(*a, found, w.userID, w.account); err != nil {
+		return err
+	}
+	key := nonceKey{a.ID, w.r.RequestNonce}
+	if w.r.RequestNonce != "" {
+		if prior, ok := r.made[key]; ok {
+			w.replayOf = prior
+			return nil
+		}
+		if o, ok := r.nonces[key]; ok {
+			w.original = &o
+			return nil
+		}
+	}
+	// Priced at the batch's quote, the one every write of the batch sees.
+	in := w.in
+	q, err := r.m.tradable(in.Symbol)
+	if err != nil {
+		return err
+	}
+	price := fillPrice(in, q, w.r.Side)
+	ref := q.bid
+	if w.r.Side == fx.Sell {
+		ref = q.ask
+	}
+	if err := checkStops(in, w.r.Side, ref, w.r.SL, w.r.TP); err != nil {
+		return err
+	}
+	commission, after, err := fillCheck(r.m, r.cat, in, *a, r.exposures[a.ID], w.r.Side, w.r.Volume, price)
+	if err != nil {
+		return err
+	}
+	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.now}
+	if w.r.RequestNonce != "" {
+		o.RequestNonce = &w.r.RequestNonce
+	}
+	orderVar, _ := r.sessionVar("o")
+	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
+	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
+	w.fill = r.openPosition(a, in, o, orderVar, price, commission, after)
+	if w.r.RequestNonce != "" {
+		r.made[key] = w
+	}
+	w.a = *a
+	return nil
+}
+
+func (w *marketFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+	switch {
+	case w.original != nil:
+		return nil
+	case w.replayOf != nil:
+		// Answered with the order the same nonce opened earlier in this batch.
+		w.res = OrderResult{Order: w.replayOf.res.Order, Position: w.replayOf.res.Position, Replayed: true}
+		return nil
+	}
+	p, d := w.fill.written(r, ids)
+	o := w.fill.order
+	o.ID, o.PositionID = p.OrderID, &p.ID
+	w.res = OrderResult{Order: o, Position: &p, Commission: d}
+	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
+}
+
+func (w *marketFill) failed(err error) error {
+	if store.IsDuplicateKey(err) && w.r.RequestNonce != "" {
+		return errReplayed
+	}
+	return fmt.Errorf("fill order: %w", err)
 }
 
 // fillCheck prices a fill of volume lots on side at price for the locked account a, whose open
@@ -239,61 +342,54 @@ func fillCheck(m *market, cat *catalog, in Instrument, a Account, exps []exposur
 	return commission, after, nil
 }
 
-// fillWrite is a fill written by a batch: the position and commission deal as they were
-// written, whose ids the batch's last statement reports.
-type fillWrite struct {
-	pos                      Position
-	deal                     *Deal
-	orderID, posID, lastDeal int64
+// openedFill is a fill's writes in a batch: the order it fills, the position it opens and its
+// commission deal, whose ids the batch reads back.
+type openedFill struct {
+	order          Order
+	pos            Position
+	orderID, posID int // indexes of the session variables holding their ids (batchIDs.values)
+	deal           int // the commission deal's index in the batch, or -1
 }
 
-func (f *fillWrite) position() Position {
+// written is the fill's position and commission deal as committed, with their ids.
+func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 	p := f.pos
-	p.ID, p.OrderID = f.posID, f.orderID
-	return p
-}
-
-func (f *fillWrite) commission() *Deal {
-	if f.deal == nil {
-		return nil
+	p.ID, p.OrderID = ids.values[f.posID], ids.values[f.orderID]
+	if f.deal < 0 {
+		return p, nil
 	}
-	d := *f.deal
-	d.ID, d.OrderID, d.PositionID, d.IDsFrom = f.lastDeal, &f.orderID, &f.posID, nil
-	d.IdempotencyKey += itoa(f.orderID)
-	return &d
+	d := r.deal(f.deal, ids)
+	d.OrderID, d.PositionID, d.IDsFrom = &p.OrderID, &p.ID, nil
+	d.IdempotencyKey += itoa(p.OrderID)
+	return p, &d
 }
 
-// addFill adds to b, after the statement that set @fx_order_id to the filled order o's id, the
-// position o opens at price on the locked account a, with its commission deal (and the
-// account's new marks, after), and the SELECT that reports the ids. It is the one ledger path
-// of every fill: a MARKET submit and a resting order the risk engine triggers.
-func addFill(b *batch, a *Account, in Instrument, o Order, price, commission decimal.Decimal, after Metrics, at time.Time) (*fillWrite, error) {
-	f := &fillWrite{pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
-		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: at,
+// openPosition adds to the batch, after the statements that set orderVar to the filled order
+// o's id, the position o opens at price on the locked account a, its commission deal and the
+// account's new marks (after). It is the one ledger path of every fill: a MARKET submit and a
+// resting order the risk engine triggers. The account's balance and exposures move at once, so
+// the next write in the batch sees them.
+func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after Metrics) openedFill {
+	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
+		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
 		Currency: a.Currency}}
+	f.orderID = r.ids.index(orderVar)
+	posVar, posIdx := r.sessionVar("p")
+	f.posID = posIdx
 	p := f.pos
-	b.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`) VALUES (?, @fx_order_id, ?, ?, ?, ?, ?, ?, ?, ?)",
+	r.w.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?)",
 		p.AccountID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
-	b.exec("SET @fx_position_id = LAST_INSERT_ID()")
+	r.w.exec(setVarSQL(posVar, "LAST_INSERT_ID()"))
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
-		d, err := addDeal(b, a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
-			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &fillIDs}, &after)
-		if err != nil {
-			return nil, err
-		}
-		f.deal = &d
-	} else {
-		b.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", after.Equity, after.UsedMargin, a.ID)
+		f.deal = r.post(a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: posVar}})
 	}
-	b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&f.orderID, &f.posID, &f.lastDeal) }),
-		"SELECT @fx_order_id, @fx_position_id, LAST_INSERT_ID()")
-	return f, nil
+	r.marks[a.ID] = after
+	r.expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
+	return f
 }
-
-// fillIDs are the batch variables holding a fill's order and position ids (see addFill).
-var fillIDs = ledger.SessionIDs{Order: "@fx_order_id", Position: "@fx_position_id"}
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
 func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, error) {

@@ -3,6 +3,7 @@ package trading
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -89,97 +90,110 @@ type CloseResult struct {
 	Deal     Deal
 }
 
-// ClosePosition closes volume lots (nil: all) of userID's position id at this process's price,
-// in one fenced transaction holding the position row: of racing closes, one wins and the rest
-// answer ECONFLICT.
+// ClosePosition closes volume lots (nil: all) of userID's position id at this process's price.
+// The close joins the holder's group commit (committer): it is applied to the rows its batch
+// locks, after every write before it in the batch, and answered once the batch committed. Of
+// racing closes of one position, one wins and the rest answer ECONFLICT.
 func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason) (CloseResult, error) {
-	cat, err := s.catalog.get(ctx)
-	if err != nil {
+	if err := s.admit(ctx, gate.Close, "close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
 	}
-	// Round trip one: lock the account, then the position. The account is found through
-	// the position (a non-locking read: a position never changes account), so every close takes
-	// the account row first as every fill does, without a read of its own before the
-	// transaction.
-	tx, locks, err := s.begin(ctx, gate.Close, "close position")
-	if err != nil {
-		return CloseResult{}, err
+	w := &closeWrite{queued: newQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+		userID: userID, id: id, volume: volume, reason: reason}
+	s.commits.submit(w)
+	if w.err != nil {
+		return CloseResult{}, w.err
 	}
-	defer tx.Rollback()
-	var a Account
-	var p Position
-	var found, exists bool
-	locks.query(rowInto(&a, &found, scanAccount), "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = ?) FOR UPDATE", id)
-	locks.query(rowInto(&p, &exists, scanPosition), lockPositionSQL, id)
-	if err := tx.lock(ctx, locks, "close position"); err != nil {
-		return CloseResult{}, err
-	}
-	if !exists || ownedBy(a, found, userID, p.AccountID) != nil {
-		return CloseResult{}, fx.Errorf(fx.ENOTFOUND, "Position %d not found.", id)
+	return w.res, nil
+}
+
+// closeWrite is one close waiting for its group commit.
+type closeWrite struct {
+	queued
+	userID int64
+	id     int64
+	volume *decimal.Decimal
+	reason fx.CloseReason
+
+	res  CloseResult
+	deal int // its deal's index in the batch
+	a    Account
+}
+
+func (w *closeWrite) wants(l *lockPlan) { l.position(w.id, w.account != 0) }
+
+func (w *closeWrite) apply(r *lockedRows) error {
+	w.res, w.deal = CloseResult{}, -1
+	p, exists := r.positions[w.id]
+	a, found := r.accounts[w.account]
+	if !exists || !found || ownedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
+		return fx.Errorf(fx.ENOTFOUND, "Position %d not found.", w.id)
 	}
 	if p.Status != fx.PositionOpen {
-		return CloseResult{}, errAlreadyClosed(id)
+		return errAlreadyClosed(w.id)
 	}
-	in, ok := cat.instruments[p.Symbol]
+	in, ok := r.cat.instruments[p.Symbol]
 	if !ok {
-		return CloseResult{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
+		return fmt.Errorf("position %d: instrument %s is missing", w.id, p.Symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return CloseResult{}, errHalted(in.Symbol)
+		return errHalted(in.Symbol)
 	}
-	if volume != nil {
-		if err := checkVolume(in, *volume); err != nil {
-			return CloseResult{}, err
+	if w.volume != nil {
+		if err := checkVolume(in, *w.volume); err != nil {
+			return err
 		}
 	}
-	m := newMarket(s.prices, cat)
-	q, err := m.tradable(p.Symbol)
+	q, err := r.m.tradable(p.Symbol)
 	if err != nil {
-		return CloseResult{}, err
+		return err
 	}
 	price := closePrice(in, q, p.Side)
 	vol := p.Volume
-	if volume != nil {
-		vol = *volume
+	if w.volume != nil {
+		vol = *w.volume
 		if vol.GreaterThan(p.Volume) {
-			return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d has %s lots open; cannot close %s.", id, p.Volume, vol)
+			return fx.Errorf(fx.ECONFLICT, "Position %d has %s lots open; cannot close %s.", w.id, p.Volume, vol)
 		}
 		if rest := p.Volume.Sub(vol); rest.IsPositive() && rest.LessThan(in.VolumeMin) {
-			return CloseResult{}, fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", vol, rest, in.Symbol, in.VolumeMin)
+			return fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", vol, rest, in.Symbol, in.VolumeMin)
 		}
 	}
-	profit, ok := m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
+	profit, ok := r.m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
 	if !ok {
-		return CloseResult{}, errPricing()
+		return errPricing()
 	}
+	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
 	volumeBefore := p.Volume
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
-	// Round trip two: the position, the balance and the profit deal. The account's stored
-	// equity and used margin are left to the next mark (reconcile, or this account's next fill):
-	// summing its exposures here would cost every close a scan of the account's positions.
-	var b batch
+	// The account's stored equity and used margin are left to the next mark (reconcile, or this
+	// account's next fill): summing its exposures here would cost every close a scan of the
+	// account's positions.
 	if p.Volume.IsZero() {
-		now := s.now().UTC()
 		// closePrice is the price that closed the position; a partial close's price is on its deal.
-		recorded := string(reason)
+		recorded, now := string(w.reason), r.now
 		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &recorded, &price
-		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
-			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, reason, id)
+		r.w.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', "+
+			"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", p.Volume, p.RealizedProfit, price, w.reason, w.id)
 	} else {
-		b.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ? WHERE `id` = ?",
-			p.Volume, p.RealizedProfit, id)
+		r.w.exec("UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ? WHERE `id` = ?", p.Volume, p.RealizedProfit, w.id)
 	}
+	r.expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
-	d, err := commitDeal(ctx, tx, &b, &a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(), Comment: "close " + strings.ToLower(string(reason))}, nil)
-	if err != nil {
-		return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
-	}
-	if p.Status == fx.PositionClosed {
-		s.notify(ctx, risk.Change{Kind: risk.PositionClosed, Position: risk.Position{ID: id}}, balanceChanged(a))
-	} else {
-		s.notify(ctx, risk.Change{Kind: risk.PositionReduced, Position: risk.Position{ID: id, Volume: p.Volume.InexactFloat64()}}, balanceChanged(a))
-	}
-	return CloseResult{Position: p, Deal: d}, nil
+	w.deal = r.post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
+		Comment: "close " + strings.ToLower(string(w.reason))})
+	w.res.Position, w.a = *p, *a
+	return nil
 }
+
+func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+	w.res.Deal = r.deal(w.deal, ids)
+	if w.res.Position.Status == fx.PositionClosed {
+		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}
+	}
+	return []risk.Change{{Kind: risk.PositionReduced, Position: risk.Position{ID: w.id, Volume: w.res.Position.Volume.InexactFloat64()}}, balanceChanged(w.a)}
+}
+
+func (w *closeWrite) failed(err error) error { return fmt.Errorf("close position %d: %w", w.id, err) }

@@ -236,70 +236,94 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if in.Status == fx.InstrumentHalted {
 		return errHalted(in.Symbol)
 	}
-	m := newMarket(s.prices, cat)
-	q, err := m.tradable(symbol)
+	// Refused for market state before it queues; its batch prices it again.
+	if _, err := newMarket(s.prices, cat).tradable(symbol); err != nil {
+		return err
+	}
+	if err := s.admit(ctx, gate.Fill, "fill resting order", slog.Int64("order_id", id)); err != nil {
+		return err
+	}
+	w := &restingFill{queued: newQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
+	s.commits.submit(w)
+	return w.err
+}
+
+// restingFill is a resting order the risk engine triggered, waiting for its group commit.
+type restingFill struct {
+	queued
+	id int64
+
+	fill     openedFill
+	rejected error // why the account could not carry it: the order was REJECTED instead
+	a        Account
+}
+
+func (w *restingFill) wants(l *lockPlan) {
+	l.account(w.account)
+	l.order(w.id)
+	l.exposuresOf(w.account)
+}
+
+func (w *restingFill) apply(r *lockedRows) error {
+	w.fill, w.rejected = openedFill{}, nil
+	a, found := r.accounts[w.account]
+	if !found {
+		return accountNotFound(w.account)
+	}
+	o, exists := r.orders[w.id]
+	if !exists || o.Status != fx.OrderPending || o.AccountID != a.ID {
+		status := ""
+		if exists {
+			status = o.Status
+		}
+		return fmt.Errorf("fill order %d (%s): %w", w.id, status, risk.ErrAlreadyClosed)
+	}
+	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.now) {
+		return fmt.Errorf("fill order %d: expired at %s: %w", w.id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
+	}
+	in, ok := r.cat.instruments[o.Symbol]
+	if !ok {
+		return fmt.Errorf("fill order %d: instrument %s is missing", w.id, o.Symbol)
+	}
+	if in.Status == fx.InstrumentHalted {
+		return errHalted(in.Symbol)
+	}
+	q, err := r.m.tradable(o.Symbol)
 	if err != nil {
 		return err
-	}
-	// Round trip one: lock the account (as every fill and close takes it first), then
-	// the order, and sum the account's exposures.
-	tx, locks, err := s.begin(ctx, gate.Fill, "fill resting order")
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var a Account
-	var o Order
-	var found, exists bool
-	var exps []exposure
-	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, accountID)
-	locks.query(rowInto(&o, &exists, scanOrder), "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id)
-	locks.query(exposuresInto(&exps), exposuresSQL, accountID)
-	if err := tx.lock(ctx, locks, "fill resting order"); err != nil {
-		return err
-	}
-	if err := ownedBy(a, found, 0, accountID); err != nil {
-		return err
-	}
-	if !exists || o.Status != fx.OrderPending {
-		return fmt.Errorf("fill order %d (%s): %w", id, o.Status, risk.ErrAlreadyClosed)
-	}
-	if o.ExpiresAt != nil && !o.ExpiresAt.After(s.now()) {
-		return fmt.Errorf("fill order %d: expired at %s: %w", id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
 	}
 	price := fillPrice(in, q, o.Side)
-	commission, after, err := fillCheck(m, cat, in, a, exps, o.Side, o.Volume, price)
+	commission, after, err := fillCheck(r.m, r.cat, in, *a, r.exposures[a.ID], o.Side, o.Volume, price)
 	if fx.ErrorCode(err) == fx.ECONFLICT {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
-		var b batch
-		b.exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", id)
-		if cerr := tx.commit(ctx, &b); cerr != nil {
-			return fmt.Errorf("reject order %d: %w", id, cerr)
-		}
-		s.log.WarnContext(ctx, "resting order rejected at its trigger", slog.Int64("order", id), slog.String("why", err.Error()))
-		s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
-		return fmt.Errorf("fill order %d: rejected: %w", id, risk.ErrAlreadyClosed)
+		r.w.exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
+		o.Status, w.rejected = "REJECTED", err
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-
-	// Round trip two: the order filled, its position, the balance and the commission.
-	var b batch
-	b.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id)
-	b.exec("SET @fx_order_id = ?", id)
+	r.w.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, w.id)
+	orderVar, _ := r.sessionVar("o")
+	r.w.exec(setVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	f, err := addFill(&b, &a, in, o, price, commission, after, s.now().UTC())
-	if err != nil {
-		return fmt.Errorf("fill order %d: %w", id, err)
-	}
-	if err := tx.commit(ctx, &b); err != nil {
-		return fmt.Errorf("fill order %d: %w", id, err)
-	}
-	s.notify(ctx, risk.Change{Kind: risk.OrderFilled, Order: risk.Order{ID: id}}, positionOpened(f.position()), balanceChanged(a))
+	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, after)
+	w.a = *a
 	return nil
 }
+
+func (w *restingFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+	if w.rejected != nil {
+		r.s.log.WarnContext(w.ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
+		w.err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
+		return []risk.Change{{Kind: risk.OrderCancelled, Order: risk.Order{ID: w.id}}}
+	}
+	p, _ := w.fill.written(r, ids)
+	return []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
+}
+
+func (w *restingFill) failed(err error) error { return fmt.Errorf("fill order %d: %w", w.id, err) }
 
 // ---- changes reported to the engine ----
 

@@ -50,7 +50,8 @@ var usdValue = map[string]float64{
 // BenchmarkRiskBurstCommitted is the burst of issue 5 committed for real: the risk engine in
 // process with RiskDesk as its loader and executor, every close one fenced transaction
 // (ClosePosition under a real lease.Keeper: the fence's LOCK IN SHARE MODE read included)
-// against MariaDB on a pool of 32 connections, 32 workers.
+// against MariaDB on a pool of 32 connections, with as many workers as cmd/web gives the engine
+// (trading.MaxBatch: a close waits for its group commit without holding a connection).
 //
 // The desk: 1,000 USD accounts with one DEPOSIT each; 100,000 OPEN positions (with their FILLED
 // MARKET orders) — 95,000 spread round-robin over all the migration's instruments (38, not the
@@ -71,7 +72,8 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 		positions = 100_000
 		burst     = 5000
 		burstSym  = "EURUSD"
-		workers   = 32 // store.Open's SetMaxOpenConns
+		pool      = 32 // store.Open's SetMaxOpenConns
+		workers   = MaxBatch
 	)
 	b.StopTimer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,8 +83,8 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer dropDB()
-	if n := db.Stats().MaxOpenConnections; n != workers {
-		b.Fatalf("pool holds %d connections, the benchmark assumes %d", n, workers)
+	if n := db.Stats().MaxOpenConnections; n != pool {
+		b.Fatalf("pool holds %d connections, the benchmark assumes %d", n, pool)
 	}
 
 	// The lease: a real keeper, so Fence is the holder's statement in every close.

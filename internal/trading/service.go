@@ -39,6 +39,9 @@ type Service struct {
 	catalog  *catalogCache
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
+
+	commits   *committer     // the group commit of desk-priced fills and closes
+	commitObs CommitObserver // nil: not observed
 }
 
 // Config builds a Service.
@@ -51,8 +54,11 @@ type Config struct {
 	Now    func() time.Time // default time.Now
 	// OnChange, when set, receives every change this service commits, after the commit and
 	// only then, with the changes of one transaction in one call (the risk engine's Apply). It
-	// must not block: it runs on the request's goroutine.
+	// must not block: it runs on the committer's goroutine for group-committed writes (one
+	// call per batch, in commit order) and on the request's goroutine otherwise.
 	OnChange func(context.Context, ...risk.Change)
+	// Commits, when set, observes the group commit (batch sizes, commit latency, refused rows).
+	Commits CommitObserver
 }
 
 // New returns a service; it refuses a missing dependency.
@@ -71,8 +77,26 @@ func New(c Config) (*Service, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}}, nil
+	s := &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits}
+	s.commits = newCommitter(s)
+	return s, nil
+}
+
+// CommitStats returns the group commit's counters (the status page shows them).
+func (s *Service) CommitStats() CommitStats { return s.commits.Stats() }
+
+// admit lets a group-committed write of work join the queue: the gate admits it now, and this
+// process has a lease to fence its batch with.
+func (s *Service) admit(ctx context.Context, work gate.Work, what string, attrs ...slog.Attr) error {
+	attrs = append([]slog.Attr{slog.String("op", what)}, attrs...)
+	if err := s.gate.Admit(ctx, work, attrs...); err != nil {
+		return err
+	}
+	if s.lease == nil {
+		return s.gate.Fenced(ctx, work, errors.New("this process has no lease to fence with"), attrs...)
+	}
+	return nil
 }
 
 // maxList caps every list answer.

@@ -255,9 +255,6 @@ func scanPosition(sc scanner) (Position, error) {
 	return p, err
 }
 
-// lockPositionSQL takes position ? for update, after its account.
-const lockPositionSQL = "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ? FOR UPDATE"
-
 // loadPosition reads position id, without a lock; userID 0 means any owner.
 func loadPosition(ctx context.Context, q querier, userID, id int64) (Position, error) {
 	sqlText := "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ?"

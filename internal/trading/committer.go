@@ -1,0 +1,715 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/ledger"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
+)
+
+// MaxBatch caps how many desk writes one group commit carries. A burst larger than this is
+// committed as several batches, one after the other.
+const MaxBatch = 256
+
+// batchTimeout bounds one batch's transaction, which belongs to no single request: the requests
+// wait for it, but none of them may cancel it for the others.
+const batchTimeout = 30 * time.Second
+
+// deskWrite is one desk-priced write waiting for its group commit: a close, a market order's
+// fill, a resting order's fill. The committer locks what it names, applies its rules to the
+// locked rows in arrival order, and answers it once the batch committed (or failed).
+type deskWrite interface {
+	base() *queued
+	// wants adds the rows the write's rules read to the batch's lock plan.
+	wants(l *lockPlan)
+	// apply runs the write's rules against the batch's locked rows, as if it were alone on
+	// them but after every write before it in the batch, and adds its statements to the batch.
+	// An error refuses this write alone: it adds nothing. apply sets every result field anew,
+	// so a retried batch applies it again from scratch.
+	apply(r *lockedRows) error
+	// committed builds the answer once the batch committed, from the ids the batch read back,
+	// and returns the changes to report to the risk engine.
+	committed(r *lockedRows, ids *batchIDs) []risk.Change
+	// failed turns a statement error of this write's own transaction (the batch written row by
+	// row) into its answer.
+	failed(err error) error
+}
+
+// queued is what every desk write carries through the committer.
+type queued struct {
+	ctx     context.Context // the requester's: its logs and gate reports
+	work    gate.Work
+	op      string      // names the write in logs and errors: "close position", "fill order"
+	attrs   []slog.Attr // what the write is, for the log line that drops it
+	account int64       // the account to lock; 0 for a close until the batch reads its position
+	done    chan struct{}
+	err     error // the answer when it is not a success
+}
+
+func newQueued(ctx context.Context, work gate.Work, op string, account int64, attrs ...slog.Attr) queued {
+	return queued{ctx: ctx, work: work, op: op, account: account, attrs: attrs, done: make(chan struct{})}
+}
+
+func (q *queued) base() *queued { return q }
+
+// CommitObserver receives what the committer does (metrics.Metrics on a web process).
+type CommitObserver interface {
+	// ObserveBatch records one batch: how many writes it carried and how long its transaction
+	// took from the first statement to the commit's answer.
+	ObserveBatch(size int, took time.Duration)
+	// ObserveRefused records one write the database refused when its batch was written row by row.
+	ObserveRefused()
+}
+
+// CommitStats are the committer's counters since the process started.
+type CommitStats struct {
+	Batches      uint64  `json:"batches"`      // transactions committed or attempted
+	Writes       uint64  `json:"writes"`       // desk writes they carried
+	Refused      uint64  `json:"rowsRefused"`  // writes the database refused, dropped alone
+	Retried      uint64  `json:"retried"`      // batches retried after a deadlock or lock wait timeout
+	Split        uint64  `json:"split"`        // batches written row by row after a statement error
+	LastSize     int64   `json:"lastSize"`     // writes in the last batch
+	MaxSize      int64   `json:"maxSize"`      // the largest batch
+	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time
+}
+
+// committer is the group commit of the holder's desk-priced writes (DESIGN §12). Writes queue
+// while a batch is in flight; the next batch takes everything queued (up to MaxBatch) the moment
+// the previous one has answered. There is no timer: an idle desk commits a lone write at once,
+// and a busy one commits as many writes per transaction as arrived during the last commit.
+//
+// No goroutine runs while the queue is empty: the write that finds the committer idle starts
+// one, which runs batches until the queue is empty and then ends. So the committer needs no
+// Run, no start and no stop; a write in flight when the process stops still gets its answer.
+type committer struct {
+	s *Service
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled on every submit (holdUntil)
+	queue   []deskWrite
+	running bool
+	// holdUntil, set by tests only, keeps the queue from being taken until it holds this many
+	// writes, so a test can put chosen writes in one batch.
+	holdUntil int
+
+	batches, writes, refused, retried, split atomic.Uint64
+	lastSize, maxSize, lastNanos             atomic.Int64
+}
+
+func newCommitter(s *Service) *committer {
+	c := &committer{s: s}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// submit queues w and waits for its answer (w.base().err and its result fields).
+func (c *committer) submit(w deskWrite) {
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	start := !c.running
+	c.running = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if start {
+		go c.drain()
+	}
+	// Answered only after its batch committed or failed, whatever the request's context does:
+	// a write in a batch is never reported undone while it may still commit.
+	<-w.base().done
+}
+
+// drain runs batches until the queue is empty.
+func (c *committer) drain() {
+	for first := true; ; first = false {
+		if !first {
+			// The writers just answered are runnable, not running (on a busy process, or one with
+			// GOMAXPROCS=1, not before this goroutine blocks). Let them run before taking the
+			// queue, so the ones that submit again at once join this batch instead of the next.
+			runtime.Gosched()
+		}
+		c.mu.Lock()
+		for len(c.queue) > 0 && len(c.queue) < c.holdUntil {
+			c.cond.Wait()
+		}
+		if len(c.queue) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		n := min(len(c.queue), MaxBatch)
+		ws := slices.Clone(c.queue[:n])
+		c.queue = append(c.queue[:0], c.queue[n:]...)
+		c.mu.Unlock()
+		c.run(ws)
+	}
+}
+
+// Stats returns the committer's counters.
+func (c *committer) Stats() CommitStats {
+	return CommitStats{Batches: c.batches.Load(), Writes: c.writes.Load(), Refused: c.refused.Load(), Retried: c.retried.Load(),
+		Split: c.split.Load(), LastSize: c.lastSize.Load(), MaxSize: c.maxSize.Load(),
+		LastCommitMs: float64(c.lastNanos.Load()) / 1e6}
+}
+
+// run commits ws as one batch and answers every write in it.
+func (c *committer) run(ws []deskWrite) {
+	s := c.s
+	live := ws[:0:0]
+	for _, w := range ws {
+		q := w.base()
+		if err := q.ctx.Err(); err != nil {
+			// The requester went away before its batch began: nothing of it is written.
+			q.err = fmt.Errorf("%s: %w", q.op, err)
+			close(q.done)
+			continue
+		}
+		live = append(live, w)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	var r *lockedRows
+	attempts := 0
+	err := store.RetryRolledBack(func() error {
+		if attempts++; attempts > 1 {
+			c.retried.Add(1)
+		}
+		var err error
+		r, err = c.attempt(ctx, live)
+		return err
+	})
+	switch {
+	case err == nil:
+		var changes []risk.Change
+		for _, w := range live {
+			if w.base().err == nil && r.committed {
+				changes = append(changes, w.committed(r, &r.ids)...)
+			}
+		}
+		if len(changes) > 0 {
+			// One call per transaction, in commit order, before anyone is answered.
+			s.notify(ctx, changes...)
+		}
+		for _, w := range live {
+			close(w.base().done)
+		}
+	case isFenceRefusal(err):
+		for _, w := range live {
+			q := w.base()
+			q.err = s.gate.Fenced(q.ctx, q.work, fenceCause(err), append([]slog.Attr{slog.String("op", q.op), slog.Bool("rolled_back", true),
+				slog.Int("batch", len(live))}, q.attrs...)...)
+			close(q.done)
+		}
+	case len(live) > 1:
+		// Nothing was committed. Some statement of some write failed — a constraint, a value the
+		// column refuses — and the server does not say whose: write them one by one, so only the
+		// refused one is dropped (the stalled writer of the reference).
+		c.split.Add(1)
+		s.log.WarnContext(ctx, "desk batch refused by the database; writing its requests one by one",
+			slog.Int("batch", len(live)), slog.Any("err", err))
+		for _, w := range live {
+			c.run([]deskWrite{w})
+		}
+	default:
+		w := live[0]
+		q := w.base()
+		q.err = w.failed(err)
+		if !errors.Is(q.err, errReplayed) && fx.ErrorCode(q.err) == fx.EINTERNAL {
+			c.refused.Add(1)
+			if s.commitObs != nil {
+				s.commitObs.ObserveRefused()
+			}
+			s.log.LogAttrs(q.ctx, slog.LevelError, "desk write refused by the database; dropped",
+				append([]slog.Attr{slog.String("op", q.op), slog.Any("err", err)}, q.attrs...)...)
+		}
+		close(q.done)
+	}
+}
+
+// errReplayed marks a write whose own transaction failed on its request nonce's unique key:
+// the original committed meanwhile, and the write is answered with it.
+var errReplayed = errors.New("replayed")
+
+// noFence is the fence that could not be had at all (no lease, or the lease is known lost).
+type noFence struct{ cause error }
+
+func (e noFence) Error() string { return "no fence: " + e.cause.Error() }
+func (e noFence) Unwrap() error { return e.cause }
+
+func isFenceRefusal(err error) bool {
+	var nf noFence
+	return errors.As(err, &nf) || lease.IsFenced(err)
+}
+
+func fenceCause(err error) error {
+	var nf noFence
+	if errors.As(err, &nf) {
+		return nf.cause
+	}
+	return err
+}
+
+// attempt runs ws as one transaction: lock, apply, write, fence, COMMIT. It returns the batch's
+// rows when the transaction committed or had nothing to write, and the statement error otherwise
+// (nothing committed).
+func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, error) {
+	s := c.s
+	if s.lease == nil {
+		return nil, noFence{errors.New("this process has no lease to fence with")}
+	}
+	stmt, args, err := s.lease.FenceStatement()
+	if err == nil && stmt == "" {
+		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
+	}
+	if err != nil {
+		return nil, noFence{err}
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
+	var plan lockPlan
+	for _, w := range ws {
+		w.wants(&plan)
+	}
+
+	start := time.Now()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("desk batch: connection: %w", err)
+	}
+	// A close names its position, not its account: read which account each position belongs to
+	// (a position never changes account) so every account is locked in id order, before any
+	// position, as every writer of the desk locks them.
+	if len(plan.positions) > 0 && plan.closesWithoutAccount() {
+		if err := plan.readPositionAccounts(ctx, conn); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("desk batch: position accounts: %w", err)
+		}
+	}
+	for _, w := range ws {
+		if q := w.base(); q.account == 0 {
+			if cw, ok := w.(*closeWrite); ok {
+				q.account = plan.accountOf[cw.id]
+			}
+		}
+		if q := w.base(); q.account != 0 {
+			plan.account(q.account)
+		}
+	}
+	locks := &batch{}
+	tx := &txn{conn: conn, fence: stmt, fenceArgs: args, refused: func(cause error) error { return cause }}
+	defer tx.Rollback()
+	locks.exec("START TRANSACTION")
+	r.add(locks, &plan)
+	if err := tx.lock(ctx, locks, "desk batch"); err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		w.base().err = w.apply(r)
+	}
+	if r.w.text.Len() == 0 && len(r.deals) == 0 && len(r.marks) == 0 {
+		// Every write was refused by its rules or replayed: nothing to commit.
+		tx.Rollback()
+		c.observe(len(ws), time.Since(start))
+		return r, nil
+	}
+	if err := r.finish(); err != nil {
+		return nil, err
+	}
+	if err := tx.commit(ctx, &r.w); err != nil {
+		return nil, err
+	}
+	r.committed = true
+	c.observe(len(ws), time.Since(start))
+	return r, nil
+}
+
+func (c *committer) observe(size int, took time.Duration) {
+	c.batches.Add(1)
+	c.writes.Add(uint64(size))
+	c.lastSize.Store(int64(size))
+	c.lastNanos.Store(int64(took))
+	for {
+		m := c.maxSize.Load()
+		if int64(size) <= m || c.maxSize.CompareAndSwap(m, int64(size)) {
+			break
+		}
+	}
+	if c.s.commitObs != nil {
+		c.s.commitObs.ObserveBatch(size, took)
+	}
+}
+
+// ---- the rows a batch locks ----
+
+// lockPlan is what a batch's writes need locked and read.
+type lockPlan struct {
+	accounts  []int64         // to lock, any order (sorted when locked)
+	positions []int64         // to lock after the accounts
+	orders    []int64         // resting orders to lock after the positions
+	nonces    []nonceKey      // request nonces to look up
+	exposures []int64         // accounts whose open exposures a fill prices
+	accountOf map[int64]int64 // position id → account id, read before the transaction
+	unknown   map[int64]bool  // positions whose account is not known yet
+	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
+}
+
+type nonceKey struct {
+	account int64
+	nonce   string
+}
+
+func (l *lockPlan) once(kind string, id int64) bool {
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	k := kind + ":" + itoa(id)
+	if l.seen[k] {
+		return false
+	}
+	l.seen[k] = true
+	return true
+}
+
+func (l *lockPlan) account(id int64) {
+	if l.once("a", id) {
+		l.accounts = append(l.accounts, id)
+	}
+}
+
+func (l *lockPlan) position(id int64, accountKnown bool) {
+	if l.once("p", id) {
+		l.positions = append(l.positions, id)
+	}
+	if !accountKnown {
+		if l.unknown == nil {
+			l.unknown = map[int64]bool{}
+		}
+		l.unknown[id] = true
+	}
+}
+
+func (l *lockPlan) order(id int64) {
+	if l.once("o", id) {
+		l.orders = append(l.orders, id)
+	}
+}
+
+func (l *lockPlan) exposuresOf(account int64) {
+	if l.once("e", account) {
+		l.exposures = append(l.exposures, account)
+	}
+}
+
+func (l *lockPlan) nonce(account int64, nonce string) {
+	k := nonceKey{account, nonce}
+	if !slices.Contains(l.nonces, k) {
+		l.nonces = append(l.nonces, k)
+	}
+}
+
+func (l *lockPlan) closesWithoutAccount() bool { return len(l.unknown) > 0 }
+
+// readPositionAccounts reads the account of every position whose account is not known.
+func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) error {
+	ids := make([]any, 0, len(l.unknown))
+	for id := range l.unknown {
+		ids = append(ids, id)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT `id`, `accountId` FROM `fx_position` WHERE `id` IN ("+placeholders(len(ids))+")", ids...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	l.accountOf = map[int64]int64{}
+	for rows.Next() {
+		var id, acct int64
+		if err := rows.Scan(&id, &acct); err != nil {
+			return err
+		}
+		l.accountOf[id] = acct
+	}
+	return rows.Err()
+}
+
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
+
+func int64Args(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// lockedRows is one batch's view of the rows it holds, which its writes' rules read and change
+// in memory in arrival order, and the statements those writes add.
+type lockedRows struct {
+	s   *Service
+	cat *catalog
+	m   *market // one view of prices for the whole batch
+	now time.Time
+
+	accounts  map[int64]*Account
+	locked    map[int64]decimal.Decimal // each account's balance as locked, where the ledger starts
+	positions map[int64]*Position
+	orders    map[int64]*Order
+	nonces    map[nonceKey]Order
+	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
+	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
+
+	w         batch             // the writes, in arrival order
+	deals     []Deal            // the batch's ledger postings, in arrival order
+	posted    []Deal            // the deals as the ledger wrote them
+	marks     map[int64]Metrics // new stored marks, by account (a fill's)
+	vars      int               // session variables named so far
+	ids       batchIDs          // what the batch reads back before COMMIT
+	committed bool
+}
+
+// batchIDs is what a batch reads back before COMMIT: its session variables' values and the id
+// of its first deal.
+type batchIDs struct {
+	names     []string
+	values    []int64
+	firstDeal int64
+}
+
+// add adds the batch's row locks and reads to b: every account in id order, then the positions,
+// then the resting orders, then the request nonces and the exposures the fills need.
+func (r *lockedRows) add(b *batch, l *lockPlan) {
+	r.accounts, r.locked = map[int64]*Account{}, map[int64]decimal.Decimal{}
+	r.positions, r.orders, r.nonces = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}
+	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
+	if len(l.accounts) > 0 {
+		ids := slices.Sorted(slices.Values(l.accounts))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				a, err := scanAccount(rows)
+				if err != nil {
+					return err
+				}
+				r.accounts[a.ID], r.locked[a.ID] = &a, a.Balance
+			}
+			return nil
+		}, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` IN ("+placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+	}
+	if len(l.positions) > 0 {
+		ids := slices.Sorted(slices.Values(l.positions))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				p, err := scanPosition(rows)
+				if err != nil {
+					return err
+				}
+				r.positions[p.ID] = &p
+			}
+			return nil
+		}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`id` IN ("+placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", int64Args(ids)...)
+	}
+	if len(l.orders) > 0 {
+		ids := slices.Sorted(slices.Values(l.orders))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				o, err := scanOrder(rows)
+				if err != nil {
+					return err
+				}
+				r.orders[o.ID] = &o
+			}
+			return nil
+		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` IN ("+placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", int64Args(ids)...)
+	}
+	if len(l.nonces) > 0 {
+		// The account locks serialise the submits of each account, so a retry racing its
+		// original waits for it and then finds it here, before any rule could refuse the retry.
+		var where []string
+		var args []any
+		for _, k := range l.nonces {
+			where = append(where, "(o.`accountId` = ? AND o.`requestNonce` = ?)")
+			args = append(args, k.account, k.nonce)
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				o, err := scanOrder(rows)
+				if err != nil {
+					return err
+				}
+				if o.RequestNonce != nil {
+					r.nonces[nonceKey{o.AccountID, *o.RequestNonce}] = o
+				}
+			}
+			return nil
+		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
+	}
+	if len(l.exposures) > 0 {
+		ids := slices.Sorted(slices.Values(l.exposures))
+		for _, id := range ids {
+			r.exposures[id] = []exposure{}
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				var acct int64
+				var e exposure
+				if err := rows.Scan(&acct, &e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
+					return err
+				}
+				r.exposures[acct] = append(r.exposures[acct], e)
+			}
+			return nil
+		}, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+			"WHERE `accountId` IN ("+placeholders(len(ids))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` "+
+			"ORDER BY `accountId`, `symbol`, `side`", int64Args(ids)...)
+	}
+}
+
+// expose moves account's exposure on symbol and side by volume (negative: a close), where the
+// batch prices that account's fills.
+func (r *lockedRows) expose(account int64, symbol string, side fx.Side, volume, volumePrice decimal.Decimal) {
+	exps, ok := r.exposures[account]
+	if !ok {
+		return
+	}
+	for i := range exps {
+		if exps[i].Symbol == symbol && exps[i].Side == side {
+			exps[i].Volume = exps[i].Volume.Add(volume)
+			exps[i].VolumePrice = exps[i].VolumePrice.Add(volumePrice)
+			if !exps[i].Volume.IsPositive() {
+				exps = slices.Delete(exps, i, i+1)
+			}
+			r.exposures[account] = exps
+			return
+		}
+	}
+	if volume.IsPositive() {
+		r.exposures[account] = append(exps, exposure{Symbol: symbol, Side: side, Volume: volume, VolumePrice: volumePrice})
+	}
+}
+
+// post adds d to the batch's ledger posting on the locked account a and moves a's balance, so
+// the next write in the batch sees it. It returns the deal's index in the batch.
+func (r *lockedRows) post(a *Account, d Deal) int {
+	d.AccountID = a.ID
+	a.Balance = a.Balance.Add(ledger.Money(a.Currency, d.Amount))
+	r.deals = append(r.deals, d)
+	return len(r.deals) - 1
+}
+
+// sessionVar names a new session variable, which the caller's statements set; the batch reads it
+// back before COMMIT into ids.values at the index returned.
+func (r *lockedRows) sessionVar(prefix string) (string, int) {
+	r.vars++
+	name := fmt.Sprintf("@fx_%s%d", prefix, r.vars)
+	r.ids.names = append(r.ids.names, name)
+	return name, len(r.ids.names) - 1
+}
+
+// finish adds the ledger's posting of every deal of the batch (one balance UPDATE over every
+// moved account, one INSERT of every deal), the marks of accounts a fill marked without moving
+// their balance, and the read-back of the batch's ids.
+func (r *lockedRows) finish() error {
+	if len(r.deals) > 0 {
+		var las []*ledger.Account
+		byID := map[int64]*ledger.Account{}
+		for _, d := range r.deals {
+			if byID[d.AccountID] != nil {
+				continue
+			}
+			la := &ledger.Account{ID: d.AccountID, Currency: r.accounts[d.AccountID].Currency, Balance: r.locked[d.AccountID]}
+			if mk, ok := r.marks[d.AccountID]; ok {
+				la.Marks = &ledger.Marks{Equity: mk.Equity, UsedMargin: mk.UsedMargin}
+			}
+			byID[d.AccountID] = la
+			las = append(las, la)
+		}
+		p, err := ledger.Post(las, r.deals)
+		if err != nil {
+			return err
+		}
+		for _, la := range las {
+			if !la.Balance.Equal(r.accounts[la.ID].Balance) {
+				return fmt.Errorf("desk batch: account %d: the ledger's balance %s differs from the rules' %s", la.ID, la.Balance, r.accounts[la.ID].Balance)
+			}
+		}
+		for _, st := range p.Stmts {
+			r.w.exec(st.SQL, st.Args...)
+		}
+		r.posted = p.Deals
+	}
+	for _, id := range slices.Sorted(func(yield func(int64) bool) {
+		for id := range r.marks {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		if slices.ContainsFunc(r.deals, func(d Deal) bool { return d.AccountID == id }) {
+			continue // written with the balance
+		}
+		mk := r.marks[id]
+		r.w.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", mk.Equity, mk.UsedMargin, id)
+	}
+	if len(r.ids.names) > 0 || len(r.deals) > 0 {
+		// The deal INSERT is the posting's last statement: LAST_INSERT_ID() is its first deal's
+		// id (ids are consecutive within one INSERT; see ledger.Posting).
+		r.ids.values = make([]int64, len(r.ids.names))
+		dest := []any{&r.ids.firstDeal}
+		for i := range r.ids.values {
+			dest = append(dest, &r.ids.values[i])
+		}
+		r.w.query(scanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(dest...) }), readBackSQL(r.ids.names))
+	}
+	return nil
+}
+
+// index is the position of session variable name among those read back.
+func (ids *batchIDs) index(name string) int { return slices.Index(ids.names, name) }
+
+// readBackSQL reads the batch's last insert id and the session variables names.
+func readBackSQL(names []string) string {
+	var sb strings.Builder
+	sb.WriteString("SELECT LAST_INSERT_ID()")
+	for _, n := range names {
+		sb.WriteString(", ")
+		sb.WriteString(n)
+	}
+	return sb.String()
+}
+
+// setVarSQL sets session variable name to expr: LAST_INSERT_ID() or a ? argument.
+func setVarSQL(name, expr string) string {
+	var sb strings.Builder
+	sb.WriteString("SET ")
+	sb.WriteString(name)
+	sb.WriteString(" = ")
+	sb.WriteString(expr)
+	return sb.String()
+}
+
+// deal is the batch's deal i as written, with its id.
+func (r *lockedRows) deal(i int, ids *batchIDs) Deal {
+	d := r.posted[i]
+	d.ID = ids.firstDeal + int64(i)
+	d.CreatedAt = r.now
+	return d
+}
