@@ -218,6 +218,15 @@ func (c *committer) run(ws []deskWrite) {
 				slog.Int("batch", len(live))}, q.attrs...)...)
 			close(q.done)
 		}
+	case fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err):
+		// The database went away: before COMMIT nothing was written (the API answers 503), in
+		// COMMIT's round trip the batch may have committed (504). Either way writing the batch
+		// again row by row would answer from a guess; every request hears what happened.
+		for _, w := range live {
+			q := w.base()
+			q.err = fmt.Errorf("%s: %w", q.op, err)
+			close(q.done)
+		}
 	case len(live) > 1:
 		// Nothing was committed. Some statement of some write failed — a constraint, a value the
 		// column refuses — and the server does not say whose: write them one by one, so only the
