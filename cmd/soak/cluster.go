@@ -228,6 +228,10 @@ func (c *cluster) dsn() string {
 	return cfg.FormatDSN()
 }
 
+// clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
+// but the soak's own loopback processes.
+const clusterSecret = "fxdesk-soak-cluster-secret"
+
 // env is a desk process's environment; extra entries override it.
 func (c *cluster) env(extra ...string) []string {
 	base := []string{
@@ -241,6 +245,7 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
 		"FXDESK_MIRROR_INTERVAL=" + mirrorInterval.String(),
 		"FXDESK_WEB_INSTANCES=2",
+		"FXDESK_CLUSTER_SECRET=" + clusterSecret, // two web processes: followers forward to the holder
 		"GOMAXPROCS=1", // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
