@@ -50,10 +50,10 @@ type holderRisk struct {
 	desk   *trading.RiskDesk
 }
 
-// newHolderRisk builds the risk engine over the holder's price stream. Run it in the guarded work
-// group: it must stop before the lease is released.
+// newHolderRisk builds the risk engine over the holder's price stream; its first sweep carries
+// firstSweep. Run it in the guarded work group: it must stop before the lease is released.
 func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, g *gate.Gate, inbox *alert.Inbox, m *metrics.Metrics,
-	relay *riskRelay, base *slog.Logger) (*holderRisk, error) {
+	relay *riskRelay, base *slog.Logger, firstSweep string) (*holderRisk, error) {
 	rd := trading.NewRiskDesk(svc, func(reason, result string) { m.Closes.WithLabelValues(reason, result).Inc() })
 	updates, _ := stream.engine.Updates(nil) // closed with the tick engine's subscribers when the stream stops
 	engine, err := risk.New(risk.Config{
@@ -64,10 +64,11 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Gate:     g,
 		Alerts:   marginCalls{inbox},
 		// Each close or fill holds one connection from its first statement to its commit.
-		Workers: db.Stats().MaxOpenConnections,
-		Log:     base,
-		Observe: func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
-		Dropped: func() uint64 { return stream.engine.DroppedFor(updates) },
+		Workers:    db.Stats().MaxOpenConnections,
+		Log:        base,
+		Observe:    func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
+		Dropped:    func() uint64 { return stream.engine.DroppedFor(updates) },
+		FirstSweep: firstSweep,
 	})
 	if err != nil {
 		return nil, err
