@@ -293,6 +293,7 @@ type deskStatus struct {
 	Role        string `json:"role"`
 	Reason      string `json:"reason"`
 	ThisProcess string `json:"thisProcess"`
+	Takeover    string `json:"takeover"`
 	Lease       *struct {
 		Trusted     bool   `json:"holdsLease"`
 		Term        int64  `json:"term"`

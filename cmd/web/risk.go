@@ -50,10 +50,10 @@ type holderRisk struct {
 	desk   *trading.RiskDesk
 }
 
-// newHolderRisk builds the risk engine over the holder's price stream. Run it in the guarded work
-// group: it must stop before the lease is released.
+// newHolderRisk builds the risk engine over the holder's price stream; its first sweep carries
+// firstSweep. Run it in the guarded work group: it must stop before the lease is released.
 func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, g *gate.Gate, inbox *alert.Inbox, m *metrics.Metrics,
-	relay *riskRelay, base *slog.Logger) (*holderRisk, error) {
+	relay *riskRelay, base *slog.Logger, firstSweep string) (*holderRisk, error) {
 	rd := trading.NewRiskDesk(svc, func(reason, result string) { m.Closes.WithLabelValues(reason, result).Inc() })
 	updates, _ := stream.engine.Updates(nil) // closed with the tick engine's subscribers when the stream stops
 	engine, err := risk.New(risk.Config{
@@ -65,10 +65,11 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Alerts:   marginCalls{inbox},
 		// Each close or fill waits for its group commit without holding a connection; a batch
 		// carries up to trading.MaxBatch of them, so that many can wait for the next one.
-		Workers: trading.MaxBatch,
-		Log:     base,
-		Observe: func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
-		Dropped: func() uint64 { return stream.engine.DroppedFor(updates) },
+		Workers:    trading.MaxBatch,
+		Log:        base,
+		Observe:    func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
+		Dropped:    func() uint64 { return stream.engine.DroppedFor(updates) },
+		FirstSweep: firstSweep,
 	})
 	if err != nil {
 		return nil, err

@@ -23,10 +23,7 @@ import (
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
-	"fxdesk/internal/mirror"
-	"fxdesk/internal/pricefeed"
 	"fxdesk/internal/risk"
-	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
@@ -102,11 +99,24 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	advertise := cfg.Advertise(ln.Addr())
 
 	var dk *desk.Desk
+	quotes := &desk.Quotes{}
+	// A standby's TookOver arrives on the keeper's goroutine, which must not block: the role and
+	// the price view change there and then, and the holder's parts are started by the loop below.
+	promoted := make(chan lease.Event, 1)
 	m := metrics.New("web")
 	keeper := lease.New(db, rdb, lease.Config{
 		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
 		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
-		Notify:       func(ev lease.Event) { dk.Notify(ev) },
+		Standby: cfg.Takeover == config.TakeoverStandby,
+		Notify: func(ev lease.Event) {
+			dk.Notify(ev)
+			if ev.Kind == lease.TookOver {
+				// Before the lease is trusted: no desk-priced request is served at the old
+				// holder's last published prices.
+				quotes.StopFollowing()
+				promoted <- ev
+			}
+		},
 		ObserveRenew: m.ObserveRenew,
 	}, log)
 	m.WatchLease(keeper)
@@ -117,7 +127,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	inbox := alert.NewInbox(db, log)
 	m.WatchAlerts(inbox)
-	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Tag: tag}, log); err != nil {
+	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Takeover: string(cfg.Takeover), Tag: tag}, log); err != nil {
 		return err
 	}
 	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -128,16 +138,18 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 
 	// Every long-lived part runs in parts, which reads its error: a part that fails stops the
-	// process. The stages stop in this order: guarded work, the price stream, the keeper; then
-	// the lease is released.
+	// process. The stages stop in this order: guarded work, the price stream (and a follower's
+	// view of the holder's), the keeper; then the lease is released.
 	parts := lifecycle.New(log)
-	guarded, streamStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage()
+	guarded, streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage()
 	released := false
 	stopAll := func(shutdownCtx context.Context) {
 		guarded.Stop()
 		streamStage.Stop()
+		followStage.Stop()
 		keeperStage.Stop()
-		if role == desk.Holder && !released {
+		// Role, not the boot role: a standby that took over releases like a boot winner.
+		if dk.Role() == desk.Holder && !released {
 			released = true
 			if err := keeper.Release(shutdownCtx); err != nil {
 				log.WarnContext(shutdownCtx, "lease release incomplete", slog.Any("err", err))
@@ -146,9 +158,6 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	defer stopAll(context.Background()) // a startup error after the claim still releases at once
 
-	// The price stream belongs to the holder alone; it is started before HTTP so the first
-	// request already sees quotes arriving, and kept even if the lease is lost later.
-	quotes := &desk.Quotes{}
 	settings := trading.NewSettings(db, log)
 	if err := settings.Load(ctx); err != nil {
 		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
@@ -156,79 +165,36 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	var stream *priceStream
-	if role == desk.Holder {
-		stream, err = startPriceStream(ctx, streamStage, cfg, db, log, settings.StaleAfter)
-		if err != nil {
-			return fmt.Errorf("start the price stream: %w", err)
-		}
-		quotes.SetEngine(stream.engine)
-		m.WatchEngine(stream.engine)
-		// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
-		// one configuration in which a follower (fxdesk-cron) can exist to read it.
-		if cfg.CronMode == config.CronOff {
-			pub, err := mirror.NewPublisher(mirror.PublisherConfig{
-				Redis: rdb, Quotes: stream.engine, Gate: g, Interval: cfg.MirrorInterval,
-				SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
-				Exposed:   relay.exposedSymbols(db),
-				Digits:    stream.digits,
-				Term:      keeper.Term, // read on every publish; State would wait behind a renew
-			}, log)
-			if err != nil {
-				return err
-			}
-			streamStage.Go("quote mirror publisher", pub.Run)
-			dk.SetMirror(pub.Status)
-			m.WatchMirror(pub.Status)
-		}
-		// Every accepted tick goes to Redis for the follower web processes, which exist only
-		// where the web tier forwards.
-		if cfg.Forward {
-			ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
-				Redis: rdb, Quotes: stream.engine, Gate: g, Term: keeper.Term, Digits: stream.digits,
-			}, log)
-			if err != nil {
-				return err
-			}
-			streamStage.Go("price feed publisher", ticks.Run)
-		}
-	} else if cfg.Forward {
-		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
-		if _, err := followPrices(ctx, streamStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
-			return fmt.Errorf("follow the holder's prices: %w", err)
-		}
-	}
-
-	// CRON_MODE=inline: the scheduled jobs run here, on the holder only (see inlineScheduler).
-	var sched *schedule.Scheduler
-	var jobs func() []schedule.JobState
-	if role == desk.Holder && cfg.CronMode == config.CronInline {
-		if sched, err = inlineScheduler(db, quotes, stream.engine, inbox, m, base.With(slog.String("component", "CRON"))); err != nil {
-			return fmt.Errorf("scheduled jobs: %w", err)
-		}
-		jobs = sched.States
-	}
-
 	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m})
 	if err != nil {
 		return err
 	}
-	var riskEngine *holderRisk
-	var riskStats func() risk.Stats
+	holder := &holderParts{cfg: cfg, db: db, rdb: rdb, keeper: keeper, gate: g, desk: dk, quotes: quotes, settings: settings,
+		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, base: base, guarded: guarded, stream: streamStage}
+	// The price stream belongs to the holder alone; it is started before HTTP so the first
+	// request already sees quotes arriving, and kept even if the lease is lost later.
 	if role == desk.Holder {
-		if riskEngine, err = newHolderRisk(db, tradingSvc, stream, dk, g, inbox, m, relay, base); err != nil {
-			return fmt.Errorf("risk engine: %w", err)
+		if err := holder.start(ctx, risk.SweepBoot); err != nil {
+			return err
 		}
-		riskStats = riskEngine.engine.Stats
-		m.WatchRisk(riskStats)
+	} else if cfg.Forward {
+		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
+		if _, err := followPrices(ctx, followStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
+			return fmt.Errorf("follow the holder's prices: %w", err)
+		}
 	}
+	// The keeper renews on a holder; on a standby follower it re-contends until it wins (and then
+	// renews); on any other follower it only waits. Its own stage outlives guarded work during
+	// shutdown: guarded work stops first, then the lease is released.
+	keeperStage.Go("lease keeper", keeper.Run)
+
 	var fwd *forward.Forwarder
 	if cfg.Forward {
 		if fwd, err = newForwarder(cfg, db, keeper, log); err != nil {
 			return err
 		}
 	}
-	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: jobs, Risk: riskStats,
+	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: holder.jobs, Risk: holder.riskStats,
 		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd})
 	if err != nil {
 		return err
@@ -242,7 +208,8 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise), slog.String("role", string(role)))
+	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise),
+		slog.String("role", string(role)), slog.String("takeover", string(cfg.Takeover)))
 	printHowToCall(stdout, ln.Addr().String(), role)
 	if cfg.Demo {
 		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String())); err != nil {
@@ -250,27 +217,33 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		}
 	}
 
-	// The keeper renews in its own stage so it outlives guarded work during shutdown: guarded
-	// work stops first, then the lease is released.
-	if role == desk.Holder {
-		keeperStage.Go("lease keeper", keeper.Run)
-		guarded.Go("venue jobs", func(ctx context.Context) error { return dk.RunVenueJobs(ctx, cfg.VenueInterval) })
-		guarded.Go("risk engine", riskEngine.run)
-		if sched != nil {
-			guarded.Go("scheduler", sched.Run)
-		}
-	}
-
 	var failure error
-	select {
-	case <-ctx.Done():
-		log.InfoContext(ctx, "shutting down")
-	case err := <-srvErr:
-		log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
-		failure = fmt.Errorf("http server: %w", err)
-	case <-parts.Failed():
-		failure = parts.Err()
-		log.InfoContext(ctx, "shutting down: a part failed")
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.InfoContext(ctx, "shutting down")
+			break wait
+		case err := <-srvErr:
+			log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
+			failure = fmt.Errorf("http server: %w", err)
+			break wait
+		case <-parts.Failed():
+			failure = parts.Err()
+			log.InfoContext(ctx, "shutting down: a part failed")
+			break wait
+		case ev := <-promoted:
+			// A standby took the lease over: the holder's view of prices replaces the followed one,
+			// and the risk engine's first sweep is a lease_restored sweep over what the old holder
+			// last watched. Failing to start is a failure of the process, which then releases.
+			followStage.Stop()
+			if err := holder.start(ctx, risk.SweepLeaseRestored); err != nil {
+				failure = fmt.Errorf("take over as holder (term %d): %w", ev.Term, err)
+				log.ErrorContext(ctx, "standby takeover failed; stopping", slog.Any("err", err))
+				break wait
+			}
+			log.InfoContext(ctx, "serving as holder after a standby takeover", slog.Int64("term", ev.Term), slog.String("advertiseUrl", advertise))
+		}
 	}
 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -40,8 +40,9 @@ type Deps struct {
 	Trading *trading.Service
 	// Settings reads and writes fx_setting.
 	Settings *trading.Settings
-	// Risk reports the risk engine's counters where it runs (the holder); nil elsewhere.
-	Risk func() risk.Stats
+	// Risk reports the risk engine's counters where it runs (the holder), ok false or nil
+	// elsewhere; a standby follower that takes the lease over starts reporting then.
+	Risk func() (s risk.Stats, ok bool)
 	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web); nil
 	// elsewhere.
 	Jobs func() []schedule.JobState

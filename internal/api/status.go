@@ -11,6 +11,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
 )
@@ -62,6 +63,13 @@ type feedView struct {
 	Rejected       uint64     `json:"rejected"`
 }
 
+func riskStats(d Deps) (risk.Stats, bool) {
+	if d.Risk == nil {
+		return risk.Stats{}, false
+	}
+	return d.Risk()
+}
+
 func buildReport(ctx context.Context, d Deps) report {
 	r := report{Status: d.Desk.Status(ctx), Alerts: []alert.Alert{}}
 	if d.Quotes != nil {
@@ -86,8 +94,7 @@ func buildReport(ctx context.Context, d Deps) report {
 	if d.Jobs != nil {
 		r.Jobs = d.Jobs()
 	}
-	if d.Risk != nil {
-		s := d.Risk()
+	if s, ok := riskStats(d); ok {
 		r.Risk = &riskView{
 			Loaded: s.Loaded, Positions: s.Positions, Orders: s.Orders, Accounts: s.Accounts, Queued: s.Queued,
 			TicksEvaluated: s.TicksEvaluated, TicksDropped: s.TicksDropped, ClosesQueued: s.ClosesQueued,

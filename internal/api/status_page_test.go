@@ -18,7 +18,7 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 	now := time.Now()
 	age := int64(120)
 	r := report{
-		Status: desk.Status{Process: "web", Role: desk.Holder, Reason: "won the engine lease at boot", ThisProcess: "box:1", CronMode: "off",
+		Status: desk.Status{Process: "web", Role: desk.Holder, Reason: "won the engine lease at boot", ThisProcess: "box:1", CronMode: "off", Takeover: "standby",
 			Lease:  &desk.LeaseView{Key: "forex-trading", Trusted: true, Term: 3, TrustLeftMs: 9000, Lost: true, FailOpen: true},
 			Holder: desk.HolderView{Row: &desk.RowView{Hostname: "box", PID: 1, Term: 3, Live: true, ExpiresInMs: 15000}, Redis: "box:1", Agree: true},
 			Mirror: &mirror.Status{Mode: mirror.Publishing}, Time: now},
@@ -31,7 +31,7 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 	if err := statusPage.Execute(&page, r); err != nil {
 		t.Fatalf("status page: %v", err)
 	}
-	for _, want := range []string{"holds the lease", "LEASE LOST", "ledger-drift", "processFxSwaps"} {
+	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps"} {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}

@@ -37,6 +37,17 @@ const (
 	CronOnly CronMode = "only"
 )
 
+// Takeover decides whether a web process that lost the boot claim may later become the holder.
+type Takeover string
+
+const (
+	// TakeoverNever is DESIGN §1: a follower stays a follower for its whole life; an operator
+	// restarts processes to move the desk.
+	TakeoverNever Takeover = "never"
+	// TakeoverStandby lets a follower re-contend every TTL/3 and take over an expired lease.
+	TakeoverStandby Takeover = "standby"
+)
+
 // Config is the resolved configuration of one process.
 type Config struct {
 	Process Process
@@ -68,6 +79,11 @@ type Config struct {
 	// masked in logs); required, the same on every web process, whenever Forward is on or
 	// FXDESK_WEB_INSTANCES > 1.
 	ClusterSecret string
+	// Takeover is FXDESK_TAKEOVER, never (default) or standby; always never on fxdesk-cron, which
+	// reads the shared env file and ignores it. Standby needs forwarding: a standby
+	// follower is only useful where the holder's traders can reach it, and it must keep sending
+	// desk-priced work to whichever process holds the term.
+	Takeover Takeover
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
 	// MirrorMaxAge bounds a mirrored mid used for conversion while its session is open
@@ -180,6 +196,22 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_CLUSTER_SECRET must be set, at least 16 characters and the same on every web process, when FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on (it signs the requests followers forward to the lease holder; generate one with: openssl rand -hex 32)"))
 	}
 
+	// The env file is shared by both binaries, so fxdesk-cron reads FXDESK_TAKEOVER and ignores it:
+	// the cron process never contends, whatever the web tier does.
+	c.Takeover = TakeoverNever
+	switch v := Takeover(strings.ToLower(env("FXDESK_TAKEOVER", string(TakeoverNever)))); v {
+	case TakeoverNever:
+	case TakeoverStandby:
+		if p == Web {
+			c.Takeover = v
+			if !c.Forward {
+				errs = append(errs, errors.New("FXDESK_TAKEOVER=standby needs a forwarding web tier (FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on, with FXDESK_CLUSTER_SECRET): a standby follower forwards desk-priced work to the holder until it takes over"))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("FXDESK_TAKEOVER=%q must be never (a follower never promotes; the default) or standby (a follower takes over an expired lease)", v))
+	}
+
 	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 		errs = append(errs, fmt.Errorf("FXDESK_MYSQL_DSN is not a valid MySQL DSN (example: root@tcp(127.0.0.1:3306)/fxdesk): %w", err))
 	} else if cfg, _ := mysql.ParseDSN(c.MySQLDSN); cfg.DBName == "" {
@@ -270,6 +302,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("webInstances", c.WebInstances),
 		slog.Bool("forward", c.Forward),
 		slog.String("clusterSecret", mask(c.ClusterSecret)),
+		slog.String("takeover", string(c.Takeover)),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),

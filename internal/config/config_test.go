@@ -17,11 +17,12 @@ func TestDefaultsMakeASingleProcessDesk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.CronMode != CronInline || c.HTTPAddr != ":4000" || c.LeaseTTL != 20*time.Second || c.LeaseFence != 5*time.Second ||
-		c.RenewEvery() != 20*time.Second/3 || c.Feed != "sim" || c.MirrorInterval != 5*time.Second || c.WebInstances != 1 {
+		c.RenewEvery() != 20*time.Second/3 || c.Takeover != TakeoverNever || c.Feed != "sim" || c.MirrorInterval != 5*time.Second || c.WebInstances != 1 {
 		t.Fatalf("defaults = %+v", c)
 	}
-	cron, err := Load(Cron, env(map[string]string{"FXDESK_HOSTNAME": "box"}))
-	if err != nil || cron.CronMode != CronOnly || cron.HTTPAddr != ":4001" {
+	// The env file both binaries read may ask the web tier for standby: the cron process ignores it.
+	cron, err := Load(Cron, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_TAKEOVER": "standby"}))
+	if err != nil || cron.CronMode != CronOnly || cron.HTTPAddr != ":4001" || cron.Takeover != TakeoverNever {
 		t.Fatalf("cron defaults = %+v, %v", cron, err)
 	}
 }
@@ -54,6 +55,9 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2"}, []string{"FXDESK_CLUSTER_SECRET", "FXDESK_WEB_INSTANCES"}},
 		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "short"}, []string{"FXDESK_CLUSTER_SECRET", "16"}},
 		{Web, map[string]string{"FXDESK_FORWARD": "yes"}, []string{"FXDESK_FORWARD", "on or off"}},
+		// Standby takeover is opt-in, and only where followers forward to the holder.
+		{Web, map[string]string{"FXDESK_TAKEOVER": "auto"}, []string{"FXDESK_TAKEOVER", "never", "standby"}},
+		{Web, map[string]string{"FXDESK_TAKEOVER": "standby"}, []string{"FXDESK_TAKEOVER", "FXDESK_FORWARD", "FXDESK_CLUSTER_SECRET"}},
 		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "10.0.0.5:4000"}, []string{"FXDESK_ADVERTISE_URL", "http://"}},
 		{Web, map[string]string{"FXDESK_ADVERTISE_URL": "http://10.0.0.5:4000/api"}, []string{"FXDESK_ADVERTISE_URL", "no path"}},
 	} {
@@ -119,5 +123,17 @@ func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 		if strings.Contains(line, secret) {
 			t.Errorf("startup line shows %q: %s", secret, line)
 		}
+	}
+}
+
+// Standby is accepted where the web tier forwards, and shows in the startup line.
+func TestStandbyTakeoverOnAForwardingTier(t *testing.T) {
+	c, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_TAKEOVER": "Standby",
+		"FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": "0123456789abcdef0123"}))
+	if err != nil || c.Takeover != TakeoverStandby {
+		t.Fatalf("standby on a forwarding tier = %v, %v", c.Takeover, err)
+	}
+	if line := c.LogValue().String(); !strings.Contains(line, "takeover=standby") {
+		t.Errorf("startup line %q does not show the takeover mode", line)
 	}
 }

@@ -1,6 +1,7 @@
-// Package desk owns what the engine lease owns: it decides this process's role once, at boot,
-// runs the holder's venue jobs through the gate (internal/gate, which admits or drops every
-// lease-guarded unit of work) and reports the role for operators. It never promotes a follower and never queues dropped work for replay.
+// Package desk owns what the engine lease owns: it decides this process's role at boot, runs the
+// holder's venue jobs through the gate (internal/gate, which admits or drops every lease-guarded
+// unit of work) and reports the role for operators. A follower becomes the holder only when its
+// keeper reports TookOver (FXDESK_TAKEOVER=standby); the desk never queues dropped work for replay.
 package desk
 
 import (
@@ -8,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,11 +20,12 @@ import (
 	"fxdesk/internal/mirror"
 )
 
-// Role is what this process is for its whole life.
+// Role is what this process is: fixed at boot, except that a standby follower becomes the holder
+// when it takes the lease over.
 type Role string
 
 const (
-	Holder   Role = "holder"   // won the engine lease at boot
+	Holder   Role = "holder"   // won the engine lease at boot, or took it over as a standby
 	Follower Role = "follower" // lost it at boot: serves from the database, cannot quote
 	Cron     Role = "cron"     // fxdesk-cron: never contends
 )
@@ -37,6 +40,7 @@ type Desk struct {
 
 	process  string
 	cronMode string
+	takeover string
 	tag      string
 
 	mu       sync.Mutex
@@ -57,6 +61,7 @@ func (d *Desk) SetMirror(status func() mirror.Status) {
 type Config struct {
 	Process  string // "web" or "cron"
 	CronMode string // inline, off or only
+	Takeover string // FXDESK_TAKEOVER on a web process: never or standby
 	Tag      string // hostname:pid
 }
 
@@ -72,7 +77,7 @@ func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate
 	if keeper == nil || g == nil {
 		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
 	}
-	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag}, nil
+	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag}, nil
 }
 
 // Claim contends for the lease once and fixes the role for the life of the process.
@@ -93,14 +98,22 @@ func (d *Desk) Claim(ctx context.Context) (Role, error) {
 	} else {
 		h := d.keeper.State().Observed
 		d.role = Follower
-		d.reason = "lost the engine lease at boot to " + h.String() + "; serves from the database only and never promotes (restart it to contend again)"
-		d.log.WarnContext(ctx, "role: follower — serving HTTP from the database only; this process cannot quote and will not promote",
-			slog.String("holder", h.String()))
+		if d.standby() {
+			d.reason = "lost the engine lease at boot to " + h.String() + "; forwards desk-priced work to the holder and takes the lease over if it expires (FXDESK_TAKEOVER=standby)"
+			d.log.WarnContext(ctx, "role: follower — standby: forwarding desk-priced work to the holder and re-contending every renew period; takes over if the holder's lease expires",
+				slog.String("holder", h.String()), slog.String("takeover", d.takeover))
+		} else {
+			d.reason = "lost the engine lease at boot to " + h.String() + "; serves from the database only and never promotes (restart it to contend again)"
+			d.log.WarnContext(ctx, "role: follower — serving HTTP from the database only; this process cannot quote and will not promote",
+				slog.String("holder", h.String()))
+		}
 	}
 	return d.role, nil
 }
 
-// Role is the role fixed by Claim.
+func (d *Desk) standby() bool { return d.takeover == "standby" }
+
+// Role is the role fixed by Claim, or Holder once a standby took the lease over.
 func (d *Desk) Role() Role {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -118,8 +131,18 @@ func (d *Desk) OnRestored(fn func(context.Context)) {
 	d.mu.Unlock()
 }
 
-// Notify is the keeper's event hook. It must not block the keeper.
+// Notify is the keeper's event hook. It must not block the keeper. TookOver makes this process
+// the holder at once (the caller starts the holder's parts); Restored runs the OnRestored hooks.
 func (d *Desk) Notify(ev lease.Event) {
+	if ev.Kind == lease.TookOver {
+		d.mu.Lock()
+		d.role = Holder
+		d.reason = "took the engine lease over as a standby (FXDESK_TAKEOVER=standby) after the holder's lease expired; term " + strconv.FormatInt(ev.Term, 10)
+		d.mu.Unlock()
+		d.log.Warn("role: holder — took over the engine lease after the holder's lease expired; starting the price stream, the risk engine and the holder's jobs",
+			slog.String("lease", lease.Key), slog.Int64("term", ev.Term), slog.String("takeover", d.takeover))
+		return
+	}
 	if ev.Kind != lease.Restored {
 		return
 	}

@@ -31,6 +31,11 @@ func (q *Quotes) SetEngine(e *tick.Engine) { q.engine.Store(e) }
 // SetFollowed attaches the holder's published ticks (a follower web process).
 func (q *Quotes) SetFollowed(s Source) { q.followed.Store(&s) }
 
+// StopFollowing detaches the followed source: a standby that took the lease over shows nothing
+// (QUOTING_HALTED) until its own engine is attached, rather than fill at the old holder's last
+// published prices.
+func (q *Quotes) StopFollowing() { q.followed.Store(nil) }
+
 // Engine returns the attached engine, or nil.
 func (q *Quotes) Engine() *tick.Engine { return q.engine.Load() }
 

@@ -14,13 +14,15 @@ import (
 // Status is what /api/admin/fx/desk reports: this process's role and why, its own view of the
 // lease, and what the two arbiters say right now.
 type Status struct {
-	Process     string     `json:"process"`
-	Role        Role       `json:"role"`
-	Reason      string     `json:"reason"`
-	ThisProcess string     `json:"thisProcess"` // hostname:pid of the process answering; the lease holder is under holder
-	CronMode    string     `json:"cronMode"`
-	Lease       *LeaseView `json:"lease"` // nil on the cron process
-	Holder      HolderView `json:"holder"`
+	Process     string `json:"process"`
+	Role        Role   `json:"role"`
+	Reason      string `json:"reason"`
+	ThisProcess string `json:"thisProcess"` // hostname:pid of the process answering; the lease holder is under holder
+	CronMode    string `json:"cronMode"`
+	// Takeover is FXDESK_TAKEOVER of a web process (never or standby); empty on fxdesk-cron.
+	Takeover string     `json:"takeover,omitempty"`
+	Lease    *LeaseView `json:"lease"` // nil on the cron process
+	Holder   HolderView `json:"holder"`
 	// Mirror is the quote mirror: publishing on a holder with CRON_MODE=off, following on
 	// fxdesk-cron, absent elsewhere.
 	Mirror *mirror.Status `json:"mirror"`
@@ -68,7 +70,7 @@ type RowView struct {
 // an error instead of hanging the page.
 func (d *Desk) Status(ctx context.Context) Status {
 	d.mu.Lock()
-	s := Status{Process: d.process, Role: d.role, Reason: d.reason, ThisProcess: d.tag, CronMode: d.cronMode, Time: time.Now().UTC()}
+	s := Status{Process: d.process, Role: d.role, Reason: d.reason, ThisProcess: d.tag, CronMode: d.cronMode, Takeover: d.takeover, Time: time.Now().UTC()}
 	mirrorStatus := d.mirror
 	d.mu.Unlock()
 	if mirrorStatus != nil {

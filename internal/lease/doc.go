@@ -19,13 +19,17 @@
 // fence leaves room for work that passed the gate just before the deadline to finish before the
 // row can expire and move to someone else.
 //
-// States of one process (a process that loses at boot never promotes; there is no polling):
+// States of one process. A process that loses at boot never promotes and never polls — unless it
+// was built with Config.Standby (FXDESK_TAKEOVER=standby): then it re-contends every TTL/3 with
+// the same conditional UPDATE, against the row only, and on winning (an expired row, term + 1)
+// announces TookOver before it trusts the lease, and from then on is TRUSTED like a boot winner.
 //
 //	              claim at boot
 //	start ──────────────┬────────────────────────────────┐
 //	                    │ won (row, or Redis while        │ lost
 //	                    │ MySQL is down, or fail-open)    ▼
-//	                    ▼                              FOLLOWER (for life)
+//	                    ▼                              FOLLOWER (for life; a standby
+//	                    │ ◀─────── row expired: TookOver ─ re-contends every TTL/3)
 //	               ┌─────────┐  renew fails past   ┌──────────┐
 //	               │ TRUSTED │ ──────────────────▶ │ UNTRUSTED│ gate shut,
 //	               │         │ ◀────────────────── │          │ nothing queued

@@ -22,3 +22,6 @@ func (k *Keeper) Fence(ctx context.Context, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+// Contend runs one standby claim, as Run does every TTL/3 on a standby follower.
+func (k *Keeper) Contend(ctx context.Context) bool { return k.contend(ctx) }

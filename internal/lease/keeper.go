@@ -37,6 +37,10 @@ type EventKind string
 
 const (
 	Acquired EventKind = "acquired" // won at boot
+	// TookOver: a standby follower won the lease after the boot claim was lost (Config.Standby).
+	// It is delivered before the lease is trusted, so the handler can stop showing a follower's
+	// prices before the first desk-priced request is served here.
+	TookOver EventKind = "took_over"
 	Lapsed   EventKind = "lapsed"   // trust window passed; the gate is shut
 	Restored EventKind = "restored" // a renew succeeded after a lapse: run a lease_restored sweep
 	Lost     EventKind = "lost"     // another instance holds it; the gate stays shut for life
@@ -62,6 +66,9 @@ type Config struct {
 	InstanceID   string // random per process start when empty
 	// Instances is the configured number of web processes; above one, a sibling is provable.
 	Instances int
+	// Standby makes a process that lost the boot claim re-contend every TTL/3 in Run
+	// (FXDESK_TAKEOVER=standby). Off, a follower never polls and never promotes (DESIGN §1).
+	Standby bool
 	// Now is the clock for the trust window; it must carry a monotonic reading (time.Now does).
 	Now func() time.Time
 	// PIDAlive reports whether a process with this pid exists on this host; kill(pid, 0) by default.
@@ -169,7 +176,8 @@ func (k *Keeper) trust(attemptStart time.Time) {
 }
 
 // Claim contends for the lease once, at boot. It returns true when this process now holds it.
-// A false answer is final for the life of the process: there is no later promotion.
+// A false answer is final for the life of the process unless Config.Standby is set, in which
+// case Run re-contends (contend).
 func (k *Keeper) Claim(ctx context.Context) (bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -281,14 +289,20 @@ func (k *Keeper) notify(e Event) {
 func (k *Keeper) dbTimeout() time.Duration { return max(k.cfg.TTL/6, 500*time.Millisecond) }
 
 // Run renews the lease every TTL/3 until ctx ends. It does not release: the owner stops guarded
-// work first and then calls Release. On a process that did not win
-// the claim it only waits for ctx: a follower never polls and never promotes.
+// work first and then calls Release. On a process that did not win the claim it only waits for
+// ctx — a follower never polls and never promotes — unless Config.Standby is set: then it
+// re-contends every TTL/3 and, once it wins, renews like any holder.
 func (k *Keeper) Run(ctx context.Context) error {
-	if k.trustedUntil.Load() == 0 {
-		<-ctx.Done()
-		return nil
-	}
 	renew := k.RenewEvery()
+	if k.trustedUntil.Load() == 0 {
+		if !k.cfg.Standby {
+			<-ctx.Done()
+			return nil
+		}
+		if !k.standBy(ctx, renew) {
+			return nil
+		}
+	}
 	retry := min(renew, 2*time.Second)
 	timer := time.NewTimer(renew)
 	defer timer.Stop()
@@ -309,6 +323,58 @@ func (k *Keeper) Run(ctx context.Context) error {
 			timer.Reset(retry)
 		}
 	}
+}
+
+// standBy re-contends every period until this process wins (true) or ctx ends (false).
+func (k *Keeper) standBy(ctx context.Context, every time.Duration) bool {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if k.contend(ctx) {
+			return true
+		}
+	}
+}
+
+// contend is one standby claim. It asks the row alone: with MySQL unreachable a standby stays a
+// follower rather than let Redis or fail-open crown a second desk beside a holder it cannot see
+// (the holder's own keeper keeps its Redis tag while the row is down). The claim is the boot
+// claim's conditional UPDATE, so it wins only over an expired row (or a dead pid on this host),
+// and the term moves on by one.
+func (k *Keeper) contend(ctx context.Context) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.released || k.lost.Load() || k.trustedUntil.Load() != 0 {
+		return false
+	}
+	start := k.cfg.Now()
+	won, holder, err := k.claimRow(ctx)
+	switch {
+	case err != nil:
+		k.lastErr = err.Error()
+		k.log.WarnContext(ctx, "standby: the lease row cannot be read; staying a follower and contending again next period", slog.Any("err", err))
+		return false
+	case !won:
+		k.lastErr = ""
+		k.observed = holder
+		return false
+	}
+	previous := k.observed
+	k.lastErr = ""
+	k.observed = Holder{}
+	k.arbiter = ArbiterRow
+	k.lastRenew = start
+	k.log.InfoContext(ctx, "engine lease acquired by standby takeover", slog.String("arbiter", string(ArbiterRow)),
+		slog.Int64("term", k.term.Load()), slog.String("holder", k.tag), slog.String("previousHolder", previous.String()), slog.Int64("previousTerm", previous.Term))
+	k.agreeRedis(ctx)
+	k.notify(Event{Kind: TookOver, Term: k.term.Load()})
+	k.trust(start)
+	return true
 }
 
 // Renew runs one renew cycle and reports whether the lease is confirmed for another window.

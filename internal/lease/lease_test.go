@@ -109,6 +109,7 @@ type keeperOpts struct {
 	url      string
 	log      *syncBuffer
 	notified *[]lease.Event
+	standby  bool
 }
 
 func (e *env) keeper(o keeperOpts) *lease.Keeper {
@@ -133,6 +134,7 @@ func (e *env) keeper(o keeperOpts) *lease.Keeper {
 	cfg := lease.Config{
 		Key: e.key, TTL: 3 * time.Second, Fence: time.Second,
 		Hostname: o.host, PID: o.pid, AdvertiseURL: o.url, Instances: max(o.inst, 1), PIDAlive: o.alive,
+		Standby: o.standby,
 	}
 	if o.clock != nil {
 		cfg.Now = o.clock.Now

@@ -43,6 +43,9 @@ type Config struct {
 	Dropped func() uint64
 	// DropCheck is how often Dropped is read. Default 1s.
 	DropCheck time.Duration
+	// FirstSweep is the reason of the sweep that follows the load: SweepBoot by default;
+	// SweepLeaseRestored where the engine starts because a standby follower took the lease over.
+	FirstSweep string
 }
 
 // Stats counts what the engine holds and has done.
@@ -155,6 +158,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.DropCheck <= 0 {
 		cfg.DropCheck = time.Second
 	}
+	if cfg.FirstSweep == "" {
+		cfg.FirstSweep = SweepBoot
+	}
 	if cfg.LoadRetryMax < cfg.LoadRetryMin {
 		cfg.LoadRetryMax = max(30*time.Second, cfg.LoadRetryMin)
 	}
@@ -165,8 +171,8 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Run starts the workers, loads the view (retrying until it succeeds or ctx ends), runs the
-// boot sweep and then evaluates every update until ctx ends or the channel closes. No tick is
-// evaluated before the load. Work still queued when Run returns is dropped with a warning.
+// first sweep (Config.FirstSweep) and then evaluates every update until ctx ends or the channel
+// closes. No tick is evaluated before the load. Work still queued when Run returns is dropped with a warning.
 // Run returns an error only when called twice.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
@@ -200,7 +206,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer t.Stop()
 		dropCheck = t.C
 	}
-	e.Sweep(ctx, SweepBoot)
+	e.Sweep(ctx, e.cfg.FirstSweep)
 	close(e.ready)
 	for {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -526,4 +527,41 @@ func TestExposedSymbols(t *testing.T) {
 	want("EURUSD", "GBPUSD", "USDJPY") // position 3 is still open on EURUSD
 	r.e.Apply(ctx, Change{Kind: PositionClosed, Position: Position{ID: 3}}, Change{Kind: OrderCancelled, Order: Order{ID: 7}})
 	want("GBPUSD")
+}
+
+// An engine started by a standby takeover runs its first sweep as lease_restored: the positions
+// it loads were last watched by another process, and the sweep closes what crossed in between.
+func TestFirstSweepCarriesTheConfiguredReason(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ first, want string }{{"", SweepBoot}, {SweepLeaseRestored, SweepLeaseRestored}} {
+		logs := &logBuffer{}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		prices := &fakePrices{}
+		prices.set("EURUSD", 1.18, 1.18) // below the SL: the first sweep closes it
+		exec := &fakeExec{entered: make(chan call, 4)}
+		e, err := New(Config{
+			Loader: loaderFunc(func(context.Context) (Snapshot, error) {
+				return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+					{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+				}}, nil
+			}),
+			Prices: prices, Updates: make(chan tick.Update), Executor: exec, Gate: realGate(t, &gatetest.Lease{}, log, nil),
+			Workers: 1, Log: log, FirstSweep: tc.first,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		recv(t, e.Ready())
+		if c := recv(t, exec.entered); c.id != 1 || c.reason != fx.CloseSL {
+			t.Errorf("first sweep %q closed %+v, want position 1 at its SL", tc.want, c)
+		}
+		cancel()
+		<-done
+		if logs.lines("risk sweep", "reason="+tc.want) != 1 || (tc.want != SweepBoot && logs.lines("risk sweep", "reason="+SweepBoot) != 0) {
+			t.Errorf("FirstSweep %q: sweeps logged:\n%s", tc.first, logs.String())
+		}
+	}
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/config"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/lease"
+	"fxdesk/internal/lifecycle"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/mirror"
+	"fxdesk/internal/pricefeed"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/schedule"
+	"fxdesk/internal/trading"
+)
+
+// holderParts is what only the lease holder runs: the price stream, the quote mirror publisher
+// (CRON_MODE=off), the tick publisher for follower web processes (forwarding on), the inline
+// scheduler (CRON_MODE=inline), the venue jobs and the risk engine. start runs them in the
+// process's stages — the same ordered shutdown and release whether they started at boot or
+// when a standby follower took the lease over later.
+type holderParts struct {
+	cfg      config.Config
+	db       *sql.DB
+	rdb      redis.UniversalClient
+	keeper   *lease.Keeper
+	gate     *gate.Gate
+	desk     *desk.Desk
+	quotes   *desk.Quotes
+	settings *trading.Settings
+	trading  *trading.Service
+	relay    *riskRelay
+	inbox    *alert.Inbox
+	metrics  *metrics.Metrics
+	base     *slog.Logger
+
+	guarded, stream *lifecycle.Stage
+
+	once    sync.Once
+	risk    atomic.Pointer[risk.Engine]
+	sched   atomic.Pointer[schedule.Scheduler]
+	started error
+}
+
+// start builds and starts the holder's parts once; firstSweep is the risk engine's first sweep
+// reason (boot, or lease_restored after a takeover). A second call returns the first's result.
+func (h *holderParts) start(ctx context.Context, firstSweep string) error {
+	h.once.Do(func() { h.started = h.startOnce(ctx, firstSweep) })
+	return h.started
+}
+
+func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
+	log := h.base.With(slog.String("component", "FX"))
+	stream, err := startPriceStream(ctx, h.stream, h.cfg, h.db, log, h.settings.StaleAfter)
+	if err != nil {
+		return fmt.Errorf("start the price stream: %w", err)
+	}
+	h.quotes.SetEngine(stream.engine)
+	h.metrics.WatchEngine(stream.engine)
+	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
+	// one configuration in which a follower (fxdesk-cron) can exist to read it.
+	if h.cfg.CronMode == config.CronOff {
+		pub, err := mirror.NewPublisher(mirror.PublisherConfig{
+			Redis: h.rdb, Quotes: stream.engine, Gate: h.gate, Interval: h.cfg.MirrorInterval,
+			SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
+			Exposed:   h.relay.exposedSymbols(h.db),
+			Digits:    stream.digits,
+			Term:      h.keeper.Term, // read on every publish; State would wait behind a renew
+		}, log)
+		if err != nil {
+			return err
+		}
+		h.stream.Go("quote mirror publisher", pub.Run)
+		h.desk.SetMirror(pub.Status)
+		h.metrics.WatchMirror(pub.Status)
+	}
+	// Every accepted tick goes to Redis for the follower web processes, which exist only where
+	// the web tier forwards.
+	if h.cfg.Forward {
+		ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
+			Redis: h.rdb, Quotes: stream.engine, Gate: h.gate, Term: h.keeper.Term, Digits: stream.digits,
+		}, log)
+		if err != nil {
+			return err
+		}
+		h.stream.Go("price feed publisher", ticks.Run)
+	}
+
+	// CRON_MODE=inline: the scheduled jobs run here, on the holder only (see inlineScheduler).
+	var sched *schedule.Scheduler
+	if h.cfg.CronMode == config.CronInline {
+		if sched, err = inlineScheduler(h.db, h.quotes, stream.engine, h.inbox, h.metrics, h.base.With(slog.String("component", "CRON"))); err != nil {
+			return fmt.Errorf("scheduled jobs: %w", err)
+		}
+	}
+	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep)
+	if err != nil {
+		return fmt.Errorf("risk engine: %w", err)
+	}
+	h.risk.Store(riskEngine.engine)
+	h.metrics.WatchRisk(riskEngine.engine.Stats)
+
+	// Guarded work stops before the stream and the keeper, and the lease is released after them.
+	h.guarded.Go("venue jobs", func(ctx context.Context) error { return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval) })
+	h.guarded.Go("risk engine", riskEngine.run)
+	if sched != nil {
+		h.sched.Store(sched)
+		h.guarded.Go("scheduler", sched.Run)
+	}
+	return nil
+}
+
+// riskStats reports the risk engine's counters once it runs here.
+func (h *holderParts) riskStats() (risk.Stats, bool) {
+	if e := h.risk.Load(); e != nil {
+		return e.Stats(), true
+	}
+	return risk.Stats{}, false
+}
+
+// jobs reports the inline scheduler's jobs once it runs here; nil before, and on a follower.
+func (h *holderParts) jobs() []schedule.JobState {
+	if s := h.sched.Load(); s != nil {
+		return s.States()
+	}
+	return nil
+}

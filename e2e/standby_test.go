@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"fxdesk/internal/forward"
+)
+
+const pricingText = "Pricing is temporarily unavailable for this instrument — please retry shortly"
+
+// standbyOrder is a 0.10-lot EURUSD market buy with its own requestNonce.
+func standbyOrder(acct int64, nonce string) string {
+	return fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","requestNonce":%q}`, acct, nonce)
+}
+
+// With FXDESK_TAKEOVER=standby, the holder (box-a) is SIGKILLed and the follower (box-b, so the
+// dead-pid shortcut cannot apply) takes the lease over once the row has expired: it starts the
+// price stream and the risk engine (first sweep lease_restored) and a trader's order sent to it
+// fills. The time from the kill to that fill is the takeover time, logged for the report.
+func TestStandbyTakesOverAfterTheHolderIsKilled(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t, "FXDESK_TAKEOVER=standby")
+	tok, acct := w.d.newTrader(760, "USD", "100", "10000.00")
+	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	must(t, w.follower, tok, "POST", "/api/fx/orders", standbyOrder(acct, "s-1"), http.StatusCreated, nil)
+	if s := w.follower.desk(); s.Role != "follower" || s.Takeover != "standby" || s.Lease.Trusted {
+		t.Fatalf("standby follower before the kill = %+v", s)
+	}
+
+	killed := time.Now()
+	w.d.web.stop(syscall.SIGKILL)
+	// Until the follower holds the lease and quotes, every attempt is refused with the pricing
+	// text; the same requestNonce on every attempt means a fill can happen only once.
+	var o orderResp
+	for {
+		if time.Since(killed) > 30*time.Second {
+			t.Fatal("the standby follower never served a fill after the holder was killed")
+		}
+		w.d.simQuote("EURUSD", "1.10000", "1.10020")
+		code, a := callHeaders(t, w.follower, tok, "POST", "/api/fx/orders", standbyOrder(acct, "s-2"))
+		if code == http.StatusCreated {
+			if err := json.Unmarshal(a.body, &o); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		var er errorResp
+		json.Unmarshal(a.body, &er)
+		if code != http.StatusServiceUnavailable || er.Error.Message != pricingText || a.header.Get("Retry-After") == "" {
+			t.Fatalf("during the takeover = %d %s (Retry-After %q), want 503 with the pricing text", code, a.body, a.header.Get("Retry-After"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(killed)
+	t.Logf("standby takeover: %v from SIGKILL of the holder to a fill served by the follower (FXDESK_LEASE_TTL=6s, re-contend every 2s)", took.Round(time.Millisecond))
+	// The row was live for up to a TTL after the holder's last renew, which started at most one
+	// renew period (2 s) before the kill: a takeover sooner than that took a live row.
+	if took < 4*time.Second {
+		t.Fatalf("took over %v after the kill: before the killed holder's row could have expired", took)
+	}
+	if o.Order.Status != "FILLED" || o.Position == nil || o.Replayed {
+		t.Fatalf("order after takeover = %+v", o)
+	}
+
+	promo := w.follower.waitLog(time.Second, msgHas("role: holder — took over"))
+	if promo.level() != "WARN" {
+		t.Errorf("promotion logged at %s, want WARN (an operator should see it)", promo.level())
+	}
+	w.follower.waitLog(5*time.Second, func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "lease_restored" })
+	if _, ok := w.follower.findLog(func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "boot" }); ok {
+		t.Error("the promoted follower's first risk sweep was a boot sweep")
+	}
+	s := w.follower.desk()
+	if s.Role != "holder" || !s.Lease.Trusted || s.Lease.Term != 2 || s.Holder.Row == nil || s.Holder.Row.Hostname != "box-b" ||
+		s.Holder.Row.PID != w.follower.pid() || !strings.Contains(s.Reason, "took the engine lease over") || s.Feed == nil || s.Risk == nil {
+		t.Fatalf("desk after takeover = %+v", s)
+	}
+	w.d.checkLedger(acct, "9998.60") // two 0.10-lot commissions of 0.70
+}
+
+// A holder frozen with SIGSTOP loses the lease to the standby follower; SIGCONTed afterwards it
+// finds the term moved: its keeper reports lost, its gate stays shut, a request forwarded to it
+// for its old term is refused with the pricing text and writes nothing, and a trader's order
+// sent to it goes to the new holder — never back to itself.
+func TestStandbyOldHolderResumedAfterTakeoverIsFenced(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t, "FXDESK_TAKEOVER=standby", "FXDESK_VENUE_INTERVAL=100ms")
+	tok, acct := w.d.newTrader(770, "USD", "100", "10000.00")
+	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	must(t, w.d.web, tok, "POST", "/api/fx/orders", standbyOrder(acct, "f-1"), http.StatusCreated, nil)
+
+	old := w.d.web
+	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w.follower.waitLog(30*time.Second, msgHas("role: holder — took over"))
+	w.d.web = w.follower
+	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020") // the new holder quotes from its own engine
+	dropped := old.countLog(msgIs("lease not confirmed; work not executed"))
+	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	lost := old.waitLog(10*time.Second, msgHas("lease lost"))
+	if lost.level() != "ERROR" {
+		t.Errorf(`"lease lost" logged at %s, want ERROR`, lost.level())
+	}
+	if s := old.desk(); !s.Lease.Lost || s.Lease.Trusted || s.Lease.Term != 1 {
+		t.Fatalf("resumed old holder = %+v, want lost, not holding, term 1", s.Lease)
+	}
+
+	// A forward naming the old term, properly signed, reaches the old holder: refused, not served.
+	signer, err := forward.NewSigner(clusterSecret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+old.addr+"/api/fx/orders", strings.NewReader(standbyOrder(acct, "f-2")))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", 1))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var er errorResp
+	json.NewDecoder(resp.Body).Decode(&er)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || er.Error.Message != pricingText || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("old-term forward to the resumed holder = %d %+v", resp.StatusCode, er)
+	}
+	w.d.checkLedger(acct, "9999.30") // only f-1's commission
+
+	// A trader's order sent to the old process is forwarded to the new holder, which fills it.
+	refusedBefore := old.countLog(msgHas("forwarded request refused"))
+	var o orderResp
+	must(t, old, tok, "POST", "/api/fx/orders", standbyOrder(acct, "f-3"), http.StatusCreated, &o)
+	if o.Replayed || o.Position == nil {
+		t.Fatalf("order through the old process = %+v", o)
+	}
+	if old.countLog(msgHas("forwarded request refused")) != refusedBefore {
+		t.Error("the old holder forwarded to itself (it refused a forwarded request)")
+	}
+	// Its guarded work stays dropped at the gate, and the row is the new holder's, untouched.
+	seen := 0
+	old.waitLog(5*time.Second, func(l logLine) bool {
+		if l.msg() == "lease not confirmed; work not executed" {
+			seen++
+		}
+		return seen > dropped
+	})
+	if h, _ := w.d.e.row(); h.Hostname != "box-b" || h.PID != w.follower.pid() || h.Term != 2 {
+		t.Fatalf("row = %+v, want box-b term 2", h)
+	}
+	w.d.checkLedger(acct, "9998.60")
+}
