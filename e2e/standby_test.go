@@ -101,6 +101,12 @@ func TestStandbyOldHolderResumedAfterTakeoverIsFenced(t *testing.T) {
 	}
 	w.follower.waitLog(30*time.Second, msgHas("role: holder — took over"))
 	w.d.web = w.follower
+	// The takeover is announced before the new holder's own tick engine is attached; a markets
+	// rail opened in between follows neither feed, so wait for the engine's provider session.
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the new holder's feed connected", func() bool {
+		s := w.follower.desk()
+		return s.Feed != nil && s.Feed.Connected
+	})
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020") // the new holder quotes from its own engine
 	dropped := old.countLog(msgIs("lease not confirmed; work not executed"))
 	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {

@@ -154,6 +154,7 @@ func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Qu
 			return fx.Errorf(fx.EINTERNAL, "streaming unsupported")
 		}
 		rc := http.NewResponseController(w)
+		changed := quotes.Changed() // before Updates: a change in between ends the stream too
 		ch, cancel := quotes.Updates(symbols)
 		defer cancel()
 		m.SSEClients.Inc()
@@ -179,6 +180,11 @@ func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Qu
 			select {
 			case <-r.Context().Done():
 				return nil // the stream has begun: there is nothing left to answer
+			case <-changed:
+				// The price view changed source (a standby took over, or a follower started or
+				// stopped following): this subscription hears the old one. Ending the stream makes
+				// the client reconnect to the new one.
+				return nil
 			case <-heartbeat.C:
 				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {

@@ -1,6 +1,7 @@
 package desk
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"fxdesk/internal/tick"
@@ -23,18 +24,42 @@ type Source interface {
 type Quotes struct {
 	engine   atomic.Pointer[tick.Engine]
 	followed atomic.Pointer[Source]
+
+	mu      sync.Mutex
+	changed chan struct{} // closed, and replaced, whenever the source changes
 }
 
 // SetEngine attaches the running tick engine (holder only). It wins over a followed source.
-func (q *Quotes) SetEngine(e *tick.Engine) { q.engine.Store(e) }
+func (q *Quotes) SetEngine(e *tick.Engine) { q.engine.Store(e); q.sourceChanged() }
 
 // SetFollowed attaches the holder's published ticks (a follower web process).
-func (q *Quotes) SetFollowed(s Source) { q.followed.Store(&s) }
+func (q *Quotes) SetFollowed(s Source) { q.followed.Store(&s); q.sourceChanged() }
 
 // StopFollowing detaches the followed source: a standby that took the lease over shows nothing
 // (QUOTING_HALTED) until its own engine is attached, rather than fill at the old holder's last
 // published prices.
-func (q *Quotes) StopFollowing() { q.followed.Store(nil) }
+func (q *Quotes) StopFollowing() { q.followed.Store(nil); q.sourceChanged() }
+
+// Changed is closed when the source changes after the call: a subscriber of Updates must then
+// subscribe again, since its channel belongs to the old source (the markets rail ends its stream
+// and the browser reconnects).
+func (q *Quotes) Changed() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
+}
+
+func (q *Quotes) sourceChanged() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
+}
 
 // Engine returns the attached engine, or nil.
 func (q *Quotes) Engine() *tick.Engine { return q.engine.Load() }
