@@ -15,6 +15,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/pricefeed"
+	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
 
@@ -28,23 +29,33 @@ type priceStream struct {
 	digits func(symbol string) int
 }
 
+// loadMarkets reads the instruments and their session calendars, which the holder's engine and
+// a follower's view of its prices judge states by; FXDESK_CALENDAR=always-open opens every one.
+func loadMarkets(ctx context.Context, cfg config.Config, db *sql.DB) ([]fx.Instrument, *session.Registry, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	instruments, err := tick.LoadInstruments(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	calendars, err := tick.LoadCalendars(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Calendar == "always-open" {
+		calendars = calendars.OpenAlways()
+	}
+	return instruments, calendars, nil
+}
+
 // startPriceStream starts the tick engine (and the simulator) as parts of stage, which they run
 // in until it stops. Call only on the holder.
 func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, log *slog.Logger, staleAfter func() time.Duration) (*priceStream, error) {
-	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	instruments, err := tick.LoadInstruments(loadCtx, db)
-	if err != nil {
-		return nil, err
-	}
-	calendars, err := tick.LoadCalendars(loadCtx, db)
+	instruments, calendars, err := loadMarkets(ctx, cfg, db)
 	if err != nil {
 		return nil, err
 	}
 	alwaysOpen := cfg.Calendar == "always-open"
-	if alwaysOpen {
-		calendars = calendars.OpenAlways()
-	}
 	var enabled []string
 	for _, in := range instruments {
 		if in.Enabled {
@@ -109,18 +120,9 @@ func simInstruments(instruments []fx.Instrument) []feedsim.Instrument {
 // the ticks the holder publishes, and shows them through quotes: the same session calendars as
 // the holder's engine decide MARKET_CLOSED, the same staleness QUOTING_HALTED.
 func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, rdb redis.UniversalClient, quotes *desk.Quotes, log *slog.Logger, staleAfter func() time.Duration) (*pricefeed.Follower, error) {
-	loadCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	instruments, err := tick.LoadInstruments(loadCtx, db)
+	instruments, calendars, err := loadMarkets(ctx, cfg, db)
 	if err != nil {
 		return nil, err
-	}
-	calendars, err := tick.LoadCalendars(loadCtx, db)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Calendar == "always-open" {
-		calendars = calendars.OpenAlways()
 	}
 	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
 	if err != nil {
