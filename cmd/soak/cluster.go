@@ -246,7 +246,7 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_MIRROR_INTERVAL=" + mirrorInterval.String(),
 		"FXDESK_WEB_INSTANCES=2",
 		"FXDESK_CLUSTER_SECRET=" + clusterSecret, // two web processes: followers forward to the holder
-		"GOMAXPROCS=1", // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
+		"GOMAXPROCS=1",                           // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
 	}
