@@ -163,12 +163,32 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// handedOut are the ports freeAddr has given out in this run. The kernel hands a port just
+// closed to the next listener that asks, so two calls in a row can name the same port: a web
+// process's HTTP address and its simulator's once did, and the replacement died at start.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// freeAddr is a loopback address no listener holds now and this run has not handed out before.
 func freeAddr() (string, error) {
-	p, err := freePort()
-	if err != nil {
-		return "", err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	return "127.0.0.1:" + strconv.Itoa(p), nil
+	for range 100 {
+		p, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return "127.0.0.1:" + strconv.Itoa(p), nil
+		}
+	}
+	return "", errors.New("no loopback port this run has not used yet")
 }
 
 // newCluster creates the database fxdesk_soak_<random>, a private redis-server and the two
