@@ -857,6 +857,14 @@ func checkFencedInTerm(ev *evidence) result {
 			continue
 		}
 		rs := rows[i]
+		if e.ForwardedTerm > 0 {
+			// Forwarded: the holder of the term the follower named wrote it, inside that term.
+			if rs.Row.Live && rs.Row.Term > e.ForwardedTerm {
+				r.add("", "journal %d: %s answered %d by %s forwarded for term %d at %s–%s, after the lease row named pid %d term %d live at %s",
+					e.Seq, e.Op, e.Status, e.Proc, e.ForwardedTerm, ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
+			}
+			continue
+		}
 		if rs.Row.PID != p.pid && rs.Row.Live && rs.Row.Term > maxTerm[p.pid] {
 			r.add("", "journal %d: %s answered %d by %s (pid %d, newest term %d) at %s–%s, after the lease row named pid %d term %d live at %s",
 				e.Seq, e.Op, e.Status, e.Proc, p.pid, maxTerm[p.pid], ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))

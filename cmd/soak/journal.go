@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"fxdesk/internal/forward"
 )
 
 // Outcomes of a request, as the client knows them.
@@ -35,7 +38,10 @@ type entry struct {
 	Outcome string          `json:"outcome"`
 	Status  int             `json:"status,omitempty"`
 	Resp    json.RawMessage `json:"resp,omitempty"`
-	Err     string          `json:"err,omitempty"`
+	// ForwardedTerm is the lease term a follower forwarded the request for (0: answered where it
+	// was sent): the holder of that term wrote it.
+	ForwardedTerm int64  `json:"forwardedTerm,omitempty"`
+	Err           string `json:"err,omitempty"`
 }
 
 // journal is the client-side record of every request, on disk and in memory for the checks.
@@ -110,6 +116,7 @@ func (j *journal) call(ctx context.Context, p *proc, token, client, op, method, 
 		resp.Body.Close()
 		if err == nil {
 			e.Status = resp.StatusCode
+			e.ForwardedTerm, _ = strconv.ParseInt(resp.Header.Get(forward.ForwardedHeader), 10, 64)
 			if json.Valid(b) {
 				e.Resp = bytes.TrimSpace(b)
 			} else {

@@ -123,6 +123,9 @@ func modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(NotHolderHeader) != "" {
 		return errRefusedTerm
 	}
+	if a, ok := resp.Request.Context().Value(attemptKey{}).(*attempt); ok {
+		resp.Header.Set(ForwardedHeader, strconv.FormatInt(a.term, 10))
+	}
 	return nil
 }
 

@@ -131,6 +131,9 @@ func TestFollowerForwardsToTheAdvertisedHolder(t *testing.T) {
 	if follower.served.Load() != 0 || holder.served.Load() != 1 {
 		t.Fatalf("served: follower %d, holder %d", follower.served.Load(), holder.served.Load())
 	}
+	if got := resp.Header.Get(forward.ForwardedHeader); got != "7" {
+		t.Errorf("%s = %q, want the term forwarded for, 7", forward.ForwardedHeader, got)
+	}
 }
 
 // A client cannot pass itself off as a web process: a node header that does not verify — made

@@ -25,6 +25,10 @@ const Header = "Fxdesk-Node"
 // lapsed lease), which it passes through. Its value is the answering process's term, 0 for none.
 const NotHolderHeader = "Fxdesk-Not-Holder"
 
+// ForwardedHeader is set on the answer a follower passes back from the holder: the lease term the
+// forward named, so a client (and the soak) can tell a forwarded answer from a local one.
+const ForwardedHeader = "Fxdesk-Forwarded-Term"
+
 // maxSkew bounds how far a node header's timestamp may lie from the receiver's clock. It limits
 // how long a captured header could be replayed (for the same method, path and term, and only with
 // the trader's own token) and tolerates ordinary clock skew between machines.
