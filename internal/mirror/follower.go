@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
@@ -185,7 +186,7 @@ func (f *Follower) sessionOpen(symbol string, now time.Time) bool {
 // of a leg. Every symbol must be a desk symbol; if one is not, nothing is pinned.
 func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
 	for _, s := range symbols {
-		if !tick.ValidSymbol(s) {
+		if !fx.ValidSymbol(s) {
 			return fmt.Errorf("pin %q: not six upper-case letters like EURUSD", s)
 		}
 	}

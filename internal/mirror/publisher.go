@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/tick"
 )
@@ -382,7 +383,7 @@ type QuoteWalker interface {
 // did not offer still has a quote in the source (a symbol no longer wanted), which collect adds.
 func (p *Publisher) walkHoldsPriority(priority []string) bool {
 	for _, s := range priority {
-		if !p.enc.holds(s) && tick.ValidSymbol(s) {
+		if !p.enc.holds(s) && fx.ValidSymbol(s) {
 			if _, ok := p.cfg.Quotes.LastTick(s); ok {
 				return false
 			}
@@ -420,7 +421,7 @@ func (p *Publisher) encode(publishedAt time.Time, term int64, priority []string)
 func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
 	entries := p.entries[:0]
 	for _, s := range wanted {
-		if q, ok := p.cfg.Quotes.LastTick(s); ok && tick.ValidSymbol(s) {
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) {
 			entries = append(entries, entry{symbol: s, q: q})
 		}
 	}
@@ -430,7 +431,7 @@ func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
 		if _, found := slices.BinarySearch(wanted, s); found && wantedSorted {
 			continue
 		}
-		if q, ok := p.cfg.Quotes.LastTick(s); ok && tick.ValidSymbol(s) {
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) {
 			entries = append(entries, entry{symbol: s, q: q})
 			sorted = false
 		}
@@ -480,7 +481,7 @@ func (p *Publisher) applyPinsLocked(ctx context.Context, fields map[string]strin
 	}
 	var live []string
 	for s, stamp := range fields {
-		if !tick.ValidSymbol(s) {
+		if !fx.ValidSymbol(s) {
 			continue
 		}
 		seen, ok := p.pins[s]

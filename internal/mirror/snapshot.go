@@ -853,7 +853,7 @@ func parseMinute(t string) (int64, bool) {
 }
 
 // upperLetters reports whether each of the six bytes packed in k is an upper-case ASCII letter,
-// as tick.ValidSymbol does for a string: every byte below 0x80, at least 'A' (adding 0x3F sets
+// as fx.ValidSymbol does for a string: every byte below 0x80, at least 'A' (adding 0x3F sets
 // its top bit) and at most 'Z' (adding 0x25 leaves it clear). No addition carries into the next
 // byte, since each byte is below 0x80.
 func upperLetters(k uint64) bool {

@@ -10,17 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
 )
 
-// upperLetters agrees with tick.ValidSymbol on every value of every byte of a symbol.
+// upperLetters agrees with fx.ValidSymbol on every value of every byte of a symbol.
 func TestUpperLettersIsValidSymbol(t *testing.T) {
 	for pos := range symbolSize {
 		for v := range 256 {
 			b := []byte("EURUSD")
 			b[pos] = byte(v)
 			k := uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(b[4])<<8 | uint64(b[5])
-			if got, want := upperLetters(k), tick.ValidSymbol(string(b)); got != want {
+			if got, want := upperLetters(k), fx.ValidSymbol(string(b)); got != want {
 				t.Fatalf("byte %d = %#x: upperLetters %v, ValidSymbol %v", pos, v, got, want)
 			}
 		}
@@ -205,7 +206,7 @@ func FuzzSnapshot(f *testing.F) {
 		prev := ""
 		for i, q := range s.quotes {
 			sym := s.symbol(i)
-			if !tick.ValidSymbol(sym) || sym <= prev {
+			if !fx.ValidSymbol(sym) || sym <= prev {
 				t.Fatalf("accepted quote %d %q after %q", i, sym, prev)
 			}
 			if got := s.find(sym); got != i {

@@ -6,13 +6,9 @@ import (
 	"fxdesk/internal/fx"
 )
 
-// ValidSymbol reports whether s is a desk symbol: six upper-case ASCII letters, like EURUSD.
-// It is fx.ValidSymbol, which the feed simulator shares.
-func ValidSymbol(s string) bool { return fx.ValidSymbol(s) }
-
 // ProviderPair maps a desk symbol to the provider's pair: EURUSD → "EUR/USD", XAUUSD → "XAU/USD".
 func ProviderPair(symbol string) (string, error) {
-	if !ValidSymbol(symbol) {
+	if !fx.ValidSymbol(symbol) {
 		return "", fmt.Errorf("symbol %q is not six upper-case letters like EURUSD", symbol)
 	}
 	return symbol[:3] + "/" + symbol[3:], nil
@@ -24,7 +20,7 @@ func DeskSymbol(pair string) (string, error) {
 		return "", fmt.Errorf("provider pair %q is not of the form EUR/USD", pair)
 	}
 	s := pair[:3] + pair[4:]
-	if !ValidSymbol(s) {
+	if !fx.ValidSymbol(s) {
 		return "", fmt.Errorf("provider pair %q is not of the form EUR/USD", pair)
 	}
 	return s, nil

@@ -3,6 +3,8 @@ package tick
 import (
 	"fmt"
 	"slices"
+
+	"fxdesk/internal/fx"
 )
 
 // SetSource replaces the symbols wanted by one named source ("instruments", "exposed",
@@ -49,7 +51,7 @@ func (e *Engine) Unsubscribe(symbols ...string) error {
 
 func checkSymbols(symbols []string) error {
 	for _, s := range symbols {
-		if !ValidSymbol(s) {
+		if !fx.ValidSymbol(s) {
 			return fmt.Errorf("symbol %q is not six upper-case letters like EURUSD", s)
 		}
 	}
