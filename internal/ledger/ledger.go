@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // Deal is one row of fx_deal: one balance change.
@@ -258,7 +259,7 @@ func balanceUpdate(moved []*Account, delta map[int64]decimal.Decimal) Stmt {
 		sb.WriteString(" WHERE `id` = ?")
 		args = append(args, moved[0].ID)
 	} else {
-		sb.WriteString(" WHERE `id` IN (" + strings.Repeat("?, ", len(moved)-1) + "?)")
+		sb.WriteString(" WHERE `id` IN (" + store.Placeholders(len(moved)) + ")")
 		for _, a := range moved {
 			args = append(args, a.ID)
 		}

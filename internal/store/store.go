@@ -289,3 +289,12 @@ func Placeholders(n int) string {
 	}
 	return strings.Repeat("?, ", n-1) + "?"
 }
+
+// Int64Args is ids as statement arguments, for the markers Placeholders writes.
+func Int64Args(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}

@@ -4,14 +4,6 @@ import (
 	"slices"
 )
 
-func int64Args(ids []int64) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
-
 func uniqueSorted(ids []int64) []int64 {
 	out := slices.Clone(ids)
 	slices.Sort(out)

@@ -220,7 +220,7 @@ func (r *run) missingFor(quoteCcy, accountCcy string) string {
 // lockAccounts locks ids' account rows in id order (the order every writer uses).
 func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lockedAccount, error) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock accounts: %w", err)
 	}
@@ -240,7 +240,7 @@ func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lock
 func lockPositions(ctx context.Context, tx *sql.Tx, ids []int64) ([]lockedPosition, error) {
 	ids = uniqueSorted(ids)
 	rows, err := tx.QueryContext(ctx, "SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `status`, `openedAt`, `swapThrough` "+
-		"FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+		"FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock positions: %w", err)
 	}
@@ -312,7 +312,7 @@ func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int6
 		q += cs.String()
 	}
 	q += " WHERE `id` IN (" + store.Placeholders(len(settled)) + ")"
-	args = append(args, int64Args(settled)...)
+	args = append(args, store.Int64Args(settled)...)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("move swap watermarks to %s: %w", date, err)
 	}

@@ -197,7 +197,7 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 	}
 	uids := uniqueSorted(ids)
 	cs.WriteString(" ELSE 0 END WHERE `id` IN (" + store.Placeholders(len(uids)) + ")")
-	swapArgs = append(swapArgs, int64Args(uids)...)
+	swapArgs = append(swapArgs, store.Int64Args(uids)...)
 	if _, err := tx.ExecContext(ctx, cs.String(), swapArgs...); err != nil {
 		return 0, fmt.Errorf("add pending charges to accrued swap: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -445,7 +446,7 @@ func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) err
 	for id := range l.unknown {
 		ids = append(ids, id)
 	}
-	rows, err := conn.QueryContext(ctx, "SELECT `id`, `accountId` FROM `fx_position` WHERE `id` IN ("+placeholders(len(ids))+")", ids...)
+	rows, err := conn.QueryContext(ctx, "SELECT `id`, `accountId` FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+")", ids...)
 	if err != nil {
 		return err
 	}
@@ -459,16 +460,6 @@ func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) err
 		l.accountOf[id] = acct
 	}
 	return rows.Err()
-}
-
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-func int64Args(ids []int64) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
 }
 
 // lockedRows is one batch's view of the rows it holds, which its writes' rules read and change
@@ -521,7 +512,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.accounts[a.ID], r.locked[a.ID] = &a, a.Balance
 			}
 			return nil
-		}, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` IN ("+placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", int64Args(ids)...)
+		}, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
 		ids := slices.Sorted(slices.Values(l.positions))
@@ -534,7 +525,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`id` IN ("+placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", int64Args(ids)...)
+		}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
@@ -547,7 +538,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.orders[o.ID] = &o
 			}
 			return nil
-		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` IN ("+placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", int64Args(ids)...)
+		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.nonces) > 0 {
 		// The account locks serialise the submits of each account, so a retry racing its
@@ -587,8 +578,8 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 			}
 			return nil
 		}, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
-			"WHERE `accountId` IN ("+placeholders(len(ids))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` "+
-			"ORDER BY `accountId`, `symbol`, `side`", int64Args(ids)...)
+			"WHERE `accountId` IN ("+store.Placeholders(len(ids))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` "+
+			"ORDER BY `accountId`, `symbol`, `side`", store.Int64Args(ids)...)
 	}
 }
 
@@ -637,9 +628,9 @@ func (r *lockedRows) sessionVar(prefix string) (string, int) {
 // moved account, one INSERT of every deal), the marks of accounts a fill marked without moving
 // their balance, and the read-back of the batch's ids.
 func (r *lockedRows) finish() error {
+	byID := map[int64]*ledger.Account{} // the accounts whose balance (and marks) the ledger writes
 	if len(r.deals) > 0 {
 		var las []*ledger.Account
-		byID := map[int64]*ledger.Account{}
 		for _, d := range r.deals {
 			if byID[d.AccountID] != nil {
 				continue
@@ -665,14 +656,8 @@ func (r *lockedRows) finish() error {
 		}
 		r.posted = p.Deals
 	}
-	for _, id := range slices.Sorted(func(yield func(int64) bool) {
-		for id := range r.marks {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
-		if slices.ContainsFunc(r.deals, func(d Deal) bool { return d.AccountID == id }) {
+	for _, id := range slices.Sorted(maps.Keys(r.marks)) {
+		if byID[id] != nil {
 			continue // written with the balance
 		}
 		mk := r.marks[id]
