@@ -162,3 +162,25 @@ func TestStopOutPassesOverHaltedInstrument(t *testing.T) {
 	r.tick("XAUUSD", 1960.00, 1960.50)
 	r.wantCalls(call{kind: jobClose, id: 2, reason: fx.CloseStopOut}, call{kind: jobClose, id: 1, reason: fx.CloseStopOut})
 }
+
+// A stop on a HALTED instrument stays armed and untouched while the halt lasts — no close is
+// handed to the executor tick after tick only to be refused — and fires at the first tick once
+// the halt is lifted.
+func TestStopOnHaltedInstrumentWaitsForTheHalt(t *testing.T) {
+	t.Parallel()
+	snap := stopOutDesk()
+	snap.Positions = snap.Positions[:1]
+	snap.Positions[0].SL = 1990.00
+	snap.Instruments[len(snap.Instruments)-1].Halted = true
+	r := newRig(t, snap, 1, nil)
+	for range 3 {
+		r.tick("XAUUSD", 1985.00, 1985.50) // through the stop, three times
+	}
+	r.tick("EURUSD", 1.1002, 1.1004) // a tick of another symbol: the halted book's ticks are done
+	r.wantCalls()
+	active := snap.Instruments[len(snap.Instruments)-1]
+	active.Halted = false
+	r.e.Apply(context.Background(), Change{Kind: InstrumentUpserted, Instrument: active})
+	r.tick("XAUUSD", 1984.00, 1984.50)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
+}

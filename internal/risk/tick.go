@@ -47,6 +47,12 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 // can see a close whose bookkeeping has not run, because answers are settled only under mu
 // (drainLocked), which this tick holds until it has run for every one.
 func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived time.Time) {
+	if in := e.instruments[b.symbol]; in != nil && in.Halted {
+		// A HALTED instrument executes nothing (trading refuses its closes and fills): its
+		// triggers stay armed, untouched, and fire at the first tick once the halt is lifted,
+		// instead of being handed off and refused on every tick of the halt.
+		return
+	}
 	bid, ask := px.q.Bid, px.q.Ask
 	e.firing = e.firing[:0]
 	for _, f := range [...]struct {
