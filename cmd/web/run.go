@@ -179,7 +179,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		}
 	} else if cfg.Forward {
 		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
-		if _, err := followPrices(ctx, followStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
+		if err := followPrices(ctx, followStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
 			return fmt.Errorf("follow the holder's prices: %w", err)
 		}
 	}

@@ -119,16 +119,16 @@ func simInstruments(instruments []fx.Instrument) []feedsim.Instrument {
 // followPrices starts, on a follower web process of a forwarding web tier, the subscription to
 // the ticks the holder publishes, and shows them through quotes: the same session calendars as
 // the holder's engine decide MARKET_CLOSED, the same staleness QUOTING_HALTED.
-func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, rdb redis.UniversalClient, quotes *desk.Quotes, log *slog.Logger, staleAfter func() time.Duration) (*pricefeed.Follower, error) {
+func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, rdb redis.UniversalClient, quotes *desk.Quotes, log *slog.Logger, staleAfter func() time.Duration) error {
 	instruments, calendars, err := loadMarkets(ctx, cfg, db)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	stage.Go("price feed follower", f.Run)
 	quotes.SetFollowed(f)
-	return f, nil
+	return nil
 }

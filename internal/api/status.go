@@ -46,6 +46,9 @@ type riskView struct {
 	WorkDropped    uint64 `json:"workDroppedAtGate"`
 	ExecutorErrors uint64 `json:"executorErrors"`
 	StopOuts       uint64 `json:"stopOuts"`
+	StopOutSkips   uint64 `json:"stopOutSkips"`  // positions stop-out passed over (market closed, halted)
+	MarketRefused  uint64 `json:"marketRefused"` // closes and fills refused for market state
+	AlreadyClosed  uint64 `json:"alreadyClosed"` // closes whose position another close got to first
 	MarginCalls    uint64 `json:"marginCalls"`
 }
 
@@ -72,24 +75,22 @@ func riskStats(d Deps) (risk.Stats, bool) {
 
 func buildReport(ctx context.Context, d Deps) report {
 	r := report{Status: d.Desk.Status(ctx), Alerts: []alert.Alert{}}
-	if d.Quotes != nil {
-		if e := d.Quotes.Engine(); e != nil {
-			s := e.Status()
-			f := &feedView{
-				Connected: s.Connected, Connects: s.Connects, LastError: s.LastError, Wanted: s.Wanted,
-				Quoting: s.Quoting, Halted: s.Halted, Closed: s.Closed, Accepted: s.Accepted,
-				Rejected: s.Rejected.Malformed + s.Rejected.Undated + s.Rejected.NonPositive + s.Rejected.Crossed + s.Rejected.UnknownPair,
-			}
-			if s.Connected {
-				t := s.ConnectedSince.UTC()
-				f.ConnectedSince = &t
-			}
-			if !s.LastTickAt.IsZero() {
-				age := s.LastTickAge.Milliseconds()
-				f.LastTickAgeMs = &age
-			}
-			r.Feed = f
+	if e := d.Quotes.Engine(); e != nil {
+		s := e.Status()
+		f := &feedView{
+			Connected: s.Connected, Connects: s.Connects, LastError: s.LastError, Wanted: s.Wanted,
+			Quoting: s.Quoting, Halted: s.Halted, Closed: s.Closed, Accepted: s.Accepted,
+			Rejected: s.Rejected.Malformed + s.Rejected.Undated + s.Rejected.NonPositive + s.Rejected.Crossed + s.Rejected.UnknownPair,
 		}
+		if s.Connected {
+			t := s.ConnectedSince.UTC()
+			f.ConnectedSince = &t
+		}
+		if !s.LastTickAt.IsZero() {
+			age := s.LastTickAge.Milliseconds()
+			f.LastTickAgeMs = &age
+		}
+		r.Feed = f
 	}
 	if d.Jobs != nil {
 		r.Jobs = d.Jobs()
@@ -99,12 +100,11 @@ func buildReport(ctx context.Context, d Deps) report {
 			Loaded: s.Loaded, Positions: s.Positions, Orders: s.Orders, Accounts: s.Accounts, Queued: s.Queued,
 			TicksEvaluated: s.TicksEvaluated, TicksDropped: s.TicksDropped, ClosesQueued: s.ClosesQueued,
 			FillsQueued: s.FillsQueued, WorkDropped: s.WorkDropped, ExecutorErrors: s.ExecutorErrors,
-			StopOuts: s.StopOuts, MarginCalls: s.MarginCalls,
+			StopOuts: s.StopOuts, StopOutSkips: s.StopOutSkips, MarketRefused: s.MarketRefused, AlreadyClosed: s.AlreadyClosed,
+			MarginCalls: s.MarginCalls,
 		}
-		if d.Trading != nil {
-			c := d.Trading.CommitStats()
-			r.Commits = &c
-		}
+		c := d.Trading.CommitStats()
+		r.Commits = &c
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

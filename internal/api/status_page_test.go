@@ -9,6 +9,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/trading"
 )
 
 // The status page renders every section it has without a template error: html/template checks
@@ -22,10 +23,11 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 			Lease:  &desk.LeaseView{Key: "forex-trading", Trusted: true, Term: 3, TrustLeftMs: 9000, Lost: true, FailOpen: true},
 			Holder: desk.HolderView{Row: &desk.RowView{Hostname: "box", PID: 1, Term: 3, Live: true, ExpiresInMs: 15000}, Redis: "box:1", Agree: true},
 			Mirror: &mirror.Status{Mode: mirror.Publishing}, Time: now},
-		Feed:   &feedView{Connected: true, ConnectedSince: &now, LastTickAgeMs: &age},
-		Jobs:   []schedule.JobState{{Name: "processFxSwaps"}},
-		Risk:   &riskView{Loaded: true},
-		Alerts: []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
+		Feed:    &feedView{Connected: true, ConnectedSince: &now, LastTickAgeMs: &age},
+		Jobs:    []schedule.JobState{{Name: "processFxSwaps"}},
+		Risk:    &riskView{Loaded: true},
+		Commits: &trading.CommitStats{Batches: 3, Writes: 7, Refused: 1},
+		Alerts:  []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
 	}
 	var page bytes.Buffer
 	if err := statusPage.Execute(&page, r); err != nil {

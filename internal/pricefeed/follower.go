@@ -39,7 +39,6 @@ type Follower struct {
 
 	subsMu sync.RWMutex
 	subs   map[*subscriber]struct{}
-	heard  atomic.Uint64
 }
 
 type subscriber struct {
@@ -96,7 +95,6 @@ func (f *Follower) apply(payload []byte, heardAt time.Time) {
 	f.term = term
 	f.quotes[symbol] = q
 	f.mu.Unlock()
-	f.heard.Add(1)
 	f.subsMu.RLock()
 	for s := range f.subs {
 		if s.filter != nil {
@@ -162,6 +160,3 @@ func (f *Follower) Updates(symbols []string) (<-chan tick.Update, func()) {
 		close(s.ch)
 	}
 }
-
-// Heard is how many ticks this follower has stored since it started.
-func (f *Follower) Heard() uint64 { return f.heard.Load() }

@@ -114,12 +114,21 @@ func TestTicksReachTheFollower(t *testing.T) {
 	lease.Lose()
 	send(1.5)
 	for testutil.ToFloat64(dropped.WithLabelValues("tick_publish", "gate")) < 1 {
-		time.Sleep(time.Millisecond) // the publisher signals nothing else; the counter is the signal
+		select {
+		case <-deadline:
+			t.Fatal("the tick past the trust window was never dropped at the gate")
+		case <-time.After(time.Millisecond): // the publisher signals nothing else; the counter is the signal
+		}
 	}
 	lease.Restore()
 	send(1.6)
-	if u := <-updates; u.Quote.Bid != 1.6 {
-		t.Fatalf("heard %+v; want 1.6 (1.5 was dropped at the gate)", u)
+	select {
+	case u := <-updates:
+		if u.Quote.Bid != 1.6 {
+			t.Fatalf("heard %+v; want 1.6 (1.5 was dropped at the gate)", u)
+		}
+	case <-deadline:
+		t.Fatal("no tick heard after the lease was restored")
 	}
 }
 
