@@ -408,14 +408,22 @@ func (d *tradingDesk) simQuote(symbol, bid, ask string) {
 
 // simControl posts a JSON body to the simulator's /control/<what> endpoint.
 func (d *tradingDesk) simControl(what, body string) {
-	t := d.e.t
-	t.Helper()
-	r, err := http.Post(d.sim.base+"/control/"+what, "application/json", strings.NewReader(body))
+	d.e.t.Helper()
+	if err := d.sim.control(what, body); err != nil {
+		d.e.t.Fatal(err)
+	}
+}
+
+// control posts a JSON body to /control/<what>. It only returns the error, so a goroutine other
+// than the test's own may call it.
+func (s *feedSim) control(what, body string) error {
+	r, err := http.Post(s.base+"/control/"+what, "application/json", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	r.Body.Close()
 	if r.StatusCode != http.StatusOK {
-		t.Fatalf("control/%s %s = %d", what, body, r.StatusCode)
+		return fmt.Errorf("control/%s %s = %d", what, body, r.StatusCode)
 	}
+	return nil
 }

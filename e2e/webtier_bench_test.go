@@ -40,6 +40,7 @@ func TestBenchWebTierForwarding(t *testing.T) {
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	// The simulator's walk is off: the same price again every 5 s keeps EURUSD inside the 30 s
 	// trading staleness for the whole run.
+	// It runs off the test's goroutine, so it reports a failure with t.Error, never t.Fatal.
 	stopQuotes := make(chan struct{})
 	defer close(stopQuotes)
 	go func() {
@@ -48,7 +49,9 @@ func TestBenchWebTierForwarding(t *testing.T) {
 			case <-stopQuotes:
 				return
 			case <-time.After(5 * time.Second):
-				w.d.simQuote("EURUSD", "1.10000", "1.10020")
+				if err := w.d.sim.control("quote", `{"symbol":"EURUSD","bid":1.10000,"ask":1.10020}`); err != nil {
+					t.Error(err)
+				}
 			}
 		}
 	}()
