@@ -390,23 +390,12 @@ func (c *cluster) all() []*proc {
 	return append([]*proc(nil), c.procs...)
 }
 
-// leaseRow is the lease row as the database clock sees it.
-type leaseRow struct {
-	Instance string `json:"instanceId"`
-	Hostname string `json:"hostname"`
-	PID      int    `json:"pid"`
-	Term     int64  `json:"term"`
-	Live     bool   `json:"live"`
-}
+// leaseRow is the lease row as the database clock sees it (lease.ReadRow).
+type leaseRow = lease.Holder
 
 func (c *cluster) readRow(ctx context.Context) (leaseRow, bool, error) {
-	var r leaseRow
-	err := c.direct.QueryRowContext(ctx, "SELECT `instanceId`, `hostname`, `pid`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?", lease.Key).
-		Scan(&r.Instance, &r.Hostname, &r.PID, &r.Term, &r.Live)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, false, nil
-	}
-	return r, err == nil, err
+	r, _, ok, err := lease.ReadRow(ctx, c.direct, lease.Key)
+	return r, ok, err
 }
 
 // holder is the live web process the lease row names, or nil.
