@@ -8,12 +8,10 @@ import (
 	"fxdesk/internal/gate"
 )
 
-func (e *Engine) gateShutLocked(ctx context.Context) {
-	if !e.gateShut {
-		e.gateShut = true
-		e.log.WarnContext(ctx, "lease not confirmed; risk evaluation suspended — every triggered close, fill and alert is dropped until the lease_restored sweep")
-	}
-}
+// gateShutLocked records that the gate dropped this engine's work; the gate itself logged and
+// counted the drop. gateOpenLocked, on the first admitted work after it, lets warnOnceLocked
+// name again what a later gap would have done.
+func (e *Engine) gateShutLocked(context.Context) { e.gateShut = true }
 
 func (e *Engine) gateOpenLocked(context.Context) {
 	if e.gateShut {
