@@ -33,6 +33,7 @@ const (
 	CloseSL      CloseReason = "SL"       // its stop loss triggered
 	CloseTP      CloseReason = "TP"       // its take profit triggered
 	CloseStopOut CloseReason = "STOP_OUT" // the account fell to its stop-out level
+	CloseVenue   CloseReason = "VENUE"    // the venue closed its trade (a venue stop-out, a close nobody booked)
 )
 
 // Instrument is one row of fx_instrument: a symbol and its terms. Money-related fields are exact
