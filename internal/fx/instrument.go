@@ -55,3 +55,14 @@ type Instrument struct {
 	Enabled         bool
 	SymbolGroup     string
 }
+
+// ExecutionMode routes an account group's orders (fx_account_group.executionMode).
+type ExecutionMode string
+
+const (
+	// Internal (B-book): the desk is the counterparty and fills at its own quote.
+	Internal ExecutionMode = "INTERNAL"
+	// External (A-book): straight through to the venue, which fills first; the desk books the
+	// venue's price plus the group's markup.
+	External ExecutionMode = "EXTERNAL"
+)

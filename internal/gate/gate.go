@@ -41,6 +41,7 @@ const (
 	HedgeMonitor                    // the venue job runFxHedgeMonitor
 	MirrorPublish                   // one quote mirror snapshot
 	TickPublish                     // a batch of ticks published for follower web processes (pricefeed)
+	VenueSend                       // an order or a trade close sent to the execution venue (A-book)
 	numWork
 )
 
@@ -48,7 +49,7 @@ var workNames = [numWork]string{
 	Fill: "fill", Close: "close", Withdrawal: "withdrawal",
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
 	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
-	TickPublish: "tick_publish",
+	TickPublish: "tick_publish", VenueSend: "venue_send",
 }
 
 // Kinds lists every kind of work, in declaration order.
