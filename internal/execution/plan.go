@@ -1,6 +1,10 @@
 package execution
 
 import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -73,7 +77,8 @@ type VenueState struct {
 // Config tunes the plan.
 type Config struct {
 	// NotSentAfter is how old a SENDING row must be before a targeted miss marks it NOT_SENT;
-	// a miss right after a send means "not visible yet".
+	// a miss right after a send means "not visible yet". It must be positive; whoever builds the
+	// Config validates it.
 	NotSentAfter time.Duration
 }
 
@@ -97,6 +102,11 @@ const (
 	BookPartial ActionKind = "book_partial"
 	// AlertUntagged reports an untagged venue trade; it is never touched.
 	AlertUntagged ActionKind = "alert_untagged"
+	// AdoptClosed books a tagged venue trade that opened and closed at the venue while the desk
+	// did not know: the desk order is filled at the trade's open price and its position closed at
+	// once at the venue's average close price, in one booking. One action rather than an Adopt
+	// and a CloseDeskSide so that no action depends on another having run first.
+	AdoptClosed ActionKind = "adopt_closed"
 )
 
 // Action is one step of a plan. The fields an action kind does not use are zero.
@@ -106,16 +116,257 @@ type Action struct {
 	PositionID int64
 	TradeID    string
 	Symbol     string
-	// Volume is the lots an Adopt opens or a BookPartial/CloseDeskSide books.
+	// Volume is the lots an Adopt/AdoptClosed opens or a BookPartial/CloseDeskSide books.
 	Volume decimal.Decimal
-	// Units is the signed venue units an Adopt opens, or the units a partial CloseOrphan closes
-	// (nil Units on a CloseOrphan: all of it).
+	// Units is the signed venue units an Adopt/AdoptClosed opens or an AlertUntagged reports,
+	// or the positive count of units a partial CloseOrphan closes (the venue's
+	// PUT …/trades/{id}/close takes a positive count whatever the trade's side; nil Units on a
+	// CloseOrphan: all of it).
 	Units *decimal.Decimal
-	// Price is the venue price to book: the trade's open price (Adopt) or its average close
-	// price (CloseDeskSide, BookPartial).
+	// Price is the venue price to book: the trade's open price (Adopt, AdoptClosed) or its
+	// average close price (CloseDeskSide, BookPartial).
 	Price decimal.Decimal
 	// TransactionID is the venue transaction the booking stems from (the closing transaction,
-	// or the trade's id for an Adopt); the booking's idempotency key names it.
+	// or the trade's id for an Adopt/AdoptClosed); the booking's idempotency key names it.
 	TransactionID int64
-	Reason        string // why, for the log and the alert
+	// ClosePrice and CloseTransactionID are the close an AdoptClosed books: the trade's average
+	// close price and its last closing transaction.
+	ClosePrice         decimal.Decimal
+	CloseTransactionID int64
+	// Reason says why, for the log and the alert; on a MarkRejected it is the venue's cancel
+	// reason verbatim (INSUFFICIENT_MARGIN, …), which the desk words for the trader.
+	Reason string
+}
+
+// Plan compares what the venue holds with what the desk booked and returns the actions that bring
+// the desk back in line with the venue, sorted by kind, then order, position and trade id. It
+// reads only its arguments: the same states give the same plan, and work dropped earlier is not
+// replayed, because no history goes in. It never plans an order that opens a trade (a send
+// whose outcome is unknown is resolved, not repeated), never acts on an untagged trade
+// (it only reports an open one), and never books a price the venue did not give: a case that
+// lacks one waits for a later cycle.
+//
+// A snapshot older than the last transaction the desk applied describes a past the desk has
+// already moved on from, so it yields no actions at all.
+func Plan(v VenueState, d DeskState, now time.Time, cfg Config) []Action {
+	if v.AsOf < d.AppliedTransactionID {
+		return nil
+	}
+	p := planner{v: v, d: d, linked: linkedTrades(d), adoptedOrders: map[string]bool{}, adoptedTrades: map[string]bool{}}
+	p.openTrades()
+	p.sendingOrders(now, cfg)
+	p.positions()
+	slices.SortStableFunc(p.actions, func(a, b Action) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
+			cmp.Compare(a.PositionID, b.PositionID), cmp.Compare(a.TradeID, b.TradeID))
+	})
+	return p.actions
+}
+
+type planner struct {
+	v      VenueState
+	d      DeskState
+	linked map[string]bool // trades an open desk position is linked to
+	// adoptedOrders and adoptedTrades keep one plan from adopting an order or a trade twice.
+	adoptedOrders, adoptedTrades map[string]bool
+	actions                      []Action
+}
+
+// linkedTrades is every venue trade an open desk position is linked to, as the positions say and
+// as the orders that opened them say.
+func linkedTrades(d DeskState) map[string]bool {
+	linked := make(map[string]bool, len(d.Positions))
+	for _, pos := range d.Positions {
+		linked[pos.TradeID] = true
+	}
+	for _, o := range d.Orders {
+		if o.PositionOpen && o.TradeID != "" {
+			linked[o.TradeID] = true
+		}
+	}
+	return linked
+}
+
+// openTrades adopts or closes every tagged open trade no open desk position explains, and reports
+// every untagged one. Trades are visited by id so that which of two trades naming the same order
+// gets adopted does not depend on the venue's listing order.
+func (p *planner) openTrades() {
+	trades := slices.SortedFunc(slices.Values(p.v.OpenTrades), func(a, b venue.Trade) int { return cmp.Compare(a.ID, b.ID) })
+	for _, t := range trades {
+		switch {
+		case t.Tag != venue.Tag:
+			units := t.CurrentUnits
+			p.add(Action{Kind: AlertUntagged, TradeID: t.ID, Symbol: t.Symbol, Units: &units,
+				Reason: "an untagged trade is open at the venue; the desk does not touch it"})
+		case p.linked[t.ID]:
+			// Its desk position is compared in positions.
+		default:
+			o, ok := p.d.Orders[t.ClientID]
+			switch {
+			case !ok || o.PositionID != 0:
+				p.add(Action{Kind: CloseOrphan, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol,
+					Reason: "a tagged venue trade that no open desk position explains"})
+			case p.adoptedOrders[t.ClientID]:
+				// A second trade for one order: once the first is adopted, the next cycle
+				// sees this one explained by no open position and closes it.
+			default:
+				p.adopt(o, t, t.CurrentUnits)
+			}
+		}
+	}
+}
+
+// sendingOrders resolves every SENDING order that no open trade listed by the venue carries, from
+// the targeted lookups by its client id. A miss never leads to a send: past the threshold the
+// order is marked NOT_SENT, and a trade that shows up later is adopted.
+func (p *planner) sendingOrders(now time.Time, cfg Config) {
+	carried := make(map[string]bool, len(p.v.OpenTrades))
+	for _, t := range p.v.OpenTrades {
+		if t.Tag == venue.Tag {
+			carried[t.ClientID] = true
+		}
+	}
+	for _, clientID := range slices.Sorted(maps.Keys(p.d.Orders)) {
+		o := p.d.Orders[clientID]
+		if o.Status != OrderSending || carried[clientID] || p.adoptedOrders[clientID] {
+			continue
+		}
+		lookup, ok := p.v.ByClientID[clientID]
+		switch {
+		case !ok:
+			// Not looked up this cycle: nothing is known about it.
+		case lookup.Trade != nil:
+			p.sendingWithTrade(o, *lookup.Trade)
+		case lookup.Order != nil:
+			if lookup.Order.State == venue.OrderCancelled {
+				reason := lookup.Order.CancelReason
+				if reason == "" {
+					reason = "the venue cancelled the order without a reason"
+				}
+				p.add(Action{Kind: MarkRejected, OrderID: o.OrderID, Symbol: o.Symbol, Reason: reason})
+			}
+			// FILLED or PENDING without a visible trade: the trade is not visible yet.
+		case now.Sub(o.SentAt) >= cfg.NotSentAfter:
+			p.add(Action{Kind: MarkNotSent, OrderID: o.OrderID, Symbol: o.Symbol,
+				Reason: "the venue has no trace of the order past the threshold; it is not re-sent"})
+		}
+	}
+}
+
+// sendingWithTrade resolves a SENDING order whose trade the lookup by client id found.
+func (p *planner) sendingWithTrade(o DeskOrder, t venue.Trade) {
+	if t.Tag != venue.Tag || p.linked[t.ID] || p.adoptedTrades[t.ID] {
+		return
+	}
+	switch t.State {
+	case venue.TradeOpen:
+		p.adopt(o, t, t.CurrentUnits)
+	case venue.TradeClosed:
+		price, closeTx, ok := closeOf(t)
+		lots, sized := p.lots(t.Symbol, t.InitialUnits)
+		if !ok || !sized {
+			return
+		}
+		units := t.InitialUnits
+		p.adoptedOrders[o.ClientID], p.adoptedTrades[t.ID] = true, true
+		p.add(Action{Kind: AdoptClosed, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol, Volume: lots,
+			Units: &units, Price: t.Price, TransactionID: openTransaction(t), ClosePrice: price,
+			CloseTransactionID: closeTx, Reason: "the venue opened and closed the trade while the desk did not know"})
+	}
+}
+
+// adopt books trade t for desk order o, for the units given; without a contract size for the
+// symbol it waits, since lots cannot be derived.
+func (p *planner) adopt(o DeskOrder, t venue.Trade, units decimal.Decimal) {
+	lots, ok := p.lots(t.Symbol, units)
+	if !ok {
+		return
+	}
+	p.adoptedOrders[o.ClientID], p.adoptedTrades[t.ID] = true, true
+	p.add(Action{Kind: Adopt, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol, Volume: lots, Units: &units,
+		Price: t.Price, TransactionID: openTransaction(t), Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
+}
+
+// positions compares every open desk position with its venue trade.
+func (p *planner) positions() {
+	open := make(map[string]venue.Trade, len(p.v.OpenTrades))
+	for _, t := range p.v.OpenTrades {
+		open[t.ID] = t
+	}
+	for _, pos := range p.d.Positions {
+		if t, ok := open[pos.TradeID]; ok {
+			p.openPosition(pos, t)
+			continue
+		}
+		t, ok := p.v.Trades[pos.TradeID]
+		if !ok || t.Tag != venue.Tag || t.State != venue.TradeClosed {
+			// Not found, or open after all (it opened or the listing raced): nothing to book.
+			continue
+		}
+		price, closeTx, ok := closeOf(t)
+		if !ok {
+			continue
+		}
+		p.add(Action{Kind: CloseDeskSide, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID,
+			Symbol: pos.Symbol, Volume: pos.Volume, Price: price, TransactionID: closeTx, Reason: "closed at the venue"})
+	}
+}
+
+// openPosition compares a desk position with its open venue trade by units.
+func (p *planner) openPosition(pos DeskPosition, t venue.Trade) {
+	size, ok := p.d.ContractSize[pos.Symbol]
+	if t.Tag != venue.Tag || !ok || !size.IsPositive() {
+		return
+	}
+	deskUnits, venueUnits := pos.Volume.Mul(size), t.CurrentUnits.Abs()
+	switch deskUnits.Cmp(venueUnits) {
+	case 1:
+		// The venue closed a share nobody booked; book it at the venue's close once the
+		// lookup by id says what that was.
+		detail, ok := p.v.Trades[t.ID]
+		if !ok {
+			return
+		}
+		price, closeTx, ok := closeOf(detail)
+		if !ok {
+			return
+		}
+		p.add(Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
+			Volume: deskUnits.Sub(venueUnits).Div(size), Price: price, TransactionID: closeTx,
+			Reason: "the venue closed part of the trade and the desk did not book it"})
+	case -1:
+		excess := venueUnits.Sub(deskUnits)
+		p.add(Action{Kind: CloseOrphan, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
+			Units: &excess, Reason: "the venue holds more units than the desk position; the excess is closed"})
+	}
+}
+
+func (p *planner) add(a Action) { p.actions = append(p.actions, a) }
+
+// lots converts venue units of symbol to lots; ok is false without a positive contract size.
+func (p *planner) lots(symbol string, units decimal.Decimal) (decimal.Decimal, bool) {
+	size, ok := p.d.ContractSize[symbol]
+	if !ok || !size.IsPositive() {
+		return decimal.Decimal{}, false
+	}
+	return units.Abs().Div(size), true
+}
+
+// closeOf is the close a closed or reduced trade records: its average close price and its last
+// closing transaction; ok is false while the venue reports neither.
+func closeOf(t venue.Trade) (price decimal.Decimal, transactionID int64, ok bool) {
+	if t.AverageClosePrice == nil || len(t.ClosingTransactionIDs) == 0 {
+		return decimal.Decimal{}, 0, false
+	}
+	return *t.AverageClosePrice, t.ClosingTransactionIDs[len(t.ClosingTransactionIDs)-1], true
+}
+
+// openTransaction is the transaction that opened t: a venue trade's id is its opening fill's.
+// 0 when the id is not a number.
+func openTransaction(t venue.Trade) int64 {
+	id, err := strconv.ParseInt(t.ID, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
 }

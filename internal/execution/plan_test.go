@@ -1,0 +1,590 @@
+package execution
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/venue"
+)
+
+var (
+	now = time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC)
+	cfg = Config{NotSentAfter: time.Minute}
+)
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func decPtr(s string) *decimal.Decimal {
+	d := dec(s)
+	return &d
+}
+
+// newDesk is a desk with nothing booked that knows EURUSD's contract size.
+func newDesk() DeskState {
+	return DeskState{
+		Orders:               map[string]DeskOrder{},
+		ContractSize:         map[string]decimal.Decimal{"EURUSD": dec("100000")},
+		AppliedTransactionID: 4990,
+	}
+}
+
+// newVenue is a venue snapshot with nothing open, taken after everything the desk applied.
+func newVenue() VenueState {
+	return VenueState{AsOf: 5100, Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
+}
+
+// openTagged is an open EURUSD trade the desk's order clientID opened.
+func openTagged(id, clientID, units string) venue.Trade {
+	return venue.Trade{ID: id, Symbol: "EURUSD", Price: dec("1.08512"), OpenTime: now.Add(-time.Hour), State: venue.TradeOpen,
+		InitialUnits: dec(units), CurrentUnits: dec(units), ClientID: clientID, Tag: venue.Tag}
+}
+
+// closedAt is t closed at price by the closing transactions given.
+func closedAt(t venue.Trade, price string, closingTx ...int64) venue.Trade {
+	t.State, t.CurrentUnits, t.AverageClosePrice, t.ClosingTransactionIDs = venue.TradeClosed, decimal.Zero, decPtr(price), closingTx
+	return t
+}
+
+func sending(orderID int64, clientID string, sentAt time.Time) DeskOrder {
+	return DeskOrder{OrderID: orderID, AccountID: 7, ClientID: clientID, Symbol: "EURUSD", Side: fx.Buy,
+		Volume: dec("1"), Status: OrderSending, SentAt: sentAt}
+}
+
+func position(positionID, orderID int64, tradeID, lots string) DeskPosition {
+	return DeskPosition{PositionID: positionID, OrderID: orderID, AccountID: 7, Symbol: "EURUSD", Side: fx.Buy,
+		Volume: dec(lots), TradeID: tradeID}
+}
+
+// describe renders an action with its decimals by value, so that 1.50 and 1.5 compare equal.
+func describe(a Action) string {
+	units := "nil"
+	if a.Units != nil {
+		units = a.Units.String()
+	}
+	return fmt.Sprintf("%s order=%d position=%d trade=%q symbol=%q volume=%s units=%s price=%s tx=%d closePrice=%s closeTx=%d reason=%q",
+		a.Kind, a.OrderID, a.PositionID, a.TradeID, a.Symbol, a.Volume, units, a.Price, a.TransactionID, a.ClosePrice,
+		a.CloseTransactionID, a.Reason)
+}
+
+func requireActions(t *testing.T, got []Action, want ...Action) {
+	t.Helper()
+	g, w := make([]string, len(got)), make([]string, len(want))
+	for i, a := range got {
+		g[i] = describe(a)
+	}
+	for i, a := range want {
+		w[i] = describe(a)
+	}
+	if strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Fatalf("plan:\n\t%s\nwant:\n\t%s", strings.Join(g, "\n\t"), strings.Join(w, "\n\t"))
+	}
+}
+
+func TestTaggedVenueTradeWithoutDeskLinkIsAdoptedNotReopened(t *testing.T) {
+	t.Parallel()
+	// Whatever the desk wrote about the order, a trade at the venue that carries its id and no
+	// position is booked from the venue's trade: the desk never sends it again.
+	for _, status := range []string{OrderSending, OrderNotSent, OrderRejected, OrderFilled} {
+		t.Run(status, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			o := sending(101, "101", now.Add(-time.Hour))
+			o.Status = status
+			d.Orders["101"] = o
+			v.OpenTrades = []venue.Trade{openTagged("5001", "101", "-150000")}
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: Adopt, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
+				Volume: dec("1.5"), Units: decPtr("-150000"), Price: dec("1.08512"), TransactionID: 5001,
+				Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
+		})
+	}
+}
+
+func TestSendingRowWithoutTradeIDIsResolvedByTag(t *testing.T) {
+	t.Parallel()
+	// The trade opened after the open-trades listing was taken: the lookup by client id finds it.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-5*time.Second))
+	trade := openTagged("5001", "101", "100000")
+	v.ByClientID["101"] = ClientLookup{Trade: &trade}
+	requireActions(t, Plan(v, d, now, cfg), Action{Kind: Adopt, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
+		Volume: dec("1"), Units: decPtr("100000"), Price: dec("1.08512"), TransactionID: 5001,
+		Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
+}
+
+func TestSendingRowWhoseTradeClosedAtVenueIsAdoptedClosed(t *testing.T) {
+	t.Parallel()
+	// The trade opened and closed (in two fills) before the desk learned of either: the order is
+	// booked open at the open price and closed at the average close price, in one action.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-10*time.Minute))
+	trade := closedAt(openTagged("5001", "101", "-200000"), "1.08107", 5010, 5012)
+	v.ByClientID["101"] = ClientLookup{Trade: &trade, Order: &venue.OrderInfo{ID: "5000", ClientID: "101", Tag: venue.Tag,
+		State: venue.OrderFilled, FillingTransactionID: 5001, TradeOpenedID: "5001"}}
+	requireActions(t, Plan(v, d, now, cfg), Action{Kind: AdoptClosed, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
+		Volume: dec("2"), Units: decPtr("-200000"), Price: dec("1.08512"), TransactionID: 5001,
+		ClosePrice: dec("1.08107"), CloseTransactionID: 5012,
+		Reason: "the venue opened and closed the trade while the desk did not know"})
+}
+
+func TestSendingRowMissingAtVenuePastThresholdIsMarkedNotSentNeverResent(t *testing.T) {
+	t.Parallel()
+	// Both targeted lookups missed, at or past the threshold: the order ends NOT_SENT, and nothing
+	// in the plan sends it.
+	for _, age := range []time.Duration{time.Minute, time.Hour} {
+		t.Run(age.String(), func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			d.Orders["101"] = sending(101, "101", now.Add(-age))
+			v.ByClientID["101"] = ClientLookup{}
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: MarkNotSent, OrderID: 101, Symbol: "EURUSD",
+				Reason: "the venue has no trace of the order past the threshold; it is not re-sent"})
+		})
+	}
+}
+
+func TestSendingRowMissingRightAfterSendWaits(t *testing.T) {
+	t.Parallel()
+	// A miss right after the send means "not visible yet".
+	for _, age := range []time.Duration{0, 5 * time.Second, time.Minute - time.Nanosecond} {
+		t.Run(age.String(), func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			d.Orders["101"] = sending(101, "101", now.Add(-age))
+			v.ByClientID["101"] = ClientLookup{}
+			requireActions(t, Plan(v, d, now, cfg))
+		})
+	}
+}
+
+func TestSendingRowNotLookedUpIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	// No lookup this cycle is not a miss: an old SENDING row is not marked NOT_SENT on no evidence.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-time.Hour))
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestFilledSendingOrderWhoseTradeIsNotVisibleYetWaits(t *testing.T) {
+	t.Parallel()
+	// The venue says it filled the order, and the trade it opened is not visible yet: not a miss.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-time.Hour))
+	v.ByClientID["101"] = ClientLookup{Order: &venue.OrderInfo{ID: "5000", ClientID: "101", Tag: venue.Tag,
+		State: venue.OrderFilled, FillingTransactionID: 5001, TradeOpenedID: "5001"}}
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestCancelledSendingOrderIsMarkedRejected(t *testing.T) {
+	t.Parallel()
+	// The venue accepted the request and cancelled it; an old row is rejected, not NOT_SENT.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-time.Hour))
+	v.ByClientID["101"] = ClientLookup{Order: &venue.OrderInfo{ID: "5000", ClientID: "101", Tag: venue.Tag,
+		State: venue.OrderCancelled, CancelReason: venue.ReasonInsufficientMargin}}
+	requireActions(t, Plan(v, d, now, cfg), Action{Kind: MarkRejected, OrderID: 101, Symbol: "EURUSD",
+		Reason: venue.ReasonInsufficientMargin})
+}
+
+func TestUntrackedTaggedOrphanIsClosed(t *testing.T) {
+	t.Parallel()
+	closedOnDesk := sending(101, "101", now.Add(-time.Hour))
+	closedOnDesk.Status, closedOnDesk.PositionID = OrderFilled, 77
+	linkedElsewhere := closedOnDesk
+	linkedElsewhere.PositionOpen, linkedElsewhere.TradeID = true, "4999"
+	tests := []struct {
+		name   string
+		orders map[string]DeskOrder
+		want   int64 // the order the close names
+	}{
+		{"no desk order names it", map[string]DeskOrder{}, 0},
+		{"its order's position was closed on the desk", map[string]DeskOrder{"101": closedOnDesk}, 101},
+		{"its order's open position is another trade", map[string]DeskOrder{"101": linkedElsewhere}, 101},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			d.Orders = tt.orders
+			v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseOrphan, OrderID: tt.want, TradeID: "5001",
+				Symbol: "EURUSD", Reason: "a tagged venue trade that no open desk position explains"})
+		})
+	}
+}
+
+func TestTradeLinkedThroughItsOrderIsNotAnOrphan(t *testing.T) {
+	t.Parallel()
+	// The order says its open position is linked to the trade, though the position is not in the
+	// list: the trade is explained, and closing it would close a trader's hedge.
+	d, v := newDesk(), newVenue()
+	o := sending(101, "101", now.Add(-time.Hour))
+	o.Status, o.PositionID, o.PositionOpen, o.TradeID = OrderFilled, 77, true, "5001"
+	d.Orders["101"] = o
+	v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestDeskPositionWhoseTradeClosedAtVenueIsClosedAtVenuePrice(t *testing.T) {
+	t.Parallel()
+	d, v := newDesk(), newVenue()
+	d.Positions = []DeskPosition{position(77, 101, "5001", "1.5")}
+	v.Trades["5001"] = closedAt(openTagged("5001", "101", "150000"), "1.07950", 5020, 5021)
+	requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseDeskSide, OrderID: 101, PositionID: 77, TradeID: "5001",
+		Symbol: "EURUSD", Volume: dec("1.5"), Price: dec("1.0795"), TransactionID: 5021, Reason: "closed at the venue"})
+}
+
+func TestDeskPositionWhoseTradeIsNotFoundWaits(t *testing.T) {
+	t.Parallel()
+	// The trade is neither open nor found by id: without the venue's price, nothing is booked.
+	d, v := newDesk(), newVenue()
+	d.Positions = []DeskPosition{position(77, 101, "5001", "1.5")}
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestUnbookedPartialCloseBooksTheSameShare(t *testing.T) {
+	t.Parallel()
+	// The venue closed half a lot of a 1.5-lot trade, long or short, and nobody booked it.
+	for _, units := range []string{"100000", "-100000"} {
+		t.Run(units, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			d.Positions = []DeskPosition{position(77, 101, "5001", "1.5")}
+			trade := openTagged("5001", "101", units)
+			trade.InitialUnits = trade.InitialUnits.Mul(dec("1.5"))
+			v.OpenTrades = []venue.Trade{trade}
+			trade.AverageClosePrice, trade.ClosingTransactionIDs = decPtr("1.08900"), []int64{5030, 5031}
+			v.Trades["5001"] = trade
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: BookPartial, OrderID: 101, PositionID: 77,
+				TradeID: "5001", Symbol: "EURUSD", Volume: dec("0.5"), Price: dec("1.089"), TransactionID: 5031,
+				Reason: "the venue closed part of the trade and the desk did not book it"})
+		})
+	}
+}
+
+func TestUnbookedPartialCloseWithoutTheVenuesPriceWaits(t *testing.T) {
+	t.Parallel()
+	d, v := newDesk(), newVenue()
+	d.Positions = []DeskPosition{position(77, 101, "5001", "1.5")}
+	v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestVenueLargerThanDeskClosesTheExcess(t *testing.T) {
+	t.Parallel()
+	// The desk booked a close of half a lot the venue did not do; the close takes a positive count
+	// of units whatever the trade's side.
+	for _, units := range []string{"150000", "-150000"} {
+		t.Run(units, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			d.Positions = []DeskPosition{position(77, 101, "5001", "1")}
+			v.OpenTrades = []venue.Trade{openTagged("5001", "101", units)}
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseOrphan, OrderID: 101, PositionID: 77,
+				TradeID: "5001", Symbol: "EURUSD", Units: decPtr("50000"),
+				Reason: "the venue holds more units than the desk position; the excess is closed"})
+		})
+	}
+}
+
+func TestUntaggedVenueTradeIsNeverTouched(t *testing.T) {
+	t.Parallel()
+	// Untagged trades that look like the desk's in every other way: an unexplained one, one naming
+	// a desk order, one a desk position is linked to (with other units), and one a lookup returned
+	// for a SENDING order. Each open one is reported; nothing else happens to any of them.
+	d, v := newDesk(), newVenue()
+	d.Orders["101"] = sending(101, "101", now.Add(-5*time.Second))
+	d.Orders["102"] = sending(102, "102", now.Add(-5*time.Second))
+	d.Positions = []DeskPosition{position(77, 100, "5003", "2")}
+	manual := openTagged("5001", "", "100000")
+	named := openTagged("5002", "101", "100000")
+	linked := openTagged("5003", "100", "100000")
+	lookedUp := openTagged("5004", "102", "100000")
+	for _, tr := range []*venue.Trade{&manual, &named, &linked, &lookedUp} {
+		tr.Tag = ""
+	}
+	named.Tag = "manual"
+	v.OpenTrades = []venue.Trade{linked, named, manual}
+	reduced := linked
+	reduced.AverageClosePrice, reduced.ClosingTransactionIDs = decPtr("1.09"), []int64{5040}
+	v.Trades["5003"] = reduced
+	v.ByClientID["102"] = ClientLookup{Trade: &lookedUp}
+	alert := func(tr venue.Trade) Action {
+		return Action{Kind: AlertUntagged, TradeID: tr.ID, Symbol: "EURUSD", Units: decPtr("100000"),
+			Reason: "an untagged trade is open at the venue; the desk does not touch it"}
+	}
+	requireActions(t, Plan(v, d, now, cfg), alert(manual), alert(named), alert(linked))
+}
+
+func TestDroppedWorkIsNotReplayed(t *testing.T) {
+	t.Parallel()
+	// While the desk was unsure it dropped work: a send it never made (NOT_SENT, no trace at the
+	// venue), a close it booked on the desk and then made at the venue, an order the venue
+	// cancelled and the desk already rejected. Now the two states agree, so there is nothing to do:
+	// the plan reads no history to replay.
+	d, v := newDesk(), newVenue()
+	notSent := sending(101, "101", now.Add(-time.Hour))
+	notSent.Status = OrderNotSent
+	closed := sending(102, "102", now.Add(-time.Hour))
+	closed.Status, closed.PositionID = OrderFilled, 78
+	rejected := sending(103, "103", now.Add(-time.Hour))
+	rejected.Status = OrderRejected
+	open := sending(104, "104", now.Add(-time.Hour))
+	open.Status, open.PositionID, open.PositionOpen, open.TradeID = OrderFilled, 79, true, "5004"
+	d.Orders = map[string]DeskOrder{"101": notSent, "102": closed, "103": rejected, "104": open}
+	d.Positions = []DeskPosition{position(79, 104, "5004", "1.5")}
+	v.OpenTrades = []venue.Trade{openTagged("5004", "104", "150000")}
+	v.Trades["5002"] = closedAt(openTagged("5002", "102", "100000"), "1.08", 5050)
+	v.ByClientID["101"] = ClientLookup{}
+	v.ByClientID["103"] = ClientLookup{Order: &venue.OrderInfo{ID: "5060", ClientID: "103", Tag: venue.Tag,
+		State: venue.OrderCancelled, CancelReason: venue.ReasonMarketHalted}}
+	requireActions(t, Plan(v, d, now, cfg))
+}
+
+func TestSnapshotOlderThanAppliedTransactionIsIgnored(t *testing.T) {
+	t.Parallel()
+	// An orphan in the snapshot: planned from a snapshot as new as the desk, ignored from an older
+	// one (the desk may already have booked what the snapshot does not show yet).
+	d, v := newDesk(), newVenue()
+	v.OpenTrades = []venue.Trade{openTagged("5001", "", "100000")}
+	d.AppliedTransactionID, v.AsOf = 5100, 5100
+	if got := Plan(v, d, now, cfg); len(got) != 1 || got[0].Kind != CloseOrphan {
+		t.Fatalf("plan of a current snapshot: %v, want one CloseOrphan", got)
+	}
+	v.AsOf = 5099
+	if got := Plan(v, d, now, cfg); got != nil {
+		t.Fatalf("plan of a stale snapshot: %v, want nil", got)
+	}
+}
+
+func TestActionsAreSortedByKindThenIDs(t *testing.T) {
+	t.Parallel()
+	d, v := newDesk(), newVenue()
+	d.Orders["102"] = sending(102, "102", now.Add(-time.Hour))
+	d.Orders["101"] = sending(101, "101", now.Add(-time.Hour))
+	d.Positions = []DeskPosition{position(79, 0, "5009", "1"), position(78, 0, "5008", "1")}
+	untagged := openTagged("5007", "", "1")
+	untagged.Tag = ""
+	v.OpenTrades = []venue.Trade{openTagged("5009", "", "200000"), untagged, openTagged("5008", "", "300000"),
+		openTagged("5006", "", "100000"), openTagged("5005", "", "100000")}
+	v.ByClientID["102"], v.ByClientID["101"] = ClientLookup{}, ClientLookup{}
+	var got []string
+	for _, a := range Plan(v, d, now, cfg) {
+		got = append(got, fmt.Sprintf("%s/%d/%d/%s", a.Kind, a.OrderID, a.PositionID, a.TradeID))
+	}
+	want := []string{"alert_untagged/0/0/5007", "close_orphan/0/0/5005", "close_orphan/0/0/5006",
+		"close_orphan/0/78/5008", "close_orphan/0/79/5009", "mark_not_sent/101/0/", "mark_not_sent/102/0/"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("plan order:\n\t%v\nwant:\n\t%v", got, want)
+	}
+}
+
+// randomStates draws n venue and desk states from small pools of ids, symbols and prices, so that
+// trades, orders, positions and lookups collide often: tagged and untagged trades naming the same
+// orders, positions linked to closed, missing and untagged trades, stale snapshots, a symbol
+// without a contract size.
+func randomStates(r *rand.Rand, n int) []struct {
+	v VenueState
+	d DeskState
+} {
+	symbols := []string{"EURUSD", "GBPUSD", "XAUUSD"} // XAUUSD has no contract size
+	prices := []string{"1.08512", "1.27001", "1.1", "2350.5"}
+	pick := func(xs []string) string { return xs[r.IntN(len(xs))] }
+	units := func() decimal.Decimal {
+		u := decimal.NewFromInt(int64(1+r.IntN(4)) * 50000)
+		if r.IntN(2) == 0 {
+			return u.Neg()
+		}
+		return u
+	}
+	clientID := func() string { return strconv.Itoa(100 + r.IntN(6)) }
+	tradeID := func() string { return strconv.Itoa(5000 + r.IntN(10)) }
+	orderID := func(clientID string) int64 { id, _ := strconv.ParseInt(clientID, 10, 64); return id }
+
+	states := make([]struct {
+		v VenueState
+		d DeskState
+	}, n)
+	for i := range states {
+		d := DeskState{Orders: map[string]DeskOrder{}, AppliedTransactionID: int64(r.IntN(20)),
+			ContractSize: map[string]decimal.Decimal{"EURUSD": dec("100000"), "GBPUSD": dec("100000")}}
+		v := VenueState{AsOf: int64(r.IntN(20) + 5), Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
+		var all []venue.Trade
+		for _, id := range r.Perm(10)[:r.IntN(8)] { // a trade id names one trade
+			t := venue.Trade{ID: strconv.Itoa(5000 + id), Symbol: pick(symbols), Price: dec(pick(prices)), State: venue.TradeOpen,
+				InitialUnits: units(), ClientID: clientID(), Tag: pick([]string{venue.Tag, venue.Tag, "", "manual"})}
+			t.CurrentUnits = t.InitialUnits
+			if r.IntN(3) == 0 {
+				t.ClientID = ""
+			}
+			switch r.IntN(3) {
+			case 0: // closed
+				t = closedAt(t, pick(prices), int64(5000+r.IntN(100)))
+			case 1: // reduced
+				t.CurrentUnits = t.InitialUnits.Div(decimal.NewFromInt(2))
+				t.AverageClosePrice, t.ClosingTransactionIDs = decPtr(pick(prices)), []int64{int64(5000 + r.IntN(100))}
+			}
+			if r.IntN(5) == 0 { // the venue reports a close without its price
+				t.AverageClosePrice = nil
+			}
+			all = append(all, t)
+		}
+		for _, t := range all {
+			if t.State == venue.TradeOpen {
+				v.OpenTrades = append(v.OpenTrades, t)
+			}
+			if r.IntN(2) == 0 {
+				v.Trades[t.ID] = t
+			}
+		}
+		for range r.IntN(6) {
+			id := clientID()
+			o := DeskOrder{OrderID: orderID(id), ClientID: id, Symbol: pick(symbols), Side: fx.Buy, Volume: dec("1"),
+				Status: pick([]string{OrderSending, OrderSending, OrderNotSent, OrderFilled, OrderRejected}),
+				SentAt: now.Add(-time.Duration(r.IntN(120)) * time.Second)}
+			if r.IntN(3) == 0 {
+				o.PositionID, o.PositionOpen, o.TradeID = int64(r.IntN(100)+1), r.IntN(2) == 0, tradeID()
+			}
+			d.Orders[id] = o
+			lookup := ClientLookup{}
+			switch r.IntN(4) {
+			case 0:
+				continue // not looked up
+			case 1:
+				if len(all) > 0 {
+					t := all[r.IntN(len(all))]
+					lookup.Trade = &t
+				}
+			case 2:
+				lookup.Order = &venue.OrderInfo{ClientID: id, Tag: venue.Tag, CancelReason: pick([]string{"", venue.ReasonMarketHalted}),
+					State: pick([]string{venue.OrderFilled, venue.OrderCancelled, venue.OrderPending})}
+			}
+			v.ByClientID[id] = lookup
+		}
+		for j := range r.IntN(5) {
+			d.Positions = append(d.Positions, DeskPosition{PositionID: int64(j + 1), OrderID: orderID(clientID()),
+				Symbol: pick(symbols), Side: fx.Buy, Volume: dec(pick([]string{"0.5", "1", "1.5", "2"})), TradeID: tradeID()})
+		}
+		states[i].v, states[i].d = v, d
+	}
+	return states
+}
+
+func TestPlanNeverSendsAndNeverTouchesUntaggedTrades(t *testing.T) {
+	t.Parallel()
+	// Every kind Plan may return; none of them opens a trade. A kind added later fails here until
+	// someone decides it belongs.
+	allowed := map[ActionKind]bool{Adopt: true, AdoptClosed: true, MarkNotSent: true, MarkRejected: true,
+		CloseOrphan: true, CloseDeskSide: true, BookPartial: true, AlertUntagged: true}
+	seen := map[ActionKind]int{}
+	untaggedSeen := 0
+	for i, s := range randomStates(rand.New(rand.NewPCG(1, 2)), 5000) {
+		// An id is untagged when the venue shows it untagged anywhere; the desk's own ids never are.
+		untagged := map[string]bool{}
+		prices := map[string]bool{}
+		note := func(tr venue.Trade) {
+			if tr.Tag != venue.Tag {
+				untagged[tr.ID] = true
+			}
+			prices[tr.Price.String()] = true
+			if tr.AverageClosePrice != nil {
+				prices[tr.AverageClosePrice.String()] = true
+			}
+		}
+		for _, tr := range s.v.OpenTrades {
+			note(tr)
+		}
+		for _, tr := range s.v.Trades {
+			note(tr)
+		}
+		for _, l := range s.v.ByClientID {
+			if l.Trade != nil {
+				note(*l.Trade)
+			}
+		}
+		untaggedSeen += len(untagged)
+		for _, a := range Plan(s.v, s.d, now, cfg) {
+			seen[a.Kind]++
+			if !allowed[a.Kind] {
+				t.Fatalf("state %d: plan returned kind %q", i, a.Kind)
+			}
+			if untagged[a.TradeID] && a.Kind != AlertUntagged {
+				t.Fatalf("state %d: %s acts on untagged trade %s", i, a.Kind, a.TradeID)
+			}
+			if a.Kind == CloseOrphan && a.Units != nil && !a.Units.IsPositive() {
+				t.Fatalf("state %d: close of %s units of trade %s", i, a.Units, a.TradeID)
+			}
+			if a.Kind == MarkNotSent {
+				o, l := s.d.Orders[clientIDOf(s.d, a.OrderID)], s.v.ByClientID[clientIDOf(s.d, a.OrderID)]
+				if o.Status != OrderSending || l.Trade != nil || l.Order != nil || now.Sub(o.SentAt) < cfg.NotSentAfter {
+					t.Fatalf("state %d: NOT_SENT for order %+v with lookup %+v", i, o, l)
+				}
+			}
+			// Never a price the venue did not give.
+			for _, p := range []decimal.Decimal{a.Price, a.ClosePrice} {
+				if !p.IsZero() && !prices[p.String()] {
+					t.Fatalf("state %d: %s books price %s the venue did not report", i, a.Kind, p)
+				}
+			}
+		}
+	}
+	// Guard against a generator that stopped producing the cases the checks are about.
+	if untaggedSeen == 0 {
+		t.Fatal("no state had an untagged trade")
+	}
+	for kind := range allowed {
+		if seen[kind] == 0 {
+			t.Errorf("no state produced a %s action", kind)
+		}
+	}
+}
+
+// clientIDOf is the client id of the desk order orderID.
+func clientIDOf(d DeskState, orderID int64) string {
+	for id, o := range d.Orders {
+		if o.OrderID == orderID {
+			return id
+		}
+	}
+	return ""
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	t.Parallel()
+	// The same states, listed in another order and held in freshly built maps, give the same plan.
+	r := rand.New(rand.NewPCG(3, 4))
+	multi := 0
+	for i, s := range randomStates(r, 2000) {
+		first := Plan(s.v, s.d, now, cfg)
+		if len(first) > 1 {
+			multi++
+		}
+		for range 3 {
+			v, d := s.v, s.d
+			v.OpenTrades, d.Positions = slices.Clone(v.OpenTrades), slices.Clone(d.Positions)
+			r.Shuffle(len(v.OpenTrades), func(a, b int) { v.OpenTrades[a], v.OpenTrades[b] = v.OpenTrades[b], v.OpenTrades[a] })
+			r.Shuffle(len(d.Positions), func(a, b int) { d.Positions[a], d.Positions[b] = d.Positions[b], d.Positions[a] })
+			v.Trades, v.ByClientID, d.Orders = maps.Clone(v.Trades), maps.Clone(v.ByClientID), maps.Clone(d.Orders)
+			again := Plan(v, d, now, cfg)
+			if len(again) != len(first) {
+				t.Fatalf("state %d: %d actions, then %d", i, len(first), len(again))
+			}
+			for j := range first {
+				if describe(first[j]) != describe(again[j]) {
+					t.Fatalf("state %d, action %d:\n\t%s\nthen\n\t%s", i, j, describe(first[j]), describe(again[j]))
+				}
+			}
+		}
+	}
+	if multi < 100 {
+		t.Fatalf("only %d states planned more than one action; the shuffles test little", multi)
+	}
+}
