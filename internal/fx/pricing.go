@@ -15,3 +15,12 @@ const MsgOutcomeUnknown = "The desk did not confirm this request in time and it 
 // MsgDatabaseUnavailable answers a request that failed because the desk could not reach its
 // database (EUNAVAILABLE): nothing was written.
 const MsgDatabaseUnavailable = "The desk cannot reach its database right now — please retry shortly"
+
+// MsgVenueUnavailable answers an EXTERNAL open or close while the execution venue cannot be
+// reached (EUNAVAILABLE): nothing was sent and nothing written.
+const MsgVenueUnavailable = "The execution venue is temporarily unavailable — nothing was sent; please retry shortly"
+
+// MsgVenueOutcomeUnknown answers an EXTERNAL order or close the venue did not confirm
+// (EUNKNOWN): it may have executed there. The desk never sends it again; the reconciler books
+// what the venue did.
+const MsgVenueOutcomeUnknown = "The execution venue did not confirm this request in time and it may have been carried out — the desk will book what the venue did; do not send it again, check your orders and positions shortly"

@@ -36,6 +36,7 @@ type AccountGroup struct {
 	LeverageMax     int
 	MarginCallLevel decimal.Decimal
 	StopOutLevel    decimal.Decimal
+	Execution       fx.ExecutionMode
 }
 
 // catalog is an immutable snapshot of instruments and groups.
@@ -155,14 +156,14 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		}
 	}
 
-	rows, err = db.QueryContext(ctx, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel` FROM `fx_account_group`")
+	rows, err = db.QueryContext(ctx, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group`")
 	if err != nil {
 		return nil, fmt.Errorf("load account groups: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var g AccountGroup
-		if err := rows.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel); err != nil {
+		if err := rows.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution); err != nil {
 			return nil, fmt.Errorf("load account groups: %w", err)
 		}
 		cat.accountGroups[g.Name] = g

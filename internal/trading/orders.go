@@ -146,6 +146,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		tx.Rollback()
 		return s.replay(ctx, original, true, nil)
 	}
+	if a.Execution == fx.External {
+		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d trades through an execution venue, which takes MARKET orders only: resting %s orders are not routed there.", a.ID, r.Type)
+	}
 	g := cat.accountGroup(a.Group)
 	before, ok := m.metrics(a, g, a.Balance, exps)
 	if !ok {
@@ -193,11 +196,14 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 	if s.lease == nil {
 		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errors.New("this process has no lease to fence with"), slog.String("op", "fill order"))
 	}
+	arrived := time.Now()
 	w := &marketFill{queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
 	s.commits.submit(w)
 	switch {
 	case w.original != nil:
 		return s.replay(ctx, *w.original, true, nil)
+	case w.err == nil && w.sending != nil:
+		return s.sendOpen(ctx, userID, w.res.Order, in, arrived)
 	case errors.Is(w.err, errReplayed):
 		// A retry that was not committed when its batch looked is now.
 		o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
@@ -220,6 +226,9 @@ type marketFill struct {
 	replayOf *marketFill // the write before it in the batch with the same request nonce
 	fill     openedFill
 	a        Account
+	// sending is the EXTERNAL order this write reserved (SENDING); sendingIdx its id's index.
+	sending    *Order
+	sendingIdx int
 }
 
 func (w *marketFill) wants(l *lockPlan) {
@@ -231,7 +240,7 @@ func (w *marketFill) wants(l *lockPlan) {
 }
 
 func (w *marketFill) apply(r *lockedRows) error {
-	w.res, w.original, w.replayOf, w.fill = OrderResult{}, nil, nil, openedFill{}
+	w.res, w.original, w.replayOf, w.fill, w.sending = OrderResult{}, nil, nil, openedFill{}, nil
 	a, found := r.accounts[w.account]
 	if !found {
 		return accountNotFound(w.account)
@@ -268,6 +277,9 @@ func (w *marketFill) apply(r *lockedRows) error {
 	if err != nil {
 		return err
 	}
+	if a.Execution == fx.External {
+		return w.reserve(r, a, key)
+	}
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.now}
 	if w.r.RequestNonce != "" {
@@ -276,7 +288,35 @@ func (w *marketFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
 	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
-	w.fill = r.openPosition(a, in, o, orderVar, price, commission, after)
+	w.fill = r.openPosition(a, in, o, orderVar, price, commission, after, nil)
+	if w.r.RequestNonce != "" {
+		r.made[key] = w
+	}
+	w.a = *a
+	return nil
+}
+
+// reserve writes an EXTERNAL order's identity, SENDING, instead of filling it: the venue fills
+// it, after this batch committed (Service.sendOpen). Its rules ran on the desk's quote (margin,
+// stops), so an order the desk would refuse never reaches the venue.
+func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
+	if r.s.venue == nil {
+		return fx.Errorf(fx.EUNAVAILABLE, "Account %d trades through an execution venue and none is configured on this desk.", a.ID)
+	}
+	if !r.s.venue.Reachable() {
+		return errVenueUnavailable()
+	}
+	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
+		TimeInForce: w.r.TimeInForce, Status: OrderSending, Execution: fx.External, CreatedAt: r.now}
+	if w.r.RequestNonce != "" {
+		o.RequestNonce = &w.r.RequestNonce
+	}
+	orderVar, idx := r.sessionVar("o")
+	r.w.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
+		"`execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, 'EXTERNAL', NOW(3))",
+		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce)
+	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
+	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
 		r.made[key] = w
 	}
@@ -287,6 +327,10 @@ func (w *marketFill) apply(r *lockedRows) error {
 func (w *marketFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	switch {
 	case w.original != nil:
+		return nil
+	case w.sending != nil:
+		w.sending.ID = ids.values[w.sendingIdx]
+		w.res = OrderResult{Order: *w.sending}
 		return nil
 	case w.replayOf != nil:
 		// Answered with the order the same nonce opened earlier in this batch.
@@ -369,17 +413,20 @@ func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 // account's new marks (after). It is the one ledger path of every fill: a MARKET submit and a
 // resting order the risk engine triggers. The account's balance and exposures move at once, so
 // the next write in the batch sees them.
-func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after Metrics) openedFill {
+//
+// link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
+// batch's fence admits only while this process holds the term.
+func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after Metrics, link *string) openedFill {
 	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
-		Currency: a.Currency}}
+		Currency: a.Currency, VenueTradeID: link}}
 	f.orderID = r.ids.index(orderVar)
 	posVar, posIdx := r.sessionVar("p")
 	f.posID = posIdx
 	p := f.pos
-	r.w.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?)",
-		p.AccountID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+	r.w.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
 	r.w.exec(setVarSQL(posVar, "LAST_INSERT_ID()"))
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume

@@ -2,9 +2,11 @@ package trading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -94,13 +96,31 @@ type CloseResult struct {
 // The close joins the holder's group commit (committer): it is applied to the rows its batch
 // locks, after every write before it in the batch, and answered once the batch committed. Of
 // racing closes of one position, one wins and the rest answer ECONFLICT.
+//
+// An EXTERNAL position (linked to a venue trade) is closed at the venue first and booked at the
+// venue's price (closeExternal).
 func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason) (CloseResult, error) {
+	return s.closePosition(ctx, userID, id, volume, reason, time.Now())
+}
+
+// closePosition is ClosePosition with the moment the close was triggered (the tick, or the
+// request's arrival), from which a venue close's own time is measured.
+func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
 	if err := s.admit(ctx, gate.Close, "close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
+	}
+	if link, ok := s.links.get(id); ok {
+		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}
 	w := &closeWrite{queued: newQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason}
 	s.commits.submit(w)
+	var linked errLinked
+	if errors.As(w.err, &linked) {
+		// Linked by a commit this process did not see (another holder's, before a takeover).
+		s.links.set(id, linked.link)
+		return s.closeExternal(ctx, userID, id, linked.link, volume, reason, trigger)
+	}
 	if w.err != nil {
 		return CloseResult{}, w.err
 	}
@@ -114,6 +134,10 @@ type closeWrite struct {
 	id     int64
 	volume *decimal.Decimal
 	reason fx.CloseReason
+	// venuePrice, when set, is the venue's price of a close it executed: booked (plus markup)
+	// instead of the desk's quote, whatever the desk's market state, because it already happened.
+	venuePrice *decimal.Decimal
+	txID       int64 // the venue transaction booked (the cursor), with venuePrice
 
 	res  CloseResult
 	deal int // its deal's index in the batch
@@ -135,6 +159,12 @@ func (w *closeWrite) apply(r *lockedRows) error {
 	in, ok := r.cat.instruments[p.Symbol]
 	if !ok {
 		return fmt.Errorf("position %d: instrument %s is missing", w.id, p.Symbol)
+	}
+	if w.venuePrice != nil {
+		return w.applyVenue(r, a, p, in)
+	}
+	if p.VenueTradeID != nil {
+		return errLinked{venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}}
 	}
 	if in.Status == fx.InstrumentHalted {
 		return errHalted(in.Symbol)
@@ -159,6 +189,32 @@ func (w *closeWrite) apply(r *lockedRows) error {
 			return fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", vol, rest, in.Symbol, in.VolumeMin)
 		}
 	}
+	return w.book(r, a, p, in, vol, price)
+}
+
+// applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
+// what is open), at its price plus the group's markup.
+func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in Instrument) error {
+	vol := p.Volume
+	if w.volume != nil && w.volume.LessThan(vol) {
+		vol = *w.volume
+	}
+	if !vol.IsPositive() {
+		return errAlreadyClosed(w.id)
+	}
+	closing := fx.Sell
+	if p.Side == fx.Sell {
+		closing = fx.Buy
+	}
+	if err := w.book(r, a, p, in, vol, venueFillPrice(in, closing, *w.venuePrice)); err != nil {
+		return err
+	}
+	r.advanceCursor(w.txID)
+	return nil
+}
+
+// book closes vol lots of the locked position p at price.
+func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in Instrument, vol, price decimal.Decimal) error {
 	profit, ok := r.m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
 	if !ok {
 		return errPricing()
@@ -191,6 +247,7 @@ func (w *closeWrite) apply(r *lockedRows) error {
 func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	w.res.Deal = r.deal(w.deal, ids)
 	if w.res.Position.Status == fx.PositionClosed {
+		r.s.links.drop(w.id)
 		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}
 	}
 	return []risk.Change{{Kind: risk.PositionReduced, Position: risk.Position{ID: w.id, Volume: w.res.Position.Volume.InexactFloat64()}}, balanceChanged(w.a)}

@@ -64,6 +64,9 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}
 	if s.Positions, err = queryAll(ctx, tx, "risk view: positions", func(sc scanner) (risk.Position, error) {
 		p, err := scanPosition(sc)
+		if err == nil && p.VenueTradeID != nil {
+			r.svc.links.set(p.ID, venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol})
+		}
 		return riskPosition(p), err
 	}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
 		return risk.Snapshot{}, err
@@ -192,8 +195,8 @@ func eachVersion(ctx context.Context, q querier, fn func(id, version int64, bala
 // Close closes all of position id at the current market, through the same fenced transaction
 // as a trader's close, recording reason. It returns an error wrapping risk.ErrAlreadyClosed
 // when the position is no longer open.
-func (r *RiskDesk) Close(ctx context.Context, id int64, reason fx.CloseReason, _ tick.Quote) error {
-	_, err := r.svc.ClosePosition(ctx, 0, id, nil, reason)
+func (r *RiskDesk) Close(ctx context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
+	_, err := r.svc.closePosition(ctx, 0, id, nil, reason, at.ReceivedAt)
 	if r.observe != nil {
 		result := "closed"
 		switch {
@@ -308,7 +311,7 @@ func (w *restingFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(setVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, after)
+	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, after, nil)
 	w.a = *a
 	return nil
 }

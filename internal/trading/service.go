@@ -42,6 +42,9 @@ type Service struct {
 
 	commits   *committer     // the group commit of desk-priced fills and closes
 	commitObs CommitObserver // nil: not observed
+
+	venue Venue // nil: no execution venue (EXTERNAL groups cannot trade)
+	links links // open EXTERNAL positions → venue trades (the holder's)
 }
 
 // Config builds a Service.
@@ -59,6 +62,8 @@ type Config struct {
 	OnChange func(context.Context, ...risk.Change)
 	// Commits, when set, observes the group commit (batch sizes, commit latency, refused rows).
 	Commits CommitObserver
+	// Venue, when set, is the execution venue EXTERNAL account groups trade through (A-book).
+	Venue Venue
 }
 
 // New returns a service; it refuses a missing dependency.
@@ -78,7 +83,7 @@ func New(c Config) (*Service, error) {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits}
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits, venue: c.Venue}
 	s.commits = newCommitter(s)
 	return s, nil
 }

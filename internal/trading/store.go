@@ -25,6 +25,9 @@ type Account struct {
 	UsedMargin decimal.Decimal
 	MarkedAt   *time.Time
 	CreatedAt  time.Time
+	// Execution is the account group's routing, read with the account (in a batch: under its
+	// lock), so a mode switch applies to the next batch, not after a catalog refresh.
+	Execution fx.ExecutionMode
 }
 
 // Order is one row of fx_order, with the position it opened (if any).
@@ -44,6 +47,12 @@ type Order struct {
 	FillPrice    *decimal.Decimal
 	PositionID   *int64
 	CreatedAt    time.Time
+	// Execution is INTERNAL (filled by the desk) or EXTERNAL (sent to the venue, client id =
+	// the order's id); SentAt, VenueOrderID and VenueReason are set on EXTERNAL orders only.
+	Execution    fx.ExecutionMode
+	SentAt       *time.Time
+	VenueOrderID *string
+	VenueReason  *string
 }
 
 // Position is one row of fx_position.
@@ -66,6 +75,8 @@ type Position struct {
 	ClosedAt       *time.Time
 	// Currency is the account's: the currency of Commission and RealizedProfit.
 	Currency string
+	// VenueTradeID links an EXTERNAL position to its venue trade; nil on INTERNAL positions.
+	VenueTradeID *string
 }
 
 // Deal is one row of the ledger; the ledger package writes it.
@@ -101,11 +112,12 @@ func queryAll[T any](ctx context.Context, q querier, what string, scan func(scan
 	return out, nil
 }
 
-const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`"
+const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, " +
+	"(SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = `fx_account`.`accountGroup` LIMIT 1)"
 
 func scanAccount(sc scanner) (Account, error) {
 	var a Account
-	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt)
+	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt, &a.Execution)
 	return a, err
 }
 
@@ -192,12 +204,14 @@ func exposuresInto(out *[]exposure) func(*sql.Rows) error {
 
 const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
-	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`"
+	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
+	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`"
 
 func scanOrder(sc scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
-		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt)
+		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
+		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason)
 	return o, err
 }
 
@@ -246,12 +260,12 @@ func listOrders(ctx context.Context, q querier, userID, accountID int64, status 
 
 const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, " +
-	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`)"
+	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
 
 func scanPosition(sc scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
-		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency)
+		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency, &p.VenueTradeID)
 	return p, err
 }
 

@@ -1,0 +1,573 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/venue"
+)
+
+// A-book execution (DESIGN §8). An account whose group is EXTERNAL trades straight through: the
+// venue fills first and the desk books the venue's price plus the group's markup. The order's
+// identity is written before the request leaves (a SENDING row, its id the client id at the
+// venue), the venue's answer is booked through the same group commit as every desk-priced
+// write, and an answer that never came is never re-sent: the reconciler (internal/execution)
+// resolves it by the client id.
+
+// Venue is the execution venue as trading uses it (*venue.Sender): venue.API calls run on the
+// executor's pre-sized workers, with own time measured from trigger to the request written.
+type Venue interface {
+	// Reachable is false while the venue cannot be reached; EXTERNAL opens are refused then.
+	Reachable() bool
+	// AccountID names the venue account (the cursor's key).
+	AccountID() string
+	PlaceMarket(ctx context.Context, o venue.MarketOrder, trigger time.Time) (venue.Outcome, error)
+	CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error)
+	TradeByID(ctx context.Context, id string) (venue.Trade, bool, error)
+}
+
+// venueTimeout bounds what the desk does after a venue send: booking the answer belongs to no
+// single request (the trader may have gone), so it runs detached from the request's context.
+const venueTimeout = 30 * time.Second
+
+// venueLink is what the holder remembers of an EXTERNAL position, so that a close the risk
+// engine triggers goes to the venue without reading the database first (own time).
+type venueLink struct {
+	tradeID string
+	symbol  string
+}
+
+// links maps open EXTERNAL positions to their venue trades, filled by the risk view's load and
+// kept by every commit that opens or ends a link.
+type links struct {
+	mu sync.Mutex
+	m  map[int64]venueLink
+}
+
+func (l *links) get(id int64) (venueLink, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.m[id]
+	return v, ok
+}
+
+func (l *links) set(id int64, v venueLink) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[int64]venueLink{}
+	}
+	l.m[id] = v
+}
+
+func (l *links) drop(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
+}
+
+// ClientID is the venue client id of desk order id.
+func ClientID(orderID int64) string { return strconv.FormatInt(orderID, 10) }
+
+// venueUnits is lots of in on side as signed venue units.
+func venueUnits(in Instrument, side fx.Side, lots decimal.Decimal) decimal.Decimal {
+	u := lots.Mul(in.ContractSize)
+	if side == fx.Sell {
+		u = u.Neg()
+	}
+	return u
+}
+
+// lotsOf is venue units as lots of in (the sign dropped).
+func lotsOf(in Instrument, units decimal.Decimal) decimal.Decimal {
+	return units.Abs().Div(in.ContractSize).Round(4)
+}
+
+// venueFillPrice is what the desk books for a venue fill at price on side: the venue's price
+// plus the group's markup, as fillPrice adds it to the desk's own quote.
+func venueFillPrice(in Instrument, side fx.Side, price decimal.Decimal) decimal.Decimal {
+	return fillPrice(in, quote{bid: price, ask: price}, side)
+}
+
+func errVenueUnavailable() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgVenueUnavailable) }
+
+var errVenueOutcomeUnknown error = &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgVenueOutcomeUnknown}
+
+// cancelText is a venue cancel reason in the trader's words.
+func cancelText(reason string) string {
+	switch reason {
+	case venue.ReasonInsufficientMargin:
+		return "the venue has not enough margin for it"
+	case venue.ReasonMarketHalted:
+		return "the market is halted at the venue"
+	}
+	return "the venue cancelled it"
+}
+
+// sendOpen sends EXTERNAL order o, written SENDING by its batch, to the venue and books the
+// answer. trigger is when the request arrived (own time).
+func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instrument, trigger time.Time) (OrderResult, error) {
+	attrs := []slog.Attr{slog.Int64("order_id", o.ID), slog.Int64("account_id", o.AccountID), slog.String("symbol", o.Symbol)}
+	// Whatever the trader's connection does from here, the order's fate is decided and booked.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), venueTimeout)
+	defer cancel()
+	if err := s.gate.Admit(ctx, gate.VenueSend, append(attrs, slog.String("op", "send order"))...); err != nil {
+		// Never left: the row says so, and nothing will ever send it.
+		s.endOrder(ctx, o.ID, OrderNotSent, "dropped at the gate: the lease was not confirmed")
+		return OrderResult{}, err
+	}
+	out, err := s.venue.PlaceMarket(ctx, venue.MarketOrder{ClientID: ClientID(o.ID), Symbol: o.Symbol, Units: venueUnits(in, o.Side, o.Volume)}, trigger)
+	var verr *venue.Error
+	switch {
+	case err == nil && out.Fill != nil:
+		return s.bookOpen(ctx, userID, o.ID, o.AccountID, in, *out.Fill, out.LastTransactionID)
+	case err == nil && out.Cancelled != nil:
+		s.endOrder(ctx, o.ID, OrderRejected, out.Cancelled.Reason)
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Order %d was not filled: %s (%s).", o.ID, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
+	case err == nil:
+		s.log.LogAttrs(ctx, slog.LevelError, "venue answered an order with neither a fill nor a cancel; it stays SENDING for the reconciler", attrs...)
+		return OrderResult{}, errVenueOutcomeUnknown
+	case errors.As(err, &verr):
+		s.endOrder(ctx, o.ID, OrderRejected, verr.Code)
+		if verr.Status == 401 || verr.Status == 403 {
+			s.log.LogAttrs(ctx, slog.LevelError, "venue refused the desk's credentials", append(attrs, slog.Any("err", err))...)
+			return OrderResult{}, errVenueUnavailable()
+		}
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused order %d: %s", o.ID, verr.Message)
+	case errors.Is(err, venue.ErrNotSent):
+		// It provably never left: the identity row goes, so nothing is left written.
+		s.dropUnsent(ctx, o.ID)
+		s.log.LogAttrs(ctx, slog.LevelWarn, "venue unreachable; order not sent", append(attrs, slog.Any("err", err))...)
+		return OrderResult{}, errVenueUnavailable()
+	default:
+		s.log.LogAttrs(ctx, slog.LevelWarn, "venue outcome unknown; the order stays SENDING and the reconciler resolves it by its client id", append(attrs, slog.Any("err", err))...)
+		return OrderResult{}, errVenueOutcomeUnknown
+	}
+}
+
+// Order statuses of EXTERNAL orders (fx_order.status).
+const (
+	OrderSending  = "SENDING"
+	OrderNotSent  = "NOT_SENT"
+	OrderRejected = "REJECTED"
+)
+
+// endOrder ends SENDING order id with status and the venue's reason. A row that ends a link is
+// true whoever writes it, so it is not fenced (DESIGN §8); it changes only a SENDING row.
+func (s *Service) endOrder(ctx context.Context, id int64, status, reason string) {
+	if err := s.EndVenueOrder(ctx, id, status, reason); err != nil {
+		s.log.ErrorContext(ctx, "could not end a venue order; the reconciler will", slog.Int64("order_id", id), slog.String("status", status), slog.Any("err", err))
+	}
+}
+
+// EndVenueOrder marks SENDING (or NOT_SENT, for a late cancel) order id with status
+// (REJECTED or NOT_SENT) and reason. It changes nothing if the order has moved on.
+func (s *Service) EndVenueOrder(ctx context.Context, id int64, status, reason string) error {
+	if status != OrderRejected && status != OrderNotSent {
+		return fmt.Errorf("end venue order %d: %q is not an end state", id, status)
+	}
+	_, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')",
+		status, truncate(reason, 64), id)
+	if err != nil {
+		return fmt.Errorf("end venue order %d: %w", id, err)
+	}
+	return nil
+}
+
+// dropUnsent removes the identity row of an order that provably never left this process.
+func (s *Service) dropUnsent(ctx context.Context, id int64) {
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM `fx_order` WHERE `id` = ? AND `status` = 'SENDING' AND `venueOrderId` IS NULL", id); err != nil {
+		s.log.ErrorContext(ctx, "could not remove an unsent order; the reconciler will mark it NOT_SENT", slog.Int64("order_id", id), slog.Any("err", err))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
+func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in Instrument, f venue.Fill, txID int64) (OrderResult, error) {
+	w := &venueFill{queued: newQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
+		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
+	s.commits.submit(w)
+	if w.err != nil {
+		s.log.ErrorContext(ctx, "venue filled an order the desk could not book; it stays SENDING and the reconciler adopts the trade",
+			slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened), slog.Any("err", w.err))
+		return OrderResult{}, w.err
+	}
+	return w.res, nil
+}
+
+// AdoptVenueTrade books venue trade t for desk order orderID (SENDING or NOT_SENT), which sent
+// it: the reconciler's Adopt. The order is filled at the trade's price and its position linked
+// to the trade; nothing is sent. txID is the venue transaction it stems from (the cursor).
+func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, t venue.Trade, txID int64) error {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return err
+	}
+	in, ok := cat.instruments[t.Symbol]
+	if !ok {
+		return fmt.Errorf("adopt trade %s: unknown symbol %s", t.ID, t.Symbol)
+	}
+	var account int64
+	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
+		return fmt.Errorf("adopt trade %s: order %d: %w", t.ID, orderID, err)
+	}
+	w := &venueFill{queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", t.ID)),
+		orderID: orderID, in: in, price: t.Price, units: t.InitialUnits, tradeID: t.ID, txID: txID, adopted: true}
+	s.commits.submit(w)
+	return w.err
+}
+
+// venueFill books a venue's fill of an EXTERNAL order in a batch: the order FILLED at the
+// venue's price plus markup, its position linked to the venue trade, its commission.
+type venueFill struct {
+	queued
+	userID       int64 // 0: any owner (the reconciler)
+	orderID      int64
+	in           Instrument
+	price        decimal.Decimal // the venue's
+	units        decimal.Decimal // signed, as filled
+	tradeID      string
+	venueOrderID string
+	txID         int64
+	adopted      bool
+
+	res  OrderResult
+	fill openedFill
+	a    Account
+	done bool // the order was already booked: answered from it
+}
+
+func (w *venueFill) wants(l *lockPlan) {
+	l.account(w.account)
+	l.exposuresOf(w.account)
+	l.order(w.orderID)
+}
+
+func (w *venueFill) apply(r *lockedRows) error {
+	w.res, w.fill, w.done = OrderResult{}, openedFill{}, false
+	a, found := r.accounts[w.account]
+	o, ok := r.orders[w.orderID]
+	if !found || !ok || ownedBy(*a, found, w.userID, o.AccountID) != nil {
+		return fx.Errorf(fx.ENOTFOUND, "Order %d not found.", w.orderID)
+	}
+	switch o.Status {
+	case OrderSending, OrderNotSent:
+	case fx.OrderFilled:
+		w.done, w.res = true, OrderResult{Order: *o, Replayed: true}
+		return nil
+	default:
+		return fx.Errorf(fx.ECONFLICT, "Order %d is %s; the venue's fill of it was not booked.", w.orderID, o.Status)
+	}
+	side := fx.Buy
+	if w.units.IsNegative() {
+		side = fx.Sell
+	}
+	if side != o.Side {
+		return fmt.Errorf("order %d is a %s; the venue filled %s units", o.ID, o.Side, w.units)
+	}
+	vol := lotsOf(w.in, w.units)
+	price := venueFillPrice(w.in, side, w.price)
+	// The venue filled it: the desk books it whatever its own rules would say now. The
+	// commission and marks are computed as for a desk fill; a margin shortfall is the risk
+	// engine's to act on, not a reason to leave a venue trade unbooked.
+	commission, after, err := fillCheck(r.m, r.cat, w.in, *a, r.exposures[a.ID], side, decimal.Zero, price)
+	if err != nil {
+		commission, after = decimal.Zero, r.marks[a.ID]
+	}
+	if w.in.Group.CommissionPerLot.IsPositive() {
+		if c, ok := r.m.convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency); ok {
+			commission = c
+		}
+	}
+	if m, ok := r.m.metrics(*a, r.cat.accountGroup(a.Group), a.Balance.Sub(commission),
+		append(r.exposures[a.ID], exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
+		after = m
+	}
+	filled := *o
+	filled.Status, filled.FillPrice, filled.Volume = fx.OrderFilled, &price, vol
+	orderVar, _ := r.sessionVar("o")
+	r.w.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
+		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
+	r.w.exec(setVarSQL(orderVar, "?"), o.ID)
+	link := w.tradeID
+	w.fill = r.openPosition(a, w.in, filled, orderVar, price, commission, after, &link)
+	r.advanceCursor(w.txID)
+	w.a = *a
+	*o = filled
+	return nil
+}
+
+func adoptedReason(adopted bool) any {
+	if adopted {
+		return "adopted by the reconciler"
+	}
+	return nil
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (w *venueFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+	if w.done {
+		return nil
+	}
+	p, d := w.fill.written(r, ids)
+	o := w.fill.order
+	o.ID, o.PositionID = p.OrderID, &p.ID
+	w.res = OrderResult{Order: o, Position: &p, Commission: d}
+	r.s.links.set(p.ID, venueLink{tradeID: w.tradeID, symbol: p.Symbol})
+	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
+}
+
+func (w *venueFill) failed(err error) error { return fmt.Errorf("book venue fill of order %d: %w", w.orderID, err) }
+
+// advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.
+func (r *lockedRows) advanceCursor(txID int64) {
+	if txID <= 0 || r.s.venue == nil {
+		return
+	}
+	r.w.exec("INSERT INTO `fx_venue_cursor` (`venueAccount`, `lastTransactionId`) VALUES (?, ?) "+
+		"ON DUPLICATE KEY UPDATE `lastTransactionId` = GREATEST(`lastTransactionId`, ?)", r.s.venue.AccountID(), txID, txID)
+}
+
+// closeExternal closes volume lots (nil: all) of EXTERNAL position id, linked to venue trade
+// link: the venue closes its trade first, then the desk books the venue's price. userID 0 is
+// the risk engine (own time from trigger).
+func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venueLink, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
+	attrs := []slog.Attr{slog.Int64("position_id", id), slog.String("trade_id", link.tradeID), slog.String("reason", string(reason))}
+	if s.venue == nil {
+		return CloseResult{}, errVenueUnavailable()
+	}
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return CloseResult{}, err
+	}
+	in, ok := cat.instruments[link.symbol]
+	if !ok {
+		return CloseResult{}, fmt.Errorf("close position %d: instrument %s is missing", id, link.symbol)
+	}
+	if userID != 0 || volume != nil {
+		// A trader's close is checked against the position before anything is sent: someone
+		// else's position, a closed one or a bad volume must not reach the venue.
+		p, err := loadPosition(ctx, s.db, userID, id)
+		if err != nil {
+			return CloseResult{}, err
+		}
+		if p.Status != fx.PositionOpen {
+			return CloseResult{}, errAlreadyClosed(id)
+		}
+		if in.Status == fx.InstrumentHalted {
+			return CloseResult{}, errHalted(in.Symbol)
+		}
+		if volume != nil {
+			if err := checkVolume(in, *volume); err != nil {
+				return CloseResult{}, err
+			}
+			if volume.GreaterThan(p.Volume) {
+				return CloseResult{}, fx.Errorf(fx.ECONFLICT, "Position %d has %s lots open; cannot close %s.", id, p.Volume, volume)
+			}
+			if rest := p.Volume.Sub(*volume); rest.IsPositive() && rest.LessThan(in.VolumeMin) {
+				return CloseResult{}, fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", volume, rest, in.Symbol, in.VolumeMin)
+			}
+			if volume.Equal(p.Volume) {
+				volume = nil
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), venueTimeout)
+	defer cancel()
+	if err := s.gate.Admit(ctx, gate.VenueSend, append(attrs, slog.String("op", "close venue trade"))...); err != nil {
+		return CloseResult{}, err
+	}
+	var units *decimal.Decimal
+	if volume != nil {
+		u := volume.Mul(in.ContractSize)
+		units = &u
+	}
+	out, err := s.venue.CloseTrade(ctx, link.tradeID, units, trigger)
+	var verr *venue.Error
+	switch {
+	case err == nil && out.Fill != nil:
+		vol := lotsOf(in, out.Fill.Units)
+		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, max(out.LastTransactionID, out.Fill.TransactionID), reason)
+	case err == nil && out.Cancelled != nil:
+		e := fx.Errorf(fx.ECONFLICT, "Position %d was not closed: %s (%s).", id, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
+		return CloseResult{}, marketState(e)
+	case err == nil:
+		s.log.LogAttrs(ctx, slog.LevelError, "venue answered a close with neither a fill nor a cancel; the reconciler books what the venue did", attrs...)
+		return CloseResult{}, errVenueOutcomeUnknown
+	case errors.As(err, &verr) && verr.Status == 404:
+		// The venue no longer has the trade open: it closed it itself (a venue stop-out) or an
+		// earlier close whose answer was lost did. Book what the venue did.
+		t, found, terr := s.venue.TradeByID(ctx, link.tradeID)
+		if terr != nil || !found || t.State != venue.TradeClosed || t.AverageClosePrice == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "venue has no open trade for an EXTERNAL position and its close is not known yet; the reconciler books it", append(attrs, slog.Any("err", err), slog.Any("lookup_err", terr))...)
+			return CloseResult{}, errVenueOutcomeUnknown
+		}
+		var txID int64
+		if n := len(t.ClosingTransactionIDs); n > 0 {
+			txID = t.ClosingTransactionIDs[n-1]
+		}
+		return s.bookClose(ctx, userID, id, nil, *t.AverageClosePrice, txID, fx.CloseVenue)
+	case errors.As(err, &verr):
+		s.log.LogAttrs(ctx, slog.LevelError, "venue refused a close", append(attrs, slog.Any("err", err))...)
+		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused to close position %d: %s", id, verr.Message)
+	case errors.Is(err, venue.ErrNotSent):
+		return CloseResult{}, errVenueUnavailable()
+	default:
+		s.log.LogAttrs(ctx, slog.LevelWarn, "venue close outcome unknown; the position stays open until the reconciler books what the venue did", append(attrs, slog.Any("err", err))...)
+		return CloseResult{}, errVenueOutcomeUnknown
+	}
+}
+
+// bookClose books a venue close of volume lots (nil: all) of position id at the venue's price
+// through the group commit. userID 0: any owner (the risk engine, the reconciler).
+func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason) (CloseResult, error) {
+	w := &closeWrite{queued: newQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+		userID: userID, id: id, volume: volume, reason: reason, venuePrice: &price, txID: txID}
+	s.commits.submit(w)
+	if w.err != nil {
+		if !errors.Is(w.err, risk.ErrAlreadyClosed) {
+			s.log.ErrorContext(ctx, "venue closed a trade the desk could not book; the reconciler books it", slog.Int64("position_id", id), slog.Any("err", w.err))
+		}
+		return CloseResult{}, w.err
+	}
+	return w.res, nil
+}
+
+// BookVenueClose books what the venue closed of position id and nobody booked: volume lots (nil:
+// all that is open) at the venue's price, from venue transaction txID. The reconciler's
+// CloseDeskSide and BookPartial.
+func (s *Service) BookVenueClose(ctx context.Context, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64) error {
+	_, err := s.bookClose(ctx, 0, id, volume, price, txID, fx.CloseVenue)
+	return err
+}
+
+// errLinked refuses a desk-priced close of an EXTERNAL position: the venue closes it first.
+type errLinked struct{ link venueLink }
+
+func (e errLinked) Error() string { return "position is linked to venue trade " + e.link.tradeID }
+
+// LinkedPosition is one open EXTERNAL position as the reconciler and the hedge monitor see it.
+type LinkedPosition struct {
+	PositionID, OrderID, AccountID int64
+	Symbol                         string
+	Side                           fx.Side
+	Volume                         decimal.Decimal
+	ContractSize                   decimal.Decimal
+	TradeID                        string
+}
+
+// VenueOrder is one EXTERNAL desk order as the reconciler sees it.
+type VenueOrder struct {
+	OrderID, AccountID int64
+	Symbol             string
+	Side               fx.Side
+	Volume             decimal.Decimal
+	Status             string
+	SentAt             time.Time
+	PositionID         int64
+	PositionOpen       bool
+	TradeID            string
+}
+
+// ExternalBook reads the desk's A-book: open EXTERNAL positions, SENDING orders, and the
+// orders named by extraOrderIDs (client ids the venue's tagged trades carry), with the venue
+// cursor.
+func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, int64, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("external book: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var cursor int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(`lastTransactionId`), 0) FROM `fx_venue_cursor` WHERE `venueAccount` = ?", venueAccount).Scan(&cursor); err != nil {
+		return nil, nil, 0, fmt.Errorf("external book: cursor: %w", err)
+	}
+	pos, err := queryAll(ctx, tx, "external book: positions", func(sc scanner) (LinkedPosition, error) {
+		var p LinkedPosition
+		err := sc.Scan(&p.PositionID, &p.OrderID, &p.AccountID, &p.Symbol, &p.Side, &p.Volume, &p.ContractSize, &p.TradeID)
+		return p, err
+	}, "SELECT p.`id`, p.`orderId`, p.`accountId`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`venueTradeId` "+
+		"FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
+		"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL ORDER BY p.`id`")
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
+	args := []any{}
+	if len(extraOrderIDs) > 0 {
+		where = "(" + where + ") OR o.`id` IN (" + placeholders(len(extraOrderIDs)) + ")"
+		for _, id := range extraOrderIDs {
+			args = append(args, id)
+		}
+	}
+	orders, err := queryAll(ctx, tx, "external book: orders", func(sc scanner) (VenueOrder, error) {
+		var o VenueOrder
+		var sent *time.Time
+		var posID *int64
+		var posStatus, trade *string
+		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.Status, &sent, &posID, &posStatus, &trade)
+		if sent != nil {
+			o.SentAt = *sent
+		}
+		if posID != nil {
+			o.PositionID = *posID
+		}
+		o.PositionOpen = posStatus != nil && *posStatus == fx.PositionOpen
+		if trade != nil {
+			o.TradeID = *trade
+		}
+		return o, err
+	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId` "+
+		"FROM `fx_order` o LEFT JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return pos, orders, cursor, nil
+}
+
+// ContractSizes maps every instrument to its contract size (venue units per lot).
+func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal, error) {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]decimal.Decimal, len(cat.instruments))
+	for sym, in := range cat.instruments {
+		out[sym] = in.ContractSize
+	}
+	return out, nil
+}
+
+// OpenExternalCount is how many EXTERNAL positions are open: the worst case of venue closes one
+// gap can trigger at once (the executor is sized from it).
+func (s *Service) OpenExternalCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
+	return n, err
+}
+
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
