@@ -213,26 +213,33 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 	return w.res, nil
 }
 
-// AdoptVenueTrade books venue trade t for desk order orderID (SENDING or NOT_SENT), which sent
-// it: the reconciler's Adopt. The order is filled at the trade's price and its position linked
-// to the trade; nothing is sent. txID is the venue transaction it stems from (the cursor).
-func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, t venue.Trade, txID int64) error {
+// AdoptVenueTrade books venue trade tradeID, of units (signed) on symbol opened at price, for
+// the desk order orderID (SENDING or NOT_SENT) that sent it: the reconciler's Adopt. The order is
+// filled at the trade's price and its position linked to the trade; nothing is sent. txID is the
+// venue transaction it stems from (the cursor). It returns the position's id.
+func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	in, ok := cat.instruments[t.Symbol]
+	in, ok := cat.instruments[symbol]
 	if !ok {
-		return fmt.Errorf("adopt trade %s: unknown symbol %s", t.ID, t.Symbol)
+		return 0, fmt.Errorf("adopt trade %s: unknown symbol %s", tradeID, symbol)
 	}
 	var account int64
 	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
-		return fmt.Errorf("adopt trade %s: order %d: %w", t.ID, orderID, err)
+		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, err)
 	}
-	w := &venueFill{queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", t.ID)),
-		orderID: orderID, in: in, price: t.Price, units: t.InitialUnits, tradeID: t.ID, txID: txID, adopted: true}
+	w := &venueFill{queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
+		orderID: orderID, in: in, price: price, units: units, tradeID: tradeID, txID: txID, adopted: true}
 	s.commits.submit(w)
-	return w.err
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.res.Position == nil {
+		return 0, fmt.Errorf("adopt trade %s: order %d was already filled", tradeID, orderID)
+	}
+	return w.res.Position.ID, nil
 }
 
 // venueFill books a venue's fill of an EXTERNAL order in a batch: the order FILLED at the
@@ -571,3 +578,45 @@ func (s *Service) OpenExternalCount(ctx context.Context) (int, error) {
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
+
+// SymbolExposure is the traders' net open lots on one symbol (buys positive), split by where
+// they are hedged: INTERNAL positions are the desk's own risk (B-book, the desk holds the other
+// side), EXTERNAL ones are mirrored at the venue (A-book).
+type SymbolExposure struct {
+	Symbol       string          `json:"symbol"`
+	InternalLots decimal.Decimal `json:"internalLots"`
+	ExternalLots decimal.Decimal `json:"externalLots"`
+	ContractSize decimal.Decimal `json:"-"`
+}
+
+// Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart.
+func (s *Service) Exposures(ctx context.Context) ([]SymbolExposure, error) {
+	return queryAll(ctx, s.db, "exposures", func(sc scanner) (SymbolExposure, error) {
+		var e SymbolExposure
+		err := sc.Scan(&e.Symbol, &e.InternalLots, &e.ExternalLots, &e.ContractSize)
+		return e, err
+	}, "SELECT p.`symbol`, "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NOT NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
+		"MAX(i.`contractSize`) FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
+		"WHERE p.`status` = 'OPEN' GROUP BY p.`symbol` ORDER BY p.`symbol`")
+}
+
+// SendingOrder is an EXTERNAL order whose venue answer is not booked yet.
+type SendingOrder struct {
+	OrderID   int64           `json:"orderId"`
+	AccountID int64           `json:"accountId"`
+	Symbol    string          `json:"symbol"`
+	Side      fx.Side         `json:"side"`
+	Volume    decimal.Decimal `json:"volume"`
+	SentAt    time.Time       `json:"sentAt"`
+}
+
+// SendingOrders lists the EXTERNAL orders in SENDING, oldest first (at most maxList).
+func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
+	return queryAll(ctx, s.db, "sending orders", func(sc scanner) (SendingOrder, error) {
+		var o SendingOrder
+		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.SentAt)
+		return o, err
+	}, "SELECT `id`, `accountId`, `symbol`, `side`, `volume`, `sentAt` FROM `fx_order` WHERE `execution` = 'EXTERNAL' AND `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
+}

@@ -1,0 +1,251 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/trading"
+	"fxdesk/internal/venue"
+)
+
+// Gate admits or drops lease-guarded work (*gate.Gate).
+type Gate interface {
+	Admit(ctx context.Context, w gate.Work, attrs ...slog.Attr) error
+}
+
+// Closer closes a venue trade through the executor (*venue.Sender).
+type Closer interface {
+	CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error)
+}
+
+// Alerts is the alert inbox (*alert.Inbox).
+type Alerts interface {
+	Raise(ctx context.Context, code string, severity alert.Severity, message string, details any) error
+	Resolve(ctx context.Context, code string) error
+}
+
+// Alert codes the venue jobs raise.
+const (
+	AlertUntaggedTrade    = "venue-untagged-trade"
+	AlertMarginLow        = "venue-margin-low"
+	AlertExposureMismatch = "venue-exposure-mismatch"
+)
+
+// ReconcilerConfig builds a Reconciler.
+type ReconcilerConfig struct {
+	Venue   venue.API        // reads: summary, open trades, lookups
+	Closer  Closer           // orphan closes, through the executor
+	Desk    *trading.Service // the desk's book and its writers
+	Gate    Gate
+	Alerts  Alerts
+	Account string // the venue account id (the cursor's key)
+	Plan    Config
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// Reconciler is runFxExecutionReconciler: it gathers the venue's state and the desk's, asks Plan
+// what to do, and does it. It runs on the lease holder only (each run passes the gate).
+type Reconciler struct{ cfg ReconcilerConfig }
+
+// NewReconciler checks cfg.
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
+	switch {
+	case cfg.Venue == nil || cfg.Closer == nil:
+		return nil, errors.New("execution reconciler: a venue is required")
+	case cfg.Desk == nil || cfg.Gate == nil || cfg.Alerts == nil:
+		return nil, errors.New("execution reconciler: the desk, the gate and the alert inbox are required")
+	case cfg.Account == "":
+		return nil, errors.New("execution reconciler: the venue account id is required")
+	case cfg.Plan.NotSentAfter <= 0:
+		return nil, fmt.Errorf("execution reconciler: NotSentAfter must be positive, got %s", cfg.Plan.NotSentAfter)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Reconciler{cfg: cfg}, nil
+}
+
+// Result counts what one run did, by action kind, and the actions that failed.
+type Result struct {
+	Reason  string             `json:"reason"`
+	Planned map[ActionKind]int `json:"planned"`
+	Failed  int                `json:"failed"`
+}
+
+// Run reconciles once; reason says why (scheduled, boot, lease_restored). A run dropped at the
+// gate returns gate.ErrNotHolder and does nothing.
+func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
+	res := Result{Reason: reason, Planned: map[ActionKind]int{}}
+	if err := r.cfg.Gate.Admit(ctx, gate.ExecutionReconciler, slog.String("reason", reason)); err != nil {
+		return res, err
+	}
+	v, d, err := r.gather(ctx)
+	if err != nil {
+		return res, err
+	}
+	actions := Plan(v, d, r.cfg.Now(), r.cfg.Plan)
+	for _, a := range actions {
+		res.Planned[a.Kind]++
+		if err := r.do(ctx, a, v); err != nil {
+			res.Failed++
+			r.cfg.Log.ErrorContext(ctx, "reconciler action failed; the next run plans again from state",
+				slog.String("action", string(a.Kind)), slog.Int64("order_id", a.OrderID), slog.Int64("position_id", a.PositionID),
+				slog.String("trade_id", a.TradeID), slog.Any("err", err))
+		}
+	}
+	attrs := []any{slog.String("reason", reason), slog.Int("actions", len(actions)), slog.Int("failed", res.Failed),
+		slog.Int("venue_open_trades", len(v.OpenTrades)), slog.Int("desk_linked_positions", len(d.Positions)), slog.Int64("venue_as_of", v.AsOf)}
+	for k, n := range res.Planned {
+		attrs = append(attrs, slog.Int(string(k), n))
+	}
+	r.cfg.Log.InfoContext(ctx, "execution reconciler ran", attrs...)
+	return res, nil
+}
+
+// gather reads both states: the venue's snapshot first (its AsOf), then the desk's book, then
+// the targeted lookups the desk's rows call for.
+func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) {
+	sum, err := r.cfg.Venue.Summary(ctx)
+	if err != nil {
+		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: venue summary: %w", err)
+	}
+	trades, err := r.cfg.Venue.OpenTrades(ctx)
+	if err != nil {
+		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: venue open trades: %w", err)
+	}
+	v := VenueState{AsOf: sum.LastTransactionID, OpenTrades: trades, Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
+	var named []int64
+	open := map[string]venue.Trade{}
+	for _, t := range trades {
+		open[t.ID] = t
+		if t.Tag == venue.Tag {
+			if id, err := strconv.ParseInt(t.ClientID, 10, 64); err == nil && id > 0 {
+				named = append(named, id)
+			}
+		}
+	}
+	positions, orders, cursor, err := r.cfg.Desk.ExternalBook(ctx, r.cfg.Account, named)
+	if err != nil {
+		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: desk book: %w", err)
+	}
+	sizes, err := r.cfg.Desk.ContractSizes(ctx)
+	if err != nil {
+		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: contract sizes: %w", err)
+	}
+	d := DeskState{Orders: map[string]DeskOrder{}, ContractSize: sizes, AppliedTransactionID: cursor}
+	for _, p := range positions {
+		d.Positions = append(d.Positions, DeskPosition{PositionID: p.PositionID, OrderID: p.OrderID, AccountID: p.AccountID,
+			Symbol: p.Symbol, Side: p.Side, Volume: p.Volume, TradeID: p.TradeID})
+		t, isOpen := open[p.TradeID]
+		if isOpen && t.CurrentUnits.Abs().Equal(p.Volume.Mul(p.ContractSize)) {
+			continue
+		}
+		full, found, err := r.cfg.Venue.TradeByID(ctx, p.TradeID)
+		if err != nil {
+			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: trade %s: %w", p.TradeID, err)
+		}
+		if found {
+			v.Trades[p.TradeID] = full
+		}
+	}
+	for _, o := range orders {
+		cid := trading.ClientID(o.OrderID)
+		d.Orders[cid] = DeskOrder{OrderID: o.OrderID, AccountID: o.AccountID, ClientID: cid, Symbol: o.Symbol, Side: o.Side, Volume: o.Volume,
+			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID}
+		if o.Status != OrderSending {
+			continue
+		}
+		var lk ClientLookup
+		if info, found, err := r.cfg.Venue.OrderByClientID(ctx, cid); err != nil {
+			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: order @%s: %w", cid, err)
+		} else if found {
+			lk.Order = &info
+		}
+		if t, found, err := r.cfg.Venue.TradeByClientID(ctx, cid); err != nil {
+			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: trade @%s: %w", cid, err)
+		} else if found {
+			lk.Trade = &t
+		}
+		v.ByClientID[cid] = lk
+	}
+	return v, d, nil
+}
+
+// do carries out one action.
+func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
+	log := r.cfg.Log.With(slog.String("action", string(a.Kind)), slog.String("trade_id", a.TradeID), slog.String("why", a.Reason))
+	switch a.Kind {
+	case Adopt, AdoptClosed:
+		units := a.Units
+		if units == nil {
+			return fmt.Errorf("adopt order %d: no units", a.OrderID)
+		}
+		pos, err := r.cfg.Desk.AdoptVenueTrade(ctx, a.OrderID, a.TradeID, a.Symbol, *units, a.Price, a.TransactionID)
+		if err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "adopted a venue trade for the desk order that sent it; not reopened", slog.Int64("order_id", a.OrderID), slog.Int64("position_id", pos))
+		if a.Kind == AdoptClosed {
+			if err := r.cfg.Desk.BookVenueClose(ctx, pos, nil, a.ClosePrice, a.CloseTransactionID); err != nil {
+				return err
+			}
+			log.InfoContext(ctx, "booked the venue's close of the adopted trade", slog.Int64("position_id", pos), slog.String("price", a.ClosePrice.String()))
+		}
+	case MarkNotSent:
+		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, trading.OrderNotSent, "no trace at the venue by its client id"); err != nil {
+			return err
+		}
+		log.WarnContext(ctx, "order has no trace at the venue; marked NOT_SENT, never re-sent", slog.Int64("order_id", a.OrderID))
+	case MarkRejected:
+		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, trading.OrderRejected, a.Reason); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "the venue cancelled the order; marked REJECTED", slog.Int64("order_id", a.OrderID))
+	case CloseOrphan:
+		if err := r.cfg.Gate.Admit(ctx, gate.VenueSend, slog.String("op", "close orphan venue trade"), slog.String("trade_id", a.TradeID)); err != nil {
+			return err
+		}
+		out, err := r.cfg.Closer.CloseTrade(ctx, a.TradeID, a.Units, time.Now())
+		if err != nil {
+			return err
+		}
+		if out.Cancelled != nil {
+			return fmt.Errorf("the venue cancelled the close of orphan trade %s: %s", a.TradeID, out.Cancelled.Reason)
+		}
+		log.WarnContext(ctx, "closed a tagged venue trade no open desk position explains", slog.Any("units", a.Units))
+	case CloseDeskSide:
+		if err := r.cfg.Desk.BookVenueClose(ctx, a.PositionID, nil, a.Price, a.TransactionID); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "closed the desk side of a trade the venue closed, at the venue's price", slog.Int64("position_id", a.PositionID), slog.String("price", a.Price.String()))
+	case BookPartial:
+		vol := a.Volume
+		if err := r.cfg.Desk.BookVenueClose(ctx, a.PositionID, &vol, a.Price, a.TransactionID); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "booked a partial close the venue made and nobody booked", slog.Int64("position_id", a.PositionID), slog.String("volume", vol.String()))
+	case AlertUntagged:
+		units := ""
+		if a.Units != nil {
+			units = a.Units.String()
+		}
+		return r.cfg.Alerts.Raise(ctx, AlertUntaggedTrade, alert.Warning,
+			fmt.Sprintf("Venue trade %s (%s, %s units) carries no fxdesk tag: the desk never touches it. Someone traded the desk's venue account by hand, or another system shares it.", a.TradeID, a.Symbol, units),
+			map[string]any{"tradeId": a.TradeID, "symbol": a.Symbol, "units": units})
+	default:
+		return fmt.Errorf("unknown action %q", a.Kind)
+	}
+	return nil
+}
