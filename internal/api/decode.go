@@ -378,3 +378,21 @@ func decodeSettings(r io.Reader) (map[string]string, error) {
 	}
 	return w, nil
 }
+
+// decodeExecutionMode reads PUT /api/admin/fx/account-groups/{name}: {"executionMode": …}.
+func decodeExecutionMode(r io.Reader) (fx.ExecutionMode, error) {
+	var w struct {
+		ExecutionMode *string `json:"executionMode"`
+	}
+	if err := decodeStrict(r, &w, false); err != nil {
+		return "", err
+	}
+	if w.ExecutionMode == nil {
+		return "", fx.Errorf(fx.EINVALID, "executionMode (INTERNAL or EXTERNAL) is required.")
+	}
+	switch m := fx.ExecutionMode(strings.ToUpper(*w.ExecutionMode)); m {
+	case fx.Internal, fx.External:
+		return m, nil
+	}
+	return "", fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL (the desk fills) or EXTERNAL (the venue fills), not %q.", *w.ExecutionMode)
+}

@@ -68,6 +68,8 @@ func routes(d Deps) http.Handler {
 		r.Put("/settings", handlePutSettings(d.Log, d.Settings))
 		r.Get("/instruments", handleInstruments(d.Log, d.Trading))
 		r.Put("/instruments", handlePutInstruments(d.Log, d.Trading))
+		r.Get("/account-groups", handleAccountGroups(d.Log, d.Trading))
+		r.Put("/account-groups/{name}", handleSetExecutionMode(d.Log, d.Trading))
 		r.Get("/desk", handleDesk(d))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {

@@ -53,6 +53,8 @@ type Deps struct {
 	// Forward sends desk-priced requests from a follower to the lease holder and admits the ones
 	// forwarded here; nil when forwarding is off (a follower then refuses them itself, DESIGN §4).
 	Forward *forward.Forwarder
+	// Venue is the execution venue on the lease holder (the dealer's view); nil without one.
+	Venue VenueView
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:

@@ -9,11 +9,16 @@ import (
 	"net/url"
 	"time"
 
+	"slices"
+	"strings"
+
 	"fxdesk/internal/alert"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/execution"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
+	"fxdesk/internal/venue"
 )
 
 // report is the operator's one-glance view: the desk status (role, lease, both arbiters, mirror)
@@ -27,9 +32,99 @@ type report struct {
 	// Commits is the group commit of desk-priced fills and closes; nil where no risk engine
 	// runs (only the holder fills and closes at its prices).
 	Commits *trading.CommitStats `json:"commits"`
-	Alerts  []alert.Alert        `json:"alerts"`
+	// Book is the dealer's view: per symbol, what the desk carries itself (B-book) and what is
+	// hedged at the venue (A-book), the venue account and the orders still SENDING.
+	Book   *bookView     `json:"book"`
+	Alerts []alert.Alert `json:"alerts"`
 	// AlertsError says why alerts could not be read (the database is down, for instance).
 	AlertsError string `json:"alertsError,omitempty"`
+}
+
+// bookView is the desk's book: B-book risk, A-book hedge, the venue.
+type bookView struct {
+	Symbols []bookSymbol           `json:"symbols"`
+	Venue   *venueView             `json:"venue"` // nil without a venue
+	Sending []trading.SendingOrder `json:"sending"`
+	Error   string                 `json:"error,omitempty"`
+}
+
+// bookSymbol is one symbol of the book, in lots. BBookNetLots is the desk's own net position:
+// the opposite of its INTERNAL traders' net (the desk holds the other side). ABookLots is the
+// traders' EXTERNAL net, which the venue should hold as VenueUnits (from the last hedge check).
+type bookSymbol struct {
+	Symbol        string  `json:"symbol"`
+	BBookNetLots  string  `json:"bBookNetLots"`
+	ABookLots     string  `json:"aBookLots"`
+	VenueUnits    *string `json:"venueUnits"`
+	UntaggedUnits *string `json:"untaggedUnits"`
+	Mismatch      bool    `json:"mismatch"`
+}
+
+// venueView is the venue account as the last hedge check saw it, and the executor now.
+type venueView struct {
+	Reachable             bool                `json:"reachable"`
+	CheckedAt             *time.Time          `json:"checkedAt"`
+	Currency              string              `json:"currency,omitempty"`
+	NAV                   string              `json:"nav,omitempty"`
+	MarginUsed            string              `json:"marginUsed,omitempty"`
+	MarginAvailable       string              `json:"marginAvailable,omitempty"`
+	MarginCloseoutPercent string              `json:"marginCloseoutPercent,omitempty"`
+	Executor              venue.ExecutorStats `json:"executor"`
+}
+
+// VenueView is the holder's venue as the dealer's view shows it.
+type VenueView interface {
+	Last() *execution.VenueBook
+	Stats() venue.ExecutorStats
+}
+
+func buildBook(ctx context.Context, d Deps) *bookView {
+	b := &bookView{Symbols: []bookSymbol{}, Sending: []trading.SendingOrder{}}
+	exps, err := d.Trading.Exposures(ctx)
+	if err != nil {
+		b.Error = err.Error()
+		return b
+	}
+	if b.Sending, err = d.Trading.SendingOrders(ctx); err != nil {
+		b.Error = err.Error()
+	}
+	var last *execution.VenueBook
+	if d.Venue != nil {
+		last = d.Venue.Last()
+		st := d.Venue.Stats()
+		v := &venueView{Reachable: st.Reachable, Executor: st}
+		if last != nil {
+			at := last.At
+			v.CheckedAt, v.Currency, v.NAV, v.MarginUsed, v.MarginAvailable = &at, last.Currency, last.NAV.String(), last.MarginUsed.String(), last.MarginAvailable.String()
+			v.MarginCloseoutPercent = last.MarginCloseoutPercent.String()
+		}
+		b.Venue = v
+	}
+	hedged := map[string]execution.HedgeSymbol{}
+	if last != nil {
+		for _, h := range last.Symbols {
+			hedged[h.Symbol] = h
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range exps {
+		seen[e.Symbol] = true
+		row := bookSymbol{Symbol: e.Symbol, BBookNetLots: e.InternalLots.Neg().String(), ABookLots: e.ExternalLots.String()}
+		if h, ok := hedged[e.Symbol]; ok {
+			vu, uu := h.VenueUnits.String(), h.UntaggedUnits.String()
+			row.VenueUnits, row.UntaggedUnits, row.Mismatch = &vu, &uu, h.Mismatch
+		}
+		b.Symbols = append(b.Symbols, row)
+	}
+	for _, h := range hedged {
+		if seen[h.Symbol] {
+			continue
+		}
+		vu, uu := h.VenueUnits.String(), h.UntaggedUnits.String()
+		b.Symbols = append(b.Symbols, bookSymbol{Symbol: h.Symbol, BBookNetLots: "0", ABookLots: "0", VenueUnits: &vu, UntaggedUnits: &uu, Mismatch: h.Mismatch})
+	}
+	slices.SortFunc(b.Symbols, func(x, y bookSymbol) int { return strings.Compare(x.Symbol, y.Symbol) })
+	return b
 }
 
 // riskView is the holder's risk engine at a glance.
@@ -108,6 +203,7 @@ func buildReport(ctx context.Context, d Deps) report {
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	r.Book = buildBook(actx, d)
 	alerts, err := d.Alerts.List(actx, alert.Filter{Statuses: []alert.Status{alert.Open, alert.Acknowledged}})
 	if err != nil {
 		r.AlertsError = err.Error()

@@ -351,3 +351,32 @@ func createdOr(replayed bool) int {
 	}
 	return http.StatusCreated
 }
+
+// handleAccountGroups lists the account groups and how each routes its orders (admin).
+func handleAccountGroups(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
+		gs, err := svc.AccountGroups(r.Context())
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"accountGroups": mapSlice(gs, viewAccountGroup)})
+		return nil
+	})
+}
+
+// handleSetExecutionMode routes an account group INTERNAL (B-book) or EXTERNAL (A-book) (admin).
+func handleSetExecutionMode(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
+		name := chi.URLParam(r, "name")
+		mode, err := decodeExecutionMode(r.Body)
+		if err != nil {
+			return err
+		}
+		g, err := svc.SetExecutionMode(r.Context(), name, mode)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"accountGroup": viewAccountGroup(g)})
+		return nil
+	})
+}

@@ -80,12 +80,17 @@ type orderView struct {
 	FillPrice    *string    `json:"fillPrice"`
 	PositionID   *int64     `json:"positionId"`
 	CreatedAt    time.Time  `json:"createdAt"`
+	// Execution is INTERNAL (the desk filled it) or EXTERNAL (the venue did); VenueReason is
+	// the venue's cancel reason of a REJECTED one, or why it is NOT_SENT.
+	Execution   string  `json:"execution"`
+	VenueReason *string `json:"venueReason,omitempty"`
 }
 
 func viewOrder(o trading.Order) orderView {
 	return orderView{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
-		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC()}
+		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
+		Execution: executionOf(o.Execution), VenueReason: o.VenueReason}
 }
 
 type positionView struct {
@@ -106,13 +111,17 @@ type positionView struct {
 	CloseReason    *string    `json:"closeReason"`
 	OpenedAt       time.Time  `json:"openedAt"`
 	ClosedAt       *time.Time `json:"closedAt"`
+	Execution      string     `json:"execution"` // EXTERNAL when the position is a venue trade's
 }
 
 func viewPosition(p trading.Position) positionView {
 	v := positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
 		InitialVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
 		Commission: money(p.Currency, p.Commission), RealizedProfit: money(p.Currency, p.RealizedProfit), Status: p.Status,
-		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt}
+		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt, Execution: string(fx.Internal)}
+	if p.VenueTradeID != nil {
+		v.Execution = string(fx.External)
+	}
 	// Rows written before partial closes stopped setting closePrice may still hold one.
 	if p.Status == fx.PositionClosed {
 		v.ClosePrice = optString(p.ClosePrice)
@@ -181,4 +190,24 @@ func mapSlice[T, V any](in []T, f func(T) V) []V {
 		out = append(out, f(x))
 	}
 	return out
+}
+
+type accountGroupView struct {
+	Name            string `json:"name"`
+	LeverageMax     int    `json:"leverageMax"`
+	MarginCallLevel string `json:"marginCallLevel"`
+	StopOutLevel    string `json:"stopOutLevel"`
+	ExecutionMode   string `json:"executionMode"`
+}
+
+func viewAccountGroup(g trading.AccountGroup) accountGroupView {
+	return accountGroupView{Name: g.Name, LeverageMax: g.LeverageMax, MarginCallLevel: g.MarginCallLevel.String(),
+		StopOutLevel: g.StopOutLevel.String(), ExecutionMode: string(g.Execution)}
+}
+
+func executionOf(m fx.ExecutionMode) string {
+	if m == "" {
+		return string(fx.Internal)
+	}
+	return string(m)
 }

@@ -93,12 +93,41 @@ type Config struct {
 	// VenueInterval is how often the lease holder runs the venue jobs (FXDESK_VENUE_INTERVAL,
 	// default 60s; tests shorten it).
 	VenueInterval time.Duration
+	Venue         VenueConfig
 	Calendar      string // FXDESK_CALENDAR, real or always-open
 	Demo          bool   // FXDESK_DEMO
 
 	LogFormat string // LOG_FORMAT, text or json
 	LogLevel  slog.Level
 }
+
+// VenueConfig is the execution venue (A-book, DESIGN §8). URL "" means none: a pure B-book desk,
+// whose venue jobs are silent.
+type VenueConfig struct {
+	// URL is FXDESK_VENUE: sim (the bundled venue simulator, in-process on loopback), an
+	// http(s) base URL of an OANDA v20 REST API, or "" for none.
+	URL     string
+	Account string // FXDESK_VENUE_ACCOUNT, default fxdesk-sim with sim
+	Token   string // FXDESK_VENUE_TOKEN (masked in logs), default sim-token with sim
+	// SimAddr is FXDESK_VENUE_SIM_ADDR, where the in-process simulator listens (default
+	// 127.0.0.1:0); its control API listens on FXDESK_VENUE_SIM_CONTROL_ADDR.
+	SimAddr, SimControlAddr string
+	SimLatency              time.Duration // FXDESK_VENUE_SIM_LATENCY, default 130ms
+	// Concurrency is FXDESK_VENUE_CONCURRENCY, the most venue calls in flight (workers and
+	// connections), default 512; the executor sizes itself to the worst case below it.
+	Concurrency int
+	// ConnectRate is FXDESK_VENUE_CONNECT_RATE, new connections per second the venue accepts:
+	// default 2 for a URL (OANDA's limit), unpaced for sim.
+	ConnectRate  float64
+	Timeout      time.Duration // FXDESK_VENUE_TIMEOUT, one call's bound, default 10s
+	NotSentAfter time.Duration // FXDESK_VENUE_NOT_SENT_AFTER, default 2m
+	// MarginWarn is FXDESK_VENUE_MARGIN_WARN, the venue margin closeout level (0..1) that raises
+	// venue-margin-low, default 0.5; MinNAV is FXDESK_VENUE_MIN_NAV (0: off).
+	MarginWarn, MinNAV string
+}
+
+// Enabled is true when a venue is configured.
+func (v VenueConfig) Enabled() bool { return v.URL != "" }
 
 // Load reads the configuration for process p from getenv. It returns every problem it finds at
 // once, each phrased so that a person can act on it.
@@ -236,6 +265,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	if c.VenueInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_VENUE_INTERVAL=%s must be at least 100ms", c.VenueInterval))
 	}
+	c.Venue, errs = loadVenue(env, duration, errs)
 	if c.Calendar != "real" && c.Calendar != "always-open" {
 		errs = append(errs, fmt.Errorf("FXDESK_CALENDAR=%q must be real or always-open", c.Calendar))
 	}
@@ -306,6 +336,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("mirrorInterval", c.MirrorInterval),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
+		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("account", c.Venue.Account),
+			slog.String("token", mask(c.Venue.Token)), slog.Int("concurrency", c.Venue.Concurrency),
+			slog.Float64("connectRate", c.Venue.ConnectRate), slog.Duration("timeout", c.Venue.Timeout),
+			slog.Duration("notSentAfter", c.Venue.NotSentAfter), slog.String("marginWarn", c.Venue.MarginWarn)),
 		slog.String("calendar", c.Calendar),
 		slog.Bool("demo", c.Demo),
 		slog.String("logFormat", c.LogFormat),
@@ -347,4 +381,56 @@ func maskURL(raw string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
+	v := VenueConfig{URL: strings.TrimRight(env("FXDESK_VENUE", ""), "/")}
+	if !v.Enabled() {
+		return v, errs
+	}
+	sim := v.URL == "sim"
+	defAccount, defToken, defRate := "", "", "2"
+	if sim {
+		defAccount, defToken, defRate = "fxdesk-sim", "sim-token", "0"
+	} else if u, err := url.Parse(v.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE=%q must be sim, an http(s) base URL of the venue's REST API, or unset for a pure B-book desk", v.URL))
+	}
+	v.Account = env("FXDESK_VENUE_ACCOUNT", defAccount)
+	v.Token = env("FXDESK_VENUE_TOKEN", defToken)
+	if v.Account == "" || v.Token == "" {
+		errs = append(errs, errors.New("FXDESK_VENUE_ACCOUNT and FXDESK_VENUE_TOKEN must be set with a venue URL"))
+	}
+	v.SimAddr = env("FXDESK_VENUE_SIM_ADDR", "127.0.0.1:0")
+	v.SimControlAddr = env("FXDESK_VENUE_SIM_CONTROL_ADDR", "127.0.0.1:0")
+	v.SimLatency = duration("FXDESK_VENUE_SIM_LATENCY", "130ms")
+	v.Timeout = duration("FXDESK_VENUE_TIMEOUT", "10s")
+	v.NotSentAfter = duration("FXDESK_VENUE_NOT_SENT_AFTER", "2m")
+	n, err := strconv.Atoi(env("FXDESK_VENUE_CONCURRENCY", "512"))
+	if err != nil || n < 1 || n > 10000 {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_CONCURRENCY=%q must be a whole number from 1 to 10000", env("FXDESK_VENUE_CONCURRENCY", "")))
+	}
+	v.Concurrency = n
+	rate, err := strconv.ParseFloat(env("FXDESK_VENUE_CONNECT_RATE", defRate), 64)
+	if err != nil || rate < 0 {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_CONNECT_RATE=%q must be a number of connections per second, 0 for unpaced", env("FXDESK_VENUE_CONNECT_RATE", "")))
+	}
+	v.ConnectRate = rate
+	if v.Timeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_TIMEOUT=%s must be at least 100ms", v.Timeout))
+	}
+	if v.NotSentAfter < v.Timeout {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_NOT_SENT_AFTER=%s must be at least FXDESK_VENUE_TIMEOUT (%s): an order still in flight must not be marked not sent", v.NotSentAfter, v.Timeout))
+	}
+	if v.SimLatency < 0 {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_SIM_LATENCY=%s must not be negative", v.SimLatency))
+	}
+	v.MarginWarn = env("FXDESK_VENUE_MARGIN_WARN", "0.5")
+	if f, err := strconv.ParseFloat(v.MarginWarn, 64); err != nil || f < 0 || f > 1 {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MARGIN_WARN=%q must be a margin closeout level from 0 to 1 (the venue closes out at 1)", v.MarginWarn))
+	}
+	v.MinNAV = env("FXDESK_VENUE_MIN_NAV", "0")
+	if f, err := strconv.ParseFloat(v.MinNAV, 64); err != nil || f < 0 {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MIN_NAV=%q must be an amount, 0 for off", v.MinNAV))
+	}
+	return v, errs
 }

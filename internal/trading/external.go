@@ -620,3 +620,61 @@ func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
 		return o, err
 	}, "SELECT `id`, `accountId`, `symbol`, `side`, `volume`, `sentAt` FROM `fx_order` WHERE `execution` = 'EXTERNAL' AND `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
 }
+
+// AccountGroups lists the account groups with their execution mode.
+func (s *Service) AccountGroups(ctx context.Context) ([]AccountGroup, error) {
+	return queryAll(ctx, s.db, "account groups", func(sc scanner) (AccountGroup, error) {
+		var g AccountGroup
+		err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
+		return g, err
+	}, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group` ORDER BY `name`")
+}
+
+// SetExecutionMode routes account group name's orders to mode. Switching a group that has open
+// EXTERNAL positions or orders still SENDING is refused (ECONFLICT): they are closed through the
+// venue they were opened at. Switching to EXTERNAL needs a venue (EUNAVAILABLE otherwise).
+func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, error) {
+	if mode != fx.Internal && mode != fx.External {
+		return AccountGroup{}, fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL or EXTERNAL, not %q.", mode)
+	}
+	if mode == fx.External && s.venue == nil {
+		return AccountGroup{}, fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): account groups cannot be EXTERNAL.")
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var g AccountGroup
+	err = tx.QueryRowContext(ctx, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group` WHERE `name` = ? FOR UPDATE", name).
+		Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
+	if errors.Is(err, sql.ErrNoRows) {
+		return AccountGroup{}, fx.Errorf(fx.ENOTFOUND, "Account group %q not found.", name)
+	}
+	if err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+	}
+	if g.Execution == mode {
+		return g, nil
+	}
+	var positions, sending int
+	if err := tx.QueryRowContext(ctx, "SELECT "+
+		"(SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL), "+
+		"(SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING')",
+		name, name).Scan(&positions, &sending); err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+	}
+	if positions > 0 || sending > 0 {
+		return AccountGroup{}, fx.Errorf(fx.ECONFLICT, "Account group %q has %d open EXTERNAL positions and %d orders SENDING to the venue: close them (or let the reconciler resolve them) before switching its execution mode.", name, positions, sending)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account_group` SET `executionMode` = ? WHERE `name` = ?", mode, name); err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: commit: %w", err)
+	}
+	s.catalog.invalidate()
+	s.log.InfoContext(ctx, "account group execution mode changed", slog.String("group", name), slog.String("from", string(g.Execution)), slog.String("to", string(mode)))
+	g.Execution = mode
+	return g, nil
+}
