@@ -348,7 +348,9 @@ func (w *venueFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 
-func (w *venueFill) failed(err error) error { return fmt.Errorf("book venue fill of order %d: %w", w.orderID, err) }
+func (w *venueFill) failed(err error) error {
+	return fmt.Errorf("book venue fill of order %d: %w", w.orderID, err)
+}
 
 // advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.
 func (r *lockedRows) advanceCursor(txID int64) {
@@ -658,10 +660,12 @@ func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.Exe
 		return g, nil
 	}
 	var positions, sending int
-	if err := tx.QueryRowContext(ctx, "SELECT "+
-		"(SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL), "+
-		"(SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING')",
-		name, name).Scan(&positions, &sending); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` "+
+		"WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL", name).Scan(&positions); err != nil {
+		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
+		"WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING'", name).Scan(&sending); err != nil {
 		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
 	}
 	if positions > 0 || sending > 0 {
