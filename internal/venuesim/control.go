@@ -185,11 +185,12 @@ type State struct {
 	ControlURL  string `json:"controlUrl"`
 	Connections int64  `json:"connections"` // trading connections accepted since start
 	// OpenConnections are the trading connections open now.
-	OpenConnections int          `json:"openConnections"`
-	OutageUntil     *time.Time   `json:"outageUntil,omitempty"`
-	LatencyMS       float64      `json:"latencyMs"`
-	Pending         PendingState `json:"pendingFaults"`
-	Held            int          `json:"held"` // answers held now
+	OpenConnections int `json:"openConnections"`
+	// OutageUntil is set from an outage's start until the trading listener listens again.
+	OutageUntil *time.Time   `json:"outageUntil,omitempty"`
+	LatencyMS   float64      `json:"latencyMs"`
+	Pending     PendingState `json:"pendingFaults"`
+	Held        int          `json:"held"` // answers held now
 	// OrdersExecuted counts filled orders; OrdersCancelled the cancelled ones; ClosesExecuted
 	// the filled closes, the venue's own included.
 	OrdersExecuted    int   `json:"ordersExecuted"`
@@ -271,7 +272,7 @@ func (s *Server) State() State {
 		if s.faults.cancels > 0 {
 			st.Pending.CancelReason = s.faults.cancelReason
 		}
-		if time.Now().Before(s.outageUntil) {
+		if !s.outageUntil.IsZero() {
 			until := s.outageUntil
 			st.OutageUntil = &until
 		}

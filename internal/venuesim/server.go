@@ -106,7 +106,7 @@ type Server struct {
 	orderRequests map[string]int // by clientExtensions.id
 	requests      map[string]int // by endpoint, "POST /orders"
 	conns         map[net.Conn]struct{}
-	outageUntil   time.Time // real clock
+	outageUntil   time.Time // real clock; zero once the trading listener listens again
 	trading       *tradingListener
 	control       net.Listener
 	runCtx        context.Context
@@ -287,7 +287,7 @@ func (s *Server) outage(d time.Duration) error {
 		s.mu.Unlock()
 		return errors.New("outage: the simulator is not running")
 	}
-	if time.Now().Before(s.outageUntil) {
+	if !s.outageUntil.IsZero() {
 		until := s.outageUntil
 		s.mu.Unlock()
 		return fmt.Errorf("outage: one is already under way until %s", until.Format(time.TimeOnly))
