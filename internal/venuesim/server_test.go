@@ -685,3 +685,38 @@ func TestStopEndsHeldAnswers(t *testing.T) {
 		t.Fatal("a held order was answered by a stopping simulator")
 	}
 }
+
+func TestStopCutsUnusedConnections(t *testing.T) {
+	t.Parallel()
+	// A client that pre-opens its pool holds connections that never sent a request; the stop
+	// must still be clean and prompt.
+	sim, err := New(Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Run(ctx) }()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(sim.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitFor(t, "the connection accepted", func() bool { return sim.Connections() == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(4 * time.Second):
+		t.Fatal("an unused connection kept the simulator from stopping")
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the unused connection after the stop: %v, want EOF", err)
+	}
+}
