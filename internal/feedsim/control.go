@@ -55,6 +55,19 @@ func (s *Server) SetQuote(symbol string, bid, ask float64) (int, error) {
 	return n, nil
 }
 
+// Quote is symbol's current price as the provider would quote it now; ok is false for an
+// unknown symbol or one that is not quotable (see the package doc). It lets an in-process
+// venue simulator fill at the feed's price.
+func (s *Server) Quote(symbol string) (bid, ask float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, known := s.symbols[strings.ToUpper(symbol)]
+	if !known || !s.quotableLocked(st, s.cfg.Now()) {
+		return 0, 0, false
+	}
+	return st.bid, st.ask, true
+}
+
 // SetSession makes the provider announce symbol closed (open=false) or open again; "" or "*"
 // means every symbol. Closed symbols are not quoted until reopened.
 func (s *Server) SetSession(symbol string, open bool) error {

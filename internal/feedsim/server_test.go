@@ -296,3 +296,23 @@ func TestRestartOnSameAddress(t *testing.T) {
 		t.Fatalf("restarted simulator counts %d connections", s2.Connections())
 	}
 }
+
+func TestQuoteFollowsQuotability(t *testing.T) {
+	t.Parallel()
+	s := New(Config{AlwaysOpen: true, DisableWalk: true}, slog.New(slog.DiscardHandler))
+	if _, err := s.SetQuote("EURUSD", 1.1, 1.1002); err != nil {
+		t.Fatal(err)
+	}
+	if bid, ask, ok := s.Quote("eurusd"); !ok || bid != 1.1 || ask != 1.1002 {
+		t.Fatalf("Quote = %v %v %v, want 1.1 1.1002 true", bid, ask, ok)
+	}
+	if err := s.SetSession("EURUSD", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := s.Quote("EURUSD"); ok {
+		t.Fatal("a provider-closed symbol is quotable")
+	}
+	if _, _, ok := s.Quote("ABCDEF"); ok {
+		t.Fatal("an unknown symbol is quotable")
+	}
+}
