@@ -96,11 +96,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	m.WatchMirror(follower.Status)
 	m.WatchAlerts(inbox)
 
-	// No execution provider exists yet: the desk is a pure B-book, so nothing external is in flight.
-	bBookOnly := func(context.Context) (bool, error) { return false, nil }
+	// The venue jobs are declined here once a venue is configured or external state is in
+	// flight (an EXTERNAL position or an order SENDING): the lease holder runs them.
+	external := func(ctx context.Context) (bool, error) {
+		if cfg.Venue.Enabled() {
+			return true, nil
+		}
+		return trading.ExternalInFlight(ctx, db)
+	}
 	prices := func() trading.Prices { return mirrorPrices{follower} }
 	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
-	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(bBookOnly)...)...)
+	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
 	if err != nil {
 		return err
 	}

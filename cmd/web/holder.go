@@ -42,6 +42,7 @@ type holderParts struct {
 	relay    *riskRelay
 	inbox    *alert.Inbox
 	metrics  *metrics.Metrics
+	venue    *venueParts // nil without an execution venue
 	base     *slog.Logger
 
 	guarded, stream *lifecycle.Stage
@@ -103,7 +104,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 			return fmt.Errorf("scheduled jobs: %w", err)
 		}
 	}
-	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep)
+	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(trading.MaxBatch))
 	if err != nil {
 		return fmt.Errorf("risk engine: %w", err)
 	}
@@ -111,7 +112,13 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	h.metrics.WatchRisk(riskEngine.engine.Stats)
 
 	// Guarded work stops before the stream and the keeper, and the lease is released after them.
-	h.guarded.Go("venue jobs", func(ctx context.Context) error { return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval) })
+	if h.venue != nil {
+		if err := h.venue.startHolder(ctx, h); err != nil {
+			return fmt.Errorf("venue: %w", err)
+		}
+	} else {
+		h.guarded.Go("venue jobs", func(ctx context.Context) error { return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval) })
+	}
 	h.guarded.Go("risk engine", riskEngine.run)
 	if sched != nil {
 		h.sched.Store(sched)

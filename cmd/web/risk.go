@@ -53,7 +53,7 @@ type holderRisk struct {
 // newHolderRisk builds the risk engine over the holder's price stream; its first sweep carries
 // firstSweep. Run it in the guarded work group: it must stop before the lease is released.
 func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *desk.Desk, g *gate.Gate, inbox *alert.Inbox, m *metrics.Metrics,
-	relay *riskRelay, base *slog.Logger, firstSweep string) (*holderRisk, error) {
+	relay *riskRelay, base *slog.Logger, firstSweep string, workers int) (*holderRisk, error) {
 	rd := trading.NewRiskDesk(svc, func(reason, result string) { m.Closes.WithLabelValues(reason, result).Inc() })
 	updates, _ := stream.engine.Updates(nil) // closed with the tick engine's subscribers when the stream stops
 	engine, err := risk.New(risk.Config{
@@ -64,8 +64,10 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Gate:     g,
 		Alerts:   marginCalls{inbox},
 		// Each close or fill waits for its group commit without holding a connection; a batch
-		// carries up to trading.MaxBatch of them, so that many can wait for the next one.
-		Workers:    trading.MaxBatch,
+		// carries up to trading.MaxBatch of them, so that many can wait for the next one. With a
+		// venue, an EXTERNAL close waits for the venue's answer first: as many workers as the
+		// venue executor can have calls in flight.
+		Workers:    workers,
 		Log:        base,
 		Observe:    func(d time.Duration) { m.RiskOwnTime.Observe(d.Seconds()) },
 		Dropped:    func() uint64 { return stream.engine.DroppedFor(updates) },

@@ -165,12 +165,22 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m})
+	venueParts, err := newVenue(cfg, m, quotes, streamStage, log.With(slog.String("component", "FX")))
+	if err != nil {
+		return fmt.Errorf("execution venue: %w", err)
+	}
+	defer venueParts.close()
+	tc := trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m}
+	var venueView api.VenueView
+	if venueParts != nil {
+		tc.Venue, venueView = venueParts.sender, venueParts
+	}
+	tradingSvc, err := trading.New(tc)
 	if err != nil {
 		return err
 	}
 	holder := &holderParts{cfg: cfg, db: db, rdb: rdb, keeper: keeper, gate: g, desk: dk, quotes: quotes, settings: settings,
-		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, base: base, guarded: guarded, stream: streamStage}
+		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, venue: venueParts, base: base, guarded: guarded, stream: streamStage}
 	// The price stream belongs to the holder alone; it is started before HTTP so the first
 	// request already sees quotes arriving, and kept even if the lease is lost later.
 	if role == desk.Holder {
@@ -195,7 +205,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		}
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: holder.jobs, Risk: holder.riskStats,
-		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd})
+		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView})
 	if err != nil {
 		return err
 	}

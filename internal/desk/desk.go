@@ -154,13 +154,28 @@ func (d *Desk) Notify(ev lease.Event) {
 	}
 }
 
-// RunVenueJobs runs the holder's venue jobs every interval until ctx ends. On a pure B-book desk
-// (no execution provider, no external in-flight state) both are silent no-ops; they exist here
-// because two desks over one broker account would replay the same fills, so they run on the
-// lease holder and nowhere else: each run passes the gate.
-func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration) error {
+// VenueJob is one of the holder's venue jobs: runFxExecutionReconciler or runFxHedgeMonitor.
+// Run passes the gate itself (work names its kind) and returns gate.ErrNotHolder when dropped.
+type VenueJob struct {
+	Name string
+	Work gate.Work
+	Run  func(ctx context.Context) error
+}
+
+// RunVenueJobs runs the holder's venue jobs every interval until ctx ends. Two desks over one
+// broker account would replay the same fills, so they run on the lease holder and nowhere else:
+// each run passes the gate. On a pure B-book desk (no jobs given) each tick only passes the gate,
+// so a run on a process that may not act is dropped, logged and counted like any other guarded
+// work, and nothing else happens.
+func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration, jobs ...VenueJob) error {
 	if d.gate == nil {
 		return errors.New("venue jobs: run only on a web process (this desk has no gate)")
+	}
+	if len(jobs) == 0 {
+		jobs = []VenueJob{
+			{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error { return d.gate.Admit(ctx, gate.ExecutionReconciler) }},
+			{Name: "runFxHedgeMonitor", Work: gate.HedgeMonitor, Run: func(ctx context.Context) error { return d.gate.Admit(ctx, gate.HedgeMonitor) }},
+		}
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -170,11 +185,10 @@ func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration) error {
 			return nil
 		case <-t.C:
 		}
-		// Both jobs are silent no-ops until an execution provider exists (DESIGN §8); each run
-		// passes the gate all the same, so a run on a process that may not act is dropped,
-		// logged and counted like any other guarded work.
-		for _, job := range []gate.Work{gate.ExecutionReconciler, gate.HedgeMonitor} {
-			_ = d.gate.Admit(ctx, job)
+		for _, job := range jobs {
+			if err := job.Run(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
+				d.log.WarnContext(ctx, "venue job failed; it runs again next interval", slog.String("job", job.Name), slog.Any("err", err))
+			}
 		}
 	}
 }

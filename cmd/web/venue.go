@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/config"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/execution"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/lifecycle"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/tick"
+	"fxdesk/internal/venue"
+	"fxdesk/internal/venuesim"
+)
+
+// venueParts is the A-book (DESIGN §8): the venue client on the executor's pre-sized workers
+// and connections, and on FXDESK_VENUE=sim the bundled simulator on loopback. Built at boot
+// when a venue is configured; the holder adds the reconciler and the hedge monitor.
+type venueParts struct {
+	cfg    config.VenueConfig
+	exec   *venue.Executor
+	client *venue.Client
+	sender *venue.Sender
+	sim    *venuesim.Server
+	log    *slog.Logger
+	hedge  atomic.Pointer[execution.HedgeMonitor]
+}
+
+// headroom is what the executor keeps beyond the open EXTERNAL positions: the trader opens and
+// closes that arrive during a gap's burst of closes.
+const headroom = 64
+
+func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
+	if !cfg.Venue.Enabled() {
+		return nil, nil
+	}
+	vc := cfg.Venue
+	vp := &venueParts{cfg: vc, log: log}
+	var execRef atomic.Pointer[venue.Executor]
+	observer := m.NewVenue(func() venue.ExecutorStats {
+		if e := execRef.Load(); e != nil {
+			return e.Stats()
+		}
+		return venue.ExecutorStats{}
+	})
+	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: observer, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	execRef.Store(exec)
+	vp.exec = exec
+	base := vc.URL
+	if base == "sim" {
+		latency := vc.SimLatency
+		if latency == 0 {
+			latency = venuesim.NoLatency
+		}
+		sim, err := venuesim.New(venuesim.Config{AccountID: vc.Account, Token: vc.Token, Latency: latency, Prices: deskPrices{quotes}}, log.With(slog.String("part", "venuesim")))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := sim.Listen(vc.SimAddr); err != nil {
+			return nil, fmt.Errorf("venue simulator: %w", err)
+		}
+		if _, err := sim.ListenControl(vc.SimControlAddr); err != nil {
+			return nil, fmt.Errorf("venue simulator control: %w", err)
+		}
+		stage.Go("venue simulator", sim.Run)
+		vp.sim, base = sim, sim.URL()
+		log.Info("venue simulator listening", slog.String("url", sim.URL()), slog.String("control", sim.ControlURL()), slog.Duration("latency", vc.SimLatency))
+	}
+	client, err := venue.NewClient(venue.ClientConfig{BaseURL: base, AccountID: vc.Account, Token: vc.Token, HTTP: exec.HTTPClient(), Timeout: vc.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	vp.client = client
+	vp.sender = venue.NewSender(client, exec, vc.Account)
+	return vp, nil
+}
+
+// probe is the cheapest call that proves the venue answers: the account summary.
+func (v *venueParts) probe(ctx context.Context) error {
+	_, err := v.client.Summary(ctx)
+	return err
+}
+
+// Last and Stats are the dealer's view of the venue (api.VenueView).
+func (v *venueParts) Last() *execution.VenueBook {
+	if h := v.hedge.Load(); h != nil {
+		return h.Last()
+	}
+	return nil
+}
+
+func (v *venueParts) Stats() venue.ExecutorStats { return v.exec.Stats() }
+
+// workers is how many risk engine workers the holder needs so that a gap's burst of venue
+// closes is limited by the executor, not by the risk engine.
+func (v *venueParts) workers(atLeast int) int {
+	if v == nil {
+		return atLeast
+	}
+	return max(atLeast, v.exec.Cap())
+}
+
+// startHolder adds what only the holder runs: the executor sized from the worst case (every open
+// EXTERNAL position closed by one gap) and warmed, the probe that notices the venue is back, the
+// two venue jobs every interval, and a reconcile at once (boot) and after every gap
+// (lease_restored).
+func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
+	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.client, Closer: v.sender, Desk: h.trading, Gate: h.gate, Alerts: h.inbox,
+		Account: v.cfg.Account, Plan: execution.Config{NotSentAfter: v.cfg.NotSentAfter}, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxExecutionReconciler"))})
+	if err != nil {
+		return err
+	}
+	warn, err := decimal.NewFromString(v.cfg.MarginWarn)
+	if err != nil {
+		return fmt.Errorf("FXDESK_VENUE_MARGIN_WARN: %w", err)
+	}
+	minNAV, err := decimal.NewFromString(v.cfg.MinNAV)
+	if err != nil {
+		return fmt.Errorf("FXDESK_VENUE_MIN_NAV: %w", err)
+	}
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading, Gate: h.gate, Alerts: h.inbox, MarginWarn: warn, MinNAV: minNAV,
+		Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
+	if err != nil {
+		return err
+	}
+	v.hedge.Store(hedge)
+
+	size := func(ctx context.Context) {
+		open, err := h.trading.OpenExternalCount(ctx)
+		if err != nil {
+			v.log.WarnContext(ctx, "venue executor not resized: open EXTERNAL positions unreadable", slog.Any("err", err))
+			return
+		}
+		before := v.exec.Stats()
+		if err := v.exec.Ensure(ctx, open+headroom, v.probe); err != nil && ctx.Err() == nil {
+			v.log.WarnContext(ctx, "venue connections not all warmed; calls past the warm ones dial on demand", slog.Any("err", err))
+		}
+		after := v.exec.Stats()
+		if after.Workers != before.Workers || after.Connections != before.Connections {
+			v.log.InfoContext(ctx, "venue executor sized", slog.Int("open_external_positions", open), slog.Int("worst_case", open+headroom),
+				slog.Int("cap", v.exec.Cap()), slog.Int("workers", after.Workers), slog.Int64("connections", after.Connections),
+				slog.Int("max_idle_per_host", v.exec.Cap()))
+		}
+	}
+	reconcile := func(reason string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := rec.Run(ctx, reason)
+			return err
+		}
+	}
+	h.guarded.Go("venue executor warm-up", func(ctx context.Context) error {
+		size(ctx)
+		if err := reconcile("boot")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
+			v.log.WarnContext(ctx, "boot reconcile failed; it runs again next interval", slog.Any("err", err))
+		}
+		return nil
+	})
+	h.guarded.Go("venue probe", func(ctx context.Context) error { return v.exec.Probe(ctx, time.Second, v.probe) })
+	h.desk.OnRestored(func(ctx context.Context) {
+		if err := reconcile("lease_restored")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
+			v.log.WarnContext(ctx, "lease_restored reconcile failed; it runs again next interval", slog.Any("err", err))
+		}
+	})
+	h.guarded.Go("venue jobs", func(ctx context.Context) error {
+		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval,
+			desk.VenueJob{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error {
+				size(ctx)
+				return reconcile("scheduled")(ctx)
+			}},
+			desk.VenueJob{Name: "runFxHedgeMonitor", Work: gate.HedgeMonitor, Run: hedge.Run},
+		)
+	})
+	return nil
+}
+
+// close stops the executor once guarded work has stopped.
+func (v *venueParts) close() {
+	if v != nil {
+		v.exec.Close()
+	}
+}
+
+// deskPrices prices the in-process venue simulator from the desk's own quotes (the holder's tick
+// engine), so the venue fills where the desk's traders see the market.
+type deskPrices struct{ q *desk.Quotes }
+
+func (p deskPrices) Quote(symbol string) (bid, ask decimal.Decimal, ok bool) {
+	q, found := p.q.LastTick(symbol)
+	if !found || p.q.SymbolState(symbol) != tick.Quoting {
+		return decimal.Zero, decimal.Zero, false
+	}
+	return decimal.NewFromFloat(q.Bid), decimal.NewFromFloat(q.Ask), true
+}
