@@ -75,7 +75,6 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, stage 
 		}
 		stage.Go("venue simulator", sim.Run)
 		vp.sim, base = sim, sim.URL()
-		log.Info("venue simulator listening", slog.String("url", sim.URL()), slog.String("control", sim.ControlURL()), slog.Duration("latency", vc.SimLatency))
 	}
 	client, err := venue.NewClient(venue.ClientConfig{BaseURL: base, AccountID: vc.Account, Token: vc.Token, HTTP: exec.HTTPClient(), Timeout: vc.Timeout})
 	if err != nil {
@@ -159,13 +158,6 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 			return err
 		}
 	}
-	h.guarded.Go("venue executor warm-up", func(ctx context.Context) error {
-		size(ctx)
-		if err := reconcile("boot")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
-			v.log.WarnContext(ctx, "boot reconcile failed; it runs again next interval", slog.Any("err", err))
-		}
-		return nil
-	})
 	h.guarded.Go("venue probe", func(ctx context.Context) error { return v.exec.Probe(ctx, time.Second, v.probe) })
 	h.desk.OnRestored(func(ctx context.Context) {
 		if err := reconcile("lease_restored")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
@@ -173,6 +165,11 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 		}
 	})
 	h.guarded.Go("venue jobs", func(ctx context.Context) error {
+		// Sized and warmed before the first tick can trigger a close, then reconciled at once.
+		size(ctx)
+		if err := reconcile("boot")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
+			v.log.WarnContext(ctx, "boot reconcile failed; it runs again next interval", slog.Any("err", err))
+		}
 		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval,
 			desk.VenueJob{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error {
 				size(ctx)
