@@ -58,9 +58,8 @@ func (s *Sender) TradeByID(ctx context.Context, id string) (Trade, bool, error) 
 // measure reports the call's own time to the executor's observer when its request is written;
 // nothing else runs on that path.
 func (s *Sender) measure(ctx context.Context, trigger time.Time) context.Context {
-	obs := s.exec.cfg.Observer
-	if obs == nil || trigger.IsZero() {
+	if trigger.IsZero() {
 		return ctx
 	}
-	return WithWrote(ctx, func(wrote time.Time) { obs.ObserveOwnTime(wrote.Sub(trigger)) })
+	return WithWrote(ctx, func(wrote time.Time) { s.exec.ownTime(wrote.Sub(trigger)) })
 }
