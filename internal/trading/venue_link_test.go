@@ -1,0 +1,95 @@
+package trading
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/dbtest"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
+)
+
+// sendingOrder writes an EXTERNAL order in SENDING for account, as the identity row a venue send
+// leaves behind, and returns its id.
+func sendingOrder(t *testing.T, account int64) int64 {
+	t.Helper()
+	res, err := testDB.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `status`, `execution`, `sentAt`) "+
+		"VALUES (?, 'EURUSD', 'BUY', 'MARKET', 0.1, 'SENDING', 'EXTERNAL', NOW(3))", account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Live link rows (an EXTERNAL position naming its venue trade) refused by the database — here a
+// second adoption of a trade another order's position already links, as a process that lost its
+// term would write it — are written row by row: the batch's other links commit and only the
+// refused one is dropped, with what it was in the log. A refused link never stalls the writer.
+func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logs := &dbtest.LogBuffer{}
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g,
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+	a, b, c := fundedAccount(t, svc, 9201), fundedAccount(t, svc, 9202), fundedAccount(t, svc, 9203)
+	oa, ob, oc := sendingOrder(t, a.ID), sendingOrder(t, b.ID), sendingOrder(t, c.ID)
+	trade := fmt.Sprintf("link-test-%d", oa)
+	other := fmt.Sprintf("link-test-other-%d", oc)
+	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
+	before := counts(t, b.ID)
+
+	inOneBatch(svc, 3)
+	var errs [3]error
+	concurrently(
+		func() { _, errs[0] = svc.AdoptVenueTrade(ctx, oa, trade, "EURUSD", units, price, 0) },
+		func() { _, errs[1] = svc.AdoptVenueTrade(ctx, ob, trade, "EURUSD", units, price, 0) }, // the same trade: refused
+		func() { _, errs[2] = svc.AdoptVenueTrade(ctx, oc, other, "EURUSD", units, price, 0) },
+	)
+	// Which of the two adoptions of one trade wins depends on arrival order; exactly one does.
+	refused, kept := ob, oa
+	if errs[0] != nil {
+		refused, kept = oa, ob
+		errs[0], errs[1] = errs[1], errs[0]
+	}
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("the links that do not collide: %v, %v", errs[0], errs[2])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "uq_fx_position_venue_trade") {
+		t.Fatalf("the second link of trade %s: %v, want the unique key's refusal", trade, errs[1])
+	}
+	var linked int
+	testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` IN (?, ?)", trade, other).Scan(&linked)
+	if linked != 2 {
+		t.Errorf("%d positions link the two trades, want 2", linked)
+	}
+	var status string
+	testDB.QueryRow("SELECT `status` FROM `fx_order` WHERE `id` = ?", refused).Scan(&status)
+	if status != "SENDING" {
+		t.Errorf("the refused adoption's order is %s, want it left SENDING for the reconciler", status)
+	}
+	testDB.QueryRow("SELECT `status` FROM `fx_order` WHERE `id` = ?", kept).Scan(&status)
+	if status != fx.OrderFilled {
+		t.Errorf("the kept adoption's order is %s, want FILLED", status)
+	}
+	if refused == ob {
+		if after := counts(t, b.ID); after[1] != before[1] || after[2] != before[2] {
+			t.Errorf("the refused link wrote money: %v → %v", before, after)
+		}
+	}
+	if st := svc.CommitStats(); st.Split != 1 || st.Refused != 1 {
+		t.Errorf("committer %+v: want one split batch and one refused row", st)
+	}
+	if !strings.Contains(logs.String(), `msg="desk write refused by the database; dropped" op="adopt venue trade"`) ||
+		!strings.Contains(logs.String(), "trade_id="+trade) {
+		t.Errorf("no log line naming the dropped link:\n%s", logs)
+	}
+}
