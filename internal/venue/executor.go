@@ -271,7 +271,14 @@ func (e *Executor) Ensure(ctx context.Context, n int, probe func(context.Context
 			slog.Int("to_open", want-open), slog.Float64("per_second", e.cfg.ConnectRate),
 			slog.Duration("expected", time.Duration(float64(want-open)/e.cfg.ConnectRate*float64(time.Second))))
 	}
-	return e.warm(ctx, want, probe)
+	err := e.warm(ctx, want, probe)
+	if got := e.openConnections(); got < want && ctx.Err() == nil {
+		// The pool did not keep what was dialled (the venue closes idle connections, or a limit
+		// applied that this process does not see): the burst will pay for the difference.
+		e.log.WarnContext(ctx, "venue connection pool smaller than sized: the missing ones will be dialled mid-burst",
+			slog.Int("wanted", want), slog.Int("open", got), slog.Any("err", err))
+	}
+	return err
 }
 
 // openConnections is how many connections the pool holds or has lent out: dialled, not yet
