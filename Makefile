@@ -14,7 +14,7 @@ build:
 # Single-process desk: lease, HTTP API and (as they land) the bundled feed simulator, with the
 # markets open whatever the day and demo data seeded.
 run: services build
-	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim ./$(BIN)/fxdesk-web
+	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim FXDESK_VENUE=sim ./$(BIN)/fxdesk-web
 
 test: services
 	@./scripts/browser.sh

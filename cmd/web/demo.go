@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/auth"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
 
@@ -23,8 +24,10 @@ const (
 
 // seedDemo (FXDESK_DEMO=on) gives the desk a trader with a funded USD account and an admin, each
 // with a fresh token (the previous demo tokens are revoked: only hashes are stored, so old ones
-// cannot be shown again), and prints how to call the desk with them.
-func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.Writer, base string) error {
+// cannot be shown again), and prints how to call the desk with them. With the in-process venue
+// simulator (venueControl, its control URL) the trader also gets an A-book account, in the
+// EXTERNAL group "abook", whose orders go to the venue.
+func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.Writer, base, venueControl string) error {
 	var accountID int64
 	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? ORDER BY `id` LIMIT 1", demoTraderUser).Scan(&accountID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -61,7 +64,44 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk\n", base)
 	fmt.Fprintf(stdout, "  status page, in a browser: %s/admin/status?token=$ADMIN\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" -d '{\"amount\":\"500.00\"}' %s/api/admin/fx/accounts/%d/deposit\n", base, accountID)
+	if venueControl == "" {
+		return nil
+	}
+	abook, err := seedABook(ctx, db, svc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\ndemo A-book: account %d is in the EXTERNAL group %q: its orders fill at the venue simulator first\n", abook, demoABookGroup)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" -d '{\"accountId\":%d,\"symbol\":\"EURUSD\",\"side\":\"BUY\",\"type\":\"MARKET\",\"volume\":\"0.10\",\"requestNonce\":\"demo-a1\"}' %s/api/fx/orders\n", abook, base)
+	fmt.Fprintf(stdout, "  curl %s/control/state   (the venue's trades; faults: POST %s/control/fault)\n", venueControl, venueControl)
 	return nil
+}
+
+const demoABookGroup = "abook"
+
+// seedABook makes the demo's EXTERNAL account group and the trader's funded account in it.
+func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service) (int64, error) {
+	if err := svc.EnsureAccountGroup(ctx, demoABookGroup, fx.External); err != nil && fx.ErrorCode(err) != fx.ECONFLICT {
+		return 0, fmt.Errorf("demo A-book group: %w", err)
+	}
+	var id int64
+	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? AND `accountGroup` = ? ORDER BY `id` LIMIT 1", demoTraderUser, demoABookGroup).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		a, err := svc.CreateAccount(ctx, demoTraderUser, "USD", 100)
+		if err != nil {
+			return 0, fmt.Errorf("demo A-book account: %w", err)
+		}
+		if err := svc.MoveAccount(ctx, a.ID, demoABookGroup); err != nil {
+			return 0, fmt.Errorf("demo A-book account: %w", err)
+		}
+		id = a.ID
+	} else if err != nil {
+		return 0, fmt.Errorf("demo A-book account: %w", err)
+	}
+	if _, _, err := svc.Deposit(ctx, id, decimal.NewFromInt(10000), "demo-abook-initial"); err != nil {
+		return 0, fmt.Errorf("demo A-book deposit: %w", err)
+	}
+	return id, nil
 }
 
 // baseURL turns the listener's address into a URL a person can paste.

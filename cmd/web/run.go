@@ -222,7 +222,11 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		slog.String("role", string(role)), slog.String("takeover", string(cfg.Takeover)))
 	printHowToCall(stdout, ln.Addr().String(), role)
 	if cfg.Demo {
-		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String())); err != nil {
+		venueControl := ""
+		if venueParts != nil && venueParts.sim != nil {
+			venueControl = venueParts.sim.ControlURL()
+		}
+		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
 			log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
 		}
 	}

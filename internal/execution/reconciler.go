@@ -95,6 +95,11 @@ func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if v.AsOf < d.AppliedTransactionID {
+		r.cfg.Log.WarnContext(ctx, "venue snapshot older than the last venue transaction the desk applied; nothing planned from it",
+			slog.Int64("venue_as_of", v.AsOf), slog.Int64("desk_applied", d.AppliedTransactionID),
+			slog.String("hint", "a lagging venue read repairs itself next run; a venue account whose history restarted (a new simulator) needs a dealer"))
+	}
 	actions := Plan(v, d, r.cfg.Now(), r.cfg.Plan)
 	for _, a := range actions {
 		res.Planned[a.Kind]++

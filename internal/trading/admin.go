@@ -115,3 +115,37 @@ func (s *Service) Tradable(ctx context.Context) (map[string]Instrument, []Instru
 	}
 	return cat.tradable, cat.tradableList, nil
 }
+
+// EnsureAccountGroup creates account group name with the default limits if it is missing and
+// sets its execution mode (the demo's A-book group). An existing group keeps its limits.
+func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
+	if _, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name); err != nil {
+		return fmt.Errorf("account group %s: %w", name, err)
+	}
+	if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
+		return err
+	}
+	s.catalog.invalidate()
+	return nil
+}
+
+// MoveAccount puts account id in account group group. An account with open positions or orders
+// in flight is refused (ECONFLICT): its positions were priced under the old group's terms.
+func (s *Service) MoveAccount(ctx context.Context, id int64, group string) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
+	if err != nil {
+		return fmt.Errorf("move account %d to %s: %w", id, group, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var cur string
+		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", id).Scan(&cur); err != nil {
+			return accountNotFound(id)
+		}
+		if cur != group {
+			return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)
+		}
+	}
+	return nil
+}
