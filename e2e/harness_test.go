@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}} {
+		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}} {
 			cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, b.name), b.pkg)
 			cmd.Dir = ".."
 			if out, err := cmd.CombinedOutput(); err != nil {
