@@ -20,9 +20,11 @@ type Proxy struct {
 	next  int
 	tap   atomic.Pointer[func(conn int, clientBytes []byte)]
 	wg    sync.WaitGroup
-	// held, while holding, keeps what clients sent, per upstream connection and in order.
-	holding bool
-	held    map[net.Conn][]byte
+	// held, while holding (every connection, or those in heldConns), keeps what clients sent,
+	// per upstream connection and in order.
+	holding   bool
+	heldConns map[int]bool
+	held      map[net.Conn][]byte
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -74,6 +76,19 @@ func (p *Proxy) Hold() {
 	p.mu.Unlock()
 }
 
+// HoldConn is Hold for one connection, numbered as Tap numbers it: from now on what its client
+// sends is kept until Release while every other connection flows. Called from a Tap function, it
+// holds the chunk being tapped too, so a test can stall exactly one request on its way: the one
+// whose bytes it recognises.
+func (p *Proxy) HoldConn(conn int) {
+	p.mu.Lock()
+	if p.heldConns == nil {
+		p.heldConns = map[int]bool{}
+	}
+	p.heldConns[conn] = true
+	p.mu.Unlock()
+}
+
 // Release delivers everything held, connection by connection in the order it was sent, and
 // forwards again.
 func (p *Proxy) Release() {
@@ -82,7 +97,7 @@ func (p *Proxy) Release() {
 	for dst, b := range p.held {
 		dst.Write(b)
 	}
-	p.held, p.holding = nil, false
+	p.held, p.holding, p.heldConns = nil, false, nil
 }
 
 // Close stops the proxy and closes every connection.
@@ -140,7 +155,7 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 			if tap := p.tap.Load(); fromClient && tap != nil {
 				(*tap)(id, buf[:n])
 			}
-			if fromClient && p.keep(dst, buf[:n]) {
+			if fromClient && p.keep(id, dst, buf[:n]) {
 				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -153,12 +168,12 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 	}
 }
 
-// keep holds b for dst while the proxy holds. Release writes under the same lock, so nothing a
-// connection sends after Release overtakes what was held.
-func (p *Proxy) keep(dst net.Conn, b []byte) bool {
+// keep holds b, sent on connection id, for dst while the proxy holds it. Release writes under the
+// same lock, so nothing a connection sends after Release overtakes what was held.
+func (p *Proxy) keep(id int, dst net.Conn, b []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.holding {
+	if !p.holding && !p.heldConns[id] {
 		return false
 	}
 	if p.held == nil {
