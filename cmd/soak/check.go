@@ -46,6 +46,10 @@ type evidence struct {
 	mirrors []mirrorSample
 	runs    []rolloverRun
 	windows []window
+	// venue is the venue simulator's state read with the snapshot (nil: unreadable then);
+	// external names the clients trading on the EXTERNAL account group.
+	venue    *venueState
+	external map[string]bool
 }
 
 // during names the fault windows that overlap [a, b], for reading a violation.
@@ -66,7 +70,7 @@ func ts(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // checkAll runs every invariant on one snapshot and the evidence gathered up to it.
 func checkAll(s *dbSnapshot, ev *evidence) []result {
-	return []result{
+	rs := []result{
 		checkLedger(s),
 		checkPositions(s, ev),
 		checkNonces(s, ev),
@@ -80,6 +84,10 @@ func checkAll(s *dbSnapshot, ev *evidence) []result {
 		checkFencedInTerm(ev),
 		checkNo5xx(ev),
 	}
+	if ev.venue != nil {
+		rs = append(rs, checkVenueNeverResent(ev.venue))
+	}
+	return rs
 }
 
 // Σ deals = balance, and each deal's balanceAfter is the previous one's plus its amount, in deal
@@ -698,7 +706,10 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 				continue
 			}
 			o, ok := orders[b.Order.ID]
-			if !ok || o.Account != b.Order.AccountID || o.Nonce.String != b.Order.RequestNonce || o.Status != b.Order.Status {
+			// An EXTERNAL order answered SENDING (a replay while its venue answer was unknown)
+			// has moved on since: the reconciler filled it, or found it never reached the venue.
+			moved := b.Order.Status == "SENDING" && (o.Status == "FILLED" || o.Status == "NOT_SENT" || o.Status == "REJECTED")
+			if !ok || o.Account != b.Order.AccountID || o.Nonce.String != b.Order.RequestNonce || (o.Status != b.Order.Status && !moved) {
 				r.add("", "journal %d: order %d (nonce %s, %s) answered %d, database has %+v (found %v)", e.Seq, b.Order.ID, b.Order.RequestNonce, b.Order.Status, e.Status, o, ok)
 			}
 			if b.Position != nil {
@@ -744,8 +755,12 @@ func checkNo5xx(ev *evidence) result {
 		// The documented 5xx: a process that cannot quote, a database it cannot reach (nothing was
 		// written), and a write whose outcome is unknown (its COMMIT's connection died; a replay
 		// with the same nonce is safe — the answered-in-the-database check treats it as unknown).
+		// An EXTERNAL trader's request may also meet the venue down (nothing was sent) or a venue
+		// answer that never came (the reconciler books what the venue did).
+		venueAnswer := ev.external[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
+			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgVenueOutcomeUnknown))
 		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgDatabaseUnavailable)) ||
-			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) {
+			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) || venueAnswer {
 			allowed++
 			continue
 		}

@@ -47,6 +47,11 @@ type cluster struct {
 	mysqlP *tcpproxy.Proxy
 	redisP *tcpproxy.Proxy
 	admin  string
+	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
+	// prices from it too, so a gap moves the desk and the venue alike.
+	feed *sim
+	// venue is the one venue simulator both web processes send EXTERNAL orders to (cmd/venuesim).
+	venue *venueSim
 
 	mu        sync.Mutex
 	procs     []*proc // every web and cron process started, dead ones included
@@ -61,7 +66,6 @@ type proc struct {
 	cmd     *exec.Cmd
 	pid     int
 	addr    string // HTTP
-	simAddr string // web only: the in-process feed simulator and its control API
 	done    chan struct{}
 
 	mu      sync.Mutex
@@ -137,9 +141,11 @@ func goBinary() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// buildBinaries builds fxdesk-web and fxdesk-cron from the working tree into dir.
+// buildBinaries builds fxdesk-web, fxdesk-cron and the two simulators from the working tree into
+// dir.
 func buildBinaries(dir string) error {
-	for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}} {
+	for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"},
+		{"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}} {
 		cmd := exec.Command(goBinary(), "build", "-o", filepath.Join(dir, b.name), b.pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v\n%s", b.name, err, out)
@@ -191,8 +197,9 @@ func freeAddr() (string, error) {
 	return "", errors.New("no loopback port this run has not used yet")
 }
 
-// newCluster creates the database fxdesk_soak_<random>, a private redis-server and the two
-// proxies, and migrates the database with the real binary.
+// newCluster creates the database fxdesk_soak_<random>, a private redis-server, the two
+// proxies, the feed simulator and the venue simulator, and migrates the database with the real
+// binary.
 func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4)}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
@@ -228,6 +235,14 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 		return nil, err
 	}
 	c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.Addr})
+	if c.feed, err = startFeed(dir, binDir); err != nil {
+		c.close()
+		return nil, err
+	}
+	if c.venue, err = startVenue(dir, binDir, c.feed); err != nil {
+		c.close()
+		return nil, err
+	}
 	if out, err := c.runOnce(ctx, "fxdesk-web", "migrate"); err != nil {
 		c.close()
 		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
@@ -259,7 +274,7 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_MYSQL_DSN=" + c.dsn(),
 		"FXDESK_REDIS_URL=redis://" + c.redisP.Addr() + "/0",
 		"FXDESK_CALENDAR=always-open",
-		"FXDESK_FEED=sim",
+		"FXDESK_FEED=" + c.feed.url,
 		"FXDESK_HOSTNAME=" + hostname,
 		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
 		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
@@ -318,10 +333,8 @@ func (c *cluster) start(ctx context.Context, kind string) (*proc, error) {
 	env := []string{"FXDESK_HTTP_ADDR=" + addr}
 	if kind == "web" {
 		binary = "fxdesk-web"
-		if p.simAddr, err = freeAddr(); err != nil {
-			return nil, err
-		}
-		env = append(env, "FXDESK_SIM_ADDR="+p.simAddr, "CRON_MODE=off")
+		env = append(env, "CRON_MODE=off")
+		env = append(env, c.venue.deskEnv()...)
 	}
 	logFile, err := os.Create(filepath.Join(c.dir, name+".log"))
 	if err != nil {
@@ -473,6 +486,12 @@ func (c *cluster) closeNow() {
 		c.rdb.Close()
 	}
 	c.redis.Stop()
+	if c.venue != nil {
+		c.venue.stop()
+	}
+	if c.feed != nil {
+		c.feed.stop()
+	}
 	if c.direct != nil {
 		c.direct.Close()
 	}

@@ -1,7 +1,10 @@
 // Command soak is the desk's chaos soak (issue 17, `make soak`): the real binaries — two
 // fxdesk-web processes with CRON_MODE=off on one host name and one fxdesk-cron — on a fresh
 // database and a private redis-server, both reached through TCP proxies the soak can cut, under
-// trader load from several concurrent clients and faults at intervals drawn from a seed.
+// trader load from several concurrent clients and faults at intervals drawn from a seed. Both web
+// processes stream from one cmd/feedsim and send the A-book (a third of the traders, on an
+// EXTERNAL account group) to one cmd/venuesim priced from that feed; the venue's faults go in
+// through its control API, beside the process faults.
 //
 // Everything a client sent and what it was answered goes to journal.jsonl (a timeout is
 // "outcome unknown"); every process's /api/admin/fx/desk, the lease row and the quote mirror
@@ -16,5 +19,6 @@
 // same seed replays the same fault schedule; the load and the processes' own timing are not
 // replayed.
 //
-// The soak only observes and injects: it never writes to the desk's tables.
+// The soak only observes and injects: it never writes to the desk's tables, but for the setup an
+// operator would do in SQL before the load (the EXTERNAL account group and its accounts).
 package main

@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,9 +31,24 @@ const (
 	faultRollover2    = "rollover2"    // two processFxSwaps runs at once
 	faultRolloverKill = "rolloverKill" // a processFxSwaps run SIGKILLed mid-way, then rerun
 	faultCut          = "cut"          // every MySQL or Redis connection cut for a few seconds
+
+	// Venue faults, injected through the venue simulator's control API on a lane of their own,
+	// so they meet the process faults above instead of waiting for them.
+	faultVenueTimeout = "venueTimeout" // the next orders or closes execute, their answers never come
+	faultVenueHold    = "venueHold"    // the next orders execute, their answers wait for a release
+	faultVenue5xx     = "venue5xx"     // the next trading requests answer 503, executing nothing
+	faultVenueOutage  = "venueOutage"  // the venue's trading listener is down for a moment
+	faultVenueClose   = "venueClose"   // the venue closes an open EXTERNAL trade itself (a stop-out)
 )
 
-var faultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, faultCut}
+var (
+	processFaultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, faultCut}
+	venueFaultKinds   = []string{faultVenueTimeout, faultVenueHold, faultVenue5xx, faultVenueOutage, faultVenueClose}
+	// faultKinds is every kind, in the summary's order.
+	faultKinds = append(append([]string(nil), processFaultKinds...), venueFaultKinds...)
+)
+
+func isVenueFault(kind string) bool { return strings.HasPrefix(kind, "venue") }
 
 // fault is one scheduled fault with every parameter drawn from the seed, so a seed replays it.
 type fault struct {
@@ -46,6 +64,10 @@ type fault struct {
 	KillAfter  time.Duration `json:"killAfter,omitempty"`  // rolloverKill
 	Target     string        `json:"target,omitempty"`     // cut: mysql or redis
 	CutFor     time.Duration `json:"cutFor,omitempty"`     // cut
+	Count      int           `json:"count,omitempty"`      // venueTimeout, venueHold, venue5xx: requests it applies to
+	HoldFor    time.Duration `json:"holdFor,omitempty"`    // venueTimeout: answer held before the cut; venueHold: until the release
+	DownFor    time.Duration `json:"downFor,omitempty"`    // venueOutage
+	Pick       float64       `json:"pick,omitempty"`       // venueClose: which open trade, as a share of them in id order
 }
 
 // String is the fault as the schedule log shows it: every parameter, durations readable.
@@ -66,18 +88,30 @@ func (f fault) String() string {
 	add("killAfter", f.KillAfter, f.KillAfter > 0)
 	add("target", f.Target, f.Target != "")
 	add("cutFor", f.CutFor, f.CutFor > 0)
+	add("count", f.Count, f.Count > 0)
+	add("holdFor", f.HoldFor, f.HoldFor > 0)
+	add("downFor", f.DownFor, f.DownFor > 0)
+	add("pick", fmt.Sprintf("%.3f", f.Pick), f.Kind == faultVenueClose)
 	return b.String()
 }
 
-// schedule draws the faults of a soak of d from seed: every kind once in a seeded order while
-// there is room, then kinds at random, 3–7 s apart, from 8 s in to 15 s before the end.
+// schedule draws the faults of a soak of d from seed, in time order: the process faults (every
+// kind once in a seeded order while there is room, then kinds at random, 3–7 s apart, from 8 s
+// in to 15 s before the end) and, from a generator of their own, the venue faults (alike, 2–5 s
+// apart from 10 s in). A seed's process faults are what they were before the venue lane existed.
 func schedule(seed uint64, d time.Duration) []fault {
+	out := append(processSchedule(seed, d), venueSchedule(seed, d)...)
+	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.At, b.At) })
+	return out
+}
+
+func processSchedule(seed uint64, d time.Duration) []fault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed50a4))
-	order := append([]string(nil), faultKinds...)
+	order := append([]string(nil), processFaultKinds...)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	var out []fault
 	for at := 8 * time.Second; at <= d-15*time.Second; at += time.Duration(3000+rng.IntN(4000)) * time.Millisecond {
-		kind := faultKinds[rng.IntN(len(faultKinds))]
+		kind := processFaultKinds[rng.IntN(len(processFaultKinds))]
 		if len(out) < len(order) {
 			kind = order[len(out)]
 		}
@@ -102,6 +136,38 @@ func schedule(seed uint64, d time.Duration) []fault {
 		case faultCut:
 			f.Target = []string{"mysql", "redis"}[rng.IntN(2)]
 			f.CutFor = time.Duration(1500+rng.IntN(3000)) * time.Millisecond
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func venueSchedule(seed uint64, d time.Duration) []fault {
+	rng := rand.New(rand.NewPCG(seed, seed^0x7e17e5a4))
+	order := append([]string(nil), venueFaultKinds...)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	var out []fault
+	for at := 10 * time.Second; at <= d-15*time.Second; at += time.Duration(2000+rng.IntN(3000)) * time.Millisecond {
+		kind := venueFaultKinds[rng.IntN(len(venueFaultKinds))]
+		if len(out) < len(order) {
+			kind = order[len(out)]
+		}
+		f := fault{At: at, Kind: kind}
+		switch kind {
+		case faultVenueTimeout:
+			// Held past the desk's venue timeout: the desk gives up, the venue has executed.
+			f.Count = 1 + rng.IntN(3)
+			f.HoldFor = venueTimeout + time.Duration(500+rng.IntN(2500))*time.Millisecond
+		case faultVenueHold:
+			// Released either before the desk's timeout (a late answer) or after it (unknown).
+			f.Count = 1 + rng.IntN(3)
+			f.HoldFor = time.Duration(200+rng.IntN(1800)) * time.Millisecond
+		case faultVenue5xx:
+			f.Count = 1 + rng.IntN(5)
+		case faultVenueOutage:
+			f.DownFor = time.Duration(1000+rng.IntN(2500)) * time.Millisecond
+		case faultVenueClose:
+			f.Pick = rng.Float64()
 		}
 		out = append(out, f)
 	}
@@ -167,8 +233,24 @@ func (in *injector) fail(format string, args ...any) {
 	in.mu.Unlock()
 }
 
-// run executes faults in order, each no earlier than its time after start.
+// run executes faults in order, each no earlier than its time after start: the process faults
+// one at a time, the venue faults beside them on their own lane.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
+	var venue, process []fault
+	for _, f := range faults {
+		if isVenueFault(f.Kind) {
+			venue = append(venue, f)
+		} else {
+			process = append(process, f)
+		}
+	}
+	var lanes sync.WaitGroup
+	lanes.Go(func() { in.lane(ctx, start, venue) })
+	in.lane(ctx, start, process)
+	lanes.Wait()
+}
+
+func (in *injector) lane(ctx context.Context, start time.Time, faults []fault) {
 	for _, f := range faults {
 		select {
 		case <-ctx.Done():
@@ -176,9 +258,13 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 		case <-time.After(time.Until(start.Add(f.At))):
 		}
 		in.log.Printf("soak: fault %s", f)
-		in.serial.Lock()
-		in.inject(ctx, f)
-		in.serial.Unlock()
+		if isVenueFault(f.Kind) {
+			in.injectVenue(ctx, f)
+		} else {
+			in.serial.Lock()
+			in.inject(ctx, f)
+			in.serial.Unlock()
+		}
 		in.mu.Lock()
 		in.counts[f.Kind]++
 		in.mu.Unlock()
@@ -252,27 +338,35 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			in.note(window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
 		})
 	case faultGap:
-		h := in.holderOrNote(ctx, f)
-		if h == nil {
-			return
-		}
+		// The feed every process streams from (and the venue prices from) jumps; the holder's
+		// risk engine closes through the stops, EXTERNAL ones at the venue.
+		feed := in.c.feed
 		t0 := time.Now()
-		bid, ask, err := simPrice(h, f.Symbol)
+		bid, ask, err := simPrice(feed, f.Symbol)
 		if err != nil {
 			in.fail("gap: %v", err)
 			return
 		}
-		if err := setSimPrice(h, f.Symbol, bid*f.Factor, ask*f.Factor); err != nil {
+		// At the symbol's digits, as a provider quotes: the venue fills at the feed's price and
+		// the desk books it, so an unrounded float would be a price no venue ever reports.
+		digits := 5
+		for _, s := range soakSymbols {
+			if s.symbol == f.Symbol {
+				digits = int(s.digits)
+			}
+		}
+		round := func(v float64) float64 { p := math.Pow10(digits); return math.Round(v*p) / p }
+		if err := setSimPrice(feed, f.Symbol, round(bid*f.Factor), round(ask*f.Factor)); err != nil {
 			in.fail("gap: %v", err)
 			return
 		}
 		if f.Restore > 0 {
 			time.Sleep(f.Restore)
-			if err := setSimPrice(h, f.Symbol, bid, ask); err != nil && h.alive() {
+			if err := setSimPrice(feed, f.Symbol, bid, ask); err != nil {
 				in.fail("gap restore: %v", err)
 			}
 		}
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s on %s ×%.4f", f.Symbol, h.name, f.Factor)})
+		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s ×%.4f", f.Symbol, f.Factor)})
 	case faultRollover2:
 		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
 		t0 := time.Now()
@@ -382,9 +476,9 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// simPrice reads symbol's current price from p's in-process simulator.
-func simPrice(p *proc, symbol string) (bid, ask float64, err error) {
-	resp, err := httpClient.Get("http://" + p.simAddr + "/control/state")
+// simPrice reads symbol's current price from the feed simulator.
+func simPrice(p *sim, symbol string) (bid, ask float64, err error) {
+	resp, err := httpClient.Get(p.control + "/control/state")
 	if err != nil {
 		return 0, 0, fmt.Errorf("simulator state on %s: %w", p.name, err)
 	}
@@ -407,9 +501,9 @@ func simPrice(p *proc, symbol string) (bid, ask float64, err error) {
 	return 0, 0, fmt.Errorf("simulator on %s does not quote %s", p.name, symbol)
 }
 
-func setSimPrice(p *proc, symbol string, bid, ask float64) error {
+func setSimPrice(p *sim, symbol string, bid, ask float64) error {
 	b, _ := json.Marshal(map[string]any{"symbol": symbol, "bid": bid, "ask": ask})
-	resp, err := httpClient.Post("http://"+p.simAddr+"/control/quote", "application/json", bytes.NewReader(b))
+	resp, err := httpClient.Post(p.control+"/control/quote", "application/json", bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("set %s on %s: %w", symbol, p.name, err)
 	}

@@ -25,6 +25,7 @@ func main() {
 	seconds := flag.Int("seconds", 60, "how long the load and the faults run")
 	seed := flag.Uint64("seed", 0, "fault schedule seed (0: a random one, printed)")
 	traders := flag.Int("traders", 4, "concurrent trader clients")
+	abook := flag.Int("abook", -1, "how many of the traders trade on the EXTERNAL account group (-1: a third, rounded up)")
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
 	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds and exit")
 	flag.Parse()
@@ -41,7 +42,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, *seed, time.Duration(*seconds)*time.Second, *traders, *keep))
+	if *abook < 0 {
+		*abook = (*traders + 2) / 3
+	}
+	os.Exit(run(ctx, *seed, time.Duration(*seconds)*time.Second, *traders, min(*abook, *traders), *keep))
 }
 
 // tally keeps, across the periodic checks, each invariant's last figures and every distinct row
@@ -85,7 +89,7 @@ func (t *tally) violations() int {
 	return n
 }
 
-func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep bool) int {
+func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool) int {
 	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
 	dir, err := os.MkdirTemp("", "fxdesk-soak-")
 	if err != nil {
@@ -93,7 +97,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 		return 2
 	}
 	faults := schedule(seed, d)
-	logger.Printf("soak: seed=%d seconds=%d traders=%d folder=%s", seed, int(d.Seconds()), nTraders, dir)
+	logger.Printf("soak: seed=%d seconds=%d traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
 	for _, f := range faults {
 		logger.Printf("soak:   %s", f)
@@ -106,7 +110,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 
 	binDir := filepath.Join(dir, "bin")
 	os.MkdirAll(binDir, 0o755)
-	logger.Printf("soak: building fxdesk-web and fxdesk-cron")
+	logger.Printf("soak: building fxdesk-web, fxdesk-cron, fxdesk-feedsim and fxdesk-venuesim")
 	if err := buildBinaries(binDir); err != nil {
 		return failed("%v", err)
 	}
@@ -124,6 +128,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 		}
 	}()
 	logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
+	logger.Printf("soak: feed %s, venue %s (control %s)", c.feed.url, c.venue.url, c.venue.control)
 
 	web1, err := c.start(ctx, "web")
 	if err != nil {
@@ -131,6 +136,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	}
 	if _, err := c.waitHolder(ctx, 15*time.Second, nil); err != nil {
 		return failed("first web: %v", err)
+	}
+	if err := c.abookGroup(ctx, web1); err != nil {
+		return failed("%v", err)
 	}
 	if _, err := c.start(ctx, "web"); err != nil {
 		return failed("%v", err)
@@ -153,8 +161,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	sampling.Go(func() { smp.run(sampleCtx) })
 	defer func() { stopSampling(); sampling.Wait() }()
 
-	// One USD account per trader, funded by the admin.
+	// One USD account per trader, funded by the admin; the last nExternal trade on the EXTERNAL
+	// group (straight through to the venue).
 	var traders []*trader
+	external := map[string]bool{}
 	for i := range nTraders {
 		user := int64(1001 + i)
 		tok, err := c.issueToken(ctx, user, false)
@@ -173,6 +183,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 			return failed("create account: %d %s", e.Status, e.Resp)
 		}
 		t.account = b.Account.ID
+		if i >= nTraders-nExternal {
+			if err := c.joinGroup(ctx, t.account, abookGroup); err != nil {
+				return failed("%v", err)
+			}
+			external[t.name] = true
+		}
 		if e := j.call(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
 			map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.ok() {
 			return failed("initial deposit: %d %s", e.Status, e.Resp)
@@ -197,7 +213,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 			procs[p.pid] = p
 		}
 		return &evidence{journal: j.snapshot(), procs: procs, desks: desks, rows: rows, mirrors: mirrors,
-			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...)}
+			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...), external: external}
 	}
 	check := func(label string) {
 		s, err := readSnapshot(ctx, c.direct)
@@ -205,7 +221,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 			logger.Printf("soak: %s check: %v", label, err)
 			return
 		}
-		rs := checkAll(s, evidenceNow())
+		ev := evidenceNow()
+		// Read after the snapshot: every order request the snapshot knows of has reached the venue.
+		if ev.venue, err = c.venue.state(); err != nil {
+			logger.Printf("soak: %s check: %v", label, err)
+		}
+		rs := checkAll(s, ev)
 		tl.add(rs)
 		bad := 0
 		for _, r := range rs {
@@ -258,10 +279,16 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders int, keep b
 	if !in.maxAhead.IsZero() {
 		in.rollover(ctx, in.maxAhead, 0, "settling run after the load")
 	}
+	// The A-book settles: held answers released, then reconciles until one started past
+	// NOT_SENT_AFTER after the desk went quiet plans nothing more.
+	if err := settleVenue(ctx, c, logger, time.Now()); err != nil {
+		in.fail("settle: %v", err)
+	}
 	time.Sleep(2 * sampleEvery)
 	stopSampling()
 	sampling.Wait()
 	check("final")
+	tl.add(finalVenueCheck(ctx, c, logger))
 	ev := evidenceNow()
 	tl.add([]result{checkTradesAgain(ev, lastFault)})
 	faultErrs := in.errs

@@ -13,6 +13,7 @@ import (
 // the figures of one check agree with each other.
 type dbSnapshot struct {
 	Taken       time.Time
+	DBNow       time.Time // UTC_TIMESTAMP(3) in the snapshot: the database clock the desk's times are on
 	Accounts    []dbAccount
 	Deals       []dbDeal
 	Positions   []dbPosition
@@ -34,6 +35,7 @@ type dbDeal struct {
 	Position     sql.NullInt64
 	Symbol       sql.NullString
 	Volume       decimal.NullDecimal
+	Price        decimal.NullDecimal
 	Key, Comment string
 	CreatedAt    time.Time
 }
@@ -46,12 +48,15 @@ type dbPosition struct {
 	OpenedAt           time.Time
 	ClosedAt           sql.NullTime
 	SwapThrough        sql.NullTime
+	VenueTradeID       sql.NullString // linked EXTERNAL position: its venue trade
 }
 
 type dbOrder struct {
 	ID, Account int64
 	Nonce       sql.NullString
 	Status      string
+	Execution   string       // INTERNAL or EXTERNAL
+	SentAt      sql.NullTime // EXTERNAL: when its SENDING row was written
 }
 
 type dbCharge struct {
@@ -62,6 +67,7 @@ type dbCharge struct {
 
 type dbInstrument struct {
 	Contract, Point, SwapLong, SwapShort decimal.Decimal
+	Markup                               decimal.Decimal // the symbol group's markup, in points
 	Quote                                string
 }
 
@@ -85,6 +91,9 @@ func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
 		}
 		return rows.Err()
 	}
+	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(3)").Scan(&s.DBNow); err != nil {
+		return nil, fmt.Errorf("database clock: %w", err)
+	}
 	steps := []struct {
 		q    string
 		each func(*sql.Rows) error
@@ -95,21 +104,21 @@ func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `type`, `amount`, `balanceAfter`, `positionId`, `symbol`, `volume`, `idempotencyKey`, `comment`, `createdAt` FROM `fx_deal` ORDER BY `accountId`, `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `type`, `amount`, `balanceAfter`, `positionId`, `symbol`, `volume`, `price`, `idempotencyKey`, `comment`, `createdAt` FROM `fx_deal` ORDER BY `accountId`, `id`", func(r *sql.Rows) error {
 			var d dbDeal
-			err := r.Scan(&d.ID, &d.Account, &d.Type, &d.Amount, &d.BalanceAfter, &d.Position, &d.Symbol, &d.Volume, &d.Key, &d.Comment, &d.CreatedAt)
+			err := r.Scan(&d.ID, &d.Account, &d.Type, &d.Amount, &d.BalanceAfter, &d.Position, &d.Symbol, &d.Volume, &d.Price, &d.Key, &d.Comment, &d.CreatedAt)
 			s.Deals = append(s.Deals, d)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
 			var p dbPosition
-			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough)
+			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID)
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `requestNonce`, `status` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `requestNonce`, `status`, `execution`, `sentAt` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbOrder
-			err := r.Scan(&o.ID, &o.Account, &o.Nonce, &o.Status)
+			err := r.Scan(&o.ID, &o.Account, &o.Nonce, &o.Status, &o.Execution, &o.SentAt)
 			s.Orders = append(s.Orders, o)
 			return err
 		}},
@@ -121,10 +130,11 @@ func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
 			s.Charges = append(s.Charges, c)
 			return err
 		}},
-		{"SELECT `symbol`, `contractSize`, `point`, `swapLong`, `swapShort`, `quote` FROM `fx_instrument`", func(r *sql.Rows) error {
+		{"SELECT i.`symbol`, i.`contractSize`, i.`point`, i.`swapLong`, i.`swapShort`, i.`quote`, COALESCE(g.`markupPoints`, 0) " +
+			"FROM `fx_instrument` i LEFT JOIN `fx_symbol_group` g ON g.`name` = i.`symbolGroup`", func(r *sql.Rows) error {
 			var sym string
 			var in dbInstrument
-			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Quote)
+			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Quote, &in.Markup)
 			s.Instruments[sym] = in
 			return err
 		}},

@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The A-book of the soaked desk (DESIGN §8): one cmd/venuesim process both web processes send
+// EXTERNAL orders to, priced from the one cmd/feedsim process they stream from. Its timings are
+// short so that what a fault leaves in SENDING is resolved within the end-of-run settle.
+const (
+	venueLatency      = 40 * time.Millisecond // the venue's execution latency
+	venueTimeout      = time.Second           // FXDESK_VENUE_TIMEOUT: one venue call's bound
+	venueNotSentAfter = 2 * time.Second       // FXDESK_VENUE_NOT_SENT_AFTER (≥ the timeout)
+	venueInterval     = time.Second           // FXDESK_VENUE_INTERVAL: the reconciler's period
+	venueAccount      = "soak-venue"
+	venueToken        = "soak-venue-token" // guards nothing but the soak's loopback venue
+	abookGroup        = "abook"            // the EXTERNAL account group of the A-book traders
+)
+
+// sim is a simulator process (cmd/feedsim or cmd/venuesim). Neither is ever faulted as a
+// process: the venue's faults go through its control API.
+type sim struct {
+	name    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	url     string // feed: ws://…/forex; venue: the trading API's base URL
+	control string // the control API's base URL, http://host:port
+}
+
+// startSim runs binary with args, logging to name.log, and returns it with the first line it
+// printed on stdout (the simulators print their URLs there once listening).
+func startSim(dir, binDir, name, binary string, args ...string) (*sim, string, error) {
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(filepath.Join(binDir, binary), args...)
+	cmd.Stderr = logFile
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, "", err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, "", err
+	}
+	s := &sim{name: name, cmd: cmd, done: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() {
+		rd := bufio.NewReader(out)
+		line, _ := rd.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.Copy(logFile, rd)
+	}()
+	go func() { cmd.Wait(); logFile.Close(); close(s.done) }()
+	select {
+	case line := <-lines:
+		if line == "" {
+			s.stop()
+			return nil, "", fmt.Errorf("%s printed nothing on start; see %s.log", name, name)
+		}
+		return s, line, nil
+	case <-time.After(15 * time.Second):
+		s.stop()
+		return nil, "", fmt.Errorf("%s did not print its URL within 15 s; see %s.log", name, name)
+	}
+}
+
+func (s *sim) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// startFeed runs the feed simulator every web process streams from (the soak's gaps move it).
+func startFeed(dir, binDir string) (*sim, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s, line, err := startSim(dir, binDir, "feedsim", "fxdesk-feedsim", "-addr", addr, "-always-open")
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(line, "ws://") {
+		s.stop()
+		return nil, fmt.Errorf("feedsim printed %q, not its ws:// URL", line)
+	}
+	s.url, s.control = line, "http://"+addr
+	return s, nil
+}
+
+// venueSim is the venue simulator process and what the soak reads and injects through it.
+type venueSim struct {
+	*sim
+	account string
+}
+
+// startVenue runs the venue simulator, priced from feed.
+func startVenue(dir, binDir string, feed *sim) (*venueSim, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	control, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s, line, err := startSim(dir, binDir, "venuesim", "fxdesk-venuesim", "-addr", addr, "-control-addr", control,
+		"-account", venueAccount, "-token", venueToken, "-latency", venueLatency.String(), "-feed-control", feed.control)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			fields[k] = v
+		}
+	}
+	if !strings.HasPrefix(line, "venuesim listening ") || fields["url"] == "" || fields["control"] == "" {
+		s.stop()
+		return nil, fmt.Errorf("venuesim printed %q", line)
+	}
+	s.url, s.control = fields["url"], fields["control"]
+	return &venueSim{sim: s, account: fields["account"]}, nil
+}
+
+// deskEnv is a web process's venue configuration: unpaced connections (a simulator on
+// loopback), and timeouts short enough that the settle after the load outlasts them.
+func (v *venueSim) deskEnv() []string {
+	return []string{
+		"FXDESK_VENUE=" + v.url,
+		"FXDESK_VENUE_ACCOUNT=" + v.account,
+		"FXDESK_VENUE_TOKEN=" + venueToken,
+		"FXDESK_VENUE_CONNECT_RATE=0",
+		"FXDESK_VENUE_CONCURRENCY=64",
+		"FXDESK_VENUE_TIMEOUT=" + venueTimeout.String(),
+		"FXDESK_VENUE_NOT_SENT_AFTER=" + venueNotSentAfter.String(),
+		"FXDESK_VENUE_INTERVAL=" + venueInterval.String(),
+	}
+}
+
+// post sends a control request and decodes its answer into out (when not nil).
+func (v *venueSim) post(path string, body, out any) error {
+	b, _ := json.Marshal(body)
+	resp, err := httpClient.Post(v.control+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("venue control %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("venue control %s %s: status %d: %s", path, b, resp.StatusCode, truncate(string(raw), 200))
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+func (v *venueSim) fault(kind string, count int, d time.Duration) error {
+	body := map[string]any{"kind": kind}
+	if count > 0 {
+		body["count"] = count
+	}
+	if d > 0 {
+		body["seconds"] = d.Seconds()
+	}
+	return v.post("/control/fault", body, nil)
+}
+
+func (v *venueSim) release() (int, error) {
+	var out struct {
+		Released int `json:"released"`
+	}
+	err := v.post("/control/release", struct{}{}, &out)
+	return out.Released, err
+}
+
+func (v *venueSim) closeTrade(id string) error {
+	return v.post("/control/close-trade", map[string]any{"tradeId": id}, nil)
+}
+
+// venueTrade is one trade as GET /control/state shows it.
+type venueTrade struct {
+	ID                    string           `json:"id"`
+	Symbol                string           `json:"symbol"`
+	State                 string           `json:"state"`
+	ClientID              string           `json:"clientId"`
+	Tag                   string           `json:"tag"`
+	InitialUnits          decimal.Decimal  `json:"initialUnits"`
+	CurrentUnits          decimal.Decimal  `json:"currentUnits"`
+	Price                 decimal.Decimal  `json:"price"`
+	AverageClosePrice     *decimal.Decimal `json:"averageClosePrice"`
+	ClosingTransactionIDs []int64          `json:"closingTransactionIds"`
+}
+
+// venueState is GET /control/state, read at At.
+type venueState struct {
+	At            time.Time      `json:"-"`
+	Held          int            `json:"held"`
+	OrderRequests map[string]int `json:"orderRequests"`
+	Requests      map[string]int `json:"requests"`
+	Pending       map[string]any `json:"pendingFaults"`
+	Trades        []venueTrade   `json:"trades"`
+	// CloseFills are the prices of every fill that closed or reduced a trade, by trade id, from
+	// the venue's transactions (read only at the end: the trading API draws injected 5xx).
+	CloseFills map[string][]decimal.Decimal `json:"-"`
+}
+
+func (v *venueSim) state() (*venueState, error) {
+	resp, err := httpClient.Get(v.control + "/control/state")
+	if err != nil {
+		return nil, fmt.Errorf("venue state: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("venue state: status %d", resp.StatusCode)
+	}
+	st := &venueState{At: time.Now()}
+	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
+		return nil, fmt.Errorf("venue state: %w", err)
+	}
+	return st, nil
+}
+
+// closeFills reads every transaction from the venue's trading API, as the desk would, and
+// returns each trade's closing fill prices. A request the venue answers 5xx (a fault still
+// pending) is retried.
+func (v *venueSim) closeFills(ctx context.Context) (map[string][]decimal.Decimal, error) {
+	type fill struct {
+		TradeID string `json:"tradeID"`
+		Price   string `json:"price"`
+	}
+	var page struct {
+		Transactions []struct {
+			ID           string `json:"id"`
+			Type         string `json:"type"`
+			TradesClosed []fill `json:"tradesClosed"`
+			TradeReduced *fill  `json:"tradeReduced"`
+		} `json:"transactions"`
+		LastTransactionID string `json:"lastTransactionID"`
+	}
+	out := map[string][]decimal.Decimal{}
+	since := int64(0)
+	for tries := 0; tries < 200; tries++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v3/accounts/%s/transactions/sinceid?id=%d", v.url, v.account, since), nil)
+		req.Header.Set("Authorization", "Bearer "+venueToken)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			time.Sleep(200 * time.Millisecond) // an outage's end has no signal the soak can wait on
+			continue
+		}
+		page.Transactions = nil
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if resp.StatusCode >= 500 || err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("venue transactions since %d: status %d", since, resp.StatusCode)
+		}
+		for _, t := range page.Transactions {
+			if id, err := strconv.ParseInt(t.ID, 10, 64); err == nil && id > since {
+				since = id
+			}
+			if t.Type != "ORDER_FILL" {
+				continue
+			}
+			fs := t.TradesClosed
+			if t.TradeReduced != nil {
+				fs = append(fs, *t.TradeReduced)
+			}
+			for _, f := range fs {
+				if p, err := decimal.NewFromString(f.Price); err == nil {
+					out[f.TradeID] = append(out[f.TradeID], p)
+				}
+			}
+		}
+		last, _ := strconv.ParseInt(page.LastTransactionID, 10, 64)
+		if len(page.Transactions) == 0 || since >= last {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("venue transactions: no complete read after 200 tries")
+}
+
+// injectVenue plays one venue fault through the venue's control API.
+func (in *injector) injectVenue(ctx context.Context, f fault) {
+	v := in.c.venue
+	t0 := time.Now()
+	var note string
+	switch f.Kind {
+	case faultVenueTimeout:
+		if err := v.fault("timeout", f.Count, f.HoldFor); err != nil {
+			in.fail("%s: %v", f.Kind, err)
+			return
+		}
+		note = fmt.Sprintf("next %d orders or closes unanswered", f.Count)
+	case faultVenueHold:
+		if err := v.fault("hold", f.Count, 0); err != nil {
+			in.fail("%s: %v", f.Kind, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.HoldFor):
+		}
+		n, err := v.release()
+		if err != nil {
+			in.fail("%s: release: %v", f.Kind, err)
+		}
+		note = fmt.Sprintf("next %d orders held %s, %d released", f.Count, f.HoldFor, n)
+	case faultVenue5xx:
+		if err := v.fault("5xx", f.Count, 0); err != nil {
+			in.fail("%s: %v", f.Kind, err)
+			return
+		}
+		note = fmt.Sprintf("next %d requests 503", f.Count)
+	case faultVenueOutage:
+		if err := v.fault("outage", 0, f.DownFor); err != nil {
+			in.fail("%s: %v", f.Kind, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.DownFor):
+		}
+		note = fmt.Sprintf("down %s", f.DownFor)
+	case faultVenueClose:
+		st, err := v.state()
+		if err != nil {
+			in.fail("%s: %v", f.Kind, err)
+			return
+		}
+		var open []venueTrade
+		for _, t := range st.Trades {
+			if t.State == "OPEN" && t.Tag == "fxdesk" {
+				open = append(open, t)
+			}
+		}
+		if len(open) == 0 {
+			note = "no open EXTERNAL trade to close"
+			break
+		}
+		t := open[min(len(open)-1, int(f.Pick*float64(len(open))))]
+		// A close the desk sends meanwhile may win the race: the trade is then gone, not a fault.
+		if err := v.closeTrade(t.ID); err != nil && !strings.Contains(err.Error(), "404") {
+			in.fail("%s: trade %s: %v", f.Kind, t.ID, err)
+			return
+		}
+		note = fmt.Sprintf("trade %s (client id %s, %s %s) closed at the venue", t.ID, t.ClientID, t.Symbol, t.CurrentUnits)
+	}
+	in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
+}
+
+// abookGroup creates the EXTERNAL account group as an operator would: the row in SQL (the
+// desk has no route that creates groups), the execution mode through the admin API.
+func (c *cluster) abookGroup(ctx context.Context, web *proc) error {
+	if _, err := c.direct.ExecContext(ctx, "INSERT INTO `fx_account_group` (`name`) VALUES (?)", abookGroup); err != nil {
+		return fmt.Errorf("create account group %s: %w", abookGroup, err)
+	}
+	b, _ := json.Marshal(map[string]string{"executionMode": "EXTERNAL"})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+web.addr+"/api/admin/fx/account-groups/"+abookGroup, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+c.admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("set %s EXTERNAL: %w", abookGroup, err)
+	}
+	defer resp.Body.Close()
+	if raw, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("set %s EXTERNAL: %d %s", abookGroup, resp.StatusCode, raw)
+	}
+	return nil
+}
+
+// joinGroup moves a new account (no positions yet) into group, in SQL as an operator would.
+func (c *cluster) joinGroup(ctx context.Context, account int64, group string) error {
+	if _, err := c.direct.ExecContext(ctx, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, account); err != nil {
+		return fmt.Errorf("account %d into group %s: %w", account, group, err)
+	}
+	return nil
+}
+
+// reconcileRun is one "execution reconciler ran" line of a web process's log.
+type reconcileRun struct {
+	Time    time.Time `json:"time"`
+	Reason  string    `json:"reason"`
+	Actions int       `json:"actions"`
+	Failed  int       `json:"failed"`
+	proc    string
+}
+
+// reconcileLog reads the reconciler's runs from the web processes' logs as they grow.
+type reconcileLog struct {
+	c       *cluster
+	offsets map[string]int64
+}
+
+func (l *reconcileLog) read() []reconcileRun {
+	var out []reconcileRun
+	for _, p := range l.c.all() {
+		if p.kind != "web" {
+			continue
+		}
+		f, err := os.Open(filepath.Join(l.c.dir, p.name+".log"))
+		if err != nil {
+			continue
+		}
+		f.Seek(l.offsets[p.name], io.SeekStart)
+		rd := bufio.NewReader(f)
+		for {
+			line, err := rd.ReadBytes('\n')
+			if err != nil {
+				break // a partial last line is read again next time
+			}
+			l.offsets[p.name] += int64(len(line))
+			if !bytes.Contains(line, []byte(`"execution reconciler ran"`)) {
+				continue
+			}
+			var r reconcileRun
+			if json.Unmarshal(line, &r) == nil {
+				r.proc = p.name
+				out = append(out, r)
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// settleVenue releases held venue answers and waits until the holder has reconciled past
+// NOT_SENT_AFTER after the desk went quiet at quiet: a run logged after quiet + NOT_SENT_AFTER,
+// then a run after it (so it surely gathered past that instant) that planned nothing.
+func settleVenue(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }, quiet time.Time) error {
+	if n, err := c.venue.release(); err != nil {
+		return err
+	} else if n > 0 {
+		logger.Printf("soak: settle: released %d held venue answers", n)
+	}
+	l := &reconcileLog{c: c, offsets: map[string]int64{}}
+	target := quiet.Add(venueNotSentAfter)
+	deadline := time.Now().Add(venueNotSentAfter + 30*time.Second)
+	var past *reconcileRun
+	var last reconcileRun
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, r := range l.read() {
+			last = r
+			switch {
+			case past == nil && !r.Time.Before(target):
+				past = &r
+			case past != nil && r.Time.After(past.Time) && r.Actions == 0:
+				logger.Printf("soak: settle: %s reconciled with nothing left to do at %s (%s after the desk went quiet)", r.proc, ts(r.Time), r.Time.Sub(quiet).Round(time.Millisecond))
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // a log line has no notification
+	}
+	return fmt.Errorf("no reconcile past NOT_SENT_AFTER planned nothing within %s of the desk going quiet (last run: %+v)", time.Since(quiet).Round(time.Second), last)
+}
+
+// finalVenueCheck checks the A-book at the end. The prices still move after the load, so a
+// stop may be closing a trade between the two reads: a read that breaks an invariant is taken
+// again, up to ten times a second apart, and only what persists is reported.
+func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }) []result {
+	var rs []result
+	for attempt := 1; attempt <= 10; attempt++ {
+		s, err := readSnapshot(ctx, c.direct)
+		if err != nil {
+			logger.Printf("soak: final venue check: %v", err)
+			continue
+		}
+		vs, err := c.venue.state()
+		if err == nil {
+			vs.CloseFills, err = c.venue.closeFills(ctx)
+		}
+		if err != nil {
+			logger.Printf("soak: final venue check: %v", err)
+			continue
+		}
+		rs = checkVenueEnd(s, vs)
+		bad := 0
+		for _, r := range rs {
+			bad += len(r.Violations)
+		}
+		logger.Printf("soak: final venue check (read %d): %d invariants, %d violating rows", attempt, len(rs), bad)
+		if bad == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Second) // whatever a stop was closing has landed by then
+	}
+	if rs == nil {
+		r := result{Name: "venueTradesLinked", Figures: "the venue or the database could not be read"}
+		r.add("", "no final read of the venue and the database succeeded; see the log above")
+		rs = []result{r}
+	}
+	return rs
+}
