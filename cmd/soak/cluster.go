@@ -61,12 +61,12 @@ type cluster struct {
 
 // proc is one fxdesk-web or fxdesk-cron process.
 type proc struct {
-	name    string
-	kind    string // "web" or "cron"
-	cmd     *exec.Cmd
-	pid     int
-	addr    string // HTTP
-	done    chan struct{}
+	name string
+	kind string // "web" or "cron"
+	cmd  *exec.Cmd
+	pid  int
+	addr string // HTTP
+	done chan struct{}
 
 	mu      sync.Mutex
 	stopped bool // SIGSTOPped
