@@ -228,10 +228,17 @@ func newABookDesk(t *testing.T, env ...string) *abookDesk {
 	t.Helper()
 	e := newDeskEnv(t)
 	feed := startFeedSim(t)
-	v := startVenueSim(t, feed, "20ms")
+	return startABookDesk(e, feed, startVenueSim(t, feed, "20ms"), "web", env...)
+}
+
+// startABookDesk starts holder name on e, fed by feed and trading through v, and makes the
+// "abook" group EXTERNAL.
+func startABookDesk(e *deskEnv, feed *feedSim, v *venueSim, name string, env ...string) *abookDesk {
+	t := e.t
+	t.Helper()
 	webEnv := append([]string{"FXDESK_FEED=" + feed.url, "FXDESK_FEED_KEY=test"}, v.env()...)
 	webEnv = append(webEnv, env...)
-	web := e.start("web", "fxdesk-web", webEnv...)
+	web := e.start(name, "fxdesk-web", webEnv...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
 	d := &abookDesk{tradingDesk: &tradingDesk{e: e, sim: feed, web: web, admin: e.adminToken()}, venue: v, env: webEnv}
 	// There is no route to create an account group: the operator's SQL.

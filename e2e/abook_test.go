@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/tcpproxy"
 )
 
 // A-book execution end to end (issue 18, DESIGN §8): real fxdesk-web processes trading through
@@ -436,4 +438,163 @@ func TestUntaggedVenueTradeRaisesAnAlertAndIsNeverTouched(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("the desk booked the untagged trade as %d positions", n)
 	}
+}
+
+// The holder (box-a) is SIGSTOPped past the TTL with two EXTERNAL requests on their way and a
+// third arriving while it is frozen; box-b takes the lease over. Resumed, box-a must neither
+// reach the venue nor write:
+//
+//   - a trader's close of an EXTERNAL position had passed the close gate and was reading the
+//     position (its query stalled at a proxy, the only connection held) when box-a froze: on
+//     resume its venue send is dropped at the gate (work=venue_send) and the venue sees no close;
+//   - an EXTERNAL open of another account was in its batch's transaction (its lock round trip
+//     stalled the same way): on resume its writes and the fence go in after the term moved and
+//     the fence refuses them (work=fill, at=fence): no SENDING row, nothing sent;
+//   - an EXTERNAL open sent to box-a while frozen is dropped at the fill gate on resume.
+//
+// The stalls are what make this deterministic: each request is held at a byte the test
+// recognises, after the gate it passed and before the step under test, for as long as the test
+// needs; box-a's other connections (its lease renewals) flow until the SIGSTOP. What this cannot
+// force is a freeze in the microseconds between an open's committed SENDING row and its venue
+// send: that window is covered by the same gate.Admit(VenueSend) the close hits here.
+//
+// By the end, after box-b's reconciles, every fxdesk-tagged open trade at the venue is linked to
+// exactly one open desk position, and box-b closes the position through the venue.
+func TestHolderStoppedPastTheTTLDropsLateVenueSendsAndWrites(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	feed := startFeedSim(t)
+	v := startVenueSim(t, feed, "20ms")
+	mp, err := tcpproxy.Start("127.0.0.1:3306")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mp.Close() })
+	var (
+		mu      sync.Mutex
+		conn    int
+		stallOn []func(query string) bool
+		stalled []string
+	)
+	queries := tcpproxy.MySQLQueries(func(q string) {
+		for i, match := range stallOn {
+			if match != nil && match(q) {
+				mp.HoldConn(conn)
+				stalled, stallOn[i] = append(stalled, q), nil
+			}
+		}
+	})
+	mp.Tap(func(c int, b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		conn = c
+		queries(c, b)
+	})
+
+	d := startABookDesk(e, feed, v, "web-a", "FXDESK_HOSTNAME=box-a", "FXDESK_MYSQL_DSN="+e.db.DSNVia(mp.Addr()))
+	a := d.web
+	tok, x1 := d.externalTrader(1860, "10000.00")
+	var second accountResp
+	must(t, a, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &second)
+	x2 := second.Account.ID
+	must(t, a, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", x2), `{"amount":"10000.00"}`, http.StatusCreated, nil)
+	d.moveToABook(x2)
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	p1 := d.openMarket(tok, x1, "BUY", "0.10", "")
+	t1 := e.positionRow(p1).VenueTrade.String
+	venueBefore := v.state()
+	if t1 == "" || len(venueBefore.Trades) != 1 {
+		t.Fatalf("EXTERNAL position %d links %q; venue trades %+v", p1, t1, venueBefore.Trades)
+	}
+
+	// Stall the close at its read of the position and the open at its batch's row locks.
+	mu.Lock()
+	stallOn = []func(string) bool{
+		func(q string) bool {
+			return strings.Contains(q, "JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`id` = "+strconv.FormatInt(p1, 10)+" ")
+		},
+		func(q string) bool {
+			return strings.Contains(q, "START TRANSACTION") && strings.Contains(q, "'late-2'")
+		},
+	}
+	mu.Unlock()
+	closing := sendAsync(a, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", p1), "")
+	opening := sendAsync(a, tok, "POST", "/api/fx/orders", marketOrder(x2, "BUY", "0.10", "late-2"))
+	eventually(t, 10*time.Second, 5*time.Millisecond, "the close and the open stalled on their way to MySQL", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stalled) == 2
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRowExpired(10 * time.Second)
+	bEnv := append([]string{"FXDESK_FEED=" + feed.url, "FXDESK_FEED_KEY=test", "FXDESK_HOSTNAME=box-b"}, v.env()...)
+	b := e.start("web-b", "fxdesk-web", bEnv...)
+	b.waitLog(5*time.Second, msgHas("role: holder"))
+	b.waitLog(10*time.Second, func(l logLine) bool { return l.msg() == "execution reconciler ran" && l["reason"] == "boot" })
+	// Sent to the frozen process: it waits in box-a's socket (or, if the goroutine is slower
+	// than the SIGCONT, arrives just after it; the gate is shut either way).
+	queued := sendAsync(a, tok, "POST", "/api/fx/orders", marketOrder(x1, "BUY", "0.10", "late-3"))
+
+	mp.Release()
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	a.waitLog(10*time.Second, func(l logLine) bool {
+		return l.msg() == "lease not confirmed; work not executed" && l["work"] == "venue_send" && l["position_id"] == float64(p1)
+	})
+	a.waitLog(10*time.Second, func(l logLine) bool {
+		return l.msg() == "lease fence refused the write; work not executed" && l["work"] == "fill"
+	})
+	a.waitLog(10*time.Second, msgHas("lease lost"))
+	for what, ch := range map[string]<-chan reply{"close": closing, "stalled open": opening, "open sent while frozen": queued} {
+		r := awaitAnswer(t, ch, 30*time.Second)
+		if r.err != nil || r.code != http.StatusServiceUnavailable {
+			t.Errorf("%s answered by the resumed holder = %d %s (%v), want 503", what, r.code, r.body, r.err)
+		}
+	}
+	m := a.metrics()
+	for _, series := range []string{`fxdesk_gate_dropped_total{at="gate",work="venue_send"}`, `fxdesk_gate_dropped_total{at="fence",work="fill"}`, `fxdesk_gate_dropped_total{at="gate",work="fill"}`} {
+		if val, ok := metricValue(m, series); !ok || val == "0" {
+			t.Errorf("box-a %s = %q (present %v), want at least 1", series, val, ok)
+		}
+	}
+
+	// Nothing of box-a's late work reached the venue or the database.
+	st := v.state()
+	if st.Requests["PUT /trades/{trade}/close"] != 0 || st.Requests["POST /orders"] != venueBefore.Requests["POST /orders"] || len(st.Trades) != 1 {
+		t.Fatalf("the venue saw box-a's late work: requests %v (before %v), %d trades", st.Requests, venueBefore.Requests, len(st.Trades))
+	}
+	if tr, _ := st.trade(t1); tr.State != "OPEN" || !tr.CurrentUnits.Equal(dec("10000")) {
+		t.Fatalf("venue trade %s = %+v, want still open", t1, tr)
+	}
+	var late int
+	if err := e.sql.QueryRow("SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? OR `requestNonce` IN ('late-2', 'late-3')", x2).Scan(&late); err != nil {
+		t.Fatal(err)
+	}
+	if late != 0 || e.positionRow(p1).Status != "OPEN" {
+		t.Fatalf("box-a's late work was written: %d orders, position %d %s", late, p1, e.positionRow(p1).Status)
+	}
+	if h, _ := e.row(); h.Hostname != "box-b" || h.PID != b.pid() || h.Term != 2 {
+		t.Fatalf("row = %+v, want box-b term 2", h)
+	}
+	b.reconciledAfter(b.reconcileRuns(), 10*time.Second)
+	d.wantEveryTaggedTradeBooked()
+	d.checkLedger(x1, "9999.30")
+	d.checkLedger(x2, "10000.00")
+
+	// The new holder closes it through the venue.
+	d.web = b
+	d.setQuote(tok, "EURUSD", "1.10100", "1.10120")
+	var c closeResp
+	must(t, b, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", p1), "", http.StatusOK, &c)
+	// (1.10100 − 1.10020) × 10,000 = 8.00.
+	if c.Deal.Amount != "8.00" || c.Position.Status != "CLOSED" {
+		t.Fatalf("close through box-b = %+v", c)
+	}
+	if tr, _ := v.state().trade(t1); tr.State != "CLOSED" {
+		t.Fatalf("venue trade %s after box-b's close = %+v", t1, tr)
+	}
+	d.checkLedger(x1, "10007.30")
 }
