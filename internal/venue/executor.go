@@ -137,7 +137,22 @@ type call struct {
 	fn     func(context.Context) error
 	queued time.Time
 	done   chan error
+	// state decides, once, who answers a queued call: a worker that takes it (callTaken) or
+	// its caller giving up on it (callAbandoned: its ctx ended, or the executor stopped).
+	state atomic.Int32
 }
+
+const (
+	callQueued int32 = iota
+	callTaken
+	callAbandoned
+)
+
+// take claims c for the worker or the drain that answers it; false: its caller already gave up.
+func (c *call) take() bool { return c.state.CompareAndSwap(callQueued, callTaken) }
+
+// abandon claims c for its caller; false: a worker already took it and will answer.
+func (c *call) abandon() bool { return c.state.CompareAndSwap(callQueued, callAbandoned) }
 
 // countedConn counts its Close, so the executor knows how many connections are still open.
 type countedConn struct {
@@ -322,9 +337,10 @@ func (e *Executor) warm(ctx context.Context, want int, probe func(context.Contex
 }
 
 // Do runs fn on a worker and returns its error. The call waits in a FIFO queue while every
-// worker is busy. A call whose ctx ends before a worker takes it is not run (ErrNotSent). The
-// caller passes the gate before Do: a call that passed it is run, whatever happens to the lease
-// while it waits (the trust window is sized for that).
+// worker is busy. A call whose ctx ends before a worker takes it is not run and answers
+// ErrNotSent at once, as does a queued call when the executor stops. The caller passes the gate
+// before Do: a call that passed it is run, whatever happens to the lease while it waits (the
+// trust window is sized for that).
 func (e *Executor) Do(ctx context.Context, fn func(context.Context) error) error {
 	c := &call{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	e.mu.Lock()
@@ -341,6 +357,23 @@ func (e *Executor) Do(ctx context.Context, fn func(context.Context) error) error
 	e.queued.Add(1)
 	e.mu.Unlock()
 	e.jobs <- c
+	// The caller waits for its answer, not for the queue: a caller whose deadline passes while
+	// every worker is busy is told at once, and a call queued when Close runs is not stranded
+	// (Close may drain the queue before this call reached it).
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		if c.abandon() {
+			e.queued.Add(-1)
+			return fmt.Errorf("venue call not started: %w: %w", ctx.Err(), ErrNotSent)
+		}
+	case <-e.stop:
+		if c.abandon() {
+			e.queued.Add(-1)
+			return fmt.Errorf("venue executor stopped: %w", ErrNotSent)
+		}
+	}
 	return <-c.done
 }
 
@@ -351,9 +384,20 @@ func (e *Executor) work() {
 		case <-e.stop:
 			return
 		case c := <-e.jobs:
+			if !c.take() {
+				continue // its caller gave up and was answered
+			}
 			e.queued.Add(-1)
 			if e.cfg.Observer != nil {
 				e.cfg.Observer.ObserveQueued(time.Since(c.queued))
+			}
+			// select picks at random among ready cases: a worker that finds both a call and
+			// the stop must not run the call after Close said queued calls are not sent.
+			select {
+			case <-e.stop:
+				c.done <- fmt.Errorf("venue executor stopped: %w", ErrNotSent)
+				return
+			default:
 			}
 			if err := c.ctx.Err(); err != nil {
 				c.done <- fmt.Errorf("venue call not started: %w: %w", err, ErrNotSent)
@@ -431,7 +475,10 @@ func (e *Executor) Close() {
 	for {
 		select {
 		case c := <-e.jobs:
-			c.done <- fmt.Errorf("venue executor stopped: %w", ErrNotSent)
+			if c.take() {
+				e.queued.Add(-1)
+				c.done <- fmt.Errorf("venue executor stopped: %w", ErrNotSent)
+			}
 			continue
 		default:
 		}
