@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -62,6 +63,7 @@ type catalogCache struct {
 	mu     sync.Mutex
 	cur    *catalog
 	loaded time.Time
+	last   atomic.Pointer[catalog] // the latest loaded, kept through invalidate (lastLoaded)
 }
 
 func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
@@ -78,7 +80,19 @@ func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
 		return nil, err
 	}
 	c.cur, c.loaded = cat, time.Now()
+	c.last.Store(cat)
 	return cat, nil
+}
+
+// lastLoaded is the latest catalog loaded, however old; it reads the database only when none
+// was ever loaded. It is for a close the risk engine triggers on an EXTERNAL position: on its
+// way to the venue it needs only the instrument's contract size, and it must not wait for a
+// reload (a database read, with every other close of the burst queued behind its lock) first.
+func (c *catalogCache) lastLoaded(ctx context.Context) (*catalog, error) {
+	if cat := c.last.Load(); cat != nil {
+		return cat, nil
+	}
+	return c.get(ctx)
 }
 
 func (c *catalogCache) invalidate() {
