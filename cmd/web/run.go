@@ -165,7 +165,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	venueParts, err := newVenue(cfg, m, quotes, streamStage, log)
+	venueParts, err := newVenue(cfg, m, quotes, g, streamStage, log)
 	if err != nil {
 		return fmt.Errorf("execution venue: %w", err)
 	}

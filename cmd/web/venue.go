@@ -38,7 +38,7 @@ type venueParts struct {
 // closes that arrive during a gap's burst of closes.
 const headroom = 64
 
-func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
+func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
 	if !cfg.Venue.Enabled() {
 		return nil, nil
 	}
@@ -82,6 +82,9 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, stage 
 	}
 	vp.client = client
 	vp.sender = venue.NewSender(client, exec, vc.Account)
+	vp.sender.Readmit(func(ctx context.Context) error {
+		return g.Admit(ctx, gate.VenueSend, slog.String("op", "queued venue send"))
+	})
 	return vp, nil
 }
 

@@ -2,6 +2,7 @@ package venue
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -14,11 +15,29 @@ type Sender struct {
 	api     API
 	exec    *Executor
 	account string
+	admit   func(context.Context) error
 }
 
 // NewSender sends through api on exec; account names the venue account.
 func NewSender(api API, exec *Executor, account string) *Sender {
 	return &Sender{api: api, exec: exec, account: account}
+}
+
+// Readmit sets the caller's gate, asked again when a worker takes a send off the queue: a send
+// that waited behind a burst past the lease's trust window is then not sent at all (its error
+// wraps admit's and ErrNotSent), instead of leaving after the lease may have moved. Set it before
+// the first send.
+func (s *Sender) Readmit(admit func(context.Context) error) { s.admit = admit }
+
+// admitted re-checks the gate on the worker, right before the request is built.
+func (s *Sender) admitted(ctx context.Context) error {
+	if s.admit == nil {
+		return nil
+	}
+	if err := s.admit(ctx); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrNotSent)
+	}
+	return nil
 }
 
 // Reachable is false while the venue cannot be reached.
@@ -31,6 +50,9 @@ func (s *Sender) AccountID() string { return s.account }
 func (s *Sender) PlaceMarket(ctx context.Context, o MarketOrder, trigger time.Time) (Outcome, error) {
 	var out Outcome
 	err := s.exec.Do(ctx, func(ctx context.Context) error {
+		if err := s.admitted(ctx); err != nil {
+			return err
+		}
 		var err error
 		out, err = s.api.PlaceMarket(s.measure(ctx, trigger), o)
 		return err
@@ -43,6 +65,9 @@ func (s *Sender) PlaceMarket(ctx context.Context, o MarketOrder, trigger time.Ti
 func (s *Sender) CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (Outcome, error) {
 	var out Outcome
 	err := s.exec.Do(ctx, func(ctx context.Context) error {
+		if err := s.admitted(ctx); err != nil {
+			return err
+		}
 		var err error
 		out, err = s.api.CloseTrade(s.measure(ctx, trigger), tradeID, units)
 		return err
