@@ -198,6 +198,12 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 			return fmt.Errorf("adopt order %d: no units", a.OrderID)
 		}
 		pos, err := r.cfg.Desk.AdoptVenueTrade(ctx, a.OrderID, a.TradeID, a.Symbol, *units, a.Price, a.TransactionID)
+		if errors.Is(err, trading.ErrAlreadyBooked) {
+			// The send was in flight when the states were read and its answer has been booked
+			// since: a race the plan cannot see, not a failure. A close it left is planned next run.
+			log.InfoContext(ctx, "the order's own send booked the venue trade meanwhile; nothing to adopt", slog.Int64("order_id", a.OrderID))
+			return nil
+		}
 		if err != nil {
 			return err
 		}

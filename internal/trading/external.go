@@ -213,10 +213,16 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 	return w.res, nil
 }
 
+// ErrAlreadyBooked is what AdoptVenueTrade returns for an order that is FILLED already: its own
+// send's answer was booked between the reconciler's read and the adoption, so nothing is left
+// to adopt.
+var ErrAlreadyBooked = errors.New("the order was already filled")
+
 // AdoptVenueTrade books venue trade tradeID, of units (signed) on symbol opened at price, for
 // the desk order orderID (SENDING or NOT_SENT) that sent it: the reconciler's Adopt. The order is
 // filled at the trade's price and its position linked to the trade; nothing is sent. txID is the
-// venue transaction it stems from (the cursor). It returns the position's id.
+// venue transaction it stems from (the cursor). It returns the position's id, or an error
+// wrapping ErrAlreadyBooked when the order was filled meanwhile.
 func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
@@ -237,7 +243,7 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 		return 0, w.err
 	}
 	if w.res.Position == nil {
-		return 0, fmt.Errorf("adopt trade %s: order %d was already filled", tradeID, orderID)
+		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, ErrAlreadyBooked)
 	}
 	return w.res.Position.ID, nil
 }

@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -91,5 +92,29 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 	if !strings.Contains(logs.String(), `msg="desk write refused by the database; dropped" op="adopt venue trade"`) ||
 		!strings.Contains(logs.String(), "trade_id="+trade) {
 		t.Errorf("no log line naming the dropped link:\n%s", logs)
+	}
+}
+
+// An adoption of an order that is FILLED already — its own send's answer was booked between the
+// reconciler's read and the adoption — says so with ErrAlreadyBooked, which the reconciler takes
+// for nothing left to do, and books nothing a second time.
+func TestAdoptingAFilledOrderIsAlreadyBooked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, Log: slog.New(slog.DiscardHandler)})
+	a := fundedAccount(t, svc, 9211)
+	o := sendingOrder(t, a.ID)
+	trade := fmt.Sprintf("already-booked-%d", o)
+	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
+	if _, err := svc.AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0); err != nil {
+		t.Fatalf("first adoption: %v", err)
+	}
+	before := counts(t, a.ID)
+	_, err := svc.AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0)
+	if !errors.Is(err, ErrAlreadyBooked) {
+		t.Fatalf("adopting order %d again: %v, want ErrAlreadyBooked", o, err)
+	}
+	if after := counts(t, a.ID); after != before {
+		t.Errorf("the second adoption wrote rows: %+v before, %+v after", before, after)
 	}
 }
