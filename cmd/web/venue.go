@@ -105,12 +105,18 @@ func (v *venueParts) Last() *execution.VenueBook {
 func (v *venueParts) Stats() venue.ExecutorStats { return v.exec.Stats() }
 
 // workers is how many risk engine workers the holder needs so that a gap's burst of venue
-// closes is limited by the executor, not by the risk engine.
+// closes is limited by the executor, not by the risk engine. A worker holds its close through
+// the venue's answer and then through its booking (a group commit), while the executor's slot
+// is free again at the answer: with only as many workers as slots, every slot waits for a
+// booking before its next call, the burst goes in waves of venue latency plus commit, and the
+// calls past the cap wait in the risk engine's queue, where the executor's queue metrics
+// cannot see them. Twice the cap keeps a call waiting for every slot while the previous
+// answers are booked.
 func (v *venueParts) workers(atLeast int) int {
 	if v == nil {
 		return atLeast
 	}
-	return max(atLeast, v.exec.Cap())
+	return max(atLeast, 2*v.exec.Cap())
 }
 
 // startHolder adds what only the holder runs: the executor sized from the worst case (every open
