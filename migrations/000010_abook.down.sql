@@ -1,6 +1,8 @@
 DROP TABLE IF EXISTS `fx_venue_cursor`;
 ALTER TABLE `fx_position`
   DROP INDEX `uq_fx_position_venue_trade`,
+  DROP INDEX `idx_fx_position_venue_trade`,
+  DROP COLUMN `liveVenueTradeId`,
   DROP COLUMN `venueTradeId`;
 ALTER TABLE `fx_order`
   DROP COLUMN `venueReason`,

@@ -16,12 +16,17 @@ ALTER TABLE `fx_order`
   ADD COLUMN `venueOrderId` VARCHAR(32) NULL AFTER `sentAt`,
   ADD COLUMN `venueReason` VARCHAR(64) NULL AFTER `venueOrderId`;
 
--- The link of an EXTERNAL position to its venue trade. Unique: one desk position per venue
--- trade, so a stale adoption written by a process that lost its term is refused by the key as
--- well as by the fence. NULL on INTERNAL positions (NULLs do not collide).
+-- The link of an EXTERNAL position to its venue trade; NULL on INTERNAL positions. One live link
+-- per venue trade: `liveVenueTradeId` is the trade id while the position is OPEN and NULL once
+-- it is closed (NULLs do not collide), so its unique key refuses a second open position for one
+-- trade — a stale adoption written by a process that lost its term is refused by the key as
+-- well as by the fence — while closed links never block a trade id a venue hands out again (a
+-- new venue account, a restarted simulator). A partial unique index, in the two dialects.
 ALTER TABLE `fx_position`
   ADD COLUMN `venueTradeId` VARCHAR(32) NULL AFTER `orderId`,
-  ADD UNIQUE KEY `uq_fx_position_venue_trade` (`venueTradeId`);
+  ADD COLUMN `liveVenueTradeId` VARCHAR(32) AS (CASE WHEN `status` = 'OPEN' THEN `venueTradeId` END) STORED,
+  ADD UNIQUE KEY `uq_fx_position_venue_trade` (`liveVenueTradeId`),
+  ADD KEY `idx_fx_position_venue_trade` (`venueTradeId`);
 
 -- The last venue transaction whose effect the desk stored, per venue account, written in the
 -- transaction of that effect; a venue snapshot older than it is ignored.

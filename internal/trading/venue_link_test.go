@@ -118,3 +118,31 @@ func TestAdoptingAFilledOrderIsAlreadyBooked(t *testing.T) {
 		t.Errorf("the second adoption wrote rows: %+v before, %+v after", before, after)
 	}
 }
+
+// A closed link does not hold its trade id: a venue that hands the same id out again (a new venue
+// account, a restarted simulator) links it to a new position, while a second open link of one
+// trade stays refused (above).
+func TestClosedLinkDoesNotBlockTheTradeIDAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9204)
+	first, second := sendingOrder(t, a.ID), sendingOrder(t, a.ID)
+	trade := fmt.Sprintf("reused-%d", first)
+	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
+	pos, err := svc.AdoptVenueTrade(ctx, first, trade, "EURUSD", units, price, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.BookVenueClose(ctx, pos, nil, price, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AdoptVenueTrade(ctx, second, trade, "EURUSD", units, price, 0); err != nil {
+		t.Fatalf("a trade id whose only link is closed: %v", err)
+	}
+	var links int
+	testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` = ?", trade).Scan(&links)
+	if links != 2 {
+		t.Errorf("%d positions name trade %s, want the closed one and the new one", links, trade)
+	}
+}
