@@ -28,10 +28,12 @@ type venueParts struct {
 	cfg    config.VenueConfig
 	exec   *venue.Executor
 	client *venue.Client
-	sender *venue.Sender
-	sim    *venuesim.Server
-	log    *slog.Logger
-	hedge  atomic.Pointer[execution.HedgeMonitor]
+	// warmClient is client without a per-call bound, for the warm-up probes (see newVenue).
+	warmClient *venue.Client
+	sender     *venue.Sender
+	sim        *venuesim.Server
+	log        *slog.Logger
+	hedge      atomic.Pointer[execution.HedgeMonitor]
 }
 
 // headroom is what the executor keeps beyond the open EXTERNAL positions: the trader opens and
@@ -81,6 +83,12 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 		return nil, err
 	}
 	vp.client = client
+	// The warm-up probe's client has no per-call bound of its own: paced to the venue's
+	// connection rate, warming takes longer than one call may, and Ensure bounds it.
+	if vp.warmClient, err = venue.NewClient(venue.ClientConfig{BaseURL: base, AccountID: vc.Account, Token: vc.Token,
+		HTTP: exec.WarmHTTPClient(), Timeout: 24 * time.Hour}); err != nil {
+		return nil, err
+	}
 	vp.sender = venue.NewSender(client, exec, vc.Account)
 	vp.sender.Readmit(func(ctx context.Context) error {
 		return g.Admit(ctx, gate.VenueSend, slog.String("op", "queued venue send"))
@@ -151,7 +159,8 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 			return
 		}
 		before := v.exec.Stats()
-		if err := v.exec.Ensure(ctx, open+headroom, v.probe); err != nil && ctx.Err() == nil {
+		warmProbe := func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }
+		if err := v.exec.Ensure(ctx, open+headroom, warmProbe); err != nil && ctx.Err() == nil {
 			v.log.WarnContext(ctx, "venue connections not all warmed; calls past the warm ones dial on demand", slog.Any("err", err))
 		}
 		after := v.exec.Stats()
@@ -175,7 +184,13 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 	})
 	h.guarded.Go("venue jobs", func(ctx context.Context) error {
 		// Sized and warmed before the first tick can trigger a close, then reconciled at once.
-		size(ctx)
+		// Paced to a real venue's connection rate, warming takes minutes: it runs beside the
+		// reconcile then, and calls meanwhile dial what is not warm yet.
+		if v.cfg.ConnectRate > 0 {
+			go size(ctx)
+		} else {
+			size(ctx)
+		}
 		if err := reconcile("boot")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
 			v.log.WarnContext(ctx, "boot reconcile failed; it runs again next interval", slog.Any("err", err))
 		}

@@ -237,6 +237,11 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 // HTTPClient is the client the venue's Client must use, so its calls go over these connections.
 func (e *Executor) HTTPClient() *http.Client { return e.client }
 
+// WarmHTTPClient is HTTPClient without its per-call bound, for the probe Ensure runs on every
+// connection: paced to the venue's connection rate, warming outlasts one call's timeout, and
+// Ensure bounds it itself.
+func (e *Executor) WarmHTTPClient() *http.Client { return &http.Client{Transport: e.transport} }
+
 // Cap is the effective cap (after the file limit).
 func (e *Executor) Cap() int { return e.cfg.Cap }
 
@@ -302,6 +307,15 @@ func (e *Executor) Ensure(ctx context.Context, n int, probe func(context.Context
 func (e *Executor) openConnections() int { return int(e.dials.Load() - e.closed.Load()) }
 
 func (e *Executor) warm(ctx context.Context, want int, probe func(context.Context) error) error {
+	// Every probe holds its connection until all have one. Paced to the venue's connection
+	// rate, the last one is dialled want/rate after the first, so the hold — and the probe's
+	// own bound, which is the caller's (see WarmHTTPClient) — must outlast that.
+	hold := e.cfg.Timeout
+	if e.cfg.ConnectRate > 0 {
+		hold += time.Duration(float64(want) / e.cfg.ConnectRate * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(ctx, hold)
+	defer cancel()
 	var got sync.WaitGroup
 	got.Add(want)
 	all := make(chan struct{})
@@ -318,7 +332,6 @@ func (e *Executor) warm(ctx context.Context, want int, probe func(context.Contex
 				select {
 				case <-all:
 				case <-ctx.Done():
-				case <-time.After(e.cfg.Timeout):
 				}
 			}}
 			err := probe(httptrace.WithClientTrace(ctx, trace))
@@ -332,8 +345,21 @@ func (e *Executor) warm(ctx context.Context, want int, probe func(context.Contex
 			first = err
 		}
 	}
-	e.setReachable(first == nil)
+	e.noteReach(first)
 	return first
+}
+
+// noteReach follows what one call says about the venue. Only a connection that could not be
+// made says it is unreachable; a lost answer (a timeout, a reset, a 5xx) came from a venue that
+// took the request, and a send refused before it left (the gate, a malformed order) says
+// nothing about the venue.
+func (e *Executor) noteReach(err error) {
+	switch {
+	case isDialError(err):
+		e.setReachable(false)
+	case err == nil || !errors.Is(err, ErrNotSent):
+		e.setReachable(true)
+	}
 }
 
 // Do runs fn on a worker and returns its error. The call waits in a FIFO queue while every
@@ -407,7 +433,7 @@ func (e *Executor) work() {
 			e.calls.Add(1)
 			err := c.fn(c.ctx)
 			left := e.inFlight.Add(-1)
-			e.setReachable(!errors.Is(err, ErrNotSent) && !errors.Is(err, ErrOutcomeUnknown))
+			e.noteReach(err)
 			c.done <- err
 			if left == 0 && e.queued.Load() == 0 {
 				e.idle()
@@ -446,7 +472,7 @@ func (e *Executor) Probe(ctx context.Context, every time.Duration, probe func(co
 		pctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		err := probe(pctx)
 		cancel()
-		e.setReachable(err == nil || !(errors.Is(err, ErrNotSent) || errors.Is(err, ErrOutcomeUnknown)))
+		e.noteReach(err)
 	}
 }
 
