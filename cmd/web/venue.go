@@ -170,6 +170,7 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 				slog.Int("max_idle_per_host", v.exec.Cap()))
 		}
 	}
+	var warming atomic.Bool // a paced warm-up is under way
 	reconcile := func(reason string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			_, err := rec.Run(ctx, reason)
@@ -187,7 +188,8 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 		// Paced to a real venue's connection rate, warming takes minutes: it runs beside the
 		// reconcile then, and calls meanwhile dial what is not warm yet.
 		if v.cfg.ConnectRate > 0 {
-			go size(ctx)
+			warming.Store(true)
+			go func() { defer warming.Store(false); size(ctx) }()
 		} else {
 			size(ctx)
 		}
@@ -196,7 +198,13 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
 		}
 		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval,
 			desk.VenueJob{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error {
-				size(ctx)
+				if v.cfg.ConnectRate > 0 {
+					if warming.CompareAndSwap(false, true) {
+						go func() { defer warming.Store(false); size(ctx) }()
+					}
+				} else {
+					size(ctx)
+				}
 				return reconcile("scheduled")(ctx)
 			}},
 			desk.VenueJob{Name: "runFxHedgeMonitor", Work: gate.HedgeMonitor, Run: hedge.Run},
