@@ -102,6 +102,11 @@ func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
 	}
 	actions := Plan(v, d, r.cfg.Now(), r.cfg.Plan)
 	for _, a := range actions {
+		if r.cfg.Desk.VenueBusy(a.OrderID, a.PositionID) {
+			// Its own send is booking it right now; what is left, the next run plans.
+			res.Planned["left_to_its_send"]++
+			continue
+		}
 		res.Planned[a.Kind]++
 		if err := r.do(ctx, a, v); err != nil {
 			res.Failed++

@@ -78,6 +78,38 @@ func (l *links) drop(id int64) {
 	delete(l.m, id)
 }
 
+// busy counts the EXTERNAL orders and positions this process is sending to the venue or
+// booking right now. The reconciler leaves them to their own send: a trade the venue has filled
+// or closed a moment ago, before its booking committed, is that send's to book, not a repair.
+type busy struct {
+	mu                sync.Mutex
+	orders, positions map[int64]int
+}
+
+func (b *busy) hold(m *map[int64]int, id int64) func() {
+	b.mu.Lock()
+	if *m == nil {
+		*m = map[int64]int{}
+	}
+	(*m)[id]++
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		if (*m)[id]--; (*m)[id] <= 0 {
+			delete(*m, id)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// VenueBusy is true while this process is sending or booking order orderID or position
+// positionID (0: not asked) at the venue.
+func (s *Service) VenueBusy(orderID, positionID int64) bool {
+	s.busy.mu.Lock()
+	defer s.busy.mu.Unlock()
+	return (orderID != 0 && s.busy.orders[orderID] > 0) || (positionID != 0 && s.busy.positions[positionID] > 0)
+}
+
 // ClientID is the venue client id of desk order id.
 func ClientID(orderID int64) string { return strconv.FormatInt(orderID, 10) }
 
@@ -120,6 +152,7 @@ func cancelText(reason string) string {
 // answer. trigger is when the request arrived (own time).
 func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instrument, trigger time.Time) (OrderResult, error) {
 	attrs := []slog.Attr{slog.Int64("order_id", o.ID), slog.Int64("account_id", o.AccountID), slog.String("symbol", o.Symbol)}
+	defer s.busy.hold(&s.busy.orders, o.ID)()
 	// Whatever the trader's connection does from here, the order's fate is decided and booked.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), venueTimeout)
 	defer cancel()
@@ -146,6 +179,10 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 			return OrderResult{}, errVenueUnavailable()
 		}
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused order %d: %s", o.ID, verr.Message)
+	case errors.Is(err, gate.ErrNotHolder):
+		// Queued behind a burst past the trust window: the worker's gate check kept it back.
+		s.endOrder(ctx, o.ID, OrderNotSent, "dropped at the gate: the lease was not confirmed")
+		return OrderResult{}, err
 	case errors.Is(err, venue.ErrNotSent):
 		// It provably never left: the identity row goes, so nothing is left written.
 		s.dropUnsent(ctx, o.ID)
@@ -372,6 +409,7 @@ func (r *lockedRows) advanceCursor(txID int64) {
 // the risk engine (own time from trigger).
 func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venueLink, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
 	attrs := []slog.Attr{slog.Int64("position_id", id), slog.String("trade_id", link.tradeID), slog.String("reason", string(reason))}
+	defer s.busy.hold(&s.busy.positions, id)()
 	if s.venue == nil {
 		return CloseResult{}, errVenueUnavailable()
 	}
@@ -454,6 +492,8 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	case errors.As(err, &verr):
 		s.log.LogAttrs(ctx, slog.LevelError, "venue refused a close", append(attrs, slog.Any("err", err))...)
 		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused to close position %d: %s", id, verr.Message)
+	case errors.Is(err, gate.ErrNotHolder):
+		return CloseResult{}, err
 	case errors.Is(err, venue.ErrNotSent):
 		return CloseResult{}, errVenueUnavailable()
 	default:

@@ -45,6 +45,7 @@ type Service struct {
 
 	venue Venue // nil: no execution venue (EXTERNAL groups cannot trade)
 	links links // open EXTERNAL positions → venue trades (the holder's)
+	busy  busy  // EXTERNAL orders and positions being sent or booked now
 }
 
 // Config builds a Service.
