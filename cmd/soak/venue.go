@@ -225,6 +225,7 @@ type venueTrade struct {
 type venueState struct {
 	At            time.Time      `json:"-"`
 	Held          int            `json:"held"`
+	OutageUntil   *time.Time     `json:"outageUntil"` // set until the trading listener listens again
 	OrderRequests map[string]int `json:"orderRequests"`
 	Requests      map[string]int `json:"requests"`
 	Pending       map[string]any `json:"pendingFaults"`
@@ -352,6 +353,14 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(f.DownFor):
+		}
+		// The outage lasts until the listener listens again, a moment past its seconds; the next
+		// outage is refused before then.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+			if st, err := v.state(); err == nil && st.OutageUntil == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // the control API has no notification
 		}
 		note = fmt.Sprintf("down %s", f.DownFor)
 	case faultVenueClose:
