@@ -217,7 +217,13 @@ func balanceUpdate(moved []*Account, delta map[int64]decimal.Decimal) Stmt {
 	}
 	var sb strings.Builder
 	var args []any
-	sb.WriteString("UPDATE `fx_account` SET ")
+	// Over many accounts of a small table the optimizer would rather scan every row, and an
+	// UPDATE locks each row it scans: the index makes it lock the accounts it moves and no other.
+	if len(moved) > 1 {
+		sb.WriteString("UPDATE `fx_account` FORCE INDEX (PRIMARY) SET ")
+	} else {
+		sb.WriteString("UPDATE `fx_account` SET ")
+	}
 	first := true
 	for _, c := range columns {
 		var set []*Account

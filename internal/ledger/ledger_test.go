@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -176,5 +177,56 @@ func TestPostInTransaction(t *testing.T) {
 	}
 	if order7 != 7 || position9 != 9 || key != "commission:order:7" {
 		t.Errorf("deal with session ids: order %d position %d key %q, want 7, 9, commission:order:7", order7, position9, key)
+	}
+}
+
+// A posting over many accounts locks those accounts and no other: on a small table the
+// optimizer would rather scan it whole, and an UPDATE locks every row it scans, so an account
+// the posting does not move would wait for its transaction (a deposit behind a batch of fills;
+// the committer's next batch behind the one committing).
+func TestPostLocksOnlyItsAccounts(t *testing.T) {
+	ctx := context.Background()
+	var ids []int64
+	for range 40 {
+		res, err := testDB.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `currency`, `leverage`) VALUES (2, 'USD', 100)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		ids = append(ids, id)
+	}
+	untouched := ids[1]
+	var accounts []*Account
+	var deals []Deal
+	for _, id := range ids {
+		if id == untouched {
+			continue
+		}
+		accounts = append(accounts, &Account{ID: id, Currency: "USD", Balance: decimal.Zero})
+		deals = append(deals, Deal{AccountID: id, Type: fx.DealDeposit, Amount: dec("1"), IdempotencyKey: fmt.Sprintf("lock-only-%d", id)})
+	}
+	p, err := Post(accounts, deals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := testDB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := p.Exec(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := testDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := other.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `id` = ? FOR UPDATE", untouched).Scan(&id); err != nil {
+		t.Fatalf("locking account %d, which the open posting does not move: %v", untouched, err)
 	}
 }

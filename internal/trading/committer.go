@@ -496,7 +496,10 @@ type batchIDs struct {
 }
 
 // add adds the batch's row locks and reads to b: every account in id order, then the positions,
-// then the resting orders, then the request nonces and the exposures the fills need.
+// then the resting orders, then the request nonces and the exposures the fills need. The locks
+// go through the primary key: a locking read that scanned the table instead (the optimizer's
+// choice for many ids of a small table) would lock every row it passed — accounts a deposit or
+// a swap is writing among them.
 func (r *lockedRows) add(b *batch, l *lockPlan) {
 	r.accounts, r.locked = map[int64]*Account{}, map[int64]decimal.Decimal{}
 	r.positions, r.orders, r.nonces = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}
@@ -512,7 +515,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.accounts[a.ID], r.locked[a.ID] = &a, a.Balance
 			}
 			return nil
-		}, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+accountCols+" FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
 		ids := slices.Sorted(slices.Values(l.positions))
@@ -525,7 +528,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+positionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
@@ -538,7 +541,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 				r.orders[o.ID] = &o
 			}
 			return nil
-		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+orderCols+" FROM `fx_order` o FORCE INDEX (PRIMARY) WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.nonces) > 0 {
 		// The account locks serialise the submits of each account, so a retry racing its

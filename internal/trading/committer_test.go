@@ -263,7 +263,7 @@ func TestBatchDeadlockIsRetried(t *testing.T) {
 	}()
 	// The batch has locked a and waits for b: the server says so (its transaction list; the
 	// information_schema lock tables do not always show a wait that began in a locking read).
-	waiting := fmt.Sprintf("FROM `fx_account` WHERE `id` IN (%d, %d) ORDER BY `id` FOR UPDATE", a.ID, b.ID)
+	waiting := fmt.Sprintf("FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN (%d, %d) ORDER BY `id` FOR UPDATE", a.ID, b.ID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var typ, name, status string
