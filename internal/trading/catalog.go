@@ -40,6 +40,14 @@ type AccountGroup struct {
 	Execution       fx.ExecutionMode
 }
 
+const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`"
+
+func scanAccountGroup(sc scanner) (AccountGroup, error) {
+	var g AccountGroup
+	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
+	return g, err
+}
+
 // catalog is an immutable snapshot of instruments and groups.
 type catalog struct {
 	instruments   map[string]Instrument
@@ -170,14 +178,14 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		}
 	}
 
-	rows, err = db.QueryContext(ctx, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group`")
+	rows, err = db.QueryContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group`")
 	if err != nil {
 		return nil, fmt.Errorf("load account groups: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var g AccountGroup
-		if err := rows.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution); err != nil {
+		g, err := scanAccountGroup(rows)
+		if err != nil {
 			return nil, fmt.Errorf("load account groups: %w", err)
 		}
 		cat.accountGroups[g.Name] = g

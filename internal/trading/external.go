@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 	"fxdesk/internal/venue"
 )
 
@@ -579,7 +579,7 @@ func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOr
 	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
 	args := []any{}
 	if len(extraOrderIDs) > 0 {
-		where = "(" + where + ") OR o.`id` IN (" + placeholders(len(extraOrderIDs)) + ")"
+		where = "(" + where + ") OR o.`id` IN (" + store.Placeholders(len(extraOrderIDs)) + ")"
 		for _, id := range extraOrderIDs {
 			args = append(args, id)
 		}
@@ -644,8 +644,6 @@ func (s *Service) OpenExternalCount(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
 // SymbolExposure is the traders' net open lots on one symbol (buys positive), split by where
 // they are hedged: INTERNAL positions are the desk's own risk (B-book, the desk holds the other
 // side), EXTERNAL ones are mirrored at the venue (A-book).
@@ -690,11 +688,7 @@ func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
 
 // AccountGroups lists the account groups with their execution mode.
 func (s *Service) AccountGroups(ctx context.Context) ([]AccountGroup, error) {
-	return queryAll(ctx, s.db, "account groups", func(sc scanner) (AccountGroup, error) {
-		var g AccountGroup
-		err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
-		return g, err
-	}, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group` ORDER BY `name`")
+	return queryAll(ctx, s.db, "account groups", scanAccountGroup, "SELECT "+accountGroupCols+" FROM `fx_account_group` ORDER BY `name`")
 }
 
 // SetExecutionMode routes account group name's orders to mode. Switching a group that has open
@@ -712,9 +706,7 @@ func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.Exe
 		return AccountGroup{}, fmt.Errorf("set execution mode: begin: %w", err)
 	}
 	defer tx.Rollback()
-	var g AccountGroup
-	err = tx.QueryRowContext(ctx, "SELECT `name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode` FROM `fx_account_group` WHERE `name` = ? FOR UPDATE", name).
-		Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
+	g, err := scanAccountGroup(tx.QueryRowContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group` WHERE `name` = ? FOR UPDATE", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return AccountGroup{}, fx.Errorf(fx.ENOTFOUND, "Account group %q not found.", name)
 	}
