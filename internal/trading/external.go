@@ -625,8 +625,7 @@ func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal
 // ExternalInFlight reports whether the desk has A-book state in flight: an open EXTERNAL
 // position or an order SENDING to the venue (the cron process then declines the venue jobs).
 func ExternalInFlight(ctx context.Context, db *sql.DB) (bool, error) {
-	var n int
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
+	n, err := openExternal(ctx, db)
 	if err == nil && n == 0 {
 		err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` WHERE `status` = 'SENDING'").Scan(&n)
 	}
@@ -638,9 +637,11 @@ func ExternalInFlight(ctx context.Context, db *sql.DB) (bool, error) {
 
 // OpenExternalCount is how many EXTERNAL positions are open: the worst case of venue closes one
 // gap can trigger at once (the executor is sized from it).
-func (s *Service) OpenExternalCount(ctx context.Context) (int, error) {
+func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
+
+func openExternal(ctx context.Context, q querier) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
 	return n, err
 }
 
