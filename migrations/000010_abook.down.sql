@@ -1,4 +1,7 @@
 DROP TABLE IF EXISTS `fx_venue_cursor`;
+ALTER TABLE `fx_deal`
+  DROP INDEX `uq_fx_deal_venue_fill`,
+  DROP COLUMN `venueTransactionId`;
 ALTER TABLE `fx_position`
   DROP INDEX `uq_fx_position_venue_trade`,
   DROP INDEX `idx_fx_position_venue_trade`,

@@ -28,6 +28,14 @@ ALTER TABLE `fx_position`
   ADD UNIQUE KEY `uq_fx_position_venue_trade` (`liveVenueTradeId`),
   ADD KEY `idx_fx_position_venue_trade` (`venueTradeId`);
 
+-- The venue fill an EXTERNAL close's deal books. One deal per fill and position: a fill the desk
+-- booked is never booked again, and the reconciler books a fill nobody booked (a venue stop-out,
+-- a close whose answer was lost) at that fill's own price. The key also serves the lookup of a
+-- position's booked fills (positionId first).
+ALTER TABLE `fx_deal`
+  ADD COLUMN `venueTransactionId` BIGINT NULL AFTER `comment`,
+  ADD UNIQUE KEY `uq_fx_deal_venue_fill` (`positionId`, `venueTransactionId`);
+
 -- The last venue transaction whose effect the desk stored, per venue account, written in the
 -- transaction of that effect; a venue snapshot older than it is ignored.
 CREATE TABLE IF NOT EXISTS `fx_venue_cursor` (

@@ -28,6 +28,8 @@ type DeskPosition struct {
 	Side                           fx.Side
 	Volume                         decimal.Decimal // lots open on the desk
 	TradeID                        string          // the linked venue trade
+	// Booked are the venue fills (transaction ids) the desk booked closes of this position from.
+	Booked []int64
 }
 
 // DeskOrder is one desk order the plan may need: every SENDING order, and every order a tagged
@@ -72,6 +74,10 @@ type VenueState struct {
 	Trades map[string]venue.Trade
 	// ByClientID holds the lookups by client id of every SENDING order.
 	ByClientID map[string]ClientLookup
+	// Fills holds the closing fills (by transaction id) of every desk-linked trade the venue
+	// closed or reduced beyond what the desk booked: each share is booked at its own fill's
+	// price, never at the trade's average, which mixes in closes the desk booked itself.
+	Fills map[int64]venue.Transaction
 }
 
 // Config tunes the plan.
@@ -303,13 +309,68 @@ func (p *planner) positions() {
 			// Not found, or open after all (it opened or the listing raced): nothing to book.
 			continue
 		}
-		price, closeTx, ok := closeOf(t)
+		size, ok := p.d.ContractSize[pos.Symbol]
+		if !ok || !size.IsPositive() {
+			continue
+		}
+		shares, ok := p.unbooked(pos, t, pos.Volume.Mul(size))
 		if !ok {
 			continue
 		}
-		p.add(Action{Kind: CloseDeskSide, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID,
-			Symbol: pos.Symbol, Volume: pos.Volume, Price: price, TransactionID: closeTx, Reason: "closed at the venue"})
+		for i, sh := range shares {
+			a := Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
+				Volume: sh.Units.Div(size), Price: sh.Price, TransactionID: sh.TransactionID,
+				Reason: "the venue closed part of the trade and the desk did not book it"}
+			if i == len(shares)-1 {
+				a.Kind, a.Reason = CloseDeskSide, "closed at the venue"
+			}
+			p.add(a)
+		}
 	}
+}
+
+// share is one venue fill's part of a trade that the desk has not booked: its units (positive)
+// and price.
+type share struct {
+	TransactionID int64
+	Units         decimal.Decimal
+	Price         decimal.Decimal
+}
+
+// unbooked is what the venue closed of pos's trade t and the desk did not book, fill by fill,
+// oldest first. ok is false — wait for a later run — unless every such fill is known and they
+// add up to exactly want units: the plan never guesses a price or a size.
+func (p *planner) unbooked(pos DeskPosition, t venue.Trade, want decimal.Decimal) ([]share, bool) {
+	booked := make(map[int64]bool, len(pos.Booked))
+	for _, id := range pos.Booked {
+		booked[id] = true
+	}
+	var out []share
+	total := decimal.Zero
+	for _, id := range t.ClosingTransactionIDs {
+		if booked[id] {
+			continue
+		}
+		tx, ok := p.v.Fills[id]
+		if !ok {
+			return nil, false
+		}
+		found := false
+		for _, ch := range tx.Changes {
+			if ch.TradeID == t.ID {
+				out = append(out, share{TransactionID: id, Units: ch.Units.Abs(), Price: ch.Price})
+				total, found = total.Add(ch.Units.Abs()), true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	if len(out) == 0 || !total.Equal(want) {
+		return nil, false
+	}
+	return out, true
 }
 
 // openPosition compares a desk position with its open venue trade by units.
@@ -321,19 +382,21 @@ func (p *planner) openPosition(pos DeskPosition, t venue.Trade) {
 	deskUnits, venueUnits := pos.Volume.Mul(size), t.CurrentUnits.Abs()
 	switch deskUnits.Cmp(venueUnits) {
 	case 1:
-		// The venue closed a share nobody booked; book it at the venue's close once the
-		// lookup by id says what that was.
+		// The venue closed a share nobody booked; book each of its fills at that fill's price
+		// once the lookups say what they were.
 		detail, ok := p.v.Trades[t.ID]
 		if !ok {
 			return
 		}
-		price, closeTx, ok := closeOf(detail)
+		shares, ok := p.unbooked(pos, detail, deskUnits.Sub(venueUnits))
 		if !ok {
 			return
 		}
-		p.add(Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
-			Volume: deskUnits.Sub(venueUnits).Div(size), Price: price, TransactionID: closeTx,
-			Reason: "the venue closed part of the trade and the desk did not book it"})
+		for _, sh := range shares {
+			p.add(Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
+				Volume: sh.Units.Div(size), Price: sh.Price, TransactionID: sh.TransactionID,
+				Reason: "the venue closed part of the trade and the desk did not book it"})
+		}
 	case -1:
 		excess := venueUnits.Sub(deskUnits)
 		p.add(Action{Kind: CloseOrphan, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,

@@ -155,9 +155,10 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: contract sizes: %w", err)
 	}
 	d := DeskState{Orders: map[string]DeskOrder{}, ContractSize: sizes, AppliedTransactionID: cursor}
+	wanted := map[int64]bool{} // closing fills of linked trades the desk has not booked
 	for _, p := range positions {
 		d.Positions = append(d.Positions, DeskPosition{PositionID: p.PositionID, OrderID: p.OrderID, AccountID: p.AccountID,
-			Symbol: p.Symbol, Side: p.Side, Volume: p.Volume, TradeID: p.TradeID})
+			Symbol: p.Symbol, Side: p.Side, Volume: p.Volume, TradeID: p.TradeID, Booked: p.Booked})
 		t, isOpen := open[p.TradeID]
 		if isOpen && t.CurrentUnits.Abs().Equal(p.Volume.Mul(p.ContractSize)) {
 			continue
@@ -168,7 +169,19 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 		}
 		if found {
 			v.Trades[p.TradeID] = full
+			booked := map[int64]bool{}
+			for _, id := range p.Booked {
+				booked[id] = true
+			}
+			for _, id := range full.ClosingTransactionIDs {
+				if !booked[id] {
+					wanted[id] = true
+				}
+			}
 		}
+	}
+	if v.Fills, err = r.fills(ctx, wanted); err != nil {
+		return VenueState{}, DeskState{}, err
 	}
 	for _, o := range orders {
 		cid := trading.ClientID(o.OrderID)
@@ -264,4 +277,40 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 		return fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return nil
+}
+
+// maxFillPages bounds how many pages of transactions one run reads for the fills it wants; what
+// is not found by then waits for a later run (Plan books a trade's shares only when it knows
+// every one of them).
+const maxFillPages = 20
+
+// fills reads the venue transactions named in wanted, from the oldest on.
+func (r *Reconciler) fills(ctx context.Context, wanted map[int64]bool) (map[int64]venue.Transaction, error) {
+	out := map[int64]venue.Transaction{}
+	if len(wanted) == 0 {
+		return out, nil
+	}
+	from := int64(-1)
+	for id := range wanted {
+		if from < 0 || id < from {
+			from = id
+		}
+	}
+	since := from - 1
+	for range maxFillPages {
+		txs, last, err := r.cfg.Venue.TransactionsSince(ctx, since)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: venue transactions since %d: %w", since, err)
+		}
+		for _, tx := range txs {
+			if wanted[tx.ID] {
+				out[tx.ID] = tx
+			}
+			since = max(since, tx.ID)
+		}
+		if len(out) == len(wanted) || len(txs) == 0 || since >= last {
+			break
+		}
+	}
+	return out, nil
 }

@@ -33,6 +33,9 @@ type Deal struct {
 	IdempotencyKey string
 	Comment        string
 	CreatedAt      time.Time
+	// VenueTransactionID is the venue fill an EXTERNAL close books (unique per position), so
+	// the reconciler books a fill nobody booked at its own price, and never one twice.
+	VenueTransactionID *int64
 
 	// IDsFrom is not a column. When set, the deal's order and position ids are the values of
 	// these session variables, which statements earlier in the caller's round trip set (a fill
@@ -145,7 +148,7 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 	delta := map[int64]decimal.Decimal{}
 	var ins strings.Builder
 	ins.WriteString(dealInsert)
-	args := make([]any, 0, 13*len(deals))
+	args := make([]any, 0, 14*len(deals))
 	for i, d := range deals {
 		a := byID[d.AccountID]
 		d.Currency = a.Currency
@@ -157,13 +160,13 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 			ins.WriteString(", ")
 		}
 		if d.IDsFrom != nil {
-			fmt.Fprintf(&ins, "(?, ?, ?, ?, ?, %s, %s, ?, ?, ?, ?, CONCAT(?, %s), ?)", d.IDsFrom.Order, d.IDsFrom.Position, d.IDsFrom.Order)
+			fmt.Fprintf(&ins, "(?, ?, ?, ?, ?, %s, %s, ?, ?, ?, ?, CONCAT(?, %s), ?, ?)", d.IDsFrom.Order, d.IDsFrom.Position, d.IDsFrom.Order)
 			args = append(args, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.Symbol, d.Side, d.Volume, d.Price,
-				d.IdempotencyKey, d.Comment)
+				d.IdempotencyKey, d.Comment, d.VenueTransactionID)
 		} else {
-			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side,
-				d.Volume, d.Price, d.IdempotencyKey, d.Comment)
+				d.Volume, d.Price, d.IdempotencyKey, d.Comment, d.VenueTransactionID)
 		}
 		out.Deals[i] = d
 	}
@@ -179,7 +182,7 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 
 // dealInsert is the head of the one statement that writes deals.
 const dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-	"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES "
+	"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES "
 
 var sessionVar = regexp.MustCompile(`^@[A-Za-z_][A-Za-z0-9_]*$`)
 

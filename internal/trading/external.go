@@ -469,7 +469,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	switch {
 	case err == nil && out.Fill != nil:
 		vol := lotsOf(in, out.Fill.Units)
-		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, max(out.LastTransactionID, out.Fill.TransactionID), reason)
+		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.TransactionID, reason)
 	case err == nil && out.Cancelled != nil:
 		e := fx.Errorf(fx.ECONFLICT, "Position %d was not closed: %s (%s).", id, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
 		return CloseResult{}, marketState(e)
@@ -478,17 +478,10 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 		return CloseResult{}, errVenueOutcomeUnknown
 	case errors.As(err, &verr) && verr.Status == 404:
 		// The venue no longer has the trade open: it closed it itself (a venue stop-out) or an
-		// earlier close whose answer was lost did. Book what the venue did.
-		t, found, terr := s.venue.TradeByID(ctx, link.tradeID)
-		if terr != nil || !found || t.State != venue.TradeClosed || t.AverageClosePrice == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "venue has no open trade for an EXTERNAL position and its close is not known yet; the reconciler books it", append(attrs, slog.Any("err", err), slog.Any("lookup_err", terr))...)
-			return CloseResult{}, errVenueOutcomeUnknown
-		}
-		var txID int64
-		if n := len(t.ClosingTransactionIDs); n > 0 {
-			txID = t.ClosingTransactionIDs[n-1]
-		}
-		return s.bookClose(ctx, userID, id, nil, *t.AverageClosePrice, txID, fx.CloseVenue)
+		// earlier close whose answer was lost did. The reconciler books each of its fills the
+		// desk has not booked at that fill's own price; nothing is sent again.
+		s.log.LogAttrs(ctx, slog.LevelInfo, "venue has no open trade for an EXTERNAL position; the reconciler books its close", append(attrs, slog.Any("err", err))...)
+		return CloseResult{}, closedAtVenue{id}
 	case errors.As(err, &verr):
 		s.log.LogAttrs(ctx, slog.LevelError, "venue refused a close", append(attrs, slog.Any("err", err))...)
 		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused to close position %d: %s", id, verr.Message)
@@ -525,6 +518,19 @@ func (s *Service) BookVenueClose(ctx context.Context, id int64, volume *decimal.
 	return err
 }
 
+// closedAtVenue answers a close of a position whose venue trade is already closed: the trader
+// is told, and the risk engine stops watching it (risk.ErrAlreadyClosed) until the reconciler's
+// booking reports it closed.
+type closedAtVenue struct{ id int64 }
+
+func (e closedAtVenue) Error() string {
+	return fmt.Sprintf("Position %d was already closed at the venue; the desk books the venue's close within a minute.", e.id)
+}
+
+func (e closedAtVenue) Unwrap() []error {
+	return []error{&fx.Error{Code: fx.ECONFLICT, Message: e.Error()}, risk.ErrAlreadyClosed}
+}
+
 // errLinked refuses a desk-priced close of an EXTERNAL position: the venue closes it first.
 type errLinked struct{ link venueLink }
 
@@ -538,6 +544,8 @@ type LinkedPosition struct {
 	Volume                         decimal.Decimal
 	ContractSize                   decimal.Decimal
 	TradeID                        string
+	// Booked are the venue fills the desk booked closes of this position from.
+	Booked []int64
 }
 
 // VenueOrder is one EXTERNAL desk order as the reconciler sees it.
@@ -575,6 +583,30 @@ func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOr
 		"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL ORDER BY p.`id`")
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if len(pos) > 0 {
+		ids := make([]int64, len(pos))
+		at := make(map[int64]int, len(pos))
+		for i, p := range pos {
+			ids[i], at[p.PositionID] = p.PositionID, i
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+
+			store.Placeholders(len(ids))+") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+		}
+		for rows.Next() {
+			var pid, txID int64
+			if err := rows.Scan(&pid, &txID); err != nil {
+				rows.Close()
+				return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+			}
+			pos[at[pid]].Booked = append(pos[at[pid]].Booked, txID)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+		}
 	}
 	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
 	args := []any{}

@@ -2,8 +2,10 @@ package trading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/venue"
 	"fxdesk/internal/venuesim"
@@ -516,13 +519,30 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.prices.set("EURUSD", "1.1050", "1.1052") // the desk's price now is not what the venue did
-	cl, err := b.svc.ClosePosition(context.Background(), user, res.Position.ID, nil, fx.CloseClient)
+	// The trader's close finds the trade gone: it is told so, nothing is sent again, and the
+	// risk engine stops watching (ErrAlreadyClosed) until the booking reports the close.
+	_, err = b.svc.ClosePosition(context.Background(), user, res.Position.ID, nil, fx.CloseClient)
+	if fx.ErrorCode(err) != fx.ECONFLICT || !errors.Is(err, risk.ErrAlreadyClosed) || !strings.Contains(err.Error(), "already closed at the venue") {
+		t.Fatalf("close of a trade the venue closed: %v", err)
+	}
+	if p, _ := loadPosition(context.Background(), testDB, user, res.Position.ID); p.Status != fx.PositionOpen {
+		t.Fatalf("the desk booked a close it does not know the fill of: %+v", p)
+	}
+	// The reconciler books the venue's fill at its own price (as BookVenueClose does for it).
+	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); err != nil {
+		t.Fatal(err)
+	}
+	// A second booking of the same fill changes nothing.
+	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); !errors.Is(err, risk.ErrAlreadyClosed) {
+		t.Fatalf("the fill booked twice: %v", err)
+	}
+	cl, err := loadPosition(context.Background(), testDB, user, res.Position.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// (1.0990 − 1.1002) × 10,000 = −12.00
-	if !vc.Price.Equal(dd("1.099")) || cl.Position.ClosePrice == nil || !cl.Position.ClosePrice.Equal(vc.Price) ||
-		cl.Position.CloseReason == nil || *cl.Position.CloseReason != string(fx.CloseVenue) || !cl.Deal.Amount.Equal(dd("-12.00")) {
+	if !vc.Price.Equal(dd("1.099")) || cl.ClosePrice == nil || !cl.ClosePrice.Equal(vc.Price) || cl.CloseReason == nil ||
+		*cl.CloseReason != string(fx.CloseVenue) || !cl.RealizedProfit.Equal(dd("-12.00")) {
 		t.Fatalf("close after the venue's: %+v (venue %+v)", cl, vc)
 	}
 	if n := b.sim.State().ClosesExecuted - b.base.ClosesExecuted; n != 1 || b.requests("PUT /trades/{trade}/close") != 1 {

@@ -209,6 +209,10 @@ func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in Instr
 	if err := w.book(r, a, p, in, vol, venueFillPrice(in, closing, *w.venuePrice)); err != nil {
 		return err
 	}
+	if w.txID > 0 {
+		tx := w.txID
+		r.deals[w.deal].VenueTransactionID = &tx
+	}
 	r.advanceCursor(w.txID)
 	return nil
 }

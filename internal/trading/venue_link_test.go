@@ -146,3 +146,33 @@ func TestClosedLinkDoesNotBlockTheTradeIDAgain(t *testing.T) {
 		t.Errorf("%d positions name trade %s, want the closed one and the new one", links, trade)
 	}
 }
+
+// A venue fill is booked once per position: booking the same partial fill again (a reconcile
+// racing the send that booked it, a retried run) is refused by the deal's venue key, and the
+// position keeps the volume the first booking left.
+func TestVenueFillIsBookedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9205)
+	o := sendingOrder(t, a.ID)
+	price := decimal.RequireFromString("1.1002")
+	pos, err := svc.AdoptVenueTrade(ctx, o, fmt.Sprintf("once-%d", o), "EURUSD", decimal.NewFromInt(30000), price, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := decimal.RequireFromString("0.1")
+	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); err == nil || !strings.Contains(err.Error(), "uq_fx_deal_venue_fill") {
+		t.Fatalf("the same fill booked again: %v", err)
+	}
+	p, err := loadPosition(ctx, testDB, 0, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Volume.Equal(decimal.RequireFromString("0.2")) {
+		t.Errorf("position %d has %s lots open, want 0.2 after one booking of a 0.1-lot fill", pos, p.Volume)
+	}
+}

@@ -124,6 +124,16 @@ type Transaction struct {
 	TradeOpened  string
 	TradesClosed []string
 	TradeReduced string
+	// Changes is what the fill did to each trade it closed or reduced: the units and price of
+	// that trade's share (one fill can close several trades).
+	Changes []TradeChange
+}
+
+// TradeChange is one trade's share of a fill (tradesClosed, tradeReduced).
+type TradeChange struct {
+	TradeID string
+	Units   decimal.Decimal // signed as the fill: closing a long is negative
+	Price   decimal.Decimal
 }
 
 // API is the venue as the desk uses it. *Client implements it over HTTP. Every method returns

@@ -423,11 +423,22 @@ func readTransaction(f *fieldReader, w *wireTransaction) Transaction {
 	}
 	for _, c := range w.TradesClosed {
 		t.TradesClosed = append(t.TradesClosed, c.TradeID)
+		t.Changes = append(t.Changes, readChange(f, c, t.Price))
 	}
 	if w.TradeReduced != nil {
 		t.TradeReduced = w.TradeReduced.TradeID
+		t.Changes = append(t.Changes, readChange(f, *w.TradeReduced, t.Price))
 	}
 	return t
+}
+
+// readChange is one trade's share of a fill; a share without its own price took the fill's.
+func readChange(f *fieldReader, c wireTradeReduce, fillPrice decimal.Decimal) TradeChange {
+	ch := TradeChange{TradeID: c.TradeID, Units: f.optDecimal("transaction.trade.units", c.Units), Price: f.optDecimal("transaction.trade.price", c.Price)}
+	if ch.Price.IsZero() {
+		ch.Price = fillPrice
+	}
+	return ch
 }
 
 // decodeTransactions reads GET …/transactions/sinceid.
