@@ -329,15 +329,19 @@ func (e *deskEnv) migrate() {
 	}
 }
 
-// wantEachChargedOnce asserts every open position has exactly one SWAP deal for date, of the
-// instrument's amount, and that every ledger balances.
-func (e *deskEnv) wantEachChargedOnce(date string, positions int) {
+// wantEachChargedOnce asserts every open position has exactly one SWAP deal for rollover ro, of
+// the instrument's amount for that day (tripled on Wednesday, EURUSD's triple-swap day), and that
+// every ledger balances.
+func (e *deskEnv) wantEachChargedOnce(ro fx.Rollover, positions int) {
 	e.t.Helper()
+	date := ro.Date
+	days := decimal.NewFromInt(int64(swaps.DayMultiplier(ro.Weekday(), time.Wednesday)))
+	buy, sell := decimal.RequireFromString("-0.75").Mul(days), decimal.RequireFromString("0.22").Mul(days)
 	var n, distinct int
 	var wrong int
 	if err := e.sql.QueryRow("SELECT COUNT(*), COUNT(DISTINCT `positionId`), "+
-		"SUM(CASE WHEN (`side` = 'BUY' AND `amount` <> -0.75) OR (`side` = 'SELL' AND `amount` <> 0.22) THEN 1 ELSE 0 END) "+
-		"FROM `fx_deal` WHERE `type` = 'SWAP' AND `idempotencyKey` LIKE ?", "swap:%:"+date).Scan(&n, &distinct, &wrong); err != nil {
+		"SUM(CASE WHEN (`side` = 'BUY' AND `amount` <> ?) OR (`side` = 'SELL' AND `amount` <> ?) THEN 1 ELSE 0 END) "+
+		"FROM `fx_deal` WHERE `type` = 'SWAP' AND `idempotencyKey` LIKE ?", buy, sell, "swap:%:"+date).Scan(&n, &distinct, &wrong); err != nil {
 		e.t.Fatal(err)
 	}
 	if n != positions || distinct != positions || wrong != 0 {
@@ -366,7 +370,7 @@ func TestSwapsTwoProcessesAtOnce(t *testing.T) {
 	if results[0]["charged"]+results[1]["charged"] != accounts*per {
 		t.Fatalf("charged %d + %d, want %d in all", results[0]["charged"], results[1]["charged"], accounts*per)
 	}
-	e.wantEachChargedOnce(ro.Date, accounts*per)
+	e.wantEachChargedOnce(ro, accounts*per)
 }
 
 // SIGKILL during a run over many positions, after its first committed batch, then a rerun: every
@@ -420,7 +424,7 @@ func TestSwapsKilledMidRunChargesOnce(t *testing.T) {
 	if got["charged"] != accounts*per-charged {
 		t.Fatalf("rerun charged %d, want the %d left", got["charged"], accounts*per-charged)
 	}
-	e.wantEachChargedOnce(ro.Date, accounts*per)
+	e.wantEachChargedOnce(ro, accounts*per)
 }
 
 // With the mirror down the charge of a EUR account's GBPJPY position stays pending and both hub
