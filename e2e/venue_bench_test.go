@@ -317,6 +317,7 @@ func TestBenchVenueBurst(t *testing.T) {
 
 	// Case 1: the small burst with the executor sized for it, after its control.
 	floor := sendFloor(t, smallN, procs, latency)
+	raw := writeFloor(t, smallN, procs)
 	sized()
 	sizedLine, _ := lastLog(d.web, "venue executor sized")
 	conn0 := accepted()
@@ -397,6 +398,8 @@ func TestBenchVenueBurst(t *testing.T) {
 	}
 	t.Logf("%-44s %-26s %-20s %s", fmt.Sprintf("case 1 control: net/http alone, %d sends", smallN),
 		fmt.Sprintf("%.2f / %.2f / %.2f ms", pct(floor, 0.5), pct(floor, 0.95), pct(floor, 1)), "", "(sendFloor, this process)")
+	t.Logf("%-44s %-26s %-20s %s", fmt.Sprintf("case 1 control: one raw write each, %d sends", smallN),
+		fmt.Sprintf("%.2f / %.2f / %.2f ms", pct(raw, 0.5), pct(raw, 0.95), pct(raw, 1)), "", "(writeFloor: the socket's floor)")
 	t.Logf("%-44s %-26s %-20s %s", "case 1: connections opened mid-burst", fmt.Sprintf("%d (log) / %d (venue)", num(small, "connections_opened"), smallDialled), "0", "0")
 	t.Logf("%-44s %-26s %-20s %s", "case 1: calls per venue burst line", calls(smallLines), "one line", "")
 	t.Logf("%-44s %-26s %-20s %s", "case 1: burst wall (first own time → idle)", fmt.Sprintf("%.0f ms", ms(small, "wall")), "", "")
@@ -424,6 +427,62 @@ func lastLog(p *proc, msg string) (logLine, bool) {
 		}
 	}
 	return nil, false
+}
+
+// writeFloor is the floor under every design that puts one request per close on the wire: n
+// goroutines, released at once, each write one prebuilt venue close request on its own open
+// loopback connection (no HTTP client, no JSON, no desk) to a reader in the same process; it
+// returns the time from the release to each write's return, sorted. What is left above it is
+// the scheduler and the system calls of this machine at this moment.
+func writeFloor(t *testing.T, n, procs int) []time.Duration {
+	t.Helper()
+	if procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		if conns[i], err = net.Dial("tcp", ln.Addr().String()); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	req := []byte("PUT /v3/accounts/floor/trades/1/close HTTP/1.1\r\nHost: " + ln.Addr().String() +
+		"\r\nAuthorization: Bearer floor\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"units\":\"ALL\"}")
+	own := make([]time.Duration, n)
+	var t0 time.Time
+	release := make(chan struct{})
+	var ready, wg sync.WaitGroup
+	for i := range n {
+		ready.Add(1)
+		wg.Go(func() {
+			ready.Done()
+			<-release
+			if _, err := conns[i].Write(req); err != nil {
+				t.Error(err)
+			}
+			own[i] = time.Since(t0)
+		})
+	}
+	ready.Wait()
+	t0 = time.Now()
+	close(release)
+	wg.Wait()
+	slices.Sort(own)
+	return own
 }
 
 // sendFloor is the control for case 1's own time: what net/http alone needs to write n requests
