@@ -37,8 +37,15 @@ import (
 var built = map[string][]string{
 	"internal/ledger.Post": {
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES " +
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?)",
+			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
+	},
+	"internal/trading.closeUpdate": {
+		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +
+			"`realizedProfit` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `realizedProfit` END, " +
+			"`closePrice` = CASE `id` WHEN ? THEN ? ELSE `closePrice` END, `status` = CASE `id` WHEN ? THEN 'CLOSED' ELSE `status` END, " +
+			"`closeReason` = CASE `id` WHEN ? THEN ? ELSE `closeReason` END, `closedAt` = CASE `id` WHEN ? THEN NOW(3) ELSE `closedAt` END " +
+			"WHERE `id` IN (?, ?)",
 	},
 	"internal/ledger.balanceUpdate": {
 		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3), " +

@@ -337,7 +337,7 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	for _, w := range ws {
 		w.base().err = w.apply(r)
 	}
-	if r.w.text.Len() == 0 && len(r.deals) == 0 && len(r.marks) == 0 {
+	if r.w.text.Len() == 0 && len(r.deals) == 0 && len(r.marks) == 0 && len(r.closed) == 0 {
 		// Every write was refused by its rules or replayed: nothing to commit.
 		tx.Rollback()
 		c.observe(len(ws), time.Since(start))
@@ -478,13 +478,16 @@ type lockedRows struct {
 	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
 	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
 
-	w         batch             // the writes, in arrival order
-	deals     []Deal            // the batch's ledger postings, in arrival order
-	posted    []Deal            // the deals as the ledger wrote them
-	marks     map[int64]Metrics // new stored marks, by account (a fill's)
-	vars      int               // session variables named so far
-	ids       batchIDs          // what the batch reads back before COMMIT
-	committed bool
+	w      batch             // the writes, in arrival order
+	deals  []Deal            // the batch's ledger postings, in arrival order
+	posted []Deal            // the deals as the ledger wrote them
+	marks  map[int64]Metrics // new stored marks, by account (a fill's)
+	// closed are the positions the batch's closes changed, written by one statement (closeUpdate).
+	closed      map[int64]*Position
+	closedOrder []int64
+	vars        int      // session variables named so far
+	ids         batchIDs // what the batch reads back before COMMIT
+	committed   bool
 }
 
 // batchIDs is what a batch reads back before COMMIT: its session variables' values and the id
@@ -631,6 +634,14 @@ func (r *lockedRows) sessionVar(prefix string) (string, int) {
 // moved account, one INSERT of every deal), the marks of accounts a fill marked without moving
 // their balance, and the read-back of the batch's ids.
 func (r *lockedRows) finish() error {
+	if len(r.closed) > 0 {
+		ps := make([]*Position, 0, len(r.closedOrder))
+		for _, id := range r.closedOrder {
+			ps = append(ps, r.closed[id])
+		}
+		stmt, args := closeUpdate(ps)
+		r.w.exec(stmt, args...)
+	}
 	byID := map[int64]*ledger.Account{} // the accounts whose balance (and marks) the ledger writes
 	if len(r.deals) > 0 {
 		var las []*ledger.Account
