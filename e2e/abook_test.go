@@ -304,7 +304,8 @@ func TestTimeoutAfterExecutionIsResolvedNeverResent(t *testing.T) {
 // listens at the URL again the desk's probe notices and EXTERNAL opens fill through it.
 func TestVenueDownRefusesExternalOpensAndWritesNothing(t *testing.T) {
 	t.Parallel()
-	d := newABookDesk(t)
+	// No scheduler in this process: its 5-minute reconcile marks accounts between snapshots.
+	d := newABookDesk(t, "CRON_MODE=off")
 	v := d.venue
 	tok, acct := d.externalTrader(1830, "10000.00")
 	itok, internal := d.newTrader(1831, "USD", "100", "10000.00")

@@ -13,7 +13,8 @@ import (
 // the code and says why, and nothing is written.
 func TestTradingMetalAccountsAreRefused(t *testing.T) {
 	t.Parallel()
-	d := newTradingDesk(t)
+	// No scheduler in this process: its 5-minute reconcile marks accounts between snapshots.
+	d := newTradingDesk(t, "CRON_MODE=off")
 	tok := d.e.issueToken(1400, false)
 	before := d.snapshot()
 	for _, tc := range []struct{ currency, says string }{
@@ -49,7 +50,8 @@ func TestTradingMetalAccountsAreRefused(t *testing.T) {
 // changes nothing.
 func TestTradingJPYAccountIsWholeYen(t *testing.T) {
 	t.Parallel()
-	d := newTradingDesk(t)
+	// No scheduler in this process: its 5-minute reconcile marks accounts between snapshots.
+	d := newTradingDesk(t, "CRON_MODE=off")
 	tok, acct := d.newTrader(1401, "JPY", "100", "")
 	deposit := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct)
 	must(t, d.web, d.admin, "POST", deposit, `{"amount":"1000000"}`, http.StatusCreated, nil)
