@@ -109,13 +109,12 @@ func (k *Keeper) readHolder(ctx context.Context) Holder {
 	return h
 }
 
+// selectHolder is the row's holder; sql.ErrNoRows when there is no row.
 func (k *Keeper) selectHolder(ctx context.Context) (Holder, error) {
-	var h Holder
-	var url sql.NullString
-	err := k.db.QueryRowContext(ctx,
-		"SELECT `instanceId`, `hostname`, `pid`, `advertiseUrl`, `term`, `expiresAt` > NOW(3) FROM `engine_lease` WHERE `id` = ?",
-		k.cfg.Key).Scan(&h.InstanceID, &h.Hostname, &h.PID, &url, &h.Term, &h.Live)
-	h.AdvertiseURL = url.String
+	h, _, ok, err := ReadRow(ctx, k.db, k.cfg.Key)
+	if err == nil && !ok {
+		err = sql.ErrNoRows
+	}
 	return h, err
 }
 
