@@ -85,7 +85,8 @@ func MoneyPlaces(currency string) int32 {
 }
 
 // RoundMoney rounds an exact amount in currency to its minor units, half away from zero.
-// Every amount written to the ledger passes through here exactly once (ledger.Money).
+// ledger.Post rounds every amount it writes with it; a writer that moves a locked balance ahead
+// of the posting (the group commit) rounds the same way, so the two agree.
 func RoundMoney(currency string, d decimal.Decimal) decimal.Decimal {
 	return d.Round(MoneyPlaces(currency))
 }

@@ -102,12 +102,6 @@ func (p Posting) Exec(ctx context.Context, tx Execer) error {
 	return nil
 }
 
-// Money rounds an exact amount in currency to that currency's minor units (fx.RoundMoney):
-// whole yen, cents, fils. Every amount the ledger writes passes through here exactly once.
-func Money(currency string, amount decimal.Decimal) decimal.Decimal {
-	return fx.RoundMoney(currency, amount)
-}
-
 // Post prepares deals on the locked accounts. Each deal names its account by AccountID, which
 // must be one of accounts; its Currency is the account's, its Amount is rounded with Money and
 // its BalanceAfter is the account's balance after it, taking deals in slice order within each
@@ -152,7 +146,7 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 	for i, d := range deals {
 		a := byID[d.AccountID]
 		d.Currency = a.Currency
-		d.Amount = Money(a.Currency, d.Amount)
+		d.Amount = fx.RoundMoney(a.Currency, d.Amount)
 		d.BalanceAfter = a.Balance.Add(d.Amount)
 		a.Balance = d.BalanceAfter
 		delta[a.ID] = delta[a.ID].Add(d.Amount)

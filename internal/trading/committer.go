@@ -615,8 +615,8 @@ func (r *lockedRows) expose(account int64, symbol string, side fx.Side, volume, 
 // post adds d to the batch's ledger posting on the locked account a and moves a's balance, so
 // the next write in the batch sees it. It returns the deal's index in the batch.
 func (r *lockedRows) post(a *Account, d Deal) int {
-	d.AccountID = a.ID
-	a.Balance = a.Balance.Add(ledger.Money(a.Currency, d.Amount))
+	d.AccountID, d.Amount = a.ID, fx.RoundMoney(a.Currency, d.Amount)
+	a.Balance = a.Balance.Add(d.Amount)
 	r.deals = append(r.deals, d)
 	return len(r.deals) - 1
 }
