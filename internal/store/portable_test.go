@@ -54,10 +54,6 @@ var built = map[string][]string{
 			"`equity` = CASE `id` WHEN ? THEN `equity` + ? WHEN ? THEN `equity` + ? ELSE `equity` END, " +
 			"`balanceVersion` = `balanceVersion` + 1 WHERE `id` IN (?, ?)",
 	},
-	"internal/swaps.moveWatermarks": {
-		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
-			"WHERE `id` IN (?, ?)",
-	},
 	"internal/swaps.parkPending": {
 		"INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, " +
 			"`amountQuote`, `quoteCurrency`, `accountCurrency`, `missingLegs`) VALUES " +
@@ -70,7 +66,10 @@ var built = map[string][]string{
 	"internal/swaps.settlePending": {
 		"SELECT `positionId`, `rolloverDate` FROM `fx_swap_charge` WHERE `status` = 'PENDING' " +
 			"AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?)) FOR UPDATE",
+		// swapAccrual's clause, as settlePending and moveWatermarks send it.
 		"UPDATE `fx_position` SET `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
+		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
+			"WHERE `id` IN (?, ?)",
 		"UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, " +
 			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",

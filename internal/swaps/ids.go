@@ -10,4 +10,3 @@ func uniqueSorted(ids []int64) []int64 {
 	return slices.Compact(out)
 }
 
-func hasDuplicates(ids []int64) bool { return len(uniqueSorted(ids)) != len(ids) }

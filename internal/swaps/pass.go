@@ -293,23 +293,9 @@ func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int6
 	args := []any{date}
 	q := "UPDATE `fx_position` SET `swapThrough` = ?"
 	if len(charges) > 0 {
-		// CASE takes the first WHEN that matches, so a position's charges are added up first.
-		sums := map[int64]decimal.Decimal{}
-		var ids []int64
-		for _, c := range charges {
-			if _, ok := sums[c.position.id]; !ok {
-				ids = append(ids, c.position.id)
-			}
-			sums[c.position.id] = sums[c.position.id].Add(c.amount)
-		}
-		var cs strings.Builder
-		cs.WriteString(", `swap` = `swap` + CASE `id`")
-		for _, id := range ids {
-			cs.WriteString(" WHEN ? THEN ?")
-			args = append(args, id, sums[id])
-		}
-		cs.WriteString(" ELSE 0 END")
-		q += cs.String()
+		clause, _, cargs := swapAccrual(charges)
+		q += ", " + clause
+		args = append(args, cargs...)
 	}
 	q += " WHERE `id` IN (" + store.Placeholders(len(settled)) + ")"
 	args = append(args, store.Int64Args(settled)...)
@@ -317,6 +303,27 @@ func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int6
 		return fmt.Errorf("move swap watermarks to %s: %w", date, err)
 	}
 	return nil
+}
+
+// swapAccrual is the SET clause that adds charges to their positions' accrued swap, its
+// arguments, and the positions it names (in first-seen order). A position's charges are summed
+// first: CASE takes only the first WHEN that matches.
+func swapAccrual(charges []charge) (clause string, positions []int64, args []any) {
+	sums := map[int64]decimal.Decimal{}
+	for _, c := range charges {
+		if _, ok := sums[c.position.id]; !ok {
+			positions = append(positions, c.position.id)
+		}
+		sums[c.position.id] = sums[c.position.id].Add(c.amount)
+	}
+	var cs strings.Builder
+	cs.WriteString("`swap` = `swap` + CASE `id`")
+	for _, id := range positions {
+		cs.WriteString(" WHEN ? THEN ?")
+		args = append(args, id, sums[id])
+	}
+	cs.WriteString(" ELSE 0 END")
+	return cs.String(), positions, args
 }
 
 // parkPending records charges that could not be converted, amount fixed in the quote currency.

@@ -171,34 +171,9 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 	if err := postCharges(ctx, tx, accounts, charges); err != nil {
 		return 0, err
 	}
-	var cs strings.Builder
-	swapArgs := []any{}
-	cs.WriteString("UPDATE `fx_position` SET `swap` = `swap` + CASE `id`")
-	ids := make([]int64, 0, len(charges))
-	for _, c := range charges {
-		cs.WriteString(" WHEN ? THEN ?")
-		swapArgs = append(swapArgs, c.position.id, c.amount)
-		ids = append(ids, c.position.id)
-	}
-	// One position may have several pending dates in a batch: CASE takes the first WHEN only, so
-	// positions with more than one are added up per position first.
-	if hasDuplicates(ids) {
-		sums := map[int64]decimal.Decimal{}
-		for _, c := range charges {
-			sums[c.position.id] = sums[c.position.id].Add(c.amount)
-		}
-		cs.Reset()
-		swapArgs = swapArgs[:0]
-		cs.WriteString("UPDATE `fx_position` SET `swap` = `swap` + CASE `id`")
-		for _, id := range uniqueSorted(ids) {
-			cs.WriteString(" WHEN ? THEN ?")
-			swapArgs = append(swapArgs, id, sums[id])
-		}
-	}
-	uids := uniqueSorted(ids)
-	cs.WriteString(" ELSE 0 END WHERE `id` IN (" + store.Placeholders(len(uids)) + ")")
-	swapArgs = append(swapArgs, store.Int64Args(uids)...)
-	if _, err := tx.ExecContext(ctx, cs.String(), swapArgs...); err != nil {
+	clause, charged, swapArgs := swapAccrual(charges)
+	swapArgs = append(swapArgs, store.Int64Args(charged)...)
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_position` SET "+clause+" WHERE `id` IN ("+store.Placeholders(len(charged))+")", swapArgs...); err != nil {
 		return 0, fmt.Errorf("add pending charges to accrued swap: %w", err)
 	}
 	q := "UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, " +
