@@ -336,7 +336,9 @@ func TestVenueDownRefusesExternalOpensAndWritesNothing(t *testing.T) {
 	refused("down-2")
 	refused("down-3")
 	var n int
-	d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ?", acct).Scan(&n)
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ?", acct).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatalf("%d order rows for the EXTERNAL account", n)
 	}
@@ -401,9 +403,8 @@ func TestVenueStopOutClosesTheDeskPositionAtTheVenuesPrice(t *testing.T) {
 	if st := v.state(); st.Requests["PUT /trades/{trade}/close"] != 0 {
 		t.Fatalf("the desk sent %d closes for a trade the venue had closed", st.Requests["PUT /trades/{trade}/close"])
 	}
-	if _, ok := d.web.findLog(msgIs("closed the desk side of a trade the venue closed, at the venue's price")); !ok {
-		t.Error("the reconciler did not say it closed the desk side")
-	}
+	// Logged after the booking committed: wait for the line rather than look for it at once.
+	d.web.waitLog(10*time.Second, msgIs("closed the desk side of a trade the venue closed, at the venue's price"))
 }
 
 // A trade opened at the venue by hand (no client extensions) raises venue-untagged-trade and is
@@ -435,7 +436,9 @@ func TestUntaggedVenueTradeRaisesAnAlertAndIsNeverTouched(t *testing.T) {
 		t.Fatalf("the desk sent %d closes to the venue", st.Requests["PUT /trades/{trade}/close"])
 	}
 	var n int
-	d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` = ?", u.TradeID).Scan(&n)
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` = ?", u.TradeID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatalf("the desk booked the untagged trade as %d positions", n)
 	}

@@ -344,7 +344,9 @@ func TestExternalVenueCancelRejects(t *testing.T) {
 		t.Fatalf("order %d: %s %v", id, st, reason)
 	}
 	var positions int
-	testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions)
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions); err != nil {
+		t.Fatal(err)
+	}
 	if deals, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) || len(deals) != 1 {
 		t.Fatalf("after a cancel: %d positions, balance %s, deals %v", positions, bal, deals)
 	}
@@ -404,7 +406,9 @@ func TestExternalTimeoutStaysSending(t *testing.T) {
 		t.Fatalf("venue: %v %v executed %d", st.OrderRequests, st.Requests, st.OrdersExecuted)
 	}
 	var positions int
-	testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions)
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions); err != nil {
+		t.Fatal(err)
+	}
 	if _, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) {
 		t.Fatalf("an unknown outcome booked: %d positions, balance %s", positions, bal)
 	}
@@ -470,7 +474,9 @@ func TestExternalRefusesRestingOrders(t *testing.T) {
 		}
 	}
 	var orders int
-	testDB.QueryRow("SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&orders)
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
 	if orders != 0 || b.requests("POST /orders") != 0 {
 		t.Fatalf("%d orders written, venue requests %v", orders, b.sim.State().Requests)
 	}

@@ -46,7 +46,8 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 	trade := fmt.Sprintf("link-test-%d", oa)
 	other := fmt.Sprintf("link-test-other-%d", oc)
 	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
-	before := counts(t, b.ID)
+	before := map[int64][3]string{oa: counts(t, a.ID), ob: counts(t, b.ID)}
+	accountOf := map[int64]int64{oa: a.ID, ob: b.ID}
 
 	inOneBatch(svc, 3)
 	var errs [3]error
@@ -68,7 +69,9 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 		t.Fatalf("the second link of trade %s: %v, want the unique key's refusal", trade, errs[1])
 	}
 	var linked int
-	testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` IN (?, ?)", trade, other).Scan(&linked)
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `venueTradeId` IN (?, ?)", trade, other).Scan(&linked); err != nil {
+		t.Fatal(err)
+	}
 	if linked != 2 {
 		t.Errorf("%d positions link the two trades, want 2", linked)
 	}
@@ -81,10 +84,8 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 	if status != fx.OrderFilled {
 		t.Errorf("the kept adoption's order is %s, want FILLED", status)
 	}
-	if refused == ob {
-		if after := counts(t, b.ID); after[1] != before[1] || after[2] != before[2] {
-			t.Errorf("the refused link wrote money: %v → %v", before, after)
-		}
+	if after := counts(t, accountOf[refused]); after[1] != before[refused][1] || after[2] != before[refused][2] {
+		t.Errorf("the refused link wrote money: %v → %v", before[refused], after)
 	}
 	if st := svc.CommitStats(); st.Split != 1 || st.Refused != 1 {
 		t.Errorf("committer %+v: want one split batch and one refused row", st)
