@@ -335,21 +335,24 @@ func (w *venueFill) apply(r *lockedRows) error {
 	}
 	vol := lotsOf(w.in, w.units)
 	price := venueFillPrice(w.in, side, w.price)
-	// The venue filled it: the desk books it whatever its own rules would say now. The
-	// commission and marks are computed as for a desk fill; a margin shortfall is the risk
-	// engine's to act on, not a reason to leave a venue trade unbooked.
-	commission, after, err := fillCheck(r.m, r.cat, w.in, *a, r.exposures[a.ID], side, decimal.Zero, price)
-	if err != nil {
-		commission, after = decimal.Zero, r.marks[a.ID]
-	}
+	// The venue filled it: the desk books it whatever its own rules would say now (a margin
+	// shortfall is the risk engine's to act on). The commission is charged as for a desk fill;
+	// without a price to convert it the booking waits (the order stays SENDING and the
+	// reconciler adopts the trade), rather than book a fill without its commission.
+	commission := decimal.Zero
 	if w.in.Group.CommissionPerLot.IsPositive() {
-		if c, ok := r.m.convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency); ok {
-			commission = c
+		c, ok := r.m.convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency)
+		if !ok {
+			return errPricing()
 		}
+		commission = c
 	}
+	// The account's marks move with it where every exposure can be priced; otherwise the stored
+	// marks stay until the next mark.
+	var after *Metrics
 	if m, ok := r.m.metrics(*a, r.cat.accountGroup(a.Group), a.Balance.Sub(commission),
 		append(r.exposures[a.ID], exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
-		after = m
+		after = &m
 	}
 	filled := *o
 	filled.Status, filled.FillPrice, filled.Volume = fx.OrderFilled, &price, vol

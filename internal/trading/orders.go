@@ -288,7 +288,7 @@ func (w *marketFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
 	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
-	w.fill = r.openPosition(a, in, o, orderVar, price, commission, after, nil)
+	w.fill = r.openPosition(a, in, o, orderVar, price, commission, &after, nil)
 	if w.r.RequestNonce != "" {
 		r.made[key] = w
 	}
@@ -410,13 +410,13 @@ func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 
 // openPosition adds to the batch, after the statements that set orderVar to the filled order
 // o's id, the position o opens at price on the locked account a, its commission deal and the
-// account's new marks (after). It is the one ledger path of every fill: a MARKET submit and a
+// account's new marks (after; nil leaves the stored ones). It is the one ledger path of every fill: a MARKET submit and a
 // resting order the risk engine triggers. The account's balance and exposures move at once, so
 // the next write in the batch sees them.
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after Metrics, link *string) openedFill {
+func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
 	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
 		Currency: a.Currency, VenueTradeID: link}}
@@ -433,7 +433,9 @@ func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar s
 		f.deal = r.post(a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
 			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: posVar}})
 	}
-	r.marks[a.ID] = after
+	if after != nil {
+		r.marks[a.ID] = *after
+	}
 	r.expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
 	return f
 }

@@ -311,7 +311,7 @@ func (w *restingFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(setVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, after, nil)
+	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, &after, nil)
 	w.a = *a
 	return nil
 }
