@@ -246,7 +246,8 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 		if err := r.cfg.Gate.Admit(ctx, gate.VenueSend, slog.String("op", "close orphan venue trade"), slog.String("trade_id", a.TradeID)); err != nil {
 			return err
 		}
-		out, err := r.cfg.Closer.CloseTrade(ctx, a.TradeID, a.Units, time.Now())
+		// No trigger: a repair is not a tick's close, and its time is not own time.
+		out, err := r.cfg.Closer.CloseTrade(ctx, a.TradeID, a.Units, time.Time{})
 		if err != nil {
 			return err
 		}
@@ -255,7 +256,10 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 		}
 		log.WarnContext(ctx, "closed a tagged venue trade no open desk position explains", slog.Any("units", a.Units))
 	case CloseDeskSide:
-		if err := r.cfg.Desk.BookVenueClose(ctx, a.PositionID, nil, a.Price, a.TransactionID); err != nil {
+		// Its own share, like every BookPartial: if an earlier share of the trade failed, the
+		// position stays open for it rather than close at this fill's price.
+		vol := a.Volume
+		if err := r.cfg.Desk.BookVenueClose(ctx, a.PositionID, &vol, a.Price, a.TransactionID); err != nil {
 			return err
 		}
 		log.InfoContext(ctx, "closed the desk side of a trade the venue closed, at the venue's price", slog.Int64("position_id", a.PositionID), slog.String("price", a.Price.String()))
