@@ -9,4 +9,3 @@ func uniqueSorted(ids []int64) []int64 {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
