@@ -72,11 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Never served: its starting quotes are the prices, and they do not move.
 		prices = venuesim.FeedPrices(feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, log))
 	}
-	cfgLatency := *latency
-	if cfgLatency == 0 {
-		cfgLatency = venuesim.NoLatency
-	}
-	sim, err := venuesim.New(venuesim.Config{AccountID: *account, Token: *token, Latency: cfgLatency, Prices: prices}, log)
+	sim, err := venuesim.New(venuesim.Config{AccountID: *account, Token: *token, Latency: *latency, Prices: prices}, log)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,11 @@ import (
 )
 
 const (
-	// DefaultLatency is how long the venue takes to execute an order or a close.
+	// DefaultLatency is a realistic execution latency for a venue run by hand (cmd/venuesim's
+	// default); Config.Latency does not default to it.
 	DefaultLatency = 130 * time.Millisecond
-	// NoLatency in Config.Latency executes at once (the zero value means DefaultLatency).
+	// NoLatency in Config.Latency executes at once, as zero does. It stays for callers written
+	// when zero meant DefaultLatency.
 	NoLatency time.Duration = -1
 	// DefaultAccountID is the account the simulator holds when Config.AccountID is empty.
 	DefaultAccountID = "101-001-0000001-001"
@@ -34,7 +36,7 @@ type Config struct {
 	Balance  decimal.Decimal // the opening deposit; default 1,000,000
 	Leverage int             // default 50 (a margin rate of 2%)
 	// Latency is how long an order or a trade close takes to execute, before its answer is
-	// written. Default DefaultLatency; NoLatency for none.
+	// written. Zero or negative (NoLatency) executes at once; DefaultLatency is a realistic one.
 	Latency time.Duration
 	// Prices quotes the symbols; nil quotes nothing, so every order is cancelled MARKET_HALTED.
 	Prices PriceSource
@@ -56,12 +58,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Leverage == 0 {
 		c.Leverage = 50
 	}
-	switch {
-	case c.Latency == 0:
-		c.Latency = DefaultLatency
-	case c.Latency == NoLatency:
-		c.Latency = 0
-	}
+	c.Latency = max(c.Latency, 0)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -73,9 +70,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Leverage < 1 {
 		return c, fmt.Errorf("venuesim: Leverage %d must be at least 1", c.Leverage)
-	}
-	if c.Latency < 0 {
-		return c, fmt.Errorf("venuesim: Latency %v must not be negative (use NoLatency for none)", c.Latency)
 	}
 	return c, nil
 }

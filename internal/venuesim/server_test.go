@@ -33,7 +33,7 @@ type env struct {
 }
 
 // start runs a simulator until the test ends. cfg.Prices defaults to an in-process feed with
-// EURUSD at 1.1/1.1002 and USDJPY at 150/150.02; cfg.Latency defaults to none.
+// EURUSD at 1.1/1.1002 and USDJPY at 150/150.02.
 func start(t *testing.T, cfg Config) *env {
 	t.Helper()
 	feed := feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, slog.New(slog.DiscardHandler))
@@ -41,9 +41,6 @@ func start(t *testing.T, cfg Config) *env {
 	setQuote(t, feed, "USDJPY", 150, 150.02)
 	if cfg.Prices == nil {
 		cfg.Prices = FeedPrices(feed)
-	}
-	if cfg.Latency == 0 {
-		cfg.Latency = NoLatency
 	}
 	if cfg.Token == "" {
 		cfg.Token = testToken
@@ -648,11 +645,26 @@ func TestLatency(t *testing.T) {
 	}
 }
 
+// Zero and NoLatency both mean none: NoLatency stays for callers written when zero meant
+// DefaultLatency.
+func TestNoLatencyByDefault(t *testing.T) {
+	t.Parallel()
+	for _, latency := range []time.Duration{0, NoLatency} {
+		sim, err := New(Config{Latency: latency}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := sim.State(); st.LatencyMS != 0 {
+			t.Fatalf("Config.Latency %v: latency %v ms, want none", latency, st.LatencyMS)
+		}
+	}
+}
+
 func TestStopEndsHeldAnswers(t *testing.T) {
 	t.Parallel()
 	feed := feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, slog.New(slog.DiscardHandler))
 	setQuote(t, feed, "EURUSD", 1.1, 1.1002)
-	sim, err := New(Config{Latency: NoLatency, Prices: FeedPrices(feed)}, slog.New(slog.DiscardHandler))
+	sim, err := New(Config{Prices: FeedPrices(feed)}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
