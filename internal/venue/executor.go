@@ -364,9 +364,9 @@ func (e *Executor) noteReach(err error) {
 
 // Do runs fn on a worker and returns its error. The call waits in a FIFO queue while every
 // worker is busy. A call whose ctx ends before a worker takes it is not run and answers
-// ErrNotSent at once, as does a queued call when the executor stops. The caller passes the gate
-// before Do: a call that passed it is run, whatever happens to the lease while it waits (the
-// trust window is sized for that).
+// ErrNotSent at once, as does a queued call when the executor stops. The executor never asks
+// the gate: a caller that must not send after the lease moved asks it in fn, as Sender does for
+// a queued send (Readmit).
 func (e *Executor) Do(ctx context.Context, fn func(context.Context) error) error {
 	c := &call{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	e.mu.Lock()
