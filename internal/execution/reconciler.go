@@ -48,7 +48,8 @@ type ReconcilerConfig struct {
 	Alerts  Alerts
 	Account string // the venue account id (the cursor's key)
 	Plan    Config
-	Now     func() time.Time
+	// Now, when set, replaces the database clock that SENDING orders are aged on (tests).
+	Now func() time.Time
 	Log     *slog.Logger
 }
 
@@ -67,9 +68,6 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, errors.New("execution reconciler: the venue account id is required")
 	case cfg.Plan.NotSentAfter <= 0:
 		return nil, fmt.Errorf("execution reconciler: NotSentAfter must be positive, got %s", cfg.Plan.NotSentAfter)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -91,16 +89,19 @@ func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
 	if err := r.cfg.Gate.Admit(ctx, gate.ExecutionReconciler, slog.String("reason", reason)); err != nil {
 		return res, err
 	}
-	v, d, err := r.gather(ctx)
+	v, d, now, err := r.gather(ctx)
 	if err != nil {
 		return res, err
+	}
+	if r.cfg.Now != nil {
+		now = r.cfg.Now()
 	}
 	if v.AsOf < d.AppliedTransactionID {
 		r.cfg.Log.WarnContext(ctx, "venue snapshot older than the last venue transaction the desk applied; nothing planned from it",
 			slog.Int64("venue_as_of", v.AsOf), slog.Int64("desk_applied", d.AppliedTransactionID),
 			slog.String("hint", "a lagging venue read repairs itself next run; a venue account whose history restarted (a new simulator) needs a dealer"))
 	}
-	actions := Plan(v, d, r.cfg.Now(), r.cfg.Plan)
+	actions := Plan(v, d, now, r.cfg.Plan)
 	for _, a := range actions {
 		if r.cfg.Desk.VenueBusy(a.OrderID, a.PositionID) {
 			// Its own send is booking it right now; what is left, the next run plans.
@@ -126,14 +127,21 @@ func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
 
 // gather reads both states: the venue's snapshot first (its AsOf), then the desk's book, then
 // the targeted lookups the desk's rows call for.
-func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) {
+func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Time, error) {
+	// The desk's cursor first: a snapshot is stale only if it predates what the desk had applied
+	// before the snapshot was taken, so fills the desk books while this run gathers do not make
+	// it skip the run.
+	cursor, now, err := r.cfg.Desk.VenueCursor(ctx, r.cfg.Account)
+	if err != nil {
+		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: %w", err)
+	}
 	sum, err := r.cfg.Venue.Summary(ctx)
 	if err != nil {
-		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: venue summary: %w", err)
+		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: venue summary: %w", err)
 	}
 	trades, err := r.cfg.Venue.OpenTrades(ctx)
 	if err != nil {
-		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: venue open trades: %w", err)
+		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: venue open trades: %w", err)
 	}
 	v := VenueState{AsOf: sum.LastTransactionID, OpenTrades: trades, Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
 	var named []int64
@@ -146,13 +154,13 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 			}
 		}
 	}
-	positions, orders, cursor, err := r.cfg.Desk.ExternalBook(ctx, r.cfg.Account, named)
+	positions, orders, err := r.cfg.Desk.ExternalBook(ctx, named)
 	if err != nil {
-		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: desk book: %w", err)
+		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: desk book: %w", err)
 	}
 	sizes, err := r.cfg.Desk.ContractSizes(ctx)
 	if err != nil {
-		return VenueState{}, DeskState{}, fmt.Errorf("reconcile: contract sizes: %w", err)
+		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: contract sizes: %w", err)
 	}
 	d := DeskState{Orders: map[string]DeskOrder{}, ContractSize: sizes, AppliedTransactionID: cursor}
 	wanted := map[int64]bool{} // closing fills of linked trades the desk has not booked
@@ -165,7 +173,7 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 		}
 		full, found, err := r.cfg.Venue.TradeByID(ctx, p.TradeID)
 		if err != nil {
-			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: trade %s: %w", p.TradeID, err)
+			return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: trade %s: %w", p.TradeID, err)
 		}
 		if found {
 			v.Trades[p.TradeID] = full
@@ -181,7 +189,7 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 		}
 	}
 	if v.Fills, err = r.fills(ctx, wanted); err != nil {
-		return VenueState{}, DeskState{}, err
+		return VenueState{}, DeskState{}, time.Time{}, err
 	}
 	for _, o := range orders {
 		cid := trading.ClientID(o.OrderID)
@@ -192,18 +200,18 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, error) 
 		}
 		var lk ClientLookup
 		if info, found, err := r.cfg.Venue.OrderByClientID(ctx, cid); err != nil {
-			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: order @%s: %w", cid, err)
+			return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: order @%s: %w", cid, err)
 		} else if found {
 			lk.Order = &info
 		}
 		if t, found, err := r.cfg.Venue.TradeByClientID(ctx, cid); err != nil {
-			return VenueState{}, DeskState{}, fmt.Errorf("reconcile: trade @%s: %w", cid, err)
+			return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: trade @%s: %w", cid, err)
 		} else if found {
 			lk.Trade = &t
 		}
 		v.ByClientID[cid] = lk
 	}
-	return v, d, nil
+	return v, d, now, nil
 }
 
 // do carries out one action.

@@ -564,19 +564,27 @@ type VenueOrder struct {
 	TradeID            string
 }
 
-// ExternalBook reads the desk's A-book: open EXTERNAL positions, SENDING orders, and the
-// orders named by extraOrderIDs (client ids the venue's tagged trades carry), with the venue
-// cursor.
-func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, int64, error) {
+// VenueCursor is the last venue transaction the desk stored an effect of, for venueAccount,
+// and the database clock now (the clock SENDING orders' sentAt is on).
+func (s *Service) VenueCursor(ctx context.Context, venueAccount string) (int64, time.Time, error) {
+	var cursor int64
+	var now time.Time
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(`lastTransactionId`), 0), NOW(3) FROM `fx_venue_cursor` WHERE `venueAccount` = ?", venueAccount).Scan(&cursor, &now)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("venue cursor: %w", err)
+	}
+	return cursor, now, nil
+}
+
+// ExternalBook reads the desk's A-book: open EXTERNAL positions with the venue fills booked
+// from each, SENDING orders, and the orders named by extraOrderIDs (client ids the venue's
+// tagged trades carry).
+func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("external book: begin: %w", err)
+		return nil, nil, fmt.Errorf("external book: begin: %w", err)
 	}
 	defer tx.Rollback()
-	var cursor int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(`lastTransactionId`), 0) FROM `fx_venue_cursor` WHERE `venueAccount` = ?", venueAccount).Scan(&cursor); err != nil {
-		return nil, nil, 0, fmt.Errorf("external book: cursor: %w", err)
-	}
 	pos, err := queryAll(ctx, tx, "external book: positions", func(sc scanner) (LinkedPosition, error) {
 		var p LinkedPosition
 		err := sc.Scan(&p.PositionID, &p.OrderID, &p.AccountID, &p.Symbol, &p.Side, &p.Volume, &p.ContractSize, &p.TradeID)
@@ -585,7 +593,7 @@ func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOr
 		"FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
 		"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL ORDER BY p.`id`")
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
 	if len(pos) > 0 {
 		ids := make([]int64, len(pos))
@@ -596,19 +604,19 @@ func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOr
 		rows, err := tx.QueryContext(ctx, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+
 			store.Placeholders(len(ids))+") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+			return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
 		}
 		for rows.Next() {
 			var pid, txID int64
 			if err := rows.Scan(&pid, &txID); err != nil {
 				rows.Close()
-				return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+				return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
 			}
 			pos[at[pid]].Booked = append(pos[at[pid]].Booked, txID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, nil, 0, fmt.Errorf("external book: booked fills: %w", err)
+			return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
 		}
 	}
 	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
@@ -639,9 +647,9 @@ func (s *Service) ExternalBook(ctx context.Context, venueAccount string, extraOr
 	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId` "+
 		"FROM `fx_order` o LEFT JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
-	return pos, orders, cursor, nil
+	return pos, orders, nil
 }
 
 // ContractSizes maps every instrument to its contract size (venue units per lot).
