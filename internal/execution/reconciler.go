@@ -50,7 +50,7 @@ type ReconcilerConfig struct {
 	Plan    Config
 	// Now, when set, replaces the database clock that SENDING orders are aged on (tests).
 	Now func() time.Time
-	Log     *slog.Logger
+	Log *slog.Logger
 }
 
 // Reconciler is runFxExecutionReconciler: it gathers the venue's state and the desk's, asks Plan

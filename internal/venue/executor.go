@@ -302,8 +302,8 @@ func (e *Executor) Ensure(ctx context.Context, n int, probe func(context.Context
 }
 
 // openConnections is how many connections the pool holds or has lent out: dialled, not yet
-// closed. The transport does not say, so it is counted at dial and close through the probe's
-// trace: see warm.
+// closed. The transport does not say, so the transport's DialContext counts the dials and
+// countedConn.Close the closes.
 func (e *Executor) openConnections() int { return int(e.dials.Load() - e.closed.Load()) }
 
 func (e *Executor) warm(ctx context.Context, want int, probe func(context.Context) error) error {
