@@ -16,10 +16,10 @@ import (
 	"time"
 )
 
-// Venue calls block for the venue's answer (about 130 ms), so a gap that closes thousands of
-// EXTERNAL positions needs as many calls in flight as it can have, and every one of them needs a
-// worker and a connection at that moment. Paying for either in the middle of the burst is what
-// turns a 1 ms own time into 50 ms, so both are made before the burst: the workers are started
+// Venue calls block for the venue's answer, so a gap that closes thousands of EXTERNAL
+// positions needs as many calls in flight as it can have, and every one of them needs a worker
+// and a connection at that moment. Paying for either in the middle of the burst multiplies a
+// call's own time many times over, so both are made before the burst: the workers are started
 // and the connections dialled up front, sized from the worst case and capped by configuration,
 // and the effective sizes are logged. A configured size that cannot apply (the process's file
 // limit, the venue's connection rate) is capped with a warning, never silently.
