@@ -74,9 +74,12 @@ type Executor struct {
 	jobs    chan *call
 	mu      sync.Mutex
 	workers int
-	stopped bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// cappedAt is the worst case last warned about as capped (0: none since it fit), so a
+	// worst case that stays the same is warned about once, not on every Ensure.
+	cappedAt int
+	stopped  bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
 
 	dials, closed, warmDials, demandDials atomic.Int64
 	inFlight, queued                      atomic.Int64
@@ -267,14 +270,16 @@ func (e *Executor) paceDials(rate float64) {
 // connections are dialled and left idle in the pool. It never shrinks.
 func (e *Executor) Ensure(ctx context.Context, n int, probe func(context.Context) error) error {
 	want := min(n, e.cfg.Cap)
-	if n > e.cfg.Cap {
-		e.log.WarnContext(ctx, "venue executor capped below the worst case: calls past the cap will queue",
-			slog.Int("worst_case", n), slog.Int("cap", e.cfg.Cap))
-	}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
 		return errors.New("venue executor: stopped")
+	}
+	warnCapped := n > e.cfg.Cap && n != e.cappedAt
+	if n > e.cfg.Cap {
+		e.cappedAt = n
+	} else {
+		e.cappedAt = 0
 	}
 	for e.workers < want {
 		e.workers++
@@ -282,6 +287,10 @@ func (e *Executor) Ensure(ctx context.Context, n int, probe func(context.Context
 		go e.work()
 	}
 	e.mu.Unlock()
+	if warnCapped {
+		e.log.WarnContext(ctx, "venue executor capped below the worst case: calls past the cap will queue",
+			slog.Int("worst_case", n), slog.Int("cap", e.cfg.Cap))
+	}
 	open := e.openConnections()
 	if open >= want || probe == nil {
 		return nil
@@ -345,7 +354,7 @@ func (e *Executor) warm(ctx context.Context, want int, probe func(context.Contex
 			first = err
 		}
 	}
-	e.noteReach(first)
+	e.noteReach(ctx, first)
 	return first
 }
 
@@ -353,12 +362,12 @@ func (e *Executor) warm(ctx context.Context, want int, probe func(context.Contex
 // made says it is unreachable; a lost answer (a timeout, a reset, a 5xx) came from a venue that
 // took the request, and a send refused before it left (the gate, a malformed order) says
 // nothing about the venue.
-func (e *Executor) noteReach(err error) {
+func (e *Executor) noteReach(ctx context.Context, err error) {
 	switch {
 	case isDialError(err):
-		e.setReachable(false)
+		e.setReachable(ctx, false)
 	case err == nil || !errors.Is(err, ErrNotSent):
-		e.setReachable(true)
+		e.setReachable(ctx, true)
 	}
 }
 
@@ -433,7 +442,7 @@ func (e *Executor) work() {
 			e.calls.Add(1)
 			err := c.fn(c.ctx)
 			left := e.inFlight.Add(-1)
-			e.noteReach(err)
+			e.noteReach(c.ctx, err)
 			c.done <- err
 			if left == 0 && e.queued.Load() == 0 {
 				e.idle()
@@ -445,12 +454,12 @@ func (e *Executor) work() {
 // Reachable is false after a call or probe could not reach the venue, until one does again.
 func (e *Executor) Reachable() bool { return !e.unreachable.Load() }
 
-func (e *Executor) setReachable(ok bool) {
+func (e *Executor) setReachable(ctx context.Context, ok bool) {
 	if was := !e.unreachable.Swap(!ok); was != ok {
 		if ok {
-			e.log.Info("venue reachable again")
+			e.log.InfoContext(ctx, "venue reachable again")
 		} else {
-			e.log.Warn("venue unreachable: EXTERNAL opens are refused until it answers again")
+			e.log.WarnContext(ctx, "venue unreachable: EXTERNAL opens are refused until it answers again")
 		}
 	}
 }
@@ -472,7 +481,7 @@ func (e *Executor) Probe(ctx context.Context, every time.Duration, probe func(co
 		pctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		err := probe(pctx)
 		cancel()
-		e.noteReach(err)
+		e.noteReach(ctx, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,6 +135,56 @@ func waitErr(t *testing.T, what string, ch <-chan error) error {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 		return nil
+	}
+}
+
+// warnings counts the warnings logged, by message.
+type warnings struct {
+	mu  sync.Mutex
+	msg map[string]int
+}
+
+func (w *warnings) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *warnings) WithGroup(string) slog.Handler            { return w }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		w.mu.Lock()
+		w.msg[r.Message]++
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+func (w *warnings) count(msg string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.msg[msg]
+}
+
+// The job re-sizes the executor every interval: a worst case above the cap is warned about when
+// it changes, not on every Ensure that finds it unchanged.
+func TestCappedWarnsOncePerWorstCase(t *testing.T) {
+	t.Parallel()
+	const capped = "venue executor capped below the worst case: calls past the cap will queue"
+	w := &warnings{msg: map[string]int{}}
+	e := newExecutor(t, venue.ExecutorConfig{Cap: 2, Log: slog.New(w)})
+	ctx := context.Background()
+	for i, step := range []struct {
+		n, warned int
+	}{
+		{n: 5, warned: 1},
+		{n: 5, warned: 1}, // unchanged: no new warning
+		{n: 7, warned: 2},
+		{n: 2, warned: 2}, // fits the cap
+		{n: 7, warned: 3}, // capped again after it fit
+	} {
+		if err := e.Ensure(ctx, step.n, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.count(capped); got != step.warned {
+			t.Fatalf("step %d, Ensure(%d): %d capped warnings, want %d", i, step.n, got, step.warned)
+		}
 	}
 }
 
