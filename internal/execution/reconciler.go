@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
 )
@@ -109,7 +110,16 @@ func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
 			continue
 		}
 		res.Planned[a.Kind]++
-		if err := r.do(ctx, a, v); err != nil {
+		err := r.do(ctx, a, v)
+		if booked(err) {
+			// Booked by its own send between this run's read and the action: a race the plan
+			// cannot see, not a failure. What is left, the next run plans.
+			r.cfg.Log.InfoContext(ctx, "booked meanwhile by its own send; nothing to do", slog.String("action", string(a.Kind)),
+				slog.Int64("order_id", a.OrderID), slog.Int64("position_id", a.PositionID), slog.String("trade_id", a.TradeID))
+			res.Planned["left_to_its_send"]++
+			continue
+		}
+		if err != nil {
 			res.Failed++
 			r.cfg.Log.ErrorContext(ctx, "reconciler action failed; the next run plans again from state",
 				slog.String("action", string(a.Kind)), slog.Int64("order_id", a.OrderID), slog.Int64("position_id", a.PositionID),
@@ -224,12 +234,6 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 			return fmt.Errorf("adopt order %d: no units", a.OrderID)
 		}
 		pos, err := r.cfg.Desk.AdoptVenueTrade(ctx, a.OrderID, a.TradeID, a.Symbol, *units, a.Price, a.TransactionID)
-		if errors.Is(err, trading.ErrAlreadyBooked) {
-			// The send was in flight when the states were read and its answer has been booked
-			// since: a race the plan cannot see, not a failure. A close it left is planned next run.
-			log.InfoContext(ctx, "the order's own send booked the venue trade meanwhile; nothing to adopt", slog.Int64("order_id", a.OrderID))
-			return nil
-		}
 		if err != nil {
 			return err
 		}
@@ -289,6 +293,11 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 		return fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return nil
+}
+
+// booked is whether err says the action's booking was made meanwhile by the send it repairs.
+func booked(err error) bool {
+	return errors.Is(err, trading.ErrAlreadyBooked) || errors.Is(err, risk.ErrAlreadyClosed)
 }
 
 // maxFillPages bounds how many pages of transactions one run reads for the fills it wants; what

@@ -242,7 +242,7 @@ func (c *committer) run(ws []deskWrite) {
 		w := live[0]
 		q := w.base()
 		q.err = w.failed(err)
-		if !errors.Is(q.err, errReplayed) && fx.ErrorCode(q.err) == fx.EINTERNAL {
+		if !errors.Is(q.err, errReplayed) && !errors.Is(q.err, ErrAlreadyBooked) && fx.ErrorCode(q.err) == fx.EINTERNAL {
 			c.refused.Add(1)
 			if s.commitObs != nil {
 				s.commitObs.ObserveRefused()
@@ -378,11 +378,15 @@ type lockPlan struct {
 	positions []int64         // to lock after the accounts
 	orders    []int64         // resting orders to lock after the positions
 	nonces    []nonceKey      // request nonces to look up
+	fills     []fillKey       // venue fills a close books: already booked?
 	exposures []int64         // accounts whose open exposures a fill prices
 	accountOf map[int64]int64 // position id → account id, read before the transaction
 	unknown   map[int64]bool  // positions whose account is not known yet
 	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
 }
+
+// fillKey is one venue fill booked against one position.
+type fillKey struct{ position, tx int64 }
 
 type nonceKey struct {
 	account int64
@@ -438,6 +442,12 @@ func (l *lockPlan) nonce(account int64, nonce string) {
 	}
 }
 
+func (l *lockPlan) fill(position, tx int64) {
+	if k := (fillKey{position, tx}); !slices.Contains(l.fills, k) {
+		l.fills = append(l.fills, k)
+	}
+}
+
 func (l *lockPlan) closesWithoutAccount() bool { return len(l.unknown) > 0 }
 
 // readPositionAccounts reads the account of every position whose account is not known.
@@ -475,6 +485,7 @@ type lockedRows struct {
 	positions map[int64]*Position
 	orders    map[int64]*Order
 	nonces    map[nonceKey]Order
+	booked    map[fillKey]bool         // the venue fills of the plan's fills the ledger already holds
 	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
 	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
 
@@ -505,7 +516,7 @@ type batchIDs struct {
 // a swap is writing among them.
 func (r *lockedRows) add(b *batch, l *lockPlan) {
 	r.accounts, r.locked = map[int64]*Account{}, map[int64]decimal.Decimal{}
-	r.positions, r.orders, r.nonces = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}
+	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[fillKey]bool{}
 	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
 	if len(l.accounts) > 0 {
 		ids := slices.Sorted(slices.Values(l.accounts))
@@ -567,6 +578,27 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 			}
 			return nil
 		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
+	}
+	if len(l.fills) > 0 {
+		// A venue fill is booked once per position (uq_fx_deal_venue_fill): one the ledger holds
+		// already — the send booked it while the reconciler planned it too — is answered as
+		// booked, instead of failing the batch on the key and writing it row by row.
+		var where []string
+		var args []any
+		for _, k := range l.fills {
+			where = append(where, "(`positionId` = ? AND `venueTransactionId` = ?)")
+			args = append(args, k.position, k.tx)
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				var k fillKey
+				if err := rows.Scan(&k.position, &k.tx); err != nil {
+					return err
+				}
+				r.booked[k] = true
+			}
+			return nil
+		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE "+strings.Join(where, " OR "), args...)
 	}
 	if len(l.exposures) > 0 {
 		ids := slices.Sorted(slices.Values(l.exposures))

@@ -250,10 +250,10 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 	return w.res, nil
 }
 
-// ErrAlreadyBooked is what AdoptVenueTrade returns for an order that is FILLED already: its own
-// send's answer was booked between the reconciler's read and the adoption, so nothing is left
-// to adopt.
-var ErrAlreadyBooked = errors.New("the order was already filled")
+// ErrAlreadyBooked answers a booking of what the desk has booked already: an adoption of an order
+// that is FILLED (its own send's answer was booked between the reconciler's read and the
+// adoption), or a venue close fill the position's ledger already holds. Nothing is left to do.
+var ErrAlreadyBooked = errors.New("already booked")
 
 // AdoptVenueTrade books venue trade tradeID, of units (signed) on symbol opened at price, for
 // the desk order orderID (SENDING or NOT_SENT) that sent it: the reconciler's Adopt. The order is

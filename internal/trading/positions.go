@@ -145,7 +145,12 @@ type closeWrite struct {
 	a    Account
 }
 
-func (w *closeWrite) wants(l *lockPlan) { l.position(w.id, w.account != 0) }
+func (w *closeWrite) wants(l *lockPlan) {
+	l.position(w.id, w.account != 0)
+	if w.venuePrice != nil && w.txID > 0 {
+		l.fill(w.id, w.txID)
+	}
+}
 
 func (w *closeWrite) apply(r *lockedRows) error {
 	w.res, w.deal = CloseResult{}, -1
@@ -196,6 +201,9 @@ func (w *closeWrite) apply(r *lockedRows) error {
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
 func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in Instrument) error {
+	if r.booked[fillKey{w.id, w.txID}] {
+		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, ErrAlreadyBooked)
+	}
 	vol := p.Volume
 	if w.volume != nil && w.volume.LessThan(vol) {
 		vol = *w.volume
@@ -257,7 +265,13 @@ func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	return []risk.Change{{Kind: risk.PositionReduced, Position: risk.Position{ID: w.id, Volume: w.res.Position.Volume.InexactFloat64()}}, balanceChanged(w.a)}
 }
 
-func (w *closeWrite) failed(err error) error { return fmt.Errorf("close position %d: %w", w.id, err) }
+func (w *closeWrite) failed(err error) error {
+	if store.IsDuplicateKey(err) && w.txID > 0 {
+		// The same fill booked by a write this batch could not see (another batch meanwhile).
+		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, ErrAlreadyBooked, err)
+	}
+	return fmt.Errorf("close position %d: %w", w.id, err)
+}
 
 // closing marks locked position p as changed by a close of this batch.
 func (r *lockedRows) closing(p *Position) {
