@@ -35,7 +35,6 @@ type Venue interface {
 	AccountID() string
 	PlaceMarket(ctx context.Context, o venue.MarketOrder, trigger time.Time) (venue.Outcome, error)
 	CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error)
-	TradeByID(ctx context.Context, id string) (venue.Trade, bool, error)
 }
 
 // venueTimeout bounds what the desk does after a venue send: booking the answer belongs to no
@@ -49,8 +48,11 @@ type venueLink struct {
 	symbol  string
 }
 
-// links maps open EXTERNAL positions to their venue trades, filled by the risk view's load and
-// kept by every commit that opens or ends a link.
+// links maps open EXTERNAL positions to their venue trades, so that a close the risk engine
+// triggers goes to the venue without a database read on its way (own time). The risk view's load
+// replaces it; every commit that opens or ends a link keeps it. A link it misses (another
+// holder's, before a takeover) is found by the close's batch (errLinked), so it is a cache, never
+// the record.
 type links struct {
 	mu sync.Mutex
 	m  map[int64]venueLink
@@ -70,6 +72,12 @@ func (l *links) set(id int64, v venueLink) {
 		l.m = map[int64]venueLink{}
 	}
 	l.m[id] = v
+}
+
+func (l *links) replace(m map[int64]venueLink) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m = m
 }
 
 func (l *links) drop(id int64) {

@@ -62,10 +62,11 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}, "SELECT "+accountCols+" FROM `fx_account`"); err != nil {
 		return risk.Snapshot{}, err
 	}
+	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
 	if s.Positions, err = queryAll(ctx, tx, "risk view: positions", func(sc scanner) (risk.Position, error) {
 		p, err := scanPosition(sc)
 		if err == nil && p.VenueTradeID != nil {
-			r.svc.links.set(p.ID, venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol})
+			loaded[p.ID] = venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}
 		}
 		return riskPosition(p), err
 	}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
@@ -78,6 +79,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 		return risk.Snapshot{}, err
 	}
 	r.versions = versions
+	r.svc.links.replace(loaded)
 	return s, nil
 }
 
