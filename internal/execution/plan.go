@@ -13,14 +13,6 @@ import (
 	"fxdesk/internal/venue"
 )
 
-// Desk order states of an EXTERNAL order (fx_order.status).
-const (
-	OrderSending  = "SENDING"  // written before the request left; the venue's answer not yet booked
-	OrderNotSent  = "NOT_SENT" // the reconciler found no trace of it at the venue past the threshold
-	OrderFilled   = "FILLED"
-	OrderRejected = "REJECTED"
-)
-
 // DeskPosition is one open EXTERNAL position linked to a venue trade.
 type DeskPosition struct {
 	PositionID, OrderID, AccountID int64
@@ -234,7 +226,7 @@ func (p *planner) sendingOrders(now time.Time, cfg Config) {
 	}
 	for _, clientID := range slices.Sorted(maps.Keys(p.d.Orders)) {
 		o := p.d.Orders[clientID]
-		if o.Status != OrderSending || carried[clientID] || p.adoptedOrders[clientID] {
+		if o.Status != fx.OrderSending || carried[clientID] || p.adoptedOrders[clientID] {
 			continue
 		}
 		lookup, ok := p.v.ByClientID[clientID]

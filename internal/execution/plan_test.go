@@ -62,7 +62,7 @@ func fill(id int64, trade, units, price string) venue.Transaction {
 
 func sending(orderID int64, clientID string, sentAt time.Time) DeskOrder {
 	return DeskOrder{OrderID: orderID, AccountID: 7, ClientID: clientID, Symbol: "EURUSD", Side: fx.Buy,
-		Volume: dec("1"), Status: OrderSending, SentAt: sentAt}
+		Volume: dec("1"), Status: fx.OrderSending, SentAt: sentAt}
 }
 
 func position(positionID, orderID int64, tradeID, lots string) DeskPosition {
@@ -99,7 +99,7 @@ func TestTaggedVenueTradeWithoutDeskLinkIsAdoptedNotReopened(t *testing.T) {
 	t.Parallel()
 	// Whatever the desk wrote about the order, a trade at the venue that carries its id and no
 	// position is booked from the venue's trade: the desk never sends it again.
-	for _, status := range []string{OrderSending, OrderNotSent, OrderRejected, OrderFilled} {
+	for _, status := range []string{fx.OrderSending, fx.OrderNotSent, fx.OrderRejected, fx.OrderFilled} {
 		t.Run(status, func(t *testing.T) {
 			t.Parallel()
 			d, v := newDesk(), newVenue()
@@ -203,7 +203,7 @@ func TestCancelledSendingOrderIsMarkedRejected(t *testing.T) {
 func TestUntrackedTaggedOrphanIsClosed(t *testing.T) {
 	t.Parallel()
 	closedOnDesk := sending(101, "101", now.Add(-time.Hour))
-	closedOnDesk.Status, closedOnDesk.PositionID = OrderFilled, 77
+	closedOnDesk.Status, closedOnDesk.PositionID = fx.OrderFilled, 77
 	linkedElsewhere := closedOnDesk
 	linkedElsewhere.PositionOpen, linkedElsewhere.TradeID = true, "4999"
 	tests := []struct {
@@ -233,7 +233,7 @@ func TestTradeLinkedThroughItsOrderIsNotAnOrphan(t *testing.T) {
 	// list: the trade is explained, and closing it would close a trader's hedge.
 	d, v := newDesk(), newVenue()
 	o := sending(101, "101", now.Add(-time.Hour))
-	o.Status, o.PositionID, o.PositionOpen, o.TradeID = OrderFilled, 77, true, "5001"
+	o.Status, o.PositionID, o.PositionOpen, o.TradeID = fx.OrderFilled, 77, true, "5001"
 	d.Orders["101"] = o
 	v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
 	requireActions(t, Plan(v, d, now, cfg))
@@ -395,13 +395,13 @@ func TestDroppedWorkIsNotReplayed(t *testing.T) {
 	// the plan reads no history to replay.
 	d, v := newDesk(), newVenue()
 	notSent := sending(101, "101", now.Add(-time.Hour))
-	notSent.Status = OrderNotSent
+	notSent.Status = fx.OrderNotSent
 	closed := sending(102, "102", now.Add(-time.Hour))
-	closed.Status, closed.PositionID = OrderFilled, 78
+	closed.Status, closed.PositionID = fx.OrderFilled, 78
 	rejected := sending(103, "103", now.Add(-time.Hour))
-	rejected.Status = OrderRejected
+	rejected.Status = fx.OrderRejected
 	open := sending(104, "104", now.Add(-time.Hour))
-	open.Status, open.PositionID, open.PositionOpen, open.TradeID = OrderFilled, 79, true, "5004"
+	open.Status, open.PositionID, open.PositionOpen, open.TradeID = fx.OrderFilled, 79, true, "5004"
 	d.Orders = map[string]DeskOrder{"101": notSent, "102": closed, "103": rejected, "104": open}
 	d.Positions = []DeskPosition{position(79, 104, "5004", "1.5")}
 	v.OpenTrades = []venue.Trade{openTagged("5004", "104", "150000")}
@@ -520,7 +520,7 @@ func randomStates(r *rand.Rand, n int) []struct {
 		for range r.IntN(6) {
 			id := clientID()
 			o := DeskOrder{OrderID: orderID(id), ClientID: id, Symbol: pick(symbols), Side: fx.Buy, Volume: dec("1"),
-				Status: pick([]string{OrderSending, OrderSending, OrderNotSent, OrderFilled, OrderRejected}),
+				Status: pick([]string{fx.OrderSending, fx.OrderSending, fx.OrderNotSent, fx.OrderFilled, fx.OrderRejected}),
 				SentAt: now.Add(-time.Duration(r.IntN(120)) * time.Second)}
 			if r.IntN(3) == 0 {
 				o.PositionID, o.PositionOpen, o.TradeID = int64(r.IntN(100)+1), r.IntN(2) == 0, tradeID()
@@ -601,7 +601,7 @@ func TestPlanNeverSendsAndNeverTouchesUntaggedTrades(t *testing.T) {
 			}
 			if a.Kind == MarkNotSent {
 				o, l := s.d.Orders[clientIDOf(s.d, a.OrderID)], s.v.ByClientID[clientIDOf(s.d, a.OrderID)]
-				if o.Status != OrderSending || l.Trade != nil || l.Order != nil || now.Sub(o.SentAt) < cfg.NotSentAfter {
+				if o.Status != fx.OrderSending || l.Trade != nil || l.Order != nil || now.Sub(o.SentAt) < cfg.NotSentAfter {
 					t.Fatalf("state %d: NOT_SENT for order %+v with lookup %+v", i, o, l)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
@@ -205,7 +206,7 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 		cid := trading.ClientID(o.OrderID)
 		d.Orders[cid] = DeskOrder{OrderID: o.OrderID, AccountID: o.AccountID, ClientID: cid, Symbol: o.Symbol, Side: o.Side, Volume: o.Volume,
 			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID}
-		if o.Status != OrderSending {
+		if o.Status != fx.OrderSending {
 			continue
 		}
 		var lk ClientLookup
@@ -245,12 +246,12 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 			log.InfoContext(ctx, "booked the venue's close of the adopted trade", slog.Int64("position_id", pos), slog.String("price", a.ClosePrice.String()))
 		}
 	case MarkNotSent:
-		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, trading.OrderNotSent, "no trace at the venue by its client id"); err != nil {
+		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, fx.OrderNotSent, "no trace at the venue by its client id"); err != nil {
 			return err
 		}
 		log.WarnContext(ctx, "order has no trace at the venue; marked NOT_SENT, never re-sent", slog.Int64("order_id", a.OrderID))
 	case MarkRejected:
-		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, trading.OrderRejected, a.Reason); err != nil {
+		if err := r.cfg.Desk.EndVenueOrder(ctx, a.OrderID, fx.OrderRejected, a.Reason); err != nil {
 			return err
 		}
 		log.InfoContext(ctx, "the venue cancelled the order; marked REJECTED", slog.Int64("order_id", a.OrderID))

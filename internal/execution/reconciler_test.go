@@ -364,14 +364,14 @@ func TestReconcilerMarksNotSentPastTheThreshold(t *testing.T) {
 	if r, err := e.reconciler(nil).Run(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 0 {
 		t.Fatalf("young SENDING row: %v %v", r.Planned, err)
 	}
-	if st, _, _ := orderStatus(t, id); st != trading.OrderSending {
+	if st, _, _ := orderStatus(t, id); st != fx.OrderSending {
 		t.Fatalf("young SENDING row is %s", st)
 	}
 	later := func() time.Time { return time.Now().Add(2 * time.Minute) }
 	if r, err := e.reconciler(later).Run(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 1 || r.Failed != 0 {
 		t.Fatalf("old SENDING row: %v %v", r, err)
 	}
-	if st, _, _ := orderStatus(t, id); st != trading.OrderNotSent {
+	if st, _, _ := orderStatus(t, id); st != fx.OrderNotSent {
 		t.Fatalf("old SENDING row is %s, want NOT_SENT", st)
 	}
 	if n := e.sim.State().Requests["POST /orders"]; n != orders || e.sim.State().OrderRequests[trading.ClientID(id)] != 0 {

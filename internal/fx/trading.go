@@ -38,6 +38,11 @@ const (
 	OrderFilled    = "FILLED"
 	OrderCancelled = "CANCELLED"
 	OrderExpired   = "EXPIRED"
+	OrderRejected  = "REJECTED" // refused when it came to fill (margin), or cancelled by the venue
+	// An EXTERNAL order is SENDING from before its request leaves until the venue's answer is
+	// booked; NOT_SENT when the venue has no trace of it past the threshold (never re-sent).
+	OrderSending = "SENDING"
+	OrderNotSent = "NOT_SENT"
 )
 
 // Position statuses.

@@ -166,7 +166,7 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 	defer cancel()
 	if err := s.gate.Admit(ctx, gate.VenueSend, append(attrs, slog.String("op", "send order"))...); err != nil {
 		// Never left: the row says so, and nothing will ever send it.
-		s.endOrder(ctx, o.ID, OrderNotSent, "dropped at the gate: the lease was not confirmed")
+		s.endOrder(ctx, o.ID, fx.OrderNotSent, "dropped at the gate: the lease was not confirmed")
 		return OrderResult{}, err
 	}
 	out, err := s.venue.PlaceMarket(ctx, venue.MarketOrder{ClientID: ClientID(o.ID), Symbol: o.Symbol, Units: venueUnits(in, o.Side, o.Volume)}, trigger)
@@ -175,13 +175,13 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 	case err == nil && out.Fill != nil:
 		return s.bookOpen(ctx, userID, o.ID, o.AccountID, in, *out.Fill, out.LastTransactionID)
 	case err == nil && out.Cancelled != nil:
-		s.endOrder(ctx, o.ID, OrderRejected, out.Cancelled.Reason)
+		s.endOrder(ctx, o.ID, fx.OrderRejected, out.Cancelled.Reason)
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Order %d was not filled: %s (%s).", o.ID, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
 	case err == nil:
 		s.log.LogAttrs(ctx, slog.LevelError, "venue answered an order with neither a fill nor a cancel; it stays SENDING for the reconciler", attrs...)
 		return OrderResult{}, errVenueOutcomeUnknown
 	case errors.As(err, &verr):
-		s.endOrder(ctx, o.ID, OrderRejected, verr.Code)
+		s.endOrder(ctx, o.ID, fx.OrderRejected, verr.Code)
 		if verr.Status == 401 || verr.Status == 403 {
 			s.log.LogAttrs(ctx, slog.LevelError, "venue refused the desk's credentials", append(attrs, slog.Any("err", err))...)
 			return OrderResult{}, errVenueUnavailable()
@@ -189,7 +189,7 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused order %d: %s", o.ID, verr.Message)
 	case errors.Is(err, gate.ErrNotHolder):
 		// Queued behind a burst past the trust window: the worker's gate check kept it back.
-		s.endOrder(ctx, o.ID, OrderNotSent, "dropped at the gate: the lease was not confirmed")
+		s.endOrder(ctx, o.ID, fx.OrderNotSent, "dropped at the gate: the lease was not confirmed")
 		return OrderResult{}, err
 	case errors.Is(err, venue.ErrNotSent):
 		// It provably never left: the identity row goes, so nothing is left written.
@@ -202,13 +202,6 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 	}
 }
 
-// Order statuses of EXTERNAL orders (fx_order.status).
-const (
-	OrderSending  = "SENDING"
-	OrderNotSent  = "NOT_SENT"
-	OrderRejected = "REJECTED"
-)
-
 // endOrder ends SENDING order id with status and the venue's reason. A row that ends a link is
 // true whoever writes it, so it is not fenced (DESIGN §8); it changes only a SENDING row.
 func (s *Service) endOrder(ctx context.Context, id int64, status, reason string) {
@@ -220,7 +213,7 @@ func (s *Service) endOrder(ctx context.Context, id int64, status, reason string)
 // EndVenueOrder marks SENDING (or NOT_SENT, for a late cancel) order id with status
 // (REJECTED or NOT_SENT) and reason. It changes nothing if the order has moved on.
 func (s *Service) EndVenueOrder(ctx context.Context, id int64, status, reason string) error {
-	if status != OrderRejected && status != OrderNotSent {
+	if status != fx.OrderRejected && status != fx.OrderNotSent {
 		return fmt.Errorf("end venue order %d: %q is not an end state", id, status)
 	}
 	_, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')",
@@ -327,7 +320,7 @@ func (w *venueFill) apply(r *lockedRows) error {
 		return fx.Errorf(fx.ENOTFOUND, "Order %d not found.", w.orderID)
 	}
 	switch o.Status {
-	case OrderSending, OrderNotSent:
+	case fx.OrderSending, fx.OrderNotSent:
 	case fx.OrderFilled:
 		w.done, w.res = true, OrderResult{Order: *o, Replayed: true}
 		return nil

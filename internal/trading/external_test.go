@@ -340,7 +340,7 @@ func TestExternalVenueCancelRejects(t *testing.T) {
 	if err := testDB.QueryRow("SELECT `id` FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, reason := orderRow(t, id); st != OrderRejected || reason == nil || *reason != venue.ReasonInsufficientMargin {
+	if st, _, reason := orderRow(t, id); st != fx.OrderRejected || reason == nil || *reason != venue.ReasonInsufficientMargin {
 		t.Fatalf("order %d: %s %v", id, st, reason)
 	}
 	var positions int
@@ -398,7 +398,7 @@ func TestExternalTimeoutStaysSending(t *testing.T) {
 	if err := testDB.QueryRow("SELECT `id` FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, _ := orderRow(t, id); st != OrderSending {
+	if st, _, _ := orderRow(t, id); st != fx.OrderSending {
 		t.Fatalf("order %d is %s, want SENDING", id, st)
 	}
 	st := b.sim.State()

@@ -307,7 +307,7 @@ func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
 		return errVenueUnavailable()
 	}
 	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: OrderSending, Execution: fx.External, CreatedAt: r.now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce = &w.r.RequestNonce
 	}
