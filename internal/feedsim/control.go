@@ -2,10 +2,8 @@ package feedsim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/simcontrol"
 )
 
 // maxBurstTicks bounds one burst so a typo cannot keep the simulator busy for hours.
@@ -331,27 +330,13 @@ func (s *Server) State() State {
 }
 
 func (s *Server) controlRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /control/quote", loopbackOnly(s.handleQuote()))
-	mux.Handle("POST /control/session", loopbackOnly(s.handleSession()))
-	mux.Handle("POST /control/silence", loopbackOnly(s.handleSilence()))
-	mux.Handle("POST /control/burst", loopbackOnly(s.handleBurst()))
-	mux.Handle("POST /control/raw", loopbackOnly(s.handleRaw()))
-	mux.Handle("POST /control/disconnect", loopbackOnly(s.handleDisconnect()))
-	mux.Handle("GET /control/state", loopbackOnly(s.handleState()))
-}
-
-// loopbackOnly refuses control calls from anywhere but this machine, even if someone binds the
-// simulator to a public address.
-func loopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		ip := net.ParseIP(host)
-		if err != nil || ip == nil || !ip.IsLoopback() {
-			writeError(w, http.StatusForbidden, "EFORBIDDEN", "the simulator control API answers loopback callers only")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	mux.Handle("POST /control/quote", simcontrol.LoopbackOnly(s.handleQuote()))
+	mux.Handle("POST /control/session", simcontrol.LoopbackOnly(s.handleSession()))
+	mux.Handle("POST /control/silence", simcontrol.LoopbackOnly(s.handleSilence()))
+	mux.Handle("POST /control/burst", simcontrol.LoopbackOnly(s.handleBurst()))
+	mux.Handle("POST /control/raw", simcontrol.LoopbackOnly(s.handleRaw()))
+	mux.Handle("POST /control/disconnect", simcontrol.LoopbackOnly(s.handleDisconnect()))
+	mux.Handle("GET /control/state", simcontrol.LoopbackOnly(s.handleState()))
 }
 
 func (s *Server) handleQuote() http.HandlerFunc {
@@ -362,15 +347,15 @@ func (s *Server) handleQuote() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		n, err := s.SetQuote(req.Symbol, req.Bid, req.Ask)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"symbol": strings.ToUpper(req.Symbol), "pushedTo": n})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": strings.ToUpper(req.Symbol), "pushedTo": n})
 	}
 }
 
@@ -381,18 +366,18 @@ func (s *Server) handleSession() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		if req.Open == nil {
-			writeError(w, http.StatusBadRequest, "EINVALID", "open is required (true or false)")
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", "open is required (true or false)")
 			return
 		}
 		if err := s.SetSession(req.Symbol, *req.Open); err != nil {
-			writeError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "open": *req.Open})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "open": *req.Open})
 	}
 }
 
@@ -403,14 +388,14 @@ func (s *Server) handleSilence() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		if err := s.Silence(req.Symbol, time.Duration(req.Seconds*float64(time.Second))); err != nil {
-			writeError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "seconds": req.Seconds})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "seconds": req.Seconds})
 	}
 }
 
@@ -422,15 +407,15 @@ func (s *Server) handleBurst() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		n, err := s.Burst(req.Symbols, req.TicksPerSecond, time.Duration(req.Seconds*float64(time.Second)))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusAccepted, map[string]any{"ticks": n})
+		simcontrol.WriteJSON(w, http.StatusAccepted, map[string]any{"ticks": n})
 	}
 }
 
@@ -440,42 +425,21 @@ func (s *Server) handleRaw() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"sentTo": s.SendRaw(req.Frame)})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"sentTo": s.SendRaw(req.Frame)})
 	}
 }
 
 func (s *Server) handleDisconnect() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"dropped": s.DisconnectAll()})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"dropped": s.DisconnectAll()})
 	}
 }
 
 func (s *Server) handleState() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.State())
+		simcontrol.WriteJSON(w, http.StatusOK, s.State())
 	}
-}
-
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "EINVALID", "decode request body: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	// An encode error here means the caller hung up; there is nobody left to tell.
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -2,11 +2,9 @@ package venuesim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/simcontrol"
 	"fxdesk/internal/venue"
 )
 
@@ -299,27 +298,13 @@ func (s *Server) State() State {
 
 func (s *Server) controlRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /control/fault", loopbackOnly(s.handleFault()))
-	mux.Handle("POST /control/release", loopbackOnly(s.handleRelease()))
-	mux.Handle("POST /control/close-trade", loopbackOnly(s.handleVenueClose()))
-	mux.Handle("POST /control/untagged", loopbackOnly(s.handleUntagged()))
-	mux.Handle("POST /control/latency", loopbackOnly(s.handleLatency()))
-	mux.Handle("GET /control/state", loopbackOnly(s.handleState()))
+	mux.Handle("POST /control/fault", simcontrol.LoopbackOnly(s.handleFault()))
+	mux.Handle("POST /control/release", simcontrol.LoopbackOnly(s.handleRelease()))
+	mux.Handle("POST /control/close-trade", simcontrol.LoopbackOnly(s.handleVenueClose()))
+	mux.Handle("POST /control/untagged", simcontrol.LoopbackOnly(s.handleUntagged()))
+	mux.Handle("POST /control/latency", simcontrol.LoopbackOnly(s.handleLatency()))
+	mux.Handle("GET /control/state", simcontrol.LoopbackOnly(s.handleState()))
 	return mux
-}
-
-// loopbackOnly refuses control calls from anywhere but this machine, even if someone binds the
-// control listener to a public address.
-func loopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		ip := net.ParseIP(host)
-		if err != nil || ip == nil || !ip.IsLoopback() {
-			writeControlError(w, http.StatusForbidden, "EFORBIDDEN", "the simulator control API answers loopback callers only")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 func (s *Server) handleFault() http.HandlerFunc {
@@ -331,21 +316,21 @@ func (s *Server) handleFault() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeControlBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		f := Fault{Kind: req.Kind, Count: req.Count, Duration: time.Duration(req.Seconds * float64(time.Second)), Reason: req.Reason}
 		if err := s.InjectFault(f); err != nil {
-			writeControlError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"kind": req.Kind, "count": max(req.Count, 1), "seconds": req.Seconds})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"kind": req.Kind, "count": max(req.Count, 1), "seconds": req.Seconds})
 	}
 }
 
 func (s *Server) handleRelease() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"released": s.Release()})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"released": s.Release()})
 	}
 }
 
@@ -356,17 +341,17 @@ func (s *Server) handleVenueClose() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeControlBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		fill, err := s.CloseTradeAtVenue(req.TradeID, req.Units)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			writeControlError(w, http.StatusNotFound, "ENOTFOUND", err.Error())
+			simcontrol.WriteError(w, http.StatusNotFound, "ENOTFOUND", err.Error())
 		case err != nil:
-			writeControlError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 		default:
-			writeJSON(w, http.StatusOK, fill)
+			simcontrol.WriteJSON(w, http.StatusOK, fill)
 		}
 	}
 }
@@ -378,15 +363,15 @@ func (s *Server) handleUntagged() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeControlBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		id, err := s.OpenUntagged(req.Symbol, req.Units)
 		if err != nil {
-			writeControlError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"tradeId": id})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"tradeId": id})
 	}
 }
 
@@ -396,37 +381,23 @@ func (s *Server) handleLatency() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !decodeControlBody(w, r, &req) {
+		if !simcontrol.DecodeBody(w, r, &req) {
 			return
 		}
 		if req.MS == nil {
-			writeControlError(w, http.StatusBadRequest, "EINVALID", "ms is required (0 for none)")
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", "ms is required (0 for none)")
 			return
 		}
 		if err := s.SetLatency(time.Duration(*req.MS * float64(time.Millisecond))); err != nil {
-			writeControlError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
 	}
 }
 
 func (s *Server) handleState() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.State())
+		simcontrol.WriteJSON(w, http.StatusOK, s.State())
 	}
-}
-
-func decodeControlBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeControlError(w, http.StatusBadRequest, "EINVALID", "decode request body: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func writeControlError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }

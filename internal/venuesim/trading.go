@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/simcontrol"
 	"fxdesk/internal/venue"
 )
 
@@ -151,7 +152,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, f answerFault, 
 			panic(http.ErrAbortHandler)
 		}
 	}
-	writeJSON(w, status, body)
+	simcontrol.WriteJSON(w, status, body)
 }
 
 // decodeVenueBody reads a JSON body; unknown fields are ignored, as the venue ignores them.
@@ -329,7 +330,7 @@ func (s *Server) handleOpenTrades() http.HandlerFunc {
 			}
 			answer = map[string]any{"trades": trades, "lastTransactionID": wireID(a.lastID())}
 		})
-		writeJSON(w, http.StatusOK, answer)
+		simcontrol.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -349,7 +350,7 @@ func (s *Server) handleTrade() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "TRADE_DOESNT_EXIST", fmt.Sprintf("No trade %q in the account.", specifier))
 			return
 		}
-		writeJSON(w, http.StatusOK, answer)
+		simcontrol.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -372,7 +373,7 @@ func (s *Server) handleOrder() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "ORDER_DOESNT_EXIST", fmt.Sprintf("No order %q in the account.", specifier))
 			return
 		}
-		writeJSON(w, http.StatusOK, answer)
+		simcontrol.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -385,7 +386,7 @@ func (s *Server) handleSummary() http.HandlerFunc {
 		s.withAccount(r.Context(), func(a *account, pb *priceBook, _ time.Time) {
 			answer = map[string]any{"account": a.summaryJSON(pb), "lastTransactionID": wireID(a.lastID())}
 		})
-		writeJSON(w, http.StatusOK, answer)
+		simcontrol.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -404,7 +405,7 @@ func (s *Server) handleTransactionsSince() http.HandlerFunc {
 		// Recorded transactions never change, so the page is encoded outside mu.
 		page := s.acct.txs[min(since, last):min(since+sinceIDPage, last)]
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
 	}
 }
 
@@ -425,6 +426,6 @@ func (s *Server) handleTransaction() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "TRANSACTION_DOESNT_EXIST", fmt.Sprintf("No transaction %q in the account.", r.PathValue("id")))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"transaction": tx, "lastTransactionID": wireID(last)})
+		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"transaction": tx, "lastTransactionID": wireID(last)})
 	}
 }

@@ -1,10 +1,11 @@
 package venuesim
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
+
+	"fxdesk/internal/simcontrol"
 )
 
 // The JSON the simulator reads and writes, in the OANDA v20 shape. These types are the
@@ -138,12 +139,5 @@ func writeVenueError(w http.ResponseWriter, status int, code, msg string) {
 	if code != "" {
 		body["errorCode"] = code
 	}
-	writeJSON(w, status, body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	// An encode error here means the caller hung up; there is nobody left to tell.
-	_ = json.NewEncoder(w).Encode(v)
+	simcontrol.WriteJSON(w, status, body)
 }
