@@ -83,20 +83,14 @@ func (p *feedControlPrices) snapshot(ctx context.Context) (PriceSource, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("read feed prices from %s: status %d", p.stateURL, resp.StatusCode)
 	}
-	var st struct {
-		Symbols []struct {
-			Symbol   string  `json:"symbol"`
-			Bid      float64 `json:"bid"`
-			Ask      float64 `json:"ask"`
-			Quotable bool    `json:"quotable"`
-		} `json:"symbols"`
-	}
+	var st feedsim.State
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return nil, fmt.Errorf("read feed prices from %s: %w", p.stateURL, err)
 	}
+	// A crossed or zero quote is the price book's to refuse, as for every source.
 	snap := make(staticPrices, len(st.Symbols))
 	for _, s := range st.Symbols {
-		if s.Quotable && s.Bid > 0 && s.Ask >= s.Bid {
+		if s.Quotable {
 			snap[s.Symbol] = quote{decimal.NewFromFloat(s.Bid), decimal.NewFromFloat(s.Ask)}
 		}
 	}
