@@ -121,14 +121,17 @@ type Action struct {
 	// PUT …/trades/{id}/close takes a positive count whatever the trade's side; nil Units on a
 	// CloseOrphan: all of it).
 	Units *decimal.Decimal
-	// Price is the venue price to book: the trade's open price (Adopt, AdoptClosed) or its
-	// average close price (CloseDeskSide, BookPartial).
+	// Price is the venue price to book: the trade's open price (Adopt, AdoptClosed) or the price
+	// of the one fill the action books (CloseDeskSide, BookPartial).
 	Price decimal.Decimal
-	// TransactionID is the venue transaction the booking stems from (the closing transaction,
-	// or the trade's id for an Adopt/AdoptClosed); the booking's idempotency key names it.
+	// TransactionID is the venue transaction the booking stems from: the fill a CloseDeskSide or
+	// BookPartial books (stored on its deal, unique per position, and in the cursor), or the
+	// trade's id for an Adopt/AdoptClosed.
 	TransactionID int64
 	// ClosePrice and CloseTransactionID are the close an AdoptClosed books: the trade's average
-	// close price and its last closing transaction.
+	// close price and its last closing transaction. The average is right there, unlike for a
+	// position the desk booked part of: the desk booked no share of a trade it adopts closed, so
+	// every fill is unbooked and their average is the position's one close.
 	ClosePrice         decimal.Decimal
 	CloseTransactionID int64
 	// Reason says why, for the log and the alert; on a MarkRejected it is the venue's cancel

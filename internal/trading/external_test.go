@@ -509,8 +509,9 @@ func TestExecutionModeSwitchRefusedWhileExternalOpen(t *testing.T) {
 	}
 }
 
-// The venue closed the trade itself (a venue stop-out); the trader's close then books the
-// venue's close price with reason VENUE and sends no second close that executes.
+// The venue closed the trade itself (a venue stop-out); the trader's close is told so and books
+// nothing, the reconciler's booking of the venue's fill closes it with reason VENUE at the
+// venue's price, once, and no second close executes at the venue.
 func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 	b := newABook(t)
 	const user = 9710

@@ -136,7 +136,9 @@ type closeWrite struct {
 	volume *decimal.Decimal
 	reason fx.CloseReason
 	// venuePrice, when set, is the venue's price of a close it executed: booked (plus markup)
-	// instead of the desk's quote, whatever the desk's market state, because it already happened.
+	// instead of the desk's quote, whatever the desk's market state (halted, closed, unquoted),
+	// because it already happened. Converting its profit to the account's currency still needs
+	// the desk's prices: without them the booking waits for the reconciler.
 	venuePrice *decimal.Decimal
 	txID       int64 // the venue transaction booked (the cursor), with venuePrice
 
