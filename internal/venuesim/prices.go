@@ -61,7 +61,9 @@ type feedControlPrices struct {
 	http     *http.Client
 }
 
-// Quote reads the whole state for one symbol; the simulator itself uses snapshot.
+// Quote is there so that FeedControlPrices is a PriceSource (Config.Prices); the simulator
+// never calls it, it takes one snapshot per operation. A caller that does reads the whole
+// state for one symbol.
 func (p *feedControlPrices) Quote(symbol string) (bid, ask decimal.Decimal, ok bool) {
 	snap, err := p.snapshot(context.Background())
 	if err != nil {

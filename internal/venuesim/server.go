@@ -87,9 +87,8 @@ type faults struct {
 // Server is one simulated venue. Create it with New, bind with Listen (and ListenControl),
 // serve with Run.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	prices PriceSource
+	cfg Config
+	log *slog.Logger
 
 	mu            sync.Mutex
 	acct          *account
@@ -120,7 +119,6 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	return &Server{
 		cfg:           cfg,
 		log:           log,
-		prices:        cfg.Prices,
 		acct:          newAccount(cfg, cfg.Now()),
 		latency:       cfg.Latency,
 		release:       make(chan struct{}),

@@ -110,7 +110,7 @@ func (s *Server) executeAfter(latency time.Duration, fn func(a *account, pb *pri
 
 // withAccount runs fn under mu with a price book; a snapshot source is read before locking.
 func (s *Server) withAccount(ctx context.Context, fn func(a *account, pb *priceBook, now time.Time)) {
-	src := s.prices
+	src := s.cfg.Prices
 	if snap, ok := src.(snapshotSource); ok {
 		var err error
 		if src, err = snap.snapshot(ctx); err != nil {
