@@ -193,7 +193,9 @@ func (p *proc) rawLines() []string {
 	return append([]string(nil), p.raw...)
 }
 
-// findLog returns the first line matching pred, if any.
+// findLog returns the first line read so far that matches pred, if any. A line the process wrote
+// may not have been read yet: to see one, waitLog; to prove one absent, first wait for a line the
+// process writes after it would have.
 func (p *proc) findLog(pred func(logLine) bool) (logLine, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -205,6 +207,7 @@ func (p *proc) findLog(pred func(logLine) bool) (logLine, bool) {
 	return nil, false
 }
 
+// countLog counts the lines read so far that match pred (see findLog on lines not yet read).
 func (p *proc) countLog(pred func(logLine) bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -221,16 +224,36 @@ func (p *proc) countLog(pred func(logLine) bool) int {
 // exits first.
 func (p *proc) waitLog(timeout time.Duration, pred func(logLine) bool) logLine {
 	p.t.Helper()
+	l, _ := p.waitNth(timeout, 0, 1, pred)
+	return l
+}
+
+// lineCount is how many lines have been read so far: an index for waitNth and matching. A line
+// the process writes after this call lands at or past it; so may one it wrote just before (the
+// reader can lag behind the pipe), so a wait that must exclude earlier lines anchors on a line
+// the process can only have written later instead.
+func (p *proc) lineCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lines)
+}
+
+// waitNth waits for the nth (from 1) line matching pred at index from or later and returns it
+// with its index, failing the test at the deadline or if the process exits first.
+func (p *proc) waitNth(timeout time.Duration, from, n int, pred func(logLine) bool) (logLine, int) {
+	p.t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	seen := 0
+	seen := from
 	for {
 		p.mu.Lock()
 		for ; seen < len(p.lines); seen++ {
 			if pred(p.lines[seen]) {
-				l := p.lines[seen]
-				p.mu.Unlock()
-				return l
+				if n--; n == 0 {
+					l, i := p.lines[seen], seen
+					p.mu.Unlock()
+					return l, i
+				}
 			}
 		}
 		exited, change := p.exited, p.change
@@ -244,6 +267,31 @@ func (p *proc) waitLog(timeout time.Duration, pred func(logLine) bool) logLine {
 			p.t.Fatalf("%s: awaited log line did not appear within %s", p.name, timeout)
 		}
 	}
+}
+
+// matching returns the lines read so far at index from or later that match pred.
+func (p *proc) matching(from int, pred func(logLine) bool) []logLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []logLine
+	for _, l := range p.lines[min(from, len(p.lines)):] {
+		if pred(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// lastLog returns the last line read so far that matches pred, if any.
+func (p *proc) lastLog(pred func(logLine) bool) (logLine, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.lines) - 1; i >= 0; i-- {
+		if pred(p.lines[i]) {
+			return p.lines[i], true
+		}
+	}
+	return nil, false
 }
 
 func msgIs(m string) func(logLine) bool { return func(l logLine) bool { return l.msg() == m } }
@@ -373,6 +421,25 @@ func eventually(t testing.TB, timeout, interval time.Duration, what string, cond
 		}
 		time.Sleep(interval)
 	}
+}
+
+// gateDropped is fxdesk_gate_dropped_total{at="gate"} summed over every kind of work: guarded
+// work the gate turned away. The gate counts every drop, where its log names only the first of a
+// periodic kind's run.
+func (p *proc) gateDropped() float64 {
+	p.t.Helper()
+	var n float64
+	for _, line := range strings.Split(p.metrics(), "\n") {
+		if !strings.HasPrefix(line, `fxdesk_gate_dropped_total{at="gate",`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			p.t.Fatalf("%s: /metrics line %q: %v", p.name, line, err)
+		}
+		n += v
+	}
+	return n
 }
 
 // waitRowExpired polls the database clock until the lease row has expired. There is no event for
