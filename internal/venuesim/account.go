@@ -258,8 +258,10 @@ func (a *account) exposureOf(symbol string) *exposure {
 
 // closeTrade closes units (positive; nil: all) of open trade t at the current price: a long at
 // the bid, a short at the ask. createReason and fillReason tell a client close from the
-// venue's own. An unquotable symbol cancels the close (MARKET_HALTED).
-func (a *account) closeTrade(now time.Time, pb *priceBook, t *trade, units *decimal.Decimal, createReason, fillReason string) (create, result transaction) {
+// venue's own. An unquotable symbol cancels the close (MARKET_HALTED). fill is result in the
+// venue's own types when it is a fill (zero when the close was cancelled), so no caller parses
+// back the strings just written.
+func (a *account) closeTrade(now time.Time, pb *priceBook, t *trade, units *decimal.Decimal, createReason, fillReason string) (create, result transaction, fill VenueClose) {
 	closing := t.currentUnits.Abs()
 	closeUnits := "ALL"
 	if units != nil {
@@ -280,7 +282,7 @@ func (a *account) closeTrade(now time.Time, pb *priceBook, t *trade, units *deci
 	if !ok {
 		result = a.record(transaction{Time: wireTime(now), Type: txOrderCancel, BatchID: create.ID,
 			OrderID: create.ID, Reason: venue.ReasonMarketHalted})
-		return create, result
+		return create, result, VenueClose{}
 	}
 	price := q.bid
 	if !t.long() {
@@ -309,7 +311,8 @@ func (a *account) closeTrade(now time.Time, pb *priceBook, t *trade, units *deci
 		tx.TradesClosed = []tradeReduceJSON{reduce}
 	}
 	a.closesFilled++
-	return create, a.record(tx)
+	fill = VenueClose{TransactionID: fillID, TradeID: wireID(t.id), Units: fillUnits, Price: price, RealizedPL: pl}
+	return create, a.record(tx), fill
 }
 
 // tradeJSON renders t; pb prices the unrealized P&L of an open trade (nil: leave it out).

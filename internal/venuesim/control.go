@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -128,18 +127,12 @@ func (s *Server) CloseTradeAtVenue(tradeID string, units *decimal.Decimal) (Venu
 			err = fmt.Errorf("close trade %s: units %s exceed the %s open", tradeID, units, t.currentUnits.Abs())
 			return
 		}
-		_, result := a.closeTrade(now, pb, t, units, reasonMarginCloseout, fillMarginCloseout)
+		_, result, fill := a.closeTrade(now, pb, t, units, reasonMarginCloseout, fillMarginCloseout)
 		if result.Type != txOrderFill {
 			err = fmt.Errorf("close trade %s: %s is %s", tradeID, t.symbol, venue.ReasonMarketHalted)
 			return
 		}
-		fill := result.TradeReduced
-		if fill == nil {
-			fill = &result.TradesClosed[0]
-		}
-		id, _ := strconv.ParseInt(result.ID, 10, 64)
-		out = VenueClose{TransactionID: id, TradeID: fill.TradeID, Units: decimal.RequireFromString(fill.Units),
-			Price: decimal.RequireFromString(fill.Price), RealizedPL: decimal.RequireFromString(fill.RealizedPL)}
+		out = fill
 	})
 	return out, err
 }

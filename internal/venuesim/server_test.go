@@ -471,6 +471,12 @@ func TestVenueClosesTrade(t *testing.T) {
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Fatalf("transactions after the fill: %v, want %v", reasons, want)
 	}
+	// The control answer is the partial close's fill: its id, the trade, and the P&L of 4000
+	// units bought at the ask (1.1002) and closed at the bid (1.1).
+	partial := answer(txs["transactions"].([]any)[1].(map[string]any))
+	if fmt.Sprint(out["transactionId"]) != partial.str("id") || out.str("tradeId") != buy.str("id") || out.str("realizedPL") != "-0.8" {
+		t.Fatalf("venue partial close answered %v, its fill is %v", out, partial)
+	}
 	_, tr := e.call(http.MethodGet, "/trades/@V1", nil)
 	trade := answer(tr["trade"].(map[string]any))
 	if trade.str("state") != "CLOSED" || trade.str("currentUnits") != "0" || len(trade["closingTransactionIDs"].([]any)) != 2 {

@@ -303,7 +303,7 @@ func (s *Server) handleCloseTrade() http.HandlerFunc {
 				status, answer = http.StatusBadRequest, map[string]string{"errorCode": "CLOSE_TRADE_UNITS_EXCEED_TRADE_SIZE",
 					"errorMessage": fmt.Sprintf("Trade %d has %s units open.", t.id, t.currentUnits.Abs())}
 			default:
-				create, result := a.closeTrade(now, pb, t, units, reasonTradeClose, fillTradeClose)
+				create, result, _ := a.closeTrade(now, pb, t, units, reasonTradeClose, fillTradeClose)
 				answer = outcomeAnswer(create, result, a.lastID())
 			}
 		})
