@@ -27,7 +27,7 @@ func TestStandbyTakesOverOnlyAnExpiredRow(t *testing.T) {
 	trustedAtNotify := true
 	var b *lease.Keeper
 	b = lease.New(e.db, e.rdb, lease.Config{
-		Key: e.key, TTL: 3 * time.Second, Fence: time.Second, Hostname: "b", PID: 2, Standby: true,
+		Key: e.key, TTL: 3 * time.Second, Fence: time.Second, Hostname: "b", PID: 7, Standby: true,
 		PIDAlive: func(int) bool { return false }, // dead everywhere: only the host name keeps the shortcut away
 		Notify: func(ev lease.Event) {
 			mu.Lock()
@@ -65,8 +65,8 @@ func TestStandbyTakesOverOnlyAnExpiredRow(t *testing.T) {
 	if h, _, _ := e.row(); h.Hostname != "b" || h.Term != 2 || !h.Live {
 		t.Fatalf("row = %+v, want b term 2 live", h)
 	}
-	if v := e.redisValue(); v != "b:2" {
-		t.Errorf("redis key = %q, want b:2", v)
+	if v := e.redisValue(); v != "b:7" {
+		t.Errorf("redis key = %q, want b:7 (host b, pid 7)", v)
 	}
 	if !b.Renew(ctx) {
 		t.Error("the new holder cannot renew")
@@ -87,8 +87,8 @@ func TestStandbyTakesOverOnlyAnExpiredRow(t *testing.T) {
 }
 
 // Run is where the standby loop lives: without Standby a follower's Run never touches the row,
-// however long it has been expired; with it, Run takes the expired row within a renew period and
-// goes on renewing it.
+// however long it has been expired; with it, Run takes the expired row at a re-contend and goes
+// on renewing it.
 func TestRunContendsOnlyOnAStandby(t *testing.T) {
 	t.Parallel()
 	for _, standby := range []bool{false, true} {
@@ -99,7 +99,7 @@ func TestRunContendsOnlyOnAStandby(t *testing.T) {
 			mustClaim(t, a, true)
 			took := make(chan lease.Event, 1)
 			b := lease.New(e.db, e.rdb, lease.Config{
-				Key: e.key, TTL: 3 * time.Second, Fence: time.Second, Hostname: "b", PID: 2, Standby: standby,
+				Key: e.key, TTL: 3 * time.Second, Fence: time.Second, Hostname: "b", PID: 7, Standby: standby,
 				Notify: func(ev lease.Event) { took <- ev },
 			}, discardLog())
 			mustClaim(t, b, false)
@@ -114,39 +114,53 @@ func TestRunContendsOnlyOnAStandby(t *testing.T) {
 					t.Errorf("Run = %v", err)
 				}
 			}()
-			// Two renew periods (TTL/3 = 1 s each) are enough for a standby to contend twice.
-			select {
-			case ev := <-took:
-				if !standby {
+			if !standby {
+				// Nothing announces a contend that never happens: watch the row for two renew
+				// periods, two ticks at which a standby's Run would have contended.
+				select {
+				case ev := <-took:
 					t.Fatalf("a follower without standby took over: %+v", ev)
-				}
-				if ev.Kind != lease.TookOver || ev.Term != 2 {
-					t.Fatalf("event = %+v, want took_over term 2", ev)
-				}
-			case <-time.After(2 * b.RenewEvery()):
-				if standby {
-					t.Fatal("the standby did not take the expired row within two renew periods")
+				case <-time.After(2 * b.RenewEvery()):
 				}
 				if h, _, _ := e.row(); h.Hostname != "a" || h.Term != 1 {
 					t.Fatalf("row = %+v, want a's expired term 1 untouched", h)
 				}
 				return
 			}
-			// Taken over: Run now renews. Unrenewed, the row would have less than two renew
-			// periods left once one has passed; renewed, it has more.
-			tookAt := time.Now()
-			for {
-				_, ms, _ := e.row()
-				if time.Since(tookAt) > b.RenewEvery() && ms > (2*b.RenewEvery()).Milliseconds() {
-					break
+			select {
+			case ev := <-took:
+				if ev.Kind != lease.TookOver || ev.Term != 2 {
+					t.Fatalf("event = %+v, want took_over term 2", ev)
 				}
-				if time.Since(tookAt) > 3*b.RenewEvery() {
-					t.Fatalf("the new holder's Run did not renew (row expires in %d ms)", ms)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the standby's Run never took the expired row")
+			}
+			// Taken over: Run now renews, which moves the row's expiry (database clock) past the
+			// one the takeover wrote.
+			taken := e.expiresAt()
+			deadline := time.Now().Add(30 * time.Second)
+			for !e.expiresAt().After(taken) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the new holder's Run never renewed the row (expiry still %s)", taken.Format(time.StampMilli))
 				}
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond) // the database clock has no event to wait on
 			}
 		})
 	}
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// expiresAt is the lease row's expiry on the database clock.
+func (e *env) expiresAt() time.Time {
+	e.t.Helper()
+	var s string
+	if err := e.db.QueryRow("SELECT DATE_FORMAT(`expiresAt`, '%Y-%m-%d %H:%i:%s.%f') FROM `engine_lease` WHERE `id` = ?", e.key).Scan(&s); err != nil {
+		e.t.Fatal(err)
+	}
+	at, err := time.Parse("2006-01-02 15:04:05.000000", s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return at
+}
