@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,14 +62,34 @@ func TestHoldConnStallsOneConnection(t *testing.T) {
 	if line, err := bufio.NewReader(other).ReadString('\n'); err != nil || line != "flows\n" {
 		t.Fatalf("the other connection read %q, %v", line, err)
 	}
-	stalled.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if n, _ := stalled.Read(make([]byte, 64)); n != 0 {
-		t.Fatal("the held connection's bytes reached the server")
+	// Every chunk the proxy reads is either written on or kept: once the held bytes are all the
+	// client sent, none of it reached the server. The proxy announces neither, so poll.
+	const sent = "stall me\nand this\n"
+	deadline := time.Now().Add(10 * time.Second)
+	for held := p.heldText(); held != sent; held = p.heldText() {
+		if !strings.HasPrefix(sent, held) {
+			t.Fatalf("the proxy holds %q, want a prefix of %q", held, sent)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy holds %q of the stalled connection's %q: the rest reached the server", held, sent)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	p.Release()
 	stalled.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got, err := io.ReadAll(io.LimitReader(stalled, int64(len("stall me\nand this\n"))))
-	if err != nil || string(got) != "stall me\nand this\n" {
+	got, err := io.ReadAll(io.LimitReader(stalled, int64(len(sent))))
+	if err != nil || string(got) != sent {
 		t.Fatalf("after Release the held connection read %q, %v", got, err)
 	}
+}
+
+// heldText is everything the proxy holds, read under its lock (a test holds one connection).
+func (p *Proxy) heldText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, held := range p.held {
+		b.Write(held)
+	}
+	return b.String()
 }
