@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,11 +61,7 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 	vp.exec = exec
 	base := vc.URL
 	if base == "sim" {
-		latency := vc.SimLatency
-		if latency == 0 {
-			latency = venuesim.NoLatency
-		}
-		sim, err := venuesim.New(venuesim.Config{AccountID: vc.Account, Token: vc.Token, Latency: latency, Prices: deskPrices{quotes}}, log.With(slog.String("part", "venuesim")))
+		sim, err := venuesim.New(venuesim.Config{AccountID: vc.Account, Token: vc.Token, Latency: vc.SimLatency, Prices: deskPrices{quotes}}, log.With(slog.String("part", "venuesim")))
 		if err != nil {
 			return nil, err
 		}
@@ -128,92 +124,80 @@ func (v *venueParts) workers(atLeast int) int {
 }
 
 // startHolder adds what only the holder runs: the executor sized from the worst case (every open
-// EXTERNAL position closed by one gap) and warmed, the probe that notices the venue is back, the
-// two venue jobs every interval, and a reconcile at once (boot) and after every gap
-// (lease_restored).
-func (v *venueParts) startHolder(ctx context.Context, h *holderParts) error {
+// EXTERNAL position closed by one gap) and warmed, the probe that notices the venue is back, and
+// the two venue jobs — at once (first: boot, or lease_restored after a takeover), after every
+// gap, and every interval, one run at a time. Call it before the risk engine starts.
+func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first string) error {
 	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.client, Closer: v.sender, Desk: h.trading, Gate: h.gate, Alerts: h.inbox,
 		Account: v.cfg.Account, Plan: execution.Config{NotSentAfter: v.cfg.NotSentAfter}, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxExecutionReconciler"))})
 	if err != nil {
 		return err
 	}
-	warn, err := decimal.NewFromString(v.cfg.MarginWarn)
-	if err != nil {
-		return fmt.Errorf("FXDESK_VENUE_MARGIN_WARN: %w", err)
-	}
-	minNAV, err := decimal.NewFromString(v.cfg.MinNAV)
-	if err != nil {
-		return fmt.Errorf("FXDESK_VENUE_MIN_NAV: %w", err)
-	}
-	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading, Gate: h.gate, Alerts: h.inbox, MarginWarn: warn, MinNAV: minNAV,
-		Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading, Gate: h.gate, Alerts: h.inbox,
+		MarginWarn: v.cfg.MarginWarn, MinNAV: v.cfg.MinNAV, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
 	if err != nil {
 		return err
 	}
 	v.hedge.Store(hedge)
 
-	size := func(ctx context.Context) {
-		open, err := h.trading.OpenExternalCount(ctx)
-		if err != nil {
-			v.log.WarnContext(ctx, "venue executor not resized: open EXTERNAL positions unreadable", slog.Any("err", err))
+	// Unpaced (the simulator), the executor is sized and warmed here, before the risk engine can
+	// trigger a close. Paced to a real venue's connection rate, warming takes minutes: it runs
+	// beside everything else, one warm-up at a time, and calls meanwhile dial what is not warm.
+	var warm sync.WaitGroup
+	var warming atomic.Bool
+	resize := func(ctx context.Context) {
+		if v.cfg.ConnectRate == 0 {
+			v.size(ctx, h)
 			return
 		}
-		before := v.exec.Stats()
-		warmProbe := func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }
-		if err := v.exec.Ensure(ctx, open+headroom, warmProbe); err != nil && ctx.Err() == nil {
-			v.log.WarnContext(ctx, "venue connections not all warmed; calls past the warm ones dial on demand", slog.Any("err", err))
-		}
-		after := v.exec.Stats()
-		if after.Workers != before.Workers || after.Connections != before.Connections {
-			v.log.InfoContext(ctx, "venue executor sized", slog.Int("open_external_positions", open), slog.Int("worst_case", open+headroom),
-				slog.Int("cap", v.exec.Cap()), slog.Int("workers", after.Workers), slog.Int64("connections", after.Connections),
-				slog.Int("max_idle_per_host", v.exec.Cap()))
+		if warming.CompareAndSwap(false, true) {
+			warm.Go(func() { defer warming.Store(false); v.size(ctx, h) })
 		}
 	}
-	var warming atomic.Bool // a paced warm-up is under way
-	reconcile := func(reason string) func(ctx context.Context) error {
-		return func(ctx context.Context) error {
-			_, err := rec.Run(ctx, reason)
-			return err
-		}
+	if v.cfg.ConnectRate == 0 {
+		v.size(ctx, h)
 	}
 	h.guarded.Go("venue probe", func(ctx context.Context) error { return v.exec.Probe(ctx, time.Second, v.probe) })
-	h.desk.OnRestored(func(ctx context.Context) {
-		if err := reconcile("lease_restored")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
-			v.log.WarnContext(ctx, "lease_restored reconcile failed; it runs again next interval", slog.Any("err", err))
-		}
-	})
 	h.guarded.Go("venue jobs", func(ctx context.Context) error {
-		// Sized and warmed before the first tick can trigger a close, then reconciled at once.
-		// Paced to a real venue's connection rate, warming takes minutes: it runs beside the
-		// reconcile then, and calls meanwhile dial what is not warm yet.
+		defer warm.Wait() // a warm-up ends with the part, before the executor is closed
 		if v.cfg.ConnectRate > 0 {
-			warming.Store(true)
-			go func() { defer warming.Store(false); size(ctx) }()
-		} else {
-			size(ctx)
+			resize(ctx)
 		}
-		if err := reconcile("boot")(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
-			v.log.WarnContext(ctx, "boot reconcile failed; it runs again next interval", slog.Any("err", err))
-		}
-		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval,
-			desk.VenueJob{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error {
-				if v.cfg.ConnectRate > 0 {
-					if warming.CompareAndSwap(false, true) {
-						go func() { defer warming.Store(false); size(ctx) }()
-					}
-				} else {
-					size(ctx)
+		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval, first,
+			desk.VenueJob{Name: "runFxExecutionReconciler", Run: func(ctx context.Context, reason string) error {
+				if reason == "scheduled" {
+					resize(ctx)
 				}
-				return reconcile("scheduled")(ctx)
+				_, err := rec.Run(ctx, reason)
+				return err
 			}},
-			desk.VenueJob{Name: "runFxHedgeMonitor", Work: gate.HedgeMonitor, Run: hedge.Run},
+			desk.VenueJob{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return hedge.Run(ctx) }},
 		)
 	})
 	return nil
 }
 
-// close stops the executor once guarded work has stopped.
+// size grows the executor to the open EXTERNAL positions plus headroom (capped), and says so
+// when that changed anything.
+func (v *venueParts) size(ctx context.Context, h *holderParts) {
+	open, err := h.trading.OpenExternalCount(ctx)
+	if err != nil {
+		v.log.WarnContext(ctx, "venue executor not resized: open EXTERNAL positions unreadable", slog.Any("err", err))
+		return
+	}
+	before := v.exec.Stats()
+	warmProbe := func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }
+	if err := v.exec.Ensure(ctx, open+headroom, warmProbe); err != nil && ctx.Err() == nil {
+		v.log.WarnContext(ctx, "venue connections not all warmed; calls past the warm ones dial on demand", slog.Any("err", err))
+	}
+	after := v.exec.Stats()
+	if after.Workers != before.Workers || after.Connections != before.Connections {
+		v.log.InfoContext(ctx, "venue executor sized", slog.Int("open_external_positions", open), slog.Int("worst_case", open+headroom),
+			slog.Int("cap", v.exec.Cap()), slog.Int("workers", after.Workers), slog.Int64("connections", after.Connections))
+	}
+}
+
+// close stops the executor once guarded work has stopped; a second call does nothing.
 func (v *venueParts) close() {
 	if v != nil {
 		v.exec.Close()

@@ -47,6 +47,8 @@ type Desk struct {
 	role     Role
 	reason   string
 	restored []func(context.Context)
+	// venueWake asks RunVenueJobs for a lease_restored run (one pending at most).
+	venueWake chan struct{}
 	mirror   func() mirror.Status
 }
 
@@ -77,7 +79,8 @@ func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate
 	if keeper == nil || g == nil {
 		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
 	}
-	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag}, nil
+	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag,
+		venueWake: make(chan struct{}, 1)}, nil
 }
 
 // Claim contends for the lease once and fixes the role for the life of the process.
@@ -146,6 +149,10 @@ func (d *Desk) Notify(ev lease.Event) {
 	if ev.Kind != lease.Restored {
 		return
 	}
+	select {
+	case d.venueWake <- struct{}{}:
+	default: // one is pending already
+	}
 	d.mu.Lock()
 	fns := append([]func(context.Context){}, d.restored...)
 	d.mu.Unlock()
@@ -155,27 +162,40 @@ func (d *Desk) Notify(ev lease.Event) {
 }
 
 // VenueJob is one of the holder's venue jobs: runFxExecutionReconciler or runFxHedgeMonitor.
-// Run passes the gate itself (work names its kind) and returns gate.ErrNotHolder when dropped.
+// Run passes the gate itself and returns gate.ErrNotHolder when dropped; reason says why it runs
+// (boot, lease_restored, scheduled).
 type VenueJob struct {
 	Name string
-	Work gate.Work
-	Run  func(ctx context.Context) error
+	Run  func(ctx context.Context, reason string) error
 }
 
-// RunVenueJobs runs the holder's venue jobs every interval until ctx ends. Two desks over one
-// broker account would replay the same fills, so they run on the lease holder and nowhere else:
-// each run passes the gate. On a pure B-book desk (no jobs given) each tick only passes the gate,
-// so a run on a process that may not act is dropped, logged and counted like any other guarded
-// work, and nothing else happens.
-func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration, jobs ...VenueJob) error {
+// RunVenueJobs runs the holder's venue jobs until ctx ends: once at once with reason first (when
+// not ""), on the first confirmed cycle after every gap (lease_restored), and every interval —
+// one run at a time, so two runs of a job never overlap. Two desks over one broker account would
+// replay the same fills, so they run on the lease holder and nowhere else: each run passes the
+// gate. On a pure B-book desk (no jobs given) each run only passes the gate, so a run on a
+// process that may not act is dropped, logged and counted like any other guarded work, and
+// nothing else happens.
+func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration, first string, jobs ...VenueJob) error {
 	if d.gate == nil {
 		return errors.New("venue jobs: run only on a web process (this desk has no gate)")
 	}
 	if len(jobs) == 0 {
 		jobs = []VenueJob{
-			{Name: "runFxExecutionReconciler", Work: gate.ExecutionReconciler, Run: func(ctx context.Context) error { return d.gate.Admit(ctx, gate.ExecutionReconciler) }},
-			{Name: "runFxHedgeMonitor", Work: gate.HedgeMonitor, Run: func(ctx context.Context) error { return d.gate.Admit(ctx, gate.HedgeMonitor) }},
+			{Name: "runFxExecutionReconciler", Run: func(ctx context.Context, _ string) error { return d.gate.Admit(ctx, gate.ExecutionReconciler) }},
+			{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return d.gate.Admit(ctx, gate.HedgeMonitor) }},
 		}
+	}
+	run := func(reason string) {
+		for _, job := range jobs {
+			if err := job.Run(ctx, reason); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
+				d.log.WarnContext(ctx, "venue job failed; it runs again next interval", slog.String("job", job.Name),
+					slog.String("reason", reason), slog.Any("err", err))
+			}
+		}
+	}
+	if first != "" {
+		run(first)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -183,12 +203,10 @@ func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration, jobs ...Ve
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-d.venueWake:
+			run("lease_restored")
 		case <-t.C:
-		}
-		for _, job := range jobs {
-			if err := job.Run(ctx); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
-				d.log.WarnContext(ctx, "venue job failed; it runs again next interval", slog.String("job", job.Name), slog.Any("err", err))
-			}
+			run("scheduled")
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestVenueJobsAreDroppedAtTheGate(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- dk.RunVenueJobs(ctx, time.Millisecond) }()
+	go func() { done <- dk.RunVenueJobs(ctx, time.Millisecond, "") }()
 	deadline := time.After(10 * time.Second)
 	for _, w := range []gate.Work{gate.ExecutionReconciler, gate.HedgeMonitor} {
 		for testutil.ToFloat64(dropped.WithLabelValues(w.String(), "gate")) < 2 {
