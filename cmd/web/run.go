@@ -143,8 +143,12 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	parts := lifecycle.New(log)
 	guarded, streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage()
 	released := false
+	var venueParts *venueParts // nil without a venue (and until it is built)
 	stopAll := func(shutdownCtx context.Context) {
 		guarded.Stop()
+		// The venue's executor outlives the guarded work that sends through it, and stops
+		// before the in-process venue simulator (the stream stage) does.
+		venueParts.close()
 		streamStage.Stop()
 		followStage.Stop()
 		keeperStage.Stop()
@@ -165,15 +169,15 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	venueParts, err := newVenue(cfg, m, quotes, g, streamStage, log)
-	if err != nil {
+	if venueParts, err = newVenue(cfg, m, quotes, g, streamStage, log); err != nil {
 		return fmt.Errorf("execution venue: %w", err)
 	}
-	defer venueParts.close()
 	tc := trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m}
 	var venueView api.VenueView
 	if venueParts != nil {
 		tc.Venue, venueView = venueParts.sender, venueParts
+		// The call's own timeout, then the booking's (the group commit's batch bound).
+		tc.VenueBound = cfg.Venue.Timeout + 30*time.Second
 	}
 	tradingSvc, err := trading.New(tc)
 	if err != nil {

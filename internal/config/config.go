@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/shopspring/decimal"
 )
 
 // Process names which binary is reading the configuration; it decides defaults and which
@@ -123,7 +124,7 @@ type VenueConfig struct {
 	NotSentAfter time.Duration // FXDESK_VENUE_NOT_SENT_AFTER, default 2m
 	// MarginWarn is FXDESK_VENUE_MARGIN_WARN, the venue margin closeout level (0..1) that raises
 	// venue-margin-low, default 0.5; MinNAV is FXDESK_VENUE_MIN_NAV (0: off).
-	MarginWarn, MinNAV string
+	MarginWarn, MinNAV decimal.Decimal
 }
 
 // Enabled is true when a venue is configured.
@@ -266,6 +267,11 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_VENUE_INTERVAL=%s must be at least 100ms", c.VenueInterval))
 	}
 	c.Venue, errs = loadVenue(env, duration, errs)
+	if c.Venue.URL == "sim" && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
+		// Each process would run its own in-memory venue: a follower's, or a standby's after a
+		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
+		errs = append(errs, errors.New("FXDESK_VENUE=sim runs the venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-venuesim once and give every web process its URL"))
+	}
 	if c.Calendar != "real" && c.Calendar != "always-open" {
 		errs = append(errs, fmt.Errorf("FXDESK_CALENDAR=%q must be real or always-open", c.Calendar))
 	}
@@ -337,9 +343,11 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
 		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("account", c.Venue.Account),
-			slog.String("token", mask(c.Venue.Token)), slog.Int("concurrency", c.Venue.Concurrency),
+			slog.String("token", mask(c.Venue.Token)), slog.String("simAddr", c.Venue.SimAddr), slog.String("simControlAddr", c.Venue.SimControlAddr),
+			slog.Duration("simLatency", c.Venue.SimLatency), slog.Int("concurrency", c.Venue.Concurrency),
 			slog.Float64("connectRate", c.Venue.ConnectRate), slog.Duration("timeout", c.Venue.Timeout),
-			slog.Duration("notSentAfter", c.Venue.NotSentAfter), slog.String("marginWarn", c.Venue.MarginWarn)),
+			slog.Duration("notSentAfter", c.Venue.NotSentAfter), slog.String("marginWarn", c.Venue.MarginWarn.String()),
+			slog.String("minNAV", c.Venue.MinNAV.String())),
 		slog.String("calendar", c.Calendar),
 		slog.Bool("demo", c.Demo),
 		slog.String("logFormat", c.LogFormat),
@@ -424,13 +432,17 @@ func loadVenue(env func(key, def string) string, duration func(key, def string) 
 	if v.SimLatency < 0 {
 		errs = append(errs, fmt.Errorf("FXDESK_VENUE_SIM_LATENCY=%s must not be negative", v.SimLatency))
 	}
-	v.MarginWarn = env("FXDESK_VENUE_MARGIN_WARN", "0.5")
-	if f, err := strconv.ParseFloat(v.MarginWarn, 64); err != nil || f < 0 || f > 1 {
-		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MARGIN_WARN=%q must be a margin closeout level from 0 to 1 (the venue closes out at 1)", v.MarginWarn))
+	raw := env("FXDESK_VENUE_MARGIN_WARN", "0.5")
+	if d, err := decimal.NewFromString(raw); err != nil || d.IsNegative() || d.GreaterThan(decimal.NewFromInt(1)) {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MARGIN_WARN=%q must be a margin closeout level from 0 to 1 (the venue closes out at 1)", raw))
+	} else {
+		v.MarginWarn = d
 	}
-	v.MinNAV = env("FXDESK_VENUE_MIN_NAV", "0")
-	if f, err := strconv.ParseFloat(v.MinNAV, 64); err != nil || f < 0 {
-		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MIN_NAV=%q must be an amount, 0 for off", v.MinNAV))
+	raw = env("FXDESK_VENUE_MIN_NAV", "0")
+	if d, err := decimal.NewFromString(raw); err != nil || d.IsNegative() {
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE_MIN_NAV=%q must be an amount, 0 for off", raw))
+	} else {
+		v.MinNAV = d
 	}
 	return v, errs
 }

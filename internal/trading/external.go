@@ -37,9 +37,8 @@ type Venue interface {
 	CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error)
 }
 
-// venueTimeout bounds what the desk does after a venue send: booking the answer belongs to no
-// single request (the trader may have gone), so it runs detached from the request's context.
-const venueTimeout = 30 * time.Second
+// defaultVenueBound is Config.VenueBound's default.
+const defaultVenueBound = 30 * time.Second
 
 // venueLink is what the holder remembers of an EXTERNAL position, so that a close the risk
 // engine triggers goes to the venue without reading the database first (own time).
@@ -162,7 +161,7 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 	attrs := []slog.Attr{slog.Int64("order_id", o.ID), slog.Int64("account_id", o.AccountID), slog.String("symbol", o.Symbol)}
 	defer s.busy.hold(&s.busy.orders, o.ID)()
 	// Whatever the trader's connection does from here, the order's fate is decided and booked.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), venueTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.venueBound)
 	defer cancel()
 	if err := s.gate.Admit(ctx, gate.VenueSend, append(attrs, slog.String("op", "send order"))...); err != nil {
 		// Never left: the row says so, and nothing will ever send it.
@@ -458,7 +457,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), venueTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.venueBound)
 	defer cancel()
 	if err := s.gate.Admit(ctx, gate.VenueSend, append(attrs, slog.String("op", "close venue trade"))...); err != nil {
 		return CloseResult{}, err

@@ -43,9 +43,10 @@ type Service struct {
 	commits   *committer     // the group commit of desk-priced fills and closes
 	commitObs CommitObserver // nil: not observed
 
-	venue Venue // nil: no execution venue (EXTERNAL groups cannot trade)
-	links links // open EXTERNAL positions → venue trades (the holder's)
-	busy  busy  // EXTERNAL orders and positions being sent or booked now
+	venue      Venue         // nil: no execution venue (EXTERNAL groups cannot trade)
+	venueBound time.Duration // a venue send's whole life: the queue, the call, the booking
+	links      links         // open EXTERNAL positions → venue trades (the holder's)
+	busy       busy          // EXTERNAL orders and positions being sent or booked now
 }
 
 // Config builds a Service.
@@ -65,6 +66,11 @@ type Config struct {
 	Commits CommitObserver
 	// Venue, when set, is the execution venue EXTERNAL account groups trade through (A-book).
 	Venue Venue
+	// VenueBound bounds what the desk does for one venue send — waiting for a worker, the
+	// venue's answer, booking it — which belongs to no single request (the trader may have
+	// gone), so it runs detached from the request's context. Set it above the venue call's own
+	// timeout; default 30 s.
+	VenueBound time.Duration
 }
 
 // New returns a service; it refuses a missing dependency.
@@ -84,7 +90,10 @@ func New(c Config) (*Service, error) {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits, venue: c.Venue}
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
+	if s.venueBound <= 0 {
+		s.venueBound = defaultVenueBound
+	}
 	s.commits = newCommitter(s)
 	return s, nil
 }
