@@ -49,7 +49,7 @@ type Desk struct {
 	restored []func(context.Context)
 	// venueWake asks RunVenueJobs for a lease_restored run (one pending at most).
 	venueWake chan struct{}
-	mirror   func() mirror.Status
+	mirror    func() mirror.Status
 }
 
 // SetMirror attaches the quote mirror's status (publisher or follower) to the desk's status.
