@@ -108,6 +108,9 @@ func (v *venueParts) Last() *execution.VenueBook {
 
 func (v *venueParts) Stats() venue.ExecutorStats { return v.exec.Stats() }
 
+// Active is true once the holder's venue jobs exist here.
+func (v *venueParts) Active() bool { return v.hedge.Load() != nil }
+
 // workers is how many risk engine workers the holder needs so that a gap's burst of venue
 // closes is limited by the executor, not by the risk engine. A worker holds its close through
 // the venue's answer and then through its booking (a group commit), while the executor's slot

@@ -74,6 +74,8 @@ type venueView struct {
 
 // VenueView is the holder's venue as the dealer's view shows it.
 type VenueView interface {
+	// Active is true once this process trades with the venue (it holds the lease).
+	Active() bool
 	Last() *execution.VenueBook
 	Stats() venue.ExecutorStats
 }
@@ -89,7 +91,9 @@ func buildBook(ctx context.Context, d Deps) *bookView {
 		b.Error = err.Error()
 	}
 	var last *execution.VenueBook
-	if d.Venue != nil {
+	// The venue as this process trades with it: only the holder checks it and sends to it; a
+	// follower's idle executor would read as a venue nobody watches.
+	if d.Venue != nil && d.Venue.Active() {
 		last = d.Venue.Last()
 		st := d.Venue.Stats()
 		v := &venueView{Reachable: st.Reachable, Executor: st}
@@ -201,15 +205,19 @@ func buildReport(ctx context.Context, d Deps) report {
 		c := d.Trading.CommitStats()
 		r.Commits = &c
 	}
+	// The alerts first, each read with its own bound: a slow book must not leave the alerts
+	// unread just when the database is slow.
 	actx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	r.Book = buildBook(actx, d)
 	alerts, err := d.Alerts.List(actx, alert.Filter{Statuses: []alert.Status{alert.Open, alert.Acknowledged}})
+	cancel()
 	if err != nil {
 		r.AlertsError = err.Error()
 	} else {
 		r.Alerts = alerts
 	}
+	bctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	r.Book = buildBook(bctx, d)
 	return r
 }
 
