@@ -317,11 +317,31 @@ func TestWebTierForwardLoopIsImpossible(t *testing.T) {
 	if code != http.StatusServiceUnavailable || er.Error.Message != "Pricing is temporarily unavailable for this instrument — please retry shortly" || b.header.Get("Retry-After") == "" {
 		t.Fatalf("loop = %d %s Retry-After %q", code, b.body, b.header.Get("Retry-After"))
 	}
-	if n := f2.countLog(msgHas("forwarded request refused")); n != 1 {
-		t.Fatalf("follower-2 refused %d forwarded requests, want exactly 1", n)
-	}
-	if n := f1.countLog(msgHas("forwarded request refused")); n != 0 {
+	// Both processes log before they answer, but the test reads their logs behind them. Follower-1
+	// logs its 503 after every hop of the request, a refusal of its own in a cycle included.
+	refused := msgHas("forwarded request refused")
+	f1.waitLog(5*time.Second, msgHas("forward: no holder took the request"))
+	if n := f1.countLog(refused); n != 0 {
 		t.Fatalf("follower-1 was forwarded to %d times: a cycle", n)
+	}
+	// Follower-2 is sent a forward for a term nobody holds after the request: once its refusal is
+	// read, every earlier one is too.
+	const barrierTerm = 99
+	signer, err := forward.NewSigner(clusterSecret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+f2.addr+"/api/fx/orders", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", barrierTerm))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	f2.waitLog(5*time.Second, func(l logLine) bool { return refused(l) && l["term"] == float64(barrierTerm) })
+	if n := f2.countLog(func(l logLine) bool { return refused(l) && l["term"] != float64(barrierTerm) }); n != 1 {
+		t.Fatalf("follower-2 refused %d forwarded requests, want exactly 1", n)
 	}
 	d.checkLedger(acct, "10000.00")
 }
