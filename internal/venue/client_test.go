@@ -148,7 +148,8 @@ func TestClientRoundTrip(t *testing.T) {
 	if fill := txs[f.TransactionID-1]; fill.Type != "ORDER_FILL" || fill.ClientID != "D1" || fill.TradeOpened != f.TradeOpened || fill.Symbol != "EURUSD" {
 		t.Fatalf("the fill as a transaction: %+v", fill)
 	}
-	if closing := txs[closed.Fill.TransactionID-1]; closing.TradesClosed[0] != f.TradeOpened || closing.Reason != "MARKET_ORDER_TRADE_CLOSE" {
+	if closing := txs[closed.Fill.TransactionID-1]; len(closing.Changes) != 1 || closing.Changes[0].TradeID != f.TradeOpened ||
+		!closing.Changes[0].Units.Equal(closed.Fill.Units) || closing.Reason != "MARKET_ORDER_TRADE_CLOSE" {
 		t.Fatalf("the close as a transaction: %+v", closing)
 	}
 	if rest, last2, err := c.TransactionsSince(ctx, last); err != nil || len(rest) != 0 || last2 != last {

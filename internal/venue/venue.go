@@ -112,20 +112,19 @@ type Summary struct {
 
 // Transaction is one entry of GET …/transactions/sinceid.
 type Transaction struct {
-	ID           int64
-	Type         string // ORDER_FILL, ORDER_CANCEL, MARKET_ORDER, …
-	Time         time.Time
-	OrderID      string
-	ClientID     string
-	Symbol       string
-	Units        decimal.Decimal
-	Price        decimal.Decimal
-	Reason       string
-	TradeOpened  string
-	TradesClosed []string
-	TradeReduced string
-	// Changes is what the fill did to each trade it closed or reduced: the units and price of
-	// that trade's share (one fill can close several trades).
+	ID          int64
+	Type        string // ORDER_FILL, ORDER_CANCEL, MARKET_ORDER, …
+	Time        time.Time
+	OrderID     string
+	ClientID    string
+	Symbol      string
+	Units       decimal.Decimal
+	Price       decimal.Decimal
+	Reason      string
+	TradeOpened string
+	// Changes is what the fill did to each trade it closed (tradesClosed) or reduced
+	// (tradeReduced), in that order: the trade and the units and price of its share (one fill
+	// can close several trades).
 	Changes []TradeChange
 }
 

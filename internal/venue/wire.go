@@ -422,11 +422,9 @@ func readTransaction(f *fieldReader, w *wireTransaction) Transaction {
 		t.TradeOpened = w.TradeOpened.TradeID
 	}
 	for _, c := range w.TradesClosed {
-		t.TradesClosed = append(t.TradesClosed, c.TradeID)
 		t.Changes = append(t.Changes, readChange(f, c, t.Price))
 	}
 	if w.TradeReduced != nil {
-		t.TradeReduced = w.TradeReduced.TradeID
 		t.Changes = append(t.Changes, readChange(f, *w.TradeReduced, t.Price))
 	}
 	return t
