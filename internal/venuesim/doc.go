@@ -6,8 +6,9 @@
 //
 // It is the desk's venue when FXDESK_VENUE=sim and the venue every execution test talks to. It
 // must never be reachable for control from anything but loopback, never be needed by production
-// code paths other than as "a venue at a URL", and never import the client: the two meet only
-// on the wire (it shares only the venue vocabulary: tags, states, reasons, symbol spelling).
+// code paths other than as "a venue at a URL", and never use the client: it imports package
+// venue only for its constants (order and trade states, cancel reasons) and its symbol spelling
+// (InstrumentName, DeskSymbol), never Client, so the two meet only on the wire.
 //
 // # Trading API (http://ADDR, Authorization: Bearer TOKEN, /v3/accounts/{id}/…)
 //
