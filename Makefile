@@ -2,7 +2,7 @@
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 BIN := bin
 
-.PHONY: run test build services vet bench soak
+.PHONY: run test build services bench soak
 
 services:
 	@./scripts/services.sh
@@ -11,8 +11,9 @@ build:
 	$(GO) build -o $(BIN)/fxdesk-web ./cmd/web
 	$(GO) build -o $(BIN)/fxdesk-cron ./cmd/cron
 
-# Single-process desk: lease, HTTP API and (as they land) the bundled feed simulator, with the
-# markets open whatever the day and demo data seeded.
+# Single-process desk: lease, HTTP API, the bundled feed simulator and the in-process venue
+# simulator (the demo trader's A-book account trades there), with the markets open whatever the
+# day and demo data seeded.
 run: services build
 	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim FXDESK_VENUE=sim ./$(BIN)/fxdesk-web
 

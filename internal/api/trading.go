@@ -150,7 +150,7 @@ func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics
 // handleOrders lists the caller's orders.
 func handleOrders(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired)
+		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired, fx.OrderRejected, fx.OrderSending, fx.OrderNotSent)
 		if err != nil {
 			return err
 		}
