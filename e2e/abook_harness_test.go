@@ -408,19 +408,11 @@ func (p *proc) book() deskBook {
 	return b
 }
 
-// reconciled waits for the next "execution reconciler ran" line of p after the n already seen.
-func (p *proc) reconciledAfter(n int, timeout time.Duration) {
+// reconciledAgain waits for an "execution reconciler ran" line of p past the lines read so far.
+func (p *proc) reconciledAgain(timeout time.Duration) {
 	p.t.Helper()
-	seen := 0
-	p.waitLog(timeout, func(l logLine) bool {
-		if l.msg() == "execution reconciler ran" {
-			seen++
-		}
-		return seen > n
-	})
+	p.waitNth(timeout, p.lineCount(), 1, msgIs("execution reconciler ran"))
 }
-
-func (p *proc) reconcileRuns() int { return p.countLog(msgIs("execution reconciler ran")) }
 
 // wantEveryTaggedTradeBooked asserts that every fxdesk-tagged open trade at the venue is
 // linked to exactly one open desk position, and every open linked position to an open trade.

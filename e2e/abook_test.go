@@ -215,7 +215,7 @@ func TestHolderKilledAfterVenueFillIsAdoptedByTag(t *testing.T) {
 	}
 	// Released now, the old connection's answer reaches nobody, and the next runs change nothing.
 	v.controlJSON("release", `{}`, nil)
-	web.reconciledAfter(web.reconcileRuns(), 10*time.Second)
+	web.reconciledAgain(10 * time.Second)
 	d.wantEveryTaggedTradeBooked()
 	if st := v.state(); st.OrderRequests[cid] != 1 || len(st.Trades) != 1 {
 		t.Fatalf("after more reconciles: %d requests, %d trades", st.OrderRequests[cid], len(st.Trades))
@@ -425,7 +425,7 @@ func TestUntaggedVenueTradeRaisesAnAlertAndIsNeverTouched(t *testing.T) {
 		t.Errorf("alert %q does not name trade %s", msg, u.TradeID)
 	}
 	for range 3 {
-		d.web.reconciledAfter(d.web.reconcileRuns(), 10*time.Second)
+		d.web.reconciledAgain(10 * time.Second)
 	}
 	st := v.state()
 	tr, ok := st.trade(u.TradeID)
@@ -583,7 +583,7 @@ func TestHolderStoppedPastTheTTLDropsLateVenueSendsAndWrites(t *testing.T) {
 	if h, _ := e.row(); h.Hostname != "box-b" || h.PID != b.pid() || h.Term != 2 {
 		t.Fatalf("row = %+v, want box-b term 2", h)
 	}
-	b.reconciledAfter(b.reconcileRuns(), 10*time.Second)
+	b.reconciledAgain(10 * time.Second)
 	d.wantEveryTaggedTradeBooked()
 	d.checkLedger(x1, "9999.30")
 	d.checkLedger(x2, "10000.00")

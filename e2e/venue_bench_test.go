@@ -191,42 +191,16 @@ func TestBenchVenueBurst(t *testing.T) {
 	// reconciles), so a gap started right after it has an interval before the next run.
 	sized := func() {
 		t.Helper()
-		seen := d.web.countLog(msgIs("execution reconciler ran"))
-		d.web.waitLog(3*interval, func(l logLine) bool {
-			if l.msg() == "execution reconciler ran" {
-				seen--
-				return seen < 0
-			}
-			return false
-		})
+		d.web.waitNth(3*interval, d.web.lineCount(), 1, msgIs("execution reconciler ran"))
 	}
-	bursts := func() int { return d.web.countLog(msgIs("venue burst")) }
-	waitBurst := func(before int) logLine {
+	waitBurst := func(from int) logLine {
 		t.Helper()
-		n := before
-		return d.web.waitLog(60*time.Second, func(l logLine) bool {
-			if l.msg() != "venue burst" {
-				return false
-			}
-			n--
-			return n < 0
-		})
+		l, _ := d.web.waitNth(60*time.Second, from, 1, msgIs("venue burst"))
+		return l
 	}
-	// burstLines are the "venue burst" lines after the first before: one burst is one line
-	// unless the executor went idle in the middle of it.
-	burstLines := func(before int) []logLine {
-		var out []logLine
-		d.web.mu.Lock()
-		defer d.web.mu.Unlock()
-		for _, l := range d.web.lines {
-			if l.msg() == "venue burst" {
-				if before--; before < 0 {
-					out = append(out, l)
-				}
-			}
-		}
-		return out
-	}
+	// burstLines are the "venue burst" lines from the mark on: one burst is one line unless the
+	// executor went idle in the middle of it.
+	burstLines := func(from int) []logLine { return d.web.matching(from, msgIs("venue burst")) }
 	calls := func(ls []logLine) string {
 		var parts []string
 		for _, l := range ls {
@@ -308,7 +282,7 @@ func TestBenchVenueBurst(t *testing.T) {
 	smallLo, smallHi := open(smallN, 1.09000)
 	setLatency(latency)
 	sized()
-	before := bursts()
+	before := d.web.lineCount() // a burst is waited for past the lines read before its gap
 	gap(1.09400)
 	waitClosed(warmLo, warmHi, warmN, time.Minute)
 	if warmN >= 20 {
@@ -319,9 +293,9 @@ func TestBenchVenueBurst(t *testing.T) {
 	floor := sendFloor(t, smallN, procs, latency)
 	raw := writeFloor(t, smallN, procs)
 	sized()
-	sizedLine, _ := lastLog(d.web, "venue executor sized")
+	sizedLine, _ := d.web.lastLog(msgIs("venue executor sized"))
 	conn0 := accepted()
-	before = bursts()
+	before = d.web.lineCount()
 	gap(1.08900)
 	waitClosed(smallLo, smallHi, smallN, time.Minute)
 	small := waitBurst(before)
@@ -333,13 +307,13 @@ func TestBenchVenueBurst(t *testing.T) {
 	largeLo, largeHi := open(largeN, 1.08000)
 	setLatency(latency)
 	sized()
-	largeSized, _ := lastLog(d.web, "venue executor sized")
+	largeSized, _ := d.web.lastLog(msgIs("venue executor sized"))
 	m0, err := scrape()
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn1 := accepted()
-	before = bursts()
+	before = d.web.lineCount()
 	var maxQueued atomic.Int64
 	sampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -415,18 +389,6 @@ func TestBenchVenueBurst(t *testing.T) {
 	t.Logf("%-44s %-26s %-20s %s", "case 2: booking ceiling (writes / commit time)", fmt.Sprintf("%.0f closes/s", booked/max(commitSecs, 1e-9)),
 		fmt.Sprintf("≥ %.0f/s (cap / latency)", float64(effCap)/latency.Seconds()), "")
 	t.Logf("%-44s %-26s %-20s %s", "case 2: fxdesk_venue_calls_queued, max sampled", fmt.Sprintf("%d", maxQueued.Load()), "visible", "")
-}
-
-// lastLog is the last line of p with message msg.
-func lastLog(p *proc, msg string) (logLine, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := len(p.lines) - 1; i >= 0; i-- {
-		if p.lines[i].msg() == msg {
-			return p.lines[i], true
-		}
-	}
-	return nil, false
 }
 
 // writeFloor is the floor under every design that puts one request per close on the wire: n
