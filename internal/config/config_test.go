@@ -137,3 +137,57 @@ func TestStandbyTakeoverOnAForwardingTier(t *testing.T) {
 		t.Errorf("startup line %q does not show the takeover mode", line)
 	}
 }
+
+// The venue: unset is a pure B-book desk; sim has defaults that need nothing else; a URL needs
+// its account and token and is paced to OANDA's connection rate; each bad value is refused with
+// a message naming it.
+func TestVenueSettings(t *testing.T) {
+	base := map[string]string{"FXDESK_HOSTNAME": "box"}
+	with := func(kv map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for k, v := range kv {
+			out[k] = v
+		}
+		return out
+	}
+	c, err := Load(Web, env(base))
+	if err != nil || c.Venue.Enabled() {
+		t.Fatalf("no FXDESK_VENUE: %+v %v", c.Venue, err)
+	}
+	c, err = Load(Web, env(with(map[string]string{"FXDESK_VENUE": "sim"})))
+	if err != nil || c.Venue.Account != "fxdesk-sim" || c.Venue.Token != "sim-token" || c.Venue.ConnectRate != 0 ||
+		c.Venue.Concurrency != 512 || c.Venue.Timeout != 10*time.Second || c.Venue.NotSentAfter != 2*time.Minute ||
+		c.Venue.SimLatency != 130*time.Millisecond || c.Venue.MarginWarn.String() != "0.5" || !c.Venue.MinNAV.IsZero() {
+		t.Fatalf("sim defaults: %+v %v", c.Venue, err)
+	}
+	c, err = Load(Web, env(with(map[string]string{"FXDESK_VENUE": "https://api-fxpractice.example/", "FXDESK_VENUE_ACCOUNT": "101-1", "FXDESK_VENUE_TOKEN": "t0ken"})))
+	if err != nil || c.Venue.URL != "https://api-fxpractice.example" || c.Venue.ConnectRate != 2 {
+		t.Fatalf("a venue URL: %+v %v", c.Venue, err)
+	}
+	for _, tc := range []struct {
+		kv   map[string]string
+		want []string
+	}{
+		{map[string]string{"FXDESK_VENUE": "ftp://venue"}, []string{"FXDESK_VENUE", "sim"}},
+		{map[string]string{"FXDESK_VENUE": "https://venue"}, []string{"FXDESK_VENUE_ACCOUNT", "FXDESK_VENUE_TOKEN"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_TIMEOUT": "3m"}, []string{"FXDESK_VENUE_NOT_SENT_AFTER", "FXDESK_VENUE_TIMEOUT"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_MARGIN_WARN": "1.5"}, []string{"FXDESK_VENUE_MARGIN_WARN", "0 to 1"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_MIN_NAV": "-1"}, []string{"FXDESK_VENUE_MIN_NAV"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_CONCURRENCY": "0"}, []string{"FXDESK_VENUE_CONCURRENCY"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": "0123456789abcdef"}, []string{"FXDESK_VENUE=sim", "fxdesk-venuesim"}},
+	} {
+		_, err := Load(Web, env(with(tc.kv)))
+		if err == nil {
+			t.Errorf("%v accepted", tc.kv)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q does not name %q", tc.kv, err, w)
+			}
+		}
+	}
+}
