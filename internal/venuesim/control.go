@@ -119,11 +119,11 @@ func (s *Server) CloseTradeAtVenue(tradeID string, units *decimal.Decimal) (Venu
 	var err error
 	s.withAccount(s.ctx(), func(a *account, pb *priceBook, now time.Time) {
 		t := a.lookupTrade(tradeID)
-		switch {
-		case t == nil || !t.open():
+		switch closeRefusal(t, units) {
+		case closeNoTrade:
 			err = fmt.Errorf("close trade %s: %w: no such open trade", tradeID, ErrNotFound)
 			return
-		case units != nil && units.GreaterThan(t.currentUnits.Abs()):
+		case closeTooLarge:
 			err = fmt.Errorf("close trade %s: units %s exceed the %s open", tradeID, units, t.currentUnits.Abs())
 			return
 		}

@@ -85,7 +85,8 @@
 //
 // count defaults to 1; a fault replaces a pending fault of the same kind. A request draws its
 // faults when it arrives: a 5xx ends it there; otherwise an order may draw a cancel and,
-// independently, a timeout or else a hold (timeouts are drawn first). Errors answer
+// independently, a timeout or else a hold (timeouts are drawn first), and a close a timeout,
+// unless the venue refuses it (404, 400: it executes nothing). Errors answer
 // {"error":{"code":"EINVALID","message":"…"}} with status 400 (404 ENOTFOUND for a trade that is
 // not open, 403 off loopback).
 package venuesim

@@ -371,6 +371,30 @@ func TestFaultTimeoutExecutesThenCuts(t *testing.T) {
 	e.fill("T2", "EUR_USD", "1000") // the fault is used up
 }
 
+// A close the venue refuses executes nothing, so it leaves a pending timeout to the next close
+// that executes.
+func TestFaultTimeoutSkipsRefusedCloses(t *testing.T) {
+	t.Parallel()
+	e := start(t, Config{})
+	e.fill("R0", "EUR_USD", "1000")
+	if err := e.sim.InjectFault(Fault{Kind: FaultTimeout, Duration: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.call(http.MethodPut, "/trades/@nobody/close", map[string]string{"units": "ALL"}); code != http.StatusNotFound {
+		t.Fatalf("a close of an unknown trade: %d %v", code, out)
+	}
+	if code, out := e.call(http.MethodPut, "/trades/@R0/close", map[string]string{"units": "5000"}); code != http.StatusBadRequest {
+		t.Fatalf("a close of more units than open: %d %v", code, out)
+	}
+	if st := e.sim.State(); st.Pending.Timeouts != 1 {
+		t.Fatalf("refused closes took the timeout: %+v", st.Pending)
+	}
+	url := e.sim.URL() + "/v3/accounts/" + e.sim.AccountID()
+	if _, _, err := e.request(http.MethodPut, url+"/trades/@R0/close", map[string]string{"units": "ALL"}, testToken); err == nil {
+		t.Fatal("a close under a timeout fault got an answer")
+	}
+}
+
 func TestFaultHoldAndRelease(t *testing.T) {
 	t.Parallel()
 	// 650 held orders keep 650 connections open at once: the venue serves a pool sized for a burst.

@@ -268,6 +268,24 @@ func (a *account) lookupTrade(specifier string) *trade {
 	return a.trades[id]
 }
 
+// Why the venue refuses a close, as it spells the errorCode.
+const (
+	closeNoTrade  = "TRADE_DOESNT_EXIST"
+	closeTooLarge = "CLOSE_TRADE_UNITS_EXCEED_TRADE_SIZE"
+)
+
+// closeRefusal is why a close of units (nil: all) of t (nil: unknown) is refused, or "" when it
+// executes.
+func closeRefusal(t *trade, units *decimal.Decimal) string {
+	switch {
+	case t == nil || !t.open():
+		return closeNoTrade
+	case units != nil && units.GreaterThan(t.currentUnits.Abs()):
+		return closeTooLarge
+	}
+	return ""
+}
+
 func (s *Server) handleCloseTrade() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req closeRequest
@@ -288,19 +306,25 @@ func (s *Server) handleCloseTrade() http.HandlerFunc {
 		}
 		specifier := r.PathValue("trade")
 		s.mu.Lock()
-		fault := s.drawAnswerFaultLocked(false)
+		var fault answerFault
+		// Only a close that executes takes a timeout: a refused one (404, 400) executes nothing.
+		// It is judged on arrival, like every fault; a close of the same trade that executes
+		// in the latency between can still leave this one refused.
+		if closeRefusal(s.acct.lookupTrade(specifier), units) == "" {
+			fault = s.drawAnswerFaultLocked(false)
+		}
 		latency := s.latency
 		s.mu.Unlock()
 
 		status, answer := http.StatusOK, any(nil)
 		ok := s.executeAfter(latency, func(a *account, pb *priceBook, now time.Time) {
 			t := a.lookupTrade(specifier)
-			switch {
-			case t == nil || !t.open():
-				status, answer = http.StatusNotFound, map[string]string{"errorCode": "TRADE_DOESNT_EXIST",
+			switch closeRefusal(t, units) {
+			case closeNoTrade:
+				status, answer = http.StatusNotFound, map[string]string{"errorCode": closeNoTrade,
 					"errorMessage": fmt.Sprintf("No open trade %q in the account.", specifier)}
-			case units != nil && units.GreaterThan(t.currentUnits.Abs()):
-				status, answer = http.StatusBadRequest, map[string]string{"errorCode": "CLOSE_TRADE_UNITS_EXCEED_TRADE_SIZE",
+			case closeTooLarge:
+				status, answer = http.StatusBadRequest, map[string]string{"errorCode": closeTooLarge,
 					"errorMessage": fmt.Sprintf("Trade %d has %s units open.", t.id, t.currentUnits.Abs())}
 			default:
 				create, result, _ := a.closeTrade(now, pb, t, units, reasonTradeClose, fillTradeClose)
