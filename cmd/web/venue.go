@@ -46,18 +46,11 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 	}
 	vc := cfg.Venue
 	vp := &venueParts{cfg: vc, log: log}
-	var execRef atomic.Pointer[venue.Executor]
-	observer := m.NewVenue(func() venue.ExecutorStats {
-		if e := execRef.Load(); e != nil {
-			return e.Stats()
-		}
-		return venue.ExecutorStats{}
-	})
-	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: observer, Log: log})
+	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: m.NewVenue(), Log: log})
 	if err != nil {
 		return nil, err
 	}
-	execRef.Store(exec)
+	m.WatchVenue(exec.Stats)
 	vp.exec = exec
 	base := vc.URL
 	if base == "sim" {

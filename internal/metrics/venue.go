@@ -15,8 +15,9 @@ type Venue struct {
 	Connections *prometheus.CounterVec
 }
 
-// NewVenue registers the venue series; stats is read at scrape time.
-func (m *Metrics) NewVenue(stats func() venue.ExecutorStats) *Venue {
+// NewVenue registers the series the venue executor observes as they happen; WatchVenue adds
+// the ones read from it at scrape time, once it exists.
+func (m *Metrics) NewVenue() *Venue {
 	v := &Venue{
 		OwnTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fxdesk_venue_own_time_seconds",
@@ -34,6 +35,11 @@ func (m *Metrics) NewVenue(stats func() venue.ExecutorStats) *Venue {
 		}, []string{"when"}),
 	}
 	m.reg.MustRegister(v.OwnTime, v.Queued, v.Connections)
+	return v
+}
+
+// WatchVenue adds the executor's gauges, read from stats at scrape time.
+func (m *Metrics) WatchVenue(stats func() venue.ExecutorStats) {
 	gauge := func(name, help string, read func(venue.ExecutorStats) float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return read(stats()) }))
 	}
@@ -46,7 +52,6 @@ func (m *Metrics) NewVenue(stats func() venue.ExecutorStats) *Venue {
 		}
 		return 0
 	})
-	return v
 }
 
 func (v *Venue) ObserveOwnTime(d time.Duration) { v.OwnTime.Observe(d.Seconds()) }
