@@ -601,31 +601,24 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		for i, p := range pos {
 			ids[i], at[p.PositionID] = p.PositionID, i
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+
-			store.Placeholders(len(ids))+") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
+		fills, err := queryAll(ctx, tx, "external book: booked fills", func(sc scanner) (fillKey, error) {
+			var k fillKey
+			err := sc.Scan(&k.position, &k.tx)
+			return k, err
+		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+store.Placeholders(len(ids))+
+			") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
+			return nil, nil, err
 		}
-		for rows.Next() {
-			var pid, txID int64
-			if err := rows.Scan(&pid, &txID); err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
-			}
-			pos[at[pid]].Booked = append(pos[at[pid]].Booked, txID)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, fmt.Errorf("external book: booked fills: %w", err)
+		for _, k := range fills {
+			pos[at[k.position]].Booked = append(pos[at[k.position]].Booked, k.tx)
 		}
 	}
 	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
 	args := []any{}
 	if len(extraOrderIDs) > 0 {
 		where = "(" + where + ") OR o.`id` IN (" + store.Placeholders(len(extraOrderIDs)) + ")"
-		for _, id := range extraOrderIDs {
-			args = append(args, id)
-		}
+		args = store.Int64Args(extraOrderIDs)
 	}
 	orders, err := queryAll(ctx, tx, "external book: orders", func(sc scanner) (VenueOrder, error) {
 		var o VenueOrder
