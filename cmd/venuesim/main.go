@@ -82,6 +82,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if _, err := sim.ListenControl(*controlAddr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "venuesim listening url=%s control=%s account=%s\n", sim.URL(), sim.ControlURL(), sim.AccountID())
+	fmt.Fprintln(stdout, venuesim.ListeningLine(sim.URL(), sim.ControlURL(), sim.AccountID()))
 	return sim.Run(ctx)
 }

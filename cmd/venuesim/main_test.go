@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fxdesk/internal/venuesim"
 )
 
 // TestRun starts the command on port 0, reads the URLs it prints, checks both APIs answer, and
@@ -34,18 +36,12 @@ func TestRun(t *testing.T) {
 		t.Fatalf("no URLs printed: %v", err)
 	}
 	go io.Copy(io.Discard, outR)
-	fields := map[string]string{}
-	for _, f := range strings.Fields(line) {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			fields[k] = v
-		}
-	}
-	if !strings.HasPrefix(line, "venuesim listening ") || !strings.HasPrefix(fields["url"], "http://127.0.0.1:") ||
-		!strings.HasPrefix(fields["control"], "http://127.0.0.1:") || fields["account"] != "acct-1" {
-		t.Fatalf("printed %q", line)
+	url, control, account, err := venuesim.ParseListening(line)
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasPrefix(control, "http://127.0.0.1:") || account != "acct-1" {
+		t.Fatalf("printed %q: %v", line, err)
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, fields["url"]+"/v3/accounts/acct-1/summary", nil)
+	req, _ := http.NewRequest(http.MethodGet, url+"/v3/accounts/acct-1/summary", nil)
 	req.Header.Set("Authorization", "Bearer env-token")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -56,7 +52,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("summary with the token from the environment: %d", resp.StatusCode)
 	}
 
-	resp, err = http.Get(fields["control"] + "/control/state")
+	resp, err = http.Get(control + "/control/state")
 	if err != nil {
 		t.Fatal(err)
 	}
