@@ -157,9 +157,11 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 	v := VenueState{AsOf: sum.LastTransactionID, OpenTrades: trades, Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
 	var named []int64
 	open := map[string]venue.Trade{}
+	carried := map[string]bool{} // client ids an open tagged trade already carries
 	for _, t := range trades {
 		open[t.ID] = t
 		if t.Tag == venue.Tag {
+			carried[t.ClientID] = true
 			if id, err := strconv.ParseInt(t.ClientID, 10, 64); err == nil && id > 0 {
 				named = append(named, id)
 			}
@@ -206,7 +208,9 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 		cid := trading.ClientID(o.OrderID)
 		d.Orders[cid] = DeskOrder{OrderID: o.OrderID, AccountID: o.AccountID, ClientID: cid, Symbol: o.Symbol, Side: o.Side, Volume: o.Volume,
 			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID}
-		if o.Status != fx.OrderSending {
+		// Looked up by client id only where that can tell anything: not an order an open trade
+		// already explains (Plan adopts it from the listing), nor one its own send is booking.
+		if o.Status != fx.OrderSending || carried[cid] || r.cfg.Desk.VenueBusy(o.OrderID, 0) {
 			continue
 		}
 		var lk ClientLookup
