@@ -48,6 +48,23 @@ type trade struct {
 func (t *trade) long() bool { return t.initialUnits.IsPositive() }
 func (t *trade) open() bool { return !t.currentUnits.IsZero() }
 
+// state is OPEN or CLOSED, as the venue spells it.
+func (t *trade) state() string {
+	if t.open() {
+		return venue.TradeOpen
+	}
+	return venue.TradeClosed
+}
+
+// averageClose is the average price of the units closed so far; ok is false before the first
+// close or reduction.
+func (t *trade) averageClose() (price decimal.Decimal, ok bool) {
+	if !t.closedUnits.IsPositive() {
+		return decimal.Decimal{}, false
+	}
+	return t.closedNotional.Div(t.closedUnits).Round(6), true
+}
+
 // order is one client MARKET order that carried a client id, for GET …/orders/@{clientId}.
 type order struct {
 	id         int64 // its MARKET_ORDER transaction
@@ -319,18 +336,18 @@ func (a *account) closeTrade(now time.Time, pb *priceBook, t *trade, units *deci
 func (a *account) tradeJSON(t *trade, pb *priceBook) tradeJSON {
 	w := tradeJSON{
 		ID: wireID(t.id), Instrument: venue.InstrumentName(t.symbol), Price: t.price.String(),
-		OpenTime: wireTime(t.openTime), State: venue.TradeOpen, InitialUnits: t.initialUnits.String(),
+		OpenTime: wireTime(t.openTime), State: t.state(), InitialUnits: t.initialUnits.String(),
 		CurrentUnits: t.currentUnits.String(), RealizedPL: money(t.realizedPL),
 		ClosingTransactionIDs: []string{}, ClientExtensions: t.ext,
 	}
 	for _, id := range t.closingTxIDs {
 		w.ClosingTransactionIDs = append(w.ClosingTransactionIDs, wireID(id))
 	}
-	if t.closedUnits.IsPositive() {
-		w.AverageClosePrice = t.averageClosePrice().String()
+	if p, ok := t.averageClose(); ok {
+		w.AverageClosePrice = p.String()
 	}
 	if !t.open() {
-		w.State, w.CloseTime = venue.TradeClosed, wireTime(t.closeTime)
+		w.CloseTime = wireTime(t.closeTime)
 	} else if pb != nil {
 		if q, ok := pb.quote(t.symbol); ok {
 			price := q.bid
@@ -341,10 +358,6 @@ func (a *account) tradeJSON(t *trade, pb *priceBook) tradeJSON {
 		}
 	}
 	return w
-}
-
-func (t *trade) averageClosePrice() decimal.Decimal {
-	return t.closedNotional.Div(t.closedUnits).Round(6)
 }
 
 func (o *order) json() orderJSON {

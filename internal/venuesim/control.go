@@ -269,19 +269,18 @@ func (s *Server) State() State {
 			st.OutageUntil = &until
 		}
 		for _, t := range a.tradeList {
-			ts := TradeState{ID: wireID(t.id), Symbol: t.symbol, State: venue.TradeOpen, InitialUnits: t.initialUnits,
+			ts := TradeState{ID: wireID(t.id), Symbol: t.symbol, State: t.state(), InitialUnits: t.initialUnits,
 				CurrentUnits: t.currentUnits, Price: t.price, RealizedPL: t.realizedPL, OpenTime: t.openTime,
 				ClosingTransactionIDs: slices.Clone(t.closingTxIDs)}
 			if t.ext != nil {
 				ts.ClientID, ts.Tag = t.ext.ID, t.ext.Tag
 			}
-			if t.closedUnits.IsPositive() {
-				p := t.averageClosePrice()
+			if p, ok := t.averageClose(); ok {
 				ts.AverageClosePrice = &p
 			}
 			if !t.open() {
 				ct := t.closeTime
-				ts.State, ts.CloseTime = venue.TradeClosed, &ct
+				ts.CloseTime = &ct
 			}
 			st.Trades = append(st.Trades, ts)
 		}
