@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"fxdesk/internal/venuesim"
 	"io"
 	"net/http"
 	"os"
@@ -137,18 +138,13 @@ func startVenue(dir, binDir string, feed *sim) (*venueSim, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields := map[string]string{}
-	for _, f := range strings.Fields(line) {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			fields[k] = v
-		}
-	}
-	if !strings.HasPrefix(line, "venuesim listening ") || fields["url"] == "" || fields["control"] == "" {
+	url, ctl, account, err := venuesim.ParseListening(line)
+	if err != nil {
 		s.stop()
-		return nil, fmt.Errorf("venuesim printed %q", line)
+		return nil, err
 	}
-	s.url, s.control = fields["url"], fields["control"]
-	return &venueSim{sim: s, account: fields["account"]}, nil
+	s.url, s.control = url, ctl
+	return &venueSim{sim: s, account: account}, nil
 }
 
 // deskEnv is a web process's venue configuration: unpaced connections (a simulator on
@@ -499,7 +495,7 @@ func settleVenue(ctx context.Context, c *cluster, logger interface{ Printf(strin
 // finalVenueCheck checks the A-book at the end. The prices still move after the load, so a
 // stop may be closing a trade between the two reads: a read that breaks an invariant is taken
 // again, up to ten times a second apart, and only what persists is reported.
-func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }) []result {
+func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }, quiet time.Time) []result {
 	var rs []result
 	for attempt := 1; attempt <= 10; attempt++ {
 		s, err := readSnapshot(ctx, c.direct)
@@ -515,7 +511,7 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 			logger.Printf("soak: final venue check: %v", err)
 			continue
 		}
-		rs = checkVenueEnd(s, vs)
+		rs = checkVenueEnd(s, vs, quiet)
 		bad := 0
 		for _, r := range rs {
 			bad += len(r.Violations)
