@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"math"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
 )
@@ -327,12 +330,24 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			in.serial.Lock()
 			defer in.serial.Unlock()
 			before, okBefore, _ := in.c.readRow(ctx)
+			keyBefore, keyErrBefore := in.redisLeaseKey(ctx)
 			h.kill(syscall.SIGTERM)
 			after, okAfter, err := in.c.readRow(ctx)
+			keyAfter, keyErrAfter := in.redisLeaseKey(ctx)
 			if err == nil && okBefore && before.Live && before.PID != h.pid && (!okAfter || !after.Live || after.Term != before.Term) {
 				in.fail("zombie: SIGTERM of %s (lost) changed the live lease: before %+v, after %+v", h.name, before, after)
 			}
-			if key, err := in.c.rdb.Get(ctx, lease.RedisKey(lease.Key)).Result(); err == nil && okBefore && key == fmt.Sprintf("%s:%d", hostname, h.pid) {
+			// The zombie's release must not delete or rewrite the new holder's key: a key that
+			// named the live holder before the SIGTERM names it after, and is still there.
+			if keyErrBefore == nil && keyErrAfter == nil && okBefore && before.Live && before.PID != h.pid &&
+				keyBefore == before.String() && keyAfter != keyBefore {
+				gone := keyAfter
+				if gone == "" {
+					gone = "gone"
+				}
+				in.fail("zombie: SIGTERM of %s (lost) changed the new holder's Redis lease key: %q before, %s after", h.name, keyBefore, gone)
+			}
+			if keyErrAfter == nil && keyAfter == fmt.Sprintf("%s:%d", hostname, h.pid) {
 				in.fail("zombie: after SIGTERM of %s (lost) the Redis lease key still names it", h.name)
 			}
 			in.note(window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
@@ -512,4 +527,14 @@ func setSimPrice(p *sim, symbol string, bid, ask float64) error {
 		return fmt.Errorf("set %s on %s: status %d", symbol, p.name, resp.StatusCode)
 	}
 	return nil
+}
+
+// redisLeaseKey reads the Redis lease key: "" when it is absent, an error only when Redis did not
+// answer.
+func (in *injector) redisLeaseKey(ctx context.Context) (string, error) {
+	v, err := in.c.rdb.Get(ctx, lease.RedisKey(lease.Key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
 }

@@ -281,14 +281,15 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	// The A-book settles: held answers released, then reconciles until one started past
 	// NOT_SENT_AFTER after the desk went quiet plans nothing more.
-	if err := settleVenue(ctx, c, logger, time.Now()); err != nil {
+	quiet := time.Now()
+	if err := settleVenue(ctx, c, logger, quiet); err != nil {
 		in.fail("settle: %v", err)
 	}
 	time.Sleep(2 * sampleEvery)
 	stopSampling()
 	sampling.Wait()
 	check("final")
-	tl.add(finalVenueCheck(ctx, c, logger))
+	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	ev := evidenceNow()
 	tl.add([]result{checkTradesAgain(ev, lastFault)})
 	faultErrs := in.errs

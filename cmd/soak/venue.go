@@ -5,14 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"fxdesk/internal/venue"
 	"fxdesk/internal/venuesim"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -247,62 +248,35 @@ func (v *venueSim) state() (*venueState, error) {
 	return st, nil
 }
 
-// closeFills reads every transaction from the venue's trading API, as the desk would, and
-// returns each trade's closing fill prices. A request the venue answers 5xx (a fault still
-// pending) is retried.
+// closeFills reads every transaction from the venue's trading API with the desk's own client,
+// and returns each trade's closing fill prices. A request the venue does not answer (an outage,
+// a 5xx fault still pending) is retried.
 func (v *venueSim) closeFills(ctx context.Context) (map[string][]decimal.Decimal, error) {
-	type fill struct {
-		TradeID string `json:"tradeID"`
-		Price   string `json:"price"`
-	}
-	var page struct {
-		Transactions []struct {
-			ID           string `json:"id"`
-			Type         string `json:"type"`
-			TradesClosed []fill `json:"tradesClosed"`
-			TradeReduced *fill  `json:"tradeReduced"`
-		} `json:"transactions"`
-		LastTransactionID string `json:"lastTransactionID"`
+	client, err := venue.NewClient(venue.ClientConfig{BaseURL: v.url, AccountID: v.account, Token: venueToken, HTTP: httpClient})
+	if err != nil {
+		return nil, err
 	}
 	out := map[string][]decimal.Decimal{}
 	since := int64(0)
 	for tries := 0; tries < 200; tries++ {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v3/accounts/%s/transactions/sinceid?id=%d", v.url, v.account, since), nil)
-		req.Header.Set("Authorization", "Bearer "+venueToken)
-		resp, err := httpClient.Do(req)
-		if err != nil {
+		txs, last, err := client.TransactionsSince(ctx, since)
+		if errors.Is(err, venue.ErrNotSent) || errors.Is(err, venue.ErrOutcomeUnknown) {
 			time.Sleep(200 * time.Millisecond) // an outage's end has no signal the soak can wait on
 			continue
 		}
-		page.Transactions = nil
-		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if resp.StatusCode >= 500 || err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
+		if err != nil {
+			return nil, fmt.Errorf("venue transactions since %d: %w", since, err)
 		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("venue transactions since %d: status %d", since, resp.StatusCode)
-		}
-		for _, t := range page.Transactions {
-			if id, err := strconv.ParseInt(t.ID, 10, 64); err == nil && id > since {
-				since = id
-			}
+		for _, t := range txs {
+			since = max(since, t.ID)
 			if t.Type != "ORDER_FILL" {
 				continue
 			}
-			fs := t.TradesClosed
-			if t.TradeReduced != nil {
-				fs = append(fs, *t.TradeReduced)
-			}
-			for _, f := range fs {
-				if p, err := decimal.NewFromString(f.Price); err == nil {
-					out[f.TradeID] = append(out[f.TradeID], p)
-				}
+			for _, ch := range t.Changes {
+				out[ch.TradeID] = append(out[ch.TradeID], ch.Price)
 			}
 		}
-		last, _ := strconv.ParseInt(page.LastTransactionID, 10, 64)
-		if len(page.Transactions) == 0 || since >= last {
+		if len(txs) == 0 || since >= last {
 			return out, nil
 		}
 	}
