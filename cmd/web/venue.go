@@ -78,8 +78,7 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 		HTTP: exec.WarmHTTPClient(), Timeout: 24 * time.Hour}); err != nil {
 		return nil, err
 	}
-	vp.sender = venue.NewSender(client, exec, vc.Account)
-	vp.sender.Readmit(func(ctx context.Context) error {
+	vp.sender = venue.NewSender(client, exec, vc.Account, func(ctx context.Context) error {
 		return g.Admit(ctx, gate.VenueSend, slog.String("op", "queued venue send"))
 	})
 	return vp, nil

@@ -122,7 +122,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender := venue.NewSender(client, exec, sim.AccountID())
+	sender := venue.NewSender(client, exec, sim.AccountID(), nil)
 	desk, err := trading.New(trading.Config{DB: testDB, Prices: deskPrices{}, Lease: heldLease{}, Gate: g, Venue: sender})
 	if err != nil {
 		t.Fatal(err)

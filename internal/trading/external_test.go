@@ -132,7 +132,7 @@ func newABook(t *testing.T) *abook {
 		t.Fatal(err)
 	}
 	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g,
-		Venue: venue.NewSender(client, exec, sim.AccountID())})
+		Venue: venue.NewSender(client, exec, sim.AccountID(), nil)})
 	return &abook{t: t, svc: svc, sim: sim, base: sim.State(), exec: exec, client: client, prices: prices}
 }
 

@@ -375,7 +375,7 @@ func (e *Executor) noteReach(ctx context.Context, err error) {
 // worker is busy. A call whose ctx ends before a worker takes it is not run and answers
 // ErrNotSent at once, as does a queued call when the executor stops. The executor never asks
 // the gate: a caller that must not send after the lease moved asks it in fn, as Sender does for
-// a queued send (Readmit).
+// a queued send (NewSender's admit).
 func (e *Executor) Do(ctx context.Context, fn func(context.Context) error) error {
 	c := &call{ctx: ctx, fn: fn, queued: time.Now(), done: make(chan error, 1)}
 	e.mu.Lock()

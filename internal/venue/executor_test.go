@@ -219,7 +219,7 @@ func TestEnsureWarmsDistinctConnectionsAndTheBurstDialsNone(t *testing.T) {
 	if err := sim.InjectFault(venuesim.Fault{Kind: venuesim.FaultHold, Count: n}); err != nil {
 		t.Fatal(err)
 	}
-	sender := venue.NewSender(c, e, sim.AccountID())
+	sender := venue.NewSender(c, e, sim.AccountID(), nil)
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
@@ -467,7 +467,7 @@ func TestOwnTimeObservedOncePerSend(t *testing.T) {
 	obs := newObserver()
 	e := newExecutor(t, venue.ExecutorConfig{Cap: 4, Observer: obs})
 	c := execClient(t, sim, e)
-	s := venue.NewSender(c, e, sim.AccountID())
+	s := venue.NewSender(c, e, sim.AccountID(), nil)
 	ctx := context.Background()
 	if err := e.Ensure(ctx, 2, summaryProbe(c)); err != nil {
 		t.Fatal(err)

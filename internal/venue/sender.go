@@ -18,16 +18,13 @@ type Sender struct {
 	admit   func(context.Context) error
 }
 
-// NewSender sends through api on exec; account names the venue account.
-func NewSender(api API, exec *Executor, account string) *Sender {
-	return &Sender{api: api, exec: exec, account: account}
+// NewSender sends through api on exec; account names the venue account. admit, when not nil,
+// is the caller's gate, asked again when a worker takes a send off the queue: a send that waited
+// behind a burst past the lease's trust window is then not sent at all (its error wraps admit's
+// and ErrNotSent), instead of leaving after the lease may have moved.
+func NewSender(api API, exec *Executor, account string, admit func(context.Context) error) *Sender {
+	return &Sender{api: api, exec: exec, account: account, admit: admit}
 }
-
-// Readmit sets the caller's gate, asked again when a worker takes a send off the queue: a send
-// that waited behind a burst past the lease's trust window is then not sent at all (its error
-// wraps admit's and ErrNotSent), instead of leaving after the lease may have moved. Set it before
-// the first send.
-func (s *Sender) Readmit(admit func(context.Context) error) { s.admit = admit }
 
 // admitted re-checks the gate on the worker, right before the request is built.
 func (s *Sender) admitted(ctx context.Context) error {
