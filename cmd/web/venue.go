@@ -75,7 +75,7 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 	// The warm-up probe's client has no per-call bound of its own: paced to the venue's
 	// connection rate, warming takes longer than one call may, and Ensure bounds it.
 	if vp.warmClient, err = venue.NewClient(venue.ClientConfig{BaseURL: base, AccountID: vc.Account, Token: vc.Token,
-		HTTP: exec.WarmHTTPClient(), Timeout: 24 * time.Hour}); err != nil {
+		HTTP: exec.HTTPClient(), Timeout: 24 * time.Hour}); err != nil {
 		return nil, err
 	}
 	vp.sender = venue.NewSender(client, exec, vc.Account, func(ctx context.Context) error {

@@ -233,17 +233,14 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ResponseHeaderTimeout: cfg.Timeout,
 	}
-	e.client = &http.Client{Transport: e.transport, Timeout: cfg.Timeout}
+	// No Timeout here: the venue client bounds each call (ClientConfig.Timeout), which is where
+	// a call's failure is classified; ResponseHeaderTimeout bounds a written request's wait.
+	e.client = &http.Client{Transport: e.transport}
 	return e, nil
 }
 
 // HTTPClient is the client the venue's Client must use, so its calls go over these connections.
 func (e *Executor) HTTPClient() *http.Client { return e.client }
-
-// WarmHTTPClient is HTTPClient without its per-call bound, for the probe Ensure runs on every
-// connection: paced to the venue's connection rate, warming outlasts one call's timeout, and
-// Ensure bounds it itself.
-func (e *Executor) WarmHTTPClient() *http.Client { return &http.Client{Transport: e.transport} }
 
 // Cap is the effective cap (after the file limit).
 func (e *Executor) Cap() int { return e.cfg.Cap }
@@ -318,7 +315,7 @@ func (e *Executor) openConnections() int { return int(e.dials.Load() - e.closed.
 func (e *Executor) warm(ctx context.Context, want int, probe func(context.Context) error) error {
 	// Every probe holds its connection until all have one. Paced to the venue's connection
 	// rate, the last one is dialled want/rate after the first, so the hold — and the probe's
-	// own bound, which is the caller's (see WarmHTTPClient) — must outlast that.
+	// own bound, which is the caller's client's — must outlast that.
 	hold := e.cfg.Timeout
 	if e.cfg.ConnectRate > 0 {
 		hold += time.Duration(float64(want) / e.cfg.ConnectRate * float64(time.Second))
