@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -55,32 +54,10 @@ func TestBenchMarketOrders(t *testing.T) {
 	tok := d.e.issueToken(9000, false)
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}
-	accounts := func(n int) []int64 {
-		ids := make([]int64, n)
-		for i := range ids {
-			var a accountResp
-			must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
-			must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), `{"amount":"100000000.00"}`, http.StatusCreated, nil)
-			ids[i] = a.Account.ID
-		}
-		return ids
-	}
-	var nonce atomic.Int64
-	send := func(acct int64) error {
-		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"b-%d"}`, acct, nonce.Add(1))
-		req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("order = %d %s", resp.StatusCode, b)
-		}
-		return nil
-	}
+	accounts := func(n int) []int64 { return d.fundedAccounts(tok, n, "100000000.00") }
+	order := marketOrders(client, tok, "b")
+	send := func(acct int64) error { return order(d.web, acct) }
+	var nonce atomic.Int64 // the raw phases' nonces
 
 	db, err := store.Connect(d.e.db.DSN)
 	if err != nil {
@@ -211,9 +188,7 @@ func TestBenchMarketOrders(t *testing.T) {
 	if len(control) == 0 {
 		t.Fatal("the control commit was never measured")
 	}
-	pct := func(l []time.Duration, p float64) time.Duration {
-		return l[min(len(l)-1, int(p*float64(len(l))))].Round(10 * time.Microsecond)
-	}
+	pct := func(l []time.Duration, p float64) time.Duration { return percentile(l, p).Round(10 * time.Microsecond) }
 	slices.Sort(control)
 
 	t.Logf("market orders through HTTP (peak, %d workers, fxdesk-web GOMAXPROCS=%d): %.0f/s, %.1f orders per batch", workers, procs, httpRate, httpWrites/max(httpBatches, 1))

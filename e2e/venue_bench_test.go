@@ -74,13 +74,7 @@ func TestBenchVenueBurst(t *testing.T) {
 	must(t, d.web, d.admin, "PUT", "/api/admin/fx/account-groups/default", `{"executionMode":"EXTERNAL"}`, http.StatusOK, nil)
 
 	tok := d.e.issueToken(9300, false)
-	accts := make([]int64, 64)
-	for i := range accts {
-		var a accountResp
-		must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
-		must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), `{"amount":"10000000.00"}`, http.StatusCreated, nil)
-		accts[i] = a.Account.ID
-	}
+	accts := d.fundedAccounts(tok, 64, "10000000.00")
 
 	// The feed simulator does not walk: the current price is sent again every 5 s, so EURUSD
 	// stays inside the 30 s trading staleness for the whole run. It runs off the test's
@@ -94,23 +88,11 @@ func TestBenchVenueBurst(t *testing.T) {
 		d.simQuote("EURUSD", fmt.Sprintf("%.5f", to), fmt.Sprintf("%.5f", to+0.0002))
 	}
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
-	stopQuotes := make(chan struct{})
-	defer close(stopQuotes)
-	go func() {
-		for {
-			select {
-			case <-stopQuotes:
-				return
-			case <-time.After(5 * time.Second):
-				quoteMu.Lock()
-				b := bid
-				quoteMu.Unlock()
-				if err := d.sim.control("quote", fmt.Sprintf(`{"symbol":"EURUSD","bid":%.5f,"ask":%.5f}`, b, b+0.0002)); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}()
+	defer d.keepQuoting(t, func() float64 {
+		quoteMu.Lock()
+		defer quoteMu.Unlock()
+		return bid
+	})()
 
 	venue := func(method, what, body string, v any) {
 		t.Helper()
@@ -367,9 +349,7 @@ func TestBenchVenueBurst(t *testing.T) {
 	t.Logf("%-44s %-26s %-20s %s", "", "measured", "target", "anchor (reference)")
 	t.Logf("%-44s %-26s %-20s %s", fmt.Sprintf("case 1: %d closes, own time p50 / p95 / max", num(small, "calls")),
 		fmt.Sprintf("%.2f / %.2f / %.2f ms", ms(small, "own_p50"), ms(small, "own_p95"), ms(small, "own_max")), "– / ≤ 2 / ≤ 5 ms", "1.2 / 5.0 / 7.9 ms (512 ready threads)")
-	pct := func(l []time.Duration, p float64) float64 {
-		return float64(l[min(len(l)-1, int(p*float64(len(l))))]) / 1e6
-	}
+	pct := func(l []time.Duration, p float64) float64 { return float64(percentile(l, p)) / 1e6 }
 	t.Logf("%-44s %-26s %-20s %s", fmt.Sprintf("case 1 control: net/http alone, %d sends", smallN),
 		fmt.Sprintf("%.2f / %.2f / %.2f ms", pct(floor, 0.5), pct(floor, 0.95), pct(floor, 1)), "", "(sendFloor, this process)")
 	t.Logf("%-44s %-26s %-20s %s", fmt.Sprintf("case 1 control: one raw write each, %d sends", smallN),

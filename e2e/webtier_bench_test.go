@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,45 +37,10 @@ func TestBenchWebTierForwarding(t *testing.T) {
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	// The simulator's walk is off: the same price again every 5 s keeps EURUSD inside the 30 s
 	// trading staleness for the whole run.
-	// It runs off the test's goroutine, so it reports a failure with t.Error, never t.Fatal.
-	stopQuotes := make(chan struct{})
-	defer close(stopQuotes)
-	go func() {
-		for {
-			select {
-			case <-stopQuotes:
-				return
-			case <-time.After(5 * time.Second):
-				if err := w.d.sim.control("quote", `{"symbol":"EURUSD","bid":1.10000,"ask":1.10020}`); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}()
-	accts := make([]int64, workers)
-	for i := range accts {
-		var a accountResp
-		must(t, w.d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
-		must(t, w.d.web, w.d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), `{"amount":"100000000.00"}`, http.StatusCreated, nil)
-		accts[i] = a.Account.ID
-	}
+	defer w.d.keepQuoting(t, func() float64 { return 1.10000 })()
+	accts := w.d.fundedAccounts(tok, workers, "100000000.00")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 1024}}
-	var seq atomic.Int64
-	order := func(p *proc, acct int64) error {
-		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"wb-%d"}`, acct, seq.Add(1))
-		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("order via %s = %d %s", p.name, resp.StatusCode, b)
-		}
-		return nil
-	}
+	order := marketOrders(client, tok, "wb")
 
 	closedLoop(t, workers, phase/2, accts, func(a int64) error { return order(w.d.web, a) }) // warm-up
 	peak := closedLoop(t, workers, phase, accts, func(a int64) error { return order(w.d.web, a) })
@@ -87,16 +49,13 @@ func TestBenchWebTierForwarding(t *testing.T) {
 	if v, err := strconv.ParseFloat(os.Getenv("FXDESK_BENCH_RATE"), 64); err == nil && v > 0 {
 		rate = v
 	}
-	pct := func(l []time.Duration, p float64) time.Duration {
-		return l[min(len(l)-1, int(float64(len(l))*p))]
-	}
 	type result struct {
 		rate     float64
 		p50, p99 time.Duration
 	}
 	run := func(p *proc) result {
 		lat, achieved := openLoop(t, rate, time.Second, phase, func(i int) error { return order(p, accts[i%len(accts)]) })
-		return result{achieved, pct(lat, 0.50), pct(lat, 0.99)}
+		return result{achieved, percentile(lat, 0.50), percentile(lat, 0.99)}
 	}
 	// Holder, follower, follower, holder: a drift over the run (the tables grow) weighs on both
 	// sides alike.
