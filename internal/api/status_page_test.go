@@ -26,14 +26,15 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 		Feed:    &feedView{Connected: true, ConnectedSince: &now, LastTickAgeMs: &age},
 		Jobs:    []schedule.JobState{{Name: "processFxSwaps"}},
 		Risk:    &riskView{Loaded: true},
-		Commits: &trading.CommitStats{Batches: 3, Writes: 7, Refused: 1},
+		Commits: &trading.CommitStats{Batches: 3, Writes: 7, Refused: 1, OneTrip: 2, Stale: 1},
 		Alerts:  []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
 	}
 	var page bytes.Buffer
 	if err := statusPage.Execute(&page, r); err != nil {
 		t.Fatalf("status page: %v", err)
 	}
-	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps"} {
+	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps",
+		"2 batches on remembered accounts · 1 found a row changed"} {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}

@@ -44,6 +44,19 @@ func (b *batch) query(scan func(*sql.Rows) error, stmt string, args ...any) {
 	b.scans = append(b.scans, scan)
 }
 
+// append adds o's statements, in order, after b's.
+func (b *batch) append(o *batch) {
+	if o.text.Len() == 0 {
+		return
+	}
+	if b.text.Len() > 0 {
+		b.text.WriteString(";\n")
+	}
+	b.text.WriteString(o.text.String())
+	b.args = append(b.args, o.args...)
+	b.scans = append(b.scans, o.scans...)
+}
+
 // run sends the batch inside tx and reads each result set with its scan. A statement that
 // fails after the last one returning rows is reported too: the remaining results are read
 // before run returns.

@@ -85,6 +85,8 @@ type CommitStats struct {
 	Refused      uint64  `json:"rowsRefused"`  // writes the database refused, dropped alone
 	Retried      uint64  `json:"retried"`      // batches retried after a deadlock or lock wait timeout
 	Split        uint64  `json:"split"`        // batches written row by row after a statement error
+	OneTrip      uint64  `json:"oneTrip"`      // batches committed in one round trip, on remembered accounts
+	Stale        uint64  `json:"stale"`        // one-round-trip batches whose check found a row changed, run again on locked rows
 	LastSize     int64   `json:"lastSize"`     // writes in the last batch
 	MaxSize      int64   `json:"maxSize"`      // the largest batch
 	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time
@@ -109,8 +111,12 @@ type committer struct {
 	// writes, so a test can put chosen writes in one batch.
 	holdUntil int
 
-	batches, writes, refused, retried, split atomic.Uint64
-	lastSize, maxSize, lastNanos             atomic.Int64
+	// known remembers the accounts batches left, so a batch of fills on them can go in one
+	// round trip (oneTrip).
+	known memory
+
+	batches, writes, refused, retried, split, oneTrips, stale atomic.Uint64
+	lastSize, maxSize, lastNanos                              atomic.Int64
 }
 
 func newCommitter(s *Service) *committer {
@@ -164,7 +170,7 @@ func (c *committer) drain() {
 // Stats returns the committer's counters.
 func (c *committer) Stats() CommitStats {
 	return CommitStats{Batches: c.batches.Load(), Writes: c.writes.Load(), Refused: c.refused.Load(), Retried: c.retried.Load(),
-		Split: c.split.Load(), LastSize: c.lastSize.Load(), MaxSize: c.maxSize.Load(),
+		Split: c.split.Load(), OneTrip: c.oneTrips.Load(), Stale: c.stale.Load(), LastSize: c.lastSize.Load(), MaxSize: c.maxSize.Load(),
 		LastCommitMs: float64(c.lastNanos.Load()) / 1e6}
 }
 
@@ -197,6 +203,11 @@ func (c *committer) run(ws []deskWrite) {
 		r, err = c.attempt(ctx, live)
 		return err
 	})
+	if err != nil {
+		c.known.forget(live)
+	} else {
+		c.known.keep(r)
+	}
 	switch {
 	case err == nil:
 		var changes []risk.Change
@@ -295,6 +306,9 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if r, ok, err := c.oneTrip(ctx, ws, cat, stmt, args); ok {
+		return r, err
 	}
 	r := &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
 	var plan lockPlan
@@ -482,6 +496,7 @@ type lockedRows struct {
 
 	accounts  map[int64]*Account
 	locked    map[int64]decimal.Decimal // each account's balance as locked, where the ledger starts
+	versions  map[int64]int64           // each account's balanceVersion as locked
 	positions map[int64]*Position
 	orders    map[int64]*Order
 	nonces    map[nonceKey]Order
@@ -515,21 +530,20 @@ type batchIDs struct {
 // choice for many ids of a small table) would lock every row it passed — accounts a deposit or
 // a swap is writing among them.
 func (r *lockedRows) add(b *batch, l *lockPlan) {
-	r.accounts, r.locked = map[int64]*Account{}, map[int64]decimal.Decimal{}
-	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[fillKey]bool{}
-	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
+	r.reset()
 	if len(l.accounts) > 0 {
 		ids := slices.Sorted(slices.Values(l.accounts))
 		b.query(func(rows *sql.Rows) error {
 			for rows.Next() {
-				a, err := scanAccount(rows)
+				var version int64
+				a, err := scanAccount(versioned{rows, &version})
 				if err != nil {
 					return err
 				}
-				r.accounts[a.ID], r.locked[a.ID] = &a, a.Balance
+				r.accounts[a.ID], r.locked[a.ID], r.versions[a.ID] = &a, a.Balance, version
 			}
 			return nil
-		}, "SELECT "+accountCols+" FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+accountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
 		ids := slices.Sorted(slices.Values(l.positions))
@@ -620,6 +634,21 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 			"ORDER BY `accountId`, `symbol`, `side`", store.Int64Args(ids)...)
 	}
 }
+
+// reset empties the batch's view of its rows, before they are locked (or remembered).
+func (r *lockedRows) reset() {
+	r.accounts, r.locked, r.versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
+	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[fillKey]bool{}
+	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
+}
+
+// versioned scans an account row followed by its balanceVersion.
+type versioned struct {
+	rows    *sql.Rows
+	version *int64
+}
+
+func (v versioned) Scan(dest ...any) error { return v.rows.Scan(append(dest, v.version)...) }
 
 // expose moves account's exposure on symbol and side by volume (negative: a close), where the
 // batch prices that account's fills.

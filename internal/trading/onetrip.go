@@ -1,0 +1,212 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
+)
+
+// A batch is two round trips: the row locks and the reads its rules need, then the writes, the
+// fence and COMMIT. For a batch of market fills on accounts an earlier batch left as the
+// committer remembers them, the first round trip reads nothing the committer does not know: the
+// rules run on the remembered rows, and the batch goes out as one round trip that locks the
+// accounts, checks under those locks that every row the rules read is still as remembered
+// (staleCheck), writes, fences and commits. A check that fails rolls the batch back with nothing
+// written, and the batch runs again the two-round-trip way, on the rows it locks and reads.
+// The memory is only ever a guess that the check confirms: a deposit, a swap, a withdrawal, an
+// account moved to another group or a position written by another holder is seen by the check,
+// never by the rules.
+
+// remembered is what a fill's rules read of one account, as the last batch that locked it left
+// it: the row, its balanceVersion and its open exposures.
+type remembered struct {
+	account Account
+	version int64
+	exps    []exposure
+}
+
+// maxRemembered bounds the memory; past it, it starts again empty.
+const maxRemembered = 100_000
+
+// memory is the committer's remembered accounts.
+type memory struct {
+	mu sync.Mutex
+	m  map[int64]remembered
+}
+
+func (m *memory) get(id int64) (remembered, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.m[id]
+	return r, ok
+}
+
+// forget drops what is remembered of the accounts ws write: a batch that failed may have left
+// them in a state no batch read.
+func (m *memory) forget(ws []deskWrite) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range ws {
+		delete(m.m, w.base().account)
+	}
+}
+
+// keep remembers the accounts of a batch that committed (or had nothing to write) as the batch
+// left them: the ledger bumped the balanceVersion of every account it posted to. An account
+// whose exposures the batch did not read (a close's) is forgotten.
+func (m *memory) keep(r *lockedRows) {
+	posted := map[int64]bool{}
+	for _, d := range r.deals {
+		posted[d.AccountID] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxRemembered {
+		m.m = map[int64]remembered{}
+	}
+	for id, a := range r.accounts {
+		exps, read := r.exposures[id]
+		version, locked := r.versions[id]
+		if !read || !locked {
+			delete(m.m, id)
+			continue
+		}
+		if posted[id] {
+			version++
+		}
+		m.m[id] = remembered{account: *a, version: version, exps: slices.Clone(exps)}
+	}
+}
+
+// oneTrip commits ws in one round trip when every write is a market fill on a remembered
+// B-book account. ok is false when it did not apply or its check found a row changed (nothing
+// was written either way): the caller then runs the batch on the rows it locks. Otherwise r and
+// err are the batch's outcome, as attempt returns it.
+func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
+	s := c.s
+	known := map[int64]remembered{}
+	for _, w := range ws {
+		f, isFill := w.(*marketFill)
+		if !isFill {
+			return nil, false, nil
+		}
+		k, found := c.known.get(f.account)
+		if !found || k.account.Execution != fx.Internal {
+			return nil, false, nil
+		}
+		known[f.account] = k
+	}
+	r = &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
+	r.reset()
+	ids := make([]int64, 0, len(known))
+	for id, k := range known {
+		a := k.account
+		r.accounts[id], r.locked[id], r.versions[id] = &a, a.Balance, k.version
+		r.exposures[id] = slices.Clone(k.exps)
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, w := range ws {
+		w.base().err = w.apply(r)
+	}
+	if err := r.finish(); err != nil {
+		return nil, true, err
+	}
+
+	start := time.Now()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, true, fmt.Errorf("desk batch: connection: %w", err)
+	}
+	b := &batch{}
+	b.exec("START TRANSACTION")
+	b.query(func(rows *sql.Rows) error {
+		for rows.Next() {
+		}
+		return nil
+	}, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	check, checkArgs := staleCheck(ids, known)
+	b.query(func(rows *sql.Rows) error {
+		for rows.Next() {
+		}
+		return nil
+	}, check, checkArgs...)
+	b.append(&r.w)
+	tx := &txn{conn: conn, fence: fence, fenceArgs: fenceArgs, refused: func(cause error) error { return cause }}
+	defer tx.Rollback()
+	if err := tx.commit(ctx, b); err != nil {
+		if fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) {
+			return nil, true, err
+		}
+		// A row changed since it was remembered (the check refused), or any other statement
+		// failed — a request nonce already used, the fence: the batch runs again on locked rows,
+		// which judge it as they always have.
+		tx.Rollback()
+		c.known.forget(ws)
+		c.stale.Add(1)
+		return nil, false, nil
+	}
+	r.committed = true
+	c.oneTrips.Add(1)
+	c.observe(len(ws), time.Since(start))
+	return r, true, nil
+}
+
+// staleCheck is one SELECT that returns no rows while every account of ids is as known
+// remembers it — the columns a fill's rules read (owner, group, currency, leverage, the group's
+// execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
+// open positions add up, per symbol and side, to exactly the remembered volumes and
+// volume × price. Otherwise it fails the way the lease fence does (a scalar subquery that
+// returns two rows, error 1242), so the server runs nothing after it. It reads the rows as the
+// batch's account locks, taken just before it, let them be: every writer of an account's
+// balance or positions holds that account's lock.
+func staleCheck(ids []int64, known map[int64]remembered) (string, []any) {
+	var args []any
+	in := store.Placeholders(len(ids))
+	var sb strings.Builder
+	sb.WriteString("SELECT 1 FROM (SELECT 1 AS `n`) AS `one` WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
+		"WHERE `two`.`n` = 1 OR (SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (")
+	groups := 0
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?)")
+		a := known[id].account
+		args = append(args, id, known[id].version, a.UserID, a.Group, a.Currency, a.Leverage)
+		groups += len(known[id].exps)
+	}
+	sb.WriteString(") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ?")
+	args = append(args, len(ids))
+	sb.WriteString(" OR (SELECT COUNT(*), ")
+	if groups == 0 {
+		sb.WriteString("0")
+	} else {
+		sb.WriteString("COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN (")
+		first := true
+		for _, id := range ids {
+			for _, x := range known[id].exps {
+				if !first {
+					sb.WriteString(", ")
+				}
+				first = false
+				sb.WriteString("(?, ?, ?, CAST(? AS DECIMAL(65,20)), CAST(? AS DECIMAL(65,20)))")
+				args = append(args, id, x.Symbol, x.Side, x.Volume.String(), x.VolumePrice.String())
+			}
+		}
+		sb.WriteString(")), 0)")
+	}
+	sb.WriteString(" FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
+		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?)")
+	args = append(args, store.Int64Args(ids)...)
+	args = append(args, groups, groups)
+	sb.WriteString(") IS NULL")
+	return sb.String(), args
+}

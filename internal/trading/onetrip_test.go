@@ -1,0 +1,232 @@
+package trading
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/store"
+)
+
+// wantLedgerBalanced fails unless account's deals add up to its balance.
+func wantLedgerBalanced(t *testing.T, account int64) {
+	t.Helper()
+	amounts, balance := ledgerOf(t, account)
+	sum := decimal.Zero
+	for _, d := range amounts {
+		sum = sum.Add(d)
+	}
+	if !sum.Equal(balance) {
+		t.Fatalf("account %d: Σ deals %s ≠ balance %s", account, sum, balance)
+	}
+}
+
+// A fill on an account the committer remembers commits in one round trip what the two-round-trip
+// batch would have: the order, the position, the commission deal and the balance it leaves.
+func TestOneTripFillOnRememberedAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9201)
+	first, err := svc.PlaceOrder(ctx, 9201, marketBuy(a.ID, "0.1", "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.CommitStats(); st.OneTrip != 0 {
+		t.Fatalf("committer %+v: the account's first fill went in one round trip, with nothing remembered", st)
+	}
+	second, err := svc.PlaceOrder(ctx, 9201, marketBuy(a.ID, "0.2", "two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 0 {
+		t.Fatalf("committer %+v: want the second fill in one round trip", st)
+	}
+	if second.Position == nil || second.Commission == nil || !second.Position.Volume.Equal(decimal.RequireFromString("0.2")) ||
+		second.Position.OrderID != second.Order.ID || second.Order.ID == first.Order.ID {
+		t.Fatalf("one-trip fill answered %+v", second)
+	}
+	stored, err := loadPosition(ctx, testDB, 9201, second.Position.ID)
+	if err != nil || !stored.OpenPrice.Equal(decimal.RequireFromString("1.1002")) || stored.OrderID != second.Order.ID {
+		t.Fatalf("stored position %+v, %v", stored, err)
+	}
+	if c := counts(t, a.ID); c[0] != "2" || c[1] != "3" {
+		t.Fatalf("orders, deals = %v: want two orders and their commissions next to the deposit", c)
+	}
+	wantLedgerBalanced(t, a.ID)
+}
+
+// Whatever changed an account behind the committer's memory — its balance, its positions, its
+// leverage, its group's execution mode — the one-round-trip check refuses it with nothing
+// written, and the batch runs again on locked rows, whose rules see the change. Each case's
+// order would fill on the remembered rows and must not on the real ones.
+func TestOneTripCheckSeesChangesBehindIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	exec := func(t *testing.T, q string, args ...any) {
+		t.Helper()
+		if _, err := testDB.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		user   int64
+		change func(t *testing.T, svc *Service, a Account)
+		volume string
+		want   string // what the refusal says
+	}{
+		{"withdrawal", 9211, func(t *testing.T, svc *Service, a Account) {
+			if _, _, err := svc.Withdraw(ctx, 9211, a.ID, decimal.NewFromInt(400), ""); err != nil {
+				t.Fatal(err)
+			}
+		}, "0.1", "Not enough free margin"},
+		{"position written by another holder", 9212, func(t *testing.T, svc *Service, a Account) {
+			exec(t, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`) "+
+				"VALUES (?, 0, 'EURUSD', 'BUY', 0.3, 0.3, 1.1002)", a.ID)
+		}, "0.2", "Not enough free margin"},
+		{"partial close by another holder", 9213, func(t *testing.T, svc *Service, a Account) {
+			// The remembered 0.5 lot is now 0.05: the same order that fits on the real rows is
+			// refused on the remembered ones, so the check must send it to the locked rows.
+			exec(t, "UPDATE `fx_position` SET `volume` = 0.05 WHERE `accountId` = ? AND `status` = 'OPEN'", a.ID)
+		}, "0.45", ""},
+		{"leverage lowered", 9214, func(t *testing.T, svc *Service, a Account) {
+			exec(t, "UPDATE `fx_account` SET `leverage` = 10 WHERE `id` = ?", a.ID)
+		}, "0.1", "margin"},
+		{"group switched to the venue", 9215, func(t *testing.T, svc *Service, a Account) {
+			group := fmt.Sprintf("onetrip-%d", a.ID)
+			exec(t, "INSERT INTO `fx_account_group` (`name`) VALUES (?)", group)
+			exec(t, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID)
+			exec(t, "UPDATE `fx_account_group` SET `executionMode` = 'EXTERNAL' WHERE `name` = ?", group)
+		}, "0.1", "trades through an execution venue"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+			a := fundedAccount(t, svc, tc.user)                                    // 1,000 USD at 1:100
+			first, err := svc.PlaceOrder(ctx, tc.user, marketBuy(a.ID, "0.5", "")) // remembered: 0.5 lot, 550.10 of margin
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, svc, a)
+			before := counts(t, a.ID)
+			res, err := svc.PlaceOrder(ctx, tc.user, marketBuy(a.ID, tc.volume, ""))
+			st := svc.CommitStats()
+			if st.Stale != 1 || st.OneTrip != 0 {
+				t.Fatalf("committer %+v: want one stale one-trip attempt, and no one-trip commit", st)
+			}
+			if tc.want == "" {
+				if err != nil || res.Position == nil {
+					t.Fatalf("order on the real rows: %+v, %v; want it filled", res, err)
+				}
+			} else {
+				if err == nil || !strings.Contains(fx.ErrorMessage(err), tc.want) {
+					t.Fatalf("order after the change: %+v, %v; want it refused with %q", res, err, tc.want)
+				}
+				if after := counts(t, a.ID); after != before {
+					t.Fatalf("orders, deals, balance %v → %v: the refused order wrote something", before, after)
+				}
+			}
+			if first.Position == nil {
+				t.Fatal("the first order opened nothing")
+			}
+			wantLedgerBalanced(t, a.ID)
+		})
+	}
+}
+
+// A retry of a request nonce the database already holds fails the one-round-trip batch on the
+// nonce's unique key, and the batch run again on locked rows answers it with the original.
+func TestOneTripRetriedNonceIsReplayed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9221)
+	if _, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "first")); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || again.Order.ID != orig.Order.ID {
+		t.Fatalf("retry answered %+v, want a replay of order %d", again, orig.Order.ID)
+	}
+	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 1 || st.Refused != 0 {
+		t.Fatalf("committer %+v: want the second order in one trip, the retry's one trip refused and replayed", st)
+	}
+	if c := counts(t, a.ID); c[0] != "2" {
+		t.Fatalf("orders = %s, want 2", c[0])
+	}
+	wantLedgerBalanced(t, a.ID)
+}
+
+// The check itself, against the rows as they are: it passes on exactly what is stored and
+// refuses (as the fence does, error 1242) any one remembered figure that differs.
+func TestStaleCheckRefusesEveryDifference(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9231)
+	for _, o := range []OrderRequest{marketBuy(a.ID, "0.1", ""), marketBuy(a.ID, "0.2", ""),
+		{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString("0.3")}} {
+		if _, err := svc.PlaceOrder(ctx, 9231, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, ok := svc.commits.known.get(a.ID)
+	if !ok || len(stored.exps) != 2 {
+		t.Fatalf("remembered %+v, %v: want the account with its two exposures", stored, ok)
+	}
+	check := func(k remembered) error {
+		q, args := staleCheck([]int64{a.ID}, map[int64]remembered{a.ID: k})
+		rows, err := testDB.Query(q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if rows.Next() {
+			return fmt.Errorf("the check returned a row")
+		}
+		return rows.Err()
+	}
+	if err := check(stored); err != nil {
+		t.Fatalf("the check refused the rows as stored: %v", err)
+	}
+	clone := func(edit func(k *remembered)) remembered {
+		k := stored
+		k.exps = append([]exposure(nil), stored.exps...)
+		edit(&k)
+		return k
+	}
+	tiny := decimal.RequireFromString("0.0001")
+	for name, k := range map[string]remembered{
+		"balanceVersion":      clone(func(k *remembered) { k.version-- }),
+		"owner":               clone(func(k *remembered) { k.account.UserID++ }),
+		"group":               clone(func(k *remembered) { k.account.Group = "other" }),
+		"currency":            clone(func(k *remembered) { k.account.Currency = "EUR" }),
+		"leverage":            clone(func(k *remembered) { k.account.Leverage = 50 }),
+		"volume":              clone(func(k *remembered) { k.exps[0].Volume = k.exps[0].Volume.Add(tiny) }),
+		"volume × price":      clone(func(k *remembered) { k.exps[1].VolumePrice = k.exps[1].VolumePrice.Sub(tiny) }),
+		"side":                clone(func(k *remembered) { k.exps[0].Side = k.exps[1].Side }),
+		"an exposure missing": clone(func(k *remembered) { k.exps = k.exps[:1] }),
+		"an exposure too many": clone(func(k *remembered) {
+			k.exps = append(k.exps, exposure{Symbol: "GBPUSD", Side: fx.Buy, Volume: tiny, VolumePrice: tiny})
+		}),
+		"no exposures": clone(func(k *remembered) { k.exps = nil }),
+	} {
+		if err := check(k); !store.IsFenceRefusal(err) {
+			t.Errorf("%s differs: the check answered %v, want its refusal", name, err)
+		}
+	}
+}
