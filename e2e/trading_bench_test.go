@@ -533,11 +533,10 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 		matched = "COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN (" + strings.Join(exposureRows, ", ") + ")), 0)"
 		args = append(args, exposureArgs...)
 	}
-	sb.WriteString("SELECT 1 FROM (SELECT 1 AS `n`) AS `one` WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
-		"WHERE `two`.`n` = 1 OR (SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (" +
+	sb.WriteString("SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (" +
 		strings.Join(accountRows, ", ") + ") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 		"OR (SELECT COUNT(*), " + matched + " FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
-		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?)) IS NULL;\n")
+		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1);\n")
 	for _, id := range ids {
 		args = append(args, id)
 	}

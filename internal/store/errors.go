@@ -17,6 +17,7 @@ const (
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: innodb_lock_wait_timeout passed
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: InnoDB (or Galera certification) chose this transaction as the victim
 	erSubqueryNo1Row  = 1242 // ER_SUBQUERY_NO_1_ROW: the lease fence's refusal (see IsFenceRefusal)
+	erDataOutOfRange  = 1690 // ER_DATA_OUT_OF_RANGE: the group commit's staleness check (see IsStale)
 )
 
 func serverError(err error, number uint16) bool {
@@ -41,6 +42,12 @@ func IsLockWaitTimeout(err error) bool { return serverError(err, erLockWaitTimeo
 // other scalar subquery selects by a unique key or with LIMIT 1 — so in a batch that carries the
 // fence, 1242 is the fence. lease.IsFenced is the API callers use; this is its server half.
 func IsFenceRefusal(err error) bool { return serverError(err, erSubqueryNo1Row) }
+
+// IsStale reports whether err is the error the group commit's one-round-trip check raises when a
+// row it remembered has changed: an unsigned integer overflow (1690), which the check computes
+// only then. It is a different error from the fence's, so a batch that carries both tells which
+// refused.
+func IsStale(err error) bool { return serverError(err, erDataOutOfRange) }
 
 // Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
 // to a server that answered with an error, or a migration that failed (ErrMigrate).

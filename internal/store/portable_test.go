@@ -75,19 +75,17 @@ var built = map[string][]string{
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
 	"internal/trading.staleCheck": {
-		"SELECT 1 FROM (SELECT 1 AS `n`) AS `one` WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
-			"WHERE `two`.`n` = 1 OR (SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
+		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
 			"IN ((?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 			"OR (SELECT COUNT(*), COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN " +
 			"((?, ?, ?, CAST(? AS DECIMAL(65,20)), CAST(? AS DECIMAL(65,20))), (?, ?, ?, CAST(? AS DECIMAL(65,20)), CAST(? AS DECIMAL(65,20))))), 0) " +
 			"FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
-			"FROM `fx_position` p WHERE p.`accountId` IN (?, ?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?)) IS NULL",
+			"FROM `fx_position` p WHERE p.`accountId` IN (?, ?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",
 		// An account with no open position.
-		"SELECT 1 FROM (SELECT 1 AS `n`) AS `one` WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
-			"WHERE `two`.`n` = 1 OR (SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
+		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
 			"IN ((?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 			"OR (SELECT COUNT(*), 0 FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
-			"FROM `fx_position` p WHERE p.`accountId` IN (?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?)) IS NULL",
+			"FROM `fx_position` p WHERE p.`accountId` IN (?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",
 	},
 	"internal/trading.readBackSQL": {
 		"SELECT LAST_INSERT_ID(), @fx_o1, @fx_p2",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 )
 
@@ -142,12 +143,14 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	tx := &txn{conn: conn, fence: fence, fenceArgs: fenceArgs, refused: func(cause error) error { return cause }}
 	defer tx.Rollback()
 	if err := tx.commit(ctx, b); err != nil {
-		if fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) {
+		if fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) || lease.IsFenced(err) {
+			// Nothing to run again: the outcome is unknown, or the fence refused the term, which
+			// it would refuse on locked rows as well.
 			return nil, true, err
 		}
-		// A row changed since it was remembered (the check refused), or any other statement
-		// failed — a request nonce already used, the fence: the batch runs again on locked rows,
-		// which judge it as they always have.
+		// A row changed since it was remembered (store.IsStale), or another statement failed — a
+		// request nonce already used, a deadlock: the batch runs again on locked rows, which
+		// judge it as they always have.
 		tx.Rollback()
 		c.known.forget(ws)
 		c.stale.Add(1)
@@ -159,20 +162,24 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	return r, true, nil
 }
 
-// staleCheck is one SELECT that returns no rows while every account of ids is as known
+// staleCheck is one SELECT of one value that succeeds while every account of ids is as known
 // remembers it — the columns a fill's rules read (owner, group, currency, leverage, the group's
 // execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
 // open positions add up, per symbol and side, to exactly the remembered volumes and
-// volume × price. Otherwise it fails the way the lease fence does (a scalar subquery that
-// returns two rows, error 1242), so the server runs nothing after it. It reads the rows as the
-// batch's account locks, taken just before it, let them be: every writer of an account's
-// balance or positions holds that account's lock.
+// volume × price. Otherwise it fails, so the server runs nothing after it: the value is the
+// largest BIGINT UNSIGNED plus the finding (0 while fresh; 1, or a NULL made 1, when not), an
+// overflow the server refuses with error 1690 (store.IsStale) — not the fence's 1242, so a batch
+// carrying both tells which refused. The sum is the selected value itself, which the server must
+// compute to send its row: in a WHERE, an optimizer may decide a condition on a sum that cannot
+// be NULL without computing it (MariaDB drops "… IS NULL" so, and the check never failed).
+// It reads the rows as the batch's account locks, taken just before it, let them be: every writer
+// of an account's balance or positions holds that account's lock.
 func staleCheck(ids []int64, known map[int64]remembered) (string, []any) {
 	var args []any
 	in := store.Placeholders(len(ids))
 	var sb strings.Builder
-	sb.WriteString("SELECT 1 FROM (SELECT 1 AS `n`) AS `one` WHERE (SELECT `two`.`n` FROM (SELECT 1 AS `n` UNION ALL SELECT 2) AS `two` " +
-		"WHERE `two`.`n` = 1 OR (SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (")
+	sb.WriteString("SELECT 18446744073709551615 + COALESCE(" +
+		"(SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (")
 	groups := 0
 	for i, id := range ids {
 		if i > 0 {
@@ -204,9 +211,8 @@ func staleCheck(ids []int64, known map[int64]remembered) (string, []any) {
 		sb.WriteString(")), 0)")
 	}
 	sb.WriteString(" FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
-		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?)")
+		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)")
 	args = append(args, store.Int64Args(ids)...)
 	args = append(args, groups, groups)
-	sb.WriteString(") IS NULL")
 	return sb.String(), args
 }

@@ -3,6 +3,7 @@ package trading
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -172,7 +173,7 @@ func TestOneTripRetriedNonceIsReplayed(t *testing.T) {
 }
 
 // The check itself, against the rows as they are: it passes on exactly what is stored and
-// refuses (as the fence does, error 1242) any one remembered figure that differs.
+// refuses (error 1690, never the fence's 1242) any one remembered figure that differs.
 func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -195,10 +196,19 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 			return err
 		}
 		defer rows.Close()
-		if rows.Next() {
-			return fmt.Errorf("the check returned a row")
+		var n uint64
+		for rows.Next() {
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n != math.MaxUint64 {
+			return fmt.Errorf("the check answered %d", n)
+		}
+		return nil
 	}
 	if err := check(stored); err != nil {
 		t.Fatalf("the check refused the rows as stored: %v", err)
@@ -225,8 +235,43 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 		}),
 		"no exposures": clone(func(k *remembered) { k.exps = nil }),
 	} {
-		if err := check(k); !store.IsFenceRefusal(err) {
+		if err := check(k); !store.IsStale(err) || store.IsFenceRefusal(err) {
 			t.Errorf("%s differs: the check answered %v, want its refusal", name, err)
 		}
 	}
+}
+
+// A one-round-trip batch the fence refuses is answered with the pricing text like any fenced
+// batch, writes nothing and is not run again: the check's refusal and the fence's are different
+// errors, and only the check's sends a batch to the locked rows.
+func TestOneTripFenceRefusalIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := &switchLease{}
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: l, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9241)
+	if _, err := svc.PlaceOrder(ctx, 9241, marketBuy(a.ID, "0.1", "")); err != nil {
+		t.Fatal(err)
+	}
+	before := counts(t, a.ID)
+	l.fenced.Store(true)
+	_, err := svc.PlaceOrder(ctx, 9241, marketBuy(a.ID, "0.1", ""))
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
+		t.Fatalf("fenced one-trip fill: %v", err)
+	}
+	if st := svc.CommitStats(); st.Stale != 0 || st.OneTrip != 0 || st.Batches != 1 {
+		t.Fatalf("committer %+v: want the fenced batch neither committed nor run again", st)
+	}
+	if after := counts(t, a.ID); after != before {
+		t.Fatalf("the fenced batch changed the database: %v → %v", before, after)
+	}
+	// Remembered rows are not trusted after a failed batch: the next fill reads them again.
+	l.fenced.Store(false)
+	if _, err := svc.PlaceOrder(ctx, 9241, marketBuy(a.ID, "0.1", "")); err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.CommitStats(); st.OneTrip != 0 {
+		t.Fatalf("committer %+v: the fill after a failed batch went in one round trip on forgotten rows", st)
+	}
+	wantLedgerBalanced(t, a.ID)
 }
