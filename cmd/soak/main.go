@@ -314,6 +314,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, e := range faultErrs {
 		logger.Printf("soak:   fault trouble: %s", e)
 	}
+	ct := commitTotals(ev.desks)
+	logger.Printf("soak: group commit (last counters of each web process): %d batches carrying %d writes, %d in one round trip, "+
+		"%d run again after a stale check, %d written row by row, %d retried", ct.Batches, ct.Writes, ct.OneTrip, ct.Stale, ct.Split, ct.Retried)
 	var counts []string
 	for _, k := range faultKinds {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))

@@ -30,6 +30,19 @@ type deskSample struct {
 	Term        int64     `json:"term"`
 	TrustLeftMs int64     `json:"trustLeftMs"`
 	Lost        bool      `json:"lost"`
+	// Commits are the process's group commit counters (the holder's; nil on a process that never
+	// held the desk).
+	Commits *commitCounts `json:"commits,omitempty"`
+}
+
+// commitCounts are the group commit counters a process reports since it started.
+type commitCounts struct {
+	Batches uint64 `json:"batches"`
+	Writes  uint64 `json:"writes"`
+	OneTrip uint64 `json:"oneTrip"`
+	Stale   uint64 `json:"stale"`
+	Split   uint64 `json:"split"`
+	Retried uint64 `json:"retried"`
 }
 
 // rowSample is the lease row, read at At.
@@ -156,12 +169,13 @@ func (s *sampler) sampleDesk(ctx context.Context, p *proc) (deskSample, bool) {
 			TrustLeftMs int64 `json:"trustLeftMs"`
 			Lost        bool  `json:"lost"`
 		} `json:"lease"`
+		Commits *commitCounts `json:"commits"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&b) != nil {
 		return d, false
 	}
 	d.Recv = time.Now()
-	d.Role = b.Role
+	d.Role, d.Commits = b.Role, b.Commits
 	if b.Lease != nil {
 		d.HoldsLease, d.Term, d.TrustLeftMs, d.Lost = b.Lease.HoldsLease, b.Lease.Term, b.Lease.TrustLeftMs, b.Lease.Lost
 	}
@@ -230,3 +244,24 @@ func (s *sampler) snapshot() ([]deskSample, []rowSample, []mirrorSample) {
 }
 
 func (s *sampler) close() { s.f.Close() }
+
+// commitTotals adds up the last group commit counters each web process reported: what every
+// holder of the run committed, and how (one round trip, run again after a stale check).
+func commitTotals(desks []deskSample) commitCounts {
+	last := map[int]commitCounts{}
+	for _, d := range desks {
+		if d.Commits != nil {
+			last[d.PID] = *d.Commits
+		}
+	}
+	var t commitCounts
+	for _, c := range last {
+		t.Batches += c.Batches
+		t.Writes += c.Writes
+		t.OneTrip += c.OneTrip
+		t.Stale += c.Stale
+		t.Split += c.Split
+		t.Retried += c.Retried
+	}
+	return t
+}
