@@ -474,7 +474,7 @@ type rawAccount struct {
 // of accts, as internal/trading's committer sends them for accounts it remembers — one
 // multi-statement round trip on one connection: START TRANSACTION, the accounts locked in id
 // order, the check that every account is as remembered (owner, group, currency, leverage,
-// balanceVersion, open exposures), each order and its position, the ledger's one balance UPDATE
+// balanceVersion, open exposures) and that no order holds the batch's request nonces, each order and its position, the ledger's one balance UPDATE
 // and one deal INSERT, the ids, the fence and COMMIT — with the values a fill of 0.01 EURUSD at
 // 1.1002 computes; no rules, no HTTP, no JSON. An account it does not remember yet is read
 // first, outside the measured transaction (the warm-up phase reads them all).
@@ -520,6 +520,13 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 		args = append(args, id, k.version, k.user, k.group, k.currency, k.leverage)
 	}
 	args = append(args, len(ids))
+	nonces := make([]string, len(ids))
+	var nonceRows []string
+	for i, id := range ids {
+		nonces[i] = nonce()
+		nonceRows = append(nonceRows, "(?, ?)")
+		args = append(args, id, nonces[i])
+	}
 	var exposureArgs []any
 	for _, id := range ids {
 		if k := known[id]; k.volume.IsPositive() {
@@ -535,6 +542,7 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 	}
 	sb.WriteString("SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (" +
 		strings.Join(accountRows, ", ") + ") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
+		"OR EXISTS (SELECT 1 FROM `fx_order` o WHERE (o.`accountId`, o.`requestNonce`) IN (" + strings.Join(nonceRows, ", ") + ")) " +
 		"OR (SELECT COUNT(*), " + matched + " FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
 		"FROM `fx_position` p WHERE p.`accountId` IN (" + in + ") AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1);\n")
 	for _, id := range ids {
@@ -554,7 +562,7 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 			"INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, " +
 			"`sl`, `tp`, `commission`) VALUES (?, " + ov + ", ?, ?, ?, ?, ?, ?, ?, ?);\n" +
 			"SET " + pv + " = LAST_INSERT_ID();\n")
-		args = append(args, id, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonce(), price,
+		args = append(args, id, "EURUSD", "BUY", "MARKET", vol, nil, nil, nil, "GTC", nil, "FILLED", nonces[i], price,
 			id, "EURUSD", "BUY", vol, vol, price, nil, nil, commission)
 		k := known[id]
 		after := k.balance.Sub(commission)

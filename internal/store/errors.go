@@ -56,6 +56,15 @@ func Unreachable(err error) bool {
 	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
 }
 
+// ServerRefused reports whether err is a statement the server refused (any server error). In a
+// batch of statements sent in one round trip, the server runs nothing after the statement it
+// refused, COMMIT included, so such a batch committed nothing; an error of any other kind (the
+// connection, the driver reading the answers) leaves that unknown.
+func ServerRefused(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me)
+}
+
 // RetryRolledBack runs txn, and runs it again (at most five times in all) while it fails because
 // the server rolled it back as a deadlock victim or a lock wait timed out: txn must begin and end
 // its own transaction and roll back on any error, so a retry is exactly one more attempt at a

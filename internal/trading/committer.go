@@ -86,7 +86,7 @@ type CommitStats struct {
 	Retried      uint64  `json:"retried"`      // batches retried after a deadlock or lock wait timeout
 	Split        uint64  `json:"split"`        // batches written row by row after a statement error
 	OneTrip      uint64  `json:"oneTrip"`      // batches committed in one round trip, on remembered accounts
-	Stale        uint64  `json:"stale"`        // one-round-trip batches whose check found a row changed, run again on locked rows
+	Stale        uint64  `json:"stale"`        // one-round-trip batches run again on locked rows: a row changed, a nonce retried, a statement refused
 	LastSize     int64   `json:"lastSize"`     // writes in the last batch
 	MaxSize      int64   `json:"maxSize"`      // the largest batch
 	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time

@@ -93,6 +93,7 @@ func (m *memory) keep(r *lockedRows) {
 func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
 	s := c.s
 	known := map[int64]remembered{}
+	var nonces []nonceKey
 	for _, w := range ws {
 		f, isFill := w.(*marketFill)
 		if !isFill {
@@ -103,6 +104,9 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 			return nil, false, nil
 		}
 		known[f.account] = k
+		if f.r.RequestNonce != "" {
+			nonces = append(nonces, nonceKey{f.account, f.r.RequestNonce})
+		}
 	}
 	r = &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
 	r.reset()
@@ -133,7 +137,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 		}
 		return nil
 	}, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
-	check, checkArgs := staleCheck(ids, known)
+	check, checkArgs := staleCheck(ids, known, nonces)
 	b.query(func(rows *sql.Rows) error {
 		for rows.Next() {
 		}
@@ -143,14 +147,20 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	tx := &txn{conn: conn, fence: fence, fenceArgs: fenceArgs, refused: func(cause error) error { return cause }}
 	defer tx.Rollback()
 	if err := tx.commit(ctx, b); err != nil {
-		if fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) || lease.IsFenced(err) {
+		switch {
+		case fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) || lease.IsFenced(err):
 			// Nothing to run again: the outcome is unknown, or the fence refused the term, which
 			// it would refuse on locked rows as well.
 			return nil, true, err
+		case !store.ServerRefused(err):
+			// COMMIT went out with everything else and nothing says the server stopped before it:
+			// running the batch again could write it twice.
+			return nil, true, fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 		}
-		// A row changed since it was remembered (store.IsStale), or another statement failed — a
-		// request nonce already used, a deadlock: the batch runs again on locked rows, which
-		// judge it as they always have.
+		// The server refused a statement, so it ran nothing after it, COMMIT included: a row
+		// changed since it was remembered or a request nonce is a retry (store.IsStale), or
+		// another statement failed (a deadlock, a constraint). The batch runs again on locked
+		// rows, which judge it as they always have.
 		tx.Rollback()
 		c.known.forget(ws)
 		c.stale.Add(1)
@@ -166,7 +176,8 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 // remembers it — the columns a fill's rules read (owner, group, currency, leverage, the group's
 // execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
 // open positions add up, per symbol and side, to exactly the remembered volumes and
-// volume × price. Otherwise it fails, so the server runs nothing after it: the value is the
+// volume × price, and no order holds any of the batch's request nonces (the rules answer a retry
+// with its original before judging it: on locked rows, which read the nonces). Otherwise it fails, so the server runs nothing after it: the value is the
 // largest BIGINT UNSIGNED plus the finding (0 while fresh; 1, or a NULL made 1, when not), an
 // overflow the server refuses with error 1690 (store.IsStale) — not the fence's 1242, so a batch
 // carrying both tells which refused. The sum is the selected value itself, which the server must
@@ -174,7 +185,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 // be NULL without computing it (MariaDB drops "… IS NULL" so, and the check never failed).
 // It reads the rows as the batch's account locks, taken just before it, let them be: every writer
 // of an account's balance or positions holds that account's lock.
-func staleCheck(ids []int64, known map[int64]remembered) (string, []any) {
+func staleCheck(ids []int64, known map[int64]remembered, nonces []nonceKey) (string, []any) {
 	var args []any
 	in := store.Placeholders(len(ids))
 	var sb strings.Builder
@@ -192,6 +203,17 @@ func staleCheck(ids []int64, known map[int64]remembered) (string, []any) {
 	}
 	sb.WriteString(") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ?")
 	args = append(args, len(ids))
+	if len(nonces) > 0 {
+		sb.WriteString(" OR EXISTS (SELECT 1 FROM `fx_order` o WHERE (o.`accountId`, o.`requestNonce`) IN (")
+		for i, k := range nonces {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?)")
+			args = append(args, k.account, k.nonce)
+		}
+		sb.WriteString("))")
+	}
 	sb.WriteString(" OR (SELECT COUNT(*), ")
 	if groups == 0 {
 		sb.WriteString("0")

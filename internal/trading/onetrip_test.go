@@ -78,39 +78,51 @@ func TestOneTripCheckSeesChangesBehindIt(t *testing.T) {
 	cases := []struct {
 		name   string
 		user   int64
+		before func(t *testing.T, a Account) // before the account is remembered
 		change func(t *testing.T, svc *Service, a Account)
 		volume string
 		want   string // what the refusal says
 	}{
-		{"withdrawal", 9211, func(t *testing.T, svc *Service, a Account) {
+		{"withdrawal", 9211, nil, func(t *testing.T, svc *Service, a Account) {
 			if _, _, err := svc.Withdraw(ctx, 9211, a.ID, decimal.NewFromInt(400), ""); err != nil {
 				t.Fatal(err)
 			}
 		}, "0.1", "Not enough free margin"},
-		{"position written by another holder", 9212, func(t *testing.T, svc *Service, a Account) {
+		{"position written by another holder", 9212, nil, func(t *testing.T, svc *Service, a Account) {
 			exec(t, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`) "+
 				"VALUES (?, 0, 'EURUSD', 'BUY', 0.3, 0.3, 1.1002)", a.ID)
 		}, "0.2", "Not enough free margin"},
-		{"partial close by another holder", 9213, func(t *testing.T, svc *Service, a Account) {
+		{"partial close by another holder", 9213, nil, func(t *testing.T, svc *Service, a Account) {
 			// The remembered 0.5 lot is now 0.05: the same order that fits on the real rows is
 			// refused on the remembered ones, so the check must send it to the locked rows.
 			exec(t, "UPDATE `fx_position` SET `volume` = 0.05 WHERE `accountId` = ? AND `status` = 'OPEN'", a.ID)
 		}, "0.45", ""},
-		{"leverage lowered", 9214, func(t *testing.T, svc *Service, a Account) {
+		{"leverage lowered", 9214, nil, func(t *testing.T, svc *Service, a Account) {
 			exec(t, "UPDATE `fx_account` SET `leverage` = 10 WHERE `id` = ?", a.ID)
 		}, "0.1", "margin"},
-		{"group switched to the venue", 9215, func(t *testing.T, svc *Service, a Account) {
+		{"moved to a venue group", 9215, nil, func(t *testing.T, svc *Service, a Account) {
+			group := fmt.Sprintf("onetrip-%d", a.ID)
+			exec(t, "INSERT INTO `fx_account_group` (`name`, `executionMode`) VALUES (?, 'EXTERNAL')", group)
+			exec(t, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID)
+		}, "0.1", "trades through an execution venue"},
+		{"its group switched to the venue", 9216, func(t *testing.T, a Account) {
+			// The account is in a group of its own before it is remembered, so only the group's
+			// execution mode changes behind the memory, not the account row.
 			group := fmt.Sprintf("onetrip-%d", a.ID)
 			exec(t, "INSERT INTO `fx_account_group` (`name`) VALUES (?)", group)
 			exec(t, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID)
-			exec(t, "UPDATE `fx_account_group` SET `executionMode` = 'EXTERNAL' WHERE `name` = ?", group)
+		}, func(t *testing.T, svc *Service, a Account) {
+			exec(t, "UPDATE `fx_account_group` SET `executionMode` = 'EXTERNAL' WHERE `name` = ?", fmt.Sprintf("onetrip-%d", a.ID))
 		}, "0.1", "trades through an execution venue"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
-			a := fundedAccount(t, svc, tc.user)                                    // 1,000 USD at 1:100
+			a := fundedAccount(t, svc, tc.user) // 1,000 USD at 1:100
+			if tc.before != nil {
+				tc.before(t, a)
+			}
 			first, err := svc.PlaceOrder(ctx, tc.user, marketBuy(a.ID, "0.5", "")) // remembered: 0.5 lot, 550.10 of margin
 			if err != nil {
 				t.Fatal(err)
@@ -179,7 +191,7 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	a := fundedAccount(t, svc, 9231)
-	for _, o := range []OrderRequest{marketBuy(a.ID, "0.1", ""), marketBuy(a.ID, "0.2", ""),
+	for _, o := range []OrderRequest{marketBuy(a.ID, "0.1", "held"), marketBuy(a.ID, "0.2", ""),
 		{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString("0.3")}} {
 		if _, err := svc.PlaceOrder(ctx, 9231, o); err != nil {
 			t.Fatal(err)
@@ -189,8 +201,12 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	if !ok || len(stored.exps) != 2 {
 		t.Fatalf("remembered %+v, %v: want the account with its two exposures", stored, ok)
 	}
-	check := func(k remembered) error {
-		q, args := staleCheck([]int64{a.ID}, map[int64]remembered{a.ID: k})
+	check := func(k remembered, nonces ...string) error {
+		var keys []nonceKey
+		for _, n := range nonces {
+			keys = append(keys, nonceKey{a.ID, n})
+		}
+		q, args := staleCheck([]int64{a.ID}, map[int64]remembered{a.ID: k}, keys)
 		rows, err := testDB.Query(q, args...)
 		if err != nil {
 			return err
@@ -212,6 +228,12 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	}
 	if err := check(stored); err != nil {
 		t.Fatalf("the check refused the rows as stored: %v", err)
+	}
+	if err := check(stored, "new", "other"); err != nil {
+		t.Fatalf("the check refused request nonces no order holds: %v", err)
+	}
+	if err := check(stored, "new", "held"); !store.IsStale(err) {
+		t.Errorf("a request nonce an order holds: the check answered %v, want its refusal", err)
 	}
 	clone := func(edit func(k *remembered)) remembered {
 		k := stored
@@ -274,4 +296,77 @@ func TestOneTripFenceRefusalIsNotRunAgain(t *testing.T) {
 		t.Fatalf("committer %+v: the fill after a failed batch went in one round trip on forgotten rows", st)
 	}
 	wantLedgerBalanced(t, a.ID)
+}
+
+// A retry of a request nonce whose original filled is answered with the original even when the
+// rules, run on the account as the original left it, would refuse the retry as a new order
+// (here: no free margin left for a second 0.5 lot): the one-round-trip check refuses a batch
+// carrying a nonce an order holds, and the locked rows answer the retry before any rule.
+func TestOneTripRetryTheRulesWouldRefuseIsReplayed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9251) // 1,000 USD at 1:100
+	if _, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.5", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.5", "b"))
+	if err != nil || !again.Replayed || again.Order.ID != orig.Order.ID {
+		t.Fatalf("retry answered %+v, %v; want a replay of order %d", again, err, orig.Order.ID)
+	}
+	if st := svc.CommitStats(); st.Stale != 1 {
+		t.Fatalf("committer %+v: want the retry's one-trip batch refused by the check", st)
+	}
+	if c := counts(t, a.ID); c[0] != "2" {
+		t.Fatalf("orders = %s, want 2", c[0])
+	}
+	wantLedgerBalanced(t, a.ID)
+}
+
+// A batch of fills on several remembered accounts goes in one round trip; when one of them
+// changed behind the memory, the whole batch runs again on locked rows, and every fill in it is
+// judged on its own account's real rows.
+func TestOneTripBatchOfSeveralAccounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a, b := fundedAccount(t, svc, 9261), fundedAccount(t, svc, 9261)
+	for _, id := range []int64{a.ID, b.ID} {
+		if _, err := svc.PlaceOrder(ctx, 9261, marketBuy(id, "0.5", "")); err != nil { // remembered: 550.10 of margin each
+			t.Fatal(err)
+		}
+	}
+	both := func(volume string) [2]error {
+		inOneBatch(svc, 2)
+		var errs [2]error
+		concurrently(
+			func() { _, errs[0] = svc.PlaceOrder(ctx, 9261, marketBuy(a.ID, volume, "")) },
+			func() { _, errs[1] = svc.PlaceOrder(ctx, 9261, marketBuy(b.ID, volume, "")) },
+		)
+		return errs
+	}
+	if errs := both("0.1"); errs[0] != nil || errs[1] != nil {
+		t.Fatalf("fills on two remembered accounts: %v", errs)
+	}
+	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 0 || st.LastSize != 2 {
+		t.Fatalf("committer %+v: want both fills in one batch, in one round trip", st)
+	}
+	// b loses 300 behind the memory: 0.2 lot more (880 of margin in all) no longer fits its
+	// equity, and still fits a's.
+	if _, _, err := svc.Withdraw(ctx, 9261, b.ID, decimal.NewFromInt(300), ""); err != nil {
+		t.Fatal(err)
+	}
+	errs := both("0.2")
+	if errs[0] != nil || !strings.Contains(fx.ErrorMessage(errs[1]), "Not enough free margin") {
+		t.Fatalf("after b's withdrawal: a %v, b %v; want a filled and b refused for margin", errs[0], errs[1])
+	}
+	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 1 {
+		t.Fatalf("committer %+v: want the second batch's check refused and the batch run on locked rows", st)
+	}
+	wantLedgerBalanced(t, a.ID)
+	wantLedgerBalanced(t, b.ID)
 }
