@@ -154,36 +154,6 @@ func TestOneTripCheckSeesChangesBehindIt(t *testing.T) {
 	}
 }
 
-// A retry of a request nonce the database already holds fails the one-round-trip batch on the
-// nonce's unique key, and the batch run again on locked rows answers it with the original.
-func TestOneTripRetriedNonceIsReplayed(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
-	a := fundedAccount(t, svc, 9221)
-	if _, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "first")); err != nil {
-		t.Fatal(err)
-	}
-	orig, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := svc.PlaceOrder(ctx, 9221, marketBuy(a.ID, "0.1", "second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !again.Replayed || again.Order.ID != orig.Order.ID {
-		t.Fatalf("retry answered %+v, want a replay of order %d", again, orig.Order.ID)
-	}
-	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 1 || st.Refused != 0 {
-		t.Fatalf("committer %+v: want the second order in one trip, the retry's one trip refused and replayed", st)
-	}
-	if c := counts(t, a.ID); c[0] != "2" {
-		t.Fatalf("orders = %s, want 2", c[0])
-	}
-	wantLedgerBalanced(t, a.ID)
-}
-
 // The check itself, against the rows as they are: it passes on exactly what is stored and
 // refuses (error 1690, never the fence's 1242) any one remembered figure that differs.
 func TestStaleCheckRefusesEveryDifference(t *testing.T) {
@@ -298,33 +268,37 @@ func TestOneTripFenceRefusalIsNotRunAgain(t *testing.T) {
 	wantLedgerBalanced(t, a.ID)
 }
 
-// A retry of a request nonce whose original filled is answered with the original even when the
-// rules, run on the account as the original left it, would refuse the retry as a new order
-// (here: no free margin left for a second 0.5 lot): the one-round-trip check refuses a batch
-// carrying a nonce an order holds, and the locked rows answer the retry before any rule.
-func TestOneTripRetryTheRulesWouldRefuseIsReplayed(t *testing.T) {
+// A client's retry of a request nonce whose original filled, sent when the account is
+// remembered, is answered with the original: whether the rules would take it again as a new
+// order (it would then fail on the nonce's unique key) or refuse it (no free margin left for a
+// second 0.5 lot: nothing would reach the key). The one-round-trip check refuses a batch carrying
+// a nonce an order holds, and the locked rows answer the retry before any rule.
+func TestOneTripRetriedNonceIsReplayed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
-	a := fundedAccount(t, svc, 9251) // 1,000 USD at 1:100
-	if _, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.1", "a")); err != nil {
-		t.Fatal(err)
+	for i, volume := range []string{"0.1", "0.5"} {
+		user := int64(9251 + i)
+		svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+		a := fundedAccount(t, svc, user) // 1,000 USD at 1:100
+		if _, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "a")); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, volume, "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, volume, "b"))
+		if err != nil || !again.Replayed || again.Order.ID != orig.Order.ID {
+			t.Fatalf("retry of %s lot answered %+v, %v; want a replay of order %d", volume, again, err, orig.Order.ID)
+		}
+		if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 1 || st.Refused != 0 {
+			t.Fatalf("committer %+v: want the original in one trip, the retry's one trip refused and replayed", st)
+		}
+		if c := counts(t, a.ID); c[0] != "2" {
+			t.Fatalf("orders = %s, want 2", c[0])
+		}
+		wantLedgerBalanced(t, a.ID)
 	}
-	orig, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.5", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := svc.PlaceOrder(ctx, 9251, marketBuy(a.ID, "0.5", "b"))
-	if err != nil || !again.Replayed || again.Order.ID != orig.Order.ID {
-		t.Fatalf("retry answered %+v, %v; want a replay of order %d", again, err, orig.Order.ID)
-	}
-	if st := svc.CommitStats(); st.Stale != 1 {
-		t.Fatalf("committer %+v: want the retry's one-trip batch refused by the check", st)
-	}
-	if c := counts(t, a.ID); c[0] != "2" {
-		t.Fatalf("orders = %s, want 2", c[0])
-	}
-	wantLedgerBalanced(t, a.ID)
 }
 
 // A batch of fills on several remembered accounts goes in one round trip; when one of them
