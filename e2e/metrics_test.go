@@ -84,7 +84,8 @@ func TestMetricsExposeTheDesk(t *testing.T) {
 		t.Errorf("follower fxdesk_lease_held = %q, want 0", got)
 	}
 	for _, name := range []string{`fxdesk_mirror_age_seconds{mode="publishing"}`, "fxdesk_risk_own_time_seconds_count", "fxdesk_risk_loaded", `fxdesk_risk_ticks_total{outcome="evaluated"}`,
-		"fxdesk_commit_batch_size_count", "fxdesk_commit_seconds_count", "fxdesk_commit_rows_refused_total"} {
+		"fxdesk_commit_batch_size_count", "fxdesk_commit_seconds_count", "fxdesk_commit_rows_refused_total",
+		`fxdesk_commit_one_trip_total{result="committed"}`, `fxdesk_commit_one_trip_total{result="stale"}`} {
 		if _, ok := metricValue(hm, name); !ok {
 			t.Errorf("holder lacks %s", name)
 		}

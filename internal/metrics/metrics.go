@@ -33,9 +33,10 @@ type Metrics struct {
 	GateDropped  *prometheus.CounterVec   // lease-guarded work the gate dropped, by work and at (gate.Config.Dropped)
 
 	// The holder's group commit of fills and closes (trading.Config.Commits).
-	CommitBatchSize prometheus.Histogram // desk writes per batch
-	CommitSeconds   prometheus.Histogram // one batch's transaction, first statement to COMMIT's answer
-	CommitRefused   prometheus.Counter   // writes the database refused, dropped alone
+	CommitBatchSize prometheus.Histogram   // desk writes per batch
+	CommitSeconds   prometheus.Histogram   // one batch's transaction, first statement to COMMIT's answer
+	CommitRefused   prometheus.Counter     // writes the database refused, dropped alone
+	CommitOneTrip   *prometheus.CounterVec // one-round-trip batches: committed, or run again on locked rows
 }
 
 // New returns a registry with the Go and process collectors and the desk's event series.
@@ -82,8 +83,15 @@ func New(process string) *Metrics {
 		Name: "fxdesk_commit_rows_refused_total",
 		Help: "Fills and closes the database refused when their batch was written row by row; each was dropped alone and logged with what it was.",
 	})
+	m.CommitOneTrip = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_commit_one_trip_total",
+		Help: "Batches of fills on remembered accounts sent in one round trip, by result: committed, or stale (the check found a row changed, a retried nonce, or a statement was refused, and the batch ran again on locked rows).",
+	}, []string{"result"})
+	for _, result := range []string{"committed", "stale"} {
+		m.CommitOneTrip.WithLabelValues(result) // both series exist from the start, at zero
+	}
 	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
-		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused)
+		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused, m.CommitOneTrip)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fxdesk_build_info", Help: "Always 1; labels name the process.", ConstLabels: prometheus.Labels{"process": process},
 	}, func() float64 { return 1 }))
@@ -108,6 +116,16 @@ func (m *Metrics) ObserveBatch(size int, took time.Duration) {
 
 // ObserveRefused records one write dropped by the database (trading.CommitObserver).
 func (m *Metrics) ObserveRefused() { m.CommitRefused.Inc() }
+
+// ObserveOneTrip records one batch sent in one round trip (trading.CommitObserver): committed,
+// or stale and run again on locked rows.
+func (m *Metrics) ObserveOneTrip(committed bool) {
+	result := "stale"
+	if committed {
+		result = "committed"
+	}
+	m.CommitOneTrip.WithLabelValues(result).Inc()
+}
 
 // WatchLease adds the lease series, read from the keeper at scrape time.
 func (m *Metrics) WatchLease(k *lease.Keeper) {

@@ -75,6 +75,9 @@ type CommitObserver interface {
 	ObserveBatch(size int, took time.Duration)
 	// ObserveRefused records one write the database refused when its batch was written row by row.
 	ObserveRefused()
+	// ObserveOneTrip records one batch sent in one round trip on remembered accounts: committed,
+	// or not (stale) and run again on locked rows.
+	ObserveOneTrip(committed bool)
 }
 
 // CommitStats are the committer's counters since the process started.

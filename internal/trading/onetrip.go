@@ -164,10 +164,16 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 		tx.Rollback()
 		c.known.forget(ws)
 		c.stale.Add(1)
+		if s.commitObs != nil {
+			s.commitObs.ObserveOneTrip(false)
+		}
 		return nil, false, nil
 	}
 	r.committed = true
 	c.oneTrips.Add(1)
+	if s.commitObs != nil {
+		s.commitObs.ObserveOneTrip(true)
+	}
 	c.observe(len(ws), time.Since(start))
 	return r, true, nil
 }
