@@ -161,7 +161,10 @@ type closeResp struct {
 }
 
 // setQuote sets symbol's price at the simulator and returns once the desk has accepted exactly
-// that quote: it listens on the desk's own markets rail, so the signal is the desk's.
+// that quote: it listens on the desk's own markets rail, so the signal is the desk's. A desk that
+// has just become the holder may not have subscribed at the simulator yet, and the simulator
+// sends a quote only to the subscribers it has: the quote is sent again every 250 ms until the
+// desk shows it.
 func (d *tradingDesk) setQuote(token, symbol, bid, ask string) {
 	t := d.e.t
 	t.Helper()
@@ -182,6 +185,24 @@ func (d *tradingDesk) setQuote(token, symbol, bid, ask string) {
 		t.Fatal("markets rail closed before its greeting")
 	}
 	d.simQuote(symbol, bid, ask)
+	// The re-sends end before setQuote returns, so none can reach the simulator after a quote the
+	// caller sets next.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-stopped }()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		body := fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				d.sim.control("quote", body) // a failure shows as the desk never showing the quote
+			}
+		}
+	}()
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
