@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -33,7 +34,9 @@ import (
 // once InnoDB has purged what those phases left, it offers half the HTTP peak as an open-loop
 // arrival stream (one second unmeasured, then the phase) and reports p50/p99 latency, next to the
 // latency of a one-row commit sent alongside: the part of any commit's latency that is the
-// server's and the disk's alone.
+// server's and the disk's alone. Last, at the same rate and next to a control window of its own,
+// the design's floor: the same one-round-trip statements sent by a bare committer in this
+// process (rawCommitter), without HTTP, rules or the desk.
 //
 //	FXDESK_BENCH=1 go test -count=1 -run TestBenchMarketOrders -v ./e2e/
 //
@@ -154,45 +157,81 @@ func TestBenchMarketOrders(t *testing.T) {
 	if _, err := db.Exec("INSERT INTO `bench_commit_probe` VALUES (1, 0)"); err != nil {
 		t.Fatal(err)
 	}
-	var control []time.Duration
-	controlCtx, stopControl := context.WithCancel(context.Background())
-	controlDone := make(chan struct{})
-	t.Cleanup(func() { stopControl(); <-controlDone }) // also when openLoop fails the test
 	warm := time.Second
-	go func() {
-		defer close(controlDone)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		measureFrom := time.Now().Add(warm)
-		deadline := measureFrom.Add(phase)
-		for {
-			select {
-			case <-controlCtx.Done():
-				return
-			case now := <-tick.C:
-				if now.After(deadline) {
+	withControl := func(fn func(i int) error) (lat []time.Duration, achieved float64, control []time.Duration) {
+		controlCtx, stopControl := context.WithCancel(context.Background())
+		controlDone := make(chan struct{})
+		defer func() { stopControl(); <-controlDone }() // also when openLoop fails the test
+		go func() {
+			defer close(controlDone)
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			measureFrom := time.Now().Add(warm)
+			deadline := measureFrom.Add(phase)
+			for {
+				select {
+				case <-controlCtx.Done():
+					return
+				case now := <-tick.C:
+					if now.After(deadline) {
+						return
+					}
+				}
+				t0 := time.Now()
+				if _, err := db.ExecContext(controlCtx, "UPDATE `bench_commit_probe` SET `n` = `n` + 1 WHERE `id` = 1"); err != nil {
+					if controlCtx.Err() == nil {
+						t.Error(err)
+					}
 					return
 				}
-			}
-			t0 := time.Now()
-			if _, err := db.ExecContext(controlCtx, "UPDATE `bench_commit_probe` SET `n` = `n` + 1 WHERE `id` = 1"); err != nil {
-				if controlCtx.Err() == nil {
-					t.Error(err)
+				if !t0.Before(measureFrom) {
+					control = append(control, time.Since(t0))
 				}
-				return
 			}
-			if !t0.Before(measureFrom) {
-				control = append(control, time.Since(t0))
-			}
+		}()
+		lat, achieved = openLoop(t, target, warm, phase, fn)
+		<-controlDone
+		if len(control) == 0 {
+			t.Fatal("the control commit was never measured")
 		}
-	}()
-	lat, achieved := openLoop(t, target, warm, phase, func(i int) error { return send(accts[i%len(accts)]) })
-	<-controlDone
-	if len(control) == 0 {
-		t.Fatal("the control commit was never measured")
+		slices.Sort(control)
+		return lat, achieved, control
 	}
+	lat, achieved, control := withControl(func(i int) error { return send(accts[i%len(accts)]) })
+
+	// The design's floor at the same rate: the committer's one-round-trip statements sent by a
+	// bare committer in this process (rawCommitter: natural batching, one batch at a time, each
+	// arrival answered when its batch committed) — no HTTP, no JSON, no rules, no desk process.
+	// An arrival waits for the batch in flight and then its own, each at least one commit: what
+	// this shows next to its own control window is that wait, which the HTTP orders carry too.
+	// Then the same with two batches in flight, each on its own connection: the alternative to
+	// waiting for the batch in flight.
+	bare := func(depth int) (lat []time.Duration, achieved float64, control []time.Duration) {
+		accts, known := accounts(workers), map[int64]*rawAccount{}
+		var mu sync.Mutex // rawBatchFill's memory, shared by the drainers
+		c := &rawCommitter{depth: depth, fill: func(batch []int64) error {
+			mu.Lock()
+			k := map[int64]*rawAccount{}
+			for _, id := range batch {
+				if known[id] != nil {
+					v := *known[id]
+					k[id] = &v
+				}
+			}
+			mu.Unlock()
+			err := rawBatchFill(db, instance, term, batch, func() string { return fmt.Sprintf("f-%d", nonce.Add(1)) }, k)
+			if err == nil {
+				mu.Lock()
+				maps.Copy(known, k)
+				mu.Unlock()
+			}
+			return err
+		}}
+		return withControl(func(i int) error { return c.submit(accts[i%len(accts)]) })
+	}
+	floorLat, floorAchieved, floorControl := bare(1)
+	twoLat, twoAchieved, twoControl := bare(2)
 	pct := func(l []time.Duration, p float64) time.Duration { return percentile(l, p).Round(10 * time.Microsecond) }
-	slices.Sort(control)
 
 	t.Logf("market orders through HTTP (peak, %d workers, fxdesk-web GOMAXPROCS=%d): %.0f/s, %.1f orders per batch", workers, procs, httpRate, httpWrites/max(httpBatches, 1))
 	t.Logf("raw SQL ceiling, one transaction per order (%d workers):  %.0f/s", workers, rawRate)
@@ -207,6 +246,93 @@ func TestBenchMarketOrders(t *testing.T) {
 	t.Logf("control, a one-row commit every 20ms in the same window (%d): p50 %s, p99 %s, max %s",
 		len(control), pct(control, 0.50), pct(control, 0.99), pct(control, 1))
 	t.Logf("p99 orders / p99 control: %.2f (target ≤ 2)", float64(pct(lat, 0.99))/float64(pct(control, 0.99)))
+	t.Logf("the floor: a bare one-trip committer at the same rate (%.0f/s done, %d orders, no HTTP, no rules): p50 %s, p99 %s, max %s",
+		floorAchieved, len(floorLat), pct(floorLat, 0.50), pct(floorLat, 0.99), pct(floorLat, 1))
+	t.Logf("control in the floor's window (%d): p50 %s, p99 %s, max %s; p99 floor / p99 control: %.2f",
+		len(floorControl), pct(floorControl, 0.50), pct(floorControl, 0.99), pct(floorControl, 1), float64(pct(floorLat, 0.99))/float64(pct(floorControl, 0.99)))
+	t.Logf("the alternative: a bare committer with two batches in flight (%.0f/s done, %d orders): p50 %s, p99 %s, max %s",
+		twoAchieved, len(twoLat), pct(twoLat, 0.50), pct(twoLat, 0.99), pct(twoLat, 1))
+	t.Logf("control in its window (%d): p50 %s, p99 %s, max %s; p99 two in flight / p99 control: %.2f",
+		len(twoControl), pct(twoControl, 0.50), pct(twoControl, 0.99), pct(twoControl, 1), float64(pct(twoLat, 0.99))/float64(pct(twoControl, 0.99)))
+}
+
+// rawCommitter is the group commit reduced to its queue: arrivals wait while depth batches are
+// in flight (the desk's committer: 1), and a drainer sends everything queued (one order per
+// account per batch, as the desk's batches of distinct traders are) the moment its last batch
+// answered, with fill.
+type rawCommitter struct {
+	fill  func(accts []int64) error
+	depth int
+
+	mu       sync.Mutex
+	queue    []rawArrival
+	running  int
+	inFlight map[int64]bool // accounts of the batches in flight: a batch never waits on another's locks
+}
+
+type rawArrival struct {
+	acct int64
+	done chan error
+}
+
+// submit queues an order for acct and returns when its batch committed (or failed).
+func (c *rawCommitter) submit(acct int64) error {
+	a := rawArrival{acct: acct, done: make(chan error, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, a)
+	start := c.running < c.depth
+	if start {
+		c.running++
+	}
+	c.mu.Unlock()
+	if start {
+		go c.drain()
+	}
+	return <-a.done
+}
+
+func (c *rawCommitter) drain() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		if c.inFlight == nil {
+			c.inFlight = map[int64]bool{}
+		}
+		var batch, rest []rawArrival
+		for _, a := range c.queue {
+			if c.inFlight[a.acct] {
+				rest = append(rest, a)
+				continue
+			}
+			c.inFlight[a.acct] = true
+			batch = append(batch, a)
+		}
+		c.queue = rest
+		if len(batch) == 0 {
+			// Everything queued is on accounts the other batch in flight holds: it takes them.
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		accts := make([]int64, 0, len(batch))
+		for _, a := range batch {
+			accts = append(accts, a.acct)
+		}
+		err := c.fill(accts)
+		c.mu.Lock()
+		for _, id := range accts {
+			delete(c.inFlight, id)
+		}
+		c.mu.Unlock()
+		for _, a := range batch {
+			a.done <- err
+		}
+	}
 }
 
 // openLoop offers fn at rate calls/s, each call in its own goroutine on a fixed arrival
