@@ -13,9 +13,13 @@
 // idempotency key, its statements joining the same batch, so Σ deals.amount = balance holds
 // after every commit.
 //
-// A fill or a close is two round trips (batch.go): START TRANSACTION, the row locks and the
-// reads the rules need; then the writes, the fence and COMMIT. The rules run in Go between them,
-// on rows this transaction holds. A close leaves the account's stored equity and used margin
+// The holder's fills and closes are group-committed (committer.go): a batch is two round trips
+// (batch.go): START TRANSACTION, the row locks and the reads the rules need; then the writes, the
+// fence and COMMIT. The rules run in Go between them, on rows this transaction holds. A batch of
+// market fills on accounts the committer remembers is one round trip (onetrip.go): the rules run
+// on the remembered rows, and a check under the batch's account locks, before any write, refuses
+// the batch unless every row they read is still as remembered; a refused batch writes nothing and
+// runs again the two-round-trip way. A close leaves the account's stored equity and used margin
 // to the next mark (a fill on the account, or reconcile); a fill writes them.
 //
 // Money is exact: amounts are shopspring decimals, converted through the USD hub as one
