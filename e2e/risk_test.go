@@ -403,7 +403,12 @@ func (r *marketsRail) await(t *testing.T, symbol, bid, ask string) {
 // simQuote sets a price at the simulator without waiting for the desk.
 func (d *tradingDesk) simQuote(symbol, bid, ask string) {
 	d.e.t.Helper()
-	d.simControl("quote", fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask))
+	d.simControl("quote", quoteBody(symbol, bid, ask))
+}
+
+// quoteBody is the simulator's /control/quote body for one price.
+func quoteBody(symbol, bid, ask string) string {
+	return fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask)
 }
 
 // simControl posts a JSON body to the simulator's /control/<what> endpoint.

@@ -193,7 +193,7 @@ func (d *tradingDesk) setQuote(token, symbol, bid, ask string) {
 		defer close(stopped)
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
-		body := fmt.Sprintf(`{"symbol":%q,"bid":%s,"ask":%s}`, symbol, bid, ask)
+		body := quoteBody(symbol, bid, ask)
 		for {
 			select {
 			case <-stop:

@@ -52,8 +52,7 @@ func IsStale(err error) bool { return serverError(err, erDataOutOfRange) }
 // Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
 // to a server that answered with an error, or a migration that failed (ErrMigrate).
 func Unreachable(err error) bool {
-	var me *mysql.MySQLError
-	return err != nil && !errors.As(err, &me) && !errors.Is(err, ErrMigrate)
+	return err != nil && !ServerRefused(err) && !errors.Is(err, ErrMigrate)
 }
 
 // ServerRefused reports whether err is a statement the server refused (any server error). In a

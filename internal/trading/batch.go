@@ -97,6 +97,15 @@ func (b *batch) run(ctx context.Context, tx querier) error {
 	return rows.Close()
 }
 
+// skipRows reads a result set and keeps nothing of it: a statement whose rows only take locks or
+// stand for a check, which has a result set all the same (run pairs result sets with scans in
+// order).
+func skipRows(r *sql.Rows) error {
+	for r.Next() {
+	}
+	return nil
+}
+
 // scanFirst reads at most one row of a result set into dest, reporting whether there was one.
 func scanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 	return func(r *sql.Rows) error {

@@ -2,7 +2,6 @@ package trading
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,9 +86,10 @@ func (m *memory) keep(r *lockedRows) {
 }
 
 // oneTrip commits ws in one round trip when every write is a market fill on a remembered
-// B-book account. ok is false when it did not apply or its check found a row changed (nothing
-// was written either way): the caller then runs the batch on the rows it locks. Otherwise r and
-// err are the batch's outcome, as attempt returns it.
+// B-book account. ok is false when it did not apply, or the server refused one of its statements
+// other than the fence — its check finding a row changed among them (nothing was written either
+// way): the caller then runs the batch on the rows it locks. Otherwise r and err are the batch's
+// outcome, as attempt returns it.
 func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
 	s := c.s
 	known := map[int64]remembered{}
@@ -132,17 +132,9 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	}
 	b := &batch{}
 	b.exec("START TRANSACTION")
-	b.query(func(rows *sql.Rows) error {
-		for rows.Next() {
-		}
-		return nil
-	}, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	b.query(skipRows, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	check, checkArgs := staleCheck(ids, known, nonces)
-	b.query(func(rows *sql.Rows) error {
-		for rows.Next() {
-		}
-		return nil
-	}, check, checkArgs...)
+	b.query(skipRows, check, checkArgs...)
 	b.append(&r.w)
 	tx := &txn{conn: conn, fence: fence, fenceArgs: fenceArgs, refused: func(cause error) error { return cause }}
 	defer tx.Rollback()
@@ -160,9 +152,8 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 		// The server refused a statement, so it ran nothing after it, COMMIT included: a row
 		// changed since it was remembered or a request nonce is a retry (store.IsStale), or
 		// another statement failed (a deadlock, a constraint). The batch runs again on locked
-		// rows, which judge it as they always have.
-		tx.Rollback()
-		c.known.forget(ws)
+		// rows, which judge it as they always have, and what they read replaces the memory
+		// (committer.run).
 		c.stale.Add(1)
 		if s.commitObs != nil {
 			s.commitObs.ObserveOneTrip(false)
