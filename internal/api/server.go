@@ -85,6 +85,9 @@ var statusOf = map[string]int{
 	fx.EUNAVAILABLE: http.StatusServiceUnavailable,
 	fx.EUNKNOWN:     http.StatusGatewayTimeout,
 	fx.EINTERNAL:    http.StatusInternalServerError,
+	fx.EKEYREUSED:   http.StatusUnprocessableEntity,
+	fx.ELIMITED:     http.StatusTooManyRequests,
+	fx.ETOOLARGE:    http.StatusRequestEntityTooLarge,
 }
 
 type errorBody struct {

@@ -20,6 +20,14 @@ const (
 	// its connection after the request was sent). Retrying with the same requestNonce is safe (504).
 	EUNKNOWN  = "outcome_unknown"
 	EINTERNAL = "internal" // a defect or an unexpected failure (500)
+	// EKEYREUSED: a requestNonce already bound to a different request (422, Stripe's rule). An
+	// identical retry replays instead.
+	EKEYREUSED = "idempotency_key_reused"
+	// ELIMITED: a door's limit was reached — requests per second, streams, connections (429,
+	// with Retry-After). Nothing was done.
+	ELIMITED = "rate_limited"
+	// ETOOLARGE: the request body is larger than the desk reads (413). Nothing was done.
+	ETOOLARGE = "too_large"
 )
 
 // Error is an error a client may see: a code from the list above and a message written for the
