@@ -292,6 +292,7 @@ func send(p *proc, token, method, path, body string) reply {
 	if err != nil {
 		return reply{err: err}
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

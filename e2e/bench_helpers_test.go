@@ -33,6 +33,7 @@ func marketOrders(client *http.Client, tok, prefix string) func(p *proc, acct in
 	return func(p *proc, acct int64) error {
 		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"%s-%d"}`, acct, prefix, seq.Add(1))
 		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := client.Do(req)
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // its order, Σ deals = balance on every account, and every order the desk answered is there.
 func TestTradingHolderKilledMidBatchLeavesNoPartialBatch(t *testing.T) {
 	t.Parallel()
-	d := newTradingDesk(t)
+	d := newTradingDesk(t, unlimitedRates...)
 	tok := d.e.issueToken(700, false)
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	accts := make([]int64, 8)
@@ -49,6 +49,7 @@ func TestTradingHolderKilledMidBatchLeavesNoPartialBatch(t *testing.T) {
 				body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","requestNonce":"kill-%d-%d"}`,
 					accts[c%len(accts)], c, i)
 				req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+tok)
 				resp, err := client.Do(req)
 				if err != nil {

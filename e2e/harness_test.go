@@ -109,6 +109,11 @@ func (e *deskEnv) env(extra ...string) []string {
 	return append(base, extra...)
 }
 
+// unlimitedRates switches the per-token and per-address rate limits off, for tests and
+// benchmarks that drive one token (from one address) harder than any trader may: they measure
+// the desk behind the front door, not the door.
+var unlimitedRates = []string{"FXDESK_RATE_PER_TOKEN=0", "FXDESK_RATE_PER_ADDR=0"}
+
 type logLine map[string]any
 
 func (l logLine) msg() string   { s, _ := l["msg"].(string); return s }

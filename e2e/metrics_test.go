@@ -15,7 +15,10 @@ import (
 
 func (p *proc) metrics() string {
 	p.t.Helper()
-	resp, err := http.Get("http://" + p.addr + "/metrics")
+	// /metrics on the API listener needs the admin token (FXDESK_METRICS_ADDR serves it without).
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/metrics", nil)
+	p.authorize(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -148,6 +148,7 @@ func TestStandbyOldHolderResumedAfterTakeoverIsFenced(t *testing.T) {
 	forwardTo := func(p *proc, term int64, nonce string) (int, errorResp, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(standbyOrder(acct, nonce)))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", term))
 		resp, err := http.DefaultClient.Do(req)

@@ -23,7 +23,7 @@ func TestBenchSwapRollover(t *testing.T) {
 	total := int(envDuration("FXDESK_BENCH_POSITIONS", 100000))
 	const per = 10
 	e := newDeskEnv(t)
-	web := e.start("web", "fxdesk-web", mirrorEnv("CRON_MODE=off")...)
+	web := e.start("web", "fxdesk-web", append(mirrorEnv("CRON_MODE=off"), unlimitedRates...)...)
 	web.waitLog(10*time.Second, msgHas("fx quote mirror publishing"))
 	seedStart := time.Now()
 	e.seedPositionsIn("USD", total/per/2, per)

@@ -49,6 +49,7 @@ func TestSwapsRunAheadWhileFillsCommit(t *testing.T) {
 			default:
 			}
 			req, _ := http.NewRequest(http.MethodPost, "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

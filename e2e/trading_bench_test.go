@@ -53,7 +53,7 @@ func TestBenchMarketOrders(t *testing.T) {
 	// setting docs/operations.md gives a web process sharing a small machine with MariaDB, as
 	// here; FXDESK_BENCH_GOMAXPROCS=0 runs it with the Go default instead.
 	procs := dbtest.BenchProcs(t)
-	d := newTradingDesk(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs))
+	d := newTradingDesk(t, append([]string{"FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs)}, unlimitedRates...)...)
 	tok := d.e.issueToken(9000, false)
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}

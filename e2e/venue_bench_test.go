@@ -64,7 +64,7 @@ func TestBenchVenueBurst(t *testing.T) {
 
 	d := newTradingDesk(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs),
 		"FXDESK_VENUE=sim", fmt.Sprintf("FXDESK_VENUE_SIM_LATENCY=%s", latency), fmt.Sprintf("FXDESK_VENUE_CONCURRENCY=%d", capN),
-		fmt.Sprintf("FXDESK_VENUE_INTERVAL=%s", interval))
+		fmt.Sprintf("FXDESK_VENUE_INTERVAL=%s", interval), unlimitedRates[0], unlimitedRates[1])
 	simLine := d.web.waitLog(10*time.Second, msgIs("venue simulator listening"))
 	venueCtl, _ := simLine["control"].(string)
 	if venueCtl == "" {
@@ -136,6 +136,7 @@ func TestBenchVenueBurst(t *testing.T) {
 				for i := next.Add(1); i <= int64(n) && failed.Load() == nil; i = next.Add(1) {
 					body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","sl":"%.5f"}`, accts[(w+int(i))%len(accts)], sl)
 					req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Authorization", "Bearer "+tok)
 					resp, err := client.Do(req)
 					if err != nil {
@@ -238,7 +239,9 @@ func TestBenchVenueBurst(t *testing.T) {
 		return time.Since(start)
 	}
 	scrape := func() (string, error) {
-		resp, err := http.Get("http://" + d.web.addr + "/metrics")
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d.web.addr+"/metrics", nil)
+		d.web.authorize(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return "", err
 		}

@@ -32,7 +32,7 @@ func TestBenchWebTierForwarding(t *testing.T) {
 	workers := int(envDuration("FXDESK_BENCH_WORKERS", 32))
 	load := float64(envDuration("FXDESK_BENCH_LOAD", 25)) / 100
 	procs := dbtest.BenchProcs(t)
-	w := newWebTier(t, "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs))
+	w := newWebTier(t, append([]string{"FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info", fmt.Sprintf("GOMAXPROCS=%d", procs)}, unlimitedRates...)...)
 	tok := w.d.e.issueToken(9100, false)
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	// The simulator's walk is off: the same price again every 5 s keeps EURUSD inside the 30 s

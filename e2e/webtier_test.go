@@ -268,6 +268,7 @@ func TestWebTierForgedNodeHeaderIsRefused(t *testing.T) {
 	} {
 		for range 2 { // round-robin: both processes see it
 			req, _ := http.NewRequest("POST", "http://"+edge.addr+"/api/fx/orders", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+tok)
 			req.Header.Set(forward.Header, forged)
 			resp, err := http.DefaultClient.Do(req)
@@ -332,6 +333,7 @@ func TestWebTierForwardLoopIsImpossible(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", "http://"+f2.addr+"/api/fx/orders", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", barrierTerm))
 	resp, err := http.DefaultClient.Do(req)
@@ -358,6 +360,7 @@ func callHeaders(t *testing.T, p *proc, token, method, path, body string) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

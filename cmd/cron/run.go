@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -135,22 +134,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: sched.States,
-		Trading: tradingSvc, Settings: trading.NewSettings(db, log), Auth: auth.NewResolver(db)})
+		Trading: tradingSvc, Settings: trading.NewSettings(db, log), Auth: auth.NewResolver(db), Limits: cfg.Limits})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+	// Both parts run in one stage whose errors are read: a part that fails stops the process.
+	parts := lifecycle.New(log)
+	metricsStage := parts.Stage()
+	if err := api.ServeMetrics(ctx, metricsStage, cfg.MetricsAddr, m, log); err != nil {
+		ln.Close()
+		return err
 	}
+	srv := api.NewHTTPServer(ctx, handler, cfg.Limits)
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	go func() {
+		srvErr <- srv.Serve(api.LimitListener(ln, cfg.Limits.MaxConns, m.Refused.WithLabelValues(metrics.RefusedConnections).Inc))
+	}()
 	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("role", string(desk.Cron)))
 	fmt.Fprintf(stdout, "fxdesk-cron is up on %s\n", ln.Addr())
 
-	// Both parts run in one stage whose errors are read: a part that fails stops the process.
-	parts := lifecycle.New(log)
 	bg := parts.Stage()
 	bg.Go("scheduler", sched.Run)
 	bg.Go("quote mirror follower", follower.Run)
@@ -169,6 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
+	metricsStage.Stop()
 	bg.Stop()
 	if failure == nil {
 		failure = parts.Err()

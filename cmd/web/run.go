@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -83,6 +82,15 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	defer db.Close()
 
+	// The holder's own work — the lease renew, and the group commit that carries every fill and
+	// every risk close with its fence — has connections HTTP cannot take: a flood of trader
+	// requests queues for the main pool, never for these (DESIGN §13).
+	holderDB, err := store.ConnectPool(cfg.MySQLDSN, holderPool)
+	if err != nil {
+		return err
+	}
+	defer holderDB.Close()
+
 	rdb, err := store.OpenRedis(cfg.RedisURL)
 	if err != nil {
 		return err
@@ -104,7 +112,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// the price view change there and then, and the holder's parts are started by the loop below.
 	promoted := make(chan lease.Event, 1)
 	m := metrics.New("web")
-	keeper := lease.New(db, rdb, lease.Config{
+	keeper := lease.New(holderDB, rdb, lease.Config{
 		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
 		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
 		Standby: cfg.Takeover == config.TakeoverStandby,
@@ -172,7 +180,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if venueParts, err = newVenue(cfg, m, quotes, g, streamStage, log); err != nil {
 		return fmt.Errorf("execution venue: %w", err)
 	}
-	tc := trading.Config{DB: db, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m}
+	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m}
 	var venueView api.VenueView
 	if venueParts != nil {
 		tc.Venue, venueView = venueParts.sender, venueParts
@@ -208,20 +216,25 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 			return err
 		}
 	}
+	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
+	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(tradingSvc), PerToken: cfg.Limits.StreamsPerToken,
+		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
+	railStage := parts.Stage()
+	railStage.Go("markets rail", rail.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: holder.jobs, Risk: holder.riskStats,
-		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView})
+		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Requests outlive the signal: SIGTERM starts Shutdown, which lets the requests in
-		// flight finish (a request's context still ends when its client goes away).
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	srv := api.NewHTTPServer(ctx, handler, cfg.Limits)
+	metricsStage := parts.Stage()
+	if err := api.ServeMetrics(ctx, metricsStage, cfg.MetricsAddr, m, log); err != nil {
+		return err
 	}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	go func() {
+		srvErr <- srv.Serve(api.LimitListener(ln, cfg.Limits.MaxConns, m.Refused.WithLabelValues(metrics.RefusedConnections).Inc))
+	}()
 	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise),
 		slog.String("role", string(role)), slog.String("takeover", string(cfg.Takeover)))
 	printHowToCall(stdout, ln.Addr().String(), role)
@@ -266,9 +279,11 @@ wait:
 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	railStage.Stop() // streams end, so the server drains the requests that do
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.WarnContext(shutdownCtx, "http server did not drain in time", slog.Any("err", err))
 	}
+	metricsStage.Stop()
 	stopAll(shutdownCtx)
 	if failure == nil {
 		failure = parts.Err() // a part that failed while stopping
@@ -310,3 +325,7 @@ func printHowToCall(w io.Writer, addr string, role desk.Role) {
 	fmt.Fprintf(w, "  curl %s/healthz\n", base)
 	fmt.Fprintf(w, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk   (ADMIN from: fxdesk-web token create --user 1 --admin)\n", base)
 }
+
+// holderPool is the size of the holder's own connection pool: the lease keeper's one, and the
+// committer's one or two, with room for a takeover's overlap.
+const holderPool = 6

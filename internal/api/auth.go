@@ -7,9 +7,18 @@ import (
 
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/metrics"
 )
 
 type principalKey struct{}
+
+type tokenKeyKey struct{}
+
+// tokenKey names the caller's token for per-token limits (its hash, never the token).
+func tokenKey(ctx context.Context) string {
+	k, _ := ctx.Value(tokenKeyKey{}).(string)
+	return k
+}
 
 // principal is the authenticated caller; requireToken guarantees one on every route it wraps.
 func principal(ctx context.Context) auth.Principal {
@@ -17,19 +26,31 @@ func principal(ctx context.Context) auth.Principal {
 	return p
 }
 
-// requireToken answers 401 unless the request carries a live bearer token.
-func requireToken(log *slog.Logger, res *auth.Resolver) func(http.Handler) http.Handler {
+// requireToken answers 401 unless the request carries a live bearer token, and 429 past the
+// token's request rate (perToken, nil for none).
+func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, err := res.Resolve(r.Context(), r.Header.Get("Authorization"))
+			header := r.Header.Get("Authorization")
+			p, err := res.Resolve(r.Context(), header)
 			if err != nil {
 				if fx.ErrorCode(err) == fx.EUNAUTH {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="fxdesk"`)
+					if header != "" {
+						m.Refused.WithLabelValues(metrics.RefusedUnknownToken).Inc()
+					}
 				}
 				writeError(r.Context(), log, w, err)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			key := auth.Hash(header)
+			if ok, wait := perToken.allow(key); !ok {
+				m.Refused.WithLabelValues(metrics.RefusedRateToken).Inc()
+				writeError(r.Context(), log, w, refuseRate(w, wait, "token"))
+				return
+			}
+			ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), tokenKeyKey{}, key)
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"reflect"
 	"strings"
 	"time"
@@ -15,24 +17,36 @@ import (
 	"fxdesk/internal/trading"
 )
 
-// maxBody caps every request body; no desk request comes near it.
-const maxBody = 64 << 10
-
-// decodeStrict reads exactly one JSON value into v, refusing unknown fields, wrong types and
-// trailing data, with a message that names what was wrong. An empty body is an error unless
-// emptyOK.
+// decodeStrict reads exactly one JSON object into v, refusing what a lenient decoder would
+// guess at: unknown fields, wrong types, duplicate keys (encoding/json keeps the last, so
+// {"accountId":2,"accountId":1} would trade account 1), keys in another case than the field's
+// (encoding/json matches them anyway), and anything after the object. Each refusal names what was
+// wrong. An empty body is an error unless emptyOK. The body's size is bounded at the edge
+// (limitBody); a body past it answers ETOOLARGE here, where it is read.
 func decodeStrict(r io.Reader, v any, emptyOK bool) error {
-	dec := json.NewDecoder(io.LimitReader(r, maxBody+1))
+	b, err := io.ReadAll(r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return bodyTooLarge(tooLarge.Limit)
+		}
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return fx.Errorf(fx.EINVALID, "The request body is empty; send a JSON object.")
+	}
+	if err := checkKeys(b, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
 		switch {
-		case errors.Is(err, io.EOF):
-			if emptyOK {
-				return nil
-			}
-			return fx.Errorf(fx.EINVALID, "The request body is empty; send a JSON object.")
 		case errors.As(err, &te):
 			if te.Field != "" {
 				return fx.Errorf(fx.EINVALID, "%s must be %s, not %s.", te.Field, expectedType(te.Field, te.Type), jsonKind(te.Value))
@@ -47,9 +61,113 @@ func decodeStrict(r io.Reader, v any, emptyOK bool) error {
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fx.Errorf(fx.EINVALID, "The request body must hold exactly one JSON object.")
+		return fx.Errorf(fx.EINVALID, "The request body must hold exactly one JSON object, with nothing after it.")
 	}
 	return nil
+}
+
+// bodyTooLarge is the one refusal of a body past the edge's bound, the same on every process.
+func bodyTooLarge(limit int64) error {
+	return fx.Errorf(fx.ETOOLARGE, "The request body is larger than %d bytes; nothing was done.", limit)
+}
+
+// checkKeys walks the JSON in b beside the Go type it will be decoded into and refuses a
+// duplicate key in any object, and a key that names a field in another case. It leaves
+// every other fault (syntax, types, unknown fields) to the decoder, whose messages say more.
+func checkKeys(b []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var walk func(t reflect.Type, path string) error
+	walk = func(t reflect.Type, path string) error {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return errStopWalk
+		}
+		switch tok {
+		case json.Delim('{'):
+			fields := structJSONFields(t)
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return errStopWalk
+				}
+				key, _ := kt.(string)
+				name := path + key
+				if seen[key] {
+					return fx.Errorf(fx.EINVALID, "Duplicate key %q: each field may appear once.", name)
+				}
+				seen[key] = true
+				var elem reflect.Type
+				if t != nil && t.Kind() == reflect.Map {
+					elem = t.Elem()
+				} else if fields != nil {
+					f, exact := fields[key]
+					if !exact {
+						for tag := range fields {
+							if strings.EqualFold(tag, key) {
+								return fx.Errorf(fx.EINVALID, "Key %q must be written %q: keys are case-sensitive.", name, path+tag)
+							}
+						}
+					}
+					elem = f
+				}
+				if err := walk(elem, name+"."); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return errStopWalk
+			}
+		case json.Delim('['):
+			var elem reflect.Type
+			if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+				elem = t.Elem()
+			}
+			for dec.More() {
+				if err := walk(elem, path); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return errStopWalk
+			}
+		}
+		return nil
+	}
+	if err := walk(t, ""); err != nil && err != errStopWalk {
+		return err
+	}
+	return nil
+}
+
+// errStopWalk ends checkKeys at malformed JSON: the decoder reports that better.
+var errStopWalk = errors.New("malformed JSON")
+
+// structJSONFields maps a struct's JSON field names to their types; nil for anything else.
+func structJSONFields(t reflect.Type) map[string]reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 // decimalFields are the string fields that carry amounts, prices and volumes.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -118,7 +119,13 @@ func TestDecodeOrderRefuses(t *testing.T) {
 		{"bad expiry", `{` + base + `,"volume":"1","expiresAt":"tomorrow"}`},
 		{"negative sl", `{` + base + `,"volume":"1","sl":"-1.1"}`},
 		{"nonce with space", `{` + base + `,"volume":"1","requestNonce":"a b"}`},
-		{"huge body", `{` + base + `,"volume":"1","requestNonce":"` + strings.Repeat("a", maxBody) + `"}`},
+		// encoding/json alone would take the last of two keys and match keys in any case.
+		{"duplicate key", `{"accountId":2,"accountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
+		{"duplicate volume", `{` + base + `,"volume":"1","volume":"100"}`},
+		{"key in another case", `{"AccountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
+		{"upper-case key", `{` + base + `,"VOLUME":"1"}`},
+		{"two objects", `{` + base + `,"volume":"1"}{}`},
+		{"huge body", `{` + base + `,"volume":"1","requestNonce":"` + strings.Repeat("a", defaultBodyBytes) + `"}`},
 	} {
 		_, err := decodeOrder(strings.NewReader(tc.body))
 		if fx.ErrorCode(err) != fx.EINVALID || fx.ErrorMessage(err) == "" {
@@ -127,5 +134,105 @@ func TestDecodeOrderRefuses(t *testing.T) {
 	}
 	if _, err := decodeOrder(strings.NewReader(`{` + base + `,"volume":"0.10","sl":"1.09000","requestNonce":"n-1"}`)); err != nil {
 		t.Fatalf("a good order was refused: %v", err)
+	}
+}
+
+// The strict decoder's refusals name the problem, so a client can fix its request.
+func TestDecodeStrictNamesTheProblem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ body, want string }{
+		{`{"accountId":2,"accountId":1}`, `Duplicate key "accountId"`},
+		{`{"AccountID":1}`, `Key "AccountID" must be written "accountId"`},
+		{`{"accountId":1} {"accountId":2}`, `nothing after it`},
+		{`{"instruments":[{"symbol":"EURUSD","symbol":"GBPUSD"}]}`, `Duplicate key "instruments.symbol"`},
+	} {
+		var v struct {
+			AccountID   *int64 `json:"accountId"`
+			Instruments []struct {
+				Symbol string `json:"symbol"`
+			} `json:"instruments"`
+		}
+		err := decodeStrict(strings.NewReader(tc.body), &v, false)
+		if fx.ErrorCode(err) != fx.EINVALID || !strings.Contains(fx.ErrorMessage(err), tc.want) {
+			t.Errorf("%s: err = %v, want EINVALID naming %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// FuzzDecodeStrict: whatever the bytes, the strict decoder refuses with EINVALID or decodes a
+// body that has no duplicate key and no key in another case than its field's.
+func FuzzDecodeStrict(f *testing.F) {
+	for _, s := range []string{`{"accountId":1}`, `{"accountId":1,"accountId":2}`, `{"ACCOUNTID":1}`, `{"n":{"a":1,"a":2}}`,
+		`{"accountId":1}x`, `[{"a":1}]`, `{"instruments":[{"symbol":"A"},{"symbol":"B","symbol":"C"}]}`, `{"m":{"k":1,"K":2}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v struct {
+			AccountID   *int64         `json:"accountId"`
+			M           map[string]int `json:"m"`
+			Instruments []struct {
+				Symbol string `json:"symbol"`
+			} `json:"instruments"`
+		}
+		err := decodeStrict(bytes.NewReader(b), &v, true)
+		if err != nil {
+			if fx.ErrorCode(err) != fx.EINVALID {
+				t.Fatalf("refusal with code %s: %v", fx.ErrorCode(err), err)
+			}
+			return
+		}
+		if dup := duplicateKey(b); dup != "" {
+			t.Fatalf("accepted %q with the key %q twice", b, dup)
+		}
+	})
+}
+
+// duplicateKey finds a key written twice in one object of valid JSON b, by a second, simpler
+// walk than checkKeys': one that keeps every object's keys on a stack.
+func duplicateKey(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj  bool
+		keys map[string]bool
+		key  bool // the next string token in this object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			switch tok {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &frame{obj: tok == '{', keys: map[string]bool{}, key: tok == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.obj && top.key {
+				if top.keys[tok] {
+					return tok
+				}
+				top.keys[tok] = true
+				top.key = false
+				continue
+			}
+			if top != nil && top.obj {
+				top.key = true
+			}
+		default:
+			if top != nil && top.obj {
+				top.key = true
+			}
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,7 +9,6 @@ import (
 
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/metrics"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
@@ -141,11 +138,14 @@ func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) h
 }
 
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
-// tick of the requested symbols. Each client has its own bounded buffer in the engine, so a slow
-// client loses updates instead of delaying the engine or other clients.
-func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes, m *metrics.Metrics) http.HandlerFunc {
+// tick of the requested symbols, formatted once for every stream by the Rail. A stream whose
+// client falls behind is ended (it reconnects), and streams past the caps are refused with 429.
+func handleMarketsStream(log *slog.Logger, svc *trading.Service, rail *Rail) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		known, _, symbols, err := requestedSymbols(r, svc)
+		if rail == nil {
+			return fx.Errorf(fx.EUNAVAILABLE, "This process serves no prices; connect to a web process.")
+		}
+		_, _, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
 			return err
 		}
@@ -153,57 +153,75 @@ func handleMarketsStream(log *slog.Logger, svc *trading.Service, quotes *desk.Qu
 		if !ok {
 			return fx.Errorf(fx.EINTERNAL, "streaming unsupported")
 		}
-		rc := http.NewResponseController(w)
-		changed := quotes.Changed() // before Updates: a change in between ends the stream too
-		ch, cancel := quotes.Updates(symbols)
-		defer cancel()
-		m.SSEClients.Inc()
-		defer m.SSEClients.Dec()
+		s, err := rail.subscribe(tokenKey(r.Context()), symbols)
+		if err != nil {
+			w.Header().Set("Retry-After", streamRetryAfter)
+			return err
+		}
+		defer rail.unsubscribe(s)
 
+		rc := http.NewResponseController(w)
+		// A stream is read once, at its start: the server's read deadline must not end it later.
+		rc.SetReadDeadline(time.Time{})
+		// Every write has its own deadline: a client that stops reading is let go, not waited for.
+		write := func(b []byte) bool {
+			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			_, err := w.Write(b)
+			return err == nil
+		}
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, ": fxdesk markets rail\n\n")
+		if !write(railPreamble) {
+			return nil
+		}
 		flusher.Flush()
 
-		heartbeat := time.NewTicker(15 * time.Second)
+		heartbeat := time.NewTicker(streamHeartbeat)
 		defer heartbeat.Stop()
-		type event struct {
-			Symbol string `json:"symbol"`
-			Bid    string `json:"bid"`
-			Ask    string `json:"ask"`
-			Time   int64  `json:"t"` // provider time, Unix milliseconds
-		}
 		for {
 			select {
 			case <-r.Context().Done():
 				return nil // the stream has begun: there is nothing left to answer
-			case <-changed:
-				// The price view changed source (a standby took over, or a follower started or
-				// stopped following): this subscription hears the old one. Ending the stream makes
-				// the client reconnect to the new one.
+			case <-s.gone:
+				// Dropped for falling behind, or the price view changed source: the client
+				// reconnects and hears the current one.
 				return nil
 			case <-heartbeat.C:
-				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				if !write(railKeepAlive) {
 					return nil
 				}
 				flusher.Flush()
-			case u, ok := <-ch:
-				if !ok {
+			case ev := <-s.events:
+				if !write(ev) {
 					return nil
 				}
-				d := known[u.Symbol].Digits
-				b, _ := json.Marshal(event{Symbol: u.Symbol, Bid: *price(u.Quote.Bid, d), Ask: *price(u.Quote.Ask, d), Time: u.Quote.ProviderTime.UnixMilli()})
-				// A client that stops reading must not hold this goroutine forever.
-				rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				if _, err := fmt.Fprintf(w, "event: quote\ndata: %s\n\n", b); err != nil {
-					return nil
+				// Whatever else is already waiting goes out in the same flush.
+				for more := true; more; {
+					select {
+					case ev := <-s.events:
+						if !write(ev) {
+							return nil
+						}
+					default:
+						more = false
+					}
 				}
 				flusher.Flush()
 			}
 		}
 	})
 }
+
+var (
+	railPreamble  = []byte(": fxdesk markets rail\n\n")
+	railKeepAlive = []byte(": keep-alive\n\n")
+)
+
+// A stream's heartbeat period, and how long one write may wait for its client.
+const (
+	streamHeartbeat    = 15 * time.Second
+	streamWriteTimeout = 10 * time.Second
+)

@@ -16,6 +16,15 @@ func routes(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), d.Log, w, err) }
+	// The front door (DESIGN §13), before anything reads the request: the client address's rate,
+	// the answer's deadline and the body's bound, the same on every process.
+	r.Use(perAddress(d.Log, newRateLimits(d.Limits.RatePerAddr, rateKeys), d.Limits.TrustedProxies, d.Metrics))
+	r.Use(writeDeadline(d.Limits.WriteTimeout))
+	bodyLimit := d.Limits.BodyBytes
+	if bodyLimit <= 0 {
+		bodyLimit = defaultBodyBytes
+	}
+	r.Use(bodyRules(d.Log, bodyLimit, d.Metrics))
 	// The node-to-node header is for web processes only: a client's copy is removed here, and
 	// one that does not verify is refused before anything else reads the request.
 	r.Use(forward.Edge(d.Forward.Signer(), fail))
@@ -35,10 +44,11 @@ func routes(d Deps) http.Handler {
 
 	r.Get("/healthz", handleHealthz())
 	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
-	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
-
 	// Every /api route needs a bearer token; admin routes also need the admin role.
-	authn := requireToken(d.Log, d.Auth)
+	authn := requireToken(d.Log, d.Auth, newRateLimits(d.Limits.RatePerToken, rateKeys), d.Metrics)
+	// Metrics tell an outsider how busy the desk is and who holds it: admin only here, and
+	// token-free only on FXDESK_METRICS_ADDR, which the process binds to loopback by default.
+	r.With(authn, requireAdmin(d.Log)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
 	r.Route("/api/fx", func(r chi.Router) {
 		r.Use(authn)
@@ -55,7 +65,7 @@ func routes(d Deps) http.Handler {
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
 		r.Get("/symbols", handleSymbols(d.Log, d.Trading, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.Trading, d.Quotes))
-		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Trading, d.Quotes, d.Metrics))
+		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Trading, d.Rail))
 	})
 
 	r.With(pageToken, authn, requireAdmin(d.Log)).Get("/admin/status", handleStatusPage(d.Log, d))

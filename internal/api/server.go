@@ -16,6 +16,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
@@ -55,6 +56,12 @@ type Deps struct {
 	Forward *forward.Forwarder
 	// Venue is the execution venue on the lease holder (the dealer's view); nil without one.
 	Venue VenueView
+	// Rail fans quotes out to the markets-rail streams (run by the process); nil where the
+	// process serves no prices (fxdesk-cron), whose stream route then answers 503.
+	Rail *Rail
+	// Limits bound the front door (DESIGN §13). Zero values switch a rate limit off and leave
+	// the body bound at its default.
+	Limits config.Limits
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:
@@ -130,9 +137,10 @@ func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 	if code == fx.EINTERNAL {
 		log.ErrorContext(ctx, "request failed", slog.Any("err", err))
 	}
-	if status == http.StatusServiceUnavailable {
-		// Every 503 means "try again later"; Retry-After says when. Pricing, a holder being
-		// replaced and a dependency coming back are all expected within a second or two.
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
+		// Every 503 and 429 means "try again later"; Retry-After says when. Pricing, a holder
+		// being replaced and a dependency coming back are all expected within a second or two;
+		// a refusal at a limit sets its own.
 		w.Header().Set("Retry-After", retryAfter)
 	}
 	var body errorBody

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fxdesk/internal/fx"
@@ -139,8 +140,11 @@ type Resolver struct {
 	staleFor time.Duration
 	now      func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]cached
+	mu      sync.Mutex
+	cache   map[string]cached
+	unknown map[string]time.Time // token hash → until when it is refused without a lookup
+	// Lookups counts the database lookups made, for tests that show a refusal cost none.
+	lookups atomic.Int64
 }
 
 type cached struct {
@@ -148,16 +152,40 @@ type cached struct {
 	until time.Time
 }
 
-// How long a Resolver remembers a resolved token, and how long it still honours one while the
-// database cannot answer.
+// How long a Resolver remembers a resolved token, how long it still honours one while the
+// database cannot answer, and how long it refuses an unknown token without asking again.
 const (
-	CacheFor = 5 * time.Second
-	StaleFor = 10 * time.Minute
+	CacheFor   = 5 * time.Second
+	StaleFor   = 10 * time.Minute
+	UnknownFor = 10 * time.Second
 )
+
+// cacheKeys bounds each of the resolver's two caches.
+const cacheKeys = 100_000
 
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
-	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}}
+	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{}}
+}
+
+// Lookups is the number of database lookups the resolver has made.
+func (r *Resolver) Lookups() int64 { return r.lookups.Load() }
+
+var errBadToken error = fx.Errorf(fx.EUNAUTH, "The bearer token is not valid.")
+
+// wellFormed reports whether token has the shape Create gives every token: the prefix and 32
+// random bytes in unpadded base64url.
+func wellFormed(token string) bool {
+	body, ok := strings.CutPrefix(token, tokenPrefix)
+	if !ok || len(body) != base64.RawURLEncoding.EncodedLen(32) {
+		return false
+	}
+	for _, c := range body {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Resolve returns the principal of the Authorization header value. It returns an EUNAUTH error
@@ -172,14 +200,23 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Principal{}, fx.Errorf(fx.EUNAUTH, "The Authorization header must read Bearer <token>.")
 	}
+	if !wellFormed(token) {
+		// Not a token this desk ever issued: no lookup can find it.
+		return Principal{}, errBadToken
+	}
 	h := Hash(token)
 	now := r.now()
 	r.mu.Lock()
 	c, hit := r.cache[h]
+	refusedUntil, refused := r.unknown[h]
 	r.mu.Unlock()
 	if hit && now.Before(c.until) {
 		return c.p, nil
 	}
+	if refused && now.Before(refusedUntil) {
+		return Principal{}, errBadToken
+	}
+	r.lookups.Add(1)
 	var p Principal
 	var role string
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -187,10 +224,16 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	err := r.db.QueryRowContext(qctx,
 		"SELECT `userId`, `role` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.UserID, &role)
 	if errors.Is(err, sql.ErrNoRows) {
+		// Remembered as unknown for a short while, so a flood of one bad token costs one
+		// lookup; a flood of distinct ones is the per-address rate limit's to stop.
 		r.mu.Lock()
 		delete(r.cache, h)
+		if len(r.unknown) >= cacheKeys {
+			clear(r.unknown)
+		}
+		r.unknown[h] = now.Add(UnknownFor)
 		r.mu.Unlock()
-		return Principal{}, fx.Errorf(fx.EUNAUTH, "The bearer token is not valid.")
+		return Principal{}, errBadToken
 	}
 	if err != nil {
 		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
@@ -200,7 +243,8 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	}
 	p.Admin = role == "ADMIN"
 	r.mu.Lock()
-	if len(r.cache) > 10000 {
+	delete(r.unknown, h)
+	if len(r.cache) > cacheKeys {
 		clear(r.cache) // bound memory against many distinct tokens; they are re-read on demand
 	}
 	r.cache[h] = cached{p: p, until: now.Add(r.cacheFor)}

@@ -37,7 +37,26 @@ type Metrics struct {
 	CommitSeconds   prometheus.Histogram   // one batch's transaction, first statement to COMMIT's answer
 	CommitRefused   prometheus.Counter     // writes the database refused, dropped alone
 	CommitOneTrip   *prometheus.CounterVec // one-round-trip batches: committed, or run again on locked rows
+
+	// Refused counts what the front door turned away before any work, by reason (DESIGN §13).
+	Refused *prometheus.CounterVec
+	// StreamsDropped counts streams ended because their client fell behind the fan-out for too
+	// long; StreamUpdatesLost the quotes a stream lost while its buffer was full.
+	StreamsDropped    prometheus.Counter
+	StreamUpdatesLost prometheus.Counter
 }
+
+// Refusal reasons of fxdesk_http_refused_total.
+const (
+	RefusedConnections     = "connections"       // the process's open-connection cap
+	RefusedRateToken       = "rate_token"        // requests per second of one token
+	RefusedRateAddr        = "rate_address"      // requests per second of one client address
+	RefusedStreamsToken    = "streams_token"     // open streams of one token
+	RefusedStreamsProcess  = "streams_process"   // open streams of the process
+	RefusedBody            = "body_too_large"    // a body past the edge's bound
+	RefusedUnknownToken    = "unknown_token"     // a bearer token that names no live token
+	RefusedForwardInFlight = "forward_in_flight" // a follower's forwards to the holder at once
+)
 
 // New returns a registry with the Go and process collectors and the desk's event series.
 func New(process string) *Metrics {
@@ -90,6 +109,22 @@ func New(process string) *Metrics {
 	for _, result := range []string{"committed", "stale"} {
 		m.CommitOneTrip.WithLabelValues(result) // both series exist from the start, at zero
 	}
+	m.Refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_http_refused_total",
+		Help: "Requests and connections the front door refused before doing any work, by reason (connections, rate_token, rate_address, streams_token, streams_process, body_too_large, unknown_token, forward_in_flight).",
+	}, []string{"reason"})
+	for _, reason := range []string{RefusedConnections, RefusedRateToken, RefusedRateAddr, RefusedStreamsToken, RefusedStreamsProcess, RefusedBody, RefusedUnknownToken, RefusedForwardInFlight} {
+		m.Refused.WithLabelValues(reason)
+	}
+	m.StreamsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fxdesk_sse_dropped_total",
+		Help: "Markets-rail streams ended because their buffer stayed full for 5 s (the client reconnects and starts from the latest quotes).",
+	})
+	m.StreamUpdatesLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fxdesk_sse_updates_lost_total",
+		Help: "Quotes a markets-rail stream lost because its buffer was full (its client was behind; the next quote supersedes it).",
+	})
+	reg.MustRegister(m.Refused, m.StreamsDropped, m.StreamUpdatesLost)
 	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
 		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused, m.CommitOneTrip)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

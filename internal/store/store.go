@@ -65,7 +65,11 @@ const SessionTimeZone = "+00:00"
 
 // Connect returns a pool for dsn without touching the server: connections are made on demand.
 // A process that boots while MySQL is down uses it and reaches the server when it returns.
-func Connect(dsn string) (*sql.DB, error) {
+func Connect(dsn string) (*sql.DB, error) { return ConnectPool(dsn, 32) }
+
+// ConnectPool is Connect with a pool of at most size connections: a part that must never wait
+// behind others (the holder's lease and commits) gets its own small pool.
+func ConnectPool(dsn string, size int) (*sql.DB, error) {
 	cfg, err := DSN(dsn)
 	if err != nil {
 		return nil, err
@@ -75,8 +79,8 @@ func Connect(dsn string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database %q: %w", cfg.DBName, err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(16)
+	db.SetMaxOpenConns(size)
+	db.SetMaxIdleConns(max(1, size/2))
 	db.SetConnMaxLifetime(30 * time.Minute)
 	return db, nil
 }

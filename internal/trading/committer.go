@@ -318,7 +318,7 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	}
 
 	start := time.Now()
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.commitDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("desk batch: connection: %w", err)
 	}

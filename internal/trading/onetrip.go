@@ -126,7 +126,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	}
 
 	start := time.Now()
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.commitDB.Conn(ctx)
 	if err != nil {
 		return nil, true, fmt.Errorf("desk batch: connection: %w", err)
 	}

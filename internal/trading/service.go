@@ -32,6 +32,7 @@ type Gate interface {
 // (EINVALID, ENOTFOUND, ECONFLICT, EUNAVAILABLE) and wrapped internal errors otherwise.
 type Service struct {
 	db       *sql.DB
+	commitDB *sql.DB // the committer's connections (Config.CommitDB)
 	prices   Prices
 	lease    Lease // nil where the gate never admits (the cron process)
 	gate     Gate
@@ -51,12 +52,15 @@ type Service struct {
 
 // Config builds a Service.
 type Config struct {
-	DB     *sql.DB
-	Prices Prices
-	Lease  Lease // the fence; nil only where Gate never admits (fxdesk-cron)
-	Gate   Gate  // required
-	Log    *slog.Logger
-	Now    func() time.Time // default time.Now
+	DB *sql.DB
+	// CommitDB is the group commit's own pool (default DB): the holder's fills and risk closes
+	// must not wait for a connection behind trader reads.
+	CommitDB *sql.DB
+	Prices   Prices
+	Lease    Lease // the fence; nil only where Gate never admits (fxdesk-cron)
+	Gate     Gate  // required
+	Log      *slog.Logger
+	Now      func() time.Time // default time.Now
 	// OnChange, when set, receives every change this service commits, after the commit and
 	// only then, with the changes of one transaction in one call (the risk engine's Apply). It
 	// must not block: it runs on the committer's goroutine for group-committed writes (one
@@ -89,7 +93,10 @@ func New(c Config) (*Service, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{db: c.DB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
+	if c.CommitDB == nil {
+		c.CommitDB = c.DB
+	}
+	s := &Service{db: c.DB, commitDB: c.CommitDB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
 		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
