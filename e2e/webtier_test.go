@@ -22,7 +22,7 @@ import (
 )
 
 // clusterSecret is FXDESK_CLUSTER_SECRET of every multi-process install the tests start.
-const clusterSecret = "e2e-cluster-secret-0123456789abcdef"
+const clusterSecret = "a87ff679a2f3e71d9181a67b7542122c1f0e3dadd8fd4ee8f9c2d1b0a3e5c7f9" // as openssl rand -hex 32 prints
 
 // webTier is an install of two web processes sharing one database and one Redis: the holder
 // (host box-a) and a follower (host box-b), forwarding on, fed by a test-driven simulator.
@@ -257,14 +257,14 @@ func TestWebTierForgedNodeHeaderIsRefused(t *testing.T) {
 	tok, acct := w.d.newTrader(720, "USD", "100", "10000.00")
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	h, _ := w.d.e.row()
-	other, err := forward.NewSigner("not-the-cluster-secret-0123456789", nil)
+	other, err := forward.NewSigner("c4ca4238a0b923820dcc509a6f75849bc81e728d9d4c2f636f067f89cc14862c", nil) // another install's
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, acct)
 	for _, forged := range []string{
-		"term=" + strconv.FormatInt(h.Term, 10) + ";ts=" + strconv.FormatInt(time.Now().UnixMilli(), 10) + ";sig=00ff",
-		other.Sign("POST", "/api/fx/orders", h.Term),
+		"term=" + strconv.FormatInt(h.Term, 10) + ";ts=" + strconv.FormatInt(time.Now().UnixMilli(), 10) + ";nonce=00112233445566778899aabbccddeeff;sig=00ff",
+		other.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(body)}, h.Term),
 	} {
 		for range 2 { // round-robin: both processes see it
 			req, _ := http.NewRequest("POST", "http://"+edge.addr+"/api/fx/orders", strings.NewReader(body))
@@ -333,7 +333,7 @@ func TestWebTierForwardLoopIsImpossible(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", "http://"+f2.addr+"/api/fx/orders", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", barrierTerm))
+	req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(`{}`)}, barrierTerm))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
