@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -472,4 +476,145 @@ func railSees(t *testing.T, p *proc, tok string, move func(), symbol, bid, ask s
 		}
 	}
 	t.Fatalf("%s markets rail never showed %s %s/%s", p.name, symbol, bid, ask)
+}
+
+// recordingHop stands where the holder's advertised URL points and passes every forward on to the
+// holder, keeping the node header and body of the last one: what anyone on the network between
+// two web processes could capture.
+type recordingHop struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	header   string
+	body     []byte
+	forwards int
+}
+
+func newRecordingHop(t *testing.T, holderAddr string) *recordingHop {
+	h := &recordingHop{}
+	target := &url.URL{Scheme: "http", Host: holderAddr}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.header, h.body = r.Header.Get(forward.Header), b
+		h.forwards++
+		h.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *recordingHop) last() (header string, body []byte, forwards int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.header, h.body, h.forwards
+}
+
+// Between real processes: a node header captured on its way from the follower to the holder is
+// accepted once — sent again with the same body, another body or another query it is refused
+// (403, logged at warn with the reason) and the ledger shows the one order. An oversized body
+// answers the same 413 on the follower (nothing forwarded) and on the holder. A follower whose
+// secret differs logs why at error and answers its trader 503; neither process logs a secret or
+// a signature.
+func TestWebTierNodeHeaderIsAcceptedOnce(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	sim := startFeedSim(t)
+	d := &tradingDesk{e: e, sim: sim}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderAddr := ln.Addr().String()
+	ln.Close()
+	hop := newRecordingHop(t, holderAddr)
+	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", "FXDESK_HTTP_ADDR="+holderAddr, "FXDESK_ADVERTISE_URL="+hop.srv.URL)...)
+	d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	d.admin = e.adminToken()
+	follower := e.start("follower", "fxdesk-web", d.webTierEnv("box-b")...)
+	const otherSecret = "1679091c5a880faf6fb5e6087eb1b2dc8f14e45fceea167a5a36dedd4bea2543"
+	stranger := e.start("stranger", "fxdesk-web", d.webTierEnv("box-c", "FXDESK_CLUSTER_SECRET="+otherSecret)...)
+	tok, acct := d.newTrader(740, "USD", "100", "10000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+
+	order := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","requestNonce":"once-1"}`, acct)
+	if code, b := call(t, follower, tok, "POST", "/api/fx/orders", order); code != http.StatusCreated {
+		t.Fatalf("order via the follower = %d %s", code, b)
+	}
+	captured, body, _ := hop.last()
+	if captured == "" || string(body) != order {
+		t.Fatalf("the hop captured header %q body %q", captured, body)
+	}
+	other := strings.Replace(order, "once-1", "once-2", 1)
+	for _, tc := range []struct{ name, path, body, reason string }{
+		{"the same body", "/api/fx/orders", order, forward.RefusalReplayed},
+		{"another body", "/api/fx/orders", other, forward.RefusalSignature},
+		{"another query", "/api/fx/orders?accountId=1", order, forward.RefusalSignature},
+	} {
+		req, _ := http.NewRequest("POST", "http://"+d.web.addr+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(forward.Header, captured)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(forward.RefusedHeader) != tc.reason {
+			t.Errorf("captured header with %s = %d %s (%s %q), want 403 %s", tc.name, resp.StatusCode, b, forward.RefusedHeader, resp.Header.Get(forward.RefusedHeader), tc.reason)
+		}
+		d.web.waitLog(5*time.Second, func(l logLine) bool {
+			return l.msg() == "node header refused" && l.level() == "WARN" && l["reason"] == tc.reason && l["path"] == "/api/fx/orders"
+		})
+	}
+	d.checkLedger(acct, "9999.30") // the one order's commission, nothing replayed
+
+	// An oversized body: the same 413 from the follower, which forwards nothing, and from the
+	// holder reading a forward signed over it.
+	big := `{"requestNonce":"` + strings.Repeat("x", 70_000) + `"}`
+	_, _, forwardsBefore := hop.last()
+	code, fromFollower := call(t, follower, tok, "POST", "/api/fx/orders", big)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body on the follower = %d %s", code, fromFollower)
+	}
+	h, _ := e.row()
+	signer, err := forward.NewSigner(clusterSecret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(big))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(big)}, h.Term))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHolder, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(fromHolder) != string(fromFollower) || !strings.Contains(string(fromHolder), "65536 bytes") {
+		t.Fatalf("oversized body: holder %d %s, follower %s", resp.StatusCode, fromHolder, fromFollower)
+	}
+	if _, _, n := hop.last(); n != forwardsBefore {
+		t.Fatalf("the follower forwarded an oversized body")
+	}
+
+	// A follower with another secret: its trader gets 503, it says why at error, the holder at warn.
+	code, a := callHeaders(t, stranger, tok, "POST", "/api/fx/orders", strings.Replace(order, "once-1", "once-3", 1))
+	if code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+		t.Fatalf("order via a follower with another secret = %d %s", code, a.body)
+	}
+	l := stranger.waitLog(5*time.Second, msgHas("forward refused by the holder"))
+	if l.level() != "ERROR" || l["reason"] != forward.RefusalSignature || !strings.Contains(fmt.Sprint(l["fix"]), "FXDESK_CLUSTER_SECRET") {
+		t.Fatalf("the follower with another secret logged %v", l)
+	}
+	d.checkLedger(acct, "9999.30")
+	for _, p := range []*proc{d.web, follower, stranger} {
+		for _, line := range p.rawLines() {
+			if strings.Contains(line, clusterSecret) || strings.Contains(line, otherSecret) || strings.Contains(line, "sig=") {
+				t.Errorf("%s logged a secret or a signature: %s", p.name, line)
+			}
+		}
+	}
 }
