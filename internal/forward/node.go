@@ -60,7 +60,7 @@ const maxSkew = 30 * time.Second
 const rememberFor = 2 * maxSkew
 
 // maxRemembered bounds the nonces a process keeps: 2^18 is about 4,400 forwarded requests a second
-// sustained over rememberFor, in some 10 MB. Past it a forwarded request is refused as busy (503)
+// sustained over rememberFor, in under 20 MB. Past it a forwarded request is refused as busy (503)
 // rather than a nonce forgotten, since a forgotten nonce could be replayed.
 const maxRemembered = 1 << 18
 
