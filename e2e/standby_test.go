@@ -147,10 +147,11 @@ func TestStandbyOldHolderResumedAfterTakeoverIsFenced(t *testing.T) {
 	}
 	forwardTo := func(p *proc, term int64, nonce string) (int, errorResp, http.Header) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(standbyOrder(acct, nonce)))
+		body := standbyOrder(acct, nonce)
+		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", term))
+		req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(body)}, term))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +26,7 @@ import (
 )
 
 // clusterSecret is FXDESK_CLUSTER_SECRET of every multi-process install the tests start.
-const clusterSecret = "e2e-cluster-secret-0123456789abcdef"
+const clusterSecret = "a87ff679a2f3e71d9181a67b7542122c1f0e3dadd8fd4ee8f9c2d1b0a3e5c7f9" // as openssl rand -hex 32 prints
 
 // webTier is an install of two web processes sharing one database and one Redis: the holder
 // (host box-a) and a follower (host box-b), forwarding on, fed by a test-driven simulator.
@@ -257,14 +261,14 @@ func TestWebTierForgedNodeHeaderIsRefused(t *testing.T) {
 	tok, acct := w.d.newTrader(720, "USD", "100", "10000.00")
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	h, _ := w.d.e.row()
-	other, err := forward.NewSigner("not-the-cluster-secret-0123456789", nil)
+	other, err := forward.NewSigner("c4ca4238a0b923820dcc509a6f75849bc81e728d9d4c2f636f067f89cc14862c", nil) // another install's
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, acct)
 	for _, forged := range []string{
-		"term=" + strconv.FormatInt(h.Term, 10) + ";ts=" + strconv.FormatInt(time.Now().UnixMilli(), 10) + ";sig=00ff",
-		other.Sign("POST", "/api/fx/orders", h.Term),
+		"term=" + strconv.FormatInt(h.Term, 10) + ";ts=" + strconv.FormatInt(time.Now().UnixMilli(), 10) + ";nonce=00112233445566778899aabbccddeeff;sig=00ff",
+		other.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(body)}, h.Term),
 	} {
 		for range 2 { // round-robin: both processes see it
 			req, _ := http.NewRequest("POST", "http://"+edge.addr+"/api/fx/orders", strings.NewReader(body))
@@ -335,7 +339,7 @@ func TestWebTierForwardLoopIsImpossible(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://"+f2.addr+"/api/fx/orders", strings.NewReader(`{}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set(forward.Header, signer.Sign("POST", "/api/fx/orders", barrierTerm))
+	req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(`{}`)}, barrierTerm))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -475,4 +479,145 @@ func railSees(t *testing.T, p *proc, tok string, move func(), symbol, bid, ask s
 		}
 	}
 	t.Fatalf("%s markets rail never showed %s %s/%s", p.name, symbol, bid, ask)
+}
+
+// recordingHop stands where the holder's advertised URL points and passes every forward on to the
+// holder, keeping the node header and body of the last one: what anyone on the network between
+// two web processes could capture.
+type recordingHop struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	header   string
+	body     []byte
+	forwards int
+}
+
+func newRecordingHop(t *testing.T, holderAddr string) *recordingHop {
+	h := &recordingHop{}
+	target := &url.URL{Scheme: "http", Host: holderAddr}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.header, h.body = r.Header.Get(forward.Header), b
+		h.forwards++
+		h.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *recordingHop) last() (header string, body []byte, forwards int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.header, h.body, h.forwards
+}
+
+// Between real processes: a node header captured on its way from the follower to the holder is
+// accepted once — sent again with the same body, another body or another query it is refused
+// (403, logged at warn with the reason) and the ledger shows the one order. An oversized body
+// answers the same 413 on the follower (nothing forwarded) and on the holder. A follower whose
+// secret differs logs why at error and answers its trader 503; neither process logs a secret or
+// a signature.
+func TestWebTierNodeHeaderIsAcceptedOnce(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	sim := startFeedSim(t)
+	d := &tradingDesk{e: e, sim: sim}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderAddr := ln.Addr().String()
+	ln.Close()
+	hop := newRecordingHop(t, holderAddr)
+	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", "FXDESK_HTTP_ADDR="+holderAddr, "FXDESK_ADVERTISE_URL="+hop.srv.URL)...)
+	d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	d.admin = e.adminToken()
+	follower := e.start("follower", "fxdesk-web", d.webTierEnv("box-b")...)
+	const otherSecret = "1679091c5a880faf6fb5e6087eb1b2dc8f14e45fceea167a5a36dedd4bea2543"
+	stranger := e.start("stranger", "fxdesk-web", d.webTierEnv("box-c", "FXDESK_CLUSTER_SECRET="+otherSecret)...)
+	tok, acct := d.newTrader(740, "USD", "100", "10000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+
+	order := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","requestNonce":"once-1"}`, acct)
+	if code, b := call(t, follower, tok, "POST", "/api/fx/orders", order); code != http.StatusCreated {
+		t.Fatalf("order via the follower = %d %s", code, b)
+	}
+	captured, body, _ := hop.last()
+	if captured == "" || string(body) != order {
+		t.Fatalf("the hop captured header %q body %q", captured, body)
+	}
+	other := strings.Replace(order, "once-1", "once-2", 1)
+	for _, tc := range []struct{ name, path, body, reason string }{
+		{"the same body", "/api/fx/orders", order, forward.RefusalReplayed},
+		{"another body", "/api/fx/orders", other, forward.RefusalSignature},
+		{"another query", "/api/fx/orders?accountId=1", order, forward.RefusalSignature},
+	} {
+		req, _ := http.NewRequest("POST", "http://"+d.web.addr+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(forward.Header, captured)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(forward.RefusedHeader) != tc.reason {
+			t.Errorf("captured header with %s = %d %s (%s %q), want 403 %s", tc.name, resp.StatusCode, b, forward.RefusedHeader, resp.Header.Get(forward.RefusedHeader), tc.reason)
+		}
+		d.web.waitLog(5*time.Second, func(l logLine) bool {
+			return l.msg() == "node header refused" && l.level() == "WARN" && l["reason"] == tc.reason && l["path"] == "/api/fx/orders"
+		})
+	}
+	d.checkLedger(acct, "9999.30") // the one order's commission, nothing replayed
+
+	// An oversized body: the same 413 from the follower, which forwards nothing, and from the
+	// holder reading a forward signed over it.
+	big := `{"requestNonce":"` + strings.Repeat("x", 70_000) + `"}`
+	_, _, forwardsBefore := hop.last()
+	code, fromFollower := call(t, follower, tok, "POST", "/api/fx/orders", big)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body on the follower = %d %s", code, fromFollower)
+	}
+	h, _ := e.row()
+	signer, err := forward.NewSigner(clusterSecret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(big))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(big)}, h.Term))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHolder, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(fromHolder) != string(fromFollower) || !strings.Contains(string(fromHolder), "65536 bytes") {
+		t.Fatalf("oversized body: holder %d %s, follower %s", resp.StatusCode, fromHolder, fromFollower)
+	}
+	if _, _, n := hop.last(); n != forwardsBefore {
+		t.Fatalf("the follower forwarded an oversized body")
+	}
+
+	// A follower with another secret: its trader gets 503, it says why at error, the holder at warn.
+	code, a := callHeaders(t, stranger, tok, "POST", "/api/fx/orders", strings.Replace(order, "once-1", "once-3", 1))
+	if code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+		t.Fatalf("order via a follower with another secret = %d %s", code, a.body)
+	}
+	l := stranger.waitLog(5*time.Second, msgHas("forward refused by the holder"))
+	if l.level() != "ERROR" || l["reason"] != forward.RefusalSignature || !strings.Contains(fmt.Sprint(l["fix"]), "FXDESK_CLUSTER_SECRET") {
+		t.Fatalf("the follower with another secret logged %v", l)
+	}
+	d.checkLedger(acct, "9999.30")
+	for _, p := range []*proc{d.web, follower, stranger} {
+		for _, line := range p.rawLines() {
+			if strings.Contains(line, clusterSecret) || strings.Contains(line, otherSecret) || strings.Contains(line, "sig=") {
+				t.Errorf("%s logged a secret or a signature: %s", p.name, line)
+			}
+		}
+	}
 }

@@ -265,7 +265,7 @@ func (c *cluster) dsn() string {
 
 // clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
 // but the soak's own loopback processes.
-const clusterSecret = "fxdesk-soak-cluster-secret"
+const clusterSecret = "e4da3b7fbbce2345d7772b0674a318d5a1b2c3d4e5f60718293a4b5c6d7e8f90" // as openssl rand -hex 32 prints
 
 // env is a desk process's environment; extra entries override it.
 func (c *cluster) env(extra ...string) []string {

@@ -311,7 +311,10 @@ func newForwarder(cfg config.Config, db *sql.DB, keeper *lease.Keeper, log *slog
 			h, _, ok, err := lease.ReadRow(ctx, db, lease.Key)
 			return h, ok, err
 		},
-		Log: log,
+		BodyLimit: cfg.Limits.BodyBytes,
+		Timeout:   cfg.Limits.ForwardTimeout,
+		InFlight:  cfg.Limits.ForwardInFlight,
+		Log:       log,
 	})
 }
 

@@ -28,7 +28,7 @@ func decodeStrict(r io.Reader, v any, emptyOK bool) error {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return bodyTooLarge(tooLarge.Limit)
+			return fx.TooLarge(tooLarge.Limit)
 		}
 		return fmt.Errorf("read request body: %w", err)
 	}
@@ -64,11 +64,6 @@ func decodeStrict(r io.Reader, v any, emptyOK bool) error {
 		return fx.Errorf(fx.EINVALID, "The request body must hold exactly one JSON object, with nothing after it.")
 	}
 	return nil
-}
-
-// bodyTooLarge is the one refusal of a body past the edge's bound, the same on every process.
-func bodyTooLarge(limit int64) error {
-	return fx.Errorf(fx.ETOOLARGE, "The request body is larger than %d bytes; nothing was done.", limit)
 }
 
 // checkKeys walks the JSON in b beside the Go type it will be decoded into and refuses a

@@ -24,7 +24,7 @@ func bodyRules(log *slog.Logger, limit int64, m *metrics.Metrics) func(http.Hand
 				m.Refused.WithLabelValues(metrics.RefusedBody).Inc()
 				// The client is told, and the connection closed rather than drained.
 				w.Header().Set("Connection", "close")
-				writeError(r.Context(), log, w, bodyTooLarge(limit))
+				writeError(r.Context(), log, w, fx.TooLarge(limit))
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)

@@ -333,8 +333,8 @@ func TestBodyRules(t *testing.T) {
 	}{
 		{"json", "application/json", `{"a":1}`, false, http.StatusNoContent, ""},
 		{"json with charset", "application/json; charset=utf-8", `{"a":1}`, false, http.StatusNoContent, ""},
-		{"announced too large", "application/json", `{"a":"` + strings.Repeat("x", 2000) + `"}`, false, http.StatusRequestEntityTooLarge, "larger than 1024 bytes"},
-		{"grows too large", "application/json", `{"a":"` + strings.Repeat("x", 2000) + `"}`, true, http.StatusRequestEntityTooLarge, "larger than 1024 bytes"},
+		{"announced too large", "application/json", `{"a":"` + strings.Repeat("x", 2000) + `"}`, false, http.StatusRequestEntityTooLarge, "at most 1024 bytes"},
+		{"grows too large", "application/json", `{"a":"` + strings.Repeat("x", 2000) + `"}`, true, http.StatusRequestEntityTooLarge, "at most 1024 bytes"},
 		{"no content type", "", `{"a":1}`, false, http.StatusBadRequest, "needs Content-Type: application/json"},
 		{"form", "application/x-www-form-urlencoded", `{"a":1}`, false, http.StatusBadRequest, "is not accepted"},
 		{"other charset", "application/json; charset=latin1", `{"a":1}`, false, http.StatusBadRequest, "charset=utf-8"},

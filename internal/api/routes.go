@@ -27,7 +27,7 @@ func routes(d Deps) http.Handler {
 	r.Use(bodyRules(d.Log, bodyLimit, d.Metrics))
 	// The node-to-node header is for web processes only: a client's copy is removed here, and
 	// one that does not verify is refused before anything else reads the request.
-	r.Use(forward.Edge(d.Forward.Signer(), fail))
+	r.Use(forward.Edge(d.Forward, d.Log, fail))
 	// deskPriced marks the routes only the lease holder can serve: on a follower they are
 	// forwarded to it (when forwarding is on); everything else is served where it lands.
 	deskPriced := func(next http.Handler) http.Handler { return next }

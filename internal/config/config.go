@@ -77,8 +77,8 @@ type Config struct {
 	// (FXDESK_FORWARD, on or off; default on when FXDESK_WEB_INSTANCES > 1).
 	Forward bool
 	// ClusterSecret signs the node-to-node header of forwarded requests (FXDESK_CLUSTER_SECRET,
-	// masked in logs); required, the same on every web process, whenever Forward is on or
-	// FXDESK_WEB_INSTANCES > 1.
+	// masked in logs); required, the same on every web process and at least 128 bits strong
+	// (CheckClusterSecret), whenever Forward is on or FXDESK_WEB_INSTANCES > 1.
 	ClusterSecret string
 	// Takeover is FXDESK_TAKEOVER, never (default) or standby; always never on fxdesk-cron, which
 	// reads the shared env file and ignores it. Standby needs forwarding: a standby
@@ -258,8 +258,12 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_FORWARD=%q must be on or off", v))
 	}
 	c.ClusterSecret = strings.TrimSpace(getenv("FXDESK_CLUSTER_SECRET"))
-	if p == Web && (c.Forward || c.WebInstances > 1) && len(c.ClusterSecret) < 16 {
-		errs = append(errs, fmt.Errorf("FXDESK_CLUSTER_SECRET must be set, at least 16 characters and the same on every web process, when FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on (it signs the requests followers forward to the lease holder; generate one with: openssl rand -hex 32)"))
+	if p == Web && (c.Forward || c.WebInstances > 1) {
+		if c.ClusterSecret == "" {
+			errs = append(errs, fmt.Errorf("FXDESK_CLUSTER_SECRET must be set, the same on every web process, when FXDESK_WEB_INSTANCES > 1 or FXDESK_FORWARD=on (it signs the requests followers forward to the lease holder; generate one with: openssl rand -hex 32)"))
+		} else if err := CheckClusterSecret(c.ClusterSecret); err != nil {
+			errs = append(errs, err)
+		}
 	}
 
 	// The env file is shared by both binaries, so fxdesk-cron reads FXDESK_TAKEOVER and ignores it:

@@ -53,7 +53,10 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
 		// Two web processes forward to the holder, which needs the shared secret to sign with.
 		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2"}, []string{"FXDESK_CLUSTER_SECRET", "FXDESK_WEB_INSTANCES"}},
-		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "short"}, []string{"FXDESK_CLUSTER_SECRET", "16"}},
+		// A weak secret is refused by its estimated strength, and the message says how to make one.
+		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "short"}, []string{"FXDESK_CLUSTER_SECRET", "128 bits", "openssl rand -hex 32"}},
+		{Web, map[string]string{"FXDESK_FORWARD": "on", "FXDESK_CLUSTER_SECRET": "aaaaaaaaaaaaaaaa"}, []string{"FXDESK_CLUSTER_SECRET", "0 bits", "openssl rand -hex 32"}},
+		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": "0123456789abcdef0123"}, []string{"FXDESK_CLUSTER_SECRET", "80 bits"}},
 		{Web, map[string]string{"FXDESK_FORWARD": "yes"}, []string{"FXDESK_FORWARD", "on or off"}},
 		// Standby takeover is opt-in, and only where followers forward to the holder.
 		{Web, map[string]string{"FXDESK_TAKEOVER": "auto"}, []string{"FXDESK_TAKEOVER", "never", "standby"}},
@@ -110,7 +113,7 @@ func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 		"FXDESK_FEED":           "wss://feed.example/forex?apiKey=k3y",
 		"FXDESK_FEED_KEY":       "k3y",
 		"FXDESK_WEB_INSTANCES":  "2",
-		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789",
+		"FXDESK_CLUSTER_SECRET": "node-s3cret-9f86d081884c7d659a2feaa0c55ad015",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +132,7 @@ func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 // Standby is accepted where the web tier forwards, and shows in the startup line.
 func TestStandbyTakeoverOnAForwardingTier(t *testing.T) {
 	c, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_TAKEOVER": "Standby",
-		"FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": "0123456789abcdef0123"}))
+		"FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": strongSecret}))
 	if err != nil || c.Takeover != TakeoverStandby {
 		t.Fatalf("standby on a forwarding tier = %v, %v", c.Takeover, err)
 	}
@@ -177,7 +180,7 @@ func TestVenueSettings(t *testing.T) {
 		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_MARGIN_WARN": "1.5"}, []string{"FXDESK_VENUE_MARGIN_WARN", "0 to 1"}},
 		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_MIN_NAV": "-1"}, []string{"FXDESK_VENUE_MIN_NAV"}},
 		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_CONCURRENCY": "0"}, []string{"FXDESK_VENUE_CONCURRENCY"}},
-		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": "0123456789abcdef"}, []string{"FXDESK_VENUE=sim", "fxdesk-venuesim"}},
+		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": strongSecret}, []string{"FXDESK_VENUE=sim", "fxdesk-venuesim"}},
 	} {
 		_, err := Load(Web, env(with(tc.kv)))
 		if err == nil {

@@ -62,3 +62,10 @@ func ErrorMessage(err error) string {
 	}
 	return "An internal error occurred."
 }
+
+// TooLarge refuses a request body longer than limit bytes. It is the one text of that refusal,
+// so every process answers an oversized body alike: the lease holder, and a follower that would
+// have forwarded it.
+func TooLarge(limit int64) *Error {
+	return Errorf(ETOOLARGE, "The request body is larger than the desk accepts (at most %d bytes); nothing was done.", limit)
+}
