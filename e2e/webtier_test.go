@@ -558,6 +558,7 @@ func TestWebTierNodeHeaderIsAcceptedOnce(t *testing.T) {
 	} {
 		req, _ := http.NewRequest("POST", "http://"+d.web.addr+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(forward.Header, captured)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -589,6 +590,7 @@ func TestWebTierNodeHeaderIsAcceptedOnce(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(big))
 	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forward.Header, signer.Sign(forward.Request{Method: "POST", Path: "/api/fx/orders", Body: []byte(big)}, h.Term))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
