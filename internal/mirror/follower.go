@@ -407,7 +407,7 @@ func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing b
 	msg := "The quote mirror is unavailable: fxdesk-cron " + what + " while the desk has open positions or resting orders, " +
 		"so swaps and equity cannot be converted. The two real causes: (1) the web process is not running with CRON_MODE=off, " +
 		"which is the only signal that arms the publisher on the lease holder; (2) the two processes do not share the same Redis " +
-		"(compare FXDESK_REDIS_URL, database number included, on both)."
+		"(compare FXDESK_REDIS_URL, database number included, and FXDESK_REDIS_PREFIX on both)."
 	if f.cfg.Alerts != nil {
 		if err := f.cfg.Alerts.Raise(ctx, AlertUnavailable, alert.Critical, msg, details); err != nil {
 			f.log.WarnContext(ctx, "quote mirror: cannot raise alert", slog.String("code", AlertUnavailable), slog.Any("err", err))
