@@ -25,6 +25,7 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
 )
 
@@ -54,11 +55,13 @@ func TestMain(m *testing.M) {
 }
 
 // deskEnv is one isolated install: its own database and its own Redis server, so tests that all
-// use the fixed lease key can run side by side.
+// use the default Redis names can run side by side — or, from newDeskEnvOn, a Redis server
+// shared with other installs under names of its own.
 type deskEnv struct {
 	t     *testing.T
 	db    *dbtest.Database
 	redis *dbtest.Redis
+	names redisname.Names // FXDESK_REDIS_PREFIX of every process of the install
 	sql   *sql.DB
 	rdb   *redis.Client
 	// mysqlDSN, when set, is the FXDESK_MYSQL_DSN every process of the install gets instead of
@@ -71,16 +74,22 @@ type deskEnv struct {
 
 func newDeskEnv(t *testing.T) *deskEnv {
 	t.Helper()
-	d, err := dbtest.NewDatabase("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Drop() })
 	r, err := dbtest.StartRedis()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
+	return newDeskEnvOn(t, r, redisname.Names{})
+}
+
+// newDeskEnvOn is an install with its own database on the Redis server r, under names.
+func newDeskEnvOn(t *testing.T, r *dbtest.Redis, names redisname.Names) *deskEnv {
+	t.Helper()
+	d, err := dbtest.NewDatabase("e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Drop() })
 	db, err := store.Connect(d.DSN)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +97,7 @@ func newDeskEnv(t *testing.T) *deskEnv {
 	t.Cleanup(func() { db.Close() })
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	return &deskEnv{t: t, db: d, redis: r, sql: db, rdb: rdb}
+	return &deskEnv{t: t, db: d, redis: r, names: names, sql: db, rdb: rdb}
 }
 
 // env is the base environment of a process of this install; extra entries override it.
@@ -97,6 +106,7 @@ func (e *deskEnv) env(extra ...string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"FXDESK_MYSQL_DSN=" + cmp.Or(e.mysqlDSN, e.db.DSN),
 		"FXDESK_REDIS_URL=redis://" + e.redis.Addr + "/0",
+		"FXDESK_REDIS_PREFIX=" + e.names.Prefix(),
 		"FXDESK_HTTP_ADDR=127.0.0.1:0",
 		"FXDESK_SIM_ADDR=127.0.0.1:0",
 		"FXDESK_CALENDAR=always-open",
@@ -404,7 +414,7 @@ func (e *deskEnv) row() (lease.Holder, bool) {
 }
 
 func (e *deskEnv) redisValue() string {
-	v, err := e.rdb.Get(context.Background(), lease.RedisKey(lease.Key)).Result()
+	v, err := e.rdb.Get(context.Background(), e.names.EngineLease(lease.Key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}

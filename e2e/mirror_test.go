@@ -166,7 +166,7 @@ func TestMirrorMisconfigurations(t *testing.T) {
 		if _, open := cron.openAlert(mirror.AlertUnavailable); open {
 			t.Fatal("quote-mirror-unavailable raised on an idle desk")
 		}
-		if n, err := e.rdb.Exists(context.Background(), mirror.DefaultKeys().Snapshot).Result(); err != nil || n != 0 {
+		if n, err := e.rdb.Exists(context.Background(), e.names.QuoteMirrorSnapshot()).Result(); err != nil || n != 0 {
 			t.Fatalf("snapshot key exists (%d, %v) with an inline web process", n, err)
 		}
 		e.openPosition(web)

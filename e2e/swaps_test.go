@@ -20,7 +20,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/mirror"
 	"fxdesk/internal/reconcile"
 	"fxdesk/internal/swaps"
 )
@@ -444,7 +443,7 @@ func TestSwapsPendingPinnedThenCharged(t *testing.T) {
 	// legs, so the leader will quote them again only because they are pinned.
 	web.stop(syscall.SIGTERM)
 	ctx := context.Background()
-	e.rdb.Del(ctx, mirror.DefaultKeys().Snapshot)
+	e.rdb.Del(ctx, e.names.QuoteMirrorSnapshot())
 	if _, err := e.sql.Exec("UPDATE `fx_instrument` SET `enabled` = FALSE WHERE `symbol` IN ('EURUSD', 'USDJPY')"); err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +459,7 @@ func TestSwapsPendingPinnedThenCharged(t *testing.T) {
 	if status != "PENDING" || legs != "EURUSD,USDJPY" {
 		t.Fatalf("pending row %s missing %q, want PENDING missing EURUSD,USDJPY", status, legs)
 	}
-	pins, err := e.rdb.HGetAll(ctx, mirror.DefaultKeys().Pins).Result()
+	pins, err := e.rdb.HGetAll(ctx, e.names.QuoteMirrorPins()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +520,7 @@ func TestSwapsPendingExpiresWithAnAlert(t *testing.T) {
 	tok, eur := d.newTrader(203, "EUR", "100", "50000")
 	pos := d.openWhenQuoted(tok, eur, "GBPJPY", "SELL", "0.70")
 	web.stop(syscall.SIGTERM)
-	e.rdb.Del(context.Background(), mirror.DefaultKeys().Snapshot)
+	e.rdb.Del(context.Background(), e.names.QuoteMirrorSnapshot())
 
 	ro := firstWeekdayRolloverAfter(time.Now())
 	if got := e.cronRun(swaps.JobName, ro.At.Add(time.Hour)); got["pending"] != 1 {

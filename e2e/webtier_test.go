@@ -44,7 +44,12 @@ func (d *tradingDesk) webTierEnv(host string, extra ...string) []string {
 
 func newWebTier(t *testing.T, extra ...string) *webTier {
 	t.Helper()
-	e := newDeskEnv(t)
+	return newWebTierOn(t, newDeskEnv(t), extra...)
+}
+
+// newWebTierOn starts a web tier as install e (newDeskEnvOn: a Redis server shared with others).
+func newWebTierOn(t *testing.T, e *deskEnv, extra ...string) *webTier {
+	t.Helper()
 	sim := startFeedSim(t)
 	d := &tradingDesk{e: e, sim: sim}
 	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", extra...)...)

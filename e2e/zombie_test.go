@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/mirror"
 	"fxdesk/internal/tcpproxy"
 )
 
@@ -34,7 +33,7 @@ func (s mirrorSnapshot) bid(symbol string) float64 {
 
 func (e *deskEnv) snapshot() (mirrorSnapshot, bool) {
 	e.t.Helper()
-	raw, err := e.rdb.Get(context.Background(), mirror.DefaultKeys().Snapshot).Bytes()
+	raw, err := e.rdb.Get(context.Background(), e.names.QuoteMirrorSnapshot()).Bytes()
 	if err != nil {
 		return mirrorSnapshot{}, false
 	}

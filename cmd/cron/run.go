@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	tag := cfg.Hostname + ":" + strconv.Itoa(pid)
 	// The role is decided here, in code, before any store is consulted: no lease keeper exists in
 	// this process, so it cannot appear in the lease row whatever the stores say.
-	dkCfg := desk.Config{Process: "cron", CronMode: string(cfg.CronMode), Tag: tag}
+	dkCfg := desk.Config{Process: "cron", CronMode: string(cfg.CronMode), Tag: tag, RedisNames: cfg.RedisNames}
 	log.InfoContext(ctx, "fxdesk-cron starting; role: cron — never contends for the engine lease",
 		slog.Any("config", cfg), slog.Int("pid", pid))
 
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	follower, err := mirror.NewFollower(mirror.FollowerConfig{
-		Redis: rdb, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
+		Redis: rdb, Names: cfg.RedisNames, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
 		CalendarFor: calendarFor, Alerts: inbox,
 		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
 	}, log)

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
+	"fxdesk/internal/redisname"
 )
 
 // Fault kinds, as the summary counts them.
@@ -529,10 +530,10 @@ func setSimPrice(p *sim, symbol string, bid, ask float64) error {
 	return nil
 }
 
-// redisLeaseKey reads the Redis lease key: "" when it is absent, an error only when Redis did not
-// answer.
+// redisLeaseKey reads the Redis lease key (the soak's installs set no FXDESK_REDIS_PREFIX: the
+// default names): "" when it is absent, an error only when Redis did not answer.
 func (in *injector) redisLeaseKey(ctx context.Context) (string, error) {
-	v, err := in.c.rdb.Get(ctx, lease.RedisKey(lease.Key)).Result()
+	v, err := in.c.rdb.Get(ctx, redisname.Names{}.EngineLease(lease.Key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

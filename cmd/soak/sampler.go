@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/mirror"
+	"fxdesk/internal/redisname"
 )
 
 const sampleEvery = 200 * time.Millisecond
@@ -186,7 +186,7 @@ func (s *sampler) sampleMirror(ctx context.Context) mirrorSample {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	m := mirrorSample{At: time.Now()}
-	v, err := s.c.rdb.Get(ctx, mirror.DefaultKeys().Snapshot).Result()
+	v, err := s.c.rdb.Get(ctx, redisname.Names{}.QuoteMirrorSnapshot()).Result() // the soak runs the default install
 	if errors.Is(err, redis.Nil) {
 		return m
 	}

@@ -72,7 +72,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// one configuration in which a follower (fxdesk-cron) can exist to read it.
 	if h.cfg.CronMode == config.CronOff {
 		pub, err := mirror.NewPublisher(mirror.PublisherConfig{
-			Redis: h.rdb, Quotes: stream.engine, Gate: h.gate, Interval: h.cfg.MirrorInterval,
+			Redis: h.rdb, Names: h.cfg.RedisNames, Quotes: stream.engine, Gate: h.gate, Interval: h.cfg.MirrorInterval,
 			SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
 			Exposed:   h.relay.exposedSymbols(h.db),
 			Digits:    stream.digits,
@@ -89,7 +89,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// the web tier forwards.
 	if h.cfg.Forward {
 		ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
-			Redis: h.rdb, Quotes: stream.engine, Gate: h.gate, Term: h.keeper.Term, Digits: stream.digits,
+			Redis: h.rdb, Names: h.cfg.RedisNames, Quotes: stream.engine, Gate: h.gate, Term: h.keeper.Term, Digits: stream.digits,
 		}, log)
 		if err != nil {
 			return err

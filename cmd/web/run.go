@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	promoted := make(chan lease.Event, 1)
 	m := metrics.New("web")
 	keeper := lease.New(holderDB, rdb, lease.Config{
-		Key: lease.Key, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
+		Key: lease.Key, Names: cfg.RedisNames, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
 		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
 		Standby: cfg.Takeover == config.TakeoverStandby,
 		Notify: func(ev lease.Event) {
@@ -135,7 +135,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	inbox := alert.NewInbox(db, log)
 	m.WatchAlerts(inbox)
-	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Takeover: string(cfg.Takeover), Tag: tag}, log); err != nil {
+	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Takeover: string(cfg.Takeover), Tag: tag, RedisNames: cfg.RedisNames}, log); err != nil {
 		return err
 	}
 	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)

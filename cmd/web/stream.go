@@ -124,7 +124,7 @@ func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config
 	if err != nil {
 		return err
 	}
-	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
+	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, Names: cfg.RedisNames, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
 	if err != nil {
 		return err
 	}

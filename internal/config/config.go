@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/redisname"
 )
 
 // Process names which binary is reading the configuration; it decides defaults and which
@@ -55,7 +57,11 @@ type Config struct {
 
 	MySQLDSN string // FXDESK_MYSQL_DSN, default root@tcp(127.0.0.1:3306)/fxdesk
 	RedisURL string // FXDESK_REDIS_URL, default redis://127.0.0.1:6379/0
-	HTTPAddr string // FXDESK_HTTP_ADDR, default :4000 (web) or :4001 (cron)
+	// RedisNames names every Redis key and channel of this install from FXDESK_REDIS_PREFIX
+	// (default fx, the documented names): pub/sub channels ignore database numbers, so two
+	// installs on one Redis server need different prefixes.
+	RedisNames redisname.Names
+	HTTPAddr   string // FXDESK_HTTP_ADDR, default :4000 (web) or :4001 (cron)
 	// AdvertiseURL is the base URL other web processes reach this one at when it holds the lease
 	// (FXDESK_ADVERTISE_URL). Empty means derived from the address the server listens on:
 	// http://<host, or 127.0.0.1 when unspecified>:<port> (Advertise).
@@ -290,6 +296,11 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL", c.RedisURL))
 	}
+	if names, err := redisname.New(env("FXDESK_REDIS_PREFIX", redisname.DefaultPrefix)); err != nil {
+		errs = append(errs, fmt.Errorf("FXDESK_REDIS_PREFIX: %w; give every install sharing a Redis server its own", err))
+	} else {
+		c.RedisNames = names
+	}
 
 	if c.LeaseTTL < 3*time.Second {
 		errs = append(errs, fmt.Errorf("FXDESK_LEASE_TTL=%s must be at least 3s", c.LeaseTTL))
@@ -368,6 +379,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("process", string(c.Process)),
 		slog.String("mysql", maskDSN(c.MySQLDSN)),
 		slog.String("redis", maskURL(c.RedisURL)),
+		slog.String("redisPrefix", c.RedisNames.Prefix()),
 		slog.String("http", c.HTTPAddr),
 		slog.String("advertiseUrl", c.AdvertiseURL),
 		slog.String("cronMode", string(c.CronMode)),

@@ -45,6 +45,10 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "0"}, []string{"FXDESK_WEB_INSTANCES"}},
 		{Web, map[string]string{"FXDESK_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/"}, []string{"FXDESK_MYSQL_DSN", "database"}},
 		{Web, map[string]string{"FXDESK_REDIS_URL": "http://x"}, []string{"FXDESK_REDIS_URL"}},
+		// The prefix names keys and channels: no separator, no glob characters, short.
+		{Web, map[string]string{"FXDESK_REDIS_PREFIX": "prod:eu"}, []string{"FXDESK_REDIS_PREFIX", "prod:eu", "1 to 32 letters"}},
+		{Cron, map[string]string{"FXDESK_REDIS_PREFIX": "fx*"}, []string{"FXDESK_REDIS_PREFIX", "1 to 32 letters"}},
+		{Web, map[string]string{"FXDESK_REDIS_PREFIX": strings.Repeat("p", 33)}, []string{"FXDESK_REDIS_PREFIX", "1 to 32 letters"}},
 		{Web, map[string]string{"FXDESK_FEED": "tcp://x"}, []string{"FXDESK_FEED", "sim"}},
 		{Web, map[string]string{"FXDESK_CALENDAR": "weekdays"}, []string{"FXDESK_CALENDAR", "always-open"}},
 		{Web, map[string]string{"FXDESK_MIRROR_INTERVAL": "10s", "FXDESK_MIRROR_MAX_AGE": "5s"}, []string{"FXDESK_MIRROR_MAX_AGE"}},
@@ -125,6 +129,31 @@ func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 	for _, secret := range []string{"s3cret", "hunter2", "k3y", "node-s3cret"} {
 		if strings.Contains(line, secret) {
 			t.Errorf("startup line shows %q: %s", secret, line)
+		}
+	}
+}
+
+// The Redis prefix defaults to fx, whose names are the documented ones, is read by both binaries
+// alike (they must agree on every name), and shows in the startup line.
+func TestRedisPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		set, want, lease string
+	}{
+		{"", "fx", "engine:lease:forex-trading"},
+		{"  ", "fx", "engine:lease:forex-trading"},
+		{"staging", "staging", "staging:engine:lease:forex-trading"},
+	} {
+		for _, p := range []Process{Web, Cron} {
+			c, err := Load(p, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_REDIS_PREFIX": tc.set}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RedisNames.Prefix() != tc.want || c.RedisNames.Ticks() != tc.want+":ticks" || c.RedisNames.EngineLease("forex-trading") != tc.lease {
+				t.Errorf("%s with FXDESK_REDIS_PREFIX=%q: prefix %q, ticks %q, lease %q", p, tc.set, c.RedisNames.Prefix(), c.RedisNames.Ticks(), c.RedisNames.EngineLease("forex-trading"))
+			}
+			if line := c.LogValue().String(); !strings.Contains(line, "redisPrefix="+tc.want) {
+				t.Errorf("startup line %q does not show the Redis prefix", line)
+			}
 		}
 	}
 }

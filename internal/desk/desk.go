@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/redisname"
 )
 
 // Role is what this process is: fixed at boot, except that a standby follower becomes the holder
@@ -42,6 +43,7 @@ type Desk struct {
 	cronMode string
 	takeover string
 	tag      string
+	names    redisname.Names
 
 	mu       sync.Mutex
 	role     Role
@@ -65,12 +67,15 @@ type Config struct {
 	CronMode string // inline, off or only
 	Takeover string // FXDESK_TAKEOVER on a web process: never or standby
 	Tag      string // hostname:pid
+	// RedisNames is the install's Redis names (config.Config.RedisNames): the status reads the
+	// lease key under them. The zero value is the default install.
+	RedisNames redisname.Names
 }
 
 // NewCron returns the desk of fxdesk-cron. It has no lease keeper: the cron process is refused
 // the lease by construction, before any store is consulted.
 func NewCron(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger) *Desk {
-	return &Desk{db: db, rdb: rdb, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag,
+	return &Desk{db: db, rdb: rdb, log: log, process: cfg.Process, cronMode: cfg.CronMode, tag: cfg.Tag, names: cfg.RedisNames,
 		role: Cron, reason: "fxdesk-cron never contends for the engine lease; orders arrive at the web process, so the desk stays there"}
 }
 
@@ -79,7 +84,7 @@ func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate
 	if keeper == nil || g == nil {
 		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
 	}
-	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag,
+	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag, names: cfg.RedisNames,
 		venueWake: make(chan struct{}, 1)}, nil
 }
 

@@ -100,7 +100,7 @@ func (d *Desk) Status(ctx context.Context) Status {
 	case ok:
 		s.Holder.Row = &RowView{Hostname: h.Hostname, PID: h.PID, Term: h.Term, Live: h.Live, ExpiresInMs: max(expiresIn, 0), AdvertiseURL: h.AdvertiseURL}
 	}
-	key := lease.RedisKey(lease.Key)
+	key := d.names.EngineLease(lease.Key)
 	v, err := d.rdb.Get(rctx, key).Result()
 	switch {
 	case errors.Is(err, redis.Nil):

@@ -8,7 +8,10 @@
 //     an expiry on the database clock. Because it names a host and a pid, a holder that died on
 //     this machine is recognised as dead and its lease is reclaimed at once;
 //   - the Redis key `engine:lease:forex-trading`, holding `hostname:pid` with the lease TTL. It is
-//     written to agree with the row, and decides alone only while MySQL cannot be reached.
+//     written to agree with the row, and decides alone only while MySQL cannot be reached. That
+//     is its name under the default FXDESK_REDIS_PREFIX (fx); under any other prefix it is
+//     `<prefix>:engine:lease:forex-trading` (Config.Names, internal/redisname), so installs that
+//     share a Redis database never share the key.
 //
 // A claim is one conditional UPDATE (never read-then-write); a missing row is inserted and a
 // duplicate key means the claim was lost. The holder renews every TTL/3 with one UPDATE scoped to

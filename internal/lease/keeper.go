@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
 )
 
@@ -55,7 +56,10 @@ type Event struct {
 
 // Config is what a Keeper needs to know about this process.
 type Config struct {
-	Key      string        // lease key, normally Key
+	Key string // lease key, normally Key
+	// Names gives the Redis key that mirrors the row (Names.EngineLease(Key)); the zero value is
+	// the default install's engine:lease:forex-trading.
+	Names    redisname.Names
 	TTL      time.Duration // lease length; renew every TTL/3
 	Fence    time.Duration // trust ends this long before the lease would
 	Hostname string
@@ -219,7 +223,7 @@ func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error)
 		return false, rowErr
 	}
 	k.log.WarnContext(ctx, "engine lease row unreachable; Redis decides the claim", slog.Any("err", rowErr))
-	ok, err := k.rdb.SetArgs(ctx, RedisKey(k.cfg.Key), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
+	ok, err := k.rdb.SetArgs(ctx, k.redisKey(), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
 	switch {
 	case err == nil && ok == "OK":
 		k.arbiter = ArbiterRedis
@@ -227,7 +231,7 @@ func (k *Keeper) claimLocked(ctx context.Context, start time.Time) (bool, error)
 		k.log.InfoContext(ctx, "engine lease acquired", slog.String("arbiter", string(ArbiterRedis)), slog.String("holder", k.tag))
 		return true, nil
 	case errors.Is(err, redis.Nil) || (err == nil && ok != "OK"):
-		cur, _ := k.rdb.Get(ctx, RedisKey(k.cfg.Key)).Result()
+		cur, _ := k.rdb.Get(ctx, k.redisKey()).Result()
 		k.sibling = true
 		k.observed = parseTag(cur)
 		k.log.WarnContext(ctx, "engine lease held by another process (Redis decided while MySQL is down); this process is a follower for its whole life",
@@ -532,7 +536,7 @@ func (k *Keeper) Release(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("release lease row: %w", err))
 		}
 	}
-	if err := releaseScript.Run(ctx, k.rdb, []string{RedisKey(k.cfg.Key)}, k.tag).Err(); err != nil {
+	if err := releaseScript.Run(ctx, k.rdb, []string{k.redisKey()}, k.tag).Err(); err != nil {
 		errs = append(errs, fmt.Errorf("release Redis lease key: %w", err))
 	}
 	err := errors.Join(errs...)

@@ -17,6 +17,7 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tcpproxy"
 )
@@ -110,6 +111,7 @@ type keeperOpts struct {
 	log      *syncBuffer
 	notified *[]lease.Event
 	standby  bool
+	names    redisname.Names // the install's Redis names; zero: the default install
 }
 
 func (e *env) keeper(o keeperOpts) *lease.Keeper {
@@ -134,7 +136,7 @@ func (e *env) keeper(o keeperOpts) *lease.Keeper {
 	cfg := lease.Config{
 		Key: e.key, TTL: 3 * time.Second, Fence: time.Second,
 		Hostname: o.host, PID: o.pid, AdvertiseURL: o.url, Instances: max(o.inst, 1), PIDAlive: o.alive,
-		Standby: o.standby,
+		Standby: o.standby, Names: o.names,
 	}
 	if o.clock != nil {
 		cfg.Now = o.clock.Now
@@ -167,8 +169,11 @@ func (e *env) expireRow() {
 	}
 }
 
+// redisKey is the Redis lease key of e's lease in the default install.
+func (e *env) redisKey() string { return redisname.Names{}.EngineLease(e.key) }
+
 func (e *env) redisValue() string {
-	v, err := e.rdb.Get(context.Background(), lease.RedisKey(e.key)).Result()
+	v, err := e.rdb.Get(context.Background(), e.redisKey()).Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
@@ -257,7 +262,7 @@ func TestClaimDecidedByRowRedisAgrees(t *testing.T) {
 	if v := e.redisValue(); v != "host-a:11" {
 		t.Errorf("redis value = %q, want host-a:11", v)
 	}
-	ttl := e.rdb.PTTL(context.Background(), lease.RedisKey(e.key)).Val()
+	ttl := e.rdb.PTTL(context.Background(), e.redisKey()).Val()
 	if ttl <= 0 || ttl > 3*time.Second {
 		t.Errorf("redis TTL = %v, want (0, 3s]", ttl)
 	}
@@ -571,7 +576,7 @@ func TestReleaseDoesNotDeleteAnotherHoldersKey(t *testing.T) {
 	e := newEnv(t)
 	a := e.keeper(keeperOpts{host: "a", pid: 1})
 	mustClaim(t, a, true)
-	e.rdb.Set(context.Background(), lease.RedisKey(e.key), "other:9", 0)
+	e.rdb.Set(context.Background(), e.redisKey(), "other:9", 0)
 	a.Release(context.Background())
 	if v := e.redisValue(); v != "other:9" {
 		t.Fatalf("release deleted a key it did not own: now %q", v)
@@ -629,6 +634,56 @@ func TestRedisDecidesWhileMySQLIsDown(t *testing.T) {
 	}
 }
 
+// Two installs on one Redis database, told apart by their prefix, each keep their own lease key:
+// with MySQL down, Redis decides each install's claim alone, so a staging desk can neither block
+// production's holder nor be blocked by it, while within one install the key still has one owner.
+func TestInstallsWithOtherPrefixesNeverShareTheRedisKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	staging, err := redisname.New("staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func() (*sql.DB, redis.UniversalClient) {
+		db, mp, rdb, _ := e.proxied()
+		mp.Cut()
+		return db, rdb
+	}
+	db, rdb := cut()
+	prod := e.keeper(keeperOpts{host: "prod", pid: 1, db: db, rdb: rdb})
+	mustClaim(t, prod, true)
+	db, rdb = cut()
+	stage := e.keeper(keeperOpts{host: "stage", pid: 2, db: db, rdb: rdb, names: staging})
+	mustClaim(t, stage, true)
+	if a, b := prod.State().Arbiter, stage.State().Arbiter; a != lease.ArbiterRedis || b != lease.ArbiterRedis {
+		t.Fatalf("arbiters = %q, %q; want both redis", a, b)
+	}
+	db, rdb = cut()
+	mustClaim(t, e.keeper(keeperOpts{host: "stage", pid: 3, db: db, rdb: rdb, names: staging}), false)
+
+	ctx := context.Background()
+	stagingKey := staging.EngineLease(e.key)
+	if v := e.redisValue(); v != "prod:1" {
+		t.Fatalf("%s = %q, want prod:1", e.redisKey(), v)
+	}
+	if v := e.rdb.Get(ctx, stagingKey).Val(); v != "stage:2" {
+		t.Fatalf("%s = %q, want stage:2", stagingKey, v)
+	}
+	// Each install's renew and release touch its own key only.
+	if !prod.Renew(ctx) || !stage.Renew(ctx) {
+		t.Fatal("a Redis-granted lease did not renew beside the other install's")
+	}
+	if err := stage.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rdb.Exists(ctx, stagingKey).Val(); n != 0 {
+		t.Fatalf("%s still exists after staging released", stagingKey)
+	}
+	if v := e.redisValue(); v != "prod:1" {
+		t.Fatalf("after staging released, %s = %q, want prod:1", e.redisKey(), v)
+	}
+}
+
 func TestRowHolderCutFromMySQLLapsesThenFailsOpen(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -664,7 +719,7 @@ func TestRowHolderCutFromMySQLLapsesThenFailsOpen(t *testing.T) {
 			if k.HoldsLease() {
 				t.Fatal("HoldsLease true past the trust deadline with MySQL cut")
 			}
-			if v, _ := e.rdb.Get(ctx, lease.RedisKey(e.key)).Result(); v != "host-a:1000" {
+			if v, _ := e.rdb.Get(ctx, e.redisKey()).Result(); v != "host-a:1000" {
 				t.Errorf("redis key = %q, want our tag kept", v)
 			}
 

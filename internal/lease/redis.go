@@ -11,8 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisKey is the Redis key that mirrors the lease row for key.
-func RedisKey(key string) string { return "engine:lease:" + key }
+// redisKey is the Redis key that mirrors the lease row: engine:lease:forex-trading under the
+// default prefix (internal/redisname holds the rule).
+func (k *Keeper) redisKey() string { return k.cfg.Names.EngineLease(k.cfg.Key) }
 
 func parseTag(tag string) Holder {
 	host, pid, _ := strings.Cut(tag, ":")
@@ -44,7 +45,7 @@ return 0
 func (k *Keeper) refreshRedis(ctx context.Context, mode string) (set bool, prev string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
 	defer cancel()
-	v, err := refreshScript.Run(ctx, k.rdb, []string{RedisKey(k.cfg.Key)}, k.tag, k.cfg.TTL.Milliseconds(), mode).Slice()
+	v, err := refreshScript.Run(ctx, k.rdb, []string{k.redisKey()}, k.tag, k.cfg.TTL.Milliseconds(), mode).Slice()
 	if err != nil {
 		return false, "", fmt.Errorf("refresh Redis lease key: %w", err)
 	}
@@ -78,9 +79,9 @@ func (k *Keeper) agreeRedis(ctx context.Context) {
 }
 
 func (k *Keeper) setNX(ctx context.Context) (bool, string, error) {
-	ok, err := k.rdb.SetArgs(ctx, RedisKey(k.cfg.Key), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
+	ok, err := k.rdb.SetArgs(ctx, k.redisKey(), k.tag, redis.SetArgs{Mode: "NX", TTL: k.cfg.TTL}).Result()
 	if errors.Is(err, redis.Nil) {
-		cur, _ := k.rdb.Get(ctx, RedisKey(k.cfg.Key)).Result()
+		cur, _ := k.rdb.Get(ctx, k.redisKey()).Result()
 		return false, cur, nil
 	}
 	return err == nil && ok == "OK", "", err

@@ -7,6 +7,11 @@
 //	                                   Publisher ◀──── PUBLISH fx:quote-mirror:pin-requests (a nudge) ─────── Follower.Pin
 //	                                                                            Follower ─Raise/Resolve─▶ alert inbox
 //
+// Names. The three names above are those of the default FXDESK_REDIS_PREFIX (fx); an install
+// with another prefix uses <prefix>:quote-mirror:… (PublisherConfig.Names and
+// FollowerConfig.Names, from internal/redisname), so installs that share a Redis server — whose
+// pub/sub channels ignore the database number — never read each other's snapshot or pins.
+//
 // Layout and encoding. One key, one SET per publish, one GET per poll: the snapshot is one JSON
 // document (snapshot.go) an operator reads with `redis-cli GET fx:quote-mirror:snapshot`, one
 // symbol per line, prices as decimal strings in the instrument's digits and times as RFC 3339 UTC

@@ -17,6 +17,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
@@ -54,7 +55,8 @@ type FollowerConfig struct {
 	// PinHold is how long the follower keeps asking for a leg after the last Pin of it.
 	// Default DefaultPinHold.
 	PinHold time.Duration
-	Keys    Keys
+	// Names gives the keys and channel, as PublisherConfig.Names: the same as the publisher's.
+	Names redisname.Names
 	// Now is the follower's clock; ages are measured on its monotonic reading. Default time.Now.
 	Now func() time.Time
 }
@@ -62,8 +64,9 @@ type FollowerConfig struct {
 // Follower reads the leader's snapshot every interval and answers LastTick from it. Create it
 // with NewFollower; run it only in fxdesk-cron — that decision is the caller's.
 type Follower struct {
-	cfg FollowerConfig
-	log *slog.Logger
+	cfg  FollowerConfig
+	keys keys
+	log  *slog.Logger
 
 	view atomic.Pointer[view] // read lock-free by LastTick
 
@@ -122,15 +125,15 @@ func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Keys = cfg.Keys.withDefaults()
-	return &Follower{cfg: cfg, log: log, pins: map[string]time.Time{},
-		status: Status{Mode: Following, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
+	k := keysOf(cfg.Names)
+	return &Follower{cfg: cfg, keys: k, log: log, pins: map[string]time.Time{},
+		status: Status{Mode: Following, Key: k.snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
 // Run polls at once and then every interval until ctx ends. It returns nil when ctx ends.
 func (f *Follower) Run(ctx context.Context) error {
 	f.log.InfoContext(ctx, "fx quote mirror following the lease holder's snapshot",
-		slog.String("key", f.cfg.Keys.Snapshot), slog.Duration("interval", f.cfg.Interval), slog.Duration("maxAge", f.cfg.MaxAge))
+		slog.String("key", f.keys.snapshot), slog.Duration("interval", f.cfg.Interval), slog.Duration("maxAge", f.cfg.MaxAge))
 	t := time.NewTicker(f.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -203,9 +206,9 @@ func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
 
 	pipe := f.cfg.Redis.Pipeline()
 	f.writePins(ctx, pipe, symbols, stamp)
-	pipe.Publish(ctx, f.cfg.Keys.PinChannel, strings.Join(symbols, ","))
+	pipe.Publish(ctx, f.keys.pinChannel, strings.Join(symbols, ","))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("pin %v in %q: %w", symbols, f.cfg.Keys.Pins, err)
+		return fmt.Errorf("pin %v in %q: %w", symbols, f.keys.pins, err)
 	}
 	return nil
 }
@@ -224,8 +227,8 @@ func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols 
 	for _, s := range symbols {
 		args = append(args, s, stamp)
 	}
-	hset := pipe.HSet(ctx, f.cfg.Keys.Pins, args...)
-	pexpire := pipe.PExpire(ctx, f.cfg.Keys.Pins, KeyTTL)
+	hset := pipe.HSet(ctx, f.keys.pins, args...)
+	pexpire := pipe.PExpire(ctx, f.keys.pins, KeyTTL)
 	return func() bool { return hset.Err() == nil && pexpire.Err() == nil }
 }
 
@@ -248,8 +251,8 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	slices.Sort(held)
 
 	pipe := f.cfg.Redis.Pipeline()
-	get := pipe.Get(ctx, f.cfg.Keys.Snapshot)
-	ttl := pipe.PTTL(ctx, f.cfg.Keys.Snapshot)
+	get := pipe.Get(ctx, f.keys.snapshot)
+	ttl := pipe.PTTL(ctx, f.keys.snapshot)
 	// The pins are rewritten when the set changed or PinRefresh has passed: the leader lets a
 	// pin go only once its stamp has stood still for KeyTTL, fifteen refreshes away.
 	refresh := len(held) > 0 && (!slices.Equal(held, f.pinsWritten) || start.Sub(f.pinsAt) >= PinRefresh)
@@ -271,11 +274,11 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		f.newestTerm = 0
 		f.refusingNow = false
 	case err != nil:
-		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
+		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.keys.snapshot, err)
 	default:
 		snap, err := f.quotes.parse(raw, f.view.Load())
 		if err != nil {
-			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.cfg.Keys.Snapshot, err)
+			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.keys.snapshot, err)
 			break
 		}
 		if f.refuseTermLocked(ctx, snap) {
@@ -290,7 +293,7 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		}
 	}
 	if pollErr == nil && execErr != nil && !errors.Is(execErr, redis.Nil) {
-		pollErr = fmt.Errorf("refresh quote mirror pins %q: %w", f.cfg.Keys.Pins, execErr)
+		pollErr = fmt.Errorf("refresh quote mirror pins %q: %w", f.keys.pins, execErr)
 	}
 
 	v := f.view.Load()
@@ -355,7 +358,7 @@ func (f *Follower) refuseTermLocked(ctx context.Context, snap *snapshot) bool {
 	if !f.refusingNow {
 		f.refusingNow = true
 		f.log.ErrorContext(ctx, "quote mirror snapshot refused: its lease term is older than one already seen, so it comes from a process that lost the lease; the last snapshot of the newer term keeps serving",
-			slog.String("key", f.cfg.Keys.Snapshot), slog.Int64("term", snap.term), slog.Int64("newestTerm", f.newestTerm),
+			slog.String("key", f.keys.snapshot), slog.Int64("term", snap.term), slog.Int64("newestTerm", f.newestTerm),
 			slog.Time("publishedAt", snap.publishedAt))
 	}
 	return true
@@ -386,10 +389,10 @@ func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing b
 	if !exposed {
 		return
 	}
-	details := map[string]any{"snapshotKey": f.cfg.Keys.Snapshot, "intervalMs": f.cfg.Interval.Milliseconds()}
+	details := map[string]any{"snapshotKey": f.keys.snapshot, "intervalMs": f.cfg.Interval.Milliseconds()}
 	var what string
 	if v == nil {
-		what = "finds no snapshot at " + f.cfg.Keys.Snapshot
+		what = "finds no snapshot at " + f.keys.snapshot
 		details["reason"] = "no snapshot"
 	} else {
 		same := now.Sub(v.firstSeen).Round(time.Second)
@@ -404,7 +407,7 @@ func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing b
 	msg := "The quote mirror is unavailable: fxdesk-cron " + what + " while the desk has open positions or resting orders, " +
 		"so swaps and equity cannot be converted. The two real causes: (1) the web process is not running with CRON_MODE=off, " +
 		"which is the only signal that arms the publisher on the lease holder; (2) the two processes do not share the same Redis " +
-		"(compare FXDESK_REDIS_URL, database number included, on both)."
+		"(compare FXDESK_REDIS_URL, database number included, and FXDESK_REDIS_PREFIX on both)."
 	if f.cfg.Alerts != nil {
 		if err := f.cfg.Alerts.Raise(ctx, AlertUnavailable, alert.Critical, msg, details); err != nil {
 			f.log.WarnContext(ctx, "quote mirror: cannot raise alert", slog.String("code", AlertUnavailable), slog.Any("err", err))

@@ -21,6 +21,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
@@ -107,7 +108,8 @@ type logBuf = dbtest.LogBuffer
 type env struct {
 	t      testing.TB
 	rdb    *redis.Client
-	keys   mirror.Keys
+	names  redisname.Names
+	keys   keyNames // names's mirror keys, for the test's own reads
 	leader *clock
 	local  *clock // the follower's machine
 	src    *source
@@ -118,27 +120,33 @@ type env struct {
 	pinned [][]string // every SetPinned call
 }
 
-// newEnv gives each test its own keys, so tests share one redis-server and run in parallel.
+// keyNames are the quote mirror's Redis names of one install, as the test reads them.
+type keyNames struct{ Snapshot, Pins, PinChannel string }
+
+func keysOf(n redisname.Names) keyNames {
+	return keyNames{Snapshot: n.QuoteMirrorSnapshot(), Pins: n.QuoteMirrorPins(), PinChannel: n.QuoteMirrorPinRequests()}
+}
+
+// newEnv gives each test its own install prefix, so tests share one redis-server and run in
+// parallel.
 func newEnv(t testing.TB) *env {
 	rdb := redis.NewClient(&redis.Options{Addr: testRedis.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	n := keySeq.Add(1)
+	names, err := redisname.New(fmt.Sprintf("test%d", keySeq.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs := &logBuf{}
-	return &env{
+	return &env{names: names, keys: keysOf(names),
 		t: t, rdb: rdb, src: newSource(), logs: logs,
 		log:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		leader: newClock(0), local: newClock(0),
-		keys: mirror.Keys{
-			Snapshot:   fmt.Sprintf("test%d:snapshot", n),
-			Pins:       fmt.Sprintf("test%d:pins", n),
-			PinChannel: fmt.Sprintf("test%d:pin-requests", n),
-		},
 	}
 }
 
 func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
 	cfg := mirror.PublisherConfig{
-		Redis: e.rdb, Quotes: e.src, Keys: e.keys, Now: e.leader.Now,
+		Redis: e.rdb, Quotes: e.src, Names: e.names, Now: e.leader.Now,
 		SetPinned: func(legs []string) error {
 			e.mu.Lock()
 			e.pinned = append(e.pinned, legs)
@@ -153,7 +161,7 @@ func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
 }
 
 func (e *env) follower(mod func(*mirror.FollowerConfig)) *mirror.Follower {
-	cfg := mirror.FollowerConfig{Redis: e.rdb, Keys: e.keys, Now: e.local.Now}
+	cfg := mirror.FollowerConfig{Redis: e.rdb, Names: e.names, Now: e.local.Now}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -929,5 +937,49 @@ func TestPublishAllocationsDoNotGrowWithSymbols(t *testing.T) {
 	}
 	if allocs[mirror.DefaultMaxSymbols] > allocs[50]+5 {
 		t.Fatalf("a publish allocates %.0f times with %d symbols, %.0f with 50", allocs[mirror.DefaultMaxSymbols], mirror.DefaultMaxSymbols, allocs[50])
+	}
+}
+
+// Two installs on one Redis server and database — production with the default prefix, staging
+// with its own — keep their own snapshots and pins: each follower reads its own leader's prices,
+// and a pin reaches only its own leader. Without prefixes both would share every name (pub/sub
+// channels are shared by every database of a server anyway).
+func TestTwoInstallsOnOneRedisKeepTheirOwnSnapshotsAndPins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	prod, staging := newEnv(t), newEnv(t)
+	prod.names, prod.keys = redisname.Names{}, keysOf(redisname.Names{})
+	if prod.keys.Snapshot != "fx:quote-mirror:snapshot" || staging.keys.Snapshot == prod.keys.Snapshot {
+		t.Fatalf("snapshot keys %q and %q", prod.keys.Snapshot, staging.keys.Snapshot)
+	}
+	prod.src.Set("EURUSD", 1.10001, 1.10011, prod.leader.Now())
+	staging.src.Set("EURUSD", 1.20001, 1.20011, staging.leader.Now())
+	for _, e := range []*env{prod, staging} {
+		must(t, e.publisher(nil).PublishOnce(ctx))
+	}
+	for _, tc := range []struct {
+		e   *env
+		bid float64
+	}{{prod, 1.10001}, {staging, 1.20001}} {
+		f := tc.e.follower(nil)
+		must(t, f.PollOnce(ctx))
+		if q, ok := f.LastTick("EURUSD"); !ok || q.Bid != tc.bid {
+			t.Fatalf("follower of %s reads EURUSD %+v, %v; want its own leader's bid %v", tc.e.names.Prefix(), q, ok, tc.bid)
+		}
+	}
+
+	// Each leader's SetPinned calls arrive in order: staging's first call after its start being
+	// its own pin alone proves it never picked up production's, announced before it.
+	waitProd, waitStaging := runPublisher(t, prod, nil), runPublisher(t, staging, nil)
+	must(t, prod.follower(nil).Pin(ctx, "USDJPY"))
+	if got := waitProd(); !slices.Equal(got, []string{"USDJPY"}) {
+		t.Fatalf("production's SetPinned %v, want [USDJPY]", got)
+	}
+	must(t, staging.follower(nil).Pin(ctx, "GBPJPY"))
+	if got := waitStaging(); !slices.Equal(got, []string{"GBPJPY"}) {
+		t.Fatalf("staging's SetPinned %v, want [GBPJPY] alone", got)
+	}
+	if pins := prod.rdb.HKeys(ctx, prod.keys.Pins).Val(); !slices.Equal(pins, []string{"USDJPY"}) {
+		t.Fatalf("%s holds %v", prod.keys.Pins, pins)
 	}
 }

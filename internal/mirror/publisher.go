@@ -14,6 +14,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/tick"
 )
 
@@ -29,31 +30,17 @@ const (
 	KeyTTL = 15 * time.Minute
 )
 
-// Keys names the two Redis keys and the nudge channel. Each Redis operation touches one key, so
-// the keys may live in different Cluster slots.
-type Keys struct {
-	Snapshot   string // string: the latest snapshot, SET with PX KeyTTL
-	Pins       string // hash: symbol → opaque stamp the follower changes on every refresh
-	PinChannel string // pub/sub channel: "a follower just pinned something" (not a key)
+// keys are the mirror's two Redis keys and its nudge channel, resolved once from the install's
+// redisname.Names. Each Redis operation touches one key, so the keys may live in different
+// Cluster slots.
+type keys struct {
+	snapshot   string // string: the latest snapshot, SET with PX KeyTTL
+	pins       string // hash: symbol → opaque stamp the follower changes on every refresh
+	pinChannel string // pub/sub channel: "a follower just pinned something" (not a key)
 }
 
-// DefaultKeys are the production names.
-func DefaultKeys() Keys {
-	return Keys{Snapshot: "fx:quote-mirror:snapshot", Pins: "fx:quote-mirror:pins", PinChannel: "fx:quote-mirror:pin-requests"}
-}
-
-func (k Keys) withDefaults() Keys {
-	d := DefaultKeys()
-	if k.Snapshot == "" {
-		k.Snapshot = d.Snapshot
-	}
-	if k.Pins == "" {
-		k.Pins = d.Pins
-	}
-	if k.PinChannel == "" {
-		k.PinChannel = d.PinChannel
-	}
-	return k
+func keysOf(n redisname.Names) keys {
+	return keys{snapshot: n.QuoteMirrorSnapshot(), pins: n.QuoteMirrorPins(), pinChannel: n.QuoteMirrorPinRequests()}
 }
 
 // QuoteSource is what the publisher reads: *tick.Engine satisfies it.
@@ -134,7 +121,9 @@ type PublisherConfig struct {
 	Interval time.Duration
 	// MaxSymbols caps a snapshot. Default DefaultMaxSymbols.
 	MaxSymbols int
-	Keys       Keys
+	// Names gives the keys and channel (fx:quote-mirror:… under the default prefix, the zero
+	// value); publisher and followers of one install must be given the same.
+	Names redisname.Names
 	// Now is the leader's clock: publishedAt, and how long a pin has gone unrefreshed (read
 	// monotonically, so the follower's clock never enters). Default time.Now.
 	Now func() time.Time
@@ -144,8 +133,9 @@ type PublisherConfig struct {
 // pins to the tick engine. Create it with NewPublisher; run it only on the lease holder of a
 // split install (CRON_MODE=off) — that decision is the caller's.
 type Publisher struct {
-	cfg PublisherConfig
-	log *slog.Logger
+	cfg  PublisherConfig
+	keys keys
+	log  *slog.Logger
 
 	mu        sync.Mutex // serialises cycles and pin reads; guards everything below
 	enc       *encoder
@@ -180,9 +170,9 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Keys = cfg.Keys.withDefaults()
-	return &Publisher{cfg: cfg, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols, cfg.Digits),
-		status: Status{Mode: Publishing, Key: cfg.Keys.Snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
+	k := keysOf(cfg.Names)
+	return &Publisher{cfg: cfg, keys: k, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols, cfg.Digits),
+		status: Status{Mode: Publishing, Key: k.snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
 // Run publishes at once and then every interval until ctx ends, and reads the pin hash as soon as
@@ -191,8 +181,8 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
 // returns nil when ctx ends.
 func (p *Publisher) Run(ctx context.Context) error {
 	p.log.InfoContext(ctx, "fx quote mirror publishing every "+p.cfg.Interval.String(),
-		slog.String("key", p.cfg.Keys.Snapshot), slog.Int("maxSymbols", p.cfg.MaxSymbols))
-	sub := p.cfg.Redis.Subscribe(ctx, p.cfg.Keys.PinChannel)
+		slog.String("key", p.keys.snapshot), slog.Int("maxSymbols", p.cfg.MaxSymbols))
+	sub := p.cfg.Redis.Subscribe(ctx, p.keys.pinChannel)
 	defer sub.Close()
 	// Wait for the subscription to be confirmed, so a pin announced after the first publish is
 	// never missed by a subscription still in flight. If Redis is down, the client resubscribes
@@ -284,7 +274,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 		pinsRead = make(chan struct{})
 		go func() {
 			defer close(pinsRead)
-			pins = p.cfg.Redis.HGetAll(ctx, p.cfg.Keys.Pins)
+			pins = p.cfg.Redis.HGetAll(ctx, p.keys.pins)
 		}()
 	}
 	newer, serr := p.writeSnapshot(ctx, term)
@@ -295,13 +285,13 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	p.status.Cycles++
 	if serr != nil {
 		p.status.LastError = serr.Error()
-		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.cfg.Keys.Snapshot, serr)
+		return fmt.Errorf("publish quote mirror snapshot %q: %w", p.keys.snapshot, serr)
 	}
 	if newer != 0 {
 		p.status.TermRefused++
 		p.status.LastError = fmt.Sprintf("%v: %d, ours %d", ErrNewerTerm, newer, term)
 		return p.cfg.Gate.Fenced(ctx, gate.MirrorPublish, fmt.Errorf("%w: %d, ours %d", ErrNewerTerm, newer, term),
-			slog.String("key", p.cfg.Keys.Snapshot), slog.Int64("term", term), slog.Int64("storedTerm", newer))
+			slog.String("key", p.keys.snapshot), slog.Int64("term", term), slog.Int64("storedTerm", newer))
 	}
 	p.status.LastError = ""
 	p.status.Term = term
@@ -314,7 +304,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 		return nil
 	}
 	if err := pins.Err(); err != nil {
-		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
+		return fmt.Errorf("read quote mirror pins %q: %w", p.keys.pins, err)
 	}
 	return p.pinsReadLocked(ctx, start, pins.Val())
 }
@@ -323,12 +313,12 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 // with the TTL, EXEC — unless the stored snapshot carries a newer term than ours, which it
 // returns (0 when written).
 func (p *Publisher) writeSnapshot(ctx context.Context, term int64) (int64, error) {
-	keys := []string{p.cfg.Keys.Snapshot}
+	keys := []string{p.keys.snapshot}
 	guard := guardScript.EvalSha
 	for attempt := 0; ; attempt++ {
 		tx := p.cfg.Redis.TxPipeline()
 		fence := guard(ctx, tx, keys, term)
-		set := tx.SetArgs(ctx, p.cfg.Keys.Snapshot, p.enc.buf, redis.SetArgs{Mode: "NX", TTL: KeyTTL})
+		set := tx.SetArgs(ctx, p.keys.snapshot, p.enc.buf, redis.SetArgs{Mode: "NX", TTL: KeyTTL})
 		tx.Exec(ctx) // each command's own result is read below
 		newer, err := fence.Int64()
 		switch {
@@ -361,13 +351,13 @@ func (p *Publisher) pinsReadLocked(ctx context.Context, at time.Time, fields map
 
 // ReadPins reads the pin hash alone and hands changed pins to SetPinned.
 func (p *Publisher) ReadPins(ctx context.Context) error {
-	fields, err := p.cfg.Redis.HGetAll(ctx, p.cfg.Keys.Pins).Result()
+	fields, err := p.cfg.Redis.HGetAll(ctx, p.keys.pins).Result()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
 		// The nudge that asked for this read is spent: the next publish reads alongside.
 		p.pinsRead = time.Time{}
-		return fmt.Errorf("read quote mirror pins %q: %w", p.cfg.Keys.Pins, err)
+		return fmt.Errorf("read quote mirror pins %q: %w", p.keys.pins, err)
 	}
 	return p.pinsReadLocked(ctx, p.cfg.Now(), fields)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
@@ -17,6 +18,9 @@ import (
 // FollowerConfig builds a Follower; Redis is required.
 type FollowerConfig struct {
 	Redis redis.UniversalClient
+	// Names gives the channel to follow, the same as the install's publisher's (the zero value
+	// is the default install's fx:ticks).
+	Names redisname.Names
 	// CalendarFor gives a symbol's session calendar (nil: always open), as the engine's does.
 	CalendarFor func(symbol string) *session.Calendar
 	// StaleAfter is the trading staleness (fxTradingQuoteStaleSecondsFx), as the engine's is.
@@ -63,11 +67,13 @@ func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
 	return &Follower{cfg: cfg, log: log, quotes: map[string]tick.Quote{}, subs: map[*subscriber]struct{}{}}, nil
 }
 
-// Run listens on Channel until ctx ends; go-redis resubscribes after a lost connection.
+// Run listens on the install's ticks channel until ctx ends; go-redis resubscribes after a lost
+// connection.
 func (f *Follower) Run(ctx context.Context) error {
-	ps := f.cfg.Redis.Subscribe(ctx, Channel)
+	channel := f.cfg.Names.Ticks()
+	ps := f.cfg.Redis.Subscribe(ctx, channel)
 	defer ps.Close()
-	f.log.InfoContext(ctx, "fx ticks followed from the lease holder (display only: this process never fills at them)", slog.String("channel", Channel))
+	f.log.InfoContext(ctx, "fx ticks followed from the lease holder (display only: this process never fills at them)", slog.String("channel", channel))
 	ch := ps.Channel(redis.WithChannelSize(1024))
 	for {
 		select {

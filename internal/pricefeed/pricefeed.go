@@ -1,6 +1,7 @@
 // Package pricefeed shows the holder's prices on every web process (DESIGN §12, "The web tier
 // scales out"). The lease holder publishes every tick its engine accepts to one Redis pub/sub
-// channel (Channel), through the gate, one writer; every follower web process subscribes and
+// channel (fx:ticks under the default FXDESK_REDIS_PREFIX: redisname.Names.Ticks), through the
+// gate, one writer; every follower web process subscribes and
 // serves /quotes, /symbols states and the markets rail from what it hears, each quote aged on the
 // holder's clock.
 //
@@ -19,10 +20,6 @@ import (
 
 	"fxdesk/internal/tick"
 )
-
-// Channel is the one pub/sub channel the holder publishes ticks on
-// (redis-cli SUBSCRIBE fx:ticks shows them as they come).
-const Channel = "fx:ticks"
 
 // message is one accepted tick as published: decimal strings and RFC 3339 times an operator can
 // read. ReceivedAt and SentAt are both on the holder's clock, so a follower ages the quote by

@@ -12,6 +12,7 @@ import (
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/tick"
 )
 
@@ -156,5 +157,124 @@ func TestFollowerIgnoresAnOlderTerm(t *testing.T) {
 		if q, _ := f.LastTick("EURUSD"); q.Bid != step.want {
 			t.Fatalf("after bid %v of term %d, LastTick = %v, want %v", step.bid, step.term, q.Bid, step.want)
 		}
+	}
+}
+
+// install is one desk's holder publisher and one follower, on its own database of a shared
+// redis-server, under its own names.
+type install struct {
+	name    string
+	eng     *fakeEngine
+	updates <-chan tick.Update
+	f       *Follower
+}
+
+func startInstall(t *testing.T, ctx context.Context, addr string, db int, names redisname.Names) *install {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	t.Cleanup(func() { rdb.Close() })
+	log := slog.New(slog.DiscardHandler)
+	g, err := gate.New(gate.Config{Lease: &gatetest.Lease{}, Log: log, Dropped: gate.NewDropped()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &install{name: names.Prefix(), eng: &fakeEngine{ch: make(chan tick.Update, 16)}}
+	// Both installs publish the same term: a follower that heard the other's ticks would show them.
+	pub, err := NewPublisher(PublisherConfig{Redis: rdb, Names: names, Quotes: in.eng, Gate: g, Digits: func(string) int { return 5 },
+		Term: func() int64 { return 1 }}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.f, err = NewFollower(FollowerConfig{Redis: rdb, Names: names}, log); err != nil {
+		t.Fatal(err)
+	}
+	go pub.Run(ctx)
+	go in.f.Run(ctx)
+	var stop func()
+	in.updates, stop = in.f.Updates([]string{"EURUSD"})
+	t.Cleanup(stop)
+	return in
+}
+
+func (in *install) send(bid float64) {
+	now := time.Now()
+	in.eng.ch <- tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: bid, Ask: bid + 0.0002, ReceivedAt: now, ProviderTime: now}}
+}
+
+// next returns the next bid the install's follower shows.
+func (in *install) next(t *testing.T) float64 {
+	t.Helper()
+	select {
+	case u := <-in.updates:
+		return u.Quote.Bid
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no tick heard", in.name)
+		return 0
+	}
+}
+
+// Two installs on one redis-server — production on DB 0 with the default prefix, staging on DB 1
+// with its own, as seen live — each show only their own holder's ticks, although pub/sub ignores
+// the database number: each follower's stream carries its own prices and never the other's.
+func TestTwoInstallsOnOneRedisHearOnlyTheirOwnTicks(t *testing.T) {
+	t.Parallel()
+	r, err := dbtest.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	staging, err := redisname.New("staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, stage := startInstall(t, ctx, r.Addr, 0, redisname.Names{}), startInstall(t, ctx, r.Addr, 1, staging)
+
+	// Subscriptions are not signalled: each install sends a priming price until its own follower
+	// hears it. Primes still in flight arrive later, and are the only other price allowed.
+	const prodPrime, stagePrime, prodBid, stageBid, stageBid2 = 1.0, 2.0, 1.1, 2.1, 2.2
+	for _, p := range []struct {
+		in    *install
+		prime float64
+	}{{prod, prodPrime}, {stage, stagePrime}} {
+		deadline := time.After(10 * time.Second)
+		for heard := false; !heard; {
+			p.in.send(p.prime)
+			select {
+			case u := <-p.in.updates:
+				heard = u.Quote.Bid == p.prime
+				if !heard {
+					t.Fatalf("%s heard %v while priming with %v", p.in.name, u.Quote.Bid, p.prime)
+				}
+			case <-time.After(50 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("%s: its follower never heard its own holder", p.in.name)
+			}
+		}
+	}
+
+	// Staging's price is published before its own follower hears it, and Redis writes a published
+	// message to every subscriber of the channel at once: had production's follower shared the
+	// channel, staging's price would be ahead of production's next one on its connection.
+	stage.send(stageBid)
+	for bid := stage.next(t); bid != stageBid; bid = stage.next(t) {
+		if bid != stagePrime {
+			t.Fatalf("staging's follower showed %v", bid)
+		}
+	}
+	prod.send(prodBid)
+	for bid := prod.next(t); bid != prodBid; bid = prod.next(t) {
+		if bid != prodPrime {
+			t.Fatalf("production's follower showed %v: another install's tick", bid)
+		}
+	}
+	if q, _ := prod.f.LastTick("EURUSD"); q.Bid != prodBid {
+		t.Fatalf("production's follower LastTick %v, want %v", q.Bid, prodBid)
+	}
+	// And the other way round, now that production's price is in flight too.
+	stage.send(stageBid2)
+	for bid := stage.next(t); bid != stageBid2; bid = stage.next(t) {
+		t.Fatalf("staging's follower showed %v: another install's tick", bid)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/gate"
+	"fxdesk/internal/redisname"
 	"fxdesk/internal/tick"
 )
 
@@ -17,9 +18,12 @@ type Updates interface {
 	Updates(symbols []string) (<-chan tick.Update, func())
 }
 
-// PublisherConfig builds a Publisher; every field but Now is required.
+// PublisherConfig builds a Publisher; every field but Names and Now is required.
 type PublisherConfig struct {
-	Redis  redis.UniversalClient
+	Redis redis.UniversalClient
+	// Names gives the channel (Names.Ticks: fx:ticks under the default prefix, the zero value);
+	// the followers of one install must be given the same.
+	Names  redisname.Names
 	Quotes Updates
 	Gate   *gate.Gate
 	// Term is the lease term published with every tick (lease.Keeper.Term, an atomic read).
@@ -29,7 +33,7 @@ type PublisherConfig struct {
 	Now    func() time.Time
 }
 
-// Publisher publishes the holder's accepted ticks on Channel.
+// Publisher publishes the holder's accepted ticks on the install's ticks channel.
 type Publisher struct {
 	cfg PublisherConfig
 	log *slog.Logger
@@ -55,7 +59,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
 func (p *Publisher) Run(ctx context.Context) error {
 	ch, cancel := p.cfg.Quotes.Updates(nil)
 	defer cancel()
-	p.log.InfoContext(ctx, "fx ticks published for follower web processes", slog.String("channel", Channel))
+	p.log.InfoContext(ctx, "fx ticks published for follower web processes", slog.String("channel", p.cfg.Names.Ticks()))
 	failing := false
 	batch := make([]tick.Update, 0, maxBatch)
 	for {
@@ -98,7 +102,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 }
 
 func (p *Publisher) publish(ctx context.Context, batch []tick.Update) error {
-	term, now := p.cfg.Term(), p.cfg.Now()
+	term, now, channel := p.cfg.Term(), p.cfg.Now(), p.cfg.Names.Ticks()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	pipe := p.cfg.Redis.Pipeline()
@@ -107,7 +111,7 @@ func (p *Publisher) publish(ctx context.Context, batch []tick.Update) error {
 		if err != nil {
 			return err
 		}
-		pipe.Publish(ctx, Channel, b)
+		pipe.Publish(ctx, channel, b)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
