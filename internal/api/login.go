@@ -2,6 +2,7 @@ package api
 
 import (
 	"embed"
+	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -88,7 +89,15 @@ func handleLogin(log *slog.Logger, res *auth.Resolver, csrf *http.CrossOriginPro
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, loginFormBytes)
-		tok := strings.TrimSpace(r.PostFormValue("token"))
+		if err := r.ParseForm(); err != nil {
+			status := http.StatusBadRequest
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				status = http.StatusRequestEntityTooLarge
+			}
+			writeLoginPage(r, log, w, status, "The form could not be read: post it from this page.")
+			return
+		}
+		tok := strings.TrimSpace(r.PostForm.Get("token"))
 		if tok == "" {
 			writeLoginPage(r, log, w, http.StatusBadRequest, "Enter an admin token (issued by `fxdesk-web token create --user ID --admin`).")
 			return

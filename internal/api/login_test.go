@@ -122,6 +122,7 @@ func TestOperatorPagesSignInByFormOnly(t *testing.T) {
 		{"no token", "", nil, http.StatusBadRequest, "Enter an admin token"},
 		{"a token nobody issued", "fxd_not-a-token", nil, http.StatusUnauthorized, "not a live token"},
 		{"a trader's token", trader, nil, http.StatusForbidden, "trader"},
+		{"a body past the form's bound", strings.Repeat("x", loginFormBytes), nil, http.StatusRequestEntityTooLarge, "could not be read"},
 	} {
 		a := post("/admin/login", tc.token, tc.headers)
 		if a.status != tc.status || a.cookie != nil || !strings.Contains(a.body, tc.reason) {
