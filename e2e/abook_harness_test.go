@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,7 @@ type venueSim struct {
 	t       *testing.T
 	feed    *feedSim
 	latency string
+	token   string // the one bearer token the venue accepts
 	cmd     *exec.Cmd
 	done    chan struct{}
 	url     string // http://ADDR, the desk's FXDESK_VENUE
@@ -42,7 +44,13 @@ type venueSim struct {
 // port.
 func startVenueSim(t *testing.T, feed *feedSim, latency string) *venueSim {
 	t.Helper()
-	v := &venueSim{t: t, feed: feed, latency: latency}
+	return startVenueSimWithToken(t, feed, latency, venueToken)
+}
+
+// startVenueSimWithToken is startVenueSim accepting token alone.
+func startVenueSimWithToken(t *testing.T, feed *feedSim, latency, token string) *venueSim {
+	t.Helper()
+	v := &venueSim{t: t, feed: feed, latency: latency, token: token}
 	v.run("127.0.0.1:0")
 	t.Cleanup(func() {
 		v.kill()
@@ -60,7 +68,8 @@ func (v *venueSim) run(addr string) {
 	t := v.t
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "fxdesk-venuesim"), "-addr", addr, "-control-addr", "127.0.0.1:0",
-		"-token", venueToken, "-latency", v.latency, "-feed-control", v.feed.base)
+		"-latency", v.latency, "-feed-control", v.feed.base)
+	cmd.Env = append(os.Environ(), "VENUESIM_TOKEN="+v.token) // off the command line, as an operator would
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -123,7 +132,7 @@ func (v *venueSim) restart() {
 // env is what a web process needs to trade through this venue: a short reconcile interval and
 // unpaced connections (the desk's default pacing is the real venue's 2 per second).
 func (v *venueSim) env() []string {
-	return []string{"FXDESK_VENUE=" + v.url, "FXDESK_VENUE_ACCOUNT=" + v.account, "FXDESK_VENUE_TOKEN=" + venueToken,
+	return []string{"FXDESK_VENUE=" + v.url, "FXDESK_VENUE_ACCOUNT=" + v.account, "FXDESK_VENUE_TOKEN=" + v.token,
 		"FXDESK_VENUE_CONNECT_RATE=0", "FXDESK_VENUE_INTERVAL=500ms"}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -137,6 +138,8 @@ type proc struct {
 	cmd  *exec.Cmd
 	addr string
 
+	stdout syncBuffer // what it printed on stdout (its logs are on stderr)
+
 	mu     sync.Mutex
 	lines  []logLine
 	raw    []string
@@ -157,8 +160,8 @@ func (e *deskEnv) start(name, binary string, env ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
 	p := &proc{t: t, env: e, name: name, cmd: cmd, change: make(chan struct{}), done: make(chan struct{})}
+	cmd.Stdout = &p.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +204,24 @@ func (p *proc) read(r io.Reader) {
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// syncBuffer is a bytes.Buffer the process's output copier and the test may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(b)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 func (p *proc) rawLines() []string {
 	p.mu.Lock()

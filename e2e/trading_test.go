@@ -26,6 +26,8 @@ type feedSim struct {
 	t    *testing.T
 	url  string // ws://ADDR/forex
 	base string // http://ADDR
+	// kill ends the process and waits for it: the provider is gone.
+	kill func()
 }
 
 func startFeedSim(t *testing.T, args ...string) *feedSim {
@@ -39,14 +41,15 @@ func startFeedSim(t *testing.T, args ...string) *feedSim {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	kill := sync.OnceFunc(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(kill)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("feedsim printed no URL: %v", err)
 	}
 	url := strings.TrimSpace(line)
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "ws://"), "/forex")
-	return &feedSim{t: t, url: url, base: "http://" + addr}
+	return &feedSim{t: t, url: url, base: "http://" + addr, kill: kill}
 }
 
 // tradingDesk is one holder web process fed by a test-driven simulator, with an admin token.

@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
-	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel).With(slog.String("component", "CRON"))
+	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel, cfg.Secrets()...).With(slog.String("component", "CRON"))
 	store.RouteDriverLogs(log)
 	var once *oneOff
 	if len(args) > 0 {

@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := logging.New(stderr, "text", level).With(slog.String("component", "VENUESIM"))
+	log := logging.New(stderr, "text", level, *token).With(slog.String("component", "VENUESIM"))
 
 	var prices venuesim.PriceSource
 	if *feedControl != "" {

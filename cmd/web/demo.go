@@ -62,7 +62,7 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" -X POST %s/api/fx/positions/ID/close\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" %s/api/fx/deals\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk\n", base)
-	fmt.Fprintf(stdout, "  status page, in a browser: %s/admin/status?token=$ADMIN\n", base)
+	fmt.Fprintf(stdout, "  status page, in a browser: %s/admin/login (sign in with $ADMIN)\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" -d '{\"amount\":\"500.00\"}' %s/api/admin/fx/accounts/%d/deposit\n", base, accountID)
 	if venueControl == "" {
 		return nil

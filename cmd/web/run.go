@@ -32,7 +32,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
-	base := logging.New(stderr, cfg.LogFormat, cfg.LogLevel)
+	base := logging.New(stderr, cfg.LogFormat, cfg.LogLevel, cfg.Secrets()...)
 	log := base.With(slog.String("component", "FX"))
 	store.RouteDriverLogs(log)
 

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"slices"
@@ -256,34 +255,9 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		w.Header().Set("Content-Security-Policy", pageCSP)
 		if err := statusPage.Execute(w, buildReport(r.Context(), d)); err != nil {
 			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
 		}
 	}
-}
-
-// statusCookie carries the admin token for the status page, so a browser can refresh it.
-const statusCookie = "fxdesk_admin"
-
-// pageToken lets a browser reach the status page: ?token= is moved into an HttpOnly cookie
-// (and the URL is cleaned by a redirect), and the cookie stands in for the Authorization header.
-func pageToken(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok := r.URL.Query().Get("token"); tok != "" {
-			http.SetCookie(w, &http.Cookie{Name: statusCookie, Value: tok, Path: "/admin/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			clean := *r.URL
-			q := clean.Query()
-			q.Del("token")
-			clean.RawQuery = q.Encode()
-			http.Redirect(w, r, (&url.URL{Path: clean.Path, RawQuery: clean.RawQuery}).String(), http.StatusSeeOther)
-			return
-		}
-		if r.Header.Get("Authorization") == "" {
-			if c, err := r.Cookie(statusCookie); err == nil && c.Value != "" {
-				r.Header.Set("Authorization", "Bearer "+c.Value)
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
 }

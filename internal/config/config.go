@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -294,7 +295,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, errors.New("FXDESK_MYSQL_DSN must name a database (example: root@tcp(127.0.0.1:3306)/fxdesk)"))
 	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL", c.RedisURL))
+		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL", maskURL(c.RedisURL)))
 	}
 	if names, err := redisname.New(env("FXDESK_REDIS_PREFIX", redisname.DefaultPrefix)); err != nil {
 		errs = append(errs, fmt.Errorf("FXDESK_REDIS_PREFIX: %w; give every install sharing a Redis server its own", err))
@@ -330,7 +331,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	}
 	if c.Feed != "sim" {
 		if u, err := url.Parse(c.Feed); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
-			errs = append(errs, fmt.Errorf("FXDESK_FEED=%q must be sim or a ws:// or wss:// provider URL", c.Feed))
+			errs = append(errs, fmt.Errorf("FXDESK_FEED=%q must be sim or a ws:// or wss:// provider URL", maskURL(c.Feed)))
 		}
 	}
 
@@ -434,22 +435,91 @@ func maskDSN(dsn string) string {
 	return cfg.FormatDSN()
 }
 
+// maskURL shows a URL with every credential urlSecrets finds in it masked.
 func maskURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return raw
+		return "(invalid URL)"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "****")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "****")
+		} else {
+			u.User = url.User("****")
+		}
 	}
 	q := u.Query()
-	for _, k := range []string{"apiKey", "apikey", "key", "token"} {
-		if q.Has(k) {
+	for k := range q {
+		if secretParam(k) {
 			q.Set(k, "****")
 		}
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Secrets are the exact strings this process must never write to a log line (logging.Redact
+// masks them in every record): the provider key and the credentials in the feed URL, the venue
+// token and the venue URL's credentials, the cluster secret, and the MySQL and Redis passwords.
+func (c Config) Secrets() []string {
+	out := []string{c.FeedKey, c.Venue.Token, c.ClusterSecret}
+	if cfg, err := mysql.ParseDSN(c.MySQLDSN); err == nil {
+		out = append(out, cfg.Passwd)
+	}
+	for _, raw := range []string{c.Feed, c.Venue.URL, c.RedisURL} {
+		out = append(out, urlSecrets(raw)...)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// urlSecrets are the credentials written into a URL: the password of its userinfo (the user too
+// when it stands alone, as a provider key often does), and the value of every query parameter
+// secretParam names. Each is listed as written and decoded, since an error prints the URL as
+// written and a client may print what it decoded.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	both := func(written string, unescape func(string) (string, error)) {
+		out = append(out, written)
+		if plain, err := unescape(written); err == nil && plain != written {
+			out = append(out, plain)
+		}
+	}
+	// The userinfo as written: url.URL keeps it decoded only.
+	authority := raw[strings.Index(raw, "//")+2:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		user, pass, hasPass := strings.Cut(authority[:at], ":")
+		if hasPass {
+			both(pass, url.PathUnescape)
+		} else {
+			both(user, url.PathUnescape)
+		}
+	}
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if key, err := url.QueryUnescape(k); err == nil && secretParam(key) && v != "" {
+			both(v, url.QueryUnescape)
+		}
+	}
+	return out
+}
+
+// secretParam is true for a query parameter named like a credential (apiKey, access_token,
+// secret, password, auth, signature): its value is masked wherever the URL is shown.
+func secretParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "pass", "auth", "sig", "cred"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
@@ -462,7 +532,7 @@ func loadVenue(env func(key, def string) string, duration func(key, def string) 
 	if sim {
 		defAccount, defToken, defRate = "fxdesk-sim", "sim-token", "0"
 	} else if u, err := url.Parse(v.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("FXDESK_VENUE=%q must be sim, an http(s) base URL of the venue's REST API, or unset for a pure B-book desk", v.URL))
+		errs = append(errs, fmt.Errorf("FXDESK_VENUE=%q must be sim, an http(s) base URL of the venue's REST API, or unset for a pure B-book desk", maskURL(v.URL)))
 	}
 	v.Account = env("FXDESK_VENUE_ACCOUNT", defAccount)
 	v.Token = env("FXDESK_VENUE_TOKEN", defToken)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,61 @@ func TestVenueSettings(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%v: %q does not name %q", tc.kv, err, w)
 			}
+		}
+	}
+}
+
+// Secrets lists every credential the process holds, each URL credential as written and decoded,
+// and nothing that is not one: logging.Redact masks exactly these in every log line.
+func TestSecretsListsEveryCredential(t *testing.T) {
+	c, err := Load(Web, env(map[string]string{
+		"FXDESK_HOSTNAME":       "box",
+		"FXDESK_MYSQL_DSN":      "fx:my-s3cret@tcp(db:3306)/fxdesk",
+		"FXDESK_REDIS_URL":      "redis://app:red%2Fpass@cache:6379/0",
+		"FXDESK_FEED":           "wss://feed.example/forex?symbols=EURUSD&apiKey=feed%2Bkey&access_token=tok1",
+		"FXDESK_FEED_KEY":       "provider-key",
+		"FXDESK_VENUE":          "https://venue-user@venue.example",
+		"FXDESK_VENUE_ACCOUNT":  "101-1",
+		"FXDESK_VENUE_TOKEN":    "venue-tok",
+		"FXDESK_WEB_INSTANCES":  "2",
+		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Secrets()
+	slices.Sort(got)
+	want := []string{"feed%2Bkey", "feed+key", "my-s3cret", "node-s3cret-0123456789", "provider-key", "red%2Fpass", "red/pass", "tok1", "venue-tok", "venue-user"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Secrets() = %q\nwant        %q", got, want)
+	}
+	// The startup line masks the same credentials, the query's other parameters kept.
+	line := c.LogValue().String()
+	for _, s := range want {
+		if strings.Contains(line, s) {
+			t.Errorf("startup line shows %q: %s", s, line)
+		}
+	}
+	if !strings.Contains(line, "symbols=EURUSD") {
+		t.Errorf("startup line lost the feed URL's plain parameters: %s", line)
+	}
+}
+
+// A refused URL is named in the error with its credentials masked: the error is printed.
+func TestRefusedURLsAreMasked(t *testing.T) {
+	_, err := Load(Web, env(map[string]string{"FXDESK_HOSTNAME": "box", "FXDESK_FEED": "https://feed.example/?apiKey=k3y-in-url",
+		"FXDESK_REDIS_URL": "http://:hunter2@cache", "FXDESK_VENUE": "ftp://u:venue-pw@venue", "FXDESK_VENUE_ACCOUNT": "a", "FXDESK_VENUE_TOKEN": "t"}))
+	if err == nil {
+		t.Fatal("bad URLs accepted")
+	}
+	for _, s := range []string{"k3y-in-url", "hunter2", "venue-pw"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error shows %q: %v", s, err)
+		}
+	}
+	for _, w := range []string{"FXDESK_FEED", "FXDESK_REDIS_URL", "FXDESK_VENUE="} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not name %s: %v", w, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func (e *Engine) session(ctx context.Context) (gotData bool, err error) {
 	conn, _, err := websocket.Dial(dctx, e.cfg.URL, nil)
 	cancel()
 	if err != nil {
-		return false, fmt.Errorf("dial provider %s: %w", redactURL(e.cfg.URL), err)
+		return false, fmt.Errorf("dial provider %s: %w", redactURL(e.cfg.URL), withoutURLSecrets(err))
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(e.cfg.ReadLimit)
@@ -326,6 +327,30 @@ func (e *Engine) applyStatus(ctx context.Context, idx *slotIndex, ev *Event) {
 }
 
 // redactURL drops credentials and query (where some providers put keys) before logging.
+// withoutURLSecrets rewrites a failed request's error so that it names the URL as redactURL
+// does: net/http prints the URL it failed to get, query and all, and a provider key often rides
+// in the query. The error is logged and shown on the status page. Its text is rebuilt, since
+// every wrapping layer copied the URL into its own message when it was made.
+func withoutURLSecrets(err error) error {
+	ue, ok := errors.AsType[*url.Error](err)
+	if !ok {
+		return err
+	}
+	clean := redactURL(ue.URL)
+	msg := strings.ReplaceAll(err.Error(), strconv.Quote(ue.URL), strconv.Quote(clean))
+	return &redactedError{msg: strings.ReplaceAll(msg, ue.URL, clean), err: err}
+}
+
+// redactedError is an error with a credential taken out of its text; errors.Is and As still see
+// the original chain.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
