@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ln.Close()
 		return err
 	}
-	srv := api.NewHTTPServer(ctx, handler, cfg.Limits)
+	srv := api.NewHTTPServer(ctx, handler, cfg.Limits, log)
 	srvErr := make(chan error, 1)
 	go func() {
 		srvErr <- srv.Serve(api.LimitListener(ln, cfg.Limits.MaxConns, m.Refused.WithLabelValues(metrics.RefusedConnections).Inc))

@@ -226,7 +226,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
-	srv := api.NewHTTPServer(ctx, handler, cfg.Limits)
+	srv := api.NewHTTPServer(ctx, handler, cfg.Limits, log)
 	metricsStage := parts.Stage()
 	if err := api.ServeMetrics(ctx, metricsStage, cfg.MetricsAddr, m, log); err != nil {
 		return err

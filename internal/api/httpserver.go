@@ -18,8 +18,11 @@ import (
 // whole request must arrive within their deadlines, an idle keep-alive connection is closed, and
 // each answer has the route's write deadline (Deps.Limits); streams replace their read and
 // write deadlines with their own.
-func NewHTTPServer(ctx context.Context, handler http.Handler, l config.Limits) *http.Server {
+// net/http's own complaints (a refused accept, a bad request line) go to log, through the
+// process's masking handler, at warn.
+func NewHTTPServer(ctx context.Context, handler http.Handler, l config.Limits, log *slog.Logger) *http.Server {
 	return &http.Server{
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Handler:           handler,
 		ReadHeaderTimeout: min(10*time.Second, l.ReadTimeout),
 		ReadTimeout:       l.ReadTimeout,

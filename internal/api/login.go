@@ -34,14 +34,15 @@ var loginFS embed.FS
 var loginPage = template.Must(template.ParseFS(loginFS, "login.html"))
 
 // operatorPages mounts the browser's pages: the sign-in form, sign-out and the status page.
-func operatorPages(r chi.Router, log *slog.Logger, res *auth.Resolver, status http.Handler) {
+// authn is the API's bearer-token check (with its rate limit), which the cookie feeds.
+func operatorPages(r chi.Router, log *slog.Logger, res *auth.Resolver, authn func(http.Handler) http.Handler, status http.Handler) {
 	csrf := http.NewCrossOriginProtection()
 	r.Route("/admin", func(r chi.Router) {
 		r.Use(noTokenInURL(log))
 		r.Get("/login", func(w http.ResponseWriter, r *http.Request) { writeLoginPage(r, log, w, http.StatusOK, "") })
 		r.Post("/login", handleLogin(log, res, csrf))
 		r.Post("/logout", handleLogout(log, csrf))
-		r.With(pageCookie, requireToken(log, res), requireAdmin(log)).Method(http.MethodGet, "/status", status)
+		r.With(pageCookie, authn, requireAdmin(log)).Method(http.MethodGet, "/status", status)
 	})
 }
 

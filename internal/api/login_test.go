@@ -16,6 +16,7 @@ import (
 
 	"fxdesk/internal/auth"
 	"fxdesk/internal/dbtest"
+	"fxdesk/internal/metrics"
 )
 
 // The operator's pages sign in by a form post that sets the cookie, never by a token in the URL,
@@ -39,7 +40,8 @@ func TestOperatorPagesSignInByFormOnly(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := chi.NewRouter()
-	operatorPages(r, log, auth.NewResolver(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	res := auth.NewResolver(db)
+	operatorPages(r, log, res, requireToken(log, res, nil, metrics.New("test")), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "status for user "+strconv.FormatInt(principal(r.Context()).UserID, 10))
 	}))
 	srv := httptest.NewServer(r)

@@ -68,7 +68,7 @@ func routes(d Deps) http.Handler {
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Trading, d.Rail))
 	})
 
-	operatorPages(r, d.Log, d.Auth, handleStatusPage(d.Log, d))
+	operatorPages(r, d.Log, d.Auth, authn, handleStatusPage(d.Log, d))
 
 	r.Route("/api/admin/fx", func(r chi.Router) {
 		r.Use(authn, requireAdmin(d.Log))

@@ -238,14 +238,14 @@ func TestSecretsListsEveryCredential(t *testing.T) {
 		"FXDESK_VENUE_ACCOUNT":  "101-1",
 		"FXDESK_VENUE_TOKEN":    "venue-tok",
 		"FXDESK_WEB_INSTANCES":  "2",
-		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789",
+		"FXDESK_CLUSTER_SECRET": "node-s3cret-0123456789-abcdefghijklmnop",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := c.Secrets()
 	slices.Sort(got)
-	want := []string{"feed%2Bkey", "feed+key", "my-s3cret", "node-s3cret-0123456789", "provider-key", "red%2Fpass", "red/pass", "tok1", "venue-tok", "venue-user"}
+	want := []string{"feed%2Bkey", "feed+key", "my-s3cret", "node-s3cret-0123456789-abcdefghijklmnop", "provider-key", "red%2Fpass", "red/pass", "tok1", "venue-tok", "venue-user"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Secrets() = %q\nwant        %q", got, want)
 	}
