@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -170,4 +171,124 @@ func renewCount(metrics, outcome string) int {
 	v, _ := metricValue(metrics, `fxdesk_lease_renew_seconds_count{outcome="`+outcome+`"}`)
 	n, _ := strconv.Atoi(v)
 	return n
+}
+
+// Each door's refusal, end to end on the real holder: what is refused says why, and leaves the
+// database exactly as it was.
+func TestFrontDoorRefusalsChangeNothing(t *testing.T) {
+	t.Parallel()
+	d := newTradingDesk(t, "FXDESK_HTTP_READ_TIMEOUT=2s", "FXDESK_RATE_PER_TOKEN=5", "FXDESK_METRICS_ADDR=127.0.0.1:0")
+	waitRiskReady(d.web)
+	tok, acct := d.newTrader(2400, "USD", "100", "10000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	before := d.snapshot()
+	order := fmt.Sprintf(`"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"`, acct)
+
+	send := func(contentType, body string) (int, http.Header, string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+d.admin) // the admin token is not rate limited below 5/s here
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	for _, tc := range []struct {
+		name, contentType, body string
+		status                  int
+		says                    string
+	}{
+		// {"accountId":2,"accountId":1} would trade account 1 under encoding/json's last-wins.
+		{"duplicate key", "application/json", `{"accountId":999999,` + order + `}`, 400, `Duplicate key \"accountId\"`},
+		{"key in another case", "application/json", `{"AccountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, 400, "keys are case-sensitive"},
+		{"data after the object", "application/json", `{` + order + `}` + strings.Repeat(" ", 70_000) + `{}`, 413, "at most 65536 bytes"},
+		{"trailing object", "application/json", `{` + order + `} {}`, 400, "nothing after it"},
+		{"no Content-Type", "", `{` + order + `}`, 400, "Content-Type: application/json"},
+		{"a form", "application/x-www-form-urlencoded", `{` + order + `}`, 400, "is not accepted"},
+		{"oversized body", "application/json", `{"requestNonce":"` + strings.Repeat("x", 100_000) + `"}`, 413, "at most 65536 bytes"},
+	} {
+		status, _, body := send(tc.contentType, tc.body)
+		if status != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", tc.name, status, body, tc.status, tc.says)
+		}
+	}
+
+	// A body trickled a byte at a time is cut at the read deadline (2 s here): the connection is
+	// closed under it, and nothing it carried is done.
+	c, err := net.Dial("tcp", d.web.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := `{` + order + `}`
+	fmt.Fprintf(c, "POST /api/fx/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tok, len(body))
+	cut := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; i < len(body)-1; i++ { // never the last byte
+			<-tick.C
+			if _, err := c.Write([]byte{body[i]}); err != nil {
+				cut <- err
+				return
+			}
+		}
+		cut <- nil
+	}()
+	// ReadAll returns when the server closes the connection; the client's own deadline only
+	// turns a server that never cuts into a failure instead of a hang.
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	reply, _ := io.ReadAll(c)
+	if err := <-cut; err == nil && len(body) > 20 {
+		// The writer finished before the cut only if the deadline never came.
+		t.Fatalf("a trickled body was read to its last byte but one; the server answered %q", reply)
+	}
+
+	// A token past its rate: 429 with Retry-After, naming the token; its streams past their cap
+	// likewise (covered by TestFrontDoorStreamAndConnectionAttack).
+	var limited *http.Response
+	for range 50 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d.web.addr+"/api/fx/accounts", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			limited = resp
+			break
+		}
+	}
+	if limited == nil || limited.Header.Get("Retry-After") == "" {
+		t.Fatalf("50 requests at once from a token limited to 5/s (burst 10) were never refused with Retry-After: %v", limited)
+	}
+
+	// /metrics needs the admin token on the API listener, and is served without one on
+	// FXDESK_METRICS_ADDR.
+	if code, _ := call(t, d.web, "", "GET", "/metrics", ""); code != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a token = %d, want 401", code)
+	}
+	if code, _ := call(t, d.web, tok, "GET", "/metrics", ""); code != http.StatusTooManyRequests && code != http.StatusForbidden {
+		t.Fatalf("/metrics with a trader's token = %d, want 403", code)
+	}
+	l := d.web.waitLog(5*time.Second, msgIs("metrics listening (no token)"))
+	resp, err := http.Get("http://" + l["addr"].(string) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics on FXDESK_METRICS_ADDR = %d", resp.StatusCode)
+	}
+
+	if after := d.snapshot(); !maps.Equal(before, after) {
+		t.Fatalf("refused requests changed the database:\nbefore %v\nafter  %v", before, after)
+	}
 }
