@@ -46,7 +46,7 @@ func TestPendingOrderCapHoldsUnderRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 9602
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, Settings: capsOf(3, 10)})
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, Settings: capsOf(3, 1000)})
 	a := fundedAccount(t, svc, user)
 	var errs [10]error
 	var fns []func()
@@ -81,15 +81,20 @@ func TestPendingOrderCapHoldsUnderRace(t *testing.T) {
 	}
 }
 
-// Eight creations racing for a user's first two accounts: two are opened, six refused with a
-// text naming the cap and its setting. The first two race on an empty range of the user index,
-// whose gap both lock: the server rolls one back as a deadlock victim and the retry counts the
-// other's account.
+// Eight creations racing for a user's last two places: two are opened, six refused with a text
+// naming the cap and its setting. On the first run the user has no account, and the first two
+// race on an empty range of the user index, whose gap both lock: the server rolls one back as a
+// deadlock victim and the retry counts the other's account.
 func TestAccountCapHoldsUnderRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 9603
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, Settings: capsOf(100, 2)})
+	held, err := listAccounts(ctx, testDB, user, maxList) // from an earlier run of the test
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := len(held) + 2
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, Settings: capsOf(100, limit)})
 	var errs [8]error
 	var fns []func()
 	for i := range errs {
@@ -101,7 +106,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 		switch {
 		case err == nil:
 			opened++
-		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), SettingMaxAccountsPerUser+" = 2"):
+		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), fmt.Sprintf("%s = %d", SettingMaxAccountsPerUser, limit)):
 			t.Errorf("creation %d answered %v; want success or the cap's refusal", i, err)
 		}
 	}
@@ -109,8 +114,8 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opened != 2 || len(as) != 2 {
-		t.Fatalf("%d creations succeeded and the user holds %d accounts; the cap is 2", opened, len(as))
+	if opened != 2 || len(as) != limit {
+		t.Fatalf("%d creations succeeded and the user holds %d accounts; the cap is %d", opened, len(as), limit)
 	}
 }
 
