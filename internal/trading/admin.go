@@ -38,10 +38,9 @@ var (
 )
 
 const (
-	volumeScale     = 4
-	leverageMaxTop  = 10000
-	leverageMaxLow  = 1
-	maxPatchedTerms = 1000
+	volumeScale    = 4
+	leverageMaxLow = 1
+	leverageMaxTop = 10000
 )
 
 // checkVolumeTerm checks one volume term against its column: positive, at most four decimals,
@@ -79,8 +78,8 @@ func checkVolumeTerms(at string, vmin, vstep, vmax decimal.Decimal) error {
 // rules and the columns they are written to: either all apply or none (EINVALID names the first
 // bad field and its range).
 func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch) ([]Instrument, error) {
-	if len(patches) == 0 || len(patches) > maxPatchedTerms {
-		return nil, fx.Errorf(fx.EINVALID, "instruments must list from 1 to %d changes.", maxPatchedTerms)
+	if len(patches) == 0 {
+		return nil, fx.Errorf(fx.EINVALID, "No instruments to change.")
 	}
 	cat, err := loadCatalog(ctx, s.db)
 	if err != nil {
