@@ -12,9 +12,12 @@ import (
 )
 
 // fundedAccounts opens n USD accounts at 1:100 for the trader tok and deposits amount in each.
+// A benchmark's one trader holds more accounts than a user may by default: the cap is raised to
+// its top first.
 func (d *tradingDesk) fundedAccounts(tok string, n int, amount string) []int64 {
 	t := d.e.t
 	t.Helper()
+	must(t, d.web, d.admin, "PUT", "/api/admin/fx/settings", `{"fxMaxAccountsPerUser":"1000"}`, http.StatusOK, nil)
 	ids := make([]int64, n)
 	for i := range ids {
 		var a accountResp

@@ -568,6 +568,9 @@ func TestTradingBadInputChangesNothing(t *testing.T) {
 	var mine orderResp
 	must(t, d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, acct), http.StatusCreated, &mine)
 	must(t, d.web, d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"GBPUSD","status":"HALTED"},{"symbol":"AUDUSD","status":"CLOSE_ONLY"}]}`, http.StatusOK, nil)
+	// Requests whose nonces a later request reuses with another body.
+	must(t, d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"0.10","price":"1.05000","requestNonce":"bad-input-1"}`, acct), http.StatusCreated, nil)
+	must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct), `{"amount":"10.00","requestNonce":"bad-input-2"}`, http.StatusCreated, nil)
 
 	order := func(fields string) string {
 		return fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"%s}`, acct, fields)
@@ -596,6 +599,9 @@ func TestTradingBadInputChangesNothing(t *testing.T) {
 		{"buy limit above the ask", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"0.10","price":"1.20000"}`, acct), 400},
 		{"GTD without expiry", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"0.10","price":"1.00000","timeInForce":"GTD"}`, acct), 400},
 		{"not enough margin", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"10.00"}`, acct), 409},
+		{"resting order beyond free margin", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"100","price":"1.09000"}`, acct), 409},
+		{"nonce reused by another order", tok, "POST", "/api/fx/orders", order(`,"requestNonce":"bad-input-1"`), 422},
+		{"nonce reused by another deposit", d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct), `{"amount":"20.00","requestNonce":"bad-input-2"}`, 422},
 		{"HALTED instrument", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"GBPUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, acct), 409},
 		{"CLOSE_ONLY instrument", tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"AUDUSD","side":"BUY","type":"MARKET","volume":"0.10"}`, acct), 409},
 		// Money.
@@ -621,6 +627,11 @@ func TestTradingBadInputChangesNothing(t *testing.T) {
 		{"bad setting", d.admin, "PUT", "/api/admin/fx/settings", `{"fxTradingQuoteStaleSecondsFx":"0"}`, 400},
 		{"unknown setting", d.admin, "PUT", "/api/admin/fx/settings", `{"fxNope":"1"}`, 400},
 		{"bad instrument patch", d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","status":"ACTIVE"},{"symbol":"EURUSD","volumeMin":"0"}]}`, 400},
+		{"volumeMax past its column", d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","volumeMax":"1000000000"}]}`, 400},
+		{"volumeMin off the step", d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","volumeMin":"0.01","volumeStep":"0.03"}]}`, 400},
+		{"leverageMax past its range", d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","leverageMax":99999999999}]}`, 400},
+		{"pending-order cap out of range", d.admin, "PUT", "/api/admin/fx/settings", `{"fxMaxPendingOrdersPerAccount":"0"}`, 400},
+		{"account cap out of range", d.admin, "PUT", "/api/admin/fx/settings", `{"fxMaxAccountsPerUser":"100000"}`, 400},
 	} {
 		code, b := call(t, d.web, tc.token, tc.method, tc.path, tc.body)
 		var e errorResp

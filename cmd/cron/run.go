@@ -88,7 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	quotes := &desk.Quotes{}
-	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Gate: g, Log: log})
+	settings := trading.NewSettings(db, log)
+	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Gate: g, Log: log, Settings: settings})
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: sched.States,
-		Trading: tradingSvc, Settings: trading.NewSettings(db, log), Auth: auth.NewResolver(db), Limits: cfg.Limits})
+		Trading: tradingSvc, Settings: settings, Auth: auth.NewResolver(db), Limits: cfg.Limits})
 	if err != nil {
 		ln.Close()
 		return err

@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if venueParts, err = newVenue(cfg, m, quotes, g, streamStage, log); err != nil {
 		return fmt.Errorf("execution venue: %w", err)
 	}
-	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m}
+	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m, Settings: settings}
 	var venueView api.VenueView
 	if venueParts != nil {
 		tc.Venue, venueView = venueParts.sender, venueParts

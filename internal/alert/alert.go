@@ -252,7 +252,7 @@ func (in *Inbox) List(ctx context.Context, f Filter) ([]Alert, error) {
 // is not the lease claim, where a deadlock is a lost claim and must never be retried.)
 func (in *Inbox) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := store.RetryRolledBack(func() (err error) {
+	err := store.RetryRolledBack(ctx, func() (err error) {
 		res, err = in.db.ExecContext(ctx, query, args...)
 		return err
 	})

@@ -16,6 +16,11 @@ const MsgOutcomeUnknown = "The desk did not confirm this request in time and it 
 // database (EUNAVAILABLE): nothing was written.
 const MsgDatabaseUnavailable = "The desk cannot reach its database right now — please retry shortly"
 
+// MsgContended answers a write the database kept rolling back because other writes of the same
+// account, order or position collided with it (deadlocks or lock waits past their retries,
+// EUNAVAILABLE): nothing was written.
+const MsgContended = "The desk is busy with other changes to the same account or position and could not apply this one — nothing was written; please retry shortly"
+
 // MsgVenueUnavailable answers an EXTERNAL open or close while the execution venue cannot be
 // reached (EUNAVAILABLE): nothing was sent and nothing written.
 const MsgVenueUnavailable = "The execution venue is temporarily unavailable — nothing was sent; please retry shortly"

@@ -1,8 +1,9 @@
 // Package store opens the desk's MySQL/MariaDB database, creates it when missing and applies the
 // embedded migrations, and is the one place that knows MySQL: the driver options the desk needs
-// (DSN) and what a driver error means (IsDuplicateKey, IsDeadlock, IsLockWaitTimeout,
-// IsFenceRefusal, Unreachable). SQL that belongs to one part of the desk lives next to that
-// part's store; no other package reads a driver error's number.
+// (DSN) and what a driver error means (IsDuplicateKey, IsDeadlock, IsLockWaitTimeout, RolledBack,
+// IsFenceRefusal, Unreachable) — and RetryRolledBack, the one way a transaction the server
+// rolled back (a deadlock, a lock wait timeout) is run again. SQL that belongs to one part of
+// the desk lives next to that part's store; no other package reads a driver error's number.
 //
 // Every statement is written for MySQL 8.0+ and MariaDB 10.6+ by both manuals
 // (TestSQLIsPortable parses them all with a MySQL grammar). The desk relies on:

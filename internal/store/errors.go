@@ -1,13 +1,19 @@
 package store
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/internal/fx"
 )
 
 // Server error numbers the desk acts on. They are the same on MySQL 8 and MariaDB; this file is
@@ -64,18 +70,55 @@ func ServerRefused(err error) bool {
 	return errors.As(err, &me)
 }
 
+// rolledBackAttempts is how many times RetryRolledBack runs a transaction in all. A deadlock
+// between two requests resolves on the first retry almost always; five attempts with the backoff
+// below ride out a burst on one row without holding a request for long (under 60 ms of pauses
+// in all).
+const rolledBackAttempts = 5
+
+// RolledBack reports whether the server rolled err's transaction back as a deadlock victim, or
+// one of its statements gave up waiting for a lock: a transaction that, rolled back whole,
+// may simply be run again.
+func RolledBack(err error) bool { return IsDeadlock(err) || IsLockWaitTimeout(err) }
+
 // RetryRolledBack runs txn, and runs it again (at most five times in all) while it fails because
-// the server rolled it back as a deadlock victim or a lock wait timed out: txn must begin and end
-// its own transaction and roll back on any error, so a retry is exactly one more attempt at a
-// transaction that committed nothing. Never use it for the lease claim, where a deadlock is a
-// lost claim.
-func RetryRolledBack(txn func() error) error {
+// the server rolled it back as a deadlock victim or a lock wait timed out, after a short random
+// pause that grows with each attempt (so two writers that collided do not collide again in step).
+// txn must begin and end its own transaction and roll back on any error — the whole transaction,
+// never a statement of it — so a retry is exactly one more attempt at a transaction that
+// committed nothing. It stops early when ctx ends.
+//
+// Past the retries, the error it returns is still the server's (IsDeadlock, IsLockWaitTimeout),
+// wrapped in an fx.EUNAVAILABLE with fx.MsgContended: nothing was written and the client may
+// retry, which the API answers 503 with Retry-After — a refusal, not an internal error.
+//
+// Never use it for the lease claim, where a deadlock is a lost claim.
+func RetryRolledBack(ctx context.Context, txn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := txn()
-		if err == nil || attempt == 5 || !(IsDeadlock(err) || IsLockWaitTimeout(err)) {
+		if err == nil || !RolledBack(err) {
 			return err
 		}
+		if attempt == rolledBackAttempts || ctx.Err() != nil {
+			return contended(err)
+		}
+		// Full jitter: a pause drawn from [0, 4 ms), then [0, 8 ms), [0, 16 ms), [0, 32 ms).
+		pause := time.Duration(rand.Int64N(int64(4*time.Millisecond) << (attempt - 1)))
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return contended(err)
+		case <-t.C:
+		}
 	}
+}
+
+// contended is the answer of a transaction rolled back more often than RetryRolledBack retries.
+// Both the refusal and the server's error stay in the chain: fx.ErrorCode finds the first, the
+// logs and IsDeadlock the second.
+func contended(err error) error {
+	return fmt.Errorf("%w (%w)", &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgContended}, err)
 }
 
 // ConnectionLost reports whether err is the connection to MySQL failing — refused, reset, cut,

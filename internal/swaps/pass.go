@@ -54,7 +54,7 @@ func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
 		}
 		after = batch[len(batch)-1].id
 		var got schedule.Result
-		err = store.RetryRolledBack(func() error {
+		err = store.RetryRolledBack(ctx, func() error {
 			var err error
 			got, err = r.settleBatch(ctx, due, batch)
 			return err

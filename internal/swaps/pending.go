@@ -54,7 +54,7 @@ func (r *run) retryPending(ctx context.Context) error {
 	for len(ready) > 0 {
 		n := min(len(ready), r.cfg.Batch)
 		var got int
-		err := store.RetryRolledBack(func() error {
+		err := store.RetryRolledBack(ctx, func() error {
 			var err error
 			got, err = r.settlePending(ctx, ready[:n])
 			return err

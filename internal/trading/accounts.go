@@ -8,10 +8,12 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/store"
 )
 
 // CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
-// the USD hub can convert: an account the desk cannot mark could never trade.
+// the USD hub can convert: an account the desk cannot mark could never trade. A user holds at
+// most Settings.MaxAccountsPerUser accounts (ECONFLICT past it).
 func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
 	if err := fx.CheckAccountCurrency(currency); err != nil {
 		return Account{}, err
@@ -27,17 +29,50 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 	if leverage < 1 || leverage > g.LeverageMax {
 		return Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
 	}
-	res, err := s.db.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
-		userID, g.Name, currency, leverage)
-	if err != nil {
-		return Account{}, fmt.Errorf("create account: %w", err)
+	var id int64
+	if err := s.retry(ctx, func() (err error) {
+		id, err = s.insertAccount(ctx, userID, g.Name, currency, leverage)
+		return err
+	}); err != nil {
+		return Account{}, err
 	}
-	id, _ := res.LastInsertId()
 	a, err := loadAccount(ctx, s.db, userID, id)
 	if err == nil {
 		s.notify(ctx, accountUpserted(a, cat.accountGroup(a.Group)))
 	}
 	return a, err
+}
+
+// insertAccount is CreateAccount's transaction. It locks the user's accounts — and, through the
+// user index, the gap a new one would go in — before counting them, so two creations racing for
+// the last place are serialised and the second counts the first. Two creations of a user's first
+// account both lock the same empty gap and deadlock on their INSERTs: the server rolls one back
+// and retry runs it again, when it counts the other's.
+func (s *Service) insertAccount(ctx context.Context, userID int64, group, currency string, leverage int) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("create account: begin: %w", err)
+	}
+	defer tx.Rollback()
+	ids, err := queryAll(ctx, tx, "create account: count accounts", func(sc scanner) (id int64, err error) { return id, sc.Scan(&id) },
+		"SELECT `id` FROM `fx_account` WHERE `userId` = ? FOR UPDATE", userID)
+	if err != nil {
+		return 0, err
+	}
+	if held, limit := len(ids), s.settings.MaxAccountsPerUser(); held >= limit {
+		return 0, fx.Errorf(fx.ECONFLICT, "You already hold %d accounts, the most one user may open (setting %s = %d).",
+			held, SettingMaxAccountsPerUser, limit)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
+		userID, group, currency, leverage)
+	if err != nil {
+		return 0, fmt.Errorf("create account: %w", err)
+	}
+	id, _ := res.LastInsertId()
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("create account: commit: %w", err)
+	}
+	return id, nil
 }
 
 // Accounts lists userID's accounts (userID 0: every account, for admins).
@@ -73,12 +108,30 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
 }
 
-// Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal.
+// Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
+// one that came with another amount is refused (EKEYREUSED).
 func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	var d Deal
+	var a Account
+	var replayed bool
+	if err := s.retry(ctx, func() (err error) {
+		d, a, replayed, err = s.deposit(ctx, id, amount, key, nonce)
+		return err
+	}); err != nil {
+		return Deal{}, false, err
+	}
+	if !replayed {
+		s.notify(ctx, balanceChanged(a))
+	}
+	return d, replayed, nil
+}
+
+// deposit is Deposit's transaction; a is the account after it.
+func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal, key, nonce string) (Deal, Account, bool, error) {
 	tx, locks, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	defer tx.Rollback()
 	var a Account
@@ -87,28 +140,28 @@ func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
 	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
 	if err := tx.lock(ctx, locks, "deposit"); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	if err := ownedBy(a, found, 0, id); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	if err := checkAmount(a.Currency, amount); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	if seen {
-		return prior, true, nil
+		return prior, a, true, amountBound(prior, amount, nonce)
 	}
 	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
 	if err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
-	s.notify(ctx, balanceChanged(a))
-	return d, false, nil
+	return d, a, false, nil
 }
 
 // Withdraw debits amount from userID's account id. With open positions it needs live metrics
 // (this process must price every position) and refuses below the margin-call level or beyond
-// free margin. A repeated requestNonce returns the first deal.
+// free margin. A repeated requestNonce returns the first deal; one that came with another amount
+// is refused (EKEYREUSED).
 func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
 	acct, err := loadAccount(ctx, s.db, userID, id)
 	if err != nil {
@@ -120,21 +173,42 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
 	if nonce != "" {
 		if d, ok, err := loadDealByKey(ctx, s.db, key); err != nil || ok {
-			return d, ok, err
+			if err == nil {
+				err = amountBound(d, amount.Neg(), nonce)
+			}
+			return d, ok && err == nil, err
 		}
 	}
+	var d Deal
+	var a Account
+	var replayed bool
+	if err := s.retry(ctx, func() (err error) {
+		d, a, replayed, err = s.withdraw(ctx, userID, id, acct, amount, key, nonce)
+		return err
+	}); err != nil {
+		return Deal{}, false, err
+	}
+	if !replayed {
+		s.notify(ctx, balanceChanged(a))
+	}
+	return d, replayed, nil
+}
+
+// withdraw is Withdraw's transaction on account id, read unlocked as acct; a is the account
+// after it.
+func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, amount decimal.Decimal, key, nonce string) (Deal, Account, bool, error) {
 	cat, err := s.catalog.get(ctx)
 	if err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	exps, err := loadExposures(ctx, s.db, id)
 	if err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	var tx *txn
 	var locks *batch
 	unpriceable := func(err error) error {
-		if fx.ErrorCode(err) == fx.EUNAVAILABLE {
+		if fx.ErrorCode(err) == fx.EUNAVAILABLE && !store.RolledBack(err) {
 			return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		return err
@@ -142,13 +216,13 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
 		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok {
-			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
-			return Deal{}, false, unpriceable(err)
+			return Deal{}, Account{}, false, unpriceable(err)
 		}
 	} else if tx, locks, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	defer tx.Rollback()
 	var a Account
@@ -158,16 +232,16 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
 	locks.query(exposuresInto(&exps), exposuresSQL, id)
 	if err := tx.lock(ctx, locks, "withdrawal"); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	if err := ownedBy(a, found, userID, id); err != nil {
-		return Deal{}, false, err
+		return Deal{}, Account{}, false, err
 	}
 	if seen {
-		return prior, true, nil
+		return prior, a, true, amountBound(prior, amount.Neg(), nonce)
 	}
 	if amount.GreaterThan(a.Balance) {
-		return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
+		return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
 	}
 	var marks *Metrics
 	if len(exps) > 0 {
@@ -175,14 +249,14 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 		m := newMarket(s.prices, cat)
 		before, ok := m.metrics(a, g, a.Balance, exps)
 		if !ok {
-			return Deal{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
-			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+			return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 		}
 		if amount.GreaterThan(before.FreeMargin) {
-			return Deal{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
+			return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
 				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
 		}
 		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
@@ -190,10 +264,25 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	}
 	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
 	if err != nil {
-		return Deal{}, false, unpriceable(err)
+		return Deal{}, Account{}, false, unpriceable(err)
 	}
-	s.notify(ctx, balanceChanged(a))
-	return d, false, nil
+	return d, a, false, nil
+}
+
+// amountBound refuses (EKEYREUSED) a deposit or withdrawal whose requestNonce already names deal
+// d of another amount (signed as the deal's: a withdrawal's is negative). The account is bound by
+// the deal's key, which names it.
+func amountBound(d Deal, amount decimal.Decimal, nonce string) error {
+	if d.Amount.Equal(amount) {
+		return nil
+	}
+	what := "deposit"
+	if d.Type == fx.DealWithdrawal {
+		what = "withdrawal"
+	}
+	return fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d for a %s of %s %s (deal %d); nothing was done. "+
+		"Send a new %s with a new requestNonce; resending the original request unchanged replays it.",
+		nonce, d.AccountID, what, fx.FormatMoney(d.Currency, d.Amount.Abs()), d.Currency, d.ID, what)
 }
 
 // checkAmount checks a deposit or withdrawal in an account's currency: positive, within the

@@ -30,8 +30,53 @@ type InstrumentPatch struct {
 	SymbolGroup *string
 }
 
-// PutInstruments applies every patch in one transaction, after checking all of them: either all
-// apply or none (EINVALID names the first bad one).
+// Column bounds of the instrument terms an admin may change (migrations 000002, 000003): volumes
+// are DECIMAL(12,4) lots, leverageMax an INT the desk caps at 10000.
+var (
+	volumeColumnMax = decimal.RequireFromString("99999999.9999")
+	volumeColumnMin = decimal.New(1, -volumeScale)
+)
+
+const (
+	volumeScale    = 4
+	leverageMaxLow = 1
+	leverageMaxTop = 10000
+)
+
+// checkVolumeTerm checks one volume term against its column: positive, at most four decimals,
+// at most 99999999.9999 lots.
+func checkVolumeTerm(field string, v decimal.Decimal) error {
+	if v.LessThan(volumeColumnMin) || v.GreaterThan(volumeColumnMax) || !v.Equal(v.Truncate(volumeScale)) {
+		return fx.Errorf(fx.EINVALID, "%s must be from %s to %s lots with at most %d decimals (got %s).",
+			field, volumeColumnMin, volumeColumnMax, volumeScale, v)
+	}
+	return nil
+}
+
+// checkVolumeTerms checks an instrument's volume terms as they will be after a change: each in
+// its column's range, max ≥ min, and min a whole multiple of step — an order's volume must be a
+// multiple of step (checkVolume), so a minimum that is not could never be traded.
+func checkVolumeTerms(at string, vmin, vstep, vmax decimal.Decimal) error {
+	for _, f := range []struct {
+		name string
+		v    decimal.Decimal
+	}{{"volumeMin", vmin}, {"volumeStep", vstep}, {"volumeMax", vmax}} {
+		if err := checkVolumeTerm(at+"."+f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if !vmin.Mod(vstep).IsZero() {
+		return fx.Errorf(fx.EINVALID, "%s: volumeMin %s must be a whole multiple of volumeStep %s, or the minimum could never be traded.", at, vmin, vstep)
+	}
+	if vmax.LessThan(vmin) {
+		return fx.Errorf(fx.EINVALID, "%s: volumeMax %s must be at least volumeMin %s.", at, vmax, vmin)
+	}
+	return nil
+}
+
+// PutInstruments applies every patch in one transaction, after checking all of them against the
+// rules and the columns they are written to: either all apply or none (EINVALID names the first
+// bad field and its range).
 func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch) ([]Instrument, error) {
 	if len(patches) == 0 {
 		return nil, fx.Errorf(fx.EINVALID, "No instruments to change.")
@@ -41,50 +86,34 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 		return nil, err
 	}
 	for i, p := range patches {
-		in, ok := cat.instruments[p.Symbol]
-		if !ok {
+		if _, ok := cat.instruments[p.Symbol]; !ok {
 			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol %q.", i, p.Symbol)
 		}
+		at := fmt.Sprintf("instruments[%d]", i)
 		if p.Status != nil && !p.Status.Valid() {
-			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: status must be ACTIVE, CLOSE_ONLY or HALTED.", i)
+			return nil, fx.Errorf(fx.EINVALID, "%s.status must be ACTIVE, CLOSE_ONLY or HALTED.", at)
 		}
-		if p.LeverageMax != nil && (*p.LeverageMax < 1 || *p.LeverageMax > 10000) {
-			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: leverageMax must be from 1 to 10000.", i)
+		if p.LeverageMax != nil && (*p.LeverageMax < leverageMaxLow || *p.LeverageMax > leverageMaxTop) {
+			return nil, fx.Errorf(fx.EINVALID, "%s.leverageMax must be a whole number from %d to %d (got %d).", at, leverageMaxLow, leverageMaxTop, *p.LeverageMax)
 		}
 		if p.SymbolGroup != nil {
 			if _, ok := cat.symbolGroups[*p.SymbolGroup]; !ok {
-				return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol group %q.", i, *p.SymbolGroup)
+				return nil, fx.Errorf(fx.EINVALID, "%s.symbolGroup: unknown symbol group %q.", at, *p.SymbolGroup)
 			}
 		}
-		vmin, vstep, vmax := in.VolumeMin, in.VolumeStep, in.VolumeMax
-		if p.VolumeMin != nil {
-			vmin = *p.VolumeMin
-		}
-		if p.VolumeStep != nil {
-			vstep = *p.VolumeStep
-		}
-		if p.VolumeMax != nil {
-			vmax = *p.VolumeMax
-		}
-		if !vmin.IsPositive() || !vstep.IsPositive() || vmax.LessThan(vmin) {
-			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: volumes need min > 0, step > 0 and max ≥ min.", i)
+		for _, f := range []struct {
+			name string
+			v    *decimal.Decimal
+		}{{"volumeMin", p.VolumeMin}, {"volumeStep", p.VolumeStep}, {"volumeMax", p.VolumeMax}} {
+			if f.v != nil {
+				if err := checkVolumeTerm(at+"."+f.name, *f.v); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("update instruments: %w", err)
-	}
-	defer tx.Rollback()
-	for _, p := range patches {
-		if _, err := tx.ExecContext(ctx, "UPDATE `fx_instrument` SET `status` = COALESCE(?, `status`), `leverageMax` = COALESCE(?, `leverageMax`), "+
-			"`volumeMin` = COALESCE(?, `volumeMin`), `volumeStep` = COALESCE(?, `volumeStep`), `volumeMax` = COALESCE(?, `volumeMax`), "+
-			"`symbolGroup` = COALESCE(?, `symbolGroup`) WHERE `symbol` = ?",
-			p.Status, p.LeverageMax, p.VolumeMin, p.VolumeStep, p.VolumeMax, p.SymbolGroup, p.Symbol); err != nil {
-			return nil, fmt.Errorf("update instrument %s: %w", p.Symbol, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("update instruments: %w", err)
+	if err := s.retry(ctx, func() error { return s.putInstruments(ctx, patches) }); err != nil {
+		return nil, err
 	}
 	s.catalog.invalidate()
 	list, err := s.Instruments(ctx)
@@ -105,6 +134,45 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 	return list, nil
 }
 
+// putInstruments is PutInstruments' transaction. The volume terms are checked together on the
+// locked rows, as they will be written, so two admins changing one instrument at once cannot
+// each pass alone and leave a pair that could never be traded.
+func (s *Service) putInstruments(ctx context.Context, patches []InstrumentPatch) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("update instruments: %w", err)
+	}
+	defer tx.Rollback()
+	for i, p := range patches {
+		var vmin, vstep, vmax decimal.Decimal
+		if err := tx.QueryRowContext(ctx, "SELECT `volumeMin`, `volumeStep`, `volumeMax` FROM `fx_instrument` WHERE `symbol` = ? FOR UPDATE", p.Symbol).
+			Scan(&vmin, &vstep, &vmax); err != nil {
+			return fmt.Errorf("update instrument %s: %w", p.Symbol, err)
+		}
+		for _, f := range []struct {
+			to    *decimal.Decimal
+			patch *decimal.Decimal
+		}{{&vmin, p.VolumeMin}, {&vstep, p.VolumeStep}, {&vmax, p.VolumeMax}} {
+			if f.patch != nil {
+				*f.to = *f.patch
+			}
+		}
+		if err := checkVolumeTerms(fmt.Sprintf("instruments[%d] (%s)", i, p.Symbol), vmin, vstep, vmax); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_instrument` SET `status` = COALESCE(?, `status`), `leverageMax` = COALESCE(?, `leverageMax`), "+
+			"`volumeMin` = COALESCE(?, `volumeMin`), `volumeStep` = COALESCE(?, `volumeStep`), `volumeMax` = COALESCE(?, `volumeMax`), "+
+			"`symbolGroup` = COALESCE(?, `symbolGroup`) WHERE `symbol` = ?",
+			p.Status, p.LeverageMax, p.VolumeMin, p.VolumeStep, p.VolumeMax, p.SymbolGroup, p.Symbol); err != nil {
+			return fmt.Errorf("update instrument %s: %w", p.Symbol, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("update instruments: %w", err)
+	}
+	return nil
+}
+
 // Tradable returns the enabled instruments by symbol and in symbol order, from the catalog cache
 // (re-read at most every few seconds), so the markets routes do not query the database per request.
 // The map and slice are shared and must not be modified.
@@ -119,7 +187,10 @@ func (s *Service) Tradable(ctx context.Context) (map[string]Instrument, []Instru
 // EnsureAccountGroup creates account group name with the default limits if it is missing and
 // sets its execution mode (the demo's A-book group). An existing group keeps its limits.
 func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
-	if _, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name); err != nil {
+	if err := s.retry(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name)
+		return err
+	}); err != nil {
 		return fmt.Errorf("account group %s: %w", name, err)
 	}
 	if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
@@ -132,13 +203,21 @@ func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.E
 // MoveAccount puts account id in account group group. An account with open positions or orders
 // in flight is refused (ECONFLICT): its positions were priced under the old group's terms.
 func (s *Service) MoveAccount(ctx context.Context, id int64, group string) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
-		"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
-		"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
+	var n int64
+	err := s.retry(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
+			"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
+			"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
+		if err != nil {
+			return fmt.Errorf("move account %d to %s: %w", id, group, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("move account %d to %s: %w", id, group, err)
+		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		var cur string
 		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", id).Scan(&cur); err != nil {
 			return accountNotFound(id)

@@ -196,7 +196,7 @@ func (c *committer) run(ws []deskWrite) {
 	defer cancel()
 	var r *lockedRows
 	attempts := 0
-	err := store.RetryRolledBack(func() error {
+	err := store.RetryRolledBack(ctx, func() error {
 		if attempts++; attempts > 1 {
 			c.retried.Add(1)
 		}

@@ -22,6 +22,19 @@
 // runs again the two-round-trip way. A close leaves the account's stored equity and used margin
 // to the next mark (a fill on the account, or reconcile); a fill writes them.
 //
+// Row order alone does not rule deadlocks out: a statement may reach a row through a secondary
+// index while another transaction, holding the row, waits to change that index (a SL/TP change
+// racing a close). Every transaction a request runs outside the group commit — and the group
+// commit's own batches — is therefore run again whole when the server rolls it back
+// (Service.retry, store.RetryRolledBack), and past the retries answered EUNAVAILABLE, never as
+// an internal error.
+//
+// The doors a trader opens are bounded by Settings: resting orders per account and accounts per
+// user, each counted under the lock its placement or creation takes. A resting order must fit
+// the account's free margin at placement. A requestNonce binds its request: an order's
+// fingerprint (fx_order.requestHash), a deposit's or withdrawal's amount; another request under
+// it is refused (EKEYREUSED) wherever the first is found.
+//
 // Money is exact: amounts are shopspring decimals, converted through the USD hub as one
 // multiplication and one division, and rounded once to the account currency's ISO 4217 minor
 // units (fx.RoundMoney: whole yen, cents, fils) before they are marked or written.

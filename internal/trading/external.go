@@ -215,17 +215,22 @@ func (s *Service) EndVenueOrder(ctx context.Context, id int64, status, reason st
 	if status != fx.OrderRejected && status != fx.OrderNotSent {
 		return fmt.Errorf("end venue order %d: %q is not an end state", id, status)
 	}
-	_, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')",
-		status, truncate(reason, 64), id)
-	if err != nil {
-		return fmt.Errorf("end venue order %d: %w", id, err)
-	}
-	return nil
+	return s.retry(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')",
+			status, truncate(reason, 64), id)
+		if err != nil {
+			return fmt.Errorf("end venue order %d: %w", id, err)
+		}
+		return nil
+	})
 }
 
 // dropUnsent removes the identity row of an order that provably never left this process.
 func (s *Service) dropUnsent(ctx context.Context, id int64) {
-	if _, err := s.db.ExecContext(ctx, "DELETE FROM `fx_order` WHERE `id` = ? AND `status` = 'SENDING' AND `venueOrderId` IS NULL", id); err != nil {
+	if err := s.retry(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, "DELETE FROM `fx_order` WHERE `id` = ? AND `status` = 'SENDING' AND `venueOrderId` IS NULL", id)
+		return err
+	}); err != nil {
 		s.log.ErrorContext(ctx, "could not remove an unsent order; the reconciler will mark it NOT_SENT", slog.Int64("order_id", id), slog.Any("err", err))
 	}
 }
@@ -738,41 +743,58 @@ func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.Exe
 	if mode == fx.External && s.venue == nil {
 		return AccountGroup{}, fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): account groups cannot be EXTERNAL.")
 	}
+	var g AccountGroup
+	var from fx.ExecutionMode
+	err := s.retry(ctx, func() (err error) {
+		g, from, err = s.setExecutionMode(ctx, name, mode)
+		return err
+	})
+	if err != nil {
+		return AccountGroup{}, err
+	}
+	if from != mode {
+		s.catalog.invalidate()
+		s.log.InfoContext(ctx, "account group execution mode changed", slog.String("group", name), slog.String("from", string(from)), slog.String("to", string(mode)))
+	}
+	return g, nil
+}
+
+// setExecutionMode is SetExecutionMode's transaction; from is the mode the group had.
+func (s *Service) setExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, fx.ExecutionMode, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: begin: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: begin: %w", err)
 	}
 	defer tx.Rollback()
 	g, err := scanAccountGroup(tx.QueryRowContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group` WHERE `name` = ? FOR UPDATE", name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return AccountGroup{}, fx.Errorf(fx.ENOTFOUND, "Account group %q not found.", name)
+		return AccountGroup{}, "", fx.Errorf(fx.ENOTFOUND, "Account group %q not found.", name)
 	}
 	if err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
 	}
 	if g.Execution == mode {
-		return g, nil
+		return g, mode, nil
 	}
 	var positions, sending int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` "+
 		"WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL", name).Scan(&positions); err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
 		"WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING'", name).Scan(&sending); err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
 	}
 	if positions > 0 || sending > 0 {
-		return AccountGroup{}, fx.Errorf(fx.ECONFLICT, "Account group %q has %d open EXTERNAL positions and %d orders SENDING to the venue: close them (or let the reconciler resolve them) before switching its execution mode.", name, positions, sending)
+		return AccountGroup{}, "", fx.Errorf(fx.ECONFLICT, "Account group %q has %d open EXTERNAL positions and %d orders SENDING to the venue: close them (or let the reconciler resolve them) before switching its execution mode.", name, positions, sending)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account_group` SET `executionMode` = ? WHERE `name` = ?", mode, name); err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return AccountGroup{}, fmt.Errorf("set execution mode: commit: %w", err)
+		return AccountGroup{}, "", fmt.Errorf("set execution mode: commit: %w", err)
 	}
-	s.catalog.invalidate()
-	s.log.InfoContext(ctx, "account group execution mode changed", slog.String("group", name), slog.String("from", string(g.Execution)), slog.String("to", string(mode)))
+	from := g.Execution
 	g.Execution = mode
-	return g, nil
+	return g, from, nil
 }

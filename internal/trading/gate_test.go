@@ -35,8 +35,14 @@ func newGate(t testing.TB, l gate.Lease) testGate {
 	return tg
 }
 
+// newService builds a service for a test. Unless the test sets its own, the caps are the
+// defaults but for accounts per user, which is raised: the tests' users are fixed numbers in one
+// database that outlives a run, so a test run again (-count) finds its earlier accounts.
 func newService(t testing.TB, c Config) *Service {
 	t.Helper()
+	if c.Settings == nil {
+		c.Settings = capsOf(DefaultMaxPendingOrders, 1000)
+	}
 	svc, err := New(c)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,9 @@ package trading
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,7 +81,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 				return OrderResult{}, aerr
 			}
 			if o, ok, lerr := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
-				return s.replay(ctx, o, ok, lerr)
+				return s.replay(ctx, r, o, ok, lerr)
 			}
 		}
 		return OrderResult{}, err
@@ -117,9 +120,34 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	if r.Type == fx.Market {
 		return s.fillMarket(ctx, userID, r, in)
 	}
+	var res OrderResult
+	err = s.retry(ctx, func() (err error) {
+		res, err = s.placeResting(ctx, userID, r, in, cat, m, q, expires)
+		return err
+	})
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if !res.Replayed {
+		s.notify(ctx, orderPlaced(res.Order))
+	}
+	return res, nil
+}
 
-	// A resting order moves no money: one transaction of its own. Round trip one: lock the
-	// account, find a retried nonce, sum the exposures.
+// placeResting writes a LIMIT or STOP order as PENDING, in one transaction of its own (a resting
+// order moves no money). Round trip one locks the account and reads, under that lock, a retried
+// nonce, the open exposures and the account's pending orders; round trip two writes the order.
+//
+// Two caps hold here, both judged on rows read under the account lock that every placement
+// takes, so two placements racing for the last place cannot both pass: the account's pending
+// orders (Settings.MaxPendingOrders), and its free margin. As MT5-class servers do at placement,
+// the order must fit the free margin: filled now at the quote q, commission included, it must
+// leave free margin ≥ 0 (fillCheck: the check a MARKET order of its size passes). Margin is at
+// the market, as for every open position, and the new position shows no profit: judged at its
+// own price it would be credited, as unrealised profit, the distance a LIMIT waits for. Other
+// pending orders are not added up: each is judged again, on the rows of its fill, when it
+// triggers.
+func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in Instrument, cat *catalog, m *market, q quote, expires *time.Time) (OrderResult, error) {
 	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
@@ -129,6 +157,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	var found, retried bool
 	var original Order
 	var exps []exposure
+	var pending int64
 	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, r.AccountID)
 	if r.RequestNonce != "" {
 		// The account lock serialises submits of one account, so a retry racing the original
@@ -136,6 +165,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		locks.query(rowInto(&original, &retried, scanOrder), nonceSQL, r.AccountID, r.RequestNonce)
 	}
 	locks.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
+	// Read after the account lock was granted, like the nonce: every placement that committed a
+	// PENDING order of this account before it is counted.
+	locks.query(scanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
 	if err := tx.lock(ctx, locks, "place order"); err != nil {
 		return OrderResult{}, err
 	}
@@ -144,10 +176,14 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	}
 	if retried {
 		tx.Rollback()
-		return s.replay(ctx, original, true, nil)
+		return s.replay(ctx, r, original, true, nil)
 	}
 	if a.Execution == fx.External {
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d trades through an execution venue, which takes MARKET orders only: resting %s orders are not routed there.", a.ID, r.Type)
+	}
+	if limit := s.settings.MaxPendingOrders(); pending >= int64(limit) {
+		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Account %d already has %d pending orders, the most one account may hold (setting %s = %d): cancel one, or wait for one to fill or expire, before placing another.",
+			a.ID, pending, SettingMaxPendingOrders, limit)
 	}
 	g := cat.accountGroup(a.Group)
 	before, ok := m.metrics(a, g, a.Balance, exps)
@@ -158,31 +194,33 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 	}
+	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, fillPrice(in, q, r.Side)); err != nil {
+		return OrderResult{}, err
+	}
 
 	// Round trip two: the order.
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
 		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
 	if r.RequestNonce != "" {
-		o.RequestNonce = &r.RequestNonce
+		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
 	var b batch
-	b.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
+	b.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
 	b.query(lastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
 	if err := tx.commit(ctx, &b); err != nil {
 		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
 			tx.Rollback()
 			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
-			return s.replay(ctx, o, ok, err)
+			return s.replay(ctx, r, o, ok, err)
 		}
 		return OrderResult{}, fmt.Errorf("place order: %w", err)
 	}
-	s.notify(ctx, orderPlaced(o))
 	return OrderResult{Order: o}, nil
 }
 
 const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, " +
-	"`expiresAt`, `status`, `requestNonce`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // fillMarket fills a MARKET order through the holder's group commit (committer): its rules run
 // on the rows its batch locks, after every write before it in the batch (two orders of one
@@ -201,13 +239,13 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 	s.commits.submit(w)
 	switch {
 	case w.original != nil:
-		return s.replay(ctx, *w.original, true, nil)
+		return s.replay(ctx, r, *w.original, true, nil)
 	case w.err == nil && w.sending != nil:
 		return s.sendOpen(ctx, userID, w.res.Order, in, arrived)
 	case errors.Is(w.err, errReplayed):
 		// A retry that was not committed when its batch looked is now.
 		o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
-		return s.replay(ctx, o, ok, err)
+		return s.replay(ctx, r, o, ok, err)
 	case w.err != nil:
 		return OrderResult{}, w.err
 	}
@@ -251,6 +289,9 @@ func (w *marketFill) apply(r *lockedRows) error {
 	key := nonceKey{a.ID, w.r.RequestNonce}
 	if w.r.RequestNonce != "" {
 		if prior, ok := r.made[key]; ok {
+			if prior.r.fingerprint() != w.r.fingerprint() {
+				return errKeyReused(w.r, prior.r, 0)
+			}
 			w.replayOf = prior
 			return nil
 		}
@@ -283,10 +324,10 @@ func (w *marketFill) apply(r *lockedRows) error {
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.now}
 	if w.r.RequestNonce != "" {
-		o.RequestNonce = &w.r.RequestNonce
+		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.sessionVar("o")
-	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.FillPrice)
+	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
 	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.fill = r.openPosition(a, in, o, orderVar, price, commission, &after, nil)
 	if w.r.RequestNonce != "" {
@@ -309,12 +350,12 @@ func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
 	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.now}
 	if w.r.RequestNonce != "" {
-		o.RequestNonce = &w.r.RequestNonce
+		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, idx := r.sessionVar("o")
 	r.w.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
-		"`execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, 'EXTERNAL', NOW(3))",
-		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce)
+		"`requestHash`, `execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', NOW(3))",
+		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash)
 	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
@@ -487,12 +528,18 @@ func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, e
 	return nil, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
 }
 
-func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (OrderResult, error) {
+// replay answers request r with the order o its requestNonce already names (found ok, or the
+// lookup's err): the original, marked Replayed, when r is the request that wrote it; EKEYREUSED
+// when r is another request sent under the same nonce.
+func (s *Service) replay(ctx context.Context, r OrderRequest, o Order, ok bool, err error) (OrderResult, error) {
 	if err != nil {
 		return OrderResult{}, err
 	}
 	if !ok {
 		return OrderResult{}, fmt.Errorf("request nonce collided but the original order is gone")
+	}
+	if o.RequestHash != nil && *o.RequestHash != r.fingerprint() {
+		return OrderResult{}, errKeyReused(r, OrderRequest{AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: o.Type, Volume: o.Volume}, o.ID)
 	}
 	out := OrderResult{Order: o, Replayed: true}
 	if o.PositionID != nil {
@@ -503,6 +550,50 @@ func (s *Service) replay(ctx context.Context, o Order, ok bool, err error) (Orde
 		out.Position = &p
 	}
 	return out, nil
+}
+
+// fingerprint is what a requestNonce binds (fx_order.requestHash): the SHA-256, in hex, of the
+// request's fields in their canonical form — decimals without trailing zeros, timeInForce GTC
+// when left out, expiresAt in UTC to the millisecond it is stored at — so a retry of the same
+// request matches however its JSON spelled the numbers, and any other request does not.
+func (r OrderRequest) fingerprint() string {
+	opt := func(d *decimal.Decimal) string {
+		if d == nil {
+			return "-"
+		}
+		return d.String()
+	}
+	tif := r.TimeInForce
+	if tif == "" {
+		tif = fx.GTC
+	}
+	exp := "-"
+	if r.ExpiresAt != nil {
+		exp = r.ExpiresAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s",
+		r.AccountID, r.Symbol, r.Side, r.Type, r.Volume.String(), opt(r.Price), opt(r.SL), opt(r.TP), tif, exp))
+	return hex.EncodeToString(sum[:])
+}
+
+// hash is the fingerprint to store with the order r writes: nil when r has no requestNonce.
+func (r OrderRequest) hash() *string {
+	if r.RequestNonce == "" {
+		return nil
+	}
+	h := r.fingerprint()
+	return &h
+}
+
+// errKeyReused refuses request r, whose requestNonce already names another request: first, the
+// order it wrote (id, or 0 while that order is in the same batch and has none yet).
+func errKeyReused(r, first OrderRequest, id int64) error {
+	what := fmt.Sprintf("%s %s %s %s", first.Side, first.Type, first.Volume, first.Symbol)
+	if id != 0 {
+		what = fmt.Sprintf("order %d, %s", id, what)
+	}
+	return fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d for a different order (%s); nothing was done. "+
+		"Send a new order with a new requestNonce; resending the original request unchanged replays it.", r.RequestNonce, r.AccountID, what)
 }
 
 // Orders lists userID's orders, newest first.
@@ -517,11 +608,19 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, err
 	if err != nil {
 		return Order{}, err
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id)
+	var n int64
+	err = s.retry(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id)
+		if err != nil {
+			return fmt.Errorf("cancel order %d: %w", id, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
-		return Order{}, fmt.Errorf("cancel order %d: %w", id, err)
+		return Order{}, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		o, _ = loadOrder(ctx, s.db, userID, id)
 		return Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
 	}

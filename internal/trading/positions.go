@@ -76,11 +76,21 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if err := checkStops(in, p.Side, ref, chkSL, chkTP); err != nil {
 		return Position{}, err
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
+	// The UPDATE can be a deadlock's victim: it may reach the row through the open-positions
+	// index while a close holding the row waits to change that index.
+	var n int64
+	err = s.retry(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
+		if err != nil {
+			return fmt.Errorf("modify position %d: %w", id, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
-		return Position{}, fmt.Errorf("modify position %d: %w", id, err)
+		return Position{}, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 )
 
 // Lease is the term fence that ends a fenced write's own transaction (*lease.Keeper). The fence
@@ -38,6 +40,7 @@ type Service struct {
 	gate     Gate
 	log      *slog.Logger
 	catalog  *catalogCache
+	settings *Settings // the caps (pending orders per account, accounts per user)
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
 
@@ -48,6 +51,10 @@ type Service struct {
 	venueBound time.Duration // a venue send's whole life: the queue, the call, the booking
 	links      links         // open EXTERNAL positions → venue trades (the holder's)
 	busy       busy          // EXTERNAL orders and positions being sent or booked now
+
+	// rolledBack counts transactions outside the group commit that the server rolled back (a
+	// deadlock, a lock wait timeout) and retry ran again.
+	rolledBack atomic.Uint64
 }
 
 // Config builds a Service.
@@ -70,6 +77,9 @@ type Config struct {
 	Commits CommitObserver
 	// Venue, when set, is the execution venue EXTERNAL account groups trade through (A-book).
 	Venue Venue
+	// Settings, when set, is the process's desk settings (the caps are read from it); default:
+	// settings of its own over DB, which see a change within seconds.
+	Settings *Settings
 	// VenueBound bounds what the desk does for one venue send — waiting for a worker, the
 	// venue's answer, booking it — which belongs to no single request (the trader may have
 	// gone), so it runs detached from the request's context. Set it above the venue call's own
@@ -96,8 +106,11 @@ func New(c Config) (*Service, error) {
 	if c.CommitDB == nil {
 		c.CommitDB = c.DB
 	}
+	if c.Settings == nil {
+		c.Settings = NewSettings(c.DB, c.Log)
+	}
 	s := &Service{db: c.DB, commitDB: c.CommitDB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
+		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, settings: c.Settings, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}
@@ -119,6 +132,21 @@ func (s *Service) admit(ctx context.Context, work gate.Work, what string, attrs 
 		return s.gate.Fenced(ctx, work, errors.New("this process has no lease to fence with"), attrs...)
 	}
 	return nil
+}
+
+// retry runs txn — one whole transaction of a request outside the group commit (which retries
+// its own batches), or one autocommit statement — through store.RetryRolledBack: run again while
+// the server rolls it back as a deadlock victim or a lock wait times out, and past the retries
+// answered EUNAVAILABLE (fx.MsgContended) instead of an internal error. txn must begin, and roll
+// back on error, its own transaction, so each attempt starts from nothing.
+func (s *Service) retry(ctx context.Context, txn func() error) error {
+	attempts := 0
+	return store.RetryRolledBack(ctx, func() error {
+		if attempts++; attempts > 1 {
+			s.rolledBack.Add(1)
+		}
+		return txn()
+	})
 }
 
 // maxList caps every list answer.

@@ -11,40 +11,67 @@ import (
 	"time"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
 // SettingQuoteStale is how old a quote may be, while its session is open, and still price a trade.
 const SettingQuoteStale = "fxTradingQuoteStaleSecondsFx"
 
-// settingRules validates each known setting; a name not listed here is refused.
-var settingRules = map[string]func(string) error{
-	SettingQuoteStale: func(v string) error {
+// SettingMaxPendingOrders caps the resting (PENDING) LIMIT and STOP orders of one account: every
+// one is watched by the risk engine on every tick of its symbol.
+const SettingMaxPendingOrders = "fxMaxPendingOrdersPerAccount"
+
+// SettingMaxAccountsPerUser caps the trading accounts one user may open.
+const SettingMaxAccountsPerUser = "fxMaxAccountsPerUser"
+
+// Defaults of the caps, used until a value is stored (and by a desk that never stored one).
+const (
+	DefaultMaxPendingOrders   = 100
+	DefaultMaxAccountsPerUser = 10
+)
+
+// wholeSetting is the rule of a setting holding a whole number from lo to hi (unit names it).
+func wholeSetting(name string, lo, hi int, unit string) func(string) error {
+	return func(v string) error {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 3600 {
-			return fx.Errorf(fx.EINVALID, "%s must be a whole number of seconds from 1 to 3600 (got %q).", SettingQuoteStale, v)
+		if err != nil || n < lo || n > hi {
+			return fx.Errorf(fx.EINVALID, "%s must be a whole number of %s from %d to %d (got %q).", name, unit, lo, hi, v)
 		}
 		return nil
-	},
+	}
 }
 
-// Settings reads and writes fx_setting. StaleAfter is a cached read cheap enough for the tick
-// engine's every state check: an atomic load, with a refresh started in the background at most
-// once per refreshEvery.
+// settingRules validates each known setting; a name not listed here is refused. Values are
+// stored as text (fx_setting.value, VARCHAR(255)); the ranges keep them far inside an int.
+var settingRules = map[string]func(string) error{
+	SettingQuoteStale:         wholeSetting(SettingQuoteStale, 1, 3600, "seconds"),
+	SettingMaxPendingOrders:   wholeSetting(SettingMaxPendingOrders, 1, 10000, "orders"),
+	SettingMaxAccountsPerUser: wholeSetting(SettingMaxAccountsPerUser, 1, 1000, "accounts"),
+}
+
+// Settings reads and writes fx_setting. Its accessors (StaleAfter, MaxPendingOrders,
+// MaxAccountsPerUser) are cached reads cheap enough for the tick engine's every state check: an
+// atomic load, with a refresh started in the background at most once per refreshEvery, so a
+// change written by another process applies here within seconds.
 type Settings struct {
 	db           *sql.DB
 	log          *slog.Logger
 	refreshEvery time.Duration
 
-	staleAfter atomic.Int64 // nanoseconds
-	loadedAt   atomic.Int64 // unix nanoseconds of the last refresh start
-	refreshing atomic.Bool
+	staleAfter         atomic.Int64 // nanoseconds
+	maxPendingOrders   atomic.Int64
+	maxAccountsPerUser atomic.Int64
+	loadedAt           atomic.Int64 // unix nanoseconds of the last refresh start
+	refreshing         atomic.Bool
 }
 
-// NewSettings returns settings over db, holding the default until the first read.
+// NewSettings returns settings over db, holding the defaults until the first read.
 func NewSettings(db *sql.DB, log *slog.Logger) *Settings {
 	s := &Settings{db: db, log: log, refreshEvery: 5 * time.Second}
 	s.staleAfter.Store(int64(tick.DefaultStaleAfter))
+	s.maxPendingOrders.Store(DefaultMaxPendingOrders)
+	s.maxAccountsPerUser.Store(DefaultMaxAccountsPerUser)
 	return s
 }
 
@@ -59,14 +86,41 @@ func (s *Settings) Load(ctx context.Context) error {
 	return nil
 }
 
+// apply takes the values that pass their rules; a value that does not (written by hand in
+// fx_setting) leaves the last one, or the default, in force.
 func (s *Settings) apply(all map[string]string) {
-	if n, err := strconv.Atoi(all[SettingQuoteStale]); err == nil && n > 0 {
-		s.staleAfter.Store(int64(time.Duration(n) * time.Second))
+	whole := func(name string, into *atomic.Int64, scale int64) {
+		if v, ok := all[name]; ok && settingRules[name](v) == nil {
+			n, _ := strconv.Atoi(v)
+			into.Store(int64(n) * scale)
+		}
 	}
+	whole(SettingQuoteStale, &s.staleAfter, int64(time.Second))
+	whole(SettingMaxPendingOrders, &s.maxPendingOrders, 1)
+	whole(SettingMaxAccountsPerUser, &s.maxAccountsPerUser, 1)
 }
 
 // StaleAfter is fxTradingQuoteStaleSecondsFx as a duration. It never blocks on the database.
 func (s *Settings) StaleAfter() time.Duration {
+	s.refreshSoon()
+	return time.Duration(s.staleAfter.Load())
+}
+
+// MaxPendingOrders is fxMaxPendingOrdersPerAccount. It never blocks on the database.
+func (s *Settings) MaxPendingOrders() int {
+	s.refreshSoon()
+	return int(s.maxPendingOrders.Load())
+}
+
+// MaxAccountsPerUser is fxMaxAccountsPerUser. It never blocks on the database.
+func (s *Settings) MaxAccountsPerUser() int {
+	s.refreshSoon()
+	return int(s.maxAccountsPerUser.Load())
+}
+
+// refreshSoon starts a refresh in the background when the values are older than refreshEvery
+// and none is running.
+func (s *Settings) refreshSoon() {
 	if time.Now().UnixNano()-s.loadedAt.Load() > int64(s.refreshEvery) && s.refreshing.CompareAndSwap(false, true) {
 		s.loadedAt.Store(time.Now().UnixNano())
 		go func() {
@@ -78,7 +132,6 @@ func (s *Settings) StaleAfter() time.Duration {
 			}
 		}()
 	}
-	return time.Duration(s.staleAfter.Load())
 }
 
 // All returns every setting by name.
@@ -119,18 +172,8 @@ func (s *Settings) Put(ctx context.Context, changes map[string]string) (map[stri
 			return nil, err
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("write settings: %w", err)
-	}
-	defer tx.Rollback()
-	for _, k := range names {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_setting` (`name`, `value`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `value` = VALUES(`value`)", k, changes[k]); err != nil {
-			return nil, fmt.Errorf("write setting %s: %w", k, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("write settings: %w", err)
+	if err := store.RetryRolledBack(ctx, func() error { return s.put(ctx, names, changes) }); err != nil {
+		return nil, err
 	}
 	all, err := s.All(ctx)
 	if err != nil {
@@ -138,4 +181,22 @@ func (s *Settings) Put(ctx context.Context, changes map[string]string) (map[stri
 	}
 	s.apply(all)
 	return all, nil
+}
+
+// put is Put's transaction: names, in order, set to their values in changes.
+func (s *Settings) put(ctx context.Context, names []string, changes map[string]string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	defer tx.Rollback()
+	for _, k := range names {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_setting` (`name`, `value`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `value` = VALUES(`value`)", k, changes[k]); err != nil {
+			return fmt.Errorf("write setting %s: %w", k, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	return nil
 }

@@ -44,9 +44,12 @@ type Order struct {
 	ExpiresAt    *time.Time
 	Status       string
 	RequestNonce *string
-	FillPrice    *decimal.Decimal
-	PositionID   *int64
-	CreatedAt    time.Time
+	// RequestHash is the fingerprint of the request its nonce binds (OrderRequest.fingerprint);
+	// nil without a nonce, or on an order written before the desk kept it.
+	RequestHash *string
+	FillPrice   *decimal.Decimal
+	PositionID  *int64
+	CreatedAt   time.Time
 	// Execution is INTERNAL (filled by the desk) or EXTERNAL (sent to the venue, client id =
 	// the order's id); SentAt, VenueOrderID and VenueReason are set on EXTERNAL orders only.
 	Execution    fx.ExecutionMode
@@ -205,13 +208,13 @@ func exposuresInto(out *[]exposure) func(*sql.Rows) error {
 const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
-	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`"
+	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`"
 
 func scanOrder(sc scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
-		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason)
+		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason, &o.RequestHash)
 	return o, err
 }
 

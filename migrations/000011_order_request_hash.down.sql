@@ -1,0 +1,2 @@
+ALTER TABLE `fx_order`
+  DROP COLUMN `requestHash`;
