@@ -59,7 +59,7 @@ func TestTradingCapsAtTheDoor(t *testing.T) {
 // the change lands before the close or finds the position closed.
 func TestTradingModifyRacingCloseIsNeverInternal(t *testing.T) {
 	t.Parallel()
-	d := newTradingDesk(t)
+	d := newTradingDesk(t, unlimitedRates...) // one token races as fast as it can
 	tok, acct := d.newTrader(1602, "USD", "100", "100000.00")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	for i := range 40 {

@@ -295,9 +295,9 @@ func TestTradingUSDAccountOnEURUSD(t *testing.T) {
 	// Floating (1.10000 − 1.10020) × 100,000 = −20.00; margin 100,000 × mid 1.1001 ÷ 100 = 1100.10.
 	wantMetrics(t, d.account(tok, acct), "9993.00", "9973.00", "1100.10", "8872.90", "906.55")
 
-	// The same requestNonce again returns the original order and opens nothing.
+	// The same request again (its requestNonce binds it) returns the original order and opens nothing.
 	var again orderResp
-	must(t, d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1.00","requestNonce":"usd-1"}`, acct), http.StatusOK, &again)
+	must(t, d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1.00","sl":"1.09000","tp":"1.12000","requestNonce":"usd-1"}`, acct), http.StatusOK, &again)
 	if !again.Replayed || again.Order.ID != o.Order.ID || again.Position.ID != o.Position.ID {
 		t.Fatalf("replay = %+v", again)
 	}
