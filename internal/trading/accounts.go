@@ -112,11 +112,17 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 // one that came with another amount is refused (EKEYREUSED).
 func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
+	return s.balanceChange(ctx, func() (Deal, Account, bool, error) { return s.deposit(ctx, id, amount, key, nonce) })
+}
+
+// balanceChange runs a deposit's or a withdrawal's transaction, retried whole on a deadlock,
+// and tells the risk engine about the account it left unless it was a replay.
+func (s *Service) balanceChange(ctx context.Context, txn func() (Deal, Account, bool, error)) (Deal, bool, error) {
 	var d Deal
 	var a Account
 	var replayed bool
 	if err := s.retry(ctx, func() (err error) {
-		d, a, replayed, err = s.deposit(ctx, id, amount, key, nonce)
+		d, a, replayed, err = txn()
 		return err
 	}); err != nil {
 		return Deal{}, false, err
@@ -179,19 +185,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 			return d, ok && err == nil, err
 		}
 	}
-	var d Deal
-	var a Account
-	var replayed bool
-	if err := s.retry(ctx, func() (err error) {
-		d, a, replayed, err = s.withdraw(ctx, userID, id, acct, amount, key, nonce)
-		return err
-	}); err != nil {
-		return Deal{}, false, err
-	}
-	if !replayed {
-		s.notify(ctx, balanceChanged(a))
-	}
-	return d, replayed, nil
+	return s.balanceChange(ctx, func() (Deal, Account, bool, error) { return s.withdraw(ctx, userID, id, acct, amount, key, nonce) })
 }
 
 // withdraw is Withdraw's transaction on account id, read unlocked as acct; a is the account
