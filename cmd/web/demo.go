@@ -57,13 +57,13 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 	fmt.Fprintf(stdout, "  export TRADER=%s\n  export ADMIN=%s\n", trader, admin)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" %s/api/fx/quotes?symbols=EURUSD,USDJPY\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" %s/api/fx/accounts/%d\n", base, accountID)
-	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" -d '{\"accountId\":%d,\"symbol\":\"EURUSD\",\"side\":\"BUY\",\"type\":\"MARKET\",\"volume\":\"0.10\",\"requestNonce\":\"demo-1\"}' %s/api/fx/orders\n", accountID, base)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" --json '{\"accountId\":%d,\"symbol\":\"EURUSD\",\"side\":\"BUY\",\"type\":\"MARKET\",\"volume\":\"0.10\",\"requestNonce\":\"demo-1\"}' %s/api/fx/orders\n", accountID, base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" %s/api/fx/positions\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" -X POST %s/api/fx/positions/ID/close\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" %s/api/fx/deals\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk\n", base)
 	fmt.Fprintf(stdout, "  status page, in a browser: %s/admin/login (sign in with $ADMIN)\n", base)
-	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" -d '{\"amount\":\"500.00\"}' %s/api/admin/fx/accounts/%d/deposit\n", base, accountID)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" --json '{\"amount\":\"500.00\"}' %s/api/admin/fx/accounts/%d/deposit\n", base, accountID)
 	if venueControl == "" {
 		return nil
 	}
@@ -72,7 +72,7 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 		return err
 	}
 	fmt.Fprintf(stdout, "\ndemo A-book: account %d is in the EXTERNAL group %q: its orders fill at the venue simulator first\n", abook, demoABookGroup)
-	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" -d '{\"accountId\":%d,\"symbol\":\"EURUSD\",\"side\":\"BUY\",\"type\":\"MARKET\",\"volume\":\"0.10\",\"requestNonce\":\"demo-a1\"}' %s/api/fx/orders\n", abook, base)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $TRADER\" --json '{\"accountId\":%d,\"symbol\":\"EURUSD\",\"side\":\"BUY\",\"type\":\"MARKET\",\"volume\":\"0.10\",\"requestNonce\":\"demo-a1\"}' %s/api/fx/orders\n", abook, base)
 	fmt.Fprintf(stdout, "  curl %s/control/state   (the venue's trades; faults: POST %s/control/fault)\n", venueControl, venueControl)
 	return nil
 }
