@@ -24,7 +24,7 @@ import (
 // one never: its watermark had moved past it, so the second run could not repair it.
 func TestSwapsRunAheadWhileFillsCommit(t *testing.T) {
 	t.Parallel()
-	d := newSplitDesk(t)
+	d := newSplitDesk(t, unlimitedRates...) // one token fills as fast as it can
 	tok, usd := d.newTrader(501, "USD", "100", "1000000")
 	d.setQuote(tok, "EURUSD", "1.08000", "1.08020")
 	// Enough positions that each rollover date's work takes the run a while.

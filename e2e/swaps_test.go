@@ -26,18 +26,19 @@ import (
 
 // splitDesk is a holder web process with CRON_MODE=off, publishing the quote mirror, fed by a
 // test-driven simulator: the prices fxdesk-cron converts with are exactly the ones a test set.
-func newSplitDesk(t *testing.T) *tradingDesk {
+func newSplitDesk(t *testing.T, env ...string) *tradingDesk {
 	t.Helper()
-	return newSplitDeskIn(newDeskEnv(t))
+	return newSplitDeskIn(newDeskEnv(t), env...)
 }
 
-// newSplitDeskIn is newSplitDesk on an install the test has prepared.
-func newSplitDeskIn(e *deskEnv) *tradingDesk {
+// newSplitDeskIn is newSplitDesk on an install the test has prepared; env entries override the
+// web process's environment.
+func newSplitDeskIn(e *deskEnv, env ...string) *tradingDesk {
 	t := e.t
 	t.Helper()
 	sim := startFeedSim(t)
-	web := e.start("web", "fxdesk-web", mirrorEnv("CRON_MODE=off", "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=test",
-		"FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s")...)
+	web := e.start("web", "fxdesk-web", mirrorEnv(append([]string{"CRON_MODE=off", "FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test",
+		"FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s"}, env...)...)...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
 	return &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 }
