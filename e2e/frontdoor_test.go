@@ -19,7 +19,7 @@ import (
 // token opening 2,000 markets-rail streams, then anonymous connections past the process's cap.
 // The holder's own work must keep its timing — read from its own metrics and logs — another
 // trader must still trade and be stopped out through a gap, and everything past a cap must be
-// refused with a clear answer. The latency figures are BenchmarkFrontDoor's, not this test's.
+// refused with a clear answer. The latency figures are TestBenchFrontDoor's, not this test's.
 func TestFrontDoorStreamAndConnectionAttack(t *testing.T) {
 	t.Parallel()
 	const maxConns, streamsPerToken, idle = 400, 8, 500
@@ -36,43 +36,23 @@ func TestFrontDoorStreamAndConnectionAttack(t *testing.T) {
 	// attacker comes through the trusted proxy as another address than the trader's.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	attack := &http.Transport{MaxConnsPerHost: 200, MaxIdleConnsPerHost: 200}
-	defer attack.CloseIdleConnections()
+	attack := &streamOpener{ctx: ctx, tr: &http.Transport{MaxConnsPerHost: 200, MaxIdleConnsPerHost: 200}, addr: d.web.addr}
+	defer attack.tr.CloseIdleConnections()
 	var (
 		mu       sync.Mutex
 		statuses = map[int]int{}
 		noRetry  int
-		held     sync.WaitGroup
 		wg       sync.WaitGroup
 	)
 	for range 2000 {
 		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.web.addr+"/api/fx/markets/stream", nil)
-			req.Header.Set("Authorization", "Bearer "+attacker)
-			req.Header.Set("X-Forwarded-For", "203.0.113.66")
-			resp, err := attack.RoundTrip(req)
-			if err != nil {
-				mu.Lock()
-				statuses[0]++
-				mu.Unlock()
-				return
-			}
+			code, retryAfter := attack.open(attacker, "203.0.113.66")
 			mu.Lock()
-			statuses[resp.StatusCode]++
-			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			statuses[code]++
+			if code == http.StatusTooManyRequests && retryAfter == "" {
 				noRetry++
 			}
 			mu.Unlock()
-			if resp.StatusCode != http.StatusOK {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return
-			}
-			// An accepted stream is held open, read as a client would, until the test ends.
-			held.Go(func() {
-				defer resp.Body.Close()
-				io.Copy(io.Discard, resp.Body)
-			})
 		})
 	}
 	wg.Wait()
@@ -90,7 +70,7 @@ func TestFrontDoorStreamAndConnectionAttack(t *testing.T) {
 
 	// Phase 2: anonymous connections that never send a byte, past the cap. The trader keeps a
 	// connection it opened before, as a live client does.
-	attack.CloseIdleConnections()
+	attack.tr.CloseIdleConnections()
 	warm := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}}
 	getAccounts := func() int {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+d.web.addr+"/api/fx/accounts", nil)
@@ -163,7 +143,7 @@ func TestFrontDoorStreamAndConnectionAttack(t *testing.T) {
 		}
 	}
 	cancel()
-	held.Wait()
+	attack.held.Wait()
 }
 
 // renewCount is fxdesk_lease_renew_seconds_count for outcome (0 when never observed).
@@ -291,4 +271,35 @@ func TestFrontDoorRefusalsChangeNothing(t *testing.T) {
 	if after := d.snapshot(); !maps.Equal(before, after) {
 		t.Fatalf("refused requests changed the database:\nbefore %v\nafter  %v", before, after)
 	}
+}
+
+// streamOpener asks for markets-rail streams of every symbol through tr, and holds each one
+// accepted, read as a client reads it, until ctx ends; held waits for them to close.
+type streamOpener struct {
+	ctx  context.Context
+	tr   *http.Transport
+	addr string // the holder's
+	held sync.WaitGroup
+}
+
+// open asks for one stream for tok from the client address from (through the trusted proxy) and
+// returns the answer's status (0 when there was none) and its Retry-After.
+func (s *streamOpener) open(tok, from string) (int, string) {
+	req, _ := http.NewRequestWithContext(s.ctx, http.MethodGet, "http://"+s.addr+"/api/fx/markets/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Forwarded-For", from)
+	resp, err := s.tr.RoundTrip(req)
+	if err != nil {
+		return 0, ""
+	}
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	s.held.Go(func() {
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+	})
+	return http.StatusOK, ""
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -33,6 +34,9 @@ func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, m 
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := r.Header.Get("Authorization")
 			p, err := res.Resolve(r.Context(), header)
+			if errors.Is(err, auth.ErrBusy) {
+				m.Refused.WithLabelValues(metrics.RefusedTokenLookups).Inc()
+			}
 			if err != nil {
 				if fx.ErrorCode(err) == fx.EUNAUTH {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="fxdesk"`)

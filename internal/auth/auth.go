@@ -145,7 +145,17 @@ type Resolver struct {
 	unknown map[string]time.Time // token hash → until when it is refused without a lookup
 	// Lookups counts the database lookups made, for tests that show a refusal cost none.
 	lookups atomic.Int64
+	// slots bounds the lookups in flight: a flood of distinct unknown tokens from many
+	// addresses costs the database at most this many queries at a time.
+	slots chan struct{}
 }
+
+// LookupSlots is how many token lookups one process runs against the database at once.
+const LookupSlots = 4
+
+// ErrBusy refuses a token the resolver could not look up because every lookup slot was taken
+// (a flood of unknown tokens): nothing was done, and the caller may retry shortly.
+var ErrBusy error = fx.Errorf(fx.EUNAVAILABLE, "The desk is checking as many bearer tokens as it can right now; retry shortly.")
 
 type cached struct {
 	p     Principal
@@ -165,7 +175,8 @@ const cacheKeys = 100_000
 
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
-	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{}}
+	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{},
+		slots: make(chan struct{}, LookupSlots)}
 }
 
 // Lookups is the number of database lookups the resolver has made.
@@ -215,6 +226,17 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	}
 	if refused && now.Before(refusedUntil) {
 		return Principal{}, errBadToken
+	}
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	default:
+		// Every slot is taken: a token seen lately is honoured as during an outage, any other
+		// is refused at once rather than queued behind the flood.
+		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
+			return c.p, nil
+		}
+		return Principal{}, ErrBusy
 	}
 	r.lookups.Add(1)
 	var p Principal
