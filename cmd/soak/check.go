@@ -50,6 +50,9 @@ type evidence struct {
 	// external names the clients trading on the EXTERNAL account group.
 	venue    *venueState
 	external map[string]bool
+	// floods and reuses are what the front-door faults saw.
+	floods []floodRun
+	reuses []reuse
 }
 
 // during names the fault windows that overlap [a, b], for reading a violation.
@@ -83,6 +86,9 @@ func checkAll(s *dbSnapshot, ev *evidence) []result {
 		checkAnswersInDB(s, ev),
 		checkFencedInTerm(ev),
 		checkNo5xx(ev),
+		checkFlood(s, ev),
+		checkReusedNonce(s, ev),
+		checkLoadNotLimited(ev),
 	}
 	if ev.venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.venue))

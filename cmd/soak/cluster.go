@@ -47,6 +47,8 @@ type cluster struct {
 	mysqlP *tcpproxy.Proxy
 	redisP *tcpproxy.Proxy
 	admin  string
+	// attacker is the token of the front-door faults' attacker, a platform user of its own.
+	attacker string
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
 	// prices from it too, so a gap moves the desk and the venue alike.
 	feed *sim
@@ -251,6 +253,10 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 		c.close()
 		return nil, err
 	}
+	if c.attacker, err = c.issueToken(ctx, attackerUser, false); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -262,6 +268,17 @@ func (c *cluster) dsn() string {
 	cfg.Net = "tcp"
 	return cfg.FormatDSN()
 }
+
+// The front door's limits as the soak sets them, so its checks know the bounds. The rate per
+// token is the default, and the soak's own load stays under it (checkLoadNotLimited says so);
+// the per-address rate stays the default too, because every soak client names an address of
+// its own in X-Forwarded-For and the soak is the trusted proxy (127.0.0.1), as nginx is in
+// compose — without that every client, the attacker included, would share 127.0.0.1's bucket.
+const (
+	soakRatePerToken    = 50
+	soakStreamsPerToken = 8
+	soakBodyLimit       = 65536
+)
 
 // clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
 // but the soak's own loopback processes.
@@ -282,6 +299,10 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_WEB_INSTANCES=2",
 		"FXDESK_CLUSTER_SECRET=" + clusterSecret, // two web processes: followers forward to the holder
 		"GOMAXPROCS=1",                           // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
+		"FXDESK_TRUSTED_PROXIES=127.0.0.1/32",
+		"FXDESK_RATE_PER_TOKEN=" + strconv.Itoa(soakRatePerToken),
+		"FXDESK_STREAMS_PER_TOKEN=" + strconv.Itoa(soakStreamsPerToken),
+		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(soakBodyLimit),
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
 	}

@@ -49,7 +49,7 @@ var (
 	processFaultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, faultCut}
 	venueFaultKinds   = []string{faultVenueTimeout, faultVenueHold, faultVenue5xx, faultVenueOutage, faultVenueClose}
 	// faultKinds is every kind, in the summary's order.
-	faultKinds = append(append([]string(nil), processFaultKinds...), venueFaultKinds...)
+	faultKinds = slices.Concat(processFaultKinds, venueFaultKinds, frontDoorFaultKinds)
 )
 
 func isVenueFault(kind string) bool { return strings.HasPrefix(kind, "venue") }
@@ -66,12 +66,14 @@ type fault struct {
 	Restore    time.Duration `json:"restore,omitempty"`    // gap: back to the old price after this (0: never)
 	AheadHours int           `json:"aheadHours,omitempty"` // rollover: --at = now + this many hours
 	KillAfter  time.Duration `json:"killAfter,omitempty"`  // rolloverKill
-	Target     string        `json:"target,omitempty"`     // cut: mysql or redis
+	Target     string        `json:"target,omitempty"`     // cut: mysql or redis; flood: holder or follower
 	CutFor     time.Duration `json:"cutFor,omitempty"`     // cut
-	Count      int           `json:"count,omitempty"`      // venueTimeout, venueHold, venue5xx: requests it applies to
-	HoldFor    time.Duration `json:"holdFor,omitempty"`    // venueTimeout: answer held before the cut; venueHold: until the release
+	Count      int           `json:"count,omitempty"`      // venueTimeout, venueHold, venue5xx: requests it applies to; flood: unknown tokens sent
+	HoldFor    time.Duration `json:"holdFor,omitempty"`    // venueTimeout: answer held before the cut; venueHold: until the release; flood: how long its streams are held
 	DownFor    time.Duration `json:"downFor,omitempty"`    // venueOutage
-	Pick       float64       `json:"pick,omitempty"`       // venueClose: which open trade, as a share of them in id order
+	Pick       float64       `json:"pick,omitempty"`       // venueClose: which open trade, as a share of them in id order; reusedNonce: which accepted order, in journal order
+	Streams    int           `json:"streams,omitempty"`    // flood: markets-rail streams opened with the attacker's token
+	Bodies     int           `json:"bodies,omitempty"`     // flood: oversized, wrong Content-Type and duplicate-key bodies sent
 }
 
 // String is the fault as the schedule log shows it: every parameter, durations readable.
@@ -93,18 +95,21 @@ func (f fault) String() string {
 	add("target", f.Target, f.Target != "")
 	add("cutFor", f.CutFor, f.CutFor > 0)
 	add("count", f.Count, f.Count > 0)
+	add("streams", f.Streams, f.Streams > 0)
+	add("bodies", f.Bodies, f.Bodies > 0)
 	add("holdFor", f.HoldFor, f.HoldFor > 0)
 	add("downFor", f.DownFor, f.DownFor > 0)
-	add("pick", fmt.Sprintf("%.3f", f.Pick), f.Kind == faultVenueClose)
+	add("pick", fmt.Sprintf("%.3f", f.Pick), f.Kind == faultVenueClose || f.Kind == faultReusedNonce)
 	return b.String()
 }
 
 // schedule draws the faults of a soak of d from seed, in time order: the process faults (every
 // kind once in a seeded order while there is room, then kinds at random, 3–7 s apart, from 8 s
-// in to 15 s before the end) and, from a generator of their own, the venue faults (alike, 2–5 s
-// apart from 10 s in). A seed's process faults are what they were before the venue lane existed.
+// in to 15 s before the end) and, each from a generator of its own, the venue faults (alike, 2–5 s
+// apart from 10 s in) and the front-door faults (frontDoorSchedule). A seed's process faults are
+// what they were before the venue lane existed, and its venue faults before the front-door lane.
 func schedule(seed uint64, d time.Duration) []fault {
-	out := append(processSchedule(seed, d), venueSchedule(seed, d)...)
+	out := slices.Concat(processSchedule(seed, d), venueSchedule(seed, d), frontDoorSchedule(seed, d))
 	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
@@ -205,6 +210,10 @@ type injector struct {
 	// fills runs fills back to back until its context ends: rollover runs race it, as they race
 	// fills on a busy desk.
 	fills func(ctx context.Context)
+	// j is the journal the front-door faults send through; traders are the load's clients by
+	// name, whose orders a reusedNonce fault sends again.
+	j       *journal
+	traders map[string]*trader
 	// serial keeps one fault acting at a time: a zombie's end, which runs in the background,
 	// reads the lease around its SIGTERM and must not see another fault's takeover.
 	serial sync.Mutex
@@ -218,6 +227,8 @@ type injector struct {
 	bg       sync.WaitGroup
 	runSeq   int
 	maxAhead time.Time
+	floods   []floodRun
+	reuses   []reuse
 }
 
 func (in *injector) note(w window) {
@@ -238,18 +249,22 @@ func (in *injector) fail(format string, args ...any) {
 }
 
 // run executes faults in order, each no earlier than its time after start: the process faults
-// one at a time, the venue faults beside them on their own lane.
+// one at a time, the venue faults and the front-door faults beside them on lanes of their own.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
-	var venue, process []fault
+	var venue, frontDoor, process []fault
 	for _, f := range faults {
-		if isVenueFault(f.Kind) {
+		switch {
+		case isVenueFault(f.Kind):
 			venue = append(venue, f)
-		} else {
+		case isFrontDoorFault(f.Kind):
+			frontDoor = append(frontDoor, f)
+		default:
 			process = append(process, f)
 		}
 	}
 	var lanes sync.WaitGroup
 	lanes.Go(func() { in.lane(ctx, start, venue) })
+	lanes.Go(func() { in.lane(ctx, start, frontDoor) })
 	in.lane(ctx, start, process)
 	lanes.Wait()
 }
@@ -262,9 +277,12 @@ func (in *injector) lane(ctx context.Context, start time.Time, faults []fault) {
 		case <-time.After(time.Until(start.Add(f.At))):
 		}
 		in.log.Printf("soak: fault %s", f)
-		if isVenueFault(f.Kind) {
+		switch {
+		case isVenueFault(f.Kind):
 			in.injectVenue(ctx, f)
-		} else {
+		case isFrontDoorFault(f.Kind):
+			in.injectFrontDoor(ctx, f)
+		default:
 			in.serial.Lock()
 			in.inject(ctx, f)
 			in.serial.Unlock()

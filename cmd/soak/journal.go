@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -40,8 +42,10 @@ type entry struct {
 	Resp    json.RawMessage `json:"resp,omitempty"`
 	// ForwardedTerm is the lease term a follower forwarded the request for (0: answered where it
 	// was sent): the holder of that term wrote it.
-	ForwardedTerm int64  `json:"forwardedTerm,omitempty"`
-	Err           string `json:"err,omitempty"`
+	ForwardedTerm int64 `json:"forwardedTerm,omitempty"`
+	// RetryAfter is the answer's Retry-After header: every 429 and 503 must carry one.
+	RetryAfter string `json:"retryAfter,omitempty"`
+	Err        string `json:"err,omitempty"`
 }
 
 // journal is the client-side record of every request, on disk and in memory for the checks.
@@ -89,51 +93,87 @@ const requestTimeout = 2 * time.Second
 
 // call sends one JSON request to p with token and journals it.
 func (j *journal) call(ctx context.Context, p *proc, token, client, op, method, path string, body any) entry {
-	e := entry{Client: client, Op: op, Method: method, Path: path}
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	return j.send(ctx, httpClient, p, outgoing{token: token, client: client, op: op, method: method, path: path, body: b, contentType: "application/json"})
+}
+
+// outgoing is one request as the soak sends it: body as it goes on the wire (nil: none), with
+// contentType when there is one.
+type outgoing struct {
+	token, client, op, method, path string
+	body                            []byte
+	contentType                     string
+}
+
+// send sends o to p through hc and journals it. The request names its client's own address in
+// X-Forwarded-For (the soak is the desk's trusted proxy, as nginx is in compose), so the
+// per-address limit counts every client apart, as it would on the desk's real front door.
+func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing) entry {
+	e := entry{Client: o.client, Op: o.op, Method: o.method, Path: o.path}
 	if p == nil {
 		e.Start, e.End, e.Outcome, e.Err = time.Now(), time.Now(), notSent, "no web process to send to"
 		return j.add(e)
 	}
 	e.Proc = p.name
 	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		e.Body = b
-		rd = bytes.NewReader(b)
+	if o.body != nil {
+		if json.Valid(o.body) && len(o.body) <= 4096 {
+			e.Body = o.body
+		} else {
+			e.Body, _ = json.Marshal(truncate(string(o.body), 200))
+		}
+		rd = bytes.NewReader(o.body)
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, "http://"+p.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	req, _ := http.NewRequestWithContext(ctx, o.method, "http://"+p.addr+o.path, rd)
+	req.Header.Set("Authorization", "Bearer "+o.token)
+	req.Header.Set("X-Forwarded-For", clientAddress(o.client))
+	if o.body != nil && o.contentType != "" {
+		req.Header.Set("Content-Type", o.contentType)
 	}
 	e.Start = time.Now()
-	resp, err := httpClient.Do(req)
+	resp, err := hc.Do(req)
 	if err == nil {
 		var b []byte
 		b, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err == nil {
 			e.Status = resp.StatusCode
+			e.RetryAfter = resp.Header.Get("Retry-After")
 			e.ForwardedTerm, _ = strconv.ParseInt(resp.Header.Get(forward.ForwardedHeader), 10, 64)
-			if json.Valid(b) {
-				e.Resp = bytes.TrimSpace(b)
-			} else {
-				e.Resp, _ = json.Marshal(string(b))
-			}
+			e.Resp = jsonOrString(b)
 		}
 	}
 	e.End = time.Now()
+	e.Outcome, e.Err = outcomeOf(err)
+	return j.add(e)
+}
+
+// outcomeOf is what the client knows of a request that ended with err.
+func outcomeOf(err error) (string, string) {
 	switch {
 	case err == nil:
-		e.Outcome = answered
+		return answered, ""
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.Outcome, e.Err = notSent, err.Error()
+		return notSent, err.Error()
 	default:
-		e.Outcome, e.Err = unknown, err.Error()
+		return unknown, err.Error()
 	}
-	return j.add(e)
+}
+
+// clientAddress is the address a soak client's requests come from, as X-Forwarded-For names
+// it: one of TEST-NET-2 per client name (the attacker's is its own, in TEST-NET-3).
+func clientAddress(client string) string {
+	if client == attackerClient {
+		return attackerAddress
+	}
+	h := fnv.New32a()
+	h.Write([]byte(client))
+	return fmt.Sprintf("198.51.100.%d", 1+h.Sum32()%250)
 }
 
 // decode reads the answer's body into v.

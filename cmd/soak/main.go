@@ -197,7 +197,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 
 	tl := newTally()
-	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, fills: func(ctx context.Context) {
+	byName := map[string]*trader{}
+	for _, t := range traders {
+		byName[t.name] = t
+	}
+	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, fills: func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, t := range traders {
 			wg.Go(func() { t.burst(ctx) })
@@ -213,7 +217,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			procs[p.pid] = p
 		}
 		return &evidence{journal: j.snapshot(), procs: procs, desks: desks, rows: rows, mirrors: mirrors,
-			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...), external: external}
+			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...), external: external,
+			floods: append([]floodRun(nil), in.floods...), reuses: append([]reuse(nil), in.reuses...)}
 	}
 	check := func(label string) {
 		s, err := readSnapshot(ctx, c.direct)
@@ -245,8 +250,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, t := range traders {
 		load.Go(func() { t.run(loadCtx, c.admin) })
 	}
+	// The loop below sets faultsDone to nil once it has fired (or on an interrupt): the
+	// goroutine closes its own copy.
 	faultsDone := make(chan struct{})
-	go func() { in.run(ctx, start, faults); in.wait(); close(faultsDone) }()
+	go func(done chan struct{}) { in.run(ctx, start, faults); in.wait(); close(done) }(faultsDone)
 	periodic := time.NewTicker(30 * time.Second)
 	defer periodic.Stop()
 	loadEnd := time.After(d)

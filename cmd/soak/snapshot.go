@@ -24,6 +24,7 @@ type dbSnapshot struct {
 
 type dbAccount struct {
 	ID      int64
+	User    int64
 	Balance decimal.Decimal
 }
 
@@ -98,9 +99,9 @@ func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
 		q    string
 		each func(*sql.Rows) error
 	}{
-		{"SELECT `id`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `userId`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAccount
-			err := r.Scan(&a.ID, &a.Balance)
+			err := r.Scan(&a.ID, &a.User, &a.Balance)
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},

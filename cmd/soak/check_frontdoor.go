@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"fxdesk/internal/fx"
+)
+
+// floodRefusals are the answers each of the attacker's requests may get: its door's documented
+// refusal, or 429 from the attacker's address's rate (perAddress runs before every other door).
+// A stream may also be accepted, up to the token's cap.
+var floodRefusals = map[string][]int{
+	"flood-stream":      {http.StatusOK, http.StatusTooManyRequests},
+	"flood-badToken":    {http.StatusUnauthorized, http.StatusTooManyRequests},
+	"flood-oversized":   {http.StatusRequestEntityTooLarge, http.StatusTooManyRequests},
+	"flood-contentType": {http.StatusBadRequest, http.StatusTooManyRequests},
+	"flood-dupKey":      {http.StatusBadRequest, http.StatusTooManyRequests},
+}
+
+// The attacker is refused at every door and never harms the desk: every answer it got is its
+// door's refusal (a 429 with Retry-After; never a 5xx, never a 2xx but a stream within the cap),
+// an oversized body's 413 is too_large; it never holds more streams on a process than its
+// token's cap; the requests that passed its token's rate are at most the bucket (twice the rate)
+// plus the rate over the time they took; no account of its exists; and the lease holder renewed
+// through each flood no process fault came near, every renew ok, still the holder after.
+func checkFlood(s *dbSnapshot, ev *evidence) result {
+	r := result{Name: "frontDoor"}
+	refused, got, limited := 0, 0, 0
+	for _, e := range ev.journal {
+		if e.Client != attackerClient || e.Outcome != answered {
+			continue
+		}
+		got++
+		ok := false
+		for _, st := range floodRefusals[e.Op] {
+			ok = ok || e.Status == st
+		}
+		switch {
+		case !ok:
+			r.add("", "journal %d: the attacker's %s %s %s answered %d %s (%s)", e.Seq, e.Op, e.Method, e.Path, e.Status, truncate(string(e.Resp), 160), ev.during(e.Start, e.End))
+		case e.Status == http.StatusTooManyRequests && e.RetryAfter == "":
+			r.add("", "journal %d: the attacker's %s answered 429 without Retry-After: %s", e.Seq, e.Op, truncate(string(e.Resp), 160))
+		case e.Status == http.StatusRequestEntityTooLarge && !strings.Contains(string(e.Resp), fx.ETOOLARGE):
+			r.add("", "journal %d: the attacker's oversized body answered 413 but not %s: %s", e.Seq, fx.ETOOLARGE, truncate(string(e.Resp), 160))
+		}
+		if e.Status != http.StatusOK {
+			refused++
+		}
+		if e.Status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	for _, a := range s.Accounts {
+		if a.User == attackerUser {
+			r.add("", "account %d belongs to the attacker (user %d): one of its refused bodies made it", a.ID, a.User)
+		}
+	}
+	judged, renews := 0, 0.0
+	for i, f := range ev.floods {
+		if f.Accepted > soakStreamsPerToken {
+			r.add("", "flood %d on %s at %s: %d streams of the attacker's token accepted, its cap is %d", i+1, f.Target, ts(f.Start), f.Accepted, soakStreamsPerToken)
+		}
+		// The requests that reached the token's bucket at the target: streams and bodies that
+		// parse as far as the handler (the body doors come before the token's).
+		var passed int
+		var first, last time.Time
+		for _, e := range ev.journal {
+			if e.Client != attackerClient || e.Proc != f.Target || e.Start.Before(f.Start) || e.Start.After(f.End) ||
+				(e.Op != "flood-stream" && e.Op != "flood-dupKey") {
+				continue
+			}
+			if first.IsZero() || e.Start.Before(first) {
+				first = e.Start
+			}
+			if e.End.After(last) {
+				last = e.End
+			}
+			if e.Outcome == answered && e.Status != http.StatusTooManyRequests {
+				passed++
+			}
+		}
+		if bound := 2*soakRatePerToken + int(soakRatePerToken*last.Sub(first).Seconds()) + 1; !first.IsZero() && passed > bound {
+			r.add("", "flood %d on %s at %s: %d requests of the attacker's token passed its rate in %s, at most %d may", i+1, f.Target, ts(f.Start), passed, last.Sub(first).Round(time.Millisecond), bound)
+		}
+		if !f.Judged {
+			continue
+		}
+		judged++
+		renews += f.After.OK - f.Before.OK
+		switch {
+		case f.After.Failed != f.Before.Failed || f.After.Lost != f.Before.Lost:
+			r.add("", "flood %d on %s at %s–%s: the holder %s's lease renews failed %.0f and lost %.0f times meanwhile", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder,
+				f.After.Failed-f.Before.Failed, f.After.Lost-f.Before.Lost)
+		case f.After.OK <= f.Before.OK:
+			r.add("", "flood %d on %s at %s–%s: the holder %s renewed no lease meanwhile (%.0f ok before, %.0f after)", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder, f.Before.OK, f.After.OK)
+		case f.HolderAfter != f.Holder:
+			r.add("", "flood %d on %s at %s–%s: %s held the lease before, %q after", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder, f.HolderAfter)
+		}
+	}
+	r.Figures = fmt.Sprintf("%d floods (%d with the holder's renews judged, %.0f renews ok in them), %d attacker answers, %d refused, %d of them 429",
+		len(ev.floods), judged, renews, got, refused, limited)
+	return r
+}
+
+// A requestNonce reused with another body is refused 422 idempotency_key_reused naming the key,
+// and nothing is written: the nonce still names one order, the one its first request was
+// answered with (the nonces invariant checks one order per nonce for every account).
+func checkReusedNonce(s *dbSnapshot, ev *evidence) result {
+	r := result{Name: "reusedNonce"}
+	bySeq := map[int64]entry{}
+	for _, e := range ev.journal {
+		if e.Op == "reusedNonce" {
+			bySeq[e.Seq] = e
+		}
+	}
+	checked, skipped := 0, 0
+	for _, u := range ev.reuses {
+		if u.Skipped != "" {
+			skipped++
+			continue
+		}
+		e, ok := bySeq[u.Seq]
+		if !ok || !e.End.Before(s.Taken) {
+			continue
+		}
+		checked++
+		var b struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		e.decode(&b)
+		if e.Outcome != answered || e.Status != http.StatusUnprocessableEntity || b.Error.Code != fx.EKEYREUSED || !strings.Contains(b.Error.Message, u.Nonce) {
+			r.add("", "journal %d: requestNonce %s (order %d) reused with another body answered %s %d %s (%s)", e.Seq, u.Nonce, u.OrderID, e.Outcome, e.Status,
+				truncate(string(e.Resp), 200), ev.during(e.Start, e.End))
+		}
+		var ids []int64
+		for _, o := range s.Orders {
+			if o.Account == u.Account && o.Nonce.Valid && o.Nonce.String == u.Nonce {
+				ids = append(ids, o.ID)
+			}
+		}
+		if len(ids) != 1 || ids[0] != u.OrderID {
+			r.add("", "account %d requestNonce %s: orders %v in the database, the first request was answered with order %d", u.Account, u.Nonce, ids, u.OrderID)
+		}
+	}
+	r.Figures = fmt.Sprintf("%d nonces reused with another body, %d faults with nothing to reuse", checked, skipped)
+	return r
+}
+
+// The soak's own load is never refused at a limit: the front door's rates are set for traders
+// like these, and the attacker's flood spends only its own token's and address's budgets.
+func checkLoadNotLimited(ev *evidence) result {
+	r := result{Name: "loadNotLimited"}
+	n := 0
+	for _, e := range ev.journal {
+		if e.Client == attackerClient {
+			continue
+		}
+		n++
+		if e.Outcome == answered && e.Status == http.StatusTooManyRequests {
+			r.add("", "journal %d: %s's %s %s answered 429 %s (%s)", e.Seq, e.Client, e.Op, route(e.Path), truncate(e.errorMessage(), 120), ev.during(e.Start, e.End))
+		}
+	}
+	r.Figures = fmt.Sprintf("%d requests of the load", n)
+	return r
+}
