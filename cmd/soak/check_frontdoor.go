@@ -11,10 +11,11 @@ import (
 
 // floodRefusals are the answers each of the attacker's requests may get: its door's documented
 // refusal, or 429 from the attacker's address's rate (perAddress runs before every other door).
-// A stream may also be accepted, up to the token's cap.
+// A stream may also be accepted, up to the token's cap. An unknown token may also find every
+// token lookup slot taken (503 with Retry-After, auth.ErrBusy).
 var floodRefusals = map[string][]int{
 	"flood-stream":      {http.StatusOK, http.StatusTooManyRequests},
-	"flood-badToken":    {http.StatusUnauthorized, http.StatusTooManyRequests},
+	"flood-badToken":    {http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	"flood-oversized":   {http.StatusRequestEntityTooLarge, http.StatusTooManyRequests},
 	"flood-contentType": {http.StatusBadRequest, http.StatusTooManyRequests},
 	"flood-dupKey":      {http.StatusBadRequest, http.StatusTooManyRequests},
@@ -41,8 +42,10 @@ func checkFlood(s *dbSnapshot, ev *evidence) result {
 		switch {
 		case !ok:
 			r.add("", "journal %d: the attacker's %s %s %s answered %d %s (%s)", e.Seq, e.Op, e.Method, e.Path, e.Status, truncate(string(e.Resp), 160), ev.during(e.Start, e.End))
-		case e.Status == http.StatusTooManyRequests && e.RetryAfter == "":
-			r.add("", "journal %d: the attacker's %s answered 429 without Retry-After: %s", e.Seq, e.Op, truncate(string(e.Resp), 160))
+		case (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) && e.RetryAfter == "":
+			r.add("", "journal %d: the attacker's %s answered %d without Retry-After: %s", e.Seq, e.Op, e.Status, truncate(string(e.Resp), 160))
+		case e.Status == http.StatusServiceUnavailable && !strings.Contains(string(e.Resp), "checking as many bearer tokens"):
+			r.add("", "journal %d: the attacker's unknown token answered 503 but not the token-lookup refusal: %s", e.Seq, truncate(string(e.Resp), 160))
 		case e.Status == http.StatusRequestEntityTooLarge && !strings.Contains(string(e.Resp), fx.ETOOLARGE):
 			r.add("", "journal %d: the attacker's oversized body answered 413 but not %s: %s", e.Seq, fx.ETOOLARGE, truncate(string(e.Resp), 160))
 		}
