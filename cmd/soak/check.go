@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/swaps"
 )
@@ -765,7 +766,10 @@ func checkNo5xx(ev *evidence) result {
 		// answer that never came (the reconciler books what the venue did).
 		venueAnswer := ev.external[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
 			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgVenueOutcomeUnknown))
-		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgDatabaseUnavailable)) ||
+		// The front door's: a write that met contention on every retry (nothing was written), and
+		// every token lookup slot taken by a flood of unknown tokens (nothing was done).
+		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgDatabaseUnavailable ||
+			msg == fx.MsgContended || msg == fx.ErrorMessage(auth.ErrBusy))) ||
 			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) || venueAnswer {
 			allowed++
 			continue
