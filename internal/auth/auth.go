@@ -150,8 +150,12 @@ type Resolver struct {
 	slots chan struct{}
 }
 
-// LookupSlots is how many token lookups one process runs against the database at once.
-const LookupSlots = 4
+// LookupSlots is how many token lookups one process runs against the database at once, and
+// LookupWait how long a lookup waits for a slot before it is refused.
+const (
+	LookupSlots = 4
+	LookupWait  = time.Second
+)
 
 // ErrBusy refuses a token the resolver could not look up because every lookup slot was taken
 // (a flood of unknown tokens): nothing was done, and the caller may retry shortly.
@@ -229,15 +233,24 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	}
 	select {
 	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
 	default:
-		// Every slot is taken: a token seen lately is honoured as during an outage, any other
-		// is refused at once rather than queued behind the flood.
+		// Every slot is taken: a token seen lately is honoured as during an outage; any other
+		// waits a moment for a slot (a burst of first requests), and past that is refused
+		// rather than queued behind a flood.
 		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
 			return c.p, nil
 		}
-		return Principal{}, ErrBusy
+		wait := time.NewTimer(LookupWait)
+		defer wait.Stop()
+		select {
+		case r.slots <- struct{}{}:
+		case <-wait.C:
+			return Principal{}, ErrBusy
+		case <-ctx.Done():
+			return Principal{}, ctx.Err()
+		}
 	}
+	defer func() { <-r.slots }()
 	r.lookups.Add(1)
 	var p Principal
 	var role string

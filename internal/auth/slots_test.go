@@ -8,7 +8,7 @@ import (
 )
 
 // With every lookup slot taken (a flood of distinct unknown tokens), a token the resolver saw
-// lately is still honoured and any other is refused at once with ErrBusy, never queued.
+// lately is still honoured and any other is refused with ErrBusy once LookupWait has passed.
 func TestLookupsPastTheSlotsAreRefusedAtOnce(t *testing.T) {
 	r := NewResolver(nil) // no lookup may reach the database here
 	now := time.Unix(1000, 0)
