@@ -38,6 +38,12 @@ type deskWrite interface {
 	base() *queued
 	// wants adds the rows the write's rules read to the batch's lock plan.
 	wants(l *lockPlan)
+	// lockedAccount is the account the write locks: its own, or for a write that names only
+	// a position, the position's account as the plan read it (0 while unknown).
+	lockedAccount(l *lockPlan) int64
+	// oneTrip reports whether the write may go in a round trip on remembered rows (a market
+	// fill), and the request nonce that round trip must check no order holds yet.
+	oneTrip() (nonce string, ok bool)
 	// apply runs the write's rules against the batch's locked rows, as if it were alone on
 	// them but after every write before it in the batch, and adds its statements to the batch.
 	// An error refuses this write alone: it adds nothing. apply sets every result field anew,
@@ -67,6 +73,11 @@ func newQueued(ctx context.Context, work gate.Work, op string, account int64, at
 }
 
 func (q *queued) base() *queued { return q }
+
+// lockedAccount and oneTrip are the answers of a write that names its account and needs the
+// rows locked; a write that differs says so itself.
+func (q *queued) lockedAccount(*lockPlan) int64 { return q.account }
+func (q *queued) oneTrip() (string, bool)       { return "", false }
 
 // CommitObserver receives what the committer does (metrics.Metrics on a web process).
 type CommitObserver interface {
@@ -332,12 +343,8 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 		}
 	}
 	for _, w := range ws {
-		if q := w.base(); q.account == 0 {
-			if cw, ok := w.(*closeWrite); ok {
-				q.account = plan.accountOf[cw.id]
-			}
-		}
-		if q := w.base(); q.account != 0 {
+		q := w.base()
+		if q.account = w.lockedAccount(&plan); q.account != 0 {
 			plan.account(q.account)
 		}
 	}

@@ -95,17 +95,18 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, f
 	known := map[int64]remembered{}
 	var nonces []nonceKey
 	for _, w := range ws {
-		f, isFill := w.(*marketFill)
-		if !isFill {
+		nonce, ok := w.oneTrip()
+		if !ok {
 			return nil, false, nil
 		}
-		k, found := c.known.get(f.account)
+		account := w.base().account
+		k, found := c.known.get(account)
 		if !found || k.account.Execution != fx.Internal {
 			return nil, false, nil
 		}
-		known[f.account] = k
-		if f.r.RequestNonce != "" {
-			nonces = append(nonces, nonceKey{f.account, f.r.RequestNonce})
+		known[account] = k
+		if nonce != "" {
+			nonces = append(nonces, nonceKey{account, nonce})
 		}
 	}
 	r = &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}

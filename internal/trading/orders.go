@@ -253,6 +253,9 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 }
 
 // marketFill is one MARKET order waiting for its group commit.
+// oneTrip: a market fill may go in one round trip on its account's remembered rows.
+func (f *marketFill) oneTrip() (string, bool) { return f.r.RequestNonce, true }
+
 type marketFill struct {
 	queued
 	userID int64

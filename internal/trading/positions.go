@@ -139,6 +139,15 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 }
 
 // closeWrite is one close waiting for its group commit.
+// lockedAccount is the position's account, which a close learns from the plan when its
+// request named only the position.
+func (w *closeWrite) lockedAccount(l *lockPlan) int64 {
+	if w.account == 0 {
+		return l.accountOf[w.id]
+	}
+	return w.account
+}
+
 type closeWrite struct {
 	queued
 	userID int64
