@@ -157,6 +157,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	bg := parts.Stage()
 	bg.Go("scheduler", sched.Run)
+	// Nothing here fills or closes (the gate never admits on cron), but the service's commit
+	// part runs wherever the service does, so a refusal is always the gate's.
+	bg.Go("group commit", tradingSvc.Run)
 	bg.Go("quote mirror follower", follower.Run)
 
 	var failure error

@@ -149,7 +149,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// process. The stages stop in this order: guarded work, the price stream (and a follower's
 	// view of the holder's), the keeper; then the lease is released.
 	parts := lifecycle.New(log)
-	guarded, streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage()
+	guarded, commitStage, streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage()
 	released := false
 	var venueParts *venueParts // nil without a venue (and until it is built)
 	stopAll := func(shutdownCtx context.Context) {
@@ -157,6 +157,9 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		// The venue's executor outlives the guarded work that sends through it, and stops
 		// before the in-process venue simulator (the stream stage) does.
 		venueParts.close()
+		// The group commit outlives everything that submits to it (HTTP is drained before
+		// stopAll), and answers what is still queued before it returns.
+		commitStage.Stop()
 		streamStage.Stop()
 		followStage.Stop()
 		keeperStage.Stop()
@@ -191,6 +194,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if err != nil {
 		return err
 	}
+	commitStage.Go("group commit", tradingSvc.Run)
 	holder := &holderParts{cfg: cfg, db: db, rdb: rdb, keeper: keeper, gate: g, desk: dk, quotes: quotes, settings: settings,
 		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, venue: venueParts, base: base, guarded: guarded, stream: streamStage}
 	// The price stream belongs to the holder alone; it is started before HTTP so the first

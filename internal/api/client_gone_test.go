@@ -48,6 +48,9 @@ func TestClientGoneIsNotAnInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	committing, stopCommits := context.WithCancel(context.Background())
+	go svc.Run(committing)
+	t.Cleanup(stopCommits)
 	m := metrics.New("web")
 	h := handlePlaceOrder(log, svc, m)
 

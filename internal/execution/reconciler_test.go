@@ -127,6 +127,10 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	committing := make(chan error, 1)
+	go func() { committing <- desk.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-committing })
 	return &env{t: t, sim: sim, client: client, sender: sender, desk: desk, gate: g, inbox: alert.NewInbox(testDB, slog.New(slog.DiscardHandler))}
 }
 

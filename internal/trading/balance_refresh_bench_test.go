@@ -42,6 +42,7 @@ func BenchmarkRefreshBalances(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	runCommits(b, svc)
 	rd := NewRiskDesk(svc, nil)
 	if _, err := rd.Load(ctx); err != nil {
 		b.Fatal(err)

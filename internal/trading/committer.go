@@ -105,21 +105,23 @@ type CommitStats struct {
 	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time
 }
 
-// committer is the group commit of the holder's desk-priced writes (DESIGN §12). Writes queue
-// while a batch is in flight; the next batch takes everything queued (up to MaxBatch) the moment
-// the previous one has answered. There is no timer: an idle desk commits a lone write at once,
-// and a busy one commits as many writes per transaction as arrived during the last commit.
+// committer is the group commit of the holder's desk-priced writes (docs/architecture.md,
+// "Group commit"). Writes queue while a batch is in flight; the next batch takes everything
+// queued (up to MaxBatch) the moment the previous one has answered. There is no timer: an idle
+// desk commits a lone write at once, and a busy one commits as many writes per transaction as
+// arrived during the last commit.
 //
-// No goroutine runs while the queue is empty: the write that finds the committer idle starts
-// one, which runs batches until the queue is empty and then ends. So the committer needs no
-// Run, no start and no stop; a write in flight when the process stops still gets its answer.
+// It is a part like the others: Run commits until its context ends, then commits what is still
+// queued and returns, so a write accepted before the stop gets its answer. A write submitted
+// while it is not running is refused at once (errNotCommitting), never left waiting.
 type committer struct {
 	s *Service
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled on every submit (holdUntil)
-	queue   []deskWrite
-	running bool
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled on every submit, and when Run's context ends
+	queue    []deskWrite
+	running  bool // Run is taking batches
+	stopping bool // Run's context ended: it drains the queue and takes nothing new
 	// holdUntil, set by tests only, keeps the queue from being taken until it holds this many
 	// writes, so a test can put chosen writes in one batch.
 	holdUntil int
@@ -138,38 +140,57 @@ func newCommitter(s *Service) *committer {
 	return c
 }
 
+// errNotCommitting answers a write submitted while no committer runs: the process is starting
+// or stopping (or a test forgot Service.Run). Nothing was written.
+var errNotCommitting error = fx.Errorf(fx.EUNAVAILABLE, "The desk is not taking fills or closes right now (it is starting or stopping); nothing was done — please retry shortly.")
+
 // submit queues w and waits for its answer (w.base().err and its result fields).
 func (c *committer) submit(w deskWrite) {
 	c.mu.Lock()
+	if !c.running || c.stopping {
+		c.mu.Unlock()
+		w.base().err = fmt.Errorf("%s: %w", w.base().op, errNotCommitting)
+		return
+	}
 	c.queue = append(c.queue, w)
-	start := !c.running
-	c.running = true
 	c.cond.Broadcast()
 	c.mu.Unlock()
-	if start {
-		go c.drain()
-	}
 	// Answered only after its batch committed or failed, whatever the request's context does:
 	// a write in a batch is never reported undone while it may still commit.
 	<-w.base().done
 }
 
-// drain runs batches until the queue is empty. It takes the next batch as soon as the last one
-// has been answered, without yielding first: the writers it just answered write their responses
-// while the next batch is at the database (on a process with GOMAXPROCS=1, only then), and a
-// client answered now cannot submit again before that batch is sent anyway, being a network round
-// trip away. Yielding to them first, as the committer once did, put their work ahead of the next
-// batch's and lowered the peak order rate (TestBenchMarketOrders).
-func (c *committer) drain() {
+// Run takes batches until ctx ends, then commits what is queued and returns. It takes the next
+// batch as soon as the last one has been answered, without yielding first: the writers it just
+// answered write their responses while the next batch is at the database (on a process with
+// GOMAXPROCS=1, only then), and a client answered now cannot submit again before that batch is
+// sent anyway, being a network round trip away. Yielding to them first, as the committer once
+// did, put their work ahead of the next batch's and lowered the peak order rate
+// (TestBenchMarketOrders).
+func (c *committer) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("group commit: already running")
+	}
+	c.running, c.stopping = true, false
+	c.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.stopping = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
 	for {
 		c.mu.Lock()
-		for len(c.queue) > 0 && len(c.queue) < c.holdUntil {
+		for !c.stopping && (len(c.queue) == 0 || len(c.queue) < c.holdUntil) {
 			c.cond.Wait()
 		}
 		if len(c.queue) == 0 {
 			c.running = false
 			c.mu.Unlock()
-			return
+			return nil
 		}
 		n := min(len(c.queue), MaxBatch)
 		ws := slices.Clone(c.queue[:n])

@@ -303,3 +303,29 @@ func TestBatchDeadlockIsRetried(t *testing.T) {
 		}
 	}
 }
+
+// The group commit is a part with a lifecycle: a write submitted while it does not run —
+// before Run, or after Run's context ended — is refused at once with nothing written, never
+// left waiting; and Run returns once its context ends.
+func TestGroupCommitRefusesWritesWhileNotRunning(t *testing.T) {
+	t.Parallel()
+	svc, err := New(Config{DB: testDB, Prices: fixedPrices{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(when string) {
+		t.Helper()
+		w := &closeWrite{queued: newQueued(context.Background(), gate.RiskClose, "close position", 1), id: 1}
+		svc.commits.submit(w)
+		if !errors.Is(w.err, errNotCommitting) || fx.ErrorCode(w.err) != fx.EUNAVAILABLE {
+			t.Fatalf("a write %s: %v, want errNotCommitting (503)", when, w.err)
+		}
+	}
+	refused("before Run")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := svc.Run(ctx); err != nil {
+		t.Fatalf("Run of an ended context: %v", err)
+	}
+	refused("after Run returned")
+}

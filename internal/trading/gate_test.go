@@ -47,7 +47,21 @@ func newService(t testing.TB, c Config) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCommits(t, svc)
 	return svc
+}
+
+// runCommits runs svc's group commit for the rest of the test.
+func runCommits(t testing.TB, svc *Service) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("group commit: %v", err)
+		}
+	})
 }
 
 // A fill, a close and a withdrawal on a process whose lease is not confirmed are dropped at the

@@ -206,6 +206,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	runCommits(b, svc)
 	var (
 		mu       sync.Mutex
 		own      = make([]time.Duration, 0, burst)

@@ -200,6 +200,11 @@ func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *batch,
 	return t, b, nil
 }
 
+// Run runs the group commit of desk-priced fills and closes until ctx ends; then it commits
+// what was already queued and returns. Every fill and close waits for it: a process that fills
+// runs it for its whole life, stopped after the work that submits (HTTP, the risk engine).
+func (s *Service) Run(ctx context.Context) error { return s.commits.Run(ctx) }
+
 func (c *catalog) accountGroup(name string) AccountGroup {
 	if g, ok := c.accountGroups[name]; ok {
 		return g
