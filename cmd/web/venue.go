@@ -163,10 +163,10 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 				if reason == "scheduled" {
 					resize(ctx)
 				}
-				_, err := rec.Run(ctx, reason)
+				_, err := rec.Reconcile(ctx, reason)
 				return err
 			}},
-			desk.VenueJob{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return hedge.Run(ctx) }},
+			desk.VenueJob{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return hedge.Check(ctx) }},
 		)
 	})
 	return nil

@@ -78,8 +78,8 @@ func NewHedgeMonitor(cfg HedgeConfig) (*HedgeMonitor, error) {
 // Last is the last run's view of the venue; nil before the first.
 func (h *HedgeMonitor) Last() *VenueBook { return h.last.Load() }
 
-// Run checks the hedge once.
-func (h *HedgeMonitor) Run(ctx context.Context) error {
+// Check checks the hedge once.
+func (h *HedgeMonitor) Check(ctx context.Context) error {
 	if err := h.cfg.Gate.Admit(ctx, gate.HedgeMonitor); err != nil {
 		return err
 	}

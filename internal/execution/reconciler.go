@@ -84,9 +84,9 @@ type Result struct {
 	Failed  int                `json:"failed"`
 }
 
-// Run reconciles once; reason says why (scheduled, boot, lease_restored). A run dropped at the
+// Reconcile reconciles once; reason says why (scheduled, boot, lease_restored). A run dropped at the
 // gate returns gate.ErrNotHolder and does nothing.
-func (r *Reconciler) Run(ctx context.Context, reason string) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, reason string) (Result, error) {
 	res := Result{Reason: reason, Planned: map[ActionKind]int{}}
 	if err := r.cfg.Gate.Admit(ctx, gate.ExecutionReconciler, slog.String("reason", reason)); err != nil {
 		return res, err

@@ -284,7 +284,7 @@ func TestReconcilerRepairsFromState(t *testing.T) {
 	}
 	cursorBefore := cursor(t, e.sim.AccountID())
 
-	res, err := e.reconciler(nil).Run(ctx, "test")
+	res, err := e.reconciler(nil).Reconcile(ctx, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestReconcilerRepairsFromState(t *testing.T) {
 
 	// Again at once: nothing to do but the (deduplicated) alert.
 	before, venueBefore := deskState(t), e.sim.State()
-	res, err = e.reconciler(nil).Run(ctx, "test")
+	res, err = e.reconciler(nil).Reconcile(ctx, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,14 +365,14 @@ func TestReconcilerMarksNotSentPastTheThreshold(t *testing.T) {
 	id, _ := res.LastInsertId()
 	orders := e.sim.State().Requests["POST /orders"]
 
-	if r, err := e.reconciler(nil).Run(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 0 {
+	if r, err := e.reconciler(nil).Reconcile(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 0 {
 		t.Fatalf("young SENDING row: %v %v", r.Planned, err)
 	}
 	if st, _, _ := orderStatus(t, id); st != fx.OrderSending {
 		t.Fatalf("young SENDING row is %s", st)
 	}
 	later := func() time.Time { return time.Now().Add(2 * time.Minute) }
-	if r, err := e.reconciler(later).Run(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 1 || r.Failed != 0 {
+	if r, err := e.reconciler(later).Reconcile(ctx, "test"); err != nil || r.Planned[execution.MarkNotSent] != 1 || r.Failed != 0 {
 		t.Fatalf("old SENDING row: %v %v", r, err)
 	}
 	if st, _, _ := orderStatus(t, id); st != fx.OrderNotSent {
@@ -404,7 +404,7 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lenient.Run(ctx); err != nil {
+	if err := lenient.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if al := openAlerts(t, e.inbox, execution.AlertExposureMismatch); len(al) != 0 {
@@ -415,7 +415,7 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 	if _, err := e.sim.CloseTradeAtVenue(*res.Position.VenueTradeID, &part); err != nil {
 		t.Fatal(err)
 	}
-	if err := lenient.Run(ctx); err != nil {
+	if err := lenient.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	al := openAlerts(t, e.inbox, execution.AlertExposureMismatch)
@@ -432,10 +432,10 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 		t.Fatalf("EURUSD in the book: %+v", sym)
 	}
 	// The reconciler books the partial; the next run resolves the alert.
-	if r, err := e.reconciler(nil).Run(ctx, "test"); err != nil || r.Planned[execution.BookPartial] != 1 || r.Failed != 0 {
+	if r, err := e.reconciler(nil).Reconcile(ctx, "test"); err != nil || r.Planned[execution.BookPartial] != 1 || r.Failed != 0 {
 		t.Fatalf("reconcile the partial: %v %v", r, err)
 	}
-	if err := lenient.Run(ctx); err != nil {
+	if err := lenient.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if al := openAlerts(t, e.inbox, execution.AlertExposureMismatch); len(al) != 0 {
@@ -443,13 +443,13 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 	}
 
 	// Margin: any open trade crosses a tiny warning level; a lenient one resolves it.
-	if err := strict.Run(ctx); err != nil {
+	if err := strict.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if al := openAlerts(t, e.inbox, execution.AlertMarginLow); len(al) != 1 || al[0].Severity != alert.Critical {
 		t.Fatalf("margin-low at a tiny threshold: %+v (closeout %s)", al, strict.Last().MarginCloseoutPercent)
 	}
-	if err := lenient.Run(ctx); err != nil {
+	if err := lenient.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if al := openAlerts(t, e.inbox, execution.AlertMarginLow); len(al) != 0 {
