@@ -160,6 +160,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Nothing here fills or closes (the gate never admits on cron), but the service's commit
 	// part runs wherever the service does, so a refusal is always the gate's.
 	bg.Go("group commit", tradingSvc.Run)
+	bg.Go("settings reload", settings.Run)
 	bg.Go("quote mirror follower", follower.Run)
 
 	var failure error

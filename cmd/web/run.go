@@ -195,6 +195,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		return err
 	}
 	commitStage.Go("group commit", tradingSvc.Run)
+	commitStage.Go("settings reload", settings.Run)
 	holder := &holderParts{cfg: cfg, db: db, rdb: rdb, keeper: keeper, gate: g, desk: dk, quotes: quotes, settings: settings,
 		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, venue: venueParts, base: base, guarded: guarded, stream: streamStage}
 	// The price stream belongs to the holder alone; it is started before HTTP so the first

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -14,12 +13,11 @@ import (
 	"fxdesk/internal/gate/gatetest"
 )
 
-// capsOf is desk settings holding the given caps, never refreshed from fx_setting: the package's
-// tests share one database, whose stored settings other tests must not see changed.
+// capsOf is desk settings holding the given caps, never reloaded from fx_setting (nothing runs
+// it): the package's tests share one database, whose stored settings other tests must not see
+// changed.
 func capsOf(pendingOrders, accountsPerUser int) *Settings {
 	s := NewSettings(testDB, slog.New(slog.DiscardHandler))
-	s.refreshEvery = time.Hour
-	s.loadedAt.Store(time.Now().UnixNano())
 	s.maxPendingOrders.Store(int64(pendingOrders))
 	s.maxAccountsPerUser.Store(int64(accountsPerUser))
 	return s

@@ -52,8 +52,8 @@ var settingRules = map[string]func(string) error{
 
 // Settings reads and writes fx_setting. Its accessors (StaleAfter, MaxPendingOrders,
 // MaxAccountsPerUser) are cached reads cheap enough for the tick engine's every state check: an
-// atomic load, with a refresh started in the background at most once per refreshEvery, so a
-// change written by another process applies here within seconds.
+// atomic load. Run reloads them every refreshEvery, so a change written by another process
+// applies here within seconds; a change written here applies at once.
 type Settings struct {
 	db           *sql.DB
 	log          *slog.Logger
@@ -62,8 +62,6 @@ type Settings struct {
 	staleAfter         atomic.Int64 // nanoseconds
 	maxPendingOrders   atomic.Int64
 	maxAccountsPerUser atomic.Int64
-	loadedAt           atomic.Int64 // unix nanoseconds of the last refresh start
-	refreshing         atomic.Bool
 }
 
 // NewSettings returns settings over db, holding the defaults until the first read.
@@ -77,7 +75,6 @@ func NewSettings(db *sql.DB, log *slog.Logger) *Settings {
 
 // Load reads the settings now (at boot, so the first state check already uses them).
 func (s *Settings) Load(ctx context.Context) error {
-	s.loadedAt.Store(time.Now().UnixNano())
 	all, err := s.All(ctx)
 	if err != nil {
 		return err
@@ -102,35 +99,35 @@ func (s *Settings) apply(all map[string]string) {
 
 // StaleAfter is fxTradingQuoteStaleSecondsFx as a duration. It never blocks on the database.
 func (s *Settings) StaleAfter() time.Duration {
-	s.refreshSoon()
 	return time.Duration(s.staleAfter.Load())
 }
 
 // MaxPendingOrders is fxMaxPendingOrdersPerAccount. It never blocks on the database.
 func (s *Settings) MaxPendingOrders() int {
-	s.refreshSoon()
 	return int(s.maxPendingOrders.Load())
 }
 
 // MaxAccountsPerUser is fxMaxAccountsPerUser. It never blocks on the database.
 func (s *Settings) MaxAccountsPerUser() int {
-	s.refreshSoon()
 	return int(s.maxAccountsPerUser.Load())
 }
 
-// refreshSoon starts a refresh in the background when the values are older than refreshEvery
-// and none is running.
-func (s *Settings) refreshSoon() {
-	if time.Now().UnixNano()-s.loadedAt.Load() > int64(s.refreshEvery) && s.refreshing.CompareAndSwap(false, true) {
-		s.loadedAt.Store(time.Now().UnixNano())
-		go func() {
-			defer s.refreshing.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			if err := s.Load(ctx); err != nil {
-				s.log.Debug("settings refresh failed; keeping the last values", slog.Any("err", err))
-			}
-		}()
+// Run loads the settings at once and then every refreshEvery until ctx ends. A load that fails
+// keeps the last values (the database may be away; the next one tries again).
+func (s *Settings) Run(ctx context.Context) error {
+	t := time.NewTicker(s.refreshEvery)
+	defer t.Stop()
+	for {
+		loadCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := s.Load(loadCtx); err != nil && ctx.Err() == nil {
+			s.log.DebugContext(ctx, "settings reload failed; keeping the last values", slog.Any("err", err))
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
 	}
 }
 
