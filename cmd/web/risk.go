@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,8 +47,9 @@ func (r *riskRelay) exposedSymbols(db *sql.DB) func(context.Context) ([]string, 
 
 // holderRisk is the holder's risk engine and the balance refresh beside it.
 type holderRisk struct {
-	engine *risk.Engine
-	desk   *trading.RiskDesk
+	engine   *risk.Engine
+	desk     *trading.RiskDesk
+	restored <-chan struct{} // desk.RiskRestored
 }
 
 // newHolderRisk builds the risk engine over the holder's price stream; its first sweep carries
@@ -77,24 +79,33 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		return nil, err
 	}
 	relay.engine.Store(engine)
-	dk.OnRestored(func(ctx context.Context) { engine.Sweep(ctx, risk.SweepLeaseRestored) })
-	return &holderRisk{engine: engine, desk: rd}, nil
+	return &holderRisk{engine: engine, desk: rd, restored: dk.RiskRestored()}, nil
 }
 
 // run loads the view, sweeps it and evaluates ticks until ctx ends; the balance refresh starts
 // once the view is loaded. Its error is the engine's.
 func (h *holderRisk) run(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var aside sync.WaitGroup
+	aside.Go(func() {
 		select {
 		case <-h.engine.Ready():
 			h.desk.FollowBalances(ctx, balanceRefresh, h.engine.Apply)
 		case <-ctx.Done():
 		}
-	}()
+	})
+	// The first confirmed cycle after a gap sweeps everything the engine watches.
+	aside.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.restored:
+				h.engine.Sweep(ctx, risk.SweepLeaseRestored)
+			}
+		}
+	})
 	err := h.engine.Run(ctx)
-	<-done
+	aside.Wait()
 	return err
 }
 

@@ -45,13 +45,13 @@ type Desk struct {
 	tag      string
 	names    redisname.Names
 
-	mu       sync.Mutex
-	role     Role
-	reason   string
-	restored []func(context.Context)
-	// venueWake asks RunVenueJobs for a lease_restored run (one pending at most).
-	venueWake chan struct{}
-	mirror    func() mirror.Status
+	mu     sync.Mutex
+	role   Role
+	reason string
+	// riskWake and venueWake ask the risk engine's part and RunVenueJobs for a lease_restored
+	// run (one pending at most each).
+	riskWake, venueWake chan struct{}
+	mirror              func() mirror.Status
 }
 
 // SetMirror attaches the quote mirror's status (publisher or follower) to the desk's status.
@@ -85,7 +85,7 @@ func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate
 		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
 	}
 	return &Desk{db: db, rdb: rdb, keeper: keeper, gate: g, log: log, process: cfg.Process, cronMode: cfg.CronMode, takeover: cfg.Takeover, tag: cfg.Tag, names: cfg.RedisNames,
-		venueWake: make(chan struct{}, 1)}, nil
+		venueWake: make(chan struct{}, 1), riskWake: make(chan struct{}, 1)}, nil
 }
 
 // Claim contends for the lease once and fixes the role for the life of the process.
@@ -131,13 +131,9 @@ func (d *Desk) Role() Role {
 // Keeper is the lease keeper, nil on the cron process.
 func (d *Desk) Keeper() *lease.Keeper { return d.keeper }
 
-// OnRestored registers fn to run on the first confirmed cycle after the gate was shut
-// (the lease_restored sweep).
-func (d *Desk) OnRestored(fn func(context.Context)) {
-	d.mu.Lock()
-	d.restored = append(d.restored, fn)
-	d.mu.Unlock()
-}
+// RiskRestored receives once per first confirmed cycle after the gate was shut: the risk
+// engine's part runs its lease_restored sweep then, in its own context. One reader.
+func (d *Desk) RiskRestored() <-chan struct{} { return d.riskWake }
 
 // Notify is the keeper's event hook. It must not block the keeper. TookOver makes this process
 // the holder at once (the caller starts the holder's parts); Restored runs the OnRestored hooks.
@@ -154,15 +150,11 @@ func (d *Desk) Notify(ev lease.Event) {
 	if ev.Kind != lease.Restored {
 		return
 	}
-	select {
-	case d.venueWake <- struct{}{}:
-	default: // one is pending already
-	}
-	d.mu.Lock()
-	fns := append([]func(context.Context){}, d.restored...)
-	d.mu.Unlock()
-	for _, fn := range fns {
-		go fn(context.Background())
+	for _, wake := range []chan struct{}{d.venueWake, d.riskWake} {
+		select {
+		case wake <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 }
 
