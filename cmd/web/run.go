@@ -149,14 +149,15 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	// process. The stages stop in this order: guarded work, the price stream (and a follower's
 	// view of the holder's), the keeper; then the lease is released.
 	parts := lifecycle.New(log)
-	guarded, commitStage, streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage(), parts.Stage()
+	guarded, venueStage, commitStage := parts.Stage(), parts.Stage(), parts.Stage()
+	streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage()
 	released := false
 	var venueParts *venueParts // nil without a venue (and until it is built)
 	stopAll := func(shutdownCtx context.Context) {
 		guarded.Stop()
 		// The venue's executor outlives the guarded work that sends through it, and stops
 		// before the in-process venue simulator (the stream stage) does.
-		venueParts.close()
+		venueStage.Stop()
 		// The group commit outlives everything that submits to it (HTTP is drained before
 		// stopAll), and answers what is still queued before it returns.
 		commitStage.Stop()
@@ -182,6 +183,9 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	relay := &riskRelay{}
 	if venueParts, err = newVenue(cfg, m, quotes, g, streamStage, log); err != nil {
 		return fmt.Errorf("execution venue: %w", err)
+	}
+	if venueParts != nil {
+		venueStage.Go("venue executor", venueParts.exec.Run)
 	}
 	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m, Settings: settings}
 	var venueView api.VenueView

@@ -192,13 +192,6 @@ func (v *venueParts) size(ctx context.Context, h *holderParts) {
 	}
 }
 
-// close stops the executor once guarded work has stopped; a second call does nothing.
-func (v *venueParts) close() {
-	if v != nil {
-		v.exec.Close()
-	}
-}
-
 // deskPrices prices the in-process venue simulator from the desk's own quotes (the holder's tick
 // engine), so the venue fills where the desk's traders see the market.
 type deskPrices struct{ q *desk.Quotes }

@@ -492,6 +492,14 @@ func (e *Executor) Stats() ExecutorStats {
 		Calls: e.calls.Load(), Reachable: e.Reachable()}
 }
 
+// Run holds the executor open until ctx ends, then closes it: the executor as a part of the
+// process, stopped after the work that sends through it.
+func (e *Executor) Run(ctx context.Context) error {
+	<-ctx.Done()
+	e.Close()
+	return nil
+}
+
 // Close stops the workers once the calls in flight have answered, and closes idle connections.
 // Calls still queued are answered ErrNotSent.
 func (e *Executor) Close() {
