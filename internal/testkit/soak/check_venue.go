@@ -1,4 +1,4 @@
-package main
+package soak
 
 import (
 	"fmt"
@@ -10,8 +10,9 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// The A-book invariants (DESIGN §8), read from the venue simulator's control state and the
-// database snapshot. venueNeverResent holds at every instant; the others hold once the desk has
+// The A-book invariants (an EXTERNAL order reaches the venue at most once, and the desk books
+// what the venue did), read from the venue simulator's control state and the database
+// snapshot. venueNeverResent holds at every instant; the others hold once the desk has
 // quiesced and reconciled past FXDESK_VENUE_NOT_SENT_AFTER, so they are checked at the end.
 
 // venueNeverResent: the venue received at most one order request per client id. An order whose

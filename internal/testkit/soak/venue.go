@@ -1,4 +1,4 @@
-package main
+package soak
 
 import (
 	"bufio"
@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 	"io"
 	"net/http"
 	"os"
@@ -19,11 +17,14 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/venue"
+	"fxdesk/internal/venuesim"
 )
 
-// The A-book of the soaked desk (DESIGN §8): one cmd/venuesim process both web processes send
-// EXTERNAL orders to, priced from the one cmd/feedsim process they stream from. Its timings are
-// short so that what a fault leaves in SENDING is resolved within the end-of-run settle.
+// The A-book of the soaked desk: one cmd/venuesim process both web processes send EXTERNAL
+// orders to, priced from the one cmd/feedsim process they stream from. Its timings are short
+// so that what a fault leaves in SENDING is resolved within the end-of-run settle.
 const (
 	venueLatency      = 40 * time.Millisecond // the venue's execution latency
 	venueTimeout      = time.Second           // FXDESK_VENUE_TIMEOUT: one venue call's bound

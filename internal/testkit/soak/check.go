@@ -1,0 +1,243 @@
+package soak
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// result is one invariant's verdict on one check: its figures, and the rows that break it.
+type result struct {
+	Name       string
+	Figures    string
+	Violations []violation
+}
+
+// violation is one row that breaks an invariant. Key names the row across checks (its text may
+// grow with later evidence); an empty key means the text itself.
+type violation struct {
+	Key, Text string
+}
+
+func (r *result) add(key, format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	if key == "" {
+		key = text
+	}
+	r.Violations = append(r.Violations, violation{key, text})
+}
+
+// evidence is what the checks read besides the database.
+type evidence struct {
+	journal []entry
+	procs   map[int]*proc // by pid
+	desks   []deskSample
+	rows    []rowSample
+	mirrors []mirrorSample
+	runs    []rolloverRun
+	windows []window
+	// venue is the venue simulator's state read with the snapshot (nil: unreadable then);
+	// external names the clients trading on the EXTERNAL account group.
+	venue    *venueState
+	external map[string]bool
+	// floods and reuses are what the front-door faults saw.
+	floods []floodRun
+	reuses []reuse
+}
+
+// during names the fault windows that overlap [a, b], for reading a violation.
+func (ev *evidence) during(a, b time.Time) string {
+	var names []string
+	for _, w := range ev.windows {
+		if !w.Start.After(b.Add(2*time.Second)) && !w.End.Before(a.Add(-2*time.Second)) {
+			names = append(names, w.Kind+"@"+w.Start.Format("15:04:05.000"))
+		}
+	}
+	if len(names) == 0 {
+		return "no fault"
+	}
+	return "during " + strings.Join(names, ",")
+}
+
+func ts(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+// checkAll runs every invariant on one snapshot and the evidence gathered up to it.
+func checkAll(s *dbSnapshot, ev *evidence) []result {
+	rs := []result{
+		checkLedger(s),
+		checkPositions(s, ev),
+		checkNonces(s, ev),
+		checkSwapUnique(s),
+		checkRolloversDue(s, ev),
+		checkSwapConversion(s, ev),
+		checkMirrorTerm(ev),
+		checkLeaseTerms(ev),
+		checkSingleTrust(ev),
+		checkAnswersInDB(s, ev),
+		checkFencedInTerm(ev),
+		checkNo5xx(ev),
+		checkFlood(s, ev),
+		checkReusedNonce(s, ev),
+		checkLoadNotLimited(ev),
+	}
+	if ev.venue != nil {
+		rs = append(rs, checkVenueNeverResent(ev.venue))
+	}
+	return rs
+}
+
+// Σ deals = balance, and each deal's balanceAfter is the previous one's plus its amount, in deal
+// id order within the account: every writer locks the account row before it inserts the deal,
+// so ids within one account follow commit order.
+func checkLedger(s *dbSnapshot) result {
+	r := result{Name: "ledger"}
+	by := map[int64][]dbDeal{}
+	for _, d := range s.Deals {
+		by[d.Account] = append(by[d.Account], d)
+	}
+	for _, a := range s.Accounts {
+		sum := decimal.Zero
+		for _, d := range by[a.ID] {
+			want := sum.Add(d.Amount)
+			if !d.BalanceAfter.Equal(want) {
+				r.add("", "account %d deal %d (%s %s, key %s): balanceAfter %s, previous %s + amount = %s",
+					a.ID, d.ID, d.Type, d.Amount, d.Key, d.BalanceAfter, sum, want)
+			}
+			sum = want
+		}
+		if !sum.Equal(a.Balance) {
+			r.add("", "account %d: Σ %d deals = %s, balance = %s", a.ID, len(by[a.ID]), sum, a.Balance)
+		}
+	}
+	r.Figures = fmt.Sprintf("%d accounts, %d deals", len(s.Accounts), len(s.Deals))
+	return r
+}
+
+// No position closed twice, closed volume ≤ opened, and the position row agrees with its close
+// deals; two concurrent full closes of one position never both succeed.
+func checkPositions(s *dbSnapshot, ev *evidence) result {
+	r := result{Name: "positions"}
+	closes := map[int64][]dbDeal{}
+	for _, d := range s.Deals {
+		if d.Type == "PROFIT" && d.Position.Valid && strings.HasPrefix(d.Key, "close:") {
+			closes[d.Position.Int64] = append(closes[d.Position.Int64], d)
+		}
+	}
+	closed := 0
+	for _, p := range s.Positions {
+		left := p.OpenVolume
+		for _, d := range closes[p.ID] { // id order
+			before, _ := decimal.NewFromString(d.Key[strings.LastIndexByte(d.Key, ':')+1:])
+			if left.IsZero() {
+				r.add("", "position %d closed again after it was fully closed: deal %d volume %s", p.ID, d.ID, d.Volume.Decimal)
+			} else if !before.Equal(left) {
+				r.add("", "position %d deal %d closed %s from %s, but %s was open", p.ID, d.ID, d.Volume.Decimal, before, left)
+			}
+			left = left.Sub(d.Volume.Decimal)
+		}
+		switch {
+		case left.IsNegative():
+			r.add("", "position %d (%s): closed %s of %s opened", p.ID, p.Symbol, p.OpenVolume.Sub(left), p.OpenVolume)
+		case !left.Equal(p.Volume):
+			r.add("", "position %d: volume %s, but opened %s minus its close deals is %s", p.ID, p.Volume, p.OpenVolume, left)
+		case (p.Status == "CLOSED") != p.Volume.IsZero():
+			r.add("", "position %d: status %s with volume %s", p.ID, p.Status, p.Volume)
+		}
+		if p.Status == "CLOSED" {
+			closed++
+		}
+	}
+	// The two halves of a race are journaled one after the other by one client.
+	type raceKey struct {
+		client, path string
+	}
+	wins := map[raceKey][]entry{}
+	races := 0
+	for _, e := range ev.journal {
+		if e.Op == "raceClose" {
+			races++
+			if e.ok() {
+				k := raceKey{e.Client, e.Path}
+				wins[k] = append(wins[k], e)
+			}
+		}
+	}
+	for k, es := range wins {
+		// Successive races of one position are impossible: the first full close ends it.
+		if len(es) > 1 {
+			r.add("", "%s %s: %d concurrent full closes answered 2xx (journal seq %d and %d)", k.client, k.path, len(es), es[0].Seq, es[1].Seq)
+		}
+	}
+	r.Figures = fmt.Sprintf("%d positions (%d closed), %d close deals, %d race halves", len(s.Positions), closed, countDeals(closes), races)
+	return r
+}
+
+func countDeals(m map[int64][]dbDeal) int {
+	n := 0
+	for _, ds := range m {
+		n += len(ds)
+	}
+	return n
+}
+
+// One order per requestNonce, and every 2xx answer for one nonce names the same order.
+func checkNonces(s *dbSnapshot, ev *evidence) result {
+	r := result{Name: "nonces"}
+	type key struct {
+		account int64
+		nonce   string
+	}
+	seen := map[key][]int64{}
+	for _, o := range s.Orders {
+		if o.Nonce.Valid {
+			k := key{o.Account, o.Nonce.String}
+			seen[k] = append(seen[k], o.ID)
+		}
+	}
+	for k, ids := range seen {
+		if len(ids) > 1 {
+			r.add("", "account %d nonce %s: orders %v", k.account, k.nonce, ids)
+		}
+	}
+	answers := map[string]map[int64]bool{}
+	retried := 0
+	for _, e := range ev.journal {
+		if !strings.HasPrefix(e.Op, "open") || !e.ok() {
+			continue
+		}
+		if e.Op == "open-retry" {
+			retried++
+		}
+		var b struct {
+			Order struct {
+				ID           int64  `json:"id"`
+				RequestNonce string `json:"requestNonce"`
+			} `json:"order"`
+		}
+		if e.decode(&b) {
+			if answers[b.Order.RequestNonce] == nil {
+				answers[b.Order.RequestNonce] = map[int64]bool{}
+			}
+			answers[b.Order.RequestNonce][b.Order.ID] = true
+		}
+	}
+	for n, ids := range answers {
+		if len(ids) > 1 {
+			r.add("", "nonce %s answered with orders %v", n, keys(ids))
+		}
+	}
+	r.Figures = fmt.Sprintf("%d orders, %d nonces, %d retried opens answered 2xx", len(s.Orders), len(seen), retried)
+	return r
+}
+
+func keys(m map[int64]bool) []int64 {
+	var out []int64
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,234 @@
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// publishedLive reports whether snapshot m was published by a holder whose term was still the
+// lease's: the row read one sampling period before its publishedAt (surely before the publish)
+// had no newer term. A snapshot from a process that had already been replaced is a zombie's.
+func publishedLive(rows []rowSample, m mirrorSample) (bool, int64) {
+	at, err := time.Parse(time.RFC3339Nano, m.PublishedAt)
+	if err != nil {
+		return false, 0
+	}
+	lt := liveTerm(rows, at.Add(-sampleEvery))
+	return m.Term >= lt, lt
+}
+
+// liveTerm is the lease row's term as last read at or before t (0 when unknown).
+func liveTerm(rows []rowSample, t time.Time) int64 {
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].At.After(t) })
+	for i--; i >= 0; i-- {
+		if rows[i].Err == "" && rows[i].OK {
+			return rows[i].Row.Term
+		}
+	}
+	return 0
+}
+
+func sortedRows(rows []rowSample) []rowSample {
+	out := append([]rowSample(nil), rows...)
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// Only the live holder's snapshots in the mirror: the snapshot's term never goes backwards, no
+// snapshot was published after its term was replaced in the lease row, and within one publish
+// interval (plus sampling slack) of a new term in the lease row, the snapshot
+// carries it — unless Redis was cut meanwhile, when nobody can publish.
+func checkMirrorTerm(ev *evidence) result {
+	r := result{Name: "mirrorTerm"}
+	rows := sortedRows(ev.rows)
+	ms := append([]mirrorSample(nil), ev.mirrors...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].At.Before(ms[j].At) })
+	var maxTerm int64
+	var maxAt time.Time
+	backwards, stale, zombie := 0, 0, 0
+	lastZombie := ""
+	var episode *mirrorSample
+	present := 0
+	// since is when the row first showed term t.
+	since := func(t int64) time.Time {
+		for _, rs := range rows {
+			if rs.OK && rs.Row.Term >= t {
+				return rs.At
+			}
+		}
+		return time.Time{}
+	}
+	redisCut := func(a, b time.Time) bool {
+		for _, w := range ev.windows {
+			if w.Kind == faultCut && w.Note == "redis" && !w.Start.After(b) && !w.End.Before(a) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range ms {
+		m := ms[i]
+		if !m.Present {
+			continue
+		}
+		present++
+		if m.Term < maxTerm {
+			backwards++
+			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
+				r.add("", "snapshot term went back from %d (seen %s) to %d at %s (publishedAt %s, USDJPY %.3f): an older holder published after a newer one",
+					maxTerm, ts(maxAt), m.Term, ts(m.At), m.PublishedAt, m.Mids["USDJPY"])
+				episode = &ms[i]
+			}
+			continue
+		}
+		if ok, lt := publishedLive(rows, m); !ok && m.PublishedAt != lastZombie {
+			zombie++
+			lastZombie = m.PublishedAt
+			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
+				r.add("", "snapshot of term %d published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
+					m.Term, m.PublishedAt, lt, m.Mids["USDJPY"], ts(m.At))
+				episode = &ms[i]
+			}
+		}
+		maxTerm, maxAt = m.Term, m.At
+		lt := liveTerm(rows, m.At)
+		if lt > m.Term {
+			t0 := since(lt)
+			if !t0.IsZero() && m.At.Sub(t0) > mirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) {
+				stale++
+				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
+					r.add("", "snapshot still term %d at %s, %s after the lease moved to term %d", m.Term, ts(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
+					episode = &ms[i]
+				}
+			}
+		}
+	}
+	r.Figures = fmt.Sprintf("%d snapshot samples, %d went backwards, %d published by a replaced holder, %d behind the live term", present, backwards, zombie, stale)
+	return r
+}
+
+// Lease terms only increase.
+func checkLeaseTerms(ev *evidence) result {
+	r := result{Name: "leaseTerms"}
+	rows := sortedRows(ev.rows)
+	var last int64
+	var lastAt time.Time
+	terms := map[int64]bool{}
+	for _, rs := range rows {
+		if !rs.OK || rs.Err != "" {
+			continue
+		}
+		terms[rs.Row.Term] = true
+		if rs.Row.Term < last {
+			r.add("", "lease row term %d at %s after %d at %s", rs.Row.Term, ts(rs.At), last, ts(lastAt))
+		}
+		last, lastAt = rs.Row.Term, rs.At
+	}
+	r.Figures = fmt.Sprintf("%d row samples, %d terms, last %d", len(rows), len(terms), last)
+	return r
+}
+
+// Never two processes trusting the lease at once. A sample answered holdsLease at some instant
+// of [Sent, Recv] with trustLeftMs left, so it surely trusted over [Recv, Sent+trustLeft] — cut
+// short where the soak SIGSTOPped or killed it; two processes whose sure intervals overlap
+// trusted at the same instant.
+func checkSingleTrust(ev *evidence) result {
+	r := result{Name: "singleTrust"}
+	type span struct {
+		d        deskSample
+		from, to time.Time
+	}
+	var spans []span
+	for _, d := range ev.desks {
+		if d.HoldsLease {
+			to := d.Sent.Add(time.Duration(d.TrustLeftMs) * time.Millisecond)
+			// A process SIGSTOPped or killed cannot act on the rest of its window.
+			if p := ev.procs[d.PID]; p != nil {
+				if h := p.haltAfter(d.Sent); !h.IsZero() && h.Before(to) {
+					to = h
+				}
+			}
+			if to.After(d.Recv) {
+				spans = append(spans, span{d, d.Recv, to})
+			}
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from.Before(spans[j].from) })
+	reported := map[[2]int]bool{}
+	for i := range spans {
+		for j := i + 1; j < len(spans) && spans[j].from.Before(spans[i].to); j++ {
+			a, b := spans[i], spans[j]
+			if a.d.PID == b.d.PID || reported[[2]int{a.d.PID, b.d.PID}] {
+				continue
+			}
+			reported[[2]int{a.d.PID, b.d.PID}] = true
+			r.add("", "%s (term %d, trusted %s–%s) and %s (term %d, trusted %s–%s) trusted the lease at once",
+				a.d.Proc, a.d.Term, ts(a.from), ts(a.to), b.d.Proc, b.d.Term, ts(b.from), ts(b.to))
+		}
+	}
+	r.Figures = fmt.Sprintf("%d /desk samples, %d holding", len(ev.desks), len(spans))
+	return r
+}
+
+// deskPriced are the journal's operations that fill or close at the desk's price.
+var deskPriced = map[string]bool{"open": true, "open-retry": true, "close": true, "partialClose": true, "raceClose": true}
+
+// Every fenced write committed inside its term, as far as the client sees it: a fill or a close
+// answered 2xx (not a replay) never came from a process already superseded when the request was
+// sent — one the lease row had shown replaced by a newer term of another process. A web process
+// never claims again after losing, so its terms are the ones the row named it with. (The row is
+// sampled every 200 ms; a short legitimate term between two samples is not held against anyone.)
+func checkFencedInTerm(ev *evidence) result {
+	r := result{Name: "fencedInTerm"}
+	rows := sortedRows(ev.rows)
+	maxTerm := map[int]int64{} // pid → the newest term the row named it with
+	for _, rs := range rows {
+		if rs.OK && rs.Err == "" && rs.Row.Term > maxTerm[rs.Row.PID] {
+			maxTerm[rs.Row.PID] = rs.Row.Term
+		}
+	}
+	byName := map[string]*proc{}
+	for _, p := range ev.procs {
+		byName[p.name] = p
+	}
+	checked := 0
+	for _, e := range ev.journal {
+		if !deskPriced[e.Op] || !e.ok() {
+			continue
+		}
+		var b struct {
+			Replayed bool `json:"replayed"`
+		}
+		if e.decode(&b) && b.Replayed {
+			continue
+		}
+		p := byName[e.Proc]
+		if p == nil {
+			continue
+		}
+		checked++
+		// The newest row sample at or before the request was sent.
+		i := sort.Search(len(rows), func(i int) bool { return rows[i].At.After(e.Start) })
+		for i--; i >= 0 && (!rows[i].OK || rows[i].Err != ""); i-- {
+		}
+		if i < 0 {
+			continue
+		}
+		rs := rows[i]
+		if e.ForwardedTerm > 0 {
+			// Forwarded: the holder of the term the follower named wrote it, inside that term.
+			if rs.Row.Live && rs.Row.Term > e.ForwardedTerm {
+				r.add("", "journal %d: %s answered %d by %s forwarded for term %d at %s–%s, after the lease row named pid %d term %d live at %s",
+					e.Seq, e.Op, e.Status, e.Proc, e.ForwardedTerm, ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
+			}
+			continue
+		}
+		if rs.Row.PID != p.pid && rs.Row.Live && rs.Row.Term > maxTerm[p.pid] {
+			r.add("", "journal %d: %s answered %d by %s (pid %d, newest term %d) at %s–%s, after the lease row named pid %d term %d live at %s",
+				e.Seq, e.Op, e.Status, e.Proc, p.pid, maxTerm[p.pid], ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
+		}
+	}
+	r.Figures = fmt.Sprintf("%d fills and closes answered 2xx checked against the lease row", checked)
+	return r
+}

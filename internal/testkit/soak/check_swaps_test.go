@@ -1,0 +1,92 @@
+package soak
+
+import (
+	"testing"
+	"time"
+)
+
+// The rollover dates below are New York's 17:00 rollovers of March 2025 (before US daylight
+// time: 22:00 UTC): 2025-03-03 is a Monday, 2025-03-06 a Thursday.
+
+func swapFixture() *money {
+	s := &dbSnapshot{
+		Taken: at(3600),
+		Deals: []dbDeal{
+			{ID: 5, Account: 1, Type: "SWAP", Position: nid(10), Key: "swap:10:2025-03-05", Amount: dec("-3.33"), Volume: ndec("1"), Comment: "rollover x1", CreatedAt: at(10.5)},
+			{ID: 6, Account: 1, Type: "SWAP", Position: nid(10), Key: "swap:10:2025-03-06", Amount: dec("-3.33"), Volume: ndec("1"), Comment: "rollover x1", CreatedAt: at(20.5)},
+		},
+		Positions: []dbPosition{
+			// Opened on the 5th at 10:00 UTC: open at the rollovers of the 5th and the 6th.
+			{ID: 10, Account: 1, Order: 100, Symbol: "EURJPY", Side: "BUY", OpenVolume: dec("1"), Volume: dec("1"), Status: "OPEN", OpenedAt: base.Add(-2 * time.Hour)},
+		},
+		Charges: []dbCharge{
+			{Position: 10, Date: "2025-03-07", Status: "PENDING"},
+			{Position: 10, Date: "2025-03-06", Status: "CHARGED"},
+		},
+		Instruments: map[string]dbInstrument{
+			// A long lot of EURJPY pays 5 points a night: 100000 × 5 × 0.001 = 500 JPY, 3.33 USD
+			// at a USDJPY mid of 150.
+			"EURJPY": {Contract: dec("100000"), Point: dec("0.001"), SwapLong: dec("-5"), SwapShort: dec("1"), Quote: "JPY"},
+			"EURUSD": {Contract: dec("100000"), Point: dec("0.00001"), SwapLong: dec("-1"), SwapShort: dec("1"), Quote: "USD"},
+		},
+	}
+	// A run as of the evening of the 6th, while the position was open; the mirror held the live
+	// holder's USDJPY when it started.
+	ev := &evidence{
+		runs: []rolloverRun{{At: time.Date(2025, 3, 6, 23, 0, 0, 0, time.UTC), Start: at(10), End: at(11), OK: true, Why: "concurrent pair"}},
+		rows: []rowSample{{At: at(0), OK: true, Row: leaseRow{PID: 100, Term: 1, Live: true}}},
+		mirrors: []mirrorSample{
+			{At: at(9), Present: true, Term: 1, PublishedAt: at(8.9).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}},
+		},
+	}
+	return &money{s, ev}
+}
+
+func TestSwapOnceCheckFlagsASecondChargeForOneRolloverDate(t *testing.T) {
+	runCases(t, swapFixture, func(m *money) result { return checkSwapUnique(m.s) }, []checkCase[*money]{
+		{"two swap deals for one date", func(m *money) {
+			m.s.Deals = append(m.s.Deals, dbDeal{ID: 7, Type: "SWAP", Position: nid(10), Key: "swap:10:2025-03-05"})
+		}, "position 10 date 2025-03-05: swap deals [5 7]"},
+		{"a swap deal keyed for another position", func(m *money) { m.s.Deals[0].Position = nid(11) },
+			"deal 5 key swap:10:2025-03-05 on position 11"},
+		{"a pending charge beside a deal of its date", func(m *money) { m.s.Charges[1].Status = "PENDING" },
+			"position 10 date 2025-03-06: pending charge beside swap deal [6]"},
+	})
+}
+
+func TestRolloversDueCheckFlagsADateACompletedRunLeftUnchargedOrAGapBeforeACharge(t *testing.T) {
+	runCases(t, swapFixture, func(m *money) result { return checkRolloversDue(m.s, m.ev) }, []checkCase[*money]{
+		{"a completed run left a due date uncharged", func(m *money) { m.s.Deals = m.s.Deals[:1]; m.s.Charges = m.s.Charges[:1] },
+			"position 10 (EURJPY BUY 1 lots opened 2025-03-05T10:00:00Z, now OPEN) has no charge for 2025-03-06 although run 1"},
+		{"a pending charge row stands for the date", func(m *money) { m.s.Deals = m.s.Deals[:1] }, ""},
+		{"the run was killed", func(m *money) {
+			m.s.Deals, m.s.Charges = nil, nil
+			m.ev.runs[0].OK = false
+		}, ""},
+		{"the run ended after the snapshot", func(m *money) {
+			m.s.Deals, m.s.Charges = nil, nil
+			m.s.Taken = at(10.5)
+		}, ""},
+		{"the position closed during the run", func(m *money) {
+			m.s.Deals, m.s.Charges = nil, nil
+			m.s.Positions[0].ClosedAt = ntime(at(10.5))
+		}, ""},
+		{"a date skipped before a charged one", func(m *money) {
+			m.ev.runs = nil
+			m.s.Positions[0].OpenedAt = time.Date(2025, 3, 3, 12, 0, 0, 0, time.UTC)
+		}, "was charged for 2025-03-07 but never for 2025-03-03"},
+	})
+}
+
+func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testing.T) {
+	runCases(t, swapFixture, func(m *money) result { return checkSwapConversion(m.s, m.ev) }, []checkCase[*money]{
+		{"converted at a mid the mirror never held", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140 },
+			"deal 5 (position 10 EURJPY BUY 1, 2025-03-05, amount -3.33) converted at USDJPY 149.910–150.391; live holder's mids then: 140.000"},
+		{"the mid came from a replaced holder", func(m *money) {
+			m.ev.rows = append(m.ev.rows, rowSample{At: at(8), OK: true, Row: leaseRow{PID: 200, Term: 2, Live: true}})
+		}, "live holder's mids then: none; other terms' mids: 150.000(term 1"},
+		{"no mirror sample near the run", func(m *money) { m.ev.mirrors[0].At = at(2) }, ""},
+		{"a deal written outside every run", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140; m.s.Deals[0].CreatedAt = at(30) }, ""},
+		{"a USD-quoted position", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140; m.s.Positions[0].Symbol = "EURUSD" }, ""},
+	})
+}

@@ -1,0 +1,371 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Options are one soak's settings, as cmd/soak's flags give them.
+type Options struct {
+	Seed     uint64        // the fault schedule's seed (Plan replays it)
+	Duration time.Duration // how long the load and the faults run
+	Traders  int           // concurrent trader clients
+	External int           // how many of them trade on the EXTERNAL account group (≤ Traders)
+	Keep     bool          // keep the run folder and the database even when the soak passes
+}
+
+// Plan is the fault schedule of seed for a soak of d, one fault a line, as the run logs it.
+func Plan(seed uint64, d time.Duration) []string {
+	var out []string
+	for _, f := range schedule(seed, d) {
+		out = append(out, f.String())
+	}
+	return out
+}
+
+// Run runs one soak and returns the process's exit status: 0 on PASS, 1 on FAIL, 2 when the
+// soak could not be set up or was interrupted. Its last line on stdout is the summary.
+func Run(ctx context.Context, o Options) int {
+	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep)
+}
+
+// tally keeps, across the periodic checks, each invariant's last figures and every distinct row
+// that broke it.
+type tally struct {
+	order   []string
+	figures map[string]string
+	broken  map[string][]string
+	seen    map[string]int // invariant and violation key → index in broken
+	checks  int
+}
+
+func newTally() *tally {
+	return &tally{figures: map[string]string{}, broken: map[string][]string{}, seen: map[string]int{}}
+}
+
+func (t *tally) add(rs []result) {
+	t.checks++
+	for _, r := range rs {
+		if _, ok := t.figures[r.Name]; !ok {
+			t.order = append(t.order, r.Name)
+		}
+		t.figures[r.Name] = r.Figures
+		for _, v := range r.Violations {
+			k := r.Name + "\x00" + v.Key
+			if i, ok := t.seen[k]; ok {
+				t.broken[r.Name][i] = v.Text // the latest evidence for the same row
+				continue
+			}
+			t.seen[k] = len(t.broken[r.Name])
+			t.broken[r.Name] = append(t.broken[r.Name], v.Text)
+		}
+	}
+}
+
+func (t *tally) violations() int {
+	n := 0
+	for _, v := range t.broken {
+		n += len(v)
+	}
+	return n
+}
+
+func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool) int {
+	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
+	dir, err := os.MkdirTemp("", "fxdesk-soak-")
+	if err != nil {
+		logger.Printf("soak: %v", err)
+		return 2
+	}
+	faults := schedule(seed, d)
+	logger.Printf("soak: seed=%d seconds=%d traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), nTraders, nExternal, dir)
+	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
+	for _, f := range faults {
+		logger.Printf("soak:   %s", f)
+	}
+	failed := func(format string, args ...any) int {
+		logger.Printf("soak: "+format, args...)
+		logger.Printf("soak: FAIL seed=%d (setup); logs kept in %s", seed, dir)
+		return 2
+	}
+
+	binDir := filepath.Join(dir, "bin")
+	os.MkdirAll(binDir, 0o755)
+	logger.Printf("soak: building fxdesk-web, fxdesk-cron, fxdesk-feedsim and fxdesk-venuesim")
+	if err := buildBinaries(binDir); err != nil {
+		return failed("%v", err)
+	}
+	c, err := newCluster(ctx, dir, binDir)
+	if err != nil {
+		return failed("%v", err)
+	}
+	// The database is kept only for a soak that ran to a FAIL verdict (or with -keep): a setup
+	// failure or an interrupted run has nothing in it worth reading, its logs are in the folder.
+	keepDB := keep
+	defer func() {
+		c.close()
+		if !keepDB {
+			c.dropDatabase()
+		}
+	}()
+	logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
+	logger.Printf("soak: feed %s, venue %s (control %s)", c.feed.url, c.venue.url, c.venue.control)
+
+	web1, err := c.start(ctx, "web")
+	if err != nil {
+		return failed("%v", err)
+	}
+	if _, err := c.waitHolder(ctx, 15*time.Second, nil); err != nil {
+		return failed("first web: %v", err)
+	}
+	if err := c.abookGroup(ctx, web1); err != nil {
+		return failed("%v", err)
+	}
+	if _, err := c.start(ctx, "web"); err != nil {
+		return failed("%v", err)
+	}
+	if _, err := c.start(ctx, "cron"); err != nil {
+		return failed("%v", err)
+	}
+	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer j.close()
+	smp, err := newSampler(c, filepath.Join(dir, "samples.jsonl"))
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer smp.close()
+	sampleCtx, stopSampling := context.WithCancel(context.Background())
+	var sampling sync.WaitGroup
+	sampling.Go(func() { smp.run(sampleCtx) })
+	defer func() { stopSampling(); sampling.Wait() }()
+
+	// One USD account per trader, funded by the admin; the last nExternal trade on the EXTERNAL
+	// group (straight through to the venue).
+	var traders []*trader
+	external := map[string]bool{}
+	for i := range nTraders {
+		user := int64(1001 + i)
+		tok, err := c.issueToken(ctx, user, false)
+		if err != nil {
+			return failed("%v", err)
+		}
+		t := &trader{name: fmt.Sprintf("t%d", i+1), user: user, token: tok, j: j, c: c, holder: smp.currentHolder,
+			rng: rand.New(rand.NewPCG(seed, uint64(i+1))), positions: map[int64]decimal.Decimal{}}
+		e := j.call(ctx, web1, tok, t.name, "account", http.MethodPost, "/api/fx/accounts", map[string]any{"currency": "USD", "leverage": 100})
+		var b struct {
+			Account struct {
+				ID int64 `json:"id"`
+			} `json:"account"`
+		}
+		if !e.ok() || !e.decode(&b) {
+			return failed("create account: %d %s", e.Status, e.Resp)
+		}
+		t.account = b.Account.ID
+		if i >= nTraders-nExternal {
+			if err := c.joinGroup(ctx, t.account, abookGroup); err != nil {
+				return failed("%v", err)
+			}
+			external[t.name] = true
+		}
+		if e := j.call(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
+			map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.ok() {
+			return failed("initial deposit: %d %s", e.Status, e.Resp)
+		}
+		traders = append(traders, t)
+	}
+
+	tl := newTally()
+	byName := map[string]*trader{}
+	for _, t := range traders {
+		byName[t.name] = t
+	}
+	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, fills: func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, t := range traders {
+			wg.Go(func() { t.burst(ctx) })
+		}
+		wg.Wait()
+	}}
+	evidenceNow := func() *evidence {
+		desks, rows, mirrors := smp.snapshot()
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		procs := map[int]*proc{}
+		for _, p := range c.all() {
+			procs[p.pid] = p
+		}
+		return &evidence{journal: j.snapshot(), procs: procs, desks: desks, rows: rows, mirrors: mirrors,
+			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...), external: external,
+			floods: append([]floodRun(nil), in.floods...), reuses: append([]reuse(nil), in.reuses...)}
+	}
+	check := func(label string) {
+		s, err := readSnapshot(ctx, c.direct)
+		if err != nil {
+			logger.Printf("soak: %s check: %v", label, err)
+			return
+		}
+		ev := evidenceNow()
+		// Read after the snapshot: every order request the snapshot knows of has reached the venue.
+		if ev.venue, err = c.venue.state(); err != nil {
+			logger.Printf("soak: %s check: %v", label, err)
+		}
+		rs := checkAll(s, ev)
+		tl.add(rs)
+		bad := 0
+		for _, r := range rs {
+			bad += len(r.Violations)
+		}
+		logger.Printf("soak: %s check: %d invariants, %d violating rows", label, len(rs), bad)
+	}
+
+	logger.Printf("soak: load and faults for %s", d)
+	start := time.Now()
+	// The load runs for d, and on until the last fault has played out: a schedule that runs late
+	// (faults take their time) is still injected whole, under load.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var load sync.WaitGroup
+	for _, t := range traders {
+		load.Go(func() { t.run(loadCtx, c.admin) })
+	}
+	// The loop below sets faultsDone to nil once it has fired (or on an interrupt): the
+	// goroutine closes its own copy.
+	faultsDone := make(chan struct{})
+	go func(done chan struct{}) { in.run(ctx, start, faults); in.wait(); close(done) }(faultsDone)
+	periodic := time.NewTicker(30 * time.Second)
+	defer periodic.Stop()
+	loadEnd := time.After(d)
+	for loadEnd != nil || faultsDone != nil {
+		select {
+		case <-ctx.Done():
+			loadEnd, faultsDone = nil, nil
+		case <-loadEnd:
+			loadEnd = nil
+		case <-faultsDone:
+			faultsDone = nil
+		case <-periodic.C:
+			check("periodic")
+		}
+	}
+	stopLoad()
+	load.Wait()
+	if ctx.Err() != nil {
+		logger.Printf("soak: interrupted; logs in %s", dir)
+		return 2
+	}
+
+	// The desk must trade again within 30 s of the last fault.
+	in.mu.Lock()
+	lastFault := in.lastEnd
+	in.mu.Unlock()
+	probe(ctx, traders[0], lastFault)
+	// A quiet rerun as of the furthest --at used: every position open now must then have every
+	// date due by it, whatever the runs under load skipped.
+	if !in.maxAhead.IsZero() {
+		in.rollover(ctx, in.maxAhead, 0, "settling run after the load")
+	}
+	// The A-book settles: held answers released, then reconciles until one started past
+	// NOT_SENT_AFTER after the desk went quiet plans nothing more.
+	quiet := time.Now()
+	if err := settleVenue(ctx, c, logger, quiet); err != nil {
+		in.fail("settle: %v", err)
+	}
+	time.Sleep(2 * sampleEvery)
+	stopSampling()
+	sampling.Wait()
+	check("final")
+	tl.add(finalVenueCheck(ctx, c, logger, quiet))
+	ev := evidenceNow()
+	tl.add([]result{checkTradesAgain(ev, lastFault)})
+	faultErrs := in.errs
+
+	// Report.
+	viol := tl.violations()
+	logger.Printf("soak: invariants (figures from the last check; %d checks):", tl.checks)
+	for _, name := range tl.order {
+		status := "ok  "
+		if n := len(tl.broken[name]); n > 0 {
+			status = fmt.Sprintf("FAIL (%d rows)", n)
+		}
+		logger.Printf("soak:   %-15s %-13s %s", status, name, tl.figures[name])
+		for i, v := range tl.broken[name] {
+			if i == 20 {
+				logger.Printf("soak:        … and %d more", len(tl.broken[name])-20)
+				break
+			}
+			logger.Printf("soak:        %s", v)
+		}
+	}
+	for _, e := range faultErrs {
+		logger.Printf("soak:   fault trouble: %s", e)
+	}
+	ct := commitTotals(ev.desks)
+	logger.Printf("soak: group commit (last counters of each web process): %d batches carrying %d writes, %d in one round trip, "+
+		"%d run again after a stale check, %d written row by row, %d retried", ct.Batches, ct.Writes, ct.OneTrip, ct.Stale, ct.Split, ct.Retried)
+	var counts []string
+	for _, k := range faultKinds {
+		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))
+	}
+	verdict := "PASS"
+	if viol > 0 || len(faultErrs) > 0 {
+		verdict = "FAIL"
+	}
+	var failing []string
+	for _, name := range tl.order {
+		if len(tl.broken[name]) > 0 {
+			failing = append(failing, name)
+		}
+	}
+	slices.Sort(failing)
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d requests=%d faults={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), len(ev.journal), strings.Join(counts, ","), len(tl.order), viol)
+	if len(failing) > 0 {
+		summary += " failing=" + strings.Join(failing, ",")
+	}
+	if len(faultErrs) > 0 {
+		summary += fmt.Sprintf(" faultTrouble=%d", len(faultErrs))
+	}
+	if verdict == "PASS" && !keep {
+		os.RemoveAll(dir)
+	} else {
+		keepDB = true
+		summary += " kept=" + dir
+		logger.Printf("soak: logs, journal.jsonl and samples.jsonl kept in %s; database %s kept", dir, c.dbName)
+	}
+	fmt.Println(summary)
+	if verdict != "PASS" {
+		return 1
+	}
+	return 0
+}
+
+// probe places small orders on the holder until one fills or 30 s after the last fault pass.
+func probe(ctx context.Context, t *trader, lastFault time.Time) {
+	deadline := lastFault.Add(30 * time.Second)
+	if dl := time.Now().Add(5 * time.Second); deadline.Before(dl) {
+		deadline = dl
+	}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		nonce := t.nonce("probe")
+		e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": "EURUSD",
+			"side": "BUY", "type": "MARKET", "volume": "0.05", "requestNonce": nonce}, t.deskWeb)
+		if e.ok() {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
