@@ -326,13 +326,7 @@ func fenceCause(err error) error {
 // (nothing committed).
 func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, error) {
 	s := c.s
-	if s.lease == nil {
-		return nil, noFence{errors.New("this process has no lease to fence with")}
-	}
-	stmt, args, err := s.lease.FenceStatement()
-	if err == nil && stmt == "" {
-		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
-	}
+	stmt, args, err := s.fence()
 	if err != nil {
 		return nil, noFence{err}
 	}

@@ -232,7 +232,7 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 		attrs = append(attrs, slog.String("request_nonce", r.RequestNonce))
 	}
 	if s.lease == nil {
-		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errors.New("this process has no lease to fence with"), slog.String("op", "fill order"))
+		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errNoLease, slog.String("op", "fill order"))
 	}
 	arrived := time.Now()
 	w := &marketFill{queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}

@@ -129,9 +129,26 @@ func (s *Service) admit(ctx context.Context, work gate.Work, what string, attrs 
 		return err
 	}
 	if s.lease == nil {
-		return s.gate.Fenced(ctx, work, errors.New("this process has no lease to fence with"), attrs...)
+		return s.gate.Fenced(ctx, work, errNoLease, attrs...)
 	}
 	return nil
+}
+
+// errNoLease: a process without a lease (fxdesk-cron, a test) has nothing to fence a write with.
+var errNoLease = errors.New("this process has no lease to fence with")
+
+// fence is the one way a fenced write gets its fence: the statement that checks, in the write's
+// own transaction, that this process still holds the lease in its term (sent just before
+// COMMIT). An error means the write must not be made.
+func (s *Service) fence() (string, []any, error) {
+	if s.lease == nil {
+		return "", nil, errNoLease
+	}
+	stmt, args, err := s.lease.FenceStatement()
+	if err == nil && stmt == "" {
+		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
+	}
+	return stmt, args, err
 }
 
 // retry runs txn — one whole transaction of a request outside the group commit (which retries
@@ -167,13 +184,7 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*txn,
 	if err := s.gate.Admit(ctx, work, slog.String("op", what)); err != nil {
 		return nil, nil, err
 	}
-	if s.lease == nil {
-		return nil, nil, s.gate.Fenced(ctx, work, errors.New("this process has no lease to fence with"), slog.String("op", what))
-	}
-	stmt, args, err := s.lease.FenceStatement()
-	if err == nil && stmt == "" {
-		err = errors.New("the lease gave no fence statement") // "" would make the write unfenced
-	}
+	stmt, args, err := s.fence()
 	if err != nil {
 		return nil, nil, s.gate.Fenced(ctx, work, err, slog.String("op", what))
 	}
