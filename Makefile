@@ -26,7 +26,7 @@ test: services
 bench: services
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Chaos soak (internal/testkit/soak, run by cmd/soak; README "Soak"): two web processes and the cron process under trader load
+# Chaos soak (internal/testkit/soak, run by cmd/soak; docs/soak.md): two web processes and the cron process under trader load
 # and seeded faults, invariants checked every 30 s and at the end. SEED= replays a schedule.
 SECONDS ?= 60
 SEED ?=

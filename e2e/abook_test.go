@@ -17,9 +17,9 @@ import (
 	"fxdesk/internal/tcpproxy"
 )
 
-// A-book execution end to end (issue 18, DESIGN §8): real fxdesk-web processes trading through
-// a real fxdesk-venuesim, both priced by one fxdesk-feedsim; faults are the venue simulator's
-// and real signals to the desk's processes.
+// A-book execution end to end (docs/architecture.md, «A-book execution and the reconciler»): real
+// fxdesk-web processes trading through a real fxdesk-venuesim, both priced by one fxdesk-feedsim;
+// faults are the venue simulator's and real signals to the desk's processes.
 
 // An EXTERNAL account's open, partial close and close are booked at the venue's prices plus the
 // group's markup, not at the desk's quote: each is sent while the venue's latency is long and the

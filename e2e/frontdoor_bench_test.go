@@ -23,9 +23,10 @@ import (
 	"fxdesk/internal/dbtest"
 )
 
-// TestBenchFrontDoor measures what the front door's attacks (issue 23) still cost, against a real
-// holder with the shipped limits: another trader's GET /api/fx/accounts latency and the holder's
-// own lease renews, quiet and then during each attack, and the memory one idle stream holds.
+// TestBenchFrontDoor measures what the front door's attacks (docs/architecture.md, «The front
+// door») still cost, against a real holder with the shipped limits: another trader's GET
+// /api/fx/accounts latency and the holder's own lease renews, quiet and then during each attack,
+// and the memory one idle stream holds.
 //
 //   - quiet: the control, measured first and again last;
 //   - memory: RSS and Go heap before and after opening FXDESK_BENCH_STREAMS (default 1000) idle

@@ -15,11 +15,12 @@ import (
 	"time"
 )
 
-// The front door (issue 23), end to end against the real holder on one processor: one trader
-// token opening 2,000 markets-rail streams, then anonymous connections past the process's cap.
-// The holder's own work must keep its timing — read from its own metrics and logs — another
-// trader must still trade and be stopped out through a gap, and everything past a cap must be
-// refused with a clear answer. The latency figures are TestBenchFrontDoor's, not this test's.
+// The front door (docs/architecture.md, «The front door»), end to end against the real holder on
+// one processor: one trader token opening 2,000 markets-rail streams, then anonymous connections
+// past the process's cap. The holder's own work must keep its timing — read from its own metrics
+// and logs — another trader must still trade and be stopped out through a gap, and everything past
+// a cap must be refused with a clear answer. The latency figures are TestBenchFrontDoor's, not this
+// test's.
 func TestFrontDoorStreamAndConnectionAttack(t *testing.T) {
 	t.Parallel()
 	const maxConns, streamsPerToken, idle = 400, 8, 500

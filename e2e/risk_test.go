@@ -17,8 +17,8 @@ import (
 	"fxdesk/internal/tcpproxy"
 )
 
-// The risk engine end to end (issue 5): the real fxdesk-web holder fed by a test-driven
-// simulator; every outcome is read from the database the engine writes to.
+// The risk engine end to end (docs/architecture.md, «The risk engine»): the real fxdesk-web holder
+// fed by a test-driven simulator; every outcome is read from the database the engine writes to.
 
 // waitRiskReady waits for the engine's boot sweep: from then on every tick is evaluated.
 func waitRiskReady(p *proc) {

@@ -14,11 +14,11 @@ func (d *tradingDesk) simSession(symbol string, open bool) {
 	d.simControl("session", fmt.Sprintf(`{"symbol":%q,"open":%v}`, symbol, open))
 }
 
-// Stop-out behind a closed market (issue 14, defect 2), through HTTP and the simulator: gold is
-// the account's largest loser and its session is closed, so the tick that takes the account
-// below its stop-out level closes EURUSD — at that tick, not at a later, deeper one — and gold
-// stays open and watched; once its session reopens, its first tick below the level closes it.
-// Σ deals = balance throughout.
+// Stop-out behind a closed market (docs/architecture.md, «The risk engine»: the largest loser that
+// can be closed now), through HTTP and the simulator: gold is the account's largest loser and its
+// session is closed, so the tick that takes the account below its stop-out level closes EURUSD — at
+// that tick, not at a later, deeper one — and gold stays open and watched; once its session
+// reopens, its first tick below the level closes it. Σ deals = balance throughout.
 func TestRiskStopOutPassesOverClosedMarket(t *testing.T) {
 	t.Parallel()
 	d := newTradingDesk(t)

@@ -21,8 +21,9 @@ import (
 	"fxdesk/internal/dbtest"
 )
 
-// TestBenchVenueBurst measures the A-book executor in the two bursts of issue 18, in one run of
-// the real fxdesk-web with the in-process venue simulator answering in 130 ms (FXDESK_VENUE=sim):
+// TestBenchVenueBurst measures the A-book executor in two bursts, a gap over 360 and over 5,000
+// EXTERNAL stops, in one run of the real fxdesk-web with the in-process venue simulator answering
+// in 130 ms (FXDESK_VENUE=sim):
 //
 //  1. a gap that stops out FXDESK_BENCH_VENUE_BURST (default 360) EXTERNAL positions with the
 //     executor sized for them: own time p50 / p95 / max, from the desk's "venue burst" line, and

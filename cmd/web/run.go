@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 
 	// The holder's own work — the lease renew, and the group commit that carries every fill and
 	// every risk close with its fence — has connections HTTP cannot take: a flood of trader
-	// requests queues for the main pool, never for these (DESIGN §13).
+	// requests queues for the main pool, never for these (docs/architecture.md, «The front door»).
 	holderDB, err := store.ConnectPool(cfg.MySQLDSN, holderPool)
 	if err != nil {
 		return err

@@ -21,9 +21,10 @@ import (
 	"fxdesk/internal/venuesim"
 )
 
-// venueParts is the A-book (DESIGN §8): the venue client on the executor's pre-sized workers
-// and connections, and on FXDESK_VENUE=sim the bundled simulator on loopback. Built at boot
-// when a venue is configured; the holder adds the reconciler and the hedge monitor.
+// venueParts is the A-book (docs/architecture.md, «A-book execution and the reconciler»): the venue
+// client on the executor's pre-sized workers and connections, and on FXDESK_VENUE=sim the bundled
+// simulator on loopback. Built at boot when a venue is configured; the holder adds the reconciler
+// and the hedge monitor.
 type venueParts struct {
 	cfg    config.VenueConfig
 	exec   *venue.Executor

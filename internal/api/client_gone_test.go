@@ -28,9 +28,9 @@ type noPrices struct{}
 func (noPrices) LastTick(string) (tick.Quote, bool) { return tick.Quote{}, false }
 func (noPrices) SymbolState(string) tick.State      { return tick.QuotingHalted }
 
-// A request whose client went away (issue 14, defect 8) is neither logged as an error nor
-// counted as an internal one: the order route, through the real service, sees its request's
-// context cancelled and answers "client gone" at info, counted as result="canceled". A
+// A request whose client went away (the client's choice, not a failure of the desk) is neither logged
+// as an error nor counted as an internal one: the order route, through the real service, sees its
+// request's context cancelled and answers "client gone" at info, counted as result="canceled". A
 // cancellation that is not the request's own stays an internal error.
 func TestClientGoneIsNotAnInternalError(t *testing.T) {
 	db, closeDB, err := dbtest.NewMigrated("api_client_gone")

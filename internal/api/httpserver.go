@@ -14,12 +14,11 @@ import (
 	"fxdesk/internal/metrics"
 )
 
-// NewHTTPServer bounds what one connection can hold (DESIGN §13): the headers and then the
-// whole request must arrive within their deadlines, an idle keep-alive connection is closed, and
-// each answer has the route's write deadline (Deps.Limits); streams replace their read and
-// write deadlines with their own.
-// net/http's own complaints (a refused accept, a bad request line) go to log, through the
-// process's masking handler, at warn.
+// NewHTTPServer bounds what one connection can hold (docs/architecture.md, «The front door»): the
+// headers and then the whole request must arrive within their deadlines, an idle keep-alive
+// connection is closed, and each answer has the route's write deadline (Deps.Limits); streams
+// replace their read and write deadlines with their own. net/http's own complaints (a refused
+// accept, a bad request line) go to log, through the process's masking handler, at warn.
 func NewHTTPServer(ctx context.Context, handler http.Handler, l config.Limits, log *slog.Logger) *http.Server {
 	return &http.Server{
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

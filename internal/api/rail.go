@@ -13,14 +13,13 @@ import (
 	"fxdesk/internal/trading"
 )
 
-// Rail is the markets rail's one fan-out (DESIGN §13). It hears every accepted quote once,
-// formats it once into the bytes of its server-sent event, and hands those same bytes to every
-// stream that asked for the symbol. Nobody is waited for: a stream whose buffer is full loses
-// that quote alone (a burst outruns a client for a moment; the next quote supersedes the lost
-// one), and a stream whose buffer has stayed full for slowFor is dropped — its client reconnects
-// and starts again from the latest quotes.
-// The rail also holds the stream caps, per token and per process, so a refusal costs nothing
-// but a map lookup.
+// Rail is the markets rail's one fan-out (docs/architecture.md, «The front door»). It hears every
+// accepted quote once, formats it once into the bytes of its server-sent event, and hands those
+// same bytes to every stream that asked for the symbol. Nobody is waited for: a stream whose buffer
+// is full loses that quote alone (a burst outruns a client for a moment; the next quote supersedes
+// the lost one), and a stream whose buffer has stayed full for slowFor is dropped — its client
+// reconnects and starts again from the latest quotes. The rail also holds the stream caps, per
+// token and per process, so a refusal costs nothing but a map lookup.
 type Rail struct {
 	quotes     *desk.Quotes
 	digits     func(symbol string) (int, bool)

@@ -16,8 +16,9 @@ func routes(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), d.Log, w, err) }
-	// The front door (DESIGN §13), before anything reads the request: the client address's rate,
-	// the answer's deadline and the body's bound, the same on every process.
+	// The front door (docs/architecture.md, «The front door»), before anything reads the request:
+	// the client address's rate, the answer's deadline and the body's bound, the same on every
+	// process.
 	r.Use(perAddress(d.Log, newRateLimits(d.Limits.RatePerAddr, rateKeys), d.Limits.TrustedProxies, d.Metrics))
 	r.Use(writeDeadline(d.Limits.WriteTimeout))
 	bodyLimit := d.Limits.BodyBytes

@@ -52,15 +52,16 @@ type Deps struct {
 	// Auth resolves bearer tokens.
 	Auth *auth.Resolver
 	// Forward sends desk-priced requests from a follower to the lease holder and admits the ones
-	// forwarded here; nil when forwarding is off (a follower then refuses them itself, DESIGN §4).
+	// forwarded here; nil when forwarding is off (a follower then refuses them itself:
+	// docs/architecture.md, «Who may quote»).
 	Forward *forward.Forwarder
 	// Venue is the execution venue on the lease holder (the dealer's view); nil without one.
 	Venue VenueView
 	// Rail fans quotes out to the markets-rail streams (run by the process); nil where the
 	// process serves no prices (fxdesk-cron), whose stream route then answers 503.
 	Rail *Rail
-	// Limits bound the front door (DESIGN §13). Zero values switch a rate limit off and leave
-	// the body bound at its default.
+	// Limits bound the front door (docs/architecture.md, «The front door»). Zero values switch a
+	// rate limit off and leave the body bound at its default.
 	Limits config.Limits
 }
 

@@ -45,8 +45,8 @@ const (
 type Takeover string
 
 const (
-	// TakeoverNever is DESIGN §1: a follower stays a follower for its whole life; an operator
-	// restarts processes to move the desk.
+	// TakeoverNever is the default of docs/architecture.md, «Processes and roles»: a follower stays
+	// a follower for its whole life; an operator restarts processes to move the desk.
 	TakeoverNever Takeover = "never"
 	// TakeoverStandby lets a follower re-contend every TTL/3 and take over an expired lease.
 	TakeoverStandby Takeover = "standby"
@@ -108,7 +108,8 @@ type Config struct {
 	// MetricsAddr is FXDESK_METRICS_ADDR: where a token-free /metrics listens for a scraper
 	// (default none). The API listener serves /metrics behind the admin token either way.
 	MetricsAddr string
-	// Limits bound every door of the HTTP API (DESIGN §13; docs/operations.md "Limits").
+	// Limits bound every door of the HTTP API (docs/architecture.md, «The front door»; the table in
+	// docs/operations.md, "Front door").
 	Limits Limits
 
 	LogFormat string // LOG_FORMAT, text or json
@@ -116,13 +117,13 @@ type Config struct {
 }
 
 // Limits are the front door's bounds: what one client, or all of them together, can hold of a
-// process. Every one has a documented refusal (docs/operations.md, "Limits").
+// process. Every one has a documented refusal (docs/operations.md, "Front door").
 type Limits struct {
 	// MaxConns is FXDESK_MAX_CONNS, the open HTTP connections one process keeps (default 4096);
 	// a connection past it is answered 503 with Retry-After and closed.
 	MaxConns int
-	// ReadTimeout bounds reading a whole request, body included (FXDESK_HTTP_READ_TIMEOUT,
-	// default 15s); IdleTimeout closes a keep-alive connection with no request (FXDESK_HTTP_IDLE_TIMEOUT,
+	// ReadTimeout bounds reading a whole request, body included (FXDESK_HTTP_READ_TIMEOUT, default
+	// 15s); IdleTimeout closes a keep-alive connection with no request (FXDESK_HTTP_IDLE_TIMEOUT,
 	// default 60s); WriteTimeout bounds answering one request (FXDESK_HTTP_WRITE_TIMEOUT, default
 	// 60s; streams have their own heartbeat deadlines instead).
 	ReadTimeout, IdleTimeout, WriteTimeout time.Duration
@@ -140,13 +141,14 @@ type Limits struct {
 	// whose X-Forwarded-For names the client address the per-address limit counts.
 	TrustedProxies []*net.IPNet
 	// ForwardInFlight is FXDESK_FORWARD_INFLIGHT, the most requests one follower forwards to the
-	// holder at once (default 256); ForwardTimeout bounds one (FXDESK_FORWARD_TIMEOUT, default 60s).
+	// holder at once (default 256); ForwardTimeout bounds one (FXDESK_FORWARD_TIMEOUT, default
+	// 60s).
 	ForwardInFlight int
 	ForwardTimeout  time.Duration
 }
 
-// VenueConfig is the execution venue (A-book, DESIGN §8). URL "" means none: a pure B-book desk,
-// whose venue jobs are silent.
+// VenueConfig is the execution venue (A-book; docs/architecture.md, «A-book execution and the
+// reconciler»). URL "" means none: a pure B-book desk, whose venue jobs are silent.
 type VenueConfig struct {
 	// URL is FXDESK_VENUE: sim (the bundled venue simulator, in-process on loopback), an
 	// http(s) base URL of an OANDA v20 REST API, or "" for none.

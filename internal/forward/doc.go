@@ -1,5 +1,5 @@
 // Package forward lets every web process serve every trader while the lease holder alone still
-// decides (DESIGN §12, "The web tier scales out"). A follower sends desk-priced requests — order
+// decides (docs/architecture.md, «The web tier»). A follower sends desk-priced requests — order
 // submits and cancels, closes, SL/TP changes, withdrawals — to the holder the engine_lease row
 // advertises, with httputil.ReverseProxy; everything served from the database stays where it lands.
 //

@@ -163,8 +163,9 @@ func errorHandler(_ http.ResponseWriter, r *http.Request, err error) {
 	r.Context().Value(attemptKey{}).(*attempt).err = err
 }
 
-// ErrNoHolder answers a desk-priced request that no holder took: DESIGN §4's pricing text, 503,
-// which the API's error table answers with Retry-After.
+// ErrNoHolder answers a desk-priced request that no holder took: the desk's pricing text
+// (docs/architecture.md, «Who may quote»), 503, which the API's error table answers with
+// Retry-After.
 var ErrNoHolder error = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgPricingUnavailable}
 
 // errForwardBusy answers a request past InFlight forwards: nothing was sent.

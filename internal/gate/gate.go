@@ -1,8 +1,8 @@
-// Package gate is the one place that admits or drops lease-guarded work (DESIGN §2): a fill or a
-// close at the desk's price, the risk engine's ticks, sweeps, closes, fills, stop-outs and margin
-// calls, the venue jobs and the quote mirror's publishing. Work is admitted only while the engine
-// lease is trusted (lease.Keeper.HoldsLease); otherwise it is dropped before it starts, with one
-// warning naming what was not executed (attribute "work") and one count in
+// Package gate is the one place that admits or drops lease-guarded work (docs/architecture.md, «The
+// gate»): a fill or a close at the desk's price, the risk engine's ticks, sweeps, closes, fills,
+// stop-outs and margin calls, the venue jobs and the quote mirror's publishing. Work is admitted
+// only while the engine lease is trusted (lease.Keeper.HoldsLease); otherwise it is dropped before
+// it starts, with one warning naming what was not executed (attribute "work") and one count in
 // fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
 // transaction; a write it refuses is reported here too (Fenced), so both refusals answer the same
 // error, log the same way and count in the same series.
@@ -74,10 +74,10 @@ func (w Work) periodic() bool {
 	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish
 }
 
-// ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with
-// DESIGN §4's text, so the API's one error table answers 503 "Pricing is temporarily unavailable
-// for this instrument — please retry shortly"; a withdrawal turns it into MsgPositionsUnpriceable.
-// Match it with errors.Is.
+// ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with the
+// desk's pricing text (docs/architecture.md, «Who may quote»), so the API's one error table answers
+// 503 "Pricing is temporarily unavailable for this instrument — please retry shortly"; a withdrawal
+// turns it into MsgPositionsUnpriceable. Match it with errors.Is.
 var ErrNotHolder error = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgPricingUnavailable}
 
 // Lease says whether lease-guarded work may start now (*lease.Keeper).

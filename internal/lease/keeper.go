@@ -71,11 +71,13 @@ type Config struct {
 	// Instances is the configured number of web processes; above one, a sibling is provable.
 	Instances int
 	// Standby makes a process that lost the boot claim re-contend every TTL/3 in Run
-	// (FXDESK_TAKEOVER=standby). Off, a follower never polls and never promotes (DESIGN §1).
+	// (FXDESK_TAKEOVER=standby). Off, a follower never polls and never promotes
+	// (docs/architecture.md, «Processes and roles»).
 	Standby bool
 	// Now is the clock for the trust window; it must carry a monotonic reading (time.Now does).
 	Now func() time.Time
-	// PIDAlive reports whether a process with this pid exists on this host; kill(pid, 0) by default.
+	// PIDAlive reports whether a process with this pid exists on this host; kill(pid, 0) by
+	// default.
 	PIDAlive func(pid int) bool
 	// Notify, when set, receives every Event.
 	Notify func(Event)
@@ -512,9 +514,9 @@ func (k *Keeper) loseLocked(ctx context.Context) {
 }
 
 // Release hands the lease back: the row is expired for our term and the Redis key deleted if it
-// still holds our tag, so a replacement can take over at once. Guarded work must already be stopped.
-// A process that lost the lease has nothing to hand back: it touches neither store, says so, and
-// sends no Released event.
+// still holds our tag, so a replacement can take over at once. Guarded work must already be
+// stopped. A process that lost the lease has nothing to hand back: it touches neither store, says
+// so, and sends no Released event.
 func (k *Keeper) Release(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -1,6 +1,6 @@
-// Package ledger is the desk's one writer of money: the only code that inserts `fx_deal` rows
-// and moves `fx_account.balance` (DESIGN §4: one row per balance change, a unique idempotency
-// key, balanceAfter, Σ deal amounts = balance).
+// Package ledger is the desk's one writer of money: the only code that inserts `fx_deal` rows and
+// moves `fx_account.balance` (docs/architecture.md, «Money and the ledger»: one row per balance
+// change, a unique idempotency key, balanceAfter, Σ deal amounts = balance).
 //
 // It owns no transaction. Post computes the rows — each amount rounded once to the account's
 // money, each balanceAfter in order within its account — and returns the statements that write

@@ -65,10 +65,10 @@ func TestWritesMoneyDetector(t *testing.T) {
 	}
 }
 
-// Nothing but this package writes fx_deal or fx_account.balance (DESIGN §4, one ledger writer).
-// Every string text of the module's non-test Go sources (sqlsource: literals and constants joined
-// by + folded into one text, other operands read as ?) is checked, fragments of statements built
-// at runtime included.
+// Nothing but this package writes fx_deal or fx_account.balance (docs/architecture.md, «Money and
+// the ledger»: one ledger writer). Every string text of the module's non-test Go sources
+// (sqlsource: literals and constants joined by + folded into one text, other operands read as ?) is
+// checked, fragments of statements built at runtime included.
 func TestOnlyTheLedgerWritesMoney(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")

@@ -1,7 +1,7 @@
 // Package lifecycle runs a process's long-lived parts and reads every part's Run(ctx) error
-// (STYLE 12): a part that fails — returns an error, or returns at all before it was told to
-// stop — is logged at error level naming it and fails the whole group, so the process shuts
-// down and exits non-zero instead of running on without it.
+// (docs/architecture.md, «Processes and roles»): a part that fails — returns an error, or returns
+// at all before it was told to stop — is logged at error level naming it and fails the whole group,
+// so the process shuts down and exits non-zero instead of running on without it.
 //
 // Parts run in stages, and the process stops the stages in the order it chooses (the web
 // process: guarded work, then the price stream, then the lease keeper, then release). A stage's

@@ -38,7 +38,8 @@ type Metrics struct {
 	CommitRefused   prometheus.Counter     // writes the database refused, dropped alone
 	CommitOneTrip   *prometheus.CounterVec // one-round-trip batches: committed, or run again on locked rows
 
-	// Refused counts what the front door turned away before any work, by reason (DESIGN §13).
+	// Refused counts what the front door turned away before any work, by reason
+	// (docs/architecture.md, «The front door»).
 	Refused *prometheus.CounterVec
 	// StreamsDropped counts streams ended because their client fell behind the fan-out for too
 	// long; StreamUpdatesLost the quotes a stream lost while its buffer was full.

@@ -42,7 +42,7 @@ func (s frozenSource) Wanted() []string { return slices.Clone(s.wanted) }
 // so no publish encodes what the one before did. Each pair alternates which runs first: the
 // operation right after the look-ups measured slower than the same one run second, so a fixed
 // order would charge that to one side. Reported per iteration in milliseconds, with the ratios
-// the target of issue 13 is stated in (publish/SET and poll/GET). read5000-ms is, for
+// a publish's cost is best judged by (publish/SET and poll/GET). read5000-ms is, for
 // comparison, what 5,000 LastTick look-ups cost — what a publish would pay without the ordered
 // walk.
 //

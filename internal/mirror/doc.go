@@ -1,5 +1,6 @@
-// Package mirror owns the quote mirror (DESIGN §6): the lease holder's prices, published to
-// Redis for fxdesk-cron, which has no price stream but converts swaps and equity.
+// Package mirror owns the quote mirror (docs/architecture.md, «Prices on Redis: the quote mirror
+// and the tick stream»): the lease holder's prices, published to Redis for fxdesk-cron, which has
+// no price stream but converts swaps and equity.
 //
 //	holder (CRON_MODE=off)                       Redis                       fxdesk-cron
 //	tick engine ─LastTick─▶ Publisher ─SET PX 15m─▶ fx:quote-mirror:snapshot ◀─GET+PTTL─ Follower ─LastTick─▶ conversions
@@ -52,14 +53,15 @@
 // every publish instead cost each publish about a tenth of a plain SET of the snapshot.
 //
 // Ages are measured on the leader's clock: a mid's age is (publishedAt − receivedAt), both leader
-// readings, plus how long the follower has known this snapshot on its own monotonic clock, plus
-// how long the snapshot sat in Redis before the follower first saw it, read from the key's
-// remaining TTL (counted by the Redis server). The last term is not in DESIGN §6's formula; it
-// keeps a follower that starts next to a dead leader's 10-minute-old snapshot from calling it
-// fresh. Skew between the machines' wall clocks cancels out of every term.
+// readings, plus how long the follower has known this snapshot on its own monotonic clock, plus how
+// long the snapshot sat in Redis before the follower first saw it, read from the key's remaining
+// TTL (counted by the Redis server). The last term is the one a simpler rule leaves out; it keeps a
+// follower that starts next to a dead leader's 10-minute-old snapshot from calling it fresh. Skew
+// between the machines' wall clocks cancels out of every term.
 //
 // Every Redis operation touches one key (the pipelines hold commands on different keys, which a
-// Cluster client splits by slot), so Redis Cluster works unchanged (DESIGN §12).
+// Cluster client splits by slot), so Redis Cluster works unchanged (docs/architecture.md, «Beyond
+// one machine»).
 //
 // The package must never decide roles — the caller runs the Publisher only on a lease holder with
 // CRON_MODE=off and the Follower only in fxdesk-cron — never read the wall clock where an injected

@@ -18,7 +18,8 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// Defaults and fixed contracts (DESIGN §6, §11).
+// Defaults and fixed contracts (docs/architecture.md, «Prices on Redis: the quote mirror and the
+// tick stream»; docs/configuration.md).
 const (
 	DefaultInterval   = 5 * time.Second  // FXDESK_MIRROR_INTERVAL
 	DefaultMaxSymbols = 5000             // snapshot cap
@@ -26,7 +27,8 @@ const (
 	DefaultPinHold    = 24 * time.Hour   // how long a follower keeps asking for a leg after Pin
 	PinRefresh        = KeyTTL / 15      // how often a follower rewrites unchanged pins
 	// KeyTTL is the TTL of both keys. The follower also reads the snapshot's remaining TTL to learn
-	// how long it sat in Redis before being seen, so both halves must agree on it: it is a constant.
+	// how long it sat in Redis before being seen, so both halves must agree on it: it is a
+	// constant.
 	KeyTTL = 15 * time.Minute
 )
 
@@ -47,7 +49,8 @@ func keysOf(n redisname.Names) keys {
 type QuoteSource interface {
 	// LastTick is the engine's synchronous read of a symbol's last accepted quote.
 	LastTick(symbol string) (tick.Quote, bool)
-	// Wanted lists the subscribed symbols (sorted, as the engine returns them; unsorted works, slower).
+	// Wanted lists the subscribed symbols (sorted, as the engine returns them; unsorted works,
+	// slower).
 	Wanted() []string
 }
 

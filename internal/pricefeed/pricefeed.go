@@ -1,9 +1,9 @@
-// Package pricefeed shows the holder's prices on every web process (DESIGN §12, "The web tier
-// scales out"). The lease holder publishes every tick its engine accepts to one Redis pub/sub
-// channel (fx:ticks under the default FXDESK_REDIS_PREFIX: redisname.Names.Ticks), through the
-// gate, one writer; every follower web process subscribes and
-// serves /quotes, /symbols states and the markets rail from what it hears, each quote aged on the
-// holder's clock.
+// Package pricefeed shows the holder's prices on every web process (docs/architecture.md, «Prices
+// on Redis: the quote mirror and the tick stream» and «The web tier»). The lease holder publishes
+// every tick its engine accepts to one Redis pub/sub channel (fx:ticks under the default
+// FXDESK_REDIS_PREFIX: redisname.Names.Ticks), through the gate, one writer; every follower web
+// process subscribes and serves /quotes, /symbols states and the markets rail from what it hears,
+// each quote aged on the holder's clock.
 //
 // It is not the quote mirror (internal/mirror): that is a snapshot every 5 s for the cron
 // process's conversions. This is every tick, for display.

@@ -1,5 +1,6 @@
 // Package redisname names every Redis key and pub/sub channel the desk uses, from one prefix per
-// install (FXDESK_REDIS_PREFIX, default "fx"; DESIGN §12).
+// install (FXDESK_REDIS_PREFIX, default "fx"; docs/architecture.md, «Prices on Redis: the quote
+// mirror and the tick stream»).
 //
 // The prefix exists because Redis pub/sub ignores database numbers: a channel is shared by every
 // database of a server, so two installs on one server (staging on DB 1, production on DB 0)

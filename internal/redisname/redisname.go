@@ -50,7 +50,7 @@ func (n Names) QuoteMirrorPins() string { return n.name("quote-mirror:pins") }
 func (n Names) QuoteMirrorPinRequests() string { return n.name("quote-mirror:pin-requests") }
 
 // EngineLease is the string key mirroring the lease row for key (lease.Key): the bare
-// engine:lease:<key> under the default prefix, as DESIGN §2 and operators know it, and
+// engine:lease:<key> under the default prefix, as operators know it (docs/operations.md), and
 // <prefix>:engine:lease:<key> under any other, so installs sharing a database never share it.
 func (n Names) EngineLease(key string) string {
 	if n.Prefix() == DefaultPrefix {

@@ -12,7 +12,7 @@ func all(n redisname.Names) []string {
 }
 
 // The default prefix, set or left unset (the zero value), yields exactly the names operators'
-// runbooks and DESIGN §2 and §6 use.
+// runbooks (docs/operations.md) and docs/architecture.md use.
 func TestDefaultNamesAreTheDocumentedOnes(t *testing.T) {
 	t.Parallel()
 	want := []string{"fx:ticks", "fx:quote-mirror:snapshot", "fx:quote-mirror:pins", "fx:quote-mirror:pin-requests", "engine:lease:forex-trading"}

@@ -1,11 +1,13 @@
-// Package risk is the desk's risk engine (DESIGN §5): on the lease holder only, it watches every
-// open position, resting order and margined account, and decides — on each tick — which stops,
-// take-profits and pending orders trigger and which accounts are margin-called or stopped out.
+// Package risk is the desk's risk engine (docs/architecture.md, «The risk engine»): on the lease
+// holder only, it watches every open position, resting order and margined account, and decides — on
+// each tick — which stops, take-profits and pending orders trigger and which accounts are
+// margin-called or stopped out.
 //
 // It owns an in-memory view of the desk (positions, resting LIMIT/STOP orders, accounts and
-// instruments), loaded once through Loader before the first tick is evaluated and kept in step
-// with the database by Engine.Apply, which the trading service calls after each commit. Floats
-// rank and compare here; the executor recomputes every amount it writes exactly (DESIGN §4).
+// instruments), loaded once through Loader before the first tick is evaluated and kept in step with
+// the database by Engine.Apply, which the trading service calls after each commit. Floats rank and
+// compare here; the executor recomputes every amount it writes exactly (docs/architecture.md,
+// «Money and the ledger»).
 //
 // It must never write to the database itself (every decision goes through the Executor, one
 // fenced transaction per close or fill); never act on a process that is not the confirmed lease

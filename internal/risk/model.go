@@ -58,7 +58,8 @@ const (
 )
 
 // Position is an open position as the engine sees it. Prices and lots are floats: they rank and
-// compare here, and the executor recomputes every amount it writes exactly (DESIGN §4).
+// compare here, and the executor recomputes every amount it writes exactly (docs/architecture.md,
+// «Money and the ledger»).
 type Position struct {
 	ID        int64
 	AccountID int64

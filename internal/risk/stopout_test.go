@@ -9,8 +9,9 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// The stop-out of issue 14, defect 2: a USD account, leverage 100, balance 1,000, long XAUUSD
-// 0.2 from 2000.00 and EURUSD 0.3 from 1.1002.
+// Stop-out closes the largest loser that can be closed now (docs/architecture.md, «The risk
+// engine»): a USD account, leverage 100, balance 1,000, long XAUUSD 0.2 from 2000.00 and EURUSD 0.3
+// from 1.1002.
 func stopOutDesk() Snapshot {
 	ins := append(instruments(), Instrument{Symbol: "XAUUSD", Base: "XAU", Quote: "USD", ContractSize: 100, LeverageMax: 500})
 	acc := Account{ID: 7, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}

@@ -16,10 +16,10 @@
 //     latest committed row: SELECT … FOR UPDATE on accounts and positions, in id order, and
 //     LOCK IN SHARE MODE on the lease row (not FOR SHARE, which MariaDB lacks);
 //   - DATETIME(3) columns and the database clock NOW(3) for every lease time, never the client's;
-//     every session runs in UTC (DESIGN §12) because DSN pins time_zone, whatever the server's
-//     zone or the configured DSN says, so NOW(3) and the CURRENT_TIMESTAMP(3) column defaults
-//     are UTC — the column defaults stay, rather than every INSERT passing its times, because
-//     the database clock is the one clock every process shares;
+//     every session runs in UTC (docs/architecture.md, «Beyond one machine») because DSN pins
+//     time_zone, whatever the server's zone or the configured DSN says, so NOW(3) and the
+//     CURRENT_TIMESTAMP(3) column defaults are UTC — the column defaults stay, rather than every
+//     INSERT passing its times, because the database clock is the one clock every process shares;
 //   - LAST_INSERT_ID(expr) to hand the new lease term back from the claim's UPDATE, user
 //     variables (@fx_order_id) within one batch, and GET_LOCK for migrations;
 //   - the lease fence (lease.FenceSQL): one SELECT whose scalar subquery returns two rows when

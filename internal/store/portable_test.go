@@ -19,11 +19,11 @@ import (
 	"fxdesk/migrations"
 )
 
-// The desk's SQL must run on MySQL 8.0+ as well as MariaDB 10.6+ (STYLE.md, DESIGN §12). These
-// tests parse every statement the desk sends with a MySQL grammar — the TiDB parser, a test-only
-// dependency — and refuse the MariaDB extensions that grammar happens to accept too
-// (notPortable). MariaDB is the server the suite runs on, so MariaDB's acceptance is tested by
-// every other test; MySQL's grammar is what these add.
+// The desk's SQL must run on MySQL 8.0+ as well as MariaDB 10.6+ (docs/architecture.md, «Beyond one
+// machine»; docs/mysql.md). These tests parse every statement the desk sends with a MySQL grammar —
+// the TiDB parser, a test-only dependency — and refuse the MariaDB extensions that grammar happens
+// to accept too (notPortable). MariaDB is the server the suite runs on, so MariaDB's acceptance is
+// tested by every other test; MySQL's grammar is what these add.
 //
 // What is checked: every statement of every migration, and every SQL text in the non-test Go
 // sources, found by walking the syntax trees (sourceSQL). What is not: the statements the walker

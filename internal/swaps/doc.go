@@ -1,9 +1,9 @@
-// Package swaps owns the overnight rollover (DESIGN §7, job processFxSwaps): at 17:00 New York
-// every open position accrues lots × contract size × swap points × point (in the quote
-// currency) × a day multiplier — 3 on the instrument's triple-swap day, 1 on other weekdays, and
-// nothing for a rollover instant that falls on a Saturday or Sunday — converted to the account
-// currency through the USD hub by the trading package's own converter, and posted as one SWAP
-// deal per position per rollover date.
+// Package swaps owns the overnight rollover (job processFxSwaps; docs/architecture.md, «Scheduled
+// jobs»): at 17:00 New York every open position accrues lots × contract size × swap points × point
+// (in the quote currency) × a day multiplier — 3 on the instrument's triple-swap day, 1 on other
+// weekdays, and nothing for a rollover instant that falls on a Saturday or Sunday — converted to
+// the account currency through the USD hub by the trading package's own converter, and posted as
+// one SWAP deal per position per rollover date.
 //
 // Exactly once. A position's watermark (`fx_position.swapThrough`) names the last rollover date
 // settled for it. A run makes one pass over the open positions, in id order, picking those

@@ -74,11 +74,11 @@ type run struct {
 	batch int // batches committed, for the per-batch log line
 }
 
-// Run charges every rollover due at at (DESIGN §7), each position every due date it held, in one
-// pass. It returns counts, per position and date unless said: charged (new deals), pending
-// (parked for want of a conversion), retried (pending charges now charged), expired, swapFree and
-// zero (settled without a deal), skipped (positions found with nothing left under lock: another
-// run got there first, or closed), dates (rollover dates due).
+// Run charges every rollover due at at (docs/architecture.md, «Scheduled jobs»), each position
+// every due date it held, in one pass. It returns counts, per position and date unless said:
+// charged (new deals), pending (parked for want of a conversion), retried (pending charges now
+// charged), expired, swapFree and zero (settled without a deal), skipped (positions found with
+// nothing left under lock: another run got there first, or closed), dates (rollover dates due).
 func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 	var prices trading.Prices
 	if j.cfg.Prices != nil {

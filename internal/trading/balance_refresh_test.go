@@ -36,7 +36,7 @@ func (a *appliedBalances) balance(id int64) (float64, bool) {
 	return b, ok
 }
 
-// A swap committed after a later deal (issue 14, defect 5): a rollover transaction inserts its
+// A swap committed after a later deal: a rollover transaction inserts its
 // SWAP deal and stays open while another account's deal is inserted and committed, and a
 // refresh runs in between; the swap then commits. The next refresh must hand the engine the
 // swapped balance. Following deals by id, the refresh had moved past the later deal's id and

@@ -105,11 +105,11 @@ type CommitStats struct {
 	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time
 }
 
-// committer is the group commit of the holder's desk-priced writes (docs/architecture.md,
-// "Group commit"). Writes queue while a batch is in flight; the next batch takes everything
-// queued (up to MaxBatch) the moment the previous one has answered. There is no timer: an idle
-// desk commits a lone write at once, and a busy one commits as many writes per transaction as
-// arrived during the last commit.
+// committer is the group commit of the holder's desk-priced writes (docs/architecture.md, «Group
+// commit»). Writes queue while a batch is in flight; the next batch takes everything queued (up to
+// MaxBatch) the moment the previous one has answered. There is no timer: an idle desk commits a
+// lone write at once, and a busy one commits as many writes per transaction as arrived during the
+// last commit.
 //
 // It is a part like the others: Run commits until its context ends, then commits what is still
 // queued and returns, so a write accepted before the stop gets its answer. A write submitted
@@ -275,7 +275,7 @@ func (c *committer) run(ws []deskWrite) {
 	case len(live) > 1:
 		// Nothing was committed. Some statement of some write failed — a constraint, a value the
 		// column refuses — and the server does not say whose: write them one by one, so only the
-		// refused one is dropped (the stalled writer of the reference).
+		// refused one is dropped (one bad row must not stall every write behind it).
 		c.split.Add(1)
 		s.log.WarnContext(ctx, "desk batch refused by the database; writing its requests one by one",
 			slog.Int("batch", len(live)), slog.Any("err", err))

@@ -1,5 +1,6 @@
 // Package trading owns the desk's trading rules and the SQL that keeps them: accounts, orders,
-// positions, and when the deals ledger is posted (DESIGN §4; internal/ledger writes it).
+// positions, and when the deals ledger is posted (docs/architecture.md, «Money and the ledger»;
+// internal/ledger writes it).
 //
 // Every fill and close is one transaction that locks the account row, then the position or
 // order row — always in that order, so two writers never wait on each other in a cycle — and

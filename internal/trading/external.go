@@ -19,12 +19,12 @@ import (
 	"fxdesk/internal/venue"
 )
 
-// A-book execution (DESIGN §8). An account whose group is EXTERNAL trades straight through: the
-// venue fills first and the desk books the venue's price plus the group's markup. The order's
-// identity is written before the request leaves (a SENDING row, its id the client id at the
-// venue), the venue's answer is booked through the same group commit as every desk-priced
-// write, and an answer that never came is never re-sent: the reconciler (internal/execution)
-// resolves it by the client id.
+// A-book execution (docs/architecture.md, «A-book execution and the reconciler»). An account whose
+// group is EXTERNAL trades straight through: the venue fills first and the desk books the venue's
+// price plus the group's markup. The order's identity is written before the request leaves (a
+// SENDING row, its id the client id at the venue), the venue's answer is booked through the same
+// group commit as every desk-priced write, and an answer that never came is never re-sent: the
+// reconciler (internal/execution) resolves it by the client id.
 
 // Venue is the execution venue as trading uses it (*venue.Sender): venue.API calls run on the
 // executor's pre-sized workers, with own time measured from trigger to the request written.
@@ -201,8 +201,9 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instru
 	}
 }
 
-// endOrder ends SENDING order id with status and the venue's reason. A row that ends a link is
-// true whoever writes it, so it is not fenced (DESIGN §8); it changes only a SENDING row.
+// endOrder ends SENDING order id with status and the venue's reason. A row that ends a link is true
+// whoever writes it, so it is not fenced (docs/architecture.md, «The fence»); it changes only a
+// SENDING row.
 func (s *Service) endOrder(ctx context.Context, id int64, status, reason string) {
 	if err := s.EndVenueOrder(ctx, id, status, reason); err != nil {
 		s.log.ErrorContext(ctx, "could not end a venue order; the reconciler will", slog.Int64("order_id", id), slog.String("status", status), slog.Any("err", err))

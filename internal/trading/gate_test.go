@@ -65,8 +65,8 @@ func runCommits(t testing.TB, svc *Service) {
 }
 
 // A fill, a close and a withdrawal on a process whose lease is not confirmed are dropped at the
-// gate before a transaction opens: each answers DESIGN §4's text, is logged with its kind and
-// counted, and the database is unchanged.
+// gate before a transaction opens: each answers the pricing text (docs/architecture.md, «Who may
+// quote»), is logged with its kind and counted, and the database is unchanged.
 func TestGateDropsFillsClosesAndWithdrawals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

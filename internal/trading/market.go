@@ -310,9 +310,9 @@ func checkVolume(in Instrument, v decimal.Decimal) error {
 	return nil
 }
 
-// checkStops checks SL and TP against the reference a position on side is marked at: a buy's
+// checkStops checks SL and TP against the price a position on side is marked at: a buy's
 // stops trigger on the bid, so its SL must be below and its TP above; a sell's the other way
-// round against the ask. For a resting order the reference is the order's own price.
+// round against the ask. For a resting order that price is the order's own price.
 func checkStops(in Instrument, side fx.Side, ref decimal.Decimal, sl, tp *decimal.Decimal) error {
 	for _, f := range []struct {
 		name string

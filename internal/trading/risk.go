@@ -16,9 +16,9 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// RiskDesk is the trading side of the risk engine (DESIGN §5): its Loader (the view it starts
-// from), its Executor (every close and fill it decides, through the same fenced ledger paths as
-// a trader's), and the refresh of balances other processes change.
+// RiskDesk is the trading side of the risk engine (docs/architecture.md, «The risk engine»): its
+// Loader (the view it starts from), its Executor (every close and fill it decides, through the same
+// fenced ledger paths as a trader's), and the refresh of balances other processes change.
 type RiskDesk struct {
 	svc *Service
 	// observe, when set, counts each engine close by reason and result (metrics.Closes).
@@ -91,7 +91,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 //
 // Why by version and not by deal id: deal ids are assigned at insert and transactions commit in
 // any order, so "deals newer than the newest seen" skipped a swap batch that inserted its deals
-// before a close's deal and committed after it (issue 14). The ledger bumps an account's
+// before a close's deal and committed after it. The ledger bumps an account's
 // balanceVersion in the statement that moves its balance, under the row lock, so every committed
 // balance has its own version, and a version differing from the last applied is seen at the
 // first refresh after its commit, whatever the commit order. A desk-wide "changed since" cursor

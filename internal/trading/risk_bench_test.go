@@ -47,7 +47,7 @@ var usdValue = map[string]float64{
 	"PLN": 1 / 4.0, "XAU": 2000, "XAG": 25,
 }
 
-// BenchmarkRiskBurstCommitted is the burst of issue 5 committed for real: the risk engine in
+// BenchmarkRiskBurstCommitted is a gap's burst of closes committed for real: the risk engine in
 // process with RiskDesk as its loader and executor, every close one fenced transaction
 // (ClosePosition under a real lease.Keeper: the fence's LOCK IN SHARE MODE read included)
 // against MariaDB on a pool of 32 connections, with as many workers as cmd/web gives the engine
@@ -63,8 +63,9 @@ var usdValue = map[string]float64{
 //
 //	FXDESK_BENCH=1 go test -run '^$' -bench BenchmarkRiskBurstCommitted -benchtime 1x ./internal/trading/
 //
-// The burst runs with GOMAXPROCS=1, as docs/operations.md advises for a web process sharing a
-// small machine with MariaDB; FXDESK_BENCH_GOMAXPROCS=0 keeps Go's default. Each call seeds a fresh database and measures one burst; run it with -benchtime 1x.
+// The burst runs with GOMAXPROCS=1, as docs/operations.md advises for a web process sharing a small
+// machine with MariaDB; FXDESK_BENCH_GOMAXPROCS=0 keeps Go's default. Each call seeds a fresh
+// database and measures one burst; run it with -benchtime 1x.
 func BenchmarkRiskBurstCommitted(b *testing.B) {
 	dbtest.SkipUnlessBench(b, "committed burst")
 	const (
@@ -284,7 +285,8 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 	if got["SL/closed"] != burst {
 		b.Fatalf("executor results %v, want %d SL/closed", got, burst)
 	}
-	// Every burst position closed by SL at the gapped bid (or below it, by the markup), never at its stop.
+	// Every burst position closed by SL at the gapped bid (or below it, by the markup), never at
+	// its stop.
 	var closed, closedBurst int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(`symbol` = ? AND `closeReason` = 'SL' AND `id` <= ? AND `closePrice` <= ?), 0) "+
 		"FROM `fx_position` WHERE `status` = 'CLOSED'", burstSym, burst, prices.gap[0]).Scan(&closed, &closedBurst); err != nil {

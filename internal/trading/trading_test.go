@@ -202,7 +202,8 @@ func TestNoPricesRefuses(t *testing.T) {
 	}
 }
 
-// The arithmetic of DESIGN §4 on hand-checked figures.
+// The margin and profit arithmetic (docs/architecture.md, «Money and the ledger») on hand-checked
+// figures.
 func TestMarketArithmetic(t *testing.T) {
 	t.Parallel()
 	cat, err := loadCatalog(context.Background(), testDB)

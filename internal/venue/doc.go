@@ -1,6 +1,6 @@
-// Package venue is the desk's connection to an execution venue (A-book, DESIGN §8): a client of
-// the OANDA v20 REST subset the desk needs, and the executor that runs its blocking calls on
-// workers and connections sized before a burst.
+// Package venue is the desk's connection to an execution venue (A-book; docs/architecture.md,
+// «A-book execution and the reconciler»): a client of the OANDA v20 REST subset the desk needs, and
+// the executor that runs its blocking calls on workers and connections sized before a burst.
 //
 // The desk writes an order's identity before the venue sees it: every order carries
 // clientExtensions and tradeClientExtensions with id = the desk's order id and tag = "fxdesk",

@@ -10,10 +10,10 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// The A-book invariants (an EXTERNAL order reaches the venue at most once, and the desk books
-// what the venue did), read from the venue simulator's control state and the database
-// snapshot. venueNeverResent holds at every instant; the others hold once the desk has
-// quiesced and reconciled past FXDESK_VENUE_NOT_SENT_AFTER, so they are checked at the end.
+// The A-book invariants (docs/architecture.md, «A-book execution and the reconciler»), read from
+// the venue simulator's control state and the database snapshot. venueNeverResent holds at every
+// instant; the others hold once the desk has quiesced and reconciled past
+// FXDESK_VENUE_NOT_SENT_AFTER, so they are checked at the end.
 
 // venueNeverResent: the venue received at most one order request per client id. An order whose
 // outcome was unknown is resolved by its client id, never sent again.

@@ -1,11 +1,11 @@
-// Package soak is the desk's chaos soak (`make soak`; cmd/soak is its thin main): the real
+// Package soak is the desk's chaos soak (`make soak`, docs/soak.md; cmd/soak is its thin main): the real
 // binaries — two fxdesk-web processes with CRON_MODE=off on one host name and one fxdesk-cron —
 // on a fresh database and a private redis-server, both reached through TCP proxies the soak can
 // cut, under trader load from several concurrent clients and faults at intervals drawn from a
 // seed. Both web processes stream from one cmd/feedsim and send the A-book (a third of the
 // traders, on an EXTERNAL account group) to one cmd/venuesim priced from that feed; the venue's
 // faults go in through its control API, beside the process faults. A third lane attacks the
-// front door: an attacker token floods one web process with streams past its cap, unknown
+// front door (docs/architecture.md, «The front door»): an attacker token floods one web process with streams past its cap, unknown
 // tokens and bad bodies, and an accepted order's requestNonce is sent again with another body.
 // Every client names its own address in X-Forwarded-For (the soak is the desk's trusted proxy),
 // so the per-address limit counts the attacker apart from the traders.

@@ -19,8 +19,8 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Front-door faults, on a lane of their own: an attacker against one web process, and a client
-// reusing an idempotency key.
+// Front-door faults (docs/architecture.md, «The front door»), on a lane of their own: an attacker
+// against one web process, and a client reusing an idempotency key.
 const (
 	faultFlood       = "flood"       // streams past the token's cap, unknown tokens, bad bodies, at one web process
 	faultReusedNonce = "reusedNonce" // an accepted order's requestNonce sent again with another body

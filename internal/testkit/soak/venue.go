@@ -22,9 +22,10 @@ import (
 	"fxdesk/internal/venuesim"
 )
 
-// The A-book of the soaked desk: one cmd/venuesim process both web processes send EXTERNAL
-// orders to, priced from the one cmd/feedsim process they stream from. Its timings are short
-// so that what a fault leaves in SENDING is resolved within the end-of-run settle.
+// The A-book of the soaked desk (docs/architecture.md, «A-book execution and the reconciler»): one
+// cmd/venuesim process both web processes send EXTERNAL orders to, priced from the one cmd/feedsim
+// process they stream from. Its timings are short so that what a fault leaves in SENDING is
+// resolved within the end-of-run settle.
 const (
 	venueLatency      = 40 * time.Millisecond // the venue's execution latency
 	venueTimeout      = time.Second           // FXDESK_VENUE_TIMEOUT: one venue call's bound
