@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return trading.ExternalInFlight(ctx, db)
 	}
-	prices := func() trading.Prices { return mirrorPrices{follower} }
+	prices := func() tick.Prices { return mirrorPrices{follower} }
 	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
 	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
 	if err != nil {
