@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
-	"fxdesk/internal/tick"
 )
 
 // venueJobs are registered in the scheduler so that the decision about them is visible: they
@@ -49,16 +47,3 @@ type declineError string
 
 func (d declineError) Error() string { return "declined: " + string(d) }
 func (d declineError) Unwrap() error { return schedule.ErrDeclined }
-
-// mirrorPrices is the follower seen as the desk's price view: a mid it serves is quoting, and a
-// symbol it refuses (absent, or too old while its session is open) has no price here.
-type mirrorPrices struct{ f *mirror.Follower }
-
-func (m mirrorPrices) LastTick(symbol string) (tick.Quote, bool) { return m.f.LastTick(symbol) }
-
-func (m mirrorPrices) SymbolState(symbol string) tick.State {
-	if _, ok := m.f.LastTick(symbol); ok {
-		return tick.Quoting
-	}
-	return tick.QuotingHalted
-}

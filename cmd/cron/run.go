@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	follower, err := mirror.NewFollower(mirror.FollowerConfig{
+	follower, err := mirror.NewSnapshotFollower(mirror.SnapshotFollowerConfig{
 		Redis: rdb, Names: cfg.RedisNames, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
 		CalendarFor: calendarFor, Alerts: inbox,
 		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return trading.ExternalInFlight(ctx, db)
 	}
-	prices := func() trading.Prices { return mirrorPrices{follower} }
+	prices := func() tick.Prices { return follower }
 	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
 	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
-	"fxdesk/internal/pricefeed"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
@@ -71,7 +70,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
 	// one configuration in which a follower (fxdesk-cron) can exist to read it.
 	if h.cfg.CronMode == config.CronOff {
-		pub, err := mirror.NewPublisher(mirror.PublisherConfig{
+		pub, err := mirror.NewSnapshotPublisher(mirror.SnapshotPublisherConfig{
 			Redis: h.rdb, Names: h.cfg.RedisNames, Quotes: stream.engine, Gate: h.gate, Interval: h.cfg.MirrorInterval,
 			SetPinned: func(legs []string) error { return stream.engine.SetSource("pinned", legs) },
 			Exposed:   h.relay.exposedSymbols(h.db),
@@ -88,7 +87,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// Every accepted tick goes to Redis for the follower web processes, which exist only where
 	// the web tier forwards.
 	if h.cfg.Forward {
-		ticks, err := pricefeed.NewPublisher(pricefeed.PublisherConfig{
+		ticks, err := mirror.NewStreamPublisher(mirror.StreamPublisherConfig{
 			Redis: h.rdb, Names: h.cfg.RedisNames, Quotes: stream.engine, Gate: h.gate, Term: h.keeper.Term, Digits: stream.digits,
 		}, log)
 		if err != nil {

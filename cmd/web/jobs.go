@@ -11,7 +11,6 @@ import (
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 // inlineScheduler is CRON_MODE=inline: the scheduled money jobs run inside the web process that
@@ -20,7 +19,7 @@ import (
 // them on a follower web as well would be safe, but useless: a follower has no prices, so every
 // rollover would park as pending and its pins would reach no engine.
 func inlineScheduler(db *sql.DB, quotes *desk.Quotes, engine *tick.Engine, inbox *alert.Inbox, m *metrics.Metrics, log *slog.Logger) (*schedule.Scheduler, error) {
-	prices := func() trading.Prices { return quotes }
+	prices := func() tick.Prices { return quotes }
 	return schedule.New(log, schedule.NewYork(),
 		deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: enginePins{engine}, Alerts: inbox, Metrics: m}, log)...)
 }

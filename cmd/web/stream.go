@@ -14,7 +14,7 @@ import (
 	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lifecycle"
-	"fxdesk/internal/pricefeed"
+	"fxdesk/internal/mirror"
 	"fxdesk/internal/session"
 	"fxdesk/internal/tick"
 )
@@ -124,7 +124,7 @@ func followPrices(ctx context.Context, stage *lifecycle.Stage, cfg config.Config
 	if err != nil {
 		return err
 	}
-	f, err := pricefeed.NewFollower(pricefeed.FollowerConfig{Redis: rdb, Names: cfg.RedisNames, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
+	f, err := mirror.NewStreamFollower(mirror.StreamFollowerConfig{Redis: rdb, Names: cfg.RedisNames, CalendarFor: tick.CalendarLookup(instruments, calendars), StaleAfter: staleAfter}, log)
 	if err != nil {
 		return err
 	}

@@ -7,11 +7,10 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// Source is a view of prices: the tick engine, or on a follower web process the ticks the holder
-// publishes (pricefeed.Follower).
+// Source is a view of prices that also streams them: the tick engine, or on a follower web
+// process the ticks the holder publishes (mirror.StreamFollower).
 type Source interface {
-	LastTick(symbol string) (tick.Quote, bool)
-	SymbolState(symbol string) tick.State
+	tick.Prices
 	Updates(symbols []string) (<-chan tick.Update, func())
 }
 

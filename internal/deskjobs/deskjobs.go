@@ -15,14 +15,14 @@ import (
 	"fxdesk/internal/reconcile"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/swaps"
-	"fxdesk/internal/trading"
+	"fxdesk/internal/tick"
 )
 
 // Config is what the money jobs need from the process they run in.
 type Config struct {
 	DB     *sql.DB
-	Prices func() trading.Prices // the price view at the start of a run
-	Pins   swaps.Pinner          // where missing conversion legs are requested
+	Prices func() tick.Prices // the price view at the start of a run
+	Pins   swaps.Pinner       // where missing conversion legs are requested
 	Alerts *alert.Inbox
 	// Metrics, when set, counts rollover charges by result.
 	Metrics *metrics.Metrics

@@ -40,7 +40,7 @@ const (
 	ExecutionReconciler             // the venue job runFxExecutionReconciler
 	HedgeMonitor                    // the venue job runFxHedgeMonitor
 	MirrorPublish                   // one quote mirror snapshot
-	TickPublish                     // a batch of ticks published for follower web processes (pricefeed)
+	TickPublish                     // a batch of ticks published for follower web processes (mirror.StreamPublisher)
 	VenueSend                       // an order or a trade close sent to the execution venue (A-book)
 	numWork
 )

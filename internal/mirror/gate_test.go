@@ -28,21 +28,21 @@ func newGate(e *env, l gate.Lease) (*gate.Gate, *prometheus.CounterVec) {
 }
 
 // mustPublisher builds cfg's publisher; a test that does not name a gate gets one that admits.
-func mustPublisher(e *env, cfg mirror.PublisherConfig) *mirror.Publisher {
+func mustPublisher(e *env, cfg mirror.SnapshotPublisherConfig) *mirror.SnapshotPublisher {
 	e.t.Helper()
 	if cfg.Gate == nil {
 		cfg.Gate, _ = newGate(e, &gatetest.Lease{})
 	}
-	p, err := mirror.NewPublisher(cfg, e.log)
+	p, err := mirror.NewSnapshotPublisher(cfg, e.log)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return p
 }
 
-func mustFollower(e *env, cfg mirror.FollowerConfig) *mirror.Follower {
+func mustFollower(e *env, cfg mirror.SnapshotFollowerConfig) *mirror.SnapshotFollower {
 	e.t.Helper()
-	f, err := mirror.NewFollower(cfg, e.log)
+	f, err := mirror.NewSnapshotFollower(cfg, e.log)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPublishIsDroppedAtTheGate(t *testing.T) {
 	l := &gatetest.Lease{}
 	l.Lose()
 	g, dropped := newGate(e, l)
-	pub := e.publisher(func(c *mirror.PublisherConfig) { c.Gate = g })
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Gate = g })
 	if err := pub.PublishOnce(ctx); !errors.Is(err, gate.ErrNotHolder) {
 		t.Fatalf("PublishOnce with the gate shut = %v, want gate.ErrNotHolder", err)
 	}
@@ -86,17 +86,17 @@ func TestConstructorsRefuseMissingDependencies(t *testing.T) {
 	e := newEnv(t)
 	g, _ := newGate(e, &gatetest.Lease{})
 	set := func([]string) error { return nil }
-	for name, cfg := range map[string]mirror.PublisherConfig{
+	for name, cfg := range map[string]mirror.SnapshotPublisherConfig{
 		"Redis":     {Quotes: e.src, SetPinned: set, Gate: g},
 		"Quotes":    {Redis: e.rdb, SetPinned: set, Gate: g},
 		"SetPinned": {Redis: e.rdb, Quotes: e.src, Gate: g},
 		"Gate":      {Redis: e.rdb, Quotes: e.src, SetPinned: set},
 	} {
-		if _, err := mirror.NewPublisher(cfg, e.log); err == nil {
+		if _, err := mirror.NewSnapshotPublisher(cfg, e.log); err == nil {
 			t.Errorf("NewPublisher without %s: no error", name)
 		}
 	}
-	if _, err := mirror.NewFollower(mirror.FollowerConfig{}, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := mirror.NewSnapshotFollower(mirror.SnapshotFollowerConfig{}, slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("NewFollower without Redis: no error")
 	}
 }

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"math"
 	"time"
 
 	"fxdesk/internal/tick"
@@ -36,7 +37,7 @@ func NewBenchMarket(symbols []string) *BenchMarket {
 		}
 		m.digits[s] = d
 		m.mid = append(m.mid, mid)
-		m.step = append(m.step, 1/pow10[d]) // a point
+		m.step = append(m.step, 1/math.Pow10(d)) // a point
 		m.Slots = append(m.Slots, nil)
 	}
 	m.Move(time.Now())

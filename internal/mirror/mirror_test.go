@@ -93,6 +93,7 @@ func (s *source) LastTick(symbol string) (tick.Quote, bool) {
 	q, ok := s.q[symbol]
 	return q, ok
 }
+func (s *source) SymbolState(string) tick.State { return tick.Quoting }
 func (s *source) Wanted() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,8 +145,8 @@ func newEnv(t testing.TB) *env {
 	}
 }
 
-func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
-	cfg := mirror.PublisherConfig{
+func (e *env) publisher(mod func(*mirror.SnapshotPublisherConfig)) *mirror.SnapshotPublisher {
+	cfg := mirror.SnapshotPublisherConfig{
 		Redis: e.rdb, Quotes: e.src, Names: e.names, Now: e.leader.Now,
 		SetPinned: func(legs []string) error {
 			e.mu.Lock()
@@ -160,8 +161,8 @@ func (e *env) publisher(mod func(*mirror.PublisherConfig)) *mirror.Publisher {
 	return mustPublisher(e, cfg)
 }
 
-func (e *env) follower(mod func(*mirror.FollowerConfig)) *mirror.Follower {
-	cfg := mirror.FollowerConfig{Redis: e.rdb, Names: e.names, Now: e.local.Now}
+func (e *env) follower(mod func(*mirror.SnapshotFollowerConfig)) *mirror.SnapshotFollower {
+	cfg := mirror.SnapshotFollowerConfig{Redis: e.rdb, Names: e.names, Now: e.local.Now}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -185,7 +186,7 @@ func must(t testing.TB, err error) {
 }
 
 // ageOf is what conversion code would compute: the follower's now minus the quote's ReceivedAt.
-func ageOf(t testing.TB, f *mirror.Follower, c *clock, symbol string) time.Duration {
+func ageOf(t testing.TB, f *mirror.SnapshotFollower, c *clock, symbol string) time.Duration {
 	t.Helper()
 	q, ok := f.LastTick(symbol)
 	if !ok {
@@ -253,7 +254,7 @@ func TestPlainGetIsReadableJSON(t *testing.T) {
 	e.leader = &clock{now: time.Date(2026, 12, 1, 18, 20, 10, 123_456_000, time.UTC)}
 	e.src.Set("EURUSD", 1.085, 1.08512, e.leader.Now().Add(-22*time.Millisecond))
 	e.src.Set("USDJPY", 151.201, 151.215, e.leader.Now().Add(-253*time.Millisecond))
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.Digits = func(s string) int { return map[string]int{"EURUSD": 5, "USDJPY": 3}[s] }
 		c.Term = func() int64 { return 7 }
 	})
@@ -312,7 +313,7 @@ func TestTruncationKeepsPinnedAndExposedFirst(t *testing.T) {
 	for _, s := range []string{"USDJPY", "XAUUSD", "ZZZZZZ"} {
 		e.src.Set(s, 2.1, 2.2, e.leader.Now())
 	}
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.Exposed = func(context.Context) ([]string, error) { return []string{"XAUUSD", "ZZZZZZ"}, nil }
 	})
 	fol := e.follower(nil)
@@ -351,7 +352,7 @@ func TestFollowerAgeIgnoresClockSkew(t *testing.T) {
 			e.leader = newClock(skew)
 			e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now().Add(-2*time.Second)) // 2 s old when published
 			pub := e.publisher(nil)
-			fol := e.follower(func(c *mirror.FollowerConfig) { c.MaxAge = time.Minute })
+			fol := e.follower(func(c *mirror.SnapshotFollowerConfig) { c.MaxAge = time.Minute })
 			must(t, pub.PublishOnce(ctx))
 			must(t, fol.PollOnce(ctx))
 			// The tolerance covers the real milliseconds between SET and the PTTL read.
@@ -406,7 +407,7 @@ func TestClosedSessionServesLastMid(t *testing.T) {
 	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
 	e.src.Set("XAUUSD", 2300.1, 2300.5, e.leader.Now())
 	must(t, e.publisher(nil).PublishOnce(ctx))
-	fol := e.follower(func(c *mirror.FollowerConfig) {
+	fol := e.follower(func(c *mirror.SnapshotFollowerConfig) {
 		c.MaxAge = time.Minute
 		c.CalendarFor = func(symbol string) *session.Calendar {
 			if symbol == "EURUSD" {
@@ -454,7 +455,7 @@ func TestPinRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.src.Set("EURUSD", 1.1, 1.2, e.leader.Now())
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.SetPinned = func(legs []string) error { // the engine: subscribing brings quotes
 			e.mu.Lock()
 			e.pinned = append(e.pinned, legs)
@@ -534,7 +535,7 @@ func TestRefusedPinsReadAgain(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	var calls int
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.SetPinned = func(legs []string) error {
 			calls++
 			if calls == 1 {
@@ -564,7 +565,7 @@ func TestRefusedPinsReadAgain(t *testing.T) {
 func runPublisher(t *testing.T, e *env, client *redis.Client) (wait func() []string) {
 	t.Helper()
 	calls := make(chan []string, 4)
-	pub := e.publisher(func(c *mirror.PublisherConfig) {
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		if client != nil {
 			c.Redis = client
 		}
@@ -659,7 +660,7 @@ func TestUnavailableAlertOnlyWithExposure(t *testing.T) {
 	e := newEnv(t)
 	inbox := clearAlerts(t)
 	var exposed atomic.Bool
-	fol := e.follower(func(c *mirror.FollowerConfig) {
+	fol := e.follower(func(c *mirror.SnapshotFollowerConfig) {
 		c.Alerts = inbox
 		c.HasExposure = func(context.Context) (bool, error) { return exposed.Load(), nil }
 	})
@@ -727,7 +728,7 @@ func TestStaleAlertNamesSymbols(t *testing.T) {
 	e.src.Set("NZDCHF", 0.5, 0.6, now.Add(-20*time.Minute)) // a quiet cross
 	e.src.Set("USDSEK", 10.1, 10.2, now.Add(-16*time.Minute))
 	pub := e.publisher(nil)
-	fol := e.follower(func(c *mirror.FollowerConfig) { c.Alerts = inbox })
+	fol := e.follower(func(c *mirror.SnapshotFollowerConfig) { c.Alerts = inbox })
 	must(t, pub.PublishOnce(ctx))
 	must(t, fol.PollOnce(ctx))
 	got := alertsWith(t, inbox, mirror.AlertStale)
@@ -801,7 +802,7 @@ func TestWalkingSourcePublishesEverySymbol(t *testing.T) {
 		e.src.Set(s, 1+float64(i)/1000, 1.0001+float64(i)/1000, e.leader.Now())
 	}
 	walk := walkingSource{e.src, new(atomic.Int32)}
-	pub, fol := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes = walk }), e.follower(nil)
+	pub, fol := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes = walk }), e.follower(nil)
 	must(t, pub.PublishOnce(ctx))
 	must(t, fol.PollOnce(ctx))
 	if walk.walks.Load() != 1 {
@@ -817,7 +818,7 @@ func TestWalkingSourcePublishesEverySymbol(t *testing.T) {
 		}
 	}
 
-	capped := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes = walk; c.MaxSymbols = 100 })
+	capped := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes = walk; c.MaxSymbols = 100 })
 	must(t, capped.PublishOnce(ctx))
 	if st := capped.Status(); st.Symbols != 100 || st.Dropped != 30 {
 		t.Fatalf("capped publish: %d symbols, %d dropped; want 100 and 30", st.Symbols, st.Dropped)
@@ -858,6 +859,8 @@ func (s *engineSource) LastTick(symbol string) (tick.Quote, bool) {
 	return tick.Quote{}, false
 }
 
+func (s *engineSource) SymbolState(string) tick.State { return tick.Quoting }
+
 func (s *engineSource) Wanted() []string {
 	s.lists.Add(1)
 	return slices.Clone(s.wanted)
@@ -889,7 +892,7 @@ func TestPriorityLegsUnderTheCapKeepTheWalk(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t)
 			src := newEngineSource(wanted, tc.alsoQuoted...)
-			pub := e.publisher(func(c *mirror.PublisherConfig) {
+			pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 				c.Quotes = src
 				c.Exposed = func(context.Context) ([]string, error) { return tc.exposed, nil }
 				c.Pinned = func() []string { return tc.pinned }
@@ -915,28 +918,6 @@ func TestPriorityLegsUnderTheCapKeepTheWalk(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// A publish allocates nothing per symbol: the snapshot buffer and the walk's callback are kept
-// from cycle to cycle, so 5,000 symbols with pins and exposure cost the allocations 50 do (what
-// remains is the Redis client's own). Not parallel: AllocsPerRun counts every goroutine's.
-func TestPublishAllocationsDoNotGrowWithSymbols(t *testing.T) {
-	ctx := context.Background()
-	allocs := map[int]float64{}
-	for _, n := range []int{50, mirror.DefaultMaxSymbols} {
-		e := newEnv(t)
-		src := newEngineSource(symbols(n))
-		pub := e.publisher(func(c *mirror.PublisherConfig) {
-			c.Quotes = src
-			c.Exposed = func(context.Context) ([]string, error) { return []string{src.wanted[n/2]}, nil }
-		})
-		must(t, e.follower(nil).Pin(ctx, src.wanted[1]))
-		must(t, pub.PublishOnce(ctx)) // sizes the buffer, reads the pin
-		allocs[n] = testing.AllocsPerRun(100, func() { must(t, pub.PublishOnce(ctx)) })
-	}
-	if allocs[mirror.DefaultMaxSymbols] > allocs[50]+5 {
-		t.Fatalf("a publish allocates %.0f times with %d symbols, %.0f with 50", allocs[mirror.DefaultMaxSymbols], mirror.DefaultMaxSymbols, allocs[50])
 	}
 }
 

@@ -48,10 +48,10 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 	zombieSrc.Set("USDJPY", 61.1, 61.2, now)
 	liveSrc.Set("USDJPY", 156, 156.02, now)
 	zombieGate, dropped := newGate(e, &gatetest.Lease{}) // its gate admitted: the publish is in flight
-	zombie := e.publisher(func(c *mirror.PublisherConfig) {
+	zombie := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.Quotes, c.Gate, c.Term = zombieSrc, zombieGate, func() int64 { return 1 }
 	})
-	live := e.publisher(func(c *mirror.PublisherConfig) {
+	live := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.Quotes, c.Term = liveSrc, func() int64 { return 2 }
 	})
 
@@ -63,10 +63,10 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 		t.Fatalf("after the new holder's publish: term %d USDJPY bid %q, want 2 and 156", term, bid)
 	}
 
-	zombie2 := e.publisher(func(c *mirror.PublisherConfig) { // a first publish: pins read alongside
+	zombie2 := e.publisher(func(c *mirror.SnapshotPublisherConfig) { // a first publish: pins read alongside
 		c.Quotes, c.Gate, c.Term = zombieSrc, zombieGate, func() int64 { return 1 }
 	})
-	for name, pub := range map[string]*mirror.Publisher{"plain": zombie, "with pin read": zombie2} {
+	for name, pub := range map[string]*mirror.SnapshotPublisher{"plain": zombie, "with pin read": zombie2} {
 		err := pub.PublishOnce(ctx)
 		if !errors.Is(err, mirror.ErrNewerTerm) || !errors.Is(err, gate.ErrNotHolder) {
 			t.Fatalf("%s: zombie publish over term 2 = %v, want ErrNewerTerm and gate.ErrNotHolder", name, err)
@@ -89,7 +89,7 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 		t.Fatalf("plain publish after SCRIPT FLUSH = %v, want ErrNewerTerm", err)
 	}
 	must(t, e.rdb.ScriptFlush(ctx).Err())
-	zombie3 := e.publisher(func(c *mirror.PublisherConfig) {
+	zombie3 := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		c.Quotes, c.Gate, c.Term = zombieSrc, zombieGate, func() int64 { return 1 }
 	})
 	if err := zombie3.PublishOnce(ctx); !errors.Is(err, mirror.ErrNewerTerm) {
@@ -103,7 +103,7 @@ func TestPublishOfAnOlderTermIsRefused(t *testing.T) {
 
 	// A publisher with no term (lease granted by Redis or fail-open, no row to number it) is not
 	// fenced: refusing it would leave followers without prices until the old snapshot expired.
-	unnumbered := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes = zombieSrc })
+	unnumbered := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes = zombieSrc })
 	must(t, unnumbered.PublishOnce(ctx))
 	if term, bid := storedSnapshot(t, e); term != 0 || bid != "61.1" {
 		t.Fatalf("unnumbered publish: term %d bid %q, want 0 and 61.1", term, bid)
@@ -122,7 +122,7 @@ func TestFollowerRefusesAnOlderTerm(t *testing.T) {
 	zombieSrc, liveSrc := newSource(), newSource()
 	zombieSrc.Set("USDJPY", 61.1, 61.2, now)
 	liveSrc.Set("USDJPY", 156, 156.02, now)
-	live := e.publisher(func(c *mirror.PublisherConfig) { c.Quotes, c.Term = liveSrc, func() int64 { return 2 } })
+	live := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes, c.Term = liveSrc, func() int64 { return 2 } })
 	fol := e.follower(nil)
 	must(t, live.PublishOnce(ctx))
 	must(t, fol.PollOnce(ctx))
@@ -133,7 +133,7 @@ func TestFollowerRefusesAnOlderTerm(t *testing.T) {
 	zombieAt := func(at time.Time) string {
 		scratch := newEnv(t)
 		scratch.leader = &clock{now: at}
-		pub := scratch.publisher(func(c *mirror.PublisherConfig) { c.Quotes, c.Term = zombieSrc, func() int64 { return 1 } })
+		pub := scratch.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes, c.Term = zombieSrc, func() int64 { return 1 } })
 		must(t, pub.PublishOnce(ctx))
 		return scratch.rdb.Get(ctx, scratch.keys.Snapshot).Val()
 	}
@@ -192,7 +192,7 @@ func TestPublisherFollowsTheLease(t *testing.T) {
 	}
 	g, dropped := newGate(e, a)
 	e.src.Set("USDJPY", 61.1, 61.2, e.leader.Now())
-	pub := e.publisher(func(c *mirror.PublisherConfig) { c.Gate, c.Term = g, a.Term })
+	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Gate, c.Term = g, a.Term })
 	must(t, pub.PublishOnce(ctx))
 	if term, _ := storedSnapshot(t, e); term != 1 {
 		t.Fatalf("term %d, want 1", term)

@@ -24,6 +24,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
 
@@ -39,9 +40,9 @@ type AlertInbox interface {
 // Config shapes a Job. DB is required.
 type Config struct {
 	DB     *sql.DB
-	Prices func() trading.Prices // the price view at the start of a run
-	Alerts AlertInbox            // nil: drift is only logged
-	Batch  int                   // accounts marked per transaction; default 200
+	Prices func() tick.Prices // the price view at the start of a run
+	Alerts AlertInbox         // nil: drift is only logged
+	Batch  int                // accounts marked per transaction; default 200
 }
 
 // Job is reconcileFxAccounts.
@@ -93,7 +94,7 @@ func (j *Job) expireOrders(ctx context.Context, at time.Time) (int, error) {
 // accounts are locked (as fills lock them) so a mark never overwrites a fresher one written by a
 // fill with an older balance.
 func (j *Job) mark(ctx context.Context, res schedule.Result) error {
-	var prices trading.Prices
+	var prices tick.Prices
 	if j.cfg.Prices != nil {
 		prices = j.cfg.Prices()
 	}

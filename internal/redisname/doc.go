@@ -10,7 +10,7 @@
 //
 // With the default prefix every name is the one operators' runbooks already use:
 //
-//	fx:ticks                       channel: every tick the lease holder accepts (internal/pricefeed)
+//	fx:ticks                       channel: every tick the lease holder accepts (internal/mirror, the stream)
 //	fx:quote-mirror:snapshot       string: the quote mirror's snapshot (internal/mirror)
 //	fx:quote-mirror:pins           hash: conversion legs followers asked for
 //	fx:quote-mirror:pin-requests   channel: "a follower just pinned something"

@@ -75,7 +75,7 @@
 // position that can be closed now, recomputes the level with that close handed off, and goes on
 // to the next, until the level is above the stop-out level or nothing closable is open. "Can be
 // closed now" is the executor's own rule read from the engine's view: the instrument is not
-// HALTED (Instrument.Halted) and the symbol is QUOTING (Prices.SymbolState: not MARKET_CLOSED,
+// HALTED (Instrument.Halted) and the symbol is QUOTING (tick.Prices.SymbolState: not MARKET_CLOSED,
 // not stale). A position that cannot be closed is passed over and stays watched; the account,
 // still below its level, is marked on every tick of its symbols (its band is "every tick"), so
 // the position is closed at the first tick after its market reopens. When the executor refuses

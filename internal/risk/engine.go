@@ -18,7 +18,7 @@ import (
 // Config builds an Engine. Loader, Prices, Updates, Executor, Gate and Workers are required.
 type Config struct {
 	Loader   Loader
-	Prices   Prices
+	Prices   tick.Prices
 	Updates  <-chan tick.Update // the tick engine's Updates(nil) subscription
 	Executor Executor
 	Gate     Gate

@@ -9,7 +9,7 @@ import (
 // pricer reads the ticked symbol from the tick itself and every other symbol from LastTick,
 // once per evaluation (generation gen) and symbol.
 type pricer struct {
-	prices Prices
+	prices tick.Prices
 	gen    uint64
 	bk     *book // the ticked book, nil in a sweep's account pass
 	q      tick.Quote

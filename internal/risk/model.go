@@ -132,15 +132,6 @@ type Loader interface {
 	Load(ctx context.Context) (Snapshot, error)
 }
 
-// Prices is the synchronous quote read under every conversion (tick.Engine, desk.Quotes).
-// SymbolState is the symbol's tradability as the executor will see it (the trading core fills
-// and closes only a QUOTING symbol): stop-out reads it to pass over a position whose market is
-// closed or not quoting, instead of handing the executor a close it must refuse.
-type Prices interface {
-	LastTick(symbol string) (tick.Quote, bool)
-	SymbolState(symbol string) tick.State
-}
-
 // Gate admits or drops lease-guarded work (*gate.Gate): Admit returns nil when w may start now,
 // and otherwise an error (gate.ErrNotHolder) after it has logged and counted the drop.
 type Gate interface {

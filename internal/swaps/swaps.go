@@ -10,6 +10,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
 
@@ -37,9 +38,9 @@ type AlertInbox interface {
 // Config shapes a Job. DB and Prices are required.
 type Config struct {
 	DB     *sql.DB
-	Prices func() trading.Prices // the price view at the start of a run
-	Pins   Pinner                // nil: nothing is pinned
-	Alerts AlertInbox            // nil: expiries are only logged
+	Prices func() tick.Prices // the price view at the start of a run
+	Pins   Pinner             // nil: nothing is pinned
+	Alerts AlertInbox         // nil: expiries are only logged
 	// Batch is how many positions one transaction settles. Default DefaultBatch.
 	Batch int
 	// ExpireAfter is how long a pending charge is retried, and how far back a run looks for
@@ -80,7 +81,7 @@ type run struct {
 // charged), expired, swapFree and zero (settled without a deal), skipped (positions found with
 // nothing left under lock: another run got there first, or closed), dates (rollover dates due).
 func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
-	var prices trading.Prices
+	var prices tick.Prices
 	if j.cfg.Prices != nil {
 		prices = j.cfg.Prices()
 	}

@@ -14,7 +14,6 @@ import (
 
 	"fxdesk/internal/dbtest"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 var testDB *sql.DB
@@ -38,7 +37,7 @@ func (noPrices) LastTick(string) (tick.Quote, bool) { return tick.Quote{}, false
 func (noPrices) SymbolState(string) tick.State      { return tick.QuotingHalted }
 
 func newJob(batch int) *Job {
-	return New(Config{DB: testDB, Prices: func() trading.Prices { return noPrices{} }, Batch: batch}, slog.New(slog.DiscardHandler))
+	return New(Config{DB: testDB, Prices: func() tick.Prices { return noPrices{} }, Batch: batch}, slog.New(slog.DiscardHandler))
 }
 
 func utc(t *testing.T, s string) time.Time {

@@ -22,7 +22,7 @@ type Converter struct {
 
 // NewConverter reads the instrument catalog and returns a converter over prices (the tick
 // engine's view on a web process, the quote mirror's in fxdesk-cron).
-func NewConverter(ctx context.Context, db *sql.DB, prices Prices) (*Converter, error) {
+func NewConverter(ctx context.Context, db *sql.DB, prices tick.Prices) (*Converter, error) {
 	cat, err := loadCatalog(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("converter: %w", err)
@@ -63,7 +63,7 @@ func (c *Converter) Marks(a Account, balance decimal.Decimal, exps []Exposure) (
 // missRecorder passes prices through and, while recording, notes every symbol that had no
 // usable quote: exactly the legs the hub asked for and did not get.
 type missRecorder struct {
-	prices    Prices
+	prices    tick.Prices
 	recording bool
 	missed    []string
 }

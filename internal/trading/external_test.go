@@ -20,7 +20,7 @@ import (
 	"fxdesk/internal/venuesim"
 )
 
-// liveQuotes are the desk's prices (trading.Prices) and, through venueQuotes, the venue's: the
+// liveQuotes are the desk's prices (tick.Prices) and, through venueQuotes, the venue's: the
 // same quotes, plus a per-symbol slip the venue adds to both sides, so a test can tell the
 // venue's fill price from the desk's.
 type liveQuotes struct {

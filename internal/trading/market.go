@@ -14,12 +14,6 @@ import (
 // not quote at all is refused at the gate instead (gate.ErrNotHolder, the same text).
 func errPricing() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPricingUnavailable) }
 
-// Prices is the desk's price view (desk.Quotes on a web process).
-type Prices interface {
-	LastTick(symbol string) (tick.Quote, bool)
-	SymbolState(symbol string) tick.State
-}
-
 // quote is a symbol's last price as exact decimals at the instrument's digits.
 type quote struct {
 	bid, ask decimal.Decimal
@@ -37,12 +31,12 @@ var (
 // market is one request's view of prices and instruments. Quotes are read once per symbol, so a
 // computation never mixes two prices of the same symbol.
 type market struct {
-	prices  Prices
+	prices  tick.Prices
 	catalog *catalog
 	seen    map[string]quote
 }
 
-func newMarket(p Prices, c *catalog) *market {
+func newMarket(p tick.Prices, c *catalog) *market {
 	return &market{prices: p, catalog: c, seen: map[string]quote{}}
 }
 

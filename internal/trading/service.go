@@ -14,6 +14,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
 )
 
 // Lease is the term fence that ends a fenced write's own transaction (*lease.Keeper). The fence
@@ -35,7 +36,7 @@ type Gate interface {
 type Service struct {
 	db       *sql.DB
 	commitDB *sql.DB // the committer's connections (Config.CommitDB)
-	prices   Prices
+	prices   tick.Prices
 	lease    Lease // nil where the gate never admits (the cron process)
 	gate     Gate
 	log      *slog.Logger
@@ -63,7 +64,7 @@ type Config struct {
 	// CommitDB is the group commit's own pool (default DB): the holder's fills and risk closes
 	// must not wait for a connection behind trader reads.
 	CommitDB *sql.DB
-	Prices   Prices
+	Prices   tick.Prices
 	Lease    Lease // the fence; nil only where Gate never admits (fxdesk-cron)
 	Gate     Gate  // required
 	Log      *slog.Logger

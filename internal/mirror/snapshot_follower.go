@@ -36,8 +36,8 @@ type AlertInbox interface {
 	Resolve(ctx context.Context, code string) error
 }
 
-// FollowerConfig shapes a Follower. Redis is required.
-type FollowerConfig struct {
+// SnapshotFollowerConfig shapes a Follower. Redis is required.
+type SnapshotFollowerConfig struct {
 	Redis redis.UniversalClient
 	// Interval between polls; the snapshot is "not advancing" after two. Default DefaultInterval.
 	Interval time.Duration
@@ -61,10 +61,11 @@ type FollowerConfig struct {
 	Now func() time.Time
 }
 
-// Follower reads the leader's snapshot every interval and answers LastTick from it. Create it
-// with NewFollower; run it only in fxdesk-cron — that decision is the caller's.
-type Follower struct {
-	cfg  FollowerConfig
+// SnapshotFollower reads the leader's snapshot every interval and answers LastTick from it.
+// Create it with NewSnapshotFollower; run it only in fxdesk-cron — that decision is the
+// caller's.
+type SnapshotFollower struct {
+	cfg  SnapshotFollowerConfig
 	keys keys
 	log  *slog.Logger
 
@@ -78,25 +79,28 @@ type Follower struct {
 	unavailable alertState
 	stale       alertState
 	status      Status
-	// newestTerm is the highest lease term of a snapshot this follower accepted: a snapshot of
-	// an older term comes from a process that lost the lease and is refused. It is forgotten
-	// when the key is found missing (expired, or Redis restarted empty): its holder has not
+	// fence refuses a snapshot older than the newest term served. It forgets that term when
+	// the key is found missing (expired, or Redis restarted empty): its holder has not
 	// published for KeyTTL.
-	newestTerm  int64
-	refusedAt   time.Time  // publishedAt of the last snapshot refused for its term
-	refusingNow bool       // the last poll refused: the episode is logged once
-	quotes      quoteStore // the buffers snapshots are decoded into
+	fence       termFence
+	refusedAt   time.Time // publishedAt of the last snapshot refused for its term
+	refusingNow bool      // the last poll refused: the episode is logged once
 }
 
-// view is one snapshot as the follower first saw it.
+// view is one snapshot as the follower first saw it. It is never changed once stored, so
+// LastTick reads it without a lock.
 type view struct {
 	snap *snapshot
 	// base is how old publishedAt already was when this snapshot was first seen: the time it had
 	// sat in Redis (KeyTTL minus its remaining TTL, counted by the Redis server). firstSeen is the
-	// follower's clock at that moment. Age = (publishedAt − receivedAt) + base + since(firstSeen):
-	// every term is measured on one machine's clock, so skew between machines cancels.
+	// follower's clock at that moment. A quote's age follows the one rule (receivedHere).
 	base      time.Duration
 	firstSeen time.Time
+}
+
+// receivedAt is q's receipt on this process's clock.
+func (v *view) receivedAt(q heldQuote) time.Time {
+	return receivedHere(q.receivedAt, v.snap.publishedAt, v.base, v.firstSeen)
 }
 
 type alertState uint8
@@ -107,9 +111,9 @@ const (
 	alertClear
 )
 
-// NewFollower builds a follower; it knows nothing until the first PollOnce. It refuses a
+// NewSnapshotFollower builds a follower; it knows nothing until the first PollOnce. It refuses a
 // missing dependency.
-func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
+func NewSnapshotFollower(cfg SnapshotFollowerConfig, log *slog.Logger) (*SnapshotFollower, error) {
 	if cfg.Redis == nil || log == nil {
 		return nil, errors.New("quote mirror follower: Redis and a logger are required")
 	}
@@ -126,12 +130,12 @@ func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
 		cfg.Now = time.Now
 	}
 	k := keysOf(cfg.Names)
-	return &Follower{cfg: cfg, keys: k, log: log, pins: map[string]time.Time{},
+	return &SnapshotFollower{cfg: cfg, keys: k, log: log, pins: map[string]time.Time{},
 		status: Status{Mode: Following, Key: k.snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
 // Run polls at once and then every interval until ctx ends. It returns nil when ctx ends.
-func (f *Follower) Run(ctx context.Context) error {
+func (f *SnapshotFollower) Run(ctx context.Context) error {
 	f.log.InfoContext(ctx, "fx quote mirror following the lease holder's snapshot",
 		slog.String("key", f.keys.snapshot), slog.Duration("interval", f.cfg.Interval), slog.Duration("maxAge", f.cfg.MaxAge))
 	t := time.NewTicker(f.cfg.Interval)
@@ -153,13 +157,17 @@ func (f *Follower) Run(ctx context.Context) error {
 // process's clock (now − age), so time.Since(q.ReceivedAt) is the skew-free age. A symbol absent
 // from the snapshot, or older than MaxAge while its session is open, answers false; while its
 // session is closed the last mid serves, however old.
-func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
-	v, q, ok := f.lookup(symbol)
+func (f *SnapshotFollower) LastTick(symbol string) (tick.Quote, bool) {
+	v := f.view.Load()
+	if v == nil {
+		return tick.Quote{}, false
+	}
+	q, ok := v.snap.quotes[symbol]
 	if !ok {
 		return tick.Quote{}, false
 	}
 	now := f.cfg.Now()
-	age := v.ageOf(q.receivedAt, now)
+	age := ageAt(v.receivedAt(q), now)
 	if age > f.cfg.MaxAge && f.sessionOpen(symbol, now) {
 		return tick.Quote{}, false
 	}
@@ -167,16 +175,17 @@ func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
 	return tick.Quote{Bid: q.bid, Ask: q.ask, ReceivedAt: now.Add(-age)}, true
 }
 
-func (v *view) age(i int, now time.Time) time.Duration {
-	return v.ageOf(v.snap.quotes[i].receivedAt, now)
+// SymbolState is the mirror seen as the desk's price view (tick.Prices): a mid LastTick serves
+// is quoting, and a symbol it refuses (absent, or too old while its session is open) has no
+// price here.
+func (f *SnapshotFollower) SymbolState(symbol string) tick.State {
+	if _, ok := f.LastTick(symbol); ok {
+		return tick.Quoting
+	}
+	return tick.QuotingHalted
 }
 
-func (v *view) ageOf(receivedAt int64, now time.Time) time.Duration {
-	age := time.Duration(v.snap.publishedAt.UnixNano()-receivedAt) + v.base + now.Sub(v.firstSeen)
-	return max(age, 0)
-}
-
-func (f *Follower) sessionOpen(symbol string, now time.Time) bool {
+func (f *SnapshotFollower) sessionOpen(symbol string, now time.Time) bool {
 	if f.cfg.CalendarFor == nil {
 		return true
 	}
@@ -187,7 +196,7 @@ func (f *Follower) sessionOpen(symbol string, now time.Time) bool {
 // Pin asks the leader to subscribe legs this process lacks; they appear in a later snapshot.
 // The follower keeps asking (rewriting the pin every PinRefresh) for PinHold after the last Pin
 // of a leg. Every symbol must be a desk symbol; if one is not, nothing is pinned.
-func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
+func (f *SnapshotFollower) Pin(ctx context.Context, symbols ...string) error {
 	for _, s := range symbols {
 		if !fx.ValidSymbol(s) {
 			return fmt.Errorf("pin %q: not six upper-case letters like EURUSD", s)
@@ -215,14 +224,14 @@ func (f *Follower) Pin(ctx context.Context, symbols ...string) error {
 
 // stampLocked is a pin value that differs from every earlier one: the leader treats an unchanged
 // stamp as a follower that stopped asking. Readable by an operator: follower ms, sequence.
-func (f *Follower) stampLocked(now time.Time) string {
+func (f *SnapshotFollower) stampLocked(now time.Time) string {
 	f.pinSeq++
 	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + strconv.FormatUint(f.pinSeq, 10)
 }
 
 // writePins adds to pipe the write of symbols with stamp, and returns a check of that write's
 // result once the pipeline has run (a pipeline's own error may be another command's).
-func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols []string, stamp string) (written func() bool) {
+func (f *SnapshotFollower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols []string, stamp string) (written func() bool) {
 	args := make([]any, 0, 2*len(symbols))
 	for _, s := range symbols {
 		args = append(args, s, stamp)
@@ -235,7 +244,7 @@ func (f *Follower) writePins(ctx context.Context, pipe redis.Pipeliner, symbols 
 // PollOnce reads the snapshot (and its remaining TTL) and refreshes this process's pins in one
 // round trip, then evaluates the alerts. It returns the Redis or format error, if any, after
 // evaluating alerts on what it knows.
-func (f *Follower) PollOnce(ctx context.Context) error {
+func (f *SnapshotFollower) PollOnce(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := f.cfg.Now()
@@ -271,12 +280,12 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	switch {
 	case errors.Is(err, redis.Nil):
 		// No snapshot: keep serving the last one seen; ages keep growing.
-		f.newestTerm = 0
+		f.fence.forget()
 		f.refusingNow = false
 	case err != nil:
 		pollErr = fmt.Errorf("read quote mirror snapshot %q: %w", f.keys.snapshot, err)
 	default:
-		snap, err := f.quotes.parse(raw, f.view.Load())
+		snap, err := parseSnapshot(raw)
 		if err != nil {
 			pollErr = fmt.Errorf("decode quote mirror snapshot %q: %w", f.keys.snapshot, err)
 			break
@@ -301,23 +310,16 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 	var refused []string
 	var oldest map[string]time.Duration
 	if v != nil {
-		// age > MaxAge exactly when receivedAt is before this cut-off (see view.age): one
-		// comparison per record, the age worked out only for the few that are old.
-		cutoff := v.snap.publishedAt.UnixNano() + int64(v.base+now.Sub(v.firstSeen)-f.cfg.MaxAge)
-		for i := range v.snap.quotes {
-			if v.snap.quotes[i].receivedAt >= cutoff {
-				continue
-			}
-			if age := v.age(i, now); age > f.cfg.MaxAge {
-				if s := v.snap.symbol(i); f.sessionOpen(s, now) {
-					refused = append(refused, s)
-					if oldest == nil {
-						oldest = map[string]time.Duration{}
-					}
-					oldest[s] = age
+		for s, q := range v.snap.quotes {
+			if age := ageAt(v.receivedAt(q), now); age > f.cfg.MaxAge && f.sessionOpen(s, now) {
+				refused = append(refused, s)
+				if oldest == nil {
+					oldest = map[string]time.Duration{}
 				}
+				oldest[s] = age
 			}
 		}
+		slices.Sort(refused)
 	}
 	f.evaluateUnavailable(ctx, v, advancing, now, pollErr)
 	f.evaluateStale(ctx, refused, oldest)
@@ -331,20 +333,17 @@ func (f *Follower) PollOnce(ctx context.Context) error {
 		st.LastError = pollErr.Error()
 	}
 	if v != nil {
-		st.LastPublishedAt, st.Symbols, st.Bytes, st.Term = v.snap.publishedAt, len(v.snap.quotes), len(v.snap.raw), v.snap.term
+		st.LastPublishedAt, st.Symbols, st.Bytes, st.Term = v.snap.publishedAt, len(v.snap.quotes), v.snap.bytes, v.snap.term
 	}
 	return pollErr
 }
 
-// refuseTermLocked reports whether snap must not be served because its lease term is older than
-// one this follower already accepted: it was written by a process that lost the lease (a write
-// that passed Redis before the newer holder's first publish, or a Redis without the publish
-// script's check). The last accepted snapshot keeps serving. A refused snapshot is counted once
-// and a run of refusals logged once. Term 0 is a publisher that was never numbered (lease granted
-// by Redis or fail-open): not fenced, and it does not move the newest term.
-func (f *Follower) refuseTermLocked(ctx context.Context, snap *snapshot) bool {
-	if snap.term == 0 || snap.term >= f.newestTerm {
-		f.newestTerm = max(f.newestTerm, snap.term)
+// refuseTermLocked reports whether snap must not be served because the term fence refuses it: it
+// was written by a process that lost the lease (a write that passed Redis before the newer
+// holder's first publish, or a Redis without the publish script's check). The last accepted
+// snapshot keeps serving. A refused snapshot is counted once and a run of refusals logged once.
+func (f *SnapshotFollower) refuseTermLocked(ctx context.Context, snap *snapshot) bool {
+	if f.fence.admit(snap.term) {
 		if f.refusingNow {
 			f.refusingNow = false
 			f.log.InfoContext(ctx, "quote mirror snapshot of the current lease term again", slog.Int64("term", snap.term))
@@ -358,13 +357,13 @@ func (f *Follower) refuseTermLocked(ctx context.Context, snap *snapshot) bool {
 	if !f.refusingNow {
 		f.refusingNow = true
 		f.log.ErrorContext(ctx, "quote mirror snapshot refused: its lease term is older than one already seen, so it comes from a process that lost the lease; the last snapshot of the newer term keeps serving",
-			slog.String("key", f.keys.snapshot), slog.Int64("term", snap.term), slog.Int64("newestTerm", f.newestTerm),
+			slog.String("key", f.keys.snapshot), slog.Int64("term", snap.term), slog.Int64("newestTerm", f.fence.newest),
 			slog.Time("publishedAt", snap.publishedAt))
 	}
 	return true
 }
 
-func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing bool, now time.Time, pollErr error) {
+func (f *SnapshotFollower) evaluateUnavailable(ctx context.Context, v *view, advancing bool, now time.Time, pollErr error) {
 	if advancing {
 		if f.unavailable != alertClear && f.cfg.Alerts != nil {
 			if err := f.cfg.Alerts.Resolve(ctx, AlertUnavailable); err != nil {
@@ -420,7 +419,7 @@ func (f *Follower) evaluateUnavailable(ctx context.Context, v *view, advancing b
 	f.unavailable = alertRaised
 }
 
-func (f *Follower) evaluateStale(ctx context.Context, refused []string, ages map[string]time.Duration) {
+func (f *SnapshotFollower) evaluateStale(ctx context.Context, refused []string, ages map[string]time.Duration) {
 	if f.cfg.Alerts == nil {
 		return
 	}
@@ -461,7 +460,7 @@ func (f *Follower) evaluateStale(ctx context.Context, refused []string, ages map
 }
 
 // Status reports the follower for the desk page.
-func (f *Follower) Status() Status {
+func (f *SnapshotFollower) Status() Status {
 	f.mu.Lock()
 	st := f.status
 	st.Refused, st.Pinned = slices.Clone(st.Refused), slices.Clone(st.Pinned)
@@ -473,7 +472,7 @@ func (f *Follower) Status() Status {
 }
 
 // Pinned lists the legs this follower keeps asking for.
-func (f *Follower) Pinned() []string {
+func (f *SnapshotFollower) Pinned() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Sorted(maps.Keys(f.pins))

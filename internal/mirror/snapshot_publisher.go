@@ -32,25 +32,10 @@ const (
 	KeyTTL = 15 * time.Minute
 )
 
-// keys are the mirror's two Redis keys and its nudge channel, resolved once from the install's
-// redisname.Names. Each Redis operation touches one key, so the keys may live in different
-// Cluster slots.
-type keys struct {
-	snapshot   string // string: the latest snapshot, SET with PX KeyTTL
-	pins       string // hash: symbol → opaque stamp the follower changes on every refresh
-	pinChannel string // pub/sub channel: "a follower just pinned something" (not a key)
-}
-
-func keysOf(n redisname.Names) keys {
-	return keys{snapshot: n.QuoteMirrorSnapshot(), pins: n.QuoteMirrorPins(), pinChannel: n.QuoteMirrorPinRequests()}
-}
-
-// QuoteSource is what the publisher reads: *tick.Engine satisfies it.
+// QuoteSource is what the snapshot publisher reads: *tick.Engine satisfies it.
 type QuoteSource interface {
-	// LastTick is the engine's synchronous read of a symbol's last accepted quote.
-	LastTick(symbol string) (tick.Quote, bool)
-	// Wanted lists the subscribed symbols (sorted, as the engine returns them; unsorted works,
-	// slower).
+	tick.Prices
+	// Wanted lists the subscribed symbols (sorted, as the engine returns them; unsorted works, slower).
 	Wanted() []string
 }
 
@@ -68,36 +53,8 @@ type Gate interface {
 // process holds the lease, and this one's snapshot would overwrite its prices.
 var ErrNewerTerm = errors.New("quote mirror snapshot in Redis carries a newer lease term")
 
-// guardScript is the fence in front of a publish. It runs inside the publish's MULTI/EXEC, right
-// before SET NX of the new snapshot: it reads the stored snapshot's term from the first bytes of
-// its fixed header (GETRANGE, never a decode) and, unless that term is newer than ours, deletes
-// the key so the SET NX that follows writes. When the stored term is newer it leaves the key,
-// the SET NX writes nothing, and it answers that term; otherwise 0. The transaction makes the
-// three one step: no reader sees the key missing, no other writer gets in between. The snapshot
-// itself is not a script argument: passing 420 KB into Lua measured about three plain SETs.
-//
-// A publisher that does not know its term (0: the lease was granted by Redis or fail-open, with
-// no row to number it) is not fenced: it has no term to compare, and refusing it would leave the
-// followers without prices until an older holder's snapshot expired.
-//
-// KEYS[1] snapshot key; ARGV[1] our term.
-var guardScript = redis.NewScript(fmt.Sprintf(`
-local ours = tonumber(ARGV[1])
-if ours > 0 then
-  local stored = tonumber(string.match(redis.call('GETRANGE', KEYS[1], 0, %d), '^%s[^"]*%s(%%d+)'))
-  if stored and stored > ours then
-    return stored
-  end
-end
-redis.call('DEL', KEYS[1])
-return 0
-`, termHeadLen, headVersion, headTerm))
-
-// termHeadLen covers the header up to the end of the longest term the format writes.
-const termHeadLen = len(headVersion) + timeSize + len(headTerm) + 19
-
-// PublisherConfig shapes a Publisher. Redis, Quotes, SetPinned and Gate are required.
-type PublisherConfig struct {
+// SnapshotPublisherConfig shapes a SnapshotPublisher. Redis, Quotes, SetPinned and Gate are required.
+type SnapshotPublisherConfig struct {
 	Redis  redis.UniversalClient
 	Quotes QuoteSource
 	Gate   Gate
@@ -113,7 +70,7 @@ type PublisherConfig struct {
 	Pinned func() []string
 	// Digits gives the decimals a symbol is quoted in; prices are written with that many.
 	// Optional: without it, or for a symbol it answers -1 for, a price is written as the
-	// shortest decimal that reads back as the same float. Asked once per symbol, not per cycle.
+	// shortest decimal that reads back as the same float. Asked for every symbol of a publish.
 	Digits func(symbol string) int
 	// Term is the publisher's lease term, written into every snapshot: Redis refuses a publish
 	// older than the stored snapshot's term, and a follower a snapshot older than one it has
@@ -132,17 +89,17 @@ type PublisherConfig struct {
 	Now func() time.Time
 }
 
-// Publisher writes the leader's quotes to the snapshot key every interval and relays followers'
-// pins to the tick engine. Create it with NewPublisher; run it only on the lease holder of a
-// split install (CRON_MODE=off) — that decision is the caller's.
-type Publisher struct {
-	cfg  PublisherConfig
+// SnapshotPublisher writes the leader's quotes to the snapshot key every interval and relays
+// followers' pins to the tick engine. Create it with NewSnapshotPublisher; run it only on the
+// lease holder of a split install (CRON_MODE=off) — that decision is the caller's.
+type SnapshotPublisher struct {
+	cfg  SnapshotPublisherConfig
 	keys keys
 	log  *slog.Logger
 
 	mu        sync.Mutex // serialises cycles and pin reads; guards everything below
-	enc       *encoder
-	priority  []string // this cycle's priority legs, reused
+	buf       []byte     // the last snapshot written, its room reused
+	priority  []string   // this cycle's priority legs, reused
 	entries   []entry
 	pins      map[string]pinSeen
 	live      []string // live pins as last handed to SetPinned (sorted)
@@ -158,9 +115,9 @@ type pinSeen struct {
 	seenAt time.Time // leader clock (monotonic) when this stamp was first read
 }
 
-// NewPublisher builds a publisher; it does nothing until PublishOnce or Run. It refuses a
+// NewSnapshotPublisher builds a publisher; it does nothing until PublishOnce or Run. It refuses a
 // missing dependency.
-func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
+func NewSnapshotPublisher(cfg SnapshotPublisherConfig, log *slog.Logger) (*SnapshotPublisher, error) {
 	if cfg.Redis == nil || cfg.Quotes == nil || cfg.SetPinned == nil || cfg.Gate == nil || log == nil {
 		return nil, errors.New("quote mirror publisher: Redis, Quotes, SetPinned, Gate and a logger are required")
 	}
@@ -174,7 +131,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
 		cfg.Now = time.Now
 	}
 	k := keysOf(cfg.Names)
-	return &Publisher{cfg: cfg, keys: k, log: log, pins: map[string]pinSeen{}, enc: newEncoder(cfg.MaxSymbols, cfg.Digits),
+	return &SnapshotPublisher{cfg: cfg, keys: k, log: log, pins: map[string]pinSeen{},
 		status: Status{Mode: Publishing, Key: k.snapshot, IntervalMs: cfg.Interval.Milliseconds()}}, nil
 }
 
@@ -182,7 +139,7 @@ func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
 // a follower announces a pin, so the leg is subscribed within milliseconds and rides the next
 // regular snapshot, and again whenever the subscription comes back after a reconnect. It
 // returns nil when ctx ends.
-func (p *Publisher) Run(ctx context.Context) error {
+func (p *SnapshotPublisher) Run(ctx context.Context) error {
 	p.log.InfoContext(ctx, "fx quote mirror publishing every "+p.cfg.Interval.String(),
 		slog.String("key", p.keys.snapshot), slog.Int("maxSymbols", p.cfg.MaxSymbols))
 	sub := p.cfg.Redis.Subscribe(ctx, p.keys.pinChannel)
@@ -226,7 +183,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 // and is the backstop for an announcement lost some other way.
 //
 // It publishes nothing, and returns gate.ErrNotHolder, when the gate drops the publish.
-func (p *Publisher) PublishOnce(ctx context.Context) error {
+func (p *SnapshotPublisher) PublishOnce(ctx context.Context) error {
 	if err := p.cfg.Gate.Admit(ctx, gate.MirrorPublish); err != nil {
 		return err
 	}
@@ -258,7 +215,12 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	if p.cfg.Term != nil {
 		term = p.cfg.Term()
 	}
-	count, dropped := p.encode(publishedAt, term, priority)
+	entries, dropped := p.entriesOf(priority)
+	count := len(entries)
+	var err error
+	if p.buf, err = appendSnapshot(p.buf[:0], snapshotHead{PublishedAt: stamp(publishedAt), Term: term}, entries, p.cfg.Digits); err != nil {
+		return fmt.Errorf("encode quote mirror snapshot: %w", err)
+	}
 	if dropped > 0 && (dropped != p.lastDrop || start.Sub(p.lastDropT) >= time.Minute) {
 		p.log.ErrorContext(ctx, "quote mirror snapshot truncated: symbols dropped beyond the cap; a dropped symbol may be the conversion leg a rollover waits on",
 			slog.Int("dropped", dropped), slog.Int("published", count), slog.Int("cap", p.cfg.MaxSymbols))
@@ -301,7 +263,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	p.status.LastPublishedAt = publishedAt
 	p.status.Symbols = count
 	p.status.Dropped = dropped
-	p.status.Bytes = len(p.enc.buf)
+	p.status.Bytes = len(p.buf)
 	p.status.LastCycleMs = float64(took.Microseconds()) / 1000
 	if !readPins {
 		return nil
@@ -312,16 +274,16 @@ func (p *Publisher) PublishOnce(ctx context.Context) error {
 	return p.pinsReadLocked(ctx, start, pins.Val())
 }
 
-// writeSnapshot writes p.enc.buf to the snapshot key in one round trip — MULTI, the guard, SET NX
+// writeSnapshot writes p.buf to the snapshot key in one round trip — MULTI, the guard, SET NX
 // with the TTL, EXEC — unless the stored snapshot carries a newer term than ours, which it
 // returns (0 when written).
-func (p *Publisher) writeSnapshot(ctx context.Context, term int64) (int64, error) {
+func (p *SnapshotPublisher) writeSnapshot(ctx context.Context, term int64) (int64, error) {
 	keys := []string{p.keys.snapshot}
 	guard := guardScript.EvalSha
 	for attempt := 0; ; attempt++ {
 		tx := p.cfg.Redis.TxPipeline()
 		fence := guard(ctx, tx, keys, term)
-		set := tx.SetArgs(ctx, p.keys.snapshot, p.enc.buf, redis.SetArgs{Mode: "NX", TTL: KeyTTL})
+		set := tx.SetArgs(ctx, p.keys.snapshot, p.buf, redis.SetArgs{Mode: "NX", TTL: KeyTTL})
 		tx.Exec(ctx) // each command's own result is read below
 		newer, err := fence.Int64()
 		switch {
@@ -344,7 +306,7 @@ func (p *Publisher) writeSnapshot(ctx context.Context, term int64) (int64, error
 
 // pinsReadLocked applies a read of the pin hash made at at. Only a read that SetPinned accepted
 // counts as the last read: after a failure the next publish reads again.
-func (p *Publisher) pinsReadLocked(ctx context.Context, at time.Time, fields map[string]string) error {
+func (p *SnapshotPublisher) pinsReadLocked(ctx context.Context, at time.Time, fields map[string]string) error {
 	if err := p.applyPinsLocked(ctx, fields); err != nil {
 		return err
 	}
@@ -353,7 +315,7 @@ func (p *Publisher) pinsReadLocked(ctx context.Context, at time.Time, fields map
 }
 
 // ReadPins reads the pin hash alone and hands changed pins to SetPinned.
-func (p *Publisher) ReadPins(ctx context.Context) error {
+func (p *SnapshotPublisher) ReadPins(ctx context.Context) error {
 	fields, err := p.cfg.Redis.HGetAll(ctx, p.keys.pins).Result()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -366,17 +328,39 @@ func (p *Publisher) ReadPins(ctx context.Context) error {
 }
 
 // QuoteWalker is implemented by a quote source that can walk its wanted quotes in symbol order
-// without a look-up per symbol (tick.Engine). The publisher then encodes in one pass.
+// without a look-up per symbol (tick.Engine). The publisher then collects them in one pass.
 type QuoteWalker interface {
 	EachWantedQuote(fn func(symbol string, q *tick.Quote))
 }
 
-// walkHoldsPriority reports whether the walk just encoded is the whole snapshot although priority
-// legs were given. Under the cap their priority changes nothing, so it is — unless a leg the walk
-// did not offer still has a quote in the source (a symbol no longer wanted), which collect adds.
-func (p *Publisher) walkHoldsPriority(priority []string) bool {
+// entriesOf gathers the quotes to publish, sorted by symbol, and how many the cap dropped. The
+// usual cycle — the engine's sorted wanted quotes, no priority leg outside them, no truncation —
+// takes the engine's walk as it comes; anything else (and a source that cannot walk its quotes)
+// goes through collect.
+func (p *SnapshotPublisher) entriesOf(priority []string) ([]entry, int) {
+	if w, ok := p.cfg.Quotes.(QuoteWalker); ok {
+		entries := p.entries[:0]
+		w.EachWantedQuote(func(symbol string, q *tick.Quote) {
+			if fx.ValidSymbol(symbol) && publishable(q) {
+				entries = append(entries, entry{symbol: symbol, q: *q})
+			}
+		})
+		p.entries = entries
+		if len(entries) <= p.cfg.MaxSymbols && p.walkHoldsPriority(entries, priority) {
+			return entries, 0
+		}
+	}
+	return p.collect(p.cfg.Quotes.Wanted(), priority)
+}
+
+// walkHoldsPriority reports whether the walk's entries are the whole snapshot although priority
+// legs were given. Under the cap their priority changes nothing, so they are — unless a leg the
+// walk did not offer still has a quote in the source (a symbol no longer wanted), which collect
+// adds.
+func (p *SnapshotPublisher) walkHoldsPriority(entries []entry, priority []string) bool {
 	for _, s := range priority {
-		if !p.enc.holds(s) && fx.ValidSymbol(s) {
+		_, held := slices.BinarySearchFunc(entries, s, func(e entry, s string) int { return strings.Compare(e.symbol, s) })
+		if !held && fx.ValidSymbol(s) {
 			if _, ok := p.cfg.Quotes.LastTick(s); ok {
 				return false
 			}
@@ -385,36 +369,12 @@ func (p *Publisher) walkHoldsPriority(priority []string) bool {
 	return true
 }
 
-// encode writes the snapshot into p.enc.buf and returns how many symbols it holds and how many
-// the cap dropped. The usual cycle — the engine's sorted wanted quotes, no priority leg outside
-// them, no truncation — streams each quote straight into the buffer in one pass; anything else
-// (and a source that cannot walk its quotes) goes through collect.
-func (p *Publisher) encode(publishedAt time.Time, term int64, priority []string) (count, dropped int) {
-	e := p.enc
-	if w, ok := p.cfg.Quotes.(QuoteWalker); ok {
-		e.start()
-		w.EachWantedQuote(e.record)
-		if !e.over && p.walkHoldsPriority(priority) {
-			e.finish(publishedAt, term)
-			return e.count, 0
-		}
-	}
-	wanted := p.cfg.Quotes.Wanted()
-	entries, dropped := p.collect(wanted, priority)
-	e.start()
-	for i := range entries {
-		e.add(entries[i].symbol, &entries[i].q)
-	}
-	e.finish(publishedAt, term)
-	return e.count, dropped
-}
-
 // collect reads the quotes to publish, sorted by symbol. Over the cap, priority symbols are kept
 // first and the rest fill the remaining room in symbol order.
-func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
+func (p *SnapshotPublisher) collect(wanted, priority []string) ([]entry, int) {
 	entries := p.entries[:0]
 	for _, s := range wanted {
-		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) {
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) && publishable(&q) {
 			entries = append(entries, entry{symbol: s, q: q})
 		}
 	}
@@ -424,14 +384,13 @@ func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
 		if _, found := slices.BinarySearch(wanted, s); found && wantedSorted {
 			continue
 		}
-		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) {
+		if q, ok := p.cfg.Quotes.LastTick(s); ok && fx.ValidSymbol(s) && publishable(&q) {
 			entries = append(entries, entry{symbol: s, q: q})
 			sorted = false
 		}
 	}
 	if !sorted {
-		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.symbol, b.symbol) })
-		entries = slices.CompactFunc(entries, func(a, b entry) bool { return a.symbol == b.symbol })
+		entries = sortEntries(entries)
 	}
 	p.entries = entries
 	max := p.cfg.MaxSymbols
@@ -457,15 +416,14 @@ func (p *Publisher) collect(wanted, priority []string) ([]entry, int) {
 			kept = append(kept, e)
 		}
 	}
-	slices.SortFunc(kept, func(a, b entry) int { return strings.Compare(a.symbol, b.symbol) })
-	return kept, dropped
+	return sortEntries(kept), dropped
 }
 
 // applyPinsLocked updates which pins are live and tells the engine when that set changes. A pin
 // is live while its stamp keeps changing: a stamp unchanged for KeyTTL on the leader's own clock
 // has lapsed (its follower stopped asking). Judging by change rather than by the stamp's value
 // keeps the follower's clock out of it.
-func (p *Publisher) applyPinsLocked(ctx context.Context, fields map[string]string) error {
+func (p *SnapshotPublisher) applyPinsLocked(ctx context.Context, fields map[string]string) error {
 	now := p.cfg.Now()
 	for s := range p.pins {
 		if _, ok := fields[s]; !ok {
@@ -507,7 +465,7 @@ func (p *Publisher) applyPinsLocked(ctx context.Context, fields map[string]strin
 }
 
 // Status reports the publisher for the desk page.
-func (p *Publisher) Status() Status {
+func (p *SnapshotPublisher) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.status

@@ -1,4 +1,4 @@
-package pricefeed
+package mirror
 
 import (
 	"context"
@@ -27,12 +27,12 @@ func TestDecodeAgesOnTheHoldersClock(t *testing.T) {
 	t.Parallel()
 	holderNow := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	u := tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.1, Ask: 1.1002, ReceivedAt: holderNow.Add(-300 * time.Millisecond), ProviderTime: holderNow.Add(-time.Second)}}
-	b, err := encode(u, 5, 4, holderNow)
+	b, err := encodeTick(u, 5, 4, holderNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	followerNow := time.Now().Add(time.Hour) // skewed, and monotonic
-	sym, q, term, ok := decode(b, followerNow)
+	sym, q, term, ok := decodeTick(b, followerNow)
 	if !ok || sym != "EURUSD" || term != 4 || q.Bid != 1.1 || q.Ask != 1.1002 {
 		t.Fatalf("decode = %s %+v term %d ok %v", sym, q, term, ok)
 	}
@@ -47,7 +47,7 @@ func TestDecodeAgesOnTheHoldersClock(t *testing.T) {
 		`{"symbol":"EURUSD","bid":"1.3","ask":"1.2","t":5,"receivedAt":"2026-03-02T10:00:00Z","sentAt":"2026-03-02T10:00:00Z"}`,
 		`{"symbol":"EURUSD","bid":"x","ask":"1.2","t":5,"receivedAt":"2026-03-02T10:00:00Z","sentAt":"2026-03-02T10:00:00Z"}`,
 		`not json`} {
-		if _, _, _, ok := decode([]byte(bad), followerNow); ok {
+		if _, _, _, ok := decodeTick([]byte(bad), followerNow); ok {
 			t.Errorf("stored %s", bad)
 		}
 	}
@@ -72,12 +72,12 @@ func TestTicksReachTheFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := &fakeEngine{ch: make(chan tick.Update, 16)}
-	pub, err := NewPublisher(PublisherConfig{Redis: rdb, Quotes: eng, Gate: g, Digits: func(string) int { return 5 },
+	pub, err := NewStreamPublisher(StreamPublisherConfig{Redis: rdb, Quotes: eng, Gate: g, Digits: func(string) int { return 5 },
 		Term: func() int64 { return 5 }}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFollower(FollowerConfig{Redis: rdb}, log)
+	f, err := NewStreamFollower(StreamFollowerConfig{Redis: rdb}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +136,13 @@ func TestTicksReachTheFollower(t *testing.T) {
 // A deposed holder still publishing (an older term than one already heard) is not shown.
 func TestFollowerIgnoresAnOlderTerm(t *testing.T) {
 	t.Parallel()
-	f, err := NewFollower(FollowerConfig{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, slog.New(slog.DiscardHandler))
+	f, err := NewStreamFollower(StreamFollowerConfig{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	msg := func(bid float64, term int64) []byte {
-		b, err := encode(tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: bid, Ask: bid + 0.0002, ReceivedAt: now, ProviderTime: now}}, 5, term, now)
+		b, err := encodeTick(tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: bid, Ask: bid + 0.0002, ReceivedAt: now, ProviderTime: now}}, 5, term, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ type install struct {
 	name    string
 	eng     *fakeEngine
 	updates <-chan tick.Update
-	f       *Follower
+	f       *StreamFollower
 }
 
 func startInstall(t *testing.T, ctx context.Context, addr string, db int, names redisname.Names) *install {
@@ -180,12 +180,12 @@ func startInstall(t *testing.T, ctx context.Context, addr string, db int, names 
 	}
 	in := &install{name: names.Prefix(), eng: &fakeEngine{ch: make(chan tick.Update, 16)}}
 	// Both installs publish the same term: a follower that heard the other's ticks would show them.
-	pub, err := NewPublisher(PublisherConfig{Redis: rdb, Names: names, Quotes: in.eng, Gate: g, Digits: func(string) int { return 5 },
+	pub, err := NewStreamPublisher(StreamPublisherConfig{Redis: rdb, Names: names, Quotes: in.eng, Gate: g, Digits: func(string) int { return 5 },
 		Term: func() int64 { return 1 }}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.f, err = NewFollower(FollowerConfig{Redis: rdb, Names: names}, log); err != nil {
+	if in.f, err = NewStreamFollower(StreamFollowerConfig{Redis: rdb, Names: names}, log); err != nil {
 		t.Fatal(err)
 	}
 	go pub.Run(ctx)

@@ -1,7 +1,8 @@
-package pricefeed
+package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -13,13 +14,13 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// Updates is the tick engine's subscription (tick.Engine.Updates).
+// Updates is the tick engine's subscription (tick.Engine.Updates): what the stream publishes.
 type Updates interface {
 	Updates(symbols []string) (<-chan tick.Update, func())
 }
 
-// PublisherConfig builds a Publisher; every field but Names and Now is required.
-type PublisherConfig struct {
+// StreamPublisherConfig builds a StreamPublisher; every field but Names and Now is required.
+type StreamPublisherConfig struct {
 	Redis redis.UniversalClient
 	// Names gives the channel (Names.Ticks: fx:ticks under the default prefix, the zero value);
 	// the followers of one install must be given the same.
@@ -33,9 +34,9 @@ type PublisherConfig struct {
 	Now    func() time.Time
 }
 
-// Publisher publishes the holder's accepted ticks on the install's ticks channel.
-type Publisher struct {
-	cfg PublisherConfig
+// StreamPublisher publishes the holder's accepted ticks on the install's ticks channel.
+type StreamPublisher struct {
+	cfg StreamPublisherConfig
 	log *slog.Logger
 }
 
@@ -43,20 +44,20 @@ type Publisher struct {
 // batches instead of one round trip per tick, so the publisher keeps up with the engine.
 const maxBatch = 256
 
-// NewPublisher returns a publisher; it refuses a missing dependency.
-func NewPublisher(cfg PublisherConfig, log *slog.Logger) (*Publisher, error) {
+// NewStreamPublisher returns a publisher; it refuses a missing dependency.
+func NewStreamPublisher(cfg StreamPublisherConfig, log *slog.Logger) (*StreamPublisher, error) {
 	if cfg.Redis == nil || cfg.Quotes == nil || cfg.Gate == nil || cfg.Term == nil || cfg.Digits == nil || log == nil {
-		return nil, errors.New("pricefeed: the publisher needs Redis, Quotes, Gate, Term, Digits and a logger")
+		return nil, errors.New("tick stream publisher: Redis, Quotes, Gate, Term, Digits and a logger are required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Publisher{cfg: cfg, log: log}, nil
+	return &StreamPublisher{cfg: cfg, log: log}, nil
 }
 
 // Run publishes until ctx ends. A Redis failure loses those ticks for display (the next tick
 // replaces them) and is logged at most once per failure run; it never stops the process.
-func (p *Publisher) Run(ctx context.Context) error {
+func (p *StreamPublisher) Run(ctx context.Context) error {
 	ch, cancel := p.cfg.Quotes.Updates(nil)
 	defer cancel()
 	p.log.InfoContext(ctx, "fx ticks published for follower web processes", slog.String("channel", p.cfg.Names.Ticks()))
@@ -101,13 +102,13 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 }
 
-func (p *Publisher) publish(ctx context.Context, batch []tick.Update) error {
+func (p *StreamPublisher) publish(ctx context.Context, batch []tick.Update) error {
 	term, now, channel := p.cfg.Term(), p.cfg.Now(), p.cfg.Names.Ticks()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	pipe := p.cfg.Redis.Pipeline()
 	for _, u := range batch {
-		b, err := encode(u, p.cfg.Digits(u.Symbol), term, now)
+		b, err := encodeTick(u, p.cfg.Digits(u.Symbol), term, now)
 		if err != nil {
 			return err
 		}
@@ -115,4 +116,36 @@ func (p *Publisher) publish(ctx context.Context, batch []tick.Update) error {
 	}
 	_, err := pipe.Exec(ctx)
 	return err
+}
+
+// tickMessage is one accepted tick on the stream: the quote as the snapshot carries it, and what
+// a message on its own needs besides — its symbol, the provider's time, when the holder sent it
+// (its clock, like receivedAt, so a follower ages the quote by the one rule) and its term.
+type tickMessage struct {
+	Symbol string `json:"symbol"`
+	quoteJSON
+	Time   int64 `json:"t"` // provider time, Unix milliseconds
+	SentAt stamp `json:"sentAt"`
+	Term   int64 `json:"term"` // the publisher's lease term (termFence)
+}
+
+func encodeTick(u tick.Update, digits int, term int64, sentAt time.Time) ([]byte, error) {
+	return json.Marshal(tickMessage{Symbol: u.Symbol, quoteJSON: encodeQuote(&u.Quote, digits),
+		Time: u.Quote.ProviderTime.UnixMilli(), SentAt: stamp(sentAt), Term: term})
+}
+
+// decodeTick turns a message heard at heardAt (the follower's clock, monotonic) into a quote whose
+// ReceivedAt is on the follower's clock and as old as the holder says it is. A tick that cannot
+// be priced or dated is never stored.
+func decodeTick(payload []byte, heardAt time.Time) (symbol string, q tick.Quote, term int64, ok bool) {
+	var m tickMessage
+	if err := json.Unmarshal(payload, &m); err != nil || m.Symbol == "" || time.Time(m.SentAt).IsZero() || m.Time <= 0 {
+		return "", tick.Quote{}, 0, false
+	}
+	bid, ask, receivedAt, ok := m.quoteJSON.decode()
+	if !ok {
+		return "", tick.Quote{}, 0, false
+	}
+	return m.Symbol, tick.Quote{Bid: bid, Ask: ask, ReceivedAt: receivedHere(receivedAt, time.Time(m.SentAt), 0, heardAt),
+		ProviderTime: time.UnixMilli(m.Time).UTC()}, m.Term, true
 }

@@ -1,4 +1,4 @@
-package pricefeed
+package mirror
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// FollowerConfig builds a Follower; Redis is required.
-type FollowerConfig struct {
+// StreamFollowerConfig builds a StreamFollower; Redis is required.
+type StreamFollowerConfig struct {
 	Redis redis.UniversalClient
 	// Names gives the channel to follow, the same as the install's publisher's (the zero value
 	// is the default install's fx:ticks).
@@ -30,16 +30,16 @@ type FollowerConfig struct {
 	Now          func() time.Time
 }
 
-// Follower holds the last tick the holder published for each symbol and fans ticks out to
+// StreamFollower holds the last tick the holder published for each symbol and fans ticks out to
 // Updates subscribers (the markets rail). It answers like the tick engine: LastTick,
 // SymbolState, Updates.
-type Follower struct {
-	cfg FollowerConfig
+type StreamFollower struct {
+	cfg StreamFollowerConfig
 	log *slog.Logger
 
 	mu     sync.RWMutex
 	quotes map[string]tick.Quote
-	term   int64 // highest publisher term heard; older ones are a deposed holder
+	fence  termFence // an older term than one heard is a deposed holder
 
 	subsMu sync.RWMutex
 	subs   map[*subscriber]struct{}
@@ -50,10 +50,10 @@ type subscriber struct {
 	filter map[string]struct{}
 }
 
-// NewFollower returns a follower; it refuses a missing Redis.
-func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
+// NewStreamFollower returns a follower; it refuses a missing Redis.
+func NewStreamFollower(cfg StreamFollowerConfig, log *slog.Logger) (*StreamFollower, error) {
 	if cfg.Redis == nil || log == nil {
-		return nil, errors.New("pricefeed: the follower needs Redis and a logger")
+		return nil, errors.New("tick stream follower: Redis and a logger are required")
 	}
 	if cfg.StaleAfter == nil {
 		cfg.StaleAfter = func() time.Duration { return 30 * time.Second }
@@ -64,12 +64,12 @@ func NewFollower(cfg FollowerConfig, log *slog.Logger) (*Follower, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Follower{cfg: cfg, log: log, quotes: map[string]tick.Quote{}, subs: map[*subscriber]struct{}{}}, nil
+	return &StreamFollower{cfg: cfg, log: log, quotes: map[string]tick.Quote{}, subs: map[*subscriber]struct{}{}}, nil
 }
 
 // Run listens on the install's ticks channel until ctx ends; go-redis resubscribes after a lost
 // connection.
-func (f *Follower) Run(ctx context.Context) error {
+func (f *StreamFollower) Run(ctx context.Context) error {
 	channel := f.cfg.Names.Ticks()
 	ps := f.cfg.Redis.Subscribe(ctx, channel)
 	defer ps.Close()
@@ -88,17 +88,16 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 }
 
-func (f *Follower) apply(payload []byte, heardAt time.Time) {
-	symbol, q, term, ok := decode(payload, heardAt)
+func (f *StreamFollower) apply(payload []byte, heardAt time.Time) {
+	symbol, q, term, ok := decodeTick(payload, heardAt)
 	if !ok {
 		return
 	}
 	f.mu.Lock()
-	if term < f.term {
+	if !f.fence.admit(term) {
 		f.mu.Unlock()
 		return
 	}
-	f.term = term
 	f.quotes[symbol] = q
 	f.mu.Unlock()
 	f.subsMu.RLock()
@@ -117,7 +116,7 @@ func (f *Follower) apply(payload []byte, heardAt time.Time) {
 }
 
 // LastTick returns the last quote heard for symbol.
-func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
+func (f *StreamFollower) LastTick(symbol string) (tick.Quote, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	q, ok := f.quotes[symbol]
@@ -128,7 +127,7 @@ func (f *Follower) LastTick(symbol string) (tick.Quote, bool) {
 // QUOTING_HALTED when never heard or older than StaleAfter (on the holder's clock), else QUOTING.
 // A provider's own "closed" announcement is not relayed: such a symbol stops ticking and reads
 // QUOTING_HALTED here once stale.
-func (f *Follower) SymbolState(symbol string) tick.State {
+func (f *StreamFollower) SymbolState(symbol string) tick.State {
 	now := f.cfg.Now()
 	if f.cfg.CalendarFor != nil {
 		if cal := f.cfg.CalendarFor(symbol); cal != nil && !cal.IsOpen(now) {
@@ -144,7 +143,7 @@ func (f *Follower) SymbolState(symbol string) tick.State {
 
 // Updates subscribes to heard ticks for symbols (none: every symbol); cancel unsubscribes and
 // closes the channel, and is safe to call more than once.
-func (f *Follower) Updates(symbols []string) (<-chan tick.Update, func()) {
+func (f *StreamFollower) Updates(symbols []string) (<-chan tick.Update, func()) {
 	s := &subscriber{ch: make(chan tick.Update, f.cfg.UpdateBuffer)}
 	if len(symbols) > 0 {
 		s.filter = make(map[string]struct{}, len(symbols))
