@@ -644,10 +644,12 @@ func parseRun(raw string, p, end int, qs []quote, first int, prev uint64, d *tim
 		// one big-endian number, and the letters can be checked on that number too. The fixed
 		// text around the values is compared a word at a time.
 		if len(raw)-p < 1+symbolSize+len(recBid) {
+			//lint:ignore ST1005 the message quotes the JSON a quote must start with, which ends in a colon
 			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		w := load64(raw, p)
 		if w&0xFF00_0000_0000_00FF != '"'|'"'<<56 || load64(raw, p+8) != wordBid || raw[p+16] != '"' {
+			//lint:ignore ST1005 the message quotes the JSON a quote must start with, which ends in a colon
 			return i, fmt.Errorf("snapshot quote %d: want \"SYMBOL\":{\"bid\":", first+i)
 		}
 		k := bits.ReverseBytes64(w) >> 8 & 0xFFFF_FFFF_FFFF
