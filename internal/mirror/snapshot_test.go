@@ -62,7 +62,7 @@ var (
 
 // The snapshot is the JSON an operator reads: one symbol per line, prices in the instrument's
 // digits (a trailing zero kept), times RFC 3339 UTC with milliseconds, the term in the header.
-func TestSnapshotText(t *testing.T) {
+func TestSnapshotReadsAsOneSymbolPerLineJSON(t *testing.T) {
 	got := encodeQuotes(t, at0.In(time.FixedZone("NY", -5*3600)), 7, digitsOf,
 		entry{"EURUSD", tick.Quote{Bid: 1.0850, Ask: 1.08512, ReceivedAt: at1}},
 		entry{"ODDONE", tick.Quote{Bid: 0.1, Ask: 0.30000000000000004, ReceivedAt: at2}},
@@ -266,7 +266,7 @@ func FuzzPriceRoundTrip(f *testing.F) {
 }
 
 // digits7 spells every value it is given.
-func TestDigits7(t *testing.T) {
+func TestDigits7SpellsEveryValue(t *testing.T) {
 	for x := range uint64(1e7) {
 		want := fmt.Sprintf("%07d", x)
 		w := digits7(x) | 0x30303030303030

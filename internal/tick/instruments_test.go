@@ -85,7 +85,7 @@ func applyFile(t *testing.T, db *sql.DB, path string) {
 	}
 }
 
-func TestLoadInstruments(t *testing.T) {
+func TestSeededInstrumentsMatchTheSimulatorAndEditsReadBack(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func TestLoadInstruments(t *testing.T) {
 	}
 }
 
-func TestLoadCalendars(t *testing.T) {
+func TestSeededCalendarsMatchTheBuiltins(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
 	reg, err := LoadCalendars(context.Background(), db)
