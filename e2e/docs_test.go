@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,7 +110,8 @@ func newDocShell(t *testing.T, e *deskEnv, holder *proc, addrs map[string]*proc)
 	for doc, p := range addrs {
 		pairs = append(pairs, "http://"+doc, "http://"+p.addr)
 	}
-	path := binDir + ":" + filepath.Join(runtime.GOROOT(), "bin") + ":" + os.Getenv("PATH")
+	// go test puts its own toolchain first in PATH, so `go` in a doc is the one running the test.
+	path := binDir + ":" + os.Getenv("PATH")
 	env := e.env("PATH=" + path)
 	// `go run` in a doc needs the Go toolchain's own environment (its caches, its home).
 	for _, v := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN"} {

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		// go test puts its own toolchain's bin first on the test's PATH.
+		goBin := "go"
 		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}} {
 			cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, b.name), b.pkg)
 			cmd.Dir = ".."

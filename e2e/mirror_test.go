@@ -143,7 +143,7 @@ func TestMirrorSplitInstall(t *testing.T) {
 
 // An inline web process publishes nothing: the follower says so, but only once the desk is
 // exposed. A follower reading another Redis database says so too.
-func TestMirrorMisconfigurations(t *testing.T) {
+func TestFollowerReportsAMisconfiguredMirror(t *testing.T) {
 	t.Parallel()
 	t.Run("inline-web", func(t *testing.T) {
 		t.Parallel()

@@ -32,7 +32,7 @@ func TestSwapsSessionZoneStoresUTC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Params = map[string]string{"time_zone": "'" + zone + "'"}
+			cfg.Params["time_zone"] = "'" + zone + "'"
 			e.mysqlDSN = cfg.FormatDSN()
 
 			// The DSN does put a plain session in zone: the test can fail.

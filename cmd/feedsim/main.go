@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(logging.Redact(tint.NewHandler(stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly}), *key))
+	log := slog.New(logging.Redact(tint.NewTextHandler(stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly}), *key))
 
 	sim := feedsim.New(feedsim.Config{AlwaysOpen: *alwaysOpen, WalkInterval: *walk, Seed: *seed, Key: *key}, log)
 	if _, err := sim.Listen(*addr); err != nil {

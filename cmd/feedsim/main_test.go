@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// TestRun starts the command on port 0, reads the URL it prints, checks the control API answers,
-// and stops it with the context as a signal would.
-func TestRun(t *testing.T) {
+// TestCommandPrintsItsURLAndStopsOnCancel starts the command on port 0, reads the URL it prints,
+// checks the control API answers, and stops it with the context as a signal would.
+func TestCommandPrintsItsURLAndStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

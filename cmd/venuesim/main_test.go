@@ -13,9 +13,9 @@ import (
 	"fxdesk/internal/venuesim"
 )
 
-// TestRun starts the command on port 0, reads the URLs it prints, checks both APIs answer, and
-// stops it with the context as a signal would.
-func TestRun(t *testing.T) {
+// TestCommandPrintsBothURLsAndStopsOnCancel starts the command on port 0, reads the URLs it prints,
+// checks both APIs answer, and stops it with the context as a signal would.
+func TestCommandPrintsBothURLsAndStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -128,7 +128,7 @@ func TestRaiseConcurrentMakesOneRow(t *testing.T) {
 
 // An acknowledged alert stays deduplicated and keeps its first acknowledgement; a resolved one
 // cannot be acknowledged; a missing one is not found.
-func TestAcknowledge(t *testing.T) {
+func TestAcknowledgeKeepsTheFirstAndRefusesResolved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	in := inbox()
@@ -170,7 +170,7 @@ func TestAcknowledge(t *testing.T) {
 }
 
 // Filters narrow by status and code; bad input is the caller's to fix.
-func TestListFilters(t *testing.T) {
+func TestListFiltersByStatusAndCode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	in := inbox()

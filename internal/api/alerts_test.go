@@ -20,7 +20,7 @@ import (
 // The alert routes over a real inbox: list with a status filter, acknowledge, and the error
 // statuses an admin client relies on. The database is made here rather than in a TestMain so
 // this file stands alone in the package.
-func TestAlertRoutes(t *testing.T) {
+func TestAlertRoutesListAcknowledgeAndAnswerErrors(t *testing.T) {
 	ctx := context.Background()
 	db, closeDB, err := dbtest.NewMigrated("api_alerts")
 	if err != nil {

@@ -157,7 +157,7 @@ func TestRailDropsASlowStream(t *testing.T) {
 
 // Past the per-token and the per-process caps a stream is refused with ELIMITED; a slot freed is
 // a slot again.
-func TestRailCaps(t *testing.T) {
+func TestStreamsPastEitherCapAreRefusedWithELIMITED(t *testing.T) {
 	t.Parallel()
 	r, _ := newTestRail(t, 2, 3, 4)
 	s1, _ := r.subscribe("a", nil)
@@ -227,7 +227,7 @@ func TestRateLimitsForgetIdleKeys(t *testing.T) {
 
 // The per-address limit counts the client behind a trusted proxy, never an address a client
 // wrote into X-Forwarded-For itself.
-func TestClientAddress(t *testing.T) {
+func TestClientAddressIgnoresForgedForwardedFor(t *testing.T) {
 	t.Parallel()
 	_, lan, _ := net.ParseCIDR("10.0.0.0/8")
 	trusted := []*net.IPNet{lan}
@@ -314,7 +314,7 @@ func TestLimitListenerRefusesPastTheCap(t *testing.T) {
 
 // A body is refused before it is read when it announces more than the bound, where it is read
 // when it grows past it, and on an API route when it does not say it is JSON.
-func TestBodyRules(t *testing.T) {
+func TestBodyIsRefusedWhenTooLargeOrNotJSON(t *testing.T) {
 	t.Parallel()
 	m := metrics.New("test")
 	h := bodyRules(slog.New(slog.DiscardHandler), 1024, m)(handle(slog.New(slog.DiscardHandler), func(w http.ResponseWriter, r *http.Request) error {

@@ -136,7 +136,7 @@ func TestSecretsAreMaskedInTheStartupLine(t *testing.T) {
 
 // The Redis prefix defaults to fx, whose names are the documented ones, is read by both binaries
 // alike (they must agree on every name), and shows in the startup line.
-func TestRedisPrefix(t *testing.T) {
+func TestRedisPrefixDefaultsToFxAndBothBinariesReadIt(t *testing.T) {
 	for _, tc := range []struct {
 		set, want, lease string
 	}{
@@ -174,7 +174,7 @@ func TestStandbyTakeoverOnAForwardingTier(t *testing.T) {
 // The venue: unset is a pure B-book desk; sim has defaults that need nothing else; a URL needs
 // its account and token and is paced to OANDA's connection rate; each bad value is refused with
 // a message naming it.
-func TestVenueSettings(t *testing.T) {
+func TestVenueSettingsAreCheckedPerModeAndNamedWhenBad(t *testing.T) {
 	base := map[string]string{"FXDESK_HOSTNAME": "box"}
 	with := func(kv map[string]string) map[string]string {
 		out := map[string]string{}

@@ -4,6 +4,7 @@ package dbtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -25,18 +26,34 @@ import (
 	"fxdesk/internal/store"
 )
 
-// ServerDSN is the MariaDB server the tests use; FXDESK_TEST_MYSQL overrides it.
+// SQLMode is the sql_mode every test session runs in: MySQL 8's default. MariaDB's default is
+// laxer (no ONLY_FULL_GROUP_BY, zero dates allowed), so a query that MySQL 8 refuses would pass
+// here and fail on an operator's MySQL; under this mode it fails in the tests first.
+const SQLMode = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+
+// ServerDSN is the MariaDB server the tests use, with the session's sql_mode set to SQLMode;
+// FXDESK_TEST_MYSQL overrides the server (a sql_mode it names is kept). Every test DSN derives
+// from it, so every test session (the desk's processes in e2e and the soak included, through
+// Database.DSN) runs in SQLMode.
 func ServerDSN() string {
-	if v := os.Getenv("FXDESK_TEST_MYSQL"); v != "" {
-		return v
+	dsn := cmp.Or(os.Getenv("FXDESK_TEST_MYSQL"), "root@tcp(127.0.0.1:3306)/")
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return dsn // the caller's ParseDSN reports it
 	}
-	return "root@tcp(127.0.0.1:3306)/"
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["sql_mode"]; !ok {
+		cfg.Params["sql_mode"] = "'" + SQLMode + "'"
+	}
+	return cfg.FormatDSN()
 }
 
 // Database is a fresh database that exists until Drop.
 type Database struct {
 	Name string
-	DSN  string // DSN naming the database, without driver options
+	DSN  string // DSN naming the database, with the test sql_mode and no other driver options
 }
 
 // NewDatabase creates an empty database named fxdesk_test_<prefix>_<random>.

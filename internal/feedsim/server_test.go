@@ -123,7 +123,7 @@ func post(t *testing.T, s *Server, path string, body any) (int, map[string]any) 
 	return resp.StatusCode, out
 }
 
-func TestProtocol(t *testing.T) {
+func TestProtocolRefusesBeforeAuthThenPushesQuotesAndClosures(t *testing.T) {
 	t.Parallel()
 	s, _ := startSim(t, Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
 	c := dial(t, s.URL())
@@ -206,7 +206,7 @@ func TestProtocol(t *testing.T) {
 	}
 }
 
-func TestControlRejects(t *testing.T) {
+func TestControlRefusesMalformedCallsWith400(t *testing.T) {
 	t.Parallel()
 	s, _ := startSim(t, Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
 	tests := []struct {

@@ -9,7 +9,7 @@ import (
 
 // The table holds the figures ISO 4217 publishes for the currencies the desk can involve, and
 // refuses what is not money an account can hold.
-func TestMinorUnits(t *testing.T) {
+func TestMinorUnitsAreISO4217sForHoldableCurrencies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		code   string
@@ -51,7 +51,7 @@ func TestMinorUnits(t *testing.T) {
 
 // Money in a currency is accepted exactly when rounding it to the currency's minor units leaves
 // it unchanged, and is written back with exactly those places.
-func TestCheckMoney(t *testing.T) {
+func TestCheckMoneyAcceptsOnlyExactMinorUnits(t *testing.T) {
 	t.Parallel()
 	d := decimal.RequireFromString
 	for _, tc := range []struct {

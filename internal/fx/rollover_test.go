@@ -7,7 +7,7 @@ import (
 
 // The rollover is 17:00 New York on both sides of a DST change; "next" is strictly after and
 // "last" is at or before.
-func TestRollovers(t *testing.T) {
+func TestRolloverIs1700NewYorkAcrossDST(t *testing.T) {
 	t.Parallel()
 	ny, err := NewYork()
 	if err != nil {

@@ -63,7 +63,7 @@ func TestPostBalanceAfterInOrder(t *testing.T) {
 }
 
 // What Post refuses, it refuses before moving any balance.
-func TestPostRefuses(t *testing.T) {
+func TestPostRefusesBeforeMovingAnyBalance(t *testing.T) {
 	t.Parallel()
 	ok := Deal{AccountID: 1, Type: fx.DealDeposit, Amount: dec("1"), IdempotencyKey: "k"}
 	with := func(f func(*Deal)) Deal { d := ok; f(&d); return d }

@@ -14,7 +14,7 @@ import (
 
 // A part that returns an error, or returns nil before its stage stops, fails the group with an
 // error log naming it; parts that return when told to stop do not.
-func TestFailures(t *testing.T) {
+func TestPartReturningAnErrorOrEarlyFailsTheGroup(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string

@@ -19,7 +19,7 @@ func New(w io.Writer, format string, level slog.Level, secrets ...string) *slog.
 	if format == "json" {
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	} else {
-		h = tint.NewHandler(w, &tint.Options{
+		h = tint.NewTextHandler(w, &tint.Options{
 			Level:      level,
 			TimeFormat: time.DateTime + ".000",
 			NoColor:    !isTerminal(w),

@@ -22,7 +22,7 @@ type Names struct {
 // holds anything but letters, digits, '_', '.' and '-'.
 func New(prefix string) (Names, error) {
 	if !validPrefix.MatchString(prefix) {
-		return Names{}, fmt.Errorf("Redis prefix %q must be 1 to 32 letters, digits, '_', '.' or '-' (for example fx or staging)", prefix)
+		return Names{}, fmt.Errorf("the Redis prefix %q must be 1 to 32 letters, digits, '_', '.' or '-' (for example fx or staging)", prefix)
 	}
 	return Names{prefix: prefix}, nil
 }

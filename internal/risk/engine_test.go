@@ -17,10 +17,10 @@ import (
 
 func q(bid, ask float64) tick.Quote { return tick.Quote{Bid: bid, Ask: ask} }
 
-// TestTriggers covers every trigger on both sides, on the side of the quote it belongs to: a
-// case that reaches the price on the other side of the spread must not fire, and a gap hands
-// the executor the gapped quote, never the stop price.
-func TestTriggers(t *testing.T) {
+// TestTriggersFireOnTheirSideOfTheSpreadAtTheGappedQuote covers every trigger on both sides, on the
+// side of the quote it belongs to: a case that reaches the price on the other side of the spread
+// must not fire, and a gap hands the executor the gapped quote, never the stop price.
+func TestTriggersFireOnTheirSideOfTheSpreadAtTheGappedQuote(t *testing.T) {
 	t.Parallel()
 	past := time.Now().Add(-time.Hour)
 	cases := []struct {
@@ -91,9 +91,9 @@ func TestTriggers(t *testing.T) {
 	}
 }
 
-// TestModifyStops moves, removes and adds stops through Apply and checks that only the new
-// levels fire.
-func TestModifyStops(t *testing.T) {
+// TestModifiedStopsFireOnlyAtTheirNewLevels moves, removes and adds stops through Apply and checks
+// that only the new levels fire.
+func TestModifiedStopsFireOnlyAtTheirNewLevels(t *testing.T) {
 	t.Parallel()
 	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
 		{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1, SL: 1.09, TP: 1.12},
@@ -415,9 +415,9 @@ func TestNeverQueuedTwice(t *testing.T) {
 	}
 }
 
-// TestExecutorAnswers: "already closed" ends the watch; any other failure puts the position
-// back under watch so the next tick closes it again.
-func TestExecutorAnswers(t *testing.T) {
+// TestExecutorFailurePutsThePositionBackUnderWatch: "already closed" ends the watch; any other
+// failure puts the position back under watch so the next tick closes it again.
+func TestExecutorFailurePutsThePositionBackUnderWatch(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name       string
@@ -505,7 +505,7 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 
 // ExposedSymbols follows the positions and resting orders the engine watches: a symbol is
 // listed while one of either is on it, and only then.
-func TestExposedSymbols(t *testing.T) {
+func TestExposedSymbolsFollowPositionsAndRestingOrders(t *testing.T) {
 	t.Parallel()
 	snap := Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)},
 		Positions: []Position{{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1}},

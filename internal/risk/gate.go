@@ -56,7 +56,7 @@ func (e *Engine) warnTickLocked(ctx context.Context, b *book, px *pricer) {
 			e.warnOnceLocked(ctx, job{kind: jobAlert, id: a.ID, level: lvl})
 		}
 		if lvl <= a.StopOutLevel {
-			if idx := e.largestLoserLocked(nil, a, px, lvl); idx >= 0 {
+			if idx := e.largestLoserLocked(ctx, false, a, px, lvl); idx >= 0 {
 				p := &e.pos[idx]
 				q, _ := px.book(e.books[p.sym])
 				e.warnOnceLocked(ctx, job{kind: jobClose, id: p.id, reason: fx.CloseStopOut, symbol: e.books[p.sym].symbol, quote: q, level: lvl})

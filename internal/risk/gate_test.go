@@ -105,8 +105,7 @@ func TestGateDropsMarginCalls(t *testing.T) {
 		{ID: 9, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
 		{ID: 10, AccountID: 4, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
 	}}
-	var r *rig
-	r = newRig(t, snap, 1, func(rr *rig) {
+	r := newRig(t, snap, 1, func(rr *rig) {
 		rr.prices.set("EURUSD", 1.2, 1.2)
 		rr.alerts.fail = func(int64, int) bool { rr.gate.Lose(); return false }
 	})

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestTriggerHeap runs random pushes, moves and removals against a plain map, then checks that
-// popFired and appendFired return exactly the keys a price reaches, in both directions, and
-// that every slot the heap keeps names the entry's real index.
-func TestTriggerHeap(t *testing.T) {
+// TestTriggerHeapAgreesWithAMapUnderRandomEdits runs random pushes, moves and removals against a
+// plain map, then checks that popFired and appendFired return exactly the keys a price reaches, in
+// both directions, and that every slot the heap keeps names the entry's real index.
+func TestTriggerHeapAgreesWithAMapUnderRandomEdits(t *testing.T) {
 	t.Parallel()
 	for _, above := range []bool{true, false} {
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -91,10 +91,11 @@ func TestTriggerHeap(t *testing.T) {
 	}
 }
 
-// TestTakeFired: taking what a price reaches leaves exactly the rest, in heap order with true
-// slots, whether a few entries fire (popped one by one, nearest-to-fire first) or a gap reaches
-// a large share of the heap (removed in one pass), on heaps that fire above and below a price.
-func TestTakeFired(t *testing.T) {
+// TestTakeFiredLeavesExactlyTheRestInHeapOrder: taking what a price reaches leaves exactly the
+// rest, in heap order with true slots, whether a few entries fire (popped one by one,
+// nearest-to-fire first) or a gap reaches a large share of the heap (removed in one pass), on heaps
+// that fire above and below a price.
+func TestTakeFiredLeavesExactlyTheRestInHeapOrder(t *testing.T) {
 	t.Parallel()
 	for _, above := range []bool{true, false} {
 		// Nothing, a few, more than 32 but under an eighth (still popped one by one), a share,

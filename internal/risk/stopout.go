@@ -59,9 +59,9 @@ func (e *Engine) closableLocked(p *position, px *pricer) skipReason {
 }
 
 // largestLoserLocked is the index of a's open position with the lowest floating profit (the
-// lower id on a tie) among those that can be closed now, or −1. With ctx non-nil, each position
-// it passes over for a larger loss is noted (noteSkipLocked), at margin level lvl.
-func (e *Engine) largestLoserLocked(ctx context.Context, a *account, px *pricer, lvl float64) int32 {
+// lower id on a tie) among those that can be closed now, or −1. With note, each position it
+// passes over for a larger loss is noted (noteSkipLocked), at margin level lvl.
+func (e *Engine) largestLoserLocked(ctx context.Context, note bool, a *account, px *pricer, lvl float64) int32 {
 	worst := int32(-1)
 	worstPnL := math.Inf(1)
 	e.passed = e.passed[:0]
@@ -78,7 +78,7 @@ func (e *Engine) largestLoserLocked(ctx context.Context, a *account, px *pricer,
 			continue // closable or not, it would not be picked
 		}
 		if why := e.closableLocked(p, px); why != skipNone {
-			if ctx != nil {
+			if note {
 				e.passed = append(e.passed, passedOver{idx: idx, pnl: pnl, why: why})
 			}
 			continue

@@ -181,7 +181,7 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 			e.endEpisodeLocked(a)
 			return
 		}
-		idx := e.largestLoserLocked(ctx, a, px, lvl)
+		idx := e.largestLoserLocked(ctx, true, a, px, lvl)
 		if idx < 0 {
 			return
 		}

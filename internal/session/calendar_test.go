@@ -26,7 +26,7 @@ func ny(s string) time.Time {
 	return t
 }
 
-func TestIsOpen(t *testing.T) {
+func TestIsOpenAcrossWeekendsDSTHolidaysAndBreaks(t *testing.T) {
 	t.Parallel()
 	thanksgiving, err := New("early", NewYork,
 		Forex().Windows(), []Holiday{ClosesEarly(2025, time.November, 28, 13*time.Hour)})
@@ -92,7 +92,7 @@ func TestIsOpen(t *testing.T) {
 	}
 }
 
-func TestNextChange(t *testing.T) {
+func TestNextChangeIsStrictlyAfterAcrossDSTHolidaysAndBreaks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -183,7 +183,7 @@ func TestFromTextRejects(t *testing.T) {
 	}
 }
 
-func TestRegistry(t *testing.T) {
+func TestRegistryLooksUpBuiltinsAndOpenAlwaysInventsNone(t *testing.T) {
 	t.Parallel()
 	r := DefaultRegistry()
 	if got := strings.Join(r.Names(), ","); got != "forex,metals" {

@@ -11,7 +11,7 @@ import (
 
 // The simulators' control clients (tests, e2e, the soak) read these bodies: they are pinned
 // byte for byte.
-func TestLoopbackOnly(t *testing.T) {
+func TestControlAnswersLoopbackOnlyWithPinnedBodies(t *testing.T) {
 	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
@@ -42,7 +42,7 @@ func TestLoopbackOnly(t *testing.T) {
 
 // A misspelt field is refused, not ignored: a control call that silently did nothing would make
 // a test pass for the wrong reason.
-func TestDecodeBody(t *testing.T) {
+func TestDecodeBodyRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	type request struct {
 		Count int `json:"count"`

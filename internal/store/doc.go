@@ -6,7 +6,9 @@
 // the desk lives next to that part's store; no other package reads a driver error's number.
 //
 // Every statement is written for MySQL 8.0+ and MariaDB 10.6+ by both manuals
-// (TestSQLIsPortable parses them all with a MySQL grammar). The desk relies on:
+// (TestSQLIsPortable parses them all with a MySQL grammar), and the tests run every session in
+// MySQL 8's default sql_mode (dbtest.SQLMode), so what MySQL 8 refuses fails there too. The
+// desk relies on:
 //
 //   - the driver options set by DSN: multiStatements (a fill or a close is a few round trips
 //     of batched statements, the lease fence last before COMMIT), clientFoundRows (a conditional

@@ -12,7 +12,7 @@ import (
 
 // Migrations are split on ";" at the end of a line; comments and blank lines are dropped, and a
 // ";" inside a line (a JSON default, a string) does not split.
-func TestStatements(t *testing.T) {
+func TestMigrationsSplitOnlyAtLineEndSemicolons(t *testing.T) {
 	got := statements("-- a comment\nCREATE TABLE a (\n  x TEXT -- inline\n);\n\nINSERT INTO a VALUES ('[{\"k\":1};x]');\nUPDATE a SET x = 'y'")
 	want := []string{
 		"CREATE TABLE a (\n  x TEXT -- inline\n)",

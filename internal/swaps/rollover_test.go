@@ -6,7 +6,7 @@ import (
 )
 
 // The rollover clock: 17:00 New York across DST, weekends left out, the triple day tripled.
-func TestDueRollovers(t *testing.T) {
+func TestDueRolloversSkipWeekendsAndTripleTheTripleDay(t *testing.T) {
 	t.Parallel()
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)

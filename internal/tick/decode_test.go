@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-func TestDecode(t *testing.T) {
+func TestDecodeReadsProviderFramesAndRejectsMalformedOnes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string

@@ -121,7 +121,7 @@ func clientSubs(s *sim) []string {
 	return st.Clients[0].Subscriptions
 }
 
-func TestQuotesFlow(t *testing.T) {
+func TestWantedSymbolsReceiveQuotesExactlyAsSent(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	s := startSim(t, feedsim.Config{AlwaysOpen: true, WalkInterval: 20 * time.Millisecond}, "127.0.0.1:0")
@@ -308,7 +308,7 @@ func TestBadTicksAreNeverStored(t *testing.T) {
 	}
 }
 
-func TestSymbolStates(t *testing.T) {
+func TestSymbolStateFollowsStalenessCalendarAndProvider(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	stale := atomic.Int64{}
@@ -464,7 +464,7 @@ func TestSetSourceUnion(t *testing.T) {
 	}
 }
 
-func TestPairMapping(t *testing.T) {
+func TestPairMappingRoundTripsAndRefusesMalformedPairs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		symbol, pair string

@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/dbtest"
 	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
@@ -25,11 +26,7 @@ import (
 // drops the database when the test ends.
 func testDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := os.Getenv("FXDESK_TEST_MYSQL")
-	if dsn == "" {
-		dsn = "root@tcp(127.0.0.1:3306)/"
-	}
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := mysql.ParseDSN(dbtest.ServerDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +85,7 @@ func applyFile(t *testing.T, db *sql.DB, path string) {
 	}
 }
 
-func TestLoadInstruments(t *testing.T) {
+func TestSeededInstrumentsMatchTheSimulatorAndEditsReadBack(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
 	ctx := context.Background()
@@ -157,7 +154,7 @@ func TestLoadInstruments(t *testing.T) {
 	}
 }
 
-func TestLoadCalendars(t *testing.T) {
+func TestSeededCalendarsMatchTheBuiltins(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
 	reg, err := LoadCalendars(context.Background(), db)

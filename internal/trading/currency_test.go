@@ -43,11 +43,11 @@ func ledgerOf(t *testing.T, account int64) (amounts []decimal.Decimal, balance d
 // 1.10050/1.10070, and last asks for a deposit with one decimal too many, which must change
 // nothing. It returns the results for the caller's figures.
 type minorUnitsTrip struct {
-	account                Account
-	fill                   OrderResult
-	marks                  AccountView
-	partial, final         CloseResult
-	refusedDeposit, places string
+	account        Account
+	fill           OrderResult
+	marks          AccountView
+	partial, final CloseResult
+	refusedDeposit string
 }
 
 func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine string, usd [2]float64) minorUnitsTrip {

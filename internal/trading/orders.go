@@ -87,9 +87,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		return OrderResult{}, err
 	}
 	digits := int32(in.Digits)
-	var price decimal.Decimal
 	if r.Type == fx.Market {
-		price = fillPrice(in, q, r.Side)
 		ref := q.bid
 		if r.Side == fx.Sell {
 			ref = q.ask
@@ -98,7 +96,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 			return OrderResult{}, err
 		}
 	} else {
-		price = *r.Price
+		price := *r.Price
 		ref, word := q.ask, "ask"
 		if r.Side == fx.Sell {
 			ref, word = q.bid, "bid"

@@ -204,7 +204,7 @@ func TestNoPricesRefuses(t *testing.T) {
 
 // The margin and profit arithmetic (docs/architecture.md, «Money and the ledger») on hand-checked
 // figures.
-func TestMarketArithmetic(t *testing.T) {
+func TestConversionOnHandCheckedFigures(t *testing.T) {
 	t.Parallel()
 	cat, err := loadCatalog(context.Background(), testDB)
 	if err != nil {
@@ -260,7 +260,7 @@ func TestMarketArithmetic(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func TestParseDecimal(t *testing.T) {
+func TestParseDecimalAcceptsPlainDecimalsOnly(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"1", "0.1", "-2.50", "100000"} {
 		if _, err := fx.ParseDecimal("x", s, 2); err != nil {

@@ -157,7 +157,7 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 }
 
-func TestClientCancelled(t *testing.T) {
+func TestClientReadsACreatedButCancelledOrder(t *testing.T) {
 	t.Parallel()
 	sim := startVenue(t)
 	c := simClient(t, sim)
@@ -369,7 +369,7 @@ func TestClientNeverResends(t *testing.T) {
 	}
 }
 
-func TestWithWrote(t *testing.T) {
+func TestWithWroteFiresWhenTheRequestIsWrittenNotAnswered(t *testing.T) {
 	t.Parallel()
 	sim := startVenue(t)
 	c := simClient(t, sim)

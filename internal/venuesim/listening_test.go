@@ -3,7 +3,7 @@ package venuesim
 import "testing"
 
 // e2e and the soak start cmd/venuesim and read where it listens from this line.
-func TestParseListening(t *testing.T) {
+func TestParseListeningReadsTheStartupLine(t *testing.T) {
 	t.Parallel()
 	const url, control, account = "http://127.0.0.1:8091", "http://127.0.0.1:8092", "101-001-0000001-001"
 	tests := []struct {

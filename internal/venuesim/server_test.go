@@ -247,7 +247,7 @@ func TestPLConvertsToAccountCurrency(t *testing.T) {
 	}
 }
 
-func TestCancels(t *testing.T) {
+func TestOrdersCancelledForHaltOrMarginAreCreatedNotFilled(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{Balance: decimal.NewFromInt(1000)})
 	tests := []struct {
@@ -331,7 +331,7 @@ func TestConcurrentResendsExecuteOnce(t *testing.T) {
 	}
 }
 
-func TestFault5xx(t *testing.T) {
+func TestFault5xxExecutesNothing(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	if code, out := e.control(http.MethodPost, "/control/fault", map[string]any{"kind": "5xx", "count": 2}); code != http.StatusOK {
@@ -435,7 +435,7 @@ func TestFaultHoldAndRelease(t *testing.T) {
 	}
 }
 
-func TestFaultCancel(t *testing.T) {
+func TestFaultCancelCancelsTheNextOrderWithItsReason(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	if code, out := e.control(http.MethodPost, "/control/fault", map[string]any{"kind": "cancel", "reason": "INSUFFICIENT_MARGIN"}); code != http.StatusOK {
@@ -448,7 +448,7 @@ func TestFaultCancel(t *testing.T) {
 	e.fill("X2", "EUR_USD", "1000")
 }
 
-func TestFaultOutage(t *testing.T) {
+func TestFaultOutageRefusesConnectionsThenReturnsOnTheSameAddress(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	e.fill("O1", "EUR_USD", "1000") // leaves a keep-alive connection the outage must cut
@@ -511,7 +511,7 @@ func TestVenueClosesTrade(t *testing.T) {
 	}
 }
 
-func TestUntaggedTrade(t *testing.T) {
+func TestUntaggedTradeOpensWithoutClientExtensions(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	e.fill("G1", "EUR_USD", "1000")
@@ -548,7 +548,7 @@ func TestAuthAndAccount(t *testing.T) {
 	}
 }
 
-func TestStateCounts(t *testing.T) {
+func TestControlStateCountsRequestsOrdersAndTrades(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	e.fill("S1", "EUR_USD", "1000")
@@ -570,7 +570,7 @@ func TestStateCounts(t *testing.T) {
 	}
 }
 
-func TestTransactionsSince(t *testing.T) {
+func TestTransactionsSinceIDListsOnlyLaterOnes(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	for i := range 3 {
@@ -617,7 +617,7 @@ func TestFeedControlPrices(t *testing.T) {
 	}
 }
 
-func TestControlRejects(t *testing.T) {
+func TestControlRefusesMalformedCallsWith400(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{})
 	tests := []struct {
@@ -659,7 +659,7 @@ func TestControlLoopbackOnly(t *testing.T) {
 	}
 }
 
-func TestLatency(t *testing.T) {
+func TestLatencyDelaysAnswersUntilSetToZero(t *testing.T) {
 	t.Parallel()
 	e := start(t, Config{Latency: 150 * time.Millisecond})
 	began := time.Now()
