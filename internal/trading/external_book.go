@@ -1,0 +1,198 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The A-book as the reconciler, the hedge monitor and the dealer read it.
+
+// LinkedPosition is one open EXTERNAL position as the reconciler and the hedge monitor see it.
+type LinkedPosition struct {
+	PositionID, OrderID, AccountID int64
+	Symbol                         string
+	Side                           fx.Side
+	Volume                         decimal.Decimal
+	ContractSize                   decimal.Decimal
+	TradeID                        string
+	// Booked are the venue fills the desk booked closes of this position from.
+	Booked []int64
+}
+
+// VenueOrder is one EXTERNAL desk order as the reconciler sees it.
+type VenueOrder struct {
+	OrderID, AccountID int64
+	Symbol             string
+	Side               fx.Side
+	Volume             decimal.Decimal
+	Status             string
+	SentAt             time.Time
+	PositionID         int64
+	PositionOpen       bool
+	TradeID            string
+}
+
+// VenueCursor is the last venue transaction the desk stored an effect of, for venueAccount,
+// and the database clock now (the clock SENDING orders' sentAt is on).
+func (s *Service) VenueCursor(ctx context.Context, venueAccount string) (int64, time.Time, error) {
+	var cursor int64
+	var now time.Time
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(`lastTransactionId`), 0), NOW(3) FROM `fx_venue_cursor` WHERE `venueAccount` = ?", venueAccount).Scan(&cursor, &now)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("venue cursor: %w", err)
+	}
+	return cursor, now, nil
+}
+
+// ExternalBook reads the desk's A-book: open EXTERNAL positions with the venue fills booked
+// from each, SENDING orders, and the orders named by extraOrderIDs (client ids the venue's
+// tagged trades carry).
+func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("external book: begin: %w", err)
+	}
+	defer tx.Rollback()
+	pos, err := queryAll(ctx, tx, "external book: positions", func(sc scanner) (LinkedPosition, error) {
+		var p LinkedPosition
+		err := sc.Scan(&p.PositionID, &p.OrderID, &p.AccountID, &p.Symbol, &p.Side, &p.Volume, &p.ContractSize, &p.TradeID)
+		return p, err
+	}, "SELECT p.`id`, p.`orderId`, p.`accountId`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`venueTradeId` "+
+		"FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
+		"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL ORDER BY p.`id`")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(pos) > 0 {
+		ids := make([]int64, len(pos))
+		at := make(map[int64]int, len(pos))
+		for i, p := range pos {
+			ids[i], at[p.PositionID] = p.PositionID, i
+		}
+		fills, err := queryAll(ctx, tx, "external book: booked fills", func(sc scanner) (fillKey, error) {
+			var k fillKey
+			err := sc.Scan(&k.position, &k.tx)
+			return k, err
+		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+store.Placeholders(len(ids))+
+			") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, k := range fills {
+			pos[at[k.position]].Booked = append(pos[at[k.position]].Booked, k.tx)
+		}
+	}
+	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
+	args := []any{}
+	if len(extraOrderIDs) > 0 {
+		where = "(" + where + ") OR o.`id` IN (" + store.Placeholders(len(extraOrderIDs)) + ")"
+		args = store.Int64Args(extraOrderIDs)
+	}
+	orders, err := queryAll(ctx, tx, "external book: orders", func(sc scanner) (VenueOrder, error) {
+		var o VenueOrder
+		var sent *time.Time
+		var posID *int64
+		var posStatus, trade *string
+		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.Status, &sent, &posID, &posStatus, &trade)
+		if sent != nil {
+			o.SentAt = *sent
+		}
+		if posID != nil {
+			o.PositionID = *posID
+		}
+		o.PositionOpen = posStatus != nil && *posStatus == fx.PositionOpen
+		if trade != nil {
+			o.TradeID = *trade
+		}
+		return o, err
+	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId` "+
+		"FROM `fx_order` o LEFT JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, orders, nil
+}
+
+// ContractSizes maps every instrument to its contract size (venue units per lot).
+func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal, error) {
+	cat, err := s.catalog.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]decimal.Decimal, len(cat.instruments))
+	for sym, in := range cat.instruments {
+		out[sym] = in.ContractSize
+	}
+	return out, nil
+}
+
+// ExternalInFlight reports whether the desk has A-book state in flight: an open EXTERNAL
+// position or an order SENDING to the venue (the cron process then declines the venue jobs).
+func ExternalInFlight(ctx context.Context, db *sql.DB) (bool, error) {
+	n, err := openExternal(ctx, db)
+	if err == nil && n == 0 {
+		err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` WHERE `status` = 'SENDING'").Scan(&n)
+	}
+	if err != nil {
+		return false, fmt.Errorf("external state in flight: %w", err)
+	}
+	return n > 0, nil
+}
+
+// OpenExternalCount is how many EXTERNAL positions are open: the worst case of venue closes one
+// gap can trigger at once (the executor is sized from it).
+func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
+
+func openExternal(ctx context.Context, q querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
+	return n, err
+}
+
+// SymbolExposure is the traders' net open lots on one symbol (buys positive), split by where
+// they are hedged: INTERNAL positions are the desk's own risk (B-book, the desk holds the other
+// side), EXTERNAL ones are mirrored at the venue (A-book).
+type SymbolExposure struct {
+	Symbol       string          `json:"symbol"`
+	InternalLots decimal.Decimal `json:"internalLots"`
+	ExternalLots decimal.Decimal `json:"externalLots"`
+	ContractSize decimal.Decimal `json:"-"`
+}
+
+// Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart.
+func (s *Service) Exposures(ctx context.Context) ([]SymbolExposure, error) {
+	return queryAll(ctx, s.db, "exposures", func(sc scanner) (SymbolExposure, error) {
+		var e SymbolExposure
+		err := sc.Scan(&e.Symbol, &e.InternalLots, &e.ExternalLots, &e.ContractSize)
+		return e, err
+	}, "SELECT p.`symbol`, "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NOT NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
+		"MAX(i.`contractSize`) FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
+		"WHERE p.`status` = 'OPEN' GROUP BY p.`symbol` ORDER BY p.`symbol`")
+}
+
+// SendingOrder is an EXTERNAL order whose venue answer is not booked yet.
+type SendingOrder struct {
+	OrderID   int64           `json:"orderId"`
+	AccountID int64           `json:"accountId"`
+	Symbol    string          `json:"symbol"`
+	Side      fx.Side         `json:"side"`
+	Volume    decimal.Decimal `json:"volume"`
+	SentAt    time.Time       `json:"sentAt"`
+}
+
+// SendingOrders lists the EXTERNAL orders in SENDING, oldest first (at most maxList).
+func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
+	return queryAll(ctx, s.db, "sending orders", func(sc scanner) (SendingOrder, error) {
+		var o SendingOrder
+		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.SentAt)
+		return o, err
+	}, "SELECT `id`, `accountId`, `symbol`, `side`, `volume`, `sentAt` FROM `fx_order` WHERE `execution` = 'EXTERNAL' AND `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
+}

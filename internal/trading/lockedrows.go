@@ -1,0 +1,415 @@
+package trading
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/ledger"
+	"fxdesk/internal/store"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The rows a batch locks: the plan of what its writes need, and the rows as locked and read.
+
+// lockPlan is what a batch's writes need locked and read.
+type lockPlan struct {
+	accounts  []int64         // to lock, any order (sorted when locked)
+	positions []int64         // to lock after the accounts
+	orders    []int64         // resting orders to lock after the positions
+	nonces    []nonceKey      // request nonces to look up
+	fills     []fillKey       // venue fills a close books: already booked?
+	exposures []int64         // accounts whose open exposures a fill prices
+	accountOf map[int64]int64 // position id → account id, read before the transaction
+	unknown   map[int64]bool  // positions whose account is not known yet
+	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
+}
+
+// fillKey is one venue fill booked against one position.
+type fillKey struct{ position, tx int64 }
+
+type nonceKey struct {
+	account int64
+	nonce   string
+}
+
+func (l *lockPlan) once(kind string, id int64) bool {
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	k := kind + ":" + itoa(id)
+	if l.seen[k] {
+		return false
+	}
+	l.seen[k] = true
+	return true
+}
+
+func (l *lockPlan) account(id int64) {
+	if l.once("a", id) {
+		l.accounts = append(l.accounts, id)
+	}
+}
+
+func (l *lockPlan) position(id int64, accountKnown bool) {
+	if l.once("p", id) {
+		l.positions = append(l.positions, id)
+	}
+	if !accountKnown {
+		if l.unknown == nil {
+			l.unknown = map[int64]bool{}
+		}
+		l.unknown[id] = true
+	}
+}
+
+func (l *lockPlan) order(id int64) {
+	if l.once("o", id) {
+		l.orders = append(l.orders, id)
+	}
+}
+
+func (l *lockPlan) exposuresOf(account int64) {
+	if l.once("e", account) {
+		l.exposures = append(l.exposures, account)
+	}
+}
+
+func (l *lockPlan) nonce(account int64, nonce string) {
+	k := nonceKey{account, nonce}
+	if !slices.Contains(l.nonces, k) {
+		l.nonces = append(l.nonces, k)
+	}
+}
+
+func (l *lockPlan) fill(position, tx int64) {
+	if k := (fillKey{position, tx}); !slices.Contains(l.fills, k) {
+		l.fills = append(l.fills, k)
+	}
+}
+
+func (l *lockPlan) closesWithoutAccount() bool { return len(l.unknown) > 0 }
+
+// readPositionAccounts reads the account of every position whose account is not known.
+func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) error {
+	ids := make([]any, 0, len(l.unknown))
+	for id := range l.unknown {
+		ids = append(ids, id)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT `id`, `accountId` FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+")", ids...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	l.accountOf = map[int64]int64{}
+	for rows.Next() {
+		var id, acct int64
+		if err := rows.Scan(&id, &acct); err != nil {
+			return err
+		}
+		l.accountOf[id] = acct
+	}
+	return rows.Err()
+}
+
+// lockedRows is one batch's view of the rows it holds, which its writes' rules read and change
+// in memory in arrival order, and the statements those writes add.
+type lockedRows struct {
+	s   *Service
+	cat *catalog
+	m   *market // one view of prices for the whole batch
+	now time.Time
+
+	accounts  map[int64]*Account
+	locked    map[int64]decimal.Decimal // each account's balance as locked, where the ledger starts
+	versions  map[int64]int64           // each account's balanceVersion as locked
+	positions map[int64]*Position
+	orders    map[int64]*Order
+	nonces    map[nonceKey]Order
+	booked    map[fillKey]bool         // the venue fills of the plan's fills the ledger already holds
+	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
+	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
+
+	w      batch             // the writes, in arrival order
+	deals  []Deal            // the batch's ledger postings, in arrival order
+	posted []Deal            // the deals as the ledger wrote them
+	marks  map[int64]Metrics // new stored marks, by account (a fill's)
+	// closed are the positions the batch's closes changed, written by one statement (closeUpdate).
+	closed      map[int64]*Position
+	closedOrder []int64
+	vars        int      // session variables named so far
+	ids         batchIDs // what the batch reads back before COMMIT
+	committed   bool
+}
+
+// batchIDs is what a batch reads back before COMMIT: its session variables' values and the id
+// of its first deal.
+type batchIDs struct {
+	names     []string
+	values    []int64
+	firstDeal int64
+}
+
+// add adds the batch's row locks and reads to b: every account in id order, then the positions,
+// then the resting orders, then the request nonces and the exposures the fills need. The locks
+// go through the primary key: a locking read that scanned the table instead (the optimizer's
+// choice for many ids of a small table) would lock every row it passed — accounts a deposit or
+// a swap is writing among them.
+func (r *lockedRows) add(b *batch, l *lockPlan) {
+	r.reset()
+	if len(l.accounts) > 0 {
+		ids := slices.Sorted(slices.Values(l.accounts))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				var version int64
+				a, err := scanAccount(versioned{rows, &version})
+				if err != nil {
+					return err
+				}
+				r.accounts[a.ID], r.locked[a.ID], r.versions[a.ID] = &a, a.Balance, version
+			}
+			return nil
+		}, "SELECT "+accountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	}
+	if len(l.positions) > 0 {
+		ids := slices.Sorted(slices.Values(l.positions))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				p, err := scanPosition(rows)
+				if err != nil {
+					return err
+				}
+				r.positions[p.ID] = &p
+			}
+			return nil
+		}, "SELECT "+positionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+	}
+	if len(l.orders) > 0 {
+		ids := slices.Sorted(slices.Values(l.orders))
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				o, err := scanOrder(rows)
+				if err != nil {
+					return err
+				}
+				r.orders[o.ID] = &o
+			}
+			return nil
+		}, "SELECT "+orderCols+" FROM `fx_order` o FORCE INDEX (PRIMARY) WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
+	}
+	if len(l.nonces) > 0 {
+		// The account locks serialise the submits of each account, so a retry racing its
+		// original waits for it and then finds it here, before any rule could refuse the retry.
+		var where []string
+		var args []any
+		for _, k := range l.nonces {
+			where = append(where, "(o.`accountId` = ? AND o.`requestNonce` = ?)")
+			args = append(args, k.account, k.nonce)
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				o, err := scanOrder(rows)
+				if err != nil {
+					return err
+				}
+				if o.RequestNonce != nil {
+					r.nonces[nonceKey{o.AccountID, *o.RequestNonce}] = o
+				}
+			}
+			return nil
+		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
+	}
+	if len(l.fills) > 0 {
+		// A venue fill is booked once per position (uq_fx_deal_venue_fill): one the ledger holds
+		// already — the send booked it while the reconciler planned it too — is answered as
+		// booked, instead of failing the batch on the key and writing it row by row.
+		var where []string
+		var args []any
+		for _, k := range l.fills {
+			where = append(where, "(`positionId` = ? AND `venueTransactionId` = ?)")
+			args = append(args, k.position, k.tx)
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				var k fillKey
+				if err := rows.Scan(&k.position, &k.tx); err != nil {
+					return err
+				}
+				r.booked[k] = true
+			}
+			return nil
+		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE "+strings.Join(where, " OR "), args...)
+	}
+	if len(l.exposures) > 0 {
+		ids := slices.Sorted(slices.Values(l.exposures))
+		for _, id := range ids {
+			r.exposures[id] = []exposure{}
+		}
+		b.query(func(rows *sql.Rows) error {
+			for rows.Next() {
+				var acct int64
+				var e exposure
+				if err := rows.Scan(&acct, &e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
+					return err
+				}
+				r.exposures[acct] = append(r.exposures[acct], e)
+			}
+			return nil
+		}, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+			"WHERE `accountId` IN ("+store.Placeholders(len(ids))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` "+
+			"ORDER BY `accountId`, `symbol`, `side`", store.Int64Args(ids)...)
+	}
+}
+
+// reset empties the batch's view of its rows, before they are locked (or remembered).
+func (r *lockedRows) reset() {
+	r.accounts, r.locked, r.versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
+	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[fillKey]bool{}
+	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
+}
+
+// versioned scans an account row followed by its balanceVersion.
+type versioned struct {
+	rows    *sql.Rows
+	version *int64
+}
+
+func (v versioned) Scan(dest ...any) error { return v.rows.Scan(append(dest, v.version)...) }
+
+// expose moves account's exposure on symbol and side by volume (negative: a close), where the
+// batch prices that account's fills.
+func (r *lockedRows) expose(account int64, symbol string, side fx.Side, volume, volumePrice decimal.Decimal) {
+	exps, ok := r.exposures[account]
+	if !ok {
+		return
+	}
+	for i := range exps {
+		if exps[i].Symbol == symbol && exps[i].Side == side {
+			exps[i].Volume = exps[i].Volume.Add(volume)
+			exps[i].VolumePrice = exps[i].VolumePrice.Add(volumePrice)
+			if !exps[i].Volume.IsPositive() {
+				exps = slices.Delete(exps, i, i+1)
+			}
+			r.exposures[account] = exps
+			return
+		}
+	}
+	if volume.IsPositive() {
+		r.exposures[account] = append(exps, exposure{Symbol: symbol, Side: side, Volume: volume, VolumePrice: volumePrice})
+	}
+}
+
+// post adds d to the batch's ledger posting on the locked account a and moves a's balance, so
+// the next write in the batch sees it. It returns the deal's index in the batch.
+func (r *lockedRows) post(a *Account, d Deal) int {
+	d.AccountID, d.Amount = a.ID, fx.RoundMoney(a.Currency, d.Amount)
+	a.Balance = a.Balance.Add(d.Amount)
+	r.deals = append(r.deals, d)
+	return len(r.deals) - 1
+}
+
+// sessionVar names a new session variable, which the caller's statements set; the batch reads it
+// back before COMMIT into ids.values at the index returned.
+func (r *lockedRows) sessionVar(prefix string) (string, int) {
+	r.vars++
+	name := fmt.Sprintf("@fx_%s%d", prefix, r.vars)
+	r.ids.names = append(r.ids.names, name)
+	return name, len(r.ids.names) - 1
+}
+
+// finish adds the ledger's posting of every deal of the batch (one balance UPDATE over every
+// moved account, one INSERT of every deal), the marks of accounts a fill marked without moving
+// their balance, and the read-back of the batch's ids.
+func (r *lockedRows) finish() error {
+	if len(r.closed) > 0 {
+		ps := make([]*Position, 0, len(r.closedOrder))
+		for _, id := range r.closedOrder {
+			ps = append(ps, r.closed[id])
+		}
+		stmt, args := closeUpdate(ps)
+		r.w.exec(stmt, args...)
+	}
+	byID := map[int64]*ledger.Account{} // the accounts whose balance (and marks) the ledger writes
+	if len(r.deals) > 0 {
+		var las []*ledger.Account
+		for _, d := range r.deals {
+			if byID[d.AccountID] != nil {
+				continue
+			}
+			la := &ledger.Account{ID: d.AccountID, Currency: r.accounts[d.AccountID].Currency, Balance: r.locked[d.AccountID]}
+			if mk, ok := r.marks[d.AccountID]; ok {
+				la.Marks = &ledger.Marks{Equity: mk.Equity, UsedMargin: mk.UsedMargin}
+			}
+			byID[d.AccountID] = la
+			las = append(las, la)
+		}
+		p, err := ledger.Post(las, r.deals)
+		if err != nil {
+			return err
+		}
+		for _, la := range las {
+			if !la.Balance.Equal(r.accounts[la.ID].Balance) {
+				return fmt.Errorf("desk batch: account %d: the ledger's balance %s differs from the rules' %s", la.ID, la.Balance, r.accounts[la.ID].Balance)
+			}
+		}
+		for _, st := range p.Stmts {
+			r.w.exec(st.SQL, st.Args...)
+		}
+		r.posted = p.Deals
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.marks)) {
+		if byID[id] != nil {
+			continue // written with the balance
+		}
+		mk := r.marks[id]
+		r.w.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", mk.Equity, mk.UsedMargin, id)
+	}
+	if len(r.ids.names) > 0 || len(r.deals) > 0 {
+		// The deal INSERT is the posting's last statement: LAST_INSERT_ID() is its first deal's
+		// id (ids are consecutive within one INSERT; see ledger.Posting).
+		r.ids.values = make([]int64, len(r.ids.names))
+		dest := []any{&r.ids.firstDeal}
+		for i := range r.ids.values {
+			dest = append(dest, &r.ids.values[i])
+		}
+		r.w.query(scanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(dest...) }), readBackSQL(r.ids.names))
+	}
+	return nil
+}
+
+// index is the position of session variable name among those read back.
+func (ids *batchIDs) index(name string) int { return slices.Index(ids.names, name) }
+
+// readBackSQL reads the batch's last insert id and the session variables names.
+func readBackSQL(names []string) string {
+	var sb strings.Builder
+	sb.WriteString("SELECT LAST_INSERT_ID()")
+	for _, n := range names {
+		sb.WriteString(", ")
+		sb.WriteString(n)
+	}
+	return sb.String()
+}
+
+// setVarSQL sets session variable name to expr: LAST_INSERT_ID() or a ? argument.
+func setVarSQL(name, expr string) string {
+	var sb strings.Builder
+	sb.WriteString("SET ")
+	sb.WriteString(name)
+	sb.WriteString(" = ")
+	sb.WriteString(expr)
+	return sb.String()
+}
+
+// deal is the batch's deal i as written, with its id.
+func (r *lockedRows) deal(i int, ids *batchIDs) Deal {
+	d := r.posted[i]
+	d.ID = ids.firstDeal + int64(i)
+	d.CreatedAt = r.now
+	return d
+}
