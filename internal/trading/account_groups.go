@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"fxdesk/internal/fx"
 	"log/slog"
+
+	"fxdesk/internal/fx"
 )
 
 // Account groups and their execution mode.

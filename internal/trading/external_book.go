@@ -4,11 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"fxdesk/internal/fx"
-	"fxdesk/internal/store"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // The A-book as the reconciler, the hedge monitor and the dealer read it.

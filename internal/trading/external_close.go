@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"fxdesk/internal/fx"
-	"fxdesk/internal/gate"
-	"fxdesk/internal/risk"
-	"fxdesk/internal/venue"
 	"log/slog"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/venue"
 )
 
 // Closing an EXTERNAL position: the venue closes its trade first, then the desk books the

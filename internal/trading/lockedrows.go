@@ -4,15 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"fxdesk/internal/fx"
-	"fxdesk/internal/ledger"
-	"fxdesk/internal/store"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/ledger"
+	"fxdesk/internal/store"
 )
 
 // The rows a batch locks: the plan of what its writes need, and the rows as locked and read.

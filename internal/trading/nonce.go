@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"fxdesk/internal/fx"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
 )
 
 // A requestNonce binds its request: a retry of the same request replays its first answer,
