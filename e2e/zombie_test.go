@@ -47,7 +47,7 @@ func (e *deskEnv) snapshot() (mirrorSnapshot, bool) {
 // near tells the two processes' USDJPY (61.1 and 156) apart while their simulators walk.
 func near(v, want float64) bool { return math.Abs(v-want) < 1 }
 
-// Issue 14, defect 1: a holder frozen past the TTL and replaced must never feed the followers
+// A holder frozen past the TTL and replaced must never feed the followers
 // again. Its publish that had already left for Redis when it froze (held here by a proxy, as a
 // stalled network or a pause between the gate and the write would hold it) lands after the new
 // holder's snapshot and is refused by Redis for its older term; once resumed, its gate is shut
