@@ -348,6 +348,10 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			// An operator restarts the loser: SIGTERM, which must release nothing of the new holder's.
 			in.serial.Lock()
 			defer in.serial.Unlock()
+			// A fault that ran while the zombie lived (a MySQL cut, say) can leave the live
+			// holder's row lapsed until its next renew: the SIGTERM is judged against a live row,
+			// or not at all (the check below needs before.Live).
+			in.c.waitHolder(ctx, 10*time.Second, h)
 			before, okBefore, _ := in.c.readRow(ctx)
 			keyBefore, keyErrBefore := in.redisLeaseKey(ctx)
 			h.kill(syscall.SIGTERM)
