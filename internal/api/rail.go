@@ -77,19 +77,14 @@ func NewRail(c RailConfig) *Rail {
 		bySymbol: map[string]map[*railStream]struct{}{}, all: map[*railStream]struct{}{}, perKey: map[string]int{}}
 }
 
-// InstrumentDigits is RailConfig.Digits over the trading catalog's tradable instruments.
+// InstrumentDigits is RailConfig.Digits over the trading catalog's tradable instruments, as last
+// loaded: the fan-out never waits for a database read (only the very first, when nothing was
+// ever loaded, and that bounded by a second).
 func InstrumentDigits(svc *trading.Service) func(symbol string) (int, bool) {
 	return func(symbol string) (int, bool) {
-		// The catalog is cached; a database that cannot answer within a second costs the rail
-		// one quote, not a stalled fan-out.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		known, _, err := svc.Tradable(ctx)
-		if err != nil {
-			return 0, false
-		}
-		in, ok := known[symbol]
-		return in.Digits, ok
+		return svc.QuotedDigits(ctx, symbol)
 	}
 }
 

@@ -57,7 +57,6 @@ const (
 	RefusedBody            = "body_too_large"    // a body past the edge's bound
 	RefusedUnknownToken    = "unknown_token"     // a bearer token that names no live token
 	RefusedTokenLookups    = "token_lookups"     // every token lookup slot taken (auth.LookupSlots)
-	RefusedForwardInFlight = "forward_in_flight" // a follower's forwards to the holder at once
 )
 
 // New returns a registry with the Go and process collectors and the desk's event series.
@@ -113,9 +112,9 @@ func New(process string) *Metrics {
 	}
 	m.Refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fxdesk_http_refused_total",
-		Help: "Requests and connections the front door refused before doing any work, by reason (connections, rate_token, rate_address, streams_token, streams_process, body_too_large, unknown_token, token_lookups, forward_in_flight).",
+		Help: "Requests and connections the front door refused before doing any work, by reason (connections, rate_token, rate_address, streams_token, streams_process, body_too_large, unknown_token, token_lookups; a follower's forwards past their bound are logged by the forwarder).",
 	}, []string{"reason"})
-	for _, reason := range []string{RefusedConnections, RefusedRateToken, RefusedRateAddr, RefusedStreamsToken, RefusedStreamsProcess, RefusedBody, RefusedUnknownToken, RefusedTokenLookups, RefusedForwardInFlight} {
+	for _, reason := range []string{RefusedConnections, RefusedRateToken, RefusedRateAddr, RefusedStreamsToken, RefusedStreamsProcess, RefusedBody, RefusedUnknownToken, RefusedTokenLookups} {
 		m.Refused.WithLabelValues(reason)
 	}
 	m.StreamsDropped = prometheus.NewCounter(prometheus.CounterOpts{

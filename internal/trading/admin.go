@@ -184,6 +184,18 @@ func (s *Service) Tradable(ctx context.Context) (map[string]Instrument, []Instru
 	return cat.tradable, cat.tradableList, nil
 }
 
+// QuotedDigits is symbol's quoted decimals if it is a tradable instrument, from the catalog as
+// last loaded: it never waits for a reload, so a caller on a hot path (the markets rail's fan-out)
+// is not held up by the database.
+func (s *Service) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
+	cat, err := s.catalog.lastLoaded(ctx)
+	if err != nil {
+		return 0, false
+	}
+	in, ok := cat.tradable[symbol]
+	return in.Digits, ok
+}
+
 // EnsureAccountGroup creates account group name with the default limits if it is missing and
 // sets its execution mode (the demo's A-book group). An existing group keeps its limits.
 func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
