@@ -114,21 +114,34 @@ func schedule(seed uint64, d time.Duration) []fault {
 	return out
 }
 
-func processSchedule(seed uint64, d time.Duration) []fault {
-	rng := rand.New(rand.NewPCG(seed, seed^0x5eed50a4))
-	order := append([]string(nil), processFaultKinds...)
+// drawLane draws one lane's faults from rng: every kind once in a seeded order while there is
+// room, then kinds at random, from the first instant on, base plus up to spread milliseconds
+// apart, until 15 s before the end; params draws each fault's parameters. The draws keep their
+// order (the shuffle, then per fault its kind, its parameters and the gap to the next), so a seed
+// replays its schedule.
+func drawLane(rng *rand.Rand, kinds []string, first, base time.Duration, spread int, d time.Duration, params func(f *fault)) []fault {
+	order := append([]string(nil), kinds...)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	var out []fault
-	for at := 8 * time.Second; at <= d-15*time.Second; at += time.Duration(3000+rng.IntN(4000)) * time.Millisecond {
-		kind := processFaultKinds[rng.IntN(len(processFaultKinds))]
+	for at := first; at <= d-15*time.Second; at += base + time.Duration(rng.IntN(spread))*time.Millisecond {
+		kind := kinds[rng.IntN(len(kinds))]
 		if len(out) < len(order) {
 			kind = order[len(out)]
 		}
 		f := fault{At: at, Kind: kind}
-		switch kind {
+		params(&f)
+		out = append(out, f)
+	}
+	return out
+}
+
+func processSchedule(seed uint64, d time.Duration) []fault {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed50a4))
+	return drawLane(rng, processFaultKinds, 8*time.Second, 3000*time.Millisecond, 4000, d, func(f *fault) {
+		switch f.Kind {
 		case faultStop, faultZombie:
 			f.Pause = leaseTTL + time.Duration(500+rng.IntN(2500))*time.Millisecond
-			if kind == faultZombie {
+			if f.Kind == faultZombie {
 				f.ZombieLife = time.Duration(6+rng.IntN(10)) * time.Second
 			}
 		case faultGap:
@@ -139,30 +152,20 @@ func processSchedule(seed uint64, d time.Duration) []fault {
 			}
 		case faultRollover2, faultRolloverKill:
 			f.AheadHours = 24 + rng.IntN(72)
-			if kind == faultRolloverKill {
+			if f.Kind == faultRolloverKill {
 				f.KillAfter = time.Duration(20+rng.IntN(400)) * time.Millisecond
 			}
 		case faultCut:
 			f.Target = []string{"mysql", "redis"}[rng.IntN(2)]
 			f.CutFor = time.Duration(1500+rng.IntN(3000)) * time.Millisecond
 		}
-		out = append(out, f)
-	}
-	return out
+	})
 }
 
 func venueSchedule(seed uint64, d time.Duration) []fault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x7e17e5a4))
-	order := append([]string(nil), venueFaultKinds...)
-	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	var out []fault
-	for at := 10 * time.Second; at <= d-15*time.Second; at += time.Duration(2000+rng.IntN(3000)) * time.Millisecond {
-		kind := venueFaultKinds[rng.IntN(len(venueFaultKinds))]
-		if len(out) < len(order) {
-			kind = order[len(out)]
-		}
-		f := fault{At: at, Kind: kind}
-		switch kind {
+	return drawLane(rng, venueFaultKinds, 10*time.Second, 2000*time.Millisecond, 3000, d, func(f *fault) {
+		switch f.Kind {
 		case faultVenueTimeout:
 			// Held past the desk's venue timeout: the desk gives up, the venue has executed.
 			f.Count = 1 + rng.IntN(3)
@@ -178,9 +181,7 @@ func venueSchedule(seed uint64, d time.Duration) []fault {
 		case faultVenueClose:
 			f.Pick = rng.Float64()
 		}
-		out = append(out, f)
-	}
-	return out
+	})
 }
 
 // rolloverRun is one `fxdesk-cron run processFxSwaps --at` process.

@@ -43,16 +43,8 @@ const (
 // before the end), so a seed's process and venue faults are what they were before this lane.
 func frontDoorSchedule(seed uint64, d time.Duration) []fault {
 	rng := rand.New(rand.NewPCG(seed, seed^0xf00d0d00))
-	order := append([]string(nil), frontDoorFaultKinds...)
-	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	var out []fault
-	for at := 12 * time.Second; at <= d-15*time.Second; at += time.Duration(5000+rng.IntN(4000)) * time.Millisecond {
-		kind := frontDoorFaultKinds[rng.IntN(len(frontDoorFaultKinds))]
-		if len(out) < len(order) {
-			kind = order[len(out)]
-		}
-		f := fault{At: at, Kind: kind}
-		switch kind {
+	return drawLane(rng, frontDoorFaultKinds, 12*time.Second, 5000*time.Millisecond, 4000, d, func(f *fault) {
+		switch f.Kind {
 		case faultFlood:
 			f.Target = []string{"holder", "follower"}[rng.IntN(2)]
 			f.Streams = soakStreamsPerToken + 1 + rng.IntN(8)
@@ -63,9 +55,7 @@ func frontDoorSchedule(seed uint64, d time.Duration) []fault {
 		case faultReusedNonce:
 			f.Pick = rng.Float64()
 		}
-		out = append(out, f)
-	}
-	return out
+	})
 }
 
 // floodRun is what one flood saw, beside its requests in the journal.
