@@ -14,7 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // A-book execution end to end (docs/architecture.md, «A-book execution and the reconciler»): real

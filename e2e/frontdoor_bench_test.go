@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"fxdesk/internal/auth"
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // TestBenchFrontDoor measures what the front door's attacks (docs/architecture.md, «The front

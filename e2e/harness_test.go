@@ -23,10 +23,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // binDir holds the real binaries, built once for the package.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // 1. Two web processes started together: one holds the row, the other is a follower for life.

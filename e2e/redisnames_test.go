@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/redisname"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // rail is an open markets rail (server-sent events) of one process.

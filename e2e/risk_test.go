@@ -14,7 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // The risk engine end to end (docs/architecture.md, «The risk engine»): the real fxdesk-web holder

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/swaps"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // TestBenchSwapRollover measures one processFxSwaps run of the real fxdesk-cron over 100,000 open

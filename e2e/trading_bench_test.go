@@ -16,11 +16,11 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // TestBenchMarketOrders measures market orders per second through the HTTP API of the real

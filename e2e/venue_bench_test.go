@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // TestBenchVenueBurst measures the A-book executor in two bursts, a gap over 360 and over 5,000

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // TestBenchWebTierForwarding measures what forwarding costs: market orders sent to the follower

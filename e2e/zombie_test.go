@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // mirrorSnapshot is the snapshot key as an operator reads it with redis-cli GET.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/lmittmann/tint"
 
-	"fxdesk/internal/feedsim"
 	"fxdesk/internal/logging"
+	"fxdesk/internal/sim/feedsim"
 )
 
 func main() {

@@ -18,9 +18,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"fxdesk/internal/feedsim"
 	"fxdesk/internal/logging"
-	"fxdesk/internal/venuesim"
+	"fxdesk/internal/sim/feedsim"
+	"fxdesk/internal/sim/venuesim"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/venuesim"
+	"fxdesk/internal/sim/venuesim"
 )
 
 // TestCommandPrintsBothURLsAndStopsOnCancel starts the command on port 0, reads the URLs it prints,

@@ -11,11 +11,11 @@ import (
 
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/session"
+	"fxdesk/internal/sim/feedsim"
 	"fxdesk/internal/tick"
 )
 

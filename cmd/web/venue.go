@@ -16,9 +16,9 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 // venueParts is the A-book (docs/architecture.md, «A-book execution and the reconciler»): the venue

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"fxdesk/internal/alert"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/alert"
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // The alert routes over a real inbox: list with a status filter, acknowledge, and the error

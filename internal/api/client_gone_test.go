@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"fxdesk/internal/auth"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // A request that failed because the database could not be reached is an outage, not a defect:

@@ -15,8 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/auth"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // The operator's pages sign in by a form post that sets the cookie, never by a token in the URL,

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"fxdesk/internal/auth"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 var testDB *sql.DB

@@ -9,10 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // The venue jobs of a web process that does not hold the lease are dropped at the gate on every

@@ -13,16 +13,16 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 var testDB *sql.DB

@@ -15,11 +15,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 var testDB *sql.DB

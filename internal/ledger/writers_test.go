@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fxdesk/internal/sqlsource"
+	"fxdesk/internal/testkit/sqlsource"
 )
 
 // writesMoney reports whether SQL text writes the ledger: any INSERT, REPLACE, UPDATE or DELETE

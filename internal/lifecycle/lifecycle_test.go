@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lifecycle"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // A part that returns an error, or returns nil before its stage stops, fails the group with an

@@ -49,14 +49,14 @@ type Metrics struct {
 
 // Refusal reasons of fxdesk_http_refused_total.
 const (
-	RefusedConnections     = "connections"       // the process's open-connection cap
-	RefusedRateToken       = "rate_token"        // requests per second of one token
-	RefusedRateAddr        = "rate_address"      // requests per second of one client address
-	RefusedStreamsToken    = "streams_token"     // open streams of one token
-	RefusedStreamsProcess  = "streams_process"   // open streams of the process
-	RefusedBody            = "body_too_large"    // a body past the edge's bound
-	RefusedUnknownToken    = "unknown_token"     // a bearer token that names no live token
-	RefusedTokenLookups    = "token_lookups"     // every token lookup slot taken (auth.LookupSlots)
+	RefusedConnections    = "connections"     // the process's open-connection cap
+	RefusedRateToken      = "rate_token"      // requests per second of one token
+	RefusedRateAddr       = "rate_address"    // requests per second of one client address
+	RefusedStreamsToken   = "streams_token"   // open streams of one token
+	RefusedStreamsProcess = "streams_process" // open streams of the process
+	RefusedBody           = "body_too_large"  // a body past the edge's bound
+	RefusedUnknownToken   = "unknown_token"   // a bearer token that names no live token
+	RefusedTokenLookups   = "token_lookups"   // every token lookup slot taken (auth.LookupSlots)
 )
 
 // New returns a registry with the Go and process collectors and the desk's event series.

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // newGate is a real gate over l, logging to e's log, counting in its own series.

@@ -19,10 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/alert"
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/session"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/tick"
 )
 

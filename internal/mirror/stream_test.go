@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/redisname"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
 

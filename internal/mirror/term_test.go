@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // storedSnapshot reads the snapshot key as redis-cli GET would and returns its term and

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
 

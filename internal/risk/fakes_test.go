@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
 

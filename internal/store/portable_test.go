@@ -15,7 +15,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 
-	"fxdesk/internal/sqlsource"
+	"fxdesk/internal/testkit/sqlsource"
 	"fxdesk/migrations"
 )
 

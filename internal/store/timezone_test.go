@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // Whatever zone an operator's DSN asks for, in whatever spelling, and whatever loc, the desk's

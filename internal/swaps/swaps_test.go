@@ -12,7 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/tick"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/feedsim"
+	"fxdesk/internal/sim/feedsim"
 )
 
 // BenchmarkLastTick is the read under every conversion: it must take no lock and allocate

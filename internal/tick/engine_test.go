@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
+	"fxdesk/internal/sim/feedsim"
 )
 
 // testClock is a clock tests move by hand; it starts at a Wednesday noon in New York.

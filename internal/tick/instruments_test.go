@@ -14,10 +14,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
-	"fxdesk/internal/feedsim"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
+	"fxdesk/internal/sim/feedsim"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // testDB creates a fresh database fxdesk_test_tick_<random> on the test server, applies the

@@ -9,7 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // Every instrument term an admin sends is checked against its column and against the others

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"fxdesk/internal/dbtest"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // BenchmarkRefreshBalances is the risk view's balance refresh (FollowBalances) on a desk of

@@ -8,9 +8,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // appliedBalances records the balances a refresh hands the engine.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // oneConn is a pool of one connection on the test database, so what one transaction leaves

@@ -10,7 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // capsOf is desk settings holding the given caps, never reloaded from fx_setting (nothing runs

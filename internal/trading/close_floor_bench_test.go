@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // BenchmarkCloseFloor measures what a close's statements cost MariaDB on this machine, without

@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // One batch's closes are written by one statement: a full close, a partial close and two

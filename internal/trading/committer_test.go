@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // inOneBatch makes svc's committer wait until n writes are queued, so the next n writes the

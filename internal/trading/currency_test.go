@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // ledgerOf returns every deal amount of account, Σ of them and the account's balance, and fails

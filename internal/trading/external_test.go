@@ -13,11 +13,11 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 // liveQuotes are the desk's prices (tick.Prices) and, through venueQuotes, the venue's: the

@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // testGate is a real gate over l, with its log and its series kept for the test to read.

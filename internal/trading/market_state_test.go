@@ -9,8 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
 

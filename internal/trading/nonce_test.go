@@ -9,7 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // wantKeyReused checks that err is the 422 refusal of a reused requestNonce, naming the key.

@@ -10,8 +10,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // wantLedgerBalanced fails unless account's deals add up to its balance.

@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // A PATCH of SL racing a close of the same position is a real deadlock on the server: the

@@ -18,9 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/tick"
 )
 

@@ -12,11 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate/gatetest"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/gatetest"
 )
 
 // sendingOrder writes an EXTERNAL order in SENDING for account, as the identity row a venue send

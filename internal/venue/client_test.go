@@ -17,9 +17,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/feedsim"
+	"fxdesk/internal/sim/feedsim"
+	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 const token = "secret-token-abcdefghijklmnop-WXYZ"

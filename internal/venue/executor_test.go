@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 // observer records what an executor measures. connected is signalled on every dial, owned on

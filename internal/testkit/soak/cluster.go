@@ -22,9 +22,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/lease"
-	"fxdesk/internal/tcpproxy"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // Lease timing of the soaked desk: short, so kills and stops turn the lease over within seconds.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"fxdesk/internal/dbtest"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 var testDB *sql.DB

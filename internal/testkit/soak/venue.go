@@ -18,8 +18,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/venue"
-	"fxdesk/internal/venuesim"
 )
 
 // The A-book of the soaked desk (docs/architecture.md, «A-book execution and the reconciler»): one

@@ -19,7 +19,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/feedsim"
+	"fxdesk/internal/sim/feedsim"
 )
 
 const testToken = "test-token-0123456789"

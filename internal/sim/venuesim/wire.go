@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"fxdesk/internal/simcontrol"
+	"fxdesk/internal/sim/control"
 )
 
 // The JSON the simulator reads and writes, in the OANDA v20 shape. These types are the
@@ -139,5 +139,5 @@ func writeVenueError(w http.ResponseWriter, status int, code, msg string) {
 	if code != "" {
 		body["errorCode"] = code
 	}
-	simcontrol.WriteJSON(w, status, body)
+	control.WriteJSON(w, status, body)
 }

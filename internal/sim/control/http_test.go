@@ -1,4 +1,4 @@
-package simcontrol_test
+package control_test
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fxdesk/internal/simcontrol"
+	"fxdesk/internal/sim/control"
 )
 
 // The simulators' control clients (tests, e2e, the soak) read these bodies: they are pinned
@@ -14,7 +14,7 @@ import (
 func TestControlAnswersLoopbackOnlyWithPinnedBodies(t *testing.T) {
 	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 	tests := []struct {
 		remote string
@@ -30,7 +30,7 @@ func TestControlAnswersLoopbackOnlyWithPinnedBodies(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/control/state", nil)
 		req.RemoteAddr = tt.remote
 		rec := httptest.NewRecorder()
-		simcontrol.LoopbackOnly(ok).ServeHTTP(rec, req)
+		control.LoopbackOnly(ok).ServeHTTP(rec, req)
 		if rec.Code != tt.status || rec.Body.String() != tt.body {
 			t.Errorf("from %s: %d %q, want %d %q", tt.remote, rec.Code, rec.Body.String(), tt.status, tt.body)
 		}
@@ -58,7 +58,7 @@ func TestDecodeBodyRefusesUnknownFields(t *testing.T) {
 	} {
 		rec := httptest.NewRecorder()
 		var req request
-		got := simcontrol.DecodeBody(rec, httptest.NewRequest(http.MethodPost, "/control/fault", strings.NewReader(tt.body)), &req)
+		got := control.DecodeBody(rec, httptest.NewRequest(http.MethodPost, "/control/fault", strings.NewReader(tt.body)), &req)
 		if got != tt.ok || req.Count != tt.count {
 			t.Errorf("%s: ok %v count %d, want %v %d", tt.body, got, req.Count, tt.ok, tt.count)
 		}

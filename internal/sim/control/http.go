@@ -1,4 +1,4 @@
-package simcontrol
+package control
 
 import (
 	"encoding/json"

@@ -13,7 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/simcontrol"
+	"fxdesk/internal/sim/control"
 	"fxdesk/internal/venue"
 )
 
@@ -290,12 +290,12 @@ func (s *Server) State() State {
 
 func (s *Server) controlRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /control/fault", simcontrol.LoopbackOnly(s.handleFault()))
-	mux.Handle("POST /control/release", simcontrol.LoopbackOnly(s.handleRelease()))
-	mux.Handle("POST /control/close-trade", simcontrol.LoopbackOnly(s.handleVenueClose()))
-	mux.Handle("POST /control/untagged", simcontrol.LoopbackOnly(s.handleUntagged()))
-	mux.Handle("POST /control/latency", simcontrol.LoopbackOnly(s.handleLatency()))
-	mux.Handle("GET /control/state", simcontrol.LoopbackOnly(s.handleState()))
+	mux.Handle("POST /control/fault", control.LoopbackOnly(s.handleFault()))
+	mux.Handle("POST /control/release", control.LoopbackOnly(s.handleRelease()))
+	mux.Handle("POST /control/close-trade", control.LoopbackOnly(s.handleVenueClose()))
+	mux.Handle("POST /control/untagged", control.LoopbackOnly(s.handleUntagged()))
+	mux.Handle("POST /control/latency", control.LoopbackOnly(s.handleLatency()))
+	mux.Handle("GET /control/state", control.LoopbackOnly(s.handleState()))
 	return mux
 }
 
@@ -308,21 +308,21 @@ func (s *Server) handleFault() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		f := Fault{Kind: req.Kind, Count: req.Count, Duration: time.Duration(req.Seconds * float64(time.Second)), Reason: req.Reason}
 		if err := s.InjectFault(f); err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"kind": req.Kind, "count": max(req.Count, 1), "seconds": req.Seconds})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"kind": req.Kind, "count": max(req.Count, 1), "seconds": req.Seconds})
 	}
 }
 
 func (s *Server) handleRelease() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"released": s.Release()})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"released": s.Release()})
 	}
 }
 
@@ -333,17 +333,17 @@ func (s *Server) handleVenueClose() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		fill, err := s.CloseTradeAtVenue(req.TradeID, req.Units)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			simcontrol.WriteError(w, http.StatusNotFound, "ENOTFOUND", err.Error())
+			control.WriteError(w, http.StatusNotFound, "ENOTFOUND", err.Error())
 		case err != nil:
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 		default:
-			simcontrol.WriteJSON(w, http.StatusOK, fill)
+			control.WriteJSON(w, http.StatusOK, fill)
 		}
 	}
 }
@@ -355,15 +355,15 @@ func (s *Server) handleUntagged() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		id, err := s.OpenUntagged(req.Symbol, req.Units)
 		if err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"tradeId": id})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"tradeId": id})
 	}
 }
 
@@ -373,23 +373,23 @@ func (s *Server) handleLatency() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		if req.MS == nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", "ms is required (0 for none)")
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", "ms is required (0 for none)")
 			return
 		}
 		if err := s.SetLatency(time.Duration(*req.MS * float64(time.Millisecond))); err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
 	}
 }
 
 func (s *Server) handleState() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		simcontrol.WriteJSON(w, http.StatusOK, s.State())
+		control.WriteJSON(w, http.StatusOK, s.State())
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/feedsim"
+	"fxdesk/internal/sim/feedsim"
 )
 
 // PriceSource is where the simulator's prices come from: symbol's current bid and ask in the

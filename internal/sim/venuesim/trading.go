@@ -14,7 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/simcontrol"
+	"fxdesk/internal/sim/control"
 	"fxdesk/internal/venue"
 )
 
@@ -152,7 +152,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, f answerFault, 
 			panic(http.ErrAbortHandler)
 		}
 	}
-	simcontrol.WriteJSON(w, status, body)
+	control.WriteJSON(w, status, body)
 }
 
 // decodeVenueBody reads a JSON body; unknown fields are ignored, as the venue ignores them.
@@ -354,7 +354,7 @@ func (s *Server) handleOpenTrades() http.HandlerFunc {
 			}
 			answer = map[string]any{"trades": trades, "lastTransactionID": wireID(a.lastID())}
 		})
-		simcontrol.WriteJSON(w, http.StatusOK, answer)
+		control.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -374,7 +374,7 @@ func (s *Server) handleTrade() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "TRADE_DOESNT_EXIST", fmt.Sprintf("No trade %q in the account.", specifier))
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, answer)
+		control.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -397,7 +397,7 @@ func (s *Server) handleOrder() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "ORDER_DOESNT_EXIST", fmt.Sprintf("No order %q in the account.", specifier))
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, answer)
+		control.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -410,7 +410,7 @@ func (s *Server) handleSummary() http.HandlerFunc {
 		s.withAccount(r.Context(), func(a *account, pb *priceBook, _ time.Time) {
 			answer = map[string]any{"account": a.summaryJSON(pb), "lastTransactionID": wireID(a.lastID())}
 		})
-		simcontrol.WriteJSON(w, http.StatusOK, answer)
+		control.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -429,7 +429,7 @@ func (s *Server) handleTransactionsSince() http.HandlerFunc {
 		// Recorded transactions never change, so the page is encoded outside mu.
 		page := s.acct.txs[min(since, last):min(since+sinceIDPage, last)]
 		s.mu.Unlock()
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
 	}
 }
 
@@ -450,6 +450,6 @@ func (s *Server) handleTransaction() http.HandlerFunc {
 			writeVenueError(w, http.StatusNotFound, "TRANSACTION_DOESNT_EXIST", fmt.Sprintf("No transaction %q in the account.", r.PathValue("id")))
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"transaction": tx, "lastTransactionID": wireID(last)})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"transaction": tx, "lastTransactionID": wireID(last)})
 	}
 }

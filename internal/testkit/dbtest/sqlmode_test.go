@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"fxdesk/internal/dbtest"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // A session on a test database runs in MySQL 8's default sql_mode, through the desk's own

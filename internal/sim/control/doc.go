@@ -1,4 +1,4 @@
-// Package simcontrol owns the HTTP plumbing the bundled simulators (feedsim, venuesim) share for
+// Package control owns the HTTP plumbing the bundled simulators (feedsim, venuesim) share for
 // their control APIs: the loopback-only guard, the strict JSON body decoder, the control error
 // shape {"error":{"code":"…","message":"…"}} and the JSON answer writer (the venue simulator's
 // trading API writes through it too, in the venue's own error shape).
@@ -6,4 +6,4 @@
 // It knows no simulator and no route: each simulator lists its own. It must never be used by
 // the desk's own API (internal/api has its own error vocabulary), and never loosen the
 // loopback guard: a control API moves prices and injects faults.
-package simcontrol
+package control

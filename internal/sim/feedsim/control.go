@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/simcontrol"
+	"fxdesk/internal/sim/control"
 )
 
 // maxBurstTicks bounds one burst so a typo cannot keep the simulator busy for hours.
@@ -330,13 +330,13 @@ func (s *Server) State() State {
 }
 
 func (s *Server) controlRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /control/quote", simcontrol.LoopbackOnly(s.handleQuote()))
-	mux.Handle("POST /control/session", simcontrol.LoopbackOnly(s.handleSession()))
-	mux.Handle("POST /control/silence", simcontrol.LoopbackOnly(s.handleSilence()))
-	mux.Handle("POST /control/burst", simcontrol.LoopbackOnly(s.handleBurst()))
-	mux.Handle("POST /control/raw", simcontrol.LoopbackOnly(s.handleRaw()))
-	mux.Handle("POST /control/disconnect", simcontrol.LoopbackOnly(s.handleDisconnect()))
-	mux.Handle("GET /control/state", simcontrol.LoopbackOnly(s.handleState()))
+	mux.Handle("POST /control/quote", control.LoopbackOnly(s.handleQuote()))
+	mux.Handle("POST /control/session", control.LoopbackOnly(s.handleSession()))
+	mux.Handle("POST /control/silence", control.LoopbackOnly(s.handleSilence()))
+	mux.Handle("POST /control/burst", control.LoopbackOnly(s.handleBurst()))
+	mux.Handle("POST /control/raw", control.LoopbackOnly(s.handleRaw()))
+	mux.Handle("POST /control/disconnect", control.LoopbackOnly(s.handleDisconnect()))
+	mux.Handle("GET /control/state", control.LoopbackOnly(s.handleState()))
 }
 
 func (s *Server) handleQuote() http.HandlerFunc {
@@ -347,15 +347,15 @@ func (s *Server) handleQuote() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		n, err := s.SetQuote(req.Symbol, req.Bid, req.Ask)
 		if err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": strings.ToUpper(req.Symbol), "pushedTo": n})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"symbol": strings.ToUpper(req.Symbol), "pushedTo": n})
 	}
 }
 
@@ -366,18 +366,18 @@ func (s *Server) handleSession() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		if req.Open == nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", "open is required (true or false)")
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", "open is required (true or false)")
 			return
 		}
 		if err := s.SetSession(req.Symbol, *req.Open); err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "open": *req.Open})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "open": *req.Open})
 	}
 }
 
@@ -388,14 +388,14 @@ func (s *Server) handleSilence() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		if err := s.Silence(req.Symbol, time.Duration(req.Seconds*float64(time.Second))); err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "seconds": req.Seconds})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"symbol": req.Symbol, "seconds": req.Seconds})
 	}
 }
 
@@ -407,15 +407,15 @@ func (s *Server) handleBurst() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
 		n, err := s.Burst(req.Symbols, req.TicksPerSecond, time.Duration(req.Seconds*float64(time.Second)))
 		if err != nil {
-			simcontrol.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusAccepted, map[string]any{"ticks": n})
+		control.WriteJSON(w, http.StatusAccepted, map[string]any{"ticks": n})
 	}
 }
 
@@ -425,21 +425,21 @@ func (s *Server) handleRaw() http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if !simcontrol.DecodeBody(w, r, &req) {
+		if !control.DecodeBody(w, r, &req) {
 			return
 		}
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"sentTo": s.SendRaw(req.Frame)})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"sentTo": s.SendRaw(req.Frame)})
 	}
 }
 
 func (s *Server) handleDisconnect() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		simcontrol.WriteJSON(w, http.StatusOK, map[string]any{"dropped": s.DisconnectAll()})
+		control.WriteJSON(w, http.StatusOK, map[string]any{"dropped": s.DisconnectAll()})
 	}
 }
 
 func (s *Server) handleState() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		simcontrol.WriteJSON(w, http.StatusOK, s.State())
+		control.WriteJSON(w, http.StatusOK, s.State())
 	}
 }
