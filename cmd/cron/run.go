@@ -16,6 +16,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/deskjobs"
@@ -88,8 +89,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	quotes := &desk.Quotes{}
-	settings := trading.NewSettings(db, log)
-	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Gate: g, Log: log, Settings: settings})
+	settings := catalog.NewSettings(db, log)
+	cache := catalog.NewCache(db, 5*time.Second)
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: cache, Log: log})
+	if err != nil {
+		return err
+	}
+	tradingSvc, err := trading.New(trading.Config{DB: db, Prices: quotes, Gate: g, Log: log, Settings: settings, Catalog: cache})
 	if err != nil {
 		return err
 	}
@@ -135,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: sched.States,
-		Trading: tradingSvc, Settings: settings, Auth: auth.NewResolver(db), Limits: cfg.Limits})
+		Trading: tradingSvc, Catalog: admin, Settings: settings, Auth: auth.NewResolver(db), Limits: cfg.Limits})
 	if err != nil {
 		ln.Close()
 		return err

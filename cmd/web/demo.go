@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
@@ -27,7 +28,7 @@ const (
 // cannot be shown again), and prints how to call the desk with them. With the in-process venue
 // simulator (venueControl, its control URL) the trader also gets an A-book account, in the
 // EXTERNAL group "abook", whose orders go to the venue.
-func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.Writer, base, venueControl string) error {
+func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *catalog.Admin, stdout io.Writer, base, venueControl string) error {
 	var accountID int64
 	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? ORDER BY `id` LIMIT 1", demoTraderUser).Scan(&accountID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -67,7 +68,7 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 	if venueControl == "" {
 		return nil
 	}
-	abook, err := seedABook(ctx, db, svc)
+	abook, err := seedABook(ctx, db, svc, groups)
 	if err != nil {
 		return err
 	}
@@ -80,8 +81,8 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, stdout io.W
 const demoABookGroup = "abook"
 
 // seedABook makes the demo's EXTERNAL account group and the trader's funded account in it.
-func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service) (int64, error) {
-	if err := svc.EnsureAccountGroup(ctx, demoABookGroup, fx.External); err != nil && fx.ErrorCode(err) != fx.ECONFLICT {
+func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service, admin *catalog.Admin) (int64, error) {
+	if err := admin.EnsureAccountGroup(ctx, demoABookGroup, fx.External); err != nil && fx.ErrorCode(err) != fx.ECONFLICT {
 		return 0, fmt.Errorf("demo A-book group: %w", err)
 	}
 	var id int64
@@ -91,7 +92,7 @@ func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service) (int64, er
 		if err != nil {
 			return 0, fmt.Errorf("demo A-book account: %w", err)
 		}
-		if err := svc.MoveAccount(ctx, a.ID, demoABookGroup); err != nil {
+		if err := admin.MoveAccount(ctx, a.ID, demoABookGroup); err != nil {
 			return 0, fmt.Errorf("demo A-book account: %w", err)
 		}
 		id = a.ID

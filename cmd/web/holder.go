@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
@@ -36,7 +37,7 @@ type holderParts struct {
 	gate     *gate.Gate
 	desk     *desk.Desk
 	quotes   *desk.Quotes
-	settings *trading.Settings
+	settings *catalog.Settings
 	trading  *trading.Service
 	relay    *riskRelay
 	inbox    *alert.Inbox

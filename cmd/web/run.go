@@ -14,6 +14,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/forward"
@@ -174,7 +175,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	defer stopAll(context.Background()) // a startup error after the claim still releases at once
 
-	settings := trading.NewSettings(db, log)
+	settings := catalog.NewSettings(db, log)
 	if err := settings.Load(ctx); err != nil {
 		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
 	}
@@ -187,7 +188,14 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	if venueParts != nil {
 		venueStage.Go("venue executor", venueParts.exec.Run)
 	}
-	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m, Settings: settings}
+	// One catalog cache for the trading rules and the admin: an admin change applies at once.
+	cache := catalog.NewCache(db, 5*time.Second)
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: cache, Log: log, OnChange: relay.apply, Venue: venueParts != nil})
+	if err != nil {
+		return err
+	}
+	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m,
+		Settings: settings, Catalog: cache}
 	var venueView api.VenueView
 	if venueParts != nil {
 		tc.Venue, venueView = venueParts.sender, venueParts
@@ -226,12 +234,12 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		}
 	}
 	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
-	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(tradingSvc), PerToken: cfg.Limits.StreamsPerToken,
+	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(admin), PerToken: cfg.Limits.StreamsPerToken,
 		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
 	railStage := parts.Stage()
 	railStage.Go("markets rail", rail.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: holder.jobs, Risk: holder.riskStats,
-		Settings: settings, Trading: tradingSvc, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
+		Settings: settings, Trading: tradingSvc, Catalog: admin, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
 	if err != nil {
 		return err
 	}
@@ -252,7 +260,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 		if venueParts != nil && venueParts.sim != nil {
 			venueControl = venueParts.sim.ControlURL()
 		}
-		if err := seedDemo(ctx, db, tradingSvc, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
+		if err := seedDemo(ctx, db, tradingSvc, admin, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
 			log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
 		}
 	}

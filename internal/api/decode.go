@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
@@ -448,7 +449,7 @@ type instrumentWire struct {
 }
 
 // decodeInstruments reads PUT /api/admin/fx/instruments: {"instruments":[{symbol, …changes}]}.
-func decodeInstruments(r io.Reader) ([]trading.InstrumentPatch, error) {
+func decodeInstruments(r io.Reader) ([]catalog.InstrumentPatch, error) {
 	var w struct {
 		Instruments []instrumentWire `json:"instruments"`
 	}
@@ -458,12 +459,12 @@ func decodeInstruments(r io.Reader) ([]trading.InstrumentPatch, error) {
 	if len(w.Instruments) == 0 || len(w.Instruments) > 1000 {
 		return nil, fx.Errorf(fx.EINVALID, "instruments must list from 1 to 1000 changes.")
 	}
-	out := make([]trading.InstrumentPatch, 0, len(w.Instruments))
+	out := make([]catalog.InstrumentPatch, 0, len(w.Instruments))
 	for i, in := range w.Instruments {
 		if err := checkSymbol(in.Symbol); err != nil {
 			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: %s", i, fx.ErrorMessage(err))
 		}
-		p := trading.InstrumentPatch{Symbol: in.Symbol, Status: in.Status, LeverageMax: in.LeverageMax, SymbolGroup: in.SymbolGroup}
+		p := catalog.InstrumentPatch{Symbol: in.Symbol, Status: in.Status, LeverageMax: in.LeverageMax, SymbolGroup: in.SymbolGroup}
 		var err error
 		field := func(name string) string { return fmt.Sprintf("instruments[%d].%s", i, name) }
 		if p.VolumeMin, err = optDecimal(field("volumeMin"), in.VolumeMin, volumePlaces); err != nil {

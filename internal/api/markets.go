@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 // symbolView is one instrument as traders see it, with its live state and last bid/ask.
@@ -47,7 +47,7 @@ func price(v float64, digits int) *string {
 // requestedSymbols reads ?symbols= against the enabled instruments (cached by the trading
 // catalog) and returns them with the enabled instruments, by symbol and in order. nil symbols
 // means all.
-func requestedSymbols(r *http.Request, svc *trading.Service) (map[string]trading.Instrument, []trading.Instrument, []string, error) {
+func requestedSymbols(r *http.Request, svc *catalog.Admin) (map[string]catalog.Instrument, []catalog.Instrument, []string, error) {
 	known, enabled, err := svc.Tradable(r.Context())
 	if err != nil {
 		return nil, nil, nil, err
@@ -57,7 +57,7 @@ func requestedSymbols(r *http.Request, svc *trading.Service) (map[string]trading
 }
 
 // parseSymbols reads ?symbols=A,B: each must be an enabled instrument. Empty means all.
-func parseSymbols(raw string, known map[string]trading.Instrument) ([]string, error) {
+func parseSymbols(raw string, known map[string]catalog.Instrument) ([]string, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, nil
 	}
@@ -81,7 +81,7 @@ func parseSymbols(raw string, known map[string]trading.Instrument) ([]string, er
 }
 
 // handleSymbols lists enabled instruments with their state and last bid/ask.
-func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
+func handleSymbols(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		_, enabled, err := svc.Tradable(r.Context())
 		if err != nil {
@@ -108,7 +108,7 @@ func handleSymbols(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) 
 }
 
 // handleQuotes answers the last quote of each requested symbol.
-func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
+func handleQuotes(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		known, enabled, symbols, err := requestedSymbols(r, svc)
 		if err != nil {
@@ -140,7 +140,7 @@ func handleQuotes(log *slog.Logger, svc *trading.Service, quotes *desk.Quotes) h
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
 // tick of the requested symbols, formatted once for every stream by the Rail. A stream whose
 // client falls behind is ended (it reconnects), and streams past the caps are refused with 429.
-func handleMarketsStream(log *slog.Logger, svc *trading.Service, rail *Rail) http.HandlerFunc {
+func handleMarketsStream(log *slog.Logger, svc *catalog.Admin, rail *Rail) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		if rail == nil {
 			return fx.Errorf(fx.EUNAVAILABLE, "This process serves no prices; connect to a web process.")

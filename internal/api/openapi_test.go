@@ -11,11 +11,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
@@ -58,8 +60,12 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
-		Trading: svc, Settings: trading.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
+		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
 	if err != nil {
 		t.Fatal(err)
 	}

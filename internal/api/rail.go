@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 // Rail is the markets rail's one fan-out (docs/architecture.md, «The front door»). It hears every
@@ -77,10 +77,10 @@ func NewRail(c RailConfig) *Rail {
 		bySymbol: map[string]map[*railStream]struct{}{}, all: map[*railStream]struct{}{}, perKey: map[string]int{}}
 }
 
-// InstrumentDigits is RailConfig.Digits over the trading catalog's tradable instruments, as last
+// InstrumentDigits is RailConfig.Digits over the catalog's tradable instruments, as last
 // loaded: the fan-out never waits for a database read (only the very first, when nothing was
 // ever loaded, and that bounded by a second).
-func InstrumentDigits(svc *trading.Service) func(symbol string) (int, bool) {
+func InstrumentDigits(svc *catalog.Admin) func(symbol string) (int, bool) {
 	return func(symbol string) (int, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

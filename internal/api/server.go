@@ -16,6 +16,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/forward"
@@ -39,8 +40,11 @@ type Deps struct {
 	// Trading applies the trading rules. On a process whose gate never admits (fxdesk-cron) it
 	// serves from the database and refuses every fill and close.
 	Trading *trading.Service
+	// Catalog lists and changes instruments and account groups (admin) and serves the tradable
+	// instruments (markets).
+	Catalog *catalog.Admin
 	// Settings reads and writes fx_setting.
-	Settings *trading.Settings
+	Settings *catalog.Settings
 	// Risk reports the risk engine's counters where it runs (the holder), ok false or nil
 	// elsewhere; a standby follower that takes the lease over starts reporting then.
 	Risk func() (s risk.Stats, ok bool)
@@ -71,7 +75,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	var missing []string
 	for name, absent := range map[string]bool{
 		"Log": d.Log == nil, "DB": d.DB == nil, "Desk": d.Desk == nil, "Quotes": d.Quotes == nil, "Metrics": d.Metrics == nil,
-		"Trading": d.Trading == nil, "Settings": d.Settings == nil, "Alerts": d.Alerts == nil, "Auth": d.Auth == nil,
+		"Trading": d.Trading == nil, "Catalog": d.Catalog == nil, "Settings": d.Settings == nil, "Alerts": d.Alerts == nil, "Auth": d.Auth == nil,
 	} {
 		if absent {
 			missing = append(missing, name)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/trading"
@@ -290,7 +291,7 @@ func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFun
 }
 
 // handleSettings shows every desk setting (admin).
-func handleSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
+func handleSettings(log *slog.Logger, settings *catalog.Settings) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		all, err := settings.All(r.Context())
 		if err != nil {
@@ -302,7 +303,7 @@ func handleSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFu
 }
 
 // handlePutSettings changes desk settings (admin).
-func handlePutSettings(log *slog.Logger, settings *trading.Settings) http.HandlerFunc {
+func handlePutSettings(log *slog.Logger, settings *catalog.Settings) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		changes, err := decodeSettings(r.Body)
 		if err != nil {
@@ -318,7 +319,7 @@ func handlePutSettings(log *slog.Logger, settings *trading.Settings) http.Handle
 }
 
 // handleInstruments lists the tradable instruments (admin).
-func handleInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handleInstruments(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		ins, err := svc.Instruments(r.Context())
 		if err != nil {
@@ -330,7 +331,7 @@ func handleInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc 
 }
 
 // handlePutInstruments changes instrument parameters (admin).
-func handlePutInstruments(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handlePutInstruments(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		patches, err := decodeInstruments(r.Body)
 		if err != nil {
@@ -353,7 +354,7 @@ func createdOr(replayed bool) int {
 }
 
 // handleAccountGroups lists the account groups and how each routes its orders (admin).
-func handleAccountGroups(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handleAccountGroups(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		gs, err := svc.AccountGroups(r.Context())
 		if err != nil {
@@ -365,7 +366,7 @@ func handleAccountGroups(log *slog.Logger, svc *trading.Service) http.HandlerFun
 }
 
 // handleSetExecutionMode routes an account group INTERNAL (B-book) or EXTERNAL (A-book) (admin).
-func handleSetExecutionMode(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+func handleSetExecutionMode(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		name := chi.URLParam(r, "name")
 		mode, err := decodeExecutionMode(r.Body)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
@@ -176,7 +177,7 @@ type instrumentView struct {
 	HedgedMargin    string `json:"hedgedMarginRate"`
 }
 
-func viewInstrument(in trading.Instrument) instrumentView {
+func viewInstrument(in catalog.Instrument) instrumentView {
 	return instrumentView{Symbol: in.Symbol, Base: in.Base, Quote: in.Quote, Digits: in.Digits, ContractSize: in.ContractSize.String(),
 		Point: in.Point.String(), VolumeMin: in.VolumeMin.String(), VolumeStep: in.VolumeStep.String(), VolumeMax: in.VolumeMax.String(),
 		SwapLong: in.SwapLong.String(), SwapShort: in.SwapShort.String(), SessionCalendar: in.SessionCalendar, Status: string(in.Status),
@@ -200,7 +201,7 @@ type accountGroupView struct {
 	ExecutionMode   string `json:"executionMode"`
 }
 
-func viewAccountGroup(g trading.AccountGroup) accountGroupView {
+func viewAccountGroup(g catalog.AccountGroup) accountGroupView {
 	return accountGroupView{Name: g.Name, LeverageMax: g.LeverageMax, MarginCallLevel: g.MarginCallLevel.String(),
 		StopOutLevel: g.StopOutLevel.String(), ExecutionMode: string(g.Execution)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -90,6 +91,7 @@ type env struct {
 	client *venue.Client
 	sender *venue.Sender
 	desk   *trading.Service
+	admin  *catalog.Admin
 	gate   *gate.Gate
 	inbox  *alert.Inbox
 }
@@ -123,7 +125,12 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	sender := venue.NewSender(client, exec, sim.AccountID(), nil)
-	desk, err := trading.New(trading.Config{DB: testDB, Prices: deskPrices{}, Lease: heldLease{}, Gate: g, Venue: sender})
+	cache := catalog.NewCache(testDB, 5*time.Second)
+	desk, err := trading.New(trading.Config{DB: testDB, Prices: deskPrices{}, Lease: heldLease{}, Gate: g, Venue: sender, Catalog: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: testDB, Cache: cache, Venue: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +138,7 @@ func newEnv(t *testing.T) *env {
 	committing := make(chan error, 1)
 	go func() { committing <- desk.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-committing })
-	return &env{t: t, sim: sim, client: client, sender: sender, desk: desk, gate: g, inbox: alert.NewInbox(testDB, slog.New(slog.DiscardHandler))}
+	return &env{t: t, sim: sim, client: client, sender: sender, desk: desk, admin: admin, gate: g, inbox: alert.NewInbox(testDB, slog.New(slog.DiscardHandler))}
 }
 
 func (e *env) reconciler(now func() time.Time) *execution.Reconciler {
@@ -162,7 +169,7 @@ func (e *env) externalAccount(user int64) trading.Account {
 	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.desk.SetExecutionMode(ctx, group, fx.External); err != nil {
+	if _, err := e.admin.SetExecutionMode(ctx, group, fx.External); err != nil {
 		e.t.Fatal(err)
 	}
 	return a

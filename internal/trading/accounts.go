@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/store"
@@ -18,14 +19,14 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 	if err := fx.CheckAccountCurrency(currency); err != nil {
 		return Account{}, err
 	}
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return Account{}, err
 	}
-	if !cat.currencies[currency] {
+	if !cat.Currencies[currency] {
 		return Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
 	}
-	g := cat.accountGroup("default")
+	g := cat.AccountGroup("default")
 	if leverage < 1 || leverage > g.LeverageMax {
 		return Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
 	}
@@ -38,7 +39,7 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 	}
 	a, err := loadAccount(ctx, s.db, userID, id)
 	if err == nil {
-		s.notify(ctx, accountUpserted(a, cat.accountGroup(a.Group)))
+		s.notify(ctx, accountUpserted(a, cat.AccountGroup(a.Group)))
 	}
 	return a, err
 }
@@ -54,14 +55,14 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 		return 0, fmt.Errorf("create account: begin: %w", err)
 	}
 	defer tx.Rollback()
-	ids, err := queryAll(ctx, tx, "create account: count accounts", func(sc scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	ids, err := store.QueryAll(ctx, tx, "create account: count accounts", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
 		"SELECT `id` FROM `fx_account` WHERE `userId` = ? FOR UPDATE", userID)
 	if err != nil {
 		return 0, err
 	}
 	if held, limit := len(ids), s.settings.MaxAccountsPerUser(); held >= limit {
 		return 0, fx.Errorf(fx.ECONFLICT, "You already hold %d accounts, the most one user may open (setting %s = %d).",
-			held, SettingMaxAccountsPerUser, limit)
+			held, catalog.SettingMaxAccountsPerUser, limit)
 	}
 	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
 		userID, group, currency, leverage)
@@ -94,7 +95,7 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	if err != nil {
 		return AccountView{}, err
 	}
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return AccountView{}, err
 	}
@@ -102,7 +103,7 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	if err != nil {
 		return AccountView{}, err
 	}
-	if m, ok := newMarket(s.prices, cat).metrics(a, cat.accountGroup(a.Group), a.Balance, exps); ok {
+	if m, ok := newMarket(s.prices, cat).metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
 		return AccountView{Account: a, Metrics: m, Live: true}, nil
 	}
 	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
@@ -191,7 +192,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 // withdraw is Withdraw's transaction on account id, read unlocked as acct; a is the account
 // after it.
 func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, amount decimal.Decimal, key, nonce string) (Deal, Account, bool, error) {
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return Deal{}, Account{}, false, err
 	}
@@ -209,7 +210,7 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	}
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
-		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.accountGroup(acct.Group), acct.Balance, exps); !ok {
+		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.AccountGroup(acct.Group), acct.Balance, exps); !ok {
 			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
@@ -239,7 +240,7 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	}
 	var marks *Metrics
 	if len(exps) > 0 {
-		g := cat.accountGroup(a.Group)
+		g := cat.AccountGroup(a.Group)
 		m := newMarket(s.prices, cat)
 		before, ok := m.metrics(a, g, a.Balance, exps)
 		if !ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -16,11 +17,8 @@ import (
 // capsOf is desk settings holding the given caps, never reloaded from fx_setting (nothing runs
 // it): the package's tests share one database, whose stored settings other tests must not see
 // changed.
-func capsOf(pendingOrders, accountsPerUser int) *Settings {
-	s := NewSettings(testDB, slog.New(slog.DiscardHandler))
-	s.maxPendingOrders.Store(int64(pendingOrders))
-	s.maxAccountsPerUser.Store(int64(accountsPerUser))
-	return s
+func capsOf(pendingOrders, accountsPerUser int) *catalog.Settings {
+	return catalog.NewSettingsHolding(testDB, slog.New(slog.DiscardHandler), pendingOrders, accountsPerUser)
 }
 
 func buyLimit(account int64, volume, price, nonce string) OrderRequest {
@@ -59,7 +57,7 @@ func TestPendingOrderCapHoldsUnderRace(t *testing.T) {
 		switch {
 		case err == nil:
 			placed++
-		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), SettingMaxPendingOrders+" = 3"):
+		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), catalog.SettingMaxPendingOrders+" = 3"):
 			t.Errorf("placement %d answered %v; want success or the cap's refusal", i, err)
 		}
 	}
@@ -104,7 +102,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 		switch {
 		case err == nil:
 			opened++
-		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), fmt.Sprintf("%s = %d", SettingMaxAccountsPerUser, limit)):
+		case fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), fmt.Sprintf("%s = %d", catalog.SettingMaxAccountsPerUser, limit)):
 			t.Errorf("creation %d answered %v; want success or the cap's refusal", i, err)
 		}
 	}

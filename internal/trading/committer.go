@@ -324,7 +324,7 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	if err != nil {
 		return nil, noFence{err}
 	}
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/tick"
 )
 
@@ -23,7 +24,7 @@ type Converter struct {
 // NewConverter reads the instrument catalog and returns a converter over prices (the tick
 // engine's view on a web process, the quote mirror's in fxdesk-cron).
 func NewConverter(ctx context.Context, db *sql.DB, prices tick.Prices) (*Converter, error) {
-	cat, err := loadCatalog(ctx, db)
+	cat, err := catalog.Load(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("converter: %w", err)
 	}
@@ -32,8 +33,8 @@ func NewConverter(ctx context.Context, db *sql.DB, prices tick.Prices) (*Convert
 }
 
 // Instrument returns symbol's instrument with its trading terms.
-func (c *Converter) Instrument(symbol string) (Instrument, bool) {
-	in, ok := c.m.catalog.instruments[symbol]
+func (c *Converter) Instrument(symbol string) (catalog.Instrument, bool) {
+	in, ok := c.m.catalog.Instruments[symbol]
 	return in, ok
 }
 
@@ -57,7 +58,7 @@ type Exposure = exposure
 // Marks computes account a's equity and used margin with balance and its open exposures, as
 // the fills mark them. ok is false when some symbol or conversion leg has no usable price.
 func (c *Converter) Marks(a Account, balance decimal.Decimal, exps []Exposure) (Metrics, bool) {
-	return c.m.metrics(a, c.m.catalog.accountGroup(a.Group), balance, exps)
+	return c.m.metrics(a, c.m.catalog.AccountGroup(a.Group), balance, exps)
 }
 
 // missRecorder passes prices through and, while recording, notes every symbol that had no

@@ -30,7 +30,8 @@
 // (Service.retry, store.RetryRolledBack), and past the retries answered EUNAVAILABLE, never as
 // an internal error.
 //
-// The doors a trader opens are bounded by Settings: resting orders per account and accounts per
+// Instruments, groups and the caps are read from internal/catalog, which the dealer changes;
+// this package never writes them. The doors a trader opens are bounded by the settings: resting orders per account and accounts per
 // user, each counted under the lock its placement or creation takes. A resting order must fit
 // the account's free margin at placement. A requestNonce binds its request: an order's
 // fingerprint (fx_order.requestHash), a deposit's or withdrawal's amount; another request under

@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"fxdesk/internal/store"
 )
 
 // ExposedSymbols lists the symbols the desk is exposed to: open positions and resting orders.
 // The quote mirror keeps them first when it has to truncate its snapshot.
 func ExposedSymbols(ctx context.Context, db *sql.DB) ([]string, error) {
-	return queryAll(ctx, db, "exposed symbols", func(sc scanner) (string, error) {
+	return store.QueryAll(ctx, db, "exposed symbols", func(sc store.Scanner) (string, error) {
 		var s string
 		err := sc.Scan(&s)
 		return s, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -119,7 +120,7 @@ func (s *Service) VenueBusy(orderID, positionID int64) bool {
 func ClientID(orderID int64) string { return strconv.FormatInt(orderID, 10) }
 
 // venueUnits is lots of in on side as signed venue units.
-func venueUnits(in Instrument, side fx.Side, lots decimal.Decimal) decimal.Decimal {
+func venueUnits(in catalog.Instrument, side fx.Side, lots decimal.Decimal) decimal.Decimal {
 	u := lots.Mul(in.ContractSize)
 	if side == fx.Sell {
 		u = u.Neg()
@@ -128,13 +129,13 @@ func venueUnits(in Instrument, side fx.Side, lots decimal.Decimal) decimal.Decim
 }
 
 // lotsOf is venue units as lots of in (the sign dropped).
-func lotsOf(in Instrument, units decimal.Decimal) decimal.Decimal {
+func lotsOf(in catalog.Instrument, units decimal.Decimal) decimal.Decimal {
 	return units.Abs().Div(in.ContractSize).Round(4)
 }
 
 // venueFillPrice is what the desk books for a venue fill at price on side: the venue's price
 // plus the group's markup, as fillPrice adds it to the desk's own quote.
-func venueFillPrice(in Instrument, side fx.Side, price decimal.Decimal) decimal.Decimal {
+func venueFillPrice(in catalog.Instrument, side fx.Side, price decimal.Decimal) decimal.Decimal {
 	return fillPrice(in, quote{bid: price, ask: price}, side)
 }
 
@@ -155,7 +156,7 @@ func cancelText(reason string) string {
 
 // sendOpen sends EXTERNAL order o, written SENDING by its batch, to the venue and books the
 // answer. trigger is when the request arrived (own time).
-func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in Instrument, trigger time.Time) (OrderResult, error) {
+func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in catalog.Instrument, trigger time.Time) (OrderResult, error) {
 	attrs := []slog.Attr{slog.Int64("order_id", o.ID), slog.Int64("account_id", o.AccountID), slog.String("symbol", o.Symbol)}
 	defer s.busy.hold(&s.busy.orders, o.ID)()
 	// Whatever the trader's connection does from here, the order's fate is decided and booked.
@@ -242,7 +243,7 @@ func truncate(s string, n int) string {
 }
 
 // bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
-func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in Instrument, f venue.Fill, txID int64) (OrderResult, error) {
+func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in catalog.Instrument, f venue.Fill, txID int64) (OrderResult, error) {
 	w := &venueFill{queued: newQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
 		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
 	s.commits.submit(w)
@@ -265,11 +266,11 @@ var ErrAlreadyBooked = errors.New("already booked")
 // venue transaction it stems from (the cursor). It returns the position's id, or an error
 // wrapping ErrAlreadyBooked when the order was filled meanwhile.
 func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
-	in, ok := cat.instruments[symbol]
+	in, ok := cat.Instruments[symbol]
 	if !ok {
 		return 0, fmt.Errorf("adopt trade %s: unknown symbol %s", tradeID, symbol)
 	}
@@ -295,7 +296,7 @@ type venueFill struct {
 	queued
 	userID       int64 // 0: any owner (the reconciler)
 	orderID      int64
-	in           Instrument
+	in           catalog.Instrument
 	price        decimal.Decimal // the venue's
 	units        decimal.Decimal // signed, as filled
 	tradeID      string
@@ -354,7 +355,7 @@ func (w *venueFill) apply(r *lockedRows) error {
 	// The account's marks move with it where every exposure can be priced; otherwise the stored
 	// marks stay until the next mark.
 	var after *Metrics
-	if m, ok := r.m.metrics(*a, r.cat.accountGroup(a.Group), a.Balance.Sub(commission),
+	if m, ok := r.m.metrics(*a, r.cat.AccountGroup(a.Group), a.Balance.Sub(commission),
 		append(r.exposures[a.ID], exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
 		after = &m
 	}

@@ -60,7 +60,7 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		return nil, nil, fmt.Errorf("external book: begin: %w", err)
 	}
 	defer tx.Rollback()
-	pos, err := queryAll(ctx, tx, "external book: positions", func(sc scanner) (LinkedPosition, error) {
+	pos, err := store.QueryAll(ctx, tx, "external book: positions", func(sc store.Scanner) (LinkedPosition, error) {
 		var p LinkedPosition
 		err := sc.Scan(&p.PositionID, &p.OrderID, &p.AccountID, &p.Symbol, &p.Side, &p.Volume, &p.ContractSize, &p.TradeID)
 		return p, err
@@ -76,7 +76,7 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		for i, p := range pos {
 			ids[i], at[p.PositionID] = p.PositionID, i
 		}
-		fills, err := queryAll(ctx, tx, "external book: booked fills", func(sc scanner) (fillKey, error) {
+		fills, err := store.QueryAll(ctx, tx, "external book: booked fills", func(sc store.Scanner) (fillKey, error) {
 			var k fillKey
 			err := sc.Scan(&k.position, &k.tx)
 			return k, err
@@ -95,7 +95,7 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		where = "(" + where + ") OR o.`id` IN (" + store.Placeholders(len(extraOrderIDs)) + ")"
 		args = store.Int64Args(extraOrderIDs)
 	}
-	orders, err := queryAll(ctx, tx, "external book: orders", func(sc scanner) (VenueOrder, error) {
+	orders, err := store.QueryAll(ctx, tx, "external book: orders", func(sc store.Scanner) (VenueOrder, error) {
 		var o VenueOrder
 		var sent *time.Time
 		var posID *int64
@@ -122,12 +122,12 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 
 // ContractSizes maps every instrument to its contract size (venue units per lot).
 func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal, error) {
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]decimal.Decimal, len(cat.instruments))
-	for sym, in := range cat.instruments {
+	out := make(map[string]decimal.Decimal, len(cat.Instruments))
+	for sym, in := range cat.Instruments {
 		out[sym] = in.ContractSize
 	}
 	return out, nil
@@ -168,7 +168,7 @@ type SymbolExposure struct {
 
 // Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart.
 func (s *Service) Exposures(ctx context.Context) ([]SymbolExposure, error) {
-	return queryAll(ctx, s.db, "exposures", func(sc scanner) (SymbolExposure, error) {
+	return store.QueryAll(ctx, s.db, "exposures", func(sc store.Scanner) (SymbolExposure, error) {
 		var e SymbolExposure
 		err := sc.Scan(&e.Symbol, &e.InternalLots, &e.ExternalLots, &e.ContractSize)
 		return e, err
@@ -191,7 +191,7 @@ type SendingOrder struct {
 
 // SendingOrders lists the EXTERNAL orders in SENDING, oldest first (at most maxList).
 func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
-	return queryAll(ctx, s.db, "sending orders", func(sc scanner) (SendingOrder, error) {
+	return store.QueryAll(ctx, s.db, "sending orders", func(sc store.Scanner) (SendingOrder, error) {
 		var o SendingOrder
 		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.SentAt)
 		return o, err

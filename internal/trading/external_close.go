@@ -27,16 +27,16 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	if s.venue == nil {
 		return CloseResult{}, errVenueUnavailable()
 	}
-	catalog := s.catalog.get
+	load := s.catalog.Get
 	if userID == 0 && volume == nil {
 		// The risk engine's close of all of it: no database read before the send (own time).
-		catalog = s.catalog.lastLoaded
+		load = s.catalog.LastLoaded
 	}
-	cat, err := catalog(ctx)
+	cat, err := load(ctx)
 	if err != nil {
 		return CloseResult{}, err
 	}
-	in, ok := cat.instruments[link.symbol]
+	in, ok := cat.Instruments[link.symbol]
 	if !ok {
 		return CloseResult{}, fmt.Errorf("close position %d: instrument %s is missing", id, link.symbol)
 	}

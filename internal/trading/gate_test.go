@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/testkit/dbtest"
@@ -41,7 +42,7 @@ func newGate(t testing.TB, l gate.Lease) testGate {
 func newService(t testing.TB, c Config) *Service {
 	t.Helper()
 	if c.Settings == nil {
-		c.Settings = capsOf(DefaultMaxPendingOrders, 1000)
+		c.Settings = capsOf(catalog.DefaultMaxPendingOrders, 1000)
 	}
 	svc, err := New(c)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/store"
@@ -122,7 +123,7 @@ func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) err
 // in memory in arrival order, and the statements those writes add.
 type lockedRows struct {
 	s   *Service
-	cat *catalog
+	cat *catalog.Catalog
 	m   *market // one view of prices for the whole batch
 	now time.Time
 

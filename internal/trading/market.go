@@ -5,6 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/tick"
@@ -32,11 +33,11 @@ var (
 // computation never mixes two prices of the same symbol.
 type market struct {
 	prices  tick.Prices
-	catalog *catalog
+	catalog *catalog.Catalog
 	seen    map[string]quote
 }
 
-func newMarket(p tick.Prices, c *catalog) *market {
+func newMarket(p tick.Prices, c *catalog.Catalog) *market {
 	return &market{prices: p, catalog: c, seen: map[string]quote{}}
 }
 
@@ -46,7 +47,7 @@ func (m *market) quote(symbol string) (quote, bool) {
 	if q, ok := m.seen[symbol]; ok {
 		return q, true
 	}
-	in, ok := m.catalog.instruments[symbol]
+	in, ok := m.catalog.Instruments[symbol]
 	if !ok || m.prices == nil {
 		return quote{}, false
 	}
@@ -114,13 +115,13 @@ func (m *market) toUSD(ccy string) (ratio, bool) {
 	if ccy == "USD" {
 		return ratio{one, one}, true
 	}
-	if s, ok := m.catalog.pairs[ccy+"USD"]; ok {
+	if s, ok := m.catalog.Pairs[ccy+"USD"]; ok {
 		if q, ok := m.quote(s); ok {
 			return ratio{q.mid(), one}, true
 		}
 		return ratio{}, false
 	}
-	if s, ok := m.catalog.pairs["USD"+ccy]; ok {
+	if s, ok := m.catalog.Pairs["USD"+ccy]; ok {
 		if q, ok := m.quote(s); ok {
 			return ratio{one, q.mid()}, true
 		}
@@ -155,7 +156,7 @@ func (m *market) convert(amount decimal.Decimal, from, to string) (decimal.Decim
 }
 
 // fillPrice is where an order on side fills: a buy at ask + markup, a sell at bid − markup.
-func fillPrice(in Instrument, q quote, side fx.Side) decimal.Decimal {
+func fillPrice(in catalog.Instrument, q quote, side fx.Side) decimal.Decimal {
 	markup := in.Group.MarkupPoints.Mul(in.Point)
 	if side == fx.Buy {
 		return q.ask.Add(markup)
@@ -164,7 +165,7 @@ func fillPrice(in Instrument, q quote, side fx.Side) decimal.Decimal {
 }
 
 // closePrice is where a position on side closes: the opposite fill.
-func closePrice(in Instrument, q quote, side fx.Side) decimal.Decimal {
+func closePrice(in catalog.Instrument, q quote, side fx.Side) decimal.Decimal {
 	if side == fx.Buy {
 		return fillPrice(in, q, fx.Sell)
 	}
@@ -173,7 +174,7 @@ func closePrice(in Instrument, q quote, side fx.Side) decimal.Decimal {
 
 // profitQuote is the profit, in the quote currency, of volume lots opened at open and closed at
 // close. For an aggregate, pass volume=Σv and volumePrice=Σ(v×open).
-func profitQuote(in Instrument, side fx.Side, volume, volumePrice, close decimal.Decimal) decimal.Decimal {
+func profitQuote(in catalog.Instrument, side fx.Side, volume, volumePrice, close decimal.Decimal) decimal.Decimal {
 	diff := close.Mul(volume).Sub(volumePrice)
 	if side == fx.Sell {
 		diff = diff.Neg()
@@ -182,13 +183,13 @@ func profitQuote(in Instrument, side fx.Side, volume, volumePrice, close decimal
 }
 
 // effectiveLeverage is the least of the account's, its group's and the instrument's leverage.
-func effectiveLeverage(a Account, g AccountGroup, in Instrument) int64 {
+func effectiveLeverage(a Account, g catalog.AccountGroup, in catalog.Instrument) int64 {
 	return int64(min(a.Leverage, g.LeverageMax, in.LeverageMax))
 }
 
 // marginVolume is the lots that carry margin on one symbol: the unhedged part at full rate and
 // each lot of a hedged pair at the group's hedged margin rate.
-func marginVolume(in Instrument, long, short decimal.Decimal) decimal.Decimal {
+func marginVolume(in catalog.Instrument, long, short decimal.Decimal) decimal.Decimal {
 	hedged := decimal.Min(long, short)
 	net := long.Sub(short).Abs()
 	return net.Add(hedged.Mul(two).Mul(in.Group.HedgedMarginRate))
@@ -227,13 +228,13 @@ func (a Account) StoredMetrics() Metrics {
 // symbol-and-side rounded once), used margin per symbol = margin volume × contract × mid ÷
 // effective leverage (rounded once per symbol), margin level = equity ÷ used margin × 100.
 // ok is false when some symbol or conversion leg has no usable price.
-func (m *market) metrics(a Account, g AccountGroup, balance decimal.Decimal, exps []exposure) (Metrics, bool) {
+func (m *market) metrics(a Account, g catalog.AccountGroup, balance decimal.Decimal, exps []exposure) (Metrics, bool) {
 	out := Metrics{Balance: balance, Equity: balance, UsedMargin: decimal.Zero}
 	type legs struct{ long, short decimal.Decimal }
 	bySymbol := map[string]*legs{}
 	var order []string
 	for _, e := range exps {
-		in, ok := m.catalog.instruments[e.Symbol]
+		in, ok := m.catalog.Instruments[e.Symbol]
 		if !ok {
 			return Metrics{}, false
 		}
@@ -259,7 +260,7 @@ func (m *market) metrics(a Account, g AccountGroup, balance decimal.Decimal, exp
 		}
 	}
 	for _, s := range order {
-		in := m.catalog.instruments[s]
+		in := m.catalog.Instruments[s]
 		q, _ := m.quote(s)
 		l := bySymbol[s]
 		mq := marginVolume(in, l.long, l.short).Mul(in.ContractSize).Mul(q.mid()).
@@ -279,7 +280,7 @@ func (m *market) metrics(a Account, g AccountGroup, balance decimal.Decimal, exp
 }
 
 // checkPrice checks that p is positive and carries at most the instrument's digits.
-func checkPrice(field string, in Instrument, p decimal.Decimal) error {
+func checkPrice(field string, in catalog.Instrument, p decimal.Decimal) error {
 	if !p.IsPositive() {
 		return fx.Errorf(fx.EINVALID, "%s must be positive.", field)
 	}
@@ -290,7 +291,7 @@ func checkPrice(field string, in Instrument, p decimal.Decimal) error {
 }
 
 // checkVolume checks lots against the instrument's min, step and max.
-func checkVolume(in Instrument, v decimal.Decimal) error {
+func checkVolume(in catalog.Instrument, v decimal.Decimal) error {
 	switch {
 	case !v.IsPositive():
 		return fx.Errorf(fx.EINVALID, "volume must be positive.")
@@ -307,7 +308,7 @@ func checkVolume(in Instrument, v decimal.Decimal) error {
 // checkStops checks SL and TP against the price a position on side is marked at: a buy's
 // stops trigger on the bid, so its SL must be below and its TP above; a sell's the other way
 // round against the ask. For a resting order that price is the order's own price.
-func checkStops(in Instrument, side fx.Side, ref decimal.Decimal, sl, tp *decimal.Decimal) error {
+func checkStops(in catalog.Instrument, side fx.Side, ref decimal.Decimal, sl, tp *decimal.Decimal) error {
 	for _, f := range []struct {
 		name string
 		v    *decimal.Decimal

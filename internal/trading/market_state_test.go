@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/testkit/gatetest"
@@ -69,12 +70,12 @@ func TestRiskCloseRefusedForMarketState(t *testing.T) {
 	prices.set("XAGUSD", tick.Quoting)
 
 	status := fx.InstrumentHalted
-	if _, err := svc.PutInstruments(ctx, []InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
+	if _, err := adminOf(t, svc).PutInstruments(ctx, []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
 		t.Fatal(err)
 	}
 	err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
 	active := fx.InstrumentActive
-	if _, perr := svc.PutInstruments(ctx, []InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
+	if _, perr := adminOf(t, svc).PutInstruments(ctx, []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
 		t.Fatal(perr)
 	}
 	if !errors.Is(err, risk.ErrMarketUnavailable) || fx.ErrorCode(err) != fx.ECONFLICT {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
@@ -90,7 +91,7 @@ func (m *memory) keep(r *lockedRows) {
 // other than the fence — its check finding a row changed among them (nothing was written either
 // way): the caller then runs the batch on the rows it locks. Otherwise r and err are the batch's
 // outcome, as attempt returns it.
-func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
+func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
 	s := c.s
 	known := map[int64]remembered{}
 	var nonces []nonceKey

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/ledger"
@@ -44,11 +45,11 @@ type OrderResult struct {
 // PlaceOrder submits an order for userID. A MARKET order fills now at this process's quote in
 // one fenced transaction; LIMIT and STOP orders rest as PENDING.
 func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) (OrderResult, error) {
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return OrderResult{}, err
 	}
-	in, ok := cat.instruments[r.Symbol]
+	in, ok := cat.Instruments[r.Symbol]
 	if !ok || !in.Enabled {
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Unknown symbol %q.", r.Symbol)
 	}
@@ -143,7 +144,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 // own price it would be credited, as unrealised profit, the distance a LIMIT waits for. Other
 // pending orders are not added up: each is judged again, on the rows of its fill, when it
 // triggers.
-func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in Instrument, cat *catalog, m *market, q quote, expires *time.Time) (OrderResult, error) {
+func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *market, q quote, expires *time.Time) (OrderResult, error) {
 	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
@@ -179,9 +180,9 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	}
 	if limit := s.settings.MaxPendingOrders(); pending >= int64(limit) {
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Account %d already has %d pending orders, the most one account may hold (setting %s = %d): cancel one, or wait for one to fill or expire, before placing another.",
-			a.ID, pending, SettingMaxPendingOrders, limit)
+			a.ID, pending, catalog.SettingMaxPendingOrders, limit)
 	}
-	g := cat.accountGroup(a.Group)
+	g := cat.AccountGroup(a.Group)
 	before, ok := m.metrics(a, g, a.Balance, exps)
 	if !ok {
 		return OrderResult{}, errPricing()
@@ -221,7 +222,7 @@ const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `
 // fillMarket fills a MARKET order through the holder's group commit (committer): its rules run
 // on the rows its batch locks, after every write before it in the batch (two orders of one
 // account see each other's margin), and it is answered once the batch committed.
-func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, in Instrument) (OrderResult, error) {
+func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument) (OrderResult, error) {
 	attrs := []slog.Attr{slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol), slog.String("side", string(r.Side)),
 		slog.String("volume", r.Volume.String())}
 	if r.RequestNonce != "" {
@@ -256,7 +257,7 @@ type marketFill struct {
 	queued
 	userID int64
 	r      OrderRequest
-	in     Instrument
+	in     catalog.Instrument
 
 	res      OrderResult
 	original *Order      // the order its request nonce already names in the database
@@ -395,7 +396,7 @@ func (w *marketFill) failed(err error) error {
 // positions sum to exps: the commission it costs and the account's metrics after it. It
 // refuses (ECONFLICT) a fill that increases margin while the account is below its margin-call
 // level or beyond its free margin.
-func fillCheck(m *market, cat *catalog, in Instrument, a Account, exps []exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
+func fillCheck(m *market, cat *catalog.Catalog, in catalog.Instrument, a Account, exps []exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
 	commission := decimal.Zero
 	if in.Group.CommissionPerLot.IsPositive() {
 		c, ok := m.convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
@@ -404,7 +405,7 @@ func fillCheck(m *market, cat *catalog, in Instrument, a Account, exps []exposur
 		}
 		commission = c
 	}
-	g := cat.accountGroup(a.Group)
+	g := cat.AccountGroup(a.Group)
 	before, ok := m.metrics(a, g, a.Balance, exps)
 	if !ok {
 		return decimal.Zero, Metrics{}, errPricing()
@@ -456,7 +457,7 @@ func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
+func (r *lockedRows) openPosition(a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
 	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
 		Currency: a.Currency, VenueTradeID: link}}
@@ -481,7 +482,7 @@ func (r *lockedRows) openPosition(a *Account, in Instrument, o Order, orderVar s
 }
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.
-func (s *Service) checkOrderShape(in Instrument, r *OrderRequest) (*time.Time, error) {
+func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time.Time, error) {
 	if r.TimeInForce == "" {
 		r.TimeInForce = fx.GTC
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -41,11 +42,11 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if p.Status != fx.PositionOpen {
 		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return Position{}, err
 	}
-	in, ok := cat.instruments[p.Symbol]
+	in, ok := cat.Instruments[p.Symbol]
 	if !ok {
 		return Position{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
@@ -183,7 +184,7 @@ func (w *closeWrite) apply(r *lockedRows) error {
 	if p.Status != fx.PositionOpen {
 		return errAlreadyClosed(w.id)
 	}
-	in, ok := r.cat.instruments[p.Symbol]
+	in, ok := r.cat.Instruments[p.Symbol]
 	if !ok {
 		return fmt.Errorf("position %d: instrument %s is missing", w.id, p.Symbol)
 	}
@@ -221,7 +222,7 @@ func (w *closeWrite) apply(r *lockedRows) error {
 
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
-func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in Instrument) error {
+func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in catalog.Instrument) error {
 	if r.booked[fillKey{w.id, w.txID}] {
 		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, ErrAlreadyBooked)
 	}
@@ -248,7 +249,7 @@ func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in Instr
 }
 
 // book closes vol lots of the locked position p at price.
-func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in Instrument, vol, price decimal.Decimal) error {
+func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Instrument, vol, price decimal.Decimal) error {
 	profit, ok := r.m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
 	if !ok {
 		return errPricing()

@@ -10,9 +10,11 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
@@ -38,7 +40,7 @@ func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
 // consistent read (a REPEATABLE READ snapshot), and remembers each account's balanceVersion in
 // it so the balance refresh starts where the snapshot ends.
 func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
-	cat, err := loadCatalog(ctx, r.svc.db)
+	cat, err := catalog.Load(ctx, r.svc.db)
 	if err != nil {
 		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
 	}
@@ -48,22 +50,22 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}
 	defer tx.Rollback()
 	var s risk.Snapshot
-	for _, in := range cat.list {
-		s.Instruments = append(s.Instruments, riskInstrument(in))
+	for _, in := range cat.List {
+		s.Instruments = append(s.Instruments, in.RiskTerms())
 	}
 	versions, err := readVersions(ctx, tx)
 	if err != nil {
 		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
 	}
 
-	if s.Accounts, err = queryAll(ctx, tx, "risk view: accounts", func(sc scanner) (risk.Account, error) {
+	if s.Accounts, err = store.QueryAll(ctx, tx, "risk view: accounts", func(sc store.Scanner) (risk.Account, error) {
 		a, err := scanAccount(sc)
-		return riskAccount(a, cat.accountGroup(a.Group)), err
+		return riskAccount(a, cat.AccountGroup(a.Group)), err
 	}, "SELECT "+accountCols+" FROM `fx_account`"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
-	if s.Positions, err = queryAll(ctx, tx, "risk view: positions", func(sc scanner) (risk.Position, error) {
+	if s.Positions, err = store.QueryAll(ctx, tx, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
 		p, err := scanPosition(sc)
 		if err == nil && p.VenueTradeID != nil {
 			loaded[p.ID] = venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}
@@ -72,7 +74,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
 		return risk.Snapshot{}, err
 	}
-	if s.Orders, err = queryAll(ctx, tx, "risk view: orders", func(sc scanner) (risk.Order, error) {
+	if s.Orders, err = store.QueryAll(ctx, tx, "risk view: orders", func(sc store.Scanner) (risk.Order, error) {
 		o, err := scanOrder(sc)
 		return riskOrder(o), err
 	}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
@@ -230,11 +232,11 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("fill order %d: %w", id, err)
 	}
-	cat, err := s.catalog.get(ctx)
+	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return err
 	}
-	in, ok := cat.instruments[symbol]
+	in, ok := cat.Instruments[symbol]
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
@@ -286,7 +288,7 @@ func (w *restingFill) apply(r *lockedRows) error {
 	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.now) {
 		return fmt.Errorf("fill order %d: expired at %s: %w", w.id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
 	}
-	in, ok := r.cat.instruments[o.Symbol]
+	in, ok := r.cat.Instruments[o.Symbol]
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", w.id, o.Symbol)
 	}
@@ -387,12 +389,12 @@ func orderPlaced(o Order) risk.Change {
 	return risk.Change{Kind: risk.OrderPlaced, Order: riskOrder(o)}
 }
 
-func riskAccount(a Account, g AccountGroup) risk.Account {
+func riskAccount(a Account, g catalog.AccountGroup) risk.Account {
 	return risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, GroupLeverage: g.LeverageMax,
 		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}
 }
 
-func accountUpserted(a Account, g AccountGroup) risk.Change {
+func accountUpserted(a Account, g catalog.AccountGroup) risk.Change {
 	return risk.Change{Kind: risk.AccountUpserted, Account: riskAccount(a, g)}
 }
 
@@ -400,6 +402,6 @@ func balanceChanged(a Account) risk.Change {
 	return risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: a.ID, Balance: a.Balance.InexactFloat64()}}
 }
 
-func riskInstrument(in Instrument) risk.Instrument {
+func riskInstrument(in catalog.Instrument) risk.Instrument {
 	return risk.NewInstrument(in.Instrument, in.LeverageMax, in.Group.HedgedMarginRate, in.Group.MarkupPoints)
 }

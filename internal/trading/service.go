@@ -9,8 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shopspring/decimal"
-
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
@@ -40,8 +39,8 @@ type Service struct {
 	lease    Lease // nil where the gate never admits (the cron process)
 	gate     Gate
 	log      *slog.Logger
-	catalog  *catalogCache
-	settings *Settings // the caps (pending orders per account, accounts per user)
+	catalog  *catalog.Cache
+	settings *catalog.Settings // the caps (pending orders per account, accounts per user)
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
 
@@ -80,7 +79,10 @@ type Config struct {
 	Venue Venue
 	// Settings, when set, is the process's desk settings (the caps are read from it); default:
 	// settings of its own over DB, which see a change within seconds.
-	Settings *Settings
+	Settings *catalog.Settings
+	// Catalog, when set, is the process's catalog cache, shared with its catalog.Admin so that an
+	// admin change applies to the next order at once; default: a cache of its own over DB.
+	Catalog *catalog.Cache
 	// VenueBound bounds what the desk does for one venue send — waiting for a worker, the
 	// venue's answer, booking it — which belongs to no single request (the trader may have
 	// gone), so it runs detached from the request's context. Set it above the venue call's own
@@ -107,11 +109,14 @@ func New(c Config) (*Service, error) {
 	if c.CommitDB == nil {
 		c.CommitDB = c.DB
 	}
+	if c.Catalog == nil {
+		c.Catalog = catalog.NewCache(c.DB, 5*time.Second)
+	}
 	if c.Settings == nil {
-		c.Settings = NewSettings(c.DB, c.Log)
+		c.Settings = catalog.NewSettings(c.DB, c.Log)
 	}
 	s := &Service{db: c.DB, commitDB: c.CommitDB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: &catalogCache{db: c.DB, maxAge: 5 * time.Second}, settings: c.Settings, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
+		catalog: c.Catalog, settings: c.Settings, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}
@@ -216,10 +221,3 @@ func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *batch,
 // what was already queued and returns. Every fill and close waits for it: a process that fills
 // runs it for its whole life, stopped after the work that submits (HTTP, the risk engine).
 func (s *Service) Run(ctx context.Context) error { return s.commits.Run(ctx) }
-
-func (c *catalog) accountGroup(name string) AccountGroup {
-	if g, ok := c.accountGroups[name]; ok {
-		return g
-	}
-	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50)}
-}

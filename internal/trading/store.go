@@ -11,6 +11,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/ledger"
+	"fxdesk/internal/store"
 )
 
 // Account is one row of fx_account.
@@ -92,33 +93,10 @@ type querier interface {
 }
 
 // scanner is a row to scan: *sql.Row or *sql.Rows.
-type scanner interface{ Scan(...any) error }
-
-// queryAll runs query in q and returns every row through scan; what names the read in errors.
-func queryAll[T any](ctx context.Context, q querier, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
-}
-
 const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, " +
 	"(SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = `fx_account`.`accountGroup` LIMIT 1)"
 
-func scanAccount(sc scanner) (Account, error) {
+func scanAccount(sc store.Scanner) (Account, error) {
 	var a Account
 	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt, &a.Execution)
 	return a, err
@@ -143,7 +121,7 @@ func loadAccount(ctx context.Context, q querier, userID, id int64) (Account, err
 const lockAccountSQL = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ? FOR UPDATE"
 
 // rowInto is the batch scan of at most one row, read by scan into *v.
-func rowInto[T any](v *T, found *bool, scan func(scanner) (T, error)) func(*sql.Rows) error {
+func rowInto[T any](v *T, found *bool, scan func(store.Scanner) (T, error)) func(*sql.Rows) error {
 	return scanFirst(found, func(r *sql.Rows) (err error) {
 		*v, err = scan(r)
 		return err
@@ -169,7 +147,7 @@ func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Ac
 	}
 	sqlText += " ORDER BY `id` LIMIT ?"
 	args = append(args, limit)
-	return queryAll(ctx, q, "list accounts", scanAccount, sqlText, args...)
+	return store.QueryAll(ctx, q, "list accounts", scanAccount, sqlText, args...)
 }
 
 // exposuresSQL sums account ?'s open positions per symbol and side.
@@ -210,7 +188,7 @@ const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`vol
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
 	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`"
 
-func scanOrder(sc scanner) (Order, error) {
+func scanOrder(sc store.Scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
@@ -258,14 +236,14 @@ func listOrders(ctx context.Context, q querier, userID, accountID int64, status 
 	}
 	sqlText += " ORDER BY o.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return queryAll(ctx, q, "list orders", scanOrder, sqlText, args...)
+	return store.QueryAll(ctx, q, "list orders", scanOrder, sqlText, args...)
 }
 
 const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, " +
 	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
 
-func scanPosition(sc scanner) (Position, error) {
+func scanPosition(sc store.Scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
 		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency, &p.VenueTradeID)
@@ -303,13 +281,13 @@ func listPositions(ctx context.Context, q querier, userID, accountID int64, stat
 	}
 	sqlText += " ORDER BY p.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return queryAll(ctx, q, "list positions", scanPosition, sqlText, args...)
+	return store.QueryAll(ctx, q, "list positions", scanPosition, sqlText, args...)
 }
 
 const dealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
 	"d.`side`, d.`volume`, d.`price`, d.`idempotencyKey`, d.`comment`, d.`createdAt`"
 
-func scanDeal(sc scanner) (Deal, error) {
+func scanDeal(sc store.Scanner) (Deal, error) {
 	var d Deal
 	err := sc.Scan(&d.ID, &d.AccountID, &d.Type, &d.Amount, &d.BalanceAfter, &d.Currency, &d.OrderID, &d.PositionID, &d.Symbol,
 		&d.Side, &d.Volume, &d.Price, &d.IdempotencyKey, &d.Comment, &d.CreatedAt)
@@ -339,7 +317,7 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 	}
 	sqlText += " ORDER BY d.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return queryAll(ctx, q, "list deals", scanDeal, sqlText, args...)
+	return store.QueryAll(ctx, q, "list deals", scanDeal, sqlText, args...)
 }
 
 // commitDeal ends tx with the balance change d on the locked account a: b (which may already

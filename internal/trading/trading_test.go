@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
@@ -206,7 +207,7 @@ func TestNoPricesRefuses(t *testing.T) {
 // figures.
 func TestConversionOnHandCheckedFigures(t *testing.T) {
 	t.Parallel()
-	cat, err := loadCatalog(context.Background(), testDB)
+	cat, err := catalog.Load(context.Background(), testDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestConversionOnHandCheckedFigures(t *testing.T) {
 	if _, ok := m.convert(d("1"), "CHF", "USD"); ok {
 		t.Error("converted CHF with no USDCHF quote")
 	}
-	in := cat.instruments["EURUSD"]
+	in := cat.Instruments["EURUSD"]
 	for _, tc := range []struct{ long, short, want string }{
 		{"1", "0", "1"}, {"1", "1", "1"}, {"2", "1", "2"}, {"0", "0.5", "0.5"},
 	} {
@@ -272,4 +273,15 @@ func TestParseDecimalAcceptsPlainDecimalsOnly(t *testing.T) {
 			t.Errorf("%q accepted", s)
 		}
 	}
+}
+
+// adminOf is the catalog admin of svc's process: it shares svc's catalog cache and tells svc's
+// risk hook what it changed, as the web process wires them.
+func adminOf(t *testing.T, svc *Service) *catalog.Admin {
+	t.Helper()
+	a, err := catalog.NewAdmin(catalog.AdminConfig{DB: svc.db, Cache: svc.catalog, Log: svc.log, OnChange: svc.onChange, Venue: svc.venue != nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

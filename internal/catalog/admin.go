@@ -1,22 +1,65 @@
-package trading
+package catalog
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 )
 
-// Instruments lists every instrument with its trading terms (admin).
-func (s *Service) Instruments(ctx context.Context) ([]Instrument, error) {
-	cat, err := loadCatalog(ctx, s.db)
+// Admin is the dealer's side of the catalog: it lists and changes instruments and account
+// groups, and moves accounts between groups. Every change invalidates the process's Cache, so the
+// trading rules price the next order under it.
+type Admin struct {
+	db       *sql.DB
+	cache    *Cache
+	log      *slog.Logger
+	onChange func(context.Context, ...risk.Change)
+	venue    bool
+}
+
+// AdminConfig builds an Admin.
+type AdminConfig struct {
+	DB    *sql.DB
+	Cache *Cache // the cache the process's trading rules read; required
+	Log   *slog.Logger
+	// OnChange, when set, receives the instruments an admin change touched (the risk engine's
+	// Apply), after the commit.
+	OnChange func(context.Context, ...risk.Change)
+	// Venue is true where an execution venue is configured: only then may a group be EXTERNAL.
+	Venue bool
+}
+
+// NewAdmin returns the admin over c.DB; it refuses a missing dependency.
+func NewAdmin(c AdminConfig) (*Admin, error) {
+	if c.DB == nil || c.Cache == nil {
+		return nil, errors.New("catalog admin: DB and Cache are required")
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Admin{db: c.DB, cache: c.Cache, log: c.Log, onChange: c.OnChange, venue: c.Venue}, nil
+}
+
+// retry runs one admin transaction again while the server rolls it back (store.RetryRolledBack).
+func (s *Admin) retry(ctx context.Context, txn func() error) error {
+	return store.RetryRolledBack(ctx, txn)
+}
+
+// Instruments lists every instrument with its trading terms, read from the database.
+func (s *Admin) Instruments(ctx context.Context) ([]Instrument, error) {
+	cat, err := Load(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}
-	return cat.list, nil
+	return cat.List, nil
 }
 
 // InstrumentPatch changes some terms of one instrument; nil fields stay as they are.
@@ -77,16 +120,16 @@ func checkVolumeTerms(at string, vmin, vstep, vmax decimal.Decimal) error {
 // PutInstruments applies every patch in one transaction, after checking all of them against the
 // rules and the columns they are written to: either all apply or none (EINVALID names the first
 // bad field and its range).
-func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch) ([]Instrument, error) {
+func (s *Admin) PutInstruments(ctx context.Context, patches []InstrumentPatch) ([]Instrument, error) {
 	if len(patches) == 0 {
 		return nil, fx.Errorf(fx.EINVALID, "No instruments to change.")
 	}
-	cat, err := loadCatalog(ctx, s.db)
+	cat, err := Load(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}
 	for i, p := range patches {
-		if _, ok := cat.instruments[p.Symbol]; !ok {
+		if _, ok := cat.Instruments[p.Symbol]; !ok {
 			return nil, fx.Errorf(fx.EINVALID, "instruments[%d]: unknown symbol %q.", i, p.Symbol)
 		}
 		at := fmt.Sprintf("instruments[%d]", i)
@@ -97,7 +140,7 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 			return nil, fx.Errorf(fx.EINVALID, "%s.leverageMax must be a whole number from %d to %d (got %d).", at, leverageMaxLow, leverageMaxTop, *p.LeverageMax)
 		}
 		if p.SymbolGroup != nil {
-			if _, ok := cat.symbolGroups[*p.SymbolGroup]; !ok {
+			if _, ok := cat.SymbolGroups[*p.SymbolGroup]; !ok {
 				return nil, fx.Errorf(fx.EINVALID, "%s.symbolGroup: unknown symbol group %q.", at, *p.SymbolGroup)
 			}
 		}
@@ -115,7 +158,7 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 	if err := s.retry(ctx, func() error { return s.putInstruments(ctx, patches) }); err != nil {
 		return nil, err
 	}
-	s.catalog.invalidate()
+	s.cache.Invalidate()
 	list, err := s.Instruments(ctx)
 	if err != nil {
 		return nil, err
@@ -127,17 +170,19 @@ func (s *Service) PutInstruments(ctx context.Context, patches []InstrumentPatch)
 	var changes []risk.Change
 	for _, in := range list {
 		if patched[in.Symbol] {
-			changes = append(changes, risk.Change{Kind: risk.InstrumentUpserted, Instrument: riskInstrument(in)})
+			changes = append(changes, risk.Change{Kind: risk.InstrumentUpserted, Instrument: in.RiskTerms()})
 		}
 	}
-	s.notify(ctx, changes...)
+	if s.onChange != nil && len(changes) > 0 {
+		s.onChange(ctx, changes...)
+	}
 	return list, nil
 }
 
 // putInstruments is PutInstruments' transaction. The volume terms are checked together on the
 // locked rows, as they will be written, so two admins changing one instrument at once cannot
 // each pass alone and leave a pair that could never be traded.
-func (s *Service) putInstruments(ctx context.Context, patches []InstrumentPatch) error {
+func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("update instruments: %w", err)
@@ -176,29 +221,29 @@ func (s *Service) putInstruments(ctx context.Context, patches []InstrumentPatch)
 // Tradable returns the enabled instruments by symbol and in symbol order, from the catalog cache
 // (re-read at most every few seconds), so the markets routes do not query the database per request.
 // The map and slice are shared and must not be modified.
-func (s *Service) Tradable(ctx context.Context) (map[string]Instrument, []Instrument, error) {
-	cat, err := s.catalog.get(ctx)
+func (s *Admin) Tradable(ctx context.Context) (map[string]Instrument, []Instrument, error) {
+	cat, err := s.cache.Get(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cat.tradable, cat.tradableList, nil
+	return cat.Tradable, cat.TradableList, nil
 }
 
 // QuotedDigits is symbol's quoted decimals if it is a tradable instrument, from the catalog as
 // last loaded: it never waits for a reload, so a caller on a hot path (the markets rail's fan-out)
 // is not held up by the database.
-func (s *Service) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
-	cat, err := s.catalog.lastLoaded(ctx)
+func (s *Admin) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
+	cat, err := s.cache.LastLoaded(ctx)
 	if err != nil {
 		return 0, false
 	}
-	in, ok := cat.tradable[symbol]
+	in, ok := cat.Tradable[symbol]
 	return in.Digits, ok
 }
 
 // EnsureAccountGroup creates account group name with the default limits if it is missing and
 // sets its execution mode (the demo's A-book group). An existing group keeps its limits.
-func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
+func (s *Admin) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
 	if err := s.retry(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name)
 		return err
@@ -208,13 +253,13 @@ func (s *Service) EnsureAccountGroup(ctx context.Context, name string, mode fx.E
 	if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
 		return err
 	}
-	s.catalog.invalidate()
+	s.cache.Invalidate()
 	return nil
 }
 
 // MoveAccount puts account id in account group group. An account with open positions or orders
 // in flight is refused (ECONFLICT): its positions were priced under the old group's terms.
-func (s *Service) MoveAccount(ctx context.Context, id int64, group string) error {
+func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
 	var n int64
 	err := s.retry(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
@@ -232,7 +277,7 @@ func (s *Service) MoveAccount(ctx context.Context, id int64, group string) error
 	if n == 0 {
 		var cur string
 		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", id).Scan(&cur); err != nil {
-			return accountNotFound(id)
+			return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
 		}
 		if cur != group {
 			return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)

@@ -1,4 +1,4 @@
-package trading
+package catalog
 
 import (
 	"context"
@@ -8,23 +8,24 @@ import (
 	"log/slog"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // Account groups and their execution mode.
 
 // AccountGroups lists the account groups with their execution mode.
-func (s *Service) AccountGroups(ctx context.Context) ([]AccountGroup, error) {
-	return queryAll(ctx, s.db, "account groups", scanAccountGroup, "SELECT "+accountGroupCols+" FROM `fx_account_group` ORDER BY `name`")
+func (s *Admin) AccountGroups(ctx context.Context) ([]AccountGroup, error) {
+	return store.QueryAll(ctx, s.db, "account groups", scanAccountGroup, "SELECT "+accountGroupCols+" FROM `fx_account_group` ORDER BY `name`")
 }
 
 // SetExecutionMode routes account group name's orders to mode. Switching a group that has open
 // EXTERNAL positions or orders still SENDING is refused (ECONFLICT): they are closed through the
 // venue they were opened at. Switching to EXTERNAL needs a venue (EUNAVAILABLE otherwise).
-func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, error) {
+func (s *Admin) SetExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, error) {
 	if mode != fx.Internal && mode != fx.External {
 		return AccountGroup{}, fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL or EXTERNAL, not %q.", mode)
 	}
-	if mode == fx.External && s.venue == nil {
+	if mode == fx.External && !s.venue {
 		return AccountGroup{}, fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): account groups cannot be EXTERNAL.")
 	}
 	var g AccountGroup
@@ -37,14 +38,14 @@ func (s *Service) SetExecutionMode(ctx context.Context, name string, mode fx.Exe
 		return AccountGroup{}, err
 	}
 	if from != mode {
-		s.catalog.invalidate()
+		s.cache.Invalidate()
 		s.log.InfoContext(ctx, "account group execution mode changed", slog.String("group", name), slog.String("from", string(from)), slog.String("to", string(mode)))
 	}
 	return g, nil
 }
 
 // setExecutionMode is SetExecutionMode's transaction; from is the mode the group had.
-func (s *Service) setExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, fx.ExecutionMode, error) {
+func (s *Admin) setExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, fx.ExecutionMode, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return AccountGroup{}, "", fmt.Errorf("set execution mode: begin: %w", err)

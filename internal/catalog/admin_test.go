@@ -1,16 +1,53 @@
-package trading
+package catalog
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
+
+var testDB *sql.DB
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		d, err := dbtest.NewDatabase("catalog")
+		if err != nil {
+			panic(err)
+		}
+		defer d.Drop()
+		db, err := store.Connect(d.DSN)
+		if err != nil {
+			panic(err)
+		}
+		defer db.Close()
+		if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
+			panic(err)
+		}
+		testDB = db
+		return m.Run()
+	}())
+}
+
+func newAdmin(t *testing.T) *Admin {
+	t.Helper()
+	a, err := NewAdmin(AdminConfig{DB: testDB, Cache: NewCache(testDB, time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Every instrument term an admin sends is checked against its column and against the others
 // before anything is written: a volume past DECIMAL(12,4), a minimum that is not a whole
@@ -19,7 +56,7 @@ import (
 func TestPutInstrumentsRangeChecked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	svc := newAdmin(t)
 	d := func(s string) *decimal.Decimal { return ptr(decimal.RequireFromString(s)) }
 	row := func() string {
 		var s string

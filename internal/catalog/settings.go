@@ -1,4 +1,4 @@
-package trading
+package catalog
 
 import (
 	"context"
@@ -70,6 +70,16 @@ func NewSettings(db *sql.DB, log *slog.Logger) *Settings {
 	s.staleAfter.Store(int64(tick.DefaultStaleAfter))
 	s.maxPendingOrders.Store(DefaultMaxPendingOrders)
 	s.maxAccountsPerUser.Store(DefaultMaxAccountsPerUser)
+	return s
+}
+
+// NewSettingsHolding returns settings over db holding the given caps, and the defaults
+// otherwise, until Load or Run reads fx_setting: for a process, or a test, that must not see the
+// stored values change under it.
+func NewSettingsHolding(db *sql.DB, log *slog.Logger, maxPendingOrders, maxAccountsPerUser int) *Settings {
+	s := NewSettings(db, log)
+	s.maxPendingOrders.Store(int64(maxPendingOrders))
+	s.maxAccountsPerUser.Store(int64(maxAccountsPerUser))
 	return s
 }
 

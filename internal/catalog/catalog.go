@@ -1,4 +1,4 @@
-package trading
+package catalog
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
@@ -42,45 +44,68 @@ type AccountGroup struct {
 
 const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`"
 
-func scanAccountGroup(sc scanner) (AccountGroup, error) {
+// RiskTerms is what the risk engine needs of in.
+func (in Instrument) RiskTerms() risk.Instrument {
+	return risk.NewInstrument(in.Instrument, in.LeverageMax, in.Group.HedgedMarginRate, in.Group.MarkupPoints)
+}
+
+func scanAccountGroup(sc store.Scanner) (AccountGroup, error) {
 	var g AccountGroup
 	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
 	return g, err
 }
 
-// catalog is an immutable snapshot of instruments and groups.
-type catalog struct {
-	instruments   map[string]Instrument
-	pairs         map[string]string // base+quote → symbol, for the USD hub
-	accountGroups map[string]AccountGroup
-	currencies    map[string]bool // currencies the hub can convert
-	symbolGroups  map[string]SymbolGroup
-	list          []Instrument
-	// tradable and tradableList hold the enabled instruments, for the markets routes.
-	tradable     map[string]Instrument
-	tradableList []Instrument
+// Catalog is an immutable snapshot of instruments and groups: its maps and slices are shared by
+// every reader and must never be modified.
+type Catalog struct {
+	Instruments   map[string]Instrument
+	Pairs         map[string]string // base+quote → symbol, for the USD hub
+	AccountGroups map[string]AccountGroup
+	Currencies    map[string]bool // currencies the hub can convert
+	SymbolGroups  map[string]SymbolGroup
+	List          []Instrument // every instrument, in symbol order
+	// Tradable and TradableList hold the enabled instruments, for the markets routes.
+	Tradable     map[string]Instrument
+	TradableList []Instrument
 }
 
-// catalogCache re-reads the catalog at most every maxAge, and at once after an admin change in
-// this process. Instruments and groups change rarely; reading them per order would cost a
-// round trip for nothing.
-type catalogCache struct {
+var hundred = decimal.NewFromInt(100)
+
+// AccountGroup is group name's terms; a group nobody defined has the desk's defaults.
+func (c *Catalog) AccountGroup(name string) AccountGroup {
+	if g, ok := c.AccountGroups[name]; ok {
+		return g
+	}
+	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50)}
+}
+
+// Cache re-reads the catalog at most every maxAge, and at once after an admin change in this
+// process (Invalidate). Instruments and groups change rarely; reading them per order would cost a
+// round trip for nothing. One process shares one Cache between the trading rules and the admin.
+type Cache struct {
 	db     *sql.DB
 	maxAge time.Duration
 
 	mu     sync.Mutex
-	cur    *catalog
+	cur    *Catalog
 	loaded time.Time
-	last   atomic.Pointer[catalog] // the latest loaded, kept through invalidate (lastLoaded)
+	last   atomic.Pointer[Catalog] // the latest loaded, kept through Invalidate (LastLoaded)
 }
 
-func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
+// NewCache returns a cache over db that serves a snapshot for at most maxAge.
+func NewCache(db *sql.DB, maxAge time.Duration) *Cache {
+	return &Cache{db: db, maxAge: maxAge}
+}
+
+// Get returns the current snapshot, reading the database when it is older than maxAge. A read
+// that fails serves the last good snapshot, if there is one, rather than refuse every order.
+func (c *Cache) Get(ctx context.Context) (*Catalog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur != nil && time.Since(c.loaded) < c.maxAge {
 		return c.cur, nil
 	}
-	cat, err := loadCatalog(ctx, c.db)
+	cat, err := Load(ctx, c.db)
 	if err != nil {
 		if c.cur != nil {
 			return c.cur, nil // serve the last good snapshot rather than refuse every order
@@ -92,24 +117,26 @@ func (c *catalogCache) get(ctx context.Context) (*catalog, error) {
 	return cat, nil
 }
 
-// lastLoaded is the latest catalog loaded, however old; it reads the database only when none
+// LastLoaded is the latest catalog loaded, however old; it reads the database only when none
 // was ever loaded. It is for a close the risk engine triggers on an EXTERNAL position: on its
 // way to the venue it needs only the instrument's contract size, and it must not wait for a
 // reload (a database read, with every other close of the burst queued behind its lock) first.
-func (c *catalogCache) lastLoaded(ctx context.Context) (*catalog, error) {
+func (c *Cache) LastLoaded(ctx context.Context) (*Catalog, error) {
 	if cat := c.last.Load(); cat != nil {
 		return cat, nil
 	}
-	return c.get(ctx)
+	return c.Get(ctx)
 }
 
-func (c *catalogCache) invalidate() {
+// Invalidate makes the next Get read the database.
+func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	c.cur = nil
 	c.mu.Unlock()
 }
 
-func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
+// Load reads the catalog from db.
+func Load(ctx context.Context, db *sql.DB) (*Catalog, error) {
 	all, err := tick.LoadInstruments(ctx, db)
 	if err != nil {
 		return nil, err
@@ -151,7 +178,7 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		return nil, fmt.Errorf("load symbol groups: %w", err)
 	}
 
-	cat := &catalog{instruments: map[string]Instrument{}, pairs: map[string]string{}, accountGroups: map[string]AccountGroup{}, currencies: map[string]bool{"USD": true}, symbolGroups: groups, tradable: map[string]Instrument{}}
+	cat := &Catalog{Instruments: map[string]Instrument{}, Pairs: map[string]string{}, AccountGroups: map[string]AccountGroup{}, Currencies: map[string]bool{"USD": true}, SymbolGroups: groups, Tradable: map[string]Instrument{}}
 	for _, in := range all {
 		g, ok := groups[in.SymbolGroup]
 		if !ok {
@@ -163,18 +190,18 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		if ti.LeverageMax <= 0 {
 			ti.LeverageMax = 1
 		}
-		cat.instruments[in.Symbol] = ti
-		cat.pairs[in.Base+in.Quote] = in.Symbol
-		cat.list = append(cat.list, ti)
+		cat.Instruments[in.Symbol] = ti
+		cat.Pairs[in.Base+in.Quote] = in.Symbol
+		cat.List = append(cat.List, ti)
 		if in.Enabled {
-			cat.tradable[in.Symbol] = ti
-			cat.tradableList = append(cat.tradableList, ti)
+			cat.Tradable[in.Symbol] = ti
+			cat.TradableList = append(cat.TradableList, ti)
 		}
 		if in.Base == "USD" {
-			cat.currencies[in.Quote] = true
+			cat.Currencies[in.Quote] = true
 		}
 		if in.Quote == "USD" {
-			cat.currencies[in.Base] = true
+			cat.Currencies[in.Base] = true
 		}
 	}
 
@@ -188,7 +215,7 @@ func loadCatalog(ctx context.Context, db *sql.DB) (*catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load account groups: %w", err)
 		}
-		cat.accountGroups[g.Name] = g
+		cat.AccountGroups[g.Name] = g
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load account groups: %w", err)
