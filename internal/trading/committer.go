@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,11 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
 )
 
 // MaxBatch caps how many desk writes one group commit carries. A burst larger than this is
@@ -109,7 +112,7 @@ type CommitStats struct {
 // queued and returns, so a write accepted before the stop gets its answer. A write submitted
 // while it is not running is refused at once (errNotCommitting), never left waiting.
 type committer struct {
-	s *Service
+	cfg CommitterConfig
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled on every submit, and when Run's context ends
@@ -128,8 +131,25 @@ type committer struct {
 	lastSize, maxSize, lastNanos                              atomic.Int64
 }
 
-func newCommitter(s *Service) *committer {
-	c := &committer{s: s}
+// CommitterConfig is what the group commit needs from the process it runs in.
+type CommitterConfig struct {
+	DB *sql.DB // the group commit's own pool
+	// Fence is the statement that checks, in a batch's own transaction, that this process holds
+	// the lease in its term; an error means no batch may be written.
+	Fence   func() (string, []any, error)
+	Catalog *catalog.Cache
+	Prices  tick.Prices
+	Now     func() time.Time
+	// Fenced reports the writes of a batch the fence refused, and returns their answer.
+	Fenced func(ctx context.Context, w gate.Work, cause error, attrs ...slog.Attr) error
+	// Notify receives every committed batch's changes, in commit order, before anyone is answered.
+	Notify   func(context.Context, ...risk.Change)
+	Log      *slog.Logger
+	Observer CommitObserver // nil: not observed
+}
+
+func newCommitter(cfg CommitterConfig) *committer {
+	c := &committer{cfg: cfg}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -203,7 +223,7 @@ func (c *committer) Stats() CommitStats {
 
 // run commits ws as one batch and answers every write in it.
 func (c *committer) run(ws []deskWrite) {
-	s := c.s
+	s := c.cfg
 	live := ws[:0:0]
 	for _, w := range ws {
 		q := w.base()
@@ -245,7 +265,7 @@ func (c *committer) run(ws []deskWrite) {
 		}
 		if len(changes) > 0 {
 			// One call per transaction, in commit order, before anyone is answered.
-			s.notify(ctx, changes...)
+			s.Notify(ctx, changes...)
 		}
 		for _, w := range live {
 			close(w.base().done)
@@ -253,7 +273,7 @@ func (c *committer) run(ws []deskWrite) {
 	case isFenceRefusal(err):
 		for _, w := range live {
 			q := w.base()
-			q.err = s.gate.Fenced(q.ctx, q.work, fenceCause(err), append([]slog.Attr{slog.String("op", q.op), slog.Bool("rolled_back", true),
+			q.err = s.Fenced(q.ctx, q.work, fenceCause(err), append([]slog.Attr{slog.String("op", q.op), slog.Bool("rolled_back", true),
 				slog.Int("batch", len(live))}, q.attrs...)...)
 			close(q.done)
 		}
@@ -271,7 +291,7 @@ func (c *committer) run(ws []deskWrite) {
 		// column refuses — and the server does not say whose: write them one by one, so only the
 		// refused one is dropped (one bad row must not stall every write behind it).
 		c.split.Add(1)
-		s.log.WarnContext(ctx, "desk batch refused by the database; writing its requests one by one",
+		s.Log.WarnContext(ctx, "desk batch refused by the database; writing its requests one by one",
 			slog.Int("batch", len(live)), slog.Any("err", err))
 		for _, w := range live {
 			c.run([]deskWrite{w})
@@ -282,10 +302,10 @@ func (c *committer) run(ws []deskWrite) {
 		q.err = w.failed(err)
 		if !errors.Is(q.err, errReplayed) && !errors.Is(q.err, ErrAlreadyBooked) && fx.ErrorCode(q.err) == fx.EINTERNAL {
 			c.refused.Add(1)
-			if s.commitObs != nil {
-				s.commitObs.ObserveRefused()
+			if s.Observer != nil {
+				s.Observer.ObserveRefused()
 			}
-			s.log.LogAttrs(q.ctx, slog.LevelError, "desk write refused by the database; dropped",
+			s.Log.LogAttrs(q.ctx, slog.LevelError, "desk write refused by the database; dropped",
 				append([]slog.Attr{slog.String("op", q.op), slog.Any("err", err)}, q.attrs...)...)
 		}
 		close(q.done)
@@ -319,26 +339,26 @@ func fenceCause(err error) error {
 // rows when the transaction committed or had nothing to write, and the statement error otherwise
 // (nothing committed).
 func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, error) {
-	s := c.s
-	stmt, args, err := s.fence()
+	s := c.cfg
+	stmt, args, err := s.Fence()
 	if err != nil {
 		return nil, noFence{err}
 	}
-	cat, err := s.catalog.Get(ctx)
+	cat, err := s.Catalog.Get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if r, ok, err := c.oneTrip(ctx, ws, cat, stmt, args); ok {
 		return r, err
 	}
-	r := &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
+	r := &lockedRows{cat: cat, m: newMarket(s.Prices, cat), now: s.Now().UTC()}
 	var plan lockPlan
 	for _, w := range ws {
 		w.wants(&plan)
 	}
 
 	start := time.Now()
-	conn, err := s.commitDB.Conn(ctx)
+	conn, err := s.DB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("desk batch: connection: %w", err)
 	}
@@ -396,7 +416,7 @@ func (c *committer) observe(size int, took time.Duration) {
 			break
 		}
 	}
-	if c.s.commitObs != nil {
-		c.s.commitObs.ObserveBatch(size, took)
+	if c.cfg.Observer != nil {
+		c.cfg.Observer.ObserveBatch(size, took)
 	}
 }

@@ -244,7 +244,7 @@ func truncate(s string, n int) string {
 
 // bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
 func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in catalog.Instrument, f venue.Fill, txID int64) (OrderResult, error) {
-	w := &venueFill{queued: newQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
+	w := &venueFill{s: s, queued: newQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
 		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
 	s.commits.submit(w)
 	if w.err != nil {
@@ -278,7 +278,7 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
 		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, err)
 	}
-	w := &venueFill{queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
+	w := &venueFill{s: s, queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
 		orderID: orderID, in: in, price: price, units: units, tradeID: tradeID, txID: txID, adopted: true}
 	s.commits.submit(w)
 	if w.err != nil {
@@ -294,6 +294,7 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 // venue's price plus markup, its position linked to the venue trade, its commission.
 type venueFill struct {
 	queued
+	s            *Service
 	userID       int64 // 0: any owner (the reconciler)
 	orderID      int64
 	in           catalog.Instrument
@@ -366,8 +367,8 @@ func (w *venueFill) apply(r *lockedRows) error {
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
 	r.w.exec(setVarSQL(orderVar, "?"), o.ID)
 	link := w.tradeID
-	w.fill = r.openPosition(a, w.in, filled, orderVar, price, commission, after, &link)
-	r.advanceCursor(w.txID)
+	w.fill = openPosition(r, a, w.in, filled, orderVar, price, commission, after, &link)
+	w.s.advanceCursor(r, w.txID)
 	w.a = *a
 	*o = filled
 	return nil
@@ -395,7 +396,7 @@ func (w *venueFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	o := w.fill.order
 	o.ID, o.PositionID = p.OrderID, &p.ID
 	w.res = OrderResult{Order: o, Position: &p, Commission: d}
-	r.s.links.set(p.ID, venueLink{tradeID: w.tradeID, symbol: p.Symbol})
+	w.s.links.set(p.ID, venueLink{tradeID: w.tradeID, symbol: p.Symbol})
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 
@@ -404,10 +405,10 @@ func (w *venueFill) failed(err error) error {
 }
 
 // advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.
-func (r *lockedRows) advanceCursor(txID int64) {
-	if txID <= 0 || r.s.venue == nil {
+func (s *Service) advanceCursor(r *lockedRows, txID int64) {
+	if txID <= 0 || s.venue == nil {
 		return
 	}
 	r.w.exec("INSERT INTO `fx_venue_cursor` (`venueAccount`, `lastTransactionId`) VALUES (?, ?) "+
-		"ON DUPLICATE KEY UPDATE `lastTransactionId` = GREATEST(`lastTransactionId`, ?)", r.s.venue.AccountID(), txID, txID)
+		"ON DUPLICATE KEY UPDATE `lastTransactionId` = GREATEST(`lastTransactionId`, ?)", s.venue.AccountID(), txID, txID)
 }

@@ -112,7 +112,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 // bookClose books a venue close of volume lots (nil: all) of position id at the venue's price
 // through the group commit. userID 0: any owner (the risk engine, the reconciler).
 func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason) (CloseResult, error) {
-	w := &closeWrite{queued: newQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, queued: newQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason, venuePrice: &price, txID: txID}
 	s.commits.submit(w)
 	if w.err != nil {

@@ -122,7 +122,6 @@ func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) err
 // lockedRows is one batch's view of the rows it holds, which its writes' rules read and change
 // in memory in arrival order, and the statements those writes add.
 type lockedRows struct {
-	s   *Service
 	cat *catalog.Catalog
 	m   *market // one view of prices for the whole batch
 	now time.Time

@@ -92,7 +92,7 @@ func (m *memory) keep(r *lockedRows) {
 // way): the caller then runs the batch on the rows it locks. Otherwise r and err are the batch's
 // outcome, as attempt returns it.
 func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
-	s := c.s
+	s := c.cfg
 	known := map[int64]remembered{}
 	var nonces []nonceKey
 	for _, w := range ws {
@@ -110,7 +110,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Ca
 			nonces = append(nonces, nonceKey{account, nonce})
 		}
 	}
-	r = &lockedRows{cat: cat, m: newMarket(s.prices, cat), now: s.now().UTC(), s: s}
+	r = &lockedRows{cat: cat, m: newMarket(s.Prices, cat), now: s.Now().UTC()}
 	r.reset()
 	ids := make([]int64, 0, len(known))
 	for id, k := range known {
@@ -128,7 +128,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Ca
 	}
 
 	start := time.Now()
-	conn, err := s.commitDB.Conn(ctx)
+	conn, err := s.DB.Conn(ctx)
 	if err != nil {
 		return nil, true, fmt.Errorf("desk batch: connection: %w", err)
 	}
@@ -157,15 +157,15 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Ca
 		// rows, which judge it as they always have, and what they read replaces the memory
 		// (committer.run).
 		c.stale.Add(1)
-		if s.commitObs != nil {
-			s.commitObs.ObserveOneTrip(false)
+		if s.Observer != nil {
+			s.Observer.ObserveOneTrip(false)
 		}
 		return nil, false, nil
 	}
 	r.committed = true
 	c.oneTrips.Add(1)
-	if s.commitObs != nil {
-		s.commitObs.ObserveOneTrip(true)
+	if s.Observer != nil {
+		s.Observer.ObserveOneTrip(true)
 	}
 	c.observe(len(ws), time.Since(start))
 	return r, true, nil

@@ -232,7 +232,7 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errNoLease, slog.String("op", "fill order"))
 	}
 	arrived := time.Now()
-	w := &marketFill{queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
+	w := &marketFill{s: s, queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
 	s.commits.submit(w)
 	switch {
 	case w.original != nil:
@@ -255,6 +255,7 @@ func (f *marketFill) oneTrip() (string, bool) { return f.r.RequestNonce, true }
 
 type marketFill struct {
 	queued
+	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	r      OrderRequest
 	in     catalog.Instrument
@@ -329,7 +330,7 @@ func (w *marketFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
 	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
-	w.fill = r.openPosition(a, in, o, orderVar, price, commission, &after, nil)
+	w.fill = openPosition(r, a, in, o, orderVar, price, commission, &after, nil)
 	if w.r.RequestNonce != "" {
 		r.made[key] = w
 	}
@@ -341,10 +342,10 @@ func (w *marketFill) apply(r *lockedRows) error {
 // it, after this batch committed (Service.sendOpen). Its rules ran on the desk's quote (margin,
 // stops), so an order the desk would refuse never reaches the venue.
 func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
-	if r.s.venue == nil {
+	if w.s.venue == nil {
 		return fx.Errorf(fx.EUNAVAILABLE, "Account %d trades through an execution venue and none is configured on this desk.", a.ID)
 	}
-	if !r.s.venue.Reachable() {
+	if !w.s.venue.Reachable() {
 		return errVenueUnavailable()
 	}
 	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
@@ -457,7 +458,7 @@ func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func (r *lockedRows) openPosition(a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
+func openPosition(r *lockedRows, a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
 	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
 		Currency: a.Currency, VenueTradeID: link}}

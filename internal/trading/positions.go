@@ -124,7 +124,7 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 	if link, ok := s.links.get(id); ok {
 		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}
-	w := &closeWrite{queued: newQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, queued: newQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason}
 	s.commits.submit(w)
 	var linked errLinked
@@ -151,6 +151,7 @@ func (w *closeWrite) lockedAccount(l *lockPlan) int64 {
 
 type closeWrite struct {
 	queued
+	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	id     int64
 	volume *decimal.Decimal
@@ -244,7 +245,7 @@ func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in catal
 		tx := w.txID
 		r.deals[w.deal].VenueTransactionID = &tx
 	}
-	r.advanceCursor(w.txID)
+	w.s.advanceCursor(r, w.txID)
 	return nil
 }
 
@@ -268,7 +269,7 @@ func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Ins
 	}
 	// Written once per position at the end of the batch, with the batch's other closes
 	// (closeUpdate), from the locked row as the batch's writes left it.
-	r.closing(p)
+	closing(r, p)
 	r.expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
 	w.deal = r.post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
@@ -281,7 +282,7 @@ func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Ins
 func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	w.res.Deal = r.deal(w.deal, ids)
 	if w.res.Position.Status == fx.PositionClosed {
-		r.s.links.drop(w.id)
+		w.s.links.drop(w.id)
 		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}
 	}
 	return []risk.Change{{Kind: risk.PositionReduced, Position: risk.Position{ID: w.id, Volume: w.res.Position.Volume.InexactFloat64()}}, balanceChanged(w.a)}
@@ -296,7 +297,7 @@ func (w *closeWrite) failed(err error) error {
 }
 
 // closing marks locked position p as changed by a close of this batch.
-func (r *lockedRows) closing(p *Position) {
+func closing(r *lockedRows, p *Position) {
 	if r.closed == nil {
 		r.closed = map[int64]*Position{}
 	}

@@ -250,7 +250,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if err := s.admit(ctx, gate.Fill, "fill resting order", slog.Int64("order_id", id)); err != nil {
 		return err
 	}
-	w := &restingFill{queued: newQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
+	w := &restingFill{s: s, queued: newQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
 	s.commits.submit(w)
 	return w.err
 }
@@ -258,6 +258,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 // restingFill is a resting order the risk engine triggered, waiting for its group commit.
 type restingFill struct {
 	queued
+	s  *Service // the desk that queued it (its venue, its links, its log)
 	id int64
 
 	fill     openedFill
@@ -315,14 +316,14 @@ func (w *restingFill) apply(r *lockedRows) error {
 	orderVar, _ := r.sessionVar("o")
 	r.w.exec(setVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	w.fill = r.openPosition(a, in, *o, orderVar, price, commission, &after, nil)
+	w.fill = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil)
 	w.a = *a
 	return nil
 }
 
 func (w *restingFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	if w.rejected != nil {
-		r.s.log.WarnContext(w.ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
+		w.s.log.WarnContext(w.ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
 		w.err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
 		return []risk.Change{{Kind: risk.OrderCancelled, Order: risk.Order{ID: w.id}}}
 	}

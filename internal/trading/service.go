@@ -120,7 +120,8 @@ func New(c Config) (*Service, error) {
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}
-	s.commits = newCommitter(s)
+	s.commits = newCommitter(CommitterConfig{DB: s.commitDB, Fence: s.fence, Catalog: s.catalog, Prices: s.prices, Now: s.now,
+		Fenced: s.gate.Fenced, Notify: s.notify, Log: s.log, Observer: s.commitObs})
 	return s, nil
 }
 
