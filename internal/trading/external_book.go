@@ -76,8 +76,8 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		for i, p := range pos {
 			ids[i], at[p.PositionID] = p.PositionID, i
 		}
-		fills, err := store.QueryAll(ctx, tx, "external book: booked fills", func(sc store.Scanner) (fillKey, error) {
-			var k fillKey
+		fills, err := store.QueryAll(ctx, tx, "external book: booked fills", func(sc store.Scanner) (FillKey, error) {
+			var k FillKey
 			err := sc.Scan(&k.position, &k.tx)
 			return k, err
 		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+store.Placeholders(len(ids))+

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,15 +26,15 @@ type lockPlan struct {
 	positions []int64         // to lock after the accounts
 	orders    []int64         // resting orders to lock after the positions
 	nonces    []nonceKey      // request nonces to look up
-	fills     []fillKey       // venue fills a close books: already booked?
+	fills     []FillKey       // venue fills a close books: already booked?
 	exposures []int64         // accounts whose open exposures a fill prices
 	accountOf map[int64]int64 // position id → account id, read before the transaction
 	unknown   map[int64]bool  // positions whose account is not known yet
 	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
 }
 
-// fillKey is one venue fill booked against one position.
-type fillKey struct{ position, tx int64 }
+// FillKey is one venue fill booked against one position.
+type FillKey struct{ position, tx int64 }
 
 type nonceKey struct {
 	account int64
@@ -44,7 +45,7 @@ func (l *lockPlan) once(kind string, id int64) bool {
 	if l.seen == nil {
 		l.seen = map[string]bool{}
 	}
-	k := kind + ":" + itoa(id)
+	k := kind + ":" + strconv.FormatInt(id, 10)
 	if l.seen[k] {
 		return false
 	}
@@ -90,7 +91,7 @@ func (l *lockPlan) nonce(account int64, nonce string) {
 }
 
 func (l *lockPlan) fill(position, tx int64) {
-	if k := (fillKey{position, tx}); !slices.Contains(l.fills, k) {
+	if k := (FillKey{position, tx}); !slices.Contains(l.fills, k) {
 		l.fills = append(l.fills, k)
 	}
 }
@@ -132,7 +133,7 @@ type lockedRows struct {
 	positions map[int64]*Position
 	orders    map[int64]*Order
 	nonces    map[nonceKey]Order
-	booked    map[fillKey]bool         // the venue fills of the plan's fills the ledger already holds
+	booked    map[FillKey]bool         // the venue fills of the plan's fills the ledger already holds
 	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
 	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
 
@@ -237,7 +238,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 		}
 		b.query(func(rows *sql.Rows) error {
 			for rows.Next() {
-				var k fillKey
+				var k FillKey
 				if err := rows.Scan(&k.position, &k.tx); err != nil {
 					return err
 				}
@@ -270,7 +271,7 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 // reset empties the batch's view of its rows, before they are locked (or remembered).
 func (r *lockedRows) reset() {
 	r.accounts, r.locked, r.versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
-	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[fillKey]bool{}
+	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[FillKey]bool{}
 	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
 }
 
@@ -413,4 +414,69 @@ func (r *lockedRows) deal(i int, ids *batchIDs) Deal {
 	d.ID = ids.firstDeal + int64(i)
 	d.CreatedAt = r.now
 	return d
+}
+
+// closing marks locked position p as changed by a close of this batch.
+func (r *lockedRows) closing(p *Position) {
+	if r.closed == nil {
+		r.closed = map[int64]*Position{}
+	}
+	if _, ok := r.closed[p.ID]; !ok {
+		r.closedOrder = append(r.closedOrder, p.ID)
+	}
+	r.closed[p.ID] = p
+}
+
+// closeUpdate is the one statement that writes a batch's closes: every position's volume and
+// realized profit, and for the ones now closed their close price, status, reason and time. A
+// burst's closes cost one statement per batch, not one per close; the index makes the UPDATE lock
+// the positions it names and no other.
+func closeUpdate(ps []*Position) (string, []any) {
+	if len(ps) == 1 {
+		p := ps[0]
+		if p.Status == fx.PositionClosed {
+			return "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', " +
+				"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", []any{p.Volume, p.RealizedProfit, p.ClosePrice, p.CloseReason, p.ID}
+		}
+		return "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ? WHERE `id` = ?", []any{p.Volume, p.RealizedProfit, p.ID}
+	}
+	var sb strings.Builder
+	var args []any
+	sb.WriteString("UPDATE `fx_position` FORCE INDEX (PRIMARY) SET ")
+	column := func(name string, value func(*Position) (expr string, arg any, ok bool)) {
+		var whens strings.Builder
+		for _, p := range ps {
+			expr, arg, ok := value(p)
+			if !ok {
+				continue
+			}
+			whens.WriteString(" WHEN ? THEN ")
+			whens.WriteString(expr)
+			args = append(args, p.ID)
+			if arg != nil {
+				args = append(args, arg)
+			}
+		}
+		if whens.Len() == 0 {
+			return
+		}
+		if !strings.HasSuffix(sb.String(), "SET ") {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("`" + name + "` = CASE `id`")
+		sb.WriteString(whens.String())
+		sb.WriteString(" ELSE `" + name + "` END")
+	}
+	closed := func(p *Position) bool { return p.Status == fx.PositionClosed }
+	column("volume", func(p *Position) (string, any, bool) { return "?", p.Volume, true })
+	column("realizedProfit", func(p *Position) (string, any, bool) { return "?", p.RealizedProfit, true })
+	column("closePrice", func(p *Position) (string, any, bool) { return "?", p.ClosePrice, closed(p) })
+	column("status", func(p *Position) (string, any, bool) { return "'CLOSED'", nil, closed(p) })
+	column("closeReason", func(p *Position) (string, any, bool) { return "?", p.CloseReason, closed(p) })
+	column("closedAt", func(p *Position) (string, any, bool) { return "NOW(3)", nil, closed(p) })
+	sb.WriteString(" WHERE `id` IN (" + store.Placeholders(len(ps)) + ")")
+	for _, p := range ps {
+		args = append(args, p.ID)
+	}
+	return sb.String(), args
 }

@@ -224,7 +224,7 @@ func (w *closeWrite) apply(r *lockedRows) error {
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
 func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in catalog.Instrument) error {
-	if r.booked[fillKey{w.id, w.txID}] {
+	if r.booked[FillKey{w.id, w.txID}] {
 		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, ErrAlreadyBooked)
 	}
 	vol := p.Volume
@@ -269,7 +269,7 @@ func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Ins
 	}
 	// Written once per position at the end of the batch, with the batch's other closes
 	// (closeUpdate), from the locked row as the batch's writes left it.
-	closing(r, p)
+	r.closing(p)
 	r.expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
 	w.deal = r.post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
@@ -294,69 +294,4 @@ func (w *closeWrite) failed(err error) error {
 		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, ErrAlreadyBooked, err)
 	}
 	return fmt.Errorf("close position %d: %w", w.id, err)
-}
-
-// closing marks locked position p as changed by a close of this batch.
-func closing(r *lockedRows, p *Position) {
-	if r.closed == nil {
-		r.closed = map[int64]*Position{}
-	}
-	if _, ok := r.closed[p.ID]; !ok {
-		r.closedOrder = append(r.closedOrder, p.ID)
-	}
-	r.closed[p.ID] = p
-}
-
-// closeUpdate is the one statement that writes a batch's closes: every position's volume and
-// realized profit, and for the ones now closed their close price, status, reason and time. A
-// burst's closes cost one statement per batch, not one per close; the index makes the UPDATE lock
-// the positions it names and no other.
-func closeUpdate(ps []*Position) (string, []any) {
-	if len(ps) == 1 {
-		p := ps[0]
-		if p.Status == fx.PositionClosed {
-			return "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ?, `closePrice` = ?, `status` = 'CLOSED', " +
-				"`closeReason` = ?, `closedAt` = NOW(3) WHERE `id` = ?", []any{p.Volume, p.RealizedProfit, p.ClosePrice, p.CloseReason, p.ID}
-		}
-		return "UPDATE `fx_position` SET `volume` = ?, `realizedProfit` = ? WHERE `id` = ?", []any{p.Volume, p.RealizedProfit, p.ID}
-	}
-	var sb strings.Builder
-	var args []any
-	sb.WriteString("UPDATE `fx_position` FORCE INDEX (PRIMARY) SET ")
-	column := func(name string, value func(*Position) (expr string, arg any, ok bool)) {
-		var whens strings.Builder
-		for _, p := range ps {
-			expr, arg, ok := value(p)
-			if !ok {
-				continue
-			}
-			whens.WriteString(" WHEN ? THEN ")
-			whens.WriteString(expr)
-			args = append(args, p.ID)
-			if arg != nil {
-				args = append(args, arg)
-			}
-		}
-		if whens.Len() == 0 {
-			return
-		}
-		if !strings.HasSuffix(sb.String(), "SET ") {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("`" + name + "` = CASE `id`")
-		sb.WriteString(whens.String())
-		sb.WriteString(" ELSE `" + name + "` END")
-	}
-	closed := func(p *Position) bool { return p.Status == fx.PositionClosed }
-	column("volume", func(p *Position) (string, any, bool) { return "?", p.Volume, true })
-	column("realizedProfit", func(p *Position) (string, any, bool) { return "?", p.RealizedProfit, true })
-	column("closePrice", func(p *Position) (string, any, bool) { return "?", p.ClosePrice, closed(p) })
-	column("status", func(p *Position) (string, any, bool) { return "'CLOSED'", nil, closed(p) })
-	column("closeReason", func(p *Position) (string, any, bool) { return "?", p.CloseReason, closed(p) })
-	column("closedAt", func(p *Position) (string, any, bool) { return "NOW(3)", nil, closed(p) })
-	sb.WriteString(" WHERE `id` IN (" + store.Placeholders(len(ps)) + ")")
-	for _, p := range ps {
-		args = append(args, p.ID)
-	}
-	return sb.String(), args
 }
