@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/marks"
 	"fxdesk/internal/metrics"
-	"fxdesk/internal/reconcile"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
@@ -35,7 +35,7 @@ var chargeResults = []string{"charged", "pending", "retried", "stillPending", "e
 // Money returns processFxSwaps and reconcileFxAccounts.
 func Money(cfg Config, log *slog.Logger) []schedule.Job {
 	swapJob := swaps.New(swaps.Config{DB: cfg.DB, Prices: cfg.Prices, Pins: cfg.Pins, Alerts: cfg.Alerts}, log)
-	reconcileJob := reconcile.New(reconcile.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
+	marksJob := marks.New(marks.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
 	runSwaps := swapJob.Run
 	if cfg.Metrics != nil {
 		runSwaps = func(ctx context.Context, at time.Time) (schedule.Result, error) {
@@ -57,7 +57,7 @@ func Money(cfg Config, log *slog.Logger) []schedule.Job {
 		{
 			// Every 5 minutes: marks equity and used margin, expires GTD/DAY orders, checks
 			// Σ deals = balance.
-			Name: reconcile.JobName, Spec: reconcile.Spec, Comment: reconcile.Comment, Run: reconcileJob.Run,
+			Name: marks.JobName, Spec: marks.Spec, Comment: marks.Comment, Run: marksJob.Run,
 		},
 	}
 }
