@@ -18,7 +18,6 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/deskjobs"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
@@ -27,6 +26,7 @@ import (
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/session"
 	"fxdesk/internal/store"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return trading.ExternalInFlight(ctx, db)
 	}
 	prices := func() tick.Prices { return follower }
-	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
+	money := swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
 	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
 	if err != nil {
 		return err
