@@ -20,7 +20,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/reconcile"
+	"fxdesk/internal/marks"
 	"fxdesk/internal/swaps"
 )
 
@@ -620,7 +620,7 @@ func TestReconcileDriftMarksAndExpiry(t *testing.T) {
 	d.setQuote(tok, "EURUSD", "1.09000", "1.09020")
 	d.waitPublished()
 
-	got := d.e.cronRun(reconcile.JobName, time.Now())
+	got := d.e.cronRun(marks.JobName, time.Now())
 	if got["drifted"] != 0 || got["expiredOrders"] != 0 || got["marked"] < 1 {
 		t.Fatalf("first reconcile: %v", got)
 	}
@@ -636,25 +636,25 @@ func TestReconcileDriftMarksAndExpiry(t *testing.T) {
 	if _, err := d.e.sql.Exec("UPDATE `fx_account` SET `balance` = `balance` + 12.34 WHERE `id` = ?", usd); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.e.cronRun(reconcile.JobName, time.Now()); got["drifted"] != 1 {
+	if got := d.e.cronRun(marks.JobName, time.Now()); got["drifted"] != 1 {
 		t.Fatalf("after the balance was altered: %v, want 1 drifted", got)
 	}
-	msg := d.e.openAlertMessage(reconcile.AlertDrift)
+	msg := d.e.openAlertMessage(marks.AlertDrift)
 	if !strings.Contains(msg, fmt.Sprintf("account %d", usd)) || !strings.Contains(msg, "difference 12.34") {
 		t.Fatalf("ledger-drift alert %q does not name account %d and the difference 12.34", msg, usd)
 	}
 	if _, err := d.e.sql.Exec("UPDATE `fx_account` SET `balance` = `balance` - 12.34 WHERE `id` = ?", usd); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.e.cronRun(reconcile.JobName, time.Now()); got["drifted"] != 0 {
+	if got := d.e.cronRun(marks.JobName, time.Now()); got["drifted"] != 0 {
 		t.Fatalf("after the balance was restored: %v", got)
 	}
-	if msg := d.e.openAlertMessage(reconcile.AlertDrift); msg != "" {
+	if msg := d.e.openAlertMessage(marks.AlertDrift); msg != "" {
 		t.Fatalf("ledger-drift still open after the balance matched again: %q", msg)
 	}
 
 	// Past the DAY order's 17:00 New York and the GTD order's expiry, both expire.
-	got = d.e.cronRun(reconcile.JobName, nextRollover(time.Now()).At.Add(3*time.Hour))
+	got = d.e.cronRun(marks.JobName, nextRollover(time.Now()).At.Add(3*time.Hour))
 	if got["expiredOrders"] != 2 {
 		t.Fatalf("reconcile past both expiries: %v, want 2 expired orders", got)
 	}

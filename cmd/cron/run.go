@@ -19,7 +19,6 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/deskjobs"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
@@ -28,6 +27,7 @@ import (
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/session"
 	"fxdesk/internal/store"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return trading.ExternalInFlight(ctx, db)
 	}
 	prices := func() tick.Prices { return follower }
-	money := deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
+	money := swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
 	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
 	if err != nil {
 		return err

@@ -7,9 +7,9 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/deskjobs"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/tick"
 )
 
@@ -21,7 +21,7 @@ import (
 func inlineScheduler(db *sql.DB, quotes *desk.Quotes, engine *tick.Engine, inbox *alert.Inbox, m *metrics.Metrics, log *slog.Logger) (*schedule.Scheduler, error) {
 	prices := func() tick.Prices { return quotes }
 	return schedule.New(log, schedule.NewYork(),
-		deskjobs.Money(deskjobs.Config{DB: db, Prices: prices, Pins: enginePins{engine}, Alerts: inbox, Metrics: m}, log)...)
+		swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: enginePins{engine}, Alerts: inbox, Metrics: m}, log)...)
 }
 
 // enginePins hands the legs the swap job lacks to the tick engine as the "pinned" source; each

@@ -95,7 +95,7 @@ var built = map[string][]string{
 		"SET @fx_o1 = LAST_INSERT_ID()",
 		"SET @fx_o1 = ?",
 	},
-	"internal/reconcile.markBatch": {
+	"internal/marks.markBatch": {
 		"UPDATE `fx_account` SET `equity` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, " +
 			"`usedMargin` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, `markedAt` = NOW(3) WHERE `id` IN (?, ?)",
 	},

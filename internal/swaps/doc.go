@@ -31,5 +31,8 @@
 // in fxdesk-cron, straight into the tick engine inline), and every hourly run retries it. Seven
 // days after its rollover it expires uncharged and a `swap-charge-expired` alert names it.
 //
+// The money jobs. MoneyJobs lists this job and reconcileFxAccounts (internal/marks) with their
+// specs, so that fxdesk-cron and an inline fxdesk-web schedule exactly the same list.
+//
 // The package never fills, closes or quotes, and never charges a position twice for one date.
 package swaps

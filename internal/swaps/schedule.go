@@ -1,5 +1,18 @@
 package swaps
 
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/marks"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/schedule"
+	"fxdesk/internal/tick"
+)
+
 // How the scheduler runs the job, in fxdesk-cron and inline in fxdesk-web alike.
 const (
 	JobName = "processFxSwaps"
@@ -8,3 +21,51 @@ const (
 	Spec    = "0 * * * *"
 	Comment = "hourly: charge the 17:00 New York rollover once per position and date; retry, pin or expire pending charges"
 )
+
+// MoneyJobsConfig is what the money jobs need from the process they run in. Only the prices and
+// the way missing conversion legs are pinned differ between fxdesk-cron and an inline fxdesk-web:
+// the quote mirror follower in the cron process, the tick engine itself inline.
+type MoneyJobsConfig struct {
+	DB     *sql.DB
+	Prices func() tick.Prices // the price view at the start of a run
+	Pins   Pinner             // where missing conversion legs are requested
+	Alerts *alert.Inbox
+	// Metrics, when set, counts rollover charges by result.
+	Metrics *metrics.Metrics
+}
+
+// chargeResults are the swap job's counts that are outcomes of one charge (the others, such as
+// "dates" and "legsPinned", describe the run).
+var chargeResults = []string{"charged", "pending", "retried", "stillPending", "expired", "skipped", "swapFree", "zero", "unknownInstrument"}
+
+// MoneyJobs returns the desk's scheduled money jobs, processFxSwaps and reconcileFxAccounts
+// (internal/marks), so that fxdesk-cron and an inline fxdesk-web run exactly the same list with
+// the same specs.
+func MoneyJobs(cfg MoneyJobsConfig, log *slog.Logger) []schedule.Job {
+	swapJob := New(Config{DB: cfg.DB, Prices: cfg.Prices, Pins: cfg.Pins, Alerts: cfg.Alerts}, log)
+	marksJob := marks.New(marks.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
+	runSwaps := swapJob.Run
+	if cfg.Metrics != nil {
+		runSwaps = func(ctx context.Context, at time.Time) (schedule.Result, error) {
+			res, err := swapJob.Run(ctx, at)
+			for _, result := range chargeResults {
+				if n := res[result]; n > 0 {
+					cfg.Metrics.SwapCharges.WithLabelValues(result).Add(float64(n))
+				}
+			}
+			return res, err
+		}
+	}
+	return []schedule.Job{
+		{
+			// Hourly: charges the 17:00 New York rollover once per position and date; retries,
+			// pins or expires pending charges.
+			Name: JobName, Spec: Spec, Comment: Comment, Run: runSwaps,
+		},
+		{
+			// Every 5 minutes: marks equity and used margin, expires GTD/DAY orders, checks
+			// Σ deals = balance.
+			Name: marks.JobName, Spec: marks.Spec, Comment: marks.Comment, Run: marksJob.Run,
+		},
+	}
+}

@@ -1,4 +1,4 @@
-package reconcile
+package marks
 
 // How the scheduler runs the job, in fxdesk-cron and inline in fxdesk-web alike.
 const (

@@ -1,13 +1,15 @@
-// Package reconcile owns reconcileFxAccounts (docs/architecture.md, «Scheduled jobs»): every five
-// minutes it refreshes each account's stored equity and used margin from the process's mids (the
-// quote mirror in fxdesk-cron, the tick engine inline) through the trading package's own metrics,
-// expires GTD and DAY orders whose time has passed, and checks the ledger invariant Σ deals =
-// balance per account, raising `ledger-drift` naming each drifting account and the difference, and
-// resolving it once every account matches again.
+// Package marks owns reconcileFxAccounts (docs/architecture.md, «Scheduled jobs»), the job that
+// keeps the accounts' stored marks current: every five minutes it refreshes each account's stored
+// equity and used margin from the process's mids (the quote mirror in fxdesk-cron, the tick engine
+// inline) through the trading package's own metrics. The same pass over the accounts expires GTD
+// and DAY orders whose time has passed, and checks the ledger invariant Σ deals = balance per
+// account, raising `ledger-drift` naming each drifting account and the difference, and resolving
+// it once every account matches again. (The venue's book is reconciled elsewhere, by
+// execution.Reconciler; the job's name is older than this package's.)
 //
 // It never moves a balance: a drift is reported, not repaired — only a person knows which side
 // is wrong.
-package reconcile
+package marks
 
 import (
 	"context"
