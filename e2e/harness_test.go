@@ -459,6 +459,12 @@ func eventually(t testing.TB, timeout, interval time.Duration, what string, cond
 	}
 }
 
+// guardedProbe gives a holder guarded work that passes the gate on a short timer, whatever else
+// it runs: the quote mirror publisher (armed by CRON_MODE=off) every 100 ms. A test watching a
+// holder lose the lease reads that work's drops (gateDropped, the gate's warning) as the proof
+// that its guarded work stopped.
+var guardedProbe = []string{"CRON_MODE=off", "FXDESK_MIRROR_INTERVAL=100ms"}
+
 // gateDropped is fxdesk_gate_dropped_total{at="gate"} summed over every kind of work: guarded
 // work the gate turned away. The gate counts every drop, where its log names only the first of a
 // periodic kind's run.

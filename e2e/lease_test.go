@@ -152,7 +152,7 @@ func TestGracefulStopReleases(t *testing.T) {
 func TestFrozenHolderLosesTheLease(t *testing.T) {
 	t.Parallel()
 	e := newDeskEnv(t)
-	a := e.start("web-a", "fxdesk-web", "FXDESK_VENUE_INTERVAL=100ms")
+	a := e.start("web-a", "fxdesk-web", guardedProbe...)
 	// Right before the freeze, the holder's own trust runs out before the row does.
 	s := a.desk()
 	if !s.Lease.Trusted || s.Holder.Row == nil {
@@ -223,10 +223,10 @@ func TestHolderCutFromItsStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { rp.Close() })
-			a := e.start("web", "fxdesk-web", "FXDESK_VENUE_INTERVAL=100ms",
-				"FXDESK_MYSQL_DSN="+e.db.DSNVia(mp.Addr()),
-				"FXDESK_REDIS_URL=redis://"+rp.Addr()+"/0",
-				"FXDESK_WEB_INSTANCES="+tc.instances, "FXDESK_CLUSTER_SECRET="+clusterSecret)
+			a := e.start("web", "fxdesk-web", append([]string{
+				"FXDESK_MYSQL_DSN=" + e.db.DSNVia(mp.Addr()),
+				"FXDESK_REDIS_URL=redis://" + rp.Addr() + "/0",
+				"FXDESK_WEB_INSTANCES=" + tc.instances, "FXDESK_CLUSTER_SECRET=" + clusterSecret}, guardedProbe...)...)
 			a.waitLog(5*time.Second, msgHas("role: holder"))
 			if n := a.countLog(msgIs("lease not confirmed; work not executed")); n != 0 {
 				t.Fatalf("%d guarded units dropped while the lease was confirmed", n)

@@ -108,7 +108,7 @@ func TestStandbyTakesOverAfterTheHolderIsKilled(t *testing.T) {
 // sent to it goes to the new holder — never back to itself.
 func TestStandbyOldHolderResumedAfterTakeoverIsFenced(t *testing.T) {
 	t.Parallel()
-	w := newWebTier(t, "FXDESK_TAKEOVER=standby", "FXDESK_VENUE_INTERVAL=100ms")
+	w := newWebTier(t, append([]string{"FXDESK_TAKEOVER=standby"}, guardedProbe...)...)
 	tok, acct := w.d.newTrader(770, "USD", "100", "10000.00")
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	must(t, w.d.web, tok, "POST", "/api/fx/orders", standbyOrder(acct, "f-1"), http.StatusCreated, nil)

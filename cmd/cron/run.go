@@ -102,17 +102,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	m.WatchMirror(follower.Status)
 	m.WatchAlerts(inbox)
 
-	// The venue jobs are declined here once a venue is configured or external state is in
-	// flight (an EXTERNAL position or an order SENDING): the lease holder runs them.
-	external := func(ctx context.Context) (bool, error) {
-		if cfg.Venue.Enabled() {
-			return true, nil
-		}
-		return trading.ExternalInFlight(ctx, db)
-	}
+	// The venue jobs are the lease holder's alone (execution.Jobs): two desks over one broker
+	// account would replay the same fills, so the scheduler has none.
 	prices := func() tick.Prices { return follower }
 	money := swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
-	sched, err := schedule.New(log, schedule.NewYork(), append(money, venueJobs(external)...)...)
+	sched, err := schedule.New(log, schedule.NewYork(), money...)
 	if err != nil {
 		return err
 	}

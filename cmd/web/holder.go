@@ -112,12 +112,11 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	h.metrics.WatchRisk(riskEngine.engine.Stats)
 
 	// Guarded work stops before the stream and the keeper, and the lease is released after them.
+	// A pure B-book desk has no venue jobs at all.
 	if h.venue != nil {
 		if err := h.venue.startHolder(ctx, h, firstSweep); err != nil {
 			return fmt.Errorf("venue: %w", err)
 		}
-	} else {
-		h.guarded.Go("venue jobs", func(ctx context.Context) error { return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval, "") })
 	}
 	h.guarded.Go("risk engine", riskEngine.run)
 	if sched != nil {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"fxdesk/internal/alert"
@@ -18,14 +18,14 @@ import (
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/forward"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
-	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -63,43 +63,21 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	return nil
 }
 
+// serve runs the desk until ctx ends or a part fails: stores, listener, the lease claim, the
+// desk's services, the role's parts, the front door; then it waits, and shuts down in order.
 func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.Writer) error {
 	log := base.With(slog.String("component", "FX"))
 	pid := os.Getpid()
-	tag := cfg.Hostname + ":" + strconv.Itoa(pid)
 	log.InfoContext(ctx, "fxdesk-web starting", slog.Any("config", cfg), slog.Int("pid", pid))
 
-	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
-	switch {
-	case err == nil:
-	case store.Unreachable(err):
-		// The lease still has an answer without MySQL (Redis, or fail-open), so the desk boots.
-		log.WarnContext(ctx, "MySQL unreachable at boot; migrations not applied, the engine lease falls back to Redis", slog.Any("err", err))
-		if db, err = store.Connect(cfg.MySQLDSN); err != nil {
-			return err
-		}
-	default:
-		return err
-	}
-	defer db.Close()
-
-	// The holder's own work — the lease renew, and the group commit that carries every fill and
-	// every risk close with its fence — has connections HTTP cannot take: a flood of trader
-	// requests queues for the main pool, never for these (docs/architecture.md, «The front door»).
-	holderDB, err := store.ConnectPool(cfg.MySQLDSN, holderPool)
+	st, err := openStores(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer holderDB.Close()
-
-	rdb, err := store.OpenRedis(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
+	defer st.close()
 
 	// The listener is bound before the claim so that the lease row can carry the address this
-	// process really answers on (port 0 resolves here); nothing is served until HTTP starts below.
+	// process really answers on (port 0 resolves here); nothing is served until HTTP starts.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -107,203 +85,257 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	defer ln.Close() // a startup error before Serve; Serve closes it otherwise
 	advertise := cfg.Advertise(ln.Addr())
 
-	var dk *desk.Desk
-	quotes := &desk.Quotes{}
-	// A standby's TookOver arrives on the keeper's goroutine, which must not block: the role and
-	// the price view change there and then, and the holder's parts are started by the loop below.
-	promoted := make(chan lease.Event, 1)
 	m := metrics.New("web")
-	keeper := lease.New(holderDB, rdb, lease.Config{
-		Key: lease.Key, Names: cfg.RedisNames, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
-		Hostname: cfg.Hostname, PID: pid, AdvertiseURL: advertise, Instances: cfg.WebInstances,
-		Standby: cfg.Takeover == config.TakeoverStandby,
-		Notify: func(ev lease.Event) {
-			dk.Notify(ev)
-			if ev.Kind == lease.TookOver {
-				// Before the lease is trusted: no desk-priced request is served at the old
-				// holder's last published prices.
-				quotes.StopFollowing()
-				promoted <- ev
-			}
-		},
-		ObserveRenew: m.ObserveRenew,
-	}, log)
-	m.WatchLease(keeper)
-	// Every lease-guarded unit of work in this process passes this one gate.
-	g, err := gate.New(gate.Config{Lease: keeper, Log: log, Dropped: m.GateDropped})
+	quotes := &desk.Quotes{}
+	contention, err := newContender(cfg, st, m, quotes, pid, advertise, log)
 	if err != nil {
 		return err
 	}
-	inbox := alert.NewInbox(db, log)
+	inbox := alert.NewInbox(st.db, log)
 	m.WatchAlerts(inbox)
-	if dk, err = desk.NewWeb(db, rdb, keeper, g, desk.Config{Process: "web", CronMode: string(cfg.CronMode), Takeover: string(cfg.Takeover), Tag: tag, RedisNames: cfg.RedisNames}, log); err != nil {
+	role, err := contention.claim(ctx)
+	if err != nil {
 		return err
 	}
-	claimCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	role, err := dk.Claim(claimCtx)
-	cancel()
+
+	parts := newWebParts(contention, log)
+	defer parts.stop(context.Background()) // a startup error after the claim still releases at once
+	svc, err := startServices(ctx, cfg, st, m, quotes, contention, inbox, parts, base, log)
 	if err != nil {
-		return fmt.Errorf("claim the engine lease: %w", err)
+		return err
+	}
+	if err := startRole(ctx, role, cfg, st, quotes, svc, parts, log); err != nil {
+		return err
+	}
+	// The keeper renews on a holder; on a standby follower it re-contends until it wins (and then
+	// renews); on any other follower it only waits. Its own stage outlives guarded work during
+	// shutdown: guarded work stops first, then the lease is released.
+	parts.keeper.Go("lease keeper", contention.keeper.Run)
+
+	front, err := openFrontDoor(ctx, cfg, st, m, quotes, contention, inbox, svc, parts, ln, log)
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise),
+		slog.String("role", string(role)), slog.String("takeover", string(cfg.Takeover)))
+	printHowToCall(stdout, ln.Addr().String(), role)
+	if cfg.Demo {
+		seedDemoDesk(ctx, st, svc, stdout, ln, log)
 	}
 
-	// Every long-lived part runs in parts, which reads its error: a part that fails stops the
-	// process. The stages stop in this order: guarded work, the price stream (and a follower's
-	// view of the holder's), the keeper; then the lease is released.
-	parts := lifecycle.New(log)
-	guarded, venueStage, commitStage := parts.Stage(), parts.Stage(), parts.Stage()
-	streamStage, followStage, keeperStage := parts.Stage(), parts.Stage(), parts.Stage()
-	released := false
-	var venueParts *venueParts // nil without a venue (and until it is built)
-	stopAll := func(shutdownCtx context.Context) {
-		guarded.Stop()
-		// The venue's executor outlives the guarded work that sends through it, and stops
-		// before the in-process venue simulator (the stream stage) does.
-		venueStage.Stop()
-		// The group commit outlives everything that submits to it (HTTP is drained before
-		// stopAll), and answers what is still queued before it returns.
-		commitStage.Stop()
-		streamStage.Stop()
-		followStage.Stop()
-		keeperStage.Stop()
-		// Role, not the boot role: a standby that took over releases like a boot winner.
-		if dk.Role() == desk.Holder && !released {
-			released = true
-			if err := keeper.Release(shutdownCtx); err != nil {
-				log.WarnContext(shutdownCtx, "lease release incomplete", slog.Any("err", err))
-			}
+	failure := waitForStop(ctx, contention, svc.holder, parts, front, advertise, log)
+	return shutdown(front, parts, failure, log)
+}
+
+// stores are the process's connections to MySQL and Redis.
+type stores struct {
+	db *sql.DB
+	// holderDB is the holder's own work's pool — the lease renew, and the group commit that
+	// carries every fill and every risk close with its fence: connections HTTP cannot take, so
+	// a flood of trader requests queues for db, never for these (docs/architecture.md, «The
+	// front door»).
+	holderDB *sql.DB
+	rdb      redis.UniversalClient
+}
+
+// openStores opens the stores and migrates MySQL. MySQL unreachable at boot is not fatal: the
+// lease still has an answer without it (Redis, or fail-open), so the desk boots.
+func openStores(ctx context.Context, cfg config.Config, log *slog.Logger) (*stores, error) {
+	db, err := store.OpenMigrated(ctx, cfg.MySQLDSN, log)
+	switch {
+	case err == nil:
+	case store.Unreachable(err):
+		log.WarnContext(ctx, "MySQL unreachable at boot; migrations not applied, the engine lease falls back to Redis", slog.Any("err", err))
+		if db, err = store.Connect(cfg.MySQLDSN); err != nil {
+			return nil, err
 		}
+	default:
+		return nil, err
 	}
-	defer stopAll(context.Background()) // a startup error after the claim still releases at once
+	holderDB, err := store.ConnectPool(cfg.MySQLDSN, holderPool)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	rdb, err := store.OpenRedis(cfg.RedisURL)
+	if err != nil {
+		holderDB.Close()
+		db.Close()
+		return nil, err
+	}
+	return &stores{db: db, holderDB: holderDB, rdb: rdb}, nil
+}
 
-	settings := catalog.NewSettings(db, log)
+// close closes the stores in the reverse order of opening.
+func (s *stores) close() {
+	s.rdb.Close()
+	s.holderDB.Close()
+	s.db.Close()
+}
+
+// services are what every web process runs, holder or follower: the settings, the trading
+// service with its group commit, the venue where one is configured, and the holder's parts,
+// built here and started by startRole or a standby's takeover.
+type services struct {
+	settings *catalog.Settings
+	catalog  *catalog.Admin
+	trading  *trading.Service
+	venue    *venueParts // nil without a venue
+	holder   *holderParts
+}
+
+func startServices(ctx context.Context, cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, contention *contender, inbox *alert.Inbox,
+	parts *webParts, base, log *slog.Logger) (*services, error) {
+	settings := catalog.NewSettings(st.db, log)
 	if err := settings.Load(ctx); err != nil {
 		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
 	}
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	if venueParts, err = newVenue(cfg, m, quotes, g, streamStage, log); err != nil {
-		return fmt.Errorf("execution venue: %w", err)
+	venue, err := newVenue(cfg, m, quotes, contention.gate, parts.stream, log)
+	if err != nil {
+		return nil, fmt.Errorf("execution venue: %w", err)
 	}
-	if venueParts != nil {
-		venueStage.Go("venue executor", venueParts.exec.Run)
+	if venue != nil {
+		parts.venue.Go("venue executor", venue.exec.Run)
 	}
 	// One catalog cache for the trading rules and the admin: an admin change applies at once.
-	cache := catalog.NewCache(db, 5*time.Second)
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: cache, Log: log, OnChange: relay.apply, Venue: venueParts != nil})
+	cache := catalog.NewCache(st.db, 5*time.Second)
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: st.db, Cache: cache, Log: log, OnChange: relay.apply, Venue: venue != nil})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tc := trading.Config{DB: db, CommitDB: holderDB, Prices: quotes, Lease: keeper, Gate: g, Log: log, OnChange: relay.apply, Commits: m,
+	tc := trading.Config{DB: st.db, CommitDB: st.holderDB, Prices: quotes, Lease: contention.keeper, Gate: contention.gate, Log: log, OnChange: relay.apply, Commits: m,
 		Settings: settings, Catalog: cache}
-	var venueView api.VenueView
-	if venueParts != nil {
-		tc.Venue, venueView = venueParts.sender, venueParts
+	if venue != nil {
+		tc.Venue = venue.sender
 		// The call's own timeout, then the booking's (the group commit's batch bound).
 		tc.VenueBound = cfg.Venue.Timeout + 30*time.Second
 	}
-	tradingSvc, err := trading.New(tc)
+	svc, err := trading.New(tc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	commitStage.Go("group commit", tradingSvc.Run)
-	commitStage.Go("settings reload", settings.Run)
-	holder := &holderParts{cfg: cfg, db: db, rdb: rdb, keeper: keeper, gate: g, desk: dk, quotes: quotes, settings: settings,
-		trading: tradingSvc, relay: relay, inbox: inbox, metrics: m, venue: venueParts, base: base, guarded: guarded, stream: streamStage}
-	// The price stream belongs to the holder alone; it is started before HTTP so the first
-	// request already sees quotes arriving, and kept even if the lease is lost later.
-	if role == desk.Holder {
-		if err := holder.start(ctx, risk.SweepBoot); err != nil {
-			return err
-		}
-	} else if cfg.Forward {
-		// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
-		if err := followPrices(ctx, followStage, cfg, db, rdb, quotes, log, settings.StaleAfter); err != nil {
-			return fmt.Errorf("follow the holder's prices: %w", err)
-		}
-	}
-	// The keeper renews on a holder; on a standby follower it re-contends until it wins (and then
-	// renews); on any other follower it only waits. Its own stage outlives guarded work during
-	// shutdown: guarded work stops first, then the lease is released.
-	keeperStage.Go("lease keeper", keeper.Run)
+	parts.commit.Go("group commit", svc.Run)
+	parts.commit.Go("settings reload", settings.Run)
+	holder := &holderParts{cfg: cfg, db: st.db, rdb: st.rdb, keeper: contention.keeper, gate: contention.gate, desk: contention.desk, quotes: quotes, settings: settings,
+		trading: svc, relay: relay, inbox: inbox, metrics: m, venue: venue, base: base, guarded: parts.guarded, stream: parts.stream}
+	return &services{settings: settings, catalog: admin, trading: svc, venue: venue, holder: holder}, nil
+}
 
+// startRole starts what the boot role runs before HTTP: the holder's parts (the price stream
+// among them, so the first request already sees quotes arriving; kept even if the lease is lost
+// later), or, on a follower of a forwarding web tier, its view of the holder's prices.
+func startRole(ctx context.Context, role desk.Role, cfg config.Config, st *stores, quotes *desk.Quotes, svc *services, parts *webParts, log *slog.Logger) error {
+	if role == desk.Holder {
+		return svc.holder.start(ctx, risk.SweepBoot)
+	}
+	if !cfg.Forward {
+		return nil
+	}
+	// A follower of a forwarding web tier shows the holder's prices; it never fills at them.
+	if err := followPrices(ctx, parts.follow, cfg, st.db, st.rdb, quotes, log, svc.settings.StaleAfter); err != nil {
+		return fmt.Errorf("follow the holder's prices: %w", err)
+	}
+	return nil
+}
+
+// frontDoor is the API's HTTP server, serving since openFrontDoor returned.
+type frontDoor struct {
+	srv    *http.Server
+	served chan error // Serve's return
+}
+
+// openFrontDoor builds the API (with forwarding where the web tier forwards) and starts serving
+// it on ln, and the metrics on their own address when one is set.
+func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, contention *contender, inbox *alert.Inbox,
+	svc *services, parts *webParts, ln net.Listener, log *slog.Logger) (*frontDoor, error) {
 	var fwd *forward.Forwarder
 	if cfg.Forward {
-		if fwd, err = newForwarder(cfg, db, keeper, log); err != nil {
-			return err
+		var err error
+		if fwd, err = newForwarder(cfg, st.db, contention.keeper, log); err != nil {
+			return nil, err
 		}
+	}
+	var venueView api.VenueView
+	if svc.venue != nil {
+		venueView = svc.venue
 	}
 	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
-	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(admin), PerToken: cfg.Limits.StreamsPerToken,
+	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(svc.catalog), PerToken: cfg.Limits.StreamsPerToken,
 		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
-	railStage := parts.Stage()
-	railStage.Go("markets rail", rail.Run)
-	handler, err := api.NewServer(api.Deps{Log: log, DB: db, Desk: dk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: holder.jobs, Risk: holder.riskStats,
-		Settings: settings, Trading: tradingSvc, Catalog: admin, Auth: auth.NewResolver(db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
+	parts.rail.Go("markets rail", rail.Run)
+	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
+		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv := api.NewHTTPServer(ctx, handler, cfg.Limits, log)
-	metricsStage := parts.Stage()
-	if err := api.ServeMetrics(ctx, metricsStage, cfg.MetricsAddr, m, log); err != nil {
-		return err
+	if err := api.ServeMetrics(ctx, parts.metricsHTTP, cfg.MetricsAddr, m, log); err != nil {
+		return nil, err
 	}
-	srvErr := make(chan error, 1)
+	served := make(chan error, 1)
 	go func() {
-		srvErr <- srv.Serve(api.LimitListener(ln, cfg.Limits.MaxConns, m.Refused.WithLabelValues(metrics.RefusedConnections).Inc))
+		served <- srv.Serve(api.LimitListener(ln, cfg.Limits.MaxConns, m.Refused.WithLabelValues(metrics.RefusedConnections).Inc))
 	}()
-	log.InfoContext(ctx, "http server listening", slog.String("addr", ln.Addr().String()), slog.String("advertiseUrl", advertise),
-		slog.String("role", string(role)), slog.String("takeover", string(cfg.Takeover)))
-	printHowToCall(stdout, ln.Addr().String(), role)
-	if cfg.Demo {
-		venueControl := ""
-		if venueParts != nil && venueParts.sim != nil {
-			venueControl = venueParts.sim.ControlURL()
-		}
-		if err := seedDemo(ctx, db, tradingSvc, admin, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
-			log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
-		}
-	}
+	return &frontDoor{srv: srv, served: served}, nil
+}
 
-	var failure error
-wait:
+// seedDemoDesk seeds the demo's traders and positions (FXDESK_DEMO=on); a failure is logged,
+// not fatal.
+func seedDemoDesk(ctx context.Context, st *stores, svc *services, stdout io.Writer, ln net.Listener, log *slog.Logger) {
+	venueControl := ""
+	if svc.venue != nil && svc.venue.sim != nil {
+		venueControl = svc.venue.sim.ControlURL()
+	}
+	if err := seedDemo(ctx, st.db, svc.trading, svc.catalog, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
+		log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
+	}
+}
+
+// waitForStop serves until ctx ends, HTTP stops or a part fails, and starts the holder's parts
+// when a standby takes the lease over meanwhile. It returns why the process stops (nil for ctx).
+func waitForStop(ctx context.Context, contention *contender, holder *holderParts, parts *webParts, front *frontDoor, advertise string, log *slog.Logger) error {
 	for {
 		select {
 		case <-ctx.Done():
 			log.InfoContext(ctx, "shutting down")
-			break wait
-		case err := <-srvErr:
+			return nil
+		case err := <-front.served:
 			log.ErrorContext(ctx, "http server stopped", slog.Any("err", err))
-			failure = fmt.Errorf("http server: %w", err)
-			break wait
-		case <-parts.Failed():
-			failure = parts.Err()
+			return fmt.Errorf("http server: %w", err)
+		case <-parts.group.Failed():
 			log.InfoContext(ctx, "shutting down: a part failed")
-			break wait
-		case ev := <-promoted:
+			return parts.group.Err()
+		case ev := <-contention.promoted:
 			// A standby took the lease over: the holder's view of prices replaces the followed one,
 			// and the risk engine's first sweep is a lease_restored sweep over what the old holder
 			// last watched. Failing to start is a failure of the process, which then releases.
-			followStage.Stop()
+			parts.follow.Stop()
 			if err := holder.start(ctx, risk.SweepLeaseRestored); err != nil {
-				failure = fmt.Errorf("take over as holder (term %d): %w", ev.Term, err)
 				log.ErrorContext(ctx, "standby takeover failed; stopping", slog.Any("err", err))
-				break wait
+				return fmt.Errorf("take over as holder (term %d): %w", ev.Term, err)
 			}
 			log.InfoContext(ctx, "serving as holder after a standby takeover", slog.Int64("term", ev.Term), slog.String("advertiseUrl", advertise))
 		}
 	}
+}
 
+// shutdown stops in order — the markets rail (its streams end, so the server drains the requests
+// that do), HTTP, the metrics listener, then every stage (webParts.stop) — and returns failure,
+// or the failure of a part while stopping.
+func shutdown(front *frontDoor, parts *webParts, failure error, log *slog.Logger) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	railStage.Stop() // streams end, so the server drains the requests that do
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	parts.rail.Stop()
+	if err := front.srv.Shutdown(shutdownCtx); err != nil {
 		log.WarnContext(shutdownCtx, "http server did not drain in time", slog.Any("err", err))
 	}
-	metricsStage.Stop()
-	stopAll(shutdownCtx)
+	parts.metricsHTTP.Stop()
+	parts.stop(shutdownCtx)
 	if failure == nil {
-		failure = parts.Err() // a part that failed while stopping
+		failure = parts.group.Err() // a part that failed while stopping
 	}
 	if failure != nil {
 		log.ErrorContext(shutdownCtx, "fxdesk-web stopped after a failure", slog.Any("err", failure))

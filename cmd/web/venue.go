@@ -154,21 +154,14 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 		v.size(ctx, h)
 	}
 	h.guarded.Go("venue probe", func(ctx context.Context) error { return v.exec.Probe(ctx, time.Second, v.probe) })
+	jobs := &execution.Jobs{Reconciler: rec, Hedge: hedge, Every: h.cfg.VenueInterval, First: first, Restored: h.desk.VenueRestored(),
+		BeforeScheduled: resize, Log: h.base.With(slog.String("component", "FX"))}
 	h.guarded.Go("venue jobs", func(ctx context.Context) error {
 		defer warm.Wait() // a warm-up ends with the part, before the executor is closed
 		if v.cfg.ConnectRate > 0 {
 			resize(ctx)
 		}
-		return h.desk.RunVenueJobs(ctx, h.cfg.VenueInterval, first,
-			desk.VenueJob{Name: "runFxExecutionReconciler", Run: func(ctx context.Context, reason string) error {
-				if reason == "scheduled" {
-					resize(ctx)
-				}
-				_, err := rec.Reconcile(ctx, reason)
-				return err
-			}},
-			desk.VenueJob{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return hedge.Check(ctx) }},
-		)
+		return jobs.Run(ctx)
 	})
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // VenueConfig is the execution venue (A-book; docs/architecture.md, «A-book execution and the
-// reconciler»). URL "" means none: a pure B-book desk, whose venue jobs are silent.
+// reconciler»). URL "" means none: a pure B-book desk, which runs no venue jobs.
 type VenueConfig struct {
 	// URL is FXDESK_VENUE: sim (the bundled venue simulator, in-process on loopback), an
 	// http(s) base URL of an OANDA v20 REST API, or "" for none.

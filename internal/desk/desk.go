@@ -1,6 +1,7 @@
-// Package desk owns what the engine lease owns: it decides this process's role at boot, runs the
-// holder's venue jobs through the gate (internal/gate, which admits or drops every lease-guarded
-// unit of work) and reports the role for operators. A follower becomes the holder only when its
+// Package desk owns what the engine lease owns: it decides this process's role at boot, wakes the
+// holder's risk engine and venue jobs for their lease_restored run after a gap (the gate,
+// internal/gate, admits or drops every lease-guarded unit of work) and reports the role for
+// operators. A follower becomes the holder only when its
 // keeper reports TookOver (FXDESK_TAKEOVER=standby); the desk never queues dropped work for replay.
 package desk
 
@@ -11,7 +12,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -48,7 +48,7 @@ type Desk struct {
 	mu     sync.Mutex
 	role   Role
 	reason string
-	// riskWake and venueWake ask the risk engine's part and RunVenueJobs for a lease_restored
+	// riskWake and venueWake ask the risk engine's part and the venue jobs for a lease_restored
 	// run (one pending at most each).
 	riskWake, venueWake chan struct{}
 	mirror              func() mirror.Status
@@ -79,7 +79,9 @@ func NewCron(db *sql.DB, rdb redis.UniversalClient, cfg Config, log *slog.Logger
 		role: Cron, reason: "fxdesk-cron never contends for the engine lease; orders arrive at the web process, so the desk stays there"}
 }
 
-// NewWeb returns the desk of a web process that contends through keeper; its venue jobs pass g.
+// NewWeb returns the desk of a web process that contends through keeper. It still asks for the
+// process's gate g, though the desk itself runs no guarded work since the venue jobs moved to
+// execution.Jobs.
 func NewWeb(db *sql.DB, rdb redis.UniversalClient, keeper *lease.Keeper, g *gate.Gate, cfg Config, log *slog.Logger) (*Desk, error) {
 	if keeper == nil || g == nil {
 		return nil, errors.New("desk: a web process needs its lease keeper and its gate")
@@ -158,52 +160,7 @@ func (d *Desk) Notify(ev lease.Event) {
 	}
 }
 
-// VenueJob is one of the holder's venue jobs: runFxExecutionReconciler or runFxHedgeMonitor.
-// Run passes the gate itself and returns gate.ErrNotHolder when dropped; reason says why it runs
-// (boot, lease_restored, scheduled).
-type VenueJob struct {
-	Name string
-	Run  func(ctx context.Context, reason string) error
-}
-
-// RunVenueJobs runs the holder's venue jobs until ctx ends: once at once with reason first (when
-// not ""), on the first confirmed cycle after every gap (lease_restored), and every interval —
-// one run at a time, so two runs of a job never overlap. Two desks over one broker account would
-// replay the same fills, so they run on the lease holder and nowhere else: each run passes the
-// gate. On a pure B-book desk (no jobs given) each run only passes the gate, so a run on a
-// process that may not act is dropped, logged and counted like any other guarded work, and
-// nothing else happens.
-func (d *Desk) RunVenueJobs(ctx context.Context, every time.Duration, first string, jobs ...VenueJob) error {
-	if d.gate == nil {
-		return errors.New("venue jobs: run only on a web process (this desk has no gate)")
-	}
-	if len(jobs) == 0 {
-		jobs = []VenueJob{
-			{Name: "runFxExecutionReconciler", Run: func(ctx context.Context, _ string) error { return d.gate.Admit(ctx, gate.ExecutionReconciler) }},
-			{Name: "runFxHedgeMonitor", Run: func(ctx context.Context, _ string) error { return d.gate.Admit(ctx, gate.HedgeMonitor) }},
-		}
-	}
-	run := func(reason string) {
-		for _, job := range jobs {
-			if err := job.Run(ctx, reason); err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
-				d.log.WarnContext(ctx, "venue job failed; it runs again next interval", slog.String("job", job.Name),
-					slog.String("reason", reason), slog.Any("err", err))
-			}
-		}
-	}
-	if first != "" {
-		run(first)
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.venueWake:
-			run("lease_restored")
-		case <-t.C:
-			run("scheduled")
-		}
-	}
-}
+// VenueRestored receives once per first confirmed cycle after the gate was shut: the venue
+// jobs run their lease_restored run then. One reader (execution.Jobs); a desk without a venue
+// has none, and the one pending wake waits there harmlessly.
+func (d *Desk) VenueRestored() <-chan struct{} { return d.venueWake }

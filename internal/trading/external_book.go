@@ -133,19 +133,6 @@ func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal
 	return out, nil
 }
 
-// ExternalInFlight reports whether the desk has A-book state in flight: an open EXTERNAL
-// position or an order SENDING to the venue (the cron process then declines the venue jobs).
-func ExternalInFlight(ctx context.Context, db *sql.DB) (bool, error) {
-	n, err := openExternal(ctx, db)
-	if err == nil && n == 0 {
-		err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` WHERE `status` = 'SENDING'").Scan(&n)
-	}
-	if err != nil {
-		return false, fmt.Errorf("external state in flight: %w", err)
-	}
-	return n > 0, nil
-}
-
 // OpenExternalCount is how many EXTERNAL positions are open: the worst case of venue closes one
 // gap can trigger at once (the executor is sized from it).
 func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
