@@ -37,7 +37,7 @@ func (s *Service) CreateAccount(ctx context.Context, userID int64, currency stri
 	}); err != nil {
 		return Account{}, err
 	}
-	a, err := loadAccount(ctx, s.db, userID, id)
+	a, err := LoadAccount(ctx, s.db, userID, id)
 	if err == nil {
 		s.notify(ctx, accountUpserted(a, cat.AccountGroup(a.Group)))
 	}
@@ -78,7 +78,7 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 
 // Accounts lists userID's accounts (userID 0: every account, for admins).
 func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]Account, error) {
-	return listAccounts(ctx, s.db, userID, clampLimit(limit))
+	return ListAccounts(ctx, s.db, userID, clampLimit(limit))
 }
 
 // AccountView is an account with its metrics; Live is false when they are the stored marks
@@ -91,7 +91,7 @@ type AccountView struct {
 
 // Account returns userID's account id with live metrics where this process can price them.
 func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
-	a, err := loadAccount(ctx, s.db, userID, id)
+	a, err := LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return AccountView{}, err
 	}
@@ -99,11 +99,11 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	if err != nil {
 		return AccountView{}, err
 	}
-	exps, err := loadExposures(ctx, s.db, a.ID)
+	exps, err := LoadExposures(ctx, s.db, a.ID)
 	if err != nil {
 		return AccountView{}, err
 	}
-	if m, ok := newMarket(s.prices, cat).metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
+	if m, ok := NewMarket(s.prices, cat).Metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
 		return AccountView{Account: a, Metrics: m, Live: true}, nil
 	}
 	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
@@ -144,12 +144,12 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	var a Account
 	var prior Deal
 	var found, seen bool
-	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
-	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
-	if err := tx.lock(ctx, locks, "deposit"); err != nil {
+	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, id)
+	locks.Query(RowInto(&prior, &seen, ScanDeal), DealByKeySQL, key)
+	if err := tx.Lock(ctx, locks, "deposit"); err != nil {
 		return Deal{}, Account{}, false, err
 	}
-	if err := ownedBy(a, found, 0, id); err != nil {
+	if err := OwnedBy(a, found, 0, id); err != nil {
 		return Deal{}, Account{}, false, err
 	}
 	if err := checkAmount(a.Currency, amount); err != nil {
@@ -158,7 +158,7 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	if seen {
 		return prior, a, true, amountBound(prior, amount, nonce)
 	}
-	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	d, err := CommitDeal(ctx, tx, &Batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
 	if err != nil {
 		return Deal{}, Account{}, false, err
 	}
@@ -170,7 +170,7 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 // free margin. A repeated requestNonce returns the first deal; one that came with another amount
 // is refused (EKEYREUSED).
 func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
-	acct, err := loadAccount(ctx, s.db, userID, id)
+	acct, err := LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return Deal{}, false, err
 	}
@@ -179,7 +179,7 @@ func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal
 	}
 	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
 	if nonce != "" {
-		if d, ok, err := loadDealByKey(ctx, s.db, key); err != nil || ok {
+		if d, ok, err := LoadDealByKey(ctx, s.db, key); err != nil || ok {
 			if err == nil {
 				err = amountBound(d, amount.Neg(), nonce)
 			}
@@ -196,12 +196,12 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	if err != nil {
 		return Deal{}, Account{}, false, err
 	}
-	exps, err := loadExposures(ctx, s.db, id)
+	exps, err := LoadExposures(ctx, s.db, id)
 	if err != nil {
 		return Deal{}, Account{}, false, err
 	}
-	var tx *txn
-	var locks *batch
+	var tx *Txn
+	var locks *Batch
 	unpriceable := func(err error) error {
 		if fx.ErrorCode(err) == fx.EUNAVAILABLE && !store.RolledBack(err) {
 			return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
@@ -210,7 +210,7 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	}
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
-		if _, ok := newMarket(s.prices, cat).metrics(acct, cat.AccountGroup(acct.Group), acct.Balance, exps); !ok {
+		if _, ok := NewMarket(s.prices, cat).Metrics(acct, cat.AccountGroup(acct.Group), acct.Balance, exps); !ok {
 			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
@@ -223,13 +223,13 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	var a Account
 	var prior Deal
 	var found, seen bool
-	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, id)
-	locks.query(rowInto(&prior, &seen, scanDeal), dealByKeySQL, key)
-	locks.query(exposuresInto(&exps), exposuresSQL, id)
-	if err := tx.lock(ctx, locks, "withdrawal"); err != nil {
+	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, id)
+	locks.Query(RowInto(&prior, &seen, ScanDeal), DealByKeySQL, key)
+	locks.Query(ExposuresInto(&exps), ExposuresSQL, id)
+	if err := tx.Lock(ctx, locks, "withdrawal"); err != nil {
 		return Deal{}, Account{}, false, err
 	}
-	if err := ownedBy(a, found, userID, id); err != nil {
+	if err := OwnedBy(a, found, userID, id); err != nil {
 		return Deal{}, Account{}, false, err
 	}
 	if seen {
@@ -241,8 +241,8 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	var marks *Metrics
 	if len(exps) > 0 {
 		g := cat.AccountGroup(a.Group)
-		m := newMarket(s.prices, cat)
-		before, ok := m.metrics(a, g, a.Balance, exps)
+		m := NewMarket(s.prices, cat)
+		before, ok := m.Metrics(a, g, a.Balance, exps)
 		if !ok {
 			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
@@ -254,10 +254,10 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 			return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
 				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
 		}
-		after, _ := m.metrics(a, g, a.Balance.Sub(amount), exps)
+		after, _ := m.Metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
-	d, err := commitDeal(ctx, tx, &batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	d, err := CommitDeal(ctx, tx, &Batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
 	if err != nil {
 		return Deal{}, Account{}, false, unpriceable(err)
 	}
@@ -304,5 +304,5 @@ func nonceOrRandom(n string) string {
 
 // Deals lists userID's ledger, newest first (accountID 0: every account of the user).
 func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]Deal, error) {
-	return listDeals(ctx, s.db, userID, accountID, clampLimit(limit))
+	return ListDeals(ctx, s.db, userID, accountID, clampLimit(limit))
 }

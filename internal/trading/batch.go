@@ -13,7 +13,7 @@ import (
 	"fxdesk/internal/store"
 )
 
-// batch is statements sent to MySQL in one round trip (the driver's multiStatements; see
+// Batch is statements sent to MySQL in one round trip (the driver's multiStatements; see
 // store.DSN). A fill or a close is one transaction of about ten statements; sent one by one,
 // its round trips, not its work, set how many the desk commits per second. Batched (see txn),
 // a close is two round trips: START TRANSACTION and the row locks; then the writes, the lease
@@ -23,14 +23,14 @@ import (
 // back from run and the transaction must be rolled back, as after any failed statement.
 // Statements that return rows are read, in order, by the scan given with each; the driver
 // skips the results of statements that return none.
-type batch struct {
+type Batch struct {
 	text  strings.Builder
 	args  []any
 	scans []func(*sql.Rows) error
 }
 
-// exec adds a statement that returns no rows.
-func (b *batch) exec(stmt string, args ...any) {
+// Exec adds a statement that returns no rows.
+func (b *Batch) Exec(stmt string, args ...any) {
 	if b.text.Len() > 0 {
 		b.text.WriteString(";\n")
 	}
@@ -38,14 +38,14 @@ func (b *batch) exec(stmt string, args ...any) {
 	b.args = append(b.args, args...)
 }
 
-// query adds a statement whose rows scan reads (it calls rows.Next until false).
-func (b *batch) query(scan func(*sql.Rows) error, stmt string, args ...any) {
-	b.exec(stmt, args...)
+// Query adds a statement whose rows scan reads (it calls rows.Next until false).
+func (b *Batch) Query(scan func(*sql.Rows) error, stmt string, args ...any) {
+	b.Exec(stmt, args...)
 	b.scans = append(b.scans, scan)
 }
 
-// append adds o's statements, in order, after b's.
-func (b *batch) append(o *batch) {
+// Append adds o's statements, in order, after b's.
+func (b *Batch) Append(o *Batch) {
 	if o.text.Len() == 0 {
 		return
 	}
@@ -57,10 +57,10 @@ func (b *batch) append(o *batch) {
 	b.scans = append(b.scans, o.scans...)
 }
 
-// run sends the batch inside tx and reads each result set with its scan. A statement that
+// Run sends the batch inside tx and reads each result set with its scan. A statement that
 // fails after the last one returning rows is reported too: the remaining results are read
-// before run returns.
-func (b *batch) run(ctx context.Context, tx querier) error {
+// before Run returns.
+func (b *Batch) Run(ctx context.Context, tx Querier) error {
 	if len(b.scans) == 0 {
 		_, err := tx.ExecContext(ctx, b.text.String(), b.args...)
 		return err
@@ -106,8 +106,8 @@ func skipRows(r *sql.Rows) error {
 	return nil
 }
 
-// scanFirst reads at most one row of a result set into dest, reporting whether there was one.
-func scanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
+// ScanFirst reads at most one row of a result set into dest, reporting whether there was one.
+func ScanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 	return func(r *sql.Rows) error {
 		*found = false
 		for r.Next() {
@@ -123,7 +123,7 @@ func scanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 	}
 }
 
-// txn is a write transaction on one pooled connection that starts and ends inside its batches:
+// Txn is a write transaction on one pooled connection that starts and ends inside its batches:
 // START TRANSACTION leads the first, COMMIT ends the last (commit). database/sql's Tx would send
 // each as a round trip of its own — two of a close's four.
 //
@@ -134,57 +134,57 @@ func scanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 // Rollback must be deferred right after beginTxn, as with a Tx: it rolls back unless commit
 // succeeded, and a connection whose rollback failed is discarded rather than returned to the
 // pool, so no later user can inherit an open transaction.
-type txn struct {
+type Txn struct {
 	conn *sql.Conn
 	done bool
 
-	fence     string                  // the lease fence statement, or "" when unfenced
-	fenceArgs []any                   // its arguments
-	refused   func(cause error) error // the error commit answers when the fence refused
+	Fence     string                  // the lease fence statement, or "" when unfenced
+	FenceArgs []any                   // its arguments
+	Refused   func(cause error) error // the error commit answers when the fence refused
 }
 
-// beginTxn takes a connection for a transaction; b is its first batch, which begins it.
-func beginTxn(ctx context.Context, db *sql.DB, b *batch) (*txn, error) {
+// BeginTxn takes a connection for a transaction; b is its first batch, which begins it.
+func BeginTxn(ctx context.Context, db *sql.DB, b *Batch) (*Txn, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b.exec("START TRANSACTION")
-	return &txn{conn: conn}, nil
+	b.Exec("START TRANSACTION")
+	return &Txn{conn: conn}, nil
 }
 
-func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (t *Txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return t.conn.QueryContext(ctx, q, args...)
 }
 
-func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (t *Txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	return t.conn.QueryRowContext(ctx, q, args...)
 }
 
-func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+func (t *Txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	return t.conn.ExecContext(ctx, q, args...)
 }
 
-// lock sends b, the transaction's first round trip: its row locks and the reads the rules need.
+// Lock sends b, the transaction's first round trip: its row locks and the reads the rules need.
 // what names the write in errors.
-func (t *txn) lock(ctx context.Context, b *batch, what string) error {
-	if err := b.run(ctx, t); err != nil {
+func (t *Txn) Lock(ctx context.Context, b *Batch, what string) error {
+	if err := b.Run(ctx, t); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
-// commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
+// Commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
 // only when every statement before it succeeded; when one failed, the error comes back (the
 // fence's as the Service's refusal) and Rollback ends the transaction.
-func (t *txn) commit(ctx context.Context, b *batch) error {
-	if t.fence != "" {
-		b.exec(t.fence, t.fenceArgs...)
+func (t *Txn) Commit(ctx context.Context, b *Batch) error {
+	if t.Fence != "" {
+		b.Exec(t.Fence, t.FenceArgs...)
 	}
-	b.exec("COMMIT")
-	if err := b.run(ctx, t); err != nil {
-		if t.fence != "" && lease.IsFenced(err) {
-			return t.refused(err)
+	b.Exec("COMMIT")
+	if err := b.Run(ctx, t); err != nil {
+		if t.Fence != "" && lease.IsFenced(err) {
+			return t.Refused(err)
 		}
 		if store.ConnectionLost(err) {
 			// COMMIT went out in this round trip: it may have committed before the connection
@@ -200,7 +200,7 @@ func (t *txn) commit(ctx context.Context, b *batch) error {
 
 // Rollback ends the transaction unless commit succeeded or it already ended, and gives the
 // connection back.
-func (t *txn) Rollback() {
+func (t *Txn) Rollback() {
 	if t.done {
 		return
 	}
@@ -218,7 +218,7 @@ func (t *txn) Rollback() {
 // COMMIT; a replay with the same requestNonce (or deposit nonce) is safe.
 var errOutcomeUnknown error = &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgOutcomeUnknown}
 
-// lastInsertID is the batch scan of SELECT LAST_INSERT_ID().
-func lastInsertID(id *int64) func(*sql.Rows) error {
-	return scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(id) })
+// LastInsertID is the batch scan of SELECT LAST_INSERT_ID().
+func LastInsertID(id *int64) func(*sql.Rows) error {
+	return ScanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(id) })
 }

@@ -50,29 +50,29 @@ func inTransaction(t *testing.T, db *sql.DB) bool {
 func TestBatchReadsResultSetsInOrder(t *testing.T) {
 	ctx := context.Background()
 	db := oneConn(t)
-	var b batch
+	var b Batch
 	// The row this test writes; removed first so that the test runs again (-count=N).
 	if _, err := db.Exec("DELETE FROM `batch_probe` WHERE `id` = 101"); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := beginTxn(ctx, db, &b)
+	tx, err := BeginTxn(ctx, db, &b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
 	var first, second, third int64
 	var found bool
-	b.query(scanFirst(&found, func(r *sql.Rows) error { return r.Scan(&first) }), "SELECT ?", 1)
-	b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 101, 7)
-	b.exec("SET @probe = ?", 5)
-	b.query(func(r *sql.Rows) error { // an empty result set still has its turn
+	b.Query(ScanFirst(&found, func(r *sql.Rows) error { return r.Scan(&first) }), "SELECT ?", 1)
+	b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 101, 7)
+	b.Exec("SET @probe = ?", 5)
+	b.Query(func(r *sql.Rows) error { // an empty result set still has its turn
 		for r.Next() {
 			second = -1
 		}
 		return nil
 	}, "SELECT `v` FROM `batch_probe` WHERE `id` = ?", -1)
-	b.query(scanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&third) }), "SELECT `v` + @probe FROM `batch_probe` WHERE `id` = ?", 101)
-	if err := tx.commit(ctx, &b); err != nil {
+	b.Query(ScanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&third) }), "SELECT `v` + @probe FROM `batch_probe` WHERE `id` = ?", 101)
+	if err := tx.Commit(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
 	if !found || first != 1 || second != 0 || third != 12 {
@@ -93,35 +93,35 @@ func TestBatchFailureRollsBackAndFreesTheConnection(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		add  func(b *batch)
+		add  func(b *Batch)
 	}{
-		{"after the last select", func(b *batch) {
-			b.query(scanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
-			b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2) // duplicate key
+		{"after the last select", func(b *Batch) {
+			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
+			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2) // duplicate key
 		}},
-		{"between selects", func(b *batch) {
-			b.query(scanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
-			b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
-			b.query(scanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 2")
+		{"between selects", func(b *Batch) {
+			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
+			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
+			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 2")
 		}},
-		{"without selects", func(b *batch) {
-			b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
+		{"without selects", func(b *Batch) {
+			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var first batch
-			tx, err := beginTxn(ctx, db, &first)
+			var first Batch
+			tx, err := BeginTxn(ctx, db, &first)
 			if err != nil {
 				t.Fatal(err)
 			}
-			first.exec("UPDATE `batch_probe` SET `v` = `v` + 1 WHERE `id` = ?", 200)
-			if err := first.run(ctx, tx); err != nil {
+			first.Exec("UPDATE `batch_probe` SET `v` = `v` + 1 WHERE `id` = ?", 200)
+			if err := first.Run(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
-			var b batch
-			b.exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 201, 1)
+			var b Batch
+			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 201, 1)
 			tc.add(&b)
-			err = tx.commit(ctx, &b)
+			err = tx.Commit(ctx, &b)
 			if !store.IsDuplicateKey(err) {
 				t.Fatalf("commit = %v, want the duplicate key error", err)
 			}

@@ -85,7 +85,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 9603
-	held, err := listAccounts(ctx, testDB, user, maxList) // from an earlier run of the test
+	held, err := ListAccounts(ctx, testDB, user, maxList) // from an earlier run of the test
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestBatchClosesWrittenTogether(t *testing.T) {
 		{"0.1", "-4.00", false}, // 0.1 twice
 	}
 	for i, id := range pos {
-		p, err := loadPosition(ctx, testDB, 9301, id)
+		p, err := LoadPosition(ctx, testDB, 9301, id)
 		if err != nil {
 			t.Fatal(err)
 		}

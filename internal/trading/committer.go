@@ -28,53 +28,53 @@ const MaxBatch = 256
 // wait for it, but none of them may cancel it for the others.
 const batchTimeout = 30 * time.Second
 
-// deskWrite is one desk-priced write waiting for its group commit: a close, a market order's
+// Write is one desk-priced write waiting for its group commit: a close, a market order's
 // fill, a resting order's fill. The committer locks what it names, applies its rules to the
 // locked rows in arrival order, and answers it once the batch committed (or failed).
-type deskWrite interface {
-	base() *queued
-	// wants adds the rows the write's rules read to the batch's lock plan.
-	wants(l *lockPlan)
-	// lockedAccount is the account the write locks: its own, or for a write that names only
+type Write interface {
+	Base() *Queued
+	// Wants adds the rows the write's rules read to the batch's lock plan.
+	Wants(l *Plan)
+	// LockedAccount is the account the write locks: its own, or for a write that names only
 	// a position, the position's account as the plan read it (0 while unknown).
-	lockedAccount(l *lockPlan) int64
-	// oneTrip reports whether the write may go in a round trip on remembered rows (a market
+	LockedAccount(l *Plan) int64
+	// OneTrip reports whether the write may go in a round trip on remembered rows (a market
 	// fill), and the request nonce that round trip must check no order holds yet.
-	oneTrip() (nonce string, ok bool)
-	// apply runs the write's rules against the batch's locked rows, as if it were alone on
+	OneTrip() (nonce string, ok bool)
+	// Apply runs the write's rules against the batch's locked rows, as if it were alone on
 	// them but after every write before it in the batch, and adds its statements to the batch.
-	// An error refuses this write alone: it adds nothing. apply sets every result field anew,
+	// An error refuses this write alone: it adds nothing. Apply sets every result field anew,
 	// so a retried batch applies it again from scratch.
-	apply(r *lockedRows) error
-	// committed builds the answer once the batch committed, from the ids the batch read back,
+	Apply(r *Rows) error
+	// Committed builds the answer once the batch Committed, from the ids the batch read back,
 	// and returns the changes to report to the risk engine.
-	committed(r *lockedRows, ids *batchIDs) []risk.Change
-	// failed turns a statement error of this write's own transaction (the batch written row by
+	Committed(r *Rows, ids *IDs) []risk.Change
+	// Failed turns a statement error of this write's own transaction (the batch written row by
 	// row) into its answer.
-	failed(err error) error
+	Failed(err error) error
 }
 
-// queued is what every desk write carries through the committer.
-type queued struct {
-	ctx     context.Context // the requester's: its logs and gate reports
-	work    gate.Work
-	op      string      // names the write in logs and errors: "close position", "fill order"
-	attrs   []slog.Attr // what the write is, for the log line that drops it
-	account int64       // the account to lock; 0 for a close until the batch reads its position
+// Queued is what every desk write carries through the committer.
+type Queued struct {
+	Ctx     context.Context // the requester's: its logs and gate reports
+	Work    gate.Work
+	Op      string      // names the write in logs and errors: "close position", "fill order"
+	Attrs   []slog.Attr // what the write is, for the log line that drops it
+	Account int64       // the account to lock; 0 for a close until the batch reads its position
 	done    chan struct{}
-	err     error // the answer when it is not a success
+	Err     error // the answer when it is not a success
 }
 
-func newQueued(ctx context.Context, work gate.Work, op string, account int64, attrs ...slog.Attr) queued {
-	return queued{ctx: ctx, work: work, op: op, account: account, attrs: attrs, done: make(chan struct{})}
+func NewQueued(ctx context.Context, work gate.Work, op string, account int64, attrs ...slog.Attr) Queued {
+	return Queued{Ctx: ctx, Work: work, Op: op, Account: account, Attrs: attrs, done: make(chan struct{})}
 }
 
-func (q *queued) base() *queued { return q }
+func (q *Queued) Base() *Queued { return q }
 
-// lockedAccount and oneTrip are the answers of a write that names its account and needs the
+// LockedAccount and oneTrip are the answers of a write that names its account and needs the
 // rows locked; a write that differs says so itself.
-func (q *queued) lockedAccount(*lockPlan) int64 { return q.account }
-func (q *queued) oneTrip() (string, bool)       { return "", false }
+func (q *Queued) LockedAccount(*Plan) int64 { return q.Account }
+func (q *Queued) OneTrip() (string, bool)       { return "", false }
 
 // CommitObserver receives what the committer does (metrics.Metrics on a web process).
 type CommitObserver interface {
@@ -102,7 +102,7 @@ type CommitStats struct {
 	LastCommitMs float64 `json:"lastCommitMs"` // the last batch's transaction time
 }
 
-// committer is the group commit of the holder's desk-priced writes (docs/architecture.md, «Group
+// Committer is the group commit of the holder's desk-priced writes (docs/architecture.md, «Group
 // commit»). Writes queue while a batch is in flight; the next batch takes everything queued (up to
 // MaxBatch) the moment the previous one has answered. There is no timer: an idle desk commits a
 // lone write at once, and a busy one commits as many writes per transaction as arrived during the
@@ -111,12 +111,12 @@ type CommitStats struct {
 // It is a part like the others: Run commits until its context ends, then commits what is still
 // queued and returns, so a write accepted before the stop gets its answer. A write submitted
 // while it is not running is refused at once (errNotCommitting), never left waiting.
-type committer struct {
+type Committer struct {
 	cfg CommitterConfig
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled on every submit, and when Run's context ends
-	queue    []deskWrite
+	queue    []Write
 	running  bool // Run is taking batches
 	stopping bool // Run's context ended: it drains the queue and takes nothing new
 	// holdUntil, set by tests only, keeps the queue from being taken until it holds this many
@@ -148,22 +148,22 @@ type CommitterConfig struct {
 	Observer CommitObserver // nil: not observed
 }
 
-func newCommitter(cfg CommitterConfig) *committer {
-	c := &committer{cfg: cfg}
+func NewCommitter(cfg CommitterConfig) *Committer {
+	c := &Committer{cfg: cfg}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
 
-// errNotCommitting answers a write submitted while no committer runs: the process is starting
+// ErrNotCommitting answers a write submitted while no committer runs: the process is starting
 // or stopping (or a test forgot Service.Run). Nothing was written.
-var errNotCommitting error = fx.Errorf(fx.EUNAVAILABLE, "The desk is not taking fills or closes right now (it is starting or stopping); nothing was done — please retry shortly.")
+var ErrNotCommitting error = fx.Errorf(fx.EUNAVAILABLE, "The desk is not taking fills or closes right now (it is starting or stopping); nothing was done — please retry shortly.")
 
-// submit queues w and waits for its answer (w.base().err and its result fields).
-func (c *committer) submit(w deskWrite) {
+// Submit queues w and waits for its answer (w.base().err and its result fields).
+func (c *Committer) Submit(w Write) {
 	c.mu.Lock()
 	if !c.running || c.stopping {
 		c.mu.Unlock()
-		w.base().err = fmt.Errorf("%s: %w", w.base().op, errNotCommitting)
+		w.Base().Err = fmt.Errorf("%s: %w", w.Base().Op, ErrNotCommitting)
 		return
 	}
 	c.queue = append(c.queue, w)
@@ -171,7 +171,7 @@ func (c *committer) submit(w deskWrite) {
 	c.mu.Unlock()
 	// Answered only after its batch committed or failed, whatever the request's context does:
 	// a write in a batch is never reported undone while it may still commit.
-	<-w.base().done
+	<-w.Base().done
 }
 
 // Run takes batches until ctx ends, then commits what is queued and returns. It takes the next
@@ -181,7 +181,7 @@ func (c *committer) submit(w deskWrite) {
 // sent anyway, being a network round trip away. Yielding to them first, as the committer once
 // did, put their work ahead of the next batch's and lowered the peak order rate
 // (TestBenchMarketOrders).
-func (c *committer) Run(ctx context.Context) error {
+func (c *Committer) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
 		c.mu.Unlock()
@@ -215,21 +215,21 @@ func (c *committer) Run(ctx context.Context) error {
 }
 
 // Stats returns the committer's counters.
-func (c *committer) Stats() CommitStats {
+func (c *Committer) Stats() CommitStats {
 	return CommitStats{Batches: c.batches.Load(), Writes: c.writes.Load(), Refused: c.refused.Load(), Retried: c.retried.Load(),
 		Split: c.split.Load(), OneTrip: c.oneTrips.Load(), Stale: c.stale.Load(), LastSize: c.lastSize.Load(), MaxSize: c.maxSize.Load(),
 		LastCommitMs: float64(c.lastNanos.Load()) / 1e6}
 }
 
 // run commits ws as one batch and answers every write in it.
-func (c *committer) run(ws []deskWrite) {
+func (c *Committer) run(ws []Write) {
 	s := c.cfg
 	live := ws[:0:0]
 	for _, w := range ws {
-		q := w.base()
-		if err := q.ctx.Err(); err != nil {
+		q := w.Base()
+		if err := q.Ctx.Err(); err != nil {
 			// The requester went away before its batch began: nothing of it is written.
-			q.err = fmt.Errorf("%s: %w", q.op, err)
+			q.Err = fmt.Errorf("%s: %w", q.Op, err)
 			close(q.done)
 			continue
 		}
@@ -240,7 +240,7 @@ func (c *committer) run(ws []deskWrite) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	var r *lockedRows
+	var r *Rows
 	attempts := 0
 	err := store.RetryRolledBack(ctx, func() error {
 		if attempts++; attempts > 1 {
@@ -259,8 +259,8 @@ func (c *committer) run(ws []deskWrite) {
 	case err == nil:
 		var changes []risk.Change
 		for _, w := range live {
-			if w.base().err == nil && r.committed {
-				changes = append(changes, w.committed(r, &r.ids)...)
+			if w.Base().Err == nil && r.committed {
+				changes = append(changes, w.Committed(r, &r.IDs)...)
 			}
 		}
 		if len(changes) > 0 {
@@ -268,13 +268,13 @@ func (c *committer) run(ws []deskWrite) {
 			s.Notify(ctx, changes...)
 		}
 		for _, w := range live {
-			close(w.base().done)
+			close(w.Base().done)
 		}
 	case isFenceRefusal(err):
 		for _, w := range live {
-			q := w.base()
-			q.err = s.Fenced(q.ctx, q.work, fenceCause(err), append([]slog.Attr{slog.String("op", q.op), slog.Bool("rolled_back", true),
-				slog.Int("batch", len(live))}, q.attrs...)...)
+			q := w.Base()
+			q.Err = s.Fenced(q.Ctx, q.Work, fenceCause(err), append([]slog.Attr{slog.String("op", q.Op), slog.Bool("rolled_back", true),
+				slog.Int("batch", len(live))}, q.Attrs...)...)
 			close(q.done)
 		}
 	case fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err):
@@ -282,8 +282,8 @@ func (c *committer) run(ws []deskWrite) {
 		// COMMIT's round trip the batch may have committed (504). Either way writing the batch
 		// again row by row would answer from a guess; every request hears what happened.
 		for _, w := range live {
-			q := w.base()
-			q.err = fmt.Errorf("%s: %w", q.op, err)
+			q := w.Base()
+			q.Err = fmt.Errorf("%s: %w", q.Op, err)
 			close(q.done)
 		}
 	case len(live) > 1:
@@ -294,27 +294,27 @@ func (c *committer) run(ws []deskWrite) {
 		s.Log.WarnContext(ctx, "desk batch refused by the database; writing its requests one by one",
 			slog.Int("batch", len(live)), slog.Any("err", err))
 		for _, w := range live {
-			c.run([]deskWrite{w})
+			c.run([]Write{w})
 		}
 	default:
 		w := live[0]
-		q := w.base()
-		q.err = w.failed(err)
-		if !errors.Is(q.err, errReplayed) && !errors.Is(q.err, ErrAlreadyBooked) && fx.ErrorCode(q.err) == fx.EINTERNAL {
+		q := w.Base()
+		q.Err = w.Failed(err)
+		if !errors.Is(q.Err, ErrReplayed) && !errors.Is(q.Err, ErrAlreadyBooked) && fx.ErrorCode(q.Err) == fx.EINTERNAL {
 			c.refused.Add(1)
 			if s.Observer != nil {
 				s.Observer.ObserveRefused()
 			}
-			s.Log.LogAttrs(q.ctx, slog.LevelError, "desk write refused by the database; dropped",
-				append([]slog.Attr{slog.String("op", q.op), slog.Any("err", err)}, q.attrs...)...)
+			s.Log.LogAttrs(q.Ctx, slog.LevelError, "desk write refused by the database; dropped",
+				append([]slog.Attr{slog.String("op", q.Op), slog.Any("err", err)}, q.Attrs...)...)
 		}
 		close(q.done)
 	}
 }
 
-// errReplayed marks a write whose own transaction failed on its request nonce's unique key:
+// ErrReplayed marks a write whose own transaction failed on its request nonce's unique key:
 // the original committed meanwhile, and the write is answered with it.
-var errReplayed = errors.New("replayed")
+var ErrReplayed = errors.New("replayed")
 
 // noFence is the fence that could not be had at all (no lease, or the lease is known lost).
 type noFence struct{ cause error }
@@ -338,7 +338,7 @@ func fenceCause(err error) error {
 // attempt runs ws as one transaction: lock, apply, write, fence, COMMIT. It returns the batch's
 // rows when the transaction committed or had nothing to write, and the statement error otherwise
 // (nothing committed).
-func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, error) {
+func (c *Committer) attempt(ctx context.Context, ws []Write) (*Rows, error) {
 	s := c.cfg
 	stmt, args, err := s.Fence()
 	if err != nil {
@@ -351,10 +351,10 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	if r, ok, err := c.oneTrip(ctx, ws, cat, stmt, args); ok {
 		return r, err
 	}
-	r := &lockedRows{cat: cat, m: newMarket(s.Prices, cat), now: s.Now().UTC()}
-	var plan lockPlan
+	r := &Rows{Catalog: cat, Market: NewMarket(s.Prices, cat), Now: s.Now().UTC()}
+	var plan Plan
 	for _, w := range ws {
-		w.wants(&plan)
+		w.Wants(&plan)
 	}
 
 	start := time.Now()
@@ -372,23 +372,23 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 		}
 	}
 	for _, w := range ws {
-		q := w.base()
-		if q.account = w.lockedAccount(&plan); q.account != 0 {
-			plan.account(q.account)
+		q := w.Base()
+		if q.Account = w.LockedAccount(&plan); q.Account != 0 {
+			plan.Account(q.Account)
 		}
 	}
-	locks := &batch{}
-	tx := &txn{conn: conn, fence: stmt, fenceArgs: args, refused: func(cause error) error { return cause }}
+	locks := &Batch{}
+	tx := &Txn{conn: conn, Fence: stmt, FenceArgs: args, Refused: func(cause error) error { return cause }}
 	defer tx.Rollback()
-	locks.exec("START TRANSACTION")
+	locks.Exec("START TRANSACTION")
 	r.add(locks, &plan)
-	if err := tx.lock(ctx, locks, "desk batch"); err != nil {
+	if err := tx.Lock(ctx, locks, "desk batch"); err != nil {
 		return nil, err
 	}
 	for _, w := range ws {
-		w.base().err = w.apply(r)
+		w.Base().Err = w.Apply(r)
 	}
-	if r.w.text.Len() == 0 && len(r.deals) == 0 && len(r.marks) == 0 && len(r.closed) == 0 {
+	if r.Writes.text.Len() == 0 && len(r.Deals) == 0 && len(r.Marks) == 0 && len(r.Closed) == 0 {
 		// Every write was refused by its rules or replayed: nothing to commit.
 		tx.Rollback()
 		c.observe(len(ws), time.Since(start))
@@ -397,7 +397,7 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	if err := r.finish(); err != nil {
 		return nil, err
 	}
-	if err := tx.commit(ctx, &r.w); err != nil {
+	if err := tx.Commit(ctx, &r.Writes); err != nil {
 		return nil, err
 	}
 	r.committed = true
@@ -405,7 +405,7 @@ func (c *committer) attempt(ctx context.Context, ws []deskWrite) (*lockedRows, e
 	return r, nil
 }
 
-func (c *committer) observe(size int, took time.Duration) {
+func (c *Committer) observe(size int, took time.Duration) {
 	c.batches.Add(1)
 	c.writes.Add(uint64(size))
 	c.lastSize.Store(int64(size))

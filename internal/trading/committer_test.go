@@ -298,7 +298,7 @@ func TestBatchDeadlockIsRetried(t *testing.T) {
 		t.Fatalf("committer %+v: the batch was not retried", st)
 	}
 	for _, id := range pos {
-		if p, err := loadPosition(ctx, testDB, 9105, id); err != nil || p.Status != fx.PositionClosed {
+		if p, err := LoadPosition(ctx, testDB, 9105, id); err != nil || p.Status != fx.PositionClosed {
 			t.Fatalf("position %d after the retried batch: %+v, %v", id, p, err)
 		}
 	}
@@ -315,10 +315,10 @@ func TestGroupCommitRefusesWritesWhileNotRunning(t *testing.T) {
 	}
 	refused := func(when string) {
 		t.Helper()
-		w := &closeWrite{queued: newQueued(context.Background(), gate.RiskClose, "close position", 1), id: 1}
-		svc.commits.submit(w)
-		if !errors.Is(w.err, errNotCommitting) || fx.ErrorCode(w.err) != fx.EUNAVAILABLE {
-			t.Fatalf("a write %s: %v, want errNotCommitting (503)", when, w.err)
+		w := &closeWrite{Queued: NewQueued(context.Background(), gate.RiskClose, "close position", 1), id: 1}
+		svc.commits.Submit(w)
+		if !errors.Is(w.Err, ErrNotCommitting) || fx.ErrorCode(w.Err) != fx.EUNAVAILABLE {
+			t.Fatalf("a write %s: %v, want errNotCommitting (503)", when, w.Err)
 		}
 	}
 	refused("before Run")

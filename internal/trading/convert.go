@@ -17,7 +17,7 @@ import (
 // symbol's quote read once per run — so a rollover is converted exactly as a commission is.
 // It is not safe for concurrent use.
 type Converter struct {
-	m      *market
+	m      *Market
 	misses *missRecorder
 }
 
@@ -29,12 +29,12 @@ func NewConverter(ctx context.Context, db *sql.DB, prices tick.Prices) (*Convert
 		return nil, fmt.Errorf("converter: %w", err)
 	}
 	rec := &missRecorder{prices: prices}
-	return &Converter{m: newMarket(rec, cat), misses: rec}, nil
+	return &Converter{m: NewMarket(rec, cat), misses: rec}, nil
 }
 
 // Instrument returns symbol's instrument with its trading terms.
 func (c *Converter) Instrument(symbol string) (catalog.Instrument, bool) {
-	in, ok := c.m.catalog.Instruments[symbol]
+	in, ok := c.m.Catalog.Instruments[symbol]
 	return in, ok
 }
 
@@ -43,7 +43,7 @@ func (c *Converter) Instrument(symbol string) (catalog.Instrument, bool) {
 // (every leg, not only the first, so one pin asks for all of them); it is empty when the catalog
 // has no pair that reaches USD for one of the currencies.
 func (c *Converter) Convert(amount decimal.Decimal, from, to string) (out decimal.Decimal, missing []string, ok bool) {
-	if out, ok := c.m.convert(amount, from, to); ok {
+	if out, ok := c.m.Convert(amount, from, to); ok {
 		return out, nil, true
 	}
 	c.misses.start()
@@ -52,13 +52,10 @@ func (c *Converter) Convert(amount decimal.Decimal, from, to string) (out decima
 	return decimal.Decimal{}, c.misses.stop(), false
 }
 
-// Exposure is an account's open volume on one symbol and side, with Σ(volume × openPrice).
-type Exposure = exposure
-
 // Marks computes account a's equity and used margin with balance and its open exposures, as
 // the fills mark them. ok is false when some symbol or conversion leg has no usable price.
 func (c *Converter) Marks(a Account, balance decimal.Decimal, exps []Exposure) (Metrics, bool) {
-	return c.m.metrics(a, c.m.catalog.AccountGroup(a.Group), balance, exps)
+	return c.m.Metrics(a, c.m.Catalog.AccountGroup(a.Group), balance, exps)
 }
 
 // missRecorder passes prices through and, while recording, notes every symbol that had no

@@ -136,7 +136,7 @@ func lotsOf(in catalog.Instrument, units decimal.Decimal) decimal.Decimal {
 // venueFillPrice is what the desk books for a venue fill at price on side: the venue's price
 // plus the group's markup, as fillPrice adds it to the desk's own quote.
 func venueFillPrice(in catalog.Instrument, side fx.Side, price decimal.Decimal) decimal.Decimal {
-	return fillPrice(in, quote{bid: price, ask: price}, side)
+	return FillPrice(in, Quote{Bid: price, Ask: price}, side)
 }
 
 func errVenueUnavailable() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgVenueUnavailable) }
@@ -244,13 +244,13 @@ func truncate(s string, n int) string {
 
 // bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
 func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in catalog.Instrument, f venue.Fill, txID int64) (OrderResult, error) {
-	w := &venueFill{s: s, queued: newQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
+	w := &venueFill{s: s, Queued: NewQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
 		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
-	s.commits.submit(w)
-	if w.err != nil {
+	s.commits.Submit(w)
+	if w.Err != nil {
 		s.log.ErrorContext(ctx, "venue filled an order the desk could not book; it stays SENDING and the reconciler adopts the trade",
-			slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened), slog.Any("err", w.err))
-		return OrderResult{}, w.err
+			slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened), slog.Any("err", w.Err))
+		return OrderResult{}, w.Err
 	}
 	return w.res, nil
 }
@@ -278,11 +278,11 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
 		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, err)
 	}
-	w := &venueFill{s: s, queued: newQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
+	w := &venueFill{s: s, Queued: NewQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
 		orderID: orderID, in: in, price: price, units: units, tradeID: tradeID, txID: txID, adopted: true}
-	s.commits.submit(w)
-	if w.err != nil {
-		return 0, w.err
+	s.commits.Submit(w)
+	if w.Err != nil {
+		return 0, w.Err
 	}
 	if w.res.Position == nil {
 		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, ErrAlreadyBooked)
@@ -293,7 +293,7 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 // venueFill books a venue's fill of an EXTERNAL order in a batch: the order FILLED at the
 // venue's price plus markup, its position linked to the venue trade, its commission.
 type venueFill struct {
-	queued
+	Queued
 	s            *Service
 	userID       int64 // 0: any owner (the reconciler)
 	orderID      int64
@@ -311,17 +311,17 @@ type venueFill struct {
 	done bool // the order was already booked: answered from it
 }
 
-func (w *venueFill) wants(l *lockPlan) {
-	l.account(w.account)
-	l.exposuresOf(w.account)
-	l.order(w.orderID)
+func (w *venueFill) Wants(l *Plan) {
+	l.Account(w.Account)
+	l.ExposuresOf(w.Account)
+	l.Order(w.orderID)
 }
 
-func (w *venueFill) apply(r *lockedRows) error {
+func (w *venueFill) Apply(r *Rows) error {
 	w.res, w.fill, w.done = OrderResult{}, openedFill{}, false
-	a, found := r.accounts[w.account]
-	o, ok := r.orders[w.orderID]
-	if !found || !ok || ownedBy(*a, found, w.userID, o.AccountID) != nil {
+	a, found := r.Accounts[w.Account]
+	o, ok := r.Orders[w.orderID]
+	if !found || !ok || OwnedBy(*a, found, w.userID, o.AccountID) != nil {
 		return fx.Errorf(fx.ENOTFOUND, "Order %d not found.", w.orderID)
 	}
 	switch o.Status {
@@ -347,25 +347,25 @@ func (w *venueFill) apply(r *lockedRows) error {
 	// reconciler adopts the trade), rather than book a fill without its commission.
 	commission := decimal.Zero
 	if w.in.Group.CommissionPerLot.IsPositive() {
-		c, ok := r.m.convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency)
+		c, ok := r.Market.Convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency)
 		if !ok {
-			return errPricing()
+			return ErrPricing()
 		}
 		commission = c
 	}
 	// The account's marks move with it where every exposure can be priced; otherwise the stored
 	// marks stay until the next mark.
 	var after *Metrics
-	if m, ok := r.m.metrics(*a, r.cat.AccountGroup(a.Group), a.Balance.Sub(commission),
-		append(r.exposures[a.ID], exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
+	if m, ok := r.Market.Metrics(*a, r.Catalog.AccountGroup(a.Group), a.Balance.Sub(commission),
+		append(r.Exposures[a.ID], Exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
 		after = &m
 	}
 	filled := *o
 	filled.Status, filled.FillPrice, filled.Volume = fx.OrderFilled, &price, vol
-	orderVar, _ := r.sessionVar("o")
-	r.w.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
+	orderVar, _ := r.SessionVar("o")
+	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
-	r.w.exec(setVarSQL(orderVar, "?"), o.ID)
+	r.Writes.Exec(SetVarSQL(orderVar, "?"), o.ID)
 	link := w.tradeID
 	w.fill = openPosition(r, a, w.in, filled, orderVar, price, commission, after, &link)
 	w.s.advanceCursor(r, w.txID)
@@ -388,7 +388,7 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-func (w *venueFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+func (w *venueFill) Committed(r *Rows, ids *IDs) []risk.Change {
 	if w.done {
 		return nil
 	}
@@ -400,15 +400,15 @@ func (w *venueFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 
-func (w *venueFill) failed(err error) error {
+func (w *venueFill) Failed(err error) error {
 	return fmt.Errorf("book venue fill of order %d: %w", w.orderID, err)
 }
 
 // advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.
-func (s *Service) advanceCursor(r *lockedRows, txID int64) {
+func (s *Service) advanceCursor(r *Rows, txID int64) {
 	if txID <= 0 || s.venue == nil {
 		return
 	}
-	r.w.exec("INSERT INTO `fx_venue_cursor` (`venueAccount`, `lastTransactionId`) VALUES (?, ?) "+
+	r.Writes.Exec("INSERT INTO `fx_venue_cursor` (`venueAccount`, `lastTransactionId`) VALUES (?, ?) "+
 		"ON DUPLICATE KEY UPDATE `lastTransactionId` = GREATEST(`lastTransactionId`, ?)", s.venue.AccountID(), txID, txID)
 }

@@ -137,7 +137,7 @@ func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal
 // gap can trigger at once (the executor is sized from it).
 func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
 
-func openExternal(ctx context.Context, q querier) (int, error) {
+func openExternal(ctx context.Context, q Querier) (int, error) {
 	var n int
 	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
 	return n, err

@@ -217,7 +217,7 @@ func TestExternalOpenAndCloseBookTheVenuePrices(t *testing.T) {
 	if st, exe, _ := orderRow(t, res.Order.ID); st != fx.OrderFilled || exe != "EXTERNAL" {
 		t.Fatalf("order row: %s %s", st, exe)
 	}
-	stored, err := loadPosition(context.Background(), testDB, user, p.ID)
+	stored, err := LoadPosition(context.Background(), testDB, user, p.ID)
 	if err != nil || stored.VenueTradeID == nil || *stored.VenueTradeID != tr.ID {
 		t.Fatalf("stored position %+v %v", stored, err)
 	}
@@ -532,7 +532,7 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 	if fx.ErrorCode(err) != fx.ECONFLICT || !errors.Is(err, risk.ErrAlreadyClosed) || !strings.Contains(err.Error(), "already closed at the venue") {
 		t.Fatalf("close of a trade the venue closed: %v", err)
 	}
-	if p, _ := loadPosition(context.Background(), testDB, user, res.Position.ID); p.Status != fx.PositionOpen {
+	if p, _ := LoadPosition(context.Background(), testDB, user, res.Position.ID); p.Status != fx.PositionOpen {
 		t.Fatalf("the desk booked a close it does not know the fill of: %+v", p)
 	}
 	// The reconciler books the venue's fill at its own price (as BookVenueClose does for it).
@@ -543,7 +543,7 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); !errors.Is(err, risk.ErrAlreadyClosed) {
 		t.Fatalf("the fill booked twice: %v", err)
 	}
-	cl, err := loadPosition(context.Background(), testDB, user, res.Position.ID)
+	cl, err := LoadPosition(context.Background(), testDB, user, res.Position.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestRiskDeskCloseOfExternalGoesToTheVenue(t *testing.T) {
 	if err := rd.Close(context.Background(), res.Position.ID, fx.CloseSL, tick.Quote{Bid: 1.098, Ask: 1.0982, ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := loadPosition(context.Background(), testDB, user, res.Position.ID)
+	p, err := LoadPosition(context.Background(), testDB, user, res.Position.ID)
 	if err != nil || p.Status != fx.PositionClosed || p.CloseReason == nil || *p.CloseReason != string(fx.CloseSL) ||
 		p.ClosePrice == nil || !p.ClosePrice.Equal(dd("1.098")) {
 		t.Fatalf("position after the engine's close: %+v %v", p, err)

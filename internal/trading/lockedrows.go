@@ -20,15 +20,15 @@ import (
 
 // The rows a batch locks: the plan of what its writes need, and the rows as locked and read.
 
-// lockPlan is what a batch's writes need locked and read.
-type lockPlan struct {
+// Plan is what a batch's writes need locked and read.
+type Plan struct {
 	accounts  []int64         // to lock, any order (sorted when locked)
 	positions []int64         // to lock after the accounts
 	orders    []int64         // resting orders to lock after the positions
-	nonces    []nonceKey      // request nonces to look up
+	nonces    []NonceKey      // request nonces to look up
 	fills     []FillKey       // venue fills a close books: already booked?
 	exposures []int64         // accounts whose open exposures a fill prices
-	accountOf map[int64]int64 // position id → account id, read before the transaction
+	AccountOf map[int64]int64 // position id → account id, read before the transaction
 	unknown   map[int64]bool  // positions whose account is not known yet
 	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
 }
@@ -36,12 +36,12 @@ type lockPlan struct {
 // FillKey is one venue fill booked against one position.
 type FillKey struct{ position, tx int64 }
 
-type nonceKey struct {
-	account int64
-	nonce   string
+type NonceKey struct {
+	Account int64
+	Nonce   string
 }
 
-func (l *lockPlan) once(kind string, id int64) bool {
+func (l *Plan) once(kind string, id int64) bool {
 	if l.seen == nil {
 		l.seen = map[string]bool{}
 	}
@@ -53,13 +53,13 @@ func (l *lockPlan) once(kind string, id int64) bool {
 	return true
 }
 
-func (l *lockPlan) account(id int64) {
+func (l *Plan) Account(id int64) {
 	if l.once("a", id) {
 		l.accounts = append(l.accounts, id)
 	}
 }
 
-func (l *lockPlan) position(id int64, accountKnown bool) {
+func (l *Plan) Position(id int64, accountKnown bool) {
 	if l.once("p", id) {
 		l.positions = append(l.positions, id)
 	}
@@ -71,35 +71,35 @@ func (l *lockPlan) position(id int64, accountKnown bool) {
 	}
 }
 
-func (l *lockPlan) order(id int64) {
+func (l *Plan) Order(id int64) {
 	if l.once("o", id) {
 		l.orders = append(l.orders, id)
 	}
 }
 
-func (l *lockPlan) exposuresOf(account int64) {
+func (l *Plan) ExposuresOf(account int64) {
 	if l.once("e", account) {
 		l.exposures = append(l.exposures, account)
 	}
 }
 
-func (l *lockPlan) nonce(account int64, nonce string) {
-	k := nonceKey{account, nonce}
+func (l *Plan) Nonce(account int64, nonce string) {
+	k := NonceKey{account, nonce}
 	if !slices.Contains(l.nonces, k) {
 		l.nonces = append(l.nonces, k)
 	}
 }
 
-func (l *lockPlan) fill(position, tx int64) {
+func (l *Plan) Fill(position, tx int64) {
 	if k := (FillKey{position, tx}); !slices.Contains(l.fills, k) {
 		l.fills = append(l.fills, k)
 	}
 }
 
-func (l *lockPlan) closesWithoutAccount() bool { return len(l.unknown) > 0 }
+func (l *Plan) closesWithoutAccount() bool { return len(l.unknown) > 0 }
 
 // readPositionAccounts reads the account of every position whose account is not known.
-func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) error {
+func (l *Plan) readPositionAccounts(ctx context.Context, conn *sql.Conn) error {
 	ids := make([]any, 0, len(l.unknown))
 	for id := range l.unknown {
 		ids = append(ids, id)
@@ -109,51 +109,51 @@ func (l *lockPlan) readPositionAccounts(ctx context.Context, conn *sql.Conn) err
 		return err
 	}
 	defer rows.Close()
-	l.accountOf = map[int64]int64{}
+	l.AccountOf = map[int64]int64{}
 	for rows.Next() {
 		var id, acct int64
 		if err := rows.Scan(&id, &acct); err != nil {
 			return err
 		}
-		l.accountOf[id] = acct
+		l.AccountOf[id] = acct
 	}
 	return rows.Err()
 }
 
-// lockedRows is one batch's view of the rows it holds, which its writes' rules read and change
+// Rows is one batch's view of the rows it holds, which its writes' rules read and change
 // in memory in arrival order, and the statements those writes add.
-type lockedRows struct {
-	cat *catalog.Catalog
-	m   *market // one view of prices for the whole batch
-	now time.Time
+type Rows struct {
+	Catalog *catalog.Catalog
+	Market   *Market // one view of prices for the whole batch
+	Now time.Time
 
-	accounts  map[int64]*Account
+	Accounts  map[int64]*Account
 	locked    map[int64]decimal.Decimal // each account's balance as locked, where the ledger starts
-	versions  map[int64]int64           // each account's balanceVersion as locked
-	positions map[int64]*Position
-	orders    map[int64]*Order
-	nonces    map[nonceKey]Order
-	booked    map[FillKey]bool         // the venue fills of the plan's fills the ledger already holds
-	exposures map[int64][]exposure     // accounts a fill prices, kept up to date by the batch's writes
-	made      map[nonceKey]*marketFill // request nonces a fill of this batch wrote
+	Versions  map[int64]int64           // each account's balanceVersion as locked
+	Positions map[int64]*Position
+	Orders    map[int64]*Order
+	Nonces    map[NonceKey]Order
+	Booked    map[FillKey]bool         // the venue fills of the plan's fills the ledger already holds
+	Exposures map[int64][]Exposure     // accounts a fill prices, kept up to date by the batch's writes
+	Made      map[NonceKey]*marketFill // request nonces a fill of this batch wrote
 
-	w      batch             // the writes, in arrival order
-	deals  []Deal            // the batch's ledger postings, in arrival order
+	Writes      Batch             // the writes, in arrival order
+	Deals  []Deal            // the batch's ledger postings, in arrival order
 	posted []Deal            // the deals as the ledger wrote them
-	marks  map[int64]Metrics // new stored marks, by account (a fill's)
-	// closed are the positions the batch's closes changed, written by one statement (closeUpdate).
-	closed      map[int64]*Position
+	Marks  map[int64]Metrics // new stored marks, by account (a fill's)
+	// Closed are the positions the batch's closes changed, written by one statement (closeUpdate).
+	Closed      map[int64]*Position
 	closedOrder []int64
 	vars        int      // session variables named so far
-	ids         batchIDs // what the batch reads back before COMMIT
+	IDs         IDs // what the batch reads back before COMMIT
 	committed   bool
 }
 
-// batchIDs is what a batch reads back before COMMIT: its session variables' values and the id
+// IDs is what a batch reads back before COMMIT: its session variables' values and the id
 // of its first deal.
-type batchIDs struct {
+type IDs struct {
 	names     []string
-	values    []int64
+	Values    []int64
 	firstDeal int64
 }
 
@@ -162,47 +162,47 @@ type batchIDs struct {
 // go through the primary key: a locking read that scanned the table instead (the optimizer's
 // choice for many ids of a small table) would lock every row it passed — accounts a deposit or
 // a swap is writing among them.
-func (r *lockedRows) add(b *batch, l *lockPlan) {
+func (r *Rows) add(b *Batch, l *Plan) {
 	r.reset()
 	if len(l.accounts) > 0 {
 		ids := slices.Sorted(slices.Values(l.accounts))
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
 				var version int64
-				a, err := scanAccount(versioned{rows, &version})
+				a, err := ScanAccount(versioned{rows, &version})
 				if err != nil {
 					return err
 				}
-				r.accounts[a.ID], r.locked[a.ID], r.versions[a.ID] = &a, a.Balance, version
+				r.Accounts[a.ID], r.locked[a.ID], r.Versions[a.ID] = &a, a.Balance, version
 			}
 			return nil
-		}, "SELECT "+accountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+AccountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
 		ids := slices.Sorted(slices.Values(l.positions))
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
-				p, err := scanPosition(rows)
+				p, err := ScanPosition(rows)
 				if err != nil {
 					return err
 				}
-				r.positions[p.ID] = &p
+				r.Positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+positionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+PositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
-				o, err := scanOrder(rows)
+				o, err := ScanOrder(rows)
 				if err != nil {
 					return err
 				}
-				r.orders[o.ID] = &o
+				r.Orders[o.ID] = &o
 			}
 			return nil
-		}, "SELECT "+orderCols+" FROM `fx_order` o FORCE INDEX (PRIMARY) WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+OrderCols+" FROM `fx_order` o FORCE INDEX (PRIMARY) WHERE o.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY o.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.nonces) > 0 {
 		// The account locks serialise the submits of each account, so a retry racing its
@@ -211,20 +211,20 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 		var args []any
 		for _, k := range l.nonces {
 			where = append(where, "(o.`accountId` = ? AND o.`requestNonce` = ?)")
-			args = append(args, k.account, k.nonce)
+			args = append(args, k.Account, k.Nonce)
 		}
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
-				o, err := scanOrder(rows)
+				o, err := ScanOrder(rows)
 				if err != nil {
 					return err
 				}
 				if o.RequestNonce != nil {
-					r.nonces[nonceKey{o.AccountID, *o.RequestNonce}] = o
+					r.Nonces[NonceKey{o.AccountID, *o.RequestNonce}] = o
 				}
 			}
 			return nil
-		}, "SELECT "+orderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
+		}, "SELECT "+OrderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
 	}
 	if len(l.fills) > 0 {
 		// A venue fill is booked once per position (uq_fx_deal_venue_fill): one the ledger holds
@@ -236,13 +236,13 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 			where = append(where, "(`positionId` = ? AND `venueTransactionId` = ?)")
 			args = append(args, k.position, k.tx)
 		}
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
 				var k FillKey
 				if err := rows.Scan(&k.position, &k.tx); err != nil {
 					return err
 				}
-				r.booked[k] = true
+				r.Booked[k] = true
 			}
 			return nil
 		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE "+strings.Join(where, " OR "), args...)
@@ -250,16 +250,16 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 	if len(l.exposures) > 0 {
 		ids := slices.Sorted(slices.Values(l.exposures))
 		for _, id := range ids {
-			r.exposures[id] = []exposure{}
+			r.Exposures[id] = []Exposure{}
 		}
-		b.query(func(rows *sql.Rows) error {
+		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
 				var acct int64
-				var e exposure
+				var e Exposure
 				if err := rows.Scan(&acct, &e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
 					return err
 				}
-				r.exposures[acct] = append(r.exposures[acct], e)
+				r.Exposures[acct] = append(r.Exposures[acct], e)
 			}
 			return nil
 		}, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
@@ -269,10 +269,10 @@ func (r *lockedRows) add(b *batch, l *lockPlan) {
 }
 
 // reset empties the batch's view of its rows, before they are locked (or remembered).
-func (r *lockedRows) reset() {
-	r.accounts, r.locked, r.versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
-	r.positions, r.orders, r.nonces, r.booked = map[int64]*Position{}, map[int64]*Order{}, map[nonceKey]Order{}, map[FillKey]bool{}
-	r.exposures, r.made, r.marks = map[int64][]exposure{}, map[nonceKey]*marketFill{}, map[int64]Metrics{}
+func (r *Rows) reset() {
+	r.Accounts, r.locked, r.Versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
+	r.Positions, r.Orders, r.Nonces, r.Booked = map[int64]*Position{}, map[int64]*Order{}, map[NonceKey]Order{}, map[FillKey]bool{}
+	r.Exposures, r.Made, r.Marks = map[int64][]Exposure{}, map[NonceKey]*marketFill{}, map[int64]Metrics{}
 }
 
 // versioned scans an account row followed by its balanceVersion.
@@ -283,10 +283,10 @@ type versioned struct {
 
 func (v versioned) Scan(dest ...any) error { return v.rows.Scan(append(dest, v.version)...) }
 
-// expose moves account's exposure on symbol and side by volume (negative: a close), where the
+// Expose moves account's exposure on symbol and side by volume (negative: a close), where the
 // batch prices that account's fills.
-func (r *lockedRows) expose(account int64, symbol string, side fx.Side, volume, volumePrice decimal.Decimal) {
-	exps, ok := r.exposures[account]
+func (r *Rows) Expose(account int64, symbol string, side fx.Side, volume, volumePrice decimal.Decimal) {
+	exps, ok := r.Exposures[account]
 	if !ok {
 		return
 	}
@@ -297,95 +297,95 @@ func (r *lockedRows) expose(account int64, symbol string, side fx.Side, volume, 
 			if !exps[i].Volume.IsPositive() {
 				exps = slices.Delete(exps, i, i+1)
 			}
-			r.exposures[account] = exps
+			r.Exposures[account] = exps
 			return
 		}
 	}
 	if volume.IsPositive() {
-		r.exposures[account] = append(exps, exposure{Symbol: symbol, Side: side, Volume: volume, VolumePrice: volumePrice})
+		r.Exposures[account] = append(exps, Exposure{Symbol: symbol, Side: side, Volume: volume, VolumePrice: volumePrice})
 	}
 }
 
-// post adds d to the batch's ledger posting on the locked account a and moves a's balance, so
+// Post adds d to the batch's ledger posting on the locked account a and moves a's balance, so
 // the next write in the batch sees it. It returns the deal's index in the batch.
-func (r *lockedRows) post(a *Account, d Deal) int {
+func (r *Rows) Post(a *Account, d Deal) int {
 	d.AccountID, d.Amount = a.ID, fx.RoundMoney(a.Currency, d.Amount)
 	a.Balance = a.Balance.Add(d.Amount)
-	r.deals = append(r.deals, d)
-	return len(r.deals) - 1
+	r.Deals = append(r.Deals, d)
+	return len(r.Deals) - 1
 }
 
-// sessionVar names a new session variable, which the caller's statements set; the batch reads it
+// SessionVar names a new session variable, which the caller's statements set; the batch reads it
 // back before COMMIT into ids.values at the index returned.
-func (r *lockedRows) sessionVar(prefix string) (string, int) {
+func (r *Rows) SessionVar(prefix string) (string, int) {
 	r.vars++
 	name := fmt.Sprintf("@fx_%s%d", prefix, r.vars)
-	r.ids.names = append(r.ids.names, name)
-	return name, len(r.ids.names) - 1
+	r.IDs.names = append(r.IDs.names, name)
+	return name, len(r.IDs.names) - 1
 }
 
 // finish adds the ledger's posting of every deal of the batch (one balance UPDATE over every
 // moved account, one INSERT of every deal), the marks of accounts a fill marked without moving
 // their balance, and the read-back of the batch's ids.
-func (r *lockedRows) finish() error {
-	if len(r.closed) > 0 {
+func (r *Rows) finish() error {
+	if len(r.Closed) > 0 {
 		ps := make([]*Position, 0, len(r.closedOrder))
 		for _, id := range r.closedOrder {
-			ps = append(ps, r.closed[id])
+			ps = append(ps, r.Closed[id])
 		}
 		stmt, args := closeUpdate(ps)
-		r.w.exec(stmt, args...)
+		r.Writes.Exec(stmt, args...)
 	}
 	byID := map[int64]*ledger.Account{} // the accounts whose balance (and marks) the ledger writes
-	if len(r.deals) > 0 {
+	if len(r.Deals) > 0 {
 		var las []*ledger.Account
-		for _, d := range r.deals {
+		for _, d := range r.Deals {
 			if byID[d.AccountID] != nil {
 				continue
 			}
-			la := &ledger.Account{ID: d.AccountID, Currency: r.accounts[d.AccountID].Currency, Balance: r.locked[d.AccountID]}
-			if mk, ok := r.marks[d.AccountID]; ok {
+			la := &ledger.Account{ID: d.AccountID, Currency: r.Accounts[d.AccountID].Currency, Balance: r.locked[d.AccountID]}
+			if mk, ok := r.Marks[d.AccountID]; ok {
 				la.Marks = &ledger.Marks{Equity: mk.Equity, UsedMargin: mk.UsedMargin}
 			}
 			byID[d.AccountID] = la
 			las = append(las, la)
 		}
-		p, err := ledger.Post(las, r.deals)
+		p, err := ledger.Post(las, r.Deals)
 		if err != nil {
 			return err
 		}
 		for _, la := range las {
-			if !la.Balance.Equal(r.accounts[la.ID].Balance) {
-				return fmt.Errorf("desk batch: account %d: the ledger's balance %s differs from the rules' %s", la.ID, la.Balance, r.accounts[la.ID].Balance)
+			if !la.Balance.Equal(r.Accounts[la.ID].Balance) {
+				return fmt.Errorf("desk batch: account %d: the ledger's balance %s differs from the rules' %s", la.ID, la.Balance, r.Accounts[la.ID].Balance)
 			}
 		}
 		for _, st := range p.Stmts {
-			r.w.exec(st.SQL, st.Args...)
+			r.Writes.Exec(st.SQL, st.Args...)
 		}
 		r.posted = p.Deals
 	}
-	for _, id := range slices.Sorted(maps.Keys(r.marks)) {
+	for _, id := range slices.Sorted(maps.Keys(r.Marks)) {
 		if byID[id] != nil {
 			continue // written with the balance
 		}
-		mk := r.marks[id]
-		r.w.exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", mk.Equity, mk.UsedMargin, id)
+		mk := r.Marks[id]
+		r.Writes.Exec("UPDATE `fx_account` SET `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3) WHERE `id` = ?", mk.Equity, mk.UsedMargin, id)
 	}
-	if len(r.ids.names) > 0 || len(r.deals) > 0 {
+	if len(r.IDs.names) > 0 || len(r.Deals) > 0 {
 		// The deal INSERT is the posting's last statement: LAST_INSERT_ID() is its first deal's
 		// id (ids are consecutive within one INSERT; see ledger.Posting).
-		r.ids.values = make([]int64, len(r.ids.names))
-		dest := []any{&r.ids.firstDeal}
-		for i := range r.ids.values {
-			dest = append(dest, &r.ids.values[i])
+		r.IDs.Values = make([]int64, len(r.IDs.names))
+		dest := []any{&r.IDs.firstDeal}
+		for i := range r.IDs.Values {
+			dest = append(dest, &r.IDs.Values[i])
 		}
-		r.w.query(scanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(dest...) }), readBackSQL(r.ids.names))
+		r.Writes.Query(ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(dest...) }), readBackSQL(r.IDs.names))
 	}
 	return nil
 }
 
-// index is the position of session variable name among those read back.
-func (ids *batchIDs) index(name string) int { return slices.Index(ids.names, name) }
+// Index is the position of session variable name among those read back.
+func (ids *IDs) Index(name string) int { return slices.Index(ids.names, name) }
 
 // readBackSQL reads the batch's last insert id and the session variables names.
 func readBackSQL(names []string) string {
@@ -398,8 +398,8 @@ func readBackSQL(names []string) string {
 	return sb.String()
 }
 
-// setVarSQL sets session variable name to expr: LAST_INSERT_ID() or a ? argument.
-func setVarSQL(name, expr string) string {
+// SetVarSQL sets session variable name to expr: LAST_INSERT_ID() or a ? argument.
+func SetVarSQL(name, expr string) string {
 	var sb strings.Builder
 	sb.WriteString("SET ")
 	sb.WriteString(name)
@@ -408,23 +408,23 @@ func setVarSQL(name, expr string) string {
 	return sb.String()
 }
 
-// deal is the batch's deal i as written, with its id.
-func (r *lockedRows) deal(i int, ids *batchIDs) Deal {
+// DealAt is the batch's DealAt i as written, with its id.
+func (r *Rows) DealAt(i int, ids *IDs) Deal {
 	d := r.posted[i]
 	d.ID = ids.firstDeal + int64(i)
-	d.CreatedAt = r.now
+	d.CreatedAt = r.Now
 	return d
 }
 
-// closing marks locked position p as changed by a close of this batch.
-func (r *lockedRows) closing(p *Position) {
-	if r.closed == nil {
-		r.closed = map[int64]*Position{}
+// Closing marks locked position p as changed by a close of this batch.
+func (r *Rows) Closing(p *Position) {
+	if r.Closed == nil {
+		r.Closed = map[int64]*Position{}
 	}
-	if _, ok := r.closed[p.ID]; !ok {
+	if _, ok := r.Closed[p.ID]; !ok {
 		r.closedOrder = append(r.closedOrder, p.ID)
 	}
-	r.closed[p.ID] = p
+	r.Closed[p.ID] = p
 }
 
 // closeUpdate is the one statement that writes a batch's closes: every position's volume and

@@ -9,17 +9,17 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// errPricing answers an open or close this process has no usable quote for. A process that may
+// ErrPricing answers an open or close this process has no usable quote for. A process that may
 // not quote at all is refused at the gate instead (gate.ErrNotHolder, the same text).
-func errPricing() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPricingUnavailable) }
+func ErrPricing() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPricingUnavailable) }
 
-// quote is a symbol's last price as exact decimals at the instrument's digits.
-type quote struct {
-	bid, ask decimal.Decimal
-	state    tick.State
+// Quote is a symbol's last price as exact decimals at the instrument's digits.
+type Quote struct {
+	Bid, Ask decimal.Decimal
+	State    tick.State
 }
 
-func (q quote) mid() decimal.Decimal { return q.bid.Add(q.ask).Div(two) }
+func (q Quote) Mid() decimal.Decimal { return q.Bid.Add(q.Ask).Div(two) }
 
 var (
 	two     = decimal.NewFromInt(2)
@@ -27,78 +27,78 @@ var (
 	one     = decimal.NewFromInt(1)
 )
 
-// market is one request's view of prices and instruments. Quotes are read once per symbol, so a
+// Market is one request's view of prices and instruments. Quotes are read once per symbol, so a
 // computation never mixes two prices of the same symbol.
-type market struct {
+type Market struct {
 	prices  tick.Prices
-	catalog *catalog.Catalog
-	seen    map[string]quote
+	Catalog *catalog.Catalog
+	seen    map[string]Quote
 }
 
-func newMarket(p tick.Prices, c *catalog.Catalog) *market {
-	return &market{prices: p, catalog: c, seen: map[string]quote{}}
+func NewMarket(p tick.Prices, c *catalog.Catalog) *Market {
+	return &Market{prices: p, Catalog: c, seen: map[string]Quote{}}
 }
 
-// quote returns symbol's price for marking and conversion: any held quote whose symbol is not
+// Quote returns symbol's price for marking and conversion: any held Quote whose symbol is not
 // QUOTING_HALTED (a closed market's last price still marks). ok is false when there is none.
-func (m *market) quote(symbol string) (quote, bool) {
+func (m *Market) Quote(symbol string) (Quote, bool) {
 	if q, ok := m.seen[symbol]; ok {
 		return q, true
 	}
-	in, ok := m.catalog.Instruments[symbol]
+	in, ok := m.Catalog.Instruments[symbol]
 	if !ok || m.prices == nil {
-		return quote{}, false
+		return Quote{}, false
 	}
 	t, ok := m.prices.LastTick(symbol)
 	if !ok {
-		return quote{}, false
+		return Quote{}, false
 	}
 	st := m.prices.SymbolState(symbol)
 	if st == tick.QuotingHalted {
-		return quote{}, false
+		return Quote{}, false
 	}
-	q := quote{
-		bid:   decimal.NewFromFloat(t.Bid).Round(int32(in.Digits)),
-		ask:   decimal.NewFromFloat(t.Ask).Round(int32(in.Digits)),
-		state: st,
+	q := Quote{
+		Bid:   decimal.NewFromFloat(t.Bid).Round(int32(in.Digits)),
+		Ask:   decimal.NewFromFloat(t.Ask).Round(int32(in.Digits)),
+		State: st,
 	}
 	m.seen[symbol] = q
 	return q, true
 }
 
-// tradable returns symbol's price for a fill or a close: the symbol must be QUOTING. A closed
+// Tradable returns symbol's price for a fill or a close: the symbol must be QUOTING. A closed
 // market is the client's to wait for (409); anything else means this process cannot quote (503).
 // Both refusals of a symbol's state are market state to the risk engine
 // (risk.ErrMarketUnavailable): it passes such a position over and retries it later.
-func (m *market) tradable(symbol string) (quote, error) {
+func (m *Market) Tradable(symbol string) (Quote, error) {
 	if m.prices == nil {
-		return quote{}, errPricing()
+		return Quote{}, ErrPricing()
 	}
 	switch m.prices.SymbolState(symbol) {
 	case tick.MarketClosed:
-		return quote{}, marketState(fx.Errorf(fx.ECONFLICT, "The market for %s is closed.", symbol))
+		return Quote{}, MarketState(fx.Errorf(fx.ECONFLICT, "The market for %s is closed.", symbol))
 	case tick.Quoting:
 	default:
-		return quote{}, marketState(errPricing())
+		return Quote{}, MarketState(ErrPricing())
 	}
-	q, ok := m.quote(symbol)
-	if !ok || q.state != tick.Quoting {
-		return quote{}, marketState(errPricing())
+	q, ok := m.Quote(symbol)
+	if !ok || q.State != tick.Quoting {
+		return Quote{}, MarketState(ErrPricing())
 	}
 	return q, nil
 }
 
-// errHalted refuses a fill or a close on a HALTED instrument (409), market state to the risk
+// ErrHalted refuses a fill or a close on a HALTED instrument (409), market state to the risk
 // engine.
-func errHalted(symbol string) error {
-	return marketState(fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", symbol))
+func ErrHalted(symbol string) error {
+	return MarketState(fx.Errorf(fx.ECONFLICT, "Trading in %s is halted.", symbol))
 }
 
 // marketStateError is a client's *fx.Error that the risk engine also recognises as
 // risk.ErrMarketUnavailable.
 type marketStateError struct{ err error }
 
-func marketState(err error) error { return marketStateError{err} }
+func MarketState(err error) error { return marketStateError{err} }
 
 func (e marketStateError) Error() string   { return e.err.Error() }
 func (e marketStateError) Unwrap() []error { return []error{e.err, risk.ErrMarketUnavailable} }
@@ -109,26 +109,26 @@ type ratio struct{ num, den decimal.Decimal }
 func (r ratio) mul(o ratio) ratio { return ratio{r.num.Mul(o.num), r.den.Mul(o.den)} }
 
 // toUSD is the value of one unit of ccy in USD: the mid of CCYUSD, or 1 / the mid of USDCCY.
-func (m *market) toUSD(ccy string) (ratio, bool) {
+func (m *Market) toUSD(ccy string) (ratio, bool) {
 	if ccy == "USD" {
 		return ratio{one, one}, true
 	}
-	if s, ok := m.catalog.Pairs[ccy+"USD"]; ok {
-		if q, ok := m.quote(s); ok {
-			return ratio{q.mid(), one}, true
+	if s, ok := m.Catalog.Pairs[ccy+"USD"]; ok {
+		if q, ok := m.Quote(s); ok {
+			return ratio{q.Mid(), one}, true
 		}
 		return ratio{}, false
 	}
-	if s, ok := m.catalog.Pairs["USD"+ccy]; ok {
-		if q, ok := m.quote(s); ok {
-			return ratio{one, q.mid()}, true
+	if s, ok := m.Catalog.Pairs["USD"+ccy]; ok {
+		if q, ok := m.Quote(s); ok {
+			return ratio{one, q.Mid()}, true
 		}
 	}
 	return ratio{}, false
 }
 
 // rate is the factor that turns an amount in from into an amount in to, through the USD hub.
-func (m *market) rate(from, to string) (ratio, bool) {
+func (m *Market) rate(from, to string) (ratio, bool) {
 	if from == to {
 		return ratio{one, one}, true
 	}
@@ -143,9 +143,9 @@ func (m *market) rate(from, to string) (ratio, bool) {
 	return a.mul(ratio{b.den, b.num}), true
 }
 
-// convert turns amount in from into to, rounded to to's minor units: to is always an account's
-// currency, and what convert returns is booked or marked in it.
-func (m *market) convert(amount decimal.Decimal, from, to string) (decimal.Decimal, bool) {
+// Convert turns amount in from into to, rounded to to's minor units: to is always an account's
+// currency, and what Convert returns is booked or marked in it.
+func (m *Market) Convert(amount decimal.Decimal, from, to string) (decimal.Decimal, bool) {
 	r, ok := m.rate(from, to)
 	if !ok {
 		return decimal.Decimal{}, false
@@ -153,26 +153,26 @@ func (m *market) convert(amount decimal.Decimal, from, to string) (decimal.Decim
 	return fx.RoundMoney(to, amount.Mul(r.num).DivRound(r.den, 16)), true
 }
 
-// fillPrice is where an order on side fills: a buy at ask + markup, a sell at bid − markup.
-func fillPrice(in catalog.Instrument, q quote, side fx.Side) decimal.Decimal {
+// FillPrice is where an order on side fills: a buy at ask + markup, a sell at bid − markup.
+func FillPrice(in catalog.Instrument, q Quote, side fx.Side) decimal.Decimal {
 	markup := in.Group.MarkupPoints.Mul(in.Point)
 	if side == fx.Buy {
-		return q.ask.Add(markup)
+		return q.Ask.Add(markup)
 	}
-	return q.bid.Sub(markup)
+	return q.Bid.Sub(markup)
 }
 
-// closePrice is where a position on side closes: the opposite fill.
-func closePrice(in catalog.Instrument, q quote, side fx.Side) decimal.Decimal {
+// ClosePrice is where a position on side closes: the opposite fill.
+func ClosePrice(in catalog.Instrument, q Quote, side fx.Side) decimal.Decimal {
 	if side == fx.Buy {
-		return fillPrice(in, q, fx.Sell)
+		return FillPrice(in, q, fx.Sell)
 	}
-	return fillPrice(in, q, fx.Buy)
+	return FillPrice(in, q, fx.Buy)
 }
 
-// profitQuote is the profit, in the quote currency, of volume lots opened at open and closed at
+// ProfitQuote is the profit, in the quote currency, of volume lots opened at open and closed at
 // close. For an aggregate, pass volume=Σv and volumePrice=Σ(v×open).
-func profitQuote(in catalog.Instrument, side fx.Side, volume, volumePrice, close decimal.Decimal) decimal.Decimal {
+func ProfitQuote(in catalog.Instrument, side fx.Side, volume, volumePrice, close decimal.Decimal) decimal.Decimal {
 	diff := close.Mul(volume).Sub(volumePrice)
 	if side == fx.Sell {
 		diff = diff.Neg()
@@ -185,16 +185,16 @@ func effectiveLeverage(a Account, g catalog.AccountGroup, in catalog.Instrument)
 	return int64(min(a.Leverage, g.LeverageMax, in.LeverageMax))
 }
 
-// marginVolume is the lots that carry margin on one symbol: the unhedged part at full rate and
+// MarginVolume is the lots that carry margin on one symbol: the unhedged part at full rate and
 // each lot of a hedged pair at the group's hedged margin rate.
-func marginVolume(in catalog.Instrument, long, short decimal.Decimal) decimal.Decimal {
+func MarginVolume(in catalog.Instrument, long, short decimal.Decimal) decimal.Decimal {
 	hedged := decimal.Min(long, short)
 	net := long.Sub(short).Abs()
 	return net.Add(hedged.Mul(two).Mul(in.Group.HedgedMarginRate))
 }
 
-// exposure is an account's open volume on one symbol and side, with Σ(volume × openPrice).
-type exposure struct {
+// Exposure is an account's open volume on one symbol and side, with Σ(volume × openPrice).
+type Exposure struct {
 	Symbol      string
 	Side        fx.Side
 	Volume      decimal.Decimal
@@ -222,25 +222,25 @@ func (a Account) StoredMetrics() Metrics {
 	return m
 }
 
-// metrics marks an account: equity = balance + Σ floating profit at the close price (each
+// Metrics marks an account: equity = balance + Σ floating profit at the close price (each
 // symbol-and-side rounded once), used margin per symbol = margin volume × contract × mid ÷
 // effective leverage (rounded once per symbol), margin level = equity ÷ used margin × 100.
 // ok is false when some symbol or conversion leg has no usable price.
-func (m *market) metrics(a Account, g catalog.AccountGroup, balance decimal.Decimal, exps []exposure) (Metrics, bool) {
+func (m *Market) Metrics(a Account, g catalog.AccountGroup, balance decimal.Decimal, exps []Exposure) (Metrics, bool) {
 	out := Metrics{Balance: balance, Equity: balance, UsedMargin: decimal.Zero}
 	type legs struct{ long, short decimal.Decimal }
 	bySymbol := map[string]*legs{}
 	var order []string
 	for _, e := range exps {
-		in, ok := m.catalog.Instruments[e.Symbol]
+		in, ok := m.Catalog.Instruments[e.Symbol]
 		if !ok {
 			return Metrics{}, false
 		}
-		q, ok := m.quote(e.Symbol)
+		q, ok := m.Quote(e.Symbol)
 		if !ok {
 			return Metrics{}, false
 		}
-		p, ok := m.convert(profitQuote(in, e.Side, e.Volume, e.VolumePrice, closePrice(in, q, e.Side)), in.Quote, a.Currency)
+		p, ok := m.Convert(ProfitQuote(in, e.Side, e.Volume, e.VolumePrice, ClosePrice(in, q, e.Side)), in.Quote, a.Currency)
 		if !ok {
 			return Metrics{}, false
 		}
@@ -258,12 +258,12 @@ func (m *market) metrics(a Account, g catalog.AccountGroup, balance decimal.Deci
 		}
 	}
 	for _, s := range order {
-		in := m.catalog.Instruments[s]
-		q, _ := m.quote(s)
+		in := m.Catalog.Instruments[s]
+		q, _ := m.Quote(s)
 		l := bySymbol[s]
-		mq := marginVolume(in, l.long, l.short).Mul(in.ContractSize).Mul(q.mid()).
+		mq := MarginVolume(in, l.long, l.short).Mul(in.ContractSize).Mul(q.Mid()).
 			DivRound(decimal.NewFromInt(effectiveLeverage(a, g, in)), 16)
-		mc, ok := m.convert(mq, in.Quote, a.Currency)
+		mc, ok := m.Convert(mq, in.Quote, a.Currency)
 		if !ok {
 			return Metrics{}, false
 		}

@@ -30,7 +30,7 @@ func (s *Service) replay(ctx context.Context, r OrderRequest, o Order, ok bool, 
 	}
 	out := OrderResult{Order: o, Replayed: true}
 	if o.PositionID != nil {
-		p, err := loadPosition(ctx, s.db, 0, *o.PositionID)
+		p, err := LoadPosition(ctx, s.db, 0, *o.PositionID)
 		if err != nil {
 			return OrderResult{}, err
 		}

@@ -30,7 +30,7 @@ import (
 type remembered struct {
 	account Account
 	version int64
-	exps    []exposure
+	exps    []Exposure
 }
 
 // maxRemembered bounds the memory; past it, it starts again empty.
@@ -51,20 +51,20 @@ func (m *memory) get(id int64) (remembered, bool) {
 
 // forget drops what is remembered of the accounts ws write: a batch that failed may have left
 // them in a state no batch read.
-func (m *memory) forget(ws []deskWrite) {
+func (m *memory) forget(ws []Write) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range ws {
-		delete(m.m, w.base().account)
+		delete(m.m, w.Base().Account)
 	}
 }
 
 // keep remembers the accounts of a batch that committed (or had nothing to write) as the batch
 // left them: the ledger bumped the balanceVersion of every account it posted to. An account
 // whose exposures the batch did not read (a close's) is forgotten.
-func (m *memory) keep(r *lockedRows) {
+func (m *memory) keep(r *Rows) {
 	posted := map[int64]bool{}
-	for _, d := range r.deals {
+	for _, d := range r.Deals {
 		posted[d.AccountID] = true
 	}
 	m.mu.Lock()
@@ -72,9 +72,9 @@ func (m *memory) keep(r *lockedRows) {
 	if m.m == nil || len(m.m) >= maxRemembered {
 		m.m = map[int64]remembered{}
 	}
-	for id, a := range r.accounts {
-		exps, read := r.exposures[id]
-		version, locked := r.versions[id]
+	for id, a := range r.Accounts {
+		exps, read := r.Exposures[id]
+		version, locked := r.Versions[id]
 		if !read || !locked {
 			delete(m.m, id)
 			continue
@@ -91,37 +91,37 @@ func (m *memory) keep(r *lockedRows) {
 // other than the fence — its check finding a row changed among them (nothing was written either
 // way): the caller then runs the batch on the rows it locks. Otherwise r and err are the batch's
 // outcome, as attempt returns it.
-func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Catalog, fence string, fenceArgs []any) (r *lockedRows, ok bool, err error) {
+func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalog, fence string, fenceArgs []any) (r *Rows, ok bool, err error) {
 	s := c.cfg
 	known := map[int64]remembered{}
-	var nonces []nonceKey
+	var nonces []NonceKey
 	for _, w := range ws {
-		nonce, ok := w.oneTrip()
+		nonce, ok := w.OneTrip()
 		if !ok {
 			return nil, false, nil
 		}
-		account := w.base().account
+		account := w.Base().Account
 		k, found := c.known.get(account)
 		if !found || k.account.Execution != fx.Internal {
 			return nil, false, nil
 		}
 		known[account] = k
 		if nonce != "" {
-			nonces = append(nonces, nonceKey{account, nonce})
+			nonces = append(nonces, NonceKey{account, nonce})
 		}
 	}
-	r = &lockedRows{cat: cat, m: newMarket(s.Prices, cat), now: s.Now().UTC()}
+	r = &Rows{Catalog: cat, Market: NewMarket(s.Prices, cat), Now: s.Now().UTC()}
 	r.reset()
 	ids := make([]int64, 0, len(known))
 	for id, k := range known {
 		a := k.account
-		r.accounts[id], r.locked[id], r.versions[id] = &a, a.Balance, k.version
-		r.exposures[id] = slices.Clone(k.exps)
+		r.Accounts[id], r.locked[id], r.Versions[id] = &a, a.Balance, k.version
+		r.Exposures[id] = slices.Clone(k.exps)
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, w := range ws {
-		w.base().err = w.apply(r)
+		w.Base().Err = w.Apply(r)
 	}
 	if err := r.finish(); err != nil {
 		return nil, true, err
@@ -132,15 +132,15 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Ca
 	if err != nil {
 		return nil, true, fmt.Errorf("desk batch: connection: %w", err)
 	}
-	b := &batch{}
-	b.exec("START TRANSACTION")
-	b.query(skipRows, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	b := &Batch{}
+	b.Exec("START TRANSACTION")
+	b.Query(skipRows, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	check, checkArgs := staleCheck(ids, known, nonces)
-	b.query(skipRows, check, checkArgs...)
-	b.append(&r.w)
-	tx := &txn{conn: conn, fence: fence, fenceArgs: fenceArgs, refused: func(cause error) error { return cause }}
+	b.Query(skipRows, check, checkArgs...)
+	b.Append(&r.Writes)
+	tx := &Txn{conn: conn, Fence: fence, FenceArgs: fenceArgs, Refused: func(cause error) error { return cause }}
 	defer tx.Rollback()
-	if err := tx.commit(ctx, b); err != nil {
+	if err := tx.Commit(ctx, b); err != nil {
 		switch {
 		case fx.ErrorCode(err) == fx.EUNKNOWN || store.ConnectionLost(err) || lease.IsFenced(err):
 			// Nothing to run again: the outcome is unknown, or the fence refused the term, which
@@ -184,7 +184,7 @@ func (c *committer) oneTrip(ctx context.Context, ws []deskWrite, cat *catalog.Ca
 // be NULL without computing it (MariaDB drops "… IS NULL" so, and the check never failed).
 // It reads the rows as the batch's account locks, taken just before it, let them be: every writer
 // of an account's balance or positions holds that account's lock.
-func staleCheck(ids []int64, known map[int64]remembered, nonces []nonceKey) (string, []any) {
+func staleCheck(ids []int64, known map[int64]remembered, nonces []NonceKey) (string, []any) {
 	var args []any
 	in := store.Placeholders(len(ids))
 	var sb strings.Builder
@@ -209,7 +209,7 @@ func staleCheck(ids []int64, known map[int64]remembered, nonces []nonceKey) (str
 				sb.WriteString(", ")
 			}
 			sb.WriteString("(?, ?)")
-			args = append(args, k.account, k.nonce)
+			args = append(args, k.Account, k.Nonce)
 		}
 		sb.WriteString("))")
 	}

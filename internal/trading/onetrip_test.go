@@ -52,7 +52,7 @@ func TestOneTripFillOnRememberedAccount(t *testing.T) {
 		second.Position.OrderID != second.Order.ID || second.Order.ID == first.Order.ID {
 		t.Fatalf("one-trip fill answered %+v", second)
 	}
-	stored, err := loadPosition(ctx, testDB, 9201, second.Position.ID)
+	stored, err := LoadPosition(ctx, testDB, 9201, second.Position.ID)
 	if err != nil || !stored.OpenPrice.Equal(decimal.RequireFromString("1.1002")) || stored.OrderID != second.Order.ID {
 		t.Fatalf("stored position %+v, %v", stored, err)
 	}
@@ -172,9 +172,9 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 		t.Fatalf("remembered %+v, %v: want the account with its two exposures", stored, ok)
 	}
 	check := func(k remembered, nonces ...string) error {
-		var keys []nonceKey
+		var keys []NonceKey
 		for _, n := range nonces {
-			keys = append(keys, nonceKey{a.ID, n})
+			keys = append(keys, NonceKey{a.ID, n})
 		}
 		q, args := staleCheck([]int64{a.ID}, map[int64]remembered{a.ID: k}, keys)
 		rows, err := testDB.Query(q, args...)
@@ -207,7 +207,7 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	}
 	clone := func(edit func(k *remembered)) remembered {
 		k := stored
-		k.exps = append([]exposure(nil), stored.exps...)
+		k.exps = append([]Exposure(nil), stored.exps...)
 		edit(&k)
 		return k
 	}
@@ -223,7 +223,7 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 		"side":                clone(func(k *remembered) { k.exps[0].Side = k.exps[1].Side }),
 		"an exposure missing": clone(func(k *remembered) { k.exps = k.exps[:1] }),
 		"an exposure too many": clone(func(k *remembered) {
-			k.exps = append(k.exps, exposure{Symbol: "GBPUSD", Side: fx.Buy, Volume: tiny, VolumePrice: tiny})
+			k.exps = append(k.exps, Exposure{Symbol: "GBPUSD", Side: fx.Buy, Volume: tiny, VolumePrice: tiny})
 		}),
 		"no exposures": clone(func(k *remembered) { k.exps = nil }),
 	} {

@@ -66,8 +66,8 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	if err != nil {
 		return OrderResult{}, err
 	}
-	m := newMarket(s.prices, cat)
-	q, err := m.tradable(in.Symbol)
+	m := NewMarket(s.prices, cat)
+	q, err := m.Tradable(in.Symbol)
 	if err == nil {
 		err = s.gate.Admit(ctx, gate.Fill, slog.String("op", "fill order"), slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol))
 	}
@@ -76,10 +76,10 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		// answered from the database. Ownership and the nonce are otherwise checked inside the
 		// fill's transaction, which keeps the hot path to the statements it must send.
 		if r.RequestNonce != "" {
-			if _, aerr := loadAccount(ctx, s.db, userID, r.AccountID); aerr != nil {
+			if _, aerr := LoadAccount(ctx, s.db, userID, r.AccountID); aerr != nil {
 				return OrderResult{}, aerr
 			}
-			if o, ok, lerr := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
+			if o, ok, lerr := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
 				return s.replay(ctx, r, o, ok, lerr)
 			}
 		}
@@ -87,18 +87,18 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	}
 	digits := int32(in.Digits)
 	if r.Type == fx.Market {
-		ref := q.bid
+		ref := q.Bid
 		if r.Side == fx.Sell {
-			ref = q.ask
+			ref = q.Ask
 		}
 		if err := checkStops(in, r.Side, ref, r.SL, r.TP); err != nil {
 			return OrderResult{}, err
 		}
 	} else {
 		price := *r.Price
-		ref, word := q.ask, "ask"
+		ref, word := q.Ask, "ask"
 		if r.Side == fx.Sell {
-			ref, word = q.bid, "bid"
+			ref, word = q.Bid, "bid"
 		}
 		// Limits wait for a better price, stops for a worse one, both measured on the price the
 		// order would fill at.
@@ -144,7 +144,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 // own price it would be credited, as unrealised profit, the distance a LIMIT waits for. Other
 // pending orders are not added up: each is judged again, on the rows of its fill, when it
 // triggers.
-func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *market, q quote, expires *time.Time) (OrderResult, error) {
+func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *Market, q Quote, expires *time.Time) (OrderResult, error) {
 	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
@@ -153,22 +153,22 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	var a Account
 	var found, retried bool
 	var original Order
-	var exps []exposure
+	var exps []Exposure
 	var pending int64
-	locks.query(rowInto(&a, &found, scanAccount), lockAccountSQL, r.AccountID)
+	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, r.AccountID)
 	if r.RequestNonce != "" {
 		// The account lock serialises submits of one account, so a retry racing the original
 		// waits for it and then finds it here, before any rule could refuse the retry.
-		locks.query(rowInto(&original, &retried, scanOrder), nonceSQL, r.AccountID, r.RequestNonce)
+		locks.Query(RowInto(&original, &retried, ScanOrder), NonceSQL, r.AccountID, r.RequestNonce)
 	}
-	locks.query(exposuresInto(&exps), exposuresSQL, r.AccountID)
+	locks.Query(ExposuresInto(&exps), ExposuresSQL, r.AccountID)
 	// Read after the account lock was granted, like the nonce: every placement that committed a
 	// PENDING order of this account before it is counted.
-	locks.query(scanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
-	if err := tx.lock(ctx, locks, "place order"); err != nil {
+	locks.Query(ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
+	if err := tx.Lock(ctx, locks, "place order"); err != nil {
 		return OrderResult{}, err
 	}
-	if err := ownedBy(a, found, userID, r.AccountID); err != nil {
+	if err := OwnedBy(a, found, userID, r.AccountID); err != nil {
 		return OrderResult{}, err
 	}
 	if retried {
@@ -183,15 +183,15 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 			a.ID, pending, catalog.SettingMaxPendingOrders, limit)
 	}
 	g := cat.AccountGroup(a.Group)
-	before, ok := m.metrics(a, g, a.Balance, exps)
+	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
-		return OrderResult{}, errPricing()
+		return OrderResult{}, ErrPricing()
 	}
 	if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 	}
-	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, fillPrice(in, q, r.Side)); err != nil {
+	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, FillPrice(in, q, r.Side)); err != nil {
 		return OrderResult{}, err
 	}
 
@@ -201,14 +201,14 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	if r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
-	var b batch
-	b.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
-	b.query(lastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
-	if err := tx.commit(ctx, &b); err != nil {
+	var b Batch
+	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
+	b.Query(LastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
+	if err := tx.Commit(ctx, &b); err != nil {
 		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
 			tx.Rollback()
-			o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+			o, ok, err := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 			return s.replay(ctx, r, o, ok, err)
 		}
 		return OrderResult{}, fmt.Errorf("place order: %w", err)
@@ -232,29 +232,29 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errNoLease, slog.String("op", "fill order"))
 	}
 	arrived := time.Now()
-	w := &marketFill{s: s, queued: newQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
-	s.commits.submit(w)
+	w := &marketFill{s: s, Queued: NewQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
+	s.commits.Submit(w)
 	switch {
 	case w.original != nil:
 		return s.replay(ctx, r, *w.original, true, nil)
-	case w.err == nil && w.sending != nil:
+	case w.Err == nil && w.sending != nil:
 		return s.sendOpen(ctx, userID, w.res.Order, in, arrived)
-	case errors.Is(w.err, errReplayed):
+	case errors.Is(w.Err, ErrReplayed):
 		// A retry that was not committed when its batch looked is now.
-		o, ok, err := loadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+		o, ok, err := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 		return s.replay(ctx, r, o, ok, err)
-	case w.err != nil:
-		return OrderResult{}, w.err
+	case w.Err != nil:
+		return OrderResult{}, w.Err
 	}
 	return w.res, nil
 }
 
 // marketFill is one MARKET order waiting for its group commit.
-// oneTrip: a market fill may go in one round trip on its account's remembered rows.
-func (f *marketFill) oneTrip() (string, bool) { return f.r.RequestNonce, true }
+// OneTrip: a market fill may go in one round trip on its account's remembered rows.
+func (f *marketFill) OneTrip() (string, bool) { return f.r.RequestNonce, true }
 
 type marketFill struct {
-	queued
+	Queued
 	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	r      OrderRequest
@@ -270,52 +270,52 @@ type marketFill struct {
 	sendingIdx int
 }
 
-func (w *marketFill) wants(l *lockPlan) {
-	l.account(w.account)
-	l.exposuresOf(w.account)
+func (w *marketFill) Wants(l *Plan) {
+	l.Account(w.Account)
+	l.ExposuresOf(w.Account)
 	if w.r.RequestNonce != "" {
-		l.nonce(w.account, w.r.RequestNonce)
+		l.Nonce(w.Account, w.r.RequestNonce)
 	}
 }
 
-func (w *marketFill) apply(r *lockedRows) error {
+func (w *marketFill) Apply(r *Rows) error {
 	w.res, w.original, w.replayOf, w.fill, w.sending = OrderResult{}, nil, nil, openedFill{}, nil
-	a, found := r.accounts[w.account]
+	a, found := r.Accounts[w.Account]
 	if !found {
-		return accountNotFound(w.account)
+		return AccountNotFound(w.Account)
 	}
-	if err := ownedBy(*a, found, w.userID, w.account); err != nil {
+	if err := OwnedBy(*a, found, w.userID, w.Account); err != nil {
 		return err
 	}
-	key := nonceKey{a.ID, w.r.RequestNonce}
+	key := NonceKey{a.ID, w.r.RequestNonce}
 	if w.r.RequestNonce != "" {
-		if prior, ok := r.made[key]; ok {
+		if prior, ok := r.Made[key]; ok {
 			if prior.r.fingerprint() != w.r.fingerprint() {
 				return errKeyReused(w.r, prior.r, 0)
 			}
 			w.replayOf = prior
 			return nil
 		}
-		if o, ok := r.nonces[key]; ok {
+		if o, ok := r.Nonces[key]; ok {
 			w.original = &o
 			return nil
 		}
 	}
 	// Priced at the batch's quote, the one every write of the batch sees.
 	in := w.in
-	q, err := r.m.tradable(in.Symbol)
+	q, err := r.Market.Tradable(in.Symbol)
 	if err != nil {
 		return err
 	}
-	price := fillPrice(in, q, w.r.Side)
-	ref := q.bid
+	price := FillPrice(in, q, w.r.Side)
+	ref := q.Bid
 	if w.r.Side == fx.Sell {
-		ref = q.ask
+		ref = q.Ask
 	}
 	if err := checkStops(in, w.r.Side, ref, w.r.SL, w.r.TP); err != nil {
 		return err
 	}
-	commission, after, err := fillCheck(r.m, r.cat, in, *a, r.exposures[a.ID], w.r.Side, w.r.Volume, price)
+	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], w.r.Side, w.r.Volume, price)
 	if err != nil {
 		return err
 	}
@@ -323,16 +323,16 @@ func (w *marketFill) apply(r *lockedRows) error {
 		return w.reserve(r, a, key)
 	}
 	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
-	orderVar, _ := r.sessionVar("o")
-	r.w.exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
-	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
+	orderVar, _ := r.SessionVar("o")
+	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
+	r.Writes.Exec(SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.fill = openPosition(r, a, in, o, orderVar, price, commission, &after, nil)
 	if w.r.RequestNonce != "" {
-		r.made[key] = w
+		r.Made[key] = w
 	}
 	w.a = *a
 	return nil
@@ -341,7 +341,7 @@ func (w *marketFill) apply(r *lockedRows) error {
 // reserve writes an EXTERNAL order's identity, SENDING, instead of filling it: the venue fills
 // it, after this batch committed (Service.sendOpen). Its rules ran on the desk's quote (margin,
 // stops), so an order the desk would refuse never reaches the venue.
-func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
+func (w *marketFill) reserve(r *Rows, a *Account, key NonceKey) error {
 	if w.s.venue == nil {
 		return fx.Errorf(fx.EUNAVAILABLE, "Account %d trades through an execution venue and none is configured on this desk.", a.ID)
 	}
@@ -349,29 +349,29 @@ func (w *marketFill) reserve(r *lockedRows, a *Account, key nonceKey) error {
 		return errVenueUnavailable()
 	}
 	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.Now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
-	orderVar, idx := r.sessionVar("o")
-	r.w.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
+	orderVar, idx := r.SessionVar("o")
+	r.Writes.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
 		"`requestHash`, `execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', NOW(3))",
 		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash)
-	r.w.exec(setVarSQL(orderVar, "LAST_INSERT_ID()"))
+	r.Writes.Exec(SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
-		r.made[key] = w
+		r.Made[key] = w
 	}
 	w.a = *a
 	return nil
 }
 
-func (w *marketFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+func (w *marketFill) Committed(r *Rows, ids *IDs) []risk.Change {
 	switch {
 	case w.original != nil:
 		return nil
 	case w.sending != nil:
-		w.sending.ID = ids.values[w.sendingIdx]
+		w.sending.ID = ids.Values[w.sendingIdx]
 		w.res = OrderResult{Order: *w.sending}
 		return nil
 	case w.replayOf != nil:
@@ -386,9 +386,9 @@ func (w *marketFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 
-func (w *marketFill) failed(err error) error {
+func (w *marketFill) Failed(err error) error {
 	if store.IsDuplicateKey(err) && w.r.RequestNonce != "" {
-		return errReplayed
+		return ErrReplayed
 	}
 	return fmt.Errorf("fill order: %w", err)
 }
@@ -397,23 +397,23 @@ func (w *marketFill) failed(err error) error {
 // positions sum to exps: the commission it costs and the account's metrics after it. It
 // refuses (ECONFLICT) a fill that increases margin while the account is below its margin-call
 // level or beyond its free margin.
-func fillCheck(m *market, cat *catalog.Catalog, in catalog.Instrument, a Account, exps []exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
+func fillCheck(m *Market, cat *catalog.Catalog, in catalog.Instrument, a Account, exps []Exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
 	commission := decimal.Zero
 	if in.Group.CommissionPerLot.IsPositive() {
-		c, ok := m.convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
+		c, ok := m.Convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
 		if !ok {
-			return decimal.Zero, Metrics{}, errPricing()
+			return decimal.Zero, Metrics{}, ErrPricing()
 		}
 		commission = c
 	}
 	g := cat.AccountGroup(a.Group)
-	before, ok := m.metrics(a, g, a.Balance, exps)
+	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
-		return decimal.Zero, Metrics{}, errPricing()
+		return decimal.Zero, Metrics{}, ErrPricing()
 	}
-	after, ok := m.metrics(a, g, a.Balance.Sub(commission), append(exps, exposure{Symbol: in.Symbol, Side: side, Volume: volume, VolumePrice: volume.Mul(price)}))
+	after, ok := m.Metrics(a, g, a.Balance.Sub(commission), append(exps, Exposure{Symbol: in.Symbol, Side: side, Volume: volume, VolumePrice: volume.Mul(price)}))
 	if !ok {
-		return decimal.Zero, Metrics{}, errPricing()
+		return decimal.Zero, Metrics{}, ErrPricing()
 	}
 	if after.UsedMargin.GreaterThan(before.UsedMargin) {
 		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
@@ -438,13 +438,13 @@ type openedFill struct {
 }
 
 // written is the fill's position and commission deal as committed, with their ids.
-func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
+func (f openedFill) written(r *Rows, ids *IDs) (Position, *Deal) {
 	p := f.pos
-	p.ID, p.OrderID = ids.values[f.posID], ids.values[f.orderID]
+	p.ID, p.OrderID = ids.Values[f.posID], ids.Values[f.orderID]
 	if f.deal < 0 {
 		return p, nil
 	}
-	d := r.deal(f.deal, ids)
+	d := r.DealAt(f.deal, ids)
 	d.OrderID, d.PositionID, d.IDsFrom = &p.OrderID, &p.ID, nil
 	d.IdempotencyKey += itoa(p.OrderID)
 	return p, &d
@@ -458,27 +458,27 @@ func (f openedFill) written(r *lockedRows, ids *batchIDs) (Position, *Deal) {
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func openPosition(r *lockedRows, a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
+func openPosition(r *Rows, a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
 	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
-		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.now,
+		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.Now,
 		Currency: a.Currency, VenueTradeID: link}}
-	f.orderID = r.ids.index(orderVar)
-	posVar, posIdx := r.sessionVar("p")
+	f.orderID = r.IDs.Index(orderVar)
+	posVar, posIdx := r.SessionVar("p")
 	f.posID = posIdx
 	p := f.pos
-	r.w.exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
+	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
 		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
-	r.w.exec(setVarSQL(posVar, "LAST_INSERT_ID()"))
+	r.Writes.Exec(SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
-		f.deal = r.post(a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+		f.deal = r.Post(a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
 			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: posVar}})
 	}
 	if after != nil {
-		r.marks[a.ID] = *after
+		r.Marks[a.ID] = *after
 	}
-	r.expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
+	r.Expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
 	return f
 }
 
@@ -531,13 +531,13 @@ func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time
 
 // Orders lists userID's orders, newest first.
 func (s *Service) Orders(ctx context.Context, userID, accountID int64, status string, limit int) ([]Order, error) {
-	return listOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
+	return ListOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
 }
 
 // CancelOrder cancels a PENDING order of userID (ECONFLICT once it filled, expired or was
 // cancelled). It moves no money, so it needs no price and no fence.
 func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, error) {
-	o, err := loadOrder(ctx, s.db, userID, id)
+	o, err := LoadOrder(ctx, s.db, userID, id)
 	if err != nil {
 		return Order{}, err
 	}
@@ -554,9 +554,9 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, err
 		return Order{}, err
 	}
 	if n == 0 {
-		o, _ = loadOrder(ctx, s.db, userID, id)
+		o, _ = LoadOrder(ctx, s.db, userID, id)
 		return Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
-	return loadOrder(ctx, s.db, userID, id)
+	return LoadOrder(ctx, s.db, userID, id)
 }

@@ -19,7 +19,7 @@ import (
 
 // Positions lists userID's positions, newest first.
 func (s *Service) Positions(ctx context.Context, userID, accountID int64, status string, limit int) ([]Position, error) {
-	return listPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
+	return ListPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
 }
 
 // StopChange is one of SL or TP in a modify: Set false leaves it alone, Set with a nil Value
@@ -35,7 +35,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if !sl.Set && !tp.Set {
 		return Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
 	}
-	p, err := loadPosition(ctx, s.db, userID, id)
+	p, err := LoadPosition(ctx, s.db, userID, id)
 	if err != nil {
 		return Position{}, err
 	}
@@ -50,9 +50,9 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if !ok {
 		return Position{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
-	q, ok := newMarket(s.prices, cat).quote(p.Symbol)
+	q, ok := NewMarket(s.prices, cat).Quote(p.Symbol)
 	if !ok {
-		return Position{}, errPricing()
+		return Position{}, ErrPricing()
 	}
 	newSL, newTP := p.SL, p.TP
 	if sl.Set {
@@ -61,9 +61,9 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if tp.Set {
 		newTP = tp.Value
 	}
-	ref := q.bid
+	ref := q.Bid
 	if p.Side == fx.Sell {
-		ref = q.ask
+		ref = q.Ask
 	}
 	// Only the stops being changed are checked against the market; one left alone may already
 	// be on the wrong side, about to trigger, and must not block moving the other.
@@ -95,7 +95,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
-	return loadPosition(ctx, s.db, userID, id)
+	return LoadPosition(ctx, s.db, userID, id)
 }
 
 // CloseResult is a (partial) close: the position after it and the profit deal.
@@ -124,33 +124,33 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 	if link, ok := s.links.get(id); ok {
 		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}
-	w := &closeWrite{s: s, queued: newQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, Queued: NewQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason}
-	s.commits.submit(w)
+	s.commits.Submit(w)
 	var linked errLinked
-	if errors.As(w.err, &linked) {
+	if errors.As(w.Err, &linked) {
 		// Linked by a commit this process did not see (another holder's, before a takeover).
 		s.links.set(id, linked.link)
 		return s.closeExternal(ctx, userID, id, linked.link, volume, reason, trigger)
 	}
-	if w.err != nil {
-		return CloseResult{}, w.err
+	if w.Err != nil {
+		return CloseResult{}, w.Err
 	}
 	return w.res, nil
 }
 
 // closeWrite is one close waiting for its group commit.
-// lockedAccount is the position's account, which a close learns from the plan when its
+// LockedAccount is the position's account, which a close learns from the plan when its
 // request named only the position.
-func (w *closeWrite) lockedAccount(l *lockPlan) int64 {
-	if w.account == 0 {
-		return l.accountOf[w.id]
+func (w *closeWrite) LockedAccount(l *Plan) int64 {
+	if w.Account == 0 {
+		return l.AccountOf[w.id]
 	}
-	return w.account
+	return w.Account
 }
 
 type closeWrite struct {
-	queued
+	Queued
 	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	id     int64
@@ -168,24 +168,24 @@ type closeWrite struct {
 	a    Account
 }
 
-func (w *closeWrite) wants(l *lockPlan) {
-	l.position(w.id, w.account != 0)
+func (w *closeWrite) Wants(l *Plan) {
+	l.Position(w.id, w.Account != 0)
 	if w.venuePrice != nil && w.txID > 0 {
-		l.fill(w.id, w.txID)
+		l.Fill(w.id, w.txID)
 	}
 }
 
-func (w *closeWrite) apply(r *lockedRows) error {
+func (w *closeWrite) Apply(r *Rows) error {
 	w.res, w.deal = CloseResult{}, -1
-	p, exists := r.positions[w.id]
-	a, found := r.accounts[w.account]
-	if !exists || !found || ownedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
+	p, exists := r.Positions[w.id]
+	a, found := r.Accounts[w.Account]
+	if !exists || !found || OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
 		return fx.Errorf(fx.ENOTFOUND, "Position %d not found.", w.id)
 	}
 	if p.Status != fx.PositionOpen {
 		return errAlreadyClosed(w.id)
 	}
-	in, ok := r.cat.Instruments[p.Symbol]
+	in, ok := r.Catalog.Instruments[p.Symbol]
 	if !ok {
 		return fmt.Errorf("position %d: instrument %s is missing", w.id, p.Symbol)
 	}
@@ -196,18 +196,18 @@ func (w *closeWrite) apply(r *lockedRows) error {
 		return errLinked{venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}}
 	}
 	if in.Status == fx.InstrumentHalted {
-		return errHalted(in.Symbol)
+		return ErrHalted(in.Symbol)
 	}
 	if w.volume != nil {
 		if err := checkVolume(in, *w.volume); err != nil {
 			return err
 		}
 	}
-	q, err := r.m.tradable(p.Symbol)
+	q, err := r.Market.Tradable(p.Symbol)
 	if err != nil {
 		return err
 	}
-	price := closePrice(in, q, p.Side)
+	price := ClosePrice(in, q, p.Side)
 	vol := p.Volume
 	if w.volume != nil {
 		vol = *w.volume
@@ -223,8 +223,8 @@ func (w *closeWrite) apply(r *lockedRows) error {
 
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
-func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in catalog.Instrument) error {
-	if r.booked[FillKey{w.id, w.txID}] {
+func (w *closeWrite) applyVenue(r *Rows, a *Account, p *Position, in catalog.Instrument) error {
+	if r.Booked[FillKey{w.id, w.txID}] {
 		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, ErrAlreadyBooked)
 	}
 	vol := p.Volume
@@ -243,17 +243,17 @@ func (w *closeWrite) applyVenue(r *lockedRows, a *Account, p *Position, in catal
 	}
 	if w.txID > 0 {
 		tx := w.txID
-		r.deals[w.deal].VenueTransactionID = &tx
+		r.Deals[w.deal].VenueTransactionID = &tx
 	}
 	w.s.advanceCursor(r, w.txID)
 	return nil
 }
 
 // book closes vol lots of the locked position p at price.
-func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Instrument, vol, price decimal.Decimal) error {
-	profit, ok := r.m.convert(profitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
+func (w *closeWrite) book(r *Rows, a *Account, p *Position, in catalog.Instrument, vol, price decimal.Decimal) error {
+	profit, ok := r.Market.Convert(ProfitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
 	if !ok {
-		return errPricing()
+		return ErrPricing()
 	}
 	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
 	volumeBefore := p.Volume
@@ -264,23 +264,23 @@ func (w *closeWrite) book(r *lockedRows, a *Account, p *Position, in catalog.Ins
 	// account's positions.
 	if p.Volume.IsZero() {
 		// closePrice is the price that closed the position; a partial close's price is on its deal.
-		recorded, now := string(w.reason), r.now
+		recorded, now := string(w.reason), r.Now
 		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &recorded, &price
 	}
 	// Written once per position at the end of the batch, with the batch's other closes
 	// (closeUpdate), from the locked row as the batch's writes left it.
-	r.closing(p)
-	r.expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
+	r.Closing(p)
+	r.Expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
-	w.deal = r.post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+	w.deal = r.Post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
 	w.res.Position, w.a = *p, *a
 	return nil
 }
 
-func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
-	w.res.Deal = r.deal(w.deal, ids)
+func (w *closeWrite) Committed(r *Rows, ids *IDs) []risk.Change {
+	w.res.Deal = r.DealAt(w.deal, ids)
 	if w.res.Position.Status == fx.PositionClosed {
 		w.s.links.drop(w.id)
 		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}
@@ -288,7 +288,7 @@ func (w *closeWrite) committed(r *lockedRows, ids *batchIDs) []risk.Change {
 	return []risk.Change{{Kind: risk.PositionReduced, Position: risk.Position{ID: w.id, Volume: w.res.Position.Volume.InexactFloat64()}}, balanceChanged(w.a)}
 }
 
-func (w *closeWrite) failed(err error) error {
+func (w *closeWrite) Failed(err error) error {
 	if store.IsDuplicateKey(err) && w.txID > 0 {
 		// The same fill booked by a write this batch could not see (another batch meanwhile).
 		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, ErrAlreadyBooked, err)

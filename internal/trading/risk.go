@@ -59,25 +59,25 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}
 
 	if s.Accounts, err = store.QueryAll(ctx, tx, "risk view: accounts", func(sc store.Scanner) (risk.Account, error) {
-		a, err := scanAccount(sc)
+		a, err := ScanAccount(sc)
 		return riskAccount(a, cat.AccountGroup(a.Group)), err
-	}, "SELECT "+accountCols+" FROM `fx_account`"); err != nil {
+	}, "SELECT "+AccountCols+" FROM `fx_account`"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
 	if s.Positions, err = store.QueryAll(ctx, tx, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
-		p, err := scanPosition(sc)
+		p, err := ScanPosition(sc)
 		if err == nil && p.VenueTradeID != nil {
 			loaded[p.ID] = venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}
 		}
 		return riskPosition(p), err
-	}, "SELECT "+positionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
+	}, "SELECT "+PositionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	if s.Orders, err = store.QueryAll(ctx, tx, "risk view: orders", func(sc store.Scanner) (risk.Order, error) {
-		o, err := scanOrder(sc)
+		o, err := ScanOrder(sc)
 		return riskOrder(o), err
-	}, "SELECT "+orderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
+	}, "SELECT "+OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	r.versions = versions
@@ -162,7 +162,7 @@ func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Conte
 }
 
 // readVersions is every account's balanceVersion.
-func readVersions(ctx context.Context, q querier) (map[int64]int64, error) {
+func readVersions(ctx context.Context, q Querier) (map[int64]int64, error) {
 	versions := map[int64]int64{}
 	err := eachVersion(ctx, q, func(id, version int64, _ func() (decimal.Decimal, error)) error {
 		versions[id] = version
@@ -173,7 +173,7 @@ func readVersions(ctx context.Context, q querier) (map[int64]int64, error) {
 
 // eachVersion calls fn with every account's id and balanceVersion; balance parses the row's
 // balance, which an unchanged account never needs (a refresh of an idle desk parses none).
-func eachVersion(ctx context.Context, q querier, fn func(id, version int64, balance func() (decimal.Decimal, error)) error) error {
+func eachVersion(ctx context.Context, q Querier, fn func(id, version int64, balance func() (decimal.Decimal, error)) error) error {
 	rows, err := q.QueryContext(ctx, "SELECT `id`, `balanceVersion`, `balance` FROM `fx_account`")
 	if err != nil {
 		return fmt.Errorf("balance versions: %w", err)
@@ -241,23 +241,23 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return errHalted(in.Symbol)
+		return ErrHalted(in.Symbol)
 	}
 	// Refused for market state before it queues; its batch prices it again.
-	if _, err := newMarket(s.prices, cat).tradable(symbol); err != nil {
+	if _, err := NewMarket(s.prices, cat).Tradable(symbol); err != nil {
 		return err
 	}
 	if err := s.admit(ctx, gate.Fill, "fill resting order", slog.Int64("order_id", id)); err != nil {
 		return err
 	}
-	w := &restingFill{s: s, queued: newQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
-	s.commits.submit(w)
-	return w.err
+	w := &restingFill{s: s, Queued: NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
+	s.commits.Submit(w)
+	return w.Err
 }
 
 // restingFill is a resting order the risk engine triggered, waiting for its group commit.
 type restingFill struct {
-	queued
+	Queued
 	s  *Service // the desk that queued it (its venue, its links, its log)
 	id int64
 
@@ -266,19 +266,19 @@ type restingFill struct {
 	a        Account
 }
 
-func (w *restingFill) wants(l *lockPlan) {
-	l.account(w.account)
-	l.order(w.id)
-	l.exposuresOf(w.account)
+func (w *restingFill) Wants(l *Plan) {
+	l.Account(w.Account)
+	l.Order(w.id)
+	l.ExposuresOf(w.Account)
 }
 
-func (w *restingFill) apply(r *lockedRows) error {
+func (w *restingFill) Apply(r *Rows) error {
 	w.fill, w.rejected = openedFill{}, nil
-	a, found := r.accounts[w.account]
+	a, found := r.Accounts[w.Account]
 	if !found {
-		return accountNotFound(w.account)
+		return AccountNotFound(w.Account)
 	}
-	o, exists := r.orders[w.id]
+	o, exists := r.Orders[w.id]
 	if !exists || o.Status != fx.OrderPending || o.AccountID != a.ID {
 		status := ""
 		if exists {
@@ -286,52 +286,52 @@ func (w *restingFill) apply(r *lockedRows) error {
 		}
 		return fmt.Errorf("fill order %d (%s): %w", w.id, status, risk.ErrAlreadyClosed)
 	}
-	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.now) {
+	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.Now) {
 		return fmt.Errorf("fill order %d: expired at %s: %w", w.id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
 	}
-	in, ok := r.cat.Instruments[o.Symbol]
+	in, ok := r.Catalog.Instruments[o.Symbol]
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", w.id, o.Symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return errHalted(in.Symbol)
+		return ErrHalted(in.Symbol)
 	}
-	q, err := r.m.tradable(o.Symbol)
+	q, err := r.Market.Tradable(o.Symbol)
 	if err != nil {
 		return err
 	}
-	price := fillPrice(in, q, o.Side)
-	commission, after, err := fillCheck(r.m, r.cat, in, *a, r.exposures[a.ID], o.Side, o.Volume, price)
+	price := FillPrice(in, q, o.Side)
+	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
 	if fx.ErrorCode(err) == fx.ECONFLICT {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
-		r.w.exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
+		r.Writes.Exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
 		o.Status, w.rejected = "REJECTED", err
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	r.w.exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, w.id)
-	orderVar, _ := r.sessionVar("o")
-	r.w.exec(setVarSQL(orderVar, "?"), w.id)
+	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, w.id)
+	orderVar, _ := r.SessionVar("o")
+	r.Writes.Exec(SetVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
 	w.fill = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil)
 	w.a = *a
 	return nil
 }
 
-func (w *restingFill) committed(r *lockedRows, ids *batchIDs) []risk.Change {
+func (w *restingFill) Committed(r *Rows, ids *IDs) []risk.Change {
 	if w.rejected != nil {
-		w.s.log.WarnContext(w.ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
-		w.err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
+		w.s.log.WarnContext(w.Ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
+		w.Err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
 		return []risk.Change{{Kind: risk.OrderCancelled, Order: risk.Order{ID: w.id}}}
 	}
 	p, _ := w.fill.written(r, ids)
 	return []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
 }
 
-func (w *restingFill) failed(err error) error { return fmt.Errorf("fill order %d: %w", w.id, err) }
+func (w *restingFill) Failed(err error) error { return fmt.Errorf("fill order %d: %w", w.id, err) }
 
 // ---- changes reported to the engine ----
 

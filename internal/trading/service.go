@@ -44,7 +44,7 @@ type Service struct {
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
 
-	commits   *committer     // the group commit of desk-priced fills and closes
+	commits   *Committer     // the group commit of desk-priced fills and closes
 	commitObs CommitObserver // nil: not observed
 
 	venue      Venue         // nil: no execution venue (EXTERNAL groups cannot trade)
@@ -120,7 +120,7 @@ func New(c Config) (*Service, error) {
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}
-	s.commits = newCommitter(CommitterConfig{DB: s.commitDB, Fence: s.fence, Catalog: s.catalog, Prices: s.prices, Now: s.now,
+	s.commits = NewCommitter(CommitterConfig{DB: s.commitDB, Fence: s.fence, Catalog: s.catalog, Prices: s.prices, Now: s.now,
 		Fenced: s.gate.Fenced, Notify: s.notify, Log: s.log, Observer: s.commitObs})
 	return s, nil
 }
@@ -187,7 +187,7 @@ func clampLimit(n int) int {
 // the row locks and reads, then send it with tx.lock. The fence itself is sent by commit, as
 // the statement just before COMMIT (see txn), so it costs no round trip of its own and holds
 // its shared lock on the lease row only while the transaction commits.
-func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*txn, *batch, error) {
+func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*Txn, *Batch, error) {
 	if err := s.gate.Admit(ctx, work, slog.String("op", what)); err != nil {
 		return nil, nil, err
 	}
@@ -195,13 +195,13 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*txn,
 	if err != nil {
 		return nil, nil, s.gate.Fenced(ctx, work, err, slog.String("op", what))
 	}
-	b := &batch{}
-	t, err := beginTxn(ctx, s.db, b)
+	b := &Batch{}
+	t, err := BeginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
-	t.fence, t.fenceArgs = stmt, args
-	t.refused = func(cause error) error {
+	t.Fence, t.FenceArgs = stmt, args
+	t.Refused = func(cause error) error {
 		return s.gate.Fenced(ctx, work, cause, slog.String("op", what), slog.Bool("rolled_back", true))
 	}
 	return t, b, nil
@@ -209,9 +209,9 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*txn,
 
 // beginUnfenced is begin for a balance change that does not depend on this process's prices:
 // no gate, no fence.
-func (s *Service) beginUnfenced(ctx context.Context, what string) (*txn, *batch, error) {
-	b := &batch{}
-	t, err := beginTxn(ctx, s.db, b)
+func (s *Service) beginUnfenced(ctx context.Context, what string) (*Txn, *Batch, error) {
+	b := &Batch{}
+	t, err := BeginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}

@@ -86,60 +86,60 @@ type Position struct {
 // Deal is one row of the ledger; the ledger package writes it.
 type Deal = ledger.Deal
 
-type querier interface {
+type Querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 }
 
 // scanner is a row to scan: *sql.Row or *sql.Rows.
-const accountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, " +
+const AccountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, " +
 	"(SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = `fx_account`.`accountGroup` LIMIT 1)"
 
-func scanAccount(sc store.Scanner) (Account, error) {
+func ScanAccount(sc store.Scanner) (Account, error) {
 	var a Account
 	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt, &a.Execution)
 	return a, err
 }
 
-// loadAccount reads account id owned by userID (0 = any owner), without a lock (a write takes
+// LoadAccount reads account id owned by userID (0 = any owner), without a lock (a write takes
 // it with lockAccountSQL in its first batch). It returns ENOTFOUND when there is no such account
 // or it belongs to someone else.
-func loadAccount(ctx context.Context, q querier, userID, id int64) (Account, error) {
-	a, err := scanAccount(q.QueryRowContext(ctx, "SELECT "+accountCols+" FROM `fx_account` WHERE `id` = ?", id))
+func LoadAccount(ctx context.Context, q Querier, userID, id int64) (Account, error) {
+	a, err := ScanAccount(q.QueryRowContext(ctx, "SELECT "+AccountCols+" FROM `fx_account` WHERE `id` = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Account{}, accountNotFound(id)
+		return Account{}, AccountNotFound(id)
 	}
 	if err != nil {
 		return Account{}, fmt.Errorf("load account %d: %w", id, err)
 	}
-	return a, ownedBy(a, true, userID, id)
+	return a, OwnedBy(a, true, userID, id)
 }
 
-// lockAccountSQL takes account ? for update. Every fill, close and balance change takes the
+// LockAccountSQL takes account ? for update. Every fill, close and balance change takes the
 // account row first, then the rows it changes.
-const lockAccountSQL = "SELECT " + accountCols + " FROM `fx_account` WHERE `id` = ? FOR UPDATE"
+const LockAccountSQL = "SELECT " + AccountCols + " FROM `fx_account` WHERE `id` = ? FOR UPDATE"
 
-// rowInto is the batch scan of at most one row, read by scan into *v.
-func rowInto[T any](v *T, found *bool, scan func(store.Scanner) (T, error)) func(*sql.Rows) error {
-	return scanFirst(found, func(r *sql.Rows) (err error) {
+// RowInto is the batch scan of at most one row, read by scan into *v.
+func RowInto[T any](v *T, found *bool, scan func(store.Scanner) (T, error)) func(*sql.Rows) error {
+	return ScanFirst(found, func(r *sql.Rows) (err error) {
 		*v, err = scan(r)
 		return err
 	})
 }
 
-// ownedBy is ENOTFOUND unless account id was found and belongs to userID (0 = any owner).
-func ownedBy(a Account, found bool, userID, id int64) error {
+// OwnedBy is ENOTFOUND unless account id was found and belongs to userID (0 = any owner).
+func OwnedBy(a Account, found bool, userID, id int64) error {
 	if !found || (userID != 0 && a.UserID != userID) {
-		return accountNotFound(id)
+		return AccountNotFound(id)
 	}
 	return nil
 }
 
-func accountNotFound(id int64) error { return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id) }
+func AccountNotFound(id int64) error { return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id) }
 
-func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Account, error) {
-	sqlText := "SELECT " + accountCols + " FROM `fx_account`"
+func ListAccounts(ctx context.Context, q Querier, userID int64, limit int) ([]Account, error) {
+	sqlText := "SELECT " + AccountCols + " FROM `fx_account`"
 	args := []any{}
 	if userID != 0 {
 		sqlText += " WHERE `userId` = ?"
@@ -147,33 +147,33 @@ func listAccounts(ctx context.Context, q querier, userID int64, limit int) ([]Ac
 	}
 	sqlText += " ORDER BY `id` LIMIT ?"
 	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list accounts", scanAccount, sqlText, args...)
+	return store.QueryAll(ctx, q, "list accounts", ScanAccount, sqlText, args...)
 }
 
-// exposuresSQL sums account ?'s open positions per symbol and side.
-const exposuresSQL = "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` " +
+// ExposuresSQL sums account ?'s open positions per symbol and side.
+const ExposuresSQL = "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` " +
 	"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`"
 
-// loadExposures sums an account's open positions per symbol and side.
-func loadExposures(ctx context.Context, q querier, accountID int64) ([]exposure, error) {
-	rows, err := q.QueryContext(ctx, exposuresSQL, accountID)
+// LoadExposures sums an account's open positions per symbol and side.
+func LoadExposures(ctx context.Context, q Querier, accountID int64) ([]Exposure, error) {
+	rows, err := q.QueryContext(ctx, ExposuresSQL, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
 	}
 	defer rows.Close()
-	var out []exposure
-	if err := exposuresInto(&out)(rows); err != nil {
+	var out []Exposure
+	if err := ExposuresInto(&out)(rows); err != nil {
 		return nil, fmt.Errorf("load exposures of account %d: %w", accountID, err)
 	}
 	return out, rows.Err()
 }
 
-// exposuresInto is the batch scan of exposuresSQL.
-func exposuresInto(out *[]exposure) func(*sql.Rows) error {
+// ExposuresInto is the batch scan of exposuresSQL.
+func ExposuresInto(out *[]Exposure) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
 		*out = (*out)[:0]
 		for rows.Next() {
-			var e exposure
+			var e Exposure
 			if err := rows.Scan(&e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
 				return err
 			}
@@ -183,12 +183,12 @@ func exposuresInto(out *[]exposure) func(*sql.Rows) error {
 	}
 }
 
-const orderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
+const OrderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
 	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`"
 
-func scanOrder(sc store.Scanner) (Order, error) {
+func ScanOrder(sc store.Scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
@@ -196,11 +196,11 @@ func scanOrder(sc store.Scanner) (Order, error) {
 	return o, err
 }
 
-// nonceSQL finds account ?'s order with request nonce ?.
-const nonceSQL = "SELECT " + orderCols + " FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?"
+// NonceSQL finds account ?'s order with request nonce ?.
+const NonceSQL = "SELECT " + OrderCols + " FROM `fx_order` o WHERE o.`accountId` = ? AND o.`requestNonce` = ?"
 
-func loadOrderByNonce(ctx context.Context, q querier, accountID int64, nonce string) (Order, bool, error) {
-	o, err := scanOrder(q.QueryRowContext(ctx, nonceSQL, accountID, nonce))
+func LoadOrderByNonce(ctx context.Context, q Querier, accountID int64, nonce string) (Order, bool, error) {
+	o, err := ScanOrder(q.QueryRowContext(ctx, NonceSQL, accountID, nonce))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, false, nil
 	}
@@ -210,9 +210,9 @@ func loadOrderByNonce(ctx context.Context, q querier, accountID int64, nonce str
 	return o, true, nil
 }
 
-// loadOrder reads order id if it belongs to one of userID's accounts (ENOTFOUND otherwise).
-func loadOrder(ctx context.Context, q querier, userID, id int64) (Order, error) {
-	o, err := scanOrder(q.QueryRowContext(ctx, "SELECT "+orderCols+" FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
+// LoadOrder reads order id if it belongs to one of userID's accounts (ENOTFOUND otherwise).
+func LoadOrder(ctx context.Context, q Querier, userID, id int64) (Order, error) {
+	o, err := ScanOrder(q.QueryRowContext(ctx, "SELECT "+OrderCols+" FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
 		"WHERE o.`id` = ? AND a.`userId` = ?", id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, fx.Errorf(fx.ENOTFOUND, "Order %d not found.", id)
@@ -223,8 +223,8 @@ func loadOrder(ctx context.Context, q querier, userID, id int64) (Order, error) 
 	return o, nil
 }
 
-func listOrders(ctx context.Context, q querier, userID, accountID int64, status string, limit int) ([]Order, error) {
-	sqlText := "SELECT " + orderCols + " FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`userId` = ?"
+func ListOrders(ctx context.Context, q Querier, userID, accountID int64, status string, limit int) ([]Order, error) {
+	sqlText := "SELECT " + OrderCols + " FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`userId` = ?"
 	args := []any{userID}
 	if accountID != 0 {
 		sqlText += " AND o.`accountId` = ?"
@@ -236,29 +236,29 @@ func listOrders(ctx context.Context, q querier, userID, accountID int64, status 
 	}
 	sqlText += " ORDER BY o.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list orders", scanOrder, sqlText, args...)
+	return store.QueryAll(ctx, q, "list orders", ScanOrder, sqlText, args...)
 }
 
-const positionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
+const PositionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, " +
 	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
 
-func scanPosition(sc store.Scanner) (Position, error) {
+func ScanPosition(sc store.Scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
 		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency, &p.VenueTradeID)
 	return p, err
 }
 
-// loadPosition reads position id, without a lock; userID 0 means any owner.
-func loadPosition(ctx context.Context, q querier, userID, id int64) (Position, error) {
-	sqlText := "SELECT " + positionCols + " FROM `fx_position` p WHERE p.`id` = ?"
+// LoadPosition reads position id, without a lock; userID 0 means any owner.
+func LoadPosition(ctx context.Context, q Querier, userID, id int64) (Position, error) {
+	sqlText := "SELECT " + PositionCols + " FROM `fx_position` p WHERE p.`id` = ?"
 	args := []any{id}
 	if userID != 0 {
-		sqlText = "SELECT " + positionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`id` = ? AND a.`userId` = ?"
+		sqlText = "SELECT " + PositionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`id` = ? AND a.`userId` = ?"
 		args = append(args, userID)
 	}
-	p, err := scanPosition(q.QueryRowContext(ctx, sqlText, args...))
+	p, err := ScanPosition(q.QueryRowContext(ctx, sqlText, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Position{}, fx.Errorf(fx.ENOTFOUND, "Position %d not found.", id)
 	}
@@ -268,8 +268,8 @@ func loadPosition(ctx context.Context, q querier, userID, id int64) (Position, e
 	return p, nil
 }
 
-func listPositions(ctx context.Context, q querier, userID, accountID int64, status string, limit int) ([]Position, error) {
-	sqlText := "SELECT " + positionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`userId` = ?"
+func ListPositions(ctx context.Context, q Querier, userID, accountID int64, status string, limit int) ([]Position, error) {
+	sqlText := "SELECT " + PositionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`userId` = ?"
 	args := []any{userID}
 	if accountID != 0 {
 		sqlText += " AND p.`accountId` = ?"
@@ -281,24 +281,24 @@ func listPositions(ctx context.Context, q querier, userID, accountID int64, stat
 	}
 	sqlText += " ORDER BY p.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list positions", scanPosition, sqlText, args...)
+	return store.QueryAll(ctx, q, "list positions", ScanPosition, sqlText, args...)
 }
 
 const dealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
 	"d.`side`, d.`volume`, d.`price`, d.`idempotencyKey`, d.`comment`, d.`createdAt`"
 
-func scanDeal(sc store.Scanner) (Deal, error) {
+func ScanDeal(sc store.Scanner) (Deal, error) {
 	var d Deal
 	err := sc.Scan(&d.ID, &d.AccountID, &d.Type, &d.Amount, &d.BalanceAfter, &d.Currency, &d.OrderID, &d.PositionID, &d.Symbol,
 		&d.Side, &d.Volume, &d.Price, &d.IdempotencyKey, &d.Comment, &d.CreatedAt)
 	return d, err
 }
 
-// dealByKeySQL finds the deal with idempotency key ?.
-const dealByKeySQL = "SELECT " + dealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
+// DealByKeySQL finds the deal with idempotency key ?.
+const DealByKeySQL = "SELECT " + dealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
 
-func loadDealByKey(ctx context.Context, q querier, key string) (Deal, bool, error) {
-	d, err := scanDeal(q.QueryRowContext(ctx, dealByKeySQL, key))
+func LoadDealByKey(ctx context.Context, q Querier, key string) (Deal, bool, error) {
+	d, err := ScanDeal(q.QueryRowContext(ctx, DealByKeySQL, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deal{}, false, nil
 	}
@@ -308,7 +308,7 @@ func loadDealByKey(ctx context.Context, q querier, key string) (Deal, bool, erro
 	return d, true, nil
 }
 
-func listDeals(ctx context.Context, q querier, userID, accountID int64, limit int) ([]Deal, error) {
+func ListDeals(ctx context.Context, q Querier, userID, accountID int64, limit int) ([]Deal, error) {
 	sqlText := "SELECT " + dealCols + " FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` WHERE a.`userId` = ?"
 	args := []any{userID}
 	if accountID != 0 {
@@ -317,19 +317,19 @@ func listDeals(ctx context.Context, q querier, userID, accountID int64, limit in
 	}
 	sqlText += " ORDER BY d.`id` DESC LIMIT ?"
 	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list deals", scanDeal, sqlText, args...)
+	return store.QueryAll(ctx, q, "list deals", ScanDeal, sqlText, args...)
 }
 
-// commitDeal ends tx with the balance change d on the locked account a: b (which may already
+// CommitDeal ends tx with the balance change d on the locked account a: b (which may already
 // hold the writes that come with it), then the ledger's posting of d (with marks, when
 // non-nil), the deal's id and COMMIT, in one round trip. It returns the deal as written.
-func commitDeal(ctx context.Context, tx *txn, b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
+func CommitDeal(ctx context.Context, tx *Txn, b *Batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
 	d, err := addDeal(b, a, d, marks)
 	if err != nil {
 		return Deal{}, err
 	}
-	b.query(lastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
-	if err := tx.commit(ctx, b); err != nil {
+	b.Query(LastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
+	if err := tx.Commit(ctx, b); err != nil {
 		return Deal{}, fmt.Errorf("post %s deal for account %d: %w", d.Type, a.ID, err)
 	}
 	return d, nil
@@ -339,7 +339,7 @@ func commitDeal(ctx context.Context, tx *txn, b *batch, a *Account, d Deal, mark
 // marks, when non-nil) and the deal — and returns the deal as it will be written, without its
 // id: the deal INSERT is the posting's last statement, so its id is the batch's last insert id.
 // a.Balance is moved to the deal's balanceAfter.
-func addDeal(b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
+func addDeal(b *Batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
 	la := &ledger.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance}
 	if marks != nil {
 		la.Marks = &ledger.Marks{Equity: marks.Equity, UsedMargin: marks.UsedMargin}
@@ -350,7 +350,7 @@ func addDeal(b *batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
 		return Deal{}, err
 	}
 	for _, st := range p.Stmts {
-		b.exec(st.SQL, st.Args...)
+		b.Exec(st.SQL, st.Args...)
 	}
 	a.Balance = la.Balance
 	d = p.Deals[0]

@@ -131,7 +131,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if after := counts(t, a.ID); after != before {
 		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
 	}
-	p, err := loadPosition(ctx, testDB, 9001, open.Position.ID)
+	p, err := LoadPosition(ctx, testDB, 9001, open.Position.ID)
 	if err != nil || p.Status != fx.PositionOpen || !p.Volume.Equal(decimal.RequireFromString("0.1")) {
 		t.Fatalf("position after fenced close = %+v, %v", p, err)
 	}
@@ -182,7 +182,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if after := counts(t, a.ID); after != before {
 		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
 	}
-	if p, err := loadPosition(ctx, testDB, 9003, open.Position.ID); err != nil || p.Status != fx.PositionOpen {
+	if p, err := LoadPosition(ctx, testDB, 9003, open.Position.ID); err != nil || p.Status != fx.PositionOpen {
 		t.Fatalf("position after the refused close = %+v, %v", p, err)
 	}
 }
@@ -211,7 +211,7 @@ func TestConversionOnHandCheckedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMarket(fixedPrices{"EURUSD": {1.1, 1.1002}, "USDJPY": {150, 150.02}, "GBPUSD": {1.3, 1.3002}}, cat)
+	m := NewMarket(fixedPrices{"EURUSD": {1.1, 1.1002}, "USDJPY": {150, 150.02}, "GBPUSD": {1.3, 1.3002}}, cat)
 	d := decimal.RequireFromString
 	for _, tc := range []struct {
 		amount, from, to, want string
@@ -232,19 +232,19 @@ func TestConversionOnHandCheckedFigures(t *testing.T) {
 		{"0.0005", "EUR", "EUR", "0.00"},   // EUR keeps two places
 		{"-0.005", "GBP", "GBP", "-0.01"},
 	} {
-		got, ok := m.convert(d(tc.amount), tc.from, tc.to)
+		got, ok := m.Convert(d(tc.amount), tc.from, tc.to)
 		if !ok || !got.Equal(d(tc.want)) {
 			t.Errorf("convert %s %s→%s = %s (%v), want %s", tc.amount, tc.from, tc.to, got, ok, tc.want)
 		}
 	}
-	if _, ok := m.convert(d("1"), "CHF", "USD"); ok {
+	if _, ok := m.Convert(d("1"), "CHF", "USD"); ok {
 		t.Error("converted CHF with no USDCHF quote")
 	}
 	in := cat.Instruments["EURUSD"]
 	for _, tc := range []struct{ long, short, want string }{
 		{"1", "0", "1"}, {"1", "1", "1"}, {"2", "1", "2"}, {"0", "0.5", "0.5"},
 	} {
-		if got := marginVolume(in, d(tc.long), d(tc.short)); !got.Equal(d(tc.want)) {
+		if got := MarginVolume(in, d(tc.long), d(tc.short)); !got.Equal(d(tc.want)) {
 			t.Errorf("margin volume %s long %s short = %s, want %s", tc.long, tc.short, got, tc.want)
 		}
 	}

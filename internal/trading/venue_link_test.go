@@ -170,7 +170,7 @@ func TestVenueFillIsBookedOnce(t *testing.T) {
 	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); !errors.Is(err, ErrAlreadyBooked) {
 		t.Fatalf("the same fill booked again: %v", err)
 	}
-	p, err := loadPosition(ctx, testDB, 0, pos)
+	p, err := LoadPosition(ctx, testDB, 0, pos)
 	if err != nil {
 		t.Fatal(err)
 	}
