@@ -16,6 +16,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/api"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	follower, err := mirror.NewSnapshotFollower(mirror.SnapshotFollowerConfig{
 		Redis: rdb, Names: cfg.RedisNames, Interval: cfg.MirrorInterval, MaxAge: cfg.MirrorMaxAge,
 		CalendarFor: calendarFor, Alerts: inbox,
-		HasExposure: func(ctx context.Context) (bool, error) { return trading.HasExposure(ctx, db) },
+		HasExposure: func(ctx context.Context) (bool, error) { return book.HasExposure(ctx, db) },
 	}, log)
 	if err != nil {
 		return err

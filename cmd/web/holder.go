@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
@@ -104,7 +105,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 			return fmt.Errorf("scheduled jobs: %w", err)
 		}
 	}
-	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(trading.MaxBatch))
+	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(book.MaxBatch))
 	if err != nil {
 		return fmt.Errorf("risk engine: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
@@ -41,7 +42,7 @@ func (r *riskRelay) exposedSymbols(db *sql.DB) func(context.Context) ([]string, 
 				return symbols, nil
 			}
 		}
-		return trading.ExposedSymbols(ctx, db)
+		return book.ExposedSymbols(ctx, db)
 	}
 }
 
@@ -66,7 +67,7 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Gate:     g,
 		Alerts:   marginCalls{inbox},
 		// Each close or fill waits for its group commit without holding a connection; a batch
-		// carries up to trading.MaxBatch of them, so that many can wait for the next one. With a
+		// carries up to book.MaxBatch of them, so that many can wait for the next one. With a
 		// venue, an EXTERNAL close waits for the venue's answer first: as many workers as the
 		// venue executor can have calls in flight.
 		Workers:    workers,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
@@ -49,7 +50,7 @@ func TestListStatusFilterIgnoresCase(t *testing.T) {
 // The account list shows marginLevel from the stored marks, as the single-account read does
 // when it cannot price live: an account with used margin is never null.
 func TestAccountListShowsMarginLevel(t *testing.T) {
-	a := trading.Account{ID: 1, Currency: "USD", Balance: decimal.RequireFromString("1000"), Equity: decimal.RequireFromString("1012.5"),
+	a := book.Account{ID: 1, Currency: "USD", Balance: decimal.RequireFromString("1000"), Equity: decimal.RequireFromString("1012.5"),
 		UsedMargin: decimal.RequireFromString("108.5")}
 	if v := viewAccount(a); v.MarginLevel == nil || *v.MarginLevel != "933.18" || v.FreeMargin != "904.00" {
 		t.Fatalf("list view %+v", v)
@@ -69,7 +70,7 @@ func TestAccountListShowsMarginLevel(t *testing.T) {
 func TestPositionViewNames(t *testing.T) {
 	price := decimal.RequireFromString("1.08512")
 	now := time.Now()
-	p := trading.Position{ID: 9, Symbol: "EURUSD", Side: fx.Buy, Volume: decimal.RequireFromString("0.4"), OpenVolume: decimal.RequireFromString("1"),
+	p := book.Position{ID: 9, Symbol: "EURUSD", Side: fx.Buy, Volume: decimal.RequireFromString("0.4"), OpenVolume: decimal.RequireFromString("1"),
 		OpenPrice: price, Status: fx.PositionOpen, ClosePrice: &price, OpenedAt: now}
 	v := viewPosition(p)
 	if v.Volume != "0.4" || v.InitialVolume != "1" || v.ClosePrice != nil {
@@ -93,15 +94,15 @@ func TestMoneyIsShownInTheCurrencysMinorUnits(t *testing.T) {
 		{"KWD", "2.153", "2.153"},
 		{"KWD", "1000", "1000.000"},
 	} {
-		a := trading.Account{ID: 1, Currency: tc.currency, Balance: d(tc.amount), Equity: d(tc.amount), UsedMargin: decimal.Zero}
+		a := book.Account{ID: 1, Currency: tc.currency, Balance: d(tc.amount), Equity: d(tc.amount), UsedMargin: decimal.Zero}
 		if v := viewAccount(a); v.Balance != tc.want || v.Equity != tc.want || v.FreeMargin != tc.want {
 			t.Errorf("%s account view %+v, want %s", tc.currency, v, tc.want)
 		}
-		p := trading.Position{ID: 2, Currency: tc.currency, Commission: d(tc.amount), RealizedProfit: d(tc.amount), OpenedAt: time.Now()}
+		p := book.Position{ID: 2, Currency: tc.currency, Commission: d(tc.amount), RealizedProfit: d(tc.amount), OpenedAt: time.Now()}
 		if v := viewPosition(p); v.Commission != tc.want || v.RealizedProfit != tc.want {
 			t.Errorf("%s position view %+v, want %s", tc.currency, v, tc.want)
 		}
-		deal := trading.Deal{ID: 3, Currency: tc.currency, Amount: d(tc.amount), BalanceAfter: d(tc.amount)}
+		deal := book.Deal{ID: 3, Currency: tc.currency, Amount: d(tc.amount), BalanceAfter: d(tc.amount)}
 		if v := viewDeal(deal); v.Amount != tc.want || v.BalanceAfter != tc.want {
 			t.Errorf("%s deal view %+v, want %s", tc.currency, v, tc.want)
 		}

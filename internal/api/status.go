@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/risk"
@@ -30,7 +31,7 @@ type report struct {
 	Risk *riskView           `json:"risk"` // nil where no risk engine runs
 	// Commits is the group commit of desk-priced fills and closes; nil where no risk engine
 	// runs (only the holder fills and closes at its prices).
-	Commits *trading.CommitStats `json:"commits"`
+	Commits *book.CommitStats `json:"commits"`
 	// Book is the dealer's view: per symbol, what the desk carries itself (B-book) and what is
 	// hedged at the venue (A-book), the venue account and the orders still SENDING.
 	Book   *bookView     `json:"book"`

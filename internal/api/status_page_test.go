@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
-	"fxdesk/internal/trading"
 )
 
 // The status page renders every section it has without a template error: html/template checks
@@ -26,7 +26,7 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 		Feed:    &feedView{Connected: true, ConnectedSince: &now, LastTickAgeMs: &age},
 		Jobs:    []schedule.JobState{{Name: "processFxSwaps"}},
 		Risk:    &riskView{Loaded: true},
-		Commits: &trading.CommitStats{Batches: 3, Writes: 7, Refused: 1, OneTrip: 2, Stale: 1},
+		Commits: &book.CommitStats{Batches: 3, Writes: 7, Refused: 1, OneTrip: 2, Stale: 1},
 		Alerts:  []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
 	}
 	var page bytes.Buffer

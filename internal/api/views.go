@@ -5,6 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
@@ -42,11 +43,11 @@ type accountView struct {
 
 // viewAccount shows an account with its stored marks (lists, creation); marginLevel is worked
 // out from them as the single-account read does when it cannot price live.
-func viewAccount(a trading.Account) accountView {
+func viewAccount(a book.Account) accountView {
 	return viewMetrics(a, a.StoredMetrics())
 }
 
-func viewMetrics(a trading.Account, m trading.Metrics) accountView {
+func viewMetrics(a book.Account, m book.Metrics) accountView {
 	out := accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
 		Balance: money(a.Currency, m.Balance), Equity: money(a.Currency, m.Equity), UsedMargin: money(a.Currency, m.UsedMargin),
 		FreeMargin: money(a.Currency, m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
@@ -87,7 +88,7 @@ type orderView struct {
 	VenueReason *string `json:"venueReason,omitempty"`
 }
 
-func viewOrder(o trading.Order) orderView {
+func viewOrder(o book.Order) orderView {
 	return orderView{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
 		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
@@ -115,7 +116,7 @@ type positionView struct {
 	Execution      string     `json:"execution"` // EXTERNAL when the position is a venue trade's
 }
 
-func viewPosition(p trading.Position) positionView {
+func viewPosition(p book.Position) positionView {
 	v := positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
 		InitialVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
 		Commission: money(p.Currency, p.Commission), RealizedProfit: money(p.Currency, p.RealizedProfit), Status: p.Status,
@@ -148,7 +149,7 @@ type dealView struct {
 	CreatedAt      time.Time `json:"createdAt"`
 }
 
-func viewDeal(d trading.Deal) dealView {
+func viewDeal(d book.Deal) dealView {
 	return dealView{ID: d.ID, AccountID: d.AccountID, Type: string(d.Type), Amount: money(d.Currency, d.Amount), BalanceAfter: money(d.Currency, d.BalanceAfter),
 		Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume),
 		Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment, CreatedAt: d.CreatedAt.UTC()}

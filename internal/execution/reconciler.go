@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -302,7 +303,7 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 
 // booked is whether err says the action's booking was made meanwhile by the send it repairs.
 func booked(err error) bool {
-	return errors.Is(err, trading.ErrAlreadyBooked) || errors.Is(err, risk.ErrAlreadyClosed)
+	return errors.Is(err, book.ErrAlreadyBooked) || errors.Is(err, risk.ErrAlreadyClosed)
 }
 
 // maxFillPages bounds how many pages of transactions one run reads for the fills it wants; what

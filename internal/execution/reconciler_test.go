@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
@@ -152,7 +153,7 @@ func (e *env) reconciler(now func() time.Time) *execution.Reconciler {
 }
 
 // externalAccount opens a funded EXTERNAL account (10,000 USD at 1:100) for user in a group of its own.
-func (e *env) externalAccount(user int64) trading.Account {
+func (e *env) externalAccount(user int64) book.Account {
 	e.t.Helper()
 	ctx := context.Background()
 	group := fmt.Sprintf("ext-%d", user)
@@ -175,7 +176,7 @@ func (e *env) externalAccount(user int64) trading.Account {
 	return a
 }
 
-func (e *env) buy(user int64, a trading.Account, lots string) (trading.OrderResult, error) {
+func (e *env) buy(user int64, a book.Account, lots string) (trading.OrderResult, error) {
 	return e.desk.PlaceOrder(context.Background(), user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString(lots)})
 }
 

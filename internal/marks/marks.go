@@ -23,11 +23,11 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 // AlertDrift is raised while some account's balance differs from the sum of its deals.
@@ -100,7 +100,7 @@ func (j *Job) mark(ctx context.Context, res schedule.Result) error {
 	if j.cfg.Prices != nil {
 		prices = j.cfg.Prices()
 	}
-	conv, err := trading.NewConverter(ctx, j.cfg.DB, prices)
+	conv, err := book.NewConverter(ctx, j.cfg.DB, prices)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (j *Job) mark(ctx context.Context, res schedule.Result) error {
 	}
 }
 
-func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int64, res schedule.Result) error {
+func (j *Job) markBatch(ctx context.Context, conv *book.Converter, ids []int64, res schedule.Result) error {
 	tx, err := j.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("mark accounts: begin: %w", err)
@@ -148,9 +148,9 @@ func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int6
 	if err != nil {
 		return fmt.Errorf("mark accounts: lock: %w", err)
 	}
-	var accounts []trading.Account
+	var accounts []book.Account
 	for rows.Next() {
-		var a trading.Account
+		var a book.Account
 		if err := rows.Scan(&a.ID, &a.Group, &a.Currency, &a.Leverage, &a.Balance); err != nil {
 			rows.Close()
 			return fmt.Errorf("mark accounts: lock: %w", err)
@@ -166,10 +166,10 @@ func (j *Job) markBatch(ctx context.Context, conv *trading.Converter, ids []int6
 	if err != nil {
 		return fmt.Errorf("mark accounts: exposures: %w", err)
 	}
-	exps := map[int64][]trading.Exposure{}
+	exps := map[int64][]book.Exposure{}
 	for rows.Next() {
 		var id int64
-		var e trading.Exposure
+		var e book.Exposure
 		var side string
 		if err := rows.Scan(&id, &e.Symbol, &side, &e.Volume, &e.VolumePrice); err != nil {
 			rows.Close()

@@ -144,16 +144,16 @@ func (m *Metrics) ObserveRenew(took time.Duration, outcome string) {
 	m.RenewSeconds.WithLabelValues(outcome).Observe(took.Seconds())
 }
 
-// ObserveBatch records one group-committed batch (trading.CommitObserver).
+// ObserveBatch records one group-committed batch (book.CommitObserver).
 func (m *Metrics) ObserveBatch(size int, took time.Duration) {
 	m.CommitBatchSize.Observe(float64(size))
 	m.CommitSeconds.Observe(took.Seconds())
 }
 
-// ObserveRefused records one write dropped by the database (trading.CommitObserver).
+// ObserveRefused records one write dropped by the database (book.CommitObserver).
 func (m *Metrics) ObserveRefused() { m.CommitRefused.Inc() }
 
-// ObserveOneTrip records one batch sent in one round trip (trading.CommitObserver): committed,
+// ObserveOneTrip records one batch sent in one round trip (book.CommitObserver): committed,
 // or stale and run again on locked rows.
 func (m *Metrics) ObserveOneTrip(committed bool) {
 	result := "stale"

@@ -88,7 +88,7 @@
 // Workers. Config.Workers is how many executor calls can make progress at once, and the engine
 // runs that many. On the holder the executor is the trading service's group commit: a close
 // waits in its batch without holding a database connection, and one batch carries up to
-// trading.MaxBatch closes, so cmd/web gives the engine that many workers — enough closes waiting
+// book.MaxBatch closes, so cmd/web gives the engine that many workers — enough closes waiting
 // to fill the next batch while one commits. With fewer, batches stay small and the disk's commit
 // rate is the desk's again; with more, the extra goroutines only queue behind a full batch. An
 // executor that held a connection per call would be sized by its pool instead: beyond it, blocked

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/tick"
-	"fxdesk/internal/trading"
 )
 
 // AlertExpired is raised when a pending charge expires uncharged.
@@ -69,7 +69,7 @@ func New(cfg Config, log *slog.Logger) *Job {
 type run struct {
 	*Job
 	at    time.Time
-	conv  *trading.Converter
+	conv  *book.Converter
 	res   schedule.Result
 	legs  map[string]bool
 	batch int // batches committed, for the per-batch log line
@@ -85,7 +85,7 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 	if j.cfg.Prices != nil {
 		prices = j.cfg.Prices()
 	}
-	conv, err := trading.NewConverter(ctx, j.cfg.DB, prices)
+	conv, err := book.NewConverter(ctx, j.cfg.DB, prices)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -15,29 +16,29 @@ import (
 // CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
 // the USD hub can convert: an account the desk cannot mark could never trade. A user holds at
 // most Settings.MaxAccountsPerUser accounts (ECONFLICT past it).
-func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (Account, error) {
+func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (book.Account, error) {
 	if err := fx.CheckAccountCurrency(currency); err != nil {
-		return Account{}, err
+		return book.Account{}, err
 	}
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
-		return Account{}, err
+		return book.Account{}, err
 	}
 	if !cat.Currencies[currency] {
-		return Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
+		return book.Account{}, fx.Errorf(fx.EINVALID, "%s accounts are not offered: no instrument converts %s to USD.", currency, currency)
 	}
 	g := cat.AccountGroup("default")
 	if leverage < 1 || leverage > g.LeverageMax {
-		return Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
+		return book.Account{}, fx.Errorf(fx.EINVALID, "leverage must be a whole number from 1 to %d.", g.LeverageMax)
 	}
 	var id int64
 	if err := s.retry(ctx, func() (err error) {
 		id, err = s.insertAccount(ctx, userID, g.Name, currency, leverage)
 		return err
 	}); err != nil {
-		return Account{}, err
+		return book.Account{}, err
 	}
-	a, err := LoadAccount(ctx, s.db, userID, id)
+	a, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err == nil {
 		s.notify(ctx, accountUpserted(a, cat.AccountGroup(a.Group)))
 	}
@@ -77,21 +78,21 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 }
 
 // Accounts lists userID's accounts (userID 0: every account, for admins).
-func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]Account, error) {
-	return ListAccounts(ctx, s.db, userID, clampLimit(limit))
+func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]book.Account, error) {
+	return book.ListAccounts(ctx, s.db, userID, clampLimit(limit))
 }
 
 // AccountView is an account with its metrics; Live is false when they are the stored marks
 // because some open position cannot be priced here.
 type AccountView struct {
-	Account
-	Metrics
+	book.Account
+	book.Metrics
 	Live bool
 }
 
 // Account returns userID's account id with live metrics where this process can price them.
 func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
-	a, err := LoadAccount(ctx, s.db, userID, id)
+	a, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return AccountView{}, err
 	}
@@ -99,11 +100,11 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 	if err != nil {
 		return AccountView{}, err
 	}
-	exps, err := LoadExposures(ctx, s.db, a.ID)
+	exps, err := book.LoadExposures(ctx, s.db, a.ID)
 	if err != nil {
 		return AccountView{}, err
 	}
-	if m, ok := NewMarket(s.prices, cat).Metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
+	if m, ok := book.NewMarket(s.prices, cat).Metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
 		return AccountView{Account: a, Metrics: m, Live: true}, nil
 	}
 	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
@@ -111,22 +112,22 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
 // one that came with another amount is refused (EKEYREUSED).
-func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
+func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
-	return s.balanceChange(ctx, func() (Deal, Account, bool, error) { return s.deposit(ctx, id, amount, key, nonce) })
+	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) { return s.deposit(ctx, id, amount, key, nonce) })
 }
 
 // balanceChange runs a deposit's or a withdrawal's transaction, retried whole on a deadlock,
 // and tells the risk engine about the account it left unless it was a replay.
-func (s *Service) balanceChange(ctx context.Context, txn func() (Deal, Account, bool, error)) (Deal, bool, error) {
-	var d Deal
-	var a Account
+func (s *Service) balanceChange(ctx context.Context, txn func() (book.Deal, book.Account, bool, error)) (book.Deal, bool, error) {
+	var d book.Deal
+	var a book.Account
 	var replayed bool
 	if err := s.retry(ctx, func() (err error) {
 		d, a, replayed, err = txn()
 		return err
 	}); err != nil {
-		return Deal{}, false, err
+		return book.Deal{}, false, err
 	}
 	if !replayed {
 		s.notify(ctx, balanceChanged(a))
@@ -135,32 +136,32 @@ func (s *Service) balanceChange(ctx context.Context, txn func() (Deal, Account, 
 }
 
 // deposit is Deposit's transaction; a is the account after it.
-func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal, key, nonce string) (Deal, Account, bool, error) {
+func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal, key, nonce string) (book.Deal, book.Account, bool, error) {
 	tx, locks, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
 	defer tx.Rollback()
-	var a Account
-	var prior Deal
+	var a book.Account
+	var prior book.Deal
 	var found, seen bool
-	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, id)
-	locks.Query(RowInto(&prior, &seen, ScanDeal), DealByKeySQL, key)
+	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, id)
+	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, key)
 	if err := tx.Lock(ctx, locks, "deposit"); err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
-	if err := OwnedBy(a, found, 0, id); err != nil {
-		return Deal{}, Account{}, false, err
+	if err := book.OwnedBy(a, found, 0, id); err != nil {
+		return book.Deal{}, book.Account{}, false, err
 	}
 	if err := checkAmount(a.Currency, amount); err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
 	if seen {
 		return prior, a, true, amountBound(prior, amount, nonce)
 	}
-	d, err := CommitDeal(ctx, tx, &Batch{}, &a, Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	d, err := book.CommitDeal(ctx, tx, &book.Batch{}, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
 	if err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
 	return d, a, false, nil
 }
@@ -169,39 +170,41 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 // (this process must price every position) and refuses below the margin-call level or beyond
 // free margin. A repeated requestNonce returns the first deal; one that came with another amount
 // is refused (EKEYREUSED).
-func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (Deal, bool, error) {
-	acct, err := LoadAccount(ctx, s.db, userID, id)
+func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
+	acct, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
-		return Deal{}, false, err
+		return book.Deal{}, false, err
 	}
 	if err := checkAmount(acct.Currency, amount); err != nil {
-		return Deal{}, false, err
+		return book.Deal{}, false, err
 	}
 	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
 	if nonce != "" {
-		if d, ok, err := LoadDealByKey(ctx, s.db, key); err != nil || ok {
+		if d, ok, err := book.LoadDealByKey(ctx, s.db, key); err != nil || ok {
 			if err == nil {
 				err = amountBound(d, amount.Neg(), nonce)
 			}
 			return d, ok && err == nil, err
 		}
 	}
-	return s.balanceChange(ctx, func() (Deal, Account, bool, error) { return s.withdraw(ctx, userID, id, acct, amount, key, nonce) })
+	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) {
+		return s.withdraw(ctx, userID, id, acct, amount, key, nonce)
+	})
 }
 
 // withdraw is Withdraw's transaction on account id, read unlocked as acct; a is the account
 // after it.
-func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, amount decimal.Decimal, key, nonce string) (Deal, Account, bool, error) {
+func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Account, amount decimal.Decimal, key, nonce string) (book.Deal, book.Account, bool, error) {
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
-	exps, err := LoadExposures(ctx, s.db, id)
+	exps, err := book.LoadExposures(ctx, s.db, id)
 	if err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
-	var tx *Txn
-	var locks *Batch
+	var tx *book.Txn
+	var locks *book.Batch
 	unpriceable := func(err error) error {
 		if fx.ErrorCode(err) == fx.EUNAVAILABLE && !store.RolledBack(err) {
 			return fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
@@ -210,56 +213,56 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 	}
 	if len(exps) > 0 {
 		// Free margin depends on this process's prices: the write is fenced like a fill.
-		if _, ok := NewMarket(s.prices, cat).Metrics(acct, cat.AccountGroup(acct.Group), acct.Balance, exps); !ok {
-			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+		if _, ok := book.NewMarket(s.prices, cat).Metrics(acct, cat.AccountGroup(acct.Group), acct.Balance, exps); !ok {
+			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if tx, locks, err = s.begin(ctx, gate.Withdrawal, "withdrawal"); err != nil {
-			return Deal{}, Account{}, false, unpriceable(err)
+			return book.Deal{}, book.Account{}, false, unpriceable(err)
 		}
 	} else if tx, locks, err = s.beginUnfenced(ctx, "withdrawal"); err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
 	defer tx.Rollback()
-	var a Account
-	var prior Deal
+	var a book.Account
+	var prior book.Deal
 	var found, seen bool
-	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, id)
-	locks.Query(RowInto(&prior, &seen, ScanDeal), DealByKeySQL, key)
-	locks.Query(ExposuresInto(&exps), ExposuresSQL, id)
+	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, id)
+	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, key)
+	locks.Query(book.ExposuresInto(&exps), book.ExposuresSQL, id)
 	if err := tx.Lock(ctx, locks, "withdrawal"); err != nil {
-		return Deal{}, Account{}, false, err
+		return book.Deal{}, book.Account{}, false, err
 	}
-	if err := OwnedBy(a, found, userID, id); err != nil {
-		return Deal{}, Account{}, false, err
+	if err := book.OwnedBy(a, found, userID, id); err != nil {
+		return book.Deal{}, book.Account{}, false, err
 	}
 	if seen {
 		return prior, a, true, amountBound(prior, amount.Neg(), nonce)
 	}
 	if amount.GreaterThan(a.Balance) {
-		return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
+		return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
 	}
-	var marks *Metrics
+	var marks *book.Metrics
 	if len(exps) > 0 {
 		g := cat.AccountGroup(a.Group)
-		m := NewMarket(s.prices, cat)
+		m := book.NewMarket(s.prices, cat)
 		before, ok := m.Metrics(a, g, a.Balance, exps)
 		if !ok {
-			return Deal{}, Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
+			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
 		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
-			return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Withdrawals are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 		}
 		if amount.GreaterThan(before.FreeMargin) {
-			return Deal{}, Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
+			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
 				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
 		}
 		after, _ := m.Metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
-	d, err := CommitDeal(ctx, tx, &Batch{}, &a, Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	d, err := book.CommitDeal(ctx, tx, &book.Batch{}, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
 	if err != nil {
-		return Deal{}, Account{}, false, unpriceable(err)
+		return book.Deal{}, book.Account{}, false, unpriceable(err)
 	}
 	return d, a, false, nil
 }
@@ -267,7 +270,7 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct Account, 
 // amountBound refuses (EKEYREUSED) a deposit or withdrawal whose requestNonce already names deal
 // d of another amount (signed as the deal's: a withdrawal's is negative). The account is bound by
 // the deal's key, which names it.
-func amountBound(d Deal, amount decimal.Decimal, nonce string) error {
+func amountBound(d book.Deal, amount decimal.Decimal, nonce string) error {
 	if d.Amount.Equal(amount) {
 		return nil
 	}
@@ -303,6 +306,6 @@ func nonceOrRandom(n string) string {
 }
 
 // Deals lists userID's ledger, newest first (accountID 0: every account of the user).
-func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]Deal, error) {
-	return ListDeals(ctx, s.db, userID, accountID, clampLimit(limit))
+func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]book.Deal, error) {
+	return book.ListDeals(ctx, s.db, userID, accountID, clampLimit(limit))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 )
@@ -50,19 +51,19 @@ func inTransaction(t *testing.T, db *sql.DB) bool {
 func TestBatchReadsResultSetsInOrder(t *testing.T) {
 	ctx := context.Background()
 	db := oneConn(t)
-	var b Batch
+	var b book.Batch
 	// The row this test writes; removed first so that the test runs again (-count=N).
 	if _, err := db.Exec("DELETE FROM `batch_probe` WHERE `id` = 101"); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := BeginTxn(ctx, db, &b)
+	tx, err := book.BeginTxn(ctx, db, &b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
 	var first, second, third int64
 	var found bool
-	b.Query(ScanFirst(&found, func(r *sql.Rows) error { return r.Scan(&first) }), "SELECT ?", 1)
+	b.Query(book.ScanFirst(&found, func(r *sql.Rows) error { return r.Scan(&first) }), "SELECT ?", 1)
 	b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 101, 7)
 	b.Exec("SET @probe = ?", 5)
 	b.Query(func(r *sql.Rows) error { // an empty result set still has its turn
@@ -71,7 +72,7 @@ func TestBatchReadsResultSetsInOrder(t *testing.T) {
 		}
 		return nil
 	}, "SELECT `v` FROM `batch_probe` WHERE `id` = ?", -1)
-	b.Query(ScanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&third) }), "SELECT `v` + @probe FROM `batch_probe` WHERE `id` = ?", 101)
+	b.Query(book.ScanFirst(new(bool), func(r *sql.Rows) error { return r.Scan(&third) }), "SELECT `v` + @probe FROM `batch_probe` WHERE `id` = ?", 101)
 	if err := tx.Commit(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
@@ -93,24 +94,24 @@ func TestBatchFailureRollsBackAndFreesTheConnection(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		add  func(b *Batch)
+		add  func(b *book.Batch)
 	}{
-		{"after the last select", func(b *Batch) {
-			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
+		{"after the last select", func(b *book.Batch) {
+			b.Query(book.ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
 			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2) // duplicate key
 		}},
-		{"between selects", func(b *Batch) {
-			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
+		{"between selects", func(b *book.Batch) {
+			b.Query(book.ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 1")
 			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
-			b.Query(ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 2")
+			b.Query(book.ScanFirst(new(bool), func(*sql.Rows) error { return nil }), "SELECT 2")
 		}},
-		{"without selects", func(b *Batch) {
+		{"without selects", func(b *book.Batch) {
 			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 200, 2)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var first Batch
-			tx, err := BeginTxn(ctx, db, &first)
+			var first book.Batch
+			tx, err := book.BeginTxn(ctx, db, &first)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +119,7 @@ func TestBatchFailureRollsBackAndFreesTheConnection(t *testing.T) {
 			if err := first.Run(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
-			var b Batch
+			var b book.Batch
 			b.Exec("INSERT INTO `batch_probe` (`id`, `v`) VALUES (?, ?)", 201, 1)
 			tc.add(&b)
 			err = tx.Commit(ctx, &b)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
@@ -85,7 +86,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 9603
-	held, err := ListAccounts(ctx, testDB, user, maxList) // from an earlier run of the test
+	held, err := book.ListAccounts(ctx, testDB, user, maxList) // from an earlier run of the test
 	if err != nil {
 		t.Fatal(err)
 	}

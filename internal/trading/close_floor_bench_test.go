@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/testkit/dbtest"
 )
@@ -85,8 +86,8 @@ END`)
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
 		"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`) VALUES " +
 		"(%[2]d, 'PROFIT', -1, 5, 'USD', %[1]d, %[1]d, 'EURUSD', 'BUY', 1, 1.09, 'close:%[1]d', 'close sl');\n"
-	const locks = "SELECT " + AccountCols + " FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = %[1]d) FOR UPDATE;\n" +
-		"SELECT " + PositionCols + " FROM `fx_position` p WHERE p.`id` = %[1]d FOR UPDATE"
+	const locks = "SELECT " + book.AccountCols + " FROM `fx_account` WHERE `id` = (SELECT `accountId` FROM `fx_position` WHERE `id` = %[1]d) FOR UPDATE;\n" +
+		"SELECT " + book.PositionCols + " FROM `fx_position` p WHERE p.`id` = %[1]d FOR UPDATE"
 	fence := lease.FenceSQL
 	for _, v := range []string{"'" + lease.Key + "'", "'bench'", "1"} {
 		fence = strings.Replace(fence, "?", v, 1)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -55,7 +56,7 @@ func TestBatchClosesWrittenTogether(t *testing.T) {
 		{"0.1", "-4.00", false}, // 0.1 twice
 	}
 	for i, id := range pos {
-		p, err := LoadPosition(ctx, testDB, 9301, id)
+		p, err := book.LoadPosition(ctx, testDB, 9301, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/testkit/dbtest"
@@ -23,10 +24,7 @@ import (
 // inOneBatch makes svc's committer wait until n writes are queued, so the next n writes the
 // test sends are one batch.
 func inOneBatch(svc *Service, n int) {
-	c := svc.commits
-	c.mu.Lock()
-	c.holdUntil = n
-	c.mu.Unlock()
+	svc.commits.HoldUntil(n)
 }
 
 // concurrently runs each fn in its own goroutine and waits for all of them.
@@ -166,7 +164,7 @@ func TestBatchWithOneRefusedRowCommitsTheOthers(t *testing.T) {
 	logs := &dbtest.LogBuffer{}
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g,
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
-	var accts [3]Account
+	var accts [3]book.Account
 	for i := range accts {
 		accts[i] = fundedAccount(t, svc, 9104)
 	}
@@ -298,7 +296,7 @@ func TestBatchDeadlockIsRetried(t *testing.T) {
 		t.Fatalf("committer %+v: the batch was not retried", st)
 	}
 	for _, id := range pos {
-		if p, err := LoadPosition(ctx, testDB, 9105, id); err != nil || p.Status != fx.PositionClosed {
+		if p, err := book.LoadPosition(ctx, testDB, 9105, id); err != nil || p.Status != fx.PositionClosed {
 			t.Fatalf("position %d after the retried batch: %+v, %v", id, p, err)
 		}
 	}
@@ -315,9 +313,9 @@ func TestGroupCommitRefusesWritesWhileNotRunning(t *testing.T) {
 	}
 	refused := func(when string) {
 		t.Helper()
-		w := &closeWrite{Queued: NewQueued(context.Background(), gate.RiskClose, "close position", 1), id: 1}
+		w := &closeWrite{Queued: book.NewQueued(context.Background(), gate.RiskClose, "close position", 1), id: 1}
 		svc.commits.Submit(w)
-		if !errors.Is(w.Err, ErrNotCommitting) || fx.ErrorCode(w.Err) != fx.EUNAVAILABLE {
+		if !errors.Is(w.Err, book.ErrNotCommitting) || fx.ErrorCode(w.Err) != fx.EUNAVAILABLE {
 			t.Fatalf("a write %s: %v, want errNotCommitting (503)", when, w.Err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -43,7 +44,7 @@ func ledgerOf(t *testing.T, account int64) (amounts []decimal.Decimal, balance d
 // 1.10050/1.10070, and last asks for a deposit with one decimal too many, which must change
 // nothing. It returns the results for the caller's figures.
 type minorUnitsTrip struct {
-	account        Account
+	account        book.Account
 	fill           OrderResult
 	marks          AccountView
 	partial, final CloseResult

@@ -1,6 +1,7 @@
-// Package trading owns the desk's trading rules and the SQL that keeps them: accounts, orders,
-// positions, and when the deals ledger is posted (docs/architecture.md, «Money and the ledger»;
-// internal/ledger writes it).
+// Package trading owns the desk's trading rules — accounts, orders, positions, and when the
+// deals ledger is posted (docs/architecture.md, «Money and the ledger»; internal/ledger writes
+// it) — as decisions over rows internal/book locked, and the A-book desk side: what is sent to
+// the execution venue and how its answers are booked.
 //
 // Every fill and close is one transaction that locks the account row, then the position or
 // order row — always in that order, so two writers never wait on each other in a cycle — and
@@ -14,14 +15,11 @@
 // idempotency key, its statements joining the same batch, so Σ deals.amount = balance holds
 // after every commit.
 //
-// The holder's fills and closes are group-committed (committer.go): a batch is two round trips
-// (batch.go): START TRANSACTION, the row locks and the reads the rules need; then the writes, the
-// fence and COMMIT. The rules run in Go between them, on rows this transaction holds. A batch of
-// market fills on accounts the committer remembers is one round trip (onetrip.go): the rules run
-// on the remembered rows, and a check under the batch's account locks, before any write, refuses
-// the batch unless every row they read is still as remembered; a refused batch writes nothing and
-// runs again the two-round-trip way. A close leaves the account's stored equity and used margin
-// to the next mark (a fill on the account, or reconcile); a fill writes them.
+// The holder's fills and closes are group-committed (internal/book's Committer): each is a
+// book.Write whose rules run in Go on the rows its batch locked (or, for a market fill on a
+// remembered B-book account, on the remembered rows, checked before any write). A close leaves the
+// account's stored equity and used margin to the next mark (a fill on the account, or the marks
+// job); a fill writes them.
 //
 // Row order alone does not rule deadlocks out: a statement may reach a row through a secondary
 // index while another transaction, holding the row, waits to change that index (a SL/TP change
@@ -31,8 +29,9 @@
 // an internal error.
 //
 // Instruments, groups and the caps are read from internal/catalog, which the dealer changes;
-// this package never writes them. The doors a trader opens are bounded by the settings: resting orders per account and accounts per
-// user, each counted under the lock its placement or creation takes. A resting order must fit
+// this package never writes them. The doors a trader opens are bounded by the settings: resting
+// orders per account and accounts per user, each counted under the lock its placement or
+// creation takes. A resting order must fit
 // the account's free margin at placement. A requestNonce binds its request: an order's
 // fingerprint (fx_order.requestHash), a deposit's or withdrawal's amount; another request under
 // it is refused (EKEYREUSED) wherever the first is found.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -136,7 +137,7 @@ func lotsOf(in catalog.Instrument, units decimal.Decimal) decimal.Decimal {
 // venueFillPrice is what the desk books for a venue fill at price on side: the venue's price
 // plus the group's markup, as fillPrice adds it to the desk's own quote.
 func venueFillPrice(in catalog.Instrument, side fx.Side, price decimal.Decimal) decimal.Decimal {
-	return FillPrice(in, Quote{Bid: price, Ask: price}, side)
+	return book.FillPrice(in, book.Quote{Bid: price, Ask: price}, side)
 }
 
 func errVenueUnavailable() error { return fx.Errorf(fx.EUNAVAILABLE, fx.MsgVenueUnavailable) }
@@ -156,7 +157,7 @@ func cancelText(reason string) string {
 
 // sendOpen sends EXTERNAL order o, written SENDING by its batch, to the venue and books the
 // answer. trigger is when the request arrived (own time).
-func (s *Service) sendOpen(ctx context.Context, userID int64, o Order, in catalog.Instrument, trigger time.Time) (OrderResult, error) {
+func (s *Service) sendOpen(ctx context.Context, userID int64, o book.Order, in catalog.Instrument, trigger time.Time) (OrderResult, error) {
 	attrs := []slog.Attr{slog.Int64("order_id", o.ID), slog.Int64("account_id", o.AccountID), slog.String("symbol", o.Symbol)}
 	defer s.busy.hold(&s.busy.orders, o.ID)()
 	// Whatever the trader's connection does from here, the order's fate is decided and booked.
@@ -244,7 +245,7 @@ func truncate(s string, n int) string {
 
 // bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
 func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in catalog.Instrument, f venue.Fill, txID int64) (OrderResult, error) {
-	w := &venueFill{s: s, Queued: NewQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
+	w := &venueFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
 		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
 	s.commits.Submit(w)
 	if w.Err != nil {
@@ -254,11 +255,6 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 	}
 	return w.res, nil
 }
-
-// ErrAlreadyBooked answers a booking of what the desk has booked already: an adoption of an order
-// that is FILLED (its own send's answer was booked between the reconciler's read and the
-// adoption), or a venue close fill the position's ledger already holds. Nothing is left to do.
-var ErrAlreadyBooked = errors.New("already booked")
 
 // AdoptVenueTrade books venue trade tradeID, of units (signed) on symbol opened at price, for
 // the desk order orderID (SENDING or NOT_SENT) that sent it: the reconciler's Adopt. The order is
@@ -278,14 +274,14 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
 		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, err)
 	}
-	w := &venueFill{s: s, Queued: NewQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
+	w := &venueFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
 		orderID: orderID, in: in, price: price, units: units, tradeID: tradeID, txID: txID, adopted: true}
 	s.commits.Submit(w)
 	if w.Err != nil {
 		return 0, w.Err
 	}
 	if w.res.Position == nil {
-		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, ErrAlreadyBooked)
+		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, book.ErrAlreadyBooked)
 	}
 	return w.res.Position.ID, nil
 }
@@ -293,7 +289,7 @@ func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, s
 // venueFill books a venue's fill of an EXTERNAL order in a batch: the order FILLED at the
 // venue's price plus markup, its position linked to the venue trade, its commission.
 type venueFill struct {
-	Queued
+	book.Queued
 	s            *Service
 	userID       int64 // 0: any owner (the reconciler)
 	orderID      int64
@@ -307,21 +303,21 @@ type venueFill struct {
 
 	res  OrderResult
 	fill openedFill
-	a    Account
+	a    book.Account
 	done bool // the order was already booked: answered from it
 }
 
-func (w *venueFill) Wants(l *Plan) {
+func (w *venueFill) Wants(l *book.Plan) {
 	l.Account(w.Account)
 	l.ExposuresOf(w.Account)
 	l.Order(w.orderID)
 }
 
-func (w *venueFill) Apply(r *Rows) error {
+func (w *venueFill) Apply(r *book.Rows) error {
 	w.res, w.fill, w.done = OrderResult{}, openedFill{}, false
 	a, found := r.Accounts[w.Account]
 	o, ok := r.Orders[w.orderID]
-	if !found || !ok || OwnedBy(*a, found, w.userID, o.AccountID) != nil {
+	if !found || !ok || book.OwnedBy(*a, found, w.userID, o.AccountID) != nil {
 		return fx.Errorf(fx.ENOTFOUND, "Order %d not found.", w.orderID)
 	}
 	switch o.Status {
@@ -349,15 +345,15 @@ func (w *venueFill) Apply(r *Rows) error {
 	if w.in.Group.CommissionPerLot.IsPositive() {
 		c, ok := r.Market.Convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency)
 		if !ok {
-			return ErrPricing()
+			return book.ErrPricing()
 		}
 		commission = c
 	}
 	// The account's marks move with it where every exposure can be priced; otherwise the stored
 	// marks stay until the next mark.
-	var after *Metrics
+	var after *book.Metrics
 	if m, ok := r.Market.Metrics(*a, r.Catalog.AccountGroup(a.Group), a.Balance.Sub(commission),
-		append(r.Exposures[a.ID], Exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
+		append(r.Exposures[a.ID], book.Exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
 		after = &m
 	}
 	filled := *o
@@ -365,7 +361,7 @@ func (w *venueFill) Apply(r *Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
-	r.Writes.Exec(SetVarSQL(orderVar, "?"), o.ID)
+	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), o.ID)
 	link := w.tradeID
 	w.fill = openPosition(r, a, w.in, filled, orderVar, price, commission, after, &link)
 	w.s.advanceCursor(r, w.txID)
@@ -388,7 +384,7 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-func (w *venueFill) Committed(r *Rows, ids *IDs) []risk.Change {
+func (w *venueFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	if w.done {
 		return nil
 	}
@@ -405,7 +401,7 @@ func (w *venueFill) Failed(err error) error {
 }
 
 // advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.
-func (s *Service) advanceCursor(r *Rows, txID int64) {
+func (s *Service) advanceCursor(r *book.Rows, txID int64) {
 	if txID <= 0 || s.venue == nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 )
@@ -76,9 +77,9 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 		for i, p := range pos {
 			ids[i], at[p.PositionID] = p.PositionID, i
 		}
-		fills, err := store.QueryAll(ctx, tx, "external book: booked fills", func(sc store.Scanner) (FillKey, error) {
-			var k FillKey
-			err := sc.Scan(&k.position, &k.tx)
+		fills, err := store.QueryAll(ctx, tx, "external book: booked fills", func(sc store.Scanner) (book.FillKey, error) {
+			var k book.FillKey
+			err := sc.Scan(&k.Position, &k.Tx)
 			return k, err
 		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+store.Placeholders(len(ids))+
 			") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
@@ -86,7 +87,7 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 			return nil, nil, err
 		}
 		for _, k := range fills {
-			pos[at[k.position]].Booked = append(pos[at[k.position]].Booked, k.tx)
+			pos[at[k.Position]].Booked = append(pos[at[k.Position]].Booked, k.Tx)
 		}
 	}
 	where := "o.`execution` = 'EXTERNAL' AND o.`status` = 'SENDING'"
@@ -137,7 +138,7 @@ func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal
 // gap can trigger at once (the executor is sized from it).
 func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
 
-func openExternal(ctx context.Context, q Querier) (int, error) {
+func openExternal(ctx context.Context, q book.Querier) (int, error) {
 	var n int
 	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL").Scan(&n)
 	return n, err

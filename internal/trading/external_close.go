@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -43,7 +44,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	if userID != 0 || volume != nil {
 		// A trader's close is checked against the position before anything is sent: someone
 		// else's position, a closed one or a bad volume must not reach the venue.
-		p, err := LoadPosition(ctx, s.db, userID, id)
+		p, err := book.LoadPosition(ctx, s.db, userID, id)
 		if err != nil {
 			return CloseResult{}, err
 		}
@@ -51,7 +52,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 			return CloseResult{}, errAlreadyClosed(id)
 		}
 		if in.Status == fx.InstrumentHalted {
-			return CloseResult{}, ErrHalted(in.Symbol)
+			return CloseResult{}, book.ErrHalted(in.Symbol)
 		}
 		if volume != nil {
 			if err := checkVolume(in, *volume); err != nil {
@@ -86,7 +87,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.TransactionID, reason)
 	case err == nil && out.Cancelled != nil:
 		e := fx.Errorf(fx.ECONFLICT, "Position %d was not closed: %s (%s).", id, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
-		return CloseResult{}, MarketState(e)
+		return CloseResult{}, book.MarketState(e)
 	case err == nil:
 		s.log.LogAttrs(ctx, slog.LevelError, "venue answered a close with neither a fill nor a cancel; the reconciler books what the venue did", attrs...)
 		return CloseResult{}, errVenueOutcomeUnknown
@@ -112,7 +113,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 // bookClose books a venue close of volume lots (nil: all) of position id at the venue's price
 // through the group commit. userID 0: any owner (the risk engine, the reconciler).
 func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason) (CloseResult, error) {
-	w := &closeWrite{s: s, Queued: NewQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason, venuePrice: &price, txID: txID}
 	s.commits.Submit(w)
 	if w.Err != nil {

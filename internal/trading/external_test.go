@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/sim/venuesim"
@@ -143,7 +144,7 @@ func (b *abook) requests(endpoint string) int {
 
 // externalAccount opens a funded USD account (1,000 at 1:100) for user in an account group of
 // its own, switched to EXTERNAL.
-func (b *abook) externalAccount(user int64) Account {
+func (b *abook) externalAccount(user int64) book.Account {
 	b.t.Helper()
 	ctx := context.Background()
 	group := fmt.Sprintf("ext-%d", user)
@@ -161,7 +162,7 @@ func (b *abook) externalAccount(user int64) Account {
 	return a
 }
 
-func (b *abook) buy(user int64, a Account, symbol, lots string) (OrderResult, error) {
+func (b *abook) buy(user int64, a book.Account, symbol, lots string) (OrderResult, error) {
 	return b.svc.PlaceOrder(context.Background(), user, OrderRequest{AccountID: a.ID, Symbol: symbol, Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString(lots)})
 }
 
@@ -217,7 +218,7 @@ func TestExternalOpenAndCloseBookTheVenuePrices(t *testing.T) {
 	if st, exe, _ := orderRow(t, res.Order.ID); st != fx.OrderFilled || exe != "EXTERNAL" {
 		t.Fatalf("order row: %s %s", st, exe)
 	}
-	stored, err := LoadPosition(context.Background(), testDB, user, p.ID)
+	stored, err := book.LoadPosition(context.Background(), testDB, user, p.ID)
 	if err != nil || stored.VenueTradeID == nil || *stored.VenueTradeID != tr.ID {
 		t.Fatalf("stored position %+v %v", stored, err)
 	}
@@ -532,7 +533,7 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 	if fx.ErrorCode(err) != fx.ECONFLICT || !errors.Is(err, risk.ErrAlreadyClosed) || !strings.Contains(err.Error(), "already closed at the venue") {
 		t.Fatalf("close of a trade the venue closed: %v", err)
 	}
-	if p, _ := LoadPosition(context.Background(), testDB, user, res.Position.ID); p.Status != fx.PositionOpen {
+	if p, _ := book.LoadPosition(context.Background(), testDB, user, res.Position.ID); p.Status != fx.PositionOpen {
 		t.Fatalf("the desk booked a close it does not know the fill of: %+v", p)
 	}
 	// The reconciler books the venue's fill at its own price (as BookVenueClose does for it).
@@ -543,7 +544,7 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); !errors.Is(err, risk.ErrAlreadyClosed) {
 		t.Fatalf("the fill booked twice: %v", err)
 	}
-	cl, err := LoadPosition(context.Background(), testDB, user, res.Position.ID)
+	cl, err := book.LoadPosition(context.Background(), testDB, user, res.Position.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +575,7 @@ func TestRiskDeskCloseOfExternalGoesToTheVenue(t *testing.T) {
 	if err := rd.Close(context.Background(), res.Position.ID, fx.CloseSL, tick.Quote{Bid: 1.098, Ask: 1.0982, ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := LoadPosition(context.Background(), testDB, user, res.Position.ID)
+	p, err := book.LoadPosition(context.Background(), testDB, user, res.Position.ID)
 	if err != nil || p.Status != fx.PositionClosed || p.CloseReason == nil || *p.CloseReason != string(fx.CloseSL) ||
 		p.ClosePrice == nil || !p.ClosePrice.Equal(dd("1.098")) {
 		t.Fatalf("position after the engine's close: %+v %v", p, err)

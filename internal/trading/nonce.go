@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 )
 
@@ -18,7 +19,7 @@ import (
 // replay answers request r with the order o its requestNonce already names (found ok, or the
 // lookup's err): the original, marked Replayed, when r is the request that wrote it; EKEYREUSED
 // when r is another request sent under the same nonce.
-func (s *Service) replay(ctx context.Context, r OrderRequest, o Order, ok bool, err error) (OrderResult, error) {
+func (s *Service) replay(ctx context.Context, r OrderRequest, o book.Order, ok bool, err error) (OrderResult, error) {
 	if err != nil {
 		return OrderResult{}, err
 	}
@@ -30,7 +31,7 @@ func (s *Service) replay(ctx context.Context, r OrderRequest, o Order, ok bool, 
 	}
 	out := OrderResult{Order: o, Replayed: true}
 	if o.PositionID != nil {
-		p, err := LoadPosition(ctx, s.db, 0, *o.PositionID)
+		p, err := book.LoadPosition(ctx, s.db, 0, *o.PositionID)
 		if err != nil {
 			return OrderResult{}, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/gatetest"
@@ -39,7 +40,7 @@ func TestOneTripFillOnRememberedAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := svc.CommitStats(); st.OneTrip != 0 {
-		t.Fatalf("committer %+v: the account's first fill went in one round trip, with nothing remembered", st)
+		t.Fatalf("committer %+v: the account's first fill went in one round trip, with nothing book.Remembered", st)
 	}
 	second, err := svc.PlaceOrder(ctx, 9201, marketBuy(a.ID, "0.2", "two"))
 	if err != nil {
@@ -52,7 +53,7 @@ func TestOneTripFillOnRememberedAccount(t *testing.T) {
 		second.Position.OrderID != second.Order.ID || second.Order.ID == first.Order.ID {
 		t.Fatalf("one-trip fill answered %+v", second)
 	}
-	stored, err := LoadPosition(ctx, testDB, 9201, second.Position.ID)
+	stored, err := book.LoadPosition(ctx, testDB, 9201, second.Position.ID)
 	if err != nil || !stored.OpenPrice.Equal(decimal.RequireFromString("1.1002")) || stored.OrderID != second.Order.ID {
 		t.Fatalf("stored position %+v, %v", stored, err)
 	}
@@ -78,40 +79,40 @@ func TestOneTripCheckSeesChangesBehindIt(t *testing.T) {
 	cases := []struct {
 		name   string
 		user   int64
-		before func(t *testing.T, a Account) // before the account is remembered
-		change func(t *testing.T, svc *Service, a Account)
+		before func(t *testing.T, a book.Account) // before the account is remembered
+		change func(t *testing.T, svc *Service, a book.Account)
 		volume string
 		want   string // what the refusal says
 	}{
-		{"withdrawal", 9211, nil, func(t *testing.T, svc *Service, a Account) {
+		{"withdrawal", 9211, nil, func(t *testing.T, svc *Service, a book.Account) {
 			if _, _, err := svc.Withdraw(ctx, 9211, a.ID, decimal.NewFromInt(400), ""); err != nil {
 				t.Fatal(err)
 			}
 		}, "0.1", "Not enough free margin"},
-		{"position written by another holder", 9212, nil, func(t *testing.T, svc *Service, a Account) {
+		{"position written by another holder", 9212, nil, func(t *testing.T, svc *Service, a book.Account) {
 			exec(t, "INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`) "+
 				"VALUES (?, 0, 'EURUSD', 'BUY', 0.3, 0.3, 1.1002)", a.ID)
 		}, "0.2", "Not enough free margin"},
-		{"partial close by another holder", 9213, nil, func(t *testing.T, svc *Service, a Account) {
+		{"partial close by another holder", 9213, nil, func(t *testing.T, svc *Service, a book.Account) {
 			// The remembered 0.5 lot is now 0.05: the same order that fits on the real rows is
 			// refused on the remembered ones, so the check must send it to the locked rows.
 			exec(t, "UPDATE `fx_position` SET `volume` = 0.05 WHERE `accountId` = ? AND `status` = 'OPEN'", a.ID)
 		}, "0.45", ""},
-		{"leverage lowered", 9214, nil, func(t *testing.T, svc *Service, a Account) {
+		{"leverage lowered", 9214, nil, func(t *testing.T, svc *Service, a book.Account) {
 			exec(t, "UPDATE `fx_account` SET `leverage` = 10 WHERE `id` = ?", a.ID)
 		}, "0.1", "margin"},
-		{"moved to a venue group", 9215, nil, func(t *testing.T, svc *Service, a Account) {
+		{"moved to a venue group", 9215, nil, func(t *testing.T, svc *Service, a book.Account) {
 			group := fmt.Sprintf("onetrip-%d", a.ID)
 			exec(t, "INSERT INTO `fx_account_group` (`name`, `executionMode`) VALUES (?, 'EXTERNAL')", group)
 			exec(t, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID)
 		}, "0.1", "trades through an execution venue"},
-		{"its group switched to the venue", 9216, func(t *testing.T, a Account) {
+		{"its group switched to the venue", 9216, func(t *testing.T, a book.Account) {
 			// The account is in a group of its own before it is remembered, so only the group's
 			// execution mode changes behind the memory, not the account row.
 			group := fmt.Sprintf("onetrip-%d", a.ID)
 			exec(t, "INSERT INTO `fx_account_group` (`name`) VALUES (?)", group)
 			exec(t, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID)
-		}, func(t *testing.T, svc *Service, a Account) {
+		}, func(t *testing.T, svc *Service, a book.Account) {
 			exec(t, "UPDATE `fx_account_group` SET `executionMode` = 'EXTERNAL' WHERE `name` = ?", fmt.Sprintf("onetrip-%d", a.ID))
 		}, "0.1", "trades through an execution venue"},
 	}
@@ -167,16 +168,16 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stored, ok := svc.commits.known.get(a.ID)
-	if !ok || len(stored.exps) != 2 {
-		t.Fatalf("remembered %+v, %v: want the account with its two exposures", stored, ok)
+	stored, ok := svc.commits.Remembered(a.ID)
+	if !ok || len(stored.Exposures) != 2 {
+		t.Fatalf("book.Remembered %+v, %v: want the account with its two exposures", stored, ok)
 	}
-	check := func(k remembered, nonces ...string) error {
-		var keys []NonceKey
+	check := func(k book.Remembered, nonces ...string) error {
+		var keys []book.NonceKey
 		for _, n := range nonces {
-			keys = append(keys, NonceKey{a.ID, n})
+			keys = append(keys, book.NonceKey{Account: a.ID, Nonce: n})
 		}
-		q, args := staleCheck([]int64{a.ID}, map[int64]remembered{a.ID: k}, keys)
+		q, args := book.StaleCheck([]int64{a.ID}, map[int64]book.Remembered{a.ID: k}, keys)
 		rows, err := testDB.Query(q, args...)
 		if err != nil {
 			return err
@@ -205,27 +206,27 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 	if err := check(stored, "new", "held"); !store.IsStale(err) {
 		t.Errorf("a request nonce an order holds: the check answered %v, want its refusal", err)
 	}
-	clone := func(edit func(k *remembered)) remembered {
+	clone := func(edit func(k *book.Remembered)) book.Remembered {
 		k := stored
-		k.exps = append([]Exposure(nil), stored.exps...)
+		k.Exposures = append([]book.Exposure(nil), stored.Exposures...)
 		edit(&k)
 		return k
 	}
 	tiny := decimal.RequireFromString("0.0001")
-	for name, k := range map[string]remembered{
-		"balanceVersion":      clone(func(k *remembered) { k.version-- }),
-		"owner":               clone(func(k *remembered) { k.account.UserID++ }),
-		"group":               clone(func(k *remembered) { k.account.Group = "other" }),
-		"currency":            clone(func(k *remembered) { k.account.Currency = "EUR" }),
-		"leverage":            clone(func(k *remembered) { k.account.Leverage = 50 }),
-		"volume":              clone(func(k *remembered) { k.exps[0].Volume = k.exps[0].Volume.Add(tiny) }),
-		"volume × price":      clone(func(k *remembered) { k.exps[1].VolumePrice = k.exps[1].VolumePrice.Sub(tiny) }),
-		"side":                clone(func(k *remembered) { k.exps[0].Side = k.exps[1].Side }),
-		"an exposure missing": clone(func(k *remembered) { k.exps = k.exps[:1] }),
-		"an exposure too many": clone(func(k *remembered) {
-			k.exps = append(k.exps, Exposure{Symbol: "GBPUSD", Side: fx.Buy, Volume: tiny, VolumePrice: tiny})
+	for name, k := range map[string]book.Remembered{
+		"balanceVersion":      clone(func(k *book.Remembered) { k.Version-- }),
+		"owner":               clone(func(k *book.Remembered) { k.Account.UserID++ }),
+		"group":               clone(func(k *book.Remembered) { k.Account.Group = "other" }),
+		"currency":            clone(func(k *book.Remembered) { k.Account.Currency = "EUR" }),
+		"leverage":            clone(func(k *book.Remembered) { k.Account.Leverage = 50 }),
+		"volume":              clone(func(k *book.Remembered) { k.Exposures[0].Volume = k.Exposures[0].Volume.Add(tiny) }),
+		"volume × price":      clone(func(k *book.Remembered) { k.Exposures[1].VolumePrice = k.Exposures[1].VolumePrice.Sub(tiny) }),
+		"side":                clone(func(k *book.Remembered) { k.Exposures[0].Side = k.Exposures[1].Side }),
+		"an exposure missing": clone(func(k *book.Remembered) { k.Exposures = k.Exposures[:1] }),
+		"an exposure too many": clone(func(k *book.Remembered) {
+			k.Exposures = append(k.Exposures, book.Exposure{Symbol: "GBPUSD", Side: fx.Buy, Volume: tiny, VolumePrice: tiny})
 		}),
-		"no exposures": clone(func(k *remembered) { k.exps = nil }),
+		"no exposures": clone(func(k *book.Remembered) { k.Exposures = nil }),
 	} {
 		if err := check(k); !store.IsStale(err) || store.IsFenceRefusal(err) {
 			t.Errorf("%s differs: the check answered %v, want its refusal", name, err)
@@ -324,7 +325,7 @@ func TestOneTripBatchOfSeveralAccounts(t *testing.T) {
 		return errs
 	}
 	if errs := both("0.1"); errs[0] != nil || errs[1] != nil {
-		t.Fatalf("fills on two remembered accounts: %v", errs)
+		t.Fatalf("fills on two book.Remembered accounts: %v", errs)
 	}
 	if st := svc.CommitStats(); st.OneTrip != 1 || st.Stale != 0 || st.LastSize != 2 {
 		t.Fatalf("committer %+v: want both fills in one batch, in one round trip", st)

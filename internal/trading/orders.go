@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -36,9 +37,9 @@ type OrderRequest struct {
 // OrderResult is what a submit did: the order, the position a market order opened, and its
 // commission deal. Replayed is true when the requestNonce had been seen and nothing new happened.
 type OrderResult struct {
-	Order      Order
-	Position   *Position
-	Commission *Deal
+	Order      book.Order
+	Position   *book.Position
+	Commission *book.Deal
 	Replayed   bool
 }
 
@@ -66,7 +67,7 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	if err != nil {
 		return OrderResult{}, err
 	}
-	m := NewMarket(s.prices, cat)
+	m := book.NewMarket(s.prices, cat)
 	q, err := m.Tradable(in.Symbol)
 	if err == nil {
 		err = s.gate.Admit(ctx, gate.Fill, slog.String("op", "fill order"), slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol))
@@ -76,10 +77,10 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		// answered from the database. Ownership and the nonce are otherwise checked inside the
 		// fill's transaction, which keeps the hot path to the statements it must send.
 		if r.RequestNonce != "" {
-			if _, aerr := LoadAccount(ctx, s.db, userID, r.AccountID); aerr != nil {
+			if _, aerr := book.LoadAccount(ctx, s.db, userID, r.AccountID); aerr != nil {
 				return OrderResult{}, aerr
 			}
-			if o, ok, lerr := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
+			if o, ok, lerr := book.LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce); lerr != nil || ok {
 				return s.replay(ctx, r, o, ok, lerr)
 			}
 		}
@@ -144,31 +145,31 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 // own price it would be credited, as unrealised profit, the distance a LIMIT waits for. Other
 // pending orders are not added up: each is judged again, on the rows of its fill, when it
 // triggers.
-func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *Market, q Quote, expires *time.Time) (OrderResult, error) {
+func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *book.Market, q book.Quote, expires *time.Time) (OrderResult, error) {
 	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
 	}
 	defer tx.Rollback()
-	var a Account
+	var a book.Account
 	var found, retried bool
-	var original Order
-	var exps []Exposure
+	var original book.Order
+	var exps []book.Exposure
 	var pending int64
-	locks.Query(RowInto(&a, &found, ScanAccount), LockAccountSQL, r.AccountID)
+	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, r.AccountID)
 	if r.RequestNonce != "" {
 		// The account lock serialises submits of one account, so a retry racing the original
 		// waits for it and then finds it here, before any rule could refuse the retry.
-		locks.Query(RowInto(&original, &retried, ScanOrder), NonceSQL, r.AccountID, r.RequestNonce)
+		locks.Query(book.RowInto(&original, &retried, book.ScanOrder), book.NonceSQL, r.AccountID, r.RequestNonce)
 	}
-	locks.Query(ExposuresInto(&exps), ExposuresSQL, r.AccountID)
+	locks.Query(book.ExposuresInto(&exps), book.ExposuresSQL, r.AccountID)
 	// Read after the account lock was granted, like the nonce: every placement that committed a
 	// PENDING order of this account before it is counted.
-	locks.Query(ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
+	locks.Query(book.ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
 	if err := tx.Lock(ctx, locks, "place order"); err != nil {
 		return OrderResult{}, err
 	}
-	if err := OwnedBy(a, found, userID, r.AccountID); err != nil {
+	if err := book.OwnedBy(a, found, userID, r.AccountID); err != nil {
 		return OrderResult{}, err
 	}
 	if retried {
@@ -185,30 +186,30 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	g := cat.AccountGroup(a.Group)
 	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
-		return OrderResult{}, ErrPricing()
+		return OrderResult{}, book.ErrPricing()
 	}
 	if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 	}
-	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, FillPrice(in, q, r.Side)); err != nil {
+	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, book.FillPrice(in, q, r.Side)); err != nil {
 		return OrderResult{}, err
 	}
 
 	// Round trip two: the order.
-	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
+	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
 		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
 	if r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
-	var b Batch
+	var b book.Batch
 	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
-	b.Query(LastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
+	b.Query(book.LastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
 	if err := tx.Commit(ctx, &b); err != nil {
 		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
 			tx.Rollback()
-			o, ok, err := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+			o, ok, err := book.LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 			return s.replay(ctx, r, o, ok, err)
 		}
 		return OrderResult{}, fmt.Errorf("place order: %w", err)
@@ -232,16 +233,16 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errNoLease, slog.String("op", "fill order"))
 	}
 	arrived := time.Now()
-	w := &marketFill{s: s, Queued: NewQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
+	w := &marketFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
 	s.commits.Submit(w)
 	switch {
 	case w.original != nil:
 		return s.replay(ctx, r, *w.original, true, nil)
 	case w.Err == nil && w.sending != nil:
 		return s.sendOpen(ctx, userID, w.res.Order, in, arrived)
-	case errors.Is(w.Err, ErrReplayed):
+	case errors.Is(w.Err, book.ErrReplayed):
 		// A retry that was not committed when its batch looked is now.
-		o, ok, err := LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
+		o, ok, err := book.LoadOrderByNonce(ctx, s.db, r.AccountID, r.RequestNonce)
 		return s.replay(ctx, r, o, ok, err)
 	case w.Err != nil:
 		return OrderResult{}, w.Err
@@ -254,23 +255,23 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 func (f *marketFill) OneTrip() (string, bool) { return f.r.RequestNonce, true }
 
 type marketFill struct {
-	Queued
+	book.Queued
 	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	r      OrderRequest
 	in     catalog.Instrument
 
 	res      OrderResult
-	original *Order      // the order its request nonce already names in the database
+	original *book.Order // the order its request nonce already names in the database
 	replayOf *marketFill // the write before it in the batch with the same request nonce
 	fill     openedFill
-	a        Account
+	a        book.Account
 	// sending is the EXTERNAL order this write reserved (SENDING); sendingIdx its id's index.
-	sending    *Order
+	sending    *book.Order
 	sendingIdx int
 }
 
-func (w *marketFill) Wants(l *Plan) {
+func (w *marketFill) Wants(l *book.Plan) {
 	l.Account(w.Account)
 	l.ExposuresOf(w.Account)
 	if w.r.RequestNonce != "" {
@@ -278,18 +279,19 @@ func (w *marketFill) Wants(l *Plan) {
 	}
 }
 
-func (w *marketFill) Apply(r *Rows) error {
+func (w *marketFill) Apply(r *book.Rows) error {
 	w.res, w.original, w.replayOf, w.fill, w.sending = OrderResult{}, nil, nil, openedFill{}, nil
 	a, found := r.Accounts[w.Account]
 	if !found {
-		return AccountNotFound(w.Account)
+		return book.AccountNotFound(w.Account)
 	}
-	if err := OwnedBy(*a, found, w.userID, w.Account); err != nil {
+	if err := book.OwnedBy(*a, found, w.userID, w.Account); err != nil {
 		return err
 	}
-	key := NonceKey{a.ID, w.r.RequestNonce}
+	key := book.NonceKey{Account: a.ID, Nonce: w.r.RequestNonce}
 	if w.r.RequestNonce != "" {
-		if prior, ok := r.Made[key]; ok {
+		if made, ok := r.Made[key]; ok {
+			prior := made.(*marketFill) // only a market fill writes Made
 			if prior.r.fingerprint() != w.r.fingerprint() {
 				return errKeyReused(w.r, prior.r, 0)
 			}
@@ -307,7 +309,7 @@ func (w *marketFill) Apply(r *Rows) error {
 	if err != nil {
 		return err
 	}
-	price := FillPrice(in, q, w.r.Side)
+	price := book.FillPrice(in, q, w.r.Side)
 	ref := q.Bid
 	if w.r.Side == fx.Sell {
 		ref = q.Ask
@@ -322,14 +324,14 @@ func (w *marketFill) Apply(r *Rows) error {
 	if a.Execution == fx.External {
 		return w.reserve(r, a, key)
 	}
-	o := Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
+	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
-	r.Writes.Exec(SetVarSQL(orderVar, "LAST_INSERT_ID()"))
+	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.fill = openPosition(r, a, in, o, orderVar, price, commission, &after, nil)
 	if w.r.RequestNonce != "" {
 		r.Made[key] = w
@@ -341,14 +343,14 @@ func (w *marketFill) Apply(r *Rows) error {
 // reserve writes an EXTERNAL order's identity, SENDING, instead of filling it: the venue fills
 // it, after this batch committed (Service.sendOpen). Its rules ran on the desk's quote (margin,
 // stops), so an order the desk would refuse never reaches the venue.
-func (w *marketFill) reserve(r *Rows, a *Account, key NonceKey) error {
+func (w *marketFill) reserve(r *book.Rows, a *book.Account, key book.NonceKey) error {
 	if w.s.venue == nil {
 		return fx.Errorf(fx.EUNAVAILABLE, "Account %d trades through an execution venue and none is configured on this desk.", a.ID)
 	}
 	if !w.s.venue.Reachable() {
 		return errVenueUnavailable()
 	}
-	o := Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
+	o := book.Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.Now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
@@ -357,7 +359,7 @@ func (w *marketFill) reserve(r *Rows, a *Account, key NonceKey) error {
 	r.Writes.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
 		"`requestHash`, `execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', NOW(3))",
 		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash)
-	r.Writes.Exec(SetVarSQL(orderVar, "LAST_INSERT_ID()"))
+	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
 		r.Made[key] = w
@@ -366,7 +368,7 @@ func (w *marketFill) reserve(r *Rows, a *Account, key NonceKey) error {
 	return nil
 }
 
-func (w *marketFill) Committed(r *Rows, ids *IDs) []risk.Change {
+func (w *marketFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	switch {
 	case w.original != nil:
 		return nil
@@ -388,7 +390,7 @@ func (w *marketFill) Committed(r *Rows, ids *IDs) []risk.Change {
 
 func (w *marketFill) Failed(err error) error {
 	if store.IsDuplicateKey(err) && w.r.RequestNonce != "" {
-		return ErrReplayed
+		return book.ErrReplayed
 	}
 	return fmt.Errorf("fill order: %w", err)
 }
@@ -397,31 +399,31 @@ func (w *marketFill) Failed(err error) error {
 // positions sum to exps: the commission it costs and the account's metrics after it. It
 // refuses (ECONFLICT) a fill that increases margin while the account is below its margin-call
 // level or beyond its free margin.
-func fillCheck(m *Market, cat *catalog.Catalog, in catalog.Instrument, a Account, exps []Exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, Metrics, error) {
+func fillCheck(m *book.Market, cat *catalog.Catalog, in catalog.Instrument, a book.Account, exps []book.Exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, book.Metrics, error) {
 	commission := decimal.Zero
 	if in.Group.CommissionPerLot.IsPositive() {
 		c, ok := m.Convert(in.Group.CommissionPerLot.Mul(volume), in.Group.CommissionCurrency, a.Currency)
 		if !ok {
-			return decimal.Zero, Metrics{}, ErrPricing()
+			return decimal.Zero, book.Metrics{}, book.ErrPricing()
 		}
 		commission = c
 	}
 	g := cat.AccountGroup(a.Group)
 	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
-		return decimal.Zero, Metrics{}, ErrPricing()
+		return decimal.Zero, book.Metrics{}, book.ErrPricing()
 	}
-	after, ok := m.Metrics(a, g, a.Balance.Sub(commission), append(exps, Exposure{Symbol: in.Symbol, Side: side, Volume: volume, VolumePrice: volume.Mul(price)}))
+	after, ok := m.Metrics(a, g, a.Balance.Sub(commission), append(exps, book.Exposure{Symbol: in.Symbol, Side: side, Volume: volume, VolumePrice: volume.Mul(price)}))
 	if !ok {
-		return decimal.Zero, Metrics{}, ErrPricing()
+		return decimal.Zero, book.Metrics{}, book.ErrPricing()
 	}
 	if after.UsedMargin.GreaterThan(before.UsedMargin) {
 		if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
-			return decimal.Zero, Metrics{}, fx.Errorf(fx.ECONFLICT, "Orders that increase margin are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
+			return decimal.Zero, book.Metrics{}, fx.Errorf(fx.ECONFLICT, "Orders that increase margin are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
 				before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
 		}
 		if after.FreeMargin.IsNegative() {
-			return decimal.Zero, Metrics{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
+			return decimal.Zero, book.Metrics{}, fx.Errorf(fx.ECONFLICT, "Not enough free margin: this order needs %s %s of margin and free margin would be %s %s.",
 				fx.FormatMoney(a.Currency, after.UsedMargin.Sub(before.UsedMargin)), a.Currency, fx.FormatMoney(a.Currency, after.FreeMargin), a.Currency)
 		}
 	}
@@ -431,14 +433,14 @@ func fillCheck(m *Market, cat *catalog.Catalog, in catalog.Instrument, a Account
 // openedFill is a fill's writes in a batch: the order it fills, the position it opens and its
 // commission deal, whose ids the batch reads back.
 type openedFill struct {
-	order          Order
-	pos            Position
+	order          book.Order
+	pos            book.Position
 	orderID, posID int // indexes of the session variables holding their ids (batchIDs.values)
 	deal           int // the commission deal's index in the batch, or -1
 }
 
 // written is the fill's position and commission deal as committed, with their ids.
-func (f openedFill) written(r *Rows, ids *IDs) (Position, *Deal) {
+func (f openedFill) written(r *book.Rows, ids *book.IDs) (book.Position, *book.Deal) {
 	p := f.pos
 	p.ID, p.OrderID = ids.Values[f.posID], ids.Values[f.orderID]
 	if f.deal < 0 {
@@ -458,8 +460,8 @@ func (f openedFill) written(r *Rows, ids *IDs) (Position, *Deal) {
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func openPosition(r *Rows, a *Account, in catalog.Instrument, o Order, orderVar string, price, commission decimal.Decimal, after *Metrics, link *string) openedFill {
-	f := openedFill{order: o, deal: -1, pos: Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
+func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, link *string) openedFill {
+	f := openedFill{order: o, deal: -1, pos: book.Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.Now,
 		Currency: a.Currency, VenueTradeID: link}}
 	f.orderID = r.IDs.Index(orderVar)
@@ -469,10 +471,10 @@ func openPosition(r *Rows, a *Account, in catalog.Instrument, o Order, orderVar 
 	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
 		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
-	r.Writes.Exec(SetVarSQL(posVar, "LAST_INSERT_ID()"))
+	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
-		f.deal = r.Post(a, Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
+		f.deal = r.Post(a, book.Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
 			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: posVar}})
 	}
 	if after != nil {
@@ -530,16 +532,16 @@ func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time
 }
 
 // Orders lists userID's orders, newest first.
-func (s *Service) Orders(ctx context.Context, userID, accountID int64, status string, limit int) ([]Order, error) {
-	return ListOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
+func (s *Service) Orders(ctx context.Context, userID, accountID int64, status string, limit int) ([]book.Order, error) {
+	return book.ListOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
 }
 
 // CancelOrder cancels a PENDING order of userID (ECONFLICT once it filled, expired or was
 // cancelled). It moves no money, so it needs no price and no fence.
-func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, error) {
-	o, err := LoadOrder(ctx, s.db, userID, id)
+func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (book.Order, error) {
+	o, err := book.LoadOrder(ctx, s.db, userID, id)
 	if err != nil {
-		return Order{}, err
+		return book.Order{}, err
 	}
 	var n int64
 	err = s.retry(ctx, func() error {
@@ -551,12 +553,12 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (Order, err
 		return nil
 	})
 	if err != nil {
-		return Order{}, err
+		return book.Order{}, err
 	}
 	if n == 0 {
-		o, _ = LoadOrder(ctx, s.db, userID, id)
-		return Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
+		o, _ = book.LoadOrder(ctx, s.db, userID, id)
+		return book.Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
-	return LoadOrder(ctx, s.db, userID, id)
+	return book.LoadOrder(ctx, s.db, userID, id)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -18,8 +19,8 @@ import (
 )
 
 // Positions lists userID's positions, newest first.
-func (s *Service) Positions(ctx context.Context, userID, accountID int64, status string, limit int) ([]Position, error) {
-	return ListPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
+func (s *Service) Positions(ctx context.Context, userID, accountID int64, status string, limit int) ([]book.Position, error) {
+	return book.ListPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
 }
 
 // StopChange is one of SL or TP in a modify: Set false leaves it alone, Set with a nil Value
@@ -31,28 +32,28 @@ type StopChange struct {
 
 // ModifyPosition sets or removes SL and TP of userID's open position id, checked against this
 // process's current price.
-func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp StopChange) (Position, error) {
+func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp StopChange) (book.Position, error) {
 	if !sl.Set && !tp.Set {
-		return Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
+		return book.Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
 	}
-	p, err := LoadPosition(ctx, s.db, userID, id)
+	p, err := book.LoadPosition(ctx, s.db, userID, id)
 	if err != nil {
-		return Position{}, err
+		return book.Position{}, err
 	}
 	if p.Status != fx.PositionOpen {
-		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
+		return book.Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
-		return Position{}, err
+		return book.Position{}, err
 	}
 	in, ok := cat.Instruments[p.Symbol]
 	if !ok {
-		return Position{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
+		return book.Position{}, fmt.Errorf("position %d: instrument %s is missing", id, p.Symbol)
 	}
-	q, ok := NewMarket(s.prices, cat).Quote(p.Symbol)
+	q, ok := book.NewMarket(s.prices, cat).Quote(p.Symbol)
 	if !ok {
-		return Position{}, ErrPricing()
+		return book.Position{}, book.ErrPricing()
 	}
 	newSL, newTP := p.SL, p.TP
 	if sl.Set {
@@ -75,7 +76,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 		chkTP = newTP
 	}
 	if err := checkStops(in, p.Side, ref, chkSL, chkTP); err != nil {
-		return Position{}, err
+		return book.Position{}, err
 	}
 	// The UPDATE can be a deadlock's victim: it may reach the row through the open-positions
 	// index while a close holding the row waits to change that index.
@@ -89,19 +90,19 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 		return nil
 	})
 	if err != nil {
-		return Position{}, err
+		return book.Position{}, err
 	}
 	if n == 0 {
-		return Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
+		return book.Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
-	return LoadPosition(ctx, s.db, userID, id)
+	return book.LoadPosition(ctx, s.db, userID, id)
 }
 
 // CloseResult is a (partial) close: the position after it and the profit deal.
 type CloseResult struct {
-	Position Position
-	Deal     Deal
+	Position book.Position
+	Deal     book.Deal
 }
 
 // ClosePosition closes volume lots (nil: all) of userID's position id at this process's price.
@@ -124,7 +125,7 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 	if link, ok := s.links.get(id); ok {
 		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}
-	w := &closeWrite{s: s, Queued: NewQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason}
 	s.commits.Submit(w)
 	var linked errLinked
@@ -142,7 +143,7 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 // closeWrite is one close waiting for its group commit.
 // LockedAccount is the position's account, which a close learns from the plan when its
 // request named only the position.
-func (w *closeWrite) LockedAccount(l *Plan) int64 {
+func (w *closeWrite) LockedAccount(l *book.Plan) int64 {
 	if w.Account == 0 {
 		return l.AccountOf[w.id]
 	}
@@ -150,7 +151,7 @@ func (w *closeWrite) LockedAccount(l *Plan) int64 {
 }
 
 type closeWrite struct {
-	Queued
+	book.Queued
 	s      *Service // the desk that queued it (its venue, its links, its log)
 	userID int64
 	id     int64
@@ -165,21 +166,21 @@ type closeWrite struct {
 
 	res  CloseResult
 	deal int // its deal's index in the batch
-	a    Account
+	a    book.Account
 }
 
-func (w *closeWrite) Wants(l *Plan) {
+func (w *closeWrite) Wants(l *book.Plan) {
 	l.Position(w.id, w.Account != 0)
 	if w.venuePrice != nil && w.txID > 0 {
 		l.Fill(w.id, w.txID)
 	}
 }
 
-func (w *closeWrite) Apply(r *Rows) error {
+func (w *closeWrite) Apply(r *book.Rows) error {
 	w.res, w.deal = CloseResult{}, -1
 	p, exists := r.Positions[w.id]
 	a, found := r.Accounts[w.Account]
-	if !exists || !found || OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
+	if !exists || !found || book.OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
 		return fx.Errorf(fx.ENOTFOUND, "Position %d not found.", w.id)
 	}
 	if p.Status != fx.PositionOpen {
@@ -196,7 +197,7 @@ func (w *closeWrite) Apply(r *Rows) error {
 		return errLinked{venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}}
 	}
 	if in.Status == fx.InstrumentHalted {
-		return ErrHalted(in.Symbol)
+		return book.ErrHalted(in.Symbol)
 	}
 	if w.volume != nil {
 		if err := checkVolume(in, *w.volume); err != nil {
@@ -207,7 +208,7 @@ func (w *closeWrite) Apply(r *Rows) error {
 	if err != nil {
 		return err
 	}
-	price := ClosePrice(in, q, p.Side)
+	price := book.ClosePrice(in, q, p.Side)
 	vol := p.Volume
 	if w.volume != nil {
 		vol = *w.volume
@@ -223,9 +224,9 @@ func (w *closeWrite) Apply(r *Rows) error {
 
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
-func (w *closeWrite) applyVenue(r *Rows, a *Account, p *Position, in catalog.Instrument) error {
-	if r.Booked[FillKey{w.id, w.txID}] {
-		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, ErrAlreadyBooked)
+func (w *closeWrite) applyVenue(r *book.Rows, a *book.Account, p *book.Position, in catalog.Instrument) error {
+	if r.Booked[book.FillKey{Position: w.id, Tx: w.txID}] {
+		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, book.ErrAlreadyBooked)
 	}
 	vol := p.Volume
 	if w.volume != nil && w.volume.LessThan(vol) {
@@ -250,10 +251,10 @@ func (w *closeWrite) applyVenue(r *Rows, a *Account, p *Position, in catalog.Ins
 }
 
 // book closes vol lots of the locked position p at price.
-func (w *closeWrite) book(r *Rows, a *Account, p *Position, in catalog.Instrument, vol, price decimal.Decimal) error {
-	profit, ok := r.Market.Convert(ProfitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
+func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in catalog.Instrument, vol, price decimal.Decimal) error {
+	profit, ok := r.Market.Convert(book.ProfitQuote(in, p.Side, vol, vol.Mul(p.OpenPrice), price), in.Quote, a.Currency)
 	if !ok {
-		return ErrPricing()
+		return book.ErrPricing()
 	}
 	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
 	volumeBefore := p.Volume
@@ -272,14 +273,14 @@ func (w *closeWrite) book(r *Rows, a *Account, p *Position, in catalog.Instrumen
 	r.Closing(p)
 	r.Expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
-	w.deal = r.Post(a, Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
 	w.res.Position, w.a = *p, *a
 	return nil
 }
 
-func (w *closeWrite) Committed(r *Rows, ids *IDs) []risk.Change {
+func (w *closeWrite) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	w.res.Deal = r.DealAt(w.deal, ids)
 	if w.res.Position.Status == fx.PositionClosed {
 		w.s.links.drop(w.id)
@@ -291,7 +292,7 @@ func (w *closeWrite) Committed(r *Rows, ids *IDs) []risk.Change {
 func (w *closeWrite) Failed(err error) error {
 	if store.IsDuplicateKey(err) && w.txID > 0 {
 		// The same fill booked by a write this batch could not see (another batch meanwhile).
-		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, ErrAlreadyBooked, err)
+		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, book.ErrAlreadyBooked, err)
 	}
 	return fmt.Errorf("close position %d: %w", w.id, err)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -40,7 +41,7 @@ func TestModifyRacingCloseIsRetried(t *testing.T) {
 		if modErr != nil && (fx.ErrorCode(modErr) != fx.ECONFLICT || fx.ErrorMessage(modErr) != errClosedText(id)) {
 			t.Fatalf("race %d: modify answered %v (code %s); want success or the position closed", i, modErr, fx.ErrorCode(modErr))
 		}
-		if p, err := LoadPosition(ctx, testDB, user, id); err != nil || p.Status != fx.PositionClosed {
+		if p, err := book.LoadPosition(ctx, testDB, user, id); err != nil || p.Status != fx.PositionClosed {
 			t.Fatalf("race %d: position after the race %+v, %v", i, p, err)
 		}
 	}

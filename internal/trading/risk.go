@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
@@ -59,25 +60,25 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}
 
 	if s.Accounts, err = store.QueryAll(ctx, tx, "risk view: accounts", func(sc store.Scanner) (risk.Account, error) {
-		a, err := ScanAccount(sc)
+		a, err := book.ScanAccount(sc)
 		return riskAccount(a, cat.AccountGroup(a.Group)), err
-	}, "SELECT "+AccountCols+" FROM `fx_account`"); err != nil {
+	}, "SELECT "+book.AccountCols+" FROM `fx_account`"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
 	if s.Positions, err = store.QueryAll(ctx, tx, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
-		p, err := ScanPosition(sc)
+		p, err := book.ScanPosition(sc)
 		if err == nil && p.VenueTradeID != nil {
 			loaded[p.ID] = venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}
 		}
 		return riskPosition(p), err
-	}, "SELECT "+PositionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
+	}, "SELECT "+book.PositionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN'"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	if s.Orders, err = store.QueryAll(ctx, tx, "risk view: orders", func(sc store.Scanner) (risk.Order, error) {
-		o, err := ScanOrder(sc)
+		o, err := book.ScanOrder(sc)
 		return riskOrder(o), err
-	}, "SELECT "+OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
+	}, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
 		return risk.Snapshot{}, err
 	}
 	r.versions = versions
@@ -162,7 +163,7 @@ func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Conte
 }
 
 // readVersions is every account's balanceVersion.
-func readVersions(ctx context.Context, q Querier) (map[int64]int64, error) {
+func readVersions(ctx context.Context, q book.Querier) (map[int64]int64, error) {
 	versions := map[int64]int64{}
 	err := eachVersion(ctx, q, func(id, version int64, _ func() (decimal.Decimal, error)) error {
 		versions[id] = version
@@ -173,7 +174,7 @@ func readVersions(ctx context.Context, q Querier) (map[int64]int64, error) {
 
 // eachVersion calls fn with every account's id and balanceVersion; balance parses the row's
 // balance, which an unchanged account never needs (a refresh of an idle desk parses none).
-func eachVersion(ctx context.Context, q Querier, fn func(id, version int64, balance func() (decimal.Decimal, error)) error) error {
+func eachVersion(ctx context.Context, q book.Querier, fn func(id, version int64, balance func() (decimal.Decimal, error)) error) error {
 	rows, err := q.QueryContext(ctx, "SELECT `id`, `balanceVersion`, `balance` FROM `fx_account`")
 	if err != nil {
 		return fmt.Errorf("balance versions: %w", err)
@@ -241,42 +242,42 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 		return fmt.Errorf("fill order %d: instrument %s is missing", id, symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return ErrHalted(in.Symbol)
+		return book.ErrHalted(in.Symbol)
 	}
 	// Refused for market state before it queues; its batch prices it again.
-	if _, err := NewMarket(s.prices, cat).Tradable(symbol); err != nil {
+	if _, err := book.NewMarket(s.prices, cat).Tradable(symbol); err != nil {
 		return err
 	}
 	if err := s.admit(ctx, gate.Fill, "fill resting order", slog.Int64("order_id", id)); err != nil {
 		return err
 	}
-	w := &restingFill{s: s, Queued: NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
+	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
 	s.commits.Submit(w)
 	return w.Err
 }
 
 // restingFill is a resting order the risk engine triggered, waiting for its group commit.
 type restingFill struct {
-	Queued
+	book.Queued
 	s  *Service // the desk that queued it (its venue, its links, its log)
 	id int64
 
 	fill     openedFill
 	rejected error // why the account could not carry it: the order was REJECTED instead
-	a        Account
+	a        book.Account
 }
 
-func (w *restingFill) Wants(l *Plan) {
+func (w *restingFill) Wants(l *book.Plan) {
 	l.Account(w.Account)
 	l.Order(w.id)
 	l.ExposuresOf(w.Account)
 }
 
-func (w *restingFill) Apply(r *Rows) error {
+func (w *restingFill) Apply(r *book.Rows) error {
 	w.fill, w.rejected = openedFill{}, nil
 	a, found := r.Accounts[w.Account]
 	if !found {
-		return AccountNotFound(w.Account)
+		return book.AccountNotFound(w.Account)
 	}
 	o, exists := r.Orders[w.id]
 	if !exists || o.Status != fx.OrderPending || o.AccountID != a.ID {
@@ -294,13 +295,13 @@ func (w *restingFill) Apply(r *Rows) error {
 		return fmt.Errorf("fill order %d: instrument %s is missing", w.id, o.Symbol)
 	}
 	if in.Status == fx.InstrumentHalted {
-		return ErrHalted(in.Symbol)
+		return book.ErrHalted(in.Symbol)
 	}
 	q, err := r.Market.Tradable(o.Symbol)
 	if err != nil {
 		return err
 	}
-	price := FillPrice(in, q, o.Side)
+	price := book.FillPrice(in, q, o.Side)
 	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
 	if fx.ErrorCode(err) == fx.ECONFLICT {
 		// The account cannot carry the position now: the order is rejected rather than retried
@@ -314,14 +315,14 @@ func (w *restingFill) Apply(r *Rows) error {
 	}
 	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, w.id)
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec(SetVarSQL(orderVar, "?"), w.id)
+	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
 	w.fill = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil)
 	w.a = *a
 	return nil
 }
 
-func (w *restingFill) Committed(r *Rows, ids *IDs) []risk.Change {
+func (w *restingFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	if w.rejected != nil {
 		w.s.log.WarnContext(w.Ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
 		w.Err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
@@ -366,16 +367,16 @@ func riskSide(s fx.Side) risk.Side {
 	return risk.Buy
 }
 
-func riskPosition(p Position) risk.Position {
+func riskPosition(p book.Position) risk.Position {
 	return risk.Position{ID: p.ID, AccountID: p.AccountID, Symbol: p.Symbol, Side: riskSide(p.Side), Volume: p.Volume.InexactFloat64(),
 		OpenPrice: p.OpenPrice.InexactFloat64(), SL: floatOf(p.SL), TP: floatOf(p.TP)}
 }
 
-func positionOpened(p Position) risk.Change {
+func positionOpened(p book.Position) risk.Change {
 	return risk.Change{Kind: risk.PositionOpened, Position: riskPosition(p)}
 }
 
-func riskOrder(o Order) risk.Order {
+func riskOrder(o book.Order) risk.Order {
 	ro := risk.Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: riskSide(o.Side), Type: risk.Limit, Price: floatOf(o.Price)}
 	if o.Type == fx.Stop {
 		ro.Type = risk.Stop
@@ -386,20 +387,20 @@ func riskOrder(o Order) risk.Order {
 	return ro
 }
 
-func orderPlaced(o Order) risk.Change {
+func orderPlaced(o book.Order) risk.Change {
 	return risk.Change{Kind: risk.OrderPlaced, Order: riskOrder(o)}
 }
 
-func riskAccount(a Account, g catalog.AccountGroup) risk.Account {
+func riskAccount(a book.Account, g catalog.AccountGroup) risk.Account {
 	return risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, GroupLeverage: g.LeverageMax,
 		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}
 }
 
-func accountUpserted(a Account, g catalog.AccountGroup) risk.Change {
+func accountUpserted(a book.Account, g catalog.AccountGroup) risk.Change {
 	return risk.Change{Kind: risk.AccountUpserted, Account: riskAccount(a, g)}
 }
 
-func balanceChanged(a Account) risk.Change {
+func balanceChanged(a book.Account) risk.Change {
 	return risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: a.ID, Balance: a.Balance.InexactFloat64()}}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/testkit/dbtest"
@@ -74,7 +75,7 @@ func BenchmarkRiskBurstCommitted(b *testing.B) {
 		burst     = 5000
 		burstSym  = "EURUSD"
 		pool      = 32 // store.Open's SetMaxOpenConns
-		workers   = MaxBatch
+		workers   = book.MaxBatch
 	)
 	b.StopTimer()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -44,8 +45,8 @@ type Service struct {
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
 
-	commits   *Committer     // the group commit of desk-priced fills and closes
-	commitObs CommitObserver // nil: not observed
+	commits   *book.Committer     // the group commit of desk-priced fills and closes
+	commitObs book.CommitObserver // nil: not observed
 
 	venue      Venue         // nil: no execution venue (EXTERNAL groups cannot trade)
 	venueBound time.Duration // a venue send's whole life: the queue, the call, the booking
@@ -74,7 +75,7 @@ type Config struct {
 	// call per batch, in commit order) and on the request's goroutine otherwise.
 	OnChange func(context.Context, ...risk.Change)
 	// Commits, when set, observes the group commit (batch sizes, commit latency, refused rows).
-	Commits CommitObserver
+	Commits book.CommitObserver
 	// Venue, when set, is the execution venue EXTERNAL account groups trade through (A-book).
 	Venue Venue
 	// Settings, when set, is the process's desk settings (the caps are read from it); default:
@@ -120,13 +121,13 @@ func New(c Config) (*Service, error) {
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}
-	s.commits = NewCommitter(CommitterConfig{DB: s.commitDB, Fence: s.fence, Catalog: s.catalog, Prices: s.prices, Now: s.now,
+	s.commits = book.NewCommitter(book.CommitterConfig{DB: s.commitDB, Fence: s.fence, Catalog: s.catalog, Prices: s.prices, Now: s.now,
 		Fenced: s.gate.Fenced, Notify: s.notify, Log: s.log, Observer: s.commitObs})
 	return s, nil
 }
 
 // CommitStats returns the group commit's counters (the status page shows them).
-func (s *Service) CommitStats() CommitStats { return s.commits.Stats() }
+func (s *Service) CommitStats() book.CommitStats { return s.commits.Stats() }
 
 // admit lets a group-committed write of work join the queue: the gate admits it now, and this
 // process has a lease to fence its batch with.
@@ -187,7 +188,7 @@ func clampLimit(n int) int {
 // the row locks and reads, then send it with tx.lock. The fence itself is sent by commit, as
 // the statement just before COMMIT (see txn), so it costs no round trip of its own and holds
 // its shared lock on the lease row only while the transaction commits.
-func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*Txn, *Batch, error) {
+func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*book.Txn, *book.Batch, error) {
 	if err := s.gate.Admit(ctx, work, slog.String("op", what)); err != nil {
 		return nil, nil, err
 	}
@@ -195,8 +196,8 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*Txn,
 	if err != nil {
 		return nil, nil, s.gate.Fenced(ctx, work, err, slog.String("op", what))
 	}
-	b := &Batch{}
-	t, err := BeginTxn(ctx, s.db, b)
+	b := &book.Batch{}
+	t, err := book.BeginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}
@@ -209,9 +210,9 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*Txn,
 
 // beginUnfenced is begin for a balance change that does not depend on this process's prices:
 // no gate, no fence.
-func (s *Service) beginUnfenced(ctx context.Context, what string) (*Txn, *Batch, error) {
-	b := &Batch{}
-	t, err := BeginTxn(ctx, s.db, b)
+func (s *Service) beginUnfenced(ctx context.Context, what string) (*book.Txn, *book.Batch, error) {
+	b := &book.Batch{}
+	t, err := book.BeginTxn(ctx, s.db, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
@@ -85,7 +86,7 @@ func counts(t *testing.T, account int64) [3]string {
 }
 
 // fundedAccount opens a USD account at 1:100 for user with a deposit of 1,000.
-func fundedAccount(t *testing.T, svc *Service, user int64) Account {
+func fundedAccount(t *testing.T, svc *Service, user int64) book.Account {
 	t.Helper()
 	ctx := context.Background()
 	a, err := svc.CreateAccount(ctx, user, "USD", 100)
@@ -131,7 +132,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if after := counts(t, a.ID); after != before {
 		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
 	}
-	p, err := LoadPosition(ctx, testDB, 9001, open.Position.ID)
+	p, err := book.LoadPosition(ctx, testDB, 9001, open.Position.ID)
 	if err != nil || p.Status != fx.PositionOpen || !p.Volume.Equal(decimal.RequireFromString("0.1")) {
 		t.Fatalf("position after fenced close = %+v, %v", p, err)
 	}
@@ -182,7 +183,7 @@ func TestRealFenceRefusesAtCommitAfterTakeover(t *testing.T) {
 	if after := counts(t, a.ID); after != before {
 		t.Fatalf("fenced writes changed the database: %v → %v", before, after)
 	}
-	if p, err := LoadPosition(ctx, testDB, 9003, open.Position.ID); err != nil || p.Status != fx.PositionOpen {
+	if p, err := book.LoadPosition(ctx, testDB, 9003, open.Position.ID); err != nil || p.Status != fx.PositionOpen {
 		t.Fatalf("position after the refused close = %+v, %v", p, err)
 	}
 }
@@ -211,7 +212,7 @@ func TestConversionOnHandCheckedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMarket(fixedPrices{"EURUSD": {1.1, 1.1002}, "USDJPY": {150, 150.02}, "GBPUSD": {1.3, 1.3002}}, cat)
+	m := book.NewMarket(fixedPrices{"EURUSD": {1.1, 1.1002}, "USDJPY": {150, 150.02}, "GBPUSD": {1.3, 1.3002}}, cat)
 	d := decimal.RequireFromString
 	for _, tc := range []struct {
 		amount, from, to, want string
@@ -244,7 +245,7 @@ func TestConversionOnHandCheckedFigures(t *testing.T) {
 	for _, tc := range []struct{ long, short, want string }{
 		{"1", "0", "1"}, {"1", "1", "1"}, {"2", "1", "2"}, {"0", "0.5", "0.5"},
 	} {
-		if got := MarginVolume(in, d(tc.long), d(tc.short)); !got.Equal(d(tc.want)) {
+		if got := book.MarginVolume(in, d(tc.long), d(tc.short)); !got.Equal(d(tc.want)) {
 			t.Errorf("margin volume %s long %s short = %s, want %s", tc.long, tc.short, got, tc.want)
 		}
 	}

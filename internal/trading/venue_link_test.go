@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
@@ -112,7 +113,7 @@ func TestAdoptingAFilledOrderIsAlreadyBooked(t *testing.T) {
 	}
 	before := counts(t, a.ID)
 	_, err := svc.AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0)
-	if !errors.Is(err, ErrAlreadyBooked) {
+	if !errors.Is(err, book.ErrAlreadyBooked) {
 		t.Fatalf("adopting order %d again: %v, want ErrAlreadyBooked", o, err)
 	}
 	if after := counts(t, a.ID); after != before {
@@ -167,10 +168,10 @@ func TestVenueFillIsBookedOnce(t *testing.T) {
 	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); !errors.Is(err, ErrAlreadyBooked) {
+	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); !errors.Is(err, book.ErrAlreadyBooked) {
 		t.Fatalf("the same fill booked again: %v", err)
 	}
-	p, err := LoadPosition(ctx, testDB, 0, pos)
+	p, err := book.LoadPosition(ctx, testDB, 0, pos)
 	if err != nil {
 		t.Fatal(err)
 	}

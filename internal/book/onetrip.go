@@ -1,4 +1,4 @@
-package trading
+package book
 
 import (
 	"context"
@@ -25,12 +25,12 @@ import (
 // account moved to another group or a position written by another holder is seen by the check,
 // never by the rules.
 
-// remembered is what a fill's rules read of one account, as the last batch that locked it left
+// Remembered is what a fill's rules read of one account, as the last batch that locked it left
 // it: the row, its balanceVersion and its open exposures.
-type remembered struct {
-	account Account
-	version int64
-	exps    []Exposure
+type Remembered struct {
+	Account   Account
+	Version   int64
+	Exposures []Exposure
 }
 
 // maxRemembered bounds the memory; past it, it starts again empty.
@@ -39,10 +39,10 @@ const maxRemembered = 100_000
 // memory is the committer's remembered accounts.
 type memory struct {
 	mu sync.Mutex
-	m  map[int64]remembered
+	m  map[int64]Remembered
 }
 
-func (m *memory) get(id int64) (remembered, bool) {
+func (m *memory) get(id int64) (Remembered, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.m[id]
@@ -70,7 +70,7 @@ func (m *memory) keep(r *Rows) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil || len(m.m) >= maxRemembered {
-		m.m = map[int64]remembered{}
+		m.m = map[int64]Remembered{}
 	}
 	for id, a := range r.Accounts {
 		exps, read := r.Exposures[id]
@@ -82,7 +82,7 @@ func (m *memory) keep(r *Rows) {
 		if posted[id] {
 			version++
 		}
-		m.m[id] = remembered{account: *a, version: version, exps: slices.Clone(exps)}
+		m.m[id] = Remembered{Account: *a, Version: version, Exposures: slices.Clone(exps)}
 	}
 }
 
@@ -93,7 +93,7 @@ func (m *memory) keep(r *Rows) {
 // outcome, as attempt returns it.
 func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalog, fence string, fenceArgs []any) (r *Rows, ok bool, err error) {
 	s := c.cfg
-	known := map[int64]remembered{}
+	known := map[int64]Remembered{}
 	var nonces []NonceKey
 	for _, w := range ws {
 		nonce, ok := w.OneTrip()
@@ -102,7 +102,7 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 		}
 		account := w.Base().Account
 		k, found := c.known.get(account)
-		if !found || k.account.Execution != fx.Internal {
+		if !found || k.Account.Execution != fx.Internal {
 			return nil, false, nil
 		}
 		known[account] = k
@@ -114,9 +114,9 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 	r.reset()
 	ids := make([]int64, 0, len(known))
 	for id, k := range known {
-		a := k.account
-		r.Accounts[id], r.locked[id], r.Versions[id] = &a, a.Balance, k.version
-		r.Exposures[id] = slices.Clone(k.exps)
+		a := k.Account
+		r.Accounts[id], r.locked[id], r.Versions[id] = &a, a.Balance, k.Version
+		r.Exposures[id] = slices.Clone(k.Exposures)
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -135,7 +135,7 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 	b := &Batch{}
 	b.Exec("START TRANSACTION")
 	b.Query(skipRows, "SELECT `id` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
-	check, checkArgs := staleCheck(ids, known, nonces)
+	check, checkArgs := StaleCheck(ids, known, nonces)
 	b.Query(skipRows, check, checkArgs...)
 	b.Append(&r.Writes)
 	tx := &Txn{conn: conn, Fence: fence, FenceArgs: fenceArgs, Refused: func(cause error) error { return cause }}
@@ -171,7 +171,7 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 	return r, true, nil
 }
 
-// staleCheck is one SELECT of one value that succeeds while every account of ids is as known
+// StaleCheck is one SELECT of one value that succeeds while every account of ids is as known
 // remembers it — the columns a fill's rules read (owner, group, currency, leverage, the group's
 // execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
 // open positions add up, per symbol and side, to exactly the remembered volumes and
@@ -184,7 +184,7 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 // be NULL without computing it (MariaDB drops "… IS NULL" so, and the check never failed).
 // It reads the rows as the batch's account locks, taken just before it, let them be: every writer
 // of an account's balance or positions holds that account's lock.
-func staleCheck(ids []int64, known map[int64]remembered, nonces []NonceKey) (string, []any) {
+func StaleCheck(ids []int64, known map[int64]Remembered, nonces []NonceKey) (string, []any) {
 	var args []any
 	in := store.Placeholders(len(ids))
 	var sb strings.Builder
@@ -196,9 +196,9 @@ func staleCheck(ids []int64, known map[int64]remembered, nonces []NonceKey) (str
 			sb.WriteString(", ")
 		}
 		sb.WriteString("(?, ?, ?, ?, ?, ?)")
-		a := known[id].account
-		args = append(args, id, known[id].version, a.UserID, a.Group, a.Currency, a.Leverage)
-		groups += len(known[id].exps)
+		a := known[id].Account
+		args = append(args, id, known[id].Version, a.UserID, a.Group, a.Currency, a.Leverage)
+		groups += len(known[id].Exposures)
 	}
 	sb.WriteString(") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ?")
 	args = append(args, len(ids))
@@ -220,7 +220,7 @@ func staleCheck(ids []int64, known map[int64]remembered, nonces []NonceKey) (str
 		sb.WriteString("COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN (")
 		first := true
 		for _, id := range ids {
-			for _, x := range known[id].exps {
+			for _, x := range known[id].Exposures {
 				if !first {
 					sb.WriteString(", ")
 				}

@@ -1,4 +1,4 @@
-package trading
+package book
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type Plan struct {
 }
 
 // FillKey is one venue fill booked against one position.
-type FillKey struct{ position, tx int64 }
+type FillKey struct{ Position, Tx int64 }
 
 type NonceKey struct {
 	Account int64
@@ -124,8 +124,8 @@ func (l *Plan) readPositionAccounts(ctx context.Context, conn *sql.Conn) error {
 // in memory in arrival order, and the statements those writes add.
 type Rows struct {
 	Catalog *catalog.Catalog
-	Market   *Market // one view of prices for the whole batch
-	Now time.Time
+	Market  *Market // one view of prices for the whole batch
+	Now     time.Time
 
 	Accounts  map[int64]*Account
 	locked    map[int64]decimal.Decimal // each account's balance as locked, where the ledger starts
@@ -133,18 +133,18 @@ type Rows struct {
 	Positions map[int64]*Position
 	Orders    map[int64]*Order
 	Nonces    map[NonceKey]Order
-	Booked    map[FillKey]bool         // the venue fills of the plan's fills the ledger already holds
-	Exposures map[int64][]Exposure     // accounts a fill prices, kept up to date by the batch's writes
-	Made      map[NonceKey]*marketFill // request nonces a fill of this batch wrote
+	Booked    map[FillKey]bool     // the venue fills of the plan's fills the ledger already holds
+	Exposures map[int64][]Exposure // accounts a fill prices, kept up to date by the batch's writes
+	Made      map[NonceKey]Write   // request nonces a fill of this batch wrote, and the fill
 
-	Writes      Batch             // the writes, in arrival order
+	Writes Batch             // the writes, in arrival order
 	Deals  []Deal            // the batch's ledger postings, in arrival order
 	posted []Deal            // the deals as the ledger wrote them
 	Marks  map[int64]Metrics // new stored marks, by account (a fill's)
 	// Closed are the positions the batch's closes changed, written by one statement (closeUpdate).
 	Closed      map[int64]*Position
 	closedOrder []int64
-	vars        int      // session variables named so far
+	vars        int // session variables named so far
 	IDs         IDs // what the batch reads back before COMMIT
 	committed   bool
 }
@@ -234,12 +234,12 @@ func (r *Rows) add(b *Batch, l *Plan) {
 		var args []any
 		for _, k := range l.fills {
 			where = append(where, "(`positionId` = ? AND `venueTransactionId` = ?)")
-			args = append(args, k.position, k.tx)
+			args = append(args, k.Position, k.Tx)
 		}
 		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
 				var k FillKey
-				if err := rows.Scan(&k.position, &k.tx); err != nil {
+				if err := rows.Scan(&k.Position, &k.Tx); err != nil {
 					return err
 				}
 				r.Booked[k] = true
@@ -272,7 +272,7 @@ func (r *Rows) add(b *Batch, l *Plan) {
 func (r *Rows) reset() {
 	r.Accounts, r.locked, r.Versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
 	r.Positions, r.Orders, r.Nonces, r.Booked = map[int64]*Position{}, map[int64]*Order{}, map[NonceKey]Order{}, map[FillKey]bool{}
-	r.Exposures, r.Made, r.Marks = map[int64][]Exposure{}, map[NonceKey]*marketFill{}, map[int64]Metrics{}
+	r.Exposures, r.Made, r.Marks = map[int64][]Exposure{}, map[NonceKey]Write{}, map[int64]Metrics{}
 }
 
 // versioned scans an account row followed by its balanceVersion.

@@ -1,4 +1,4 @@
-package trading
+package book
 
 import (
 	"github.com/shopspring/decimal"

@@ -1,4 +1,4 @@
-package trading
+package book
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func (q *Queued) Base() *Queued { return q }
 // LockedAccount and oneTrip are the answers of a write that names its account and needs the
 // rows locked; a write that differs says so itself.
 func (q *Queued) LockedAccount(*Plan) int64 { return q.Account }
-func (q *Queued) OneTrip() (string, bool)       { return "", false }
+func (q *Queued) OneTrip() (string, bool)   { return "", false }
 
 // CommitObserver receives what the committer does (metrics.Metrics on a web process).
 type CommitObserver interface {
@@ -214,6 +214,18 @@ func (c *Committer) Run(ctx context.Context) error {
 	}
 }
 
+// HoldUntil keeps the queue from being taken until it holds n writes (0: never), so that a test
+// can put chosen writes in one batch. Only tests call it.
+func (c *Committer) HoldUntil(n int) {
+	c.mu.Lock()
+	c.holdUntil = n
+	c.mu.Unlock()
+}
+
+// Remembered is what the committer remembers of account id, if anything: the rows a batch of
+// market fills on it would run on in one round trip.
+func (c *Committer) Remembered(id int64) (Remembered, bool) { return c.known.get(id) }
+
 // Stats returns the committer's counters.
 func (c *Committer) Stats() CommitStats {
 	return CommitStats{Batches: c.batches.Load(), Writes: c.writes.Load(), Refused: c.refused.Load(), Retried: c.retried.Load(),
@@ -315,6 +327,11 @@ func (c *Committer) run(ws []Write) {
 // ErrReplayed marks a write whose own transaction failed on its request nonce's unique key:
 // the original committed meanwhile, and the write is answered with it.
 var ErrReplayed = errors.New("replayed")
+
+// ErrAlreadyBooked answers a booking of what the desk has booked already: an adoption of an order
+// that is FILLED (its own send's answer was booked between the reconciler's read and the
+// adoption), or a venue close fill the position's ledger already holds. Nothing is left to do.
+var ErrAlreadyBooked = errors.New("already booked")
 
 // noFence is the fence that could not be had at all (no lease, or the lease is known lost).
 type noFence struct{ cause error }
