@@ -32,7 +32,7 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *cat
 	var accountID int64
 	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? ORDER BY `id` LIMIT 1", demoTraderUser).Scan(&accountID)
 	if errors.Is(err, sql.ErrNoRows) {
-		a, err := svc.CreateAccount(ctx, demoTraderUser, "USD", 100)
+		a, err := svc.Accounts().Open(ctx, demoTraderUser, "USD", 100)
 		if err != nil {
 			return fmt.Errorf("demo account: %w", err)
 		}
@@ -40,7 +40,7 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *cat
 	} else if err != nil {
 		return fmt.Errorf("demo account: %w", err)
 	}
-	if _, _, err := svc.Deposit(ctx, accountID, decimal.NewFromInt(10000), "demo-initial"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(ctx, accountID, decimal.NewFromInt(10000), "demo-initial"); err != nil {
 		return fmt.Errorf("demo deposit: %w", err)
 	}
 	if err := auth.RevokeLabel(ctx, db, demoLabel); err != nil {
@@ -88,7 +88,7 @@ func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service, admin *cat
 	var id int64
 	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? AND `accountGroup` = ? ORDER BY `id` LIMIT 1", demoTraderUser, demoABookGroup).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		a, err := svc.CreateAccount(ctx, demoTraderUser, "USD", 100)
+		a, err := svc.Accounts().Open(ctx, demoTraderUser, "USD", 100)
 		if err != nil {
 			return 0, fmt.Errorf("demo A-book account: %w", err)
 		}
@@ -99,7 +99,7 @@ func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service, admin *cat
 	} else if err != nil {
 		return 0, fmt.Errorf("demo A-book account: %w", err)
 	}
-	if _, _, err := svc.Deposit(ctx, id, decimal.NewFromInt(10000), "demo-abook-initial"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(ctx, id, decimal.NewFromInt(10000), "demo-abook-initial"); err != nil {
 		return 0, fmt.Errorf("demo A-book deposit: %w", err)
 	}
 	return id, nil

@@ -124,12 +124,12 @@ func (v *venueParts) workers(atLeast int) int {
 // the two venue jobs — at once (first: boot, or lease_restored after a takeover), after every
 // gap, and every interval, one run at a time. Call it before the risk engine starts.
 func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first string) error {
-	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.client, Closer: v.sender, Desk: h.trading, Gate: h.gate, Alerts: h.inbox,
+	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.client, Closer: v.sender, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
 		Account: v.cfg.Account, Plan: execution.Config{NotSentAfter: v.cfg.NotSentAfter}, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxExecutionReconciler"))})
 	if err != nil {
 		return err
 	}
-	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading, Gate: h.gate, Alerts: h.inbox,
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
 		MarginWarn: v.cfg.MarginWarn, MinNAV: v.cfg.MinNAV, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 // size grows the executor to the open EXTERNAL positions plus headroom (capped), and says so
 // when that changed anything.
 func (v *venueParts) size(ctx context.Context, h *holderParts) {
-	open, err := h.trading.OpenExternalCount(ctx)
+	open, err := h.trading.ABook().OpenExternalCount(ctx)
 	if err != nil {
 		v.log.WarnContext(ctx, "venue executor not resized: open EXTERNAL positions unreadable", slog.Any("err", err))
 		return

@@ -82,12 +82,12 @@ type VenueView interface {
 
 func buildBook(ctx context.Context, d Deps) *bookView {
 	b := &bookView{Symbols: []bookSymbol{}, Sending: []trading.SendingOrder{}}
-	exps, err := d.Trading.Exposures(ctx)
+	exps, err := d.Trading.ABook().Exposures(ctx)
 	if err != nil {
 		b.Error = err.Error()
 		return b
 	}
-	if b.Sending, err = d.Trading.SendingOrders(ctx); err != nil {
+	if b.Sending, err = d.Trading.ABook().SendingOrders(ctx); err != nil {
 		b.Error = err.Error()
 	}
 	var last *execution.VenueBook

@@ -58,7 +58,7 @@ func handleCreateAccount(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		if err != nil {
 			return err
 		}
-		a, err := svc.CreateAccount(r.Context(), principal(r.Context()).UserID, ccy, lev)
+		a, err := svc.Accounts().Open(r.Context(), principal(r.Context()).UserID, ccy, lev)
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func handleCreateAccount(log *slog.Logger, svc *trading.Service) http.HandlerFun
 // handleAccounts lists the caller's accounts.
 func handleAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		as, err := svc.Accounts(r.Context(), principal(r.Context()).UserID, 0)
+		as, err := svc.Accounts().List(r.Context(), principal(r.Context()).UserID, 0)
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func handleAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		v, err := svc.Account(r.Context(), principal(r.Context()).UserID, id)
+		v, err := svc.Accounts().View(r.Context(), principal(r.Context()).UserID, id)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func handleWithdraw(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d, replayed, err := svc.Withdraw(r.Context(), principal(r.Context()).UserID, id, amount, nonce)
+		d, replayed, err := svc.Accounts().Withdraw(r.Context(), principal(r.Context()).UserID, id, amount, nonce)
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		ds, err := svc.Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
+		ds, err := svc.Accounts().Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
 		if err != nil {
 			return err
 		}
@@ -265,7 +265,7 @@ func handleDeposit(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d, replayed, err := svc.Deposit(r.Context(), id, amount, nonce)
+		d, replayed, err := svc.Accounts().Deposit(r.Context(), id, amount, nonce)
 		if err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		if err != nil {
 			return err
 		}
-		as, err := svc.Accounts(r.Context(), 0, limit)
+		as, err := svc.Accounts().List(r.Context(), 0, limit)
 		if err != nil {
 			return err
 		}

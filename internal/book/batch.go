@@ -97,7 +97,7 @@ func (b *Batch) Run(ctx context.Context, tx Querier) error {
 	return rows.Close()
 }
 
-// skipRows reads a result set and keeps nothing of it: a statement whose rows only take locks or
+// SkipRows reads a result set and keeps nothing of it: a statement whose rows only take locks or
 // stand for a check, which has a result set all the same (run pairs result sets with scans in
 // order).
 func skipRows(r *sql.Rows) error {
@@ -127,11 +127,11 @@ func ScanFirst(found *bool, scan func(*sql.Rows) error) func(*sql.Rows) error {
 // START TRANSACTION leads the first, COMMIT ends the last (commit). database/sql's Tx would send
 // each as a round trip of its own — two of a close's four.
 //
-// A fenced transaction (Service.begin) sends the lease fence just before COMMIT, in the same
+// A fenced transaction (one with Fence set: trading's begin, or a batch) sends the lease fence just before COMMIT, in the same
 // round trip: the fence fails when the term is not held, and the server then runs nothing after
 // it, so the transaction never commits without a fence that held at commit time.
 //
-// Rollback must be deferred right after beginTxn, as with a Tx: it rolls back unless commit
+// Rollback must be deferred right after BeginTxn, as with a Tx: it rolls back unless commit
 // succeeded, and a connection whose rollback failed is discarded rather than returned to the
 // pool, so no later user can inherit an open transaction.
 type Txn struct {
@@ -214,7 +214,7 @@ func (t *Txn) Rollback() {
 	t.conn.Close()
 }
 
-// errOutcomeUnknown answers a write whose connection died in the round trip that carried its
+// ErrOutcomeUnknown answers a write whose connection died in the round trip that carried its
 // COMMIT; a replay with the same requestNonce (or deposit nonce) is safe.
 var errOutcomeUnknown error = &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgOutcomeUnknown}
 

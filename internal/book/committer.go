@@ -71,7 +71,7 @@ func NewQueued(ctx context.Context, work gate.Work, op string, account int64, at
 
 func (q *Queued) Base() *Queued { return q }
 
-// LockedAccount and oneTrip are the answers of a write that names its account and needs the
+// LockedAccount and OneTrip are the answers of a write that names its account and needs the
 // rows locked; a write that differs says so itself.
 func (q *Queued) LockedAccount(*Plan) int64 { return q.Account }
 func (q *Queued) OneTrip() (string, bool)   { return "", false }
@@ -110,7 +110,7 @@ type CommitStats struct {
 //
 // It is a part like the others: Run commits until its context ends, then commits what is still
 // queued and returns, so a write accepted before the stop gets its answer. A write submitted
-// while it is not running is refused at once (errNotCommitting), never left waiting.
+// while it is not running is refused at once (ErrNotCommitting), never left waiting.
 type Committer struct {
 	cfg CommitterConfig
 
@@ -155,10 +155,10 @@ func NewCommitter(cfg CommitterConfig) *Committer {
 }
 
 // ErrNotCommitting answers a write submitted while no committer runs: the process is starting
-// or stopping (or a test forgot Service.Run). Nothing was written.
+// or stopping (or a test forgot to run it). Nothing was written.
 var ErrNotCommitting error = fx.Errorf(fx.EUNAVAILABLE, "The desk is not taking fills or closes right now (it is starting or stopping); nothing was done — please retry shortly.")
 
-// Submit queues w and waits for its answer (w.base().err and its result fields).
+// Submit queues w and waits for its answer (w.Base().Err and its result fields).
 func (c *Committer) Submit(w Write) {
 	c.mu.Lock()
 	if !c.running || c.stopping {

@@ -19,7 +19,7 @@ import (
 // committer remembers them, the first round trip reads nothing the committer does not know: the
 // rules run on the remembered rows, and the batch goes out as one round trip that locks the
 // accounts, checks under those locks that every row the rules read is still as remembered
-// (staleCheck), writes, fences and commits. A check that fails rolls the batch back with nothing
+// (StaleCheck), writes, fences and commits. A check that fails rolls the batch back with nothing
 // written, and the batch runs again the two-round-trip way, on the rows it locks and reads.
 // The memory is only ever a guess that the check confirms: a deposit, a swap, a withdrawal, an
 // account moved to another group or a position written by another holder is seen by the check,

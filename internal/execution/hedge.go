@@ -21,7 +21,7 @@ import (
 // HedgeConfig builds a HedgeMonitor.
 type HedgeConfig struct {
 	Venue  venue.API
-	Desk   *trading.Service
+	Desk   *trading.ABook
 	Gate   Gate
 	Alerts Alerts
 	// MarginWarn raises venue-margin-low when the venue's marginCloseoutPercent reaches it

@@ -29,12 +29,12 @@ func TestVenueJobsAreDroppedAtTheGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: e.client, Closer: e.sender, Desk: e.desk, Gate: g, Alerts: e.inbox,
+	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: e.client, Closer: e.sender, Desk: e.desk.ABook(), Gate: g, Alerts: e.inbox,
 		Account: e.sim.AccountID(), Plan: execution.Config{NotSentAfter: time.Minute}, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: e.client, Desk: e.desk, Gate: g, Alerts: e.inbox, Log: log})
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: e.client, Desk: e.desk.ABook(), Gate: g, Alerts: e.inbox, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

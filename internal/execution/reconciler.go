@@ -46,7 +46,7 @@ const (
 type ReconcilerConfig struct {
 	Venue   venue.API        // reads: summary, open trades, lookups
 	Closer  Closer           // orphan closes, through the executor
-	Desk    *trading.Service // the desk's book and its writers
+	Desk    *trading.ABook // the desk's external book and its bookings
 	Gate    Gate
 	Alerts  Alerts
 	Account string // the venue account id (the cursor's key)

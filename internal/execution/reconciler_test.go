@@ -144,7 +144,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) reconciler(now func() time.Time) *execution.Reconciler {
 	e.t.Helper()
-	r, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: e.client, Closer: e.sender, Desk: e.desk, Gate: e.gate, Alerts: e.inbox,
+	r, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: e.client, Closer: e.sender, Desk: e.desk.ABook(), Gate: e.gate, Alerts: e.inbox,
 		Account: e.sim.AccountID(), Plan: execution.Config{NotSentAfter: time.Minute}, Now: now})
 	if err != nil {
 		e.t.Fatal(err)
@@ -160,11 +160,11 @@ func (e *env) externalAccount(user int64) book.Account {
 	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", group); err != nil {
 		e.t.Fatal(err)
 	}
-	a, err := e.desk.CreateAccount(ctx, user, "USD", 100)
+	a, err := e.desk.Accounts().Open(ctx, user, "USD", 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, _, err := e.desk.Deposit(ctx, a.ID, decimal.NewFromInt(10000), "seed"); err != nil {
+	if _, _, err := e.desk.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(10000), "seed"); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
@@ -400,7 +400,7 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 	const user = 9803
 	a := e.externalAccount(user)
 	monitor := func(warn string) *execution.HedgeMonitor {
-		h, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: e.client, Desk: e.desk, Gate: e.gate, Alerts: e.inbox, MarginWarn: decimal.RequireFromString(warn)})
+		h, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: e.client, Desk: e.desk.ABook(), Gate: e.gate, Alerts: e.inbox, MarginWarn: decimal.RequireFromString(warn)})
 		if err != nil {
 			t.Fatal(err)
 		}

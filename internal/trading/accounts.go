@@ -13,10 +13,11 @@ import (
 	"fxdesk/internal/store"
 )
 
-// CreateAccount opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
+// Open opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
 // the USD hub can convert: an account the desk cannot mark could never trade. A user holds at
 // most Settings.MaxAccountsPerUser accounts (ECONFLICT past it).
-func (s *Service) CreateAccount(ctx context.Context, userID int64, currency string, leverage int) (book.Account, error) {
+func (acs *Accounts) Open(ctx context.Context, userID int64, currency string, leverage int) (book.Account, error) {
+	s := acs.s
 	if err := fx.CheckAccountCurrency(currency); err != nil {
 		return book.Account{}, err
 	}
@@ -77,8 +78,9 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 	return id, nil
 }
 
-// Accounts lists userID's accounts (userID 0: every account, for admins).
-func (s *Service) Accounts(ctx context.Context, userID int64, limit int) ([]book.Account, error) {
+// List lists userID's accounts (userID 0: every account, for admins).
+func (acs *Accounts) List(ctx context.Context, userID int64, limit int) ([]book.Account, error) {
+	s := acs.s
 	return book.ListAccounts(ctx, s.db, userID, clampLimit(limit))
 }
 
@@ -90,8 +92,9 @@ type AccountView struct {
 	Live bool
 }
 
-// Account returns userID's account id with live metrics where this process can price them.
-func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, error) {
+// View returns userID's account id with live metrics where this process can price them.
+func (acs *Accounts) View(ctx context.Context, userID, id int64) (AccountView, error) {
+	s := acs.s
 	a, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return AccountView{}, err
@@ -112,7 +115,8 @@ func (s *Service) Account(ctx context.Context, userID, id int64) (AccountView, e
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
 // one that came with another amount is refused (EKEYREUSED).
-func (s *Service) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
+func (acs *Accounts) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
+	s := acs.s
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
 	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) { return s.deposit(ctx, id, amount, key, nonce) })
 }
@@ -170,7 +174,8 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 // (this process must price every position) and refuses below the margin-call level or beyond
 // free margin. A repeated requestNonce returns the first deal; one that came with another amount
 // is refused (EKEYREUSED).
-func (s *Service) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
+func (acs *Accounts) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
+	s := acs.s
 	acct, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return book.Deal{}, false, err
@@ -306,6 +311,7 @@ func nonceOrRandom(n string) string {
 }
 
 // Deals lists userID's ledger, newest first (accountID 0: every account of the user).
-func (s *Service) Deals(ctx context.Context, userID, accountID int64, limit int) ([]book.Deal, error) {
+func (acs *Accounts) Deals(ctx context.Context, userID, accountID int64, limit int) ([]book.Deal, error) {
+	s := acs.s
 	return book.ListDeals(ctx, s.db, userID, accountID, clampLimit(limit))
 }

@@ -95,7 +95,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 	var errs [8]error
 	var fns []func()
 	for i := range errs {
-		fns = append(fns, func() { _, errs[i] = svc.CreateAccount(ctx, user, "USD", 100) })
+		fns = append(fns, func() { _, errs[i] = svc.Accounts().Open(ctx, user, "USD", 100) })
 	}
 	concurrently(fns...)
 	opened := 0
@@ -107,7 +107,7 @@ func TestAccountCapHoldsUnderRace(t *testing.T) {
 			t.Errorf("creation %d answered %v; want success or the cap's refusal", i, err)
 		}
 	}
-	as, err := svc.Accounts(ctx, user, 0)
+	as, err := svc.Accounts().List(ctx, user, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestPendingOrderMarginCheckedAtPlacement(t *testing.T) {
 	const user = 9604
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	funded := fundedAccount(t, svc, user) // 1,000 USD at 1:100
-	empty, err := svc.CreateAccount(ctx, user, "USD", 100)
+	empty, err := svc.Accounts().Open(ctx, user, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

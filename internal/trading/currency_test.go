@@ -60,17 +60,17 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 	later := newService(t, Config{DB: testDB, Prices: close, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	var r minorUnitsTrip
 	var err error
-	if r.account, err = svc.CreateAccount(ctx, user, currency, 100); err != nil {
+	if r.account, err = svc.Accounts().Open(ctx, user, currency, 100); err != nil {
 		t.Fatalf("open a %s account: %v", currency, err)
 	}
-	if _, _, err := svc.Deposit(ctx, r.account.ID, decimal.RequireFromString(deposit), "seed"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(ctx, r.account.ID, decimal.RequireFromString(deposit), "seed"); err != nil {
 		t.Fatalf("deposit %s %s: %v", deposit, currency, err)
 	}
 	r.fill, err = svc.PlaceOrder(ctx, user, OrderRequest{AccountID: r.account.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("1.00")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.marks, err = svc.Account(ctx, user, r.account.ID); err != nil || !r.marks.Live {
+	if r.marks, err = svc.Accounts().View(ctx, user, r.account.ID); err != nil || !r.marks.Live {
 		t.Fatalf("account marks: %+v, %v", r.marks, err)
 	}
 	part := decimal.RequireFromString("0.30")
@@ -81,7 +81,7 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 		t.Fatal(err)
 	}
 	before := counts(t, r.account.ID)
-	_, _, err = svc.Deposit(ctx, r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
+	_, _, err = svc.Accounts().Deposit(ctx, r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
 	if fx.ErrorCode(err) != fx.EINVALID {
 		t.Errorf("deposit of %s %s = %v, want EINVALID", tooFine, currency, err)
 	}

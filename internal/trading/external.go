@@ -111,7 +111,8 @@ func (b *busy) hold(m *map[int64]int, id int64) func() {
 
 // VenueBusy is true while this process is sending or booking order orderID or position
 // positionID (0: not asked) at the venue.
-func (s *Service) VenueBusy(orderID, positionID int64) bool {
+func (b *ABook) VenueBusy(orderID, positionID int64) bool {
+	s := b.s
 	s.busy.mu.Lock()
 	defer s.busy.mu.Unlock()
 	return (orderID != 0 && s.busy.orders[orderID] > 0) || (positionID != 0 && s.busy.positions[positionID] > 0)
@@ -205,14 +206,15 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o book.Order, in c
 // whoever writes it, so it is not fenced (docs/architecture.md, «The fence»); it changes only a
 // SENDING row.
 func (s *Service) endOrder(ctx context.Context, id int64, status, reason string) {
-	if err := s.EndVenueOrder(ctx, id, status, reason); err != nil {
+	if err := s.ABook().EndVenueOrder(ctx, id, status, reason); err != nil {
 		s.log.ErrorContext(ctx, "could not end a venue order; the reconciler will", slog.Int64("order_id", id), slog.String("status", status), slog.Any("err", err))
 	}
 }
 
 // EndVenueOrder marks SENDING (or NOT_SENT, for a late cancel) order id with status
 // (REJECTED or NOT_SENT) and reason. It changes nothing if the order has moved on.
-func (s *Service) EndVenueOrder(ctx context.Context, id int64, status, reason string) error {
+func (b *ABook) EndVenueOrder(ctx context.Context, id int64, status, reason string) error {
+	s := b.s
 	if status != fx.OrderRejected && status != fx.OrderNotSent {
 		return fmt.Errorf("end venue order %d: %q is not an end state", id, status)
 	}
@@ -261,7 +263,8 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 // filled at the trade's price and its position linked to the trade; nothing is sent. txID is the
 // venue transaction it stems from (the cursor). It returns the position's id, or an error
 // wrapping ErrAlreadyBooked when the order was filled meanwhile.
-func (s *Service) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
+func (b *ABook) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
+	s := b.s
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return 0, err

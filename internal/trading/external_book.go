@@ -42,7 +42,8 @@ type VenueOrder struct {
 
 // VenueCursor is the last venue transaction the desk stored an effect of, for venueAccount,
 // and the database clock now (the clock SENDING orders' sentAt is on).
-func (s *Service) VenueCursor(ctx context.Context, venueAccount string) (int64, time.Time, error) {
+func (b *ABook) VenueCursor(ctx context.Context, venueAccount string) (int64, time.Time, error) {
+	s := b.s
 	var cursor int64
 	var now time.Time
 	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(`lastTransactionId`), 0), NOW(3) FROM `fx_venue_cursor` WHERE `venueAccount` = ?", venueAccount).Scan(&cursor, &now)
@@ -55,7 +56,8 @@ func (s *Service) VenueCursor(ctx context.Context, venueAccount string) (int64, 
 // ExternalBook reads the desk's A-book: open EXTERNAL positions with the venue fills booked
 // from each, SENDING orders, and the orders named by extraOrderIDs (client ids the venue's
 // tagged trades carry).
-func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, error) {
+func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, error) {
+	s := b.s
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("external book: begin: %w", err)
@@ -122,7 +124,8 @@ func (s *Service) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Li
 }
 
 // ContractSizes maps every instrument to its contract size (venue units per lot).
-func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal, error) {
+func (b *ABook) ContractSizes(ctx context.Context) (map[string]decimal.Decimal, error) {
+	s := b.s
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -136,7 +139,7 @@ func (s *Service) ContractSizes(ctx context.Context) (map[string]decimal.Decimal
 
 // OpenExternalCount is how many EXTERNAL positions are open: the worst case of venue closes one
 // gap can trigger at once (the executor is sized from it).
-func (s *Service) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, s.db) }
+func (b *ABook) OpenExternalCount(ctx context.Context) (int, error) { return openExternal(ctx, b.s.db) }
 
 func openExternal(ctx context.Context, q book.Querier) (int, error) {
 	var n int
@@ -155,7 +158,8 @@ type SymbolExposure struct {
 }
 
 // Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart.
-func (s *Service) Exposures(ctx context.Context) ([]SymbolExposure, error) {
+func (b *ABook) Exposures(ctx context.Context) ([]SymbolExposure, error) {
+	s := b.s
 	return store.QueryAll(ctx, s.db, "exposures", func(sc store.Scanner) (SymbolExposure, error) {
 		var e SymbolExposure
 		err := sc.Scan(&e.Symbol, &e.InternalLots, &e.ExternalLots, &e.ContractSize)
@@ -178,7 +182,8 @@ type SendingOrder struct {
 }
 
 // SendingOrders lists the EXTERNAL orders in SENDING, oldest first (at most maxList).
-func (s *Service) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
+func (b *ABook) SendingOrders(ctx context.Context) ([]SendingOrder, error) {
+	s := b.s
 	return store.QueryAll(ctx, s.db, "sending orders", func(sc store.Scanner) (SendingOrder, error) {
 		var o SendingOrder
 		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.SentAt)

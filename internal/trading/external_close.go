@@ -128,7 +128,8 @@ func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decim
 // BookVenueClose books what the venue closed of position id and nobody booked: volume lots (nil:
 // all that is open) at the venue's price, from venue transaction txID. The reconciler's
 // CloseDeskSide and BookPartial.
-func (s *Service) BookVenueClose(ctx context.Context, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64) error {
+func (b *ABook) BookVenueClose(ctx context.Context, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64) error {
+	s := b.s
 	_, err := s.bookClose(ctx, 0, id, volume, price, txID, fx.CloseVenue)
 	return err
 }

@@ -413,7 +413,7 @@ func TestExternalTimeoutStaysSending(t *testing.T) {
 	if _, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) {
 		t.Fatalf("an unknown outcome booked: %d positions, balance %s", positions, bal)
 	}
-	if sending, err := b.svc.SendingOrders(context.Background()); err != nil || !containsOrder(sending, id) {
+	if sending, err := b.svc.ABook().SendingOrders(context.Background()); err != nil || !containsOrder(sending, id) {
 		t.Fatalf("SendingOrders: %+v %v", sending, err)
 	}
 }
@@ -537,11 +537,11 @@ func TestExternalClosedAtVenueIsBookedAtTheVenuePrice(t *testing.T) {
 		t.Fatalf("the desk booked a close it does not know the fill of: %+v", p)
 	}
 	// The reconciler books the venue's fill at its own price (as BookVenueClose does for it).
-	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); err != nil {
+	if err := b.svc.ABook().BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); err != nil {
 		t.Fatal(err)
 	}
 	// A second booking of the same fill changes nothing.
-	if err := b.svc.BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); !errors.Is(err, risk.ErrAlreadyClosed) {
+	if err := b.svc.ABook().BookVenueClose(context.Background(), res.Position.ID, nil, vc.Price, vc.TransactionID); !errors.Is(err, risk.ErrAlreadyClosed) {
 		t.Fatalf("the fill booked twice: %v", err)
 	}
 	cl, err := book.LoadPosition(context.Background(), testDB, user, res.Position.ID)

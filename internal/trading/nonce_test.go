@@ -142,21 +142,21 @@ func TestNonceBindsItsAmount(t *testing.T) {
 	const user = 9607
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	a := fundedAccount(t, svc, user) // deposit nonce "seed": 1,000
-	if _, replayed, err := svc.Deposit(ctx, a.ID, decimal.RequireFromString("1000.00"), "seed"); err != nil || !replayed {
+	if _, replayed, err := svc.Accounts().Deposit(ctx, a.ID, decimal.RequireFromString("1000.00"), "seed"); err != nil || !replayed {
 		t.Fatalf("identical deposit retry: replayed %v, %v", replayed, err)
 	}
 	before := counts(t, a.ID)
-	_, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(5000), "seed")
+	_, _, err := svc.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(5000), "seed")
 	wantKeyReused(t, "a deposit of another amount", err, "seed")
 
-	if _, _, err := svc.Withdraw(ctx, user, a.ID, decimal.NewFromInt(100), "out-1"); err != nil {
+	if _, _, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.NewFromInt(100), "out-1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, replayed, err := svc.Withdraw(ctx, user, a.ID, decimal.NewFromInt(100), "out-1"); err != nil || !replayed {
+	if _, replayed, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.NewFromInt(100), "out-1"); err != nil || !replayed {
 		t.Fatalf("identical withdrawal retry: replayed %v, %v", replayed, err)
 	}
 	mid := counts(t, a.ID)
-	_, _, err = svc.Withdraw(ctx, user, a.ID, decimal.NewFromInt(900), "out-1")
+	_, _, err = svc.Accounts().Withdraw(ctx, user, a.ID, decimal.NewFromInt(900), "out-1")
 	wantKeyReused(t, "a withdrawal of another amount", err, "out-1")
 	if after := counts(t, a.ID); after != mid || before[2] == mid[2] {
 		t.Fatalf("ledger: %v, after the withdrawal %v, after the refused reuse %v", before, mid, after)

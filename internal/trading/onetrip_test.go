@@ -85,7 +85,7 @@ func TestOneTripCheckSeesChangesBehindIt(t *testing.T) {
 		want   string // what the refusal says
 	}{
 		{"withdrawal", 9211, nil, func(t *testing.T, svc *Service, a book.Account) {
-			if _, _, err := svc.Withdraw(ctx, 9211, a.ID, decimal.NewFromInt(400), ""); err != nil {
+			if _, _, err := svc.Accounts().Withdraw(ctx, 9211, a.ID, decimal.NewFromInt(400), ""); err != nil {
 				t.Fatal(err)
 			}
 		}, "0.1", "Not enough free margin"},
@@ -332,7 +332,7 @@ func TestOneTripBatchOfSeveralAccounts(t *testing.T) {
 	}
 	// b loses 300 behind the memory: 0.2 lot more (880 of margin in all) no longer fits its
 	// equity, and still fits a's.
-	if _, _, err := svc.Withdraw(ctx, 9261, b.ID, decimal.NewFromInt(300), ""); err != nil {
+	if _, _, err := svc.Accounts().Withdraw(ctx, 9261, b.ID, decimal.NewFromInt(300), ""); err != nil {
 		t.Fatal(err)
 	}
 	errs := both("0.2")

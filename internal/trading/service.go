@@ -126,6 +126,21 @@ func New(c Config) (*Service, error) {
 	return s, nil
 }
 
+// Accounts is the accounts' side of the desk: opening them, their balance changes (deposits and
+// withdrawals, posted through the ledger), and reading them with their deals.
+type Accounts struct{ s *Service }
+
+// Accounts returns the service's accounts side.
+func (s *Service) Accounts() *Accounts { return &Accounts{s} }
+
+// ABook is the A-book desk side as the venue reconciler and the dealer's view use it: the
+// external book as the desk holds it, and the bookings of what the venue did that no request
+// of this process booked (an adoption, a close at the venue, an order that never left).
+type ABook struct{ s *Service }
+
+// ABook returns the service's A-book side.
+func (s *Service) ABook() *ABook { return &ABook{s} }
+
 // CommitStats returns the group commit's counters (the status page shows them).
 func (s *Service) CommitStats() book.CommitStats { return s.commits.Stats() }
 
@@ -185,7 +200,7 @@ func clampLimit(n int) int {
 }
 
 // begin opens a fenced write's transaction, after the gate, and returns its first batch: add
-// the row locks and reads, then send it with tx.lock. The fence itself is sent by commit, as
+// the row locks and reads, then send it with tx.Lock. The fence itself is sent by tx.Commit, as
 // the statement just before COMMIT (see txn), so it costs no round trip of its own and holds
 // its shared lock on the lease row only while the transaction commits.
 func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*book.Txn, *book.Batch, error) {

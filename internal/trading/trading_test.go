@@ -89,11 +89,11 @@ func counts(t *testing.T, account int64) [3]string {
 func fundedAccount(t *testing.T, svc *Service, user int64) book.Account {
 	t.Helper()
 	ctx := context.Background()
-	a, err := svc.CreateAccount(ctx, user, "USD", 100)
+	a, err := svc.Accounts().Open(ctx, user, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -122,7 +122,7 @@ func TestFencedWritesRollBack(t *testing.T) {
 	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgPricingUnavailable {
 		t.Fatalf("fenced close: %v", err)
 	}
-	_, _, err = svc.Withdraw(ctx, 9001, a.ID, decimal.NewFromInt(1), "")
+	_, _, err = svc.Accounts().Withdraw(ctx, 9001, a.ID, decimal.NewFromInt(1), "")
 	if fx.ErrorMessage(err) != fx.MsgPositionsUnpriceable {
 		t.Fatalf("fenced withdrawal with open positions: %v", err)
 	}
@@ -194,7 +194,7 @@ func TestNoPricesRefuses(t *testing.T) {
 	ctx := context.Background()
 	l := &switchLease{}
 	svc := newService(t, Config{DB: testDB, Prices: fixedPrices{}, Lease: l, Gate: newGate(t, &gatetest.Lease{}).g})
-	a, err := svc.CreateAccount(ctx, 9002, "USD", 100)
+	a, err := svc.Accounts().Open(ctx, 9002, "USD", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

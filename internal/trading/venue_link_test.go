@@ -53,9 +53,9 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 	inOneBatch(svc, 3)
 	var errs [3]error
 	concurrently(
-		func() { _, errs[0] = svc.AdoptVenueTrade(ctx, oa, trade, "EURUSD", units, price, 0) },
-		func() { _, errs[1] = svc.AdoptVenueTrade(ctx, ob, trade, "EURUSD", units, price, 0) }, // the same trade: refused
-		func() { _, errs[2] = svc.AdoptVenueTrade(ctx, oc, other, "EURUSD", units, price, 0) },
+		func() { _, errs[0] = svc.ABook().AdoptVenueTrade(ctx, oa, trade, "EURUSD", units, price, 0) },
+		func() { _, errs[1] = svc.ABook().AdoptVenueTrade(ctx, ob, trade, "EURUSD", units, price, 0) }, // the same trade: refused
+		func() { _, errs[2] = svc.ABook().AdoptVenueTrade(ctx, oc, other, "EURUSD", units, price, 0) },
 	)
 	// Which of the two adoptions of one trade wins depends on arrival order; exactly one does.
 	refused, kept := ob, oa
@@ -108,11 +108,11 @@ func TestAdoptingAFilledOrderIsAlreadyBooked(t *testing.T) {
 	o := sendingOrder(t, a.ID)
 	trade := fmt.Sprintf("already-booked-%d", o)
 	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
-	if _, err := svc.AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0); err != nil {
+	if _, err := svc.ABook().AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0); err != nil {
 		t.Fatalf("first adoption: %v", err)
 	}
 	before := counts(t, a.ID)
-	_, err := svc.AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0)
+	_, err := svc.ABook().AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0)
 	if !errors.Is(err, book.ErrAlreadyBooked) {
 		t.Fatalf("adopting order %d again: %v, want ErrAlreadyBooked", o, err)
 	}
@@ -132,14 +132,14 @@ func TestClosedLinkDoesNotBlockTheTradeIDAgain(t *testing.T) {
 	first, second := sendingOrder(t, a.ID), sendingOrder(t, a.ID)
 	trade := fmt.Sprintf("reused-%d", first)
 	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
-	pos, err := svc.AdoptVenueTrade(ctx, first, trade, "EURUSD", units, price, 0)
+	pos, err := svc.ABook().AdoptVenueTrade(ctx, first, trade, "EURUSD", units, price, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.BookVenueClose(ctx, pos, nil, price, 0); err != nil {
+	if err := svc.ABook().BookVenueClose(ctx, pos, nil, price, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AdoptVenueTrade(ctx, second, trade, "EURUSD", units, price, 0); err != nil {
+	if _, err := svc.ABook().AdoptVenueTrade(ctx, second, trade, "EURUSD", units, price, 0); err != nil {
 		t.Fatalf("a trade id whose only link is closed: %v", err)
 	}
 	var links int
@@ -160,15 +160,15 @@ func TestVenueFillIsBookedOnce(t *testing.T) {
 	a := fundedAccount(t, svc, 9205)
 	o := sendingOrder(t, a.ID)
 	price := decimal.RequireFromString("1.1002")
-	pos, err := svc.AdoptVenueTrade(ctx, o, fmt.Sprintf("once-%d", o), "EURUSD", decimal.NewFromInt(30000), price, 0)
+	pos, err := svc.ABook().AdoptVenueTrade(ctx, o, fmt.Sprintf("once-%d", o), "EURUSD", decimal.NewFromInt(30000), price, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	share := decimal.RequireFromString("0.1")
-	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); err != nil {
+	if err := svc.ABook().BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); !errors.Is(err, book.ErrAlreadyBooked) {
+	if err := svc.ABook().BookVenueClose(ctx, pos, &share, decimal.RequireFromString("1.1010"), 777); !errors.Is(err, book.ErrAlreadyBooked) {
 		t.Fatalf("the same fill booked again: %v", err)
 	}
 	p, err := book.LoadPosition(ctx, testDB, 0, pos)
