@@ -44,8 +44,8 @@ const (
 
 // ReconcilerConfig builds a Reconciler.
 type ReconcilerConfig struct {
-	Venue   venue.API        // reads: summary, open trades, lookups
-	Closer  Closer           // orphan closes, through the executor
+	Venue   venue.API      // reads: summary, open trades, lookups
+	Closer  Closer         // orphan closes, through the executor
 	Desk    *trading.ABook // the desk's external book and its bookings
 	Gate    Gate
 	Alerts  Alerts

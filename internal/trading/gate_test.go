@@ -91,7 +91,10 @@ func TestGateDropsFillsClosesAndWithdrawals(t *testing.T) {
 	}{
 		{gate.Fill, fx.MsgPricingUnavailable, func() error { _, err := svc.PlaceOrder(ctx, 9004, buy); return err }},
 		{gate.Close, fx.MsgPricingUnavailable, func() error { _, err := svc.ClosePosition(ctx, 9004, open.Position.ID, nil, "CLIENT"); return err }},
-		{gate.Withdrawal, fx.MsgPositionsUnpriceable, func() error { _, _, err := svc.Accounts().Withdraw(ctx, 9004, a.ID, decimal.NewFromInt(1), ""); return err }},
+		{gate.Withdrawal, fx.MsgPositionsUnpriceable, func() error {
+			_, _, err := svc.Accounts().Withdraw(ctx, 9004, a.ID, decimal.NewFromInt(1), "")
+			return err
+		}},
 	} {
 		err := c.do()
 		if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != c.msg {
