@@ -113,15 +113,17 @@ type CloseResult struct {
 // An EXTERNAL position (linked to a venue trade) is closed at the venue first and booked at the
 // venue's price (closeExternal).
 func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason) (CloseResult, error) {
-	return s.closePosition(ctx, userID, id, volume, reason, time.Now())
-}
-
-// closePosition is ClosePosition with the moment the close was triggered (the tick, or the
-// request's arrival), from which a venue close's own time is measured.
-func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
 	if err := s.admit(ctx, gate.Close, "close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
 	}
+	return s.closePosition(ctx, userID, id, volume, reason, time.Now())
+}
+
+// closePosition is ClosePosition once its work was admitted — by ClosePosition's gate for a
+// trader, by the risk engine's for its own closes (one gate per unit of work) — with the moment
+// the close was triggered (the tick, or the request's arrival), from which a venue close's own
+// time is measured. The batch's fence still refuses it if the lease was lost meanwhile.
+func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
 	if link, ok := s.links.get(id); ok {
 		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}

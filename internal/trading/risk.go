@@ -21,7 +21,9 @@ import (
 
 // RiskDesk is the trading side of the risk engine (docs/architecture.md, «The risk engine»): its
 // Loader (the view it starts from), its Executor (every close and fill it decides, through the same
-// fenced ledger paths as a trader's), and the refresh of balances other processes change.
+// fenced ledger paths as a trader's), and the refresh of balances other processes change. The
+// engine passes each close and fill through its gate before it calls Close or Fill, which do not
+// pass it again: one gate per unit of work, and the batch's fence behind it.
 type RiskDesk struct {
 	svc *Service
 	// observe, when set, counts each engine close by reason and result (metrics.Closes).
@@ -248,9 +250,8 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	if _, err := book.NewMarket(s.prices, cat).Tradable(symbol); err != nil {
 		return err
 	}
-	if err := s.admit(ctx, gate.Fill, "fill resting order", slog.Int64("order_id", id)); err != nil {
-		return err
-	}
+	// The risk engine admitted this fill (gate.RiskFill) before it called; its batch's fence
+	// refuses it if the lease was lost since.
 	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
 	s.commits.Submit(w)
 	return w.Err
