@@ -105,7 +105,7 @@ wsrep_node_address=$HOST:$gp
 wsrep_provider_options="base_host=$HOST;base_port=$gp;ist.recv_addr=$HOST:$((gp + 1));gcache.size=64M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S"
 wsrep_sst_method=rsync
 wsrep_sst_receive_address=$HOST:$((gp + 2))
-wsrep_slave_threads=2
+wsrep_slave_threads=1
 EOF
 }
 
