@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"fxdesk/internal/redisname"
+	"fxdesk/internal/store"
 )
 
 // Process names which binary is reading the configuration; it decides defaults and which
@@ -236,8 +237,8 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	} else if cfg, _ := mysql.ParseDSN(c.MySQLDSN); cfg.DBName == "" {
 		errs = append(errs, errors.New("FXDESK_MYSQL_DSN must name a database (example: root@tcp(127.0.0.1:3306)/fxdesk)"))
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL", maskURL(c.RedisURL)))
+	if _, err := store.ParseRedisURL(c.RedisURL); err != nil {
+		errs = append(errs, fmt.Errorf("FXDESK_REDIS_URL=%q must be a redis:// or rediss:// URL, or redis-sentinel://host:port,host:port/0?master=NAME: %w", maskURL(c.RedisURL), err))
 	}
 	if names, err := redisname.New(env("FXDESK_REDIS_PREFIX", redisname.DefaultPrefix)); err != nil {
 		errs = append(errs, fmt.Errorf("FXDESK_REDIS_PREFIX: %w; give every install sharing a Redis server its own", err))

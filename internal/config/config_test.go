@@ -46,6 +46,7 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "0"}, []string{"FXDESK_WEB_INSTANCES"}},
 		{Web, map[string]string{"FXDESK_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/"}, []string{"FXDESK_MYSQL_DSN", "database"}},
 		{Web, map[string]string{"FXDESK_REDIS_URL": "http://x"}, []string{"FXDESK_REDIS_URL"}},
+		{Web, map[string]string{"FXDESK_REDIS_URL": "redis-sentinel://s1:26379,s2:26379/0"}, []string{"FXDESK_REDIS_URL", "?master=NAME"}},
 		// The prefix names keys and channels: no separator, no glob characters, short.
 		{Web, map[string]string{"FXDESK_REDIS_PREFIX": "prod:eu"}, []string{"FXDESK_REDIS_PREFIX", "prod:eu", "1 to 32 letters"}},
 		{Cron, map[string]string{"FXDESK_REDIS_PREFIX": "fx*"}, []string{"FXDESK_REDIS_PREFIX", "1 to 32 letters"}},
@@ -222,6 +223,24 @@ func TestVenueSettingsAreCheckedPerModeAndNamedWhenBad(t *testing.T) {
 				t.Errorf("%v: %q does not name %q", tc.kv, err, w)
 			}
 		}
+	}
+}
+
+// Redis through Sentinels is a URL like any other: accepted, and its password a secret that the
+// startup line masks.
+func TestSentinelRedisURLIsAccepted(t *testing.T) {
+	c, err := Load(Web, env(map[string]string{
+		"FXDESK_HOSTNAME":  "box",
+		"FXDESK_REDIS_URL": "redis-sentinel://:red-s3cret@s1:26379,s2:26380,s3:26381/0?master=fxdesk",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(c.Secrets(), "red-s3cret") {
+		t.Errorf("Secrets() = %q, want the Sentinel URL's password", c.Secrets())
+	}
+	if line := c.LogValue().String(); strings.Contains(line, "red-s3cret") || !strings.Contains(line, "s1:26379,s2:26380,s3:26381") {
+		t.Errorf("startup line %s: want the Sentinels shown and the password masked", line)
 	}
 }
 

@@ -78,7 +78,8 @@
 // ever compared with the leader's.
 //
 // Every Redis operation touches one key (the pipelines hold commands on different keys, which a
-// Cluster client splits by slot), so Redis Cluster works unchanged.
+// Cluster client splits by slot), as Redis Cluster needs; Redis Cluster itself is untested
+// (docs/cluster.md).
 //
 // The package must never decide roles — the caller runs the publishers only on the lease holder
 // (the snapshot's with CRON_MODE=off, the stream's with forwarding on), the snapshot follower

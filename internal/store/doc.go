@@ -27,7 +27,11 @@
 //   - the lease fence (lease.FenceSQL): one SELECT whose scalar subquery returns two rows when
 //     the term is not held, so the server raises 1242 (ER_SUBQUERY_NO_1_ROW) and runs nothing
 //     after it in the batch, COMMIT included. No compound statements outside stored programs,
-//     no SIGNAL, no RETURNING, no IF [NOT] EXISTS on indexes or columns.
+//     no SIGNAL, no RETURNING, no IF [NOT] EXISTS on indexes or columns;
+//   - on a Galera node (wsrep_on, asked of every new connection with SHOW VARIABLES, so a plain
+//     MySQL or MariaDB is sent nothing more), causal reads: every session sets wsrep_sync_wait
+//     (GaleraSyncWait), because Galera certifies writes but not reads, and the lease fence's
+//     locking read must see a claim another node committed (docs/cluster.md).
 //
 // docs/mysql.md says the same for operators.
 package store

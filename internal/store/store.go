@@ -68,7 +68,8 @@ const SessionTimeZone = "+00:00"
 func Connect(dsn string) (*sql.DB, error) { return ConnectPool(dsn, 32) }
 
 // ConnectPool is Connect with a pool of at most size connections: a part that must never wait
-// behind others (the holder's lease and commits) gets its own small pool.
+// behind others (the holder's lease and commits) gets its own small pool. On a Galera node every
+// connection reads causally (GaleraSyncWait).
 func ConnectPool(dsn string, size int) (*sql.DB, error) {
 	cfg, err := DSN(dsn)
 	if err != nil {
@@ -78,7 +79,7 @@ func ConnectPool(dsn string, size int) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %q: %w", cfg.DBName, err)
 	}
-	db := sql.OpenDB(conn)
+	db := sql.OpenDB(causalConnector{conn})
 	db.SetMaxOpenConns(size)
 	db.SetMaxIdleConns(max(1, size/2))
 	db.SetConnMaxLifetime(30 * time.Minute)
