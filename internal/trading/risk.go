@@ -404,7 +404,3 @@ func accountUpserted(a book.Account, g catalog.AccountGroup) risk.Change {
 func balanceChanged(a book.Account) risk.Change {
 	return risk.Change{Kind: risk.BalanceChanged, Account: risk.Account{ID: a.ID, Balance: a.Balance.InexactFloat64()}}
 }
-
-func riskInstrument(in catalog.Instrument) risk.Instrument {
-	return risk.NewInstrument(in.Instrument, in.LeverageMax, in.Group.HedgedMarginRate, in.Group.MarkupPoints)
-}
