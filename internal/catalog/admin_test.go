@@ -12,31 +12,12 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 )
 
 var testDB *sql.DB
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		d, err := dbtest.NewDatabase("catalog")
-		if err != nil {
-			panic(err)
-		}
-		defer d.Drop()
-		db, err := store.Connect(d.DSN)
-		if err != nil {
-			panic(err)
-		}
-		defer db.Close()
-		if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
-			panic(err)
-		}
-		testDB = db
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m, "catalog", &testDB)) }
 
 func newAdmin(t *testing.T) *Admin {
 	t.Helper()

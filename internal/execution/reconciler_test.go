@@ -19,7 +19,6 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/sim/venuesim"
-	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
@@ -29,25 +28,7 @@ import (
 
 var testDB *sql.DB
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		d, err := dbtest.NewDatabase("execution")
-		if err != nil {
-			panic(err)
-		}
-		defer d.Drop()
-		db, err := store.Connect(d.DSN)
-		if err != nil {
-			panic(err)
-		}
-		defer db.Close()
-		if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
-			panic(err)
-		}
-		testDB = db
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m, "execution", &testDB)) }
 
 // deskPrices quote EURUSD 1.1/1.1002 at the desk and at the venue.
 type deskPrices struct{}

@@ -16,7 +16,6 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/lease"
-	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
@@ -24,25 +23,7 @@ import (
 
 var testDB *sql.DB
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		d, err := dbtest.NewDatabase("trading")
-		if err != nil {
-			panic(err)
-		}
-		defer d.Drop()
-		db, err := store.Connect(d.DSN)
-		if err != nil {
-			panic(err)
-		}
-		defer db.Close()
-		if err := store.Migrate(context.Background(), db, slog.New(slog.DiscardHandler)); err != nil {
-			panic(err)
-		}
-		testDB = db
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m, "trading", &testDB)) }
 
 // fixedPrices quotes a fixed set of symbols as QUOTING.
 type fixedPrices map[string][2]float64

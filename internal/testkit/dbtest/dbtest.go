@@ -271,3 +271,24 @@ func BenchProcs(tb testing.TB) int {
 	}
 	return n
 }
+
+// Main runs a test package's tests (m.Run) against a fresh database of its own named after name,
+// migrated, which *db points at while they run; the database is dropped afterwards. It returns
+// m.Run's exit code: func TestMain(m *testing.M) { os.Exit(dbtest.Main(m, "pkg", &testDB)) }.
+func Main(m *testing.M, name string, db **sql.DB) int {
+	d, err := NewDatabase(name)
+	if err != nil {
+		panic(err)
+	}
+	defer d.Drop()
+	conn, err := store.Connect(d.DSN)
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	if err := store.Migrate(context.Background(), conn, slog.New(slog.DiscardHandler)); err != nil {
+		panic(err)
+	}
+	*db = conn
+	return m.Run()
+}
