@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,10 +35,6 @@ type venueParts struct {
 	log        *slog.Logger
 	hedge      atomic.Pointer[execution.HedgeMonitor]
 }
-
-// headroom is what the executor keeps beyond the open EXTERNAL positions: the trader opens and
-// closes that arrive during a gap's burst of closes.
-const headroom = 64
 
 func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
 	if !cfg.Venue.Enabled() {
@@ -136,54 +131,16 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 	}
 	v.hedge.Store(hedge)
 
-	// Unpaced (the simulator), the executor is sized and warmed here, before the risk engine can
-	// trigger a close. Paced to a real venue's connection rate, warming takes minutes: it runs
-	// beside everything else, one warm-up at a time, and calls meanwhile dial what is not warm.
-	var warm sync.WaitGroup
-	var warming atomic.Bool
-	resize := func(ctx context.Context) {
-		if v.cfg.ConnectRate == 0 {
-			v.size(ctx, h)
-			return
-		}
-		if warming.CompareAndSwap(false, true) {
-			warm.Go(func() { defer warming.Store(false); v.size(ctx, h) })
-		}
-	}
-	if v.cfg.ConnectRate == 0 {
-		v.size(ctx, h)
+	sizing := &execution.Sizing{Executor: v.exec, Desk: h.trading.ABook(), Paced: v.cfg.ConnectRate > 0, Log: v.log,
+		Warm: func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }}
+	if !sizing.Paced {
+		sizing.Resize(ctx) // before the risk engine can trigger a close
 	}
 	h.guarded.Go("venue probe", func(ctx context.Context) error { return v.exec.Probe(ctx, time.Second, v.probe) })
 	jobs := &execution.Jobs{Reconciler: rec, Hedge: hedge, Every: h.cfg.VenueInterval, First: first, Restored: h.desk.VenueRestored(),
-		BeforeScheduled: resize, Log: h.base.With(slog.String("component", "FX"))}
-	h.guarded.Go("venue jobs", func(ctx context.Context) error {
-		defer warm.Wait() // a warm-up ends with the part, before the executor is closed
-		if v.cfg.ConnectRate > 0 {
-			resize(ctx)
-		}
-		return jobs.Run(ctx)
-	})
+		Sizing: sizing, Log: h.base.With(slog.String("component", "FX"))}
+	h.guarded.Go("venue jobs", jobs.Run)
 	return nil
-}
-
-// size grows the executor to the open EXTERNAL positions plus headroom (capped), and says so
-// when that changed anything.
-func (v *venueParts) size(ctx context.Context, h *holderParts) {
-	open, err := h.trading.ABook().OpenExternalCount(ctx)
-	if err != nil {
-		v.log.WarnContext(ctx, "venue executor not resized: open EXTERNAL positions unreadable", slog.Any("err", err))
-		return
-	}
-	before := v.exec.Stats()
-	warmProbe := func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }
-	if err := v.exec.Ensure(ctx, open+headroom, warmProbe); err != nil && ctx.Err() == nil {
-		v.log.WarnContext(ctx, "venue connections not all warmed; calls past the warm ones dial on demand", slog.Any("err", err))
-	}
-	after := v.exec.Stats()
-	if after.Workers != before.Workers || after.Connections != before.Connections {
-		v.log.InfoContext(ctx, "venue executor sized", slog.Int("open_external_positions", open), slog.Int("worst_case", open+headroom),
-			slog.Int("cap", v.exec.Cap()), slog.Int("workers", after.Workers), slog.Int64("connections", after.Connections))
-	}
 }
 
 // deskPrices prices the in-process venue simulator from the desk's own quotes (the holder's tick

@@ -24,10 +24,10 @@ type Jobs struct {
 	First string
 	// Restored receives once per first confirmed cycle after a gap (desk.VenueRestored).
 	Restored <-chan struct{}
-	// BeforeScheduled, when set, runs before every scheduled reconciliation: the executor's sizing
-	// to the open EXTERNAL positions.
-	BeforeScheduled func(context.Context)
-	Log             *slog.Logger
+	// Sizing, when set, resizes the venue executor before every scheduled reconciliation (and,
+	// paced, once as the jobs start: an unpaced holder sized it before its risk engine started).
+	Sizing *Sizing
+	Log    *slog.Logger
 }
 
 // Run runs the jobs until ctx ends. A run dropped at the gate has been logged and counted there;
@@ -36,9 +36,15 @@ func (j *Jobs) Run(ctx context.Context) error {
 	if j.Reconciler == nil || j.Hedge == nil || j.Every <= 0 || j.Log == nil {
 		return fmt.Errorf("venue jobs: reconciler, hedge monitor, interval and log are required")
 	}
+	if j.Sizing != nil {
+		defer j.Sizing.Wait() // a warm-up ends with the jobs, before the executor is closed
+		if j.Sizing.Paced {
+			j.Sizing.Resize(ctx)
+		}
+	}
 	run := func(reason string) {
-		if reason == "scheduled" && j.BeforeScheduled != nil {
-			j.BeforeScheduled(ctx)
+		if reason == "scheduled" && j.Sizing != nil {
+			j.Sizing.Resize(ctx)
 		}
 		_, err := j.Reconciler.Reconcile(ctx, reason)
 		j.failed(ctx, "runFxExecutionReconciler", reason, err)

@@ -40,7 +40,7 @@ var built = map[string][]string{
 			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
 	},
-	"internal/trading.closeUpdate": {
+	"internal/book.closeUpdate": {
 		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +
 			"`realizedProfit` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `realizedProfit` END, " +
 			"`closePrice` = CASE `id` WHEN ? THEN ? ELSE `closePrice` END, `status` = CASE `id` WHEN ? THEN 'CLOSED' ELSE `status` END, " +
@@ -74,7 +74,7 @@ var built = map[string][]string{
 			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
-	"internal/trading.staleCheck": {
+	"internal/book.StaleCheck": {
 		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
 			"IN ((?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 			"OR (SELECT COUNT(*), COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN " +
@@ -88,10 +88,10 @@ var built = map[string][]string{
 			"OR (SELECT COUNT(*), 0 FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
 			"FROM `fx_position` p WHERE p.`accountId` IN (?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",
 	},
-	"internal/trading.readBackSQL": {
+	"internal/book.readBackSQL": {
 		"SELECT LAST_INSERT_ID(), @fx_o1, @fx_p2",
 	},
-	"internal/trading.setVarSQL": {
+	"internal/book.SetVarSQL": {
 		"SET @fx_o1 = LAST_INSERT_ID()",
 		"SET @fx_o1 = ?",
 	},
