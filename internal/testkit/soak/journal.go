@@ -21,13 +21,13 @@ import (
 
 // Outcomes of a request, as the client knows them.
 const (
-	answered = "answered"        // a status and a body came back
-	unknown  = "outcome unknown" // sent, but no answer (timeout, reset): it may or may not have happened
-	notSent  = "not sent"        // the connection was refused: the desk never saw it
+	Answered       = "answered"        // a status and a body came back
+	OutcomeUnknown = "outcome unknown" // sent, but no answer (timeout, reset): it may or may not have happened
+	NotSent        = "not sent"        // the connection was refused: the desk never saw it
 )
 
-// entry is one request and its answer, one line of journal.jsonl.
-type entry struct {
+// Entry is one request and its answer, one line of journal.jsonl.
+type Entry struct {
 	Seq     int64           `json:"seq"`
 	Client  string          `json:"client"`
 	Op      string          `json:"op"`
@@ -53,7 +53,7 @@ type journal struct {
 	mu      sync.Mutex
 	f       *os.File
 	enc     *json.Encoder
-	entries []entry
+	entries []Entry
 }
 
 func newJournal(path string) (*journal, error) {
@@ -64,7 +64,7 @@ func newJournal(path string) (*journal, error) {
 	return &journal{f: f, enc: json.NewEncoder(f)}, nil
 }
 
-func (j *journal) add(e entry) entry {
+func (j *journal) add(e Entry) Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e.Seq = int64(len(j.entries) + 1)
@@ -73,10 +73,10 @@ func (j *journal) add(e entry) entry {
 	return e
 }
 
-func (j *journal) snapshot() []entry {
+func (j *journal) snapshot() []Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]entry(nil), j.entries...)
+	return append([]Entry(nil), j.entries...)
 }
 
 func (j *journal) close() { j.f.Close() }
@@ -92,7 +92,7 @@ var httpClient = &http.Client{Transport: &http.Transport{
 const requestTimeout = 2 * time.Second
 
 // call sends one JSON request to p with token and journals it.
-func (j *journal) call(ctx context.Context, p *proc, token, client, op, method, path string, body any) entry {
+func (j *journal) call(ctx context.Context, p *proc, token, client, op, method, path string, body any) Entry {
 	var b []byte
 	if body != nil {
 		b, _ = json.Marshal(body)
@@ -111,10 +111,10 @@ type outgoing struct {
 // send sends o to p through hc and journals it. The request names its client's own address in
 // X-Forwarded-For (the soak is the desk's trusted proxy, as nginx is in compose), so the
 // per-address limit counts every client apart, as it would on the desk's real front door.
-func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing) entry {
-	e := entry{Client: o.client, Op: o.op, Method: o.method, Path: o.path}
+func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing) Entry {
+	e := Entry{Client: o.client, Op: o.op, Method: o.method, Path: o.path}
 	if p == nil {
-		e.Start, e.End, e.Outcome, e.Err = time.Now(), time.Now(), notSent, "no web process to send to"
+		e.Start, e.End, e.Outcome, e.Err = time.Now(), time.Now(), NotSent, "no web process to send to"
 		return j.add(e)
 	}
 	e.Proc = p.name
@@ -123,7 +123,7 @@ func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing
 		if json.Valid(o.body) && len(o.body) <= 4096 {
 			e.Body = o.body
 		} else {
-			e.Body, _ = json.Marshal(truncate(string(o.body), 200))
+			e.Body, _ = json.Marshal(Truncate(string(o.body), 200))
 		}
 		rd = bytes.NewReader(o.body)
 	}
@@ -157,18 +157,18 @@ func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing
 func outcomeOf(err error) (string, string) {
 	switch {
 	case err == nil:
-		return answered, ""
+		return Answered, ""
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return notSent, err.Error()
+		return NotSent, err.Error()
 	default:
-		return unknown, err.Error()
+		return OutcomeUnknown, err.Error()
 	}
 }
 
 // clientAddress is the address a soak client's requests come from, as X-Forwarded-For names
 // it: one of TEST-NET-2 per client name (the attacker's is its own, in TEST-NET-3).
 func clientAddress(client string) string {
-	if client == attackerClient {
+	if client == AttackerClient {
 		return attackerAddress
 	}
 	h := fnv.New32a()
@@ -176,18 +176,18 @@ func clientAddress(client string) string {
 	return fmt.Sprintf("198.51.100.%d", 1+h.Sum32()%250)
 }
 
-// decode reads the answer's body into v.
-func (e entry) decode(v any) bool { return len(e.Resp) > 0 && json.Unmarshal(e.Resp, v) == nil }
+// Decode reads the answer's body into v.
+func (e Entry) Decode(v any) bool { return len(e.Resp) > 0 && json.Unmarshal(e.Resp, v) == nil }
 
-func (e entry) ok() bool { return e.Outcome == answered && e.Status >= 200 && e.Status < 300 }
+func (e Entry) OK() bool { return e.Outcome == Answered && e.Status >= 200 && e.Status < 300 }
 
-// errorMessage is the answer's error message, if it is one.
-func (e entry) errorMessage() string {
+// ErrorMessage is the answer's error message, if it is one.
+func (e Entry) ErrorMessage() string {
 	var b struct {
 		Error struct {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	e.decode(&b)
+	e.Decode(&b)
 	return b.Error.Message
 }
