@@ -25,15 +25,15 @@ import (
 
 	"fxdesk/internal/lease"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/soak/invariant"
 	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // Lease timing of the soaked desk: short, so kills and stops turn the lease over within seconds.
 const (
-	leaseTTL       = 3 * time.Second
-	leaseFence     = 1 * time.Second
-	MirrorInterval = 1 * time.Second
-	hostname       = "soakbox"
+	leaseTTL   = 3 * time.Second
+	leaseFence = 1 * time.Second
+	hostname   = "soakbox"
 )
 
 // cluster is one isolated install: its database, its redis-server, the proxies every desk
@@ -86,10 +86,10 @@ func (p *proc) halted(t time.Time) {
 }
 
 // record is p as the checks read it, with its halts so far.
-func (p *proc) record() *Process {
+func (p *proc) record() *invariant.Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &Process{Name: p.name, PID: p.pid, Halts: slices.Clone(p.halts)}
+	return &invariant.Process{Name: p.name, PID: p.pid, Halts: slices.Clone(p.halts)}
 }
 
 func (p *proc) alive() bool {
@@ -250,7 +250,7 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 		c.close()
 		return nil, err
 	}
-	if c.attacker, err = c.issueToken(ctx, AttackerUser, false); err != nil {
+	if c.attacker, err = c.issueToken(ctx, invariant.AttackerUser, false); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -265,17 +265,6 @@ func (c *cluster) dsn() string {
 	cfg.Net = "tcp"
 	return cfg.FormatDSN()
 }
-
-// The front door's limits as the soak sets them, so its checks know the bounds. The rate per
-// token is the default, and the soak's own load stays under it (checkLoadNotLimited says so);
-// the per-address rate stays the default too, because every soak client names an address of
-// its own in X-Forwarded-For and the soak is the trusted proxy (127.0.0.1), as nginx is in
-// compose — without that every client, the attacker included, would share 127.0.0.1's bucket.
-const (
-	RatePerToken    = 50
-	StreamsPerToken = 8
-	BodyLimit       = 65536
-)
 
 // clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
 // but the soak's own loopback processes.
@@ -292,14 +281,14 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_HOSTNAME=" + hostname,
 		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
 		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
-		"FXDESK_MIRROR_INTERVAL=" + MirrorInterval.String(),
+		"FXDESK_MIRROR_INTERVAL=" + invariant.MirrorInterval.String(),
 		"FXDESK_WEB_INSTANCES=2",
 		"FXDESK_CLUSTER_SECRET=" + clusterSecret, // two web processes: followers forward to the holder
 		"GOMAXPROCS=1",                           // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
 		"FXDESK_TRUSTED_PROXIES=127.0.0.1/32",
-		"FXDESK_RATE_PER_TOKEN=" + strconv.Itoa(RatePerToken),
-		"FXDESK_STREAMS_PER_TOKEN=" + strconv.Itoa(StreamsPerToken),
-		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(BodyLimit),
+		"FXDESK_RATE_PER_TOKEN=" + strconv.Itoa(invariant.RatePerToken),
+		"FXDESK_STREAMS_PER_TOKEN=" + strconv.Itoa(invariant.StreamsPerToken),
+		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(invariant.BodyLimit),
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
 	}
@@ -421,10 +410,7 @@ func (c *cluster) all() []*proc {
 	return append([]*proc(nil), c.procs...)
 }
 
-// LeaseRow is the lease row as the database clock sees it (lease.ReadRow).
-type LeaseRow = lease.Holder
-
-func (c *cluster) readRow(ctx context.Context) (LeaseRow, bool, error) {
+func (c *cluster) readRow(ctx context.Context) (invariant.LeaseRow, bool, error) {
 	r, _, ok, err := lease.ReadRow(ctx, c.direct, lease.Key)
 	return r, ok, err
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
 // Options are one soak's settings, as cmd/soak's flags give them.
@@ -54,7 +56,7 @@ func newTally() *tally {
 	return &tally{figures: map[string]string{}, broken: map[string][]string{}, seen: map[string]int{}}
 }
 
-func (t *tally) add(rs []Result) {
+func (t *tally) add(rs []invariant.Result) {
 	t.checks++
 	for _, r := range rs {
 		if _, ok := t.figures[r.Name]; !ok {
@@ -200,20 +202,20 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 		wg.Wait()
 	}}
-	evidenceNow := func() *Evidence {
+	evidenceNow := func() *invariant.Evidence {
 		desks, rows, mirrors := smp.snapshot()
 		in.mu.Lock()
 		defer in.mu.Unlock()
-		procs := map[int]*Process{}
+		procs := map[int]*invariant.Process{}
 		for _, p := range c.all() {
 			procs[p.pid] = p.record()
 		}
-		return &Evidence{Journal: j.snapshot(), Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
-			Runs: append([]RolloverRun(nil), in.runs...), Windows: append([]Window(nil), in.windows...), External: external,
-			Floods: append([]Flood(nil), in.floods...), Reuses: append([]Reuse(nil), in.reuses...)}
+		return &invariant.Evidence{Journal: j.snapshot(), Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
+			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
+			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...)}
 	}
 	check := func(label string) {
-		s, err := ReadSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct)
 		if err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 			return
@@ -223,7 +225,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		if ev.Venue, err = c.venue.state(); err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 		}
-		rs := CheckAll(s, ev)
+		rs := invariant.CheckAll(s, ev)
 		tl.add(rs)
 		bad := 0
 		for _, r := range rs {
@@ -284,13 +286,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := settleVenue(ctx, c, logger, quiet); err != nil {
 		in.fail("settle: %v", err)
 	}
-	time.Sleep(2 * SampleEvery)
+	time.Sleep(2 * invariant.SampleEvery)
 	stopSampling()
 	sampling.Wait()
 	check("final")
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	ev := evidenceNow()
-	tl.add([]Result{CheckTradesAgain(ev, lastFault)})
+	tl.add([]invariant.Result{invariant.CheckTradesAgain(ev, lastFault)})
 	faultErrs := in.errs
 
 	// Report.

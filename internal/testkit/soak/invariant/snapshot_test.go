@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"context"
@@ -13,7 +13,7 @@ var testDB *sql.DB
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		db, closeDB, err := dbtest.NewMigrated("soak")
+		db, closeDB, err := dbtest.NewMigrated("soak-invariant")
 		if err != nil {
 			panic(err)
 		}

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -183,7 +183,7 @@ func checkVenueClosesBooked(s *Snapshot, vs *VenueState) Result {
 	return r
 }
 
-// noStaleSending: settleVenue waited for a reconcile that gathered past NOT_SENT_AFTER after the
+// noStaleSending: the soak's settle waited for a reconcile that gathered past NOT_SENT_AFTER after the
 // desk went quiet at quiet and planned nothing, so no EXTERNAL order sent before quiet may still
 // be SENDING: by then each was past NOT_SENT_AFTER and had to be resolved. quiet is the soak's
 // clock and sentAt the database's; they are one host's clock here.
@@ -212,7 +212,7 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 }
 
 // CheckVenueEnd runs the invariants that need a quiesced desk.
-// quiet is when the desk went quiet, as settleVenue was given it.
+// quiet is when the desk went quiet, as the soak's settle was given it.
 func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
 	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkNoStaleSending(s, quiet)}
 }

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"encoding/json"
@@ -60,7 +60,7 @@ func TestNo5xxCheckFlagsAnUndocumented5xxAndGroupsAnEpisodeIntoOneRow(t *testing
 			`1 answers 500 "An internal error occurred.", 12:00:10.000–12:00:10.100 (no fault), journal 7…7: POST /api/fx/positions/{id}/close ×1`},
 		{"a 500 during a fault", func(m *money) {
 			m.ev.Journal = append(m.ev.Journal, internal(7, 10))
-			m.ev.Windows = []Window{{Kind: faultKill, Start: at(9), End: at(11)}}
+			m.ev.Windows = []Window{{Kind: "kill", Start: at(9), End: at(11)}}
 		}, "(during kill@12:00:09.000)"},
 		{"the venue's 503 to a trader not on the EXTERNAL group", func(m *money) { m.ev.Journal[4].Client = "t1" },
 			`1 answers 503 "` + fx.MsgVenueUnavailable + `"`},
@@ -68,7 +68,7 @@ func TestNo5xxCheckFlagsAnUndocumented5xxAndGroupsAnEpisodeIntoOneRow(t *testing
 			m.ev.Journal[2].Resp = json.RawMessage(errBody(fx.EUNAVAILABLE, "down for maintenance"))
 		}, `1 answers 503 "down for maintenance"`},
 		{"a 502 with no JSON body", func(m *money) {
-			m.ev.Journal[2].Status, m.ev.Journal[2].Resp = 502, jsonOrString([]byte("Bad Gateway"))
+			m.ev.Journal[2].Status, m.ev.Journal[2].Resp = 502, JSONOrString([]byte("Bad Gateway"))
 		},
 			`1 answers 502 "\"Bad Gateway\""`},
 	})

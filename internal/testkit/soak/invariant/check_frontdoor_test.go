@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"encoding/json"

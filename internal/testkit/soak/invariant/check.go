@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -81,7 +81,16 @@ func (ev *Evidence) during(a, b time.Time) string {
 	return "during " + strings.Join(names, ",")
 }
 
+// TimeOfDay is t as a report shows an instant: UTC, to the millisecond.
 func TimeOfDay(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+// Truncate is s cut to n bytes, marked: how a report quotes an answer or a log line.
+func Truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
 
 // CheckAll runs every invariant on one snapshot and the evidence gathered up to it.
 func CheckAll(s *Snapshot, ev *Evidence) []Result {
