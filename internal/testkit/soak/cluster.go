@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,15 +25,15 @@ import (
 
 	"fxdesk/internal/lease"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/soak/invariant"
 	"fxdesk/internal/testkit/tcpproxy"
 )
 
 // Lease timing of the soaked desk: short, so kills and stops turn the lease over within seconds.
 const (
-	leaseTTL       = 3 * time.Second
-	leaseFence     = 1 * time.Second
-	mirrorInterval = 1 * time.Second
-	hostname       = "soakbox"
+	leaseTTL   = 3 * time.Second
+	leaseFence = 1 * time.Second
+	hostname   = "soakbox"
 )
 
 // cluster is one isolated install: its database, its redis-server, the proxies every desk
@@ -84,16 +85,11 @@ func (p *proc) halted(t time.Time) {
 	p.mu.Unlock()
 }
 
-// haltAfter is the first halt at or after t, or the zero time.
-func (p *proc) haltAfter(t time.Time) time.Time {
+// record is p as the checks read it, with its halts so far.
+func (p *proc) record() *invariant.Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, h := range p.halts {
-		if !h.Before(t) {
-			return h
-		}
-	}
-	return time.Time{}
+	return &invariant.Process{Name: p.name, PID: p.pid, Halts: slices.Clone(p.halts)}
 }
 
 func (p *proc) alive() bool {
@@ -254,7 +250,7 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 		c.close()
 		return nil, err
 	}
-	if c.attacker, err = c.issueToken(ctx, attackerUser, false); err != nil {
+	if c.attacker, err = c.issueToken(ctx, invariant.AttackerUser, false); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -269,17 +265,6 @@ func (c *cluster) dsn() string {
 	cfg.Net = "tcp"
 	return cfg.FormatDSN()
 }
-
-// The front door's limits as the soak sets them, so its checks know the bounds. The rate per
-// token is the default, and the soak's own load stays under it (checkLoadNotLimited says so);
-// the per-address rate stays the default too, because every soak client names an address of
-// its own in X-Forwarded-For and the soak is the trusted proxy (127.0.0.1), as nginx is in
-// compose — without that every client, the attacker included, would share 127.0.0.1's bucket.
-const (
-	soakRatePerToken    = 50
-	soakStreamsPerToken = 8
-	soakBodyLimit       = 65536
-)
 
 // clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
 // but the soak's own loopback processes.
@@ -296,14 +281,14 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_HOSTNAME=" + hostname,
 		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
 		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
-		"FXDESK_MIRROR_INTERVAL=" + mirrorInterval.String(),
+		"FXDESK_MIRROR_INTERVAL=" + invariant.MirrorInterval.String(),
 		"FXDESK_WEB_INSTANCES=2",
 		"FXDESK_CLUSTER_SECRET=" + clusterSecret, // two web processes: followers forward to the holder
 		"GOMAXPROCS=1",                           // docs/operations.md "Sizing": a web process sharing a small machine with MariaDB
 		"FXDESK_TRUSTED_PROXIES=127.0.0.1/32",
-		"FXDESK_RATE_PER_TOKEN=" + strconv.Itoa(soakRatePerToken),
-		"FXDESK_STREAMS_PER_TOKEN=" + strconv.Itoa(soakStreamsPerToken),
-		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(soakBodyLimit),
+		"FXDESK_RATE_PER_TOKEN=" + strconv.Itoa(invariant.RatePerToken),
+		"FXDESK_STREAMS_PER_TOKEN=" + strconv.Itoa(invariant.StreamsPerToken),
+		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(invariant.BodyLimit),
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
 	}
@@ -425,10 +410,7 @@ func (c *cluster) all() []*proc {
 	return append([]*proc(nil), c.procs...)
 }
 
-// leaseRow is the lease row as the database clock sees it (lease.ReadRow).
-type leaseRow = lease.Holder
-
-func (c *cluster) readRow(ctx context.Context) (leaseRow, bool, error) {
+func (c *cluster) readRow(ctx context.Context) (invariant.LeaseRow, bool, error) {
 	r, _, ok, err := lease.ReadRow(ctx, c.direct, lease.Key)
 	return r, ok, err
 }

@@ -13,7 +13,10 @@
 // Everything a client sent and what it was answered goes to journal.jsonl (a timeout is
 // "outcome unknown"); every process's /api/admin/fx/desk, the lease row and the quote mirror
 // snapshot are sampled every 200 ms into samples.jsonl. Invariants are checked every 30 s on one
-// REPEATABLE READ snapshot of the database and at the end, each reported with its figures. Before
+// REPEATABLE READ snapshot of the database and at the end, each reported with its figures: package
+// invariant judges, on what this package recorded; this package drives — the processes and their
+// cluster, the faults, the load, the sampler, the front-door attacker, the venue lane and the run
+// with its tally and report. Before
 // the summary, one line adds up the group commit counters each web process last reported: how
 // many batches went in one round trip on remembered accounts and how many ran again after a stale
 // check (a deposit, a swap, a rollover run moved an account behind the committer). The last line

@@ -24,6 +24,7 @@ import (
 
 	"fxdesk/internal/lease"
 	"fxdesk/internal/redisname"
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
 // Fault kinds, as the summary counts them.
@@ -34,7 +35,7 @@ const (
 	faultGap          = "gap"          // the holder's price jumps far, through many stops
 	faultRollover2    = "rollover2"    // two processFxSwaps runs at once
 	faultRolloverKill = "rolloverKill" // a processFxSwaps run SIGKILLed mid-way, then rerun
-	faultCut          = "cut"          // every MySQL or Redis connection cut for a few seconds
+	// invariant.FaultCut: every MySQL or Redis connection cut for a few seconds
 
 	// Venue faults, injected through the venue simulator's control API on a lane of their own,
 	// so they meet the process faults above instead of waiting for them.
@@ -46,7 +47,7 @@ const (
 )
 
 var (
-	processFaultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, faultCut}
+	processFaultKinds = []string{faultKill, faultStop, faultZombie, faultGap, faultRollover2, faultRolloverKill, invariant.FaultCut}
 	venueFaultKinds   = []string{faultVenueTimeout, faultVenueHold, faultVenue5xx, faultVenueOutage, faultVenueClose}
 	// faultKinds is every kind, in the summary's order.
 	faultKinds = slices.Concat(processFaultKinds, venueFaultKinds, frontDoorFaultKinds)
@@ -155,7 +156,7 @@ func processSchedule(seed uint64, d time.Duration) []fault {
 			if f.Kind == faultRolloverKill {
 				f.KillAfter = time.Duration(20+rng.IntN(400)) * time.Millisecond
 			}
-		case faultCut:
+		case invariant.FaultCut:
 			f.Target = []string{"mysql", "redis"}[rng.IntN(2)]
 			f.CutFor = time.Duration(1500+rng.IntN(3000)) * time.Millisecond
 		}
@@ -184,25 +185,6 @@ func venueSchedule(seed uint64, d time.Duration) []fault {
 	})
 }
 
-// rolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
-type rolloverRun struct {
-	At     time.Time `json:"at"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
-	OK     bool      `json:"ok"` // exited 0: every due date was settled as of At
-	Killed bool      `json:"killed"`
-	Why    string    `json:"why"`
-	Output string    `json:"output"`
-}
-
-// window is when a fault (or part of one) was in effect, for reading the checks.
-type window struct {
-	Kind  string    `json:"kind"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-	Note  string    `json:"note,omitempty"`
-}
-
 // injector runs the schedule against the cluster.
 type injector struct {
 	c   *cluster
@@ -221,18 +203,18 @@ type injector struct {
 
 	mu       sync.Mutex
 	counts   map[string]int
-	runs     []rolloverRun
-	windows  []window
+	runs     []invariant.RolloverRun
+	windows  []invariant.Window
 	lastEnd  time.Time
 	errs     []string
 	bg       sync.WaitGroup
 	runSeq   int
 	maxAhead time.Time
-	floods   []floodRun
-	reuses   []reuse
+	floods   []invariant.Flood
+	reuses   []invariant.Reuse
 }
 
-func (in *injector) note(w window) {
+func (in *injector) note(w invariant.Window) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.windows = append(in.windows, w)
@@ -316,7 +298,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		t0 := time.Now()
 		h.kill(syscall.SIGKILL)
 		in.replace(ctx, f, h)
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " killed"})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " killed"})
 	case faultStop, faultZombie:
 		h := in.holderOrNote(ctx, f)
 		if h == nil {
@@ -330,7 +312,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			if _, err := in.c.waitHolder(ctx, 10*time.Second, nil); err != nil {
 				in.fail("stop: after SIGCONT of %s: %v", h.name, err)
 			}
-			in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " stopped and resumed alone"})
+			in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " stopped and resumed alone"})
 			return
 		}
 		// A web process claims only at boot: start the replacement once the row has expired.
@@ -340,7 +322,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		in.replace(ctx, f, h)
 		h.signal(syscall.SIGCONT)
 		resumed := time.Now()
-		in.note(window{Kind: f.Kind, Start: t0, End: resumed, Note: h.name + " stopped, replaced, resumed as a zombie"})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: resumed, Note: h.name + " stopped, replaced, resumed as a zombie"})
 		in.bg.Go(func() {
 			select {
 			case <-ctx.Done():
@@ -374,7 +356,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			if keyErrAfter == nil && keyAfter == fmt.Sprintf("%s:%d", hostname, h.pid) {
 				in.fail("zombie: after SIGTERM of %s (lost) the Redis lease key still names it", h.name)
 			}
-			in.note(window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
+			in.note(invariant.Window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
 		})
 	case faultGap:
 		// The feed every process streams from (and the venue prices from) jumps; the holder's
@@ -405,7 +387,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 				in.fail("gap restore: %v", err)
 			}
 		}
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s ×%.4f", f.Symbol, f.Factor)})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s ×%.4f", f.Symbol, f.Factor)})
 	case faultRollover2:
 		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
 		t0 := time.Now()
@@ -415,15 +397,15 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			wg.Go(func() { in.rollover(ctx, at, 0, "concurrent pair") })
 		}
 		wg.Wait()
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now()})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now()})
 	case faultRolloverKill:
 		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
 		t0 := time.Now()
 		defer in.racingFills(ctx)()
 		in.rollover(ctx, at, f.KillAfter, "killed mid-way")
 		in.rollover(ctx, at, 0, "rerun after a kill")
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now()})
-	case faultCut:
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now()})
+	case invariant.FaultCut:
 		p := in.c.mysqlP
 		if f.Target == "redis" {
 			p = in.c.redisP
@@ -432,7 +414,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		p.Cut()
 		time.Sleep(f.CutFor)
 		p.Restore()
-		in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: f.Target})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: f.Target})
 	}
 }
 
@@ -462,7 +444,7 @@ func (in *injector) replace(ctx context.Context, f fault, old *proc) {
 }
 
 // rollover runs processFxSwaps as of at to completion, or SIGKILLs it after killAfter (> 0).
-func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.Duration, why string) rolloverRun {
+func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.Duration, why string) invariant.RolloverRun {
 	in.mu.Lock()
 	in.runSeq++
 	n := in.runSeq
@@ -470,7 +452,7 @@ func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.D
 		in.maxAhead = at
 	}
 	in.mu.Unlock()
-	r := rolloverRun{At: at, Why: why}
+	r := invariant.RolloverRun{At: at, Why: why}
 	cmd := exec.CommandContext(ctx, filepath.Join(in.c.binDir, "fxdesk-cron"), "run", "processFxSwaps", "--at", at.Format(time.RFC3339))
 	cmd.Env = in.c.env()
 	var out bytes.Buffer
@@ -501,18 +483,11 @@ func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.D
 	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 		last = last[i+1:]
 	}
-	in.log.Printf("soak: rollover run %d (%s) --at %s: ok=%v killed=%v %s", n, why, at.Format(time.RFC3339), r.OK, r.Killed, truncate(last, 200))
+	in.log.Printf("soak: rollover run %d (%s) --at %s: ok=%v killed=%v %s", n, why, at.Format(time.RFC3339), r.OK, r.Killed, invariant.Truncate(last, 200))
 	in.mu.Lock()
 	in.runs = append(in.runs, r)
 	in.mu.Unlock()
 	return r
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // simPrice reads symbol's current price from the feed simulator.

@@ -2,7 +2,6 @@ package soak
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/base64"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
 // Front-door faults (docs/architecture.md, «The front door»), on a lane of their own: an attacker
@@ -30,13 +31,9 @@ var frontDoorFaultKinds = []string{faultFlood, faultReusedNonce}
 
 func isFrontDoorFault(kind string) bool { return kind == faultFlood || kind == faultReusedNonce }
 
-// The attacker: a platform user of its own with a live token (issued with the traders'), from
-// an address of its own.
-const (
-	attackerClient  = "attacker"
-	attackerUser    = 9001
-	attackerAddress = "203.0.113.66"
-)
+// attackerAddress is the address the attacker's requests come from, one of its own
+// (invariant.AttackerClient and invariant.AttackerUser name it in the journal and the database).
+const attackerAddress = "203.0.113.66"
 
 // frontDoorSchedule draws the front-door faults from a generator of their own (every kind once
 // in a seeded order while there is room, then kinds at random, 5–9 s apart, from 12 s in to 15 s
@@ -47,62 +44,32 @@ func frontDoorSchedule(seed uint64, d time.Duration) []fault {
 		switch f.Kind {
 		case faultFlood:
 			f.Target = []string{"holder", "follower"}[rng.IntN(2)]
-			f.Streams = soakStreamsPerToken + 1 + rng.IntN(8)
+			f.Streams = invariant.StreamsPerToken + 1 + rng.IntN(8)
 			f.HoldFor = time.Duration(2000+rng.IntN(3000)) * time.Millisecond
 			f.Count = 50 + rng.IntN(200)
 			// Past the token's burst, so its rate is reached however fast the target answers.
-			f.Bodies = 4*soakRatePerToken + rng.IntN(2*soakRatePerToken)
+			f.Bodies = 4*invariant.RatePerToken + rng.IntN(2*invariant.RatePerToken)
 		case faultReusedNonce:
 			f.Pick = rng.Float64()
 		}
 	})
 }
 
-// floodRun is what one flood saw, beside its requests in the journal.
-type floodRun struct {
-	Target   string    `json:"target"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	Streams  int       `json:"streams"`  // stream requests sent
-	Accepted int       `json:"accepted"` // answered 200 and held
-	// Holder is the lease holder when the flood began; HolderAfter when it ended.
-	Holder, HolderAfter string
-	// Judged: the holder's /metrics answered before and after (no process fault acts during a
-	// flood, nor for a lease TTL before it), so its renews are the flood's to answer for.
-	Judged        bool
-	Before, After renewCounts
-	Why           string `json:"why,omitempty"` // why not judged
-}
-
-// reuse is one reusedNonce fault: the original order and the answer to its reuse.
-type reuse struct {
-	Account int64
-	Nonce   string
-	OrderID int64 // the order the original request was answered with
-	Seq     int64 // the reuse's journal entry
-	Skipped string
-}
-
-// renewCounts are a process's lease renew cycles by outcome, from its /metrics.
-type renewCounts struct {
-	OK, Failed, Lost float64
-}
-
 // readRenews reads p's lease renew counters from its /metrics (admin only on the API port).
-func (c *cluster) readRenews(ctx context.Context, p *proc) (renewCounts, error) {
+func (c *cluster) readRenews(ctx context.Context, p *proc) (invariant.RenewCounts, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+c.admin)
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return renewCounts{}, err
+		return invariant.RenewCounts{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return renewCounts{}, fmt.Errorf("/metrics on %s answered %d", p.name, resp.StatusCode)
+		return invariant.RenewCounts{}, fmt.Errorf("/metrics on %s answered %d", p.name, resp.StatusCode)
 	}
-	var rc renewCounts
+	var rc invariant.RenewCounts
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
@@ -170,7 +137,7 @@ func (in *injector) flood(ctx context.Context, f fault) {
 			}
 		}
 	}
-	run := floodRun{Target: target.name, Holder: h.name, Streams: f.Streams}
+	run := invariant.Flood{Target: target.name, Holder: h.name, Streams: f.Streams}
 	before, err := in.c.readRenews(ctx, h)
 	run.Before = before
 	if err != nil {
@@ -205,7 +172,7 @@ func (in *injector) flood(ctx context.Context, f fault) {
 	}
 	// Just past the bound: the whole body fits the socket's buffers, so the 413 is read, not lost
 	// to a reset while the client still writes.
-	big := make([]byte, soakBodyLimit+1+len(bursts)%4096)
+	big := make([]byte, invariant.BodyLimit+1+len(bursts)%4096)
 	for i := range big {
 		big[i] = ' '
 	}
@@ -228,7 +195,7 @@ func (in *injector) flood(ctx context.Context, f fault) {
 	for range 16 {
 		workers.Go(func() {
 			for o := range work {
-				o.client = attackerClient
+				o.client = invariant.AttackerClient
 				in.j.send(ctx, attackerHTTP, target, o)
 			}
 		})
@@ -265,7 +232,7 @@ func (in *injector) flood(ctx context.Context, f fault) {
 	in.mu.Unlock()
 	in.log.Printf("soak: flood on %s: %d of %d streams accepted, %d requests; holder %s renews ok +%.0f failed +%.0f lost +%.0f",
 		target.name, run.Accepted, run.Streams, len(bursts), h.name, after.OK-before.OK, after.Failed-before.Failed, after.Lost-before.Lost)
-	in.note(window{Kind: f.Kind, Start: run.Start, End: run.End, Note: target.name})
+	in.note(invariant.Window{Kind: f.Kind, Start: run.Start, End: run.End, Note: target.name})
 }
 
 // lastProcessFault is when the last process fault's window ended (a kill, stop or cut fails
@@ -286,7 +253,7 @@ func (in *injector) lastProcessFault() time.Time {
 // ends; answered is told, once, whether the desk accepted it. Its journal entry ends at the
 // status line.
 func (in *injector) stream(ctx context.Context, p *proc, answered func(accepted bool)) {
-	e := entry{Client: attackerClient, Op: "flood-stream", Proc: p.name, Method: http.MethodGet, Path: "/api/fx/markets/stream"}
+	e := invariant.Entry{Client: invariant.AttackerClient, Op: "flood-stream", Proc: p.name, Method: http.MethodGet, Path: "/api/fx/markets/stream"}
 	req, _ := http.NewRequestWithContext(ctx, e.Method, "http://"+p.addr+e.Path, nil)
 	req.Header.Set("Authorization", "Bearer "+in.c.attacker)
 	req.Header.Set("X-Forwarded-For", attackerAddress)
@@ -303,7 +270,7 @@ func (in *injector) stream(ctx context.Context, p *proc, answered func(accepted 
 	e.Status, e.RetryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		e.Resp = jsonOrString(b)
+		e.Resp = invariant.JSONOrString(b)
 		in.j.add(e)
 		answered(false)
 		return
@@ -322,13 +289,13 @@ func (in *injector) stream(ctx context.Context, p *proc, answered func(accepted 
 // reuseNonce sends an order the journal saw accepted again, under its requestNonce, with
 // another volume and no stops: the desk must refuse it 422 and write nothing.
 func (in *injector) reuseNonce(ctx context.Context, f fault) {
-	var accepted []entry
+	var accepted []invariant.Entry
 	for _, e := range in.j.snapshot() {
-		if strings.HasPrefix(e.Op, "open") && e.ok() {
+		if strings.HasPrefix(e.Op, "open") && e.OK() {
 			accepted = append(accepted, e)
 		}
 	}
-	r := reuse{}
+	r := invariant.Reuse{}
 	defer func() {
 		in.mu.Lock()
 		in.reuses = append(in.reuses, r)
@@ -346,7 +313,7 @@ func (in *injector) reuseNonce(ctx context.Context, f fault) {
 		} `json:"order"`
 	}
 	t := in.traders[e.Client]
-	if t == nil || json.Unmarshal(e.Body, &body) != nil || !e.decode(&ans) {
+	if t == nil || json.Unmarshal(e.Body, &body) != nil || !e.Decode(&ans) {
 		r.Skipped = fmt.Sprintf("journal %d cannot be read back", e.Seq)
 		return
 	}
@@ -369,15 +336,6 @@ func (in *injector) reuseNonce(ctx context.Context, f fault) {
 	t0 := time.Now()
 	got := in.j.call(ctx, h, t.token, t.name, "reusedNonce", http.MethodPost, "/api/fx/orders", body)
 	r.Seq = got.Seq
-	in.log.Printf("soak: reusedNonce %s of journal %d (order %d): %d %s", nonce, e.Seq, r.OrderID, got.Status, truncate(string(got.Resp), 160))
-	in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: nonce})
-}
-
-// jsonOrString is b as the journal keeps an answer: JSON as it is, anything else as a string.
-func jsonOrString(b []byte) json.RawMessage {
-	if json.Valid(b) {
-		return bytes.TrimSpace(b)
-	}
-	out, _ := json.Marshal(string(b))
-	return out
+	in.log.Printf("soak: reusedNonce %s of journal %d (order %d): %d %s", nonce, e.Seq, r.OrderID, got.Status, invariant.Truncate(string(got.Resp), 160))
+	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: nonce})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
 // soakSymbols are what the traders trade: two USD-quoted majors and two JPY-quoted pairs, whose
@@ -82,15 +84,15 @@ func (t *trader) nonce(kind string) string {
 // callRetrying sends a request carrying a requestNonce and, while its outcome is unknown (no
 // answer, or the desk's 504 outcome_unknown), sends it again with the same nonce (up to three
 // times), as a client after a timeout would.
-func (t *trader) callRetrying(ctx context.Context, op, path, nonce string, body map[string]any, target func() *proc) entry {
-	var e entry
+func (t *trader) callRetrying(ctx context.Context, op, path, nonce string, body map[string]any, target func() *proc) invariant.Entry {
+	var e invariant.Entry
 	for attempt := 0; attempt < 4; attempt++ {
 		name := op
 		if attempt > 0 {
 			name = op + "-retry"
 		}
 		e = t.j.call(ctx, target(), t.token, t.name, name, http.MethodPost, path, body)
-		if (e.Outcome == answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
+		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return e
 		}
 		time.Sleep(time.Duration(200+t.intN(300)) * time.Millisecond)
@@ -110,7 +112,7 @@ func (t *trader) quote(ctx context.Context, p *proc, symbol string) (quote, bool
 			Ask *string `json:"ask"`
 		} `json:"quotes"`
 	}
-	if !e.ok() || !e.decode(&b) || len(b.Quotes) != 1 || b.Quotes[0].Bid == nil || b.Quotes[0].Ask == nil {
+	if !e.OK() || !e.Decode(&b) || len(b.Quotes) != 1 || b.Quotes[0].Bid == nil || b.Quotes[0].Ask == nil {
 		return quote{}, false
 	}
 	bid, err1 := strconv.ParseFloat(*b.Quotes[0].Bid, 64)
@@ -152,7 +154,7 @@ func (t *trader) open(ctx context.Context, stops bool) {
 			Volume string `json:"volume"`
 		} `json:"position"`
 	}
-	if e.ok() && e.decode(&b) && b.Position != nil {
+	if e.OK() && e.Decode(&b) && b.Position != nil {
 		v, _ := decimal.NewFromString(b.Position.Volume)
 		t.mu.Lock()
 		t.positions[b.Position.ID] = v
@@ -177,7 +179,7 @@ func (t *trader) pick() (int64, decimal.Decimal, bool) {
 	return 0, decimal.Zero, false
 }
 
-func (t *trader) noteClose(e entry, id int64) {
+func (t *trader) noteClose(e invariant.Entry, id int64) {
 	var b struct {
 		Position struct {
 			Volume string `json:"volume"`
@@ -187,14 +189,14 @@ func (t *trader) noteClose(e entry, id int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case e.ok() && e.decode(&b):
+	case e.OK() && e.Decode(&b):
 		v, _ := decimal.NewFromString(b.Position.Volume)
 		if b.Position.Status == "CLOSED" || v.IsZero() {
 			delete(t.positions, id)
 		} else {
 			t.positions[id] = v
 		}
-	case e.Outcome == answered && (e.Status == http.StatusNotFound || e.Status == http.StatusConflict):
+	case e.Outcome == invariant.Answered && (e.Status == http.StatusNotFound || e.Status == http.StatusConflict):
 		delete(t.positions, id) // closed already: by a stop, by the other half of a race
 	}
 }
@@ -252,7 +254,7 @@ func (t *trader) deposit(ctx context.Context, admin string) {
 			op = "deposit-retry"
 		}
 		e := t.j.call(ctx, t.anyWeb(), admin, t.name, op, http.MethodPost, path, body)
-		if (e.Outcome == answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
+		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -269,7 +271,7 @@ func (t *trader) refresh(ctx context.Context) {
 			Volume string `json:"volume"`
 		} `json:"positions"`
 	}
-	if !e.ok() || !e.decode(&b) {
+	if !e.OK() || !e.Decode(&b) {
 		return
 	}
 	m := map[int64]decimal.Decimal{}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
 // Options are one soak's settings, as cmd/soak's flags give them.
@@ -54,7 +56,7 @@ func newTally() *tally {
 	return &tally{figures: map[string]string{}, broken: map[string][]string{}, seen: map[string]int{}}
 }
 
-func (t *tally) add(rs []result) {
+func (t *tally) add(rs []invariant.Result) {
 	t.checks++
 	for _, r := range rs {
 		if _, ok := t.figures[r.Name]; !ok {
@@ -171,7 +173,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 				ID int64 `json:"id"`
 			} `json:"account"`
 		}
-		if !e.ok() || !e.decode(&b) {
+		if !e.OK() || !e.Decode(&b) {
 			return failed("create account: %d %s", e.Status, e.Resp)
 		}
 		t.account = b.Account.ID
@@ -182,7 +184,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			external[t.name] = true
 		}
 		if e := j.call(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
-			map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.ok() {
+			map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.OK() {
 			return failed("initial deposit: %d %s", e.Status, e.Resp)
 		}
 		traders = append(traders, t)
@@ -200,30 +202,30 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 		wg.Wait()
 	}}
-	evidenceNow := func() *evidence {
+	evidenceNow := func() *invariant.Evidence {
 		desks, rows, mirrors := smp.snapshot()
 		in.mu.Lock()
 		defer in.mu.Unlock()
-		procs := map[int]*proc{}
+		procs := map[int]*invariant.Process{}
 		for _, p := range c.all() {
-			procs[p.pid] = p
+			procs[p.pid] = p.record()
 		}
-		return &evidence{journal: j.snapshot(), procs: procs, desks: desks, rows: rows, mirrors: mirrors,
-			runs: append([]rolloverRun(nil), in.runs...), windows: append([]window(nil), in.windows...), external: external,
-			floods: append([]floodRun(nil), in.floods...), reuses: append([]reuse(nil), in.reuses...)}
+		return &invariant.Evidence{Journal: j.snapshot(), Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
+			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
+			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...)}
 	}
 	check := func(label string) {
-		s, err := readSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct)
 		if err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 			return
 		}
 		ev := evidenceNow()
 		// Read after the snapshot: every order request the snapshot knows of has reached the venue.
-		if ev.venue, err = c.venue.state(); err != nil {
+		if ev.Venue, err = c.venue.state(); err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 		}
-		rs := checkAll(s, ev)
+		rs := invariant.CheckAll(s, ev)
 		tl.add(rs)
 		bad := 0
 		for _, r := range rs {
@@ -284,13 +286,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := settleVenue(ctx, c, logger, quiet); err != nil {
 		in.fail("settle: %v", err)
 	}
-	time.Sleep(2 * sampleEvery)
+	time.Sleep(2 * invariant.SampleEvery)
 	stopSampling()
 	sampling.Wait()
 	check("final")
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	ev := evidenceNow()
-	tl.add([]result{checkTradesAgain(ev, lastFault)})
+	tl.add([]invariant.Result{invariant.CheckTradesAgain(ev, lastFault)})
 	faultErrs := in.errs
 
 	// Report.
@@ -313,7 +315,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, e := range faultErrs {
 		logger.Printf("soak:   fault trouble: %s", e)
 	}
-	ct := commitTotals(ev.desks)
+	ct := commitTotals(ev.Desks)
 	logger.Printf("soak: group commit (last counters of each web process): %d batches carrying %d writes, %d in one round trip, "+
 		"%d run again after a stale check, %d written row by row, %d retried", ct.Batches, ct.Writes, ct.OneTrip, ct.Stale, ct.Split, ct.Retried)
 	var counts []string
@@ -332,7 +334,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	slices.Sort(failing)
 	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d requests=%d faults={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), len(ev.journal), strings.Join(counts, ","), len(tl.order), viol)
+		verdict, seed, int(d.Seconds()), len(ev.Journal), strings.Join(counts, ","), len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}
@@ -363,7 +365,7 @@ func probe(ctx context.Context, t *trader, lastFault time.Time) {
 		nonce := t.nonce("probe")
 		e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": "EURUSD",
 			"side": "BUY", "type": "MARKET", "volume": "0.05", "requestNonce": nonce}, t.deskWeb)
-		if e.ok() {
+		if e.OK() {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)

@@ -14,59 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/redisname"
+	"fxdesk/internal/testkit/soak/invariant"
 )
 
-const sampleEvery = 200 * time.Millisecond
-
-// deskSample is one process's /api/admin/fx/desk answer: the state at some instant between Sent
-// and Recv.
-type deskSample struct {
-	Proc        string    `json:"proc"`
-	PID         int       `json:"pid"`
-	Sent        time.Time `json:"sent"`
-	Recv        time.Time `json:"recv"`
-	Role        string    `json:"role"`
-	HoldsLease  bool      `json:"holdsLease"`
-	Term        int64     `json:"term"`
-	TrustLeftMs int64     `json:"trustLeftMs"`
-	Lost        bool      `json:"lost"`
-	// Commits are the process's group commit counters (the holder's; nil on a process that never
-	// held the desk).
-	Commits *commitCounts `json:"commits,omitempty"`
-}
-
-// commitCounts are the group commit counters a process reports since it started.
-type commitCounts struct {
-	Batches uint64 `json:"batches"`
-	Writes  uint64 `json:"writes"`
-	OneTrip uint64 `json:"oneTrip"`
-	Stale   uint64 `json:"stale"`
-	Split   uint64 `json:"split"`
-	Retried uint64 `json:"retried"`
-}
-
-// rowSample is the lease row, read at At.
-type rowSample struct {
-	At  time.Time `json:"at"`
-	OK  bool      `json:"ok"`
-	Row leaseRow  `json:"row"`
-	Err string    `json:"err,omitempty"`
-}
-
-// mirrorSample is the mirror snapshot key, read at At.
-type mirrorSample struct {
-	At          time.Time          `json:"at"`
-	Present     bool               `json:"present"`
-	Term        int64              `json:"term"`
-	PublishedAt string             `json:"publishedAt"`
-	Mids        map[string]float64 `json:"mids,omitempty"`
-	Err         string             `json:"err,omitempty"`
-}
-
 type sampleLine struct {
-	Desk   *deskSample   `json:"desk,omitempty"`
-	Row    *rowSample    `json:"row,omitempty"`
-	Mirror *mirrorSample `json:"mirror,omitempty"`
+	Desk   *invariant.DeskSample   `json:"desk,omitempty"`
+	Row    *invariant.RowSample    `json:"row,omitempty"`
+	Mirror *invariant.MirrorSample `json:"mirror,omitempty"`
 }
 
 // sampler records the desk's view of itself every 200 ms and keeps the holder for the clients.
@@ -77,9 +31,9 @@ type sampler struct {
 	mu      sync.Mutex
 	f       *os.File
 	enc     *json.Encoder
-	desks   []deskSample
-	rows    []rowSample
-	mirrors []mirrorSample
+	desks   []invariant.DeskSample
+	rows    []invariant.RowSample
+	mirrors []invariant.MirrorSample
 }
 
 func newSampler(c *cluster, path string) (*sampler, error) {
@@ -98,7 +52,7 @@ func (s *sampler) currentHolder() *proc {
 }
 
 func (s *sampler) run(ctx context.Context) {
-	t := time.NewTicker(sampleEvery)
+	t := time.NewTicker(invariant.SampleEvery)
 	defer t.Stop()
 	for {
 		s.sampleOnce(ctx)
@@ -125,7 +79,7 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 	wg.Go(func() {
 		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		r := rowSample{At: time.Now()}
+		r := invariant.RowSample{At: time.Now()}
 		row, ok, err := s.c.readRow(rctx)
 		r.OK, r.Row = ok, row
 		if err != nil {
@@ -150,10 +104,10 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 	wg.Wait()
 }
 
-func (s *sampler) sampleDesk(ctx context.Context, p *proc) (deskSample, bool) {
+func (s *sampler) sampleDesk(ctx context.Context, p *proc) (invariant.DeskSample, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	d := deskSample{Proc: p.name, PID: p.pid, Sent: time.Now()}
+	d := invariant.DeskSample{Proc: p.name, PID: p.pid, Sent: time.Now()}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/api/admin/fx/desk", nil)
 	req.Header.Set("Authorization", "Bearer "+s.c.admin)
 	resp, err := httpClient.Do(req)
@@ -169,7 +123,7 @@ func (s *sampler) sampleDesk(ctx context.Context, p *proc) (deskSample, bool) {
 			TrustLeftMs int64 `json:"trustLeftMs"`
 			Lost        bool  `json:"lost"`
 		} `json:"lease"`
-		Commits *commitCounts `json:"commits"`
+		Commits *invariant.CommitCounts `json:"commits"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&b) != nil {
 		return d, false
@@ -182,10 +136,10 @@ func (s *sampler) sampleDesk(ctx context.Context, p *proc) (deskSample, bool) {
 	return d, true
 }
 
-func (s *sampler) sampleMirror(ctx context.Context) mirrorSample {
+func (s *sampler) sampleMirror(ctx context.Context) invariant.MirrorSample {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	m := mirrorSample{At: time.Now()}
+	m := invariant.MirrorSample{At: time.Now()}
 	v, err := s.c.rdb.Get(ctx, redisname.Names{}.QuoteMirrorSnapshot()).Result() // the soak runs the default install
 	if errors.Is(err, redis.Nil) {
 		return m
@@ -237,24 +191,24 @@ func (s *sampler) record(l sampleLine) {
 }
 
 // snapshot copies what has been sampled so far.
-func (s *sampler) snapshot() ([]deskSample, []rowSample, []mirrorSample) {
+func (s *sampler) snapshot() ([]invariant.DeskSample, []invariant.RowSample, []invariant.MirrorSample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]deskSample(nil), s.desks...), append([]rowSample(nil), s.rows...), append([]mirrorSample(nil), s.mirrors...)
+	return append([]invariant.DeskSample(nil), s.desks...), append([]invariant.RowSample(nil), s.rows...), append([]invariant.MirrorSample(nil), s.mirrors...)
 }
 
 func (s *sampler) close() { s.f.Close() }
 
 // commitTotals adds up the last group commit counters each web process reported: what every
 // holder of the run committed, and how (one round trip, run again after a stale check).
-func commitTotals(desks []deskSample) commitCounts {
-	last := map[int]commitCounts{}
+func commitTotals(desks []invariant.DeskSample) invariant.CommitCounts {
+	last := map[int]invariant.CommitCounts{}
 	for _, d := range desks {
 		if d.Commits != nil {
 			last[d.PID] = *d.Commits
 		}
 	}
-	var t commitCounts
+	var t invariant.CommitCounts
 	for _, c := range last {
 		t.Batches += c.Batches
 		t.Writes += c.Writes

@@ -19,6 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/testkit/soak/invariant"
 	"fxdesk/internal/venue"
 )
 
@@ -175,7 +176,7 @@ func (v *venueSim) post(path string, body, out any) error {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("venue control %s %s: status %d: %s", path, b, resp.StatusCode, truncate(string(raw), 200))
+		return fmt.Errorf("venue control %s %s: status %d: %s", path, b, resp.StatusCode, invariant.Truncate(string(raw), 200))
 	}
 	if out != nil {
 		return json.Unmarshal(raw, out)
@@ -206,35 +207,7 @@ func (v *venueSim) closeTrade(id string) error {
 	return v.post("/control/close-trade", map[string]any{"tradeId": id}, nil)
 }
 
-// venueTrade is one trade as GET /control/state shows it.
-type venueTrade struct {
-	ID                    string           `json:"id"`
-	Symbol                string           `json:"symbol"`
-	State                 string           `json:"state"`
-	ClientID              string           `json:"clientId"`
-	Tag                   string           `json:"tag"`
-	InitialUnits          decimal.Decimal  `json:"initialUnits"`
-	CurrentUnits          decimal.Decimal  `json:"currentUnits"`
-	Price                 decimal.Decimal  `json:"price"`
-	AverageClosePrice     *decimal.Decimal `json:"averageClosePrice"`
-	ClosingTransactionIDs []int64          `json:"closingTransactionIds"`
-}
-
-// venueState is GET /control/state, read at At.
-type venueState struct {
-	At            time.Time      `json:"-"`
-	Held          int            `json:"held"`
-	OutageUntil   *time.Time     `json:"outageUntil"` // set until the trading listener listens again
-	OrderRequests map[string]int `json:"orderRequests"`
-	Requests      map[string]int `json:"requests"`
-	Pending       map[string]any `json:"pendingFaults"`
-	Trades        []venueTrade   `json:"trades"`
-	// CloseFills are the prices of every fill that closed or reduced a trade, by trade id, from
-	// the venue's transactions (read only at the end: the trading API draws injected 5xx).
-	CloseFills map[string][]decimal.Decimal `json:"-"`
-}
-
-func (v *venueSim) state() (*venueState, error) {
+func (v *venueSim) state() (*invariant.VenueState, error) {
 	resp, err := httpClient.Get(v.control + "/control/state")
 	if err != nil {
 		return nil, fmt.Errorf("venue state: %w", err)
@@ -243,7 +216,7 @@ func (v *venueSim) state() (*venueState, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("venue state: status %d", resp.StatusCode)
 	}
-	st := &venueState{At: time.Now()}
+	st := &invariant.VenueState{At: time.Now()}
 	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
 		return nil, fmt.Errorf("venue state: %w", err)
 	}
@@ -341,7 +314,7 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 			in.fail("%s: %v", f.Kind, err)
 			return
 		}
-		var open []venueTrade
+		var open []invariant.VenueTrade
 		for _, t := range st.Trades {
 			if t.State == "OPEN" && t.Tag == "fxdesk" {
 				open = append(open, t)
@@ -359,7 +332,7 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 		}
 		note = fmt.Sprintf("trade %s (client id %s, %s %s) closed at the venue", t.ID, t.ClientID, t.Symbol, t.CurrentUnits)
 	}
-	in.note(window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
+	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
 }
 
 // abookGroup creates the EXTERNAL account group as an operator would: the row in SQL (the
@@ -459,7 +432,7 @@ func settleVenue(ctx context.Context, c *cluster, logger interface{ Printf(strin
 			case past == nil && !r.Time.Before(target):
 				past = &r
 			case past != nil && r.Time.After(past.Time) && r.Actions == 0:
-				logger.Printf("soak: settle: %s reconciled with nothing left to do at %s (%s after the desk went quiet)", r.proc, ts(r.Time), r.Time.Sub(quiet).Round(time.Millisecond))
+				logger.Printf("soak: settle: %s reconciled with nothing left to do at %s (%s after the desk went quiet)", r.proc, invariant.TimeOfDay(r.Time), r.Time.Sub(quiet).Round(time.Millisecond))
 				return nil
 			}
 		}
@@ -471,10 +444,10 @@ func settleVenue(ctx context.Context, c *cluster, logger interface{ Printf(strin
 // finalVenueCheck checks the A-book at the end. The prices still move after the load, so a
 // stop may be closing a trade between the two reads: a read that breaks an invariant is taken
 // again, up to ten times a second apart, and only what persists is reported.
-func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }, quiet time.Time) []result {
-	var rs []result
+func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }, quiet time.Time) []invariant.Result {
+	var rs []invariant.Result
 	for attempt := 1; attempt <= 10; attempt++ {
-		s, err := readSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct)
 		if err != nil {
 			logger.Printf("soak: final venue check: %v", err)
 			continue
@@ -487,7 +460,7 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 			logger.Printf("soak: final venue check: %v", err)
 			continue
 		}
-		rs = checkVenueEnd(s, vs, quiet)
+		rs = invariant.CheckVenueEnd(s, vs, quiet)
 		bad := 0
 		for _, r := range rs {
 			bad += len(r.Violations)
@@ -499,9 +472,9 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 		time.Sleep(time.Second) // whatever a stop was closing has landed by then
 	}
 	if rs == nil {
-		r := result{Name: "venueTradesLinked", Figures: "the venue or the database could not be read"}
-		r.add("", "no final read of the venue and the database succeeded; see the log above")
-		rs = []result{r}
+		r := invariant.Result{Name: "venueTradesLinked", Figures: "the venue or the database could not be read"}
+		r.Add("", "no final read of the venue and the database succeeded; see the log above")
+		rs = []invariant.Result{r}
 	}
 	return rs
 }

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"context"
@@ -13,7 +13,7 @@ var testDB *sql.DB
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		db, closeDB, err := dbtest.NewMigrated("soak")
+		db, closeDB, err := dbtest.NewMigrated("soak-invariant")
 		if err != nil {
 			panic(err)
 		}
@@ -44,7 +44,7 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	exec("INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, `amountQuote`, `quoteCurrency`, `accountCurrency`) "+
 		"VALUES (?, '2025-03-05', ?, 'EURJPY', 'BUY', 1.00, 1, -500, 'JPY', 'USD')", position, account)
 
-	s, err := readSnapshot(ctx, testDB)
+	s, err := ReadSnapshot(ctx, testDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +60,12 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 		t.Fatalf("EURJPY read as %+v (found %v): the swap price check needs its quote currency, contract and point", in, ok)
 	}
 	expect(t, checkLedger(s), "")
-	expect(t, checkNonces(s, &evidence{}), "")
+	expect(t, checkNonces(s, &Evidence{}), "")
 	expect(t, checkSwapUnique(s), "")
 
 	// A balance moved behind the ledger's back, as only a bug in a writer could.
 	exec("UPDATE `fx_account` SET `balance` = 10000.01 WHERE `id` = ?", account)
-	if s, err = readSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, checkLedger(s), "Σ 1 deals = 10000, balance = 10000.01")

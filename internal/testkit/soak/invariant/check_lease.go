@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -9,17 +9,17 @@ import (
 // publishedLive reports whether snapshot m was published by a holder whose term was still the
 // lease's: the row read one sampling period before its publishedAt (surely before the publish)
 // had no newer term. A snapshot from a process that had already been replaced is a zombie's.
-func publishedLive(rows []rowSample, m mirrorSample) (bool, int64) {
+func publishedLive(rows []RowSample, m MirrorSample) (bool, int64) {
 	at, err := time.Parse(time.RFC3339Nano, m.PublishedAt)
 	if err != nil {
 		return false, 0
 	}
-	lt := liveTerm(rows, at.Add(-sampleEvery))
+	lt := liveTerm(rows, at.Add(-SampleEvery))
 	return m.Term >= lt, lt
 }
 
 // liveTerm is the lease row's term as last read at or before t (0 when unknown).
-func liveTerm(rows []rowSample, t time.Time) int64 {
+func liveTerm(rows []RowSample, t time.Time) int64 {
 	i := sort.Search(len(rows), func(i int) bool { return rows[i].At.After(t) })
 	for i--; i >= 0; i-- {
 		if rows[i].Err == "" && rows[i].OK {
@@ -29,8 +29,8 @@ func liveTerm(rows []rowSample, t time.Time) int64 {
 	return 0
 }
 
-func sortedRows(rows []rowSample) []rowSample {
-	out := append([]rowSample(nil), rows...)
+func sortedRows(rows []RowSample) []RowSample {
+	out := append([]RowSample(nil), rows...)
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
 }
@@ -39,16 +39,16 @@ func sortedRows(rows []rowSample) []rowSample {
 // snapshot was published after its term was replaced in the lease row, and within one publish
 // interval (plus sampling slack) of a new term in the lease row, the snapshot
 // carries it — unless Redis was cut meanwhile, when nobody can publish.
-func checkMirrorTerm(ev *evidence) result {
-	r := result{Name: "mirrorTerm"}
-	rows := sortedRows(ev.rows)
-	ms := append([]mirrorSample(nil), ev.mirrors...)
+func checkMirrorTerm(ev *Evidence) Result {
+	r := Result{Name: "mirrorTerm"}
+	rows := sortedRows(ev.Rows)
+	ms := append([]MirrorSample(nil), ev.Mirrors...)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].At.Before(ms[j].At) })
 	var maxTerm int64
 	var maxAt time.Time
 	backwards, stale, zombie := 0, 0, 0
 	lastZombie := ""
-	var episode *mirrorSample
+	var episode *MirrorSample
 	present := 0
 	// since is when the row first showed term t.
 	since := func(t int64) time.Time {
@@ -60,8 +60,8 @@ func checkMirrorTerm(ev *evidence) result {
 		return time.Time{}
 	}
 	redisCut := func(a, b time.Time) bool {
-		for _, w := range ev.windows {
-			if w.Kind == faultCut && w.Note == "redis" && !w.Start.After(b) && !w.End.Before(a) {
+		for _, w := range ev.Windows {
+			if w.Kind == FaultCut && w.Note == "redis" && !w.Start.After(b) && !w.End.Before(a) {
 				return true
 			}
 		}
@@ -76,8 +76,8 @@ func checkMirrorTerm(ev *evidence) result {
 		if m.Term < maxTerm {
 			backwards++
 			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
-				r.add("", "snapshot term went back from %d (seen %s) to %d at %s (publishedAt %s, USDJPY %.3f): an older holder published after a newer one",
-					maxTerm, ts(maxAt), m.Term, ts(m.At), m.PublishedAt, m.Mids["USDJPY"])
+				r.Add("", "snapshot term went back from %d (seen %s) to %d at %s (publishedAt %s, USDJPY %.3f): an older holder published after a newer one",
+					maxTerm, TimeOfDay(maxAt), m.Term, TimeOfDay(m.At), m.PublishedAt, m.Mids["USDJPY"])
 				episode = &ms[i]
 			}
 			continue
@@ -86,8 +86,8 @@ func checkMirrorTerm(ev *evidence) result {
 			zombie++
 			lastZombie = m.PublishedAt
 			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
-				r.add("", "snapshot of term %d published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
-					m.Term, m.PublishedAt, lt, m.Mids["USDJPY"], ts(m.At))
+				r.Add("", "snapshot of term %d published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
+					m.Term, m.PublishedAt, lt, m.Mids["USDJPY"], TimeOfDay(m.At))
 				episode = &ms[i]
 			}
 		}
@@ -95,10 +95,10 @@ func checkMirrorTerm(ev *evidence) result {
 		lt := liveTerm(rows, m.At)
 		if lt > m.Term {
 			t0 := since(lt)
-			if !t0.IsZero() && m.At.Sub(t0) > mirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) {
+			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) {
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
-					r.add("", "snapshot still term %d at %s, %s after the lease moved to term %d", m.Term, ts(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
+					r.Add("", "snapshot still term %d at %s, %s after the lease moved to term %d", m.Term, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
 					episode = &ms[i]
 				}
 			}
@@ -109,9 +109,9 @@ func checkMirrorTerm(ev *evidence) result {
 }
 
 // Lease terms only increase.
-func checkLeaseTerms(ev *evidence) result {
-	r := result{Name: "leaseTerms"}
-	rows := sortedRows(ev.rows)
+func checkLeaseTerms(ev *Evidence) Result {
+	r := Result{Name: "leaseTerms"}
+	rows := sortedRows(ev.Rows)
 	var last int64
 	var lastAt time.Time
 	terms := map[int64]bool{}
@@ -121,7 +121,7 @@ func checkLeaseTerms(ev *evidence) result {
 		}
 		terms[rs.Row.Term] = true
 		if rs.Row.Term < last {
-			r.add("", "lease row term %d at %s after %d at %s", rs.Row.Term, ts(rs.At), last, ts(lastAt))
+			r.Add("", "lease row term %d at %s after %d at %s", rs.Row.Term, TimeOfDay(rs.At), last, TimeOfDay(lastAt))
 		}
 		last, lastAt = rs.Row.Term, rs.At
 	}
@@ -133,19 +133,19 @@ func checkLeaseTerms(ev *evidence) result {
 // of [Sent, Recv] with trustLeftMs left, so it surely trusted over [Recv, Sent+trustLeft] — cut
 // short where the soak SIGSTOPped or killed it; two processes whose sure intervals overlap
 // trusted at the same instant.
-func checkSingleTrust(ev *evidence) result {
-	r := result{Name: "singleTrust"}
+func checkSingleTrust(ev *Evidence) Result {
+	r := Result{Name: "singleTrust"}
 	type span struct {
-		d        deskSample
+		d        DeskSample
 		from, to time.Time
 	}
 	var spans []span
-	for _, d := range ev.desks {
+	for _, d := range ev.Desks {
 		if d.HoldsLease {
 			to := d.Sent.Add(time.Duration(d.TrustLeftMs) * time.Millisecond)
 			// A process SIGSTOPped or killed cannot act on the rest of its window.
-			if p := ev.procs[d.PID]; p != nil {
-				if h := p.haltAfter(d.Sent); !h.IsZero() && h.Before(to) {
+			if p := ev.Procs[d.PID]; p != nil {
+				if h := p.HaltAfter(d.Sent); !h.IsZero() && h.Before(to) {
 					to = h
 				}
 			}
@@ -163,11 +163,11 @@ func checkSingleTrust(ev *evidence) result {
 				continue
 			}
 			reported[[2]int{a.d.PID, b.d.PID}] = true
-			r.add("", "%s (term %d, trusted %s–%s) and %s (term %d, trusted %s–%s) trusted the lease at once",
-				a.d.Proc, a.d.Term, ts(a.from), ts(a.to), b.d.Proc, b.d.Term, ts(b.from), ts(b.to))
+			r.Add("", "%s (term %d, trusted %s–%s) and %s (term %d, trusted %s–%s) trusted the lease at once",
+				a.d.Proc, a.d.Term, TimeOfDay(a.from), TimeOfDay(a.to), b.d.Proc, b.d.Term, TimeOfDay(b.from), TimeOfDay(b.to))
 		}
 	}
-	r.Figures = fmt.Sprintf("%d /desk samples, %d holding", len(ev.desks), len(spans))
+	r.Figures = fmt.Sprintf("%d /desk samples, %d holding", len(ev.Desks), len(spans))
 	return r
 }
 
@@ -179,28 +179,28 @@ var deskPriced = map[string]bool{"open": true, "open-retry": true, "close": true
 // sent — one the lease row had shown replaced by a newer term of another process. A web process
 // never claims again after losing, so its terms are the ones the row named it with. (The row is
 // sampled every 200 ms; a short legitimate term between two samples is not held against anyone.)
-func checkFencedInTerm(ev *evidence) result {
-	r := result{Name: "fencedInTerm"}
-	rows := sortedRows(ev.rows)
+func checkFencedInTerm(ev *Evidence) Result {
+	r := Result{Name: "fencedInTerm"}
+	rows := sortedRows(ev.Rows)
 	maxTerm := map[int]int64{} // pid → the newest term the row named it with
 	for _, rs := range rows {
 		if rs.OK && rs.Err == "" && rs.Row.Term > maxTerm[rs.Row.PID] {
 			maxTerm[rs.Row.PID] = rs.Row.Term
 		}
 	}
-	byName := map[string]*proc{}
-	for _, p := range ev.procs {
-		byName[p.name] = p
+	byName := map[string]*Process{}
+	for _, p := range ev.Procs {
+		byName[p.Name] = p
 	}
 	checked := 0
-	for _, e := range ev.journal {
-		if !deskPriced[e.Op] || !e.ok() {
+	for _, e := range ev.Journal {
+		if !deskPriced[e.Op] || !e.OK() {
 			continue
 		}
 		var b struct {
 			Replayed bool `json:"replayed"`
 		}
-		if e.decode(&b) && b.Replayed {
+		if e.Decode(&b) && b.Replayed {
 			continue
 		}
 		p := byName[e.Proc]
@@ -219,14 +219,14 @@ func checkFencedInTerm(ev *evidence) result {
 		if e.ForwardedTerm > 0 {
 			// Forwarded: the holder of the term the follower named wrote it, inside that term.
 			if rs.Row.Live && rs.Row.Term > e.ForwardedTerm {
-				r.add("", "journal %d: %s answered %d by %s forwarded for term %d at %s–%s, after the lease row named pid %d term %d live at %s",
-					e.Seq, e.Op, e.Status, e.Proc, e.ForwardedTerm, ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
+				r.Add("", "journal %d: %s answered %d by %s forwarded for term %d at %s–%s, after the lease row named pid %d term %d live at %s",
+					e.Seq, e.Op, e.Status, e.Proc, e.ForwardedTerm, TimeOfDay(e.Start), TimeOfDay(e.End), rs.Row.PID, rs.Row.Term, TimeOfDay(rs.At))
 			}
 			continue
 		}
-		if rs.Row.PID != p.pid && rs.Row.Live && rs.Row.Term > maxTerm[p.pid] {
-			r.add("", "journal %d: %s answered %d by %s (pid %d, newest term %d) at %s–%s, after the lease row named pid %d term %d live at %s",
-				e.Seq, e.Op, e.Status, e.Proc, p.pid, maxTerm[p.pid], ts(e.Start), ts(e.End), rs.Row.PID, rs.Row.Term, ts(rs.At))
+		if rs.Row.PID != p.PID && rs.Row.Live && rs.Row.Term > maxTerm[p.PID] {
+			r.Add("", "journal %d: %s answered %d by %s (pid %d, newest term %d) at %s–%s, after the lease row named pid %d term %d live at %s",
+				e.Seq, e.Op, e.Status, e.Proc, p.PID, maxTerm[p.PID], TimeOfDay(e.Start), TimeOfDay(e.End), rs.Row.PID, rs.Row.Term, TimeOfDay(rs.At))
 		}
 	}
 	r.Figures = fmt.Sprintf("%d fills and closes answered 2xx checked against the lease row", checked)

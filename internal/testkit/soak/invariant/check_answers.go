@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 )
 
 // Every 2xx in the journal is in the database as answered.
-func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "answersInDB"}
+func checkAnswersInDB(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "answersInDB"}
 	orders := map[int64]dbOrder{}
 	for _, o := range s.Orders {
 		orders[o.ID] = o
@@ -30,8 +30,8 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 		deals[d.ID] = d
 	}
 	n := 0
-	for _, e := range ev.journal {
-		if !e.ok() || e.Method != http.MethodPost || !e.End.Before(s.Taken) {
+	for _, e := range ev.Journal {
+		if !e.OK() || e.Method != http.MethodPost || !e.End.Before(s.Taken) {
 			continue
 		}
 		var b struct {
@@ -50,14 +50,14 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 				Amount string `json:"amount"`
 			} `json:"deal"`
 		}
-		if !e.decode(&b) {
+		if !e.Decode(&b) {
 			continue
 		}
 		n++
 		switch {
 		case strings.HasPrefix(e.Op, "open"):
 			if b.Order == nil {
-				r.add("", "journal %d: %s answered %d without an order", e.Seq, e.Op, e.Status)
+				r.Add("", "journal %d: %s answered %d without an order", e.Seq, e.Op, e.Status)
 				continue
 			}
 			o, ok := orders[b.Order.ID]
@@ -65,18 +65,18 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 			// has moved on since: the reconciler filled it, or found it never reached the venue.
 			moved := b.Order.Status == "SENDING" && (o.Status == "FILLED" || o.Status == "NOT_SENT" || o.Status == "REJECTED")
 			if !ok || o.Account != b.Order.AccountID || o.Nonce.String != b.Order.RequestNonce || (o.Status != b.Order.Status && !moved) {
-				r.add("", "journal %d: order %d (nonce %s, %s) answered %d, database has %+v (found %v)", e.Seq, b.Order.ID, b.Order.RequestNonce, b.Order.Status, e.Status, o, ok)
+				r.Add("", "journal %d: order %d (nonce %s, %s) answered %d, database has %+v (found %v)", e.Seq, b.Order.ID, b.Order.RequestNonce, b.Order.Status, e.Status, o, ok)
 			}
 			if b.Position != nil {
 				if p, ok := positions[b.Position.ID]; !ok || p.Order != b.Order.ID {
-					r.add("", "journal %d: position %d of order %d answered %d, not in the database", e.Seq, b.Position.ID, b.Order.ID, e.Status)
+					r.Add("", "journal %d: position %d of order %d answered %d, not in the database", e.Seq, b.Position.ID, b.Order.ID, e.Status)
 				}
 			}
 		case b.Deal != nil:
 			d, ok := deals[b.Deal.ID]
 			amt, _ := decimal.NewFromString(b.Deal.Amount)
 			if !ok || !d.Amount.Equal(amt) {
-				r.add("", "journal %d: %s %s answered %d with deal %d amount %s; database has %v (found %v)", e.Seq, e.Op, e.Path, e.Status, b.Deal.ID, b.Deal.Amount, d.Amount, ok)
+				r.Add("", "journal %d: %s %s answered %d with deal %d amount %s; database has %v (found %v)", e.Seq, e.Op, e.Path, e.Status, b.Deal.ID, b.Deal.Amount, d.Amount, ok)
 			}
 		}
 	}
@@ -87,32 +87,32 @@ func checkAnswersInDB(s *dbSnapshot, ev *evidence) result {
 // No 5xx but the documented 503 texts. Answers alike (status and text, less than 5 s apart) are
 // one row with their count, routes, journal numbers and the faults they fell in; journal.jsonl
 // has each.
-func checkNo5xx(ev *evidence) result {
-	r := result{Name: "no5xx"}
+func checkNo5xx(ev *Evidence) Result {
+	r := Result{Name: "no5xx"}
 	allowed, unknowns, total := 0, 0, 0
 	type group struct {
-		first, last entry
+		first, last Entry
 		msg         string
 		n           int
 		routes      map[string]int
 	}
 	groups := map[string]*group{} // the open episode of each status and text
 	var order []*group
-	for _, e := range ev.journal {
+	for _, e := range ev.Journal {
 		total++
-		if e.Outcome == unknown {
+		if e.Outcome == OutcomeUnknown {
 			unknowns++
 		}
-		if e.Outcome != answered || e.Status < 500 {
+		if e.Outcome != Answered || e.Status < 500 {
 			continue
 		}
-		msg := e.errorMessage()
+		msg := e.ErrorMessage()
 		// The documented 5xx: a process that cannot quote, a database it cannot reach (nothing was
 		// written), and a write whose outcome is unknown (its COMMIT's connection died; a replay
 		// with the same nonce is safe — the answered-in-the-database check treats it as unknown).
 		// An EXTERNAL trader's request may also meet the venue down (nothing was sent) or a venue
 		// answer that never came (the reconciler books what the venue did).
-		venueAnswer := ev.external[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
+		venueAnswer := ev.External[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
 			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgVenueOutcomeUnknown))
 		// The front door's: a write that met contention on every retry (nothing was written), and
 		// every token lookup slot taken by a flood of unknown tokens (nothing was done).
@@ -123,7 +123,7 @@ func checkNo5xx(ev *evidence) result {
 			continue
 		}
 		if msg == "" {
-			msg = truncate(string(e.Resp), 120)
+			msg = Truncate(string(e.Resp), 120)
 		}
 		// An episode: answers alike with less than 5 s between them. Its first journal entry
 		// names it, so a later check extends the same row.
@@ -144,8 +144,8 @@ func checkNo5xx(ev *evidence) result {
 			routes = append(routes, fmt.Sprintf("%s ×%d", rt, n))
 		}
 		slices.Sort(routes)
-		r.add(fmt.Sprintf("5xx from %d", g.first.Seq), "%d answers %d %q, %s–%s (%s), journal %d…%d: %s", g.n, g.first.Status, g.msg,
-			ts(g.first.Start), ts(g.last.End), ev.during(g.first.Start, g.last.End), g.first.Seq, g.last.Seq, strings.Join(routes, ", "))
+		r.Add(fmt.Sprintf("5xx from %d", g.first.Seq), "%d answers %d %q, %s–%s (%s), journal %d…%d: %s", g.n, g.first.Status, g.msg,
+			TimeOfDay(g.first.Start), TimeOfDay(g.last.End), ev.during(g.first.Start, g.last.End), g.first.Seq, g.last.Seq, strings.Join(routes, ", "))
 	}
 	r.Figures = fmt.Sprintf("%d requests, %d documented 503s, %d outcome unknown", total, allowed, unknowns)
 	return r
@@ -164,23 +164,23 @@ func route(path string) string {
 }
 
 // tradesAgain: an order filled within 30 s after the last fault ended.
-func checkTradesAgain(ev *evidence, lastFault time.Time) result {
-	r := result{Name: "tradesAgain"}
+func CheckTradesAgain(ev *Evidence, lastFault time.Time) Result {
+	r := Result{Name: "tradesAgain"}
 	if lastFault.IsZero() {
 		r.Figures = "no fault injected"
 		return r
 	}
-	for _, e := range ev.journal {
-		if strings.HasPrefix(e.Op, "open") && e.ok() && e.Start.After(lastFault) {
+	for _, e := range ev.Journal {
+		if strings.HasPrefix(e.Op, "open") && e.OK() && e.Start.After(lastFault) {
 			took := e.End.Sub(lastFault)
-			r.Figures = fmt.Sprintf("first fill %s after the last fault ended (%s)", took.Round(time.Millisecond), ts(lastFault))
+			r.Figures = fmt.Sprintf("first fill %s after the last fault ended (%s)", took.Round(time.Millisecond), TimeOfDay(lastFault))
 			if took > 30*time.Second {
-				r.add("", "the desk first filled an order %s after the last fault (journal %d)", took.Round(time.Millisecond), e.Seq)
+				r.Add("", "the desk first filled an order %s after the last fault (journal %d)", took.Round(time.Millisecond), e.Seq)
 			}
 			return r
 		}
 	}
 	r.Figures = "no fill after the last fault"
-	r.add("", "no order filled after the last fault ended at %s", ts(lastFault))
+	r.Add("", "no order filled after the last fault ended at %s", TimeOfDay(lastFault))
 	return r
 }

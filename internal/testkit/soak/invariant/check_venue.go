@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 
 // venueNeverResent: the venue received at most one order request per client id. An order whose
 // outcome was unknown is resolved by its client id, never sent again.
-func checkVenueNeverResent(vs *venueState) result {
-	r := result{Name: "venueNeverResent"}
+func checkVenueNeverResent(vs *VenueState) Result {
+	r := Result{Name: "venueNeverResent"}
 	total := 0
 	ids := make([]string, 0, len(vs.OrderRequests))
 	for id, n := range vs.OrderRequests {
@@ -28,15 +28,15 @@ func checkVenueNeverResent(vs *venueState) result {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if n := vs.OrderRequests[id]; n > 1 {
-			r.add("resent "+id, "client id %s (desk order %s): the venue received %d order requests", id, id, n)
+			r.Add("resent "+id, "client id %s (desk order %s): the venue received %d order requests", id, id, n)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d client ids, %d order requests, %d venue trades", len(vs.OrderRequests), total, len(vs.Trades))
 	return r
 }
 
-func tradesByID(vs *venueState) map[string]venueTrade {
-	m := make(map[string]venueTrade, len(vs.Trades))
+func tradesByID(vs *VenueState) map[string]VenueTrade {
+	m := make(map[string]VenueTrade, len(vs.Trades))
 	for _, t := range vs.Trades {
 		m[t.ID] = t
 	}
@@ -48,8 +48,8 @@ func tradesByID(vs *venueState) map[string]venueTrade {
 // open at the venue with |currentUnits| = volume × contract size; and every OPEN position an
 // EXTERNAL order opened is linked at all (an EXTERNAL fill the desk priced itself is a B-book
 // position nobody hedged).
-func checkVenueTradesLinked(s *dbSnapshot, vs *venueState) result {
-	r := result{Name: "venueTradesLinked"}
+func checkVenueTradesLinked(s *Snapshot, vs *VenueState) Result {
+	r := Result{Name: "venueTradesLinked"}
 	orders := map[int64]dbOrder{}
 	for _, o := range s.Orders {
 		orders[o.ID] = o
@@ -63,7 +63,7 @@ func checkVenueTradesLinked(s *dbSnapshot, vs *venueState) result {
 				openLinked++
 			}
 		} else if p.Status == "OPEN" && orders[p.Order].Execution == "EXTERNAL" {
-			r.add("", "position %d (%s %s %s lots, order %d EXTERNAL) is open with no venue trade linked", p.ID, p.Symbol, p.Side, p.Volume, p.Order)
+			r.Add("", "position %d (%s %s %s lots, order %d EXTERNAL) is open with no venue trade linked", p.ID, p.Symbol, p.Side, p.Volume, p.Order)
 		}
 	}
 	openTagged := 0
@@ -81,12 +81,12 @@ func checkVenueTradesLinked(s *dbSnapshot, vs *venueState) result {
 		o := orders[parseID(t.ClientID)]
 		switch {
 		case len(open) == 0:
-			r.add("", "venue trade %s (client id %s, %s %s units) is open at the venue, but no open desk position is linked to it (desk order %d: %s; linked positions %s)",
+			r.Add("", "venue trade %s (client id %s, %s %s units) is open at the venue, but no open desk position is linked to it (desk order %d: %s; linked positions %s)",
 				t.ID, t.ClientID, t.Symbol, t.CurrentUnits, o.ID, orderText(o), positionsText(byTrade[t.ID]))
 		case len(open) > 1:
-			r.add("", "venue trade %s is linked to %d open desk positions: %s", t.ID, len(open), positionsText(open))
+			r.Add("", "venue trade %s is linked to %d open desk positions: %s", t.ID, len(open), positionsText(open))
 		case strconv.FormatInt(open[0].Order, 10) != t.ClientID:
-			r.add("", "venue trade %s (client id %s) is linked to position %d of order %d", t.ID, t.ClientID, open[0].ID, open[0].Order)
+			r.Add("", "venue trade %s (client id %s) is linked to position %d of order %d", t.ID, t.ClientID, open[0].ID, open[0].Order)
 		}
 	}
 	trades := tradesByID(vs)
@@ -99,11 +99,11 @@ func checkVenueTradesLinked(s *dbSnapshot, vs *venueState) result {
 		want := p.Volume.Mul(in.Contract)
 		switch {
 		case !ok:
-			r.add("", "position %d (%s %s %s lots) is linked to venue trade %s, which the venue never had", p.ID, p.Symbol, p.Side, p.Volume, p.VenueTradeID.String)
+			r.Add("", "position %d (%s %s %s lots) is linked to venue trade %s, which the venue never had", p.ID, p.Symbol, p.Side, p.Volume, p.VenueTradeID.String)
 		case t.State != "OPEN":
-			r.add("", "position %d (%s %s %s lots) is open, but its venue trade %s is %s (average close %s)", p.ID, p.Symbol, p.Side, p.Volume, t.ID, t.State, decText(t.AverageClosePrice))
+			r.Add("", "position %d (%s %s %s lots) is open, but its venue trade %s is %s (average close %s)", p.ID, p.Symbol, p.Side, p.Volume, t.ID, t.State, decText(t.AverageClosePrice))
 		case !t.CurrentUnits.Abs().Equal(want):
-			r.add("", "position %d (%s %s %s lots = %s units) is linked to venue trade %s with %s units open", p.ID, p.Symbol, p.Side, p.Volume, want, t.ID, t.CurrentUnits)
+			r.Add("", "position %d (%s %s %s lots = %s units) is linked to venue trade %s with %s units open", p.ID, p.Symbol, p.Side, p.Volume, want, t.ID, t.CurrentUnits)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d open tagged venue trades, %d open linked desk positions", openTagged, openLinked)
@@ -114,8 +114,8 @@ func checkVenueTradesLinked(s *dbSnapshot, vs *venueState) result {
 // close deals at prices the venue reported (the average close price or one of the trade's close
 // fills, plus the group's markup); and every tagged trade the venue closed was booked by the
 // desk at all (a closed trade with no desk position is venue P&L the desk's ledger never saw).
-func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
-	r := result{Name: "venueClosesBooked"}
+func checkVenueClosesBooked(s *Snapshot, vs *VenueState) Result {
+	r := Result{Name: "venueClosesBooked"}
 	byTrade := map[string][]dbPosition{}
 	for _, p := range s.Positions {
 		if p.VenueTradeID.Valid {
@@ -141,7 +141,7 @@ func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
 		ps := byTrade[t.ID]
 		if len(ps) == 0 {
 			o := orders[parseID(t.ClientID)]
-			r.add("", "venue trade %s (client id %s, %s %s units, closed at %s) was closed at the venue, but no desk position was ever linked to it (desk order %d: %s)",
+			r.Add("", "venue trade %s (client id %s, %s %s units, closed at %s) was closed at the venue, but no desk position was ever linked to it (desk order %d: %s)",
 				t.ID, t.ClientID, t.Symbol, t.InitialUnits, decText(t.AverageClosePrice), o.ID, orderText(o))
 			continue
 		}
@@ -152,7 +152,7 @@ func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
 		venuePrices = append(venuePrices, vs.CloseFills[t.ID]...)
 		for _, p := range ps {
 			if p.Status != "CLOSED" {
-				r.add("", "venue trade %s is CLOSED at the venue (average close %s), but desk position %d (%s %s) is %s with %s lots", t.ID, decText(t.AverageClosePrice), p.ID, p.Symbol, p.Side, p.Status, p.Volume)
+				r.Add("", "venue trade %s is CLOSED at the venue (average close %s), but desk position %d (%s %s) is %s with %s lots", t.ID, decText(t.AverageClosePrice), p.ID, p.Symbol, p.Side, p.Status, p.Volume)
 				continue
 			}
 			in := s.Instruments[p.Symbol]
@@ -163,7 +163,7 @@ func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
 			for _, d := range closes[p.ID] {
 				deals++
 				if !d.Price.Valid {
-					r.add("", "position %d close deal %d has no price", p.ID, d.ID)
+					r.Add("", "position %d close deal %d has no price", p.ID, d.ID)
 					continue
 				}
 				ok := false
@@ -173,7 +173,7 @@ func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
 					}
 				}
 				if !ok {
-					r.add("", "position %d (%s %s) close deal %d (%s lots, %s) at %s: the venue closed trade %s at %s (average %s), markup %s",
+					r.Add("", "position %d (%s %s) close deal %d (%s lots, %s) at %s: the venue closed trade %s at %s (average %s), markup %s",
 						p.ID, p.Symbol, p.Side, d.ID, d.Volume.Decimal, d.Comment, d.Price.Decimal, t.ID, decsText(vs.CloseFills[t.ID]), decText(t.AverageClosePrice), markup)
 				}
 			}
@@ -183,12 +183,12 @@ func checkVenueClosesBooked(s *dbSnapshot, vs *venueState) result {
 	return r
 }
 
-// noStaleSending: settleVenue waited for a reconcile that gathered past NOT_SENT_AFTER after the
+// noStaleSending: the soak's settle waited for a reconcile that gathered past NOT_SENT_AFTER after the
 // desk went quiet at quiet and planned nothing, so no EXTERNAL order sent before quiet may still
 // be SENDING: by then each was past NOT_SENT_AFTER and had to be resolved. quiet is the soak's
 // clock and sentAt the database's; they are one host's clock here.
-func checkNoStaleSending(s *dbSnapshot, quiet time.Time) result {
-	r := result{Name: "noStaleSending"}
+func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
+	r := Result{Name: "noStaleSending"}
 	sending, notSent, later := 0, 0, 0
 	for _, o := range s.Orders {
 		switch o.Status {
@@ -200,8 +200,8 @@ func checkNoStaleSending(s *dbSnapshot, quiet time.Time) result {
 			case !o.SentAt.Valid:
 				// No send time to measure (the check before this one did not flag it either).
 			case o.SentAt.Time.Before(quiet):
-				r.add("", "order %d (account %d, nonce %s) is SENDING, sent %s before the desk went quiet at %s and the settle's reconciles",
-					o.ID, o.Account, o.Nonce.String, quiet.Sub(o.SentAt.Time).Round(time.Millisecond), ts(quiet))
+				r.Add("", "order %d (account %d, nonce %s) is SENDING, sent %s before the desk went quiet at %s and the settle's reconciles",
+					o.ID, o.Account, o.Nonce.String, quiet.Sub(o.SentAt.Time).Round(time.Millisecond), TimeOfDay(quiet))
 			default:
 				later++
 			}
@@ -211,10 +211,10 @@ func checkNoStaleSending(s *dbSnapshot, quiet time.Time) result {
 	return r
 }
 
-// checkVenueEnd runs the invariants that need a quiesced desk.
-// quiet is when the desk went quiet, as settleVenue was given it.
-func checkVenueEnd(s *dbSnapshot, vs *venueState, quiet time.Time) []result {
-	return []result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkNoStaleSending(s, quiet)}
+// CheckVenueEnd runs the invariants that need a quiesced desk.
+// quiet is when the desk went quiet, as the soak's settle was given it.
+func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
+	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkNoStaleSending(s, quiet)}
 }
 
 func parseID(s string) int64 {

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"database/sql"
@@ -36,9 +36,9 @@ func nstr(s string) sql.NullString { return sql.NullString{String: s, Valid: tru
 func ntime(t time.Time) sql.NullTime { return sql.NullTime{Time: t, Valid: true} }
 
 // answer is a journal entry answered with status and body resp.
-func answer(seq int64, client, op, method, path string, status int, resp string, start, end time.Time) entry {
-	return entry{Seq: seq, Client: client, Op: op, Proc: "web1", Method: method, Path: path, Start: start, End: end,
-		Outcome: answered, Status: status, Resp: json.RawMessage(resp)}
+func answer(seq int64, client, op, method, path string, status int, resp string, start, end time.Time) Entry {
+	return Entry{Seq: seq, Client: client, Op: op, Proc: "web1", Method: method, Path: path, Start: start, End: end,
+		Outcome: Answered, Status: status, Resp: json.RawMessage(resp)}
 }
 
 // errBody is an error answer as the desk writes it.
@@ -56,7 +56,7 @@ type checkCase[F any] struct {
 }
 
 // runCases runs each case on a fresh fixture, and the fixture untouched first: it must hold.
-func runCases[F any](t *testing.T, fixture func() F, check func(F) result, cases []checkCase[F]) {
+func runCases[F any](t *testing.T, fixture func() F, check func(F) Result, cases []checkCase[F]) {
 	t.Helper()
 	t.Run("the crafted evidence holds", func(t *testing.T) { expect(t, check(fixture()), "") })
 	for _, c := range cases {
@@ -69,7 +69,7 @@ func runCases[F any](t *testing.T, fixture func() F, check func(F) result, cases
 }
 
 // expect fails t unless r holds (want "") or one of its violations contains want.
-func expect(t *testing.T, r result, want string) {
+func expect(t *testing.T, r Result, want string) {
 	t.Helper()
 	var texts []string
 	for _, v := range r.Violations {
@@ -91,12 +91,12 @@ func expect(t *testing.T, r result, want string) {
 
 // money is the fixture of the ledger, positions and nonces checks.
 type money struct {
-	s  *dbSnapshot
-	ev *evidence
+	s  *Snapshot
+	ev *Evidence
 }
 
 func moneyFixture() *money {
-	s := &dbSnapshot{
+	s := &Snapshot{
 		Taken: at(100),
 		Accounts: []dbAccount{
 			{ID: 1, User: 1001, Balance: dec("10037.50")},
@@ -118,7 +118,7 @@ func moneyFixture() *money {
 	order := func(id int64, nonce string) string {
 		return `{"order":{"id":` + strconv.FormatInt(id, 10) + `,"requestNonce":"` + nonce + `"}}`
 	}
-	ev := &evidence{journal: []entry{
+	ev := &Evidence{Journal: []Entry{
 		answer(1, "t1", "open", http.MethodPost, "/api/fx/orders", 201, order(100, "t1-order-1"), at(1), at(1.1)),
 		answer(2, "t1", "open-retry", http.MethodPost, "/api/fx/orders", 200, order(100, "t1-order-1"), at(2), at(2.1)),
 		answer(3, "t1", "raceClose", http.MethodPost, "/api/fx/positions/11/close", 200, `{}`, at(3), at(3.1)),
@@ -128,7 +128,7 @@ func moneyFixture() *money {
 }
 
 func TestLedgerCheckFlagsABalanceOrARunningBalanceThatDisagreesWithTheDeals(t *testing.T) {
-	runCases(t, moneyFixture, func(m *money) result { return checkLedger(m.s) }, []checkCase[*money]{
+	runCases(t, moneyFixture, func(m *money) Result { return checkLedger(m.s) }, []checkCase[*money]{
 		{"a deal's balanceAfter is not the previous one's plus its amount", func(m *money) { m.s.Deals[1].BalanceAfter = dec("10030.00") },
 			"deal 2 (PROFIT 25, key close:10:1): balanceAfter 10030"},
 		{"the balance is not the sum of the deals", func(m *money) { m.s.Accounts[0].Balance = dec("10000.00") },
@@ -139,7 +139,7 @@ func TestLedgerCheckFlagsABalanceOrARunningBalanceThatDisagreesWithTheDeals(t *t
 }
 
 func TestPositionsCheckFlagsADoubleCloseAnOvercloseAndTwoWinnersOfARace(t *testing.T) {
-	runCases(t, moneyFixture, func(m *money) result { return checkPositions(m.s, m.ev) }, []checkCase[*money]{
+	runCases(t, moneyFixture, func(m *money) Result { return checkPositions(m.s, m.ev) }, []checkCase[*money]{
 		{"a close deal after the full close", func(m *money) {
 			m.s.Deals = append(m.s.Deals, dbDeal{ID: 4, Account: 1, Type: "PROFIT", Position: nid(11), Volume: ndec("0.5"), Key: "close:11:0.5"})
 		}, "position 11 closed again after it was fully closed: deal 4"},
@@ -151,14 +151,14 @@ func TestPositionsCheckFlagsADoubleCloseAnOvercloseAndTwoWinnersOfARace(t *testi
 			"position 10: volume 0.5, but opened 1 minus its close deals is 0.4"},
 		{"CLOSED with volume left", func(m *money) { m.s.Positions[0].Status = "CLOSED" },
 			"position 10: status CLOSED with volume 0.4"},
-		{"both halves of a race answered 2xx", func(m *money) { m.ev.journal[3].Status, m.ev.journal[3].Resp = 200, json.RawMessage(`{}`) },
+		{"both halves of a race answered 2xx", func(m *money) { m.ev.Journal[3].Status, m.ev.Journal[3].Resp = 200, json.RawMessage(`{}`) },
 			"t1 /api/fx/positions/11/close: 2 concurrent full closes answered 2xx (journal seq 3 and 4)"},
-		{"a race whose both halves failed", func(m *money) { m.ev.journal[2].Status = 404 }, ""},
+		{"a race whose both halves failed", func(m *money) { m.ev.Journal[2].Status = 404 }, ""},
 	})
 }
 
 func TestNoncesCheckFlagsTwoOrdersForOneNonceOrTwoAnswersNamingDifferentOrders(t *testing.T) {
-	runCases(t, moneyFixture, func(m *money) result { return checkNonces(m.s, m.ev) }, []checkCase[*money]{
+	runCases(t, moneyFixture, func(m *money) Result { return checkNonces(m.s, m.ev) }, []checkCase[*money]{
 		{"two orders of one account under one nonce", func(m *money) {
 			m.s.Orders = append(m.s.Orders, dbOrder{ID: 102, Account: 1, Nonce: nstr("t1-order-1"), Status: "FILLED"})
 		}, "account 1 nonce t1-order-1: orders [100 102]"},
@@ -166,30 +166,10 @@ func TestNoncesCheckFlagsTwoOrdersForOneNonceOrTwoAnswersNamingDifferentOrders(t
 			m.s.Orders = append(m.s.Orders, dbOrder{ID: 102, Account: 2, Nonce: nstr("t1-order-1"), Status: "FILLED"})
 		}, ""},
 		{"a retry answered with another order", func(m *money) {
-			m.ev.journal[1].Resp = json.RawMessage(`{"order":{"id":102,"requestNonce":"t1-order-1"}}`)
+			m.ev.Journal[1].Resp = json.RawMessage(`{"order":{"id":102,"requestNonce":"t1-order-1"}}`)
 		}, "nonce t1-order-1 answered with orders [100 102]"},
 		{"a refused retry", func(m *money) {
-			m.ev.journal[1].Status, m.ev.journal[1].Resp = 409, json.RawMessage(`{"order":{"id":102,"requestNonce":"t1-order-1"}}`)
+			m.ev.Journal[1].Status, m.ev.Journal[1].Resp = 409, json.RawMessage(`{"order":{"id":102,"requestNonce":"t1-order-1"}}`)
 		}, ""},
 	})
-}
-
-func TestTallyKeepsOneRowPerViolationKeyWithItsLatestText(t *testing.T) {
-	tl := newTally()
-	first := result{Name: "no5xx", Figures: "1 request"}
-	first.add("5xx from 7", "1 answers 500")
-	tl.add([]result{first, {Name: "ledger", Figures: "1 account"}})
-	later := result{Name: "no5xx", Figures: "2 requests"}
-	later.add("5xx from 7", "2 answers 500")
-	later.add("", "another row")
-	tl.add([]result{later})
-	if tl.checks != 2 || tl.violations() != 2 || tl.figures["no5xx"] != "2 requests" {
-		t.Fatalf("checks %d, violations %d, figures %q; want 2, 2, the latest", tl.checks, tl.violations(), tl.figures["no5xx"])
-	}
-	if got := tl.broken["no5xx"]; got[0] != "2 answers 500" || got[1] != "another row" {
-		t.Fatalf("rows %q: the episode's row must carry its latest text, the new row follow it", got)
-	}
-	if strings.Join(tl.order, ",") != "no5xx,ledger" {
-		t.Fatalf("order %v: invariants are reported in the order first seen", tl.order)
-	}
 }

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"testing"
@@ -8,8 +8,8 @@ import (
 
 // abook is the fixture of the A-book checks: the venue's state beside the desk's snapshot.
 type abook struct {
-	s  *dbSnapshot
-	vs *venueState
+	s  *Snapshot
+	vs *VenueState
 }
 
 // venueFixture is one EXTERNAL order whose trade is open and linked, and one whose trade the
@@ -17,7 +17,7 @@ type abook struct {
 func venueFixture() *abook {
 	closedAt := dec("1.10000")
 	return &abook{
-		s: &dbSnapshot{
+		s: &Snapshot{
 			Taken: at(100),
 			Orders: []dbOrder{
 				{ID: 100, Account: 1, Nonce: nstr("t3-order-1"), Status: "FILLED", Execution: "EXTERNAL", SentAt: ntime(at(1))},
@@ -36,9 +36,9 @@ func venueFixture() *abook {
 				"EURUSD": {Contract: dec("100000"), Point: dec("0.00001"), Markup: dec("2"), Quote: "USD"},
 			},
 		},
-		vs: &venueState{
+		vs: &VenueState{
 			OrderRequests: map[string]int{"100": 1, "101": 1},
-			Trades: []venueTrade{
+			Trades: []VenueTrade{
 				{ID: "T1", Symbol: "EUR_USD", State: "OPEN", ClientID: "100", Tag: "fxdesk", InitialUnits: dec("10000"), CurrentUnits: dec("10000")},
 				{ID: "T2", Symbol: "EUR_USD", State: "CLOSED", ClientID: "101", Tag: "fxdesk", InitialUnits: dec("20000"), AverageClosePrice: &closedAt},
 				{ID: "T9", Symbol: "EUR_USD", State: "OPEN", ClientID: "x", Tag: "someone-else", CurrentUnits: dec("5")},
@@ -49,13 +49,13 @@ func venueFixture() *abook {
 }
 
 func TestVenueNeverResentCheckFlagsAClientIDTheVenueReceivedTwice(t *testing.T) {
-	runCases(t, venueFixture, func(v *abook) result { return checkVenueNeverResent(v.vs) }, []checkCase[*abook]{
+	runCases(t, venueFixture, func(v *abook) Result { return checkVenueNeverResent(v.vs) }, []checkCase[*abook]{
 		{"an order sent twice", func(v *abook) { v.vs.OrderRequests["101"] = 2 }, "client id 101 (desk order 101): the venue received 2 order requests"},
 	})
 }
 
 func TestVenueTradesLinkedCheckFlagsAnOpenTradeOrPositionWithoutItsCounterpart(t *testing.T) {
-	runCases(t, venueFixture, func(v *abook) result { return checkVenueTradesLinked(v.s, v.vs) }, []checkCase[*abook]{
+	runCases(t, venueFixture, func(v *abook) Result { return checkVenueTradesLinked(v.s, v.vs) }, []checkCase[*abook]{
 		{"an open EXTERNAL position with no trade linked", func(v *abook) { v.s.Positions[0].VenueTradeID.Valid = false },
 			"position 10 (EURUSD BUY 0.1 lots, order 100 EXTERNAL) is open with no venue trade linked"},
 		{"an open tagged trade with no open position", func(v *abook) { v.s.Positions[0].Status = "CLOSED" },
@@ -75,7 +75,7 @@ func TestVenueTradesLinkedCheckFlagsAnOpenTradeOrPositionWithoutItsCounterpart(t
 }
 
 func TestVenueClosesBookedCheckFlagsAVenueCloseTheDeskDidNotBookAtTheVenuesPrice(t *testing.T) {
-	runCases(t, venueFixture, func(v *abook) result { return checkVenueClosesBooked(v.s, v.vs) }, []checkCase[*abook]{
+	runCases(t, venueFixture, func(v *abook) Result { return checkVenueClosesBooked(v.s, v.vs) }, []checkCase[*abook]{
 		{"a trade closed at the venue with no desk position", func(v *abook) { v.s.Positions[1].VenueTradeID.Valid = false },
 			"venue trade T2 (client id 101, EUR_USD 20000 units, closed at 1.1) was closed at the venue, but no desk position was ever linked to it"},
 		{"the desk position is still open", func(v *abook) { v.s.Positions[1].Status = "OPEN" },
@@ -93,7 +93,7 @@ func TestVenueClosesBookedCheckFlagsAVenueCloseTheDeskDidNotBookAtTheVenuesPrice
 
 func TestNoStaleSendingCheckFlagsAnOrderStillSendingAfterTheSettle(t *testing.T) {
 	quiet := at(50)
-	check := func(v *abook) result { return checkNoStaleSending(v.s, quiet) }
+	check := func(v *abook) Result { return checkNoStaleSending(v.s, quiet) }
 	runCases(t, venueFixture, check, []checkCase[*abook]{
 		{"an order sent before the desk went quiet is still SENDING", func(v *abook) { v.s.Orders[0].Status = "SENDING" },
 			"order 100 (account 1, nonce t3-order-1) is SENDING, sent 49s before the desk went quiet at 12:00:50.000"},

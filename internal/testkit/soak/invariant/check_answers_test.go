@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"encoding/json"
@@ -11,70 +11,70 @@ import (
 )
 
 func answersFixture() *money {
-	s := &dbSnapshot{
+	s := &Snapshot{
 		Taken:     at(100),
 		Orders:    []dbOrder{{ID: 100, Account: 1, Nonce: nstr("n1"), Status: "FILLED", Execution: "INTERNAL"}},
 		Positions: []dbPosition{{ID: 10, Account: 1, Order: 100, Status: "OPEN"}},
 		Deals:     []dbDeal{{ID: 7, Account: 1, Type: "WITHDRAWAL", Amount: dec("-12.50")}},
 	}
-	ev := &evidence{
-		external: map[string]bool{"t3": true},
-		journal: []entry{
+	ev := &Evidence{
+		External: map[string]bool{"t3": true},
+		Journal: []Entry{
 			answer(1, "t1", "open", http.MethodPost, "/api/fx/orders", 201,
 				`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"FILLED"},"position":{"id":10,"volume":"1"}}`, at(1), at(1.1)),
 			answer(2, "t1", "withdraw", http.MethodPost, "/api/fx/accounts/1/withdraw", 201, `{"deal":{"id":7,"amount":"-12.5"}}`, at(2), at(2.1)),
 			answer(3, "t1", "quote", http.MethodGet, "/api/fx/quotes?symbols=EURUSD", 503, errBody(fx.EUNAVAILABLE, fx.MsgPricingUnavailable), at(3), at(3.1)),
 			answer(4, "t2", "open", http.MethodPost, "/api/fx/orders", 504, errBody(fx.EUNKNOWN, fx.MsgOutcomeUnknown), at(4), at(4.1)),
 			answer(5, "t3", "open", http.MethodPost, "/api/fx/orders", 503, errBody(fx.EUNAVAILABLE, fx.MsgVenueUnavailable), at(5), at(5.1)),
-			{Seq: 6, Client: "t1", Op: "open", Method: http.MethodPost, Path: "/api/fx/orders", Start: at(6), End: at(8), Outcome: unknown, Err: "timeout"},
+			{Seq: 6, Client: "t1", Op: "open", Method: http.MethodPost, Path: "/api/fx/orders", Start: at(6), End: at(8), Outcome: OutcomeUnknown, Err: "timeout"},
 		},
 	}
 	return &money{s, ev}
 }
 
 func TestAnswersInDBCheckFlagsA2xxTheDatabaseDoesNotHoldAsAnswered(t *testing.T) {
-	runCases(t, answersFixture, func(m *money) result { return checkAnswersInDB(m.s, m.ev) }, []checkCase[*money]{
+	runCases(t, answersFixture, func(m *money) Result { return checkAnswersInDB(m.s, m.ev) }, []checkCase[*money]{
 		{"the answered order is not in the database", func(m *money) { m.s.Orders = nil }, "journal 1: order 100 (nonce n1, FILLED) answered 201"},
 		{"the order's status differs", func(m *money) { m.s.Orders[0].Status = "REJECTED" }, "journal 1: order 100"},
 		{"the order belongs to another account", func(m *money) { m.s.Orders[0].Account = 2 }, "journal 1: order 100"},
 		{"the answered position is not in the database", func(m *money) { m.s.Positions = nil }, "journal 1: position 10 of order 100 answered 201, not in the database"},
-		{"an open answered without an order", func(m *money) { m.ev.journal[0].Resp = json.RawMessage(`{"position":{"id":10}}`) },
+		{"an open answered without an order", func(m *money) { m.ev.Journal[0].Resp = json.RawMessage(`{"position":{"id":10}}`) },
 			"journal 1: open answered 201 without an order"},
 		{"the deal's amount differs", func(m *money) { m.s.Deals[0].Amount = dec("-13") },
 			"journal 2: withdraw /api/fx/accounts/1/withdraw answered 201 with deal 7 amount -12.5; database has -13"},
 		{"an EXTERNAL order answered SENDING has filled since", func(m *money) {
-			m.ev.journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"SENDING"}}`)
+			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"SENDING"}}`)
 		}, ""},
 		{"an answer that ended after the snapshot", func(m *money) { m.s.Orders = nil; m.s.Deals = nil; m.s.Taken = at(1.05) }, ""},
 	})
 }
 
 func TestNo5xxCheckFlagsAnUndocumented5xxAndGroupsAnEpisodeIntoOneRow(t *testing.T) {
-	internal := func(seq int64, sec float64) entry {
+	internal := func(seq int64, sec float64) Entry {
 		return answer(seq, "t1", "close", http.MethodPost, "/api/fx/positions/"+strconv.FormatInt(seq, 10)+"/close", 500,
 			errBody(fx.EINTERNAL, "An internal error occurred."), at(sec), at(sec+0.1))
 	}
-	no5xx := func(m *money) result { return checkNo5xx(m.ev) }
+	no5xx := func(m *money) Result { return checkNo5xx(m.ev) }
 	runCases(t, answersFixture, no5xx, []checkCase[*money]{
-		{"a 500", func(m *money) { m.ev.journal = append(m.ev.journal, internal(7, 10)) },
+		{"a 500", func(m *money) { m.ev.Journal = append(m.ev.Journal, internal(7, 10)) },
 			`1 answers 500 "An internal error occurred.", 12:00:10.000–12:00:10.100 (no fault), journal 7…7: POST /api/fx/positions/{id}/close ×1`},
 		{"a 500 during a fault", func(m *money) {
-			m.ev.journal = append(m.ev.journal, internal(7, 10))
-			m.ev.windows = []window{{Kind: faultKill, Start: at(9), End: at(11)}}
+			m.ev.Journal = append(m.ev.Journal, internal(7, 10))
+			m.ev.Windows = []Window{{Kind: "kill", Start: at(9), End: at(11)}}
 		}, "(during kill@12:00:09.000)"},
-		{"the venue's 503 to a trader not on the EXTERNAL group", func(m *money) { m.ev.journal[4].Client = "t1" },
+		{"the venue's 503 to a trader not on the EXTERNAL group", func(m *money) { m.ev.Journal[4].Client = "t1" },
 			`1 answers 503 "` + fx.MsgVenueUnavailable + `"`},
 		{"a 503 whose text is not documented", func(m *money) {
-			m.ev.journal[2].Resp = json.RawMessage(errBody(fx.EUNAVAILABLE, "down for maintenance"))
+			m.ev.Journal[2].Resp = json.RawMessage(errBody(fx.EUNAVAILABLE, "down for maintenance"))
 		}, `1 answers 503 "down for maintenance"`},
 		{"a 502 with no JSON body", func(m *money) {
-			m.ev.journal[2].Status, m.ev.journal[2].Resp = 502, jsonOrString([]byte("Bad Gateway"))
+			m.ev.Journal[2].Status, m.ev.Journal[2].Resp = 502, JSONOrString([]byte("Bad Gateway"))
 		},
 			`1 answers 502 "\"Bad Gateway\""`},
 	})
 	t.Run("answers alike less than 5 s apart are one row", func(t *testing.T) {
 		m := answersFixture()
-		m.ev.journal = append(m.ev.journal, internal(7, 10), internal(8, 12), internal(9, 30))
+		m.ev.Journal = append(m.ev.Journal, internal(7, 10), internal(8, 12), internal(9, 30))
 		r := no5xx(m)
 		if len(r.Violations) != 2 {
 			t.Fatalf("%d rows, want 2 (7 and 8 one episode, 9 another): %+v", len(r.Violations), r.Violations)
@@ -85,15 +85,15 @@ func TestNo5xxCheckFlagsAnUndocumented5xxAndGroupsAnEpisodeIntoOneRow(t *testing
 
 func TestTradesAgainCheckFlagsADeskThatFillsNothingWithin30sOfTheLastFault(t *testing.T) {
 	lastFault := at(0.5)
-	check := func(m *money) result { return checkTradesAgain(m.ev, lastFault) }
+	check := func(m *money) Result { return CheckTradesAgain(m.ev, lastFault) }
 	runCases(t, answersFixture, check, []checkCase[*money]{
 		{"the first fill comes 40 s after the last fault", func(m *money) {
-			m.ev.journal[0].Start, m.ev.journal[0].End = at(40), at(40.5)
+			m.ev.Journal[0].Start, m.ev.Journal[0].End = at(40), at(40.5)
 		}, "the desk first filled an order 40s after the last fault (journal 1)"},
-		{"no fill after the last fault", func(m *money) { m.ev.journal[0].Status = 503 },
+		{"no fill after the last fault", func(m *money) { m.ev.Journal[0].Status = 503 },
 			"no order filled after the last fault ended at 12:00:00.500"},
 	})
 	t.Run("no fault injected", func(t *testing.T) {
-		expect(t, checkTradesAgain(&evidence{}, time.Time{}), "")
+		expect(t, CheckTradesAgain(&Evidence{}, time.Time{}), "")
 	})
 }

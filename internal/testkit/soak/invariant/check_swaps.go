@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -24,8 +24,8 @@ func swapDate(d dbDeal) (int64, string, bool) {
 
 // One swap charge per position and rollover date: one deal per key, and a pending row never
 // beside a deal for the same date unless it says CHARGED.
-func checkSwapUnique(s *dbSnapshot) result {
-	r := result{Name: "swapOnce"}
+func checkSwapUnique(s *Snapshot) Result {
+	r := Result{Name: "swapOnce"}
 	type key struct {
 		pos  int64
 		date string
@@ -36,18 +36,18 @@ func checkSwapUnique(s *dbSnapshot) result {
 			k := key{id, date}
 			deals[k] = append(deals[k], d.ID)
 			if d.Position.Valid && d.Position.Int64 != id {
-				r.add("", "deal %d key %s on position %d", d.ID, d.Key, d.Position.Int64)
+				r.Add("", "deal %d key %s on position %d", d.ID, d.Key, d.Position.Int64)
 			}
 		}
 	}
 	for k, ids := range deals {
 		if len(ids) > 1 {
-			r.add("", "position %d date %s: swap deals %v", k.pos, k.date, ids)
+			r.Add("", "position %d date %s: swap deals %v", k.pos, k.date, ids)
 		}
 	}
 	for _, c := range s.Charges {
 		if c.Status == "PENDING" && len(deals[key{c.Position, c.Date}]) > 0 {
-			r.add("", "position %d date %s: pending charge beside swap deal %v", c.Position, c.Date, deals[key{c.Position, c.Date}])
+			r.Add("", "position %d date %s: pending charge beside swap deal %v", c.Position, c.Date, deals[key{c.Position, c.Date}])
 		}
 	}
 	r.Figures = fmt.Sprintf("%d swap deals, %d charge rows", len(deals), len(s.Charges))
@@ -57,8 +57,8 @@ func checkSwapUnique(s *dbSnapshot) result {
 // Every due rollover charged: a run that completed as of --at A settled every rollover due at A
 // (DueRollovers, the last 7 days) for every position open throughout the run that was open at
 // that rollover's instant — a SWAP deal or a pending charge row for that date.
-func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "rolloversDue"}
+func checkRolloversDue(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "rolloversDue"}
 	type key struct {
 		pos  int64
 		date string
@@ -74,14 +74,14 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 	}
 	checked, runs := 0, 0
 	missing := map[key]bool{}
-	for i, run := range ev.runs {
+	for i, run := range ev.Runs {
 		if !run.OK || run.End.After(s.Taken) {
 			continue
 		}
 		runs++
 		due, err := swaps.DueRollovers(run.At, swaps.DefaultExpireAfter)
 		if err != nil {
-			r.add("rollover zone", "the rollover dates of run %d cannot be worked out: %v", i+1, err)
+			r.Add("rollover zone", "the rollover dates of run %d cannot be worked out: %v", i+1, err)
 			continue
 		}
 		for _, p := range s.Positions {
@@ -103,8 +103,8 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 				if p.SwapThrough.Valid {
 					through = p.SwapThrough.Time.Format("2006-01-02")
 				}
-				r.add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s %s lots opened %s, now %s) has no charge for %s although run %d (--at %s, %s–%s, %s) completed while it was open; its watermark swapThrough=%s",
-					p.ID, p.Symbol, p.Side, p.OpenVolume, p.OpenedAt.Format(time.RFC3339Nano), p.Status, ro.Date, i+1, run.At.Format(time.RFC3339), ts(run.Start), ts(run.End), run.Why, through)
+				r.Add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s %s lots opened %s, now %s) has no charge for %s although run %d (--at %s, %s–%s, %s) completed while it was open; its watermark swapThrough=%s",
+					p.ID, p.Symbol, p.Side, p.OpenVolume, p.OpenedAt.Format(time.RFC3339Nano), p.Status, ro.Date, i+1, run.At.Format(time.RFC3339), TimeOfDay(run.Start), TimeOfDay(run.End), run.Why, through)
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 		// The latest charged date's rollover instant is 17:00 New York, at most 22:00 UTC.
 		before, err := swaps.DueRollovers(at.Add(23*time.Hour), swaps.DefaultExpireAfter)
 		if err != nil {
-			r.add("rollover zone", "the rollover dates before %s cannot be worked out: %v", latest, err)
+			r.Add("rollover zone", "the rollover dates before %s cannot be worked out: %v", latest, err)
 			continue
 		}
 		for _, ro := range before {
@@ -140,7 +140,7 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 			}
 			gaps++
 			missing[k] = true
-			r.add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s, opened %s) was charged for %s but never for %s, a rollover it was open at: %s",
+			r.Add(fmt.Sprintf("due %d %s", p.ID, ro.Date), "position %d (%s %s, opened %s) was charged for %s but never for %s, a rollover it was open at: %s",
 				p.ID, p.Symbol, p.Side, p.OpenedAt.Format(time.RFC3339Nano), latest, ro.Date, chargedDates(p.ID, s))
 		}
 	}
@@ -149,7 +149,7 @@ func checkRolloversDue(s *dbSnapshot, ev *evidence) result {
 }
 
 // chargedDates lists a position's swap deals and charge rows, for the evidence.
-func chargedDates(pos int64, s *dbSnapshot) string {
+func chargedDates(pos int64, s *Snapshot) string {
 	var out []string
 	for _, d := range s.Deals {
 		if id, date, ok := swapDate(d); ok && id == pos {
@@ -168,9 +168,9 @@ func chargedDates(pos int64, s *dbSnapshot) string {
 // USD account is amountQuote ÷ a USDJPY mid; that mid, read back from the rounded amount, must
 // be in a snapshot the mirror held while the run that wrote it read it, published by a holder
 // whose term was still live (publishedLive) — never a replaced holder's.
-func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "swapPrice"}
-	rows := sortedRows(ev.rows)
+func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "swapPrice"}
+	rows := sortedRows(ev.Rows)
 	pos := map[int64]dbPosition{}
 	for _, p := range s.Positions {
 		pos[p.ID] = p
@@ -200,10 +200,10 @@ func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 		if amt > 0.005 {
 			hi = aq / (amt - 0.005) * (1 + 1e-4)
 		}
-		var run *rolloverRun
-		for i := range ev.runs {
-			if !d.CreatedAt.Before(ev.runs[i].Start.Add(-time.Second)) && !d.CreatedAt.After(ev.runs[i].End.Add(time.Second)) {
-				run = &ev.runs[i]
+		var run *RolloverRun
+		for i := range ev.Runs {
+			if !d.CreatedAt.Before(ev.Runs[i].Start.Add(-time.Second)) && !d.CreatedAt.After(ev.Runs[i].End.Add(time.Second)) {
+				run = &ev.Runs[i]
 			}
 		}
 		if run == nil {
@@ -212,11 +212,11 @@ func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 		}
 		// The one-off run reads the snapshot once, at its start; that snapshot was published at
 		// most one interval before.
-		from, to := run.Start.Add(-mirrorInterval-1500*time.Millisecond), run.Start.Add(time.Second)
+		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), run.Start.Add(time.Second)
 		var live, other []string
 		listed := map[string]bool{}
 		match := false
-		for _, m := range ev.mirrors {
+		for _, m := range ev.Mirrors {
 			if m.At.Before(from) || m.At.After(to) || !m.Present {
 				continue
 			}
@@ -245,7 +245,7 @@ func checkSwapConversion(s *dbSnapshot, ev *evidence) result {
 		}
 		verified++
 		if !match {
-			r.add(fmt.Sprintf("price %d", d.ID), "deal %d (position %d %s %s %s, %s, amount %s) converted at USDJPY %.3f–%.3f; live holder's mids then: %s; other terms' mids: %s",
+			r.Add(fmt.Sprintf("price %d", d.ID), "deal %d (position %d %s %s %s, %s, amount %s) converted at USDJPY %.3f–%.3f; live holder's mids then: %s; other terms' mids: %s",
 				d.ID, p.ID, p.Symbol, p.Side, d.Volume.Decimal, date, d.Amount, lo, hi, list(live), list(other))
 		}
 	}

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// dbSnapshot is every row the checks read, from one REPEATABLE READ read-only transaction, so
+// Snapshot is every row the checks read, from one REPEATABLE READ read-only transaction, so
 // the figures of one check agree with each other.
-type dbSnapshot struct {
+type Snapshot struct {
 	Taken       time.Time
 	DBNow       time.Time // UTC_TIMESTAMP(3) in the snapshot: the database clock the desk's times are on
 	Accounts    []dbAccount
@@ -72,13 +72,13 @@ type dbInstrument struct {
 	Quote                                string
 }
 
-func readSnapshot(ctx context.Context, db *sql.DB) (*dbSnapshot, error) {
+func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &dbSnapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -27,11 +27,11 @@ var floodRefusals = map[string][]int{
 // token's cap; the requests that passed its token's rate are at most the bucket (twice the rate)
 // plus the rate over the time they took; no account of its exists; and the lease holder renewed
 // through each flood no process fault came near, every renew ok, still the holder after.
-func checkFlood(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "frontDoor"}
+func checkFlood(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "frontDoor"}
 	refused, got, limited := 0, 0, 0
-	for _, e := range ev.journal {
-		if e.Client != attackerClient || e.Outcome != answered {
+	for _, e := range ev.Journal {
+		if e.Client != AttackerClient || e.Outcome != Answered {
 			continue
 		}
 		got++
@@ -41,13 +41,13 @@ func checkFlood(s *dbSnapshot, ev *evidence) result {
 		}
 		switch {
 		case !ok:
-			r.add("", "journal %d: the attacker's %s %s %s answered %d %s (%s)", e.Seq, e.Op, e.Method, e.Path, e.Status, truncate(string(e.Resp), 160), ev.during(e.Start, e.End))
+			r.Add("", "journal %d: the attacker's %s %s %s answered %d %s (%s)", e.Seq, e.Op, e.Method, e.Path, e.Status, Truncate(string(e.Resp), 160), ev.during(e.Start, e.End))
 		case (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) && e.RetryAfter == "":
-			r.add("", "journal %d: the attacker's %s answered %d without Retry-After: %s", e.Seq, e.Op, e.Status, truncate(string(e.Resp), 160))
+			r.Add("", "journal %d: the attacker's %s answered %d without Retry-After: %s", e.Seq, e.Op, e.Status, Truncate(string(e.Resp), 160))
 		case e.Status == http.StatusServiceUnavailable && !strings.Contains(string(e.Resp), "checking as many bearer tokens"):
-			r.add("", "journal %d: the attacker's unknown token answered 503 but not the token-lookup refusal: %s", e.Seq, truncate(string(e.Resp), 160))
+			r.Add("", "journal %d: the attacker's unknown token answered 503 but not the token-lookup refusal: %s", e.Seq, Truncate(string(e.Resp), 160))
 		case e.Status == http.StatusRequestEntityTooLarge && !strings.Contains(string(e.Resp), fx.ETOOLARGE):
-			r.add("", "journal %d: the attacker's oversized body answered 413 but not %s: %s", e.Seq, fx.ETOOLARGE, truncate(string(e.Resp), 160))
+			r.Add("", "journal %d: the attacker's oversized body answered 413 but not %s: %s", e.Seq, fx.ETOOLARGE, Truncate(string(e.Resp), 160))
 		}
 		if e.Status != http.StatusOK {
 			refused++
@@ -57,21 +57,21 @@ func checkFlood(s *dbSnapshot, ev *evidence) result {
 		}
 	}
 	for _, a := range s.Accounts {
-		if a.User == attackerUser {
-			r.add("", "account %d belongs to the attacker (user %d): one of its refused bodies made it", a.ID, a.User)
+		if a.User == AttackerUser {
+			r.Add("", "account %d belongs to the attacker (user %d): one of its refused bodies made it", a.ID, a.User)
 		}
 	}
 	judged, renews := 0, 0.0
-	for i, f := range ev.floods {
-		if f.Accepted > soakStreamsPerToken {
-			r.add("", "flood %d on %s at %s: %d streams of the attacker's token accepted, its cap is %d", i+1, f.Target, ts(f.Start), f.Accepted, soakStreamsPerToken)
+	for i, f := range ev.Floods {
+		if f.Accepted > StreamsPerToken {
+			r.Add("", "flood %d on %s at %s: %d streams of the attacker's token accepted, its cap is %d", i+1, f.Target, TimeOfDay(f.Start), f.Accepted, StreamsPerToken)
 		}
 		// The requests that reached the token's bucket at the target: streams and bodies that
 		// parse as far as the handler (the body doors come before the token's).
 		var passed int
 		var first, last time.Time
-		for _, e := range ev.journal {
-			if e.Client != attackerClient || e.Proc != f.Target || e.Start.Before(f.Start) || e.Start.After(f.End) ||
+		for _, e := range ev.Journal {
+			if e.Client != AttackerClient || e.Proc != f.Target || e.Start.Before(f.Start) || e.Start.After(f.End) ||
 				(e.Op != "flood-stream" && e.Op != "flood-dupKey") {
 				continue
 			}
@@ -81,12 +81,12 @@ func checkFlood(s *dbSnapshot, ev *evidence) result {
 			if e.End.After(last) {
 				last = e.End
 			}
-			if e.Outcome == answered && e.Status != http.StatusTooManyRequests {
+			if e.Outcome == Answered && e.Status != http.StatusTooManyRequests {
 				passed++
 			}
 		}
-		if bound := 2*soakRatePerToken + int(soakRatePerToken*last.Sub(first).Seconds()) + 1; !first.IsZero() && passed > bound {
-			r.add("", "flood %d on %s at %s: %d requests of the attacker's token passed its rate in %s, at most %d may", i+1, f.Target, ts(f.Start), passed, last.Sub(first).Round(time.Millisecond), bound)
+		if bound := 2*RatePerToken + int(RatePerToken*last.Sub(first).Seconds()) + 1; !first.IsZero() && passed > bound {
+			r.Add("", "flood %d on %s at %s: %d requests of the attacker's token passed its rate in %s, at most %d may", i+1, f.Target, TimeOfDay(f.Start), passed, last.Sub(first).Round(time.Millisecond), bound)
 		}
 		if !f.Judged {
 			continue
@@ -95,32 +95,32 @@ func checkFlood(s *dbSnapshot, ev *evidence) result {
 		renews += f.After.OK - f.Before.OK
 		switch {
 		case f.After.Failed != f.Before.Failed || f.After.Lost != f.Before.Lost:
-			r.add("", "flood %d on %s at %s–%s: the holder %s's lease renews failed %.0f and lost %.0f times meanwhile", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder,
+			r.Add("", "flood %d on %s at %s–%s: the holder %s's lease renews failed %.0f and lost %.0f times meanwhile", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder,
 				f.After.Failed-f.Before.Failed, f.After.Lost-f.Before.Lost)
 		case f.After.OK <= f.Before.OK:
-			r.add("", "flood %d on %s at %s–%s: the holder %s renewed no lease meanwhile (%.0f ok before, %.0f after)", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder, f.Before.OK, f.After.OK)
+			r.Add("", "flood %d on %s at %s–%s: the holder %s renewed no lease meanwhile (%.0f ok before, %.0f after)", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder, f.Before.OK, f.After.OK)
 		case f.HolderAfter != f.Holder:
-			r.add("", "flood %d on %s at %s–%s: %s held the lease before, %q after", i+1, f.Target, ts(f.Start), ts(f.End), f.Holder, f.HolderAfter)
+			r.Add("", "flood %d on %s at %s–%s: %s held the lease before, %q after", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder, f.HolderAfter)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d floods (%d with the holder's renews judged, %.0f renews ok in them), %d attacker answers, %d refused, %d of them 429",
-		len(ev.floods), judged, renews, got, refused, limited)
+		len(ev.Floods), judged, renews, got, refused, limited)
 	return r
 }
 
 // A requestNonce reused with another body is refused 422 idempotency_key_reused naming the key,
 // and nothing is written: the nonce still names one order, the one its first request was
 // answered with (the nonces invariant checks one order per nonce for every account).
-func checkReusedNonce(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "reusedNonce"}
-	bySeq := map[int64]entry{}
-	for _, e := range ev.journal {
+func checkReusedNonce(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "reusedNonce"}
+	bySeq := map[int64]Entry{}
+	for _, e := range ev.Journal {
 		if e.Op == "reusedNonce" {
 			bySeq[e.Seq] = e
 		}
 	}
 	checked, skipped := 0, 0
-	for _, u := range ev.reuses {
+	for _, u := range ev.Reuses {
 		if u.Skipped != "" {
 			skipped++
 			continue
@@ -136,10 +136,10 @@ func checkReusedNonce(s *dbSnapshot, ev *evidence) result {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		e.decode(&b)
-		if e.Outcome != answered || e.Status != http.StatusUnprocessableEntity || b.Error.Code != fx.EKEYREUSED || !strings.Contains(b.Error.Message, u.Nonce) {
-			r.add("", "journal %d: requestNonce %s (order %d) reused with another body answered %s %d %s (%s)", e.Seq, u.Nonce, u.OrderID, e.Outcome, e.Status,
-				truncate(string(e.Resp), 200), ev.during(e.Start, e.End))
+		e.Decode(&b)
+		if e.Outcome != Answered || e.Status != http.StatusUnprocessableEntity || b.Error.Code != fx.EKEYREUSED || !strings.Contains(b.Error.Message, u.Nonce) {
+			r.Add("", "journal %d: requestNonce %s (order %d) reused with another body answered %s %d %s (%s)", e.Seq, u.Nonce, u.OrderID, e.Outcome, e.Status,
+				Truncate(string(e.Resp), 200), ev.during(e.Start, e.End))
 		}
 		var ids []int64
 		for _, o := range s.Orders {
@@ -148,7 +148,7 @@ func checkReusedNonce(s *dbSnapshot, ev *evidence) result {
 			}
 		}
 		if len(ids) != 1 || ids[0] != u.OrderID {
-			r.add("", "account %d requestNonce %s: orders %v in the database, the first request was answered with order %d", u.Account, u.Nonce, ids, u.OrderID)
+			r.Add("", "account %d requestNonce %s: orders %v in the database, the first request was answered with order %d", u.Account, u.Nonce, ids, u.OrderID)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d nonces reused with another body, %d faults with nothing to reuse", checked, skipped)
@@ -157,16 +157,16 @@ func checkReusedNonce(s *dbSnapshot, ev *evidence) result {
 
 // The soak's own load is never refused at a limit: the front door's rates are set for traders
 // like these, and the attacker's flood spends only its own token's and address's budgets.
-func checkLoadNotLimited(ev *evidence) result {
-	r := result{Name: "loadNotLimited"}
+func checkLoadNotLimited(ev *Evidence) Result {
+	r := Result{Name: "loadNotLimited"}
 	n := 0
-	for _, e := range ev.journal {
-		if e.Client == attackerClient {
+	for _, e := range ev.Journal {
+		if e.Client == AttackerClient {
 			continue
 		}
 		n++
-		if e.Outcome == answered && e.Status == http.StatusTooManyRequests {
-			r.add("", "journal %d: %s's %s %s answered 429 %s (%s)", e.Seq, e.Client, e.Op, route(e.Path), truncate(e.errorMessage(), 120), ev.during(e.Start, e.End))
+		if e.Outcome == Answered && e.Status == http.StatusTooManyRequests {
+			r.Add("", "journal %d: %s's %s %s answered 429 %s (%s)", e.Seq, e.Client, e.Op, route(e.Path), Truncate(e.ErrorMessage(), 120), ev.during(e.Start, e.End))
 		}
 	}
 	r.Figures = fmt.Sprintf("%d requests of the load", n)

@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // time: 22:00 UTC): 2025-03-03 is a Monday, 2025-03-06 a Thursday.
 
 func swapFixture() *money {
-	s := &dbSnapshot{
+	s := &Snapshot{
 		Taken: at(3600),
 		Deals: []dbDeal{
 			{ID: 5, Account: 1, Type: "SWAP", Position: nid(10), Key: "swap:10:2025-03-05", Amount: dec("-3.33"), Volume: ndec("1"), Comment: "rollover x1", CreatedAt: at(10.5)},
@@ -32,10 +32,10 @@ func swapFixture() *money {
 	}
 	// A run as of the evening of the 6th, while the position was open; the mirror held the live
 	// holder's USDJPY when it started.
-	ev := &evidence{
-		runs: []rolloverRun{{At: time.Date(2025, 3, 6, 23, 0, 0, 0, time.UTC), Start: at(10), End: at(11), OK: true, Why: "concurrent pair"}},
-		rows: []rowSample{{At: at(0), OK: true, Row: leaseRow{PID: 100, Term: 1, Live: true}}},
-		mirrors: []mirrorSample{
+	ev := &Evidence{
+		Runs: []RolloverRun{{At: time.Date(2025, 3, 6, 23, 0, 0, 0, time.UTC), Start: at(10), End: at(11), OK: true, Why: "concurrent pair"}},
+		Rows: []RowSample{{At: at(0), OK: true, Row: LeaseRow{PID: 100, Term: 1, Live: true}}},
+		Mirrors: []MirrorSample{
 			{At: at(9), Present: true, Term: 1, PublishedAt: at(8.9).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}},
 		},
 	}
@@ -43,7 +43,7 @@ func swapFixture() *money {
 }
 
 func TestSwapOnceCheckFlagsASecondChargeForOneRolloverDate(t *testing.T) {
-	runCases(t, swapFixture, func(m *money) result { return checkSwapUnique(m.s) }, []checkCase[*money]{
+	runCases(t, swapFixture, func(m *money) Result { return checkSwapUnique(m.s) }, []checkCase[*money]{
 		{"two swap deals for one date", func(m *money) {
 			m.s.Deals = append(m.s.Deals, dbDeal{ID: 7, Type: "SWAP", Position: nid(10), Key: "swap:10:2025-03-05"})
 		}, "position 10 date 2025-03-05: swap deals [5 7]"},
@@ -55,13 +55,13 @@ func TestSwapOnceCheckFlagsASecondChargeForOneRolloverDate(t *testing.T) {
 }
 
 func TestRolloversDueCheckFlagsADateACompletedRunLeftUnchargedOrAGapBeforeACharge(t *testing.T) {
-	runCases(t, swapFixture, func(m *money) result { return checkRolloversDue(m.s, m.ev) }, []checkCase[*money]{
+	runCases(t, swapFixture, func(m *money) Result { return checkRolloversDue(m.s, m.ev) }, []checkCase[*money]{
 		{"a completed run left a due date uncharged", func(m *money) { m.s.Deals = m.s.Deals[:1]; m.s.Charges = m.s.Charges[:1] },
 			"position 10 (EURJPY BUY 1 lots opened 2025-03-05T10:00:00Z, now OPEN) has no charge for 2025-03-06 although run 1"},
 		{"a pending charge row stands for the date", func(m *money) { m.s.Deals = m.s.Deals[:1] }, ""},
 		{"the run was killed", func(m *money) {
 			m.s.Deals, m.s.Charges = nil, nil
-			m.ev.runs[0].OK = false
+			m.ev.Runs[0].OK = false
 		}, ""},
 		{"the run ended after the snapshot", func(m *money) {
 			m.s.Deals, m.s.Charges = nil, nil
@@ -72,21 +72,21 @@ func TestRolloversDueCheckFlagsADateACompletedRunLeftUnchargedOrAGapBeforeACharg
 			m.s.Positions[0].ClosedAt = ntime(at(10.5))
 		}, ""},
 		{"a date skipped before a charged one", func(m *money) {
-			m.ev.runs = nil
+			m.ev.Runs = nil
 			m.s.Positions[0].OpenedAt = time.Date(2025, 3, 3, 12, 0, 0, 0, time.UTC)
 		}, "was charged for 2025-03-07 but never for 2025-03-03"},
 	})
 }
 
 func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testing.T) {
-	runCases(t, swapFixture, func(m *money) result { return checkSwapConversion(m.s, m.ev) }, []checkCase[*money]{
-		{"converted at a mid the mirror never held", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140 },
+	runCases(t, swapFixture, func(m *money) Result { return checkSwapConversion(m.s, m.ev) }, []checkCase[*money]{
+		{"converted at a mid the mirror never held", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140 },
 			"deal 5 (position 10 EURJPY BUY 1, 2025-03-05, amount -3.33) converted at USDJPY 149.910–150.391; live holder's mids then: 140.000"},
 		{"the mid came from a replaced holder", func(m *money) {
-			m.ev.rows = append(m.ev.rows, rowSample{At: at(8), OK: true, Row: leaseRow{PID: 200, Term: 2, Live: true}})
+			m.ev.Rows = append(m.ev.Rows, RowSample{At: at(8), OK: true, Row: LeaseRow{PID: 200, Term: 2, Live: true}})
 		}, "live holder's mids then: none; other terms' mids: 150.000(term 1"},
-		{"no mirror sample near the run", func(m *money) { m.ev.mirrors[0].At = at(2) }, ""},
-		{"a deal written outside every run", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140; m.s.Deals[0].CreatedAt = at(30) }, ""},
-		{"a USD-quoted position", func(m *money) { m.ev.mirrors[0].Mids["USDJPY"] = 140; m.s.Positions[0].Symbol = "EURUSD" }, ""},
+		{"no mirror sample near the run", func(m *money) { m.ev.Mirrors[0].At = at(2) }, ""},
+		{"a deal written outside every run", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Deals[0].CreatedAt = at(30) }, ""},
+		{"a USD-quoted position", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Positions[0].Symbol = "EURUSD" }, ""},
 	})
 }

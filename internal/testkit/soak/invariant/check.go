@@ -1,4 +1,4 @@
-package soak
+package invariant
 
 import (
 	"fmt"
@@ -9,49 +9,68 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// result is one invariant's verdict on one check: its figures, and the rows that break it.
-type result struct {
+// Result is one invariant's verdict on one check: its figures, and the rows that break it.
+type Result struct {
 	Name       string
 	Figures    string
-	Violations []violation
+	Violations []Violation
 }
 
-// violation is one row that breaks an invariant. Key names the row across checks (its text may
+// Violation is one row that breaks an invariant. Key names the row across checks (its text may
 // grow with later evidence); an empty key means the text itself.
-type violation struct {
+type Violation struct {
 	Key, Text string
 }
 
-func (r *result) add(key, format string, args ...any) {
+func (r *Result) Add(key, format string, args ...any) {
 	text := fmt.Sprintf(format, args...)
 	if key == "" {
 		key = text
 	}
-	r.Violations = append(r.Violations, violation{key, text})
+	r.Violations = append(r.Violations, Violation{key, text})
 }
 
-// evidence is what the checks read besides the database.
-type evidence struct {
-	journal []entry
-	procs   map[int]*proc // by pid
-	desks   []deskSample
-	rows    []rowSample
-	mirrors []mirrorSample
-	runs    []rolloverRun
-	windows []window
-	// venue is the venue simulator's state read with the snapshot (nil: unreadable then);
-	// external names the clients trading on the EXTERNAL account group.
-	venue    *venueState
-	external map[string]bool
-	// floods and reuses are what the front-door faults saw.
-	floods []floodRun
-	reuses []reuse
+// Evidence is what the checks read besides the database.
+type Evidence struct {
+	Journal []Entry
+	Procs   map[int]*Process // by pid
+	Desks   []DeskSample
+	Rows    []RowSample
+	Mirrors []MirrorSample
+	Runs    []RolloverRun
+	Windows []Window
+	// Venue is the venue simulator's state read with the snapshot (nil: unreadable then);
+	// External names the clients trading on the EXTERNAL account group.
+	Venue    *VenueState
+	External map[string]bool
+	// Floods and Reuses are what the front-door faults saw.
+	Floods []Flood
+	Reuses []Reuse
+}
+
+// Process is one desk process as the checks know it: its name, its pid, and its halts — when it
+// stopped being able to act: each SIGSTOP, and the SIGKILL or SIGTERM that ended it. A trust
+// window cannot be used past one.
+type Process struct {
+	Name  string
+	PID   int
+	Halts []time.Time
+}
+
+// HaltAfter is the first halt at or after t, or the zero time.
+func (p *Process) HaltAfter(t time.Time) time.Time {
+	for _, h := range p.Halts {
+		if !h.Before(t) {
+			return h
+		}
+	}
+	return time.Time{}
 }
 
 // during names the fault windows that overlap [a, b], for reading a violation.
-func (ev *evidence) during(a, b time.Time) string {
+func (ev *Evidence) during(a, b time.Time) string {
 	var names []string
-	for _, w := range ev.windows {
+	for _, w := range ev.Windows {
 		if !w.Start.After(b.Add(2*time.Second)) && !w.End.Before(a.Add(-2*time.Second)) {
 			names = append(names, w.Kind+"@"+w.Start.Format("15:04:05.000"))
 		}
@@ -62,11 +81,20 @@ func (ev *evidence) during(a, b time.Time) string {
 	return "during " + strings.Join(names, ",")
 }
 
-func ts(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+// TimeOfDay is t as a report shows an instant: UTC, to the millisecond.
+func TimeOfDay(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
-// checkAll runs every invariant on one snapshot and the evidence gathered up to it.
-func checkAll(s *dbSnapshot, ev *evidence) []result {
-	rs := []result{
+// Truncate is s cut to n bytes, marked: how a report quotes an answer or a log line.
+func Truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// CheckAll runs every invariant on one snapshot and the evidence gathered up to it.
+func CheckAll(s *Snapshot, ev *Evidence) []Result {
+	rs := []Result{
 		checkLedger(s),
 		checkPositions(s, ev),
 		checkNonces(s, ev),
@@ -83,8 +111,8 @@ func checkAll(s *dbSnapshot, ev *evidence) []result {
 		checkReusedNonce(s, ev),
 		checkLoadNotLimited(ev),
 	}
-	if ev.venue != nil {
-		rs = append(rs, checkVenueNeverResent(ev.venue))
+	if ev.Venue != nil {
+		rs = append(rs, checkVenueNeverResent(ev.Venue))
 	}
 	return rs
 }
@@ -92,8 +120,8 @@ func checkAll(s *dbSnapshot, ev *evidence) []result {
 // Σ deals = balance, and each deal's balanceAfter is the previous one's plus its amount, in deal
 // id order within the account: every writer locks the account row before it inserts the deal,
 // so ids within one account follow commit order.
-func checkLedger(s *dbSnapshot) result {
-	r := result{Name: "ledger"}
+func checkLedger(s *Snapshot) Result {
+	r := Result{Name: "ledger"}
 	by := map[int64][]dbDeal{}
 	for _, d := range s.Deals {
 		by[d.Account] = append(by[d.Account], d)
@@ -103,13 +131,13 @@ func checkLedger(s *dbSnapshot) result {
 		for _, d := range by[a.ID] {
 			want := sum.Add(d.Amount)
 			if !d.BalanceAfter.Equal(want) {
-				r.add("", "account %d deal %d (%s %s, key %s): balanceAfter %s, previous %s + amount = %s",
+				r.Add("", "account %d deal %d (%s %s, key %s): balanceAfter %s, previous %s + amount = %s",
 					a.ID, d.ID, d.Type, d.Amount, d.Key, d.BalanceAfter, sum, want)
 			}
 			sum = want
 		}
 		if !sum.Equal(a.Balance) {
-			r.add("", "account %d: Σ %d deals = %s, balance = %s", a.ID, len(by[a.ID]), sum, a.Balance)
+			r.Add("", "account %d: Σ %d deals = %s, balance = %s", a.ID, len(by[a.ID]), sum, a.Balance)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d accounts, %d deals", len(s.Accounts), len(s.Deals))
@@ -118,8 +146,8 @@ func checkLedger(s *dbSnapshot) result {
 
 // No position closed twice, closed volume ≤ opened, and the position row agrees with its close
 // deals; two concurrent full closes of one position never both succeed.
-func checkPositions(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "positions"}
+func checkPositions(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "positions"}
 	closes := map[int64][]dbDeal{}
 	for _, d := range s.Deals {
 		if d.Type == "PROFIT" && d.Position.Valid && strings.HasPrefix(d.Key, "close:") {
@@ -132,19 +160,19 @@ func checkPositions(s *dbSnapshot, ev *evidence) result {
 		for _, d := range closes[p.ID] { // id order
 			before, _ := decimal.NewFromString(d.Key[strings.LastIndexByte(d.Key, ':')+1:])
 			if left.IsZero() {
-				r.add("", "position %d closed again after it was fully closed: deal %d volume %s", p.ID, d.ID, d.Volume.Decimal)
+				r.Add("", "position %d closed again after it was fully closed: deal %d volume %s", p.ID, d.ID, d.Volume.Decimal)
 			} else if !before.Equal(left) {
-				r.add("", "position %d deal %d closed %s from %s, but %s was open", p.ID, d.ID, d.Volume.Decimal, before, left)
+				r.Add("", "position %d deal %d closed %s from %s, but %s was open", p.ID, d.ID, d.Volume.Decimal, before, left)
 			}
 			left = left.Sub(d.Volume.Decimal)
 		}
 		switch {
 		case left.IsNegative():
-			r.add("", "position %d (%s): closed %s of %s opened", p.ID, p.Symbol, p.OpenVolume.Sub(left), p.OpenVolume)
+			r.Add("", "position %d (%s): closed %s of %s opened", p.ID, p.Symbol, p.OpenVolume.Sub(left), p.OpenVolume)
 		case !left.Equal(p.Volume):
-			r.add("", "position %d: volume %s, but opened %s minus its close deals is %s", p.ID, p.Volume, p.OpenVolume, left)
+			r.Add("", "position %d: volume %s, but opened %s minus its close deals is %s", p.ID, p.Volume, p.OpenVolume, left)
 		case (p.Status == "CLOSED") != p.Volume.IsZero():
-			r.add("", "position %d: status %s with volume %s", p.ID, p.Status, p.Volume)
+			r.Add("", "position %d: status %s with volume %s", p.ID, p.Status, p.Volume)
 		}
 		if p.Status == "CLOSED" {
 			closed++
@@ -154,12 +182,12 @@ func checkPositions(s *dbSnapshot, ev *evidence) result {
 	type raceKey struct {
 		client, path string
 	}
-	wins := map[raceKey][]entry{}
+	wins := map[raceKey][]Entry{}
 	races := 0
-	for _, e := range ev.journal {
+	for _, e := range ev.Journal {
 		if e.Op == "raceClose" {
 			races++
-			if e.ok() {
+			if e.OK() {
 				k := raceKey{e.Client, e.Path}
 				wins[k] = append(wins[k], e)
 			}
@@ -168,7 +196,7 @@ func checkPositions(s *dbSnapshot, ev *evidence) result {
 	for k, es := range wins {
 		// Successive races of one position are impossible: the first full close ends it.
 		if len(es) > 1 {
-			r.add("", "%s %s: %d concurrent full closes answered 2xx (journal seq %d and %d)", k.client, k.path, len(es), es[0].Seq, es[1].Seq)
+			r.Add("", "%s %s: %d concurrent full closes answered 2xx (journal seq %d and %d)", k.client, k.path, len(es), es[0].Seq, es[1].Seq)
 		}
 	}
 	r.Figures = fmt.Sprintf("%d positions (%d closed), %d close deals, %d race halves", len(s.Positions), closed, countDeals(closes), races)
@@ -184,8 +212,8 @@ func countDeals(m map[int64][]dbDeal) int {
 }
 
 // One order per requestNonce, and every 2xx answer for one nonce names the same order.
-func checkNonces(s *dbSnapshot, ev *evidence) result {
-	r := result{Name: "nonces"}
+func checkNonces(s *Snapshot, ev *Evidence) Result {
+	r := Result{Name: "nonces"}
 	type key struct {
 		account int64
 		nonce   string
@@ -199,13 +227,13 @@ func checkNonces(s *dbSnapshot, ev *evidence) result {
 	}
 	for k, ids := range seen {
 		if len(ids) > 1 {
-			r.add("", "account %d nonce %s: orders %v", k.account, k.nonce, ids)
+			r.Add("", "account %d nonce %s: orders %v", k.account, k.nonce, ids)
 		}
 	}
 	answers := map[string]map[int64]bool{}
 	retried := 0
-	for _, e := range ev.journal {
-		if !strings.HasPrefix(e.Op, "open") || !e.ok() {
+	for _, e := range ev.Journal {
+		if !strings.HasPrefix(e.Op, "open") || !e.OK() {
 			continue
 		}
 		if e.Op == "open-retry" {
@@ -217,7 +245,7 @@ func checkNonces(s *dbSnapshot, ev *evidence) result {
 				RequestNonce string `json:"requestNonce"`
 			} `json:"order"`
 		}
-		if e.decode(&b) {
+		if e.Decode(&b) {
 			if answers[b.Order.RequestNonce] == nil {
 				answers[b.Order.RequestNonce] = map[int64]bool{}
 			}
@@ -226,7 +254,7 @@ func checkNonces(s *dbSnapshot, ev *evidence) result {
 	}
 	for n, ids := range answers {
 		if len(ids) > 1 {
-			r.add("", "nonce %s answered with orders %v", n, keys(ids))
+			r.Add("", "nonce %s answered with orders %v", n, keys(ids))
 		}
 	}
 	r.Figures = fmt.Sprintf("%d orders, %d nonces, %d retried opens answered 2xx", len(s.Orders), len(seen), retried)

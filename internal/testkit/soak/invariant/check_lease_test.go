@@ -1,0 +1,116 @@
+package invariant
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// leaseFixture is one handover: web1 (pid 100) holds term 1 until the lease row names web2 (pid
+// 200) with term 2 at 5 s. The mirror carries term 1, then term 2 a second after the handover.
+func leaseFixture() *Evidence {
+	web1 := &Process{Name: "web1", PID: 100}
+	web2 := &Process{Name: "web2", PID: 200}
+	pub := func(sec float64) string { return at(sec).Format(time.RFC3339Nano) }
+	ev := &Evidence{
+		Procs: map[int]*Process{100: web1, 200: web2},
+		Rows: []RowSample{
+			{At: at(0), OK: true, Row: LeaseRow{PID: 100, Term: 1, Live: true}},
+			{At: at(5), OK: true, Row: LeaseRow{PID: 200, Term: 2, Live: true}},
+			{At: at(5.2), Err: "read timed out"},
+		},
+		Mirrors: []MirrorSample{
+			{At: at(1), Present: true, Term: 1, PublishedAt: pub(0.9), Mids: map[string]float64{"USDJPY": 150}},
+			{At: at(2), Present: true, Term: 1, PublishedAt: pub(1.9), Mids: map[string]float64{"USDJPY": 150}},
+			{At: at(6), Present: true, Term: 2, PublishedAt: pub(5.8), Mids: map[string]float64{"USDJPY": 150}},
+			{At: at(6.2)}, // absent for a moment
+		},
+		Desks: []DeskSample{
+			{Proc: "web1", PID: 100, Sent: at(0), Recv: at(0.1), HoldsLease: true, Term: 1, TrustLeftMs: 2000},
+			{Proc: "web2", PID: 200, Sent: at(5), Recv: at(5.1), HoldsLease: true, Term: 2, TrustLeftMs: 2000},
+			{Proc: "web1", PID: 100, Sent: at(5), Recv: at(5.1), Term: 1, Lost: true},
+		},
+		Journal: []Entry{
+			answer(1, "t1", "open", http.MethodPost, "/api/fx/orders", 201, `{"order":{"id":1}}`, at(1), at(1.1)),
+			answer(2, "t1", "close", http.MethodPost, "/api/fx/positions/1/close", 200, `{}`, at(6), at(6.1)),
+		},
+	}
+	ev.Journal[1].Proc = "web2" // the new holder
+	return ev
+}
+
+func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind(t *testing.T) {
+	pub := func(sec float64) string { return at(sec).Format(time.RFC3339Nano) }
+	runCases(t, leaseFixture, checkMirrorTerm, []checkCase[*Evidence]{
+		{"the snapshot's term goes back", func(ev *Evidence) {
+			ev.Mirrors = append(ev.Mirrors, MirrorSample{At: at(7), Present: true, Term: 1, PublishedAt: pub(6.9)})
+		}, "snapshot term went back from 2"},
+		{"a replaced holder publishes", func(ev *Evidence) {
+			ev.Mirrors = append(ev.Mirrors, MirrorSample{At: at(5.5), Present: true, Term: 1, PublishedAt: pub(5.4)})
+		}, "snapshot of term 1 published at " + pub(5.4) + ", when the lease row already had term 2"},
+		{"the snapshot stays on the old term", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+		}, "snapshot still term 1 at 12:00:08.000, 3s after the lease moved to term 2"},
+		{"the snapshot stays on the old term while Redis is cut", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultCut, Note: "redis", Start: at(4), End: at(7)}}
+		}, ""},
+		{"the snapshot stays on the old term while MySQL is cut", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultCut, Note: "mysql", Start: at(4), End: at(7)}}
+		}, "snapshot still term 1"},
+	})
+}
+
+func TestLeaseTermsCheckFlagsATermThatGoesBack(t *testing.T) {
+	runCases(t, leaseFixture, checkLeaseTerms, []checkCase[*Evidence]{
+		{"the row's term goes back", func(ev *Evidence) {
+			ev.Rows = append(ev.Rows, RowSample{At: at(6), OK: true, Row: LeaseRow{PID: 100, Term: 1, Live: true}})
+		}, "lease row term 1 at 12:00:06.000 after 2 at 12:00:05.000"},
+		{"a failed read between terms", func(ev *Evidence) { ev.Rows[2].Row.Term = 0 }, ""},
+	})
+}
+
+func TestSingleTrustCheckFlagsTwoProcessesTrustingTheLeaseAtOnce(t *testing.T) {
+	runCases(t, leaseFixture, checkSingleTrust, []checkCase[*Evidence]{
+		{"the new holder trusts before the old one's window ends", func(ev *Evidence) {
+			ev.Desks[1].Sent, ev.Desks[1].Recv = at(1.5), at(1.6)
+		}, "web1 (term 1, trusted 12:00:00.100–12:00:02.000) and web2 (term 2, trusted 12:00:01.600–12:00:03.500) trusted the lease at once"},
+		{"the old holder was SIGSTOPped before the new one trusted", func(ev *Evidence) {
+			ev.Desks[1].Sent, ev.Desks[1].Recv = at(1.5), at(1.6)
+			ev.Procs[100].Halts = []time.Time{at(1)}
+		}, ""},
+		{"the old holder was stopped only after the overlap", func(ev *Evidence) {
+			ev.Desks[1].Sent, ev.Desks[1].Recv = at(1.5), at(1.6)
+			ev.Procs[100].Halts = []time.Time{at(1.8)}
+		}, "trusted the lease at once"},
+	})
+}
+
+func TestFencedInTermCheckFlagsAFillFromAProcessTheLeaseRowHadReplaced(t *testing.T) {
+	runCases(t, leaseFixture, checkFencedInTerm, []checkCase[*Evidence]{
+		{"the replaced holder answers a fill", func(ev *Evidence) {
+			ev.Journal = append(ev.Journal, answer(3, "t1", "open", http.MethodPost, "/api/fx/orders", 201, `{}`, at(6), at(6.1)))
+		}, "journal 3: open answered 201 by web1 (pid 100, newest term 1)"},
+		{"the replaced holder answers a replay", func(ev *Evidence) {
+			ev.Journal = append(ev.Journal, answer(3, "t1", "open", http.MethodPost, "/api/fx/orders", 200, `{"replayed":true}`, at(6), at(6.1)))
+		}, ""},
+		{"the replaced holder refuses", func(ev *Evidence) {
+			ev.Journal = append(ev.Journal, answer(3, "t1", "open", http.MethodPost, "/api/fx/orders", 503, `{}`, at(6), at(6.1)))
+		}, ""},
+		{"the replaced holder answers a withdrawal", func(ev *Evidence) {
+			ev.Journal = append(ev.Journal, answer(3, "t1", "withdraw", http.MethodPost, "/api/fx/accounts/1/withdraw", 201, `{}`, at(6), at(6.1)))
+		}, ""},
+		{"a follower forwarded to a replaced term", func(ev *Evidence) {
+			e := answer(3, "t1", "partialClose", http.MethodPost, "/api/fx/positions/1/close", 200, `{}`, at(6), at(6.1))
+			e.Proc, e.ForwardedTerm = "web2", 1
+			ev.Journal = append(ev.Journal, e)
+		}, "journal 3: partialClose answered 200 by web2 forwarded for term 1"},
+		{"a follower forwarded to the live term", func(ev *Evidence) {
+			e := answer(3, "t1", "partialClose", http.MethodPost, "/api/fx/positions/1/close", 200, `{}`, at(6), at(6.1))
+			e.Proc, e.ForwardedTerm, e.Resp = "web1", 2, json.RawMessage(`{}`)
+			ev.Journal = append(ev.Journal, e)
+		}, ""},
+	})
+}

@@ -1,0 +1,59 @@
+package invariant
+
+import "time"
+
+// What the soak's faults saw, beside their requests in the journal: when each was in effect, the
+// rollover runs, the floods and the reused nonces.
+
+// FaultCut is the kind of a window in which every MySQL or Redis connection was cut for a few
+// seconds; its Note names which.
+const FaultCut = "cut"
+
+// RolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
+type RolloverRun struct {
+	At     time.Time `json:"at"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	OK     bool      `json:"ok"` // exited 0: every due date was settled as of At
+	Killed bool      `json:"killed"`
+	Why    string    `json:"why"`
+	Output string    `json:"output"`
+}
+
+// Window is when a fault (or part of one) was in effect, for reading the checks.
+type Window struct {
+	Kind  string    `json:"kind"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Note  string    `json:"note,omitempty"`
+}
+
+// Flood is what one flood saw, beside its requests in the journal.
+type Flood struct {
+	Target   string    `json:"target"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Streams  int       `json:"streams"`  // stream requests sent
+	Accepted int       `json:"accepted"` // answered 200 and held
+	// Holder is the lease holder when the flood began; HolderAfter when it ended.
+	Holder, HolderAfter string
+	// Judged: the holder's /metrics answered before and after (no process fault acts during a
+	// flood, nor for a lease TTL before it), so its renews are the flood's to answer for.
+	Judged        bool
+	Before, After RenewCounts
+	Why           string `json:"why,omitempty"` // why not judged
+}
+
+// Reuse is one reusedNonce fault: the original order and the answer to its reuse.
+type Reuse struct {
+	Account int64
+	Nonce   string
+	OrderID int64 // the order the original request was answered with
+	Seq     int64 // the reuse's journal entry
+	Skipped string
+}
+
+// RenewCounts are a process's lease renew cycles by outcome, from its /metrics.
+type RenewCounts struct {
+	OK, Failed, Lost float64
+}
