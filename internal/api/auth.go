@@ -2,10 +2,14 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
+	"regexp"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
@@ -54,6 +58,7 @@ func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, m 
 				return
 			}
 			ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), tokenKeyKey{}, key)
+			ctx = audit.WithActor(ctx, audit.Actor{TokenID: p.TokenID, UserID: p.UserID, Via: "api", RequestID: requestID(w, r)})
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
@@ -70,4 +75,22 @@ func requireAdmin(log *slog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// requestIDPattern is what an X-Request-Id a client (or a follower forwarding) sends must look like
+// to be kept; anything else is replaced.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID is the request's id: the client's X-Request-Id when it is well formed, otherwise a
+// new random one. It is echoed in the answer's X-Request-Id and recorded with admin writes.
+func requestID(w http.ResponseWriter, r *http.Request) string {
+	id := r.Header.Get("X-Request-Id")
+	if !requestIDPattern.MatchString(id) {
+		var b [8]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+		r.Header.Set("X-Request-Id", id) // a follower forwarding the request passes it on
+	}
+	w.Header().Set("X-Request-Id", id)
+	return id
 }

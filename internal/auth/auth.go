@@ -21,10 +21,12 @@ import (
 	"fxdesk/internal/fx"
 )
 
-// Principal is who a request acts for: a platform user id and whether it holds the admin role.
+// Principal is who a request acts for: a platform user id, whether it holds the admin role, and
+// the token it came with (fx_api_token.id, which the audit log records).
 type Principal struct {
-	UserID int64
-	Admin  bool
+	UserID  int64
+	Admin   bool
+	TokenID int64
 }
 
 // tokenPrefix makes a leaked token recognisable to secret scanners and people.
@@ -257,7 +259,7 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := r.db.QueryRowContext(qctx,
-		"SELECT `userId`, `role` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.UserID, &role)
+		"SELECT `id`, `userId`, `role` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.TokenID, &p.UserID, &role)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Remembered as unknown for a short while, so a flood of one bad token costs one
 		// lookup; a flood of distinct ones is the per-address rate limit's to stop.

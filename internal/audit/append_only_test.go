@@ -1,0 +1,68 @@
+package audit
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"fxdesk/internal/testkit/sqlsource"
+)
+
+// writesAudit matches any statement that writes fx_audit.
+var writesAudit = regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?fx_audit`?\\b|\\bUPDATE\\b[^;]*?\\bfx_audit\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\bfx_audit\\b|\\bTRUNCATE\\b[^;]*?\\bfx_audit\\b")
+
+func TestWritesAuditDetector(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		{insertSQL, true},
+		{"insert ignore into fx_audit (a) values (1)", true},
+		{"UPDATE `fx_audit` SET `after` = NULL", true},
+		{"DELETE FROM `fx_audit` WHERE `id` = ?", true},
+		{"TRUNCATE TABLE fx_audit", true},
+		{"SELECT `id` FROM `fx_audit` ORDER BY `id` DESC", false},
+		{"INSERT INTO `fx_audit_archive` (`id`) VALUES (?)", false},
+	} {
+		if got := writesAudit.MatchString(c.sql); got != c.want {
+			t.Errorf("writesAudit(%q) = %v, want %v", c.sql, got, c.want)
+		}
+	}
+}
+
+// The log is append-only: the only statement in the module's non-test sources that writes
+// fx_audit is this package's INSERT. No update, no delete, no second writer.
+func TestTheAuditLogIsAppendOnly(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found at %s: %v", root, err)
+	}
+	texts, files, err := sqlsource.Texts(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
+	}
+	inserts := 0
+	for _, s := range texts {
+		if !writesAudit.MatchString(s.Text) {
+			continue
+		}
+		if path.Dir(s.File) == "internal/audit" && s.Text == insertSQL {
+			inserts++
+			continue
+		}
+		t.Errorf("%s writes fx_audit other than through audit.Row: %s", s.Where(), s.Text)
+	}
+	if inserts != 1 {
+		t.Errorf("found audit's INSERT %d times, want once: the walk is not seeing it", inserts)
+	}
+}
