@@ -32,10 +32,11 @@ func NewConverter(ctx context.Context, db *sql.DB, prices tick.Prices) (*Convert
 	return &Converter{m: NewMarket(rec, cat), misses: rec}, nil
 }
 
-// Instrument returns symbol's instrument with its trading terms.
-func (c *Converter) Instrument(symbol string) (catalog.Instrument, bool) {
-	in, ok := c.m.Catalog.Instruments[symbol]
-	return in, ok
+// Terms returns symbol's instrument with the trading terms account group accountGroup gets on it
+// (catalog.Catalog.Effective): its swap points, its markup, its leverage cap.
+func (c *Converter) Terms(accountGroup, symbol string) (catalog.Instrument, bool) {
+	t, ok := c.m.Catalog.Effective(accountGroup, symbol)
+	return t.Instrument, ok
 }
 
 // Convert turns amount in from into to through the USD hub, rounded once to the ledger's

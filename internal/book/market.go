@@ -180,7 +180,9 @@ func ProfitQuote(in catalog.Instrument, side fx.Side, volume, volumePrice, close
 	return diff.Mul(in.ContractSize)
 }
 
-// effectiveLeverage is the least of the account's, its group's and the instrument's leverage.
+// effectiveLeverage is the least of the account's, its group's and the instrument's leverage; in
+// carries the account group's terms (catalog.Catalog.Effective), so the instrument's cap is the
+// group's override of it where there is one.
 func effectiveLeverage(a Account, g catalog.AccountGroup, in catalog.Instrument) int64 {
 	return int64(min(a.Leverage, g.LeverageMax, in.LeverageMax))
 }
@@ -232,7 +234,9 @@ func (m *Market) Metrics(a Account, g catalog.AccountGroup, balance decimal.Deci
 	bySymbol := map[string]*legs{}
 	var order []string
 	for _, e := range exps {
-		in, ok := m.Catalog.Instruments[e.Symbol]
+		// The account group's terms on the symbol (markup, leverage cap), as every fill reads them.
+		t, ok := m.Catalog.Effective(a.Group, e.Symbol)
+		in := t.Instrument
 		if !ok {
 			return Metrics{}, false
 		}
@@ -258,7 +262,8 @@ func (m *Market) Metrics(a Account, g catalog.AccountGroup, balance decimal.Deci
 		}
 	}
 	for _, s := range order {
-		in := m.Catalog.Instruments[s]
+		t, _ := m.Catalog.Effective(a.Group, s)
+		in := t.Instrument
 		q, _ := m.Quote(s)
 		l := bySymbol[s]
 		mq := MarginVolume(in, l.long, l.short).Mul(in.ContractSize).Mul(q.Mid()).

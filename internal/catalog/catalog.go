@@ -67,6 +67,8 @@ type Catalog struct {
 	// Tradable and TradableList hold the enabled instruments, for the markets routes.
 	Tradable     map[string]Instrument
 	TradableList []Instrument
+	// overrides are the account groups' symbol settings, read by Effective.
+	overrides map[overrideKey]Override
 }
 
 var hundred = decimal.NewFromInt(100)
@@ -219,6 +221,9 @@ func Load(ctx context.Context, db *sql.DB) (*Catalog, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load account groups: %w", err)
+	}
+	if cat.overrides, err = loadOverrides(ctx, db); err != nil {
+		return nil, err
 	}
 	return cat, nil
 }

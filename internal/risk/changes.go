@@ -94,6 +94,19 @@ func (e *Engine) setInstrumentLocked(in Instrument) {
 	}
 }
 
+// setGroupTermsLocked replaces an account group's own symbol terms; the caller re-marks its
+// accounts.
+func (e *Engine) setGroupTermsLocked(g GroupTerms) {
+	if e.groupTerms == nil {
+		e.groupTerms = map[string]map[string]SymbolTerms{}
+	}
+	if len(g.Symbols) == 0 {
+		delete(e.groupTerms, g.Group)
+		return
+	}
+	e.groupTerms[g.Group] = g.Symbols
+}
+
 func (e *Engine) setAccountLocked(ac Account) {
 	a := e.accountFor(ac.ID)
 	a.Account = ac
@@ -160,6 +173,13 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 		for _, a := range e.accts {
 			e.redepLocked(a)
 		}
+	case GroupTermsSet:
+		e.setGroupTermsLocked(c.GroupTerms)
+		for _, a := range e.accts {
+			if a.Group == c.GroupTerms.Group {
+				e.redepLocked(a)
+			}
+		}
 	default:
 		e.log.ErrorContext(ctx, "risk view: unknown change ignored", slog.Int("kind", int(c.Kind)))
 	}
@@ -187,6 +207,10 @@ func (e *Engine) installLocked(s Snapshot) {
 	}
 	if len(s.Instruments) > 0 {
 		e.setInstrumentLocked(s.Instruments[0]) // rebuilds the legs from the whole set
+	}
+	e.groupTerms = map[string]map[string]SymbolTerms{}
+	for _, g := range s.Groups {
+		e.setGroupTermsLocked(g)
 	}
 	for _, a := range s.Accounts {
 		e.setAccountLocked(a)

@@ -97,6 +97,7 @@ type Engine struct {
 	bandSlots   []int32     // lo and hi heap slots, 2 per band
 	bandFree    []int32
 	instruments map[string]*Instrument
+	groupTerms  map[string]map[string]SymbolTerms // account group → symbol → its own terms
 	legs        map[string]leg
 	due, refs   []int32      // scratch: accounts a tick marks, band refs it reached
 	fired       []heapEntry  // scratch: the triggers a tick fired

@@ -67,7 +67,7 @@ func (e *Engine) depsOf(a *account, sym int32) [3]int32 {
 	return d
 }
 
-// addDepsLocked copies the instrument's terms into exposure i and gives the account a band on
+// addDepsLocked copies the instrument's terms (its account group's where it has its own) into exposure i and gives the account a band on
 // every symbol its marks there depend on.
 func (e *Engine) addDepsLocked(a *account, i int) {
 	x, info := &a.exposures[i], &a.info[i]
@@ -77,8 +77,12 @@ func (e *Engine) addDepsLocked(a *account, i int) {
 	if in != nil {
 		x.qref = e.refFor(in.Quote)
 		x.same = in.Quote == a.Currency
-		x.contract, x.markup, x.hedged = in.ContractSize, in.Markup, in.HedgedMarginRate
-		x.perLot = in.ContractSize / effectiveLeverage(a, in)
+		markup, leverage := in.Markup, in.LeverageMax
+		if t, ok := e.groupTerms[a.Group][in.Symbol]; ok {
+			markup, leverage = t.Markup, t.LeverageMax // the account group's own terms
+		}
+		x.contract, x.markup, x.hedged = in.ContractSize, markup, in.HedgedMarginRate
+		x.perLot = in.ContractSize / effectiveLeverage(a, leverage)
 	}
 	info.deps = e.depsOf(a, a.syms[i])
 	for _, s := range info.deps {

@@ -99,13 +99,15 @@ func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
 	return equity / used * 100, true
 }
 
-func effectiveLeverage(a *account, in *Instrument) float64 {
+// effectiveLeverage is the least of the account's, its group's and the symbol's cap
+// (symbolMax: the instrument's, or the account group's own on it; 0 = none).
+func effectiveLeverage(a *account, symbolMax int) float64 {
 	l := a.Leverage
 	if a.GroupLeverage > 0 && (l <= 0 || a.GroupLeverage < l) {
 		l = a.GroupLeverage
 	}
-	if in.LeverageMax > 0 && (l <= 0 || in.LeverageMax < l) {
-		l = in.LeverageMax
+	if symbolMax > 0 && (l <= 0 || symbolMax < l) {
+		l = symbolMax
 	}
 	return float64(max(l, 1))
 }

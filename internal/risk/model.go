@@ -90,6 +90,23 @@ type Account struct {
 	GroupLeverage   int     // the account group's cap; 0 = none
 	MarginCallLevel float64 // alert below this (default 100 in the schema); 0 = never
 	StopOutLevel    float64 // close positions at or below this (default 50)
+	// Group is the account's group: where the group has its own terms on a symbol
+	// (GroupTerms), its positions there are marked with them instead of the instrument's.
+	Group string
+}
+
+// SymbolTerms are an account group's own terms on one symbol, in place of the instrument's
+// Markup and LeverageMax (the dealer's per-group overrides, resolved by the catalog).
+type SymbolTerms struct {
+	Markup      float64 // price units, as Instrument.Markup
+	LeverageMax int     // 0 = none
+}
+
+// GroupTerms are every symbol on which account group Group has its own terms; a symbol not in
+// Symbols is marked with the instrument's.
+type GroupTerms struct {
+	Group   string
+	Symbols map[string]SymbolTerms
 }
 
 // Instrument carries what pricing and margin need, as floats for the tick path; NewInstrument
@@ -124,6 +141,7 @@ type Snapshot struct {
 	Accounts    []Account
 	Positions   []Position // every OPEN position
 	Orders      []Order    // every PENDING LIMIT or STOP order
+	Groups      []GroupTerms
 }
 
 // Loader reads the snapshot from the database at boot. Load returns an error when the database
@@ -186,6 +204,7 @@ const (
 	AccountUpserted                          // Account whole (created, or leverage/levels/group changed)
 	BalanceChanged                           // Account.ID, Account.Balance = balance after the commit
 	InstrumentUpserted                       // Instrument whole
+	GroupTermsSet                            // GroupTerms whole (an account group's symbol terms)
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a
@@ -197,4 +216,5 @@ type Change struct {
 	Order      Order
 	Account    Account
 	Instrument Instrument
+	GroupTerms GroupTerms
 }

@@ -77,6 +77,7 @@ type lockedAccount struct {
 	currency string
 	balance  decimal.Decimal
 	swapFree bool
+	group    string // its account group, whose swap points it pays
 }
 
 type lockedPosition struct {
@@ -143,7 +144,8 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 			res["swapFree"] += len(held)
 			continue
 		}
-		in, ok := r.conv.Instrument(p.symbol)
+		// The swap points are the account group's on this symbol (catalog.Catalog.Effective).
+		in, ok := r.conv.Terms(a.group, p.symbol)
 		if !ok {
 			r.log.ErrorContext(ctx, "swaps: position on an unknown instrument left uncharged", slog.Int64("position", p.id), slog.String("symbol", p.symbol))
 			res["unknownInstrument"]++
@@ -220,7 +222,7 @@ func (r *run) missingFor(quoteCcy, accountCcy string) string {
 // lockAccounts locks ids' account rows in id order (the order every writer uses).
 func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lockedAccount, error) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree`, `accountGroup` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock accounts: %w", err)
 	}
@@ -228,7 +230,7 @@ func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lock
 	out := make(map[int64]*lockedAccount, len(ids))
 	for rows.Next() {
 		a := &lockedAccount{}
-		if err := rows.Scan(&a.id, &a.currency, &a.balance, &a.swapFree); err != nil {
+		if err := rows.Scan(&a.id, &a.currency, &a.balance, &a.swapFree, &a.group); err != nil {
 			return nil, fmt.Errorf("lock accounts: %w", err)
 		}
 		out[a.id] = a

@@ -338,15 +338,18 @@ func (w *venueFill) Apply(r *book.Rows) error {
 	if side != o.Side {
 		return fmt.Errorf("order %d is a %s; the venue filled %s units", o.ID, o.Side, w.units)
 	}
-	vol := lotsOf(w.in, w.units)
-	price := venueFillPrice(w.in, side, w.price)
+	// The account group's terms: its markup on the venue's price, its commission.
+	t, _ := termsOf(r.Catalog, a.Group, w.in.Symbol)
+	in := t.Instrument
+	vol := lotsOf(in, w.units)
+	price := venueFillPrice(in, side, w.price)
 	// The venue filled it: the desk books it whatever its own rules would say now (a margin
 	// shortfall is the risk engine's to act on). The commission is charged as for a desk fill;
 	// without a price to convert it the booking waits (the order stays SENDING and the
 	// reconciler adopts the trade), rather than book a fill without its commission.
 	commission := decimal.Zero
-	if w.in.Group.CommissionPerLot.IsPositive() {
-		c, ok := r.Market.Convert(w.in.Group.CommissionPerLot.Mul(vol), w.in.Group.CommissionCurrency, a.Currency)
+	if in.Group.CommissionPerLot.IsPositive() {
+		c, ok := r.Market.Convert(in.Group.CommissionPerLot.Mul(vol), in.Group.CommissionCurrency, a.Currency)
 		if !ok {
 			return book.ErrPricing()
 		}
@@ -356,7 +359,7 @@ func (w *venueFill) Apply(r *book.Rows) error {
 	// marks stay until the next mark.
 	var after *book.Metrics
 	if m, ok := r.Market.Metrics(*a, r.Catalog.AccountGroup(a.Group), a.Balance.Sub(commission),
-		append(r.Exposures[a.ID], book.Exposure{Symbol: w.in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
+		append(r.Exposures[a.ID], book.Exposure{Symbol: in.Symbol, Side: side, Volume: vol, VolumePrice: vol.Mul(price)})); ok {
 		after = &m
 	}
 	filled := *o
@@ -366,7 +369,7 @@ func (w *venueFill) Apply(r *book.Rows) error {
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), o.ID)
 	link := w.tradeID
-	w.fill = openPosition(r, a, w.in, filled, orderVar, price, commission, after, &link)
+	w.fill = openPosition(r, a, in, filled, orderVar, price, commission, after, &link)
 	w.s.advanceCursor(r, w.txID)
 	w.a = *a
 	*o = filled

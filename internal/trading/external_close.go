@@ -54,6 +54,18 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 		if in.Status == fx.InstrumentHalted {
 			return CloseResult{}, book.ErrHalted(in.Symbol)
 		}
+		// The account group's terms: its trade mode, its volume limits.
+		var group string
+		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", p.AccountID).Scan(&group); err != nil {
+			return CloseResult{}, fmt.Errorf("close position %d: %w", id, err)
+		}
+		t, _ := termsOf(cat, group, link.symbol)
+		if reason == fx.CloseClient {
+			if err := checkTraderClose(t); err != nil {
+				return CloseResult{}, err
+			}
+		}
+		in = t.Instrument
 		if volume != nil {
 			if err := checkVolume(in, *volume); err != nil {
 				return CloseResult{}, err

@@ -60,7 +60,9 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 	case fx.InstrumentCloseOnly:
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "%s is close-only: new positions and orders are refused.", in.Symbol)
 	}
-	if err := checkVolume(in, r.Volume); err != nil {
+	// The volume's limits and the trade mode are the account group's, checked once the
+	// account is known (checkOpen); its step is the instrument's.
+	if err := checkVolumeStep(in, r.Volume); err != nil {
 		return OrderResult{}, err
 	}
 	expires, err := s.checkOrderShape(in, &r)
@@ -183,6 +185,11 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Account %d already has %d pending orders, the most one account may hold (setting %s = %d): cancel one, or wait for one to fill or expire, before placing another.",
 			a.ID, pending, catalog.SettingMaxPendingOrders, limit)
 	}
+	t, _ := termsOf(cat, a.Group, in.Symbol)
+	if err := checkOpen(t, r.Volume); err != nil {
+		return OrderResult{}, err
+	}
+	in = t.Instrument
 	g := cat.AccountGroup(a.Group)
 	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
@@ -303,8 +310,13 @@ func (w *marketFill) Apply(r *book.Rows) error {
 			return nil
 		}
 	}
-	// Priced at the batch's quote, the one every write of the batch sees.
-	in := w.in
+	// Priced at the batch's quote, the one every write of the batch sees, under the account
+	// group's terms.
+	t, _ := termsOf(r.Catalog, a.Group, w.in.Symbol)
+	if err := checkOpen(t, w.r.Volume); err != nil {
+		return err
+	}
+	in := t.Instrument
 	q, err := r.Market.Tradable(in.Symbol)
 	if err != nil {
 		return err
@@ -396,7 +408,8 @@ func (w *marketFill) Failed(err error) error {
 }
 
 // fillCheck prices a fill of volume lots on side at price for the locked account a, whose open
-// positions sum to exps: the commission it costs and the account's metrics after it. It
+// positions sum to exps: the commission it costs and the account's metrics after it; in carries
+// the account group's terms (termsOf), so the commission is the group's. It
 // refuses (ECONFLICT) a fill that increases margin while the account is below its margin-call
 // level or beyond its free margin.
 func fillCheck(m *book.Market, cat *catalog.Catalog, in catalog.Instrument, a book.Account, exps []book.Exposure, side fx.Side, volume, price decimal.Decimal) (decimal.Decimal, book.Metrics, error) {

@@ -188,10 +188,12 @@ func (w *closeWrite) Apply(r *book.Rows) error {
 	if p.Status != fx.PositionOpen {
 		return errAlreadyClosed(w.id)
 	}
-	in, ok := r.Catalog.Instruments[p.Symbol]
+	// The account group's terms: its markup on the close price, its volume limits.
+	t, ok := termsOf(r.Catalog, a.Group, p.Symbol)
 	if !ok {
 		return fmt.Errorf("position %d: instrument %s is missing", w.id, p.Symbol)
 	}
+	in := t.Instrument
 	if w.venuePrice != nil {
 		return w.applyVenue(r, a, p, in)
 	}
@@ -200,6 +202,11 @@ func (w *closeWrite) Apply(r *book.Rows) error {
 	}
 	if in.Status == fx.InstrumentHalted {
 		return book.ErrHalted(in.Symbol)
+	}
+	if w.reason == fx.CloseClient {
+		if err := checkTraderClose(t); err != nil {
+			return err
+		}
 	}
 	if w.volume != nil {
 		if err := checkVolume(in, *w.volume); err != nil {

@@ -56,6 +56,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	for _, in := range cat.List {
 		s.Instruments = append(s.Instruments, in.RiskTerms())
 	}
+	s.Groups = cat.RiskGroups()
 	versions, err := readVersions(ctx, tx)
 	if err != nil {
 		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
@@ -291,10 +292,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.Now) {
 		return fmt.Errorf("fill order %d: expired at %s: %w", w.id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)
 	}
-	in, ok := r.Catalog.Instruments[o.Symbol]
+	t, ok := termsOf(r.Catalog, a.Group, o.Symbol)
 	if !ok {
 		return fmt.Errorf("fill order %d: instrument %s is missing", w.id, o.Symbol)
 	}
+	in := t.Instrument
 	if in.Status == fx.InstrumentHalted {
 		return book.ErrHalted(in.Symbol)
 	}
@@ -303,8 +305,15 @@ func (w *restingFill) Apply(r *book.Rows) error {
 		return err
 	}
 	price := book.FillPrice(in, q, o.Side)
-	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
-	if fx.ErrorCode(err) == fx.ECONFLICT {
+	// A symbol its group made close-only or disabled, or limits its volume no longer admits,
+	// rejects the order as the margin does.
+	err = checkOpen(t, o.Volume)
+	var commission decimal.Decimal
+	var after book.Metrics
+	if err == nil {
+		commission, after, err = fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
+	}
+	if code := fx.ErrorCode(err); code == fx.ECONFLICT || code == fx.EINVALID {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
 		r.Writes.Exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
@@ -394,7 +403,7 @@ func orderPlaced(o book.Order) risk.Change {
 
 func riskAccount(a book.Account, g catalog.AccountGroup) risk.Account {
 	return risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, GroupLeverage: g.LeverageMax,
-		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}
+		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64(), Group: a.Group}
 }
 
 func accountUpserted(a book.Account, g catalog.AccountGroup) risk.Change {
