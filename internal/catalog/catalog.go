@@ -18,11 +18,11 @@ import (
 
 // SymbolGroup prices the instruments in it.
 type SymbolGroup struct {
-	Name               string
-	MarkupPoints       decimal.Decimal
-	CommissionPerLot   decimal.Decimal
-	CommissionCurrency string
-	HedgedMarginRate   decimal.Decimal
+	Name               string          `json:"name"`
+	MarkupPoints       decimal.Decimal `json:"markupPoints"`
+	CommissionPerLot   decimal.Decimal `json:"commissionPerLot"`
+	CommissionCurrency string          `json:"commissionCurrency"`
+	HedgedMarginRate   decimal.Decimal `json:"hedgedMarginRate"`
 }
 
 // Instrument is the domain instrument with the trading terms kept beside it: its leverage cap

@@ -32,18 +32,18 @@ func (m TradeMode) Valid() bool {
 // Override is one row of fx_symbol_override: an account group's terms on one symbol (Symbol set)
 // or on every symbol of a symbol group (SymbolGroup set). A nil term is not overridden.
 type Override struct {
-	AccountGroup       string
-	Symbol             string
-	SymbolGroup        string
-	MarkupPoints       *decimal.Decimal
-	CommissionPerLot   *decimal.Decimal
-	CommissionCurrency *string
-	SwapLong           *decimal.Decimal
-	SwapShort          *decimal.Decimal
-	LeverageMax        *int
-	VolumeMin          *decimal.Decimal
-	VolumeMax          *decimal.Decimal
-	TradeMode          *TradeMode
+	AccountGroup       string           `json:"accountGroup"`
+	Symbol             string           `json:"symbol"`
+	SymbolGroup        string           `json:"symbolGroup"`
+	MarkupPoints       *decimal.Decimal `json:"markupPoints,omitempty"`
+	CommissionPerLot   *decimal.Decimal `json:"commissionPerLot,omitempty"`
+	CommissionCurrency *string          `json:"commissionCurrency,omitempty"`
+	SwapLong           *decimal.Decimal `json:"swapLong,omitempty"`
+	SwapShort          *decimal.Decimal `json:"swapShort,omitempty"`
+	LeverageMax        *int             `json:"leverageMax,omitempty"`
+	VolumeMin          *decimal.Decimal `json:"volumeMin,omitempty"`
+	VolumeMax          *decimal.Decimal `json:"volumeMax,omitempty"`
+	TradeMode          *TradeMode       `json:"tradeMode,omitempty"`
 }
 
 const overrideCols = "`accountGroup`, `symbol`, `symbolGroup`, `markupPoints`, `commissionPerLot`, `commissionCurrency`, " +
