@@ -244,3 +244,27 @@ func TestSwapOnePassChargesEachDueDateOnce(t *testing.T) {
 	wantSwaps(t, aNew, pNew, "2026-12-15", map[string]string{"2026-12-09": "-22.50", "2026-12-10": "-7.50", "2026-12-11": "-7.50",
 		"2026-12-14": "-7.50", "2026-12-15": "-7.50"})
 }
+
+// An account group's override of a symbol's swap points is what its accounts are charged; an
+// account of another group on the same symbol pays the instrument's.
+func TestSwapChargesTheAccountGroupsOverride(t *testing.T) {
+	at := utc(t, "2026-12-15T22:30:00Z") // Tuesday 17:30 New York: 12-15 due
+	aVIP, pVIP := seedLong(t, utc(t, "2026-12-01T12:00:00Z"), "2026-12-14")
+	aStd, pStd := seedLong(t, utc(t, "2026-12-01T12:00:00Z"), "2026-12-14")
+	for _, q := range []string{
+		"INSERT IGNORE INTO `fx_account_group` (`name`) VALUES ('swap-vip')",
+		"INSERT INTO `fx_symbol_override` (`accountGroup`, `symbol`, `swapLong`) VALUES ('swap-vip', 'EURUSD', -2.00)",
+	} {
+		if _, err := testDB.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = 'swap-vip' WHERE `id` = ?", aVIP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newJob(10).Run(context.Background(), at); err != nil {
+		t.Fatal(err)
+	}
+	wantSwaps(t, aVIP, pVIP, "2026-12-15", map[string]string{"2026-12-15": "-2.00"})
+	wantSwaps(t, aStd, pStd, "2026-12-15", map[string]string{"2026-12-15": "-7.50"})
+}
