@@ -185,8 +185,8 @@ func (s *Admin) DeleteSymbolGroup(ctx context.Context, name string) error {
 			return fmt.Errorf("delete symbol group %s: %w", name, err)
 		}
 		var instruments, overrides int
-		if err := tx.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_instrument` WHERE `symbolGroup` = ?), "+
-			"(SELECT COUNT(*) FROM `fx_symbol_override` WHERE `symbolGroup` = ?)", name, name).Scan(&instruments, &overrides); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_instrument` WHERE `symbolGroup` = ? LIMIT 1), "+
+			"(SELECT COUNT(*) FROM `fx_symbol_override` WHERE `symbolGroup` = ? LIMIT 1)", name, name).Scan(&instruments, &overrides); err != nil {
 			return fmt.Errorf("delete symbol group %s: %w", name, err)
 		}
 		if instruments > 0 || overrides > 0 {
