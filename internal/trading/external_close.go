@@ -122,6 +122,7 @@ func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decim
 		}
 		return CloseResult{}, w.Err
 	}
+	s.reportReset(ctx, w)
 	return w.res, nil
 }
 
