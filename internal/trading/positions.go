@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -266,7 +267,15 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	if !ok {
 		return book.ErrPricing()
 	}
+	if w.reason == fx.CloseDealer {
+		// A dealer's close carries its audit row (dealerAudit): refused here, before any row
+		// changes, when nobody is named to record.
+		if _, ok := audit.ActorFrom(w.Ctx); !ok {
+			return audit.ErrNoActor
+		}
+	}
 	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
+	before := *p
 	volumeBefore := p.Volume
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
@@ -287,6 +296,11 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
 	w.protect(r, a, p, volumeBefore)
+	if w.reason == fx.CloseDealer {
+		if err := w.dealerAudit(r, before, vol, price); err != nil {
+			return err
+		}
+	}
 	w.res.Position, w.a = *p, *a
 	return nil
 }
