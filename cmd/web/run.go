@@ -207,7 +207,7 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 		return nil, err
 	}
 	tc := trading.Config{DB: st.db, CommitDB: st.holderDB, Prices: quotes, Lease: contention.keeper, Gate: contention.gate, Log: log, OnChange: relay.apply, Commits: m,
-		Settings: settings, Catalog: cache}
+		Settings: settings, Catalog: cache, Alerts: inbox, NBP: m}
 	if venue != nil {
 		tc.Venue = venue.sender
 		// The call's own timeout, then the booking's (the group commit's batch bound).

@@ -355,6 +355,12 @@ func decodeClose(r io.Reader) (*decimal.Decimal, error) {
 	return v, nil
 }
 
+// decodeNothing reads the body of a route that takes none: empty, or {}.
+func decodeNothing(r io.Reader) error {
+	var w struct{}
+	return decodeStrict(r, &w, true)
+}
+
 type modifyWire struct {
 	SL *string `json:"sl"`
 	TP *string `json:"tp"`

@@ -90,6 +90,9 @@ func routes(d Deps) http.Handler {
 		r.Put("/account-groups/{name}/overrides/symbol-groups/{group}", handlePutOverride(d.Log, d.Catalog))
 		r.Delete("/account-groups/{name}/overrides/symbol-groups/{group}", handleDeleteOverride(d.Log, d.Catalog))
 		r.Get("/accounts/{id}/effective", handleEffective(d.Log, d.Catalog))
+		// Dealer actions are desk-priced like the trader's own close and cancel.
+		r.With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
+		r.With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
 		r.Get("/desk", handleDesk(d))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {

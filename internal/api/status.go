@@ -15,6 +15,7 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
@@ -45,7 +46,16 @@ type bookView struct {
 	Symbols []bookSymbol           `json:"symbols"`
 	Venue   *venueView             `json:"venue"` // nil without a venue
 	Sending []trading.SendingOrder `json:"sending"`
-	Error   string                 `json:"error,omitempty"`
+	// NBPToday is what negative balance protection cost the desk since the last 17:00 New York
+	// rollover (the trading day), per account currency; nil when it could not be read.
+	NBPToday *nbpToday `json:"nbpToday"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// nbpToday is negative balance protection's cost over the trading day.
+type nbpToday struct {
+	Since time.Time         `json:"since"`
+	Costs []trading.NBPCost `json:"costs"`
 }
 
 // bookSymbol is one symbol of the book, in lots. BBookNetLots is the desk's own net position:
@@ -89,6 +99,13 @@ func buildBook(ctx context.Context, d Deps) *bookView {
 	}
 	if b.Sending, err = d.Trading.ABook().SendingOrders(ctx); err != nil {
 		b.Error = err.Error()
+	}
+	if day, err := fx.LastRollover(time.Now()); err != nil {
+		b.Error = err.Error()
+	} else if costs, err := d.Trading.NBPCostSince(ctx, day.At); err != nil {
+		b.Error = err.Error()
+	} else {
+		b.NBPToday = &nbpToday{Since: day.At.UTC(), Costs: costs}
 	}
 	var last *execution.VenueBook
 	// The venue as this process trades with it: only the holder checks it and sends to it; a

@@ -10,6 +10,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/trading"
 )
 
 // The status page renders every section it has without a template error: html/template checks
@@ -28,13 +29,14 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 		Risk:    &riskView{Loaded: true},
 		Commits: &book.CommitStats{Batches: 3, Writes: 7, Refused: 1, OneTrip: 2, Stale: 1},
 		Alerts:  []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
+		Book:    &bookView{NBPToday: &nbpToday{Since: now, Costs: []trading.NBPCost{{Currency: "USD", Resets: 2, Amount: "513.50"}}}},
 	}
 	var page bytes.Buffer
 	if err := statusPage.Execute(&page, r); err != nil {
 		t.Fatalf("status page: %v", err)
 	}
 	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps",
-		"2 batches on remembered accounts · 1 found a row changed"} {
+		"2 batches on remembered accounts · 1 found a row changed", "513.50 USD over 2 resets"} {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}

@@ -238,6 +238,53 @@ func handleClosePosition(log *slog.Logger, svc *trading.Service, m *metrics.Metr
 	})
 }
 
+// handleDealerClose closes all or part of any trader's position on their behalf (admin): reason
+// DEALER, recorded in the audit log with the admin in the close's own transaction.
+func handleDealerClose(log *slog.Logger, svc *trading.Service, m *metrics.Metrics) http.HandlerFunc {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		vol, err := decodeClose(r.Body)
+		if err != nil {
+			return err
+		}
+		res, err := svc.Dealer().ClosePosition(r.Context(), id, vol)
+		if err != nil {
+			m.Closes.WithLabelValues(string(fx.CloseDealer), resultOf(r.Context(), err)).Inc()
+			return err
+		}
+		m.Closes.WithLabelValues(string(fx.CloseDealer), "closed").Inc()
+		body := map[string]any{"position": viewPosition(res.Position), "deal": viewDeal(res.Deal)}
+		if res.Adjustment != nil {
+			body["adjustment"] = viewDeal(*res.Adjustment)
+		}
+		writeJSON(w, http.StatusOK, body)
+		return nil
+	})
+}
+
+// handleDealerCancel cancels any trader's pending order on their behalf (admin), recorded in the
+// audit log with the admin. The body is empty or {}.
+func handleDealerCancel(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
+	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		if err := decodeNothing(r.Body); err != nil {
+			return err
+		}
+		o, err := svc.Dealer().CancelOrder(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"order": viewOrder(o)})
+		return nil
+	})
+}
+
 // handleDeals lists the caller's deals.
 func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {

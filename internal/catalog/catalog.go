@@ -40,9 +40,12 @@ type AccountGroup struct {
 	MarginCallLevel decimal.Decimal
 	StopOutLevel    decimal.Decimal
 	Execution       fx.ExecutionMode
+	// NegativeBalanceProtection: a close that leaves one of the group's accounts below zero is
+	// followed, in the close's own transaction, by one ADJUSTMENT deal back to exactly zero.
+	NegativeBalanceProtection bool
 }
 
-const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`"
+const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`, `negativeBalanceProtection`"
 
 // RiskTerms is what the risk engine needs of in.
 func (in Instrument) RiskTerms() risk.Instrument {
@@ -51,7 +54,7 @@ func (in Instrument) RiskTerms() risk.Instrument {
 
 func scanAccountGroup(sc store.Scanner) (AccountGroup, error) {
 	var g AccountGroup
-	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution)
+	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution, &g.NegativeBalanceProtection)
 	return g, err
 }
 
@@ -73,12 +76,13 @@ type Catalog struct {
 
 var hundred = decimal.NewFromInt(100)
 
-// AccountGroup is group name's terms; a group nobody defined has the desk's defaults.
+// AccountGroup is group name's terms; a group nobody defined has the desk's defaults (those of
+// a new fx_account_group row: negative balance protection on).
 func (c *Catalog) AccountGroup(name string) AccountGroup {
 	if g, ok := c.AccountGroups[name]; ok {
 		return g
 	}
-	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50)}
+	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50), NegativeBalanceProtection: true}
 }
 
 // Cache re-reads the catalog at most every maxAge, and at once after an admin change in this

@@ -34,6 +34,7 @@ const (
 	CloseTP      CloseReason = "TP"       // its take profit triggered
 	CloseStopOut CloseReason = "STOP_OUT" // the account fell to its stop-out level
 	CloseVenue   CloseReason = "VENUE"    // the venue closed its trade (a venue stop-out, a close nobody booked)
+	CloseDealer  CloseReason = "DEALER"   // an admin closed it on the trader's behalf
 )
 
 // Instrument is one row of fx_instrument: a symbol and its terms. Money-related fields are exact

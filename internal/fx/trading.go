@@ -60,6 +60,9 @@ const (
 	DealCommission DealType = "COMMISSION"
 	DealProfit     DealType = "PROFIT" // realised profit or loss of a (partial) close
 	DealSwap       DealType = "SWAP"
+	// DealAdjustment is a correction the desk posts itself: negative balance protection's
+	// reset of a balance a close left below zero back to exactly zero.
+	DealAdjustment DealType = "ADJUSTMENT"
 )
 
 // ParseDecimal reads a decimal string as it travels in requests: optional minus sign, digits, an

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/gate"
@@ -45,6 +46,11 @@ type Metrics struct {
 	// long; StreamUpdatesLost the quotes a stream lost while its buffer was full.
 	StreamsDropped    prometheus.Counter
 	StreamUpdatesLost prometheus.Counter
+
+	// Negative balance protection (trading.Config.NBP): resets committed, and what they cost the
+	// desk by account currency.
+	NBPResets *prometheus.CounterVec
+	NBPAmount *prometheus.CounterVec
 }
 
 // Refusal reasons of fxdesk_http_refused_total.
@@ -125,7 +131,15 @@ func New(process string) *Metrics {
 		Name: "fxdesk_sse_updates_lost_total",
 		Help: "Quotes a markets-rail stream lost because its buffer was full (its client was behind; the next quote supersedes it).",
 	})
-	reg.MustRegister(m.Refused, m.StreamsDropped, m.StreamUpdatesLost)
+	m.NBPResets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_nbp_resets_total",
+		Help: "Negative balance protection resets: closes that left an account of a protected group below zero, followed by one ADJUSTMENT deal back to zero, by account currency.",
+	}, []string{"currency"})
+	m.NBPAmount = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_nbp_reset_amount_total",
+		Help: "What negative balance protection's resets cost the desk (the ADJUSTMENT deals' sum), in units of the account currency named by the label.",
+	}, []string{"currency"})
+	reg.MustRegister(m.Refused, m.StreamsDropped, m.StreamUpdatesLost, m.NBPResets, m.NBPAmount)
 	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
 		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused, m.CommitOneTrip)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -148,6 +162,13 @@ func (m *Metrics) ObserveRenew(took time.Duration, outcome string) {
 func (m *Metrics) ObserveBatch(size int, took time.Duration) {
 	m.CommitBatchSize.Observe(float64(size))
 	m.CommitSeconds.Observe(took.Seconds())
+}
+
+// ObserveNBPReset counts one negative balance protection reset of amount in currency
+// (trading.NBPObserver).
+func (m *Metrics) ObserveNBPReset(currency string, amount decimal.Decimal) {
+	m.NBPResets.WithLabelValues(currency).Inc()
+	m.NBPAmount.WithLabelValues(currency).Add(amount.InexactFloat64())
 }
 
 // ObserveRefused records one write dropped by the database (book.CommitObserver).

@@ -28,8 +28,11 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	if s.venue == nil {
 		return CloseResult{}, errVenueUnavailable()
 	}
+	// The risk engine's close of all of it is sent as it is; a trader's or a dealer's, or a
+	// partial one, is checked first.
+	checked := userID != 0 || volume != nil || reason == fx.CloseDealer
 	load := s.catalog.Get
-	if userID == 0 && volume == nil {
+	if !checked {
 		// The risk engine's close of all of it: no database read before the send (own time).
 		load = s.catalog.LastLoaded
 	}
@@ -41,8 +44,8 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	if !ok {
 		return CloseResult{}, fmt.Errorf("close position %d: instrument %s is missing", id, link.symbol)
 	}
-	if userID != 0 || volume != nil {
-		// A trader's close is checked against the position before anything is sent: someone
+	if checked {
+		// A trader's (or dealer's) close is checked against the position before anything is sent: someone
 		// else's position, a closed one or a bad volume must not reach the venue.
 		p, err := book.LoadPosition(ctx, s.db, userID, id)
 		if err != nil {
@@ -134,6 +137,7 @@ func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decim
 		}
 		return CloseResult{}, w.Err
 	}
+	s.reportReset(ctx, w)
 	return w.res, nil
 }
 

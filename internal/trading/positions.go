@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -103,6 +104,9 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 type CloseResult struct {
 	Position book.Position
 	Deal     book.Deal
+	// Adjustment is negative balance protection's deal when the close left the account below
+	// zero (protect); nil otherwise.
+	Adjustment *book.Deal
 }
 
 // ClosePosition closes volume lots (nil: all) of userID's position id at this process's price.
@@ -139,6 +143,7 @@ func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *d
 	if w.Err != nil {
 		return CloseResult{}, w.Err
 	}
+	s.reportReset(ctx, w)
 	return w.res, nil
 }
 
@@ -168,7 +173,11 @@ type closeWrite struct {
 
 	res  CloseResult
 	deal int // its deal's index in the batch
-	a    book.Account
+	// nbp is the index in the batch of negative balance protection's ADJUSTMENT after this
+	// close (-1: none), and reset its figures.
+	nbp   int
+	reset nbpReset
+	a     book.Account
 }
 
 func (w *closeWrite) Wants(l *book.Plan) {
@@ -179,7 +188,7 @@ func (w *closeWrite) Wants(l *book.Plan) {
 }
 
 func (w *closeWrite) Apply(r *book.Rows) error {
-	w.res, w.deal = CloseResult{}, -1
+	w.res, w.deal, w.nbp, w.reset = CloseResult{}, -1, -1, nbpReset{}
 	p, exists := r.Positions[w.id]
 	a, found := r.Accounts[w.Account]
 	if !exists || !found || book.OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
@@ -265,7 +274,15 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	if !ok {
 		return book.ErrPricing()
 	}
+	if w.reason == fx.CloseDealer {
+		// A dealer's close carries its audit row (dealerAudit): refused here, before any row
+		// changes, when nobody is named to record.
+		if _, ok := audit.ActorFrom(w.Ctx); !ok {
+			return audit.ErrNoActor
+		}
+	}
 	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
+	before := *p
 	volumeBefore := p.Volume
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
@@ -285,12 +302,22 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
+	w.protect(r, a, p, volumeBefore)
+	if w.reason == fx.CloseDealer {
+		if err := w.dealerAudit(r, before, vol, price); err != nil {
+			return err
+		}
+	}
 	w.res.Position, w.a = *p, *a
 	return nil
 }
 
 func (w *closeWrite) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	w.res.Deal = r.DealAt(w.deal, ids)
+	if w.nbp >= 0 {
+		d := r.DealAt(w.nbp, ids)
+		w.res.Adjustment = &d
+	}
 	if w.res.Position.Status == fx.PositionClosed {
 		w.s.links.drop(w.id)
 		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}

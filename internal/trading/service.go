@@ -44,6 +44,8 @@ type Service struct {
 	settings *catalog.Settings // the caps (pending orders per account, accounts per user)
 	now      func() time.Time
 	onChange func(context.Context, ...risk.Change)
+	alerts   AlertInbox  // nil: negative balance protection's resets raise no alert
+	nbpObs   NBPObserver // nil: not counted
 
 	commits   *book.Committer     // the group commit of desk-priced fills and closes
 	commitObs book.CommitObserver // nil: not observed
@@ -84,6 +86,10 @@ type Config struct {
 	// Catalog, when set, is the process's catalog cache, shared with its catalog.Admin so that an
 	// admin change applies to the next order at once; default: a cache of its own over DB.
 	Catalog *catalog.Cache
+	// Alerts, when set, receives negative-balance-reset for every reset of negative balance
+	// protection (nbp.go); NBP, when set, counts them.
+	Alerts AlertInbox
+	NBP    NBPObserver
 	// VenueBound bounds what the desk does for one venue send — waiting for a worker, the
 	// venue's answer, booking it — which belongs to no single request (the trader may have
 	// gone), so it runs detached from the request's context. Set it above the venue call's own
@@ -117,7 +123,7 @@ func New(c Config) (*Service, error) {
 		c.Settings = catalog.NewSettings(c.DB, c.Log)
 	}
 	s := &Service{db: c.DB, commitDB: c.CommitDB, prices: c.Prices, lease: c.Lease, gate: c.Gate, log: c.Log, now: c.Now, onChange: c.OnChange,
-		catalog: c.Catalog, settings: c.Settings, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound}
+		catalog: c.Catalog, settings: c.Settings, commitObs: c.Commits, venue: c.Venue, venueBound: c.VenueBound, alerts: c.Alerts, nbpObs: c.NBP}
 	if s.venueBound <= 0 {
 		s.venueBound = defaultVenueBound
 	}

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// A gap that stops out two accounts below zero, through HTTP and the simulator: the one in a
+// group with negative balance protection (the default) ends at exactly 0.00 with one ADJUSTMENT
+// deal, an alert and a count; the one in a group without it keeps its negative balance. Σ deals =
+// balance on both.
+func TestNBPGapStopOut(t *testing.T) {
+	t.Parallel()
+	d := newTradingDesk(t)
+	waitRiskReady(d.web)
+	tok, protected := d.newTrader(1700, "USD", "100", "1000.00")
+	var a accountResp
+	must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
+	bare := a.Account.ID
+	must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", bare), `{"amount":"1000.00"}`, http.StatusCreated, nil)
+	// A group without protection, made in SQL (its routes belong elsewhere); the instruments PUT
+	// makes the holder re-read its catalog now rather than within 5 s.
+	if _, err := d.e.sql.Exec("INSERT INTO `fx_account_group` (`name`, `negativeBalanceProtection`) VALUES ('no-nbp', FALSE)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.e.sql.Exec("UPDATE `fx_account` SET `accountGroup` = 'no-nbp' WHERE `id` = ?", bare); err != nil {
+		t.Fatal(err)
+	}
+	must(t, d.web, d.admin, "PUT", "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","status":"ACTIVE"}]}`, http.StatusOK, nil)
+
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	p1 := d.openMarket(tok, protected, "BUY", "0.50", "")
+	p2 := d.openMarket(tok, bare, "BUY", "0.50", "")
+	d.checkLedger(protected, "996.50") // commission 3.50
+	// 300 pips down in one tick: 0.5 × 100,000 × (1.07000 − 1.10020) = −1,510.00 each.
+	d.setQuote(tok, "EURUSD", "1.07000", "1.07020")
+	wantClose(t, "protected account", d.waitClosed(p1), "STOP_OUT", "1.07000")
+	wantClose(t, "unprotected account", d.waitClosed(p2), "STOP_OUT", "1.07000")
+	d.checkLedger(protected, "0.00")
+	d.checkLedger(bare, "-513.50")
+
+	adjustments := func(account int64) (n int, sum decimal.Decimal) {
+		if err := d.e.sql.QueryRow("SELECT COUNT(*), COALESCE(SUM(`amount`), 0) FROM `fx_deal` WHERE `accountId` = ? AND `type` = 'ADJUSTMENT'", account).Scan(&n, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return n, sum
+	}
+	if n, sum := adjustments(protected); n != 1 || !sum.Equal(decimal.RequireFromString("513.50")) {
+		t.Fatalf("protected account: %d ADJUSTMENT deals for %s, want one for 513.50", n, sum)
+	}
+	if n, _ := adjustments(bare); n != 0 {
+		t.Fatalf("unprotected account: %d ADJUSTMENT deals", n)
+	}
+	eventually(t, 5*time.Second, 20*time.Millisecond, "negative-balance-reset raised once", func() bool {
+		var count int
+		d.e.sql.QueryRow("SELECT COALESCE(SUM(`count`), 0) FROM `fx_execution_alert` WHERE `code` = 'negative-balance-reset'").Scan(&count)
+		return count == 1
+	})
+	eventually(t, 5*time.Second, 20*time.Millisecond, "fxdesk_nbp_resets_total = 1", func() bool {
+		n, _ := metricValue(d.web.metrics(), `fxdesk_nbp_resets_total{currency="USD"}`)
+		return n == "1"
+	})
+	var desk struct {
+		Book struct {
+			NBPToday struct {
+				Costs []struct{ Currency, Amount string }
+			} `json:"nbpToday"`
+		} `json:"book"`
+	}
+	must(t, d.web, d.admin, "GET", "/api/admin/fx/desk", "", http.StatusOK, &desk)
+	if c := desk.Book.NBPToday.Costs; len(c) != 1 || c[0].Currency != "USD" || c[0].Amount != "513.50" {
+		t.Fatalf("the desk's book shows NBP today %+v, want 513.50 USD", c)
+	}
+}
+
+// A dealer's close and cancel sent to a follower of a web tier are forwarded to the holder (a
+// follower cannot price a close) and carried out there with the reason DEALER and one audit row
+// each naming the admin.
+func TestDealerActionsThroughAFollower(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t)
+	tok, acct := w.d.newTrader(1710, "USD", "100", "10000.00")
+	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	pos := w.d.openMarket(tok, acct, "BUY", "0.30", "")
+	var resting orderResp
+	must(t, w.d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"0.10","price":"1.05000"}`, acct),
+		http.StatusCreated, &resting)
+
+	var cl closeResp
+	must(t, w.follower, w.d.admin, "POST", fmt.Sprintf("/api/admin/fx/positions/%d/close", pos), `{"volume":"0.10"}`, http.StatusOK, &cl)
+	if cl.Position.Status != "OPEN" || cl.Position.Volume != "0.2" {
+		t.Fatalf("dealer partial close through the follower: %+v", cl.Position)
+	}
+	must(t, w.follower, w.d.admin, "POST", fmt.Sprintf("/api/admin/fx/positions/%d/close", pos), "", http.StatusOK, &cl)
+	wantClose(t, "dealer close through the follower", w.d.waitClosed(pos), "DEALER", "1.10000")
+	var o orderResp
+	must(t, w.follower, w.d.admin, "POST", fmt.Sprintf("/api/admin/fx/orders/%d/cancel", resting.Order.ID), "", http.StatusOK, &o)
+	if o.Order.Status != "CANCELLED" {
+		t.Fatalf("dealer cancel through the follower: %+v", o.Order)
+	}
+	must(t, w.follower, w.d.admin, "POST", fmt.Sprintf("/api/admin/fx/orders/%d/cancel", resting.Order.ID), "", http.StatusConflict, nil)
+	// A trader's token is no dealer's, on either process.
+	must(t, w.follower, tok, "POST", fmt.Sprintf("/api/admin/fx/orders/%d/cancel", resting.Order.ID), "", http.StatusForbidden, nil)
+
+	var closes, cancels int
+	if err := w.d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_audit` WHERE `action` = 'position.close' AND `entityId` = ? AND `actorUserId` IS NOT NULL AND `requestId` IS NOT NULL",
+		fmt.Sprint(pos)).Scan(&closes); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_audit` WHERE `action` = 'order.cancel' AND `entityId` = ?", fmt.Sprint(resting.Order.ID)).Scan(&cancels); err != nil {
+		t.Fatal(err)
+	}
+	if closes != 2 || cancels != 1 {
+		t.Fatalf("audit rows: %d closes and %d cancels, want 2 and 1", closes, cancels)
+	}
+	w.d.checkLedger(acct, "9991.90") // −2.10 commission, (1.10000 − 1.10020) × 0.30 × 100,000 = −6.00
+}

@@ -1,0 +1,131 @@
+package trading
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
+	"fxdesk/internal/fx"
+)
+
+// Negative balance protection: a close that leaves an account of a protected group below zero is
+// followed by one ADJUSTMENT deal that brings the balance back to exactly zero; the desk bears
+// the difference (docs/operations.md, "Negative balance protection").
+//
+// The adjustment is posted in the close's own transaction — the same batch of the group commit,
+// through the same ledger posting, under the same account lock and the same fence — not right
+// after it: a close and its reset commit together or not at all, so no reader, no deposit and
+// no crash ever finds the account below zero in between, and no second process can post the
+// reset twice or miss it. Its idempotency key names the close (nbpKey), so a close booked again
+// can never reset twice either.
+//
+// Only closes reset: a deposit into an account a close left below zero (protection off) simply
+// adds to the balance, and never pays the past negative balance for the desk.
+
+// AlertNegativeBalanceReset is raised, after the commit, for every reset (warning).
+const AlertNegativeBalanceReset = "negative-balance-reset"
+
+// AlertInbox receives negative-balance-reset; *alert.Inbox satisfies it.
+type AlertInbox interface {
+	Raise(ctx context.Context, code string, severity alert.Severity, message string, details any) error
+}
+
+// NBPObserver counts the resets as they commit (metrics.Metrics).
+type NBPObserver interface {
+	// ObserveNBPReset records one reset of amount (positive: what the desk bore) in currency.
+	ObserveNBPReset(currency string, amount decimal.Decimal)
+}
+
+// nbpReset is one reset, as the close's batch decided it.
+type nbpReset struct {
+	Account  int64
+	Position int64
+	Currency string
+	Amount   decimal.Decimal // the ADJUSTMENT's amount: what the desk bears, positive
+	Reason   fx.CloseReason
+}
+
+// nbpKey is the reset's idempotency key: one per close, named as the close's own deal is
+// ("close:<position>:<volume before>").
+func nbpKey(position int64, volumeBefore decimal.Decimal) string {
+	return "nbp:" + itoa(position) + ":" + volumeBefore.String()
+}
+
+// protect posts negative balance protection's reset after the close of p that the batch just
+// posted on the locked account a, when a's group is protected and the close left a below zero.
+func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, volumeBefore decimal.Decimal) {
+	if !a.Balance.IsNegative() || !r.Catalog.AccountGroup(a.Group).NegativeBalanceProtection {
+		return
+	}
+	amount := a.Balance.Neg()
+	sym := p.Symbol
+	w.nbp = r.Post(a, book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
+		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"})
+	w.reset = nbpReset{Account: a.ID, Position: p.ID, Currency: a.Currency, Amount: amount, Reason: w.reason}
+}
+
+// reportReset tells the operator and the metrics of w's reset, once its batch committed. The
+// alert is written in a transaction of its own, after the money: it reports the reset, it does
+// not make it, and a failure to raise it is logged, never a reason to answer the close failed.
+func (s *Service) reportReset(ctx context.Context, w *closeWrite) {
+	if w.res.Adjustment == nil {
+		return
+	}
+	rs := w.reset
+	amount := fx.FormatMoney(rs.Currency, rs.Amount)
+	s.log.WarnContext(ctx, "negative balance protection reset an account to zero", slog.Int64("account_id", rs.Account),
+		slog.Int64("position_id", rs.Position), slog.String("amount", amount), slog.String("currency", rs.Currency), slog.String("reason", string(rs.Reason)))
+	if s.nbpObs != nil {
+		s.nbpObs.ObserveNBPReset(rs.Currency, rs.Amount)
+	}
+	if s.alerts == nil {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	msg := fmt.Sprintf("Negative balance protection reset account %d to 0 after position %d closed (%s): the desk bore %s %s.",
+		rs.Account, rs.Position, rs.Reason, amount, rs.Currency)
+	details := map[string]any{"accountId": rs.Account, "positionId": rs.Position, "currency": rs.Currency, "amount": amount,
+		"reason": string(rs.Reason), "dealId": w.res.Adjustment.ID}
+	if err := s.alerts.Raise(actx, AlertNegativeBalanceReset, alert.Warning, msg, details); err != nil {
+		s.log.ErrorContext(ctx, "negative-balance-reset alert not raised; the reset itself committed", slog.Int64("account_id", rs.Account), slog.Any("err", err))
+	}
+}
+
+// NBPCost is what negative balance protection cost the desk in one currency over a period.
+type NBPCost struct {
+	Currency string `json:"currency"`
+	Resets   int64  `json:"resets"`
+	Amount   string `json:"amount"` // the sum of the resets' ADJUSTMENT deals
+}
+
+// NBPCostSince sums negative balance protection's resets since since, per account currency.
+// The resets are found through the idempotency key's unique index (every one starts "nbp:"), so
+// the read costs the resets, not the ledger.
+func (s *Service) NBPCostSince(ctx context.Context, since time.Time) ([]NBPCost, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT `currency`, COUNT(*), SUM(`amount`) FROM `fx_deal` WHERE `idempotencyKey` LIKE 'nbp:%' "+
+		"AND `type` = 'ADJUSTMENT' AND `createdAt` >= ? GROUP BY `currency` ORDER BY `currency`", since.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("negative balance protection cost: %w", err)
+	}
+	defer rows.Close()
+	out := []NBPCost{}
+	for rows.Next() {
+		var c NBPCost
+		var sum decimal.Decimal
+		if err := rows.Scan(&c.Currency, &c.Resets, &sum); err != nil {
+			return nil, fmt.Errorf("negative balance protection cost: %w", err)
+		}
+		c.Amount = fx.FormatMoney(c.Currency, sum)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("negative balance protection cost: %w", err)
+	}
+	return out, nil
+}
