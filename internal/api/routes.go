@@ -82,6 +82,7 @@ func routes(d Deps) http.Handler {
 		r.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))
 		r.Put("/account-groups/{name}", handleSetExecutionMode(d.Log, d.Catalog))
 		r.Get("/desk", handleDesk(d))
+		r.Get("/audit", handleAudit(d.Log, d.DB))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
