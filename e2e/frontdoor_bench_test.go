@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/testkit/dbtest"
 )
@@ -152,7 +153,7 @@ func TestBenchFrontDoor(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 100)
 	for i := range (idleStreams + streamsPerToken - 1) / streamsPerToken {
-		tok, err := auth.Create(context.Background(), d.e.sql, int64(20000+i), false, "bench")
+		tok, err := auth.Create(audit.WithActor(context.Background(), audit.Actor{Via: "test"}), d.e.sql, int64(20000+i), false, "bench")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,14 @@ func TestTokenListAndRevoke(t *testing.T) {
 		t.Fatalf("token list --user 7:\n%s", out)
 	}
 	usedID := strings.Fields(lines[2])[0]
+	// Each issue is one audit row, the command line's, naming the token by id and never its text.
+	var via, after string
+	if err := e.sql.QueryRow("SELECT `actorVia`, `after` FROM `fx_audit` WHERE `action` = 'token.create' AND `entityType` = 'token' AND `entityId` = ?", usedID).Scan(&via, &after); err != nil {
+		t.Fatalf("the audit row of token %s: %v", usedID, err)
+	}
+	if via != "cli" || !strings.Contains(after, `"userId":7`) || strings.Contains(after, "fxd_") || strings.Contains(after, used[4:]) {
+		t.Fatalf("token %s audited by %q as %s", usedID, via, after)
+	}
 	if f := strings.Fields(lines[1]); f[1] != "7" || f[2] != "TRADER" || f[4] != "-" {
 		t.Fatalf("token list row %q", lines[1])
 	}

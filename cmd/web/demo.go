@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -29,6 +30,9 @@ const (
 // simulator (venueControl, its control URL) the trader also gets an A-book account, in the
 // EXTERNAL group "abook", whose orders go to the venue.
 func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *catalog.Admin, stdout io.Writer, base, venueControl string) error {
+	// The demo's admin writes (deposits, the A-book group, the move, the tokens) are audited as
+	// the demo's.
+	ctx = audit.WithActor(ctx, audit.Actor{Via: "demo"})
 	var accountID int64
 	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_account` WHERE `userId` = ? ORDER BY `id` LIMIT 1", demoTraderUser).Scan(&accountID)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
 	"fxdesk/internal/store"
@@ -44,7 +45,9 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			return nil
 		}
 		run = func(ctx context.Context, db *sql.DB) error {
-			token, err := auth.Create(ctx, db, *user, *admin, *label)
+			// The issue is audited as the command line's: an operator with the database's
+			// credentials, no token behind them.
+			token, err := auth.Create(audit.WithActor(ctx, audit.Actor{Via: "cli"}), db, *user, *admin, *label)
 			if err != nil {
 				return err
 			}

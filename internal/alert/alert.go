@@ -15,11 +15,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 )
@@ -159,27 +162,66 @@ func (in *Inbox) Resolve(ctx context.Context, code string) error {
 }
 
 // Acknowledge records that by has seen alert id and returns the row. Acknowledging an alert
-// that is already acknowledged returns it unchanged (the first acknowledgement is kept).
+// that is already acknowledged returns it unchanged (the first acknowledgement is kept). It is an
+// admin write: one audit row (alert.acknowledge) by ctx's actor, the alert's status before and
+// after, in the same transaction.
 //
 // Errors: EINVALID for an empty or over-long by; ENOTFOUND when there is no such alert;
-// ECONFLICT when it is already resolved; otherwise a wrapped database error.
+// ECONFLICT when it is already resolved; audit.ErrNoActor when ctx names nobody; otherwise a
+// wrapped database error.
 func (in *Inbox) Acknowledge(ctx context.Context, id int64, by string) (Alert, error) {
 	by = strings.TrimSpace(by)
 	if by == "" || len(by) > maxByLen {
 		return Alert{}, fx.Errorf(fx.EINVALID, "Who acknowledges must be named, in at most %d characters.", maxByLen)
 	}
-	if _, err := in.exec(ctx, "UPDATE `fx_execution_alert` SET `status` = 'ACKNOWLEDGED', "+
-		"`acknowledgedAt` = UTC_TIMESTAMP(3), `acknowledgedBy` = ? WHERE `id` = ? AND `status` = 'OPEN'", by, id); err != nil {
-		return Alert{}, fmt.Errorf("acknowledge alert %d: %w", id, err)
-	}
-	a, err := in.Get(ctx, id)
-	if err != nil {
+	if err := store.RetryRolledBack(ctx, func() error { return in.acknowledge(ctx, id, by) }); err != nil {
 		return Alert{}, err
 	}
-	if a.Status == Resolved {
-		return a, fx.Errorf(fx.ECONFLICT, "Alert %d is already resolved.", id)
+	return in.Get(ctx, id)
+}
+
+// ackRecord is what the audit log records of an alert's acknowledgement.
+type ackRecord struct {
+	Code           string `json:"code"`
+	Status         Status `json:"status"`
+	AcknowledgedBy string `json:"acknowledgedBy,omitempty"`
+}
+
+// acknowledge is Acknowledge's transaction.
+func (in *Inbox) acknowledge(ctx context.Context, id int64, by string) error {
+	tx, err := in.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("acknowledge alert %d: %w", id, err)
 	}
-	return a, nil
+	defer tx.Rollback()
+	var before ackRecord
+	var ackBy sql.NullString
+	err = tx.QueryRowContext(ctx, "SELECT `code`, `status`, `acknowledgedBy` FROM `fx_execution_alert` WHERE `id` = ? FOR UPDATE", id).Scan(&before.Code, &before.Status, &ackBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fx.Errorf(fx.ENOTFOUND, "No alert %d.", id)
+	}
+	if err != nil {
+		return fmt.Errorf("acknowledge alert %d: %w", id, err)
+	}
+	before.AcknowledgedBy = ackBy.String
+	if before.Status == Resolved {
+		return fx.Errorf(fx.ECONFLICT, "Alert %d is already resolved.", id)
+	}
+	after := before
+	if before.Status == Open {
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_execution_alert` SET `status` = 'ACKNOWLEDGED', "+
+			"`acknowledgedAt` = UTC_TIMESTAMP(3), `acknowledgedBy` = ? WHERE `id` = ? AND `status` = 'OPEN'", by, id); err != nil {
+			return fmt.Errorf("acknowledge alert %d: %w", id, err)
+		}
+		after.Status, after.AcknowledgedBy = Acknowledged, by
+	}
+	if err := audit.Record(ctx, tx, audit.Change{Action: "alert.acknowledge", EntityType: "alert", EntityID: strconv.FormatInt(id, 10), Before: before, After: after}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("acknowledge alert %d: %w", id, err)
+	}
+	return nil
 }
 
 // Get returns alert id.

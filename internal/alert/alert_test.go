@@ -4,15 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/dbtest"
 )
@@ -130,7 +133,7 @@ func TestRaiseConcurrentMakesOneRow(t *testing.T) {
 // cannot be acknowledged; a missing one is not found.
 func TestAcknowledgeKeepsTheFirstAndRefusesResolved(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
 	in := inbox()
 	c := code(t, "ack")
 	if err := in.Raise(ctx, c, alert.Critical, "m", nil); err != nil {
@@ -172,7 +175,7 @@ func TestAcknowledgeKeepsTheFirstAndRefusesResolved(t *testing.T) {
 // Filters narrow by status and code; bad input is the caller's to fix.
 func TestListFiltersByStatusAndCode(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
 	in := inbox()
 	open, acked, resolved := code(t, "open"), code(t, "acked"), code(t, "resolved")
 	for _, c := range []string{open, acked, resolved} {
@@ -227,5 +230,35 @@ func TestListFiltersByStatusAndCode(t *testing.T) {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("JSON %s lacks %s", b, field)
 		}
+	}
+}
+
+// An acknowledgement is one audit row with the alert's status before and after; a refused one
+// (resolved, missing, no actor) records none.
+func TestAcknowledgeIsAudited(t *testing.T) {
+	t.Parallel()
+	ctx := audit.WithActor(context.Background(), audit.Actor{UserID: 3, Via: "api"})
+	in := inbox()
+	c := code(t, "audited")
+	if err := in.Raise(ctx, c, alert.Warning, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	id := only(t, in, c)[0].ID
+	if _, err := in.Acknowledge(context.Background(), id, "ops"); !errors.Is(err, audit.ErrNoActor) {
+		t.Fatalf("no actor: %v", err)
+	}
+	if a, _ := in.Get(ctx, id); a.Status != alert.Open {
+		t.Fatalf("a refused acknowledgement left the alert %s", a.Status)
+	}
+	if _, err := in.Acknowledge(ctx, id, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	es, err := audit.List(ctx, testDB, audit.Filter{EntityType: "alert", EntityID: strconv.FormatInt(id, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Action != "alert.acknowledge" || !strings.Contains(string(es[0].Before), `"status":"OPEN"`) ||
+		!strings.Contains(string(es[0].After), `"status":"ACKNOWLEDGED","acknowledgedBy":"ops"`) {
+		t.Fatalf("audit rows = %+v", es)
 	}
 }

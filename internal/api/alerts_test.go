@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/testkit/dbtest"
 )
 
@@ -43,6 +44,12 @@ func TestAlertRoutesListAcknowledgeAndAnswerErrors(t *testing.T) {
 	}
 
 	r := chi.NewRouter()
+	// The actor requireToken would set: acknowledging is an audited admin write.
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), audit.Actor{UserID: 7, Via: "api"})))
+		})
+	})
 	r.Get("/api/admin/fx/alerts", handleAlerts(log, inbox))
 	r.Post("/api/admin/fx/alerts/{id}/ack", handleAckAlert(log, inbox, func(*http.Request) string { return "user-7" }))
 	srv := httptest.NewServer(r)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/testkit/dbtest"
@@ -23,7 +24,7 @@ import (
 // and refuse a post from another site. The status page is a stand-in naming the caller, mounted
 // by the same operatorPages the desk uses; tokens are real, resolved against a real database.
 func TestOperatorPagesSignInByFormOnly(t *testing.T) {
-	ctx := context.Background()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
 	db, closeDB, err := dbtest.NewMigrated("api_login")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
@@ -123,7 +124,7 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docs/openapi.json: %v", err)
 	}
-	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}} {
+	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

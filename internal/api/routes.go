@@ -94,6 +94,7 @@ func routes(d Deps) http.Handler {
 		r.With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
 		r.With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
 		r.Get("/desk", handleDesk(d))
+		r.Get("/audit", handleAudit(d.Log, d.DB))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
@@ -39,7 +40,14 @@ type report struct {
 	Alerts []alert.Alert `json:"alerts"`
 	// AlertsError says why alerts could not be read (the database is down, for instance).
 	AlertsError string `json:"alertsError,omitempty"`
+	// Audit is the audit log's latest entries, on the status page only (GET
+	// /api/admin/fx/audit serves the log as JSON); AuditError says why it could not be read.
+	Audit      []audit.Entry `json:"-"`
+	AuditError string        `json:"-"`
 }
+
+// statusAuditEntries is how many of the audit log's latest entries the status page shows.
+const statusAuditEntries = 10
 
 // bookView is the desk's book: B-book risk, A-book hedge, the venue.
 type bookView struct {
@@ -274,7 +282,15 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", pageCSP)
-		if err := statusPage.Execute(w, buildReport(r.Context(), d)); err != nil {
+		var err error
+		rep := buildReport(r.Context(), d)
+		actx, cancel := context.WithTimeout(r.Context(), time.Second)
+		rep.Audit, err = audit.List(actx, d.DB, audit.Filter{Limit: statusAuditEntries})
+		cancel()
+		if err != nil {
+			rep.AuditError = err.Error()
+		}
+		if err := statusPage.Execute(w, rep); err != nil {
 			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/mirror"
@@ -40,5 +41,27 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}
+	}
+}
+
+// The status page lists the audit log's latest entries: when, who, what, on which entity.
+func TestStatusPageShowsTheAuditLog(t *testing.T) {
+	user, token, req := int64(7), int64(3), "req-42"
+	r := report{Status: desk.Status{Process: "web", Role: desk.Holder, Time: time.Now()},
+		Audit: []audit.Entry{{ID: 9, At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), ActorUserID: &user, ActorTokenID: &token, ActorVia: "api",
+			Action: "instrument.update", EntityType: "instrument", EntityID: "EURUSD", RequestID: &req}}}
+	var page bytes.Buffer
+	if err := statusPage.Execute(&page, r); err != nil {
+		t.Fatalf("status page: %v", err)
+	}
+	for _, want := range []string{"2026-01-02 03:04:05", "api · user 7 · token 3", "<code>instrument.update</code>", "instrument EURUSD", "<code>req-42</code>"} {
+		if !bytes.Contains(page.Bytes(), []byte(want)) {
+			t.Errorf("status page lacks %q:\n%s", want, page.String())
+		}
+	}
+	r.Audit, r.AuditError = nil, "database down"
+	page.Reset()
+	if err := statusPage.Execute(&page, r); err != nil || !bytes.Contains(page.Bytes(), []byte("audit log unreadable: database down")) {
+		t.Errorf("status page with the log unreadable: %v", err)
 	}
 }

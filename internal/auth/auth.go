@@ -13,11 +13,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 )
 
@@ -38,7 +40,9 @@ func Hash(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Create issues a new token for userID and returns it; only its hash is stored.
+// Create issues a new token for userID and returns it; only its hash is stored. The issue is one
+// audit row (token.create: the token's id, user, role and label, never the token) by ctx's
+// actor, in the same transaction; with no actor in ctx it is refused (audit.ErrNoActor).
 func Create(ctx context.Context, db *sql.DB, userID int64, admin bool, label string) (string, error) {
 	if userID <= 0 {
 		return "", fmt.Errorf("issue token: user id must be positive, got %d", userID)
@@ -52,12 +56,36 @@ func Create(ctx context.Context, db *sql.DB, userID int64, admin bool, label str
 	if admin {
 		role = "ADMIN"
 	}
-	if _, err := db.ExecContext(ctx,
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx,
 		"INSERT INTO `fx_api_token` (`tokenHash`, `userId`, `role`, `label`) VALUES (?, ?, ?, ?)",
-		Hash(token), userID, role, label); err != nil {
+		Hash(token), userID, role, label)
+	if err != nil {
+		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+	}
+	if err := audit.Record(ctx, tx, audit.Change{Action: "token.create", EntityType: "token", EntityID: strconv.FormatInt(id, 10),
+		After: tokenRecord{UserID: userID, Role: role, Label: label}}); err != nil {
+		return "", err
+	}
+	if err := tx.Commit(); err != nil {
 		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
 	}
 	return token, nil
+}
+
+// tokenRecord is what the audit log records of an issued token: never the token, nor its hash.
+type tokenRecord struct {
+	UserID int64  `json:"userId"`
+	Role   string `json:"role"`
+	Label  string `json:"label"`
 }
 
 // RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot).

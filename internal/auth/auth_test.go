@@ -3,10 +3,13 @@ package auth_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/dbtest"
@@ -49,11 +52,42 @@ func TestBadTokensCostNoLookupAfterTheFirst(t *testing.T) {
 	if n := res.Lookups(); n != 1 {
 		t.Fatalf("malformed tokens made %d lookups in all, want still 1", n)
 	}
-	tok, err := auth.Create(ctx, testDB, 7, false, "test")
+	tok, err := auth.Create(audit.WithActor(ctx, audit.Actor{Via: "test"}), testDB, 7, false, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p, err := res.Resolve(ctx, "Bearer "+tok); err != nil || p.UserID != 7 {
 		t.Fatalf("a good token resolved to %+v, %v", p, err)
+	}
+}
+
+// Issuing a token is one audit row in the token's own transaction (its id, user, role and label,
+// never its text); with no actor it is refused and no token exists.
+func TestCreateIsAudited(t *testing.T) {
+	t.Parallel()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "cli"})
+	tok, err := auth.Create(ctx, testDB, 8801, true, "audited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT `id` FROM `fx_api_token` WHERE `tokenHash` = ?", auth.Hash(tok)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	es, err := audit.List(ctx, testDB, audit.Filter{EntityType: "token", EntityID: strconv.FormatInt(id, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Action != "token.create" || es[0].ActorVia != "cli" || es[0].Before != nil ||
+		string(es[0].After) != `{"userId":8801,"role":"ADMIN","label":"audited"}` {
+		t.Fatalf("audit rows = %+v", es)
+	}
+	if _, err := auth.Create(context.Background(), testDB, 8802, false, "audited"); !errors.Is(err, audit.ErrNoActor) {
+		t.Fatalf("no actor: %v", err)
+	}
+	var n int
+	testDB.QueryRow("SELECT COUNT(*) FROM `fx_api_token` WHERE `userId` = 8802").Scan(&n)
+	if n != 0 {
+		t.Fatalf("a refused issue left %d tokens", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 )
@@ -44,7 +45,9 @@ func (s *Admin) SetExecutionMode(ctx context.Context, name string, mode fx.Execu
 	return g, nil
 }
 
-// setExecutionMode is SetExecutionMode's transaction; from is the mode the group had.
+// setExecutionMode is SetExecutionMode's transaction; from is the mode the group had. It records
+// one audit row (account_group.execution_mode), the group before and after, also when the group
+// already had mode: the log answers who asked for what, not only what moved.
 func (s *Admin) setExecutionMode(ctx context.Context, name string, mode fx.ExecutionMode) (AccountGroup, fx.ExecutionMode, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -58,28 +61,41 @@ func (s *Admin) setExecutionMode(ctx context.Context, name string, mode fx.Execu
 	if err != nil {
 		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
 	}
-	if g.Execution == mode {
-		return g, mode, nil
+	before := g
+	if before.Execution != mode {
+		if err := checkNoVenueState(ctx, tx, name); err != nil {
+			return AccountGroup{}, "", err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_account_group` SET `executionMode` = ? WHERE `name` = ?", mode, name); err != nil {
+			return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
+		}
 	}
-	var positions, sending int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` "+
-		"WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL", name).Scan(&positions); err != nil {
-		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
-	}
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
-		"WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING'", name).Scan(&sending); err != nil {
-		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
-	}
-	if positions > 0 || sending > 0 {
-		return AccountGroup{}, "", fx.Errorf(fx.ECONFLICT, "Account group %q has %d open EXTERNAL positions and %d orders SENDING to the venue: close them (or let the reconciler resolve them) before switching its execution mode.", name, positions, sending)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_account_group` SET `executionMode` = ? WHERE `name` = ?", mode, name); err != nil {
-		return AccountGroup{}, "", fmt.Errorf("set execution mode: %w", err)
+	g.Execution = mode
+	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.execution_mode", EntityType: "account_group", EntityID: name,
+		Before: recordGroup(before), After: recordGroup(g)}); err != nil {
+		return AccountGroup{}, "", err
 	}
 	if err := tx.Commit(); err != nil {
 		return AccountGroup{}, "", fmt.Errorf("set execution mode: commit: %w", err)
 	}
-	from := g.Execution
-	g.Execution = mode
-	return g, from, nil
+	return g, before.Execution, nil
+}
+
+// checkNoVenueState refuses (ECONFLICT) to switch group name's execution mode while it has open
+// EXTERNAL positions or orders still SENDING: they are closed through the venue they were
+// opened at.
+func checkNoVenueState(ctx context.Context, tx *sql.Tx, name string) error {
+	var positions, sending int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` "+
+		"WHERE a.`accountGroup` = ? AND p.`status` = 'OPEN' AND p.`venueTradeId` IS NOT NULL", name).Scan(&positions); err != nil {
+		return fmt.Errorf("set execution mode: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` "+
+		"WHERE a.`accountGroup` = ? AND o.`status` = 'SENDING'", name).Scan(&sending); err != nil {
+		return fmt.Errorf("set execution mode: %w", err)
+	}
+	if positions > 0 || sending > 0 {
+		return fx.Errorf(fx.ECONFLICT, "Account group %q has %d open EXTERNAL positions and %d orders SENDING to the venue: close them (or let the reconciler resolve them) before switching its execution mode.", name, positions, sending)
+	}
+	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
@@ -181,7 +183,8 @@ func (s *Admin) PutInstruments(ctx context.Context, patches []InstrumentPatch) (
 
 // putInstruments is PutInstruments' transaction. The volume terms are checked together on the
 // locked rows, as they will be written, so two admins changing one instrument at once cannot
-// each pass alone and leave a pair that could never be traded.
+// each pass alone and leave a pair that could never be traded. Each patch is one audit row, the
+// instrument's terms before and after it (docs/operations.md, «Audit log»).
 func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -189,20 +192,13 @@ func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) e
 	}
 	defer tx.Rollback()
 	for i, p := range patches {
-		var vmin, vstep, vmax decimal.Decimal
-		if err := tx.QueryRowContext(ctx, "SELECT `volumeMin`, `volumeStep`, `volumeMax` FROM `fx_instrument` WHERE `symbol` = ? FOR UPDATE", p.Symbol).
-			Scan(&vmin, &vstep, &vmax); err != nil {
+		var before instrumentTerms
+		if err := tx.QueryRowContext(ctx, "SELECT `status`, `leverageMax`, `volumeMin`, `volumeStep`, `volumeMax`, `symbolGroup` FROM `fx_instrument` WHERE `symbol` = ? FOR UPDATE", p.Symbol).
+			Scan(&before.Status, &before.LeverageMax, &before.VolumeMin, &before.VolumeStep, &before.VolumeMax, &before.SymbolGroup); err != nil {
 			return fmt.Errorf("update instrument %s: %w", p.Symbol, err)
 		}
-		for _, f := range []struct {
-			to    *decimal.Decimal
-			patch *decimal.Decimal
-		}{{&vmin, p.VolumeMin}, {&vstep, p.VolumeStep}, {&vmax, p.VolumeMax}} {
-			if f.patch != nil {
-				*f.to = *f.patch
-			}
-		}
-		if err := checkVolumeTerms(fmt.Sprintf("instruments[%d] (%s)", i, p.Symbol), vmin, vstep, vmax); err != nil {
+		after := before.apply(p)
+		if err := checkVolumeTerms(fmt.Sprintf("instruments[%d] (%s)", i, p.Symbol), after.VolumeMin, after.VolumeStep, after.VolumeMax); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_instrument` SET `status` = COALESCE(?, `status`), `leverageMax` = COALESCE(?, `leverageMax`), "+
@@ -210,6 +206,9 @@ func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) e
 			"`symbolGroup` = COALESCE(?, `symbolGroup`) WHERE `symbol` = ?",
 			p.Status, p.LeverageMax, p.VolumeMin, p.VolumeStep, p.VolumeMax, p.SymbolGroup, p.Symbol); err != nil {
 			return fmt.Errorf("update instrument %s: %w", p.Symbol, err)
+		}
+		if err := audit.Record(ctx, tx, audit.Change{Action: "instrument.update", EntityType: "instrument", EntityID: p.Symbol, Before: before, After: after}); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -242,46 +241,94 @@ func (s *Admin) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
 }
 
 // EnsureAccountGroup creates account group name with the default limits if it is missing and
-// sets its execution mode (the demo's A-book group). An existing group keeps its limits.
+// sets its execution mode (the demo's A-book group). An existing group keeps its limits. A
+// creation is one audit row (account_group.create); an existing group's mode is set, and
+// recorded, by SetExecutionMode.
 func (s *Admin) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
-	if err := s.retry(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name)
+	if mode != fx.Internal && mode != fx.External {
+		return fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL or EXTERNAL, not %q.", mode)
+	}
+	if mode == fx.External && !s.venue {
+		return fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): account groups cannot be EXTERNAL.")
+	}
+	var created bool
+	if err := s.retry(ctx, func() (err error) {
+		created, err = s.createAccountGroup(ctx, name, mode)
 		return err
 	}); err != nil {
 		return fmt.Errorf("account group %s: %w", name, err)
 	}
-	if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
-		return err
+	if !created {
+		if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
+			return err
+		}
 	}
 	s.cache.Invalidate()
 	return nil
 }
 
-// MoveAccount puts account id in account group group. An account with open positions or orders
-// in flight is refused (ECONFLICT): its positions were priced under the old group's terms.
-func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
-	var n int64
-	err := s.retry(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
-			"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
-			"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
-		if err != nil {
-			return fmt.Errorf("move account %d to %s: %w", id, group, err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
+// createAccountGroup is EnsureAccountGroup's creation: the group and its audit row, or nothing
+// (created false) when it exists.
+func (s *Admin) createAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`, `executionMode`) VALUES (?, ?)", name, mode)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	g, err := scanAccountGroup(tx.QueryRowContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group` WHERE `name` = ?", name))
+	if err != nil {
+		return false, err
+	}
+	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.create", EntityType: "account_group", EntityID: name, After: recordGroup(g)}); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+// MoveAccount puts account id in account group group. An account with open positions or orders
+// in flight is refused (ECONFLICT): its positions were priced under the old group's terms. The
+// move is one audit row (account.move), the account's group before and after.
+func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
+	return s.retry(ctx, func() error { return s.moveAccount(ctx, id, group) })
+}
+
+// moveAccount is MoveAccount's transaction.
+func (s *Admin) moveAccount(ctx context.Context, id int64, group string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("move account %d to %s: %w", id, group, err)
+	}
+	defer tx.Rollback()
+	var cur string
+	err = tx.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ? FOR UPDATE", id).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
+	}
+	if err != nil {
+		return fmt.Errorf("move account %d to %s: %w", id, group, err)
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
+	if err != nil {
+		return fmt.Errorf("move account %d to %s: %w", id, group, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 && cur != group {
+		return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)
+	}
+	if err := audit.Record(ctx, tx, audit.Change{Action: "account.move", EntityType: "account", EntityID: strconv.FormatInt(id, 10),
+		Before: accountGroupOf{cur}, After: accountGroupOf{group}}); err != nil {
 		return err
 	}
-	if n == 0 {
-		var cur string
-		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", id).Scan(&cur); err != nil {
-			return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
-		}
-		if cur != group {
-			return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)
-		}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("move account %d to %s: %w", id, group, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/dbtest"
 )
@@ -36,7 +37,7 @@ func ptr[T any](v T) *T { return &v }
 // names the field and its range, and the row is unchanged.
 func TestPutInstrumentsRangeChecked(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
 	svc := newAdmin(t)
 	d := func(s string) *decimal.Decimal { return ptr(decimal.RequireFromString(s)) }
 	row := func() string {
@@ -85,7 +86,7 @@ func TestPutInstrumentsRangeChecked(t *testing.T) {
 // and writes nothing.
 func TestPutSettingsRangeChecked(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
 	s := NewSettings(testDB, slog.New(slog.DiscardHandler))
 	before, err := s.All(ctx)
 	if err != nil {

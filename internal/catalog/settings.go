@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
@@ -190,7 +192,8 @@ func (s *Settings) Put(ctx context.Context, changes map[string]string) (map[stri
 	return all, nil
 }
 
-// put is Put's transaction: names, in order, set to their values in changes.
+// put is Put's transaction: names, in order, set to their values in changes. Each setting is
+// one audit row (setting.update), its value before (none when it was never stored) and after.
 func (s *Settings) put(ctx context.Context, names []string, changes map[string]string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -198,8 +201,19 @@ func (s *Settings) put(ctx context.Context, names []string, changes map[string]s
 	}
 	defer tx.Rollback()
 	for _, k := range names {
+		var before any
+		var old string
+		switch err := tx.QueryRowContext(ctx, "SELECT `value` FROM `fx_setting` WHERE `name` = ? FOR UPDATE", k).Scan(&old); {
+		case err == nil:
+			before = settingValue{old}
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("read setting %s: %w", k, err)
+		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_setting` (`name`, `value`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `value` = VALUES(`value`)", k, changes[k]); err != nil {
 			return fmt.Errorf("write setting %s: %w", k, err)
+		}
+		if err := audit.Record(ctx, tx, audit.Change{Action: "setting.update", EntityType: "setting", EntityID: k, Before: before, After: settingValue{changes[k]}}); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {

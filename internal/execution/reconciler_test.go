@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/execution"
@@ -145,13 +146,13 @@ func (e *env) externalAccount(user int64) book.Account {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, _, err := e.desk.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(10000), "seed"); err != nil {
+	if _, _, err := e.desk.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(10000), "seed"); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.admin.SetExecutionMode(ctx, group, fx.External); err != nil {
+	if _, err := e.admin.SetExecutionMode(asAdmin(ctx), group, fx.External); err != nil {
 		e.t.Fatal(err)
 	}
 	return a
@@ -444,4 +445,9 @@ func TestHedgeMonitorAlerts(t *testing.T) {
 	if al := openAlerts(t, e.inbox, execution.AlertMarginLow); len(al) != 0 {
 		t.Fatalf("margin-low still open under a lenient threshold: %+v", al)
 	}
+}
+
+// asAdmin is ctx carrying an actor, as an admin write needs (the audit log records it).
+func asAdmin(ctx context.Context) context.Context {
+	return audit.WithActor(ctx, audit.Actor{Via: "test"})
 }

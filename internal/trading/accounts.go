@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -114,7 +115,8 @@ func (acs *Accounts) View(ctx context.Context, userID, id int64) (AccountView, e
 }
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
-// one that came with another amount is refused (EKEYREUSED).
+// one that came with another amount is refused (EKEYREUSED). The deposit is one audit row
+// (account.deposit) by ctx's actor, in the deal's transaction; a replay records none.
 func (acs *Accounts) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
 	s := acs.s
 	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
@@ -163,11 +165,31 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	if seen {
 		return prior, a, true, amountBound(prior, amount, nonce)
 	}
-	d, err := book.CommitDeal(ctx, tx, &book.Batch{}, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	// The deposit's audit row goes in the deal's own batch, ahead of the posting (whose deal
+	// INSERT must stay last: its id is the batch's last insert id). A replay returned above
+	// and records nothing.
+	stmt, args, err := audit.Row(ctx, audit.Change{Action: "account.deposit", EntityType: "account", EntityID: itoa(id),
+		Before: depositRecord{Balance: fx.FormatMoney(a.Currency, a.Balance), Currency: a.Currency},
+		After:  depositRecord{Balance: fx.FormatMoney(a.Currency, a.Balance.Add(amount)), Currency: a.Currency, Deposited: fx.FormatMoney(a.Currency, amount), IdempotencyKey: key}})
+	if err != nil {
+		return book.Deal{}, book.Account{}, false, err
+	}
+	b := &book.Batch{}
+	b.Exec(stmt, args...)
+	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
 	return d, a, false, nil
+}
+
+// depositRecord is what the audit log records of a deposit: the account's balance before and
+// after it, and after it the amount and the deal's idempotency key.
+type depositRecord struct {
+	Balance        string `json:"balance"`
+	Currency       string `json:"currency"`
+	Deposited      string `json:"deposited,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // Withdraw debits amount from userID's account id. With open positions it needs live metrics

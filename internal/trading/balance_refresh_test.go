@@ -75,7 +75,7 @@ func TestBalanceRefreshSeesLateCommit(t *testing.T) {
 	}
 
 	// A later deal on another account commits first, and a refresh runs.
-	if _, _, err := svc.Accounts().Deposit(ctx, other.ID, decimal.NewFromInt(5), "late-swap-other"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(asAdmin(ctx), other.ID, decimal.NewFromInt(5), "late-swap-other"); err != nil {
 		t.Fatal(err)
 	}
 	if err := rd.refreshBalances(ctx, applied.apply); err != nil {

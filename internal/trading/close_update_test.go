@@ -19,7 +19,7 @@ func TestBatchClosesWrittenTogether(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	a := fundedAccount(t, svc, 9301)
-	if _, _, err := svc.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(9000), "more"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(9000), "more"); err != nil {
 		t.Fatal(err)
 	}
 	var pos [3]int64

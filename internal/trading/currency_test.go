@@ -63,7 +63,7 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 	if r.account, err = svc.Accounts().Open(ctx, user, currency, 100); err != nil {
 		t.Fatalf("open a %s account: %v", currency, err)
 	}
-	if _, _, err := svc.Accounts().Deposit(ctx, r.account.ID, decimal.RequireFromString(deposit), "seed"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(asAdmin(ctx), r.account.ID, decimal.RequireFromString(deposit), "seed"); err != nil {
 		t.Fatalf("deposit %s %s: %v", deposit, currency, err)
 	}
 	r.fill, err = svc.PlaceOrder(ctx, user, OrderRequest{AccountID: r.account.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.RequireFromString("1.00")})
@@ -81,7 +81,7 @@ func runMinorUnitsTrip(t *testing.T, user int64, currency, deposit, tooFine stri
 		t.Fatal(err)
 	}
 	before := counts(t, r.account.ID)
-	_, _, err = svc.Accounts().Deposit(ctx, r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
+	_, _, err = svc.Accounts().Deposit(asAdmin(ctx), r.account.ID, decimal.RequireFromString(tooFine), "too-fine")
 	if fx.ErrorCode(err) != fx.EINVALID {
 		t.Errorf("deposit of %s %s = %v, want EINVALID", tooFine, currency, err)
 	}

@@ -70,12 +70,12 @@ func TestRiskCloseRefusedForMarketState(t *testing.T) {
 	prices.set("XAGUSD", tick.Quoting)
 
 	status := fx.InstrumentHalted
-	if _, err := adminOf(t, svc).PutInstruments(ctx, []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
+	if _, err := adminOf(t, svc).PutInstruments(asAdmin(ctx), []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
 		t.Fatal(err)
 	}
 	err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
 	active := fx.InstrumentActive
-	if _, perr := adminOf(t, svc).PutInstruments(ctx, []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
+	if _, perr := adminOf(t, svc).PutInstruments(asAdmin(ctx), []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
 		t.Fatal(perr)
 	}
 	if !errors.Is(err, risk.ErrMarketUnavailable) || fx.ErrorCode(err) != fx.ECONFLICT {

@@ -142,11 +142,11 @@ func TestNonceBindsItsAmount(t *testing.T) {
 	const user = 9607
 	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	a := fundedAccount(t, svc, user) // deposit nonce "seed": 1,000
-	if _, replayed, err := svc.Accounts().Deposit(ctx, a.ID, decimal.RequireFromString("1000.00"), "seed"); err != nil || !replayed {
+	if _, replayed, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.RequireFromString("1000.00"), "seed"); err != nil || !replayed {
 		t.Fatalf("identical deposit retry: replayed %v, %v", replayed, err)
 	}
 	before := counts(t, a.ID)
-	_, _, err := svc.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(5000), "seed")
+	_, _, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(5000), "seed")
 	wantKeyReused(t, "a deposit of another amount", err, "seed")
 
 	if _, _, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.NewFromInt(100), "out-1"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -74,7 +75,7 @@ func fundedAccount(t *testing.T, svc *Service, user int64) book.Account {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.Accounts().Deposit(ctx, a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(1000), "seed"); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -255,6 +256,11 @@ func TestParseDecimalAcceptsPlainDecimalsOnly(t *testing.T) {
 			t.Errorf("%q accepted", s)
 		}
 	}
+}
+
+// asAdmin is ctx carrying an actor, as an admin write needs (the audit log records it).
+func asAdmin(ctx context.Context) context.Context {
+	return audit.WithActor(ctx, audit.Actor{Via: "test"})
 }
 
 // adminOf is the catalog admin of svc's process: it shares svc's catalog cache and tells svc's

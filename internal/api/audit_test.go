@@ -1,0 +1,354 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
+	"fxdesk/internal/auth"
+	"fxdesk/internal/catalog"
+	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
+	"fxdesk/internal/metrics"
+	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/trading"
+)
+
+// auditDesk is the desk's real router over a fresh database, with an admin token.
+type auditDesk struct {
+	t     *testing.T
+	db    *sql.DB
+	srv   *httptest.Server
+	admin string
+	// account is a USD account to deposit into; alertID an OPEN alert to acknowledge.
+	account, alertID int64
+}
+
+func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
+	t.Helper()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
+	db, closeDB, err := dbtest.NewMigrated("api_audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	log := slog.New(slog.DiscardHandler)
+	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Venue: true so a group may be EXTERNAL (the execution-mode write has something to change).
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log, Venue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := alert.NewInbox(db, log)
+	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
+		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &auditDesk{t: t, db: db, srv: httptest.NewServer(h)}
+	t.Cleanup(d.srv.Close)
+	if d.admin, err = auth.Create(ctx, db, 1, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := svc.Accounts().Open(ctx, 501, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.account = a.ID
+	if err := inbox.Raise(ctx, "audit-walk", alert.Warning, "an alert to acknowledge", nil); err != nil {
+		t.Fatal(err)
+	}
+	open, err := inbox.List(ctx, alert.Filter{Code: "audit-walk"})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("the alert to acknowledge: %v %v", open, err)
+	}
+	d.alertID = open[0].ID
+	return d, h
+}
+
+// do sends one admin request and returns its status, body and request id.
+func (d *auditDesk) do(method, path, body string) (int, string, string) {
+	d.t.Helper()
+	req, _ := http.NewRequest(method, d.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+d.admin)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	reqID := fmt.Sprintf("walk-%d", time.Now().UnixNano())
+	req.Header.Set("X-Request-Id", reqID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), reqID
+}
+
+// newRows is the audit log's rows after id, oldest first.
+func (d *auditDesk) newRows(after int64) []audit.Entry {
+	d.t.Helper()
+	es, err := audit.List(context.Background(), d.db, audit.Filter{Limit: 500})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []audit.Entry
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].ID > after {
+			out = append(out, es[i])
+		}
+	}
+	return out
+}
+
+func (d *auditDesk) lastID() int64 {
+	d.t.Helper()
+	var id int64
+	if err := d.db.QueryRow("SELECT COALESCE(MAX(`id`), 0) FROM `fx_audit`").Scan(&id); err != nil {
+		d.t.Fatal(err)
+	}
+	return id
+}
+
+// auditedWrite is one admin write route's entry in the walk: a valid request and the one audit
+// row it must leave, and a request the route refuses, which must leave none.
+type auditedWrite struct {
+	method, path, body func(d *auditDesk) string // path and body of the valid request
+	bad                func(d *auditDesk) (path, body string)
+	action, entityType string
+	entityID           func(d *auditDesk) string
+	before             bool   // the row has a before (false: a creation)
+	after              string // a fragment the row's after must hold
+}
+
+func fixed(s string) func(*auditDesk) string { return func(*auditDesk) string { return s } }
+
+// auditedWrites lists every admin write route, keyed as chi.Walk names it. A route the router
+// serves that is missing here fails the walk: a new admin write route adds its entry (a valid
+// request, a refused one, the row it records).
+var auditedWrites = map[string]auditedWrite{
+	"POST /api/admin/fx/accounts/{id}/deposit": {
+		path: func(d *auditDesk) string {
+			return "/api/admin/fx/accounts/" + strconv.FormatInt(d.account, 10) + "/deposit"
+		},
+		body: fixed(`{"amount":"250.00","requestNonce":"walk-deposit"}`),
+		bad: func(d *auditDesk) (string, string) {
+			return "/api/admin/fx/accounts/" + strconv.FormatInt(d.account, 10) + "/deposit", `{"amount":"-5.00"}`
+		},
+		action: "account.deposit", entityType: "account", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.account, 10) },
+		before: true, after: `"balance":"250.00"`,
+	},
+	"PUT /api/admin/fx/settings": {
+		path: fixed("/api/admin/fx/settings"), body: fixed(`{"fxMaxAccountsPerUser":"7"}`),
+		bad:    func(*auditDesk) (string, string) { return "/api/admin/fx/settings", `{"fxMaxAccountsPerUser":"0"}` },
+		action: "setting.update", entityType: "setting", entityID: fixed("fxMaxAccountsPerUser"),
+		before: false, after: `"value":"7"`,
+	},
+	"PUT /api/admin/fx/instruments": {
+		path: fixed("/api/admin/fx/instruments"), body: fixed(`{"instruments":[{"symbol":"EURUSD","leverageMax":55}]}`),
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/instruments", `{"instruments":[{"symbol":"EURUSD","leverageMax":0}]}`
+		},
+		action: "instrument.update", entityType: "instrument", entityID: fixed("EURUSD"),
+		before: true, after: `"leverageMax":55`,
+	},
+	"PUT /api/admin/fx/account-groups/{name}": {
+		path: fixed("/api/admin/fx/account-groups/default"), body: fixed(`{"executionMode":"EXTERNAL"}`),
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/account-groups/default", `{"executionMode":"SIDEWAYS"}`
+		},
+		action: "account_group.execution_mode", entityType: "account_group", entityID: fixed("default"),
+		before: true, after: `"executionMode":"EXTERNAL"`,
+	},
+	"POST /api/admin/fx/alerts/{id}/ack": {
+		path:   func(d *auditDesk) string { return "/api/admin/fx/alerts/" + strconv.FormatInt(d.alertID, 10) + "/ack" },
+		body:   fixed(""),
+		bad:    func(*auditDesk) (string, string) { return "/api/admin/fx/alerts/999999/ack", "" },
+		action: "alert.acknowledge", entityType: "alert", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.alertID, 10) },
+		before: true, after: `"status":"ACKNOWLEDGED"`,
+	},
+}
+
+// notAudited are the operator-page writes that change nothing in the database, and why.
+var notAudited = map[string]string{
+	"POST /admin/login":  "sets the browser's cookie from a token; writes nothing",
+	"POST /admin/logout": "deletes the browser's cookie; writes nothing",
+}
+
+// Every admin write route the router serves records exactly one audit row — the right action,
+// entity, actor and request, with before and after — for a valid request, and none for one it
+// refuses. The walk fails on an admin write route with no entry in auditedWrites.
+func TestEveryAdminWriteIsAudited(t *testing.T) {
+	d, h := newAuditDesk(t)
+	var walked []string
+	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		route = strings.TrimSuffix(route, "/")
+		admin := strings.HasPrefix(route, "/api/admin/") || strings.HasPrefix(route, "/admin/")
+		switch method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if admin {
+				walked = append(walked, method+" "+route)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(walked) < len(auditedWrites) {
+		t.Fatalf("the walk saw %d admin write routes (%v): it is not seeing the router", len(walked), walked)
+	}
+	seen := map[string]bool{}
+	for _, key := range walked {
+		seen[key] = true
+		if _, ok := notAudited[key]; ok {
+			continue
+		}
+		w, ok := auditedWrites[key]
+		if !ok {
+			t.Errorf("admin write route %s has no entry in auditedWrites: add a valid request, a refused one and the audit row it records", key)
+			continue
+		}
+		method, _, _ := strings.Cut(key, " ")
+		t.Run(key, func(t *testing.T) {
+			d.t = t
+			// Refused: a 4xx and no row.
+			last := d.lastID()
+			badPath, badBody := w.bad(d)
+			if code, body, _ := d.do(method, badPath, badBody); code < 400 || code >= 500 {
+				t.Fatalf("the refused request answered %d %s", code, body)
+			}
+			if rows := d.newRows(last); len(rows) != 0 {
+				t.Fatalf("a refused request wrote audit rows: %+v", rows)
+			}
+			// Valid: one row, naming the change, the admin and the request.
+			code, body, reqID := d.do(method, w.path(d), w.body(d))
+			if code < 200 || code >= 300 {
+				t.Fatalf("the valid request answered %d %s", code, body)
+			}
+			rows := d.newRows(last)
+			if len(rows) != 1 {
+				t.Fatalf("%d audit rows, want exactly 1: %+v", len(rows), rows)
+			}
+			e := rows[0]
+			if e.Action != w.action || e.EntityType != w.entityType || e.EntityID != w.entityID(d) {
+				t.Errorf("row %s %s %s, want %s %s %s", e.Action, e.EntityType, e.EntityID, w.action, w.entityType, w.entityID(d))
+			}
+			if e.ActorVia != "api" || e.ActorUserID == nil || *e.ActorUserID != 1 || e.ActorTokenID == nil || e.RequestID == nil || *e.RequestID != reqID {
+				t.Errorf("row's actor: via %s user %v token %v request %v, want api, user 1, the token, %s", e.ActorVia, e.ActorUserID, e.ActorTokenID, e.RequestID, reqID)
+			}
+			if (e.Before != nil) != w.before || !strings.Contains(string(e.After), w.after) {
+				t.Errorf("row's before %s after %s; want a before: %v, an after holding %s", e.Before, e.After, w.before, w.after)
+			}
+		})
+	}
+	d.t = t
+	for key := range auditedWrites {
+		if !seen[key] {
+			t.Errorf("auditedWrites lists %s, which the router does not serve", key)
+		}
+	}
+	for key := range notAudited {
+		if !seen[key] {
+			t.Errorf("notAudited lists %s, which the router does not serve", key)
+		}
+	}
+}
+
+// The audit route reads the log back newest first with filters and pages, and refuses a bad
+// query parameter by name.
+func TestAuditRouteFiltersPagesAndRefuses(t *testing.T) {
+	d, _ := newAuditDesk(t)
+	for i := range 3 {
+		if code, body, _ := d.do("POST", "/api/admin/fx/accounts/"+strconv.FormatInt(d.account, 10)+"/deposit", fmt.Sprintf(`{"amount":"1.00","requestNonce":"page-%d"}`, i)); code != http.StatusCreated {
+			t.Fatalf("deposit: %d %s", code, body)
+		}
+	}
+	type page struct {
+		Entries    []audit.Entry `json:"entries"`
+		NextBefore *int64        `json:"nextBefore"`
+	}
+	get := func(q url.Values) page {
+		t.Helper()
+		code, body, _ := d.do("GET", "/api/admin/fx/audit?"+q.Encode(), "")
+		if code != http.StatusOK {
+			t.Fatalf("audit?%s: %d %s", q.Encode(), code, body)
+		}
+		var p page
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	acct := strconv.FormatInt(d.account, 10)
+	first := get(url.Values{"entityType": {"account"}, "entityId": {acct}, "limit": {"2"}})
+	if len(first.Entries) != 2 || first.NextBefore == nil || first.Entries[0].ID < first.Entries[1].ID || *first.NextBefore != first.Entries[1].ID {
+		t.Fatalf("first page = %+v", first)
+	}
+	second := get(url.Values{"entityType": {"account"}, "entityId": {acct}, "limit": {"2"}, "before": {strconv.FormatInt(*first.NextBefore, 10)}})
+	if len(second.Entries) != 1 || second.NextBefore != nil || second.Entries[0].ID >= *first.NextBefore {
+		t.Fatalf("second page = %+v", second)
+	}
+	var amounts []string
+	for _, e := range append(first.Entries, second.Entries...) {
+		var after struct{ Balance string }
+		json.Unmarshal(e.After, &after)
+		amounts = append(amounts, after.Balance)
+	}
+	if strings.Join(amounts, " ") != "3.00 2.00 1.00" {
+		t.Fatalf("balances after each deposit, newest first: %v", amounts)
+	}
+	if p := get(url.Values{"actorUserId": {"1"}, "entityType": {"token"}}); len(p.Entries) != 0 {
+		t.Fatalf("user 1 issued no token through the API, yet: %+v", p.Entries)
+	}
+	if p := get(url.Values{"entityType": {"token"}}); len(p.Entries) != 1 || p.Entries[0].ActorVia != "test" {
+		t.Fatalf("the test's token issue: %+v", p.Entries)
+	}
+	now := time.Now().UTC()
+	if p := get(url.Values{"from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Hour).Format(time.RFC3339)}}); len(p.Entries) != 4 {
+		t.Fatalf("the last hour holds %d entries, want 4", len(p.Entries))
+	}
+	if p := get(url.Values{"to": {now.Add(-time.Hour).Format(time.RFC3339)}}); len(p.Entries) != 0 {
+		t.Fatalf("before an hour ago: %+v", p.Entries)
+	}
+	for _, tc := range []struct{ query, names string }{
+		{"limit=0", "limit"},
+		{"limit=501", "limit"},
+		{"limit=ten", "limit"},
+		{"before=-1", "before"},
+		{"actorUserId=x", "actorUserId"},
+		{"from=yesterday", "from"},
+		{"to=2026-01-02", "to"},
+		{"from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "from"},
+		{"entityType=", "entityType"},
+		{"entityId=" + strings.Repeat("x", 65), "entityId"},
+		{"entity=account", "entity"},
+		{"limit=1&limit=2", "limit"},
+	} {
+		code, body, _ := d.do("GET", "/api/admin/fx/audit?"+tc.query, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, `"code":"invalid"`) || !strings.Contains(body, tc.names) {
+			t.Errorf("audit?%s = %d %s; want 400 invalid naming %s", tc.query, code, body, tc.names)
+		}
+	}
+}
