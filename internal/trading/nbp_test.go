@@ -160,7 +160,7 @@ func TestNoNBPLeavesTheNegativeBalance(t *testing.T) {
 	if na, nr := rep.counts(); na != 0 || nr != 0 {
 		t.Fatalf("%d alerts and %d resets on an unprotected group", na, nr)
 	}
-	if _, _, err := svc.Accounts().Deposit(context.Background(), a.ID, decimal.NewFromInt(100), "after-gap"); err != nil {
+	if _, _, err := svc.Accounts().Deposit(asAdmin(context.Background()), a.ID, decimal.NewFromInt(100), "after-gap"); err != nil {
 		t.Fatal(err)
 	}
 	_, after := ledgerOf(t, a.ID)
