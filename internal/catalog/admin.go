@@ -241,47 +241,12 @@ func (s *Admin) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
 	return in.Digits, ok
 }
 
-// EnsureAccountGroup creates account group name with the default limits if it is missing and
-// sets its execution mode (the demo's A-book group). An existing group keeps its limits.
+// EnsureAccountGroup creates account group name with the default terms if it is missing and
+// sets its execution mode (the demo's A-book group). An existing group keeps its other terms.
 func (s *Admin) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
-	if err := s.retry(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", name)
-		return err
-	}); err != nil {
-		return fmt.Errorf("account group %s: %w", name, err)
+	_, err := s.CreateAccountGroup(ctx, name, AccountGroupPatch{Execution: &mode})
+	if fx.ErrorCode(err) == fx.ECONFLICT {
+		_, err = s.SetExecutionMode(ctx, name, mode)
 	}
-	if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
-		return err
-	}
-	s.cache.Invalidate()
-	return nil
-}
-
-// MoveAccount puts account id in account group group. An account with open positions or orders
-// in flight is refused (ECONFLICT): its positions were priced under the old group's terms.
-func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
-	var n int64
-	err := s.retry(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
-			"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
-			"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
-		if err != nil {
-			return fmt.Errorf("move account %d to %s: %w", id, group, err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		var cur string
-		if err := s.db.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ?", id).Scan(&cur); err != nil {
-			return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
-		}
-		if cur != group {
-			return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)
-		}
-	}
-	return nil
+	return err
 }

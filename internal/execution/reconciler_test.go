@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/execution"
@@ -151,7 +152,7 @@ func (e *env) externalAccount(user int64) book.Account {
 	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.admin.SetExecutionMode(ctx, group, fx.External); err != nil {
+	if _, err := e.admin.SetExecutionMode(audit.WithActor(ctx, audit.Actor{Via: "test"}), group, fx.External); err != nil {
 		e.t.Fatal(err)
 	}
 	return a

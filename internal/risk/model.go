@@ -186,6 +186,10 @@ const (
 	AccountUpserted                          // Account whole (created, or leverage/levels/group changed)
 	BalanceChanged                           // Account.ID, Account.Balance = balance after the commit
 	InstrumentUpserted                       // Instrument whole
+	// AccountTermsChanged: Account.ID with the group's GroupLeverage, MarginCallLevel and
+	// StopOutLevel after an account moved group or its group changed; the rest is kept (a
+	// balance read beside the terms could be older than one a close just reported).
+	AccountTermsChanged
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a

@@ -155,7 +155,7 @@ func (b *abook) externalAccount(user int64) book.Account {
 	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
 		b.t.Fatal(err)
 	}
-	if g, err := adminOf(b.t, b.svc).SetExecutionMode(ctx, group, fx.External); err != nil || g.Execution != fx.External {
+	if g, err := adminOf(b.t, b.svc).SetExecutionMode(asAdmin(ctx), group, fx.External); err != nil || g.Execution != fx.External {
 		b.t.Fatalf("switch %s to EXTERNAL: %+v %v", group, g, err)
 	}
 	a.Group = group
@@ -492,13 +492,13 @@ func TestExecutionModeSwitchRefusedWhileExternalOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := adminOf(t, b.svc).SetExecutionMode(context.Background(), a.Group, fx.Internal); fx.ErrorCode(err) != fx.ECONFLICT {
+	if _, err := adminOf(t, b.svc).SetExecutionMode(asAdmin(context.Background()), a.Group, fx.Internal); fx.ErrorCode(err) != fx.ECONFLICT {
 		t.Fatalf("switch with an open EXTERNAL position: %v, want ECONFLICT", err)
 	}
 	if _, err := b.svc.ClosePosition(context.Background(), user, res.Position.ID, nil, fx.CloseClient); err != nil {
 		t.Fatal(err)
 	}
-	g, err := adminOf(t, b.svc).SetExecutionMode(context.Background(), a.Group, fx.Internal)
+	g, err := adminOf(t, b.svc).SetExecutionMode(asAdmin(context.Background()), a.Group, fx.Internal)
 	if err != nil || g.Execution != fx.Internal {
 		t.Fatalf("switch after the close: %+v %v", g, err)
 	}

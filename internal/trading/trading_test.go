@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -259,6 +260,11 @@ func TestParseDecimalAcceptsPlainDecimalsOnly(t *testing.T) {
 
 // adminOf is the catalog admin of svc's process: it shares svc's catalog cache and tells svc's
 // risk hook what it changed, as the web process wires them.
+// asAdmin is ctx with an actor, as an admin change needs to be recorded in the audit log.
+func asAdmin(ctx context.Context) context.Context {
+	return audit.WithActor(ctx, audit.Actor{Via: "test"})
+}
+
 func adminOf(t *testing.T, svc *Service) *catalog.Admin {
 	t.Helper()
 	a, err := catalog.NewAdmin(catalog.AdminConfig{DB: svc.db, Cache: svc.catalog, Log: svc.log, OnChange: svc.onChange, Venue: svc.venue != nil})
