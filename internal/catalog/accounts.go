@@ -107,9 +107,11 @@ func (s *Admin) moveAccount(ctx context.Context, id int64, group string) (before
 	after.Group = group
 	if before.Group != group {
 		var positions, pending, sending int
-		if err := tx.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ? AND `status` = 'OPEN'), "+
-			"(SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'), "+
-			"(SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'SENDING')", id, id, id).Scan(&positions, &pending, &sending); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ? AND `status` = 'OPEN'", id).Scan(&positions); err != nil {
+			return before, after, to, fmt.Errorf("move account %d: %w", id, err)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(`status` = 'PENDING'), 0), COALESCE(SUM(`status` = 'SENDING'), 0) FROM `fx_order` "+
+			"WHERE `accountId` = ? AND `status` IN ('PENDING', 'SENDING')", id).Scan(&pending, &sending); err != nil {
 			return before, after, to, fmt.Errorf("move account %d: %w", id, err)
 		}
 		if sending > 0 {

@@ -304,6 +304,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	}
 	price := book.FillPrice(in, q, o.Side)
 	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
+	if refused := stateRefusal(*a, actOpen); refused != nil {
+		// A CLOSE_ONLY or DISABLED account takes no new exposure: the order it left resting is
+		// rejected at its trigger, like one the account's margin cannot carry.
+		err = refused
+	}
 	if fx.ErrorCode(err) == fx.ECONFLICT {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
