@@ -303,11 +303,13 @@ func (s *Admin) SetExecutionMode(ctx context.Context, name string, mode fx.Execu
 }
 
 // DeleteAccountGroup deletes account group name, which must hold no account (ECONFLICT naming
-// how many it holds). The default group, where new accounts open, cannot be deleted.
-func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) error {
+// how many it holds), and returns it as it was. The default group, where new accounts open,
+// cannot be deleted.
+func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) (AccountGroup, error) {
 	if name == DefaultAccountGroup {
-		return fx.Errorf(fx.ECONFLICT, "Account group %q is where new accounts open: it cannot be deleted.", name)
+		return AccountGroup{}, fx.Errorf(fx.ECONFLICT, "Account group %q is where new accounts open: it cannot be deleted.", name)
 	}
+	var deleted AccountGroup
 	err := s.retry(ctx, func() error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -342,14 +344,15 @@ func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) error {
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("delete account group: commit: %w", err)
 		}
+		deleted = g
 		return nil
 	})
 	if err != nil {
-		return err
+		return AccountGroup{}, err
 	}
 	s.cache.Invalidate()
 	s.log.InfoContext(ctx, "account group deleted", slog.String("group", name))
-	return nil
+	return deleted, nil
 }
 
 // DefaultAccountGroup is where every new account opens.

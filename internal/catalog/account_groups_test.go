@@ -218,7 +218,7 @@ func TestDeleteAccountGroupOnlyWhenEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	id1, id2 := openAccount(t, name), openAccount(t, name)
-	err := svc.DeleteAccountGroup(ctx, name)
+	_, err := svc.DeleteAccountGroup(ctx, name)
 	if fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(fx.ErrorMessage(err), "still holds 2 accounts") {
 		t.Fatalf("delete with accounts: %v; want %s naming 2 accounts", err, fx.ECONFLICT)
 	}
@@ -230,16 +230,16 @@ func TestDeleteAccountGroupOnlyWhenEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := svc.DeleteAccountGroup(ctx, name); err != nil {
+	if _, err := svc.DeleteAccountGroup(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	if groupRow(t, name) != "missing" || auditRows(t, "account_group", name) != 2 {
 		t.Fatal("the group was not deleted and recorded")
 	}
-	if err := svc.DeleteAccountGroup(ctx, name); fx.ErrorCode(err) != fx.ENOTFOUND {
+	if _, err := svc.DeleteAccountGroup(ctx, name); fx.ErrorCode(err) != fx.ENOTFOUND {
 		t.Fatalf("delete twice: %v", err)
 	}
-	if err := svc.DeleteAccountGroup(ctx, DefaultAccountGroup); fx.ErrorCode(err) != fx.ECONFLICT {
+	if _, err := svc.DeleteAccountGroup(ctx, DefaultAccountGroup); fx.ErrorCode(err) != fx.ECONFLICT {
 		t.Fatalf("delete default: %v", err)
 	}
 }
