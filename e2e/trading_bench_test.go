@@ -642,8 +642,8 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 	groups := 0
 	for _, id := range ids {
 		k := known[id]
-		accountRows = append(accountRows, "(?, ?, ?, ?, ?, ?)")
-		args = append(args, id, k.version, k.user, k.group, k.currency, k.leverage)
+		accountRows = append(accountRows, "(?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, id, k.version, k.user, k.group, k.currency, k.leverage, "ACTIVE")
 	}
 	args = append(args, len(ids))
 	nonces := make([]string, len(ids))
@@ -666,7 +666,7 @@ func rawBatchFill(db *sql.DB, instance string, term int64, accts []int64, nonce 
 		matched = "COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN (" + strings.Join(exposureRows, ", ") + ")), 0)"
 		args = append(args, exposureArgs...)
 	}
-	sb.WriteString("SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (" +
+	sb.WriteString("SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`state`) IN (" +
 		strings.Join(accountRows, ", ") + ") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 		"OR EXISTS (SELECT 1 FROM `fx_order` o WHERE (o.`accountId`, o.`requestNonce`) IN (" + strings.Join(nonceRows, ", ") + ")) " +
 		"OR (SELECT COUNT(*), " + matched + " FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +

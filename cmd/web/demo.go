@@ -86,6 +86,8 @@ const demoABookGroup = "abook"
 
 // seedABook makes the demo's EXTERNAL account group and the trader's funded account in it.
 func seedABook(ctx context.Context, db *sql.DB, svc *trading.Service, admin *catalog.Admin) (int64, error) {
+	// The group and the move are admin changes: the audit log records them as the demo's.
+	ctx = audit.WithActor(ctx, audit.Actor{Via: "demo"})
 	if err := admin.EnsureAccountGroup(ctx, demoABookGroup, fx.External); err != nil && fx.ErrorCode(err) != fx.ECONFLICT {
 		return 0, fmt.Errorf("demo A-book group: %w", err)
 	}

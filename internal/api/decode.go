@@ -168,7 +168,7 @@ func structJSONFields(t reflect.Type) map[string]reflect.Type {
 
 // decimalFields are the string fields that carry amounts, prices and volumes.
 var decimalFields = map[string]bool{"amount": true, "volume": true, "price": true, "sl": true, "tp": true,
-	"volumeMin": true, "volumeStep": true, "volumeMax": true}
+	"volumeMin": true, "volumeStep": true, "volumeMax": true, "marginCallLevel": true, "stopOutLevel": true}
 
 // expectedType says, for a type error's message, what field (as encoding/json names it, dotted
 // when nested) should have held.
@@ -497,22 +497,4 @@ func decodeSettings(r io.Reader) (map[string]string, error) {
 		return nil, fx.Errorf(fx.EINVALID, "The request body must be a JSON object of setting names to string values.")
 	}
 	return w, nil
-}
-
-// decodeExecutionMode reads PUT /api/admin/fx/account-groups/{name}: {"executionMode": …}.
-func decodeExecutionMode(r io.Reader) (fx.ExecutionMode, error) {
-	var w struct {
-		ExecutionMode *string `json:"executionMode"`
-	}
-	if err := decodeStrict(r, &w, false); err != nil {
-		return "", err
-	}
-	if w.ExecutionMode == nil {
-		return "", fx.Errorf(fx.EINVALID, "executionMode (INTERNAL or EXTERNAL) is required.")
-	}
-	switch m := fx.ExecutionMode(strings.ToUpper(*w.ExecutionMode)); m {
-	case fx.Internal, fx.External:
-		return m, nil
-	}
-	return "", fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL (the desk fills) or EXTERNAL (the venue fills), not %q.", *w.ExecutionMode)
 }

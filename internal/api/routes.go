@@ -80,7 +80,15 @@ func routes(d Deps) http.Handler {
 		r.Get("/instruments", handleInstruments(d.Log, d.Catalog))
 		r.Put("/instruments", handlePutInstruments(d.Log, d.Catalog))
 		r.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))
-		r.Put("/account-groups/{name}", handleSetExecutionMode(d.Log, d.Catalog))
+		r.Post("/account-groups", handleCreateAccountGroup(d.Log, d.Catalog))
+		r.Get("/account-groups/{name}", handleAccountGroup(d.Log, d.Catalog))
+		// A change of margin terms and a move are served by the holder, whose risk engine
+		// re-marks the accounts they touch at once (docs/groups.md).
+		r.With(deskPriced).Put("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
+		r.With(deskPriced).Patch("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
+		r.Delete("/account-groups/{name}", handleDeleteAccountGroup(d.Log, d.Catalog))
+		r.With(deskPriced).Post("/accounts/{id}/group", handleMoveAccount(d.Log, d.Catalog, d.Trading))
+		r.Put("/accounts/{id}/state", handleSetAccountState(d.Log, d.Catalog, d.Trading))
 		r.Get("/symbol-groups", handleSymbolGroups(d.Log, d.Catalog))
 		r.Put("/symbol-groups/{name}", handlePutSymbolGroup(d.Log, d.Catalog))
 		r.Delete("/symbol-groups/{name}", handleDeleteSymbolGroup(d.Log, d.Catalog))

@@ -411,20 +411,3 @@ func handleAccountGroups(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc 
 		return nil
 	})
 }
-
-// handleSetExecutionMode routes an account group INTERNAL (B-book) or EXTERNAL (A-book) (admin).
-func handleSetExecutionMode(log *slog.Logger, svc *catalog.Admin) http.HandlerFunc {
-	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		name := chi.URLParam(r, "name")
-		mode, err := decodeExecutionMode(r.Body)
-		if err != nil {
-			return err
-		}
-		g, err := svc.SetExecutionMode(r.Context(), name, mode)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"accountGroup": viewAccountGroup(g)})
-		return nil
-	})
-}

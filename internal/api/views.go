@@ -39,6 +39,9 @@ type accountView struct {
 	Live        *bool      `json:"live,omitempty"`
 	MarkedAt    *time.Time `json:"markedAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
+	// State is what an admin lets the account do (ACTIVE, CLOSE_ONLY, DISABLED); StateReason why.
+	State       string  `json:"state"`
+	StateReason *string `json:"stateReason"`
 }
 
 // viewAccount shows an account with its stored marks (lists, creation); marginLevel is worked
@@ -50,12 +53,20 @@ func viewAccount(a book.Account) accountView {
 func viewMetrics(a book.Account, m book.Metrics) accountView {
 	out := accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
 		Balance: money(a.Currency, m.Balance), Equity: money(a.Currency, m.Equity), UsedMargin: money(a.Currency, m.UsedMargin),
-		FreeMargin: money(a.Currency, m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC()}
+		FreeMargin: money(a.Currency, m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC(), State: stateOf(a.State), StateReason: a.StateReason}
 	if m.MarginLevel != nil {
 		s := m.MarginLevel.StringFixed(2)
 		out.MarginLevel = &s
 	}
 	return out
+}
+
+// stateOf is an account's state as shown: ACTIVE for an account built without one.
+func stateOf(s fx.AccountState) string {
+	if s == "" {
+		return string(fx.AccountActive)
+	}
+	return string(s)
 }
 
 func viewAccountLive(v trading.AccountView) accountView {
@@ -195,16 +206,20 @@ func mapSlice[T, V any](in []T, f func(T) V) []V {
 }
 
 type accountGroupView struct {
-	Name            string `json:"name"`
-	LeverageMax     int    `json:"leverageMax"`
-	MarginCallLevel string `json:"marginCallLevel"`
-	StopOutLevel    string `json:"stopOutLevel"`
-	ExecutionMode   string `json:"executionMode"`
+	Name                      string `json:"name"`
+	LeverageMax               int    `json:"leverageMax"`
+	MarginCallLevel           string `json:"marginCallLevel"`
+	StopOutLevel              string `json:"stopOutLevel"`
+	ExecutionMode             string `json:"executionMode"`
+	SwapFreeDefault           bool   `json:"swapFreeDefault"`
+	NegativeBalanceProtection bool   `json:"negativeBalanceProtection"`
+	MaxPendingOrders          *int   `json:"maxPendingOrders"` // null: the desk setting
 }
 
 func viewAccountGroup(g catalog.AccountGroup) accountGroupView {
 	return accountGroupView{Name: g.Name, LeverageMax: g.LeverageMax, MarginCallLevel: g.MarginCallLevel.String(),
-		StopOutLevel: g.StopOutLevel.String(), ExecutionMode: string(g.Execution)}
+		StopOutLevel: g.StopOutLevel.String(), ExecutionMode: string(g.Execution), SwapFreeDefault: g.SwapFreeDefault,
+		NegativeBalanceProtection: g.NegativeBalanceProtection, MaxPendingOrders: g.MaxPendingOrders}
 }
 
 func executionOf(m fx.ExecutionMode) string {

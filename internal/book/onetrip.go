@@ -22,8 +22,8 @@ import (
 // (StaleCheck), writes, fences and commits. A check that fails rolls the batch back with nothing
 // written, and the batch runs again the two-round-trip way, on the rows it locks and reads.
 // The memory is only ever a guess that the check confirms: a deposit, a swap, a withdrawal, an
-// account moved to another group or a position written by another holder is seen by the check,
-// never by the rules.
+// account moved to another group or given another state, or a position written by another
+// holder is seen by the check, never by the rules.
 
 // Remembered is what a fill's rules read of one account, as the last batch that locked it left
 // it: the row, its balanceVersion and its open exposures.
@@ -172,8 +172,8 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 }
 
 // StaleCheck is one SELECT of one value that succeeds while every account of ids is as known
-// remembers it — the columns a fill's rules read (owner, group, currency, leverage, the group's
-// execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
+// remembers it — the columns a fill's rules read (owner, group, currency, leverage, state, the
+// group's execution mode) and its balanceVersion, which the ledger bumps with every balance — and its
 // open positions add up, per symbol and side, to exactly the remembered volumes and
 // volume × price, and no order holds any of the batch's request nonces (the rules answer a retry
 // with its original before judging it: on locked rows, which read the nonces). Otherwise it fails, so the server runs nothing after it: the value is the
@@ -189,15 +189,15 @@ func StaleCheck(ids []int64, known map[int64]Remembered, nonces []NonceKey) (str
 	in := store.Placeholders(len(ids))
 	var sb strings.Builder
 	sb.WriteString("SELECT 18446744073709551615 + COALESCE(" +
-		"(SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) IN (")
+		"(SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`state`) IN (")
 	groups := 0
 	for i, id := range ids {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?)")
+		sb.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 		a := known[id].Account
-		args = append(args, id, known[id].Version, a.UserID, a.Group, a.Currency, a.Leverage)
+		args = append(args, id, known[id].Version, a.UserID, a.Group, a.Currency, a.Leverage, a.State)
 		groups += len(known[id].Exposures)
 	}
 	sb.WriteString(") AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ?")

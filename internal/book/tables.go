@@ -29,6 +29,10 @@ type Account struct {
 	// Execution is the account group's routing, read with the account (in a batch: under its
 	// lock), so a mode switch applies to the next batch, not after a catalog refresh.
 	Execution fx.ExecutionMode
+	// State is what an admin lets the account do (ACTIVE, CLOSE_ONLY, DISABLED), StateReason
+	// why; read under the account's lock, so a change applies to the next write.
+	State       fx.AccountState
+	StateReason *string
 }
 
 // Order is one row of fx_order, with the position it opened (if any).
@@ -93,12 +97,12 @@ type Querier interface {
 }
 
 // scanner is a row to scan: *sql.Row or *sql.Rows.
-const AccountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, " +
+const AccountCols = "`id`, `userId`, `accountGroup`, `currency`, `leverage`, `balance`, `equity`, `usedMargin`, `markedAt`, `createdAt`, `state`, `stateReason`, " +
 	"(SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = `fx_account`.`accountGroup` LIMIT 1)"
 
 func ScanAccount(sc store.Scanner) (Account, error) {
 	var a Account
-	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt, &a.Execution)
+	err := sc.Scan(&a.ID, &a.UserID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.Equity, &a.UsedMargin, &a.MarkedAt, &a.CreatedAt, &a.State, &a.StateReason, &a.Execution)
 	return a, err
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"github.com/shopspring/decimal"
 
@@ -240,95 +239,12 @@ func (s *Admin) QuotedDigits(ctx context.Context, symbol string) (int, bool) {
 	return in.Digits, ok
 }
 
-// EnsureAccountGroup creates account group name with the default limits if it is missing and
-// sets its execution mode (the demo's A-book group). An existing group keeps its limits. A
-// creation is one audit row (account_group.create); an existing group's mode is set, and
-// recorded, by SetExecutionMode.
+// EnsureAccountGroup creates account group name with the default terms if it is missing and
+// sets its execution mode (the demo's A-book group). An existing group keeps its other terms.
 func (s *Admin) EnsureAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) error {
-	if mode != fx.Internal && mode != fx.External {
-		return fx.Errorf(fx.EINVALID, "executionMode must be INTERNAL or EXTERNAL, not %q.", mode)
+	_, err := s.CreateAccountGroup(ctx, name, AccountGroupPatch{Execution: &mode})
+	if fx.ErrorCode(err) == fx.ECONFLICT {
+		_, err = s.SetExecutionMode(ctx, name, mode)
 	}
-	if mode == fx.External && !s.venue {
-		return fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): account groups cannot be EXTERNAL.")
-	}
-	var created bool
-	if err := s.retry(ctx, func() (err error) {
-		created, err = s.createAccountGroup(ctx, name, mode)
-		return err
-	}); err != nil {
-		return fmt.Errorf("account group %s: %w", name, err)
-	}
-	if !created {
-		if _, err := s.SetExecutionMode(ctx, name, mode); err != nil {
-			return err
-		}
-	}
-	s.cache.Invalidate()
-	return nil
-}
-
-// createAccountGroup is EnsureAccountGroup's creation: the group and its audit row, or nothing
-// (created false) when it exists.
-func (s *Admin) createAccountGroup(ctx context.Context, name string, mode fx.ExecutionMode) (bool, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, "INSERT IGNORE INTO `fx_account_group` (`name`, `executionMode`) VALUES (?, ?)", name, mode)
-	if err != nil {
-		return false, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return false, nil
-	}
-	g, err := scanAccountGroup(tx.QueryRowContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group` WHERE `name` = ?", name))
-	if err != nil {
-		return false, err
-	}
-	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.create", EntityType: "account_group", EntityID: name, After: recordGroup(g)}); err != nil {
-		return false, err
-	}
-	return true, tx.Commit()
-}
-
-// MoveAccount puts account id in account group group. An account with open positions or orders
-// in flight is refused (ECONFLICT): its positions were priced under the old group's terms. The
-// move is one audit row (account.move), the account's group before and after.
-func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
-	return s.retry(ctx, func() error { return s.moveAccount(ctx, id, group) })
-}
-
-// moveAccount is MoveAccount's transaction.
-func (s *Admin) moveAccount(ctx context.Context, id int64, group string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("move account %d to %s: %w", id, group, err)
-	}
-	defer tx.Rollback()
-	var cur string
-	err = tx.QueryRowContext(ctx, "SELECT `accountGroup` FROM `fx_account` WHERE `id` = ? FOR UPDATE", id).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fx.Errorf(fx.ENOTFOUND, "Account %d not found.", id)
-	}
-	if err != nil {
-		return fmt.Errorf("move account %d to %s: %w", id, group, err)
-	}
-	res, err := tx.ExecContext(ctx, "UPDATE `fx_account` a SET a.`accountGroup` = ? WHERE a.`id` = ? "+
-		"AND NOT EXISTS (SELECT 1 FROM `fx_position` p WHERE p.`accountId` = a.`id` AND p.`status` = 'OPEN') "+
-		"AND NOT EXISTS (SELECT 1 FROM `fx_order` o WHERE o.`accountId` = a.`id` AND o.`status` IN ('PENDING', 'SENDING'))", group, id)
-	if err != nil {
-		return fmt.Errorf("move account %d to %s: %w", id, group, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 && cur != group {
-		return fx.Errorf(fx.ECONFLICT, "Account %d has open positions or orders in flight: it cannot change account group.", id)
-	}
-	if err := audit.Record(ctx, tx, audit.Change{Action: "account.move", EntityType: "account", EntityID: strconv.FormatInt(id, 10),
-		Before: accountGroupOf{cur}, After: accountGroupOf{group}}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("move account %d to %s: %w", id, group, err)
-	}
-	return nil
+	return err
 }

@@ -43,24 +43,6 @@ func (t instrumentTerms) apply(p InstrumentPatch) instrumentTerms {
 	return t
 }
 
-// groupRecord is an account group as the audit log records it.
-type groupRecord struct {
-	Name            string           `json:"name"`
-	LeverageMax     int              `json:"leverageMax"`
-	MarginCallLevel decimal.Decimal  `json:"marginCallLevel"`
-	StopOutLevel    decimal.Decimal  `json:"stopOutLevel"`
-	ExecutionMode   fx.ExecutionMode `json:"executionMode"`
-}
-
-func recordGroup(g AccountGroup) groupRecord {
-	return groupRecord{Name: g.Name, LeverageMax: g.LeverageMax, MarginCallLevel: g.MarginCallLevel, StopOutLevel: g.StopOutLevel, ExecutionMode: g.Execution}
-}
-
-// accountGroupOf is the audit log's record of an account's membership.
-type accountGroupOf struct {
-	AccountGroup string `json:"accountGroup"`
-}
-
 // settingValue is the audit log's record of one setting; a setting never stored has no record.
 type settingValue struct {
 	Value string `json:"value"`

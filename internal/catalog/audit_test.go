@@ -104,7 +104,7 @@ func TestCatalogWritesAreAudited(t *testing.T) {
 		t.Fatalf("a refused setting: %v, rows %d", err, len(auditRows(t, "setting", SettingMaxAccountsPerUser)))
 	}
 
-	// Account groups: a creation, then a mode change, each one row.
+	// Account groups: a creation, then a mode change (an update), each one row.
 	if err := a.EnsureAccountGroup(ctx, "audit-ab", fx.External); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCatalogWritesAreAudited(t *testing.T) {
 	}
 	rows = auditRows(t, "account_group", "audit-ab")
 	if len(rows) != 2 || rows[0].Action != "account_group.create" || rows[0].Before != nil || field(t, rows[0].After, "executionMode") != "EXTERNAL" ||
-		rows[1].Action != "account_group.execution_mode" || field(t, rows[1].Before, "executionMode") != "EXTERNAL" || field(t, rows[1].After, "executionMode") != "INTERNAL" {
+		rows[1].Action != "account_group.update" || field(t, rows[1].Before, "executionMode") != "EXTERNAL" || field(t, rows[1].After, "executionMode") != "INTERNAL" {
 		t.Fatalf("account group rows = %+v", rows)
 	}
 	if _, err := a.SetExecutionMode(ctx, "audit-nosuch", fx.Internal); fx.ErrorCode(err) != fx.ENOTFOUND || len(auditRows(t, "account_group", "audit-nosuch")) != 0 {
@@ -130,7 +130,7 @@ func TestCatalogWritesAreAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows = auditRows(t, "account", decimal.NewFromInt(id).String())
-	if len(rows) != 1 || rows[0].Action != "account.move" || field(t, rows[0].Before, "accountGroup") != "default" || field(t, rows[0].After, "accountGroup") != "audit-ab" {
+	if len(rows) != 1 || rows[0].Action != "account.move" || field(t, rows[0].Before, "group") != "default" || field(t, rows[0].After, "group") != "audit-ab" {
 		t.Fatalf("account move rows = %+v", rows)
 	}
 	if err := a.MoveAccount(ctx, id+1000000, "audit-ab"); fx.ErrorCode(err) != fx.ENOTFOUND {

@@ -33,19 +33,29 @@ type Instrument struct {
 	Group       SymbolGroup
 }
 
-// AccountGroup caps leverage and sets the margin-call and stop-out levels (percent).
+// AccountGroup caps leverage, sets the margin-call and stop-out levels (percent), routes its
+// accounts' orders (Execution), and carries the dealer's controls: whether its new accounts are
+// swap-free, negative balance protection, and its own cap on resting orders per account (nil:
+// the desk setting). The JSON names are the API's, so an audit row reads like the request.
 type AccountGroup struct {
-	Name            string
-	LeverageMax     int
-	MarginCallLevel decimal.Decimal
-	StopOutLevel    decimal.Decimal
-	Execution       fx.ExecutionMode
-	// NegativeBalanceProtection: a close that leaves one of the group's accounts below zero is
-	// followed, in the close's own transaction, by one ADJUSTMENT deal back to exactly zero.
-	NegativeBalanceProtection bool
+	Name                      string           `json:"name"`
+	LeverageMax               int              `json:"leverageMax"`
+	MarginCallLevel           decimal.Decimal  `json:"marginCallLevel"`
+	StopOutLevel              decimal.Decimal  `json:"stopOutLevel"`
+	Execution                 fx.ExecutionMode `json:"executionMode"`
+	SwapFreeDefault           bool             `json:"swapFreeDefault"`
+	NegativeBalanceProtection bool             `json:"negativeBalanceProtection"`
+	MaxPendingOrders          *int             `json:"maxPendingOrders"`
 }
 
-const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`, `negativeBalanceProtection`"
+const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`, `swapFreeDefault`, `negativeBalanceProtection`, `maxPendingOrders`"
+
+// TermsChange tells the risk engine that account id is now under g's margin terms (a move, or
+// an edit of its group): it re-marks the account at the next tick of its symbols.
+func (g AccountGroup) TermsChange(id int64) risk.Change {
+	return risk.Change{Kind: risk.AccountTermsChanged, Account: risk.Account{ID: id, GroupLeverage: g.LeverageMax,
+		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}}
+}
 
 // RiskTerms is what the risk engine needs of in.
 func (in Instrument) RiskTerms() risk.Instrument {
@@ -54,7 +64,7 @@ func (in Instrument) RiskTerms() risk.Instrument {
 
 func scanAccountGroup(sc store.Scanner) (AccountGroup, error) {
 	var g AccountGroup
-	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution, &g.NegativeBalanceProtection)
+	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution, &g.SwapFreeDefault, &g.NegativeBalanceProtection, &g.MaxPendingOrders)
 	return g, err
 }
 
@@ -82,7 +92,13 @@ func (c *Catalog) AccountGroup(name string) AccountGroup {
 	if g, ok := c.AccountGroups[name]; ok {
 		return g
 	}
-	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50), NegativeBalanceProtection: true}
+	return defaultAccountGroup(name)
+}
+
+// defaultAccountGroup is a group with the schema's defaults (migrations 000003, 000010, 000013).
+func defaultAccountGroup(name string) AccountGroup {
+	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50), Execution: fx.Internal,
+		NegativeBalanceProtection: true}
 }
 
 // Cache re-reads the catalog at most every maxAge, and at once after an admin change in this

@@ -4,7 +4,8 @@
 // quote age that may price a trade, the caps on resting orders and accounts).
 //
 // Cache serves the catalog to the trading rules as an immutable snapshot re-read every few
-// seconds; Admin changes instruments and groups and invalidates the Cache it shares with them;
+// seconds; Admin changes instruments and groups, moves accounts between groups and sets their
+// states (each change audited in its transaction), and invalidates the Cache it shares with them;
 // Settings holds the settings as atomic values reloaded by its Run. An admin change is validated
 // whole, against the rules and the columns it is written to, before anything is written.
 //

@@ -45,6 +45,28 @@ const (
 	OrderNotSent = "NOT_SENT"
 )
 
+// AccountState is what an admin allows an account to do (fx_account.state).
+type AccountState string
+
+const (
+	AccountActive AccountState = "ACTIVE"
+	// AccountCloseOnly refuses new exposure (every new order: the desk is hedging, so an order
+	// always opens); closes, cancels, stop changes and withdrawals go on.
+	AccountCloseOnly AccountState = "CLOSE_ONLY"
+	// AccountDisabled is read-only for the trader: no orders, closes, cancels, stop changes or
+	// withdrawals. The risk engine (SL, TP, stop-out) and a dealer still act on it.
+	AccountDisabled AccountState = "DISABLED"
+)
+
+// Valid reports whether s is one of the states above.
+func (s AccountState) Valid() bool {
+	switch s {
+	case AccountActive, AccountCloseOnly, AccountDisabled:
+		return true
+	}
+	return false
+}
+
 // Position statuses.
 const (
 	PositionOpen   = "OPEN"

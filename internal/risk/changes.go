@@ -168,6 +168,10 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 		a := e.accountFor(c.Account.ID)
 		a.Balance = c.Account.Balance
 		e.markStaleLocked(a)
+	case AccountTermsChanged:
+		a := e.accountFor(c.Account.ID)
+		a.GroupLeverage, a.MarginCallLevel, a.StopOutLevel = c.Account.GroupLeverage, c.Account.MarginCallLevel, c.Account.StopOutLevel
+		e.markStaleLocked(a) // margin and the levels it is judged against changed: re-marked on the next tick
 	case InstrumentUpserted:
 		e.setInstrumentLocked(c.Instrument)
 		for _, a := range e.accts {

@@ -565,3 +565,26 @@ func TestFirstSweepCarriesTheConfiguredReason(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountTermsApplyAtOnce: an account moved to a stricter group (or its group made stricter)
+// is judged by the new levels at the next tick, and the change keeps the balance the engine
+// holds: a terms change carries no balance to apply.
+func TestAccountTermsApplyAtOnce(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 7, Currency: "USD", Balance: 9000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc}, Positions: []Position{
+		{ID: 1, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+	}}
+	r := newRig(t, snap, 1, nil)
+	r.tick("EURUSD", 1.13, 1.13) // equity 9000 − 7000 = 2000 over 1130: 177 %
+	r.wantCalls()
+	ctx := context.Background()
+	// The same levels, and a zero the engine must not take for the balance.
+	r.e.Apply(ctx, Change{Kind: AccountTermsChanged, Account: Account{ID: 7, MarginCallLevel: 100, StopOutLevel: 50}})
+	r.tick("EURUSD", 1.13, 1.13)
+	r.wantCalls()
+	// A stop-out level of 200 %: the next tick stops the account out.
+	r.e.Apply(ctx, Change{Kind: AccountTermsChanged, Account: Account{ID: 7, MarginCallLevel: 250, StopOutLevel: 200}})
+	r.tick("EURUSD", 1.13, 1.13)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut, at: q(1.13, 1.13)})
+}

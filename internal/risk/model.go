@@ -205,6 +205,10 @@ const (
 	BalanceChanged                           // Account.ID, Account.Balance = balance after the commit
 	InstrumentUpserted                       // Instrument whole
 	GroupTermsSet                            // GroupTerms whole (an account group's symbol terms)
+	// AccountTermsChanged: Account.ID with the group's GroupLeverage, MarginCallLevel and
+	// StopOutLevel after an account moved group or its group changed; the rest is kept (a
+	// balance read beside the terms could be older than one a close just reported).
+	AccountTermsChanged
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a

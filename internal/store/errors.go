@@ -24,6 +24,7 @@ const (
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: InnoDB (or Galera certification) chose this transaction as the victim
 	erSubqueryNo1Row  = 1242 // ER_SUBQUERY_NO_1_ROW: the lease fence's refusal (see IsFenceRefusal)
 	erDataOutOfRange  = 1690 // ER_DATA_OUT_OF_RANGE: the group commit's staleness check (see IsStale)
+	erRowIsReferenced = 1451 // ER_ROW_IS_REFERENCED_2: a foreign key still points at the row being deleted
 )
 
 func serverError(err error, number uint16) bool {
@@ -33,6 +34,10 @@ func serverError(err error, number uint16) bool {
 
 // IsDuplicateKey reports whether err is a unique-key violation (1062).
 func IsDuplicateKey(err error) bool { return serverError(err, erDupEntry) }
+
+// IsReferenced reports whether a DELETE was refused because rows of another table still point
+// at the row (1451).
+func IsReferenced(err error) bool { return serverError(err, erRowIsReferenced) }
 
 // IsDeadlock reports whether the server rolled the transaction back as a deadlock victim, or a
 // Galera cluster refused it at certification (both 1213). The whole transaction was undone.

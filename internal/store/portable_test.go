@@ -75,15 +75,15 @@ var built = map[string][]string{
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
 	"internal/book.StaleCheck": {
-		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
-			"IN ((?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
+		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`state`) " +
+			"IN ((?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 			"OR (SELECT COUNT(*), COALESCE(SUM((e.`accountId`, e.`symbol`, e.`side`, e.`v`, e.`vp`) IN " +
 			"((?, ?, ?, CAST(? AS DECIMAL(65,20)), CAST(? AS DECIMAL(65,20))), (?, ?, ?, CAST(? AS DECIMAL(65,20)), CAST(? AS DECIMAL(65,20))))), 0) " +
 			"FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
 			"FROM `fx_position` p WHERE p.`accountId` IN (?, ?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",
 		// An account with no open position, and a fill carrying a request nonce.
-		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`) " +
-			"IN ((?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
+		"SELECT 18446744073709551615 + COALESCE((SELECT COUNT(*) FROM `fx_account` a WHERE (a.`id`, a.`balanceVersion`, a.`userId`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`state`) " +
+			"IN ((?, ?, ?, ?, ?, ?, ?)) AND (SELECT g.`executionMode` FROM `fx_account_group` g WHERE g.`name` = a.`accountGroup` LIMIT 1) = 'INTERNAL') <> ? " +
 			"OR EXISTS (SELECT 1 FROM `fx_order` o WHERE (o.`accountId`, o.`requestNonce`) IN ((?, ?))) " +
 			"OR (SELECT COUNT(*), 0 FROM (SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`) AS `v`, SUM(p.`volume` * p.`openPrice`) AS `vp` " +
 			"FROM `fx_position` p WHERE p.`accountId` IN (?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",

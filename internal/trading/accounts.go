@@ -67,8 +67,15 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 		return 0, fx.Errorf(fx.ECONFLICT, "You already hold %d accounts, the most one user may open (setting %s = %d).",
 			held, catalog.SettingMaxAccountsPerUser, limit)
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`) VALUES (?, ?, ?, ?)",
-		userID, group, currency, leverage)
+	// A new account is swap-free when its group's default says so. Read apart from the INSERT:
+	// an INSERT … SELECT would take the table's AUTO-INC lock for the statement, which the
+	// creations racing above would wait on.
+	var swapFree bool
+	if err := tx.QueryRowContext(ctx, "SELECT `swapFreeDefault` FROM `fx_account_group` WHERE `name` = ?", group).Scan(&swapFree); err != nil {
+		return 0, fmt.Errorf("create account: account group %s: %w", group, err)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `accountGroup`, `currency`, `leverage`, `swapFree`) VALUES (?, ?, ?, ?, ?)",
+		userID, group, currency, leverage, swapFree)
 	if err != nil {
 		return 0, fmt.Errorf("create account: %w", err)
 	}
@@ -264,6 +271,9 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 	}
 	if seen {
 		return prior, a, true, amountBound(prior, amount.Neg(), nonce)
+	}
+	if err := stateRefusal(a, actWithdraw); err != nil {
+		return book.Deal{}, book.Account{}, false, err
 	}
 	if amount.GreaterThan(a.Balance) {
 		return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)

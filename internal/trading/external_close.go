@@ -54,6 +54,16 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 		if p.Status != fx.PositionOpen {
 			return CloseResult{}, errAlreadyClosed(id)
 		}
+		if reason == fx.CloseClient {
+			// Before the venue is asked: once it closed the trade, the close is booked.
+			a, err := book.LoadAccount(ctx, s.db, userID, p.AccountID)
+			if err != nil {
+				return CloseResult{}, err
+			}
+			if err := stateRefusal(a, actClose); err != nil {
+				return CloseResult{}, err
+			}
+		}
 		if in.Status == fx.InstrumentHalted {
 			return CloseResult{}, book.ErrHalted(in.Symbol)
 		}

@@ -219,6 +219,7 @@ func TestStaleCheckRefusesEveryDifference(t *testing.T) {
 		"group":               clone(func(k *book.Remembered) { k.Account.Group = "other" }),
 		"currency":            clone(func(k *book.Remembered) { k.Account.Currency = "EUR" }),
 		"leverage":            clone(func(k *book.Remembered) { k.Account.Leverage = 50 }),
+		"state":               clone(func(k *book.Remembered) { k.Account.State = fx.AccountCloseOnly }),
 		"volume":              clone(func(k *book.Remembered) { k.Exposures[0].Volume = k.Exposures[0].Volume.Add(tiny) }),
 		"volume × price":      clone(func(k *book.Remembered) { k.Exposures[1].VolumePrice = k.Exposures[1].VolumePrice.Sub(tiny) }),
 		"side":                clone(func(k *book.Remembered) { k.Exposures[0].Side = k.Exposures[1].Side }),

@@ -178,10 +178,20 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 		tx.Rollback()
 		return s.replay(ctx, r, original, true, nil)
 	}
+	if err := stateRefusal(a, actOpen); err != nil {
+		return OrderResult{}, err
+	}
 	if a.Execution == fx.External {
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d trades through an execution venue, which takes MARKET orders only: resting %s orders are not routed there.", a.ID, r.Type)
 	}
-	if limit := s.settings.MaxPendingOrders(); pending >= int64(limit) {
+	g := cat.AccountGroup(a.Group)
+	// The account group's own cap, when it has one, replaces the desk setting for its accounts.
+	if g.MaxPendingOrders != nil {
+		if limit := *g.MaxPendingOrders; pending >= int64(limit) {
+			return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Account %d already has %d pending orders, the most an account of group %s may hold (its maxPendingOrders = %d): cancel one, or wait for one to fill or expire, before placing another.",
+				a.ID, pending, g.Name, limit)
+		}
+	} else if limit := s.settings.MaxPendingOrders(); pending >= int64(limit) {
 		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "Account %d already has %d pending orders, the most one account may hold (setting %s = %d): cancel one, or wait for one to fill or expire, before placing another.",
 			a.ID, pending, catalog.SettingMaxPendingOrders, limit)
 	}
@@ -190,7 +200,6 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 		return OrderResult{}, err
 	}
 	in = t.Instrument
-	g := cat.AccountGroup(a.Group)
 	before, ok := m.Metrics(a, g, a.Balance, exps)
 	if !ok {
 		return OrderResult{}, book.ErrPricing()
@@ -309,6 +318,10 @@ func (w *marketFill) Apply(r *book.Rows) error {
 			w.original = &o
 			return nil
 		}
+	}
+	// After the nonce: a retry of an order that filled before the state changed is answered.
+	if err := stateRefusal(*a, actOpen); err != nil {
+		return err
 	}
 	// Priced at the batch's quote, the one every write of the batch sees, under the account
 	// group's terms.
@@ -555,6 +568,17 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (book.Order
 	o, err := book.LoadOrder(ctx, s.db, userID, id)
 	if err != nil {
 		return book.Order{}, err
+	}
+	if userID != 0 {
+		// A trader's cancel: a DISABLED account is read-only. Read unlocked: a cancel moves no
+		// money, and a state set while it runs is one the cancel may precede.
+		a, err := book.LoadAccount(ctx, s.db, userID, o.AccountID)
+		if err != nil {
+			return book.Order{}, err
+		}
+		if err := stateRefusal(a, actCancel); err != nil {
+			return book.Order{}, err
+		}
 	}
 	var n int64
 	err = s.retry(ctx, func() error {

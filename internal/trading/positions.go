@@ -44,6 +44,16 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if p.Status != fx.PositionOpen {
 		return book.Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
+	if userID != 0 {
+		// A trader's change: a DISABLED account is read-only (read unlocked, as the position).
+		a, err := book.LoadAccount(ctx, s.db, userID, p.AccountID)
+		if err != nil {
+			return book.Position{}, err
+		}
+		if err := stateRefusal(a, actModify); err != nil {
+			return book.Position{}, err
+		}
+	}
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return book.Position{}, err
@@ -196,6 +206,13 @@ func (w *closeWrite) Apply(r *book.Rows) error {
 	}
 	if p.Status != fx.PositionOpen {
 		return errAlreadyClosed(w.id)
+	}
+	// A trader's close of a DISABLED account is refused; a close the venue already made is
+	// booked whatever the state (it happened).
+	if w.reason == fx.CloseClient && w.venuePrice == nil {
+		if err := stateRefusal(*a, actClose); err != nil {
+			return err
+		}
 	}
 	// The account group's terms: its markup on the close price, its volume limits.
 	t, ok := termsOf(r.Catalog, a.Group, p.Symbol)

@@ -313,6 +313,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	if err == nil {
 		commission, after, err = fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
 	}
+	if refused := stateRefusal(*a, actOpen); refused != nil {
+		// A CLOSE_ONLY or DISABLED account takes no new exposure: the order it left resting is
+		// rejected at its trigger, like one the account's margin cannot carry.
+		err = refused
+	}
 	if code := fx.ErrorCode(err); code == fx.ECONFLICT || code == fx.EINVALID {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
