@@ -8,7 +8,10 @@
 // front door (docs/architecture.md, «The front door»): an attacker token floods one web process with streams past its cap, unknown
 // tokens and bad bodies, and an accepted order's requestNonce is sent again with another body.
 // Every client names its own address in X-Forwarded-For (the soak is the desk's trusted proxy),
-// so the per-address limit counts the attacker apart from the traders.
+// so the per-address limit counts the attacker apart from the traders. An admin lane works the
+// desk as a dealer beside the traders: group edits, account moves and states, a symbol override
+// and dealer closes, each admin write with a request id its audit row must carry; two thin
+// accounts, one with negative balance protection, stand where a gap takes them below zero.
 //
 // Everything a client sent and what it was answered goes to journal.jsonl (a timeout is
 // "outcome unknown"); every process's /api/admin/fx/desk, the lease row and the quote mirror
@@ -22,7 +25,7 @@
 // check (a deposit, a swap, a rollover run moved an account behind the committer). The last line
 // is the summary:
 //
-//	soak: PASS seed=… seconds=… requests=… faults={kill:1,…} invariants=… violations=0
+//	soak: PASS seed=… seconds=… requests=… faults={kill:1,…} admin={groupEdit:…,…} invariants=… violations=0
 //
 // On a failure the exit status is non-zero, the failing invariants are printed with the rows
 // that break them, and the run folder (process logs, journal, samples) is kept and named. The

@@ -26,6 +26,8 @@ type journal struct {
 	f       *os.File
 	enc     *json.Encoder
 	entries []invariant.Entry
+	// inFlight counts, by request id, the requests sent with one and not yet journaled.
+	inFlight map[string]int
 }
 
 func newJournal(path string) (*journal, error) {
@@ -33,12 +35,17 @@ func newJournal(path string) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &journal{f: f, enc: json.NewEncoder(f)}, nil
+	return &journal{f: f, enc: json.NewEncoder(f), inFlight: map[string]int{}}, nil
 }
 
 func (j *journal) add(e invariant.Entry) invariant.Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if e.RequestID != "" {
+		if j.inFlight[e.RequestID]--; j.inFlight[e.RequestID] <= 0 {
+			delete(j.inFlight, e.RequestID)
+		}
+	}
 	e.Seq = int64(len(j.entries) + 1)
 	j.entries = append(j.entries, e)
 	j.enc.Encode(e)
@@ -49,6 +56,24 @@ func (j *journal) snapshot() []invariant.Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return append([]invariant.Entry(nil), j.entries...)
+}
+
+// evidence is the journal and the request ids in flight, read at one instant: a request sent
+// before it is in one or the other.
+func (j *journal) evidence() ([]invariant.Entry, map[string]bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	in := map[string]bool{}
+	for id := range j.inFlight {
+		in[id] = true
+	}
+	return append([]invariant.Entry(nil), j.entries...), in
+}
+
+func (j *journal) sent(requestID string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.inFlight[requestID]++
 }
 
 func (j *journal) close() { j.f.Close() }
@@ -72,19 +97,33 @@ func (j *journal) call(ctx context.Context, p *proc, token, client, op, method, 
 	return j.send(ctx, httpClient, p, outgoing{token: token, client: client, op: op, method: method, path: path, body: b, contentType: "application/json"})
 }
 
+// callID is call with an X-Request-Id, which the desk records on an admin write's audit row.
+func (j *journal) callID(ctx context.Context, p *proc, token, client, op, method, path, requestID string, body any) invariant.Entry {
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	return j.send(ctx, httpClient, p, outgoing{token: token, client: client, op: op, method: method, path: path, body: b,
+		contentType: "application/json", requestID: requestID})
+}
+
 // outgoing is one request as the soak sends it: body as it goes on the wire (nil: none), with
 // contentType when there is one.
 type outgoing struct {
 	token, client, op, method, path string
 	body                            []byte
 	contentType                     string
+	requestID                       string // X-Request-Id ("": none)
 }
 
 // send sends o to p through hc and journals it. The request names its client's own address in
 // X-Forwarded-For (the soak is the desk's trusted proxy, as nginx is in compose), so the
 // per-address limit counts every client apart, as it would on the desk's real front door.
 func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing) invariant.Entry {
-	e := invariant.Entry{Client: o.client, Op: o.op, Method: o.method, Path: o.path}
+	e := invariant.Entry{Client: o.client, Op: o.op, Method: o.method, Path: o.path, RequestID: o.requestID}
+	if o.requestID != "" {
+		j.sent(o.requestID)
+	}
 	if p == nil {
 		e.Start, e.End, e.Outcome, e.Err = time.Now(), time.Now(), invariant.NotSent, "no web process to send to"
 		return j.add(e)
@@ -104,6 +143,9 @@ func (j *journal) send(ctx context.Context, hc *http.Client, p *proc, o outgoing
 	req, _ := http.NewRequestWithContext(ctx, o.method, "http://"+p.addr+o.path, rd)
 	req.Header.Set("Authorization", "Bearer "+o.token)
 	req.Header.Set("X-Forwarded-For", clientAddress(o.client))
+	if o.requestID != "" {
+		req.Header.Set("X-Request-Id", o.requestID)
+	}
 	if o.body != nil && o.contentType != "" {
 		req.Header.Set("Content-Type", o.contentType)
 	}

@@ -244,21 +244,30 @@ func (t *trader) withdraw(ctx context.Context) {
 }
 
 func (t *trader) deposit(ctx context.Context, admin string) {
+	t.depositOf(ctx, admin, decimal.New(int64(1000+t.intN(100000)), -2))
+}
+
+// depositOf has the admin deposit amount into the trader's account, sent again under its nonce
+// while its outcome is unknown; it returns the last answer.
+func (t *trader) depositOf(ctx context.Context, admin string, amount decimal.Decimal) invariant.Entry {
 	nonce := t.nonce("dep")
-	amount := decimal.New(int64(1000+t.intN(100000)), -2)
 	body := map[string]any{"amount": amount.String(), "requestNonce": nonce}
 	path := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account)
+	var e invariant.Entry
 	for attempt := 0; attempt < 4; attempt++ {
 		op := "deposit"
 		if attempt > 0 {
 			op = "deposit-retry"
 		}
-		e := t.j.call(ctx, t.anyWeb(), admin, t.name, op, http.MethodPost, path, body)
+		// Every attempt carries one request id: the one that does it records it on its audit
+		// row, a replay by the nonce records nothing.
+		e = t.j.callID(ctx, t.anyWeb(), admin, t.name, op, http.MethodPost, path, "soak-"+nonce, body)
 		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
-			return
+			return e
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	return e
 }
 
 // refresh re-reads the account's open positions (stops close them behind the client's back).

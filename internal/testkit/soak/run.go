@@ -124,6 +124,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
 	logger.Printf("soak: feed %s, venue %s (control %s)", c.feed.url, c.venue.url, c.venue.control)
 
+	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer j.close()
 	web1, err := c.start(ctx, "web")
 	if err != nil {
 		return failed("%v", err)
@@ -131,7 +136,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if _, err := c.waitHolder(ctx, 15*time.Second, nil); err != nil {
 		return failed("first web: %v", err)
 	}
-	if err := c.abookGroup(ctx, web1); err != nil {
+	if err := c.abookGroup(ctx, j, web1); err != nil {
 		return failed("%v", err)
 	}
 	if _, err := c.start(ctx, "web"); err != nil {
@@ -140,11 +145,6 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if _, err := c.start(ctx, "cron"); err != nil {
 		return failed("%v", err)
 	}
-	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
-	if err != nil {
-		return failed("%v", err)
-	}
-	defer j.close()
 	smp, err := newSampler(c, filepath.Join(dir, "samples.jsonl"))
 	if err != nil {
 		return failed("%v", err)
@@ -183,11 +183,25 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			}
 			external[t.name] = true
 		}
-		if e := j.call(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
-			map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.OK() {
+		if e := j.callID(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
+			"soak-"+t.name+"-initial", map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.OK() {
 			return failed("initial deposit: %d %s", e.Status, e.Resp)
 		}
 		traders = append(traders, t)
+	}
+
+	// The admin lane: its groups and thin accounts now, its traffic with the load.
+	external[dealerABookClient] = true
+	adm := &adminLane{j: j, c: c, token: c.admin, traders: traders, external: external, rng: rand.New(rand.NewPCG(seed, 0xad4)),
+		counts: map[string]int{}, group: map[int64]string{}}
+	for _, t := range traders {
+		if !external[t.name] {
+			adm.movable = append(adm.movable, t)
+			adm.group[t.account] = "default"
+		}
+	}
+	if err := adm.setup(ctx, web1, seed); err != nil {
+		return failed("admin lane: %v", err)
 	}
 
 	tl := newTally()
@@ -210,7 +224,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		for _, p := range c.all() {
 			procs[p.pid] = p.record()
 		}
-		return &invariant.Evidence{Journal: j.snapshot(), Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
+		journal, inFlight := j.evidence()
+		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
 			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
 			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...)}
 	}
@@ -244,6 +259,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, t := range traders {
 		load.Go(func() { t.run(loadCtx, c.admin) })
 	}
+	load.Go(func() { adm.run(loadCtx) })
 	// The loop below sets faultsDone to nil once it has fired (or on an interrupt): the
 	// goroutine closes its own copy.
 	faultsDone := make(chan struct{})
@@ -270,6 +286,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		return 2
 	}
 
+	// Restricted accounts back to ACTIVE, the thin accounts' positions closed by the dealer.
+	adm.finish(ctx)
 	// The desk must trade again within 30 s of the last fault.
 	in.mu.Lock()
 	lastFault := in.lastEnd
@@ -333,8 +351,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 	}
 	slices.Sort(failing)
-	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d requests=%d faults={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), len(ev.Journal), strings.Join(counts, ","), len(tl.order), viol)
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d requests=%d faults={%s} admin={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), len(ev.Journal), strings.Join(counts, ","), adm.summary(), len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}

@@ -337,21 +337,15 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 
 // abookGroup creates the EXTERNAL account group as an operator would: the row in SQL (the
 // desk has no route that creates groups), the execution mode through the admin API.
-func (c *cluster) abookGroup(ctx context.Context, web *proc) error {
+func (c *cluster) abookGroup(ctx context.Context, j *journal, web *proc) error {
 	if _, err := c.direct.ExecContext(ctx, "INSERT INTO `fx_account_group` (`name`) VALUES (?)", abookGroup); err != nil {
 		return fmt.Errorf("create account group %s: %w", abookGroup, err)
 	}
-	b, _ := json.Marshal(map[string]string{"executionMode": "EXTERNAL"})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+web.addr+"/api/admin/fx/account-groups/"+abookGroup, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+c.admin)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("set %s EXTERNAL: %w", abookGroup, err)
-	}
-	defer resp.Body.Close()
-	if raw, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("set %s EXTERNAL: %d %s", abookGroup, resp.StatusCode, raw)
+	// Journaled like every admin write, with its request id: the audit trail check finds it.
+	e := j.callID(ctx, web, c.admin, adminClient, "setup", http.MethodPut, "/api/admin/fx/account-groups/"+abookGroup, "soak-setup-abook",
+		map[string]string{"executionMode": "EXTERNAL"})
+	if e.Outcome != invariant.Answered || e.Status != http.StatusOK {
+		return fmt.Errorf("set %s EXTERNAL: %d %s %s", abookGroup, e.Status, e.Resp, e.Err)
 	}
 	return nil
 }

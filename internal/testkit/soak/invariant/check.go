@@ -46,6 +46,9 @@ type Evidence struct {
 	// Floods and Reuses are what the front-door faults saw.
 	Floods []Flood
 	Reuses []Reuse
+	// InFlight are the request ids of requests sent and not yet journaled when the journal was
+	// read (after the snapshot): an audit row of one may be in the snapshot.
+	InFlight map[string]bool
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
@@ -110,6 +113,8 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkFlood(s, ev),
 		checkReusedNonce(s, ev),
 		checkLoadNotLimited(ev),
+		checkAuditTrail(s, ev),
+		checkNegativeBalance(s),
 	}
 	if ev.Venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))

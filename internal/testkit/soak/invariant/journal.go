@@ -15,18 +15,21 @@ const (
 
 // Entry is one request and its answer, one line of journal.jsonl.
 type Entry struct {
-	Seq     int64           `json:"seq"`
-	Client  string          `json:"client"`
-	Op      string          `json:"op"`
-	Proc    string          `json:"proc"`
-	Method  string          `json:"method"`
-	Path    string          `json:"path"`
-	Body    json.RawMessage `json:"body,omitempty"`
-	Start   time.Time       `json:"start"`
-	End     time.Time       `json:"end"`
-	Outcome string          `json:"outcome"`
-	Status  int             `json:"status,omitempty"`
-	Resp    json.RawMessage `json:"resp,omitempty"`
+	Seq    int64  `json:"seq"`
+	Client string `json:"client"`
+	Op     string `json:"op"`
+	Proc   string `json:"proc"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// RequestID is the X-Request-Id the soak sent (admin writes: the desk records it on the
+	// change's audit row; a retry replayed by its requestNonce sends the same one).
+	RequestID string          `json:"requestId,omitempty"`
+	Body      json.RawMessage `json:"body,omitempty"`
+	Start     time.Time       `json:"start"`
+	End       time.Time       `json:"end"`
+	Outcome   string          `json:"outcome"`
+	Status    int             `json:"status,omitempty"`
+	Resp      json.RawMessage `json:"resp,omitempty"`
 	// ForwardedTerm is the lease term a follower forwarded the request for (0: answered where it
 	// was sent): the holder of that term wrote it.
 	ForwardedTerm int64 `json:"forwardedTerm,omitempty"`

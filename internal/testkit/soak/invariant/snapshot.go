@@ -20,12 +20,24 @@ type Snapshot struct {
 	Orders      []dbOrder
 	Charges     []dbCharge
 	Instruments map[string]dbInstrument
+	// Groups is each account group's negative balance protection; Audits the audit log.
+	Groups map[string]bool
+	Audits []dbAudit
 }
 
 type dbAccount struct {
 	ID      int64
 	User    int64
+	Group   string
 	Balance decimal.Decimal
+}
+
+// dbAudit is one row of fx_audit, less its before and after.
+type dbAudit struct {
+	ID                   int64
+	Via, Action          string
+	EntityType, EntityID string
+	RequestID            sql.NullString
 }
 
 type dbDeal struct {
@@ -50,6 +62,7 @@ type dbPosition struct {
 	ClosedAt           sql.NullTime
 	SwapThrough        sql.NullTime
 	VenueTradeID       sql.NullString // linked EXTERNAL position: its venue trade
+	CloseReason        sql.NullString
 }
 
 type dbOrder struct {
@@ -78,7 +91,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -99,9 +112,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		q    string
 		each func(*sql.Rows) error
 	}{
-		{"SELECT `id`, `userId`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `userId`, `accountGroup`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAccount
-			err := r.Scan(&a.ID, &a.User, &a.Balance)
+			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Balance)
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},
@@ -111,9 +124,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Deals = append(s.Deals, d)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId`, `closeReason` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
 			var p dbPosition
-			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID)
+			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID, &p.CloseReason)
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
@@ -137,6 +150,19 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var in dbInstrument
 			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Quote, &in.Markup)
 			s.Instruments[sym] = in
+			return err
+		}},
+		{"SELECT `name`, `negativeBalanceProtection` FROM `fx_account_group`", func(r *sql.Rows) error {
+			var name string
+			var nbp bool
+			err := r.Scan(&name, &nbp)
+			s.Groups[name] = nbp
+			return err
+		}},
+		{"SELECT `id`, `actorVia`, `action`, `entityType`, `entityId`, `requestId` FROM `fx_audit` ORDER BY `id`", func(r *sql.Rows) error {
+			var a dbAudit
+			err := r.Scan(&a.ID, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID)
+			s.Audits = append(s.Audits, a)
 			return err
 		}},
 	}

@@ -1,0 +1,396 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/testkit/soak/invariant"
+)
+
+// The admin lane: the dealer works the desk beside the traders, through the web processes as
+// they do (a follower forwards what only the holder serves): it edits two account groups of its
+// own, moves traders' accounts between them and default, sets and clears a symbol override, makes
+// an account CLOSE_ONLY and ACTIVE again, and closes traders' open positions. Every admin write
+// carries an X-Request-Id of its own, which the desk records on the change's audit row (the
+// auditTrail invariant matches the two); a deposit retried under its nonce keeps its id.
+//
+// Two thin accounts stand in the gaps' way: 300 USD at 1:500 with 0.10 lots open on every soak
+// symbol, so a gap of 3 % against one of them stops it out below zero. One is in a group with
+// negative balance protection, whose closes the desk must bring back to zero; the other in one
+// without, which keeps its negative balance (the negativeBalance invariant).
+
+// The admin lane's account groups, created over the API before the load.
+const (
+	groupA    = "soak-a"    // INTERNAL, edited and moved into
+	groupB    = "soak-b"    // INTERNAL, edited and moved into
+	groupThin = "soak-thin" // the protected thin account's
+	groupRaw  = "soak-raw"  // the unprotected thin account's
+
+	adminClient = "admin"
+	// dealerABookClient sends the dealer's closes of EXTERNAL positions: the venue's 503 and 504
+	// are allowed answers to them, as to an A-book trader.
+	dealerABookClient = "dealer-abook"
+
+	thinUser = 3001
+)
+
+// Admin operations, as the summary counts them.
+const (
+	adminGroupEdit   = "groupEdit"
+	adminMove        = "move"
+	adminOverride    = "override"
+	adminState       = "state"
+	adminDealerClose = "dealerClose"
+	adminThinArm     = "thinArm"
+)
+
+var adminOps = []string{adminGroupEdit, adminMove, adminOverride, adminState, adminDealerClose, adminThinArm}
+
+type adminLane struct {
+	j     *journal
+	c     *cluster
+	token string // the admin's
+	// traders are the load's clients, whose positions the dealer closes; movable the INTERNAL
+	// ones, whose accounts it moves and restricts; thin the thin accounts' clients.
+	traders, movable, thin []*trader
+	external               map[string]bool
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	seq    int
+	counts map[string]int
+	group  map[int64]string // where each movable account is, as far as the lane knows
+}
+
+func (l *adminLane) intN(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rng.IntN(n)
+}
+
+func (l *adminLane) count(op string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[op]++
+}
+
+// summary is the lane's counts, as the last line shows them.
+func (l *adminLane) summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, op := range adminOps {
+		out = append(out, fmt.Sprintf("%s:%d", op, l.counts[op]))
+	}
+	return strings.Join(out, ",")
+}
+
+func (l *adminLane) requestID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	return fmt.Sprintf("soak-admin-%d", l.seq)
+}
+
+// anyWeb is a running web process: the holder serves the request, or a follower forwards it.
+func (l *adminLane) anyWeb() *proc {
+	var up []*proc
+	for _, w := range l.c.live("web") {
+		if !w.isStopped() {
+			up = append(up, w)
+		}
+	}
+	if len(up) == 0 {
+		return nil
+	}
+	return up[l.intN(len(up))]
+}
+
+// send sends one admin write with a request id of its own.
+func (l *adminLane) send(ctx context.Context, p *proc, client, op, method, path string, body any) invariant.Entry {
+	return l.j.callID(ctx, p, l.token, client, op, method, path, l.requestID(), body)
+}
+
+// setup creates the lane's groups and the thin accounts, through web (the holder, before any
+// fault), and funds the thin accounts.
+func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
+	groups := []map[string]any{
+		{"name": groupA, "leverageMax": 200},
+		{"name": groupB, "leverageMax": 400, "stopOutLevel": "40", "marginCallLevel": "90"},
+		{"name": groupThin, "negativeBalanceProtection": true},
+		{"name": groupRaw, "negativeBalanceProtection": false},
+	}
+	for _, g := range groups {
+		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, "/api/admin/fx/account-groups", g); !e.OK() {
+			return fmt.Errorf("create account group %s: %d %s", g["name"], e.Status, e.Resp)
+		}
+	}
+	tok, err := l.c.issueToken(ctx, thinUser, false)
+	if err != nil {
+		return err
+	}
+	for i, group := range []string{groupThin, groupRaw} {
+		t := &trader{name: fmt.Sprintf("thin%d", i+1), user: thinUser, token: tok, j: l.j, c: l.c, holder: l.traders[0].holder,
+			rng: rand.New(rand.NewPCG(seed, uint64(100+i))), positions: map[int64]decimal.Decimal{}}
+		e := l.j.call(ctx, web, tok, t.name, "account", http.MethodPost, "/api/fx/accounts", map[string]any{"currency": "USD", "leverage": 500})
+		var b struct {
+			Account struct {
+				ID int64 `json:"id"`
+			} `json:"account"`
+		}
+		if !e.OK() || !e.Decode(&b) {
+			return fmt.Errorf("create thin account: %d %s", e.Status, e.Resp)
+		}
+		t.account = b.Account.ID
+		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": group}); !e.OK() {
+			return fmt.Errorf("move thin account %d into %s: %d %s", t.account, group, e.Status, e.Resp)
+		}
+		l.thin = append(l.thin, t)
+	}
+	return nil
+}
+
+// run is the lane until ctx ends: one admin action every 0.3–0.9 s, and the thin accounts armed
+// again (funded, positions open) each second once a gap has closed them out.
+func (l *adminLane) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			for _, t := range l.thin {
+				l.arm(ctx, t)
+			}
+			sleepCtx(ctx, time.Second)
+		}
+	})
+	for ctx.Err() == nil {
+		switch r := l.intN(100); {
+		case r < 20:
+			l.editGroup(ctx)
+		case r < 35:
+			l.move(ctx)
+		case r < 47:
+			l.override(ctx)
+		case r < 57:
+			l.toggleState(ctx)
+		default:
+			l.dealerClose(ctx)
+		}
+		sleepCtx(ctx, time.Duration(300+l.intN(600))*time.Millisecond)
+	}
+	wg.Wait()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// editGroup changes one of the lane's groups' leverage cap and levels, within their ranges.
+func (l *adminLane) editGroup(ctx context.Context) {
+	group := []string{groupA, groupB}[l.intN(2)]
+	stopOut := 20 + l.intN(41)          // 20–60 %
+	marginCall := stopOut + l.intN(101) // ≥ the stop-out level
+	leverage := []int{100, 200, 300, 500}[l.intN(4)]
+	l.send(ctx, l.anyWeb(), adminClient, adminGroupEdit, http.MethodPatch, "/api/admin/fx/account-groups/"+group,
+		map[string]any{"leverageMax": leverage, "marginCallLevel": fmt.Sprint(marginCall), "stopOutLevel": fmt.Sprint(stopOut)})
+	l.count(adminGroupEdit)
+}
+
+// move puts an INTERNAL trader's account, positions and all, into another INTERNAL group.
+func (l *adminLane) move(ctx context.Context) {
+	if len(l.movable) == 0 {
+		return
+	}
+	t := l.movable[l.intN(len(l.movable))]
+	groups := []string{"default", groupA, groupB}
+	l.mu.Lock()
+	from := l.group[t.account]
+	l.mu.Unlock()
+	to := groups[l.intN(len(groups))]
+	if to == from {
+		to = groups[(indexOf(groups, to)+1)%len(groups)]
+	}
+	e := l.send(ctx, l.anyWeb(), adminClient, adminMove, http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": to})
+	if e.OK() {
+		l.mu.Lock()
+		l.group[t.account] = to
+		l.mu.Unlock()
+	}
+	l.count(adminMove)
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// override sets or clears soak-a's override on EURUSD or GBPUSD: its markup, commission and
+// leverage cap (never its swaps: the swap price check computes them from the instrument).
+func (l *adminLane) override(ctx context.Context) {
+	symbol := []string{"EURUSD", "GBPUSD"}[l.intN(2)]
+	path := "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + symbol
+	if l.intN(3) == 0 {
+		l.send(ctx, l.anyWeb(), adminClient, adminOverride, http.MethodDelete, path, nil)
+	} else {
+		l.send(ctx, l.anyWeb(), adminClient, adminOverride, http.MethodPut, path, map[string]any{
+			"markupPoints": fmt.Sprint(l.intN(20)), "commissionPerLot": fmt.Sprintf("%d.50", l.intN(5)), "commissionCurrency": "USD",
+			"leverageMax": []int{50, 100, 200}[l.intN(3)]})
+	}
+	l.count(adminOverride)
+}
+
+// toggleState makes an INTERNAL trader's account CLOSE_ONLY for a moment, then ACTIVE again
+// (insisting: the load needs it back).
+func (l *adminLane) toggleState(ctx context.Context) {
+	if len(l.movable) == 0 {
+		return
+	}
+	t := l.movable[l.intN(len(l.movable))]
+	path := fmt.Sprintf("/api/admin/fx/accounts/%d/state", t.account)
+	l.send(ctx, l.anyWeb(), adminClient, adminState, http.MethodPut, path, map[string]any{"state": "CLOSE_ONLY", "reason": "soak: dealer review"})
+	sleepCtx(ctx, time.Duration(200+l.intN(1000))*time.Millisecond)
+	l.activate(context.WithoutCancel(ctx), t)
+	l.count(adminState)
+}
+
+// activate sets t's account ACTIVE until an answer says so, each attempt a request of its own
+// (setting a state again writes another audit row).
+func (l *adminLane) activate(ctx context.Context, t *trader) bool {
+	path := fmt.Sprintf("/api/admin/fx/accounts/%d/state", t.account)
+	for range 20 {
+		if e := l.send(ctx, l.anyWeb(), adminClient, adminState, http.MethodPut, path, map[string]any{"state": "ACTIVE"}); e.OK() {
+			return true
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return false
+}
+
+// dealerClose closes all of a random known open position of the load's, or half of it.
+func (l *adminLane) dealerClose(ctx context.Context) {
+	t := l.traders[l.intN(len(l.traders))]
+	id, vol, ok := t.pick()
+	if !ok {
+		return
+	}
+	var body map[string]any
+	if l.intN(3) == 0 && vol.GreaterThan(decimal.New(1, -2)) {
+		if half := vol.Div(decimal.NewFromInt(2)).RoundFloor(2); half.IsPositive() {
+			body = map[string]any{"volume": half.String()}
+		}
+	}
+	l.closeFor(ctx, t, id, body)
+	l.count(adminDealerClose)
+}
+
+// closeFor sends the dealer's close of t's position id, from the dealer's client of t's kind.
+func (l *adminLane) closeFor(ctx context.Context, t *trader, id int64, body map[string]any) invariant.Entry {
+	client := adminClient
+	if l.external[t.name] {
+		client = dealerABookClient
+	}
+	e := l.send(ctx, l.anyWeb(), client, adminDealerClose, http.MethodPost, fmt.Sprintf("/api/admin/fx/positions/%d/close", id), body)
+	t.noteClose(e, id)
+	return e
+}
+
+// thinBalance and thinVolume are what a thin account is armed with: 0.10 lots at 1:500 use
+// about 20 USD of margin each, and a 3 % gap against one costs about 300 USD.
+var (
+	thinBalance = decimal.NewFromInt(300)
+	thinVolume  = "0.10"
+)
+
+// arm funds thin account t back to 300 USD and opens 0.10 lots on every soak symbol, each side
+// at random, once it holds no position.
+func (l *adminLane) arm(ctx context.Context, t *trader) {
+	t.refresh(ctx)
+	t.mu.Lock()
+	n := len(t.positions)
+	t.mu.Unlock()
+	if n > 0 || ctx.Err() != nil {
+		return
+	}
+	e := t.j.call(ctx, t.anyWeb(), t.token, t.name, "account", http.MethodGet, fmt.Sprintf("/api/fx/accounts/%d", t.account), nil)
+	var b struct {
+		Account struct {
+			Balance string `json:"balance"`
+		} `json:"account"`
+	}
+	if !e.OK() || !e.Decode(&b) {
+		return
+	}
+	balance, err := decimal.NewFromString(b.Account.Balance)
+	if err != nil {
+		return
+	}
+	if balance.LessThan(thinBalance.Sub(decimal.NewFromInt(50))) {
+		if e := t.depositOf(ctx, l.token, thinBalance.Sub(balance)); !e.OK() {
+			return
+		}
+	}
+	for _, s := range soakSymbols {
+		side := "BUY"
+		if t.intN(2) == 1 {
+			side = "SELL"
+		}
+		nonce := t.nonce("order")
+		e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": s.symbol, "side": side,
+			"type": "MARKET", "volume": thinVolume, "requestNonce": nonce}, t.deskWeb)
+		var b struct {
+			Position *struct {
+				ID     int64  `json:"id"`
+				Volume string `json:"volume"`
+			} `json:"position"`
+		}
+		if e.OK() && e.Decode(&b) && b.Position != nil {
+			v, _ := decimal.NewFromString(b.Position.Volume)
+			t.mu.Lock()
+			t.positions[b.Position.ID] = v
+			t.mu.Unlock()
+		}
+	}
+	l.count(adminThinArm)
+}
+
+// finish runs after the load: every restricted account ACTIVE again, and the thin accounts'
+// positions closed by the dealer, so each ends settled (a protected one at zero or above).
+func (l *adminLane) finish(ctx context.Context) {
+	for _, t := range l.movable {
+		l.activate(ctx, t)
+	}
+	for _, t := range l.thin {
+		for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
+			t.refresh(ctx)
+			t.mu.Lock()
+			ids := make([]int64, 0, len(t.positions))
+			for id := range t.positions {
+				ids = append(ids, id)
+			}
+			t.mu.Unlock()
+			if len(ids) == 0 {
+				break
+			}
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			for _, id := range ids {
+				l.closeFor(ctx, t, id, nil)
+				l.count(adminDealerClose)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+}

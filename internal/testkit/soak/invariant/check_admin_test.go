@@ -1,0 +1,132 @@
+package invariant
+
+import (
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"fxdesk/internal/fx"
+)
+
+// admin is the fixture of the audit trail check: a deposit retried under its nonce (the first
+// attempt's outcome unknown, the second a replay), a group edit, a refused move, a dealer's
+// close, and the command line's token creation.
+type admin struct {
+	s  *Snapshot
+	ev *Evidence
+}
+
+func adminFixture() *admin {
+	withID := func(e Entry, id string) Entry { e.RequestID = id; return e }
+	unknown := func(e Entry) Entry { e.Outcome, e.Status, e.Resp = OutcomeUnknown, 0, nil; return e }
+	s := &Snapshot{
+		Taken: at(100),
+		Deals: []dbDeal{
+			{ID: 1, Account: 1, Type: "DEPOSIT", Key: "deposit:1:t1-dep-1"},
+			{ID: 2, Account: 1, Type: "PROFIT", Position: nid(10), Key: "close:10:1", Comment: dealerCloseComment},
+		},
+		Positions: []dbPosition{{ID: 10, Account: 1, Status: "CLOSED", CloseReason: nstr("DEALER")}},
+		Audits: []dbAudit{
+			{ID: 1, Via: "cli", Action: "token.create", EntityType: "token", EntityID: "1"},
+			{ID: 2, Via: "api", Action: "account.deposit", EntityType: "account", EntityID: "1", RequestID: nstr("soak-dep-t1-dep-1")},
+			{ID: 3, Via: "api", Action: "account_group.update", EntityType: "account_group", EntityID: "soak-a", RequestID: nstr("soak-admin-1")},
+			{ID: 4, Via: "api", Action: "position.close", EntityType: "position", EntityID: "10", RequestID: nstr("soak-admin-3")},
+		},
+	}
+	ev := &Evidence{Journal: []Entry{
+		withID(unknown(answer(1, "t1", "deposit", http.MethodPost, "/api/admin/fx/accounts/1/deposit", 0, "", at(1), at(3))), "soak-dep-t1-dep-1"),
+		withID(answer(2, "t1", "deposit-retry", http.MethodPost, "/api/admin/fx/accounts/1/deposit", 200, `{"deal":{"id":1}}`, at(3.3), at(3.4)), "soak-dep-t1-dep-1"),
+		withID(answer(3, "admin", "groupEdit", http.MethodPatch, "/api/admin/fx/account-groups/soak-a", 200, `{}`, at(4), at(4.1)), "soak-admin-1"),
+		withID(answer(4, "admin", "move", http.MethodPost, "/api/admin/fx/accounts/1/group", 409, errBody(fx.ECONFLICT, "sending"), at(5), at(5.1)), "soak-admin-2"),
+		withID(answer(5, "admin", "dealerClose", http.MethodPost, "/api/admin/fx/positions/10/close", 200, `{}`, at(6), at(6.1)), "soak-admin-3"),
+		answer(6, "admin", "desk", http.MethodGet, "/api/admin/fx/desk", 200, `{}`, at(7), at(7.1)),
+	}}
+	return &admin{s, ev}
+}
+
+func TestAuditTrailCheckFlagsAnAdminChangeWithoutItsRowOrARowWithoutItsRequest(t *testing.T) {
+	runCases(t, adminFixture, func(a *admin) Result { return checkAuditTrail(a.s, a.ev) }, []checkCase[*admin]{
+		{"a 2xx admin write with no audit row", func(a *admin) { a.s.Audits = append(a.s.Audits[:2], a.s.Audits[3]) },
+			"journal 3: PATCH /api/admin/fx/account-groups/soak-a (request soak-admin-1) answered 2xx, 0 audit rows"},
+		{"a 2xx admin write recorded twice", func(a *admin) {
+			a.s.Audits = append(a.s.Audits, dbAudit{ID: 5, Via: "api", Action: "account_group.update", EntityType: "account_group", EntityID: "soak-a", RequestID: nstr("soak-admin-1")})
+		}, "answered 2xx, 2 audit rows carry its request id"},
+		{"a refused write with an audit row", func(a *admin) {
+			a.s.Audits = append(a.s.Audits, dbAudit{ID: 5, Via: "api", Action: "account.move", EntityType: "account", EntityID: "1", RequestID: nstr("soak-admin-2")})
+		}, "answered 409, nothing done, yet audit 5 (account.move)"},
+		{"a row on another entity than the route's", func(a *admin) { a.s.Audits[2].EntityID = "soak-b" },
+			"recorded as audit 3 on account_group soak-b, not account_group soak-a"},
+		{"an API row no journaled request sent", func(a *admin) {
+			a.s.Audits = append(a.s.Audits, dbAudit{ID: 5, Via: "api", Action: "account.deposit", EntityType: "account", EntityID: "1", RequestID: nstr("elsewhere")})
+		}, "audit 5 (account.deposit account 1) carries request id elsewhere, which no request of the journal sent"},
+		{"an API row with no request id", func(a *admin) { a.s.Audits[1].RequestID = sql.NullString{} },
+			"audit 2 (account.deposit account 1): written through the API with no request id"},
+		{"a row of a request still in flight", func(a *admin) {
+			a.s.Audits = append(a.s.Audits, dbAudit{ID: 5, Via: "api", Action: "account.state", EntityType: "account", EntityID: "1", RequestID: nstr("soak-admin-4")})
+			a.ev.InFlight = map[string]bool{"soak-admin-4": true}
+		}, ""},
+		{"a write answered after the snapshot with no row yet", func(a *admin) {
+			a.ev.Journal[2].End = at(101)
+			a.s.Audits = append(a.s.Audits[:2], a.s.Audits[3])
+		}, ""},
+		{"a write whose outcome is unknown and not done", func(a *admin) {
+			a.ev.Journal[3].Status, a.ev.Journal[3].Resp = http.StatusGatewayTimeout, json.RawMessage(errBody(fx.EUNKNOWN, fx.MsgOutcomeUnknown))
+		}, ""},
+		{"a dealer close with no position.close row", func(a *admin) { a.s.Audits[3].Action = "order.cancel" },
+			"position 10 closed with closeReason DEALER has no position.close audit row"},
+		{"a dealer's partial close with no row", func(a *admin) {
+			a.s.Deals = append(a.s.Deals, dbDeal{ID: 3, Account: 1, Type: "PROFIT", Position: nid(11), Key: "close:11:1", Comment: dealerCloseComment})
+		}, "position 11: 1 dealer close deals, 0 position.close audit rows"},
+		{"a position.close row with no dealer close", func(a *admin) { a.s.Deals[1].Comment = "close client"; a.s.Positions[0].CloseReason = nstr("CLIENT") },
+			"position 10: 1 position.close audit rows and no dealer close deal"},
+	})
+}
+
+// nbp is the fixture of the negative balance check: a protected account a gap's stop-out took
+// below zero and the desk reset, and an unprotected one it left below zero.
+func nbpFixture() *Snapshot {
+	return &Snapshot{
+		Groups: map[string]bool{"soak-thin": true, "soak-raw": false},
+		Accounts: []dbAccount{
+			{ID: 1, Group: "soak-thin", Balance: dec("0.00")},
+			{ID: 2, Group: "soak-raw", Balance: dec("-412.50")},
+		},
+		Deals: []dbDeal{
+			{ID: 1, Account: 1, Type: "DEPOSIT", Amount: dec("300.00"), BalanceAfter: dec("300.00"), Key: "deposit:1:a"},
+			{ID: 2, Account: 1, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(10), Key: "close:10:0.1"},
+			{ID: 3, Account: 1, Type: "ADJUSTMENT", Amount: dec("412.50"), BalanceAfter: dec("0.00"), Position: nid(10), Key: "nbp:10:0.1"},
+			{ID: 4, Account: 2, Type: "DEPOSIT", Amount: dec("300.00"), BalanceAfter: dec("300.00"), Key: "deposit:2:a"},
+			{ID: 5, Account: 2, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(11), Key: "close:11:0.1"},
+		},
+		Positions: []dbPosition{
+			{ID: 10, Account: 1, Status: "CLOSED"},
+			{ID: 11, Account: 2, Status: "CLOSED"},
+		},
+	}
+}
+
+func TestNegativeBalanceCheckFlagsAProtectedAccountLeftBelowZero(t *testing.T) {
+	runCases(t, nbpFixture, checkNegativeBalance, []checkCase[*Snapshot]{
+		{"no reset after the close", func(s *Snapshot) {
+			s.Deals = append(s.Deals[:2], s.Deals[3:]...)
+			s.Accounts[0].Balance = dec("-412.50")
+		},
+			"account 1 (group soak-thin, protected): close deal 2 (position 10, key close:10:0.1) left the balance at -412.5 and no ADJUSTMENT follows it"},
+		{"a reset short of zero", func(s *Snapshot) { s.Deals[2].Amount, s.Deals[2].BalanceAfter = dec("400.00"), dec("-12.50") },
+			"ADJUSTMENT deal 3 (key nbp:10:0.1) posted 400, balance after -12.5"},
+		{"a reset keyed after another close", func(s *Snapshot) { s.Deals[2].Key = "nbp:10:0.2" },
+			"ADJUSTMENT deal 3 (key nbp:10:0.2)"},
+		{"a reset in an unprotected group", func(s *Snapshot) { s.Groups["soak-thin"] = false },
+			"close deal 2 left -412.5, yet ADJUSTMENT deal 3 reset it"},
+		{"an adjustment no close called for", func(s *Snapshot) { s.Deals[1].Amount, s.Deals[1].BalanceAfter = dec("-12.50"), dec("287.50") },
+			"ADJUSTMENT deal 3 of 412.5 follows no close that left it below zero"},
+		{"a protected account below zero with nothing open", func(s *Snapshot) { s.Accounts[1].Group = "soak-thin" },
+			"account 2 (group soak-thin, protected) ends at -412.5 with no open position"},
+		{"a protected account a swap took below zero, its position still open", func(s *Snapshot) {
+			s.Deals = append(s.Deals, dbDeal{ID: 6, Account: 1, Type: "SWAP", Amount: dec("-1.20"), BalanceAfter: dec("-1.20"), Position: nid(12), Key: "swap:12:2025-03-05"})
+			s.Accounts[0].Balance = dec("-1.20")
+			s.Positions = append(s.Positions, dbPosition{ID: 12, Account: 1, Status: "OPEN"})
+		}, ""},
+	})
+}
