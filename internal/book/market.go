@@ -57,13 +57,19 @@ func (m *Market) Quote(symbol string) (Quote, bool) {
 	if st == tick.QuotingHalted {
 		return Quote{}, false
 	}
-	q := Quote{
-		Bid:   decimal.NewFromFloat(t.Bid).Round(int32(in.Digits)),
-		Ask:   decimal.NewFromFloat(t.Ask).Round(int32(in.Digits)),
-		State: st,
-	}
+	q := TickQuote(in, t)
+	q.State = st
 	m.seen[symbol] = q
 	return q, true
+}
+
+// TickQuote is feed quote t of in at in's quoted decimals, the price every fill, close and mark
+// starts from (State left for the caller).
+func TickQuote(in catalog.Instrument, t tick.Quote) Quote {
+	return Quote{
+		Bid: decimal.NewFromFloat(t.Bid).Round(int32(in.Digits)),
+		Ask: decimal.NewFromFloat(t.Ask).Round(int32(in.Digits)),
+	}
 }
 
 // Tradable returns symbol's price for a fill or a close: the symbol must be QUOTING. A closed
