@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/tick"
+	"fxdesk/internal/trading"
 )
 
 // symbolView is one instrument as traders see it, with its live state and last bid/ask.
@@ -41,6 +44,57 @@ type quoteView struct {
 
 func price(v float64, digits int) *string {
 	s := strconv.FormatFloat(v, 'f', digits, 64)
+	return &s
+}
+
+// accountPrices reads ?accountId=: the account whose prices the answer shows — the caller's
+// own, or any for an admin (ENOTFOUND otherwise) — or nil without it, when the answer shows the
+// feed's prices. The markets rail has no such parameter: its bytes are formatted once for every
+// stream, so they can carry no one account's markup.
+func accountPrices(r *http.Request, svc *trading.Service) (*trading.AccountPrices, error) {
+	vs, ok := r.URL.Query()["accountId"]
+	if !ok {
+		return nil, nil
+	}
+	if len(vs) > 1 {
+		return nil, fx.Errorf(fx.EINVALID, "Query parameter accountId is given %d times; give it once.", len(vs))
+	}
+	id, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil || id <= 0 {
+		return nil, fx.Errorf(fx.EINVALID, "accountId must be a positive whole number.")
+	}
+	p := principal(r.Context())
+	owner := p.UserID
+	if p.Admin {
+		owner = 0
+	}
+	prices, err := svc.Accounts().Prices(r.Context(), owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return &prices, nil
+}
+
+// shownPrices are q's bid and ask on symbol as an answer shows them: the feed's at the symbol's
+// digits, or with prices the account's (more decimals only where its markup has them). Both are
+// nil where the account has no terms on symbol.
+func shownPrices(prices *trading.AccountPrices, symbol string, digits int, q tick.Quote) (bid, ask *string) {
+	if prices == nil {
+		return price(q.Bid, digits), price(q.Ask, digits)
+	}
+	b, a, ok := prices.Quote(symbol, q)
+	if !ok {
+		return nil, nil
+	}
+	return decimalPrice(b, digits), decimalPrice(a, digits)
+}
+
+// decimalPrice shows d at digits decimals, or at all of its own where it has more.
+func decimalPrice(d decimal.Decimal, digits int) *string {
+	s := d.StringFixed(int32(digits))
+	if !decimal.RequireFromString(s).Equal(d) {
+		s = d.String()
+	}
 	return &s
 }
 
@@ -80,10 +134,15 @@ func parseSymbols(raw string, known map[string]catalog.Instrument) ([]string, er
 	return out, nil
 }
 
-// handleSymbols lists enabled instruments with their state and last bid/ask.
-func handleSymbols(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) http.HandlerFunc {
+// handleSymbols lists enabled instruments with their state and last bid/ask: the feed's, or
+// with ?accountId= the prices that account trades at.
+func handleSymbols(log *slog.Logger, svc *catalog.Admin, accounts *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		_, enabled, err := svc.Tradable(r.Context())
+		if err != nil {
+			return err
+		}
+		prices, err := accountPrices(r, accounts)
 		if err != nil {
 			return err
 		}
@@ -96,7 +155,7 @@ func handleSymbols(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) ht
 				Status: string(in.Status), State: quotes.SymbolState(in.Symbol),
 			}
 			if q, ok := quotes.LastTick(in.Symbol); ok {
-				v.Bid, v.Ask = price(q.Bid, in.Digits), price(q.Ask, in.Digits)
+				v.Bid, v.Ask = shownPrices(prices, in.Symbol, in.Digits, q)
 				t := q.ProviderTime.UTC()
 				v.Time = &t
 			}
@@ -107,10 +166,15 @@ func handleSymbols(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) ht
 	})
 }
 
-// handleQuotes answers the last quote of each requested symbol.
-func handleQuotes(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) http.HandlerFunc {
+// handleQuotes answers the last quote of each requested symbol: the feed's bid and ask, or with
+// ?accountId= the prices that account trades at (docs/groups.md).
+func handleQuotes(log *slog.Logger, svc *catalog.Admin, accounts *trading.Service, quotes *desk.Quotes) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		known, enabled, symbols, err := requestedSymbols(r, svc)
+		if err != nil {
+			return err
+		}
+		prices, err := accountPrices(r, accounts)
 		if err != nil {
 			return err
 		}
@@ -124,8 +188,7 @@ func handleQuotes(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) htt
 		for _, s := range symbols {
 			v := quoteView{Symbol: s, State: quotes.SymbolState(s)}
 			if q, ok := quotes.LastTick(s); ok {
-				d := known[s].Digits
-				v.Bid, v.Ask = price(q.Bid, d), price(q.Ask, d)
+				v.Bid, v.Ask = shownPrices(prices, s, known[s].Digits, q)
 				t := q.ProviderTime.UTC()
 				age := now.Sub(q.ReceivedAt).Milliseconds()
 				v.Time, v.AgeMs = &t, &age
@@ -138,10 +201,14 @@ func handleQuotes(log *slog.Logger, svc *catalog.Admin, quotes *desk.Quotes) htt
 }
 
 // handleMarketsStream is the markets rail: server-sent events, one "quote" event per accepted
-// tick of the requested symbols, formatted once for every stream by the Rail. A stream whose
+// tick of the requested symbols, formatted once for every stream by the Rail — the feed's
+// prices, with no account's markup (?accountId= is refused rather than ignored). A stream whose
 // client falls behind is ended (it reconnects), and streams past the caps are refused with 429.
 func handleMarketsStream(log *slog.Logger, svc *catalog.Admin, rail *Rail) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
+		if r.URL.Query().Has("accountId") {
+			return fx.Errorf(fx.EINVALID, "accountId is not taken by the markets stream, whose prices are the feed's for every stream; GET /api/fx/quotes?accountId= answers the prices an account trades at.")
+		}
 		if rail == nil {
 			return fx.Errorf(fx.EUNAVAILABLE, "This process serves no prices; connect to a web process.")
 		}

@@ -12,6 +12,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/store"
+	"fxdesk/internal/tick"
 )
 
 // Open opens an account for userID in a fiat currency (fx.CheckAccountCurrency) that
@@ -119,6 +120,39 @@ func (acs *Accounts) View(ctx context.Context, userID, id int64) (AccountView, e
 		return AccountView{Account: a, Metrics: m, Live: true}, nil
 	}
 	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
+}
+
+// AccountPrices prices feed quotes for one account as its fills are priced: a sell fills at the
+// bid it shows and a buy at the ask, its group's effective markup (termsOf) already in both.
+type AccountPrices struct {
+	cat   *catalog.Catalog
+	group string
+}
+
+// Prices returns the prices of userID's account id (userID 0: any owner's; ENOTFOUND for an
+// account that is not the caller's or does not exist).
+func (acs *Accounts) Prices(ctx context.Context, userID, id int64) (AccountPrices, error) {
+	s := acs.s
+	a, err := book.LoadAccount(ctx, s.db, userID, id)
+	if err != nil {
+		return AccountPrices{}, err
+	}
+	cat, err := s.catalog.Get(ctx)
+	if err != nil {
+		return AccountPrices{}, err
+	}
+	return AccountPrices{cat: cat, group: a.Group}, nil
+}
+
+// Quote is q on symbol as the account trades it: bid − markup and ask + markup (book.FillPrice
+// of a sell and of a buy). ok is false for a symbol the catalog does not know.
+func (p AccountPrices) Quote(symbol string, q tick.Quote) (bid, ask decimal.Decimal, ok bool) {
+	t, ok := termsOf(p.cat, p.group, symbol)
+	if !ok {
+		return decimal.Decimal{}, decimal.Decimal{}, false
+	}
+	bq := book.TickQuote(t.Instrument, q)
+	return book.FillPrice(t.Instrument, bq, fx.Sell), book.FillPrice(t.Instrument, bq, fx.Buy), true
 }
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
