@@ -1,0 +1,15 @@
+// Package events owns the desk's events outbox (fx_event): one row per change a trader or the
+// host platform is told of — an order filled, triggered or cancelled, a position opened,
+// modified or closed, a deposit or a withdrawal — written in the same transaction as the change
+// it describes, by the writer that commits it (the group commit, the ledger's balance changes),
+// so a change without its event, or an event without its change, cannot be committed.
+//
+// Row builds the INSERT for one event; the writer adds it to its own transaction or batch, as it
+// adds its audit row. Ids the batch learns only as it runs (a new order's, a new position's) go
+// into the payload from the session variables that hold them. List reads a page of events back
+// for a caller, in id order, only up to the id below which the log has settled
+// (docs/architecture.md, «Events»).
+//
+// It must never update or delete a row: the outbox is append-only, and a test fails on any SQL in
+// the module that writes fx_event outside this package.
+package events
