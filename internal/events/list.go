@@ -40,12 +40,18 @@ type Filter struct {
 	AccountID int64
 	After     int64
 	Limit     int // 1..500, default 100
+	// Settle is how long a gap in the ids may still fill (0: SettleAfter); tests shorten it.
+	Settle time.Duration
 }
 
 // List reads a page of events in id order, only up to Settled: a reader that resumes after the
 // page's last id misses nothing that commits later.
 func List(ctx context.Context, db store.Queryer, f Filter) ([]Entry, error) {
-	upTo, err := Settled(ctx, db)
+	settle := f.Settle
+	if settle <= 0 {
+		settle = SettleAfter
+	}
+	upTo, err := Settled(ctx, db, settle)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +73,9 @@ func List(ctx context.Context, db store.Queryer, f Filter) ([]Entry, error) {
 
 // Settled is the highest id below which no event can still appear: every id up to it is
 // committed or will never be. It walks the newest rows up from the newest one older than
-// SettleAfter (on the database's clock, which wrote createdAt) and stops before the first gap
+// settle (on the database's clock, which wrote createdAt) and stops before the first gap
 // in the ids (the session's auto_increment_increment apart, as on Galera).
-func Settled(ctx context.Context, db store.Queryer) (int64, error) {
+func Settled(ctx context.Context, db store.Queryer, settle time.Duration) (int64, error) {
 	type row struct {
 		id      int64
 		settled bool
@@ -78,8 +84,8 @@ func Settled(ctx context.Context, db store.Queryer) (int64, error) {
 	tail, err := store.QueryAll(ctx, db, "events tail", func(sc store.Scanner) (row, error) {
 		var r row
 		return r, sc.Scan(&r.id, &r.settled, &r.step)
-	}, "SELECT `id`, `createdAt` < NOW(3) - INTERVAL ? SECOND, @@auto_increment_increment FROM `fx_event` ORDER BY `id` DESC LIMIT ?",
-		int(SettleAfter/time.Second), tailCap)
+	}, "SELECT `id`, `createdAt` < NOW(3) - INTERVAL ? MICROSECOND, @@auto_increment_increment FROM `fx_event` ORDER BY `id` DESC LIMIT ?",
+		settle.Microseconds(), tailCap)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/store"
@@ -217,11 +218,23 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	}
 	b := &book.Batch{}
 	b.Exec(stmt, args...)
+	if err := addEvent(b, balanceEvent(a, events.Deposit, fx.DealDeposit, amount, key, "deposit", s.term())); err != nil {
+		return book.Deal{}, book.Account{}, false, err
+	}
 	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
 	return d, a, false, nil
+}
+
+// balanceEvent is the event of a deposit or a withdrawal of amount (signed as its deal's) on the
+// locked account a, before the deal moves its balance. It goes in the deal's batch ahead of the
+// posting, whose deal INSERT stays last.
+func balanceEvent(a book.Account, t events.Type, deal fx.DealType, amount decimal.Decimal, key, comment string, term int64) events.Event {
+	return events.Event{AccountID: a.ID, UserID: a.UserID, Type: t, Term: term, Payload: events.Balance{AccountID: a.ID, Type: string(deal),
+		Amount: fx.FormatMoney(a.Currency, amount), BalanceAfter: fx.FormatMoney(a.Currency, a.Balance.Add(amount)), Currency: a.Currency,
+		IdempotencyKey: key, Comment: comment}}
 }
 
 // depositRecord is what the audit log records of a deposit: the account's balance before and
@@ -331,7 +344,11 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 		after, _ := m.Metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
-	d, err := book.CommitDeal(ctx, tx, &book.Batch{}, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	b := &book.Batch{}
+	if err := addEvent(b, balanceEvent(a, events.Withdrawal, fx.DealWithdrawal, amount.Neg(), key, "withdrawal", s.term())); err != nil {
+		return book.Deal{}, book.Account{}, false, err
+	}
+	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, unpriceable(err)
 	}

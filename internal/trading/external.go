@@ -13,6 +13,7 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -369,7 +370,10 @@ func (w *venueFill) Apply(r *book.Rows) error {
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), o.ID)
 	link := w.tradeID
-	w.fill = openPosition(r, a, in, filled, orderVar, price, commission, after, &link)
+	var err error
+	if w.fill, err = openPosition(r, a, in, filled, orderVar, price, commission, after, &link, events.OrderFilled, w.s.term()); err != nil {
+		return err
+	}
 	w.s.advanceCursor(r, w.txID)
 	w.a = *a
 	*o = filled

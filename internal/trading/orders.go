@@ -13,6 +13,7 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/ledger"
@@ -357,7 +358,9 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
-	w.fill = openPosition(r, a, in, o, orderVar, price, commission, &after, nil)
+	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
+		return err
+	}
 	if w.r.RequestNonce != "" {
 		r.Made[key] = w
 	}
@@ -486,7 +489,11 @@ func (f openedFill) written(r *book.Rows, ids *book.IDs) (book.Position, *book.D
 //
 // link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
 // batch's fence admits only while this process holds the term.
-func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, link *string) openedFill {
+//
+// The fill's events go in with it: orderEvent (order.filled, order.triggered) of o and
+// position.opened, written by this process's lease term.
+func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, link *string,
+	orderEvent events.Type, term int64) (openedFill, error) {
 	f := openedFill{order: o, deal: -1, pos: book.Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.Now,
 		Currency: a.Currency, VenueTradeID: link}}
@@ -498,6 +505,16 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
+	filled := o
+	filled.PositionID = new(int64)
+	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
+		FromSession: []events.SessionField{{Field: "id", Var: orderVar}, {Field: "positionId", Var: posVar}}}); err != nil {
+		return openedFill{}, err
+	}
+	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,
+		FromSession: []events.SessionField{{Field: "id", Var: posVar}, {Field: "orderId", Var: orderVar}}}); err != nil {
+		return openedFill{}, err
+	}
 	if commission.IsPositive() {
 		side, sym, vol := o.Side, in.Symbol, o.Volume
 		f.deal = r.Post(a, book.Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
@@ -507,7 +524,7 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 		r.Marks[a.ID] = *after
 	}
 	r.Expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
-	return f
+	return f, nil
 }
 
 // checkOrderShape checks the fields that depend on the order type and returns the expiry.

@@ -13,6 +13,7 @@ import (
 	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -319,6 +320,15 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
+	closed := events.PositionPartlyClosed
+	if p.Volume.IsZero() {
+		closed = events.PositionClosed
+	}
+	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: closed, Term: w.s.term(),
+		Payload: events.Closed{Position: events.PositionOf(*p), ClosedVolume: vol.String(), Price: price.String(),
+			Profit: fx.FormatMoney(a.Currency, profit), Reason: string(w.reason)}}); err != nil {
+		return err
+	}
 	w.protect(r, a, p, volumeBefore)
 	if w.reason == fx.CloseDealer {
 		if err := w.dealerAudit(r, before, vol, price); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -332,7 +333,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	w.fill = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil)
+	if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
+		return err
+	}
 	w.a = *a
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
@@ -244,3 +245,24 @@ func (s *Service) beginUnfenced(ctx context.Context, what string) (*book.Txn, *b
 // what was already queued and returns. Every fill and close waits for it: a process that fills
 // runs it for its whole life, stopped after the work that submits (HTTP, the risk engine).
 func (s *Service) Run(ctx context.Context) error { return s.commits.Run(ctx) }
+
+// term is the engine lease term this process holds, recorded on the events it writes: 0 where
+// it holds none (the cron process, a follower's deposit) or its lease carries no term.
+func (s *Service) term() int64 {
+	if t, ok := s.lease.(interface{ Term() int64 }); ok {
+		return t.Term()
+	}
+	return 0
+}
+
+// addEvent adds e's row to b, the change's own batch. Row refuses only a malformed event, a
+// defect of the code that builds it: the change is refused with it rather than committed
+// untold.
+func addEvent(b *book.Batch, e events.Event) error {
+	stmt, args, err := events.Row(e)
+	if err != nil {
+		return err
+	}
+	b.Exec(stmt, args...)
+	return nil
+}
