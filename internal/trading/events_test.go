@@ -1,0 +1,148 @@
+package trading
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/gatetest"
+)
+
+// termLease is a switchLease that names its term, as the lease keeper does.
+type termLease struct{ switchLease }
+
+func (*termLease) Term() int64 { return 7 }
+
+type storedEvent struct {
+	id      int64
+	user    int64
+	typ     string
+	payload map[string]any
+	term    int64
+}
+
+// eventsOf reads account's events in id order, straight from the table.
+func eventsOf(t *testing.T, account int64) []storedEvent {
+	t.Helper()
+	rows, err := testDB.Query("SELECT `id`, `userId`, `type`, `payload`, `term` FROM `fx_event` WHERE `accountId` = ? ORDER BY `id`", account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []storedEvent
+	for rows.Next() {
+		var e storedEvent
+		var text string
+		if err := rows.Scan(&e.id, &e.user, &e.typ, &text, &e.term); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(text), &e.payload); err != nil {
+			t.Fatalf("event %d payload %q: %v", e.id, text, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A fill, a close, a deposit and a withdrawal each write their events in their own
+// transaction, with the ids the transaction assigned and the writer's term; a replayed nonce
+// writes no second event, and a write the fence or the rules refuse leaves none.
+func TestEventsAreWrittenWithTheirChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9711
+	l := &termLease{}
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: l, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, user)
+	step := func(what string, want ...string) []storedEvent {
+		t.Helper()
+		es := eventsOf(t, a.ID)
+		if len(es) != len(want) {
+			t.Fatalf("after %s: %d events %+v, want %v", what, len(es), es, want)
+		}
+		for i, e := range es {
+			if e.typ != want[i] || e.user != user || e.term != 7 || (i > 0 && e.id <= es[i-1].id) {
+				t.Fatalf("after %s: event %d = %+v, want %s of user %d, term 7, ids increasing", what, i, e, want[i], user)
+			}
+		}
+		return es
+	}
+	es := step("the seed deposit", "balance.deposit")
+	if p := es[0].payload; p["amount"] != "1000.00" || p["balanceAfter"] != "1000.00" || p["type"] != "DEPOSIT" || p["currency"] != "USD" {
+		t.Fatalf("deposit payload = %v", p)
+	}
+
+	res, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "ev-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es = step("a fill", "balance.deposit", "order.filled", "position.opened")
+	order, pos := es[1].payload, es[2].payload
+	if order["id"] != float64(res.Order.ID) || order["positionId"] != float64(res.Position.ID) || order["status"] != fx.OrderFilled || order["volume"] != "0.1" {
+		t.Fatalf("order.filled payload = %v, want order %d of position %d", order, res.Order.ID, res.Position.ID)
+	}
+	if pos["id"] != float64(res.Position.ID) || pos["orderId"] != float64(res.Order.ID) || pos["status"] != fx.PositionOpen || pos["openPrice"] != res.Position.OpenPrice.String() {
+		t.Fatalf("position.opened payload = %v, want position %+v", pos, *res.Position)
+	}
+	if again, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "ev-1")); err != nil || !again.Replayed {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	step("a replayed fill", "balance.deposit", "order.filled", "position.opened")
+
+	// Refused by the fence at COMMIT: the fill's events roll back with it.
+	l.fenced.Store(true)
+	if _, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "ev-2")); fx.ErrorCode(err) != fx.EUNAVAILABLE {
+		t.Fatalf("fenced fill: %v", err)
+	}
+	if _, err := svc.ClosePosition(ctx, user, res.Position.ID, nil, fx.CloseClient); fx.ErrorCode(err) != fx.EUNAVAILABLE {
+		t.Fatalf("fenced close: %v", err)
+	}
+	l.fenced.Store(false)
+	step("fenced writes", "balance.deposit", "order.filled", "position.opened")
+
+	half := decimal.RequireFromString("0.04")
+	if _, err := svc.ClosePosition(ctx, user, res.Position.ID, &half, fx.CloseClient); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := svc.ClosePosition(ctx, user, res.Position.ID, nil, fx.CloseClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es = step("two closes", "balance.deposit", "order.filled", "position.opened", "position.partly_closed", "position.closed")
+	if p := es[3].payload; p["closedVolume"] != "0.04" || p["volume"] != "0.06" || p["reason"] != string(fx.CloseClient) || p["status"] != fx.PositionOpen {
+		t.Fatalf("partly closed payload = %v", p)
+	}
+	if p := es[4].payload; p["closedVolume"] != "0.06" || p["volume"] != "0" || p["closeReason"] != string(fx.CloseClient) || p["status"] != fx.PositionClosed ||
+		p["price"] != closed.Deal.Price.String() || p["profit"] != fx.FormatMoney("USD", closed.Deal.Amount) {
+		t.Fatalf("closed payload = %v, want the close of deal %+v", p, closed.Deal)
+	}
+	// Refused by the rules: a closed position closes no more, and writes nothing.
+	if _, err := svc.ClosePosition(ctx, user, res.Position.ID, nil, fx.CloseClient); err == nil {
+		t.Fatal("a closed position closed again")
+	}
+
+	d, _, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.RequireFromString("10"), "ev-w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, replayed, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.RequireFromString("10"), "ev-w"); err != nil || !replayed {
+		t.Fatalf("withdrawal replay: %v %v", replayed, err)
+	}
+	if _, _, err := svc.Accounts().Withdraw(ctx, user, a.ID, decimal.RequireFromString("1000000"), "ev-w2"); fx.ErrorCode(err) != fx.ECONFLICT {
+		t.Fatalf("withdrawal beyond the balance: %v", err)
+	}
+	if _, replayed, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(1000), "seed"); err != nil || !replayed {
+		t.Fatalf("deposit replay: %v %v", replayed, err)
+	}
+	es = step("a withdrawal and replays", "balance.deposit", "order.filled", "position.opened", "position.partly_closed", "position.closed", "balance.withdrawal")
+	if p := es[5].payload; p["amount"] != "-10.00" || p["balanceAfter"] != fx.FormatMoney("USD", d.BalanceAfter) || p["idempotencyKey"] != d.IdempotencyKey {
+		t.Fatalf("withdrawal payload = %v, want deal %+v", p, d)
+	}
+	wantLedgerBalanced(t, a.ID)
+}
