@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
@@ -117,6 +118,13 @@ func (s *Service) dealerCancel(ctx context.Context, id int64) (book.Order, error
 	if err := audit.Record(ctx, tx, audit.Change{Action: "order.cancel", EntityType: "order", EntityID: itoa(id),
 		Before: orderAudit(o), After: orderAudit(after)}); err != nil {
 		return book.Order{}, err
+	}
+	e, err := s.orderEvent(ctx, tx, events.OrderCancelled, id)
+	if err != nil {
+		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
+	}
+	if err := recordEvent(ctx, tx, e); err != nil {
+		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return book.Order{}, fmt.Errorf("dealer cancel order %d: commit: %w", id, err)

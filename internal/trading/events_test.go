@@ -146,3 +146,72 @@ func TestEventsAreWrittenWithTheirChange(t *testing.T) {
 	}
 	wantLedgerBalanced(t, a.ID)
 }
+
+// A cancel (the trader's and the dealer's) and an SL/TP change write their events in their own
+// transaction; one refused (the order no longer PENDING, the position closed) writes none.
+func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9712
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &termLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, user)
+	types := func() []string {
+		var out []string
+		for _, e := range eventsOf(t, a.ID) {
+			out = append(out, e.typ)
+		}
+		return out
+	}
+	want := func(what string, ts ...string) []storedEvent {
+		t.Helper()
+		if got := types(); len(got) != len(ts) || (len(ts) > 0 && got[len(got)-1] != ts[len(ts)-1]) {
+			t.Fatalf("after %s: %v, want %v", what, got, ts)
+		}
+		return eventsOf(t, a.ID)
+	}
+	limit, err := svc.PlaceOrder(ctx, user, buyLimit(a.ID, "0.01", "1.09", "ev-limit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CancelOrder(ctx, user, limit.Order.ID); err != nil {
+		t.Fatal(err)
+	}
+	es := want("a cancel", "balance.deposit", "order.cancelled")
+	if p := es[1].payload; p["id"] != float64(limit.Order.ID) || p["status"] != fx.OrderCancelled || p["price"] != "1.09" || es[1].term != 7 {
+		t.Fatalf("order.cancelled = %+v", es[1])
+	}
+	if _, err := svc.CancelOrder(ctx, user, limit.Order.ID); fx.ErrorCode(err) != fx.ECONFLICT {
+		t.Fatalf("second cancel: %v", err)
+	}
+	other, err := svc.PlaceOrder(ctx, user, buyLimit(a.ID, "0.01", "1.08", "ev-limit-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Dealer().CancelOrder(asAdmin(ctx), other.Order.ID); err != nil {
+		t.Fatal(err)
+	}
+	es = want("a dealer's cancel", "balance.deposit", "order.cancelled", "order.cancelled")
+	if p := es[2].payload; p["id"] != float64(other.Order.ID) || p["status"] != fx.OrderCancelled {
+		t.Fatalf("dealer's order.cancelled = %v", p)
+	}
+
+	open, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "ev-open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := decimal.RequireFromString("1.05")
+	if _, err := svc.ModifyPosition(ctx, user, open.Position.ID, StopChange{Set: true, Value: &sl}, StopChange{}); err != nil {
+		t.Fatal(err)
+	}
+	es = want("a modify", "balance.deposit", "order.cancelled", "order.cancelled", "order.filled", "position.opened", "position.modified")
+	if p := es[5].payload; p["id"] != float64(open.Position.ID) || p["sl"] != "1.05" || p["tp"] != nil || p["status"] != fx.PositionOpen {
+		t.Fatalf("position.modified = %v", p)
+	}
+	if _, err := svc.ClosePosition(ctx, user, open.Position.ID, nil, fx.CloseClient); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ModifyPosition(ctx, user, open.Position.ID, StopChange{Set: true, Value: &sl}, StopChange{}); fx.ErrorCode(err) != fx.ECONFLICT {
+		t.Fatalf("modify of a closed position: %v", err)
+	}
+	want("a refused modify", "balance.deposit", "order.cancelled", "order.cancelled", "order.filled", "position.opened", "position.modified", "position.closed")
+}

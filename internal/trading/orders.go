@@ -599,12 +599,11 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (book.Order
 	}
 	var n int64
 	err = s.retry(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id)
-		if err != nil {
-			return fmt.Errorf("cancel order %d: %w", id, err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
+		// order.cancelled goes in with the change.
+		n, err = s.changeOne(ctx, fmt.Sprintf("cancel order %d", id), func(tx *sql.Tx) (events.Event, error) {
+			return s.orderEvent(ctx, tx, events.OrderCancelled, id)
+		}, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id)
+		return err
 	})
 	if err != nil {
 		return book.Order{}, err

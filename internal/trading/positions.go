@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,12 +95,19 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	// index while a close holding the row waits to change that index.
 	var n int64
 	err = s.retry(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
-		if err != nil {
-			return fmt.Errorf("modify position %d: %w", id, err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
+		// position.modified goes in with the change, of the row as the UPDATE left it.
+		n, err = s.changeOne(ctx, fmt.Sprintf("modify position %d", id), func(tx *sql.Tx) (events.Event, error) {
+			p, err := book.LoadPosition(ctx, tx, 0, id)
+			if err != nil {
+				return events.Event{}, err
+			}
+			user, err := ownerOf(ctx, tx, p.AccountID)
+			if err != nil {
+				return events.Event{}, err
+			}
+			return events.Event{AccountID: p.AccountID, UserID: user, Type: events.PositionModified, Payload: events.PositionOf(p), Term: s.term()}, nil
+		}, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
+		return err
 	})
 	if err != nil {
 		return book.Position{}, err
