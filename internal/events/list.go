@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ const SettleAfter = time.Minute
 // tailCap bounds how many of the newest rows Settled reads: a longer run of unsettled rows is
 // trusted only up to where the read ends.
 const tailCap = 10000
+
+// tailChunk is how many rows Settled reads at a time.
+const tailChunk = 256
 
 // Entry is one event as read back.
 type Entry struct {
@@ -81,13 +85,23 @@ func Settled(ctx context.Context, db store.Queryer, settle time.Duration) (int64
 		settled bool
 		step    int64
 	}
-	tail, err := store.QueryAll(ctx, db, "events tail", func(sc store.Scanner) (row, error) {
-		var r row
-		return r, sc.Scan(&r.id, &r.settled, &r.step)
-	}, "SELECT `id`, `createdAt` < NOW(3) - INTERVAL ? MICROSECOND, @@auto_increment_increment FROM `fx_event` ORDER BY `id` DESC LIMIT ?",
-		settle.Microseconds(), tailCap)
-	if err != nil {
-		return 0, err
+	// Read newest first, a chunk at a time, until a settled row or tailCap rows: on a quiet desk
+	// the first chunk holds one.
+	var tail []row
+	for below := int64(math.MaxInt64); len(tail) < tailCap; {
+		chunk, err := store.QueryAll(ctx, db, "events tail", func(sc store.Scanner) (row, error) {
+			var r row
+			return r, sc.Scan(&r.id, &r.settled, &r.step)
+		}, "SELECT `id`, `createdAt` < NOW(3) - INTERVAL ? MICROSECOND, @@auto_increment_increment FROM `fx_event` WHERE `id` < ? ORDER BY `id` DESC LIMIT ?",
+			settle.Microseconds(), below, tailChunk)
+		if err != nil {
+			return 0, err
+		}
+		tail = append(tail, chunk...)
+		if len(chunk) < tailChunk || chunk[len(chunk)-1].settled {
+			break
+		}
+		below = chunk[len(chunk)-1].id
 	}
 	if len(tail) == 0 {
 		return 0, nil
