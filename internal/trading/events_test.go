@@ -9,6 +9,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/tick"
 )
 
 // termLease is a switchLease that names its term, as the lease keeper does.
@@ -214,4 +215,38 @@ func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
 		t.Fatalf("modify of a closed position: %v", err)
 	}
 	want("a refused modify", "balance.deposit", "order.cancelled", "order.cancelled", "order.filled", "position.opened", "position.modified", "position.closed")
+}
+
+// The risk engine's writes tell theirs too: a resting order it triggers (order.triggered, then
+// position.opened, with the ids the batch assigned) and a stop's close (position.closed, SL).
+func TestRiskWritesTellTheirEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9713
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &termLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	rd := NewRiskDesk(svc, nil)
+	a := fundedAccount(t, svc, user)
+	limit, err := svc.PlaceOrder(ctx, user, buyLimit(a.ID, "0.01", "1.09", "ev-trigger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.Fill(ctx, limit.Order.ID, tick.Quote{}); err != nil {
+		t.Fatal(err)
+	}
+	es := eventsOf(t, a.ID)
+	if len(es) != 3 || es[1].typ != "order.triggered" || es[2].typ != "position.opened" {
+		t.Fatalf("after a trigger: %+v, want deposit, order.triggered, position.opened", es)
+	}
+	order, pos := es[1].payload, es[2].payload
+	if order["id"] != float64(limit.Order.ID) || order["status"] != fx.OrderFilled || order["positionId"] != pos["id"] || pos["orderId"] != float64(limit.Order.ID) {
+		t.Fatalf("order.triggered %v and position.opened %v do not name each other", order, pos)
+	}
+	posID := int64(pos["id"].(float64))
+	if err := rd.Close(ctx, posID, fx.CloseSL, tick.Quote{}); err != nil {
+		t.Fatal(err)
+	}
+	es = eventsOf(t, a.ID)
+	if len(es) != 4 || es[3].typ != "position.closed" || es[3].payload["reason"] != string(fx.CloseSL) || es[3].payload["id"] != float64(posID) {
+		t.Fatalf("after a stop's close: %+v", es)
+	}
 }
