@@ -163,6 +163,8 @@ global
   maxconn 512
   external-check
   insecure-fork-wanted
+  # `echo "show stat" | socat stdio unix-connect:$d/haproxy.sock` shows each node's check.
+  stats socket $d/haproxy.sock mode 600 level admin
 
 defaults
   mode tcp
@@ -233,7 +235,9 @@ EOF
     log "starting Sentinel on $HOST:$port"
     redis-server "$d/sentinel-$port.conf" --sentinel
   done
-  wait_until 30 "Redis replica" sh -c "redis-cli -h $HOST -p $REDIS_REPLICA info replication | grep -q 'master_link_status:up'"
+  # After a Sentinel failover the replica is on the other port: either one's link being up will do.
+  wait_until 30 "Redis replica" sh -c "redis-cli -h $HOST -p $REDIS_REPLICA info replication | grep -q 'master_link_status:up' ||
+    redis-cli -h $HOST -p $REDIS_PRIMARY info replication | grep -q 'master_link_status:up'"
   wait_until 30 "Sentinels" sh -c "redis-cli -h $HOST -p ${SENTINELS[0]} sentinel sentinels $MASTER | grep -c '^ip$' | grep -q 2"
 }
 
