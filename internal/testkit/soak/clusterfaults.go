@@ -90,6 +90,14 @@ func (in *injector) injectCluster(ctx context.Context, f fault) {
 	in.serial.Lock()
 	defer in.serial.Unlock()
 	ha := in.c.ha
+	// Never a fault on a cluster that has not healed from the last one: a second node down of
+	// three is a lost quorum, which the desk is not asked to survive.
+	if ha.onGalera {
+		if err := ha.waitWhole(ctx, time.Minute); err != nil {
+			in.fail("%s: not injected: %v", f.Kind, err)
+			return
+		}
+	}
 	t0 := time.Now()
 	h := in.c.holder(ctx)
 	var before invariant.RenewCounts

@@ -197,13 +197,16 @@ func (n galeraNode) pid() (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-// signal sends sig to node n's process.
+// signal sends sig to node n's processes: mariadbd, which scripts/cluster.sh starts as the
+// leader of a session of its own, and what it started (an SST script, its rsync), as a machine
+// that dies or stops takes them all. A SIGKILLed mariadbd alone left its rsync holding the
+// node's IST port, and the restarted node could not rejoin.
 func (n galeraNode) signal(sig syscall.Signal) error {
 	pid, err := n.pid()
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
-	return syscall.Kill(pid, sig)
+	return syscall.Kill(-pid, sig)
 }
 
 // gone waits until node n's process has exited: a SIGKILLed mariadbd takes a moment to release
