@@ -297,11 +297,12 @@ func (in *injector) fillGap(start, end time.Time) string {
 	return fmt.Sprintf("first fill %s after the fault began, longest gap between fills %s", first.Round(time.Millisecond), gap.Round(time.Millisecond))
 }
 
-// unknownOutcomes reads the journal for the desk's unknown outcomes during the Galera faults: a
-// fill or close whose COMMIT's connection died (a node killed or stopped under it, HAProxy
-// cutting its sessions) is answered 504 outcome_unknown, and the client sends it again with the
-// same requestNonce. It counts them and how the retries ended; the nonces and answersInDB checks
-// judge that the retries opened nothing twice and that every 2xx is in the database.
+// unknownOutcomes reads the journal for the unknown outcomes of the desk's orders during the
+// Galera faults: an order whose COMMIT's connection died (a node killed or stopped under it,
+// HAProxy cutting its sessions) is answered 504 outcome_unknown, or not at all before the
+// client's timeout; the client sends it again with the same requestNonce. It counts them and
+// how the retries ended; the nonces and answersInDB checks judge that no retry opened twice and
+// that every 2xx is in the database.
 func unknownOutcomes(journal []invariant.Entry, windows []invariant.Window) string {
 	inGalera := func(e invariant.Entry) bool {
 		for _, w := range windows {
@@ -315,20 +316,27 @@ func unknownOutcomes(journal []invariant.Entry, windows []invariant.Window) stri
 		var b struct {
 			RequestNonce string `json:"requestNonce"`
 		}
-		if json.Unmarshal(e.Body, &b) != nil {
+		if !strings.HasPrefix(e.Op, "open") || json.Unmarshal(e.Body, &b) != nil {
 			return ""
 		}
 		return b.RequestNonce
 	}
-	unknown := map[string]bool{} // nonces answered 504 outcome_unknown by the desk in a Galera fault
-	n := 0
+	answered504, timedOut := 0, 0
+	unknown := map[string]bool{} // the nonces of those orders
 	for _, e := range journal {
-		if e.Outcome == invariant.Answered && e.Status == http.StatusGatewayTimeout && e.ErrorMessage() == fx.MsgOutcomeUnknown && inGalera(e) {
-			if nonce := nonceOf(e); nonce != "" {
-				n++
-				unknown[nonce] = true
-			}
+		nonce := nonceOf(e)
+		if nonce == "" || !inGalera(e) {
+			continue
 		}
+		switch {
+		case e.Outcome == invariant.Answered && e.Status == http.StatusGatewayTimeout && e.ErrorMessage() == fx.MsgOutcomeUnknown:
+			answered504++
+		case e.Outcome == invariant.OutcomeUnknown:
+			timedOut++
+		default:
+			continue
+		}
+		unknown[nonce] = true
 	}
 	resolved := map[string]bool{}
 	for _, e := range journal {
@@ -336,6 +344,6 @@ func unknownOutcomes(journal []invariant.Entry, windows []invariant.Window) stri
 			resolved[nonce] = true
 		}
 	}
-	return fmt.Sprintf("%d desk answers 504 outcome_unknown during the Galera faults (%d requestNonces), %d of them answered 2xx when sent again with the same requestNonce",
-		n, len(unknown), len(resolved))
+	return fmt.Sprintf("orders of unknown outcome during the Galera faults: %d answered 504 outcome_unknown, %d unanswered within the client's timeout; "+
+		"of their %d requestNonces, %d were answered 2xx when sent again with the same nonce", answered504, timedOut, len(unknown), len(resolved))
 }
