@@ -206,7 +206,7 @@ func freeAddr() (string, error) {
 // newCluster creates the database fxdesk_soak_<random>, a private redis-server, the two
 // proxies, the feed simulator and the venue simulator, and migrates the database with the real
 // binary. With ha, the database is created on the Galera cluster through HAProxy and the desk's
-// Redis is the Sentinels' primary (galera, sentinel say which).
+// Redis is the Sentinels' primary (ha.onGalera, ha.onSentinel say which).
 func newCluster(ctx context.Context, dir, binDir string, ha *haCluster) (*cluster, error) {
 	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4), ha: ha}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
