@@ -103,6 +103,14 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		logger.Printf("soak: %v", err)
 		return 2
 	}
+	// A passing run's folder goes last, after everything that reads it on the way down: the
+	// clusters' pid files are in it, and scripts/cluster.sh down stops only what they name.
+	removeDir := false
+	defer func() {
+		if removeDir {
+			os.RemoveAll(dir)
+		}
+	}()
 	faults := schedule(seed, d, ch)
 	logger.Printf("soak: seed=%d seconds=%d traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
@@ -380,7 +388,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		summary += fmt.Sprintf(" faultTrouble=%d", len(faultErrs))
 	}
 	if verdict == "PASS" && !keep {
-		os.RemoveAll(dir)
+		removeDir = true
 	} else {
 		keepDB = true
 		summary += " kept=" + dir
