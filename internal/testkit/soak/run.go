@@ -133,8 +133,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if ch.any() {
 		logger.Printf("soak: starting the clusters (%s up; about 20 s)", clusterScript)
 		ha, err = clusterUp(ctx, filepath.Join(dir, "cluster"), ch.galera, ch.sentinel)
-		// Down at the end, whatever happened: its logs stay in the run folder.
-		defer func() { logger.Printf("soak: stopping the clusters"); ha.down() }()
+		// Down at the end, whatever happened, after the summary (the last line stays the
+		// summary); its logs stay in the run folder.
+		defer ha.down()
 		if err != nil {
 			return failed("%v", err)
 		}
