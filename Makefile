@@ -30,7 +30,9 @@ bench: services
 
 # Chaos soak (internal/testkit/soak, run by cmd/soak; docs/soak.md): two web processes and the cron process under trader load
 # and seeded faults, invariants checked every 30 s and at the end. SEED= replays a schedule.
+# CLUSTER=galera,sentinel runs it on a Galera cluster and Redis Sentinel (docs/cluster.md).
 SECONDS ?= 60
 SEED ?=
+CLUSTER ?=
 soak: services
-	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED))
+	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER))

@@ -2,13 +2,17 @@
 # scripts/cluster.sh up DIR | down DIR | status DIR
 #
 # Starts, on loopback and inside DIR, the clusters the desk is tested on (docs/cluster.md):
-#   - a three-node MariaDB Galera cluster: node N answers MySQL on 127.0.0.1:3306N (33061-33063),
-#     talks group communication on 4N567, IST on 4N568, SST (rsync) on 4N569; node 1 bootstraps;
-#   - HAProxy in front: 127.0.0.1:33060 sends every connection to node 1 while it is Synced, and
+#   - a three-node MariaDB Galera cluster: node N answers MySQL on 127.0.0.1:2306N (23061-23063),
+#     talks group communication on 2(4+N)567, IST on 2(4+N)568, SST (rsync) on 2(4+N)569 (25567,
+#     26567, 27567 and one and two above); node 1 bootstraps;
+#   - HAProxy in front: 127.0.0.1:23060 sends every connection to node 1 while it is Synced, and
 #     to node 2, then node 3 (backup servers) when it is not;
 #   - Redis: a primary on 6380, a replica on 6381 and three Sentinels on 26379-26381 watching the
 #     primary under the name `fxdesk`.
-# Ports can be moved with CLUSTER_PORT_SHIFT (added to every port). It never touches the shared
+# Every port is below the kernel's ephemeral range (32768 and up by default): a port a
+# process nearby was handed for an outgoing connection or a port-0 listener — another test's —
+# cannot take a node's IST port while it rejoins. Ports can be moved with CLUSTER_PORT_SHIFT
+# (added to every port). It never touches the shared
 # MariaDB on 3306 or Redis on 6379. Missing packages are installed with apt. `up` on a running
 # cluster starts only what is down; `down` stops only the processes whose pid files are in DIR
 # and removes their data, so the next `up` starts fresh.
@@ -24,10 +28,10 @@ DIR=$(cd "$2" && pwd)
 SHIFT=${CLUSTER_PORT_SHIFT:-0}
 
 HOST=127.0.0.1
-HAPROXY_PORT=$((33060 + SHIFT))
+HAPROXY_PORT=$((23060 + SHIFT))
 NODES=(1 2 3)
-mysql_port() { echo $((33060 + $1 + SHIFT)); }
-gcomm_port() { echo $((40567 + $1 * 1000 + SHIFT)); }
+mysql_port() { echo $((23060 + $1 + SHIFT)); }
+gcomm_port() { echo $((24567 + $1 * 1000 + SHIFT)); }
 REDIS_PRIMARY=$((6380 + SHIFT))
 REDIS_REPLICA=$((6381 + SHIFT))
 SENTINELS=($((26379 + SHIFT)) $((26380 + SHIFT)) $((26381 + SHIFT)))
@@ -163,6 +167,8 @@ global
   maxconn 512
   external-check
   insecure-fork-wanted
+  # `echo "show stat" | socat stdio unix-connect:$d/haproxy.sock` shows each node's check.
+  stats socket $d/haproxy.sock mode 600 level admin
 
 defaults
   mode tcp
@@ -233,7 +239,9 @@ EOF
     log "starting Sentinel on $HOST:$port"
     redis-server "$d/sentinel-$port.conf" --sentinel
   done
-  wait_until 30 "Redis replica" sh -c "redis-cli -h $HOST -p $REDIS_REPLICA info replication | grep -q 'master_link_status:up'"
+  # After a Sentinel failover the replica is on the other port: either one's link being up will do.
+  wait_until 30 "Redis replica" sh -c "redis-cli -h $HOST -p $REDIS_REPLICA info replication | grep -q 'master_link_status:up' ||
+    redis-cli -h $HOST -p $REDIS_PRIMARY info replication | grep -q 'master_link_status:up'"
   wait_until 30 "Sentinels" sh -c "redis-cli -h $HOST -p ${SENTINELS[0]} sentinel sentinels $MASTER | grep -c '^ip$' | grep -q 2"
 }
 

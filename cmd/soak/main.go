@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ func main() {
 	abook := flag.Int("abook", -1, "how many of the traders trade on the EXTERNAL account group (-1: a third, rounded up)")
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
 	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds and exit")
+	cluster := flag.String("cluster", "", "run the desk on clusters started by scripts/cluster.sh: galera, sentinel or galera,sentinel (docs/cluster.md)")
 	flag.Parse()
 	if *seed == 0 {
 		var b [8]byte
@@ -29,8 +31,17 @@ func main() {
 		*seed = binary.LittleEndian.Uint64(b[:])>>1 | 1
 	}
 	d := time.Duration(*seconds) * time.Second
+	var clusters []string
+	if *cluster != "" {
+		clusters = strings.Split(*cluster, ",")
+	}
 	if *plan {
-		for _, line := range soak.Plan(*seed, d) {
+		lines, err := soak.Plan(*seed, d, clusters)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+			os.Exit(2)
+		}
+		for _, line := range lines {
 			fmt.Println(line)
 		}
 		return
@@ -40,5 +51,5 @@ func main() {
 	if *abook < 0 {
 		*abook = (*traders + 2) / 3
 	}
-	os.Exit(soak.Run(ctx, soak.Options{Seed: *seed, Duration: d, Traders: *traders, External: *abook, Keep: *keep}))
+	os.Exit(soak.Run(ctx, soak.Options{Seed: *seed, Duration: d, Traders: *traders, External: *abook, Keep: *keep, Cluster: clusters}))
 }

@@ -16,7 +16,8 @@ import (
 	"fxdesk/internal/testkit/dbtest"
 )
 
-// A request that failed because the database could not be reached is an outage, not a defect:
+// A request that failed because the database could not be reached, or a Galera node of it was
+// not serving, is an outage, not a defect:
 // it answers 503 with the database text and Retry-After, is logged at warning and not as an
 // error. A defect (any other failure) still answers 500 and is logged as one.
 func TestDatabaseUnreachableIs503(t *testing.T) {
@@ -28,6 +29,9 @@ func TestDatabaseUnreachableIs503(t *testing.T) {
 	}{
 		{fmt.Errorf("load instruments: %w", mysql.ErrInvalidConn), http.StatusServiceUnavailable, fx.MsgDatabaseUnavailable, "level=WARN"},
 		{fmt.Errorf("dial: %w", &netErr{}), http.StatusServiceUnavailable, fx.MsgDatabaseUnavailable, "level=WARN"},
+		// A Galera node outside the primary component, as the cluster soak met it mid-failover.
+		{fmt.Errorf("load account 1: %w", &mysql.MySQLError{Number: 1047, SQLState: [5]byte{'0', '8', 'S', '0', '1'},
+			Message: "WSREP has not yet prepared node for application use"}), http.StatusServiceUnavailable, fx.MsgDatabaseUnavailable, "level=WARN"},
 		{fmt.Errorf("lost: %w", &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgOutcomeUnknown}), http.StatusGatewayTimeout, fx.MsgOutcomeUnknown, ""},
 		{fmt.Errorf("a defect"), http.StatusInternalServerError, "An internal error occurred.", "level=ERROR"},
 	} {

@@ -134,8 +134,10 @@ func writeError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 		return
 	}
 	code := fx.ErrorCode(err)
-	if code == fx.EINTERNAL && store.ConnectionLost(err) {
+	if code == fx.EINTERNAL && (store.ConnectionLost(err) || store.NodeNotReady(err)) {
 		// An outage, not a defect: nothing was written (a lost COMMIT answers EUNKNOWN instead).
+		// A Galera node cut off from its cluster refuses every statement until the load
+		// balancer moves the desk's connections to one that serves.
 		log.WarnContext(ctx, "request failed: database unreachable", slog.Any("err", err))
 		err, code = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgDatabaseUnavailable}, fx.EUNAVAILABLE
 	}

@@ -149,12 +149,16 @@ type Rows struct {
 	committed   bool
 }
 
-// IDs is what a batch reads back before COMMIT: its session variables' values and the id
-// of its first deal.
+// IDs is what a batch reads back before COMMIT: its session variables' values, the id of its
+// first deal and the step between the ids of one INSERT.
 type IDs struct {
 	names     []string
 	Values    []int64
 	firstDeal int64
+	// step is the session's auto_increment_increment: 1 on one server, the cluster's size on a
+	// Galera node (wsrep_auto_increment_control), where one INSERT's ids are 3 apart on three
+	// nodes.
+	step int64
 }
 
 // add adds the batch's row locks and reads to b: every account in id order, then the positions,
@@ -373,9 +377,9 @@ func (r *Rows) finish() error {
 	}
 	if len(r.IDs.names) > 0 || len(r.Deals) > 0 {
 		// The deal INSERT is the posting's last statement: LAST_INSERT_ID() is its first deal's
-		// id (ids are consecutive within one INSERT; see ledger.Posting).
+		// id, and the others follow auto_increment_increment apart (see ledger.Posting).
 		r.IDs.Values = make([]int64, len(r.IDs.names))
-		dest := []any{&r.IDs.firstDeal}
+		dest := []any{&r.IDs.firstDeal, &r.IDs.step}
 		for i := range r.IDs.Values {
 			dest = append(dest, &r.IDs.Values[i])
 		}
@@ -387,10 +391,11 @@ func (r *Rows) finish() error {
 // Index is the position of session variable name among those read back.
 func (ids *IDs) Index(name string) int { return slices.Index(ids.names, name) }
 
-// readBackSQL reads the batch's last insert id and the session variables names.
+// readBackSQL reads the batch's last insert id, the step between one INSERT's ids and the
+// session variables names.
 func readBackSQL(names []string) string {
 	var sb strings.Builder
-	sb.WriteString("SELECT LAST_INSERT_ID()")
+	sb.WriteString("SELECT LAST_INSERT_ID(), @@auto_increment_increment")
 	for _, n := range names {
 		sb.WriteString(", ")
 		sb.WriteString(n)
@@ -411,7 +416,7 @@ func SetVarSQL(name, expr string) string {
 // DealAt is the batch's DealAt i as written, with its id.
 func (r *Rows) DealAt(i int, ids *IDs) Deal {
 	d := r.posted[i]
-	d.ID = ids.firstDeal + int64(i)
+	d.ID = ids.firstDeal + int64(i)*ids.step
 	d.CreatedAt = r.Now
 	return d
 }

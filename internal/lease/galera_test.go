@@ -51,7 +51,7 @@ func newGalera(t *testing.T) *galera {
 	t.Helper()
 	v := os.Getenv("FXDESK_GALERA")
 	if v == "" {
-		t.Skip("needs a three-node Galera cluster: scripts/cluster.sh up DIR, then FXDESK_GALERA=127.0.0.1:33061,127.0.0.1:33062,127.0.0.1:33063")
+		t.Skip("needs a three-node Galera cluster: scripts/cluster.sh up DIR, then FXDESK_GALERA=127.0.0.1:23061,127.0.0.1:23062,127.0.0.1:23063")
 	}
 	nodes := strings.Split(v, ",")
 	if len(nodes) != 3 {

@@ -83,7 +83,8 @@ type Posting struct {
 	Deals []Deal
 	// Stmts are at most two: the UPDATE of the accounts' balances, then one multi-row INSERT of
 	// the deals. The INSERT is last, so LAST_INSERT_ID() right after the posting is the id of
-	// its first deal (ids are consecutive within one INSERT).
+	// its first deal; the others follow @@auto_increment_increment apart (1 on one server, the
+	// cluster's size on a Galera node).
 	Stmts []Stmt
 }
 

@@ -19,6 +19,7 @@ import (
 // Server error numbers the desk acts on. They are the same on MySQL 8 and MariaDB; this file is
 // the only place that reads a driver error's number, so a new server or driver changes one file.
 const (
+	erNodeNotReady    = 1047 // ER_UNKNOWN_COM_ERROR, which a Galera node answers to every statement while it is not in the primary component (see NodeNotReady)
 	erDupEntry        = 1062 // ER_DUP_ENTRY: a unique key already holds the value
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: innodb_lock_wait_timeout passed
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: InnoDB (or Galera certification) chose this transaction as the victim
@@ -59,6 +60,15 @@ func IsFenceRefusal(err error) bool { return serverError(err, erSubqueryNo1Row) 
 // only then. It is a different error from the fence's, so a batch that carries both tells which
 // refused.
 func IsStale(err error) bool { return serverError(err, erDataOutOfRange) }
+
+// NodeNotReady reports whether err is a Galera node refusing a statement because it is not in
+// the cluster's primary component ("WSREP has not yet prepared node for application use", 1047):
+// cut off from the others, or still joining. Nothing was written, and the node answers no
+// statement until it rejoins; a load balancer in front of the cluster (docs/cluster.md) moves
+// new connections to a node that serves. The desk never sends the unknown protocol command 1047
+// means on one server. The server answered, so it is not Unreachable: the lease keeper treats
+// it as a refused renew, never as a reason to let Redis decide.
+func NodeNotReady(err error) bool { return serverError(err, erNodeNotReady) }
 
 // Unreachable reports whether err means the MySQL server could not be reached at all, as opposed
 // to a server that answered with an error, or a migration that failed (ErrMigrate).

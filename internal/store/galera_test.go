@@ -51,7 +51,7 @@ func TestSessionsOnGaleraReadCausally(t *testing.T) {
 	t.Parallel()
 	nodes := os.Getenv("FXDESK_GALERA")
 	if nodes == "" {
-		t.Skip("needs a Galera cluster: scripts/cluster.sh up DIR, then FXDESK_GALERA=127.0.0.1:33061,127.0.0.1:33062,127.0.0.1:33063")
+		t.Skip("needs a Galera cluster: scripts/cluster.sh up DIR, then FXDESK_GALERA=127.0.0.1:23061,127.0.0.1:23062,127.0.0.1:23063")
 	}
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", strings.Split(nodes, ",")[0]

@@ -92,7 +92,7 @@ var built = map[string][]string{
 			"FROM `fx_position` p WHERE p.`accountId` IN (?) AND p.`status` = 'OPEN' GROUP BY p.`accountId`, p.`symbol`, p.`side`) e) <> (?, ?), 1)",
 	},
 	"internal/book.readBackSQL": {
-		"SELECT LAST_INSERT_ID(), @fx_o1, @fx_p2",
+		"SELECT LAST_INSERT_ID(), @@auto_increment_increment, @fx_o1, @fx_p2",
 	},
 	"internal/book.SetVarSQL": {
 		"SET @fx_o1 = LAST_INSERT_ID()",

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
+	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/soak/invariant"
 	"fxdesk/internal/testkit/tcpproxy"
@@ -43,11 +45,16 @@ type cluster struct {
 	binDir string
 	dbName string
 	direct *sql.DB // the soak's own connection, never through a proxy
-	rdb    *redis.Client
-	redis  *dbtest.Redis
-	mysqlP *tcpproxy.Proxy
-	redisP *tcpproxy.Proxy
-	admin  string
+	rdb    redis.UniversalClient
+	redis  *dbtest.Redis   // nil on Sentinel
+	mysqlP *tcpproxy.Proxy // in front of the MySQL server, or of HAProxy's endpoint on Galera
+	redisP *tcpproxy.Proxy // nil on Sentinel
+	// server is the MySQL server the database lives on: the shared MariaDB, or HAProxy's
+	// endpoint on Galera.
+	server *mysql.Config
+	// ha is the Galera and Sentinel clusters of a cluster soak (nil on the single servers).
+	ha    *haCluster
+	admin string
 	// attacker is the token of the front-door faults' attacker, a platform user of its own.
 	attacker string
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
@@ -198,13 +205,20 @@ func freeAddr() (string, error) {
 
 // newCluster creates the database fxdesk_soak_<random>, a private redis-server, the two
 // proxies, the feed simulator and the venue simulator, and migrates the database with the real
-// binary.
-func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
-	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4)}
+// binary. With ha, the database is created on the Galera cluster through HAProxy and the desk's
+// Redis is the Sentinels' primary (ha.onGalera, ha.onSentinel say which).
+func newCluster(ctx context.Context, dir, binDir string, ha *haCluster) (*cluster, error) {
+	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4), ha: ha}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
 	if err != nil {
 		return nil, err
 	}
+	if ha != nil && ha.onGalera {
+		if srv, err = ha.serverDSN(); err != nil {
+			return nil, err
+		}
+	}
+	c.server = srv
 	admin, err := sql.Open("mysql", srv.FormatDSN())
 	if err != nil {
 		return nil, err
@@ -213,15 +227,21 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+c.dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		return nil, fmt.Errorf("create database (MariaDB on 127.0.0.1:3306; make soak starts it): %w", err)
 	}
-	if c.redis, err = dbtest.StartRedis(); err != nil {
-		c.dropDatabase()
-		return nil, err
-	}
-	if c.mysqlP, err = tcpproxy.Start(srv.Addr); err != nil {
+	if ha == nil || !ha.onSentinel {
+		if c.redis, err = dbtest.StartRedis(); err != nil {
+			c.dropDatabase()
+			return nil, err
+		}
+		if c.redisP, err = tcpproxy.Start(c.redis.Addr); err != nil {
+			c.close()
+			return nil, err
+		}
+		c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.Addr})
+	} else if c.rdb, err = store.OpenRedis(ha.url); err != nil {
 		c.close()
 		return nil, err
 	}
-	if c.redisP, err = tcpproxy.Start(c.redis.Addr); err != nil {
+	if c.mysqlP, err = tcpproxy.Start(srv.Addr); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -229,11 +249,16 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 	cfg.DBName = c.dbName
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	if ha != nil && ha.onGalera {
+		// The soak's own reads (the checks' snapshot, the lease row) wait for what the cluster
+		// committed, as the desk's do; the driver sets unknown parameters as session variables.
+		cfg.Params = maps.Clone(cfg.Params)
+		cfg.Params["wsrep_sync_wait"] = strconv.Itoa(store.GaleraSyncWait)
+	}
 	if c.direct, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
 		c.close()
 		return nil, err
 	}
-	c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.Addr})
 	if c.feed, err = startFeed(dir, binDir); err != nil {
 		c.close()
 		return nil, err
@@ -259,11 +284,19 @@ func newCluster(ctx context.Context, dir, binDir string) (*cluster, error) {
 
 // dsn is the desk's database DSN, through the MySQL proxy.
 func (c *cluster) dsn() string {
-	cfg, _ := mysql.ParseDSN(dbtest.ServerDSN())
+	cfg := c.server.Clone()
 	cfg.DBName = c.dbName
 	cfg.Addr = c.mysqlP.Addr()
 	cfg.Net = "tcp"
 	return cfg.FormatDSN()
+}
+
+// redisURL is the desk's Redis: through the Redis proxy, or the Sentinels' URL.
+func (c *cluster) redisURL() string {
+	if c.redisP == nil {
+		return c.ha.url
+	}
+	return "redis://" + c.redisP.Addr() + "/0"
 }
 
 // clusterSecret signs the requests the soak's follower forwards to the holder; it guards nothing
@@ -275,7 +308,7 @@ func (c *cluster) env(extra ...string) []string {
 	base := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"FXDESK_MYSQL_DSN=" + c.dsn(),
-		"FXDESK_REDIS_URL=redis://" + c.redisP.Addr() + "/0",
+		"FXDESK_REDIS_URL=" + c.redisURL(),
 		"FXDESK_CALENDAR=always-open",
 		"FXDESK_FEED=" + c.feed.url,
 		"FXDESK_HOSTNAME=" + hostname,
@@ -458,8 +491,7 @@ func (c *cluster) waitRowExpired(ctx context.Context, timeout time.Duration) err
 }
 
 func (c *cluster) dropDatabase() error {
-	srv, _ := mysql.ParseDSN(dbtest.ServerDSN())
-	db, err := sql.Open("mysql", srv.FormatDSN())
+	db, err := sql.Open("mysql", c.server.FormatDSN())
 	if err != nil {
 		return err
 	}
@@ -489,7 +521,9 @@ func (c *cluster) closeNow() {
 	if c.rdb != nil {
 		c.rdb.Close()
 	}
-	c.redis.Stop()
+	if c.redis != nil {
+		c.redis.Stop()
+	}
 	if c.venue != nil {
 		c.venue.stop()
 	}

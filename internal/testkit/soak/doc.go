@@ -32,6 +32,10 @@
 // same seed replays the same fault schedule; the load and the processes' own timing are not
 // replayed.
 //
+// With -cluster (ha.go, clusterfaults.go; docs/cluster.md, «The cluster soak»), the desk runs
+// on a Galera cluster behind HAProxy and on Redis through Sentinel, which scripts/cluster.sh
+// starts in the run folder, and a lane of cluster faults kills, partitions and fails them over.
+//
 // The soak only observes and injects: it never writes to the desk's tables, but for the setup an
 // operator would do in SQL before the load (the EXTERNAL account group and its accounts).
 package soak

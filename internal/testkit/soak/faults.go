@@ -109,8 +109,19 @@ func (f fault) String() string {
 // in to 15 s before the end) and, each from a generator of its own, the venue faults (alike, 2–5 s
 // apart from 10 s in) and the front-door faults (frontDoorSchedule). A seed's process faults are
 // what they were before the venue lane existed, and its venue faults before the front-door lane.
-func schedule(seed uint64, d time.Duration) []fault {
-	out := slices.Concat(processSchedule(seed, d), venueSchedule(seed, d), frontDoorSchedule(seed, d))
+// On clusters (ha), the cluster faults come on a lane of their own (clusterSchedule), and a
+// Redis cut is a MySQL cut on Sentinel: the desk's failover client connects to the primary the
+// Sentinels name, not to a proxy the soak could cut.
+func schedule(seed uint64, d time.Duration, ha clusterChoice) []fault {
+	process := processSchedule(seed, d)
+	if ha.sentinel {
+		for i := range process {
+			if process[i].Kind == invariant.FaultCut && process[i].Target == "redis" {
+				process[i].Target = "mysql"
+			}
+		}
+	}
+	out := slices.Concat(process, venueSchedule(seed, d), frontDoorSchedule(seed, d), clusterSchedule(seed, d, ha.kinds()))
 	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
@@ -212,6 +223,8 @@ type injector struct {
 	maxAhead time.Time
 	floods   []invariant.Flood
 	reuses   []invariant.Reuse
+	// recoveries are the cluster faults' measures, one line each, for the report.
+	recoveries []string
 }
 
 func (in *injector) note(w invariant.Window) {
@@ -234,13 +247,15 @@ func (in *injector) fail(format string, args ...any) {
 // run executes faults in order, each no earlier than its time after start: the process faults
 // one at a time, the venue faults and the front-door faults beside them on lanes of their own.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
-	var venue, frontDoor, process []fault
+	var venue, frontDoor, cluster, process []fault
 	for _, f := range faults {
 		switch {
 		case isVenueFault(f.Kind):
 			venue = append(venue, f)
 		case isFrontDoorFault(f.Kind):
 			frontDoor = append(frontDoor, f)
+		case isClusterFault(f.Kind):
+			cluster = append(cluster, f)
 		default:
 			process = append(process, f)
 		}
@@ -248,6 +263,7 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 	var lanes sync.WaitGroup
 	lanes.Go(func() { in.lane(ctx, start, venue) })
 	lanes.Go(func() { in.lane(ctx, start, frontDoor) })
+	lanes.Go(func() { in.lane(ctx, start, cluster) })
 	in.lane(ctx, start, process)
 	lanes.Wait()
 }
@@ -265,6 +281,8 @@ func (in *injector) lane(ctx context.Context, start time.Time, faults []fault) {
 			in.injectVenue(ctx, f)
 		case isFrontDoorFault(f.Kind):
 			in.injectFrontDoor(ctx, f)
+		case isClusterFault(f.Kind):
+			in.injectCluster(ctx, f)
 		default:
 			in.serial.Lock()
 			in.inject(ctx, f)

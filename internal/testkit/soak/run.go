@@ -25,21 +25,34 @@ type Options struct {
 	Traders  int           // concurrent trader clients
 	External int           // how many of them trade on the EXTERNAL account group (≤ Traders)
 	Keep     bool          // keep the run folder and the database even when the soak passes
+	// Cluster names the clusters the desk runs on, galera and/or sentinel (docs/cluster.md,
+	// «The cluster soak»); none: the shared MariaDB and a private redis-server.
+	Cluster []string
 }
 
-// Plan is the fault schedule of seed for a soak of d, one fault a line, as the run logs it.
-func Plan(seed uint64, d time.Duration) []string {
+// Plan is the fault schedule of seed for a soak of d on clusters, one fault a line, as the run
+// logs it.
+func Plan(seed uint64, d time.Duration, clusters []string) ([]string, error) {
+	ch, err := parseClusters(clusters)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, f := range schedule(seed, d) {
+	for _, f := range schedule(seed, d, ch) {
 		out = append(out, f.String())
 	}
-	return out
+	return out, nil
 }
 
 // Run runs one soak and returns the process's exit status: 0 on PASS, 1 on FAIL, 2 when the
 // soak could not be set up or was interrupted. Its last line on stdout is the summary.
 func Run(ctx context.Context, o Options) int {
-	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep)
+	ch, err := parseClusters(o.Cluster)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+		return 2
+	}
+	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep, ch)
 }
 
 // tally keeps, across the periodic checks, each invariant's last figures and every distinct row
@@ -83,14 +96,22 @@ func (t *tally) violations() int {
 	return n
 }
 
-func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool) int {
+func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool, ch clusterChoice) int {
 	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
 	dir, err := os.MkdirTemp("", "fxdesk-soak-")
 	if err != nil {
 		logger.Printf("soak: %v", err)
 		return 2
 	}
-	faults := schedule(seed, d)
+	// A passing run's folder goes last, after everything that reads it on the way down: the
+	// clusters' pid files are in it, and scripts/cluster.sh down stops only what they name.
+	removeDir := false
+	defer func() {
+		if removeDir {
+			os.RemoveAll(dir)
+		}
+	}()
+	faults := schedule(seed, d, ch)
 	logger.Printf("soak: seed=%d seconds=%d traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
 	for _, f := range faults {
@@ -108,7 +129,18 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := buildBinaries(binDir); err != nil {
 		return failed("%v", err)
 	}
-	c, err := newCluster(ctx, dir, binDir)
+	var ha *haCluster
+	if ch.any() {
+		logger.Printf("soak: starting the clusters (%s up; about 20 s)", clusterScript)
+		ha, err = clusterUp(ctx, filepath.Join(dir, "cluster"), ch.galera, ch.sentinel)
+		// Down at the end, whatever happened, after the summary (the last line stays the
+		// summary); its logs stay in the run folder.
+		defer ha.down()
+		if err != nil {
+			return failed("%v", err)
+		}
+	}
+	c, err := newCluster(ctx, dir, binDir, ha)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -121,7 +153,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			c.dropDatabase()
 		}
 	}()
-	logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
+	if ha != nil {
+		logger.Printf("soak: database %s on %s, redis %s (desk through mysql proxy %s)", c.dbName, c.server.Addr, c.redisURL(), c.mysqlP.Addr())
+	} else {
+		logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
+	}
 	logger.Printf("soak: feed %s, venue %s (control %s)", c.feed.url, c.venue.url, c.venue.control)
 
 	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
@@ -231,6 +267,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	check := func(label string) {
 		s, err := invariant.ReadSnapshot(ctx, c.direct)
+		if err != nil && ha != nil {
+			// A Galera fault can leave the soak's own pool a connection to a node that is gone:
+			// the next one goes through HAProxy to a live node.
+			s, err = invariant.ReadSnapshot(ctx, c.direct)
+		}
 		if err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 			return
@@ -337,7 +378,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	logger.Printf("soak: group commit (last counters of each web process): %d batches carrying %d writes, %d in one round trip, "+
 		"%d run again after a stale check, %d written row by row, %d retried", ct.Batches, ct.Writes, ct.OneTrip, ct.Stale, ct.Split, ct.Retried)
 	var counts []string
-	for _, k := range faultKinds {
+	for _, r := range in.recoveries {
+		logger.Printf("soak: cluster recovery: %s", r)
+	}
+	if ch.galera {
+		logger.Printf("soak: cluster: %s", unknownOutcomes(ev.Journal, ev.Windows))
+	}
+	for _, k := range slices.Concat(faultKinds, ch.kinds()) {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))
 	}
 	verdict := "PASS"
@@ -360,11 +407,15 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		summary += fmt.Sprintf(" faultTrouble=%d", len(faultErrs))
 	}
 	if verdict == "PASS" && !keep {
-		os.RemoveAll(dir)
+		removeDir = true
 	} else {
 		keepDB = true
 		summary += " kept=" + dir
-		logger.Printf("soak: logs, journal.jsonl and samples.jsonl kept in %s; database %s kept", dir, c.dbName)
+		if ch.galera {
+			logger.Printf("soak: logs, journal.jsonl, samples.jsonl and the cluster's logs kept in %s; the database went with the cluster", dir)
+		} else {
+			logger.Printf("soak: logs, journal.jsonl and samples.jsonl kept in %s; database %s kept", dir, c.dbName)
+		}
 	}
 	fmt.Println(summary)
 	if verdict != "PASS" {

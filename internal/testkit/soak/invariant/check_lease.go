@@ -38,7 +38,8 @@ func sortedRows(rows []RowSample) []RowSample {
 // Only the live holder's snapshots in the mirror: the snapshot's term never goes backwards, no
 // snapshot was published after its term was replaced in the lease row, and within one publish
 // interval (plus sampling slack) of a new term in the lease row, the snapshot
-// carries it — unless Redis was cut meanwhile, when nobody can publish.
+// carries it — unless Redis was cut or failed over meanwhile, when nobody can publish or what
+// was published may be lost.
 func checkMirrorTerm(ev *Evidence) Result {
 	r := Result{Name: "mirrorTerm"}
 	rows := sortedRows(ev.Rows)
@@ -61,7 +62,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 	}
 	redisCut := func(a, b time.Time) bool {
 		for _, w := range ev.Windows {
-			if w.Kind == FaultCut && w.Note == "redis" && !w.Start.After(b) && !w.End.Before(a) {
+			if (w.Kind == FaultCut && w.Note == "redis" || w.Kind == FaultSentinelFailover) && !w.Start.After(b) && !w.End.Before(a) {
 				return true
 			}
 		}

@@ -60,6 +60,10 @@ func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind
 			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
 			ev.Windows = []Window{{Kind: FaultCut, Note: "mysql", Start: at(4), End: at(7)}}
 		}, "snapshot still term 1"},
+		{"the snapshot stays on the old term while Redis fails over", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultSentinelFailover, Start: at(4), End: at(7)}}
+		}, ""},
 	})
 }
 

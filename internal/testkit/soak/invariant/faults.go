@@ -9,6 +9,11 @@ import "time"
 // seconds; its Note names which.
 const FaultCut = "cut"
 
+// FaultSentinelFailover is the kind of a window in which the Redis primary failed over to its
+// replica: what the old primary had not passed on (a mirror snapshot, the lease key) is lost,
+// and its writers rewrite it on their next cycle.
+const FaultSentinelFailover = "sentinelFailover"
+
 // RolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
 type RolloverRun struct {
 	At     time.Time `json:"at"`
