@@ -354,17 +354,22 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			// or not at all (the check below needs before.Live).
 			in.c.waitHolder(ctx, 10*time.Second, h)
 			before, okBefore, _ := in.c.readRow(ctx)
-			keyBefore, keyErrBefore := in.redisLeaseKey(ctx)
+			keyBefore, keyTTL, keyErrBefore := in.redisLeaseKeyTTL(ctx)
+			keyRead := time.Now()
 			h.kill(syscall.SIGTERM)
 			after, okAfter, err := in.c.readRow(ctx)
 			keyAfter, keyErrAfter := in.redisLeaseKey(ctx)
+			// A key gone once its time to live has run out expired: the holder could not refresh
+			// it (Redis unreachable from it a moment), which says nothing of the zombie. Gone
+			// before then, something deleted it.
+			expired := keyAfter == "" && time.Since(keyRead) >= keyTTL
 			if err == nil && okBefore && before.Live && before.PID != h.pid && (!okAfter || !after.Live || after.Term != before.Term) {
 				in.fail("zombie: SIGTERM of %s (lost) changed the live lease: before %+v, after %+v", h.name, before, after)
 			}
 			// The zombie's release must not delete or rewrite the new holder's key: a key that
 			// named the live holder before the SIGTERM names it after, and is still there.
 			if keyErrBefore == nil && keyErrAfter == nil && okBefore && before.Live && before.PID != h.pid &&
-				keyBefore == before.String() && keyAfter != keyBefore {
+				keyBefore == before.String() && keyAfter != keyBefore && !expired {
 				gone := keyAfter
 				if gone == "" {
 					gone = "gone"
@@ -549,9 +554,23 @@ func setSimPrice(p *sim, symbol string, bid, ask float64) error {
 // redisLeaseKey reads the Redis lease key (the soak's installs set no FXDESK_REDIS_PREFIX: the
 // default names): "" when it is absent, an error only when Redis did not answer.
 func (in *injector) redisLeaseKey(ctx context.Context) (string, error) {
-	v, err := in.c.rdb.Get(ctx, redisname.Names{}.EngineLease(lease.Key)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
+	v, _, err := in.redisLeaseKeyTTL(ctx)
 	return v, err
+}
+
+// redisLeaseKeyTTL is the engine lease's Redis key ("" when absent) and how long it has left to
+// live, read in one round trip.
+func (in *injector) redisLeaseKeyTTL(ctx context.Context) (string, time.Duration, error) {
+	key := redisname.Names{}.EngineLease(lease.Key)
+	pipe := in.c.rdb.Pipeline()
+	get := pipe.Get(ctx, key)
+	ttl := pipe.PTTL(ctx, key)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, err
+	}
+	v, err := get.Result()
+	if errors.Is(err, redis.Nil) {
+		return "", 0, nil
+	}
+	return v, ttl.Val(), err
 }
