@@ -1,9 +1,7 @@
 package audit
 
 import (
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -37,20 +35,7 @@ func TestWritesAuditDetector(t *testing.T) {
 // fx_audit is this package's INSERT. No update, no delete, no second writer.
 func TestTheAuditLogIsAppendOnly(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found at %s: %v", root, err)
-	}
-	texts, files, err := sqlsource.Texts(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 50 {
-		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
-	}
+	texts := sqlsource.ModuleTexts(t)
 	inserts := 0
 	for _, s := range texts {
 		if !writesAudit.MatchString(s.Text) {

@@ -1,9 +1,7 @@
 package events
 
 import (
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,20 +43,7 @@ func TestWritesEventsDetector(t *testing.T) {
 // JSON_SET of one). No update, no delete, no second writer.
 func TestOnlyRowWritesTheOutbox(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found at %s: %v", root, err)
-	}
-	texts, files, err := sqlsource.Texts(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 50 {
-		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
-	}
+	texts := sqlsource.ModuleTexts(t)
 	inserts := 0
 	for _, s := range texts {
 		if !writesEvents.MatchString(s.Text) {

@@ -10,10 +10,12 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // A Text is one maximal string expression of a non-test Go file.
@@ -234,4 +236,26 @@ func declaresBuilder(fn *ast.FuncDecl) bool {
 		return !found
 	})
 	return found
+}
+
+// ModuleTexts is Texts over the module a test runs in, found from the test's package directory
+// (two levels below the root, as internal/<pkg> is); it fails the test when the walk cannot be
+// trusted — no go.mod there, or too few files read to be the whole module.
+func ModuleTexts(t testing.TB) []Text {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found at %s: %v", root, err)
+	}
+	texts, files, err := Texts(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
+	}
+	return texts
 }
