@@ -3,6 +3,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,13 +50,8 @@ func handleAudit(log *slog.Logger, db store.Queryer) http.HandlerFunc {
 // auditFilter reads and checks the audit route's query: each bad parameter is refused by name.
 func auditFilter(r *http.Request) (audit.Filter, error) {
 	q := r.URL.Query()
-	for name, vs := range q {
-		if !slices.Contains(auditParams, name) {
-			return audit.Filter{}, fx.Errorf(fx.EINVALID, "Unknown query parameter %q: the audit log takes %s.", name, strings.Join(auditParams, ", "))
-		}
-		if len(vs) > 1 {
-			return audit.Filter{}, fx.Errorf(fx.EINVALID, "Query parameter %s is given %d times; give it once.", name, len(vs))
-		}
+	if err := checkQuery(q, auditParams, "the audit log"); err != nil {
+		return audit.Filter{}, err
 	}
 	f := audit.Filter{EntityType: q.Get("entityType"), EntityID: q.Get("entityId"), Limit: 100}
 	for _, p := range []struct {
@@ -108,4 +104,18 @@ func auditFilter(r *http.Request) (audit.Filter, error) {
 		return audit.Filter{}, fx.Errorf(fx.EINVALID, "from must be before to (the range is [from, to)).")
 	}
 	return f, nil
+}
+
+// checkQuery refuses a query parameter the route does not take (what names the route in the
+// refusal) and one given more than once, by name.
+func checkQuery(q url.Values, allowed []string, what string) error {
+	for name, vs := range q {
+		if !slices.Contains(allowed, name) {
+			return fx.Errorf(fx.EINVALID, "Unknown query parameter %q: %s takes %s.", name, what, strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return fx.Errorf(fx.EINVALID, "Query parameter %s is given %d times; give it once.", name, len(vs))
+		}
+	}
+	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"fxdesk/internal/book"
@@ -58,13 +56,8 @@ func handleEvents(log *slog.Logger, db *sql.DB, settle time.Duration) http.Handl
 // eventsFilter reads and checks the events route's query: each bad parameter is refused by name.
 func eventsFilter(r *http.Request) (events.Filter, error) {
 	q := r.URL.Query()
-	for name, vs := range q {
-		if !slices.Contains(eventsParams, name) {
-			return events.Filter{}, fx.Errorf(fx.EINVALID, "Unknown query parameter %q: the events page takes %s.", name, strings.Join(eventsParams, ", "))
-		}
-		if len(vs) > 1 {
-			return events.Filter{}, fx.Errorf(fx.EINVALID, "Query parameter %s is given %d times; give it once.", name, len(vs))
-		}
+	if err := checkQuery(q, eventsParams, "the events page"); err != nil {
+		return events.Filter{}, err
 	}
 	num := func(name string, min int64) (int64, error) {
 		if !q.Has(name) {
