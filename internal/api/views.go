@@ -7,6 +7,7 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/trading"
 )
@@ -76,23 +77,10 @@ func viewAccountLive(v trading.AccountView) accountView {
 	return out
 }
 
+// orderView is the order payload of the events outbox (the API's order, one definition for
+// both) with how it was executed.
 type orderView struct {
-	ID           int64      `json:"id"`
-	AccountID    int64      `json:"accountId"`
-	Symbol       string     `json:"symbol"`
-	Side         fx.Side    `json:"side"`
-	Type         string     `json:"type"`
-	Volume       string     `json:"volume"`
-	Price        *string    `json:"price"`
-	SL           *string    `json:"sl"`
-	TP           *string    `json:"tp"`
-	TimeInForce  string     `json:"timeInForce"`
-	ExpiresAt    *time.Time `json:"expiresAt"`
-	Status       string     `json:"status"`
-	RequestNonce *string    `json:"requestNonce"`
-	FillPrice    *string    `json:"fillPrice"`
-	PositionID   *int64     `json:"positionId"`
-	CreatedAt    time.Time  `json:"createdAt"`
+	events.Order
 	// Execution is INTERNAL (the desk filled it) or EXTERNAL (the venue did); VenueReason is
 	// the venue's cancel reason of a REJECTED one, or why it is NOT_SENT.
 	Execution   string  `json:"execution"`
@@ -100,47 +88,14 @@ type orderView struct {
 }
 
 func viewOrder(o book.Order) orderView {
-	return orderView{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
-		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
-		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
-		Execution: executionOf(o.Execution), VenueReason: o.VenueReason}
+	return orderView{Order: events.OrderOf(o), Execution: executionOf(o.Execution), VenueReason: o.VenueReason}
 }
 
-type positionView struct {
-	ID             int64      `json:"id"`
-	AccountID      int64      `json:"accountId"`
-	OrderID        int64      `json:"orderId"`
-	Symbol         string     `json:"symbol"`
-	Side           fx.Side    `json:"side"`
-	Volume         string     `json:"volume"`        // lots still open
-	InitialVolume  string     `json:"initialVolume"` // lots opened (MT5's VOLUME_INITIAL)
-	OpenPrice      string     `json:"openPrice"`
-	SL             *string    `json:"sl"`
-	TP             *string    `json:"tp"`
-	Commission     string     `json:"commission"`
-	RealizedProfit string     `json:"realizedProfit"`
-	Status         string     `json:"status"`
-	ClosePrice     *string    `json:"closePrice,omitempty"` // CLOSED only; a partial close's price is on its deal
-	CloseReason    *string    `json:"closeReason"`
-	OpenedAt       time.Time  `json:"openedAt"`
-	ClosedAt       *time.Time `json:"closedAt"`
-	Execution      string     `json:"execution"` // EXTERNAL when the position is a venue trade's
-}
+// positionView is the position payload of the events outbox: the API's position, one
+// definition for both.
+type positionView = events.Position
 
-func viewPosition(p book.Position) positionView {
-	v := positionView{ID: p.ID, AccountID: p.AccountID, OrderID: p.OrderID, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume.String(),
-		InitialVolume: p.OpenVolume.String(), OpenPrice: p.OpenPrice.String(), SL: optString(p.SL), TP: optString(p.TP),
-		Commission: money(p.Currency, p.Commission), RealizedProfit: money(p.Currency, p.RealizedProfit), Status: p.Status,
-		CloseReason: p.CloseReason, OpenedAt: p.OpenedAt.UTC(), ClosedAt: p.ClosedAt, Execution: string(fx.Internal)}
-	if p.VenueTradeID != nil {
-		v.Execution = string(fx.External)
-	}
-	// Rows written before partial closes stopped setting closePrice may still hold one.
-	if p.Status == fx.PositionClosed {
-		v.ClosePrice = optString(p.ClosePrice)
-	}
-	return v
-}
+func viewPosition(p book.Position) positionView { return events.PositionOf(p) }
 
 type dealView struct {
 	ID             int64     `json:"id"`
