@@ -2,14 +2,13 @@ package audit
 
 import (
 	"path"
-	"regexp"
 	"testing"
 
 	"fxdesk/internal/testkit/sqlsource"
 )
 
 // writesAudit matches any statement that writes fx_audit.
-var writesAudit = regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?fx_audit`?\\b|\\bUPDATE\\b[^;]*?\\bfx_audit\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\bfx_audit\\b|\\bTRUNCATE\\b[^;]*?\\bfx_audit\\b")
+var writesAudit = sqlsource.WritesTable("fx_audit")
 
 func TestWritesAuditDetector(t *testing.T) {
 	t.Parallel()

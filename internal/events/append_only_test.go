@@ -13,7 +13,7 @@ import (
 const insertPrefix = "INSERT INTO `fx_event` (`accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, "
 
 // writesEvents matches any statement that writes fx_event.
-var writesEvents = regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?fx_event`?\\b|\\bUPDATE\\b[^;]*?\\bfx_event\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\bfx_event\\b|\\bTRUNCATE\\b[^;]*?\\bfx_event\\b")
+var writesEvents = sqlsource.WritesTable("fx_event")
 
 // The detector is a test that can fail: it must see each way of writing the outbox, and
 // nothing else.

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,4 +259,12 @@ func ModuleTexts(t testing.TB) []Text {
 		t.Fatalf("checked only %d source files under %s: the walk is not seeing the module", files, root)
 	}
 	return texts
+}
+
+// WritesTable matches any statement that writes table: INSERT or REPLACE into it, UPDATE of it,
+// DELETE from it, TRUNCATE of it. The one-writer tests use it to find every writer.
+func WritesTable(table string) *regexp.Regexp {
+	t := regexp.QuoteMeta(table)
+	return regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?" + t + "`?\\b" +
+		"|\\bUPDATE\\b[^;]*?\\b" + t + "\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\b" + t + "\\b|\\bTRUNCATE\\b[^;]*?\\b" + t + "\\b")
 }
