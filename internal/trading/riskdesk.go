@@ -323,8 +323,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
 		r.Writes.Exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
-		o.Status, w.rejected = "REJECTED", err
-		return nil
+		o.Status, w.rejected = fx.OrderRejected, err
+		return events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.OrderRejected, Term: w.s.term(),
+			Payload: events.Rejected{Order: events.OrderOf(*o), Reason: fx.ErrorMessage(err)}})
 	}
 	if err != nil {
 		return err
