@@ -25,6 +25,7 @@ type job struct {
 	symbol  string
 	quote   tick.Quote
 	level   float64   // alerts
+	cleared bool      // an alert: the margin call ended
 	arrived time.Time // when the engine received the tick (or began the sweep) that decided it
 }
 
