@@ -4,7 +4,8 @@
 // inline) through the trading package's own metrics. The same pass over the accounts expires GTD
 // and DAY orders whose time has passed, and checks the ledger invariant Σ deals = balance per
 // account, raising `ledger-drift` naming each drifting account and the difference, and resolving
-// it once every account matches again. (The venue's book is reconciled elsewhere, by
+// it once every account matches again. Each expiry is told (order.expired) in its own
+// transaction. (The venue's book is reconciled elsewhere, by
 // execution.Reconciler; the job's name is older than this package's.)
 //
 // It never moves a balance: a drift is reported, not repaired — only a person knows which side
