@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -73,13 +74,21 @@ const (
 	payloadSQL = "?"
 )
 
+// outboxOff makes Add and Record write nothing (SetOutbox).
+var outboxOff atomic.Bool
+
+// SetOutbox turns the outbox on or off for the whole process (FXDESK_OUTBOX, on unless set off):
+// off only to measure what the outbox costs the order path (e2e TestBenchOrdersOutbox). A process
+// running with it off tells no trader and no host anything of the changes it commits.
+func SetOutbox(on bool) { outboxOff.Store(!on) }
+
 // Add adds e to b, the change's own batch, as two of its Last statements: the id is taken in the
 // transaction's last round trip, after the lease fence, so the sequence's lock is held for the
 // COMMIT alone (docs/architecture.md, «Events»). Add refuses only a malformed event, a defect of
 // the code that builds it: the change is refused with it rather than committed untold.
 func Add(b *book.Batch, e Event) error {
 	stmt, args, err := row(e)
-	if err != nil {
+	if err != nil || outboxOff.Load() {
 		return err
 	}
 	b.Last(seqSQL)
@@ -91,7 +100,7 @@ func Add(b *book.Batch, e Event) error {
 // sequence's lock is held from here to COMMIT, and every event writer of the desk queues on it.
 func Record(ctx context.Context, q book.Querier, e Event) error {
 	stmt, args, err := row(e)
-	if err != nil {
+	if err != nil || outboxOff.Load() {
 		return err
 	}
 	if _, err := q.ExecContext(ctx, seqSQL); err != nil {
