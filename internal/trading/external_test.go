@@ -88,7 +88,7 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 	shared.once.Do(func() {
 		shared.prices = newLiveQuotes()
 		shared.sim, shared.err = venuesim.New(venuesim.Config{AccountID: "101-001-trading-001", Latency: venuesim.NoLatency,
-			Prices: venueQuotes{shared.prices}}, slog.New(slog.DiscardHandler))
+			Prices: venueQuotes{shared.prices}, Instruments: venueInstruments()}, slog.New(slog.DiscardHandler))
 		if shared.err == nil {
 			_, shared.err = shared.sim.Listen("127.0.0.1:0")
 		}
@@ -100,6 +100,20 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 		t.Fatal(shared.err)
 	}
 	return shared.sim, shared.prices
+}
+
+// notAtTheVenue is a symbol the desk lists and the shared venue does not offer.
+const notAtTheVenue = "USDHKD"
+
+// venueInstruments is what the shared venue offers: its default, less notAtTheVenue.
+func venueInstruments() []string {
+	var out []string
+	for _, s := range venuesim.DefaultInstruments {
+		if s != notAtTheVenue {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // abook is a desk whose EXTERNAL groups trade through the in-process venue simulator on a real
@@ -350,6 +364,35 @@ func TestExternalVenueCancelRejects(t *testing.T) {
 	}
 	if deals, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) || len(deals) != 1 {
 		t.Fatalf("after a cancel: %d positions, balance %s, deals %v", positions, bal, deals)
+	}
+}
+
+// An instrument the desk lists and the venue does not offer: the venue answers 400 and creates
+// nothing (as OANDA does), and the trader reads a clear refusal, not an unknown outcome — the
+// order is REJECTED with the venue's code, nothing is booked and nothing waits for the reconciler.
+func TestExternalOpenOfAnInstrumentTheVenueDoesNotOfferIsRefused(t *testing.T) {
+	b := newABook(t)
+	const user = 9714
+	a := b.externalAccount(user)
+	b.prices.set(notAtTheVenue, "7.8", "7.8010") // the desk quotes it, and so could the venue
+	_, err := b.buy(user, a, notAtTheVenue, "0.1")
+	if fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(err.Error(), "unknown to this account") {
+		t.Fatalf("open of an instrument the venue does not offer: %v, want ECONFLICT with the venue's words", err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT `id` FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, reason := orderRow(t, id); st != fx.OrderRejected || reason == nil || *reason != "INSTRUMENT_UNKNOWN" {
+		t.Fatalf("order %d: %s %v, want REJECTED INSTRUMENT_UNKNOWN", id, st, reason)
+	}
+	var positions int
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.sim.State(); positions != 0 || st.LastTransactionID != b.base.LastTransactionID || len(st.Trades) != len(b.base.Trades) {
+		t.Fatalf("after the refusal: %d desk positions, venue transactions %d→%d, trades %d→%d",
+			positions, b.base.LastTransactionID, st.LastTransactionID, len(b.base.Trades), len(st.Trades))
 	}
 }
 
