@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,8 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 	shared.once.Do(func() {
 		shared.prices = newLiveQuotes()
 		shared.sim, shared.err = venuesim.New(venuesim.Config{AccountID: "101-001-trading-001", Latency: venuesim.NoLatency,
-			Prices: venueQuotes{shared.prices}, Instruments: venueInstruments()}, slog.New(slog.DiscardHandler))
+			Prices: venueQuotes{shared.prices}, Instruments: venueInstruments(),
+			Now: func() time.Time { return time.Now().Add(time.Duration(venueSkew.Load())) }}, slog.New(slog.DiscardHandler))
 		if shared.err == nil {
 			_, shared.err = shared.sim.Listen("127.0.0.1:0")
 		}
@@ -101,6 +103,10 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 	}
 	return shared.sim, shared.prices
 }
+
+// venueSkew moves the shared venue's clock (a time.Duration): a test sets it to make the
+// venue's times tell apart from the desk's, and resets it when it ends.
+var venueSkew atomic.Int64
 
 // notAtTheVenue is a symbol the desk lists and the shared venue does not offer.
 const notAtTheVenue = "USDHKD"
@@ -364,6 +370,30 @@ func TestExternalVenueCancelRejects(t *testing.T) {
 	}
 	if deals, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) || len(deals) != 1 {
 		t.Fatalf("after a cancel: %d positions, balance %s, deals %v", positions, bal, deals)
+	}
+}
+
+// An EXTERNAL position opened when the venue filled it — the venue's record of its trade, and
+// of the rollovers it is charged — not when the desk booked the answer; the row and the answer
+// agree.
+func TestExternalPositionOpensWhenTheVenueFilled(t *testing.T) {
+	b := newABook(t)
+	const user = 9715
+	a := b.externalAccount(user)
+	venueSkew.Store(int64(-90 * time.Minute)) // the venue's clock behind: its times cannot pass for the desk's
+	t.Cleanup(func() { venueSkew.Store(0) })
+	res, err := b.buy(user, a, "EURUSD", "0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := b.venueTrade(res.Order.ID).OpenTime.UTC().Truncate(time.Millisecond)
+	var openedAt time.Time
+	if err := testDB.QueryRow("SELECT `openedAt` FROM `fx_position` WHERE `id` = ?", res.Position.ID).Scan(&openedAt); err != nil {
+		t.Fatal(err)
+	}
+	if !openedAt.Equal(want) || !res.Position.OpenedAt.Equal(want) {
+		t.Fatalf("position openedAt %s (answer %s), the venue filled at %s", openedAt.Format(time.RFC3339Nano),
+			res.Position.OpenedAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 	}
 }
 
