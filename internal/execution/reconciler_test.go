@@ -21,6 +21,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
@@ -443,6 +444,58 @@ func TestAdoptionKeepsTheVenuesOpenTimeAndOrderID(t *testing.T) {
 		if venueOrderID == nil || *venueOrderID != info.ID {
 			t.Errorf("order %d: venueOrderId %v, the venue's order id is %s", id, venueOrderID, info.ID)
 		}
+	}
+}
+
+// What an adoption stamped with its own time cost: a trade the venue opened before a 17:00 New
+// York rollover and the desk adopted after it is charged that rollover by the next swaps run, as
+// the venue charges it its financing.
+func TestAdoptedPositionIsChargedTheRolloverBeforeItsAdoption(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const user = 9805
+	a := e.externalAccount(user)
+	now := time.Now()
+	ro, err := fx.LastRollover(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ro.Weekday() == time.Saturday || ro.Weekday() == time.Sunday { // FX is charged on weekdays
+		ro = ro.Previous()
+	}
+	// The venue opened the trade two minutes before that rollover; the desk adopts it now.
+	venueSkew.Store(int64(ro.At.Add(-2 * time.Minute).Sub(now)))
+	t.Cleanup(func() { venueSkew.Store(0) })
+	if err := e.sim.InjectFault(venuesim.Fault{Kind: venuesim.FaultTimeout, Duration: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.buy(user, a, "0.1"); fx.ErrorCode(err) != fx.EUNKNOWN {
+		t.Fatalf("open whose answer is lost: %v", err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT MAX(`id`) FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.reconciler(nil).Reconcile(ctx, "test"); err != nil || res.Failed != 0 || res.Planned[execution.Adopt] != 1 {
+		t.Fatalf("planned %v, %v", res.Planned, err)
+	}
+	_, pos, _ := orderStatus(t, id)
+	if pos == nil {
+		t.Fatalf("order %d was not adopted", id)
+	}
+
+	job := swaps.New(swaps.Config{DB: testDB, Prices: func() tick.Prices { return deskPrices{} }}, slog.New(slog.DiscardHandler))
+	if _, err := job.Run(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var charged int
+	var through *string
+	if err := testDB.QueryRow("SELECT (SELECT COUNT(*) FROM `fx_deal` WHERE `positionId` = p.`id` AND `type` = 'SWAP'), DATE_FORMAT(p.`swapThrough`, '%Y-%m-%d') "+
+		"FROM `fx_position` p WHERE p.`id` = ?", *pos).Scan(&charged, &through); err != nil {
+		t.Fatal(err)
+	}
+	if charged < 1 || through == nil || *through < ro.Date {
+		t.Fatalf("position %d, opened at the venue before the %s rollover: %d swap deals, charged through %v", *pos, ro.Date, charged, through)
 	}
 }
 
