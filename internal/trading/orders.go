@@ -487,9 +487,9 @@ func (f openedFill) written(r *book.Rows, ids *book.IDs) (book.Position, *book.D
 // resting order the risk engine triggers. The account's balance and exposures move at once, so
 // the next write in the batch sees them.
 //
-// fromVenue, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
-// batch's fence admits only while this process holds the term, and the venue's open time, which
-// is the position's openedAt (otherwise the database's clock at the write).
+// fromVenue, when set, is the venue trade an EXTERNAL fill opened: the position's link row,
+// which the batch's fence admits only while this process holds the term, and the venue's open
+// time, which is the position's openedAt (otherwise the database's clock at the write).
 //
 // The fill's events go in with it: orderEvent (order.filled, order.triggered) of o and
 // position.opened, written by this process's lease term.
