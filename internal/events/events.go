@@ -100,17 +100,30 @@ func Add(b *book.Batch, e Event) error {
 	return nil
 }
 
-// Record writes e through q, inside the change's own transaction, which must commit next: the
-// sequence's lock is held from here to COMMIT, and every event writer of the desk queues on it.
-func Record(ctx context.Context, q book.Querier, e Event) error {
-	r, err := rowOf(e)
-	if err != nil || outboxOff.Load() {
-		return err
+// Record writes es through q, inside the change's own transaction, which must commit next: one
+// statement takes their ids, and with them the sequence's lock, held from here to COMMIT — every
+// event writer of the desk queues on it — and one INSERT writes them all. A transaction that
+// tells several changes (the expiry of a batch of orders, a batch of swap charges) records them
+// in one call.
+func Record(ctx context.Context, q book.Querier, es ...Event) error {
+	if len(es) == 0 {
+		return nil
+	}
+	g := &gather{rows: make([]row, 0, len(es))}
+	for _, e := range es {
+		r, err := rowOf(e)
+		if err != nil {
+			return err
+		}
+		g.rows = append(g.rows, r)
+	}
+	if outboxOff.Load() {
+		return nil
 	}
 	b := &book.Batch{}
-	(&gather{rows: []row{r}}).Flush(b)
+	g.Flush(b)
 	if err := b.Run(ctx, q); err != nil {
-		return fmt.Errorf("events: write %s: %w", e.Type, err)
+		return fmt.Errorf("events: write %d events (%s first): %w", len(es), es[0].Type, err)
 	}
 	return nil
 }

@@ -142,12 +142,13 @@ func (j *Job) expireBatch(ctx context.Context, ids []int64, at time.Time) (int, 
 		owners[o.AccountID] = user
 	}
 	// The events are the transaction's last statements (events.Record).
-	for _, o := range orders {
+	told := make([]events.Event, len(orders))
+	for i, o := range orders {
 		o.Status = fx.OrderExpired
-		if err := events.Record(ctx, tx, events.Event{AccountID: o.AccountID, UserID: owners[o.AccountID], Type: events.OrderExpired,
-			Payload: events.OrderOf(o)}); err != nil {
-			return 0, fmt.Errorf("expire orders: %w", err)
-		}
+		told[i] = events.Event{AccountID: o.AccountID, UserID: owners[o.AccountID], Type: events.OrderExpired, Payload: events.OrderOf(o)}
+	}
+	if err := events.Record(ctx, tx, told...); err != nil {
+		return 0, fmt.Errorf("expire orders: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("expire orders: commit: %w", err)

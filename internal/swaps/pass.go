@@ -297,16 +297,17 @@ func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAcco
 	for _, la := range posted {
 		accounts[la.ID].balance = la.Balance
 	}
+	es := make([]events.Event, 0, len(p.Deals))
+	for _, d := range p.Deals {
+		c := byKey[d.IdempotencyKey]
+		es = append(es, events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
+			Payload: events.Swap{Balance: events.BalanceOf(events.Deal{AccountID: d.AccountID, Type: d.Type, Amount: d.Amount, BalanceAfter: d.BalanceAfter,
+				Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: d.Volume, Price: d.Price,
+				IdempotencyKey: d.IdempotencyKey, Comment: d.Comment}), RolloverDate: c.date, Days: c.days}})
+	}
 	return func(ctx context.Context, tx *sql.Tx) error {
-		for _, d := range p.Deals {
-			c := byKey[d.IdempotencyKey]
-			e := events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
-				Payload: events.Swap{Balance: events.BalanceOf(events.Deal{AccountID: d.AccountID, Type: d.Type, Amount: d.Amount, BalanceAfter: d.BalanceAfter,
-					Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: d.Volume, Price: d.Price,
-					IdempotencyKey: d.IdempotencyKey, Comment: d.Comment}), RolloverDate: c.date, Days: c.days}}
-			if err := events.Record(ctx, tx, e); err != nil {
-				return fmt.Errorf("swap charge %s: %w", d.IdempotencyKey, err)
-			}
+		if err := events.Record(ctx, tx, es...); err != nil {
+			return fmt.Errorf("tell %d swap charges: %w", len(es), err)
 		}
 		return nil
 	}, nil
