@@ -273,24 +273,11 @@ type Balance struct {
 	Comment        string   `json:"comment"`
 }
 
-// BalanceOf is deal d's payload.
-func BalanceOf(d Deal) Balance {
+// BalanceOf is deal d's payload: d as the ledger posts it, its balanceAfter worked out.
+func BalanceOf(d book.Deal) Balance {
 	return Balance{AccountID: d.AccountID, Type: string(d.Type), Amount: fx.FormatMoney(d.Currency, d.Amount),
 		BalanceAfter: fx.FormatMoney(d.Currency, d.BalanceAfter), Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID,
 		Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume), Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment}
-}
-
-// Deal is what BalanceOf reads of a deal, as the ledger posts it.
-type Deal struct {
-	AccountID               int64
-	Type                    fx.DealType
-	Amount, BalanceAfter    decimal.Decimal
-	Currency                string
-	OrderID, PositionID     *int64
-	Symbol                  *string
-	Side                    *fx.Side
-	Volume, Price           *decimal.Decimal
-	IdempotencyKey, Comment string
 }
 
 // Rejected is a rejected order's payload: the order, and why it was refused (the desk's

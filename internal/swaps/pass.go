@@ -301,9 +301,7 @@ func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAcco
 	for _, d := range p.Deals {
 		c := byKey[d.IdempotencyKey]
 		es = append(es, events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
-			Payload: events.Swap{Balance: events.BalanceOf(events.Deal{AccountID: d.AccountID, Type: d.Type, Amount: d.Amount, BalanceAfter: d.BalanceAfter,
-				Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: d.Volume, Price: d.Price,
-				IdempotencyKey: d.IdempotencyKey, Comment: d.Comment}), RolloverDate: c.date, Days: c.days}})
+			Payload: events.Swap{Balance: events.BalanceOf(d), RolloverDate: c.date, Days: c.days}})
 	}
 	return func(ctx context.Context, tx *sql.Tx) error {
 		if err := events.Record(ctx, tx, es...); err != nil {

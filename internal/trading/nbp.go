@@ -68,9 +68,10 @@ func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, vo
 	order, position, sym := p.OrderID, p.ID, p.Symbol
 	d := book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &order, PositionID: &position, Symbol: &sym,
 		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"}
+	told := d
+	told.AccountID, told.Currency, told.BalanceAfter = a.ID, a.Currency, decimal.Zero
 	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.Adjustment, Term: w.s.term(),
-		Payload: events.BalanceOf(events.Deal{AccountID: a.ID, Type: d.Type, Amount: amount, BalanceAfter: decimal.Zero, Currency: a.Currency,
-			OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, IdempotencyKey: d.IdempotencyKey, Comment: d.Comment})}); err != nil {
+		Payload: events.BalanceOf(told)}); err != nil {
 		return err
 	}
 	w.nbp = r.Post(a, d)
