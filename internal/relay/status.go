@@ -14,9 +14,17 @@ type Status struct {
 	// Newest is the newest event id in the outbox (0: none).
 	Newest  int64    `json:"newest"`
 	Cursors []Cursor `json:"cursors"`
-	// DeadLetters is the number of open dead letters; Dead lists the oldest of them.
-	DeadLetters int          `json:"deadLetters"`
-	Dead        []DeadLetter `json:"dead"`
+	// DeadLetters is the number of open dead letters, DeadByEndpoint per endpoint; Dead lists
+	// the oldest of them.
+	DeadLetters    int            `json:"deadLetters"`
+	DeadByEndpoint []EndpointDead `json:"deadByEndpoint"`
+	Dead           []DeadLetter   `json:"dead"`
+}
+
+// EndpointDead is one endpoint's count of open dead letters.
+type EndpointDead struct {
+	Endpoint string `json:"endpoint"` // the webhook's id
+	Open     int    `json:"open"`
 }
 
 // Cursor is one consumer of the outbox: the stream ("stream") or a webhook ("webhook:<id>").
@@ -60,14 +68,15 @@ func ReadStatus(ctx context.Context, db store.Queryer) (Status, error) {
 		cursors[i].LagEvents = max(s.Newest-cursors[i].Position, 0)
 	}
 	s.Cursors = cursors
-	counts, err := store.QueryAll(ctx, db, "dead letters", func(sc store.Scanner) (int, error) {
-		var n int
-		return n, sc.Scan(&n)
-	}, "SELECT COUNT(*) FROM `fx_webhook_dead` WHERE `replayedAt` IS NULL")
-	if err != nil {
+	if s.DeadByEndpoint, err = store.QueryAll(ctx, db, "dead letters", func(sc store.Scanner) (EndpointDead, error) {
+		var d EndpointDead
+		return d, sc.Scan(&d.Endpoint, &d.Open)
+	}, "SELECT `webhookId`, COUNT(*) FROM `fx_webhook_dead` WHERE `replayedAt` IS NULL GROUP BY `webhookId` ORDER BY `webhookId`"); err != nil {
 		return s, err
 	}
-	s.DeadLetters = counts[0]
+	for _, d := range s.DeadByEndpoint {
+		s.DeadLetters += d.Open
+	}
 	if s.DeadLetters > 0 {
 		if s.Dead, err = OpenDeadLetters(ctx, db, statusDead); err != nil {
 			return s, err
