@@ -357,7 +357,9 @@ func (d *auditDesk) webhookPath(suffix string) string {
 func init() {
 	auditedWrites["POST /api/admin/fx/webhooks"] = auditedWrite{
 		path: fixed("/api/admin/fx/webhooks"), body: fixed(`{"url":"https://host.example/walk","enabled":false}`),
-		bad:    func(*auditDesk) (string, string) { return "/api/admin/fx/webhooks", `{"url":"ftp://host.example/walk"}` },
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/webhooks", `{"url":"ftp://host.example/walk"}`
+		},
 		action: "webhook.create", entityType: "webhook",
 		// The fixture's endpoint is the first; a refused create takes no id.
 		entityID: func(d *auditDesk) string { return strconv.FormatInt(d.webhook+1, 10) },
@@ -365,7 +367,9 @@ func init() {
 	}
 	auditedWrites["PATCH /api/admin/fx/webhooks/{id}"] = auditedWrite{
 		path: func(d *auditDesk) string { return d.webhookPath("") }, body: fixed(`{"enabled":true}`),
-		bad:    func(d *auditDesk) (string, string) { return d.webhookPath(""), `{"secret":"another-secret-0123456789"}` },
+		bad: func(d *auditDesk) (string, string) {
+			return d.webhookPath(""), `{"secret":"another-secret-0123456789"}`
+		},
 		action: "webhook.update", entityType: "webhook", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.webhook, 10) },
 		before: true, after: `"enabled":true`,
 	}
