@@ -138,7 +138,7 @@ func holdRelay(t *testing.T, e *deskEnv) (release func()) {
 		// The relay's locking read, running (a lookup by primary key waits for the row lock in
 		// the optimizer's "Statistics" state, which INNODB_TRX does not always list).
 		var n int
-		if err := e.sql.QueryRow("SELECT COUNT(*) FROM `information_schema`.`PROCESSLIST` WHERE `DB` = DATABASE() AND `ID` <> CONNECTION_ID() "+
+		if err := e.sql.QueryRow("SELECT COUNT(*) FROM `information_schema`.`PROCESSLIST` WHERE `DB` = DATABASE() AND `ID` <> CONNECTION_ID() " +
 			"AND `COMMAND` = 'Query' AND `INFO` LIKE '%fx_event_relay%FOR UPDATE%'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}

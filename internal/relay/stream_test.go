@@ -213,7 +213,7 @@ func waitLockWait(t testing.TB) {
 		// The relay's locking read, running: a lookup by primary key waits for the row lock in
 		// the optimizer's "Statistics" state, which INNODB_TRX does not always list.
 		var n int
-		if err := testDB.QueryRow("SELECT COUNT(*) FROM `information_schema`.`PROCESSLIST` WHERE `DB` = DATABASE() AND `ID` <> CONNECTION_ID() "+
+		if err := testDB.QueryRow("SELECT COUNT(*) FROM `information_schema`.`PROCESSLIST` WHERE `DB` = DATABASE() AND `ID` <> CONNECTION_ID() " +
 			"AND `COMMAND` = 'Query' AND `INFO` LIKE '%fx_event_relay%FOR UPDATE%'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
