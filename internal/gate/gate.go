@@ -2,8 +2,8 @@
 // gate»): a fill or a close at the desk's price, the risk engine's ticks, sweeps, closes, fills,
 // stop-outs and margin calls, the venue jobs, the quote mirror's publishing and the events relay.
 // Work is admitted only while the engine lease is trusted (lease.Keeper.HoldsLease); otherwise it
-// is dropped before it starts, with one warning naming what was not executed (attribute "work") and one count in
-// fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
+// is dropped before it starts, with one warning naming what was not executed (attribute "work")
+// and one count in fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
 // transaction; a write it refuses is reported here too (Fenced), so both refusals answer the same
 // error, log the same way and count in the same series.
 //
