@@ -368,6 +368,24 @@ func TestRelayWebhooksRetryDeadLetterReplay(t *testing.T) {
 		t.Errorf("the flaky endpoint accepted event %d %d times, want once", ev, accepted)
 	}
 
+	// The metrics: the flaky endpoint's two failures, the down one's dead letter, no lag left.
+	// (The down endpoint's second dead letter is written just after its last post.)
+	want := map[string]string{
+		fmt.Sprintf(`fxdesk_webhook_failures_total{endpoint="%d"}`, wf.Webhook.ID):        "2",
+		fmt.Sprintf(`fxdesk_webhook_dead_letters{endpoint="%d"}`, wd.Webhook.ID):          "2",
+		fmt.Sprintf(`fxdesk_events_relay_lag_events{cursor="webhook:%d"}`, wf.Webhook.ID): "0",
+		`fxdesk_events_relay_lag_events{cursor="stream"}`:                                 "0",
+	}
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the relay's metrics", func() bool {
+		m := d.web.metrics()
+		for series, w := range want {
+			if got, _ := metricValue(m, series); got != w {
+				return false
+			}
+		}
+		return true
+	})
+
 	// Replayed while the endpoint still fails: 503 and nothing changes. Back up: replayed.
 	replay := fmt.Sprintf("/api/admin/fx/webhooks/%d/dead-letters/%d/replay", wd.Webhook.ID, ev)
 	if code, body := call(t, d.web, d.admin, "POST", replay, ""); code != http.StatusServiceUnavailable {
