@@ -170,7 +170,7 @@ func (a *Admin) Update(ctx context.Context, id int64, c WebhookChange) (Webhook,
 }
 
 const webhookColumns = "SELECT `w`.`id`, `w`.`url`, `w`.`enabled`, COALESCE(`c`.`position`, 0), " +
-	"(SELECT COUNT(*) FROM `fx_webhook_dead` AS `d` WHERE `d`.`webhookId` = `w`.`id` AND `d`.`replayedAt` IS NULL), `w`.`createdAt`, `w`.`updatedAt` " +
+	"(SELECT COUNT(*) FROM `fx_webhook_dead` AS `d` WHERE `d`.`webhookId` = `w`.`id` AND `d`.`replayedAt` IS NULL LIMIT 1), `w`.`createdAt`, `w`.`updatedAt` " +
 	"FROM `fx_webhook` AS `w` LEFT JOIN `fx_event_relay` AS `c` ON `c`.`name` = CONCAT('webhook:', `w`.`id`)"
 
 func scanWebhook(sc store.Scanner) (Webhook, error) {

@@ -25,8 +25,8 @@ func Prune(ctx context.Context, db *sql.DB, retention time.Duration) (int64, err
 		return *n, err
 	}, "SELECT LEAST("+
 		"COALESCE((SELECT MIN(`c`.`position`) FROM `fx_event_relay` AS `c` LEFT JOIN `fx_webhook` AS `w` ON CONCAT('webhook:', `w`.`id`) = `c`.`name` "+
-		"WHERE `c`.`name` = 'stream' OR `w`.`enabled` = 1), 0), "+
-		"COALESCE((SELECT MIN(`eventId`) - 1 FROM `fx_webhook_dead` WHERE `replayedAt` IS NULL), 9223372036854775807))")
+		"WHERE `c`.`name` = 'stream' OR `w`.`enabled` = 1 LIMIT 1), 0), "+
+		"COALESCE((SELECT MIN(`eventId`) - 1 FROM `fx_webhook_dead` WHERE `replayedAt` IS NULL LIMIT 1), 9223372036854775807))")
 	if err != nil {
 		return 0, err
 	}

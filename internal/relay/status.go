@@ -57,9 +57,9 @@ func ReadStatus(ctx context.Context, db store.Queryer) (Status, error) {
 		}
 		return c, err
 	}, "SELECT `c`.`name`, `c`.`position`, `c`.`term`, `c`.`updatedAt`, "+
-		"COALESCE((SELECT `w`.`enabled` FROM `fx_webhook` AS `w` WHERE CONCAT('webhook:', `w`.`id`) = `c`.`name`), `c`.`name` = 'stream'), "+
-		"(SELECT COALESCE(MAX(`id`), 0) FROM `fx_event`), "+
-		"(SELECT TIMESTAMPDIFF(MICROSECOND, MIN(`e`.`createdAt`), NOW(3)) FROM `fx_event` AS `e` WHERE `e`.`id` = (SELECT MIN(`n`.`id`) FROM `fx_event` AS `n` WHERE `n`.`id` > `c`.`position`)) "+
+		"COALESCE((SELECT `w`.`enabled` FROM `fx_webhook` AS `w` WHERE CONCAT('webhook:', `w`.`id`) = `c`.`name` LIMIT 1), `c`.`name` = 'stream'), "+
+		"(SELECT COALESCE(MAX(`id`), 0) FROM `fx_event` LIMIT 1), "+
+		"(SELECT TIMESTAMPDIFF(MICROSECOND, MIN(`e`.`createdAt`), NOW(3)) FROM `fx_event` AS `e` WHERE `e`.`id` = (SELECT MIN(`n`.`id`) FROM `fx_event` AS `n` WHERE `n`.`id` > `c`.`position` LIMIT 1) LIMIT 1) "+
 		"FROM `fx_event_relay` AS `c` ORDER BY `c`.`name` = 'stream' DESC, `c`.`name`")
 	if err != nil {
 		return s, err
