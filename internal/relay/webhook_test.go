@@ -258,3 +258,57 @@ func TestWebhookAdminRefusals(t *testing.T) {
 		t.Error("updating a missing webhook succeeded")
 	}
 }
+
+// A receiver that never answers holds back only its own endpoint: another endpoint gets the
+// same event while the slow one's post is still open, and the slow one's posts end at the
+// timeout and are retried until the event is dead-lettered.
+func TestWebhookSlowEndpointHoldsBackOnlyItself(t *testing.T) {
+	admin := relay.NewAdmin(testDB, relay.Sender{})
+	entered := make(chan struct{}, 10)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-r.Context().Done(): // the relay's timeout
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); slow.Close() })
+	fast := newReceiver(t, "fast-secret-0123456789", 200)
+	ws, _, err := admin.Create(adminCtx(), relay.NewWebhook{URL: slow.URL, Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.Create(adminCtx(), relay.NewWebhook{URL: fast.srv.URL, Secret: "fast-secret-0123456789", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	ids := addEvents(t, 1)
+
+	g, _, _ := newGate(t)
+	w, err := relay.NewWebhooks(relay.WebhooksConfig{DB: testDB, Gate: g, Lease: holder, Interval: 10 * time.Millisecond, Refresh: 20 * time.Millisecond,
+		Sender: relay.Sender{Timeout: 300 * time.Millisecond, Attempts: 2, Backoff: time.Millisecond, BackoffMax: time.Millisecond},
+		Log:    slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	<-entered // the slow endpoint's first post is open
+	for {
+		if p := fast.next(); p.eventID == ids[0] {
+			break
+		}
+	}
+	if len(entered) != 0 {
+		t.Fatal("the slow endpoint was posted again before the fast one was served")
+	}
+	<-entered // its retry, after the first post timed out
+	waitCursor(t, ws.ID, ids[0])
+	dead, err := admin.DeadLetters(adminCtx(), ws.ID, false)
+	if err != nil || len(dead) != 1 || dead[0].EventID != ids[0] || dead[0].LastStatus != nil || dead[0].Attempts != 2 {
+		t.Fatalf("slow endpoint's dead letters = %+v (%v), want event %d after 2 attempts with no answer", dead, err, ids[0])
+	}
+}
