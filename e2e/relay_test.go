@@ -103,7 +103,8 @@ func tableIDs(t *testing.T, db *sql.DB) []int64 {
 	t.Helper()
 	ids, err := store.QueryAll(context.Background(), db, "event ids", func(sc store.Scanner) (int64, error) {
 		var id int64
-		return id, sc.Scan(&id)
+		err := sc.Scan(&id)
+		return id, err
 	}, "SELECT `id` FROM `fx_event` ORDER BY `id`")
 	if err != nil {
 		t.Fatal(err)

@@ -252,7 +252,8 @@ func (a *Admin) Replay(ctx context.Context, webhookID, eventID int64) (DeadLette
 	}
 	var ep endpoint
 	eps, err := store.QueryAll(ctx, a.db, "webhook", func(sc store.Scanner) (endpoint, error) {
-		return ep, sc.Scan(&ep.id, &ep.url, &ep.secret)
+		err := sc.Scan(&ep.id, &ep.url, &ep.secret)
+		return ep, err
 	}, "SELECT `id`, `url`, `secret` FROM `fx_webhook` WHERE `id` = ?", webhookID)
 	if err != nil {
 		return DeadLetter{}, err

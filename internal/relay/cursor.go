@@ -40,7 +40,8 @@ var errNoCursor = errors.New("relay cursor row missing")
 func readCursor(ctx context.Context, db store.Queryer, name string) (int64, error) {
 	var pos int64
 	rows, err := store.QueryAll(ctx, db, "relay cursor", func(sc store.Scanner) (int64, error) {
-		return pos, sc.Scan(&pos)
+		err := sc.Scan(&pos)
+		return pos, err
 	}, readCursorSQL, name)
 	if err != nil {
 		return 0, err

@@ -70,7 +70,8 @@ func ReadStatus(ctx context.Context, db store.Queryer) (Status, error) {
 	s.Cursors = cursors
 	if s.DeadByEndpoint, err = store.QueryAll(ctx, db, "dead letters", func(sc store.Scanner) (EndpointDead, error) {
 		var d EndpointDead
-		return d, sc.Scan(&d.Endpoint, &d.Open)
+		err := sc.Scan(&d.Endpoint, &d.Open)
+		return d, err
 	}, "SELECT `webhookId`, COUNT(*) FROM `fx_webhook_dead` WHERE `replayedAt` IS NULL GROUP BY `webhookId` ORDER BY `webhookId`"); err != nil {
 		return s, err
 	}

@@ -221,7 +221,8 @@ func (w *Webhooks) Run(ctx context.Context) error {
 func enabledEndpoints(ctx context.Context, db store.Queryer) ([]endpoint, error) {
 	return store.QueryAll(ctx, db, "webhook endpoints", func(sc store.Scanner) (endpoint, error) {
 		var e endpoint
-		return e, sc.Scan(&e.id, &e.url, &e.secret)
+		err := sc.Scan(&e.id, &e.url, &e.secret)
+		return e, err
 	}, "SELECT `id`, `url`, `secret` FROM `fx_webhook` WHERE `enabled` = 1 ORDER BY `id`")
 }
 
