@@ -263,8 +263,8 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 		venueView = svc.venue
 	}
 	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
-	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(svc.catalog), PerToken: cfg.Limits.StreamsPerToken,
-		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
+	slots := api.NewStreamSlots(cfg.Limits.StreamsPerToken, cfg.Limits.StreamsPerProcess, m)
+	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(svc.catalog), Slots: slots, Metrics: m})
 	parts.rail.Go("markets rail", rail.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
 		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
