@@ -27,6 +27,7 @@ type Batch struct {
 	text  strings.Builder
 	args  []any
 	scans []func(*sql.Rows) error
+	last  *Batch // statements that run after every other (Last)
 }
 
 // Exec adds a statement that returns no rows.
@@ -44,8 +45,35 @@ func (b *Batch) Query(scan func(*sql.Rows) error, stmt string, args ...any) {
 	b.scans = append(b.scans, scan)
 }
 
-// Append adds o's statements, in order, after b's.
+// Last adds a statement that returns no rows to run after every other of the batch, and of any
+// batch appended to it later: in a transaction's last round trip, just before COMMIT. It is for a
+// statement that takes a lock every writer of the desk queues on (the events outbox's sequence,
+// docs/architecture.md «Events»): taken last, it is held for the COMMIT alone.
+func (b *Batch) Last(stmt string, args ...any) {
+	if b.last == nil {
+		b.last = &Batch{}
+	}
+	b.last.Exec(stmt, args...)
+}
+
+// flushLast moves the Last statements to the end of the batch's text.
+func (b *Batch) flushLast() {
+	if b.last == nil {
+		return
+	}
+	last := b.last
+	b.last = nil
+	b.Append(last)
+}
+
+// Append adds o's statements, in order, after b's; o's Last statements stay last.
 func (b *Batch) Append(o *Batch) {
+	if o.last != nil {
+		if b.last == nil {
+			b.last = &Batch{}
+		}
+		b.last.Append(o.last)
+	}
 	if o.text.Len() == 0 {
 		return
 	}
@@ -61,6 +89,7 @@ func (b *Batch) Append(o *Batch) {
 // fails after the last one returning rows is reported too: the remaining results are read
 // before Run returns.
 func (b *Batch) Run(ctx context.Context, tx Querier) error {
+	b.flushLast()
 	if len(b.scans) == 0 {
 		_, err := tx.ExecContext(ctx, b.text.String(), b.args...)
 		return err
@@ -174,13 +203,14 @@ func (t *Txn) Lock(ctx context.Context, b *Batch, what string) error {
 	return nil
 }
 
-// Commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
+// Commit sends b, then the fence of a fenced transaction, then b's Last statements, then COMMIT. The server runs COMMIT
 // only when every statement before it succeeded; when one failed, the error comes back (the
 // fence's as the Service's refusal) and Rollback ends the transaction.
 func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 	if t.Fence != "" {
 		b.Exec(t.Fence, t.FenceArgs...)
 	}
+	b.flushLast() // after the fence: a fenced-out transaction never queues on their locks
 	b.Exec("COMMIT")
 	if err := b.Run(ctx, t); err != nil {
 		if t.Fence != "" && lease.IsFenced(err) {
@@ -197,6 +227,9 @@ func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 	t.conn.Close()
 	return nil
 }
+
+// Empty reports whether b holds no statement.
+func (b *Batch) Empty() bool { return b.text.Len() == 0 && b.last == nil }
 
 // Rollback ends the transaction unless commit succeeded or it already ended, and gives the
 // connection back.

@@ -507,11 +507,11 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)
-	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
 		FromSession: []events.SessionField{{Field: "id", Var: orderVar}, {Field: "positionId", Var: posVar}}}); err != nil {
 		return openedFill{}, err
 	}
-	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,
 		FromSession: []events.SessionField{{Field: "id", Var: posVar}, {Field: "orderId", Var: orderVar}}}); err != nil {
 		return openedFill{}, err
 	}
