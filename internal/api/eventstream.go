@@ -20,7 +20,7 @@ var eventsStreamParams = []string{"after", "accountId"}
 // and data: the event as the events page shows it. A client resuming with Last-Event-ID (or
 // ?after=, for a client that cannot set headers; the header wins, as a reconnecting browser
 // sends both) gets every event after it from the table, then the live ones, none twice; without
-// either the stream starts with the next event. Its buffer full, a stream is ended and its
+// either the stream starts with the next event to commit. Its buffer full, a stream is ended and its
 // client resumes; past the stream caps it is refused with 429. Served by every web process from
 // the database (EventHub).
 func handleEventsStream(log *slog.Logger, db *sql.DB, hub *EventHub, m *metrics.Metrics) http.HandlerFunc {
@@ -61,19 +61,26 @@ func handleEventsStream(log *slog.Logger, db *sql.DB, hub *EventHub, m *metrics.
 		defer hub.leave(s)
 		// sent is the last id the client has: everything after it, up to the hub's position, is
 		// read from the table; everything after the position comes from the hub.
-		sent := pos
-		if from != "" {
-			if after > pos {
-				// Past what this process has read: a follower a poll behind the process the
-				// client last heard, or an id never written.
-				newest, err := events.Newest(ctx, db)
-				if err != nil {
-					return err
-				}
-				if after > newest {
-					return fx.Errorf(fx.EINVALID, "%s %d names no event: the newest event id is %d.", from, after, newest)
-				}
+		var sent int64
+		switch {
+		case from == "":
+			// A fresh stream starts with the next event to commit: the hub, up to a poll behind,
+			// hands over what came before too, and the stream skips it.
+			if sent, err = events.Newest(ctx, db); err != nil {
+				return err
 			}
+		case after > pos:
+			// Past what this process has read: a follower a poll behind the process the client
+			// last heard, or an id never written.
+			newest, err := events.Newest(ctx, db)
+			if err != nil {
+				return err
+			}
+			if after > newest {
+				return fx.Errorf(fx.EINVALID, "%s %d names no event: the newest event id is %d.", from, after, newest)
+			}
+			sent = after
+		default:
 			sent = after
 		}
 
