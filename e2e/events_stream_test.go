@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -261,6 +262,19 @@ func TestEventsStreamSeesOwnChangesInOrder(t *testing.T) {
 		n, _ := metricValue(w.follower.metrics(), "fxdesk_event_stream_subscribers")
 		return n == "1"
 	})
+
+	// A graceful stop ends the open stream before the server drains, so the drain waits for
+	// nothing.
+	w.follower.stop(syscall.SIGTERM)
+	select {
+	case <-resumed.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower stopped and its events stream did not end")
+	}
+	if _, ok := w.follower.findLog(msgIs("http server did not drain in time")); ok {
+		t.Fatal("the follower's server did not drain: a stream outlived the shutdown")
+	}
+	w.follower.waitLog(time.Second, msgIs("fxdesk-web stopped"))
 }
 
 // tradeOnce opens and closes a small position through p; it only returns its error, so a

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -509,4 +510,33 @@ func eventually(t *testing.T, cond func() bool, what string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// The resume id a client sends, as a header or a query parameter, is a whole number 0 or more or
+// a clear EINVALID naming where it came from; the header wins over the query.
+func FuzzResumeAfter(f *testing.F) {
+	for _, s := range []string{"0", "42", "-1", "", " 7", "1e3", "9223372036854775808", "0x10", "+5", "007"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, header, query string) {
+		for _, withHeader := range []bool{true, false} {
+			req := httptest.NewRequest(http.MethodGet, "/api/fx/events/stream?after="+url.QueryEscape(query), nil)
+			raw, name := query, "after"
+			if withHeader {
+				req.Header.Set("Last-Event-ID", header)
+				raw, name = header, "Last-Event-ID"
+			}
+			after, from, err := resumeAfter(req)
+			if err != nil {
+				if fx.ErrorCode(err) != fx.EINVALID || !strings.Contains(fx.ErrorMessage(err), name) {
+					t.Fatalf("%s %q: %v, want EINVALID naming %s", name, raw, err, name)
+				}
+				continue
+			}
+			n, perr := strconv.ParseInt(raw, 10, 64)
+			if perr != nil || n < 0 || after != n || from != name {
+				t.Fatalf("%s %q: resumed after %d from %q", name, raw, after, from)
+			}
+		}
+	})
 }
