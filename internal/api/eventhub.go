@@ -138,9 +138,18 @@ func (h *EventHub) read(ctx context.Context) error {
 				return err
 			}
 			h.mu.Lock()
-			h.pos = max(h.pos, newest)
+			// A stream that joined meanwhile was told the old position and reads its backlog
+			// only up to it: the events after it are the hub's to hand over, so the position
+			// stays, and the next round reads them.
+			idle = len(h.byUser) == 0
+			if idle {
+				h.pos = max(h.pos, newest)
+			}
 			h.mu.Unlock()
-			return nil
+			if idle {
+				return nil
+			}
+			continue
 		}
 		page, err := events.List(ctx, h.db, events.Filter{After: pos, Limit: pageSize})
 		if err != nil {
