@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"fxdesk/internal/swaps"
 )
 
 // The trader's events stream end to end (docs/architecture.md, «Events»): real web processes, a
@@ -149,7 +151,8 @@ func sameIDs(t *testing.T, what string, got, want []streamedEvent) {
 }
 
 // A trader's stream, on the holder and on a follower, sees in order its deposit, its order
-// filled and position opened, its SL moved, the gap's SL close and its withdrawal — nothing of a
+// filled and position opened, its SL moved, the gap's SL close, a rollover's swap charge (by
+// fxdesk-cron) and its withdrawal — nothing of a
 // second trader trading all along; a stream disconnected halfway and resumed with Last-Event-ID
 // gets exactly what it missed; the second trader's own stream sees only its own.
 func TestEventsStreamSeesOwnChangesInOrder(t *testing.T) {
@@ -202,9 +205,15 @@ func TestEventsStreamSeesOwnChangesInOrder(t *testing.T) {
 	d.setQuote(tok, "EURUSD", "1.08000", "1.08020")
 	wantClose(t, "gapped buy", d.waitClosed(o.Position.ID), "SL", "1.08000")
 
-	// SWAP STEP: the lead adds the rollover charge here (fxdesk-cron run processFxSwaps on an
-	// open position, then the stream's "swap.charged"), between the gap's close and the
-	// withdrawal.
+	// The rollover: a second position, open over the next weekday rollover, is charged its swap
+	// by the real fxdesk-cron.
+	var o2 orderResp
+	must(t, w.follower, tok, "POST", "/api/fx/orders",
+		fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","requestNonce":"ev-open-2"}`, acct), http.StatusCreated, &o2)
+	ro := firstWeekdayRolloverAfter(time.Now())
+	if got := d.e.cronRun(swaps.JobName, ro.At.Add(time.Hour)); got["charged"] < 1 {
+		t.Fatalf("swap run as of %s: %v, want a charge", ro.Date, got)
+	}
 
 	must(t, w.follower, tok, "POST", fmt.Sprintf("/api/fx/accounts/%d/withdraw", acct), `{"amount":"100.00","requestNonce":"ev-withdraw"}`, http.StatusCreated, nil)
 	close(stop)
@@ -220,7 +229,7 @@ func TestEventsStreamSeesOwnChangesInOrder(t *testing.T) {
 	for _, e := range all {
 		got = append(got, e.Type)
 	}
-	if want := "order.filled position.opened position.modified position.closed balance.withdrawal"; strings.Join(got, " ") != want {
+	if want := "order.filled position.opened position.modified position.closed order.filled position.opened swap.charged balance.withdrawal"; strings.Join(got, " ") != want {
 		t.Fatalf("the holder's stream: %v, want %s", got, want)
 	}
 	if closed := all[3].Data; closed["reason"] != "SL" || closed["price"] != "1.08" || closed["id"] != float64(o.Position.ID) {
@@ -229,13 +238,16 @@ func TestEventsStreamSeesOwnChangesInOrder(t *testing.T) {
 	if sl := all[2].Data["sl"]; sl != "1.095" {
 		t.Fatalf("position.modified sl = %v, want 1.095", sl)
 	}
+	if swap := all[6].Data; swap["positionId"] != float64(o2.Position.ID) || swap["rolloverDate"] != ro.Date {
+		t.Fatalf("swap.charged payload %v, want position %d on %s", swap, o2.Position.ID, ro.Date)
+	}
 
 	// Resumed on the follower after the last id it wrote: exactly what it missed.
 	resumed := openEvents(t, w.follower, tok, strconv.FormatInt(resumeAfter, 10))
 	missed := resumed.until(t, "balance.withdrawal")
 	sameIDs(t, "the follower's stream resumed with Last-Event-ID", missed, d.tableEvents(mine, resumeAfter))
-	if len(missed) != 2 {
-		t.Fatalf("resumed stream: %v, want the SL close and the withdrawal", types(missed))
+	if len(missed) != 5 {
+		t.Fatalf("resumed stream: %v, want the SL close, the second fill, the swap and the withdrawal", types(missed))
 	}
 
 	// The other trader's stream: every event of theirs, in order, and nothing of mine.
