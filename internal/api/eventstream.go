@@ -20,9 +20,9 @@ var eventsStreamParams = []string{"after", "accountId"}
 // and data: the event as the events page shows it. A client resuming with Last-Event-ID (or
 // ?after=, for a client that cannot set headers; the header wins, as a reconnecting browser
 // sends both) gets every event after it from the table, then the live ones, none twice; without
-// either the stream starts with the next event to commit. Its buffer full, a stream is ended and its
-// client resumes; past the stream caps it is refused with 429. Served by every web process from
-// the database (EventHub).
+// either the stream starts with the next event to commit. Its buffer full, a stream is ended and
+// its client resumes; past the stream caps it is refused with 429. Served by every web process
+// from the database (EventHub).
 func handleEventsStream(log *slog.Logger, db *sql.DB, hub *EventHub, m *metrics.Metrics) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		if hub == nil {
