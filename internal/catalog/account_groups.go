@@ -253,7 +253,7 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.update", EntityType: "account_group", EntityID: name, Before: before, After: after}); err != nil {
 		return before, after, nil, err
 	}
-	if accounts, err = store.QueryAll(ctx, tx, "update account group: its accounts", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	if accounts, err = store.QueryAll(ctx, tx, "update account group: its accounts", store.ScanInt64,
 		"SELECT `id` FROM `fx_account` WHERE `accountGroup` = ?", name); err != nil {
 		return before, after, nil, err
 	}
