@@ -28,6 +28,37 @@ type Batch struct {
 	args  []any
 	scans []func(*sql.Rows) error
 	last  *Batch // statements that run after every other (Last)
+	// gathers are rows added one at a time and written together among the Last statements.
+	gathers []keyed
+}
+
+// Gather is rows a batch's writes add one at a time, written together in the batch's last round
+// trip by Flush: the events outbox's, one sequence update and one multi-row INSERT for the whole
+// batch instead of two statements per event.
+type Gather interface {
+	// Merge adds o's rows (a Gather of the same key) after this one's.
+	Merge(o Gather)
+	// Flush adds the statements that write every row to b.
+	Flush(b *Batch)
+}
+
+type keyed struct {
+	key string
+	g   Gather
+}
+
+// Gathered returns b's Gather of key, made by make on first use. Its rows are written after
+// every statement of the batch (and of any batch appended to it), with the Last statements, in
+// the order the Gathers were first asked for, ahead of the Last statements themselves.
+func (b *Batch) Gathered(key string, make func() Gather) Gather {
+	for _, k := range b.gathers {
+		if k.key == key {
+			return k.g
+		}
+	}
+	g := make()
+	b.gathers = append(b.gathers, keyed{key, g})
+	return g
 }
 
 // Exec adds a statement that returns no rows.
@@ -56,18 +87,27 @@ func (b *Batch) Last(stmt string, args ...any) {
 	b.last.Exec(stmt, args...)
 }
 
-// flushLast moves the Last statements to the end of the batch's text.
+// flushLast moves the Gathers' statements, then the Last statements, to the end of the batch's
+// text.
 func (b *Batch) flushLast() {
-	if b.last == nil {
-		return
+	gathers, last := b.gathers, b.last
+	b.gathers, b.last = nil, nil
+	for _, k := range gathers {
+		k.g.Flush(b)
 	}
-	last := b.last
-	b.last = nil
-	b.Append(last)
+	if last != nil {
+		b.Append(last)
+	}
 }
 
-// Append adds o's statements, in order, after b's; o's Last statements stay last.
+// Append adds o's statements, in order, after b's; o's Last statements and gathered rows stay
+// last.
 func (b *Batch) Append(o *Batch) {
+	for _, k := range o.gathers {
+		if g := b.Gathered(k.key, func() Gather { return k.g }); g != k.g {
+			g.Merge(k.g)
+		}
+	}
 	if o.last != nil {
 		if b.last == nil {
 			b.last = &Batch{}
@@ -229,7 +269,7 @@ func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 }
 
 // Empty reports whether b holds no statement.
-func (b *Batch) Empty() bool { return b.text.Len() == 0 && b.last == nil }
+func (b *Batch) Empty() bool { return b.text.Len() == 0 && b.last == nil && len(b.gathers) == 0 }
 
 // Rollback ends the transaction unless commit succeeded or it already ended, and gives the
 // connection back.

@@ -10,7 +10,7 @@ import (
 )
 
 // insertPrefix is how every text of the events INSERT starts.
-const insertPrefix = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) SELECT `last`, ?, ?, ?, "
+const insertPrefix = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES "
 
 // writesEvents and writesSeq match any statement that writes fx_event or its sequence.
 var (
@@ -76,16 +76,16 @@ func TestOnlyAddWritesTheOutbox(t *testing.T) {
 // anything else in their place is refused, as it would be spliced into the statement.
 func TestRowFromSession(t *testing.T) {
 	t.Parallel()
-	stmt, args, err := row(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: map[string]int{"id": 0},
+	r, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: map[string]int{"id": 0},
 		FromSession: []SessionField{{"id", "@fx_p3"}, {"orderId", "@fx_o2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "JSON_SET(?, '$.id', @fx_p3, '$.orderId', @fx_o2)"; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(stmt) || len(args) != 5 {
-		t.Errorf("row = %s %v, want the payload as %s and 5 arguments", stmt, args, want)
+	if want := "JSON_SET(?, '$.id', @fx_p3, '$.orderId', @fx_o2)"; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(r.sql) || len(r.args) != 5 {
+		t.Errorf("row = %s %v, want the payload as %s and 5 arguments", r.sql, r.args, want)
 	}
 	for _, f := range []SessionField{{"id", "@fx_p3; DROP"}, {"id'", "@fx_p3"}, {"id", "LAST_INSERT_ID()"}} {
-		if _, _, err := row(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{f}}); err == nil {
+		if _, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{f}}); err == nil {
 			t.Errorf("row took session field %+v", f)
 		}
 	}

@@ -52,11 +52,14 @@ var (
 	sessionVar = regexp.MustCompile(`^@fx_[A-Za-z0-9_]+$`)
 )
 
-// The statements that write the outbox: seqSQL takes the next id (and, with it, the sequence
-// row's lock until COMMIT); insertSQL writes the event with it. payloadSQL stands for the payload.
+// The statements that write the outbox. seqSQL takes n ids (its argument) and, with them, the
+// sequence row's lock until COMMIT, leaving the last of them in LAST_INSERT_ID(); insertSQL and
+// rowSQL write the events, each with its own id counted back from it (the first of n gets
+// LAST_INSERT_ID() - (n-1)). payloadSQL stands for the payload.
 const (
-	seqSQL     = "UPDATE `fx_event_seq` SET `last` = `last` + 1 WHERE `one` = 1"
-	insertSQL  = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) SELECT `last`, ?, ?, ?, " + payloadSQL + ", ?, NOW(3) FROM `fx_event_seq` WHERE `one` = 1"
+	seqSQL     = "UPDATE `fx_event_seq` SET `last` = LAST_INSERT_ID(`last` + ?) WHERE `one` = 1"
+	insertSQL  = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES "
+	rowSQL     = "(LAST_INSERT_ID() - ?, ?, ?, ?, " + payloadSQL + ", ?, NOW(3))"
 	payloadSQL = "?"
 )
 
@@ -68,57 +71,87 @@ var outboxOff atomic.Bool
 // running with it off tells no trader and no host anything of the changes it commits.
 func SetOutbox(on bool) { outboxOff.Store(!on) }
 
-// Add adds e to b, the change's own batch, as two of its Last statements: the id is taken in the
-// transaction's last round trip, after the lease fence, so the sequence's lock is held for the
-// COMMIT alone (docs/architecture.md, «Events»). Add refuses only a malformed event, a defect of
-// the code that builds it: the change is refused with it rather than committed untold.
+// Add adds e to b, the change's own batch. Every event of the batch is written together in its
+// last round trip, after the lease fence, just before COMMIT: one statement takes their ids from
+// the sequence, whose lock is then held for the COMMIT alone, and one INSERT writes them all
+// (docs/architecture.md, «Events»). Add refuses only a malformed event, a defect of the code that
+// builds it: the change is refused with it rather than committed untold.
 func Add(b *book.Batch, e Event) error {
-	stmt, args, err := row(e)
+	r, err := rowOf(e)
 	if err != nil || outboxOff.Load() {
 		return err
 	}
-	b.Last(seqSQL)
-	b.Last(stmt, args...)
+	g := b.Gathered("events", func() book.Gather { return &gather{} }).(*gather)
+	g.rows = append(g.rows, r)
 	return nil
 }
 
 // Record writes e through q, inside the change's own transaction, which must commit next: the
 // sequence's lock is held from here to COMMIT, and every event writer of the desk queues on it.
 func Record(ctx context.Context, q book.Querier, e Event) error {
-	stmt, args, err := row(e)
+	r, err := rowOf(e)
 	if err != nil || outboxOff.Load() {
 		return err
 	}
-	if _, err := q.ExecContext(ctx, seqSQL); err != nil {
-		return fmt.Errorf("events: next id for %s: %w", e.Type, err)
-	}
-	if _, err := q.ExecContext(ctx, stmt, args...); err != nil {
+	b := &book.Batch{}
+	(&gather{rows: []row{r}}).Flush(b)
+	if err := b.Run(ctx, q); err != nil {
 		return fmt.Errorf("events: write %s: %w", e.Type, err)
 	}
 	return nil
 }
 
-// row returns the INSERT that records e under the id seqSQL took.
-func row(e Event) (string, []any, error) {
+// row is one event's VALUES tuple, without its id.
+type row struct {
+	sql  string // rowSQL, its payload a placeholder or a JSON_SET of one
+	args []any  // every argument but the id's
+}
+
+// gather is a batch's events (book.Gather).
+type gather struct{ rows []row }
+
+func (g *gather) Merge(o book.Gather) { g.rows = append(g.rows, o.(*gather).rows...) }
+
+func (g *gather) Flush(b *book.Batch) {
+	n := len(g.rows)
+	if n == 0 {
+		return
+	}
+	b.Exec(seqSQL, n)
+	var text strings.Builder
+	text.WriteString(insertSQL)
+	args := make([]any, 0, n*6)
+	for i, r := range g.rows {
+		if i > 0 {
+			text.WriteString(", ")
+		}
+		text.WriteString(r.sql)
+		args = append(append(args, n-1-i), r.args...)
+	}
+	b.Exec(text.String(), args...)
+}
+
+// rowOf is e's row.
+func rowOf(e Event) (row, error) {
 	if e.AccountID == 0 || e.UserID == 0 || e.Type == "" {
-		return "", nil, fmt.Errorf("events: account, user and type are required (%s on account %d of user %d)", e.Type, e.AccountID, e.UserID)
+		return row{}, fmt.Errorf("events: account, user and type are required (%s on account %d of user %d)", e.Type, e.AccountID, e.UserID)
 	}
-	b, err := json.Marshal(e.Payload)
+	p, err := json.Marshal(e.Payload)
 	if err != nil {
-		return "", nil, fmt.Errorf("events: encode %s: %w", e.Type, err)
+		return row{}, fmt.Errorf("events: encode %s: %w", e.Type, err)
 	}
-	stmt := insertSQL
+	r := row{sql: rowSQL, args: []any{e.AccountID, e.UserID, string(e.Type), string(p), e.Term}}
 	if len(e.FromSession) > 0 {
 		var sets strings.Builder
 		for _, f := range e.FromSession {
 			if !fieldName.MatchString(f.Field) || !sessionVar.MatchString(f.Var) {
-				return "", nil, fmt.Errorf("events: %s: bad session field %q from %q", e.Type, f.Field, f.Var)
+				return row{}, fmt.Errorf("events: %s: bad session field %q from %q", e.Type, f.Field, f.Var)
 			}
 			sets.WriteString(", '$." + f.Field + "', " + f.Var)
 		}
-		stmt = strings.Replace(insertSQL, ", "+payloadSQL+", ?, NOW(3) FROM", ", JSON_SET(?"+sets.String()+"), ?, NOW(3) FROM", 1)
+		r.sql = strings.Replace(rowSQL, ", "+payloadSQL+", ?, NOW(3))", ", JSON_SET(?"+sets.String()+"), ?, NOW(3))", 1)
 	}
-	return stmt, []any{e.AccountID, e.UserID, string(e.Type), string(b), e.Term}, nil
+	return r, nil
 }
 
 // Order is an order's payload: the API's order view.

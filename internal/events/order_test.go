@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/testkit/dbtest"
 )
 
@@ -62,6 +63,10 @@ func TestIdsFollowCommitOrder(t *testing.T) {
 		t.Fatal(<-done)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
+		// Polling the server's view of the wait, not waiting for it: InnoDB refreshes the rows of
+		// innodb_trx only once they have gone unread for 0.1 s, so a faster poll reads one stale
+		// picture for ever.
+		time.Sleep(150 * time.Millisecond)
 		var waits int
 		if err := testDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", conn).Scan(&waits); err != nil {
 			t.Fatal(err)
@@ -77,7 +82,6 @@ func TestIdsFollowCommitOrder(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the second writer never queued on the sequence")
 		}
-		time.Sleep(5 * time.Millisecond) // polling the server's view of the wait, not waiting for it
 	}
 	if got := list(t, base); len(got) != 0 {
 		t.Fatalf("a reader saw %+v before either writer committed", got)
@@ -120,6 +124,47 @@ func TestIdsFollowCommitOrder(t *testing.T) {
 		if got[i].ID != base+int64(i)+1 || got[i].AccountID != account {
 			t.Fatalf("event %d: id %d of account %d, want id %d of account %d (all: %+v)", i, got[i].ID, got[i].AccountID, base+int64(i)+1, account, got)
 		}
+	}
+}
+
+// A batch's events are written together, last, with one id each in the order they were added,
+// whatever was appended to the batch after them; a batch appended to another brings its own.
+func TestBatchEventsTakeConsecutiveIds(t *testing.T) {
+	ctx := context.Background()
+	base := lastID(t)
+	tx, err := testDB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	b, other := &book.Batch{}, &book.Batch{}
+	for _, account := range []int64{11, 12} {
+		if err := Add(b, Event{AccountID: account, UserID: 7, Type: Deposit, Payload: Balance{AccountID: account}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Add(other, Event{AccountID: 13, UserID: 7, Type: Deposit, Payload: Balance{AccountID: 13}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Append(other)
+	b.Exec("SELECT 1")
+	if err := b.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := list(t, base)
+	if len(got) != 3 {
+		t.Fatalf("read %+v, want three events", got)
+	}
+	for i, account := range []int64{11, 12, 13} {
+		if got[i].ID != base+int64(i)+1 || got[i].AccountID != account {
+			t.Fatalf("event %d: id %d of account %d, want id %d of account %d", i, got[i].ID, got[i].AccountID, base+int64(i)+1, account)
+		}
+	}
+	if last := lastID(t); last != base+3 {
+		t.Fatalf("the sequence stands at %d, want %d", last, base+3)
 	}
 }
 
