@@ -81,6 +81,8 @@ type Order struct {
 	Default   Action // the account group's execution mode, as an action
 }
 
+var hundred, thousand = decimal.NewFromInt(100), decimal.NewFromInt(1000)
+
 // Route is the action of the first of rules (in priority order) that matches o for an account
 // with profile p, and that rule's id; o.Default and 0 when none matches.
 func Route(rules []Rule, o Order, p Profile) (Action, int64) {
@@ -125,7 +127,6 @@ func (r *Rule) matches(o Order, p Profile) bool {
 			return false
 		}
 	}
-	hundred := decimal.NewFromInt(100)
 	trades := decimal.NewFromInt(p.Trades)
 	if r.WinRateMin != nil && decimal.NewFromInt(p.Wins).Mul(hundred).LessThan(r.WinRateMin.Mul(trades)) {
 		return false
@@ -134,7 +135,7 @@ func (r *Rule) matches(o Order, p Profile) bool {
 		return false
 	}
 	// average (ms) < t s  ⇔  Σ ms < t × 1000 × trades
-	if r.AvgHoldSecondsMax != nil && !decimal.NewFromInt(p.HoldMillis).LessThan(r.AvgHoldSecondsMax.Mul(decimal.NewFromInt(1000)).Mul(trades)) {
+	if r.AvgHoldSecondsMax != nil && !decimal.NewFromInt(p.HoldMillis).LessThan(r.AvgHoldSecondsMax.Mul(thousand).Mul(trades)) {
 		return false
 	}
 	return true

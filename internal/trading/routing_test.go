@@ -11,6 +11,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/testkit/sqlsource"
 	"fxdesk/internal/venue"
 )
 
@@ -250,4 +251,26 @@ func TestRoutingByProfile(t *testing.T) {
 		t.Fatalf("the profitable account's next order: %+v", next.Order)
 	}
 	b.venueTrade(next.Order.ID)
+}
+
+// The profile has one writer: the only statement in the module's non-test sources that writes
+// fx_account_profile is the close path's profileAddSQL (the migration's backfill aside), so a
+// trade is added where its deal is booked and nowhere else.
+func TestOnlyTheClosePathWritesTheProfile(t *testing.T) {
+	t.Parallel()
+	writes := sqlsource.WritesTable("fx_account_profile")
+	found := 0
+	for _, s := range sqlsource.ModuleTexts(t) {
+		if !writes.MatchString(s.Text) {
+			continue
+		}
+		if s.File == "internal/trading/profile.go" && s.Text == profileAddSQL {
+			found++
+			continue
+		}
+		t.Errorf("%s writes fx_account_profile other than through the close path: %s", s.Where(), s.Text)
+	}
+	if found != 1 {
+		t.Errorf("found %d texts of profileAddSQL, want 1: the walk is not seeing it", found)
+	}
 }
