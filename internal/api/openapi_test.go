@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
@@ -126,6 +127,7 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 		t.Fatalf("docs/openapi.json: %v", err)
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
+		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
 		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {

@@ -21,7 +21,7 @@ import (
 // An account group's routing rules (fx_routing_rule, docs/routing.md): read into every catalog
 // snapshot, in the order they are asked, and changed by the admin, each change audited.
 
-// Bounds of a routing rule (migration 000017's columns and the desk's own limits): few enough
+// Bounds of a routing rule (migration 000019's columns and the desk's own limits): few enough
 // rules and list entries that routing an order stays a short loop.
 const (
 	maxRoutingRules    = 100

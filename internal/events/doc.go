@@ -12,6 +12,7 @@
 // for a caller, in id order, only up to the id below which the log has settled
 // (docs/architecture.md, «Events»).
 //
-// It must never update or delete a row: the outbox is append-only, and a test fails on any SQL in
-// the module that writes fx_event outside this package.
+// It must never update a row, nor delete one but through Prune, the retention (events older than
+// FXDESK_EVENTS_RETENTION that every consumer has relayed; docs/events.md): the outbox is
+// append-only, and a test fails on any other SQL in the module that writes fx_event.
 package events
