@@ -3,6 +3,8 @@ package trading
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/testkit/sqlsource"
 	"fxdesk/internal/venue"
+	"fxdesk/migrations"
 )
 
 // clock is a settable clock for the group commit (Config.Now): a close's holding time is its
@@ -119,6 +122,40 @@ func TestProfileAfterCraftedCloses(t *testing.T) {
 		t.Fatalf("the holder's memory %+v (kept %v) differs from the row %+v", mem, ok, p)
 	}
 	wantLedgerBalanced(t, a.ID)
+
+	// The migration's backfill, run on these closes, finds the same trades (its holding times
+	// are the database's clock at each deal, not this test's).
+	body, err := fs.ReadFile(migrations.FS, "000019_routing.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, backfill, ok := strings.Cut(string(body), "`lastTradeAt`)\nSELECT ")
+	if !ok {
+		t.Fatal("the migration's backfill SELECT is not where this test looks for it")
+	}
+	rows, err := testDB.Query("SELECT " + strings.TrimSuffix(strings.TrimSpace(backfill), ";"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		var acct, trades, wins, hold, under int64
+		var gp, gl string
+		var last time.Time
+		if err := rows.Scan(&acct, &trades, &wins, &gp, &gl, &hold, &under, &last); err != nil {
+			t.Fatal(err)
+		}
+		if acct == a.ID {
+			found = true
+			if got := fmt.Sprintf("trades=%d wins=%d gross=+%s/-%s", trades, wins, gp, gl); got != "trades=4 wins=2 gross=+50.000/-15.000" {
+				t.Errorf("backfill of the account: %s", got)
+			}
+		}
+	}
+	if !found {
+		t.Error("the backfill found no trade of the account")
+	}
 }
 
 // routedGroup puts a funded account of user (deposit 20,000 USD at 1:100) into an INTERNAL
