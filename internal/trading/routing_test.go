@@ -14,6 +14,7 @@ import (
 	"fxdesk/internal/routing"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/testkit/sqlsource"
+	"fxdesk/internal/tick"
 	"fxdesk/internal/venue"
 	"fxdesk/migrations"
 )
@@ -309,5 +310,48 @@ func TestOnlyTheClosePathWritesTheProfile(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("found %d texts of profileAddSQL, want 1: the walk is not seeing it", found)
+	}
+}
+
+// A resting order keeps the decision made when it was placed: on an EXTERNAL group, a B_BOOK
+// rule rests it on the desk, and when it triggers it fills there — the venue never hears of it —
+// although the group's mode and a rule added meanwhile would send a new order to the venue.
+func TestRestingOrderKeepsItsRouting(t *testing.T) {
+	b := newABook(t)
+	const user = 9904
+	ctx := context.Background()
+	a := b.externalAccount(user)
+	admin := adminOf(t, b.svc)
+	rule, err := admin.CreateRoutingRule(asAdmin(ctx), a.Group, routing.Rule{Symbols: []string{"EURUSD"}, Action: routing.BBook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := dd("1.0900")
+	rest, err := b.svc.PlaceOrder(ctx, user, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Limit, Volume: dd("0.1"), Price: &price})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest.Order.Execution != fx.Internal || rest.Order.RouteRuleID == nil || *rest.Order.RouteRuleID != rule.ID {
+		t.Fatalf("resting order %+v", rest.Order)
+	}
+	// The rule goes: the group's mode (EXTERNAL) would route a new order to the venue.
+	if _, err := admin.DeleteRoutingRule(asAdmin(ctx), a.Group, rule.ID); err != nil {
+		t.Fatal(err)
+	}
+	orders := b.requests("POST /orders")
+	b.prices.set("EURUSD", "1.0898", "1.0900")
+	if err := NewRiskDesk(b.svc, nil).Fill(ctx, rest.Order.ID, tick.Quote{}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := book.LoadOrder(ctx, testDB, user, rest.Order.ID)
+	if err != nil || o.Status != fx.OrderFilled || o.Execution != fx.Internal || o.PositionID == nil || o.RouteRuleID == nil || *o.RouteRuleID != rule.ID {
+		t.Fatalf("the triggered order %+v %v", o, err)
+	}
+	p, err := book.LoadPosition(ctx, testDB, user, *o.PositionID)
+	if err != nil || p.VenueTradeID != nil {
+		t.Fatalf("its position %+v %v: want one on the desk", p, err)
+	}
+	if n := b.requests("POST /orders"); n != orders {
+		t.Fatalf("the venue received %d orders for a resting order routed to the desk", n-orders)
 	}
 }
