@@ -65,6 +65,7 @@ func routes(d Deps) http.Handler {
 		r.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
 		r.Get("/events", handleEvents(d.Log, d.DB))
+		r.Get("/events/stream", handleEventsStream(d.Log, d.DB, d.Events, d.Metrics))
 		r.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))
