@@ -334,7 +334,7 @@ func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) (AccountGro
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM `fx_account_group` WHERE `name` = ?", name); err != nil {
 			if store.IsReferenced(err) {
-				return fx.Errorf(fx.ECONFLICT, "Account group %q is still referenced (its symbol overrides): remove them before deleting it.", name)
+				return fx.Errorf(fx.ECONFLICT, "Account group %q is still referenced (its symbol overrides or routing rules): remove them before deleting it.", name)
 			}
 			return fmt.Errorf("delete account group %s: %w", name, err)
 		}
