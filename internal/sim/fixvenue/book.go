@@ -3,6 +3,7 @@ package fixvenue
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,16 +85,20 @@ type book struct {
 	seq     int64
 	timers  map[*time.Timer]struct{}
 	stopped bool
+	epoch   string
 }
 
 func newBook(s *Server) *book {
 	return &book{s: s, orders: map[string]*Order{}, pos: map[string]*position{}, held: map[string]func(){},
-		timers: map[*time.Timer]struct{}{}}
+		timers: map[*time.Timer]struct{}{}, epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
+// nextID is a new order, execution or report id. The venue's start time is in every id, so that
+// a restarted venue never reuses one: the desk keys its journal on them, as it would on a real
+// venue's.
 func (b *book) nextID(prefix string) string {
 	b.seq++
-	return fmt.Sprintf("%s%d", prefix, b.seq)
+	return fmt.Sprintf("%s%s-%d", prefix, b.epoch, b.seq)
 }
 
 // takeFault pops the fault the next order meets, if any.
@@ -286,7 +291,9 @@ func (b *book) all() []Order {
 	for _, o := range b.orders {
 		out = append(out, *o)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) || (out[i].Time.Equal(out[j].Time) && out[i].OrderID < out[j].OrderID) })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Time.Before(out[j].Time) || (out[i].Time.Equal(out[j].Time) && out[i].OrderID < out[j].OrderID)
+	})
 	return out
 }
 

@@ -200,14 +200,14 @@ func freeLoopbackPort() (int, error) {
 // logged (a burst would flood the log).
 type logFactory struct{ log *slog.Logger }
 
-func (f logFactory) Create() (quickfix.Log, error) { return fixLog{f.log}, nil }
+func (f logFactory) Create() (quickfix.Log, error) { return fixLog(f), nil }
 func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error) {
 	return fixLog{f.log.With(slog.String("session", id.String()))}, nil
 }
 
 type fixLog struct{ log *slog.Logger }
 
-func (l fixLog) OnIncoming([]byte)                 {}
-func (l fixLog) OnOutgoing([]byte)                 {}
-func (l fixLog) OnEvent(s string)                  { l.log.Debug("fix session", slog.String("event", s)) }
-func (l fixLog) OnEventf(f string, a ...any)       { l.OnEvent(fmt.Sprintf(f, a...)) }
+func (l fixLog) OnIncoming([]byte)           {}
+func (l fixLog) OnOutgoing([]byte)           {}
+func (l fixLog) OnEvent(s string)            { l.log.Debug("fix session", slog.String("event", s)) }
+func (l fixLog) OnEventf(f string, a ...any) { l.OnEvent(fmt.Sprintf(f, a...)) }
