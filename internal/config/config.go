@@ -340,7 +340,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("mirrorInterval", c.MirrorInterval),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
-		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("account", c.Venue.Account),
+		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("fixSession", c.Venue.FIXSession), slog.String("account", c.Venue.Account),
 			slog.String("token", mask(c.Venue.Token)), slog.String("simAddr", c.Venue.SimAddr), slog.String("simControlAddr", c.Venue.SimControlAddr),
 			slog.Duration("simLatency", c.Venue.SimLatency), slog.Int("concurrency", c.Venue.Concurrency),
 			slog.Float64("connectRate", c.Venue.ConnectRate), slog.Duration("timeout", c.Venue.Timeout),
