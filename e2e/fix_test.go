@@ -162,3 +162,98 @@ func TestFIXTakeoverResumesSequenceNumbersFromMySQL(t *testing.T) {
 	}
 	d.checkLedgerBalanced(acct)
 }
+
+// The venue closes positions itself: all of its net position's share of one desk trade and part
+// of another's (the venue reduces its net oldest trade first). The reconciler closes the first
+// desk position and books the second's partial close, each at the venue's price, once.
+func TestFIXVenueSideCloseAndPartialAreBookedAtTheVenuesPrice(t *testing.T) {
+	t.Parallel()
+	d := newFIXDesk(t)
+	v := d.venue
+	tok, acct := d.externalTrader(2840, "10000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	var a, b orderResp
+	must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "fix-vs-a"), http.StatusCreated, &a)
+	must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "fix-vs-b"), http.StatusCreated, &b)
+
+	d.setQuote(tok, "EURUSD", "1.09800", "1.09820")
+	v.post("close", `{"symbol":"EURUSD","units":"14000"}`)
+	eventually(t, 15*time.Second, 50*time.Millisecond, "the reconciler booked the venue's closes", func() bool {
+		pa, pb := d.e.positionRow(a.Position.ID), d.e.positionRow(b.Position.ID)
+		return pa.Status == "CLOSED" && pb.Volume.Equal(dec("0.06"))
+	})
+	d.web.reconciledAgain(10 * time.Second)
+	pa, pb := d.e.positionRow(a.Position.ID), d.e.positionRow(b.Position.ID)
+	if !pa.ClosePrice.Decimal.Equal(dec("1.098")) || pa.CloseReason.String != "VENUE" || pb.Status != "OPEN" || !pb.Volume.Equal(dec("0.06")) {
+		t.Fatalf("after the venue's close of 14000: %+v and %+v; want the first CLOSED (VENUE) at the bid 1.09800, the second 0.06 open", pa, pb)
+	}
+	var closes int
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` = ? AND `positionId` IN (?, ?) AND `type` = 'PROFIT'", acct, a.Position.ID, b.Position.ID).Scan(&closes); err != nil {
+		t.Fatal(err)
+	}
+	if closes != 2 {
+		t.Fatalf("%d close deals booked, want 2 (one per position share)", closes)
+	}
+	if st := v.state(); !st.net("EURUSD").Equal(dec("6000")) || len(st.Orders) != 3 {
+		t.Fatalf("venue %+v; want net 6000 after 3 orders (the desk sent nothing more)", st)
+	}
+	d.checkLedgerBalanced(acct)
+}
+
+// The session dropped in the middle of a burst of closes: the library reconnects and resends what
+// the venue missed, the venue executes each close once, and the desk books each position's close
+// once. Closes refused while the session was down are refused to the trader (nothing sent) and
+// succeed when asked again.
+func TestFIXSessionDroppedMidBurstBooksEachFillOnce(t *testing.T) {
+	t.Parallel()
+	d := newFIXDesk(t)
+	v := d.venue
+	tok, acct := d.externalTrader(2850, "100000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	const n = 24
+	ids := make([]int64, n)
+	for i := range n {
+		var o orderResp
+		must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.01", fmt.Sprintf("fix-burst-%d", i)), http.StatusCreated, &o)
+		ids[i] = o.Position.ID
+	}
+	answers := make([]<-chan reply, n)
+	for i, id := range ids {
+		answers[i] = sendAsync(d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", id), "")
+		if i == n/2 {
+			v.post("drop", `{}`)
+		}
+	}
+	refused := 0
+	for i := range ids {
+		a := awaitAnswer(t, answers[i], 30*time.Second)
+		switch {
+		case a.err == nil && a.code == http.StatusOK:
+		case a.err == nil && a.code == http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("close %d = %d %s (%v)", i, a.code, a.body, a.err)
+		}
+	}
+	d.web.waitLog(15*time.Second, msgHas("FIX session logged out"))
+	eventually(t, 10*time.Second, 20*time.Millisecond, "the session back", func() bool { return v.state().LoggedOn })
+	for _, id := range ids {
+		if d.e.positionRow(id).Status == "OPEN" {
+			must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", id), "", http.StatusOK, nil)
+		}
+	}
+	st := v.state()
+	if !st.net("EURUSD").IsZero() || len(st.Orders) != 2*n {
+		t.Fatalf("venue net %s after %d orders; want flat after %d (%d closes were refused while the session was down)", st.net("EURUSD"), len(st.Orders), 2*n, refused)
+	}
+	for _, id := range ids {
+		var deals int
+		if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `positionId` = ? AND `type` = 'PROFIT'", id).Scan(&deals); err != nil {
+			t.Fatal(err)
+		}
+		if p := d.e.positionRow(id); p.Status != "CLOSED" || deals != 1 {
+			t.Fatalf("position %d: %s with %d close deals; want CLOSED with one", id, p.Status, deals)
+		}
+	}
+	d.checkLedgerBalanced(acct)
+}

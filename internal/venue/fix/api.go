@@ -52,7 +52,7 @@ type answer struct {
 
 // onReport records a report and hands it to whoever waits for its ClOrdID.
 func (s *Session) onReport(r report) {
-	if r.ExecType == execStatus && r.OrdStatus == ordRejected && r.HasRejectReason && r.RejectReason == rejectUnknownOrder {
+	if unknownOrder(r) {
 		// "Unknown order": the answer to a status request, not a state of any order.
 		s.deliver(r.ClOrdID, answer{r: r})
 		return
@@ -105,6 +105,11 @@ func (s *Session) deliver(key string, a answer) {
 		default:
 		}
 	}
+}
+
+// unknownOrder is whether r is a venue's answer to a status request for an order it never saw.
+func unknownOrder(r report) bool {
+	return r.ExecType == execStatus && r.OrdStatus == ordRejected && r.HasRejectReason && r.RejectReason == rejectUnknownOrder
 }
 
 // terminal is whether a report ends its order.
@@ -178,11 +183,13 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	if !s.Reachable() {
 		return venue.Outcome{}, fmt.Errorf("FIX session is not logged on: %w", venue.ErrNotSent)
 	}
+	// Waited for before its identity is written, so that the reconciler, which asks about every
+	// unanswered order nobody waits for, never asks about one in flight.
+	answers, done := s.wait(o.ClOrdID)
+	defer done()
 	if err := s.journal.insertOrder(ctx, o); err != nil {
 		return venue.Outcome{}, fmt.Errorf("%v: %w", err, venue.ErrNotSent)
 	}
-	answers, done := s.wait(o.ClOrdID)
-	defer done()
 	msg := quickfix.NewMessage()
 	msg.Header.SetString(tag.MsgType, msgNewOrderSingle)
 	msg.Body.SetString(tag.ClOrdID, o.ClOrdID)
@@ -205,7 +212,8 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	for {
 		select {
 		case a := <-answers:
-			if !terminal(a.r) {
+			if !terminal(a.r) || unknownOrder(a.r) {
+				// An "unknown order" answers someone's status request, not this order's state.
 				continue
 			}
 			if a.err != nil {
@@ -289,7 +297,7 @@ func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string)
 	for {
 		select {
 		case a := <-answers:
-			if a.r.ExecType == execStatus && a.r.OrdStatus == ordRejected && a.r.HasRejectReason && a.r.RejectReason == rejectUnknownOrder {
+			if unknownOrder(a.r) {
 				return false, nil
 			}
 			if a.err != nil {
