@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,4 +200,18 @@ func (d *fixDesk) seqNums() (int, int) {
 		d.e.t.Fatal(err)
 	}
 	return out, in
+}
+
+// tradeOf is the public id of the desk trade ClOrdID cid opened at the venue: its first opening
+// execution in the FIX journal ("" when none).
+func (d *fixDesk) tradeOf(cid string) string {
+	d.e.t.Helper()
+	var id sql.NullInt64
+	if err := d.e.sql.QueryRow("SELECT MIN(`id`) FROM `fx_fix_execution` WHERE `clOrdId` = ?", cid).Scan(&id); err != nil {
+		d.e.t.Fatal(err)
+	}
+	if !id.Valid {
+		return ""
+	}
+	return strconv.FormatInt(id.Int64, 10)
 }

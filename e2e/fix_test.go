@@ -34,8 +34,8 @@ func TestFIXExternalOpenAndCloseBookTheVenuesPrices(t *testing.T) {
 	if o.Order.Status != "FILLED" || o.Order.FillPrice == nil || !dec(*o.Order.FillPrice).Equal(vo[0].AvgPx) || o.Position == nil {
 		t.Fatalf("EXTERNAL fill over FIX = %+v; want FILLED at the venue's %s", o.Order, vo[0].AvgPx)
 	}
-	if p := d.e.positionRow(o.Position.ID); p.VenueTrade.String != cid {
-		t.Fatalf("position %d links venue trade %v, want the ClOrdID %s", o.Position.ID, p.VenueTrade, cid)
+	if p := d.e.positionRow(o.Position.ID); p.VenueTrade.String != d.tradeOf(cid) {
+		t.Fatalf("position %d links venue trade %v, want the opening execution of ClOrdID %s", o.Position.ID, p.VenueTrade, cid)
 	}
 	if !st.net("EURUSD").Equal(dec("10000")) {
 		t.Fatalf("venue net %s, want 10000", st.net("EURUSD"))
@@ -85,7 +85,7 @@ func TestFIXHolderKilledAfterVenueFillIsAdoptedByClOrdID(t *testing.T) {
 		return l.msg() == "adopted a venue trade for the desk order that sent it; not reopened" && l["order_id"] == float64(id)
 	})
 	o, ps := d.e.orderRow(id), d.e.positionsOfOrder(id)
-	if o.Status != "FILLED" || !o.FillPrice.Decimal.Equal(dec("1.1002")) || len(ps) != 1 || ps[0].VenueTrade.String != cid || !ps[0].Volume.Equal(dec("0.5")) {
+	if o.Status != "FILLED" || !o.FillPrice.Decimal.Equal(dec("1.1002")) || len(ps) != 1 || ps[0].VenueTrade.String != d.tradeOf(cid) || !ps[0].Volume.Equal(dec("0.5")) {
 		t.Fatalf("after adoption: order %+v positions %+v; want FILLED at 1.10020, one 0.5-lot position linked to %s", o, ps, cid)
 	}
 	v.post("release", `{}`)
@@ -109,6 +109,12 @@ func TestFIXLostReportIsResolvedByOrderStatusNeverResent(t *testing.T) {
 	tok, acct := d.externalTrader(2820, "10000.00")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 
+	// Desk order ids far above the venue's execution ids: an adoption must advance the venue
+	// cursor by the execution it books, never by the order id (the reconciler would then see
+	// every later snapshot as stale and plan nothing).
+	if _, err := d.e.sql.Exec("ALTER TABLE `fx_order` AUTO_INCREMENT = 1000000"); err != nil {
+		t.Fatal(err)
+	}
 	v.post("fault", `{"kind":"lose"}`)
 	a := send(d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.20", "fix-lost"))
 	if a.err != nil || a.code != http.StatusGatewayTimeout {
@@ -125,8 +131,19 @@ func TestFIXLostReportIsResolvedByOrderStatusNeverResent(t *testing.T) {
 	if st := v.state(); len(st.ordersOf(cid)) != 1 || len(st.Orders) != 1 {
 		t.Fatalf("venue orders %+v; want exactly one, ClOrdID %s", st.Orders, cid)
 	}
-	if ps := d.e.positionsOfOrder(id); len(ps) != 1 || ps[0].VenueTrade.String != cid || !ps[0].OpenPrice.Equal(dec("1.1002")) {
+	if ps := d.e.positionsOfOrder(id); len(ps) != 1 || ps[0].VenueTrade.String != d.tradeOf(cid) || !ps[0].OpenPrice.Equal(dec("1.1002")) {
 		t.Fatalf("positions %+v", ps)
+	}
+	var cursor, last int64
+	if err := d.e.sql.QueryRow("SELECT (SELECT MAX(`lastTransactionId`) FROM `fx_venue_cursor`), (SELECT MAX(`id`) FROM `fx_fix_execution`)").Scan(&cursor, &last); err != nil {
+		t.Fatal(err)
+	}
+	if cursor > last {
+		t.Fatalf("venue cursor %d past the venue's last execution %d", cursor, last)
+	}
+	d.web.reconciledAgain(10 * time.Second)
+	if _, ok := d.web.findLog(msgHas("venue snapshot older than")); ok {
+		t.Fatal("the reconciler sees the venue's snapshots as stale after the adoption")
 	}
 }
 

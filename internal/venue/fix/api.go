@@ -175,7 +175,7 @@ func (s *Session) closeTrade(ctx context.Context, tradeID string, units *decimal
 	if t.CurrentUnits.IsNegative() {
 		side = sideBuy
 	}
-	return s.order(ctx, order{ClOrdID: tradeID + closeMark + uniqueSuffix(), TradeID: tradeID, Symbol: t.Symbol, Side: side, Qty: qty}, trigger)
+	return s.order(ctx, order{ClOrdID: t.ClientID + closeMark + uniqueSuffix(), TradeID: t.ClientID, Symbol: t.Symbol, Side: side, Qty: qty}, trigger)
 }
 
 // order journals o, writes it to the session and waits for its final report.
@@ -244,16 +244,16 @@ func (s *Session) outcome(ctx context.Context, o order, r report) (venue.Outcome
 	}
 	f := &venue.Fill{TransactionID: shares[len(shares)-1].ExecutionID, OrderID: r.OrderID, Symbol: o.Symbol, Units: signed(o.Side, r.CumQty), Price: r.AvgPx, Time: shares[0].Time}
 	if o.TradeID == o.ClOrdID {
-		f.TradeOpened = o.ClOrdID
+		f.TradeOpened = strconv.FormatInt(shares[0].ExecutionID, 10)
 	} else {
-		t, _, err := s.trade(ctx, o.TradeID)
+		t, _, err := s.tradeByKey(ctx, o.TradeID)
 		if err != nil {
 			return venue.Outcome{}, fmt.Errorf("order %s: %v: %w", o.ClOrdID, err, venue.ErrOutcomeUnknown)
 		}
 		if t.CurrentUnits.IsZero() {
-			f.TradesClosed = []string{o.TradeID}
+			f.TradesClosed = []string{t.ID}
 		} else {
-			f.TradeReduced = o.TradeID
+			f.TradeReduced = t.ID
 		}
 	}
 	return venue.Outcome{Fill: f, LastTransactionID: last}, nil

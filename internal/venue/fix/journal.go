@@ -248,7 +248,9 @@ func truncate(s string, n int) string {
 // share is one allocation with its execution.
 type share struct {
 	ExecutionID int64
-	TradeID     string
+	TradeID     string // the trade's key: its opening ClOrdID
+	// TradeExecID is the trade's first opening execution: its public id (0 for "").
+	TradeExecID int64
 	ClOrdID     string // the execution's order
 	Symbol      string
 	Units       decimal.Decimal // this trade's share, signed as the execution
@@ -258,7 +260,8 @@ type share struct {
 
 // shares reads the allocations of the trades where picks them, oldest execution first.
 func (j *journal) shares(ctx context.Context, where string, args ...any) ([]share, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, e.`clOrdId`, e.`symbol`, a.`units`, e.`price`, e.`transactTime` "+
+	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT MIN(x.`id`) FROM `fx_fix_execution` x WHERE x.`clOrdId` = a.`tradeId`), 0), "+
+		"e.`clOrdId`, e.`symbol`, a.`units`, e.`price`, e.`transactTime` "+
 		"FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE "+where+" ORDER BY a.`executionId`, a.`tradeId`", args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal read allocations: %w", err)
@@ -267,12 +270,27 @@ func (j *journal) shares(ctx context.Context, where string, args ...any) ([]shar
 	var out []share
 	for rows.Next() {
 		var s share
-		if err := rows.Scan(&s.ExecutionID, &s.TradeID, &s.ClOrdID, &s.Symbol, &s.Units, &s.Price, &s.Time); err != nil {
+		if err := rows.Scan(&s.ExecutionID, &s.TradeID, &s.TradeExecID, &s.ClOrdID, &s.Symbol, &s.Units, &s.Price, &s.Time); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// tradeKey is the key (opening ClOrdID) of the trade whose public id is id: its first opening
+// execution's id.
+func (j *journal) tradeKey(ctx context.Context, id string) (string, bool, error) {
+	var clOrdID string
+	err := j.db.QueryRowContext(ctx, "SELECT `clOrdId` FROM `fx_fix_execution` WHERE `id` = ?", id).Scan(&clOrdID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("journal trade %s: %w", id, err)
+	}
+	key := tradeOf(clOrdID)
+	return key, key != "", nil
 }
 
 // lastExecution is the newest execution's id (the venue state's "last transaction").

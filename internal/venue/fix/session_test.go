@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,26 +138,27 @@ func TestOpenAndCloseBookTheVenuesPrices(t *testing.T) {
 	if err != nil || out.Fill == nil {
 		t.Fatalf("place: %+v %v", out, err)
 	}
-	if !out.Fill.Price.Equal(dd("1.1002")) || !out.Fill.Units.Equal(dd("10000")) || out.Fill.TradeOpened != id {
-		t.Fatalf("fill %+v: want 10000 at the ask 1.1002, trade %s", out.Fill, id)
+	trade := out.Fill.TradeOpened
+	if !out.Fill.Price.Equal(dd("1.1002")) || !out.Fill.Units.Equal(dd("10000")) || trade != strconv.FormatInt(out.Fill.TransactionID, 10) {
+		t.Fatalf("fill %+v: want 10000 at the ask 1.1002, the trade named by its opening execution", out.Fill)
 	}
 	if u, _ := r.venue.NetPosition("EURUSD"); !u.Equal(dd("10000")) {
 		t.Fatalf("venue net %s, want 10000", u)
 	}
 	part := dd("4000")
-	out, err = r.session.CloseTrade(ctx, id, &part)
-	if err != nil || out.Fill == nil || out.Fill.TradeReduced != id || !out.Fill.Price.Equal(dd("1.1")) || !out.Fill.Units.Equal(dd("-4000")) {
+	out, err = r.session.CloseTrade(ctx, trade, &part)
+	if err != nil || out.Fill == nil || out.Fill.TradeReduced != trade || !out.Fill.Price.Equal(dd("1.1")) || !out.Fill.Units.Equal(dd("-4000")) {
 		t.Fatalf("partial close: %+v %v", out.Fill, err)
 	}
-	out, err = r.session.CloseTrade(ctx, id, nil)
-	if err != nil || out.Fill == nil || len(out.Fill.TradesClosed) != 1 || out.Fill.TradesClosed[0] != id || !out.Fill.Units.Equal(dd("-6000")) {
+	out, err = r.session.CloseTrade(ctx, trade, nil)
+	if err != nil || out.Fill == nil || len(out.Fill.TradesClosed) != 1 || out.Fill.TradesClosed[0] != trade || !out.Fill.Units.Equal(dd("-6000")) {
 		t.Fatalf("close: %+v %v", out.Fill, err)
 	}
 	if u, _ := r.venue.NetPosition("EURUSD"); !u.IsZero() {
 		t.Fatalf("venue net %s after the close, want 0", u)
 	}
-	tr, found, err := r.session.TradeByID(ctx, id)
-	if err != nil || !found || tr.State != venue.TradeClosed || len(tr.ClosingTransactionIDs) != 2 || !tr.AverageClosePrice.Equal(dd("1.1")) {
+	tr, found, err := r.session.TradeByID(ctx, trade)
+	if err != nil || !found || tr.ClientID != id || tr.State != venue.TradeClosed || len(tr.ClosingTransactionIDs) != 2 || !tr.AverageClosePrice.Equal(dd("1.1")) {
 		t.Fatalf("trade %+v found=%v err=%v", tr, found, err)
 	}
 }
@@ -191,11 +193,11 @@ func TestLostReportIsResolvedByOrderStatusNeverResent(t *testing.T) {
 		t.Fatalf("want ErrOutcomeUnknown, got %v", err)
 	}
 	info, found, err := r.session.OrderByClientID(context.Background(), id)
-	if err != nil || !found || info.State != venue.OrderFilled || info.TradeOpenedID != id {
+	if err != nil || !found || info.State != venue.OrderFilled || info.TradeOpenedID == "" {
 		t.Fatalf("lookup: %+v found=%v err=%v", info, found, err)
 	}
 	tr, found, err := r.session.TradeByClientID(context.Background(), id)
-	if err != nil || !found || !tr.CurrentUnits.Equal(dd("10000")) || !tr.Price.Equal(dd("1.1002")) {
+	if err != nil || !found || tr.ID != info.TradeOpenedID || tr.ClientID != id || !tr.CurrentUnits.Equal(dd("10000")) || !tr.Price.Equal(dd("1.1002")) {
 		t.Fatalf("trade: %+v found=%v err=%v", tr, found, err)
 	}
 	if n := countOrders(r.venue, id); n != 1 {
@@ -309,10 +311,16 @@ func TestVenueSideCloseIsAllocatedOldestFirst(t *testing.T) {
 	// A symbol no other test trades: the journal's trades are the whole database's.
 	r := newRig(t, 5*time.Second)
 	ctx := context.Background()
-	a, b := orderID(), orderID()
-	for _, o := range []venue.MarketOrder{{ClientID: a, Symbol: "AUDUSD", Units: dd("10000")}, {ClientID: b, Symbol: "AUDUSD", Units: dd("5000")}} {
-		if _, err := r.session.PlaceMarket(ctx, o); err != nil {
-			t.Fatal(err)
+	var a, b string // the two trades, oldest first
+	for i, units := range []string{"10000", "5000"} {
+		out, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: orderID(), Symbol: "AUDUSD", Units: dd(units)})
+		if err != nil || out.Fill == nil {
+			t.Fatal(out, err)
+		}
+		if i == 0 {
+			a = out.Fill.TradeOpened
+		} else {
+			b = out.Fill.TradeOpened
 		}
 	}
 	before, _ := r.venue.NetPosition("AUDUSD")

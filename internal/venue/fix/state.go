@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
@@ -16,9 +17,23 @@ import (
 // The venue's state as the reconciler and the hedge monitor read it (venue.API), built from the
 // journal after the venue was asked about every order without a final report.
 
-// trade is desk trade id as the journal's allocations describe it.
+// A trade's public id (venue.Trade.ID, the desk's venueTradeId) is its first opening
+// execution's journal id, as an OANDA trade's is the fill that opened it: a number in the same
+// sequence as the transactions the reconciler's cursor counts. Its key is its opening ClOrdID
+// (venue.Trade.ClientID).
+
+// trade is the desk trade whose public id is id.
 func (s *Session) trade(ctx context.Context, id string) (venue.Trade, bool, error) {
-	shares, err := s.journal.shares(ctx, "a.`tradeId` = ?", id)
+	key, found, err := s.journal.tradeKey(ctx, id)
+	if err != nil || !found {
+		return venue.Trade{}, false, err
+	}
+	return s.tradeByKey(ctx, key)
+}
+
+// tradeByKey is the desk trade opened by ClOrdID key, as the journal's allocations describe it.
+func (s *Session) tradeByKey(ctx context.Context, key string) (venue.Trade, bool, error) {
+	shares, err := s.journal.shares(ctx, "a.`tradeId` = ?", key)
 	if err != nil {
 		return venue.Trade{}, false, err
 	}
@@ -42,7 +57,7 @@ func tradesFrom(shares []share) []venue.Trade {
 		}
 		t := by[sh.TradeID]
 		if t == nil {
-			t = &venue.Trade{ID: sh.TradeID, ClientID: sh.TradeID, Tag: venue.Tag, Symbol: sh.Symbol}
+			t = &venue.Trade{ID: strconv.FormatInt(sh.TradeExecID, 10), ClientID: sh.TradeID, Tag: venue.Tag, Symbol: sh.Symbol}
 			by[sh.TradeID] = t
 			order = append(order, sh.TradeID)
 		}
@@ -123,7 +138,7 @@ func (s *Session) OpenTrades(ctx context.Context) ([]venue.Trade, error) {
 	return open, nil
 }
 
-// TradeByID is desk trade id (its opening ClOrdID), after asking the venue about its orders
+// TradeByID is desk trade id (its first opening execution), after asking the venue about its orders
 // without a final report.
 func (s *Session) TradeByID(ctx context.Context, id string) (venue.Trade, bool, error) {
 	if err := s.resolvePending(ctx); err != nil {
@@ -137,7 +152,7 @@ func (s *Session) TradeByClientID(ctx context.Context, clientID string) (venue.T
 	if _, _, err := s.OrderByClientID(ctx, clientID); err != nil {
 		return venue.Trade{}, false, err
 	}
-	return s.trade(ctx, clientID)
+	return s.tradeByKey(ctx, clientID)
 }
 
 // OrderByClientID is the targeted lookup of an unknown outcome: an OrderStatusRequest by ClOrdID
@@ -171,8 +186,8 @@ func (s *Session) OrderByClientID(ctx context.Context, clientID string) (venue.O
 		if len(shares) > 0 {
 			info.FillingTransactionID = shares[0].ExecutionID
 		}
-		if o.TradeID == clientID {
-			info.TradeOpenedID = clientID
+		if o.TradeID == clientID && len(shares) > 0 {
+			info.TradeOpenedID = strconv.FormatInt(shares[0].ExecutionID, 10)
 		}
 	case stateRejected:
 		info.State, info.CancelReason = venue.OrderCancelled, cancelReason(o.RejectReason, o.Text)
@@ -215,9 +230,9 @@ func (s *Session) TransactionsSince(ctx context.Context, id int64) ([]venue.Tran
 		tx := &out[len(out)-1]
 		tx.Units = tx.Units.Add(sh.Units)
 		if sh.TradeID == sh.ClOrdID {
-			tx.TradeOpened = sh.TradeID
+			tx.TradeOpened = strconv.FormatInt(sh.TradeExecID, 10)
 		} else if sh.TradeID != "" {
-			tx.Changes = append(tx.Changes, venue.TradeChange{TradeID: sh.TradeID, Units: sh.Units, Price: sh.Price})
+			tx.Changes = append(tx.Changes, venue.TradeChange{TradeID: strconv.FormatInt(sh.TradeExecID, 10), Units: sh.Units, Price: sh.Price})
 		}
 	}
 	return out, last, nil
