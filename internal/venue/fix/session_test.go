@@ -78,7 +78,7 @@ func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig 
 	if len(latency) > 0 {
 		lat = latency[0]
 	}
-	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}}}, testLog)
+	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"}}}, testLog)
 	if err != nil {
 		t.Fatal(err)
 	}

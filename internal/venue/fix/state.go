@@ -104,6 +104,13 @@ func (s *Session) OpenTrades(ctx context.Context) ([]venue.Trade, error) {
 	if err := s.resolvePending(ctx); err != nil {
 		return nil, err
 	}
+	// The venue's net first: the session is in order, so every report the venue sent before its
+	// position answer is journaled by the time the answer is read, and the trades read next
+	// explain all of that net that is the desk's.
+	net, err := s.Positions(ctx)
+	if err != nil {
+		return nil, err
+	}
 	shares, err := s.journal.shares(ctx, "a.`tradeId` IN (SELECT x.`tradeId` FROM `fx_fix_allocation` x WHERE x.`tradeId` <> '' GROUP BY x.`tradeId` HAVING SUM(x.`units`) <> 0)")
 	if err != nil {
 		return nil, err
@@ -115,10 +122,6 @@ func (s *Session) OpenTrades(ctx context.Context) ([]venue.Trade, error) {
 			open = append(open, t)
 			desk[t.Symbol] = desk[t.Symbol].Add(t.CurrentUnits)
 		}
-	}
-	net, err := s.Positions(ctx)
-	if err != nil {
-		return nil, err
 	}
 	symbols := make([]string, 0, len(net)+len(desk))
 	for sym := range net {
