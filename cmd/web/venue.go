@@ -109,6 +109,7 @@ func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics) e
 		return err
 	}
 	v.fix, v.api, v.send = s, s, fix.Sender{S: s}
+	m.WatchVenue(v.Stats) // fxdesk_venue_reachable: the session logged on
 	return nil
 }
 
