@@ -157,6 +157,7 @@ type venueTrade struct {
 	Price             decimal.Decimal  `json:"price"`
 	AverageClosePrice *decimal.Decimal `json:"averageClosePrice"`
 	RealizedPL        decimal.Decimal  `json:"realizedPL"`
+	OpenTime          time.Time        `json:"openTime"`
 }
 
 // tradesOf are the trades carrying clientID.
@@ -341,17 +342,18 @@ func awaitAnswer(t *testing.T, ch <-chan reply, timeout time.Duration) reply {
 
 // orderRow is an fx_order row as the desk wrote it.
 type orderRow struct {
-	Status      string
-	Execution   string
-	FillPrice   decimal.NullDecimal
-	VenueReason sql.NullString
+	Status       string
+	Execution    string
+	FillPrice    decimal.NullDecimal
+	VenueReason  sql.NullString
+	VenueOrderID sql.NullString
 }
 
 func (e *deskEnv) orderRow(id int64) orderRow {
 	e.t.Helper()
 	var o orderRow
-	if err := e.sql.QueryRow("SELECT `status`, `execution`, `fillPrice`, `venueReason` FROM `fx_order` WHERE `id` = ?", id).
-		Scan(&o.Status, &o.Execution, &o.FillPrice, &o.VenueReason); err != nil {
+	if err := e.sql.QueryRow("SELECT `status`, `execution`, `fillPrice`, `venueReason`, `venueOrderId` FROM `fx_order` WHERE `id` = ?", id).
+		Scan(&o.Status, &o.Execution, &o.FillPrice, &o.VenueReason, &o.VenueOrderID); err != nil {
 		e.t.Fatalf("order %d: %v", id, err)
 	}
 	return o
@@ -366,13 +368,14 @@ type positionRow struct {
 	VenueTrade  sql.NullString
 	CloseReason sql.NullString
 	ClosePrice  decimal.NullDecimal
+	OpenedAt    time.Time
 }
 
-const positionRowCols = "`id`, `status`, `volume`, `openPrice`, `venueTradeId`, `closeReason`, `closePrice`"
+const positionRowCols = "`id`, `status`, `volume`, `openPrice`, `venueTradeId`, `closeReason`, `closePrice`, `openedAt`"
 
 func scanPositionRow(sc interface{ Scan(...any) error }) (positionRow, error) {
 	var p positionRow
-	err := sc.Scan(&p.ID, &p.Status, &p.Volume, &p.OpenPrice, &p.VenueTrade, &p.CloseReason, &p.ClosePrice)
+	err := sc.Scan(&p.ID, &p.Status, &p.Volume, &p.OpenPrice, &p.VenueTrade, &p.CloseReason, &p.ClosePrice, &p.OpenedAt)
 	return p, err
 }
 

@@ -213,6 +213,15 @@ func TestHolderKilledAfterVenueFillIsAdoptedByTag(t *testing.T) {
 		ps[0].VenueTrade.String != trades[0].ID || !ps[0].Volume.Equal(dec("0.5")) || !ps[0].OpenPrice.Equal(trades[0].Price) {
 		t.Fatalf("after adoption: order %+v positions %+v; want FILLED at %s with one open 0.5-lot position linked to trade %s", o, ps, trades[0].Price, trades[0].ID)
 	}
+	// Opened when the venue opened the trade, seconds before the replacement adopted it (a
+	// rollover in between is charged), and the order keeps the venue's order id, as a fill booked
+	// from its own answer does.
+	if want := trades[0].OpenTime.UTC().Truncate(time.Millisecond); !ps[0].OpenedAt.Equal(want) {
+		t.Errorf("adopted position opened at %s, the venue opened its trade at %s", ps[0].OpenedAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+	if !o.VenueOrderID.Valid || o.VenueOrderID.String == "" {
+		t.Errorf("adopted order: venueOrderId %+v, want the venue's order id", o.VenueOrderID)
+	}
 	// Released now, the old connection's answer reaches nobody, and the next runs change nothing.
 	v.controlJSON("release", `{}`, nil)
 	web.reconciledAgain(10 * time.Second)

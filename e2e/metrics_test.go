@@ -4,13 +4,14 @@ import (
 	"context"
 	"log/slog"
 
-	"fxdesk/internal/alert"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"fxdesk/internal/alert"
 )
 
 func (p *proc) metrics() string {

@@ -20,6 +20,7 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/events"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/logging"
@@ -38,6 +39,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	events.SetOutbox(cfg.Outbox)
 	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel, cfg.Secrets()...).With(slog.String("component", "CRON"))
 	store.RouteDriverLogs(log)
 	var once *oneOff

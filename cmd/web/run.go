@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/events"
 	"fxdesk/internal/forward"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
@@ -33,6 +34,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	events.SetOutbox(cfg.Outbox)
 	base := logging.New(stderr, cfg.LogFormat, cfg.LogLevel, cfg.Secrets()...)
 	log := base.With(slog.String("component", "FX"))
 	store.RouteDriverLogs(log)

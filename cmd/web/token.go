@@ -93,7 +93,7 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			return nil
 		}
 		run = func(ctx context.Context, db *sql.DB) error {
-			revoked, err := auth.Revoke(ctx, db, *id, *token)
+			revoked, err := auth.Revoke(audit.WithActor(ctx, audit.Actor{Via: "cli"}), db, *id, *token)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/events"
@@ -19,9 +18,9 @@ var eventsParams = []string{"after", "accountId", "limit"}
 // GET /api/fx/events?after=<id>&accountId=…&limit=… (limit 1..500, default 100). A trader reads
 // their own accounts' (another's accountId answers 404); an admin reads every account's. The
 // answer's next is the after of the next page: the last id returned, or after itself when the
-// page is empty. The page ends where the log has settled (events.List), so polling from next
-// misses nothing that commits later.
-func handleEvents(log *slog.Logger, db *sql.DB, settle time.Duration) http.HandlerFunc {
+// page is empty. Ids commit in order (events.Add), so polling from next misses nothing that
+// commits later.
+func handleEvents(log *slog.Logger, db *sql.DB) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		f, err := eventsFilter(r)
 		if err != nil {
@@ -36,7 +35,6 @@ func handleEvents(log *slog.Logger, db *sql.DB, settle time.Duration) http.Handl
 				}
 			}
 		}
-		f.Settle = settle
 		es, err := events.List(r.Context(), db, f)
 		if err != nil {
 			return err

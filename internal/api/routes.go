@@ -64,7 +64,7 @@ func routes(d Deps) http.Handler {
 		r.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
 		r.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
-		r.Get("/events", handleEvents(d.Log, d.DB, d.EventsSettle))
+		r.Get("/events", handleEvents(d.Log, d.DB))
 		r.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))

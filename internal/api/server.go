@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
@@ -60,9 +59,6 @@ type Deps struct {
 	// forwarded here; nil when forwarding is off (a follower then refuses them itself:
 	// docs/architecture.md, «Who may quote»).
 	Forward *forward.Forwarder
-	// EventsSettle is how long a gap in the event ids may still fill before the events page
-	// reads past it (0: events.SettleAfter); tests shorten it.
-	EventsSettle time.Duration
 	// Venue is the execution venue on the lease holder (the dealer's view); nil without one.
 	Venue VenueView
 	// Rail fans quotes out to the markets-rail streams (run by the process); nil where the

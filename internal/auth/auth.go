@@ -88,10 +88,10 @@ type tokenRecord struct {
 	Label  string `json:"label"`
 }
 
-// RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot).
+// RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot),
+// each with its audit row (revoke).
 func RevokeLabel(ctx context.Context, db *sql.DB, label string) error {
-	_, err := db.ExecContext(ctx,
-		"UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `label` = ? AND `revokedAt` IS NULL", label)
+	_, err := revoke(ctx, db, "`label` = ?", label)
 	if err != nil {
 		return fmt.Errorf("revoke %q tokens: %w", label, err)
 	}
@@ -144,19 +144,63 @@ func List(ctx context.Context, db *sql.DB, userID int64) ([]Token, error) {
 // process that resolved the token within CacheFor keeps accepting it until its cached answer
 // expires, and for up to StaleFor while it cannot reach the database.
 func Revoke(ctx context.Context, db *sql.DB, id int64, token string) (bool, error) {
-	q, arg := "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `id` = ? AND `revokedAt` IS NULL", any(id)
+	where, arg := "`id` = ?", any(id)
 	if id == 0 {
-		q, arg = "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `tokenHash` = ? AND `revokedAt` IS NULL", Hash(strings.TrimSpace(token))
+		where, arg = "`tokenHash` = ?", Hash(strings.TrimSpace(token))
 	}
-	res, err := db.ExecContext(ctx, q, arg)
-	if err != nil {
-		return false, fmt.Errorf("revoke token: %w", err)
-	}
-	n, err := res.RowsAffected()
+	n, err := revoke(ctx, db, where, arg)
 	if err != nil {
 		return false, fmt.Errorf("revoke token: %w", err)
 	}
 	return n == 1, nil
+}
+
+// revoke revokes the live tokens matching where, in one transaction with one audit row each
+// (token.revoke: the token's record before, and after with when it was revoked) by ctx's actor;
+// with no actor in ctx it is refused (audit.ErrNoActor). It returns how many it revoked.
+func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `role`, `label` FROM `fx_api_token` WHERE "+where+" AND `revokedAt` IS NULL FOR UPDATE", arg)
+	if err != nil {
+		return 0, err
+	}
+	type live struct {
+		id int64
+		tokenRecord
+	}
+	var found []live
+	for rows.Next() {
+		var l live
+		if err := rows.Scan(&l.id, &l.UserID, &l.Role, &l.Label); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		found = append(found, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, l := range found {
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `id` = ?", l.id); err != nil {
+			return 0, err
+		}
+		if err := audit.Record(ctx, tx, audit.Change{Action: "token.revoke", EntityType: "token", EntityID: strconv.FormatInt(l.id, 10),
+			Before: l.tokenRecord, After: revokedRecord{l.tokenRecord, true}}); err != nil {
+			return 0, err
+		}
+	}
+	return len(found), tx.Commit()
+}
+
+// revokedRecord is what the audit log records of a token after its revocation.
+type revokedRecord struct {
+	tokenRecord
+	Revoked bool `json:"revoked"`
 }
 
 // Resolver turns bearer tokens into principals. A resolved token is remembered for a few

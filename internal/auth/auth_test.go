@@ -91,3 +91,42 @@ func TestCreateIsAudited(t *testing.T) {
 		t.Fatalf("a refused issue left %d tokens", n)
 	}
 }
+
+// Revoking a token is one audit row in its own transaction (the token's record before and after);
+// a token already revoked is not revoked again and records nothing; with no actor it is refused
+// and the token stays live.
+func TestRevokeIsAudited(t *testing.T) {
+	t.Parallel()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "cli"})
+	tok, err := auth.Create(ctx, testDB, 8803, false, "revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT `id` FROM `fx_api_token` WHERE `tokenHash` = ?", auth.Hash(tok)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.Revoke(context.Background(), testDB, id, ""); !errors.Is(err, audit.ErrNoActor) {
+		t.Fatalf("no actor: %v", err)
+	}
+	for i, want := range []bool{true, false} {
+		revoked, err := auth.Revoke(ctx, testDB, 0, tok)
+		if err != nil || revoked != want {
+			t.Fatalf("revoke %d: %v, %v; want %v", i+1, revoked, err, want)
+		}
+	}
+	es, err := audit.List(ctx, testDB, audit.Filter{EntityType: "token", EntityID: strconv.FormatInt(id, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revokes []audit.Entry
+	for _, e := range es {
+		if e.Action == "token.revoke" {
+			revokes = append(revokes, e)
+		}
+	}
+	if len(revokes) != 1 || revokes[0].ActorVia != "cli" || string(revokes[0].Before) != `{"userId":8803,"role":"TRADER","label":"revoked"}` ||
+		string(revokes[0].After) != `{"userId":8803,"role":"TRADER","label":"revoked","revoked":true}` {
+		t.Fatalf("audit rows = %+v", es)
+	}
+}

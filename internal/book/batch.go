@@ -27,6 +27,38 @@ type Batch struct {
 	text  strings.Builder
 	args  []any
 	scans []func(*sql.Rows) error
+	last  *Batch // statements that run after every other (Last)
+	// gathers are rows added one at a time and written together among the Last statements.
+	gathers []keyed
+}
+
+// Gather is rows a batch's writes add one at a time, written together in the batch's last round
+// trip by Flush: the events outbox's, one sequence update and one multi-row INSERT for the whole
+// batch instead of two statements per event.
+type Gather interface {
+	// Merge adds o's rows (a Gather of the same key) after this one's.
+	Merge(o Gather)
+	// Flush adds the statements that write every row to b.
+	Flush(b *Batch)
+}
+
+type keyed struct {
+	key string
+	g   Gather
+}
+
+// Gathered returns b's Gather of key, made by make on first use. Its rows are written after
+// every statement of the batch (and of any batch appended to it), with the Last statements, in
+// the order the Gathers were first asked for, ahead of the Last statements themselves.
+func (b *Batch) Gathered(key string, make func() Gather) Gather {
+	for _, k := range b.gathers {
+		if k.key == key {
+			return k.g
+		}
+	}
+	g := make()
+	b.gathers = append(b.gathers, keyed{key, g})
+	return g
 }
 
 // Exec adds a statement that returns no rows.
@@ -44,8 +76,44 @@ func (b *Batch) Query(scan func(*sql.Rows) error, stmt string, args ...any) {
 	b.scans = append(b.scans, scan)
 }
 
-// Append adds o's statements, in order, after b's.
+// Last adds a statement that returns no rows to run after every other of the batch, and of any
+// batch appended to it later: in a transaction's last round trip, just before COMMIT. It is for a
+// statement that takes a lock every writer of the desk queues on (the events outbox's sequence,
+// docs/architecture.md «Events»): taken last, it is held for the COMMIT alone.
+func (b *Batch) Last(stmt string, args ...any) {
+	if b.last == nil {
+		b.last = &Batch{}
+	}
+	b.last.Exec(stmt, args...)
+}
+
+// flushLast moves the Gathers' statements, then the Last statements, to the end of the batch's
+// text.
+func (b *Batch) flushLast() {
+	gathers, last := b.gathers, b.last
+	b.gathers, b.last = nil, nil
+	for _, k := range gathers {
+		k.g.Flush(b)
+	}
+	if last != nil {
+		b.Append(last)
+	}
+}
+
+// Append adds o's statements, in order, after b's; o's Last statements and gathered rows stay
+// last.
 func (b *Batch) Append(o *Batch) {
+	for _, k := range o.gathers {
+		if g := b.Gathered(k.key, func() Gather { return k.g }); g != k.g {
+			g.Merge(k.g)
+		}
+	}
+	if o.last != nil {
+		if b.last == nil {
+			b.last = &Batch{}
+		}
+		b.last.Append(o.last)
+	}
 	if o.text.Len() == 0 {
 		return
 	}
@@ -61,6 +129,7 @@ func (b *Batch) Append(o *Batch) {
 // fails after the last one returning rows is reported too: the remaining results are read
 // before Run returns.
 func (b *Batch) Run(ctx context.Context, tx Querier) error {
+	b.flushLast()
 	if len(b.scans) == 0 {
 		_, err := tx.ExecContext(ctx, b.text.String(), b.args...)
 		return err
@@ -174,13 +243,14 @@ func (t *Txn) Lock(ctx context.Context, b *Batch, what string) error {
 	return nil
 }
 
-// Commit sends b, then the fence of a fenced transaction, then COMMIT. The server runs COMMIT
+// Commit sends b, then the fence of a fenced transaction, then b's Last statements, then COMMIT. The server runs COMMIT
 // only when every statement before it succeeded; when one failed, the error comes back (the
 // fence's as the Service's refusal) and Rollback ends the transaction.
 func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 	if t.Fence != "" {
 		b.Exec(t.Fence, t.FenceArgs...)
 	}
+	b.flushLast() // after the fence: a fenced-out transaction never queues on their locks
 	b.Exec("COMMIT")
 	if err := b.Run(ctx, t); err != nil {
 		if t.Fence != "" && lease.IsFenced(err) {
@@ -197,6 +267,9 @@ func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 	t.conn.Close()
 	return nil
 }
+
+// Empty reports whether b holds no statement.
+func (b *Batch) Empty() bool { return b.text.Len() == 0 && b.last == nil && len(b.gathers) == 0 }
 
 // Rollback ends the transaction unless commit succeeded or it already ended, and gives the
 // connection back.

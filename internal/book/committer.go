@@ -405,7 +405,7 @@ func (c *Committer) attempt(ctx context.Context, ws []Write) (*Rows, error) {
 	for _, w := range ws {
 		w.Base().Err = w.Apply(r)
 	}
-	if r.Writes.text.Len() == 0 && len(r.Deals) == 0 && len(r.Marks) == 0 && len(r.Closed) == 0 {
+	if r.Writes.Empty() && len(r.Deals) == 0 && len(r.Marks) == 0 && len(r.Closed) == 0 {
 		// Every write was refused by its rules or replayed: nothing to commit.
 		tx.Rollback()
 		c.observe(len(ws), time.Since(start))

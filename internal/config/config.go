@@ -104,6 +104,9 @@ type Config struct {
 	Venue         VenueConfig
 	Calendar      string // FXDESK_CALENDAR, real or always-open
 	Demo          bool   // FXDESK_DEMO
+	// Outbox is FXDESK_OUTBOX (default on): off writes no events, only to measure what the outbox
+	// costs the order path; a desk running so tells no trader and no host anything.
+	Outbox bool
 
 	// MetricsAddr is FXDESK_METRICS_ADDR: where a token-free /metrics listens for a scraper
 	// (default none). The API listener serves /metrics behind the admin token either way.
@@ -278,13 +281,21 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		}
 	}
 
-	switch v := strings.ToLower(env("FXDESK_DEMO", "")); v {
-	case "", "0", "false", "off", "no":
-	case "1", "true", "on", "yes":
-		c.Demo = true
-	default:
-		errs = append(errs, fmt.Errorf("FXDESK_DEMO=%q must be on or off", v))
+	onOff := func(key string, def bool) bool {
+		switch v := strings.ToLower(env(key, "")); v {
+		case "":
+			return def
+		case "0", "false", "off", "no":
+			return false
+		case "1", "true", "on", "yes":
+			return true
+		default:
+			errs = append(errs, fmt.Errorf("%s=%q must be on or off", key, v))
+			return def
+		}
 	}
+	c.Demo = onOff("FXDESK_DEMO", false)
+	c.Outbox = onOff("FXDESK_OUTBOX", true)
 
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q must be text or json", c.LogFormat))

@@ -57,6 +57,7 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
 		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},
+		{Cron, map[string]string{"FXDESK_OUTBOX": "sometimes"}, []string{"FXDESK_OUTBOX", "on or off"}},
 		// Two web processes forward to the holder, which needs the shared secret to sign with.
 		{Web, map[string]string{"FXDESK_WEB_INSTANCES": "2"}, []string{"FXDESK_CLUSTER_SECRET", "FXDESK_WEB_INSTANCES"}},
 		// A weak secret is refused by its estimated strength, and the message says how to make one.

@@ -9,11 +9,14 @@ import (
 	"fxdesk/internal/testkit/sqlsource"
 )
 
-// insertPrefix is how every text of Row's INSERT starts.
-const insertPrefix = "INSERT INTO `fx_event` (`accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, "
+// insertPrefix is how every text of the events INSERT starts.
+const insertPrefix = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES "
 
-// writesEvents matches any statement that writes fx_event.
-var writesEvents = sqlsource.WritesTable("fx_event")
+// writesEvents and writesSeq match any statement that writes fx_event or its sequence.
+var (
+	writesEvents = sqlsource.WritesTable("fx_event")
+	writesSeq    = sqlsource.WritesTable("fx_event_seq")
+)
 
 // The detector is a test that can fail: it must see each way of writing the outbox, and
 // nothing else.
@@ -24,6 +27,7 @@ func TestWritesEventsDetector(t *testing.T) {
 		want bool
 	}{
 		{insertSQL, true},
+		{seqSQL, false},
 		{"insert ignore into fx_event (a) values (1)", true},
 		{"REPLACE INTO `fxdesk`.`fx_event` VALUES (?)", true},
 		{"UPDATE `fx_event` SET `payload` = NULL", true},
@@ -39,24 +43,32 @@ func TestWritesEventsDetector(t *testing.T) {
 }
 
 // The outbox is append-only and has one writer: the only statements in the module's non-test
-// sources that write fx_event are this package's INSERT (Row, its payload a placeholder or a
-// JSON_SET of one). No update, no delete, no second writer.
-func TestOnlyRowWritesTheOutbox(t *testing.T) {
+// sources that write fx_event are this package's INSERT (its payload a placeholder or a
+// JSON_SET of one), and the only one that writes its sequence is this package's seqSQL. No
+// update, no delete, no second writer.
+func TestOnlyAddWritesTheOutbox(t *testing.T) {
 	t.Parallel()
 	texts := sqlsource.ModuleTexts(t)
-	inserts := 0
+	inserts, seqs := 0, 0
 	for _, s := range texts {
-		if !writesEvents.MatchString(s.Text) {
-			continue
+		mine := path.Dir(s.File) == "internal/events"
+		switch {
+		case writesSeq.MatchString(s.Text):
+			if mine && s.Text == seqSQL {
+				seqs++
+				continue
+			}
+			t.Errorf("%s writes fx_event_seq other than through events.Add: %s", s.Where(), s.Text)
+		case writesEvents.MatchString(s.Text):
+			if mine && strings.HasPrefix(s.Text, insertPrefix) {
+				inserts++
+				continue
+			}
+			t.Errorf("%s writes fx_event other than through events.Add: %s", s.Where(), s.Text)
 		}
-		if path.Dir(s.File) == "internal/events" && strings.HasPrefix(s.Text, insertPrefix) {
-			inserts++
-			continue
-		}
-		t.Errorf("%s writes fx_event other than through events.Row: %s", s.Where(), s.Text)
 	}
-	if inserts == 0 {
-		t.Error("found no events INSERT: the walk is not seeing it")
+	if inserts == 0 || seqs == 0 {
+		t.Errorf("found %d events INSERTs and %d sequence UPDATEs, want some of each: the walk is not seeing them", inserts, seqs)
 	}
 }
 
@@ -64,17 +76,17 @@ func TestOnlyRowWritesTheOutbox(t *testing.T) {
 // anything else in their place is refused, as it would be spliced into the statement.
 func TestRowFromSession(t *testing.T) {
 	t.Parallel()
-	stmt, args, err := Row(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: map[string]int{"id": 0},
+	r, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: map[string]int{"id": 0},
 		FromSession: []SessionField{{"id", "@fx_p3"}, {"orderId", "@fx_o2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "JSON_SET(?, '$.id', @fx_p3, '$.orderId', @fx_o2)"; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(stmt) || len(args) != 5 {
-		t.Errorf("Row = %s %v, want the payload as %s and 5 arguments", stmt, args, want)
+	if want := "JSON_SET(?, '$.id', @fx_p3, '$.orderId', @fx_o2)"; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(r.sql) || len(r.args) != 5 {
+		t.Errorf("row = %s %v, want the payload as %s and 5 arguments", r.sql, r.args, want)
 	}
 	for _, f := range []SessionField{{"id", "@fx_p3; DROP"}, {"id'", "@fx_p3"}, {"id", "LAST_INSERT_ID()"}} {
-		if _, _, err := Row(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{f}}); err == nil {
-			t.Errorf("Row took session field %+v", f)
+		if _, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{f}}); err == nil {
+			t.Errorf("row took session field %+v", f)
 		}
 	}
 }

@@ -1,10 +1,12 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -50,33 +52,106 @@ var (
 	sessionVar = regexp.MustCompile(`^@fx_[A-Za-z0-9_]+$`)
 )
 
-// insertSQL is the statement that writes the outbox; payloadSQL stands for its payload.
+// The statements that write the outbox. seqSQL takes n ids (its argument) and, with them, the
+// sequence row's lock until COMMIT, leaving the last of them in LAST_INSERT_ID(); insertSQL and
+// rowSQL write the events, each with its own id counted back from it (the first of n gets
+// LAST_INSERT_ID() - (n-1)). payloadSQL stands for the payload.
 const (
-	insertSQL  = "INSERT INTO `fx_event` (`accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, " + payloadSQL + ", ?, NOW(3))"
+	seqSQL     = "UPDATE `fx_event_seq` SET `last` = LAST_INSERT_ID(`last` + ?) WHERE `one` = 1"
+	insertSQL  = "INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES "
+	rowSQL     = "(LAST_INSERT_ID() - ?, ?, ?, ?, " + payloadSQL + ", ?, NOW(3))"
 	payloadSQL = "?"
 )
 
-// Row returns the INSERT that records e, for the caller to run in the change's own transaction.
-func Row(e Event) (string, []any, error) {
+// outboxOff makes Add and Record write nothing (SetOutbox).
+var outboxOff atomic.Bool
+
+// SetOutbox turns the outbox on or off for the whole process (FXDESK_OUTBOX, on unless set off):
+// off only to measure what the outbox costs the order path (e2e TestBenchOrdersOutbox). A process
+// running with it off tells no trader and no host anything of the changes it commits.
+func SetOutbox(on bool) { outboxOff.Store(!on) }
+
+// Add adds e to b, the change's own batch. Every event of the batch is written together in its
+// last round trip, after the lease fence, just before COMMIT: one statement takes their ids from
+// the sequence, whose lock is then held for the COMMIT alone, and one INSERT writes them all
+// (docs/architecture.md, «Events»). Add refuses only a malformed event, a defect of the code that
+// builds it: the change is refused with it rather than committed untold.
+func Add(b *book.Batch, e Event) error {
+	r, err := rowOf(e)
+	if err != nil || outboxOff.Load() {
+		return err
+	}
+	g := b.Gathered("events", func() book.Gather { return &gather{} }).(*gather)
+	g.rows = append(g.rows, r)
+	return nil
+}
+
+// Record writes e through q, inside the change's own transaction, which must commit next: the
+// sequence's lock is held from here to COMMIT, and every event writer of the desk queues on it.
+func Record(ctx context.Context, q book.Querier, e Event) error {
+	r, err := rowOf(e)
+	if err != nil || outboxOff.Load() {
+		return err
+	}
+	b := &book.Batch{}
+	(&gather{rows: []row{r}}).Flush(b)
+	if err := b.Run(ctx, q); err != nil {
+		return fmt.Errorf("events: write %s: %w", e.Type, err)
+	}
+	return nil
+}
+
+// row is one event's VALUES tuple, without its id.
+type row struct {
+	sql  string // rowSQL, its payload a placeholder or a JSON_SET of one
+	args []any  // every argument but the id's
+}
+
+// gather is a batch's events (book.Gather).
+type gather struct{ rows []row }
+
+func (g *gather) Merge(o book.Gather) { g.rows = append(g.rows, o.(*gather).rows...) }
+
+func (g *gather) Flush(b *book.Batch) {
+	n := len(g.rows)
+	if n == 0 {
+		return
+	}
+	b.Exec(seqSQL, n)
+	var text strings.Builder
+	text.WriteString(insertSQL)
+	args := make([]any, 0, n*6)
+	for i, r := range g.rows {
+		if i > 0 {
+			text.WriteString(", ")
+		}
+		text.WriteString(r.sql)
+		args = append(append(args, n-1-i), r.args...)
+	}
+	b.Exec(text.String(), args...)
+}
+
+// rowOf is e's row.
+func rowOf(e Event) (row, error) {
 	if e.AccountID == 0 || e.UserID == 0 || e.Type == "" {
-		return "", nil, fmt.Errorf("events: account, user and type are required (%s on account %d of user %d)", e.Type, e.AccountID, e.UserID)
+		return row{}, fmt.Errorf("events: account, user and type are required (%s on account %d of user %d)", e.Type, e.AccountID, e.UserID)
 	}
-	b, err := json.Marshal(e.Payload)
+	p, err := json.Marshal(e.Payload)
 	if err != nil {
-		return "", nil, fmt.Errorf("events: encode %s: %w", e.Type, err)
+		return row{}, fmt.Errorf("events: encode %s: %w", e.Type, err)
 	}
-	stmt := insertSQL
+	r := row{sql: rowSQL, args: []any{e.AccountID, e.UserID, string(e.Type), string(p), e.Term}}
 	if len(e.FromSession) > 0 {
 		var sets strings.Builder
 		for _, f := range e.FromSession {
 			if !fieldName.MatchString(f.Field) || !sessionVar.MatchString(f.Var) {
-				return "", nil, fmt.Errorf("events: %s: bad session field %q from %q", e.Type, f.Field, f.Var)
+				return row{}, fmt.Errorf("events: %s: bad session field %q from %q", e.Type, f.Field, f.Var)
 			}
 			sets.WriteString(", '$." + f.Field + "', " + f.Var)
 		}
-		stmt = strings.Replace(insertSQL, ", "+payloadSQL+", ?, NOW(3))", ", JSON_SET(?"+sets.String()+"), ?, NOW(3))", 1)
+		r.sql = strings.Replace(rowSQL, ", "+payloadSQL+", ?, NOW(3))", ", JSON_SET(?"+sets.String()+"), ?, NOW(3))", 1)
 	}
-	return stmt, []any{e.AccountID, e.UserID, string(e.Type), string(b), e.Term}, nil
+	return r, nil
 }
 
 // Order is an order's payload: the API's order view.

@@ -64,7 +64,9 @@ type VenueState struct {
 	// Trades holds GET …/trades/{id} for every desk-linked trade missing from OpenTrades or whose
 	// units differ from the desk's; a trade absent here was not found (404).
 	Trades map[string]venue.Trade
-	// ByClientID holds the lookups by client id of every SENDING order.
+	// ByClientID holds the lookups by client id of every SENDING order, and the order lookup of
+	// every order an open tagged trade names that has no position yet (the trade is adopted from
+	// the listing; the lookup gives the venue's order id).
 	ByClientID map[string]ClientLookup
 	// Fills holds the closing fills (by transaction id) of every desk-linked trade the venue
 	// closed or reduced beyond what the desk booked: each share is booked at its own fill's
@@ -128,6 +130,12 @@ type Action struct {
 	// BookPartial books (stored on its deal, unique per position, and in the cursor), or the
 	// trade's id for an Adopt/AdoptClosed.
 	TransactionID int64
+	// OpenedAt is when the venue opened the trade an Adopt/AdoptClosed books: the position's
+	// openedAt, so that a rollover between the venue's fill and the desk's adoption is charged.
+	OpenedAt time.Time
+	// VenueOrderID is the venue's id of the order an Adopt/AdoptClosed fills, from the lookup by
+	// client id ("" when the plan had none), stored on the order as a fill from its answer is.
+	VenueOrderID string
 	// ClosePrice and CloseTransactionID are the close an AdoptClosed books: the trade's average
 	// close price and its last closing transaction. The average is right there, unlike for a
 	// position the desk booked part of: the desk booked no share of a trade it adopts closed, so
@@ -271,8 +279,8 @@ func (p *planner) sendingWithTrade(o DeskOrder, t venue.Trade) {
 		units := t.InitialUnits
 		p.adoptedOrders[o.ClientID], p.adoptedTrades[t.ID] = true, true
 		p.add(Action{Kind: AdoptClosed, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol, Volume: lots,
-			Units: &units, Price: t.Price, TransactionID: openTransaction(t), ClosePrice: price,
-			CloseTransactionID: closeTx, Reason: "the venue opened and closed the trade while the desk did not know"})
+			Units: &units, Price: t.Price, TransactionID: openTransaction(t), OpenedAt: t.OpenTime, VenueOrderID: p.venueOrderID(o.ClientID),
+			ClosePrice: price, CloseTransactionID: closeTx, Reason: "the venue opened and closed the trade while the desk did not know"})
 	}
 }
 
@@ -285,7 +293,16 @@ func (p *planner) adopt(o DeskOrder, t venue.Trade, units decimal.Decimal) {
 	}
 	p.adoptedOrders[o.ClientID], p.adoptedTrades[t.ID] = true, true
 	p.add(Action{Kind: Adopt, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol, Volume: lots, Units: &units,
-		Price: t.Price, TransactionID: openTransaction(t), Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
+		Price: t.Price, TransactionID: openTransaction(t), OpenedAt: t.OpenTime, VenueOrderID: p.venueOrderID(o.ClientID),
+		Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
+}
+
+// venueOrderID is the venue's id of the order with client id clientID, when a lookup found it.
+func (p *planner) venueOrderID(clientID string) string {
+	if lk, ok := p.v.ByClientID[clientID]; ok && lk.Order != nil {
+		return lk.Order.ID
+	}
+	return ""
 }
 
 // positions compares every open desk position with its venue trade.

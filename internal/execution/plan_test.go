@@ -76,9 +76,9 @@ func describe(a Action) string {
 	if a.Units != nil {
 		units = a.Units.String()
 	}
-	return fmt.Sprintf("%s order=%d position=%d trade=%q symbol=%q volume=%s units=%s price=%s tx=%d closePrice=%s closeTx=%d reason=%q",
-		a.Kind, a.OrderID, a.PositionID, a.TradeID, a.Symbol, a.Volume, units, a.Price, a.TransactionID, a.ClosePrice,
-		a.CloseTransactionID, a.Reason)
+	return fmt.Sprintf("%s order=%d position=%d trade=%q symbol=%q volume=%s units=%s price=%s tx=%d openedAt=%s venueOrder=%q closePrice=%s closeTx=%d reason=%q",
+		a.Kind, a.OrderID, a.PositionID, a.TradeID, a.Symbol, a.Volume, units, a.Price, a.TransactionID, a.OpenedAt.Format(time.RFC3339Nano),
+		a.VenueOrderID, a.ClosePrice, a.CloseTransactionID, a.Reason)
 }
 
 func requireActions(t *testing.T, got []Action, want ...Action) {
@@ -107,8 +107,11 @@ func TestTaggedVenueTradeWithoutDeskLinkIsAdoptedNotReopened(t *testing.T) {
 			o.Status = status
 			d.Orders["101"] = o
 			v.OpenTrades = []venue.Trade{openTagged("5001", "101", "-150000")}
+			// The order lookup gives the venue's order id; the position opens when the trade did.
+			v.ByClientID["101"] = ClientLookup{Order: &venue.OrderInfo{ID: "5000", ClientID: "101", Tag: venue.Tag, State: venue.OrderFilled}}
 			requireActions(t, Plan(v, d, now, cfg), Action{Kind: Adopt, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
 				Volume: dec("1.5"), Units: decPtr("-150000"), Price: dec("1.08512"), TransactionID: 5001,
+				OpenedAt: now.Add(-time.Hour), VenueOrderID: "5000",
 				Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
 		})
 	}
@@ -122,7 +125,7 @@ func TestSendingRowWithoutTradeIDIsResolvedByTag(t *testing.T) {
 	trade := openTagged("5001", "101", "100000")
 	v.ByClientID["101"] = ClientLookup{Trade: &trade}
 	requireActions(t, Plan(v, d, now, cfg), Action{Kind: Adopt, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
-		Volume: dec("1"), Units: decPtr("100000"), Price: dec("1.08512"), TransactionID: 5001,
+		Volume: dec("1"), Units: decPtr("100000"), Price: dec("1.08512"), TransactionID: 5001, OpenedAt: now.Add(-time.Hour),
 		Reason: "the venue opened the trade for the desk order; adopted, not reopened"})
 }
 
@@ -137,7 +140,7 @@ func TestSendingRowWhoseTradeClosedAtVenueIsAdoptedClosed(t *testing.T) {
 		State: venue.OrderFilled, FillingTransactionID: 5001, TradeOpenedID: "5001"}}
 	requireActions(t, Plan(v, d, now, cfg), Action{Kind: AdoptClosed, OrderID: 101, TradeID: "5001", Symbol: "EURUSD",
 		Volume: dec("2"), Units: decPtr("-200000"), Price: dec("1.08512"), TransactionID: 5001,
-		ClosePrice: dec("1.08107"), CloseTransactionID: 5012,
+		OpenedAt: now.Add(-time.Hour), VenueOrderID: "5000", ClosePrice: dec("1.08107"), CloseTransactionID: 5012,
 		Reason: "the venue opened and closed the trade while the desk did not know"})
 }
 

@@ -209,9 +209,25 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 		cid := trading.ClientID(o.OrderID)
 		d.Orders[cid] = DeskOrder{OrderID: o.OrderID, AccountID: o.AccountID, ClientID: cid, Symbol: o.Symbol, Side: o.Side, Volume: o.Volume,
 			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID}
-		// Looked up by client id only where that can tell anything: not an order an open trade
-		// already explains (Plan adopts it from the listing), nor one its own send is booking.
-		if o.Status != fx.OrderSending || carried[cid] || r.cfg.Desk.VenueBusy(o.OrderID, 0) {
+		// Looked up by client id only where that can tell anything, and never one its own send
+		// is booking. An order an open trade already explains is adopted from the listing, which
+		// lacks only the venue's order id: its order alone is looked up.
+		switch {
+		case r.cfg.Desk.VenueBusy(o.OrderID, 0):
+			continue
+		case carried[cid]:
+			if o.PositionID != 0 || (o.Status != fx.OrderSending && o.Status != fx.OrderNotSent) {
+				continue
+			}
+			info, found, err := r.cfg.Venue.OrderByClientID(ctx, cid)
+			if err != nil {
+				return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: order @%s: %w", cid, err)
+			}
+			if found {
+				v.ByClientID[cid] = ClientLookup{Order: &info}
+			}
+			continue
+		case o.Status != fx.OrderSending:
 			continue
 		}
 		var lk ClientLookup
@@ -239,7 +255,8 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 		if units == nil {
 			return fmt.Errorf("adopt order %d: no units", a.OrderID)
 		}
-		pos, err := r.cfg.Desk.AdoptVenueTrade(ctx, a.OrderID, a.TradeID, a.Symbol, *units, a.Price, a.TransactionID)
+		pos, err := r.cfg.Desk.AdoptVenueTrade(ctx, trading.VenueAdoption{OrderID: a.OrderID, TradeID: a.TradeID, Symbol: a.Symbol,
+			Units: *units, Price: a.Price, OpenedAt: a.OpenedAt, VenueOrderID: a.VenueOrderID, TransactionID: a.TransactionID})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
@@ -68,6 +70,10 @@ var shared struct {
 	err  error
 }
 
+// venueSkew moves the shared venue's clock (a time.Duration): a test sets it to make the
+// venue's times tell apart from the desk's, and resets it when it ends.
+var venueSkew atomic.Int64
+
 type env struct {
 	t      *testing.T
 	sim    *venuesim.Server
@@ -82,7 +88,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.sim, shared.err = venuesim.New(venuesim.Config{AccountID: "101-001-exec-001", Latency: venuesim.NoLatency, Prices: deskPrices{}}, slog.New(slog.DiscardHandler))
+		shared.sim, shared.err = venuesim.New(venuesim.Config{AccountID: "101-001-exec-001", Latency: venuesim.NoLatency, Prices: deskPrices{},
+			Now: func() time.Time { return time.Now().Add(time.Duration(venueSkew.Load())) }}, slog.New(slog.DiscardHandler))
 		if shared.err == nil {
 			_, shared.err = shared.sim.Listen("127.0.0.1:0")
 		}
@@ -370,6 +377,125 @@ func TestReconcilerMarksNotSentPastTheThreshold(t *testing.T) {
 	}
 	if n := e.sim.State().Requests["POST /orders"]; n != orders || e.sim.State().OrderRequests[trading.ClientID(id)] != 0 {
 		t.Fatalf("the reconciler sent an order (%d → %d)", orders, n)
+	}
+}
+
+// A trade the reconciler adopts opened when the venue says it did, not when the desk learned of
+// it — a 17:00 New York rollover in between is charged, as the venue charges it — and its order
+// keeps the venue's order id, as an order booked from its own answer does. Both ways a trade is
+// adopted: listed open (the answer was lost), and found closed by the order's client id (the
+// desk wrote SENDING, the venue filled and then closed the trade, the desk never heard).
+func TestAdoptionKeepsTheVenuesOpenTimeAndOrderID(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const user = 9804
+	a := e.externalAccount(user)
+	// The venue's clock 90 minutes behind the desk's: its times cannot pass for the desk's.
+	venueSkew.Store(int64(-90 * time.Minute))
+	t.Cleanup(func() { venueSkew.Store(0) })
+
+	// Listed open: the answer lost after execution.
+	if err := e.sim.InjectFault(venuesim.Fault{Kind: venuesim.FaultTimeout, Duration: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.buy(user, a, "0.1"); fx.ErrorCode(err) != fx.EUNKNOWN {
+		t.Fatalf("open whose answer is lost: %v", err)
+	}
+	var open int64
+	if err := testDB.QueryRow("SELECT MAX(`id`) FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	// Found closed by its client id: the identity row, the send (its answer never read), the
+	// venue's own close.
+	row, err := testDB.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `status`, `execution`, `sentAt`) "+
+		"VALUES (?, 'EURUSD', 'BUY', 'MARKET', 0.2, 'SENDING', 'EXTERNAL', NOW(3))", a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, _ := row.LastInsertId()
+	sent, err := e.client.PlaceMarket(ctx, venue.MarketOrder{ClientID: trading.ClientID(closed), Symbol: "EURUSD", Units: decimal.NewFromInt(20000)})
+	if err != nil || sent.Fill == nil {
+		t.Fatalf("send of the SENDING row: %+v %v", sent, err)
+	}
+	if _, err := e.sim.CloseTradeAtVenue(sent.Fill.TradeOpened, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := e.reconciler(nil).Reconcile(ctx, "test")
+	if err != nil || res.Failed != 0 || res.Planned[execution.Adopt] != 1 || res.Planned[execution.AdoptClosed] != 1 {
+		t.Fatalf("planned %v, %d failed, %v", res.Planned, res.Failed, err)
+	}
+	for _, id := range []int64{open, closed} {
+		cid := trading.ClientID(id)
+		vt := e.trades(cid)
+		info, found, err := e.client.OrderByClientID(ctx, cid)
+		if len(vt) != 1 || !found || err != nil || info.ID == "" {
+			t.Fatalf("order %d at the venue: trades %+v, order %+v %v %v", id, vt, info, found, err)
+		}
+		var openedAt time.Time
+		var venueOrderID *string
+		if err := testDB.QueryRow("SELECT p.`openedAt`, o.`venueOrderId` FROM `fx_order` o JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE o.`id` = ?", id).
+			Scan(&openedAt, &venueOrderID); err != nil {
+			t.Fatalf("order %d: %v", id, err)
+		}
+		if want := vt[0].OpenTime.UTC().Truncate(time.Millisecond); !openedAt.Equal(want) {
+			t.Errorf("order %d: position openedAt %s, the venue opened its trade at %s", id, openedAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+		}
+		if venueOrderID == nil || *venueOrderID != info.ID {
+			t.Errorf("order %d: venueOrderId %v, the venue's order id is %s", id, venueOrderID, info.ID)
+		}
+	}
+}
+
+// What an adoption stamped with its own time cost: a trade the venue opened before a 17:00 New
+// York rollover and the desk adopted after it is charged that rollover by the next swaps run, as
+// the venue charges it its financing.
+func TestAdoptedPositionIsChargedTheRolloverBeforeItsAdoption(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const user = 9805
+	a := e.externalAccount(user)
+	now := time.Now()
+	ro, err := fx.LastRollover(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ro.Weekday() == time.Saturday || ro.Weekday() == time.Sunday { // FX is charged on weekdays
+		ro = ro.Previous()
+	}
+	// The venue opened the trade two minutes before that rollover; the desk adopts it now.
+	venueSkew.Store(int64(ro.At.Add(-2 * time.Minute).Sub(now)))
+	t.Cleanup(func() { venueSkew.Store(0) })
+	if err := e.sim.InjectFault(venuesim.Fault{Kind: venuesim.FaultTimeout, Duration: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.buy(user, a, "0.1"); fx.ErrorCode(err) != fx.EUNKNOWN {
+		t.Fatalf("open whose answer is lost: %v", err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT MAX(`id`) FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.reconciler(nil).Reconcile(ctx, "test"); err != nil || res.Failed != 0 || res.Planned[execution.Adopt] != 1 {
+		t.Fatalf("planned %v, %v", res.Planned, err)
+	}
+	_, pos, _ := orderStatus(t, id)
+	if pos == nil {
+		t.Fatalf("order %d was not adopted", id)
+	}
+
+	job := swaps.New(swaps.Config{DB: testDB, Prices: func() tick.Prices { return deskPrices{} }}, slog.New(slog.DiscardHandler))
+	if _, err := job.Run(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var charged int
+	var through *string
+	if err := testDB.QueryRow("SELECT (SELECT COUNT(*) FROM `fx_deal` WHERE `positionId` = p.`id` AND `type` = 'SWAP'), DATE_FORMAT(p.`swapThrough`, '%Y-%m-%d') "+
+		"FROM `fx_position` p WHERE p.`id` = ?", *pos).Scan(&charged, &through); err != nil {
+		t.Fatal(err)
+	}
+	if charged < 1 || through == nil || *through < ro.Date {
+		t.Fatalf("position %d, opened at the venue before the %s rollover: %d swap deals, charged through %v", *pos, ro.Date, charged, through)
 	}
 }
 

@@ -248,7 +248,7 @@ func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
 	if len(drifts) == 0 {
 		if j.cfg.Alerts != nil {
 			if err := j.cfg.Alerts.Resolve(ctx, AlertDrift); err != nil {
-				j.log.WarnContext(ctx, "reconcile: cannot resolve alert", slog.String("code", AlertDrift), slog.Any("err", err))
+				j.log.WarnContext(ctx, "marks: cannot resolve alert", slog.String("code", AlertDrift), slog.Any("err", err))
 			}
 		}
 		return nil
@@ -269,7 +269,7 @@ func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
 	j.log.ErrorContext(ctx, "ledger drift", slog.Int("accounts", len(drifts)), slog.String("drift", list))
 	if j.cfg.Alerts != nil {
 		if err := j.cfg.Alerts.Raise(ctx, AlertDrift, alert.Critical, msg, map[string]any{"accounts": drifts}); err != nil {
-			j.log.WarnContext(ctx, "reconcile: cannot raise alert", slog.String("code", AlertDrift), slog.Any("err", err))
+			j.log.WarnContext(ctx, "marks: cannot raise alert", slog.String("code", AlertDrift), slog.Any("err", err))
 		}
 	}
 	return nil

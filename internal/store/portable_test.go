@@ -40,8 +40,9 @@ var built = map[string][]string{
 			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
 	},
-	"internal/events.Row": {
-		"INSERT INTO `fx_event` (`accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
+	"internal/events.Flush": {
+		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
+		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3))",
 	},
 	"internal/book.closeUpdate": {
 		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +

@@ -218,7 +218,7 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	}
 	b := &book.Batch{}
 	b.Exec(stmt, args...)
-	if err := addEvent(b, balanceEvent(a, events.Deposit, fx.DealDeposit, amount, key, "deposit", s.term())); err != nil {
+	if err := events.Add(b, balanceEvent(a, events.Deposit, fx.DealDeposit, amount, key, "deposit", s.term())); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
 	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
@@ -345,7 +345,7 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 		marks = &after
 	}
 	b := &book.Batch{}
-	if err := addEvent(b, balanceEvent(a, events.Withdrawal, fx.DealWithdrawal, amount.Neg(), key, "withdrawal", s.term())); err != nil {
+	if err := events.Add(b, balanceEvent(a, events.Withdrawal, fx.DealWithdrawal, amount.Neg(), key, "withdrawal", s.term())); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
 	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)

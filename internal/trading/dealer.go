@@ -123,7 +123,7 @@ func (s *Service) dealerCancel(ctx context.Context, id int64) (book.Order, error
 	if err != nil {
 		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
-	if err := recordEvent(ctx, tx, e); err != nil {
+	if err := events.Record(ctx, tx, e); err != nil {
 		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -31,23 +31,13 @@ func (s *Service) changeOne(ctx context.Context, what string, told func(tx *sql.
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := recordEvent(ctx, tx, e); err != nil {
+	if err := events.Record(ctx, tx, e); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("%s: commit: %w", what, err)
 	}
 	return n, nil
-}
-
-// recordEvent writes e through q, inside the change's own transaction.
-func recordEvent(ctx context.Context, q book.Querier, e events.Event) error {
-	stmt, args, err := events.Row(e)
-	if err != nil {
-		return err
-	}
-	_, err = q.ExecContext(ctx, stmt, args...)
-	return err
 }
 
 // ownerOf is account id's user, for its events.

@@ -249,7 +249,8 @@ func truncate(s string, n int) string {
 // bookOpen books venue fill f of EXTERNAL order orderID through the group commit.
 func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64, in catalog.Instrument, f venue.Fill, txID int64) (OrderResult, error) {
 	w := &venueFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "book venue fill", accountID, slog.Int64("order_id", orderID), slog.String("trade_id", f.TradeOpened)),
-		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, tradeID: f.TradeOpened, venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
+		userID: userID, orderID: orderID, in: in, price: f.Price, units: f.Units, trade: venueOpen{tradeID: f.TradeOpened, openedAt: f.Time},
+		venueOrderID: f.OrderID, txID: max(txID, f.TransactionID)}
 	s.commits.Submit(w)
 	if w.Err != nil {
 		s.log.ErrorContext(ctx, "venue filled an order the desk could not book; it stays SENDING and the reconciler adopts the trade",
@@ -259,35 +260,60 @@ func (s *Service) bookOpen(ctx context.Context, userID, orderID, accountID int64
 	return w.res, nil
 }
 
-// AdoptVenueTrade books venue trade tradeID, of units (signed) on symbol opened at price, for
-// the desk order orderID (SENDING or NOT_SENT) that sent it: the reconciler's Adopt. The order is
-// filled at the trade's price and its position linked to the trade; nothing is sent. txID is the
-// venue transaction it stems from (the cursor). It returns the position's id, or an error
-// wrapping ErrAlreadyBooked when the order was filled meanwhile.
-func (b *ABook) AdoptVenueTrade(ctx context.Context, orderID int64, tradeID, symbol string, units, price decimal.Decimal, txID int64) (int64, error) {
+// VenueAdoption is a venue trade the reconciler adopts for the desk order that sent it.
+type VenueAdoption struct {
+	OrderID int64 // the desk order (SENDING or NOT_SENT) whose client id the trade carries
+	TradeID string
+	Symbol  string
+	Units   decimal.Decimal // signed, as the venue opened them
+	Price   decimal.Decimal // the trade's open price
+	// OpenedAt is when the venue opened the trade: the position's openedAt (zero: the booking's
+	// time), so that a rollover between the venue's fill and the adoption is charged.
+	OpenedAt time.Time
+	// VenueOrderID is the venue's id of the order, stored on it as a fill from the order's own
+	// answer stores it ("": unknown, NULL).
+	VenueOrderID string
+	// TransactionID is the venue transaction the adoption stems from (the cursor).
+	TransactionID int64
+}
+
+// AdoptVenueTrade books venue trade a.TradeID for the desk order a.OrderID that sent it: the
+// reconciler's Adopt. The order is filled at the trade's price and its position, opened when the
+// venue opened the trade, linked to the trade; nothing is sent. It returns the position's id, or
+// an error wrapping ErrAlreadyBooked when the order was filled meanwhile.
+func (b *ABook) AdoptVenueTrade(ctx context.Context, a VenueAdoption) (int64, error) {
 	s := b.s
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
-	in, ok := cat.Instruments[symbol]
+	in, ok := cat.Instruments[a.Symbol]
 	if !ok {
-		return 0, fmt.Errorf("adopt trade %s: unknown symbol %s", tradeID, symbol)
+		return 0, fmt.Errorf("adopt trade %s: unknown symbol %s", a.TradeID, a.Symbol)
 	}
 	var account int64
-	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", orderID).Scan(&account); err != nil {
-		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, err)
+	if err := s.db.QueryRowContext(ctx, "SELECT `accountId` FROM `fx_order` WHERE `id` = ?", a.OrderID).Scan(&account); err != nil {
+		return 0, fmt.Errorf("adopt trade %s: order %d: %w", a.TradeID, a.OrderID, err)
 	}
-	w := &venueFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", orderID), slog.String("trade_id", tradeID)),
-		orderID: orderID, in: in, price: price, units: units, tradeID: tradeID, txID: txID, adopted: true}
+	w := &venueFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "adopt venue trade", account, slog.Int64("order_id", a.OrderID), slog.String("trade_id", a.TradeID)),
+		orderID: a.OrderID, in: in, price: a.Price, units: a.Units, trade: venueOpen{tradeID: a.TradeID, openedAt: a.OpenedAt},
+		venueOrderID: a.VenueOrderID, txID: a.TransactionID, adopted: true}
 	s.commits.Submit(w)
 	if w.Err != nil {
 		return 0, w.Err
 	}
 	if w.res.Position == nil {
-		return 0, fmt.Errorf("adopt trade %s: order %d: %w", tradeID, orderID, book.ErrAlreadyBooked)
+		return 0, fmt.Errorf("adopt trade %s: order %d: %w", a.TradeID, a.OrderID, book.ErrAlreadyBooked)
 	}
 	return w.res.Position.ID, nil
+}
+
+// venueOpen is what an EXTERNAL fill's position takes from the venue: the trade it is linked to
+// and when the venue opened it (zero: unknown, the booking's time). The venue's record says when
+// the trade opened — and so which rollovers it is charged — not the moment the desk booked it.
+type venueOpen struct {
+	tradeID  string
+	openedAt time.Time
 }
 
 // venueFill books a venue's fill of an EXTERNAL order in a batch: the order FILLED at the
@@ -300,7 +326,7 @@ type venueFill struct {
 	in           catalog.Instrument
 	price        decimal.Decimal // the venue's
 	units        decimal.Decimal // signed, as filled
-	tradeID      string
+	trade        venueOpen
 	venueOrderID string
 	txID         int64
 	adopted      bool
@@ -369,9 +395,8 @@ func (w *venueFill) Apply(r *book.Rows) error {
 	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
 		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), o.ID)
-	link := w.tradeID
 	var err error
-	if w.fill, err = openPosition(r, a, in, filled, orderVar, price, commission, after, &link, events.OrderFilled, w.s.term()); err != nil {
+	if w.fill, err = openPosition(r, a, in, filled, orderVar, price, commission, after, &w.trade, events.OrderFilled, w.s.term()); err != nil {
 		return err
 	}
 	w.s.advanceCursor(r, w.txID)
@@ -402,7 +427,7 @@ func (w *venueFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	o := w.fill.order
 	o.ID, o.PositionID = p.OrderID, &p.ID
 	w.res = OrderResult{Order: o, Position: &p, Commission: d}
-	w.s.links.set(p.ID, venueLink{tradeID: w.tradeID, symbol: p.Symbol})
+	w.s.links.set(p.ID, venueLink{tradeID: w.trade.tradeID, symbol: p.Symbol})
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,8 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 	shared.once.Do(func() {
 		shared.prices = newLiveQuotes()
 		shared.sim, shared.err = venuesim.New(venuesim.Config{AccountID: "101-001-trading-001", Latency: venuesim.NoLatency,
-			Prices: venueQuotes{shared.prices}}, slog.New(slog.DiscardHandler))
+			Prices: venueQuotes{shared.prices}, Instruments: venueInstruments(),
+			Now: func() time.Time { return time.Now().Add(time.Duration(venueSkew.Load())) }}, slog.New(slog.DiscardHandler))
 		if shared.err == nil {
 			_, shared.err = shared.sim.Listen("127.0.0.1:0")
 		}
@@ -100,6 +102,24 @@ func sharedVenue(t *testing.T) (*venuesim.Server, *liveQuotes) {
 		t.Fatal(shared.err)
 	}
 	return shared.sim, shared.prices
+}
+
+// venueSkew moves the shared venue's clock (a time.Duration): a test sets it to make the
+// venue's times tell apart from the desk's, and resets it when it ends.
+var venueSkew atomic.Int64
+
+// notAtTheVenue is a symbol the desk lists and the shared venue does not offer.
+const notAtTheVenue = "USDHKD"
+
+// venueInstruments is what the shared venue offers: its default, less notAtTheVenue.
+func venueInstruments() []string {
+	var out []string
+	for _, s := range venuesim.DefaultInstruments {
+		if s != notAtTheVenue {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // abook is a desk whose EXTERNAL groups trade through the in-process venue simulator on a real
@@ -350,6 +370,59 @@ func TestExternalVenueCancelRejects(t *testing.T) {
 	}
 	if deals, bal := ledgerOf(t, a.ID); positions != 0 || !bal.Equal(dd("1000")) || len(deals) != 1 {
 		t.Fatalf("after a cancel: %d positions, balance %s, deals %v", positions, bal, deals)
+	}
+}
+
+// An EXTERNAL position opened when the venue filled it — the venue's record of its trade, and
+// of the rollovers it is charged — not when the desk booked the answer; the row and the answer
+// agree.
+func TestExternalPositionOpensWhenTheVenueFilled(t *testing.T) {
+	b := newABook(t)
+	const user = 9715
+	a := b.externalAccount(user)
+	venueSkew.Store(int64(-90 * time.Minute)) // the venue's clock behind: its times cannot pass for the desk's
+	t.Cleanup(func() { venueSkew.Store(0) })
+	res, err := b.buy(user, a, "EURUSD", "0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := b.venueTrade(res.Order.ID).OpenTime.UTC().Truncate(time.Millisecond)
+	var openedAt time.Time
+	if err := testDB.QueryRow("SELECT `openedAt` FROM `fx_position` WHERE `id` = ?", res.Position.ID).Scan(&openedAt); err != nil {
+		t.Fatal(err)
+	}
+	if !openedAt.Equal(want) || !res.Position.OpenedAt.Equal(want) {
+		t.Fatalf("position openedAt %s (answer %s), the venue filled at %s", openedAt.Format(time.RFC3339Nano),
+			res.Position.OpenedAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+}
+
+// An instrument the desk lists and the venue does not offer: the venue answers 400 and creates
+// nothing (as OANDA does), and the trader reads a clear refusal, not an unknown outcome — the
+// order is REJECTED with the venue's code, nothing is booked and nothing waits for the reconciler.
+func TestExternalOpenOfAnInstrumentTheVenueDoesNotOfferIsRefused(t *testing.T) {
+	b := newABook(t)
+	const user = 9714
+	a := b.externalAccount(user)
+	b.prices.set(notAtTheVenue, "7.8", "7.8010") // the desk quotes it, and so could the venue
+	_, err := b.buy(user, a, notAtTheVenue, "0.1")
+	if fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(err.Error(), "unknown to this account") {
+		t.Fatalf("open of an instrument the venue does not offer: %v, want ECONFLICT with the venue's words", err)
+	}
+	var id int64
+	if err := testDB.QueryRow("SELECT `id` FROM `fx_order` WHERE `accountId` = ?", a.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, reason := orderRow(t, id); st != fx.OrderRejected || reason == nil || *reason != "INSTRUMENT_UNKNOWN" {
+		t.Fatalf("order %d: %s %v, want REJECTED INSTRUMENT_UNKNOWN", id, st, reason)
+	}
+	var positions int
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `accountId` = ?", a.ID).Scan(&positions); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.sim.State(); positions != 0 || st.LastTransactionID != b.base.LastTransactionID || len(st.Trades) != len(b.base.Trades) {
+		t.Fatalf("after the refusal: %d desk positions, venue transactions %d→%d, trades %d→%d",
+			positions, b.base.LastTransactionID, st.LastTransactionID, len(b.base.Trades), len(st.Trades))
 	}
 }
 

@@ -487,31 +487,42 @@ func (f openedFill) written(r *book.Rows, ids *book.IDs) (book.Position, *book.D
 // resting order the risk engine triggers. The account's balance and exposures move at once, so
 // the next write in the batch sees them.
 //
-// link, when set, is the venue trade an EXTERNAL fill opened: the position's link row, which the
-// batch's fence admits only while this process holds the term.
+// fromVenue, when set, is the venue trade an EXTERNAL fill opened: the position's link row,
+// which the batch's fence admits only while this process holds the term, and the venue's open
+// time, which is the position's openedAt (otherwise the database's clock at the write).
 //
 // The fill's events go in with it: orderEvent (order.filled, order.triggered) of o and
 // position.opened, written by this process's lease term.
-func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, link *string,
+func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, fromVenue *venueOpen,
 	orderEvent events.Type, term int64) (openedFill, error) {
 	f := openedFill{order: o, deal: -1, pos: book.Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.Now,
-		Currency: a.Currency, VenueTradeID: link}}
+		Currency: a.Currency}}
+	var openedAt any // nil: the database's clock
+	if fromVenue != nil {
+		link := fromVenue.tradeID
+		f.pos.VenueTradeID = &link
+		if !fromVenue.openedAt.IsZero() {
+			// As the column keeps it (milliseconds), so that the event and the row agree.
+			f.pos.OpenedAt = fromVenue.openedAt.UTC().Truncate(time.Millisecond)
+			openedAt = f.pos.OpenedAt
+		}
+	}
 	f.orderID = r.IDs.Index(orderVar)
 	posVar, posIdx := r.SessionVar("p")
 	f.posID = posIdx
 	p := f.pos
 	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission)
+		"`sl`, `tp`, `commission`, `openedAt`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(3)))",
+		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission, openedAt)
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)
-	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
 		FromSession: []events.SessionField{{Field: "id", Var: orderVar}, {Field: "positionId", Var: posVar}}}); err != nil {
 		return openedFill{}, err
 	}
-	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,
 		FromSession: []events.SessionField{{Field: "id", Var: posVar}, {Field: "orderId", Var: orderVar}}}); err != nil {
 		return openedFill{}, err
 	}

@@ -332,7 +332,7 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	if p.Volume.IsZero() {
 		closed = events.PositionClosed
 	}
-	if err := addEvent(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: closed, Term: w.s.term(),
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: closed, Term: w.s.term(),
 		Payload: events.Closed{Position: events.PositionOf(*p), ClosedVolume: vol.String(), Price: price.String(),
 			Profit: fx.FormatMoney(a.Currency, profit), Reason: string(w.reason)}}); err != nil {
 		return err

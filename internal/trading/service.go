@@ -11,7 +11,6 @@ import (
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
-	"fxdesk/internal/events"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
@@ -253,16 +252,4 @@ func (s *Service) term() int64 {
 		return t.Term()
 	}
 	return 0
-}
-
-// addEvent adds e's row to b, the change's own batch. Row refuses only a malformed event, a
-// defect of the code that builds it: the change is refused with it rather than committed
-// untold.
-func addEvent(b *book.Batch, e events.Event) error {
-	stmt, args, err := events.Row(e)
-	if err != nil {
-		return err
-	}
-	b.Exec(stmt, args...)
-	return nil
 }

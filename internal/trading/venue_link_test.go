@@ -53,9 +53,15 @@ func TestRefusedLinkRowIsDroppedAloneAndTheBatchCommits(t *testing.T) {
 	inOneBatch(svc, 3)
 	var errs [3]error
 	concurrently(
-		func() { _, errs[0] = svc.ABook().AdoptVenueTrade(ctx, oa, trade, "EURUSD", units, price, 0) },
-		func() { _, errs[1] = svc.ABook().AdoptVenueTrade(ctx, ob, trade, "EURUSD", units, price, 0) }, // the same trade: refused
-		func() { _, errs[2] = svc.ABook().AdoptVenueTrade(ctx, oc, other, "EURUSD", units, price, 0) },
+		func() {
+			_, errs[0] = svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: oa, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price})
+		},
+		func() {
+			_, errs[1] = svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: ob, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price})
+		}, // the same trade: refused
+		func() {
+			_, errs[2] = svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: oc, TradeID: other, Symbol: "EURUSD", Units: units, Price: price})
+		},
 	)
 	// Which of the two adoptions of one trade wins depends on arrival order; exactly one does.
 	refused, kept := ob, oa
@@ -108,11 +114,11 @@ func TestAdoptingAFilledOrderIsAlreadyBooked(t *testing.T) {
 	o := sendingOrder(t, a.ID)
 	trade := fmt.Sprintf("already-booked-%d", o)
 	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
-	if _, err := svc.ABook().AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0); err != nil {
+	if _, err := svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: o, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price}); err != nil {
 		t.Fatalf("first adoption: %v", err)
 	}
 	before := counts(t, a.ID)
-	_, err := svc.ABook().AdoptVenueTrade(ctx, o, trade, "EURUSD", units, price, 0)
+	_, err := svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: o, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price})
 	if !errors.Is(err, book.ErrAlreadyBooked) {
 		t.Fatalf("adopting order %d again: %v, want ErrAlreadyBooked", o, err)
 	}
@@ -132,14 +138,14 @@ func TestClosedLinkDoesNotBlockTheTradeIDAgain(t *testing.T) {
 	first, second := sendingOrder(t, a.ID), sendingOrder(t, a.ID)
 	trade := fmt.Sprintf("reused-%d", first)
 	units, price := decimal.NewFromInt(10000), decimal.RequireFromString("1.1002")
-	pos, err := svc.ABook().AdoptVenueTrade(ctx, first, trade, "EURUSD", units, price, 0)
+	pos, err := svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: first, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.ABook().BookVenueClose(ctx, pos, nil, price, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ABook().AdoptVenueTrade(ctx, second, trade, "EURUSD", units, price, 0); err != nil {
+	if _, err := svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: second, TradeID: trade, Symbol: "EURUSD", Units: units, Price: price}); err != nil {
 		t.Fatalf("a trade id whose only link is closed: %v", err)
 	}
 	var links int
@@ -160,7 +166,7 @@ func TestVenueFillIsBookedOnce(t *testing.T) {
 	a := fundedAccount(t, svc, 9205)
 	o := sendingOrder(t, a.ID)
 	price := decimal.RequireFromString("1.1002")
-	pos, err := svc.ABook().AdoptVenueTrade(ctx, o, fmt.Sprintf("once-%d", o), "EURUSD", decimal.NewFromInt(30000), price, 0)
+	pos, err := svc.ABook().AdoptVenueTrade(ctx, VenueAdoption{OrderID: o, TradeID: fmt.Sprintf("once-%d", o), Symbol: "EURUSD", Units: decimal.NewFromInt(30000), Price: price})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,20 +267,57 @@ func readFill(f *fieldReader, tx *wireTransaction) *Fill {
 		OrderID:       tx.OrderID,
 		Symbol:        DeskSymbol(tx.Instrument),
 		Units:         f.decimal("orderFillTransaction.units", tx.Units),
-		Price:         f.decimal("orderFillTransaction.price", tx.Price),
 		Time:          f.time("orderFillTransaction.time", tx.Time),
 		RealizedPL:    f.optDecimal("orderFillTransaction.pl", tx.PL),
 	}
+	var shares []wireTradeOpen // each trade's share of the fill: units and price
 	if tx.TradeOpened != nil {
 		fill.TradeOpened = tx.TradeOpened.TradeID
+		shares = append(shares, *tx.TradeOpened)
 	}
 	for _, c := range tx.TradesClosed {
 		fill.TradesClosed = append(fill.TradesClosed, c.TradeID)
+		shares = append(shares, wireTradeOpen{TradeID: c.TradeID, Units: c.Units, Price: c.Price})
 	}
 	if tx.TradeReduced != nil {
 		fill.TradeReduced = tx.TradeReduced.TradeID
+		shares = append(shares, wireTradeOpen{TradeID: tx.TradeReduced.TradeID, Units: tx.TradeReduced.Units, Price: tx.TradeReduced.Price})
 	}
+	fill.Price = fillPrice(f, shares, tx.Price)
 	return fill
+}
+
+// fillPrice is the price of a fill made of shares: the units-weighted average of the prices its
+// trades were opened, closed or reduced at (one share: its price). OANDA marks the fill's own
+// price field deprecated — the shares carry the official price of each unit, and its clients
+// read those — so that field (deprecated) serves only when some share carries no price or no
+// units. Neither: no price is guessed.
+func fillPrice(f *fieldReader, shares []wireTradeOpen, deprecated string) decimal.Decimal {
+	units, notional, last := decimal.Zero, decimal.Zero, decimal.Zero
+	complete := len(shares) > 0
+	for _, sh := range shares {
+		if sh.Price == "" || sh.Units == "" {
+			complete = false
+			break
+		}
+		u := f.decimal("orderFillTransaction.trade.units", sh.Units).Abs()
+		p := f.decimal("orderFillTransaction.trade.price", sh.Price)
+		if !u.IsPositive() {
+			complete = false
+			break
+		}
+		units, notional, last = units.Add(u), notional.Add(u.Mul(p)), p
+	}
+	switch {
+	case complete && len(shares) == 1:
+		return last
+	case complete:
+		return notional.Div(units).Round(10) // the desk stores prices to 10 places
+	case deprecated != "":
+		return f.decimal("orderFillTransaction.price", deprecated)
+	}
+	f.fail("orderFillTransaction's price", "", "given by its trades or its price field")
+	return decimal.Zero
 }
 
 func readTrade(f *fieldReader, w *wireTrade) Trade {

@@ -14,6 +14,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 	for _, seed := range []string{
 		`{"orderCreateTransaction":{"id":"2","type":"MARKET_ORDER"},"orderFillTransaction":{"id":"3","orderID":"2","instrument":"EUR_USD","units":"100000","price":"1.1002","time":"2026-01-05T10:00:00.123456789Z","pl":"0.0000","tradeOpened":{"tradeID":"3","units":"100000","price":"1.1002"}},"lastTransactionID":"3"}`,
 		`{"orderFillTransaction":{"id":"9","orderID":"8","instrument":"EUR_USD","units":"-5000","price":"1.1","time":"2026-01-05T10:00:00Z","pl":"-8.0000","tradesClosed":[{"tradeID":"3","units":"-5000","price":"1.1","realizedPL":"-8.0000"}],"tradeReduced":{"tradeID":"4"}},"lastTransactionID":"9"}`,
+		`{"orderFillTransaction":{"id":"3","orderID":"2","instrument":"EUR_USD","units":"-3","time":"2026-01-05T10:00:00Z","tradesClosed":[{"tradeID":"1","units":"-1","price":"1.1"},{"tradeID":"2","units":"-2","price":"1.2"}]},"lastTransactionID":"3"}`,
 		`{"orderCancelTransaction":{"id":"5","orderID":"4","reason":"INSUFFICIENT_MARGIN","time":"2026-01-05T10:00:00Z"},"lastTransactionID":"5"}`,
 		`{"trades":[{"id":"3","instrument":"XAU_USD","price":"2300.5","openTime":"2026-01-05T10:00:00Z","state":"OPEN","initialUnits":"10","currentUnits":"10","realizedPL":"0","closingTransactionIDs":["7"],"averageClosePrice":"2301","closeTime":"2026-01-05T11:00:00Z","clientExtensions":{"id":"c","tag":"fxdesk"}}],"lastTransactionID":"7"}`,
 		`{"trade":{"id":"3","instrument":"EUR_USD","price":"1.1","openTime":"2026-01-05T10:00:00Z","state":"CLOSED","initialUnits":"1","currentUnits":"0"}}`,

@@ -131,7 +131,7 @@ func newAccount(cfg Config, now time.Time) *account {
 	}
 	// The account starts funded, as a real one does: the first transaction is the deposit.
 	a.record(transaction{Time: wireTime(now), Type: txTransferFunds, Amount: money(cfg.Balance),
-		Reason: reasonAccountFunding, AccountBalance: money(cfg.Balance)})
+		FundingReason: reasonAccountFunding, AccountBalance: money(cfg.Balance)})
 	return a
 }
 

@@ -16,7 +16,7 @@
 //	                               "timeInForce":"FOK","positionFill":"DEFAULT",
 //	                               "clientExtensions":{"id":"C1","tag":"fxdesk"},"tradeClientExtensions":{…}}}
 //	  → 201 {orderCreateTransaction, orderFillTransaction | orderCancelTransaction, lastTransactionID}
-//	PUT  /trades/{id|@clientId}/close  {"units":"ALL"} or {"units":"5000"}
+//	PUT  /trades/{id|@clientId}/close  {"units":"ALL"} or {"units":"5000"}; no body (or no units): ALL
 //	  → 200 {orderCreateTransaction, orderFillTransaction (tradesClosed | tradeReduced) | orderCancelTransaction, …}
 //	GET  /openTrades              → {trades (newest first), lastTransactionID}
 //	GET  /trades/{id|@clientId}   → {trade, lastTransactionID}; 404 TRADE_DOESNT_EXIST
@@ -31,7 +31,9 @@
 // GET /transactions/{id} gives that transaction's reason. Orders are kept by client id only.
 //
 // Errors answer {"errorCode":"…","errorMessage":"…"}: 400 for a malformed request (nothing is
-// executed), 401 for a missing or wrong token, 403 for another account, 404 as above, 503 for
+// executed) and 400 INSTRUMENT_UNKNOWN for an order on an instrument the account does not offer
+// (Config.Instruments, default DefaultInstruments: nothing is created, no transaction id is
+// used, the client id stays free), 401 for a missing or wrong token, 403 for another account, 404 as above, 503 for
 // an injected 5xx. A clientExtensions.id the venue has seen before (executed, cancelled or still
 // executing) answers 400 CLIENT_ORDER_ID_ALREADY_EXISTS and executes nothing: the defence
 // against a re-send. A 5xx'd order was never seen, so its client id stays free.
@@ -40,8 +42,8 @@
 //
 // The account is a hedging account: every order opens its own trade and a sell never reduces
 // a buy. Buys fill at the ask and sells at the bid; a close of a long fills at the bid and of a
-// short at the ask. A symbol the price source does not quote (unknown, closed, silenced) cancels
-// the order or the close with MARKET_HALTED. Realized P&L is booked to the balance in the account
+// short at the ask. An offered symbol the price source does not quote (unpriced, closed,
+// silenced) cancels the order or the close with MARKET_HALTED. Realized P&L is booked to the balance in the account
 // currency, converted from the quote currency with mid prices, directly or through USD (a
 // currency the venue cannot price at all counts one to one: the venue needs no exactness).
 //
@@ -54,7 +56,7 @@
 //
 // An order whose margin would take marginAvailable below zero is cancelled INSUFFICIENT_MARGIN.
 // Every creation, fill and cancel is a transaction with the next integer id; the first is the
-// opening TRANSFER_FUNDS. Orders and closes execute after the latency, even when the client hangs
+// opening TRANSFER_FUNDS (fundingReason CLIENT_FUNDING). Orders and closes execute after the latency, even when the client hangs
 // up meanwhile, as at a real venue.
 //
 // # Control API (its own listener, loopback callers only, JSON bodies)

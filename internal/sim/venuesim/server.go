@@ -40,6 +40,10 @@ type Config struct {
 	Latency time.Duration
 	// Prices quotes the symbols; nil quotes nothing, so every order is cancelled MARKET_HALTED.
 	Prices PriceSource
+	// Instruments are the symbols (desk form, EURUSD) the account may trade; an order for any
+	// other is refused with 400 INSTRUMENT_UNKNOWN and creates nothing. Default
+	// DefaultInstruments.
+	Instruments []string
 	// Now stamps transactions and trades. Default time.Now. Latency, holds and outages run on
 	// the real clock: they pace this machine's sockets, not simulated time.
 	Now func() time.Time
@@ -71,6 +75,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Leverage < 1 {
 		return c, fmt.Errorf("venuesim: Leverage %d must be at least 1", c.Leverage)
 	}
+	if len(c.Instruments) == 0 {
+		c.Instruments = DefaultInstruments
+	}
+	for _, sym := range c.Instruments {
+		if !fx.ValidSymbol(sym) {
+			return c, fmt.Errorf("venuesim: Instruments: %q is not six letters like EURUSD", sym)
+		}
+	}
 	return c, nil
 }
 
@@ -87,8 +99,9 @@ type faults struct {
 // Server is one simulated venue. Create it with New, bind with Listen (and ListenControl),
 // serve with Run.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg         Config
+	log         *slog.Logger
+	instruments map[string]bool // cfg.Instruments; read-only
 
 	mu            sync.Mutex
 	acct          *account
@@ -116,9 +129,14 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	instruments := make(map[string]bool, len(cfg.Instruments))
+	for _, sym := range cfg.Instruments {
+		instruments[sym] = true
+	}
 	return &Server{
 		cfg:           cfg,
 		log:           log,
+		instruments:   instruments,
 		acct:          newAccount(cfg, cfg.Now()),
 		latency:       cfg.Latency,
 		release:       make(chan struct{}),

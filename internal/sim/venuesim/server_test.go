@@ -255,7 +255,9 @@ func TestOrdersCancelledForHaltOrMarginAreCreatedNotFilled(t *testing.T) {
 		setup                                     func()
 	}{
 		// Each row is a reason a venue accepts an order (201) and does not execute it.
-		{"unknown symbol", "C1", "ABC_DEF", "1000", "MARKET_HALTED", func() {}},
+		// An instrument the account offers that the feed does not price (an instrument it does
+		// not offer is refused with 400: TestOrderForAnUnknownInstrumentIsRefusedAndCreatesNothing).
+		{"unpriced symbol", "C1", "USD_THB", "1000", "MARKET_HALTED", func() {}},
 		{"closed session", "C2", "EUR_USD", "1000", "MARKET_HALTED", func() {
 			if err := e.feed.SetSession("EURUSD", false); err != nil {
 				t.Fatal(err)

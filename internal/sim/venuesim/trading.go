@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -157,7 +159,18 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, f answerFault, 
 
 // decodeVenueBody reads a JSON body; unknown fields are ignored, as the venue ignores them.
 func decodeVenueBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	return decodeBody(w, r, v, false)
+}
+
+// decodeOptionalVenueBody is decodeVenueBody for an endpoint whose body may be left out (a
+// trade close: OANDA closes ALL units): no body reads as {}.
+func decodeOptionalVenueBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeBody(w, r, v, true)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v)
+	if err != nil && !(optional && errors.Is(err, io.EOF)) {
 		writeVenueError(w, http.StatusBadRequest, "INVALID_REQUEST", "Invalid JSON body: "+err.Error())
 		return false
 	}
@@ -200,6 +213,16 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 			return
 		case !okSymbol:
 			writeVenueError(w, http.StatusBadRequest, "INSTRUMENT_INVALID", fmt.Sprintf("Instrument %q is not like EUR_USD.", o.Instrument))
+			return
+		case !s.instruments[symbol]:
+			// As at OANDA: refused before anything is created, so no transaction id is used
+			// and the client id stays free.
+			s.mu.Lock()
+			last := s.acct.lastID()
+			s.mu.Unlock()
+			control.WriteJSON(w, http.StatusBadRequest, map[string]string{"errorCode": "INSTRUMENT_UNKNOWN",
+				"errorMessage":      fmt.Sprintf("The instrument %q is unknown to this account; nothing was created.", o.Instrument),
+				"lastTransactionID": wireID(last)})
 			return
 		case err != nil || units.IsZero():
 			writeVenueError(w, http.StatusBadRequest, "UNITS_INVALID", fmt.Sprintf("Units %q must be a non-zero decimal.", o.Units))
@@ -289,14 +312,14 @@ func closeRefusal(t *trade, units *decimal.Decimal) string {
 func (s *Server) handleCloseTrade() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req closeRequest
-		if !decodeVenueBody(w, r, &req) {
+		if !decodeOptionalVenueBody(w, r, &req) {
 			return
 		}
 		if s.fail5xx(w) {
 			return
 		}
 		var units *decimal.Decimal
-		if req.Units != "ALL" {
+		if req.Units != "ALL" && req.Units != "" { // units default to ALL, as at OANDA
 			u, err := decimal.NewFromString(req.Units)
 			if err != nil || !u.IsPositive() {
 				writeVenueError(w, http.StatusBadRequest, "UNITS_INVALID", fmt.Sprintf("Units %q must be ALL or a positive decimal.", req.Units))

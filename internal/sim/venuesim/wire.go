@@ -66,6 +66,7 @@ type transaction struct {
 	TimeInForce           string            `json:"timeInForce,omitempty"`
 	PositionFill          string            `json:"positionFill,omitempty"`
 	Reason                string            `json:"reason,omitempty"`
+	FundingReason         string            `json:"fundingReason,omitempty"` // a TRANSFER_FUNDS's reason
 	Amount                string            `json:"amount,omitempty"`
 	PL                    string            `json:"pl,omitempty"`
 	AccountBalance        string            `json:"accountBalance,omitempty"`
