@@ -66,7 +66,8 @@ CREATE TABLE `fx_fix_execution` (
   `price` DECIMAL(24,10) NOT NULL,
   `transactTime` DATETIME(3) NOT NULL,
   PRIMARY KEY (`id`),
-  UNIQUE KEY `uq_fx_fix_execution_exec` (`execId`)
+  UNIQUE KEY `uq_fx_fix_execution_exec` (`execId`),
+  KEY `idx_fx_fix_execution_order` (`clOrdId`, `id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- Which desk trade each execution opened, reduced or closed, and by how many signed units: the
