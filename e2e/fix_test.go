@@ -274,3 +274,30 @@ func TestFIXSessionDroppedMidBurstBooksEachFillOnce(t *testing.T) {
 	}
 	d.checkLedgerBalanced(acct)
 }
+
+// FXDESK_FIX_SESSION=sim: the bundled FIX venue runs inside the web process, priced from the
+// desk's quotes, for single-process installs and demos. A restarted process starts a new venue,
+// and its session starts over with it instead of being refused for its stored sequence numbers.
+func TestFIXInProcessVenueTradesAndSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	e := newDeskEnv(t)
+	feed := startFeedSim(t)
+	td, env := startExternalDesk(e, feed, []string{"FXDESK_VENUE=fix", "FXDESK_FIX_SESSION=sim", "FXDESK_VENUE_INTERVAL=500ms"}, "web")
+	td.web.waitLog(15*time.Second, msgIs("FIX session logged on"))
+	tok, acct := td.externalTrader(2860, "10000.00")
+	td.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	var o orderResp
+	must(t, td.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "fix-sim-1"), http.StatusCreated, &o)
+	if o.Order.FillPrice == nil || !dec(*o.Order.FillPrice).Equal(dec("1.1002")) {
+		t.Fatalf("in-process FIX venue fill = %+v, want the desk's ask 1.10020", o.Order)
+	}
+	td.web.stop(syscall.SIGTERM)
+	web := e.start("web-2", "fxdesk-web", env...)
+	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
+	td.web = web
+	td.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	must(t, web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "fix-sim-2"), http.StatusCreated, &o)
+	if o.Order.Status != "FILLED" {
+		t.Fatalf("after the restart: %+v", o.Order)
+	}
+}

@@ -291,6 +291,9 @@ func seedDemoDesk(ctx context.Context, st *stores, svc *services, stdout io.Writ
 	if svc.venue != nil && svc.venue.sim != nil {
 		venueControl = svc.venue.sim.ControlURL()
 	}
+	if svc.venue != nil && svc.venue.fixSim != nil {
+		venueControl = svc.venue.fixSim.ControlURL()
+	}
 	if err := seedDemo(ctx, st.db, svc.trading, svc.catalog, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
 		log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/sim/fixvenue"
 	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
@@ -37,6 +41,7 @@ type venueParts struct {
 	// fix is the FIX session (FXDESK_VENUE=fix), nil for REST; it has no executor (exec nil):
 	// the session's writer is its executor.
 	fix    *fix.Session
+	fixSim *fixvenue.Server // FXDESK_FIX_SESSION=sim: the bundled FIX venue in this process
 	exec   *venue.Executor
 	client *venue.Client
 	// warmClient is client without a per-call bound, for the warm-up probes (see newVenue).
@@ -54,7 +59,7 @@ func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Qu
 	vc := cfg.Venue
 	vp := &venueParts{cfg: vc, log: log}
 	if vc.IsFIX() {
-		return vp, vp.newFIX(cfg, db, m)
+		return vp, vp.newFIX(cfg, db, m, quotes, stage)
 	}
 	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: m.NewVenue(), Log: log})
 	if err != nil {
@@ -95,16 +100,41 @@ func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Qu
 	return vp, nil
 }
 
-// newFIX builds the FIX session from its file; the holder runs it (startHolder).
-func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics) error {
-	f, err := os.Open(cfg.Venue.FIXSession)
-	if err != nil {
-		return fmt.Errorf("FXDESK_FIX_SESSION: %w", err)
+// newFIX builds the FIX session from its file, or with FXDESK_FIX_SESSION=sim starts the bundled
+// FIX venue in-process on loopback, priced from the desk's quotes, and a session to it; the
+// holder runs the session (startHolder).
+func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage) error {
+	var settings io.Reader
+	if cfg.Venue.FIXSession == config.FIXSim {
+		vc := cfg.Venue
+		sim, err := fixvenue.New(fixvenue.Config{Latency: vc.SimLatency, Prices: deskPrices{quotes}}, v.log.With(slog.String("part", "fixvenue")))
+		if err != nil {
+			return err
+		}
+		addr, err := sim.Listen(vc.SimAddr)
+		if err != nil {
+			return fmt.Errorf("FIX venue simulator: %w", err)
+		}
+		if _, err := sim.ListenControl(vc.SimControlAddr); err != nil {
+			sim.Stop()
+			return fmt.Errorf("FIX venue simulator control: %w", err)
+		}
+		stage.Go("FIX venue simulator", sim.Run)
+		v.fixSim = sim
+		host, port, _ := net.SplitHostPort(addr)
+		settings = strings.NewReader(fmt.Sprintf("[DEFAULT]\nConnectionType=initiator\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=%s\nTargetCompID=%s\nSocketConnectHost=%s\nSocketConnectPort=%s\n",
+			fixvenue.DefaultDeskCompID, fixvenue.DefaultVenueCompID, host, port))
+	} else {
+		f, err := os.Open(cfg.Venue.FIXSession)
+		if err != nil {
+			return fmt.Errorf("FXDESK_FIX_SESSION: %w", err)
+		}
+		defer f.Close()
+		settings = f
 	}
-	defer f.Close()
 	observer := m.NewVenue()
-	s, err := fix.New(fix.Config{Settings: f, DSN: cfg.MySQLDSN, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
-		OnWrote: observer.ObserveOwnTime, Log: v.log.With(slog.String("part", "fix"))})
+	s, err := fix.New(fix.Config{Settings: settings, DSN: cfg.MySQLDSN, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
+		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Log: v.log.With(slog.String("part", "fix"))})
 	if err != nil {
 		return err
 	}

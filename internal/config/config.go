@@ -267,10 +267,14 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	c.MetricsAddr = env("FXDESK_METRICS_ADDR", "")
 	c.Limits, errs = loadLimits(env, duration, errs)
 	c.Venue, errs = loadVenue(env, duration, errs)
-	if c.Venue.URL == "sim" && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
+	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
-		errs = append(errs, errors.New("FXDESK_VENUE=sim runs the venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-venuesim once and give every web process its URL"))
+		if c.Venue.IsFIX() {
+			errs = append(errs, errors.New("FXDESK_FIX_SESSION=sim runs the FIX venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-fixvenue once and give every web process a session file that points at it"))
+		} else {
+			errs = append(errs, errors.New("FXDESK_VENUE=sim runs the venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-venuesim once and give every web process its URL"))
+		}
 	}
 	if c.Calendar != "real" && c.Calendar != "always-open" {
 		errs = append(errs, fmt.Errorf("FXDESK_CALENDAR=%q must be real or always-open", c.Calendar))

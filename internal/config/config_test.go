@@ -212,6 +212,7 @@ func TestVenueSettingsAreCheckedPerModeAndNamedWhenBad(t *testing.T) {
 		want []string
 	}{
 		{map[string]string{"FXDESK_VENUE": "fix"}, []string{"FXDESK_FIX_SESSION", "configs/fix-session.cfg"}},
+		{map[string]string{"FXDESK_VENUE": "fix", "FXDESK_FIX_SESSION": "sim", "FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": strongSecret}, []string{"FXDESK_FIX_SESSION=sim", "fxdesk-fixvenue"}},
 		{map[string]string{"FXDESK_VENUE": "ftp://venue"}, []string{"FXDESK_VENUE", "sim"}},
 		{map[string]string{"FXDESK_VENUE": "https://venue"}, []string{"FXDESK_VENUE_ACCOUNT", "FXDESK_VENUE_TOKEN"}},
 		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_TIMEOUT": "3m"}, []string{"FXDESK_VENUE_NOT_SENT_AFTER", "FXDESK_VENUE_TIMEOUT"}},

@@ -19,7 +19,7 @@ type VenueConfig struct {
 	// none.
 	URL string
 	// FIXSession is FXDESK_FIX_SESSION, the QuickFIX session file of FXDESK_VENUE=fix
-	// (configs/fix-session.cfg; docs/fix.md).
+	// (configs/fix-session.cfg; docs/fix.md), or FIXSim.
 	FIXSession string
 	Account    string // FXDESK_VENUE_ACCOUNT, default fxdesk-sim with sim
 	Token      string // FXDESK_VENUE_TOKEN (masked in logs), default sim-token with sim
@@ -45,6 +45,14 @@ func (v VenueConfig) Enabled() bool { return v.URL != "" }
 
 // IsFIX is true for FXDESK_VENUE=fix.
 func (v VenueConfig) IsFIX() bool { return v.URL == "fix" }
+
+// FIXSim is FXDESK_FIX_SESSION's value that starts the bundled FIX venue in-process on loopback
+// and connects the desk's session to it (single-process installs and demos).
+const FIXSim = "sim"
+
+// InProcessSim is true when the venue is a simulator inside this process (FXDESK_VENUE=sim, or
+// fix with FXDESK_FIX_SESSION=sim): its state lives and dies with the process.
+func (v VenueConfig) InProcessSim() bool { return v.URL == "sim" || v.IsFIX() && v.FIXSession == FIXSim }
 
 func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
 	v := VenueConfig{URL: strings.TrimRight(env("FXDESK_VENUE", ""), "/")}

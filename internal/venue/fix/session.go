@@ -39,7 +39,11 @@ type Config struct {
 	// OnWrote, when set, is told each order's own time: from its trigger to the message handed
 	// to the session's writer.
 	OnWrote func(time.Duration)
-	Log     *slog.Logger
+	// FreshVenue says the venue started with this process (the bundled venue in-process, whose
+	// store is in memory): the session's stored sequence numbers and messages are dropped before
+	// the first logon, which a venue that kept its side of the session would refuse.
+	FreshVenue bool
+	Log        *slog.Logger
 }
 
 // Session is the desk's FIX session and its adapter. Run logs on and keeps the session until
@@ -122,6 +126,14 @@ func New(cfg Config) (*Session, error) {
 			// The lease decides when the session is up, not a schedule.
 			g.Set(config.StartTime, "00:00:00")
 			g.Set(config.EndTime, "00:00:00")
+		}
+	}
+	if cfg.FreshVenue {
+		for _, table := range []string{sessionsTable, messagesTable} {
+			if _, err := cfg.DB.Exec("DELETE FROM `"+table+"` WHERE `beginstring` = ? AND `sendercompid` = ? AND `targetcompid` = ?",
+				id.BeginString, id.SenderCompID, id.TargetCompID); err != nil {
+				return nil, fmt.Errorf("fix: reset the session for a new venue: %w", err)
+			}
 		}
 	}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: &journal{db: cfg.DB}, log: cfg.Log,
