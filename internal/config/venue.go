@@ -52,7 +52,9 @@ const FIXSim = "sim"
 
 // InProcessSim is true when the venue is a simulator inside this process (FXDESK_VENUE=sim, or
 // fix with FXDESK_FIX_SESSION=sim): its state lives and dies with the process.
-func (v VenueConfig) InProcessSim() bool { return v.URL == "sim" || v.IsFIX() && v.FIXSession == FIXSim }
+func (v VenueConfig) InProcessSim() bool {
+	return v.URL == "sim" || v.IsFIX() && v.FIXSession == FIXSim
+}
 
 func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
 	v := VenueConfig{URL: strings.TrimRight(env("FXDESK_VENUE", ""), "/")}
