@@ -171,8 +171,8 @@ func TestFIXTakeoverResumesSequenceNumbersFromMySQL(t *testing.T) {
 	if out1 < 3 || out2 <= out1 || in2 <= in1 {
 		t.Fatalf("stored sequence numbers out/in %d/%d before the takeover, %d/%d after: want them carried on, not reset", out1, in1, out2, in2)
 	}
-	if _, ok := web.findLog(msgHas("MsgSeqNum too low")); ok {
-		t.Fatal("the new holder's session was refused for its sequence numbers")
+	if _, refused := web.findLog(msgHas("FIX session logged out")); refused {
+		t.Fatal("the new holder's session was refused before it logged on (its sequence numbers)")
 	}
 	if st := d.venue.state(); !st.net("EURUSD").IsZero() || len(st.Orders) != 2 {
 		t.Fatalf("venue %+v; want flat after two orders", st)
@@ -291,13 +291,26 @@ func TestFIXInProcessVenueTradesAndSurvivesARestart(t *testing.T) {
 	if o.Order.FillPrice == nil || !dec(*o.Order.FillPrice).Equal(dec("1.1002")) {
 		t.Fatalf("in-process FIX venue fill = %+v, want the desk's ask 1.10020", o.Order)
 	}
+	// Enough traffic that a session which did not start over could not catch up with the new
+	// venue's sequence numbers by reconnecting a few times.
+	for i := range 10 {
+		must(t, td.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.01", fmt.Sprintf("fix-sim-more-%d", i)), http.StatusCreated, nil)
+	}
 	td.web.stop(syscall.SIGTERM)
+	fd := &fixDesk{tradingDesk: td}
+	out1, _ := fd.seqNums()
 	web := e.start("web-2", "fxdesk-web", env...)
 	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
+	if _, refused := web.findLog(msgHas("FIX session logged out")); refused {
+		t.Fatal("the restarted desk's session was refused before it logged on: it did not start over with the new venue")
+	}
 	td.web = web
 	td.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	must(t, web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "fix-sim-2"), http.StatusCreated, &o)
 	if o.Order.Status != "FILLED" {
 		t.Fatalf("after the restart: %+v", o.Order)
+	}
+	if out2, _ := fd.seqNums(); out2 >= out1 {
+		t.Fatalf("outgoing sequence number %d after the restart, %d before: the session did not start over", out2, out1)
 	}
 }
