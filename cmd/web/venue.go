@@ -144,28 +144,10 @@ func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, q
 }
 
 // runFIX keeps the FIX session logged on while this process holds the lease: it logs on when
-// the holder starts and logs out when ctx ends or the lease is lost, so that two desks never
-// share the session.
+// the holder starts and logs out when ctx ends or the lease is lost.
 func (v *venueParts) runFIX(ctx context.Context, serving func() bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !serving() {
-					v.log.Error("lease lost: logging the FIX session out; this process no longer trades")
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	return v.fix.Run(ctx)
+	_, err := v.fix.RunWhile(ctx, serving, 250*time.Millisecond)
+	return err
 }
 
 // probe is the cheapest call that proves the venue answers: the account summary.

@@ -104,7 +104,7 @@ type report struct {
 func parseReport(msg *quickfix.Message) report {
 	str := func(t quickfix.Tag) string { v, _ := msg.Body.GetString(t); return v }
 	dec := func(t quickfix.Tag) decimal.Decimal {
-		d, err := decimal.NewFromString(str(t))
+		d, err := decimalOf(str(t))
 		if err != nil {
 			return decimal.Zero
 		}
@@ -121,3 +121,6 @@ func parseReport(msg *quickfix.Message) report {
 	}
 	return r
 }
+
+// decimalOf reads a FIX decimal field's text.
+func decimalOf(s string) (decimal.Decimal, error) { return decimal.NewFromString(s) }

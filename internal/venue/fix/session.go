@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -187,6 +188,35 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("FIX session stopped", slog.String("session", s.sessionID.String()))
 	return nil
+}
+
+// RunWhile runs the session (Run) until ctx ends or holding answers false — asked every check —
+// and answers whether it stopped because the lease was lost. The lease holder calls it with its
+// keeper's Serving: a process that lost the lease logs out at once, so two desks never share the
+// session.
+func (s *Session) RunWhile(ctx context.Context, holding func() bool, check time.Duration) (lost bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var lostFlag atomic.Bool
+	go func() {
+		t := time.NewTicker(check)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !holding() {
+					lostFlag.Store(true)
+					s.log.Error("lease lost: logging the FIX session out; this process no longer trades")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err = s.Run(ctx)
+	return lostFlag.Load(), err
 }
 
 // Reachable is whether the session is logged on now.

@@ -369,3 +369,43 @@ var testLog = func() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }()
+
+// Only the lease holder logs on: the session logs out as soon as the lease is lost, and the venue
+// sees it go.
+func TestSessionLogsOutWhenTheLeaseIsLost(t *testing.T) {
+	r := newRig(t, 5*time.Second)
+	r.halt() // the rig's own run; this test runs the session as the holder does
+	var holding atomic.Bool
+	holding.Store(true)
+	done := make(chan bool, 1)
+	go func() {
+		lost, err := r.session.RunWhile(context.Background(), holding.Load, 10*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- lost
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.session.WaitLoggedOn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	holding.Store(false)
+	select {
+	case lost := <-done:
+		if !lost {
+			t.Fatal("RunWhile returned without reporting the lease lost")
+		}
+	case <-ctx.Done():
+		t.Fatal("the session still runs after the lease was lost")
+	}
+	for r.venue.LoggedOn() {
+		if ctx.Err() != nil {
+			t.Fatal("the venue still sees the session logged on")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.session.Reachable() {
+		t.Fatal("the desk still counts the venue reachable")
+	}
+}
