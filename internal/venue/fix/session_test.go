@@ -95,9 +95,13 @@ func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig 
 }
 
 // start runs a new Session on the rig's session file, as a new lease holder would.
-func (r *rig) start(t *testing.T, timeout time.Duration) {
+func (r *rig) start(t *testing.T, timeout time.Duration, onWrote ...func(time.Duration)) {
 	t.Helper()
-	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DSN: testDSN, DB: testDB, Account: "acct", Timeout: timeout, Log: testLog})
+	var wrote func(time.Duration)
+	if len(onWrote) > 0 {
+		wrote = onWrote[0]
+	}
+	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DSN: testDSN, DB: testDB, Account: "acct", Timeout: timeout, Log: testLog, OnWrote: wrote})
 	if err != nil {
 		t.Fatal(err)
 	}
