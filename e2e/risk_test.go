@@ -255,6 +255,37 @@ func TestRiskStopOutLargestLoserFirst(t *testing.T) {
 		}
 		return false
 	})
+	// The account's own record: one stop-out told beside its close, and the margin call told
+	// once when it began and once when the close brought the level back above it.
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the margin call's start and end told", func() bool {
+		var n int
+		d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_event` WHERE `accountId` = ? AND `type` = 'account.margin_call_cleared'", acct).Scan(&n)
+		return n > 0
+	})
+	var told []string
+	rows, err := d.e.sql.Query("SELECT `type` FROM `fx_event` WHERE `accountId` = ? AND `type` LIKE 'account.%' ORDER BY `id`", acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var ty string
+		rows.Scan(&ty)
+		told = append(told, ty)
+	}
+	rows.Close()
+	var called bool
+	d.e.sql.QueryRow("SELECT `marginCallAt` IS NOT NULL FROM `fx_account` WHERE `id` = ?", acct).Scan(&called)
+	stops, calls := 0, []string{}
+	for _, ty := range told {
+		if ty == "account.stop_out" {
+			stops++
+		} else {
+			calls = append(calls, ty)
+		}
+	}
+	if stops != 1 || len(calls) != 2 || calls[0] != "account.margin_call" || calls[1] != "account.margin_call_cleared" || called {
+		t.Fatalf("account events %v (margin call recorded now: %v), want one account.stop_out and the margin call's start and end", told, called)
+	}
 }
 
 // A trader's close racing a triggered stop: each position ends with exactly one close and one

@@ -20,6 +20,7 @@ import (
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
@@ -120,11 +121,40 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 		}
 	}
 	h.guarded.Go("risk engine", riskEngine.run)
+	if err := h.startRelay(log); err != nil {
+		return err
+	}
 	if sched != nil {
 		h.sched.Store(sched)
 		h.guarded.Go("scheduler", sched.Run)
 	}
 	return nil
+}
+
+// startRelay starts the host platform's feed (docs/events.md): the events outbox relayed to the
+// Redis Stream and to the enabled webhooks. Both pass the gate on every batch and move their
+// cursors in fenced transactions, so they run here, on the holder, and nowhere else.
+func (h *holderParts) startRelay(log *slog.Logger) error {
+	ev := h.cfg.Events
+	stream, err := relay.NewStream(relay.StreamConfig{DB: h.db, Redis: h.rdb, Names: h.cfg.RedisNames, Gate: h.gate, Lease: h.keeper,
+		Interval: ev.RelayInterval, Batch: ev.RelayBatch, MaxLen: ev.StreamMaxLen, Retention: ev.Retention, Log: log})
+	if err != nil {
+		return err
+	}
+	hooks, err := relay.NewWebhooks(relay.WebhooksConfig{DB: h.db, Gate: h.gate, Lease: h.keeper, Interval: ev.RelayInterval,
+		Sender: webhookSender(h.cfg), Failures: h.metrics.NewWebhookFailures(), Log: log})
+	if err != nil {
+		return err
+	}
+	h.guarded.Go("events relay", stream.Run)
+	h.guarded.Go("webhook relay", hooks.Run)
+	return nil
+}
+
+// webhookSender is how webhooks are posted, by the relay and by an admin's replay.
+func webhookSender(cfg config.Config) relay.Sender {
+	ev := cfg.Events
+	return relay.Sender{Timeout: ev.WebhookTimeout, Attempts: ev.WebhookAttempts, Backoff: ev.WebhookBackoff, BackoffMax: ev.WebhookBackoffMax}
 }
 
 // riskStats reports the risk engine's counters once it runs here.

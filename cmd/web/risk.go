@@ -65,7 +65,7 @@ func newHolderRisk(db *sql.DB, svc *trading.Service, stream *priceStream, dk *de
 		Updates:  updates,
 		Executor: rd,
 		Gate:     g,
-		Alerts:   marginCalls{inbox},
+		Alerts:   marginCalls{inbox: inbox, desk: rd},
 		// Each close or fill waits for its group commit without holding a connection; a batch
 		// carries up to book.MaxBatch of them, so that many can wait for the next one. With a
 		// venue, an EXTERNAL close waits for the venue's answer first: as many workers as the
@@ -110,10 +110,23 @@ func (h *holderRisk) run(ctx context.Context) error {
 	return err
 }
 
-// marginCalls raises the margin-call alert in the alert inbox.
-type marginCalls struct{ inbox *alert.Inbox }
+// marginCalls records an account's margin call and its end on the account, with their events
+// (trading.RiskDesk.MarginCall), and raises the margin-call alert in the alert inbox at each
+// crossing, recorded before or not.
+type marginCalls struct {
+	inbox *alert.Inbox
+	desk  *trading.RiskDesk
+}
+
+func (a marginCalls) MarginCallCleared(ctx context.Context, accountID int64, _ float64) error {
+	_, err := a.desk.MarginCall(ctx, accountID, false)
+	return err
+}
 
 func (a marginCalls) MarginCall(ctx context.Context, accountID int64, level float64) error {
+	if _, err := a.desk.MarginCall(ctx, accountID, true); err != nil {
+		return err
+	}
 	return a.inbox.Raise(ctx, "margin-call", alert.Warning,
 		fmt.Sprintf("Account %d is below its margin-call level: margin level %.2f%%. New margin-increasing orders and withdrawals are refused.", accountID, level),
 		map[string]any{"accountId": accountID, "marginLevel": level})

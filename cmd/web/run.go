@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
@@ -95,6 +96,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	}
 	inbox := alert.NewInbox(st.db, log)
 	m.WatchAlerts(inbox)
+	m.WatchRelay(func(ctx context.Context) (relay.Status, error) { return relay.ReadStatus(ctx, st.db) })
 	role, err := contention.claim(ctx)
 	if err != nil {
 		return err
@@ -269,7 +271,8 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
 	parts.rail.Go("markets rail", rail.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
-		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits})
+		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits,
+		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg))})
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,10 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/events"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/trading"
 )
@@ -40,6 +42,9 @@ type auditDesk struct {
 	// PENDING order of account for a dealer to cancel.
 	account, alertID, order int64
 	cat                     *catalog.Admin
+	// webhook is an endpoint (a real receiver that accepts) with a dead letter of event
+	// deadEvent for the replay to post.
+	webhook, deadEvent int64
 }
 
 // fixtures adds what the walk's delete routes delete and its move moves into.
@@ -70,6 +75,29 @@ func (d *auditDesk) fixtures() {
 		t.Fatal(err)
 	}
 	if d.order, err = res.LastInsertId(); err != nil {
+		t.Fatal(err)
+	}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(receiver.Close)
+	wh, _, err := relay.NewAdmin(db, relay.Sender{}).Create(ctxAdmin, relay.NewWebhook{URL: receiver.URL, Enabled: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.webhook = wh.ID
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Record(context.Background(), tx, events.Event{AccountID: d.account, UserID: 501, Type: events.Deposit, Payload: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT MAX(`id`) FROM `fx_event`").Scan(&d.deadEvent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO `fx_webhook_dead` (`webhookId`, `eventId`, `attempts`, `lastStatus`, `lastError`) VALUES (?, ?, 8, 500, 'HTTP 500')", d.webhook, d.deadEvent); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -320,6 +348,40 @@ var auditedWrites = map[string]auditedWrite{
 		action: "alert.acknowledge", entityType: "alert", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.alertID, 10) },
 		before: true, after: `"status":"ACKNOWLEDGED"`,
 	},
+}
+
+func (d *auditDesk) webhookPath(suffix string) string {
+	return "/api/admin/fx/webhooks/" + strconv.FormatInt(d.webhook, 10) + suffix
+}
+
+func init() {
+	auditedWrites["POST /api/admin/fx/webhooks"] = auditedWrite{
+		path: fixed("/api/admin/fx/webhooks"), body: fixed(`{"url":"https://host.example/walk","enabled":false}`),
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/webhooks", `{"url":"ftp://host.example/walk"}`
+		},
+		action: "webhook.create", entityType: "webhook",
+		// The fixture's endpoint is the first; a refused create takes no id.
+		entityID: func(d *auditDesk) string { return strconv.FormatInt(d.webhook+1, 10) },
+		before:   false, after: `"url":"https://host.example/walk"`,
+	}
+	auditedWrites["PATCH /api/admin/fx/webhooks/{id}"] = auditedWrite{
+		path: func(d *auditDesk) string { return d.webhookPath("") }, body: fixed(`{"enabled":true}`),
+		bad: func(d *auditDesk) (string, string) {
+			return d.webhookPath(""), `{"secret":"another-secret-0123456789"}`
+		},
+		action: "webhook.update", entityType: "webhook", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.webhook, 10) },
+		before: true, after: `"enabled":true`,
+	}
+	auditedWrites["POST /api/admin/fx/webhooks/{id}/dead-letters/{eventId}/replay"] = auditedWrite{
+		path: func(d *auditDesk) string {
+			return d.webhookPath("/dead-letters/" + strconv.FormatInt(d.deadEvent, 10) + "/replay")
+		},
+		body:   fixed(""),
+		bad:    func(d *auditDesk) (string, string) { return d.webhookPath("/dead-letters/999999/replay"), "" },
+		action: "webhook.replay", entityType: "webhook", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.webhook, 10) },
+		before: true, after: `"replayedAt":"`,
+	}
 }
 
 // auditedInE2E are the admin writes the walk cannot make here — a dealer's close needs the lease

@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
@@ -124,7 +125,8 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docs/openapi.json: %v", err)
 	}
-	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{}} {
+	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
+		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

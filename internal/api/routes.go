@@ -105,6 +105,12 @@ func routes(d Deps) http.Handler {
 		r.Get("/desk", handleDesk(d))
 		r.Get("/audit", handleAudit(d.Log, d.DB))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
+		// The host platform's webhooks (docs/events.md); served by any process.
+		r.Get("/webhooks", handleWebhooks(d.Log, d.Webhooks))
+		r.Post("/webhooks", handleCreateWebhook(d.Log, d.Webhooks))
+		r.Patch("/webhooks/{id}", handleUpdateWebhook(d.Log, d.Webhooks))
+		r.Get("/webhooks/{id}/dead-letters", handleDeadLetters(d.Log, d.Webhooks))
+		r.Post("/webhooks/{id}/dead-letters/{eventId}/replay", handleReplayDeadLetter(d.Log, d.Webhooks))
 		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
 		}))

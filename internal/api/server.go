@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
@@ -64,6 +65,9 @@ type Deps struct {
 	// Rail fans quotes out to the markets-rail streams (run by the process); nil where the
 	// process serves no prices (fxdesk-cron), whose stream route then answers 503.
 	Rail *Rail
+	// Webhooks is the admin side of the host platform's webhooks; nil takes one with the
+	// default sender (FXDESK_WEBHOOK_* defaults).
+	Webhooks *relay.Admin
 	// Limits bound the front door (docs/architecture.md, «The front door»). Zero values switch a
 	// rate limit off and leave the body bound at its default.
 	Limits config.Limits
@@ -84,6 +88,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return nil, fmt.Errorf("http server: missing dependencies: %s", strings.Join(missing, ", "))
+	}
+	if d.Webhooks == nil {
+		d.Webhooks = relay.NewAdmin(d.DB, relay.Sender{})
 	}
 	return routes(d), nil
 }

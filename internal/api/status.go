@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
@@ -44,6 +45,10 @@ type report struct {
 	// /api/admin/fx/audit serves the log as JSON); AuditError says why it could not be read.
 	Audit      []audit.Entry `json:"-"`
 	AuditError string        `json:"-"`
+	// Relay is the host platform's feed: each consumer's position and lag, the open dead
+	// letters; RelayError says why it could not be read.
+	Relay      *relay.Status `json:"relay"`
+	RelayError string        `json:"relayError,omitempty"`
 }
 
 // statusAuditEntries is how many of the audit log's latest entries the status page shows.
@@ -240,6 +245,13 @@ func buildReport(ctx context.Context, d Deps) report {
 	} else {
 		r.Alerts = alerts
 	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	if st, err := relay.ReadStatus(rctx, d.DB); err != nil {
+		r.RelayError = err.Error()
+	} else {
+		r.Relay = &st
+	}
+	cancel()
 	bctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	r.Book = buildBook(bctx, d)

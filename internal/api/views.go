@@ -18,14 +18,6 @@ import (
 
 func money(currency string, d decimal.Decimal) string { return fx.FormatMoney(currency, d) }
 
-func optString(d *decimal.Decimal) *string {
-	if d == nil {
-		return nil
-	}
-	s := d.String()
-	return &s
-}
-
 type accountView struct {
 	ID          int64      `json:"id"`
 	UserID      int64      `json:"userId"`
@@ -97,28 +89,16 @@ type positionView = events.Position
 
 func viewPosition(p book.Position) positionView { return events.PositionOf(p) }
 
+// dealView is the deal payload of the events outbox (the API's deal, one definition for both)
+// with the deal's id and time.
 type dealView struct {
-	ID             int64     `json:"id"`
-	AccountID      int64     `json:"accountId"`
-	Type           string    `json:"type"`
-	Amount         string    `json:"amount"`
-	BalanceAfter   string    `json:"balanceAfter"`
-	Currency       string    `json:"currency"`
-	OrderID        *int64    `json:"orderId"`
-	PositionID     *int64    `json:"positionId"`
-	Symbol         *string   `json:"symbol"`
-	Side           *fx.Side  `json:"side"`
-	Volume         *string   `json:"volume"`
-	Price          *string   `json:"price"`
-	IdempotencyKey string    `json:"idempotencyKey"`
-	Comment        string    `json:"comment"`
-	CreatedAt      time.Time `json:"createdAt"`
+	ID int64 `json:"id"`
+	events.Balance
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 func viewDeal(d book.Deal) dealView {
-	return dealView{ID: d.ID, AccountID: d.AccountID, Type: string(d.Type), Amount: money(d.Currency, d.Amount), BalanceAfter: money(d.Currency, d.BalanceAfter),
-		Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID, Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume),
-		Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment, CreatedAt: d.CreatedAt.UTC()}
+	return dealView{ID: d.ID, Balance: events.BalanceOf(d), CreatedAt: d.CreatedAt.UTC()}
 }
 
 type instrumentView struct {

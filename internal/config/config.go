@@ -107,6 +107,8 @@ type Config struct {
 	// Outbox is FXDESK_OUTBOX (default on): off writes no events, only to measure what the outbox
 	// costs the order path; a desk running so tells no trader and no host anything.
 	Outbox bool
+	// Events is the host platform's feed: the events relay, webhooks, retention.
+	Events EventsConfig
 
 	// MetricsAddr is FXDESK_METRICS_ADDR: where a token-free /metrics listens for a scraper
 	// (default none). The API listener serves /metrics behind the admin token either way.
@@ -267,6 +269,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	c.MetricsAddr = env("FXDESK_METRICS_ADDR", "")
 	c.Limits, errs = loadLimits(env, duration, errs)
 	c.Venue, errs = loadVenue(env, duration, errs)
+	c.Events, errs = loadEvents(env, duration, errs)
 	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
@@ -361,6 +364,10 @@ func (c Config) LogValue() slog.Value {
 			slog.Float64("connectRate", c.Venue.ConnectRate), slog.Duration("timeout", c.Venue.Timeout),
 			slog.Duration("notSentAfter", c.Venue.NotSentAfter), slog.String("marginWarn", c.Venue.MarginWarn.String()),
 			slog.String("minNAV", c.Venue.MinNAV.String())),
+		slog.Group("events", slog.Duration("relayInterval", c.Events.RelayInterval), slog.Int("relayBatch", c.Events.RelayBatch),
+			slog.Int64("streamMaxLen", c.Events.StreamMaxLen), slog.Duration("retention", c.Events.Retention),
+			slog.Duration("webhookTimeout", c.Events.WebhookTimeout), slog.Int("webhookAttempts", c.Events.WebhookAttempts),
+			slog.Duration("webhookBackoff", c.Events.WebhookBackoff), slog.Duration("webhookBackoffMax", c.Events.WebhookBackoffMax)),
 		slog.String("calendar", c.Calendar),
 		slog.Bool("demo", c.Demo),
 		slog.String("metricsAddr", c.MetricsAddr),

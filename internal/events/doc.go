@@ -1,8 +1,10 @@
 // Package events owns the desk's events outbox (fx_event): one row per change a trader or the
-// host platform is told of — an order filled, triggered or cancelled, a position opened,
-// modified or closed, a deposit or a withdrawal — written in the same transaction as the change
-// it describes, by the writer that commits it (the group commit, the ledger's balance changes),
-// so a change without its event, or an event without its change, cannot be committed.
+// host platform is told of — an order accepted, rejected, filled, triggered, cancelled or
+// expired, a position opened, modified or closed, a stop-out, a margin call and its end, a swap
+// charged, a deposit, a withdrawal or an adjustment (Types) — written in the same transaction as
+// the change it describes, by the writer that commits it (the group commit, the ledger's balance
+// changes, the expiry and rollover jobs, the margin call's record), so a change without its
+// event, or an event without its change, cannot be committed.
 //
 // Row builds the INSERT for one event; the writer adds it to its own transaction or batch, as it
 // adds its audit row. Ids the batch learns only as it runs (a new order's, a new position's) go
@@ -10,6 +12,7 @@
 // for a caller, in id order, only up to the id below which the log has settled
 // (docs/architecture.md, «Events»).
 //
-// It must never update or delete a row: the outbox is append-only, and a test fails on any SQL in
-// the module that writes fx_event outside this package.
+// It must never update a row, nor delete one but through Prune, the retention (events older than
+// FXDESK_EVENTS_RETENTION that every consumer has relayed; docs/events.md): the outbox is
+// append-only, and a test fails on any other SQL in the module that writes fx_event.
 package events

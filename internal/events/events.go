@@ -16,20 +16,34 @@ import (
 )
 
 // Type names what happened. The payload of each is in the API's own field names: an order's
-// (Order), a position's (Position, Closed), a balance change's (Balance).
+// (Order, Rejected), a position's (Position, Closed), an account's (MarginCall, StopOut), a
+// deal's (Balance, Swap).
 type Type string
 
 const (
-	OrderFilled          Type = "order.filled"           // a MARKET order filled: Order
-	OrderTriggered       Type = "order.triggered"        // a resting LIMIT or STOP order filled at its trigger: Order
-	OrderCancelled       Type = "order.cancelled"        // a PENDING order cancelled by its trader or the dealer: Order
-	PositionOpened       Type = "position.opened"        // Position
-	PositionModified     Type = "position.modified"      // its SL or TP moved: Position
-	PositionClosed       Type = "position.closed"        // Closed, with the reason
-	PositionPartlyClosed Type = "position.partly_closed" // Closed, with the reason
-	Deposit              Type = "balance.deposit"        // Balance
-	Withdrawal           Type = "balance.withdrawal"     // Balance
+	OrderAccepted            Type = "order.accepted"              // a LIMIT or STOP order placed, resting as PENDING: Order
+	OrderRejected            Type = "order.rejected"              // an order refused at its fill (margin, trade mode) or by the venue, REJECTED: Rejected
+	OrderFilled              Type = "order.filled"                // a MARKET order filled: Order
+	OrderTriggered           Type = "order.triggered"             // a resting LIMIT or STOP order filled at its trigger: Order
+	OrderCancelled           Type = "order.cancelled"             // a PENDING order cancelled by its trader or the dealer: Order
+	OrderExpired             Type = "order.expired"               // a PENDING GTD or DAY order past its expiry: Order
+	PositionOpened           Type = "position.opened"             // Position
+	PositionModified         Type = "position.modified"           // its SL or TP moved: Position
+	PositionClosed           Type = "position.closed"             // Closed, with the reason
+	PositionPartlyClosed     Type = "position.partly_closed"      // Closed, with the reason
+	AccountMarginCall        Type = "account.margin_call"         // the margin level fell below the margin-call level: MarginCall
+	AccountMarginCallCleared Type = "account.margin_call_cleared" // the margin level is back at or above it, or no margin is used: MarginCall
+	AccountStopOut           Type = "account.stop_out"            // one stop-out close, beside its position.closed (reason STOP_OUT): StopOut
+	SwapCharged              Type = "swap.charged"                // one position's overnight swap for one rollover date: Swap
+	Deposit                  Type = "balance.deposit"             // Balance
+	Withdrawal               Type = "balance.withdrawal"          // Balance
+	Adjustment               Type = "balance.adjustment"          // an ADJUSTMENT deal (negative balance protection's reset to zero): Balance
 )
+
+// Types is every type, in the order the documentation lists them.
+var Types = []Type{OrderAccepted, OrderRejected, OrderFilled, OrderTriggered, OrderCancelled, OrderExpired,
+	PositionOpened, PositionModified, PositionClosed, PositionPartlyClosed,
+	AccountMarginCall, AccountMarginCallCleared, AccountStopOut, SwapCharged, Deposit, Withdrawal, Adjustment}
 
 // Event is one change of one account, as a writer records it.
 type Event struct {
@@ -86,17 +100,30 @@ func Add(b *book.Batch, e Event) error {
 	return nil
 }
 
-// Record writes e through q, inside the change's own transaction, which must commit next: the
-// sequence's lock is held from here to COMMIT, and every event writer of the desk queues on it.
-func Record(ctx context.Context, q book.Querier, e Event) error {
-	r, err := rowOf(e)
-	if err != nil || outboxOff.Load() {
-		return err
+// Record writes es through q, inside the change's own transaction, which must commit next: one
+// statement takes their ids, and with them the sequence's lock, held from here to COMMIT — every
+// event writer of the desk queues on it — and one INSERT writes them all. A transaction that
+// tells several changes (the expiry of a batch of orders, a batch of swap charges) records them
+// in one call.
+func Record(ctx context.Context, q book.Querier, es ...Event) error {
+	if len(es) == 0 {
+		return nil
+	}
+	g := &gather{rows: make([]row, 0, len(es))}
+	for _, e := range es {
+		r, err := rowOf(e)
+		if err != nil {
+			return err
+		}
+		g.rows = append(g.rows, r)
+	}
+	if outboxOff.Load() {
+		return nil
 	}
 	b := &book.Batch{}
-	(&gather{rows: []row{r}}).Flush(b)
+	g.Flush(b)
 	if err := b.Run(ctx, q); err != nil {
-		return fmt.Errorf("events: write %s: %w", e.Type, err)
+		return fmt.Errorf("events: write %d events (%s first): %w", len(es), es[0].Type, err)
 	}
 	return nil
 }
@@ -227,16 +254,73 @@ type Closed struct {
 	Reason       string `json:"reason"` // CLIENT, SL, TP, STOP_OUT, VENUE, DEALER, …
 }
 
-// Balance is a deposit's or a withdrawal's payload: the API's deal view, without the deal's id
-// (its INSERT is the transaction's last statement); the idempotency key names the deal.
+// Balance is a deal's payload (a deposit's, a withdrawal's, an adjustment's): the API's deal
+// view, without the deal's id and time (its INSERT is among the transaction's last statements);
+// the idempotency key names the deal.
 type Balance struct {
-	AccountID      int64  `json:"accountId"`
-	Type           string `json:"type"`
-	Amount         string `json:"amount"`
-	BalanceAfter   string `json:"balanceAfter"`
-	Currency       string `json:"currency"`
-	IdempotencyKey string `json:"idempotencyKey"`
-	Comment        string `json:"comment"`
+	AccountID      int64    `json:"accountId"`
+	Type           string   `json:"type"`
+	Amount         string   `json:"amount"`
+	BalanceAfter   string   `json:"balanceAfter"`
+	Currency       string   `json:"currency"`
+	OrderID        *int64   `json:"orderId"`
+	PositionID     *int64   `json:"positionId"`
+	Symbol         *string  `json:"symbol"`
+	Side           *fx.Side `json:"side"`
+	Volume         *string  `json:"volume"`
+	Price          *string  `json:"price"`
+	IdempotencyKey string   `json:"idempotencyKey"`
+	Comment        string   `json:"comment"`
+}
+
+// BalanceOf is deal d's payload: d as the ledger posts it, its balanceAfter worked out.
+func BalanceOf(d book.Deal) Balance {
+	return Balance{AccountID: d.AccountID, Type: string(d.Type), Amount: fx.FormatMoney(d.Currency, d.Amount),
+		BalanceAfter: fx.FormatMoney(d.Currency, d.BalanceAfter), Currency: d.Currency, OrderID: d.OrderID, PositionID: d.PositionID,
+		Symbol: d.Symbol, Side: d.Side, Volume: optString(d.Volume), Price: optString(d.Price), IdempotencyKey: d.IdempotencyKey, Comment: d.Comment}
+}
+
+// Rejected is a rejected order's payload: the order, and why it was refused (the desk's
+// refusal, or the venue's reason).
+type Rejected struct {
+	Order
+	Reason string `json:"reason"`
+}
+
+// Swap is a swap charge's payload: its SWAP deal, and the rollover date it pays for with its
+// day multiplier (3 on the instrument's triple-swap day).
+type Swap struct {
+	Balance
+	RolloverDate string `json:"rolloverDate"`
+	Days         int    `json:"days"`
+}
+
+// MarginCall is the payload of an account entering or leaving margin call: the account's
+// figures as the risk engine marked them at its prices (the API's account view's names), and its
+// group's margin-call level (percent).
+type MarginCall struct {
+	AccountID       int64   `json:"accountId"`
+	Currency        string  `json:"currency"`
+	Balance         string  `json:"balance"`
+	Equity          string  `json:"equity"`
+	UsedMargin      string  `json:"usedMargin"`
+	MarginLevel     *string `json:"marginLevel"` // percent; null when no margin is used
+	MarginCallLevel string  `json:"marginCallLevel"`
+}
+
+// StopOut is a stop-out's payload: the account, the position the stop-out closed (its
+// position.closed carries the close), the account's balance after the close and its group's
+// stop-out level (percent).
+type StopOut struct {
+	AccountID    int64  `json:"accountId"`
+	PositionID   int64  `json:"positionId"`
+	Symbol       string `json:"symbol"`
+	ClosedVolume string `json:"closedVolume"`
+	Price        string `json:"price"`
+	Profit       string `json:"profit"`
+	Currency     string `json:"currency"`
+	BalanceAfter string `json:"balanceAfter"`
+	StopOutLevel string `json:"stopOutLevel"`
 }
 
 func optString(d *decimal.Decimal) *string {

@@ -1,9 +1,9 @@
 // Package gate is the one place that admits or drops lease-guarded work (docs/architecture.md, «The
 // gate»): a fill or a close at the desk's price, the risk engine's ticks, sweeps, closes, fills,
-// stop-outs and margin calls, the venue jobs and the quote mirror's publishing. Work is admitted
-// only while the engine lease is trusted (lease.Keeper.HoldsLease); otherwise it is dropped before
-// it starts, with one warning naming what was not executed (attribute "work") and one count in
-// fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
+// stop-outs and margin calls, the venue jobs, the quote mirror's publishing and the events relay.
+// Work is admitted only while the engine lease is trusted (lease.Keeper.HoldsLease); otherwise it
+// is dropped before it starts, with one warning naming what was not executed (attribute "work")
+// and one count in fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
 // transaction; a write it refuses is reported here too (Fenced), so both refusals answer the same
 // error, log the same way and count in the same series.
 //
@@ -42,6 +42,8 @@ const (
 	MirrorPublish                   // one quote mirror snapshot
 	TickPublish                     // a batch of ticks published for follower web processes (mirror.StreamPublisher)
 	VenueSend                       // an order or a trade close sent to the execution venue (A-book)
+	EventRelay                      // one batch of the events outbox relayed to the Redis Stream (relay.Stream)
+	WebhookSend                     // one event posted to a webhook endpoint (relay.Webhooks)
 	numWork
 )
 
@@ -49,7 +51,7 @@ var workNames = [numWork]string{
 	Fill: "fill", Close: "close", Withdrawal: "withdrawal",
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
 	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
-	TickPublish: "tick_publish", VenueSend: "venue_send",
+	TickPublish: "tick_publish", VenueSend: "venue_send", EventRelay: "event_relay", WebhookSend: "webhook_send",
 }
 
 // Kinds lists every kind of work, in declaration order.
@@ -71,7 +73,8 @@ func (w Work) String() string {
 // periodic work recurs on every tick or timer: a run of drops is logged at its first drop only
 // (it is counted every time), or a lease lost for good would log every tick for ever.
 func (w Work) periodic() bool {
-	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish
+	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish ||
+		w == EventRelay || w == WebhookSend
 }
 
 // ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with the

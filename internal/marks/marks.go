@@ -4,7 +4,8 @@
 // inline) through the trading package's own metrics. The same pass over the accounts expires GTD
 // and DAY orders whose time has passed, and checks the ledger invariant Σ deals = balance per
 // account, raising `ledger-drift` naming each drifting account and the difference, and resolving
-// it once every account matches again. (The venue's book is reconciled elsewhere, by
+// it once every account matches again. Each expiry is told (order.expired) in its own
+// transaction. (The venue's book is reconciled elsewhere, by
 // execution.Reconciler; the job's name is older than this package's.)
 //
 // It never moves a balance: a drift is reported, not repaired — only a person knows which side
@@ -24,6 +25,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/book"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/store"
@@ -80,16 +82,78 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 }
 
 // expireOrders expires resting GTD and DAY orders whose time has passed. A DAY order's expiry is
-// the 17:00 New York rollover after it was placed, stored when it was placed. The statement is
-// conditional on PENDING, so an order the risk engine fills at the same moment stays filled.
+// the 17:00 New York rollover after it was placed, stored when it was placed. Each batch of
+// orders is one transaction that locks them, expires those still PENDING — so an order the risk
+// engine fills at the same moment stays filled — and writes one order.expired per order it
+// expired, with the change (docs/architecture.md, «Events»). The job holds no lease: its events
+// carry term 0.
 func (j *Job) expireOrders(ctx context.Context, at time.Time) (int, error) {
-	res, err := j.cfg.DB.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'EXPIRED' WHERE `status` = 'PENDING' "+
-		"AND `timeInForce` IN ('GTD', 'DAY') AND `expiresAt` IS NOT NULL AND `expiresAt` <= ?", at.UTC())
+	ids, err := store.QueryAll(ctx, j.cfg.DB, "expire orders", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+		"SELECT `id` FROM `fx_order` WHERE `status` = 'PENDING' AND `timeInForce` IN ('GTD', 'DAY') AND `expiresAt` IS NOT NULL "+
+			"AND `expiresAt` <= ? ORDER BY `id`", at.UTC())
 	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for len(ids) > 0 {
+		n := min(len(ids), j.cfg.Batch)
+		var got int
+		if err := store.RetryRolledBack(ctx, func() (err error) {
+			got, err = j.expireBatch(ctx, ids[:n], at)
+			return err
+		}); err != nil {
+			return total, err
+		}
+		total += got
+		ids = ids[n:]
+	}
+	return total, nil
+}
+
+// expireBatch is one transaction of expireOrders over orders ids.
+func (j *Job) expireBatch(ctx context.Context, ids []int64, at time.Time) (int, error) {
+	tx, err := j.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("expire orders: begin: %w", err)
+	}
+	defer tx.Rollback()
+	orders, err := store.QueryAll(ctx, tx, "expire orders: lock", book.ScanOrder, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`id` IN ("+
+		store.Placeholders(len(ids))+") AND o.`status` = 'PENDING' AND o.`expiresAt` <= ? ORDER BY o.`id` FOR UPDATE", append(store.Int64Args(ids), at.UTC())...)
+	if err != nil || len(orders) == 0 {
+		return 0, err
+	}
+	expired := make([]int64, len(orders))
+	for i, o := range orders {
+		expired[i] = o.ID
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'EXPIRED' WHERE `id` IN ("+store.Placeholders(len(expired))+") AND `status` = 'PENDING'",
+		store.Int64Args(expired)...); err != nil {
 		return 0, fmt.Errorf("expire orders: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	owners := map[int64]int64{}
+	for _, o := range orders {
+		if _, ok := owners[o.AccountID]; ok {
+			continue
+		}
+		var user int64
+		if err := tx.QueryRowContext(ctx, "SELECT `userId` FROM `fx_account` WHERE `id` = ?", o.AccountID).Scan(&user); err != nil {
+			return 0, fmt.Errorf("expire orders: owner of account %d: %w", o.AccountID, err)
+		}
+		owners[o.AccountID] = user
+	}
+	// The events are the transaction's last statements (events.Record).
+	told := make([]events.Event, len(orders))
+	for i, o := range orders {
+		o.Status = fx.OrderExpired
+		told[i] = events.Event{AccountID: o.AccountID, UserID: owners[o.AccountID], Type: events.OrderExpired, Payload: events.OrderOf(o)}
+	}
+	if err := events.Record(ctx, tx, told...); err != nil {
+		return 0, fmt.Errorf("expire orders: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("expire orders: commit: %w", err)
+	}
+	return len(orders), nil
 }
 
 // mark refreshes stored equity and used margin, a batch of accounts per transaction: the

@@ -14,6 +14,7 @@
 //	fx:quote-mirror:snapshot       string: the quote mirror's snapshot (internal/mirror)
 //	fx:quote-mirror:pins           hash: conversion legs followers asked for
 //	fx:quote-mirror:pin-requests   channel: "a follower just pinned something"
+//	fx:events                      stream: every event of the outbox, for the host platform (internal/relay)
 //	engine:lease:forex-trading     string: hostname:pid of the lease holder (internal/lease)
 //
 // The rule is <prefix>:<name>, except the lease key, which predates the prefix and keeps its

@@ -49,6 +49,10 @@ func (n Names) QuoteMirrorPins() string { return n.name("quote-mirror:pins") }
 // QuoteMirrorPinRequests is the pub/sub channel a follower nudges the publisher on after a pin.
 func (n Names) QuoteMirrorPinRequests() string { return n.name("quote-mirror:pin-requests") }
 
+// Events is the stream key the lease holder's relay appends every event of the outbox to, for
+// the host platform's consumer groups (docs/events.md).
+func (n Names) Events() string { return n.name("events") }
+
 // EngineLease is the string key mirroring the lease row for key (lease.Key): the bare
 // engine:lease:<key> under the default prefix, as operators know it (docs/operations.md), and
 // <prefix>:engine:lease:<key> under any other, so installs sharing a database never share it.

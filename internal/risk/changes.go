@@ -218,6 +218,7 @@ func (e *Engine) installLocked(s Snapshot) {
 	}
 	for _, a := range s.Accounts {
 		e.setAccountLocked(a)
+		e.accountFor(a.ID).marginCalled = a.MarginCalled
 	}
 	for _, p := range s.Positions {
 		e.addPositionLocked(p)

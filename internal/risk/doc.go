@@ -32,7 +32,8 @@
 //	                          accounts whose band the quote leaves, or changed since their last
 //	                          mark, each marked from per-symbol aggregates
 //	                          (Σ buy lots, Σ buy lots×open, Σ sell lots, Σ sell lots×open)
-//	                          ├─ below margin call: one alert per crossing ──▶ alert queue
+//	                          ├─ below margin call: one alert per crossing, and one record of
+//	                          │  its end once back above (or no position) ──▶ alert queue
 //	                          ├─ at/below stop-out: largest loser that can be closed now ──▶
 //	                          │  mark closing ──▶ queue, recompute, repeat until above the
 //	                          │  level or nothing closable is open

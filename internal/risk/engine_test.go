@@ -170,22 +170,47 @@ func TestMarginCallOncePerCrossing(t *testing.T) {
 	}}
 	r := newRig(t, snap, 1, nil)
 	steps := []struct {
-		bid    float64
-		alerts int
+		bid            float64
+		alerts, clears int
 	}{
-		{1.2, 0},   // 1500 / 1200 = 125 %
-		{1.197, 0}, // 1200 / 1197 = 100.25 %
-		{1.195, 1}, // 1000 / 1195 = 84 %: crossing
-		{1.194, 1}, // 75 %: still below, no second alert
-		{1.196, 1}, // 92 %
-		{1.2, 1},   // 125 %: re-armed
-		{1.195, 2}, // crossing again
+		{1.2, 0, 0},   // 1500 / 1200 = 125 %
+		{1.197, 0, 0}, // 1200 / 1197 = 100.25 %
+		{1.195, 1, 0}, // 1000 / 1195 = 84 %: crossing
+		{1.194, 1, 0}, // 75 %: still below, no second alert
+		{1.196, 1, 0}, // 92 %
+		{1.2, 1, 1},   // 125 %: re-armed, and the margin call's end recorded
+		{1.201, 1, 1}, // still above: nothing more to record
+		{1.195, 2, 1}, // crossing again
 	}
 	for i, s := range steps {
 		r.tick("EURUSD", s.bid, s.bid)
-		if got := r.alerts.count(3); got != s.alerts {
-			t.Fatalf("step %d (bid %v): alerts = %d, want %d", i, s.bid, got, s.alerts)
+		if got, ends := r.alerts.count(3), r.alerts.clears(3); got != s.alerts || ends != s.clears {
+			t.Fatalf("step %d (bid %v): alerts = %d, ends = %d, want %d and %d", i, s.bid, got, ends, s.alerts, s.clears)
 		}
+	}
+	r.wantCalls()
+}
+
+// TestMarginCallFromSnapshot: the engine starts from the margin calls its snapshot says are
+// recorded — one below the level is not recorded again, one above it is ended once.
+func TestMarginCallFromSnapshot(t *testing.T) {
+	t.Parallel()
+	below := Account{ID: 3, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50, MarginCalled: true}
+	above := Account{ID: 4, Currency: "USD", Balance: 5000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50, MarginCalled: true}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{below, above}, Positions: []Position{
+		{ID: 1, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+		{ID: 2, AccountID: 4, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2},
+	}}
+	r := newRig(t, snap, 1, nil)
+	r.tick("EURUSD", 1.199, 1.199) // account 3: 900 / 1199 = 75 %; account 4: 4900 / 1199 = 409 %
+	if got := r.alerts.count(3) + r.alerts.count(4); got != 0 {
+		t.Fatalf("margin calls recorded again: %d", got)
+	}
+	if got := r.alerts.clears(4); got != 1 {
+		t.Fatalf("ends of account 4's margin call = %d, want 1", got)
+	}
+	if got := r.alerts.clears(3); got != 0 {
+		t.Fatalf("ends of account 3's margin call = %d, want 0: it is still below", got)
 	}
 	r.wantCalls()
 }

@@ -129,9 +129,26 @@ func (x *fakeExec) got() []call {
 // fakeAlerts records every alert; fail, when set, decides from the account and how many alerts
 // it has had (this one included) whether this one fails.
 type fakeAlerts struct {
-	mu     sync.Mutex
-	levels map[int64][]float64
-	fail   func(id int64, n int) bool
+	mu      sync.Mutex
+	levels  map[int64][]float64
+	cleared map[int64][]float64 // the ends of margin calls recorded
+	fail    func(id int64, n int) bool
+}
+
+func (a *fakeAlerts) MarginCallCleared(_ context.Context, id int64, level float64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cleared == nil {
+		a.cleared = map[int64][]float64{}
+	}
+	a.cleared[id] = append(a.cleared[id], level)
+	return nil
+}
+
+func (a *fakeAlerts) clears(id int64) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.cleared[id])
 }
 
 func (a *fakeAlerts) MarginCall(_ context.Context, id int64, level float64) error {

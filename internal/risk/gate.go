@@ -84,6 +84,10 @@ func (e *Engine) warnDropped(ctx context.Context, j job, why string) {
 		e.log.WarnContext(ctx, why+"; fill not executed", slog.Int64("order_id", j.id),
 			slog.String("symbol", j.symbol), slog.Float64("bid", j.quote.Bid), slog.Float64("ask", j.quote.Ask))
 	case jobAlert:
+		if j.cleared {
+			e.log.WarnContext(ctx, why+"; margin call end not recorded", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
+			return
+		}
 		e.log.WarnContext(ctx, why+"; margin call alert not raised", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
 	}
 }

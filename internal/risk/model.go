@@ -93,6 +93,10 @@ type Account struct {
 	// Group is the account's group: where the group has its own terms on a symbol
 	// (GroupTerms), its positions there are marked with them instead of the instrument's.
 	Group string
+	// MarginCalled, in a Snapshot, is whether the account's margin call is recorded (Alerts):
+	// the engine starts from it, so a new holder neither records a margin call again nor
+	// misses its end. Ignored in a Change.
+	MarginCalled bool
 }
 
 // SymbolTerms are an account group's own terms on one symbol, in place of the instrument's
@@ -183,10 +187,13 @@ type Executor interface {
 	Fill(ctx context.Context, orderID int64, at tick.Quote) error
 }
 
-// Alerts raises the margin-call alert; level is the margin level in percent. It is called off
-// the tick path, once per crossing below the account's margin-call level.
+// Alerts records margin calls; level is the margin level in percent. It is called off the tick
+// path: MarginCall once per crossing below the account's margin-call level, MarginCallCleared
+// once the account is back at or above it, or holds no position (level 0), after a MarginCall.
+// Either error is retried at a later evaluation.
 type Alerts interface {
 	MarginCall(ctx context.Context, accountID int64, level float64) error
+	MarginCallCleared(ctx context.Context, accountID int64, level float64) error
 }
 
 // ChangeKind names a committed change the engine must follow.

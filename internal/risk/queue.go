@@ -25,12 +25,14 @@ type job struct {
 	symbol  string
 	quote   tick.Quote
 	level   float64   // alerts
+	cleared bool      // an alert: the margin call ended
 	arrived time.Time // when the engine received the tick (or began the sweep) that decided it
 }
 
 // queue is a FIFO that never blocks the producer. It needs no bound of its own: a position or
 // order is queued at most once (it is marked while queued or in flight), so the queue never
-// holds more jobs than the engine holds positions and orders, plus one alert per account.
+// holds more jobs than the engine holds positions and orders, plus the margin calls' starts and
+// ends (each a crossing of an account's margin-call level).
 //
 // It also carries the executor's answers back: a worker hands in the answer to its last job
 // and takes its next one under one lock (next), so a burst costs each close one lock round

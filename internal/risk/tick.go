@@ -157,7 +157,7 @@ func (e *Engine) markAccountLocked(ctx context.Context, a *account, px *pricer, 
 // until the level is above the stop-out level or nothing closable is left open.
 func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer, arrived time.Time) {
 	if !a.known || len(a.exposures) == 0 {
-		a.marginCalled = false
+		e.clearMarginCallLocked(a, 0, arrived)
 		return
 	}
 	lvl, ok := e.levelLocked(a, px)
@@ -172,7 +172,7 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 				e.alerts.push(job{kind: jobAlert, id: a.ID, level: lvl, arrived: arrived})
 			}
 		} else {
-			a.marginCalled = false
+			e.clearMarginCallLocked(a, lvl, arrived)
 		}
 	}
 	// Each round hands one position off, so it cannot run more rounds than the account holds.
@@ -195,4 +195,14 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 			return
 		}
 	}
+}
+
+// clearMarginCallLocked ends a's margin call, if it had one: the end is recorded (Alerts) off
+// the tick path, as its start was.
+func (e *Engine) clearMarginCallLocked(a *account, lvl float64, arrived time.Time) {
+	if !a.marginCalled {
+		return
+	}
+	a.marginCalled = false
+	e.alerts.push(job{kind: jobAlert, id: a.ID, level: lvl, arrived: arrived, cleared: true})
 }

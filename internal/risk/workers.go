@@ -141,11 +141,13 @@ func (e *Engine) alerter(ctx context.Context) {
 }
 
 func (e *Engine) raise(ctx context.Context, j job) {
+	// rearm undoes what the account's view assumed was recorded, so the next evaluation records
+	// it again.
 	rearm := func() {
 		e.mu.Lock()
 		if i, ok := e.acctByID[j.id]; ok {
 			a := e.accts[i]
-			a.marginCalled = false
+			a.marginCalled = j.cleared
 			e.markStaleLocked(a) // its band assumed the alert was raised
 		}
 		e.mu.Unlock()
@@ -153,6 +155,17 @@ func (e *Engine) raise(ctx context.Context, j job) {
 	if e.admit(ctx, j) != nil {
 		e.workDropped.Add(1)
 		rearm()
+		return
+	}
+	if j.cleared {
+		e.log.InfoContext(ctx, "margin call ended", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))
+		if e.cfg.Alerts == nil {
+			return
+		}
+		if err := e.cfg.Alerts.MarginCallCleared(ctx, j.id, j.level); err != nil {
+			e.log.ErrorContext(ctx, "margin call end not recorded; recorded again on the next evaluation", slog.Int64("account_id", j.id), slog.Any("err", err))
+			rearm()
+		}
 		return
 	}
 	e.log.WarnContext(ctx, "margin call", slog.Int64("account_id", j.id), slog.Float64("margin_level", j.level))

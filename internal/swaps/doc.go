@@ -19,7 +19,9 @@
 // that committed between two date passes be seen first on the later date and never charged the
 // earlier one.) A second run, a second process at the same moment, or a rerun after a crash
 // therefore finds nothing left to charge; the deal's unique key `swap:<positionId>:<date>` is
-// the backstop.
+// the backstop. Each charge is told (swap.charged) in the transaction that posts it — the
+// batch's, or a pending charge's retry — so a rolled-back attempt tells nothing and a
+// committed one tells each charge once.
 //
 // Catch-up. The dates due at an instant are the weekday rollovers of the last 7 days, so a
 // scheduler that was down for a day charges the missed day on its next run (for positions still

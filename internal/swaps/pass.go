@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/schedule"
@@ -73,7 +74,7 @@ func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
 }
 
 type lockedAccount struct {
-	id       int64
+	id, user int64 // the account and its owner
 	currency string
 	balance  decimal.Decimal
 	swapFree bool
@@ -183,7 +184,8 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 		}
 	}
 
-	if err := postCharges(ctx, tx, accounts, charges); err != nil {
+	told, err := postCharges(ctx, tx, accounts, charges)
+	if err != nil {
 		return nil, err
 	}
 	if err := parkPending(ctx, tx, accounts, pending, r.missingFor); err != nil {
@@ -193,6 +195,9 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 		if err := moveWatermarks(ctx, tx, last.Date, settled, charges); err != nil {
 			return nil, err
 		}
+	}
+	if err := told(ctx, tx); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
@@ -222,7 +227,7 @@ func (r *run) missingFor(quoteCcy, accountCcy string) string {
 // lockAccounts locks ids' account rows in id order (the order every writer uses).
 func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lockedAccount, error) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `currency`, `balance`, `swapFree`, `accountGroup` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `currency`, `balance`, `swapFree`, `accountGroup` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock accounts: %w", err)
 	}
@@ -230,7 +235,7 @@ func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lock
 	out := make(map[int64]*lockedAccount, len(ids))
 	for rows.Next() {
 		a := &lockedAccount{}
-		if err := rows.Scan(&a.id, &a.currency, &a.balance, &a.swapFree, &a.group); err != nil {
+		if err := rows.Scan(&a.id, &a.user, &a.currency, &a.balance, &a.swapFree, &a.group); err != nil {
 			return nil, fmt.Errorf("lock accounts: %w", err)
 		}
 		out[a.id] = a
@@ -260,33 +265,50 @@ func lockPositions(ctx context.Context, tx *sql.Tx, ids []int64) ([]lockedPositi
 
 // postCharges posts one SWAP deal per charge through the ledger (balanceAfter in order within
 // each account; balances and stored equity move by the same amounts: a swap is realised, not
-// floating), in the caller's transaction — two multi-row statements however many charges.
-func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAccount, charges []charge) error {
+// floating), in the caller's transaction — two multi-row statements however many charges. It
+// returns told, which writes one swap.charged per deal posted; the caller calls it as the
+// transaction's last statements, just before COMMIT (events.Record), so a batch retried after a
+// rollback writes them again only with its charges.
+func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAccount, charges []charge) (told func(context.Context, *sql.Tx) error, err error) {
 	if len(charges) == 0 {
-		return nil
+		return func(context.Context, *sql.Tx) error { return nil }, nil
 	}
 	posted := make([]*ledger.Account, 0, len(accounts))
 	for _, a := range accounts {
 		posted = append(posted, &ledger.Account{ID: a.id, Currency: a.currency, Balance: a.balance, EquityMoves: true})
 	}
 	deals := make([]ledger.Deal, 0, len(charges))
+	byKey := make(map[string]charge, len(charges))
 	for _, c := range charges {
 		order, position, symbol, side, volume := c.position.order, c.position.id, c.position.symbol, c.position.side, c.position.volume
+		key := DealKey(c.position.id, c.date)
 		deals = append(deals, ledger.Deal{AccountID: c.position.account, Type: fx.DealSwap, Amount: c.amount, OrderID: &order,
-			PositionID: &position, Symbol: &symbol, Side: &side, Volume: &volume, IdempotencyKey: DealKey(c.position.id, c.date),
+			PositionID: &position, Symbol: &symbol, Side: &side, Volume: &volume, IdempotencyKey: key,
 			Comment: swapComment(c)})
+		byKey[key] = c
 	}
 	p, err := ledger.Post(posted, deals)
 	if err != nil {
-		return fmt.Errorf("post %d swap deals: %w", len(charges), err)
+		return nil, fmt.Errorf("post %d swap deals: %w", len(charges), err)
 	}
 	if err := p.Exec(ctx, tx); err != nil {
-		return fmt.Errorf("post %d swap deals: %w", len(charges), err)
+		return nil, fmt.Errorf("post %d swap deals: %w", len(charges), err)
 	}
 	for _, la := range posted {
 		accounts[la.ID].balance = la.Balance
 	}
-	return nil
+	es := make([]events.Event, 0, len(p.Deals))
+	for _, d := range p.Deals {
+		c := byKey[d.IdempotencyKey]
+		es = append(es, events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
+			Payload: events.Swap{Balance: events.BalanceOf(d), RolloverDate: c.date, Days: c.days}})
+	}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := events.Record(ctx, tx, es...); err != nil {
+			return fmt.Errorf("tell %d swap charges: %w", len(es), err)
+		}
+		return nil
+	}, nil
 }
 
 // moveWatermarks sets swapThrough = date on every settled position and adds its charges (one

@@ -168,7 +168,8 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 	if len(charges) == 0 {
 		return 0, nil
 	}
-	if err := postCharges(ctx, tx, accounts, charges); err != nil {
+	told, err := postCharges(ctx, tx, accounts, charges)
+	if err != nil {
 		return 0, err
 	}
 	clause, charged, swapArgs := swapAccrual(charges)
@@ -180,6 +181,9 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 		"`amount` = CASE" + caseAmount.String() + " END WHERE (`positionId`, `rolloverDate`) IN (" + done.String() + ")"
 	if _, err := tx.ExecContext(ctx, q, append(caseArgs, doneArgs...)...); err != nil {
 		return 0, fmt.Errorf("mark pending charges charged: %w", err)
+	}
+	if err := told(ctx, tx); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)

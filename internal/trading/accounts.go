@@ -232,9 +232,8 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 // locked account a, before the deal moves its balance. It goes in the deal's batch ahead of the
 // posting, whose deal INSERT stays last.
 func balanceEvent(a book.Account, t events.Type, deal fx.DealType, amount decimal.Decimal, key, comment string, term int64) events.Event {
-	return events.Event{AccountID: a.ID, UserID: a.UserID, Type: t, Term: term, Payload: events.Balance{AccountID: a.ID, Type: string(deal),
-		Amount: fx.FormatMoney(a.Currency, amount), BalanceAfter: fx.FormatMoney(a.Currency, a.Balance.Add(amount)), Currency: a.Currency,
-		IdempotencyKey: key, Comment: comment}}
+	return events.Event{AccountID: a.ID, UserID: a.UserID, Type: t, Term: term, Payload: events.BalanceOf(book.Deal{AccountID: a.ID, Type: deal,
+		Amount: amount, BalanceAfter: a.Balance.Add(amount), Currency: a.Currency, IdempotencyKey: key, Comment: comment})}
 }
 
 // depositRecord is what the audit log records of a deposit: the account's balance before and

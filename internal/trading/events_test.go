@@ -177,9 +177,9 @@ func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
 	if _, err := svc.CancelOrder(ctx, user, limit.Order.ID); err != nil {
 		t.Fatal(err)
 	}
-	es := want("a cancel", "balance.deposit", "order.cancelled")
-	if p := es[1].payload; p["id"] != float64(limit.Order.ID) || p["status"] != fx.OrderCancelled || p["price"] != "1.09" || es[1].term != 7 {
-		t.Fatalf("order.cancelled = %+v", es[1])
+	es := want("a cancel", "balance.deposit", "order.accepted", "order.cancelled")
+	if p := es[2].payload; p["id"] != float64(limit.Order.ID) || p["status"] != fx.OrderCancelled || p["price"] != "1.09" || es[2].term != 7 {
+		t.Fatalf("order.cancelled = %+v", es[2])
 	}
 	if _, err := svc.CancelOrder(ctx, user, limit.Order.ID); fx.ErrorCode(err) != fx.ECONFLICT {
 		t.Fatalf("second cancel: %v", err)
@@ -191,8 +191,8 @@ func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
 	if _, err := svc.Dealer().CancelOrder(asAdmin(ctx), other.Order.ID); err != nil {
 		t.Fatal(err)
 	}
-	es = want("a dealer's cancel", "balance.deposit", "order.cancelled", "order.cancelled")
-	if p := es[2].payload; p["id"] != float64(other.Order.ID) || p["status"] != fx.OrderCancelled {
+	es = want("a dealer's cancel", "balance.deposit", "order.accepted", "order.cancelled", "order.accepted", "order.cancelled")
+	if p := es[4].payload; p["id"] != float64(other.Order.ID) || p["status"] != fx.OrderCancelled {
 		t.Fatalf("dealer's order.cancelled = %v", p)
 	}
 
@@ -204,8 +204,8 @@ func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
 	if _, err := svc.ModifyPosition(ctx, user, open.Position.ID, StopChange{Set: true, Value: &sl}, StopChange{}); err != nil {
 		t.Fatal(err)
 	}
-	es = want("a modify", "balance.deposit", "order.cancelled", "order.cancelled", "order.filled", "position.opened", "position.modified")
-	if p := es[5].payload; p["id"] != float64(open.Position.ID) || p["sl"] != "1.05" || p["tp"] != nil || p["status"] != fx.PositionOpen {
+	es = want("a modify", "balance.deposit", "order.accepted", "order.cancelled", "order.accepted", "order.cancelled", "order.filled", "position.opened", "position.modified")
+	if p := es[7].payload; p["id"] != float64(open.Position.ID) || p["sl"] != "1.05" || p["tp"] != nil || p["status"] != fx.PositionOpen {
 		t.Fatalf("position.modified = %v", p)
 	}
 	if _, err := svc.ClosePosition(ctx, user, open.Position.ID, nil, fx.CloseClient); err != nil {
@@ -214,7 +214,7 @@ func TestCancelAndModifyWriteTheirEvents(t *testing.T) {
 	if _, err := svc.ModifyPosition(ctx, user, open.Position.ID, StopChange{Set: true, Value: &sl}, StopChange{}); fx.ErrorCode(err) != fx.ECONFLICT {
 		t.Fatalf("modify of a closed position: %v", err)
 	}
-	want("a refused modify", "balance.deposit", "order.cancelled", "order.cancelled", "order.filled", "position.opened", "position.modified", "position.closed")
+	want("a refused modify", "balance.deposit", "order.accepted", "order.cancelled", "order.accepted", "order.cancelled", "order.filled", "position.opened", "position.modified", "position.closed")
 }
 
 // The risk engine's writes tell theirs too: a resting order it triggers (order.triggered, then
@@ -234,10 +234,10 @@ func TestRiskWritesTellTheirEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	es := eventsOf(t, a.ID)
-	if len(es) != 3 || es[1].typ != "order.triggered" || es[2].typ != "position.opened" {
-		t.Fatalf("after a trigger: %+v, want deposit, order.triggered, position.opened", es)
+	if len(es) != 4 || es[1].typ != "order.accepted" || es[2].typ != "order.triggered" || es[3].typ != "position.opened" {
+		t.Fatalf("after a trigger: %+v, want deposit, order.accepted, order.triggered, position.opened", es)
 	}
-	order, pos := es[1].payload, es[2].payload
+	order, pos := es[2].payload, es[3].payload
 	if order["id"] != float64(limit.Order.ID) || order["status"] != fx.OrderFilled || order["positionId"] != pos["id"] || pos["orderId"] != float64(limit.Order.ID) {
 		t.Fatalf("order.triggered %v and position.opened %v do not name each other", order, pos)
 	}
@@ -246,7 +246,7 @@ func TestRiskWritesTellTheirEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	es = eventsOf(t, a.ID)
-	if len(es) != 4 || es[3].typ != "position.closed" || es[3].payload["reason"] != string(fx.CloseSL) || es[3].payload["id"] != float64(posID) {
+	if len(es) != 5 || es[4].typ != "position.closed" || es[4].payload["reason"] != string(fx.CloseSL) || es[4].payload["id"] != float64(posID) {
 		t.Fatalf("after a stop's close: %+v", es)
 	}
 }

@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -219,9 +220,23 @@ func (b *ABook) EndVenueOrder(ctx context.Context, id int64, status, reason stri
 	if status != fx.OrderRejected && status != fx.OrderNotSent {
 		return fmt.Errorf("end venue order %d: %q is not an end state", id, status)
 	}
+	const end = "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')"
+	if status == fx.OrderRejected {
+		// order.rejected goes in with the change; an order that had moved on changes nothing and
+		// writes none.
+		return s.retry(ctx, func() error {
+			_, err := s.changeOne(ctx, fmt.Sprintf("end venue order %d", id), func(tx *sql.Tx) (events.Event, error) {
+				e, err := s.orderEvent(ctx, tx, events.OrderRejected, id)
+				if err == nil {
+					e.Payload = events.Rejected{Order: e.Payload.(events.Order), Reason: truncate(reason, 64)}
+				}
+				return e, err
+			}, end, status, truncate(reason, 64), id)
+			return err
+		})
+	}
 	return s.retry(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, "UPDATE `fx_order` SET `status` = ?, `venueReason` = ? WHERE `id` = ? AND `execution` = 'EXTERNAL' AND `status` IN ('SENDING', 'NOT_SENT')",
-			status, truncate(reason, 64), id)
+		_, err := s.db.ExecContext(ctx, end, status, truncate(reason, 64), id)
 		if err != nil {
 			return fmt.Errorf("end venue order %d: %w", id, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/book"
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 )
 
@@ -58,15 +59,24 @@ func nbpKey(position int64, volumeBefore decimal.Decimal) string {
 
 // protect posts negative balance protection's reset after the close of p that the batch just
 // posted on the locked account a, when a's group is protected and the close left a below zero.
-func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, volumeBefore decimal.Decimal) {
+// Its balance.adjustment event goes in with it.
+func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, volumeBefore decimal.Decimal) error {
 	if !a.Balance.IsNegative() || !r.Catalog.AccountGroup(a.Group).NegativeBalanceProtection {
-		return
+		return nil
 	}
 	amount := a.Balance.Neg()
-	sym := p.Symbol
-	w.nbp = r.Post(a, book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"})
+	order, position, sym := p.OrderID, p.ID, p.Symbol
+	d := book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &order, PositionID: &position, Symbol: &sym,
+		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"}
+	told := d
+	told.AccountID, told.Currency, told.BalanceAfter = a.ID, a.Currency, decimal.Zero
+	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.Adjustment, Term: w.s.term(),
+		Payload: events.BalanceOf(told)}); err != nil {
+		return err
+	}
+	w.nbp = r.Post(a, d)
 	w.reset = nbpReset{Account: a.ID, Position: p.ID, Currency: a.Currency, Amount: amount, Reason: w.reason}
+	return nil
 }
 
 // reportReset tells the operator and the metrics of w's reset, once its batch committed. The

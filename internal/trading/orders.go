@@ -221,7 +221,13 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	}
 	var b book.Batch
 	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
-	b.Query(book.LastInsertID(&o.ID), "SELECT LAST_INSERT_ID()")
+	b.Exec(book.SetVarSQL(acceptedVar, "LAST_INSERT_ID()"))
+	b.Query(book.LastInsertID(&o.ID), "SELECT "+acceptedVar)
+	// order.accepted goes in with the order; its id from the session variable the batch set.
+	if err := events.Add(&b, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.OrderAccepted, Payload: events.OrderOf(o), Term: s.term(),
+		FromSession: []events.SessionField{{Field: "id", Var: acceptedVar}}}); err != nil {
+		return OrderResult{}, err
+	}
 	if err := tx.Commit(ctx, &b); err != nil {
 		if store.IsDuplicateKey(err) && r.RequestNonce != "" {
 			// A retry that was not committed when the first round trip looked is now.
@@ -233,6 +239,9 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	}
 	return OrderResult{Order: o}, nil
 }
+
+// acceptedVar holds a placed order's id in placeResting's transaction, for its order.accepted.
+const acceptedVar = "@fx_accepted"
 
 const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, " +
 	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

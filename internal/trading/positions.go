@@ -337,7 +337,19 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 			Profit: fx.FormatMoney(a.Currency, profit), Reason: string(w.reason)}}); err != nil {
 		return err
 	}
-	w.protect(r, a, p, volumeBefore)
+	if w.reason == fx.CloseStopOut {
+		// The stop-out as such, beside its close: what it closed and where it left the account
+		// (before any reset to zero, which has its own event).
+		if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.AccountStopOut, Term: w.s.term(),
+			Payload: events.StopOut{AccountID: a.ID, PositionID: p.ID, Symbol: p.Symbol, ClosedVolume: vol.String(), Price: price.String(),
+				Profit: fx.FormatMoney(a.Currency, profit), Currency: a.Currency, BalanceAfter: fx.FormatMoney(a.Currency, a.Balance),
+				StopOutLevel: r.Catalog.AccountGroup(a.Group).StopOutLevel.String()}}); err != nil {
+			return err
+		}
+	}
+	if err := w.protect(r, a, p, volumeBefore); err != nil {
+		return err
+	}
 	if w.reason == fx.CloseDealer {
 		if err := w.dealerAudit(r, before, vol, price); err != nil {
 			return err

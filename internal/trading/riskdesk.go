@@ -69,6 +69,22 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}, "SELECT "+book.AccountCols+" FROM `fx_account`"); err != nil {
 		return risk.Snapshot{}, err
 	}
+	// The margin calls recorded (MarginCall), so the engine neither records one again nor
+	// misses its end.
+	called, err := store.QueryAll(ctx, tx, "risk view: margin calls", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+		"SELECT `id` FROM `fx_account` WHERE `marginCallAt` IS NOT NULL")
+	if err != nil {
+		return risk.Snapshot{}, err
+	}
+	if len(called) > 0 {
+		set := make(map[int64]bool, len(called))
+		for _, id := range called {
+			set[id] = true
+		}
+		for i := range s.Accounts {
+			s.Accounts[i].MarginCalled = set[s.Accounts[i].ID]
+		}
+	}
 	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
 	if s.Positions, err = store.QueryAll(ctx, tx, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
 		p, err := book.ScanPosition(sc)
@@ -323,8 +339,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 		// The account cannot carry the position now: the order is rejected rather than retried
 		// on every tick. It moves no money.
 		r.Writes.Exec("UPDATE `fx_order` SET `status` = 'REJECTED' WHERE `id` = ?", w.id)
-		o.Status, w.rejected = "REJECTED", err
-		return nil
+		o.Status, w.rejected = fx.OrderRejected, err
+		return events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.OrderRejected, Term: w.s.term(),
+			Payload: events.Rejected{Order: events.OrderOf(*o), Reason: fx.ErrorMessage(err)}})
 	}
 	if err != nil {
 		return err

@@ -213,6 +213,12 @@ func (s *Service) begin(ctx context.Context, work gate.Work, what string) (*book
 	if err := s.gate.Admit(ctx, work, slog.String("op", what)); err != nil {
 		return nil, nil, err
 	}
+	return s.beginFenced(ctx, work, what)
+}
+
+// beginFenced is begin for work its caller already passed through the gate (one gate per unit
+// of work): the fence alone.
+func (s *Service) beginFenced(ctx context.Context, work gate.Work, what string) (*book.Txn, *book.Batch, error) {
 	stmt, args, err := s.fence()
 	if err != nil {
 		return nil, nil, s.gate.Fenced(ctx, work, err, slog.String("op", what))

@@ -115,6 +115,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkLoadNotLimited(ev),
 		checkAuditTrail(s, ev),
 		checkNegativeBalance(s),
+		checkEvents(s),
 	}
 	if ev.Venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))

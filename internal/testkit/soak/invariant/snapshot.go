@@ -23,6 +23,8 @@ type Snapshot struct {
 	// Groups is each account group's negative balance protection; Audits the audit log.
 	Groups map[string]bool
 	Audits []dbAudit
+	// Events is the events outbox, in id order.
+	Events []dbEvent
 }
 
 type dbAccount struct {
@@ -30,6 +32,15 @@ type dbAccount struct {
 	User    int64
 	Group   string
 	Balance decimal.Decimal
+	// MarginCalled: the desk records the account in margin call (marginCallAt set).
+	MarginCalled bool
+}
+
+// dbEvent is one row of fx_event, its payload as written.
+type dbEvent struct {
+	ID, Account, User int64
+	Type              string
+	Payload           string
 }
 
 // dbAudit is one row of fx_audit, less its before and after.
@@ -67,6 +78,7 @@ type dbPosition struct {
 
 type dbOrder struct {
 	ID, Account int64
+	Type        string // MARKET, LIMIT, STOP
 	Nonce       sql.NullString
 	Status      string
 	Execution   string       // INTERNAL or EXTERNAL
@@ -112,9 +124,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		q    string
 		each func(*sql.Rows) error
 	}{
-		{"SELECT `id`, `userId`, `accountGroup`, `balance` FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `userId`, `accountGroup`, `balance`, `marginCallAt` IS NOT NULL FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAccount
-			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Balance)
+			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Balance, &a.MarginCalled)
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},
@@ -130,9 +142,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `requestNonce`, `status`, `execution`, `sentAt` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `type`, `requestNonce`, `status`, `execution`, `sentAt` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbOrder
-			err := r.Scan(&o.ID, &o.Account, &o.Nonce, &o.Status, &o.Execution, &o.SentAt)
+			err := r.Scan(&o.ID, &o.Account, &o.Type, &o.Nonce, &o.Status, &o.Execution, &o.SentAt)
 			s.Orders = append(s.Orders, o)
 			return err
 		}},
@@ -163,6 +175,12 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var a dbAudit
 			err := r.Scan(&a.ID, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID)
 			s.Audits = append(s.Audits, a)
+			return err
+		}},
+		{"SELECT `id`, `accountId`, `userId`, `type`, `payload` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
+			var e dbEvent
+			err := r.Scan(&e.ID, &e.Account, &e.User, &e.Type, &e.Payload)
+			s.Events = append(s.Events, e)
 			return err
 		}},
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"fxdesk/internal/events"
 	"fxdesk/internal/testkit/dbtest"
 )
 
@@ -62,6 +63,37 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	expect(t, checkLedger(s), "")
 	expect(t, checkNonces(s, &Evidence{}), "")
 	expect(t, checkSwapUnique(s), "")
+
+	// The events outbox and the margin call as the desk writes them: the deposit, the fill and
+	// its position told once each; the account in margin call without its event.
+	tx, err := testDB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []events.Event{
+		{AccountID: account, UserID: 1001, Type: events.Deposit, Payload: events.Balance{AccountID: account, Type: "DEPOSIT", Amount: "10000.00", BalanceAfter: "10000.00", IdempotencyKey: "dep:1"}},
+		{AccountID: account, UserID: 1001, Type: events.OrderFilled, Payload: map[string]any{"id": order, "accountId": account, "status": "FILLED", "positionId": position}},
+		{AccountID: account, UserID: 1001, Type: events.PositionOpened, Payload: map[string]any{"id": position, "accountId": account, "orderId": order}},
+	} {
+		if err := events.Record(ctx, tx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Events) != 3 || s.Events[0].User != 1001 || s.Events[1].Type != "order.filled" || s.Orders[0].Type != "MARKET" {
+		t.Fatalf("events read back as %+v, orders as %+v", s.Events, s.Orders)
+	}
+	expect(t, checkEvents(s), "")
+	exec("UPDATE `fx_account` SET `marginCallAt` = NOW(3) WHERE `id` = ?", account)
+	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, checkEvents(s), "recorded in margin call true after events []")
 
 	// A balance moved behind the ledger's back, as only a bug in a writer could.
 	exec("UPDATE `fx_account` SET `balance` = 10000.01 WHERE `id` = ?", account)

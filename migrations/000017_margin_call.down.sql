@@ -1,0 +1,1 @@
+ALTER TABLE `fx_account` DROP COLUMN `marginCallAt`;
