@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quickfixgo/enum"
+	"github.com/quickfixgo/field"
+	"github.com/quickfixgo/fix44/newordersingle"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/tag"
 	"github.com/shopspring/decimal"
@@ -190,17 +193,15 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	if err := s.journal.insertOrder(ctx, o); err != nil {
 		return venue.Outcome{}, fmt.Errorf("%v: %w", err, venue.ErrNotSent)
 	}
-	msg := quickfix.NewMessage()
-	msg.Header.SetString(tag.MsgType, msgNewOrderSingle)
-	msg.Body.SetString(tag.ClOrdID, o.ClOrdID)
-	msg.Body.SetString(tag.Account, s.cfg.Account)
-	msg.Body.SetString(tag.Symbol, o.Symbol)
-	msg.Body.SetString(tag.Side, o.Side)
-	msg.Body.SetString(tag.OrderQty, o.Qty.String())
-	msg.Body.SetString(tag.OrdType, "1")
-	msg.Body.SetString(tag.TimeInForce, "3") // IOC: a market order fills now or not at all
-	msg.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: time.Now().UTC(), Precision: quickfix.Millis})
-	if err := s.send(msg); err != nil {
+	// The FIX 4.4 NewOrderSingle, no repeating group (so a resend is safe from the library's
+	// double-checksum defect).
+	nos := newordersingle.New(field.NewClOrdID(o.ClOrdID), field.NewSide(enum.Side(o.Side)),
+		field.NewTransactTimeWithPrecision(time.Now().UTC(), quickfix.Millis), field.NewOrdType(enum.OrdType_MARKET))
+	nos.SetAccount(s.cfg.Account)
+	nos.SetSymbol(o.Symbol)
+	nos.SetOrderQty(o.Qty, max(0, -o.Qty.Exponent()))
+	nos.SetTimeInForce(enum.TimeInForce_IMMEDIATE_OR_CANCEL) // a market order fills now or not at all
+	if err := s.send(nos.ToMessage()); err != nil {
 		s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
 		return venue.Outcome{}, err
 	}
