@@ -51,6 +51,7 @@ type answer struct {
 	r      report
 	execID int64
 	err    error
+	last   bool // the last report of a mass status
 }
 
 // onReport records a report and hands it to whoever waits for its ClOrdID.
@@ -60,14 +61,17 @@ func (s *Session) onReport(r report) {
 		s.deliver(r.ClOrdID, answer{r: r})
 		return
 	}
-	if r.MassStatusReqID != "" && r.ClOrdID == "NONE" {
-		return
+	var id int64
+	var err error
+	if r.ClOrdID != "NONE" { // a mass status with no orders answers with one empty report
+		if id, err = s.journal.apply(context.Background(), r); err != nil {
+			s.log.Error("could not record the venue's report; an OrderStatusRequest will find it again", slog.String("clOrdId", r.ClOrdID), slog.Any("err", err))
+		}
+		s.deliver(r.ClOrdID, answer{r: r, execID: id, err: err})
 	}
-	id, err := s.journal.apply(context.Background(), r)
-	if err != nil {
-		s.log.Error("could not record the venue's report; an OrderStatusRequest will find it again", slog.String("clOrdId", r.ClOrdID), slog.Any("err", err))
+	if r.MassStatusReqID != "" {
+		s.deliver(r.MassStatusReqID, answer{r: r, execID: id, err: err, last: r.LastRptRequested})
 	}
-	s.deliver(r.ClOrdID, answer{r: r, execID: id, err: err})
 }
 
 func (s *Session) wait(key string) (<-chan answer, func()) {

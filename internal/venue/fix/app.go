@@ -98,6 +98,7 @@ type report struct {
 	HasRejectReason                               bool
 	Text                                          string
 	MassStatusReqID                               string
+	LastRptRequested                              bool
 	Time                                          time.Time
 }
 
@@ -113,6 +114,9 @@ func parseReport(msg *quickfix.Message) report {
 	r := report{ExecID: str(tag.ExecID), ExecType: str(tag.ExecType), OrdStatus: str(tag.OrdStatus), ClOrdID: str(tag.ClOrdID),
 		OrderID: str(tag.OrderID), Symbol: str(tag.Symbol), Side: str(tag.Side), OrderQty: dec(tag.OrderQty), CumQty: dec(tag.CumQty),
 		AvgPx: dec(tag.AvgPx), LastQty: dec(tag.LastQty), LastPx: dec(tag.LastPx), Text: str(tag.Text), MassStatusReqID: str(tag.MassStatusReqID)}
+	if v, err := msg.Body.GetBool(tag.LastRptRequested); err == nil {
+		r.LastRptRequested = v
+	}
 	if v, err := msg.Body.GetInt(tag.OrdRejReason); err == nil {
 		r.RejectReason, r.HasRejectReason = v, true
 	}

@@ -413,3 +413,33 @@ func TestSessionLogsOutWhenTheLeaseIsLost(t *testing.T) {
 		t.Fatal("the desk still counts the venue reachable")
 	}
 }
+
+// OrderMassStatusRequest: one request brings every order's status; a fill whose report was lost
+// is journaled from it, once, however often it is asked.
+func TestMassStatusJournalsEveryOrderOnce(t *testing.T) {
+	r := newRig(t, 500*time.Millisecond)
+	ctx := context.Background()
+	if _, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: orderID(), Symbol: "EURUSD", Units: dd("1000")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.venue.InjectFault(fixvenue.Fault{Kind: fixvenue.FaultLose}); err != nil {
+		t.Fatal(err)
+	}
+	lost := orderID()
+	if _, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: lost, Symbol: "EURUSD", Units: dd("2000")}); !errors.Is(err, venue.ErrOutcomeUnknown) {
+		t.Fatalf("want the lost report's outcome unknown, got %v", err)
+	}
+	for range 2 {
+		n, err := r.session.MassStatus(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("mass status: %d orders, %v; want 2", n, err)
+		}
+	}
+	var execs int
+	if err := testDB.QueryRow("SELECT COUNT(*) FROM `fx_fix_execution` WHERE `clOrdId` = ?", lost).Scan(&execs); err != nil {
+		t.Fatal(err)
+	}
+	if execs != 1 {
+		t.Fatalf("the lost fill journaled %d times, want once", execs)
+	}
+}

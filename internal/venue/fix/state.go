@@ -360,3 +360,40 @@ func (x Sender) CloseTrade(ctx context.Context, tradeID string, units *decimal.D
 }
 
 var _ venue.API = (*Session)(nil)
+
+// MassStatus asks the venue for the status of every order (OrderMassStatusRequest, type 7) and
+// journals each answer as it journals any report; it answers how many orders the venue reported.
+// Venues that offer it let an operator or a new holder catch up at once on reports it lost.
+func (s *Session) MassStatus(ctx context.Context) (int, error) {
+	id := "mass-" + uniqueSuffix()
+	answers, done := s.wait(id)
+	defer done()
+	msg := quickfix.NewMessage()
+	msg.Header.SetString(tag.MsgType, msgMassStatusRequest)
+	msg.Body.SetString(tag.MassStatusReqID, id)
+	msg.Body.SetInt(tag.MassStatusReqType, 7) // all orders
+	if err := s.send(msg); err != nil {
+		return 0, fmt.Errorf("mass status: %w", err)
+	}
+	timeout := time.NewTimer(s.cfg.Timeout)
+	defer timeout.Stop()
+	n := 0
+	for {
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				return n, fmt.Errorf("mass status: %w", a.err)
+			}
+			if a.r.ClOrdID != "NONE" {
+				n++
+			}
+			if a.last {
+				return n, nil
+			}
+		case <-timeout.C:
+			return n, fmt.Errorf("mass status: the last report did not come within %s: %w", s.cfg.Timeout, venue.ErrOutcomeUnknown)
+		case <-ctx.Done():
+			return n, fmt.Errorf("mass status: %w", ctx.Err())
+		}
+	}
+}
