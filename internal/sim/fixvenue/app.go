@@ -102,30 +102,33 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 		s.businessReject(msg, "ClOrdID (11) is required")
 		return
 	case ordType != "1":
-		s.rejectNew(clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET orders (OrdType=1)")
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET orders (OrdType=1)")
 		return
 	case side != sideBuy && side != sideSell:
-		s.rejectNew(clOrdID, symbol, side, qty, RejectUnsupported, "Side must be 1 (buy) or 2 (sell)")
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "Side must be 1 (buy) or 2 (sell)")
 		return
 	case qerr != nil || !qty.IsPositive():
-		s.rejectNew(clOrdID, symbol, side, qty, RejectBroker, "OrderQty must be a positive number")
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectBroker, "OrderQty must be a positive number")
 		return
 	case len(symbol) != 6:
-		s.rejectNew(clOrdID, symbol, side, qty, RejectUnknownSymbol, "unknown symbol "+strconv.Quote(symbol))
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnknownSymbol, "unknown symbol "+strconv.Quote(symbol))
 		return
 	}
-	s.book.order(clOrdID, symbol, side, qty, resend(msg))
+	seq, _ := msg.Header.GetInt(tag.MsgSeqNum)
+	s.book.order(clOrdID, symbol, side, qty, seq, resend(msg))
 }
 
 // rejectNew rejects an order the venue could not even book (a malformed one): it is recorded,
 // so a status request and a duplicate see the same rejection.
-func (s *Server) rejectNew(clOrdID, symbol, side string, qty decimal.Decimal, reason int, text string) {
+func (s *Server) rejectNew(msg *quickfix.Message, clOrdID, symbol, side string, qty decimal.Decimal, reason int, text string) {
+	seq, _ := msg.Header.GetInt(tag.MsgSeqNum)
 	s.book.mu.Lock()
 	o, seen := s.book.orders[clOrdID]
 	if !seen {
 		o = &Order{ClOrdID: clOrdID, OrderID: s.book.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Time: s.cfg.Now()}
 		s.book.orders[clOrdID] = o
 	}
+	o.sentIn(seq)
 	s.book.mu.Unlock()
 	if seen {
 		return

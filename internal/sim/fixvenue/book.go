@@ -2,6 +2,7 @@ package fixvenue
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -65,6 +66,9 @@ type Order struct {
 	ExecID       string          `json:"execId,omitempty"` // the fill's
 	Time         time.Time       `json:"time"`
 	Reported     bool            `json:"reported"` // its execution report was sent
+	// SeqNums are the MsgSeqNums of the NewOrderSingles that carried this ClOrdID, each once: a
+	// library resend (PossDupFlag=Y) keeps its message's number, an order sent again is a new one.
+	SeqNums []int `json:"seqNums,omitempty"`
 }
 
 // position is one symbol's net: signed units and the average price of what is open.
@@ -134,9 +138,10 @@ func (b *book) inject(f Fault) error {
 }
 
 // order takes one market order. A ClOrdID seen before executes nothing and answers its status.
-func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, possDup bool) {
+func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, seqNum int, possDup bool) {
 	b.mu.Lock()
 	if o, seen := b.orders[clOrdID]; seen {
+		o.sentIn(seqNum)
 		snap := *o
 		_, isHeld := b.held[clOrdID]
 		b.mu.Unlock()
@@ -148,6 +153,7 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, possDup 
 		return
 	}
 	o := &Order{ClOrdID: clOrdID, OrderID: b.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now()}
+	o.sentIn(seqNum)
 	b.orders[clOrdID] = o
 	fault, faulted := b.takeFault()
 	b.mu.Unlock()
@@ -189,6 +195,13 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, possDup 
 		execute()
 	})
 	b.timers[t] = struct{}{}
+}
+
+// sentIn records that the message numbered seqNum carried o (0: unknown, not recorded).
+func (o *Order) sentIn(seqNum int) {
+	if seqNum > 0 && !slices.Contains(o.SeqNums, seqNum) {
+		o.SeqNums = append(o.SeqNums, seqNum)
+	}
 }
 
 // fill executes o at the current price (a buy at the ask, a sell at the bid) and nets it, or
@@ -289,7 +302,9 @@ func (b *book) all() []Order {
 	defer b.mu.Unlock()
 	out := make([]Order, 0, len(b.orders))
 	for _, o := range b.orders {
-		out = append(out, *o)
+		c := *o
+		c.SeqNums = slices.Clone(o.SeqNums)
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Time.Before(out[j].Time) || (out[i].Time.Equal(out[j].Time) && out[i].OrderID < out[j].OrderID)

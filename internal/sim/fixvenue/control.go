@@ -1,7 +1,9 @@
 package fixvenue
 
 import (
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -10,7 +12,9 @@ import (
 
 // State is GET /control/state.
 type State struct {
-	LoggedOn  bool       `json:"loggedOn"`
+	LoggedOn bool `json:"loggedOn"`
+	// DownUntil is the end of an outage POST /control/drop began with seconds, while it lasts.
+	DownUntil *time.Time `json:"downUntil,omitempty"`
 	Orders    []Order    `json:"orders"`
 	Positions []Position `json:"positions"`
 	Held      []string   `json:"held"`
@@ -18,7 +22,13 @@ type State struct {
 
 // State is the venue's state now.
 func (s *Server) State() State {
-	return State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+	if s.proxy != nil {
+		if until, down := s.proxy.down(); down {
+			st.DownUntil = &until
+		}
+	}
+	return st
 }
 
 // InjectFault queues f for the next orders.
@@ -58,8 +68,18 @@ func (s *Server) ControlHandler() http.Handler {
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]int{"released": s.Release(body.ClOrdID)})
 	})
-	mux.HandleFunc("POST /control/drop", func(w http.ResponseWriter, _ *http.Request) {
-		control.WriteJSON(w, http.StatusOK, map[string]int{"dropped": s.Drop()})
+	mux.HandleFunc("POST /control/drop", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Seconds float64 `json:"seconds"`
+		}
+		if r.ContentLength != 0 && !control.DecodeBody(w, r, &body) {
+			return
+		}
+		if body.Seconds < 0 || body.Seconds > 600 {
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", fmt.Sprintf("seconds %v must be between 0 and 600", body.Seconds))
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]int{"dropped": s.DropFor(time.Duration(body.Seconds * float64(time.Second)))})
 	})
 	mux.HandleFunc("POST /control/close", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 )
 
 // proxy forwards every connection it accepts to the acceptor and can cut them all at once: the
@@ -18,7 +19,10 @@ type proxy struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// downUntil: until then every connection is closed as soon as it is accepted (a network
+	// outage the initiator's reconnects run into).
+	downUntil time.Time
+	wg        sync.WaitGroup
 }
 
 func listenProxy(addr, target string, log *slog.Logger) (*proxy, error) {
@@ -34,6 +38,13 @@ func listenProxy(addr, target string, log *slog.Logger) (*proxy, error) {
 
 func (p *proxy) Addr() string { return p.ln.Addr().String() }
 
+// down is the end of the outage Drop began, if it lasts still.
+func (p *proxy) down() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.downUntil, time.Now().Before(p.downUntil)
+}
+
 func (p *proxy) accept() {
 	defer p.wg.Done()
 	for {
@@ -43,6 +54,13 @@ func (p *proxy) accept() {
 				p.log.Warn("fixvenue: accept", slog.Any("err", err))
 			}
 			return
+		}
+		p.mu.Lock()
+		down := time.Now().Before(p.downUntil)
+		p.mu.Unlock()
+		if down {
+			_ = c.Close()
+			continue
 		}
 		up, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -71,10 +89,14 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	p.mu.Unlock()
 }
 
-// Drop closes every proxied connection and answers how many pairs it cut.
-func (p *proxy) Drop() int {
+// Drop closes every proxied connection and answers how many pairs it cut; for d after, every
+// new connection is cut as soon as it is accepted.
+func (p *proxy) Drop(d time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if d > 0 {
+		p.downUntil = time.Now().Add(d)
+	}
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -85,6 +107,6 @@ func (p *proxy) Drop() int {
 
 func (p *proxy) Close() {
 	_ = p.ln.Close()
-	p.Drop()
+	p.Drop(0)
 	p.wg.Wait()
 }

@@ -175,7 +175,11 @@ func (s *Server) LoggedOn() bool {
 }
 
 // Drop cuts the session's TCP connection, as a network fault would; the desk reconnects.
-func (s *Server) Drop() int { return s.proxy.Drop() }
+func (s *Server) Drop() int { return s.proxy.Drop(0) }
+
+// DropFor cuts the session's TCP connection and, for d, every reconnect as soon as it is
+// accepted: the session stays down for d, as in a network outage.
+func (s *Server) DropFor(d time.Duration) int { return s.proxy.Drop(d) }
 
 // NetPosition is the venue's signed net units of symbol and their average price.
 func (s *Server) NetPosition(symbol string) (units, avgPx decimal.Decimal) {
