@@ -31,7 +31,11 @@ func checkVenueNeverResent(vs *VenueState) Result {
 			r.Add("resent "+id, "client id %s (desk order %s): the venue received %d order requests", id, id, n)
 		}
 	}
-	r.Figures = fmt.Sprintf("%d client ids, %d order requests, %d venue trades", len(vs.OrderRequests), total, len(vs.Trades))
+	if vs.Lane == LaneFIX {
+		r.Figures = fmt.Sprintf("%d ClOrdIDs, %d NewOrderSingle messages (a resend counted once), %d venue orders", len(vs.OrderRequests), total, len(vs.Orders))
+	} else {
+		r.Figures = fmt.Sprintf("%d client ids, %d order requests, %d venue trades", len(vs.OrderRequests), total, len(vs.Trades))
+	}
 	return r
 }
 
@@ -211,9 +215,13 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 	return r
 }
 
-// CheckVenueEnd runs the invariants that need a quiesced desk.
+// CheckVenueEnd runs the invariants that need a quiesced desk: per trade on REST, per symbol
+// and per order on FIX (a netting venue has no trades).
 // quiet is when the desk went quiet, as the soak's settle was given it.
 func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
+	if vs.Lane == LaneFIX {
+		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkNoStaleSending(s, quiet)}
+	}
 	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkNoStaleSending(s, quiet)}
 }
 

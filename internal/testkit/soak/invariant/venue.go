@@ -20,8 +20,17 @@ type VenueTrade struct {
 	ClosingTransactionIDs []int64          `json:"closingTransactionIds"`
 }
 
-// VenueState is GET /control/state, read at At.
+// Venue lanes: the REST venue simulator (cmd/venuesim) or the FIX venue (cmd/fixvenue).
+const (
+	LaneREST = "rest"
+	LaneFIX  = "fix"
+)
+
+// VenueState is the venue's GET /control/state, read at At. The REST simulator's decodes into
+// it as it is; the FIX venue's is converted (Lane LaneFIX): it has orders and a net position per
+// symbol, no trades, and OrderRequests counts the messages that carried each ClOrdID.
 type VenueState struct {
+	Lane          string         `json:"-"` // LaneREST or LaneFIX
 	At            time.Time      `json:"-"`
 	Held          int            `json:"held"`
 	OutageUntil   *time.Time     `json:"outageUntil"` // set until the trading listener listens again
@@ -32,4 +41,19 @@ type VenueState struct {
 	// CloseFills are the prices of every fill that closed or reduced a trade, by trade id, from
 	// the venue's transactions (read only at the end: the trading API draws injected 5xx).
 	CloseFills map[string][]decimal.Decimal `json:"-"`
+	// Orders and Net are the FIX venue's: every order it received or made itself, and its signed
+	// net units per symbol (absent: flat).
+	Orders []VenueOrder                `json:"-"`
+	Net    map[string]decimal.Decimal `json:"-"`
+}
+
+// VenueOrder is one order at the FIX venue.
+type VenueOrder struct {
+	ClOrdID string
+	Symbol  string // EURUSD, as the desk spells it
+	Side    string // BUY or SELL
+	Status  string // NEW, FILLED or REJECTED
+	Qty     decimal.Decimal
+	CumQty  decimal.Decimal
+	AvgPx   decimal.Decimal
 }

@@ -1,0 +1,229 @@
+package invariant
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// The A-book invariants of the FIX lane. A FIX venue nets: it holds one position per symbol and
+// knows orders, not the desk's trades, so the venue can be held against the desk per symbol and
+// per order, never per trade (which trade a venue-side close reduced is the desk's own journal's
+// choice, fx_fix_allocation; checking it against that journal would check the desk against
+// itself). venueNeverResent holds on FIX as on REST: OrderRequests counts the NewOrderSingle
+// messages that carried each ClOrdID (a library resend keeps its message's number).
+
+// fixVenuePrefix starts the ClOrdID of an order the venue made itself (a venue-side close);
+// fixCloseMark separates a close's trade from its suffix: <opening order id>.c<n>.
+const (
+	fixVenuePrefix = "VENUE-"
+	fixCloseMark   = ".c"
+)
+
+// fixOrderOf is the desk order a ClOrdID belongs to: its own id for an open, the opening
+// order's before fixCloseMark for a close; ok is false for the venue's own orders.
+func fixOrderOf(clOrdID string) (order int64, isClose, ok bool) {
+	if strings.HasPrefix(clOrdID, fixVenuePrefix) {
+		return 0, false, false
+	}
+	head, _, isClose := strings.Cut(clOrdID, fixCloseMark)
+	id, err := strconv.ParseInt(head, 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	return id, isClose, true
+}
+
+// signedUnits is a desk position's volume in units, positive long.
+func signedUnits(s *Snapshot, p dbPosition) decimal.Decimal {
+	u := p.Volume.Mul(s.Instruments[p.Symbol].Contract)
+	if p.Side == "SELL" {
+		return u.Neg()
+	}
+	return u
+}
+
+// venueNetMatches: in every symbol, the venue's net equals the signed units of the desk's OPEN
+// linked positions (what the desk holds is hedged, no more and no less, venue-side closes
+// included), and no OPEN position of an EXTERNAL order is unlinked.
+func checkVenueNetMatches(s *Snapshot, vs *VenueState) Result {
+	r := Result{Name: "venueNetMatches"}
+	orders := map[int64]dbOrder{}
+	for _, o := range s.Orders {
+		orders[o.ID] = o
+	}
+	desk := map[string]decimal.Decimal{}
+	bySymbol := map[string][]dbPosition{}
+	linked := 0
+	for _, p := range s.Positions {
+		if p.Status != "OPEN" {
+			continue
+		}
+		if !p.VenueTradeID.Valid {
+			if orders[p.Order].Execution == "EXTERNAL" {
+				r.Add("", "position %d (%s %s %s lots, order %d EXTERNAL) is open with no venue trade linked", p.ID, p.Symbol, p.Side, p.Volume, p.Order)
+			}
+			continue
+		}
+		linked++
+		desk[p.Symbol] = desk[p.Symbol].Add(signedUnits(s, p))
+		bySymbol[p.Symbol] = append(bySymbol[p.Symbol], p)
+	}
+	symbols := map[string]bool{}
+	for sym := range desk {
+		symbols[sym] = true
+	}
+	for sym := range vs.Net {
+		symbols[sym] = true
+	}
+	names := make([]string, 0, len(symbols))
+	for sym := range symbols {
+		names = append(names, sym)
+	}
+	sort.Strings(names)
+	var nets []string
+	for _, sym := range names {
+		nets = append(nets, sym+" "+vs.Net[sym].String())
+		if !vs.Net[sym].Equal(desk[sym]) {
+			ps := bySymbol[sym]
+			more := ""
+			if len(ps) > 8 {
+				ps, more = ps[:8], fmt.Sprintf(" and %d more", len(bySymbol[sym])-8)
+			}
+			r.Add("net "+sym, "%s: the venue's net is %s units, the desk's open linked positions add up to %s (%s%s)",
+				sym, vs.Net[sym], desk[sym], positionsText(ps), more)
+		}
+	}
+	if len(nets) == 0 {
+		nets = []string{"flat"}
+	}
+	r.Figures = fmt.Sprintf("venue net %s; %d open linked desk positions", strings.Join(nets, ", "), linked)
+	return r
+}
+
+// venueFillsBooked: every opening order the venue filled for the desk opened one desk position,
+// linked, of the units filled; every linked position's order was filled at the venue; every
+// close deal of a linked position is at a price the venue filled a close of its trade at (its
+// own close orders, or a venue-side close in its symbol on the other side), plus the group's
+// markup; and every close order the venue filled was booked on its trade's position at its price.
+func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
+	r := Result{Name: "venueFillsBooked"}
+	byOrder := map[int64][]dbPosition{}
+	for _, p := range s.Positions {
+		byOrder[p.Order] = append(byOrder[p.Order], p)
+	}
+	closes := map[int64][]dbDeal{}
+	for _, d := range s.Deals {
+		if d.Type == "PROFIT" && d.Position.Valid && strings.HasPrefix(d.Key, "close:") {
+			closes[d.Position.Int64] = append(closes[d.Position.Int64], d)
+		}
+	}
+	markup := func(p dbPosition) decimal.Decimal {
+		in := s.Instruments[p.Symbol]
+		m := in.Markup.Mul(in.Point)
+		if p.Side == "BUY" {
+			m = m.Neg() // a long closes by selling: the venue's price less the markup
+		}
+		return m
+	}
+	opens := map[int64]VenueOrder{}       // by desk order: the venue's filled open
+	closeFills := map[int64][]VenueOrder{} // by opening desk order: its filled closes
+	venueSide := map[string][]VenueOrder{} // by symbol and side: the venue's own filled orders
+	opened, closed, deals := 0, 0, 0
+	for _, o := range vs.Orders {
+		if o.Status != "FILLED" {
+			continue
+		}
+		id, isClose, ok := fixOrderOf(o.ClOrdID)
+		switch {
+		case !ok:
+			venueSide[o.Symbol+" "+o.Side] = append(venueSide[o.Symbol+" "+o.Side], o)
+		case isClose:
+			closed++
+			closeFills[id] = append(closeFills[id], o)
+		default:
+			opened++
+			opens[id] = o
+			ps := byOrder[id]
+			switch {
+			case len(ps) == 0:
+				r.Add("", "the venue filled desk order %s (%s %s %s units at %s), but no desk position of that order exists", o.ClOrdID, o.Symbol, o.Side, o.CumQty, o.AvgPx)
+			case len(ps) > 1:
+				r.Add("", "the venue filled desk order %s once, but %d desk positions are of it: %s", o.ClOrdID, len(ps), positionsText(ps))
+			case !ps[0].VenueTradeID.Valid:
+				r.Add("", "the venue filled desk order %s (%s %s units), but its position %d (%s) is not linked to a venue trade", o.ClOrdID, o.Side, o.CumQty, ps[0].ID, ps[0].Status)
+			case !ps[0].OpenVolume.Mul(s.Instruments[ps[0].Symbol].Contract).Equal(o.CumQty):
+				r.Add("", "the venue filled desk order %s for %s units, its position %d opened %s lots", o.ClOrdID, o.CumQty, ps[0].ID, ps[0].OpenVolume)
+			}
+		}
+	}
+	for _, p := range s.Positions {
+		if !p.VenueTradeID.Valid {
+			continue
+		}
+		if _, ok := opens[p.Order]; !ok {
+			r.Add("", "position %d (%s %s %s lots, %s) is linked to venue trade %s, but the venue filled no order %d", p.ID, p.Symbol, p.Side, p.OpenVolume, p.Status, p.VenueTradeID.String, p.Order)
+			continue
+		}
+		other := "SELL"
+		if p.Side == "SELL" {
+			other = "BUY"
+		}
+		var prices []decimal.Decimal
+		for _, o := range closeFills[p.Order] {
+			prices = append(prices, o.AvgPx)
+		}
+		for _, o := range venueSide[p.Symbol+" "+other] {
+			prices = append(prices, o.AvgPx)
+		}
+		m := markup(p)
+		for _, d := range closes[p.ID] {
+			deals++
+			if !d.Price.Valid {
+				r.Add("", "position %d close deal %d has no price", p.ID, d.ID)
+				continue
+			}
+			if !slicesHasPrice(prices, d.Price.Decimal.Sub(m)) {
+				r.Add("", "position %d (%s %s) close deal %d (%s lots, %s) at %s: no fill of the venue closes it at that price less the markup %s (its closes %s, venue-side %s %s)",
+					p.ID, p.Symbol, p.Side, d.ID, d.Volume.Decimal, d.Comment, d.Price.Decimal, m, fillsText(closeFills[p.Order]), other, fillsText(venueSide[p.Symbol+" "+other]))
+			}
+		}
+		for _, o := range closeFills[p.Order] {
+			booked := false
+			for _, d := range closes[p.ID] {
+				if d.Price.Valid && d.Price.Decimal.Sub(m).Equal(o.AvgPx) {
+					booked = true
+				}
+			}
+			if !booked {
+				r.Add("", "the venue filled close %s (%s %s units at %s), but position %d (%s, %s lots left) has no close deal at that price plus the markup %s",
+					o.ClOrdID, o.Side, o.CumQty, o.AvgPx, p.ID, p.Status, p.Volume, m)
+			}
+		}
+	}
+	r.Figures = fmt.Sprintf("%d opens and %d closes the venue filled for the desk, %d desk close deals checked against the venue's prices", opened, closed, deals)
+	return r
+}
+
+func slicesHasPrice(ps []decimal.Decimal, want decimal.Decimal) bool {
+	for _, p := range ps {
+		if p.Equal(want) {
+			return true
+		}
+	}
+	return false
+}
+
+func fillsText(orders []VenueOrder) string {
+	if len(orders) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, o := range orders {
+		out = append(out, fmt.Sprintf("%s %s@%s", o.ClOrdID, o.CumQty, o.AvgPx))
+	}
+	return strings.Join(out, " ")
+}
