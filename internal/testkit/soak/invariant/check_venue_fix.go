@@ -129,7 +129,7 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 		}
 		return m
 	}
-	opens := map[int64]VenueOrder{}       // by desk order: the venue's filled open
+	opens := map[int64]VenueOrder{}        // by desk order: the venue's filled open
 	closeFills := map[int64][]VenueOrder{} // by opening desk order: its filled closes
 	venueSide := map[string][]VenueOrder{} // by symbol and side: the venue's own filled orders
 	opened, closed, deals := 0, 0, 0

@@ -43,7 +43,7 @@ type VenueState struct {
 	CloseFills map[string][]decimal.Decimal `json:"-"`
 	// Orders and Net are the FIX venue's: every order it received or made itself, and its signed
 	// net units per symbol (absent: flat).
-	Orders []VenueOrder                `json:"-"`
+	Orders []VenueOrder               `json:"-"`
 	Net    map[string]decimal.Decimal `json:"-"`
 }
 
