@@ -31,8 +31,10 @@ bench: services
 # Chaos soak (internal/testkit/soak, run by cmd/soak; docs/soak.md): two web processes and the cron process under trader load
 # and seeded faults, invariants checked every 30 s and at the end. SEED= replays a schedule.
 # CLUSTER=galera,sentinel runs it on a Galera cluster and Redis Sentinel (docs/cluster.md).
+# VENUE=rest|fix forces the A-book's venue (default: by seed, FIX for a third of seeds).
 SECONDS ?= 60
 SEED ?=
 CLUSTER ?=
+VENUE ?=
 soak: services
-	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER))
+	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))

@@ -60,8 +60,9 @@ type cluster struct {
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
 	// prices from it too, so a gap moves the desk and the venue alike.
 	feed *sim
-	// venue is the one venue simulator both web processes send EXTERNAL orders to (cmd/venuesim).
-	venue *venueSim
+	// venue is the one venue both web processes send EXTERNAL orders to: the REST venue
+	// simulator (cmd/venuesim) or the FIX venue (cmd/fixvenue), by the run's venue lane.
+	venue venueLane
 
 	mu        sync.Mutex
 	procs     []*proc // every web and cron process started, dead ones included
@@ -147,11 +148,28 @@ func goBinary() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// buildBinaries builds fxdesk-web, fxdesk-cron and the two simulators from the working tree into
-// dir.
-func buildBinaries(dir string) error {
-	for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"},
-		{"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}} {
+// binaries are what a soak on venue lane builds: the desk, the feed simulator and the lane's
+// venue.
+func binaries(lane string) []struct{ name, pkg string } {
+	venue := struct{ name, pkg string }{"fxdesk-venuesim", "./cmd/venuesim"}
+	if lane == invariant.LaneFIX {
+		venue = struct{ name, pkg string }{"fxdesk-fixvenue", "./cmd/fixvenue"}
+	}
+	return []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}, venue}
+}
+
+// binaryNames are binaries(lane)'s names, for the run log.
+func binaryNames(lane string) string {
+	var out []string
+	for _, b := range binaries(lane) {
+		out = append(out, b.name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// buildBinaries builds binaries(lane) from the working tree into dir.
+func buildBinaries(dir, lane string) error {
+	for _, b := range binaries(lane) {
 		cmd := exec.Command(goBinary(), "build", "-o", filepath.Join(dir, b.name), b.pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v\n%s", b.name, err, out)
@@ -204,10 +222,10 @@ func freeAddr() (string, error) {
 }
 
 // newCluster creates the database fxdesk_soak_<random>, a private redis-server, the two
-// proxies, the feed simulator and the venue simulator, and migrates the database with the real
+// proxies, the feed simulator and lane's venue, and migrates the database with the real
 // binary. With ha, the database is created on the Galera cluster through HAProxy and the desk's
 // Redis is the Sentinels' primary (ha.onGalera, ha.onSentinel say which).
-func newCluster(ctx context.Context, dir, binDir string, ha *haCluster) (*cluster, error) {
+func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane string) (*cluster, error) {
 	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4), ha: ha}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
 	if err != nil {
@@ -263,10 +281,12 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster) (*cluste
 		c.close()
 		return nil, err
 	}
-	if c.venue, err = startVenue(dir, binDir, c.feed); err != nil {
+	venue, err := startVenueLane(lane, dir, binDir, c.feed)
+	if err != nil {
 		c.close()
 		return nil, err
 	}
+	c.venue = venue
 	if out, err := c.runOnce(ctx, "fxdesk-web", "migrate"); err != nil {
 		c.close()
 		return nil, fmt.Errorf("migrate: %v\n%s", err, out)

@@ -28,6 +28,8 @@ type Options struct {
 	// Cluster names the clusters the desk runs on, galera and/or sentinel (docs/cluster.md,
 	// «The cluster soak»); none: the shared MariaDB and a private redis-server.
 	Cluster []string
+	// Venue forces the A-book's venue lane, rest or fix; "" picks it by seed (FIX for a third).
+	Venue string
 }
 
 // Plan is the fault schedule of seed for a soak of d on clusters, one fault a line, as the run
@@ -52,7 +54,12 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 		return 2
 	}
-	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep, ch)
+	lane, err := venueLaneOf(o.Seed, o.Venue)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+		return 2
+	}
+	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep, ch, lane)
 }
 
 // tally keeps, across the periodic checks, each invariant's last figures and every distinct row
@@ -96,7 +103,7 @@ func (t *tally) violations() int {
 	return n
 }
 
-func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool, ch clusterChoice) int {
+func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool, ch clusterChoice, lane string) int {
 	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
 	dir, err := os.MkdirTemp("", "fxdesk-soak-")
 	if err != nil {
@@ -112,7 +119,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 	}()
 	faults := schedule(seed, d, ch)
-	logger.Printf("soak: seed=%d seconds=%d traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), nTraders, nExternal, dir)
+	logger.Printf("soak: seed=%d seconds=%d venue=%s traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), lane, nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
 	for _, f := range faults {
 		logger.Printf("soak:   %s", f)
@@ -125,8 +132,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 
 	binDir := filepath.Join(dir, "bin")
 	os.MkdirAll(binDir, 0o755)
-	logger.Printf("soak: building fxdesk-web, fxdesk-cron, fxdesk-feedsim and fxdesk-venuesim")
-	if err := buildBinaries(binDir); err != nil {
+	logger.Printf("soak: building %s", binaryNames(lane))
+	if err := buildBinaries(binDir, lane); err != nil {
 		return failed("%v", err)
 	}
 	var ha *haCluster
@@ -140,7 +147,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			return failed("%v", err)
 		}
 	}
-	c, err := newCluster(ctx, dir, binDir, ha)
+	c, err := newCluster(ctx, dir, binDir, ha, lane)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -158,7 +165,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	} else {
 		logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
 	}
-	logger.Printf("soak: feed %s, venue %s (control %s)", c.feed.url, c.venue.url, c.venue.control)
+	logger.Printf("soak: feed %s, %s", c.feed.url, c.venue.describe())
 
 	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
@@ -398,8 +405,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 	}
 	slices.Sort(failing)
-	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d requests=%d faults={%s} admin={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), len(ev.Journal), strings.Join(counts, ","), adm.summary(), len(tl.order), viol)
+	venueControls := ""
+	if vc := c.venue.controls(); vc != "" {
+		venueControls = " " + vc // what the venue's own controls did
+	}
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.summary(), len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}

@@ -121,6 +121,52 @@ func startFeed(dir, binDir string) (*sim, error) {
 	return s, nil
 }
 
+// venueLane is the soak's venue: the REST venue simulator (venueSim) or the FIX venue (fixLane).
+// Both web processes send their EXTERNAL business to it; its faults go through its control API.
+type venueLane interface {
+	lane() string     // invariant.LaneREST or invariant.LaneFIX
+	describe() string // where it listens, for the run log
+	deskEnv() []string
+	// state is the venue's state for the checks under load, endState for the end's.
+	state() (*invariant.VenueState, error)
+	endState(ctx context.Context) (*invariant.VenueState, error)
+	release() (int, error) // sends every held answer; how many
+	inject(ctx context.Context, f fault) (note string, err error)
+	controls() string // what the venue's controls did, for the summary ("" if nothing to add)
+	stop()
+}
+
+// venueLaneOf is the venue lane of a soak: forced (rest or fix), or by seed — FIX for a third of
+// the seeds (seed % 3 == 0), REST for the others.
+func venueLaneOf(seed uint64, forced string) (string, error) {
+	switch forced {
+	case invariant.LaneREST, invariant.LaneFIX:
+		return forced, nil
+	case "":
+		if seed%3 == 0 {
+			return invariant.LaneFIX, nil
+		}
+		return invariant.LaneREST, nil
+	}
+	return "", fmt.Errorf("-venue %q: rest, fix, or empty to pick by seed", forced)
+}
+
+// startVenueLane starts lane's venue, priced from feed.
+func startVenueLane(lane, dir, binDir string, feed *sim) (venueLane, error) {
+	if lane == invariant.LaneFIX {
+		v, err := startFIXVenue(dir, binDir, feed)
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	v, err := startVenue(dir, binDir, feed)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // venueSim is the venue simulator process and what the soak reads and injects through it.
 type venueSim struct {
 	*sim
@@ -151,6 +197,24 @@ func startVenue(dir, binDir string, feed *sim) (*venueSim, error) {
 	return &venueSim{sim: s, account: account}, nil
 }
 
+func (v *venueSim) lane() string { return invariant.LaneREST }
+
+func (v *venueSim) describe() string {
+	return fmt.Sprintf("venue %s (rest, cmd/venuesim; control %s)", v.url, v.control)
+}
+
+func (v *venueSim) controls() string { return "" }
+
+// endState is the state with every trade's close fills, read from the trading API.
+func (v *venueSim) endState(ctx context.Context) (*invariant.VenueState, error) {
+	vs, err := v.state()
+	if err != nil {
+		return nil, err
+	}
+	vs.CloseFills, err = v.closeFills(ctx)
+	return vs, err
+}
+
 // deskEnv is a web process's venue configuration: unpaced connections (a simulator on
 // loopback), and timeouts short enough that the settle after the load outlasts them.
 func (v *venueSim) deskEnv() []string {
@@ -167,9 +231,13 @@ func (v *venueSim) deskEnv() []string {
 }
 
 // post sends a control request and decodes its answer into out (when not nil).
-func (v *venueSim) post(path string, body, out any) error {
+func (v *venueSim) post(path string, body, out any) error { return controlPost(v.control, path, body, out) }
+
+// controlPost sends a control request to a simulator's control API at base and decodes its
+// answer into out (when not nil).
+func controlPost(base, path string, body, out any) error {
 	b, _ := json.Marshal(body)
-	resp, err := httpClient.Post(v.control+path, "application/json", bytes.NewReader(b))
+	resp, err := httpClient.Post(base+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("venue control %s: %w", path, err)
 	}
@@ -216,7 +284,7 @@ func (v *venueSim) state() (*invariant.VenueState, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("venue state: status %d", resp.StatusCode)
 	}
-	st := &invariant.VenueState{At: time.Now()}
+	st := &invariant.VenueState{Lane: invariant.LaneREST, At: time.Now()}
 	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
 		return nil, fmt.Errorf("venue state: %w", err)
 	}
@@ -258,22 +326,30 @@ func (v *venueSim) closeFills(ctx context.Context) (map[string][]decimal.Decimal
 	return nil, fmt.Errorf("venue transactions: no complete read after 200 tries")
 }
 
-// injectVenue plays one venue fault through the venue's control API.
+// injectVenue plays one venue fault through the lane's venue.
 func (in *injector) injectVenue(ctx context.Context, f fault) {
-	v := in.c.venue
 	t0 := time.Now()
-	var note string
+	note, err := in.c.venue.inject(ctx, f)
+	if err != nil {
+		in.fail("%s: %v", f.Kind, err)
+		if note == "" {
+			return
+		}
+	}
+	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
+}
+
+// inject plays one venue fault through the venue simulator's control API and says what it did.
+func (v *venueSim) inject(ctx context.Context, f fault) (string, error) {
 	switch f.Kind {
 	case faultVenueTimeout:
 		if err := v.fault("timeout", f.Count, f.HoldFor); err != nil {
-			in.fail("%s: %v", f.Kind, err)
-			return
+			return "", err
 		}
-		note = fmt.Sprintf("next %d orders or closes unanswered", f.Count)
+		return fmt.Sprintf("next %d orders or closes unanswered", f.Count), nil
 	case faultVenueHold:
 		if err := v.fault("hold", f.Count, 0); err != nil {
-			in.fail("%s: %v", f.Kind, err)
-			return
+			return "", err
 		}
 		select {
 		case <-ctx.Done():
@@ -281,19 +357,17 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 		}
 		n, err := v.release()
 		if err != nil {
-			in.fail("%s: release: %v", f.Kind, err)
+			err = fmt.Errorf("release: %w", err)
 		}
-		note = fmt.Sprintf("next %d orders held %s, %d released", f.Count, f.HoldFor, n)
+		return fmt.Sprintf("next %d orders held %s, %d released", f.Count, f.HoldFor, n), err
 	case faultVenue5xx:
 		if err := v.fault("5xx", f.Count, 0); err != nil {
-			in.fail("%s: %v", f.Kind, err)
-			return
+			return "", err
 		}
-		note = fmt.Sprintf("next %d requests 503", f.Count)
+		return fmt.Sprintf("next %d requests 503", f.Count), nil
 	case faultVenueOutage:
 		if err := v.fault("outage", 0, f.DownFor); err != nil {
-			in.fail("%s: %v", f.Kind, err)
-			return
+			return "", err
 		}
 		select {
 		case <-ctx.Done():
@@ -307,12 +381,11 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 			}
 			time.Sleep(50 * time.Millisecond) // the control API has no notification
 		}
-		note = fmt.Sprintf("down %s", f.DownFor)
+		return fmt.Sprintf("down %s", f.DownFor), nil
 	case faultVenueClose:
 		st, err := v.state()
 		if err != nil {
-			in.fail("%s: %v", f.Kind, err)
-			return
+			return "", err
 		}
 		var open []invariant.VenueTrade
 		for _, t := range st.Trades {
@@ -321,18 +394,16 @@ func (in *injector) injectVenue(ctx context.Context, f fault) {
 			}
 		}
 		if len(open) == 0 {
-			note = "no open EXTERNAL trade to close"
-			break
+			return "no open EXTERNAL trade to close", nil
 		}
 		t := open[min(len(open)-1, int(f.Pick*float64(len(open))))]
 		// A close the desk sends meanwhile may win the race: the trade is then gone, not a fault.
 		if err := v.closeTrade(t.ID); err != nil && !strings.Contains(err.Error(), "404") {
-			in.fail("%s: trade %s: %v", f.Kind, t.ID, err)
-			return
+			return "", fmt.Errorf("trade %s: %w", t.ID, err)
 		}
-		note = fmt.Sprintf("trade %s (client id %s, %s %s) closed at the venue", t.ID, t.ClientID, t.Symbol, t.CurrentUnits)
+		return fmt.Sprintf("trade %s (client id %s, %s %s) closed at the venue", t.ID, t.ClientID, t.Symbol, t.CurrentUnits), nil
 	}
-	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
+	return "", fmt.Errorf("not a venue fault")
 }
 
 // abookGroup creates the EXTERNAL account group as an operator would: the row in SQL (the
@@ -446,10 +517,7 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 			logger.Printf("soak: final venue check: %v", err)
 			continue
 		}
-		vs, err := c.venue.state()
-		if err == nil {
-			vs.CloseFills, err = c.venue.closeFills(ctx)
-		}
+		vs, err := c.venue.endState(ctx)
 		if err != nil {
 			logger.Printf("soak: final venue check: %v", err)
 			continue

@@ -1,0 +1,264 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/sim/fixvenue"
+	"fxdesk/internal/testkit/soak/invariant"
+)
+
+// The FIX lane (docs/soak.md, «The FIX lane»): one cmd/fixvenue process priced from the soak's
+// feed, and one session file both web processes are given. Only the lease holder logs on; the
+// session's sequence numbers live in the soak's database, so a kill or a takeover resumes them.
+// The venue's message store is in memory and the venue is never restarted.
+
+// fixHeartbeat is the session's HeartBtInt. It is short like the soak's lease: a SIGSTOPped
+// holder's connection stays open, and the venue refuses the new holder's logon until it has
+// missed the stopped one's heartbeats (about two intervals).
+const fixHeartbeat = 1
+
+// Which of the FIX venue's controls each soak venue fault plays (docs/soak.md): the fault names
+// stay the soak's, the summary's fix={…} counts the controls used.
+const (
+	fixHold   = "hold"   // venueHold; venueTimeout when its count is odd: held, then released
+	fixLose   = "lose"   // venueTimeout when its count is even: executed, never reported
+	fixReject = "reject" // venue5xx: refused with OrdRejReason 3
+	fixDrop   = "drop"   // venueOutage: the session cut, every reconnect refused for the outage
+	fixClose  = "close"  // venueClose: the venue closes its net in one symbol itself
+)
+
+var fixControls = []string{fixHold, fixLose, fixReject, fixDrop, fixClose}
+
+// fixLane is the FIX venue process, its session file, and what the soak injected through it.
+type fixLane struct {
+	*sim
+	addr    string // where the desk's session connects
+	session string // the session file both web processes are given
+
+	mu  sync.Mutex
+	ran map[string]int // control → times used
+}
+
+// startFIXVenue runs fxdesk-fixvenue priced from feed and writes the desk's session file.
+func startFIXVenue(dir, binDir string, feed *sim) (*fixLane, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	control, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s, line, err := startSim(dir, binDir, "fixvenue", "fxdesk-fixvenue", "-addr", addr, "-control-addr", control,
+		"-latency", venueLatency.String(), "-feed-control", feed.control)
+	if err != nil {
+		return nil, err
+	}
+	at, ctl, sender, target, err := fixvenue.ParseListening(line)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(at)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.url, s.control = at, ctl
+	v := &fixLane{sim: s, addr: at, session: filepath.Join(dir, "fix-session.cfg"), ran: map[string]int{}}
+	cfg := fmt.Sprintf("# The soak's FIX session (docs/soak.md, «The FIX lane»).\n[DEFAULT]\nConnectionType=initiator\nReconnectInterval=1\nHeartBtInt=%d\n\n"+
+		"[SESSION]\nBeginString=FIX.4.4\nSenderCompID=%s\nTargetCompID=%s\nSocketConnectHost=%s\nSocketConnectPort=%s\n",
+		fixHeartbeat, sender, target, host, port)
+	if err := os.WriteFile(v.session, []byte(cfg), 0o600); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *fixLane) lane() string { return invariant.LaneFIX }
+
+func (v *fixLane) describe() string {
+	return fmt.Sprintf("venue fix %s (cmd/fixvenue; control %s, session file %s)", v.addr, v.control, v.session)
+}
+
+// deskEnv is a web process's venue configuration: the one session file, the soak's short
+// timings.
+func (v *fixLane) deskEnv() []string {
+	return []string{
+		"FXDESK_VENUE=fix",
+		"FXDESK_FIX_SESSION=" + v.session,
+		"FXDESK_VENUE_ACCOUNT=" + venueAccount,
+		"FXDESK_VENUE_CONCURRENCY=64",
+		"FXDESK_VENUE_TIMEOUT=" + venueTimeout.String(),
+		"FXDESK_VENUE_NOT_SENT_AFTER=" + venueNotSentAfter.String(),
+		"FXDESK_VENUE_INTERVAL=" + venueInterval.String(),
+	}
+}
+
+// fixSides and fixStatuses spell FIX's Side and OrdStatus as the desk does.
+var (
+	fixSides    = map[string]string{"1": "BUY", "2": "SELL"}
+	fixStatuses = map[string]string{"0": "NEW", "2": "FILLED", "8": "REJECTED"}
+)
+
+// state reads GET /control/state as the checks read a venue: its orders, its net per symbol,
+// and per ClOrdID the NewOrderSingle messages that carried it (a resend keeps its number).
+func (v *fixLane) state() (*invariant.VenueState, error) {
+	resp, err := httpClient.Get(v.control + "/control/state")
+	if err != nil {
+		return nil, fmt.Errorf("fix venue state: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("fix venue state: status %d", resp.StatusCode)
+	}
+	var st fixvenue.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("fix venue state: %w", err)
+	}
+	return fixVenueState(st, time.Now()), nil
+}
+
+// fixVenueState converts the FIX venue's state read at at.
+func fixVenueState(st fixvenue.State, at time.Time) *invariant.VenueState {
+	vs := &invariant.VenueState{Lane: invariant.LaneFIX, At: at, Held: len(st.Held), OutageUntil: st.DownUntil,
+		OrderRequests: map[string]int{}, Net: map[string]decimal.Decimal{}}
+	for _, o := range st.Orders {
+		if !strings.HasPrefix(o.ClOrdID, "VENUE-") {
+			vs.OrderRequests[o.ClOrdID] = len(o.SeqNums)
+		}
+		status := fixStatuses[o.Status]
+		if status == "" {
+			status = "OrdStatus=" + o.Status
+		}
+		vs.Orders = append(vs.Orders, invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
+			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx})
+	}
+	for _, p := range st.Positions {
+		if !p.Units.IsZero() {
+			vs.Net[p.Symbol] = p.Units
+		}
+	}
+	return vs
+}
+
+func (v *fixLane) endState(context.Context) (*invariant.VenueState, error) { return v.state() }
+
+func (v *fixLane) release() (int, error) {
+	var out struct {
+		Released int `json:"released"`
+	}
+	err := controlPost(v.control, "/control/release", struct{}{}, &out)
+	return out.Released, err
+}
+
+func (v *fixLane) used(control string) {
+	v.mu.Lock()
+	v.ran[control]++
+	v.mu.Unlock()
+}
+
+func (v *fixLane) controls() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, k := range fixControls {
+		out = append(out, fmt.Sprintf("%s:%d", k, v.ran[k]))
+	}
+	return "fix={" + strings.Join(out, ",") + "}"
+}
+
+// holdFor holds the next count reports for d, then releases them.
+func (v *fixLane) holdFor(ctx context.Context, count int, d time.Duration) (int, error) {
+	if err := controlPost(v.control, "/control/fault", map[string]any{"kind": fixHold, "count": count}, nil); err != nil {
+		return 0, err
+	}
+	v.used(fixHold)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	n, err := v.release()
+	if err != nil {
+		err = fmt.Errorf("release: %w", err)
+	}
+	return n, err
+}
+
+// inject plays one soak venue fault with the FIX venue's controls and says what it did.
+func (v *fixLane) inject(ctx context.Context, f fault) (string, error) {
+	switch f.Kind {
+	case faultVenueTimeout:
+		if f.Count%2 == 0 {
+			// The REST timeout's answer never comes; a FIX report lost after execution is that.
+			if err := controlPost(v.control, "/control/fault", map[string]any{"kind": fixLose, "count": f.Count}, nil); err != nil {
+				return "", err
+			}
+			v.used(fixLose)
+			return fmt.Sprintf("fix lose: the next %d orders execute, their reports never sent", f.Count), nil
+		}
+		// Held past the desk's venue timeout (504), then delivered late.
+		n, err := v.holdFor(ctx, f.Count, f.HoldFor)
+		return fmt.Sprintf("fix hold: the next %d orders' reports held %s (past the timeout), %d released", f.Count, f.HoldFor, n), err
+	case faultVenueHold:
+		n, err := v.holdFor(ctx, f.Count, f.HoldFor)
+		return fmt.Sprintf("fix hold: the next %d orders' reports held %s, %d released", f.Count, f.HoldFor, n), err
+	case faultVenue5xx:
+		if err := controlPost(v.control, "/control/fault", map[string]any{"kind": fixReject, "count": f.Count,
+			"reason": fixvenue.RejectExceedsLimit, "text": "soak: the venue refuses"}, nil); err != nil {
+			return "", err
+		}
+		v.used(fixReject)
+		return fmt.Sprintf("fix reject: the next %d orders rejected (OrdRejReason 3)", f.Count), nil
+	case faultVenueOutage:
+		var out struct {
+			Dropped int `json:"dropped"`
+		}
+		if err := controlPost(v.control, "/control/drop", map[string]any{"seconds": f.DownFor.Seconds()}, &out); err != nil {
+			return "", err
+		}
+		v.used(fixDrop)
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.DownFor):
+		}
+		return fmt.Sprintf("fix drop: %d session connections cut, reconnects refused for %s", out.Dropped, f.DownFor), nil
+	case faultVenueClose:
+		vs, err := v.state()
+		if err != nil {
+			return "", err
+		}
+		symbols := make([]string, 0, len(vs.Net))
+		for sym := range vs.Net {
+			symbols = append(symbols, sym)
+		}
+		slices.Sort(symbols)
+		if len(symbols) == 0 {
+			return "fix close: the venue is flat, nothing to close", nil
+		}
+		sym := symbols[min(len(symbols)-1, int(f.Pick*float64(len(symbols))))]
+		var o fixvenue.Order
+		// A close the desk sends meanwhile may flatten the symbol first: not a fault.
+		if err := controlPost(v.control, "/control/close", map[string]any{"symbol": sym}, &o); err != nil {
+			if strings.Contains(err.Error(), "409") {
+				return fmt.Sprintf("fix close: %s went flat before the venue closed it", sym), nil
+			}
+			return "", fmt.Errorf("close %s: %w", sym, err)
+		}
+		v.used(fixClose)
+		return fmt.Sprintf("fix close: the venue closed its net %s %s (%s %s units at %s)", sym, vs.Net[sym], o.ClOrdID, o.Qty, o.AvgPx), nil
+	}
+	return "", fmt.Errorf("not a venue fault")
+}
