@@ -231,7 +231,9 @@ func (v *venueSim) deskEnv() []string {
 }
 
 // post sends a control request and decodes its answer into out (when not nil).
-func (v *venueSim) post(path string, body, out any) error { return controlPost(v.control, path, body, out) }
+func (v *venueSim) post(path string, body, out any) error {
+	return controlPost(v.control, path, body, out)
+}
 
 // controlPost sends a control request to a simulator's control API at base and decodes its
 // answer into out (when not nil).
