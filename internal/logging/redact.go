@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -120,6 +121,10 @@ func (h *redactor) value(v slog.Value) slog.Value {
 // text handlers), MarshalText and MarshalJSON. One that holds a secret is replaced by its masked
 // text; an error stays an error, so handlers still show it as one.
 func (h *redactor) anyValue(v slog.Value) slog.Value {
+	if rv := reflect.ValueOf(v.Any()); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		// A nil pointer holds no secret; a value-receiver MarshalText or Error through it panics.
+		return v
+	}
 	switch x := v.Any().(type) {
 	case nil:
 		return v

@@ -134,3 +134,21 @@ func (r recorder) Handle(_ context.Context, rec slog.Record) error {
 }
 func (r recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
 func (r recorder) WithGroup(string) slog.Handler      { return r }
+
+// nilText is a TextMarshaler with a value receiver: a nil pointer to it panics in MarshalText, as
+// a nil *decimal.Decimal does.
+type nilText struct{ s string }
+
+func (n nilText) MarshalText() ([]byte, error) { return []byte(n.s), nil }
+
+// A nil pointer to a value-receiver TextMarshaler (a nil *decimal.Decimal: "close all units")
+// is logged as nil, in text and JSON, instead of panicking the process in the redactor.
+func TestRedactLogsANilTextMarshalerPointer(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var buf bytes.Buffer
+		New(&buf, format, slog.LevelDebug, feedKey).Info("closed", slog.Any("units", (*nilText)(nil)))
+		if out := buf.String(); !strings.Contains(out, "units") || !strings.Contains(out, "closed") {
+			t.Fatalf("%s: %q", format, out)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 // on a fresh database and a private redis-server, both reached through TCP proxies the soak can
 // cut, under trader load from several concurrent clients and faults at intervals drawn from a
 // seed. Both web processes stream from one cmd/feedsim and send the A-book (a third of the
-// traders, on an EXTERNAL account group) to one cmd/venuesim priced from that feed; the venue's
+// traders, on an EXTERNAL account group) to one venue priced from that feed — cmd/venuesim over
+// REST, or for a third of the seeds cmd/fixvenue over one FIX session (venue_fix.go); the venue's
 // faults go in through its control API, beside the process faults. A third lane attacks the
 // front door (docs/architecture.md, «The front door»): an attacker token floods one web process with streams past its cap, unknown
 // tokens and bad bodies, and an accepted order's requestNonce is sent again with another body.
@@ -25,7 +26,7 @@
 // check (a deposit, a swap, a rollover run moved an account behind the committer). The last line
 // is the summary:
 //
-//	soak: PASS seed=… seconds=… requests=… faults={kill:1,…} admin={groupEdit:…,…} invariants=… violations=0
+//	soak: PASS seed=… seconds=… venue=rest requests=… faults={kill:1,…} admin={groupEdit:…,…} invariants=… violations=0
 //
 // On a failure the exit status is non-zero, the failing invariants are printed with the rows
 // that break them, and the run folder (process logs, journal, samples) is kept and named. The
