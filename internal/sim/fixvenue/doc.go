@@ -40,10 +40,14 @@
 //	    report held until /control/release, or executed with their report never sent (only an
 //	    OrderStatusRequest or a mass status finds them).
 //	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
-//	POST /control/drop    cuts the TCP connection of the session (the initiator reconnects)
+//	POST /control/drop    {"seconds":2} cuts the TCP connection of the session (the initiator
+//	    reconnects) and, for seconds (absent: none), every reconnect as soon as it is accepted
+//	    (an outage)
 //	POST /control/close   {"symbol":"EURUSD","units":"5000"} the venue closes units (absent:
 //	    all) of its net position itself
-//	GET  /control/state   orders, net positions, held reports, whether a session is logged on
+//	GET  /control/state   orders (each with the MsgSeqNums of the NewOrderSingles that carried
+//	    it: a library resend keeps its number), net positions, held reports, whether a session
+//	    is logged on, the end of an outage (downUntil)
 //
 // It must never be reachable for control from anything but loopback, and never import the
 // desk's FIX adapter: the two meet only on the wire.
