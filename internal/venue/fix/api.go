@@ -2,6 +2,7 @@ package fix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -15,8 +16,13 @@ import (
 	"github.com/quickfixgo/tag"
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/store"
 	"fxdesk/internal/venue"
 )
+
+// errDuplicateOrder: the journal already holds an order with that ClOrdID; nothing was sent.
+// It wraps venue.ErrNotSent for callers that only ask whether anything went out.
+var errDuplicateOrder = fmt.Errorf("ClOrdID already in the journal: %w", venue.ErrNotSent)
 
 // FIX values the desk reads and writes (Side 54, OrdStatus 39, ExecType 150, OrdRejReason 103).
 const (
@@ -164,6 +170,11 @@ func (s *Session) CloseTrade(ctx context.Context, tradeID string, units *decimal
 }
 
 func (s *Session) closeTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error) {
+	return s.closeTradeOnce(ctx, tradeID, units, trigger, false)
+}
+
+// closeTradeOnce is closeTrade; retried is true once an earlier close's outcome was just asked.
+func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time, retried bool) (venue.Outcome, error) {
 	t, found, err := s.trade(ctx, tradeID)
 	if err != nil {
 		return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
@@ -182,7 +193,45 @@ func (s *Session) closeTrade(ctx context.Context, tradeID string, units *decimal
 	if t.CurrentUnits.IsNegative() {
 		side = sideBuy
 	}
-	return s.order(ctx, order{ClOrdID: t.ClientID + closeMark + uniqueSuffix(), TradeID: t.ClientID, Symbol: t.Symbol, Side: side, Qty: qty}, trigger)
+	// One close of a trade at a time. A netting venue executes every close it is sent (it has no
+	// trade to find already closed, as a REST venue does), so a second close of the same trade
+	// would flip it: refused while an earlier one is unanswered, and two decided at once carry
+	// the same ClOrdID, the trade's close count, which the journal takes once.
+	n, pending, err := s.journal.closes(ctx, t.ClientID)
+	if err != nil {
+		return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
+	}
+	if pending != "" {
+		if s.waited(pending) || retried {
+			return venue.Outcome{}, closeInFlight(tradeID, pending)
+		}
+		// Nobody here waits for it: an earlier close whose outcome was unknown. The session is in
+		// order, so the venue's answer to a status request comes after every resend of it.
+		known, err := s.orderStatus(ctx, pending, t.Symbol, side)
+		if err != nil {
+			return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
+		}
+		if !known {
+			// It never reached the venue and never will: the next close may go.
+			if err := s.journal.endUnsent(ctx, pending); err != nil {
+				return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
+			}
+		}
+		// Its report is journaled now (or it is NEW still): decide again on the trade as it is.
+		return s.closeTradeOnce(ctx, tradeID, units, trigger, true)
+	}
+	clOrdID := t.ClientID + closeMark + strconv.Itoa(n+1)
+	out, err := s.order(ctx, order{ClOrdID: clOrdID, TradeID: t.ClientID, Symbol: t.Symbol, Side: side, Qty: qty}, trigger)
+	if errors.Is(err, errDuplicateOrder) {
+		return venue.Outcome{}, closeInFlight(tradeID, clOrdID)
+	}
+	return out, err
+}
+
+// closeInFlight refuses a close of trade tradeID while its close clOrdID is unanswered.
+func closeInFlight(tradeID, clOrdID string) error {
+	return &venue.Error{Status: 409, Code: "CLOSE_IN_FLIGHT",
+		Message: fmt.Sprintf("trade %s is being closed (order %s has no final report yet); nothing sent", tradeID, clOrdID)}
 }
 
 // order journals o, writes it to the session and waits for its final report.
@@ -195,6 +244,9 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	answers, done := s.wait(o.ClOrdID)
 	defer done()
 	if err := s.journal.insertOrder(ctx, o); err != nil {
+		if store.IsDuplicateKey(err) {
+			return venue.Outcome{}, fmt.Errorf("%v: %w", err, errDuplicateOrder)
+		}
 		return venue.Outcome{}, fmt.Errorf("%v: %w", err, venue.ErrNotSent)
 	}
 	// The FIX 4.4 NewOrderSingle, no repeating group (so a resend is safe from the library's

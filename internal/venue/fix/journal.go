@@ -81,6 +81,39 @@ func (j *journal) order(ctx context.Context, clOrdID string) (order, bool, error
 	return o, true, nil
 }
 
+// closes counts the close orders of trade key in the journal and names one still SENDING or NEW
+// ("" when none is).
+func (j *journal) closes(ctx context.Context, key string) (int, string, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `status` FROM `fx_fix_order` WHERE `tradeId` = ? AND `clOrdId` <> `tradeId`", key)
+	if err != nil {
+		return 0, "", fmt.Errorf("journal closes of trade %s: %w", key, err)
+	}
+	defer rows.Close()
+	n, pending := 0, ""
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			return 0, "", err
+		}
+		n++
+		if status == stateSending || status == stateNew {
+			pending = id
+		}
+	}
+	return n, pending, rows.Err()
+}
+
+// endUnsent ends an order the venue answered it never saw (REJECTED, nothing executed), so that
+// it no longer holds its trade's closes back.
+func (j *journal) endUnsent(ctx context.Context, clOrdID string) error {
+	_, err := j.db.ExecContext(ctx, "UPDATE `fx_fix_order` SET `status` = ?, `text` = ? WHERE `clOrdId` = ? AND `status` = ? AND `cumQty` = 0",
+		stateRejected, "the venue never saw it", clOrdID, stateSending)
+	if err != nil {
+		return fmt.Errorf("journal end unsent order %s: %w", clOrdID, err)
+	}
+	return nil
+}
+
 // pending is every order still SENDING or NEW whose last word is older than age.
 func (j *journal) pending(ctx context.Context, age time.Duration) ([]order, error) {
 	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `symbol`, `side` FROM `fx_fix_order` WHERE `status` IN (?, ?) AND `updatedAt` < NOW(3) - INTERVAL ? MICROSECOND ORDER BY `clOrdId`",
