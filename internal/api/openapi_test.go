@@ -128,7 +128,7 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
 		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
-		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}} {
+		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)
