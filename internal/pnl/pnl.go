@@ -115,7 +115,7 @@ type Report struct {
 // have no quotes (a process without a price stream): floating P&L is then unpriced and the
 // conversion to the reporting currency unavailable.
 func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool) (Report, error) {
-	rep := Report{From: from.UTC(), To: to.UTC(), Floating: floating}
+	rep := Report{From: columnTime(from), To: columnTime(to), Floating: floating}
 	acc := accumulator{figs: map[key]*Figures{}, hours: map[string]map[int]decimal.Decimal{}}
 	if err := acc.deals(ctx, db, rep.From, rep.To, &rep.UnrecordedMarkup); err != nil {
 		return Report{}, err
@@ -134,6 +134,18 @@ func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Pri
 	rep.Currencies = acc.currencies()
 	rep.convert(m, acc.hours)
 	return rep, nil
+}
+
+// columnTime is t as the time columns can hold it: UTC, rounded up to the millisecond, which
+// selects the same rows of [from, to) as t itself. The driver would send a time.Time's
+// nanoseconds, and MariaDB reads a literal with more than six decimals as no datetime its index
+// can range over: the read would then scan the whole index.
+func columnTime(t time.Time) time.Time {
+	t = t.UTC()
+	if ms := t.Truncate(time.Millisecond); !ms.Equal(t) {
+		return ms.Add(time.Millisecond)
+	}
+	return t
 }
 
 // convert sums the currencies' totals and hours in the reporting currency.
