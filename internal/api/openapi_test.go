@@ -23,6 +23,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
 	"fxdesk/internal/trading"
 )
@@ -126,7 +127,8 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 		t.Fatalf("docs/openapi.json: %v", err)
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
-		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{}} {
+		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
+		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)
@@ -144,6 +146,10 @@ func jsonFields(t reflect.Type) []string {
 	var out []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...) // embedded: its fields are the view's
+			continue
+		}
 		if name == "-" || !f.IsExported() {
 			continue
 		}

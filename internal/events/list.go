@@ -59,7 +59,8 @@ func List(ctx context.Context, db store.Queryer, f Filter) ([]Entry, error) {
 func Newest(ctx context.Context, db store.Queryer) (int64, error) {
 	ids, err := store.QueryAll(ctx, db, "newest event", func(sc store.Scanner) (sql.NullInt64, error) {
 		var id sql.NullInt64
-		return id, sc.Scan(&id)
+		err := sc.Scan(&id)
+		return id, err
 	}, "SELECT MAX(`id`) FROM `fx_event`")
 	if err != nil || len(ids) == 0 {
 		return 0, err

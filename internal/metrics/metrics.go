@@ -166,9 +166,12 @@ func New(process string) *Metrics {
 	return m
 }
 
-// Handler serves the registry.
+// Handler serves the registry. A collector that cannot read the database (the open alerts, the
+// relay's lag) drops its own series from the scrape, not the whole scrape: during an outage the
+// scraper still gets the lease, the feed and the process, and promhttp_metric_handler_errors_total
+// counts what was left out.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // ObserveRenew records one renew cycle.
