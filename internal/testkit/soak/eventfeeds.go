@@ -41,15 +41,16 @@ var streamHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4,
 
 // eventClient is one trader's events stream client.
 type eventClient struct {
-	t   *trader
-	rng *rand.Rand // its own: the trader's draws stay the trader's
+	t    *trader
+	rng  *rand.Rand    // its own: the trader's draws stay the trader's
+	idle time.Duration // streamIdle
 
 	mu  sync.Mutex
 	rec invariant.StreamClient
 }
 
 func newEventClient(t *trader, seed uint64, i int) *eventClient {
-	return &eventClient{t: t, rng: rand.New(rand.NewPCG(seed^0xe4e7, uint64(i+1))),
+	return &eventClient{t: t, rng: rand.New(rand.NewPCG(seed^0xe4e7, uint64(i+1))), idle: streamIdle,
 		rec: invariant.StreamClient{Client: t.name, User: t.user}}
 }
 
@@ -132,9 +133,9 @@ func (ec *eventClient) stream(ctx context.Context, p *proc, first bool) {
 	ec.rec.Connects++
 	ec.mu.Unlock()
 	// No byte for streamIdle ends the stream: a SIGSTOPped process holds it open and silent.
-	idle := time.AfterFunc(streamIdle, cancel)
+	idle := time.AfterFunc(ec.idle, cancel)
 	defer idle.Stop()
-	rd := bufio.NewReader(&touchReader{r: resp.Body, touch: func() { idle.Reset(streamIdle) }})
+	rd := bufio.NewReader(&touchReader{r: resp.Body, touch: func() { idle.Reset(ec.idle) }})
 	var id, typ, data string
 	for {
 		line, err := rd.ReadString('\n')
