@@ -244,13 +244,21 @@ func newABookDesk(t *testing.T, env ...string) *abookDesk {
 // startABookDesk starts holder name on e, fed by feed and trading through v, and makes the
 // "abook" group EXTERNAL.
 func startABookDesk(e *deskEnv, feed *feedSim, v *venueSim, name string, env ...string) *abookDesk {
+	td, webEnv := startExternalDesk(e, feed, v.env(), name, env...)
+	return &abookDesk{tradingDesk: td, venue: v, env: webEnv}
+}
+
+// startExternalDesk starts holder name on e, fed by feed, with venueEnv (the venue's settings)
+// and env, and makes the "abook" group EXTERNAL. It answers the desk and the web process's
+// environment, for replacements.
+func startExternalDesk(e *deskEnv, feed *feedSim, venueEnv []string, name string, env ...string) (*tradingDesk, []string) {
 	t := e.t
 	t.Helper()
-	webEnv := append([]string{"FXDESK_FEED=" + feed.url, "FXDESK_FEED_KEY=test"}, v.env()...)
+	webEnv := append([]string{"FXDESK_FEED=" + feed.url, "FXDESK_FEED_KEY=test"}, venueEnv...)
 	webEnv = append(webEnv, env...)
 	web := e.start(name, "fxdesk-web", webEnv...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
-	d := &abookDesk{tradingDesk: &tradingDesk{e: e, sim: feed, web: web, admin: e.adminToken()}, venue: v, env: webEnv}
+	d := &tradingDesk{e: e, sim: feed, web: web, admin: e.adminToken()}
 	// There is no route to create an account group: the operator's SQL.
 	if _, err := e.sql.Exec("INSERT INTO `fx_account_group` (`name`) VALUES (?)", abookGroup); err != nil {
 		t.Fatal(err)
@@ -265,11 +273,11 @@ func startABookDesk(e *deskEnv, feed *feedSim, v *venueSim, name string, env ...
 	if g.AccountGroup.ExecutionMode != "EXTERNAL" {
 		t.Fatalf("account group after PUT = %+v", g.AccountGroup)
 	}
-	return d
+	return d, webEnv
 }
 
 // externalTrader opens a funded USD account for user and moves it to the EXTERNAL group.
-func (d *abookDesk) externalTrader(user int64, deposit string) (string, int64) {
+func (d *tradingDesk) externalTrader(user int64, deposit string) (string, int64) {
 	t := d.e.t
 	t.Helper()
 	tok, acct := d.newTrader(user, "USD", "100", deposit)
@@ -277,7 +285,7 @@ func (d *abookDesk) externalTrader(user int64, deposit string) (string, int64) {
 	return tok, acct
 }
 
-func (d *abookDesk) moveToABook(acct int64) {
+func (d *tradingDesk) moveToABook(acct int64) {
 	d.e.t.Helper()
 	if _, err := d.e.sql.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", abookGroup, acct); err != nil {
 		d.e.t.Fatal(err)

@@ -197,11 +197,11 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	venue, err := newVenue(cfg, m, quotes, contention.gate, parts.stream, log)
+	venue, err := newVenue(cfg, st.db, m, quotes, contention.gate, parts.stream, log)
 	if err != nil {
 		return nil, fmt.Errorf("execution venue: %w", err)
 	}
-	if venue != nil {
+	if venue != nil && venue.exec != nil {
 		parts.venue.Go("venue executor", venue.exec.Run)
 	}
 	// One catalog cache for the trading rules and the admin: an admin change applies at once.
@@ -213,7 +213,7 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	tc := trading.Config{DB: st.db, CommitDB: st.holderDB, Prices: quotes, Lease: contention.keeper, Gate: contention.gate, Log: log, OnChange: relay.apply, Commits: m,
 		Settings: settings, Catalog: cache, Alerts: inbox, NBP: m}
 	if venue != nil {
-		tc.Venue = venue.sender
+		tc.Venue = venue.send
 		// The call's own timeout, then the booking's (the group commit's batch bound).
 		tc.VenueBound = cfg.Venue.Timeout + 30*time.Second
 	}
@@ -296,6 +296,9 @@ func seedDemoDesk(ctx context.Context, st *stores, svc *services, stdout io.Writ
 	venueControl := ""
 	if svc.venue != nil && svc.venue.sim != nil {
 		venueControl = svc.venue.sim.ControlURL()
+	}
+	if svc.venue != nil && svc.venue.fixSim != nil {
+		venueControl = svc.venue.fixSim.ControlURL()
 	}
 	if err := seedDemo(ctx, st.db, svc.trading, svc.catalog, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
 		log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,9 +20,12 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/sim/fixvenue"
 	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/tick"
+	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
+	"fxdesk/internal/venue/fix"
 )
 
 // venueParts is the A-book (docs/architecture.md, «A-book execution and the reconciler»): the venue
@@ -25,7 +33,15 @@ import (
 // simulator on loopback. Built at boot when a venue is configured; the holder adds the reconciler
 // and the hedge monitor.
 type venueParts struct {
-	cfg    config.VenueConfig
+	cfg config.VenueConfig
+	// api is the venue as the reconciler and the hedge monitor read it, send as trading and the
+	// reconciler's closes send through it: the REST client on the executor, or the FIX session.
+	api  venue.API
+	send trading.Venue
+	// fix is the FIX session (FXDESK_VENUE=fix), nil for REST; it has no executor (exec nil):
+	// the session's writer is its executor.
+	fix    *fix.Session
+	fixSim *fixvenue.Server // FXDESK_FIX_SESSION=sim: the bundled FIX venue in this process
 	exec   *venue.Executor
 	client *venue.Client
 	// warmClient is client without a per-call bound, for the warm-up probes (see newVenue).
@@ -36,12 +52,15 @@ type venueParts struct {
 	hedge      atomic.Pointer[execution.HedgeMonitor]
 }
 
-func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
+func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
 	if !cfg.Venue.Enabled() {
 		return nil, nil
 	}
 	vc := cfg.Venue
 	vp := &venueParts{cfg: vc, log: log}
+	if vc.IsFIX() {
+		return vp, vp.newFIX(cfg, db, m, quotes, stage)
+	}
 	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: m.NewVenue(), Log: log})
 	if err != nil {
 		return nil, err
@@ -77,7 +96,58 @@ func newVenue(cfg config.Config, m *metrics.Metrics, quotes *desk.Quotes, g *gat
 	vp.sender = venue.NewSender(client, exec, vc.Account, func(ctx context.Context) error {
 		return g.Admit(ctx, gate.VenueSend, slog.String("op", "queued venue send"))
 	})
+	vp.api, vp.send = client, vp.sender
 	return vp, nil
+}
+
+// newFIX builds the FIX session from its file, or with FXDESK_FIX_SESSION=sim starts the bundled
+// FIX venue in-process on loopback, priced from the desk's quotes, and a session to it; the
+// holder runs the session (startHolder).
+func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage) error {
+	var settings io.Reader
+	if cfg.Venue.FIXSession == config.FIXSim {
+		vc := cfg.Venue
+		sim, err := fixvenue.New(fixvenue.Config{Latency: vc.SimLatency, Prices: deskPrices{quotes}}, v.log.With(slog.String("part", "fixvenue")))
+		if err != nil {
+			return err
+		}
+		addr, err := sim.Listen(vc.SimAddr)
+		if err != nil {
+			return fmt.Errorf("FIX venue simulator: %w", err)
+		}
+		if _, err := sim.ListenControl(vc.SimControlAddr); err != nil {
+			sim.Stop()
+			return fmt.Errorf("FIX venue simulator control: %w", err)
+		}
+		stage.Go("FIX venue simulator", sim.Run)
+		v.fixSim = sim
+		host, port, _ := net.SplitHostPort(addr)
+		settings = strings.NewReader(fmt.Sprintf("[DEFAULT]\nConnectionType=initiator\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=%s\nTargetCompID=%s\nSocketConnectHost=%s\nSocketConnectPort=%s\n",
+			fixvenue.DefaultDeskCompID, fixvenue.DefaultVenueCompID, host, port))
+	} else {
+		f, err := os.Open(cfg.Venue.FIXSession)
+		if err != nil {
+			return fmt.Errorf("FXDESK_FIX_SESSION: %w", err)
+		}
+		defer f.Close()
+		settings = f
+	}
+	observer := m.NewVenue()
+	s, err := fix.New(fix.Config{Settings: settings, DSN: cfg.MySQLDSN, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
+		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Log: v.log.With(slog.String("part", "fix"))})
+	if err != nil {
+		return err
+	}
+	v.fix, v.api, v.send = s, s, fix.Sender{S: s}
+	m.WatchVenue(v.Stats) // fxdesk_venue_reachable: the session logged on
+	return nil
+}
+
+// runFIX keeps the FIX session logged on while this process holds the lease: it logs on when
+// the holder starts and logs out when ctx ends or the lease is lost.
+func (v *venueParts) runFIX(ctx context.Context, serving func() bool) error {
+	_, err := v.fix.RunWhile(ctx, serving, 250*time.Millisecond)
+	return err
 }
 
 // probe is the cheapest call that proves the venue answers: the account summary.
@@ -94,7 +164,13 @@ func (v *venueParts) Last() *execution.VenueBook {
 	return nil
 }
 
-func (v *venueParts) Stats() venue.ExecutorStats { return v.exec.Stats() }
+func (v *venueParts) Stats() venue.ExecutorStats {
+	if v.exec == nil {
+		// FIX: one session, no workers or pooled connections.
+		return venue.ExecutorStats{Reachable: v.fix.Reachable(), Connections: 1}
+	}
+	return v.exec.Stats()
+}
 
 // Active is true once the holder's venue jobs exist here.
 func (v *venueParts) Active() bool { return v.hedge.Load() != nil }
@@ -111,6 +187,10 @@ func (v *venueParts) workers(atLeast int) int {
 	if v == nil {
 		return atLeast
 	}
+	if v.exec == nil {
+		// FIX: a close holds its worker until its report; the session writes them all at once.
+		return max(atLeast, v.cfg.Concurrency)
+	}
 	return max(atLeast, 2*v.exec.Cap())
 }
 
@@ -119,18 +199,33 @@ func (v *venueParts) workers(atLeast int) int {
 // the two venue jobs — at once (first: boot, or lease_restored after a takeover), after every
 // gap, and every interval, one run at a time. Call it before the risk engine starts.
 func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first string) error {
-	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.client, Closer: v.sender, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
+	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.api, Closer: v.send, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
 		Account: v.cfg.Account, Plan: execution.Config{NotSentAfter: v.cfg.NotSentAfter}, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxExecutionReconciler"))})
 	if err != nil {
 		return err
 	}
-	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.client, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.api, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
 		MarginWarn: v.cfg.MarginWarn, MinNAV: v.cfg.MinNAV, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
 	if err != nil {
 		return err
 	}
 	v.hedge.Store(hedge)
 
+	if v.fix != nil {
+		h.guarded.Go("FIX session", func(ctx context.Context) error { return v.runFIX(ctx, h.keeper.Serving) })
+		jobs := &execution.Jobs{Reconciler: rec, Hedge: hedge, Every: h.cfg.VenueInterval, First: first, Restored: h.desk.VenueRestored(),
+			Log: h.base.With(slog.String("component", "FX"))}
+		h.guarded.Go("venue jobs", func(ctx context.Context) error {
+			// The first run needs the session: the reconciler asks the venue.
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := v.fix.WaitLoggedOn(wctx); err != nil && ctx.Err() == nil {
+				v.log.Warn("FIX session not logged on after 30s; the venue jobs run and fail until it is", slog.Any("err", err))
+			}
+			return jobs.Run(ctx)
+		})
+		return nil
+	}
 	sizing := &execution.Sizing{Executor: v.exec, Desk: h.trading.ABook(), Paced: v.cfg.ConnectRate > 0, Log: v.log,
 		Warm: func(ctx context.Context) error { _, err := v.warmClient.Summary(ctx); return err }}
 	if !sizing.Paced {

@@ -285,10 +285,14 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	c.Limits, errs = loadLimits(env, duration, errs)
 	c.Venue, errs = loadVenue(env, duration, errs)
 	c.Events, errs = loadEvents(env, duration, errs)
-	if c.Venue.URL == "sim" && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
+	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
-		errs = append(errs, errors.New("FXDESK_VENUE=sim runs the venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-venuesim once and give every web process its URL"))
+		if c.Venue.IsFIX() {
+			errs = append(errs, errors.New("FXDESK_FIX_SESSION=sim runs the FIX venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-fixvenue once and give every web process a session file that points at it"))
+		} else {
+			errs = append(errs, errors.New("FXDESK_VENUE=sim runs the venue simulator inside this process, for a single-process install: with FXDESK_WEB_INSTANCES > 1 or FXDESK_TAKEOVER=standby, run fxdesk-venuesim once and give every web process its URL"))
+		}
 	}
 	if c.Calendar != "real" && c.Calendar != "always-open" {
 		errs = append(errs, fmt.Errorf("FXDESK_CALENDAR=%q must be real or always-open", c.Calendar))
@@ -370,7 +374,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("eventsPoll", c.EventsPoll), slog.Int("eventsStreamBuffer", c.EventsBuffer),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
-		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("account", c.Venue.Account),
+		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("fixSession", c.Venue.FIXSession), slog.String("account", c.Venue.Account),
 			slog.String("token", mask(c.Venue.Token)), slog.String("simAddr", c.Venue.SimAddr), slog.String("simControlAddr", c.Venue.SimControlAddr),
 			slog.Duration("simLatency", c.Venue.SimLatency), slog.Int("concurrency", c.Venue.Concurrency),
 			slog.Float64("connectRate", c.Venue.ConnectRate), slog.Duration("timeout", c.Venue.Timeout),

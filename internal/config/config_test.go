@@ -208,10 +208,17 @@ func TestVenueSettingsAreCheckedPerModeAndNamedWhenBad(t *testing.T) {
 	if err != nil || c.Venue.URL != "https://api-fxpractice.example" || c.Venue.ConnectRate != 2 {
 		t.Fatalf("a venue URL: %+v %v", c.Venue, err)
 	}
+	// A FIX session needs its session file and no token (it authenticates at logon).
+	c, err = Load(Web, env(with(map[string]string{"FXDESK_VENUE": "fix", "FXDESK_FIX_SESSION": "/etc/fxdesk/fix-session.cfg"})))
+	if err != nil || !c.Venue.IsFIX() || c.Venue.FIXSession != "/etc/fxdesk/fix-session.cfg" || c.Venue.Account != "fix" || c.Venue.Token != "" {
+		t.Fatalf("fix: %+v %v", c.Venue, err)
+	}
 	for _, tc := range []struct {
 		kv   map[string]string
 		want []string
 	}{
+		{map[string]string{"FXDESK_VENUE": "fix"}, []string{"FXDESK_FIX_SESSION", "configs/fix-session.cfg"}},
+		{map[string]string{"FXDESK_VENUE": "fix", "FXDESK_FIX_SESSION": "sim", "FXDESK_WEB_INSTANCES": "2", "FXDESK_CLUSTER_SECRET": strongSecret}, []string{"FXDESK_FIX_SESSION=sim", "fxdesk-fixvenue"}},
 		{map[string]string{"FXDESK_VENUE": "ftp://venue"}, []string{"FXDESK_VENUE", "sim"}},
 		{map[string]string{"FXDESK_VENUE": "https://venue"}, []string{"FXDESK_VENUE_ACCOUNT", "FXDESK_VENUE_TOKEN"}},
 		{map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_TIMEOUT": "3m"}, []string{"FXDESK_VENUE_NOT_SENT_AFTER", "FXDESK_VENUE_TIMEOUT"}},

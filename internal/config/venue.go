@@ -15,10 +15,14 @@ import (
 // reconciler»). URL "" means none: a pure B-book desk, which runs no venue jobs.
 type VenueConfig struct {
 	// URL is FXDESK_VENUE: sim (the bundled venue simulator, in-process on loopback), an
-	// http(s) base URL of an OANDA v20 REST API, or "" for none.
-	URL     string
-	Account string // FXDESK_VENUE_ACCOUNT, default fxdesk-sim with sim
-	Token   string // FXDESK_VENUE_TOKEN (masked in logs), default sim-token with sim
+	// http(s) base URL of an OANDA v20 REST API, fix (a FIX 4.4 session, FIXSession), or "" for
+	// none.
+	URL string
+	// FIXSession is FXDESK_FIX_SESSION, the QuickFIX session file of FXDESK_VENUE=fix
+	// (configs/fix-session.cfg; docs/fix.md), or FIXSim.
+	FIXSession string
+	Account    string // FXDESK_VENUE_ACCOUNT, default fxdesk-sim with sim
+	Token      string // FXDESK_VENUE_TOKEN (masked in logs), default sim-token with sim
 	// SimAddr is FXDESK_VENUE_SIM_ADDR, where the in-process simulator listens (default
 	// 127.0.0.1:0); its control API listens on FXDESK_VENUE_SIM_CONTROL_ADDR.
 	SimAddr, SimControlAddr string
@@ -39,6 +43,19 @@ type VenueConfig struct {
 // Enabled is true when a venue is configured.
 func (v VenueConfig) Enabled() bool { return v.URL != "" }
 
+// IsFIX is true for FXDESK_VENUE=fix.
+func (v VenueConfig) IsFIX() bool { return v.URL == "fix" }
+
+// FIXSim is FXDESK_FIX_SESSION's value that starts the bundled FIX venue in-process on loopback
+// and connects the desk's session to it (single-process installs and demos).
+const FIXSim = "sim"
+
+// InProcessSim is true when the venue is a simulator inside this process (FXDESK_VENUE=sim, or
+// fix with FXDESK_FIX_SESSION=sim): its state lives and dies with the process.
+func (v VenueConfig) InProcessSim() bool {
+	return v.URL == "sim" || v.IsFIX() && v.FIXSession == FIXSim
+}
+
 func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
 	v := VenueConfig{URL: strings.TrimRight(env("FXDESK_VENUE", ""), "/")}
 	if !v.Enabled() {
@@ -46,14 +63,24 @@ func loadVenue(env func(key, def string) string, duration func(key, def string) 
 	}
 	sim := v.URL == "sim"
 	defAccount, defToken, defRate := "", "", "2"
-	if sim {
+	switch {
+	case sim:
 		defAccount, defToken, defRate = "fxdesk-sim", "sim-token", "0"
-	} else if u, err := url.Parse(v.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("FXDESK_VENUE=%q must be sim, an http(s) base URL of the venue's REST API, or unset for a pure B-book desk", maskURL(v.URL)))
+	case v.IsFIX():
+		// A FIX session authenticates at logon (the session file), not with a token.
+		defAccount, defRate = "fix", "0"
+		v.FIXSession = env("FXDESK_FIX_SESSION", "")
+		if v.FIXSession == "" {
+			errs = append(errs, errors.New("FXDESK_VENUE=fix needs FXDESK_FIX_SESSION, the path of its QuickFIX session file (see configs/fix-session.cfg)"))
+		}
+	default:
+		if u, err := url.Parse(v.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("FXDESK_VENUE=%q must be sim, fix, an http(s) base URL of the venue's REST API, or unset for a pure B-book desk", maskURL(v.URL)))
+		}
 	}
 	v.Account = env("FXDESK_VENUE_ACCOUNT", defAccount)
 	v.Token = env("FXDESK_VENUE_TOKEN", defToken)
-	if v.Account == "" || v.Token == "" {
+	if v.Account == "" || (v.Token == "" && !v.IsFIX()) {
 		errs = append(errs, errors.New("FXDESK_VENUE_ACCOUNT and FXDESK_VENUE_TOKEN must be set with a venue URL"))
 	}
 	v.SimAddr = env("FXDESK_VENUE_SIM_ADDR", "127.0.0.1:0")

@@ -1,0 +1,293 @@
+package fixvenue
+
+import (
+	"log/slog"
+	"strconv"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/tag"
+	"github.com/shopspring/decimal"
+)
+
+// Message types the venue reads and writes.
+const (
+	msgNewOrderSingle     = "D"
+	msgOrderStatusRequest = "H"
+	msgMassStatusRequest  = "AF"
+	msgRequestForPos      = "AN"
+	msgRequestForPosAck   = "AO"
+	msgPositionReport     = "AP"
+	msgExecutionReport    = "8"
+	msgBusinessReject     = "j"
+)
+
+// The Server is the acceptor's quickfix.Application.
+
+// OnCreate is the library's notice that the session exists.
+func (s *Server) OnCreate(quickfix.SessionID) {}
+
+// OnLogon marks the session up.
+func (s *Server) OnLogon(id quickfix.SessionID) {
+	s.mu.Lock()
+	s.loggedOn = true
+	s.mu.Unlock()
+	s.log.Info("fix session logged on", slog.String("session", id.String()))
+}
+
+// OnLogout marks the session down.
+func (s *Server) OnLogout(id quickfix.SessionID) {
+	s.mu.Lock()
+	s.loggedOn = false
+	s.mu.Unlock()
+	s.log.Info("fix session logged out", slog.String("session", id.String()))
+}
+
+// ToAdmin leaves session messages as the library builds them.
+func (s *Server) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+
+// FromAdmin accepts every session message (no credentials on the simulated session).
+func (s *Server) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+	return nil
+}
+
+// ToApp refuses to resend a message with a repeating group (the library gap-fills it instead):
+// QuickFIX/Go v0.9.10 writes such a resend with two checksums. Position reports and their acks
+// are answers to a query the desk repeats, never records.
+func (s *Server) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
+	if !resend(msg) {
+		return nil
+	}
+	if t, _ := msg.MsgType(); t == msgPositionReport || t == msgRequestForPosAck {
+		return quickfix.ErrDoNotSend
+	}
+	return nil
+}
+
+// resend is whether msg goes out as a resend (PossDupFlag=Y).
+func resend(msg *quickfix.Message) bool {
+	dup, err := msg.Header.GetBool(tag.PossDupFlag)
+	return err == nil && dup
+}
+
+// FromApp dispatches the desk's application messages.
+func (s *Server) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	t, err := msg.MsgType()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case msgNewOrderSingle:
+		s.newOrder(msg)
+	case msgOrderStatusRequest:
+		s.orderStatus(msg)
+	case msgMassStatusRequest:
+		s.massStatus(msg)
+	case msgRequestForPos:
+		s.positionRequest(msg)
+	default:
+		return quickfix.UnsupportedMessageType()
+	}
+	return nil
+}
+
+func (s *Server) newOrder(msg *quickfix.Message) {
+	clOrdID, _ := msg.Body.GetString(tag.ClOrdID)
+	symbol, _ := msg.Body.GetString(tag.Symbol)
+	side, _ := msg.Body.GetString(tag.Side)
+	ordType, _ := msg.Body.GetString(tag.OrdType)
+	qtyText, _ := msg.Body.GetString(tag.OrderQty)
+	qty, qerr := decimal.NewFromString(qtyText)
+	switch {
+	case clOrdID == "":
+		s.businessReject(msg, "ClOrdID (11) is required")
+		return
+	case ordType != "1":
+		s.rejectNew(clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET orders (OrdType=1)")
+		return
+	case side != sideBuy && side != sideSell:
+		s.rejectNew(clOrdID, symbol, side, qty, RejectUnsupported, "Side must be 1 (buy) or 2 (sell)")
+		return
+	case qerr != nil || !qty.IsPositive():
+		s.rejectNew(clOrdID, symbol, side, qty, RejectBroker, "OrderQty must be a positive number")
+		return
+	case len(symbol) != 6:
+		s.rejectNew(clOrdID, symbol, side, qty, RejectUnknownSymbol, "unknown symbol "+strconv.Quote(symbol))
+		return
+	}
+	s.book.order(clOrdID, symbol, side, qty, resend(msg))
+}
+
+// rejectNew rejects an order the venue could not even book (a malformed one): it is recorded,
+// so a status request and a duplicate see the same rejection.
+func (s *Server) rejectNew(clOrdID, symbol, side string, qty decimal.Decimal, reason int, text string) {
+	s.book.mu.Lock()
+	o, seen := s.book.orders[clOrdID]
+	if !seen {
+		o = &Order{ClOrdID: clOrdID, OrderID: s.book.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Time: s.cfg.Now()}
+		s.book.orders[clOrdID] = o
+	}
+	s.book.mu.Unlock()
+	if seen {
+		return
+	}
+	s.book.reject(o, reason, text)
+}
+
+func (s *Server) orderStatus(msg *quickfix.Message) {
+	clOrdID, _ := msg.Body.GetString(tag.ClOrdID)
+	o, ok := s.book.status(clOrdID)
+	if !ok {
+		side, _ := msg.Body.GetString(tag.Side)
+		symbol, _ := msg.Body.GetString(tag.Symbol)
+		s.sendReport(Order{ClOrdID: clOrdID, OrderID: "NONE", Symbol: symbol, Side: side, Status: statusRejected,
+			RejectReason: RejectUnknownOrder, Text: "unknown order", Time: s.cfg.Now()}, execStatus)
+		return
+	}
+	// Still executing (OrdStatus=0): its own report follows. Held or lost: the status request is
+	// how the desk finds out, so it answers.
+	s.sendReport(o, execStatus)
+}
+
+func (s *Server) massStatus(msg *quickfix.Message) {
+	reqID, _ := msg.Body.GetString(tag.MassStatusReqID)
+	orders := s.book.all()
+	for i, o := range orders {
+		m := s.report(o, execStatus)
+		m.Body.SetString(tag.MassStatusReqID, reqID)
+		m.Body.SetInt(tag.TotNumReports, len(orders))
+		if i == len(orders)-1 {
+			m.Body.SetBool(tag.LastRptRequested, true)
+		}
+		s.send(m)
+	}
+	if len(orders) == 0 {
+		m := s.report(Order{ClOrdID: "NONE", OrderID: "NONE", Status: statusRejected, Time: s.cfg.Now()}, execStatus)
+		m.Body.SetString(tag.MassStatusReqID, reqID)
+		m.Body.SetInt(tag.TotNumReports, 0)
+		m.Body.SetBool(tag.LastRptRequested, true)
+		s.send(m)
+	}
+}
+
+func (s *Server) positionRequest(msg *quickfix.Message) {
+	reqID, _ := msg.Body.GetString(tag.PosReqID)
+	account, _ := msg.Body.GetString(tag.Account)
+	positions := s.book.positions()
+	now := s.cfg.Now().UTC()
+	ack := quickfix.NewMessage()
+	ack.Header.SetString(tag.MsgType, msgRequestForPosAck)
+	ack.Body.SetString(tag.PosMaintRptID, reqID+"-ack")
+	ack.Body.SetString(tag.PosReqID, reqID)
+	ack.Body.SetInt(tag.TotalNumPosReports, len(positions))
+	if len(positions) == 0 {
+		ack.Body.SetInt(tag.PosReqResult, 2) // no positions found
+	} else {
+		ack.Body.SetInt(tag.PosReqResult, 0)
+	}
+	ack.Body.SetInt(tag.PosReqStatus, 0)
+	ack.Body.SetString(tag.Account, account)
+	ack.Body.SetInt(tag.AccountType, 1)
+	s.send(ack)
+	for i, p := range positions {
+		r := quickfix.NewMessage()
+		r.Header.SetString(tag.MsgType, msgPositionReport)
+		r.Body.SetString(tag.PosMaintRptID, reqID+"-"+strconv.Itoa(i+1))
+		r.Body.SetString(tag.PosReqID, reqID)
+		r.Body.SetInt(tag.TotalNumPosReports, len(positions))
+		r.Body.SetInt(tag.PosReqResult, 0)
+		r.Body.SetString(tag.ClearingBusinessDate, now.Format("20060102"))
+		r.Body.SetString(tag.Account, account)
+		r.Body.SetInt(tag.AccountType, 1)
+		r.Body.SetString(tag.Symbol, p.Symbol)
+		r.Body.SetString(tag.SettlPrice, p.AvgPx.String())
+		r.Body.SetInt(tag.SettlPriceType, 1)
+		r.Body.SetString(tag.PriorSettlPrice, p.AvgPx.String())
+		long, short := decimal.Zero, decimal.Zero
+		if p.Units.IsPositive() {
+			long = p.Units
+		} else {
+			short = p.Units.Neg()
+		}
+		g := quickfix.NewRepeatingGroup(tag.NoPositions, quickfix.GroupTemplate{
+			quickfix.GroupElement(tag.PosType), quickfix.GroupElement(tag.LongQty), quickfix.GroupElement(tag.ShortQty)})
+		e := g.Add()
+		e.SetString(tag.PosType, "TQ")
+		e.SetString(tag.LongQty, long.String())
+		e.SetString(tag.ShortQty, short.String())
+		r.Body.SetGroup(g)
+		s.send(r)
+	}
+}
+
+// report builds the ExecutionReport of o with execType; the last fill's quantity and price are
+// the whole order's (the venue fills a market order in one execution).
+func (s *Server) report(o Order, execType string) *quickfix.Message {
+	m := quickfix.NewMessage()
+	m.Header.SetString(tag.MsgType, msgExecutionReport)
+	m.Body.SetString(tag.OrderID, o.OrderID)
+	execID := o.ExecID
+	if execType != execTrade || execID == "" {
+		s.book.mu.Lock()
+		execID = s.book.nextID("X")
+		s.book.mu.Unlock()
+	}
+	m.Body.SetString(tag.ExecID, execID)
+	m.Body.SetString(tag.ExecType, execType)
+	m.Body.SetString(tag.OrdStatus, o.Status)
+	m.Body.SetString(tag.ClOrdID, o.ClOrdID)
+	if o.Symbol != "" {
+		m.Body.SetString(tag.Symbol, o.Symbol)
+	}
+	side := o.Side
+	if side == "" {
+		side = sideBuy
+	}
+	m.Body.SetString(tag.Side, side)
+	m.Body.SetString(tag.OrdType, "1")
+	m.Body.SetString(tag.OrderQty, o.Qty.String())
+	leaves := decimal.Zero
+	if o.Status == statusNew {
+		leaves = o.Qty.Sub(o.CumQty)
+	}
+	m.Body.SetString(tag.LeavesQty, leaves.String())
+	m.Body.SetString(tag.CumQty, o.CumQty.String())
+	m.Body.SetString(tag.AvgPx, o.AvgPx.String())
+	if o.Status == statusFilled {
+		// The fill's own execution, also on a status report, so that whoever lost the trade
+		// report books the same execution from it.
+		m.Body.SetString(tag.LastQty, o.CumQty.String())
+		m.Body.SetString(tag.LastPx, o.AvgPx.String())
+		m.Body.SetString(tag.SecondaryExecID, o.ExecID)
+	}
+	if o.Status == statusRejected {
+		m.Body.SetInt(tag.OrdRejReason, o.RejectReason)
+		if o.Text != "" {
+			m.Body.SetString(tag.Text, o.Text)
+		}
+	}
+	m.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: o.Time.UTC(), Precision: quickfix.Millis})
+	return m
+}
+
+func (s *Server) sendReport(o Order, execType string) { s.send(s.report(o, execType)) }
+
+// send writes msg to the desk's session; the library stores it (and queues it while the session
+// is down, to be delivered when the desk logs on again).
+func (s *Server) send(msg *quickfix.Message) {
+	if err := quickfix.SendToTarget(msg, s.sessionID); err != nil {
+		s.log.Warn("fixvenue: send", slog.Any("err", err))
+	}
+}
+
+func (s *Server) businessReject(ref *quickfix.Message, text string) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(tag.MsgType, msgBusinessReject)
+	if seq, err := ref.Header.GetInt(tag.MsgSeqNum); err == nil {
+		m.Body.SetInt(tag.RefSeqNum, seq)
+	}
+	t, _ := ref.MsgType()
+	m.Body.SetString(tag.RefMsgType, t)
+	m.Body.SetInt(tag.BusinessRejectReason, 5)
+	m.Body.SetString(tag.Text, text)
+	s.send(m)
+}

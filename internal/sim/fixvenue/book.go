@@ -1,0 +1,380 @@
+package fixvenue
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Sides and statuses as FIX spells them (Side 54, OrdStatus 39, ExecType 150).
+const (
+	sideBuy  = "1"
+	sideSell = "2"
+
+	statusNew      = "0"
+	statusFilled   = "2"
+	statusRejected = "8"
+
+	execNew      = "0"
+	execRejected = "8"
+	execTrade    = "F"
+	execStatus   = "I"
+)
+
+// OrdRejReason (103) values the venue uses.
+const (
+	RejectBroker        = 0
+	RejectUnknownSymbol = 1
+	RejectMarketClosed  = 2
+	RejectExceedsLimit  = 3
+	RejectUnknownOrder  = 5
+	RejectUnsupported   = 11
+)
+
+// Fault kinds (POST /control/fault).
+const (
+	FaultReject = "reject" // the order is rejected with the fault's reason and text
+	FaultHold   = "hold"   // the order executes; its report waits for Release
+	FaultLose   = "lose"   // the order executes; its report is never sent
+)
+
+// Fault is one injected fault for the next Count orders.
+type Fault struct {
+	Kind   string `json:"kind"`
+	Count  int    `json:"count,omitempty"` // default 1
+	Reason int    `json:"reason,omitempty"`
+	Text   string `json:"text,omitempty"`
+}
+
+// Order is the venue's record of one order, as reports and the control API show it.
+type Order struct {
+	ClOrdID      string          `json:"clOrdId"`
+	OrderID      string          `json:"orderId"`
+	Symbol       string          `json:"symbol"`
+	Side         string          `json:"side"` // 1 buy, 2 sell
+	Qty          decimal.Decimal `json:"qty"`
+	CumQty       decimal.Decimal `json:"cumQty"`
+	AvgPx        decimal.Decimal `json:"avgPx"`
+	Status       string          `json:"status"` // OrdStatus
+	RejectReason int             `json:"rejectReason,omitempty"`
+	Text         string          `json:"text,omitempty"`
+	ExecID       string          `json:"execId,omitempty"` // the fill's
+	Time         time.Time       `json:"time"`
+	Reported     bool            `json:"reported"` // its execution report was sent
+}
+
+// position is one symbol's net: signed units and the average price of what is open.
+type position struct {
+	units, avgPx decimal.Decimal
+}
+
+// book is the venue's state: every order by ClOrdID, the net per symbol, pending faults and
+// held reports. Reports go out through s.send, outside the lock.
+type book struct {
+	s *Server
+
+	mu      sync.Mutex
+	orders  map[string]*Order
+	pos     map[string]*position
+	faults  []Fault
+	held    map[string]func() // by ClOrdID: sends the held report
+	seq     int64
+	timers  map[*time.Timer]struct{}
+	stopped bool
+	epoch   string
+}
+
+func newBook(s *Server) *book {
+	return &book{s: s, orders: map[string]*Order{}, pos: map[string]*position{}, held: map[string]func(){},
+		timers: map[*time.Timer]struct{}{}, epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
+}
+
+// nextID is a new order, execution or report id. The venue's start time is in every id, so that
+// a restarted venue never reuses one: the desk keys its journal on them, as it would on a real
+// venue's.
+func (b *book) nextID(prefix string) string {
+	b.seq++
+	return fmt.Sprintf("%s%s-%d", prefix, b.epoch, b.seq)
+}
+
+// takeFault pops the fault the next order meets, if any.
+func (b *book) takeFault() (Fault, bool) {
+	if len(b.faults) == 0 {
+		return Fault{}, false
+	}
+	f := &b.faults[0]
+	f.Count--
+	out := *f
+	if f.Count <= 0 {
+		b.faults = b.faults[1:]
+	}
+	return out, true
+}
+
+func (b *book) inject(f Fault) error {
+	switch f.Kind {
+	case FaultReject, FaultHold, FaultLose:
+	default:
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose)", f.Kind)
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("count %d must not be negative", f.Count)
+	}
+	if f.Count == 0 {
+		f.Count = 1
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.faults = append(b.faults, f)
+	return nil
+}
+
+// order takes one market order. A ClOrdID seen before executes nothing and answers its status.
+func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, possDup bool) {
+	b.mu.Lock()
+	if o, seen := b.orders[clOrdID]; seen {
+		snap := *o
+		_, isHeld := b.held[clOrdID]
+		b.mu.Unlock()
+		// A held or lost report stays so: a duplicate must not leak what the fault hides.
+		if snap.Reported && !isHeld {
+			b.s.sendReport(snap, execStatus)
+		}
+		b.s.log.Info("duplicate ClOrdID; nothing executed", "clOrdId", clOrdID, "possDup", possDup)
+		return
+	}
+	o := &Order{ClOrdID: clOrdID, OrderID: b.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now()}
+	b.orders[clOrdID] = o
+	fault, faulted := b.takeFault()
+	b.mu.Unlock()
+
+	if faulted && fault.Kind == FaultReject {
+		b.reject(o, fault.Reason, fault.Text)
+		return
+	}
+	execute := func() {
+		if !b.fill(o) {
+			return
+		}
+		switch {
+		case faulted && fault.Kind == FaultLose:
+			b.s.log.Info("report lost after execution (fault)", "clOrdId", clOrdID)
+		case faulted && fault.Kind == FaultHold:
+			b.mu.Lock()
+			b.held[clOrdID] = func() { b.report(o) }
+			b.mu.Unlock()
+			b.s.log.Info("report held (fault)", "clOrdId", clOrdID)
+		default:
+			b.report(o)
+		}
+	}
+	if b.s.cfg.Latency <= 0 {
+		execute()
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(b.s.cfg.Latency, func() {
+		b.mu.Lock()
+		delete(b.timers, t)
+		b.mu.Unlock()
+		execute()
+	})
+	b.timers[t] = struct{}{}
+}
+
+// fill executes o at the current price (a buy at the ask, a sell at the bid) and nets it, or
+// rejects it when the symbol has no price.
+func (b *book) fill(o *Order) bool {
+	var bid, ask decimal.Decimal
+	ok := false
+	if b.s.cfg.Prices != nil {
+		bid, ask, ok = b.s.cfg.Prices.Quote(o.Symbol)
+	}
+	if !ok || !bid.IsPositive() || ask.LessThan(bid) {
+		b.reject(o, RejectMarketClosed, "MARKET_HALTED: no price for "+o.Symbol)
+		return false
+	}
+	px := bid
+	signed := o.Qty.Neg()
+	if o.Side == sideBuy {
+		px, signed = ask, o.Qty
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o.CumQty, o.AvgPx, o.Status, o.ExecID, o.Time = o.Qty, px, statusFilled, b.nextID("E"), b.s.cfg.Now()
+	b.netLocked(o.Symbol, signed, px)
+	return true
+}
+
+// netLocked adds signed units at px to symbol's net position: an increase averages the price,
+// a reduction keeps it, a flip starts at px.
+func (b *book) netLocked(symbol string, signed, px decimal.Decimal) {
+	p := b.pos[symbol]
+	if p == nil {
+		p = &position{}
+		b.pos[symbol] = p
+	}
+	next := p.units.Add(signed)
+	switch {
+	case p.units.IsZero() || p.units.Sign() == signed.Sign():
+		p.avgPx = p.units.Mul(p.avgPx).Add(signed.Mul(px)).Div(next)
+	case next.IsZero():
+		p.avgPx = decimal.Zero
+	case next.Sign() != p.units.Sign():
+		p.avgPx = px
+	}
+	p.units = next
+	if p.units.IsZero() {
+		delete(b.pos, symbol)
+	}
+}
+
+func (b *book) reject(o *Order, reason int, text string) {
+	b.mu.Lock()
+	o.Status, o.RejectReason, o.Text, o.Time = statusRejected, reason, text, b.s.cfg.Now()
+	snap := *o
+	o.Reported = true
+	b.mu.Unlock()
+	b.s.sendReport(snap, execRejected)
+}
+
+func (b *book) report(o *Order) {
+	b.mu.Lock()
+	o.Reported = true
+	snap := *o
+	b.mu.Unlock()
+	b.s.sendReport(snap, execTrade)
+}
+
+// release sends the held report of clOrdID ("" : every held one) and answers how many.
+func (b *book) release(clOrdID string) int {
+	b.mu.Lock()
+	var sends []func()
+	for id, send := range b.held {
+		if clOrdID == "" || id == clOrdID {
+			sends = append(sends, send)
+			delete(b.held, id)
+		}
+	}
+	b.mu.Unlock()
+	for _, send := range sends {
+		send()
+	}
+	return len(sends)
+}
+
+// status is the order of clOrdID as an OrderStatusRequest sees it.
+func (b *book) status(clOrdID string) (Order, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.orders[clOrdID]
+	if !ok {
+		return Order{}, false
+	}
+	return *o, true
+}
+
+// all is every order, oldest first.
+func (b *book) all() []Order {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Order, 0, len(b.orders))
+	for _, o := range b.orders {
+		out = append(out, *o)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Time.Before(out[j].Time) || (out[i].Time.Equal(out[j].Time) && out[i].OrderID < out[j].OrderID)
+	})
+	return out
+}
+
+// Position is one symbol's net as the control API and position reports show it.
+type Position struct {
+	Symbol string          `json:"symbol"`
+	Units  decimal.Decimal `json:"units"` // signed
+	AvgPx  decimal.Decimal `json:"avgPx"`
+}
+
+func (b *book) positions() []Position {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Position, 0, len(b.pos))
+	for sym, p := range b.pos {
+		out = append(out, Position{Symbol: sym, Units: p.units, AvgPx: p.avgPx})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Symbol < out[j].Symbol })
+	return out
+}
+
+func (b *book) net(symbol string) (decimal.Decimal, decimal.Decimal) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.pos[symbol]; p != nil {
+		return p.units, p.avgPx
+	}
+	return decimal.Zero, decimal.Zero
+}
+
+// closeVenueSide has the venue close units (nil: all) of symbol's net position with an order of
+// its own, reported to the desk unsolicited (ClOrdID VENUE-n).
+func (b *book) closeVenueSide(symbol string, units *decimal.Decimal) (Order, error) {
+	b.mu.Lock()
+	p := b.pos[symbol]
+	if p == nil {
+		b.mu.Unlock()
+		return Order{}, fmt.Errorf("no net position in %s", symbol)
+	}
+	qty := p.units.Abs()
+	if units != nil {
+		if !units.IsPositive() || units.GreaterThan(qty) {
+			b.mu.Unlock()
+			return Order{}, fmt.Errorf("units %s must be positive and at most the net %s", units, qty)
+		}
+		qty = *units
+	}
+	side := sideSell
+	if p.units.IsNegative() {
+		side = sideBuy
+	}
+	id := b.nextID("")
+	o := &Order{ClOrdID: "VENUE-" + id, OrderID: "V" + id, Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now()}
+	b.orders[o.ClOrdID] = o
+	b.mu.Unlock()
+	if !b.fill(o) {
+		return Order{}, fmt.Errorf("no price for %s", symbol)
+	}
+	b.report(o)
+	out, _ := b.status(o.ClOrdID)
+	return out, nil
+}
+
+func (b *book) heldIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.held))
+	for id := range b.held {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stop cancels executions still waiting for their latency.
+func (b *book) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	for t := range b.timers {
+		t.Stop()
+	}
+	clear(b.timers)
+}

@@ -1,0 +1,80 @@
+package fixvenue
+
+import (
+	"net/http"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/sim/control"
+)
+
+// State is GET /control/state.
+type State struct {
+	LoggedOn  bool       `json:"loggedOn"`
+	Orders    []Order    `json:"orders"`
+	Positions []Position `json:"positions"`
+	Held      []string   `json:"held"`
+}
+
+// State is the venue's state now.
+func (s *Server) State() State {
+	return State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+}
+
+// InjectFault queues f for the next orders.
+func (s *Server) InjectFault(f Fault) error { return s.book.inject(f) }
+
+// Release sends the held report of clOrdID ("": all) and answers how many went out.
+func (s *Server) Release(clOrdID string) int { return s.book.release(clOrdID) }
+
+// CloseVenueSide has the venue close units (nil: all) of its net position in symbol itself.
+func (s *Server) CloseVenueSide(symbol string, units *decimal.Decimal) (Order, error) {
+	return s.book.closeVenueSide(symbol, units)
+}
+
+// ControlHandler is the control API (loopback callers only).
+func (s *Server) ControlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /control/state", func(w http.ResponseWriter, _ *http.Request) {
+		control.WriteJSON(w, http.StatusOK, s.State())
+	})
+	mux.HandleFunc("POST /control/fault", func(w http.ResponseWriter, r *http.Request) {
+		var f Fault
+		if !control.DecodeBody(w, r, &f) {
+			return
+		}
+		if err := s.InjectFault(f); err != nil {
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]any{"queued": f.Kind})
+	})
+	mux.HandleFunc("POST /control/release", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ClOrdID string `json:"clOrdId"`
+		}
+		if r.ContentLength != 0 && !control.DecodeBody(w, r, &body) {
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]int{"released": s.Release(body.ClOrdID)})
+	})
+	mux.HandleFunc("POST /control/drop", func(w http.ResponseWriter, _ *http.Request) {
+		control.WriteJSON(w, http.StatusOK, map[string]int{"dropped": s.Drop()})
+	})
+	mux.HandleFunc("POST /control/close", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Symbol string           `json:"symbol"`
+			Units  *decimal.Decimal `json:"units"`
+		}
+		if !control.DecodeBody(w, r, &body) {
+			return
+		}
+		o, err := s.CloseVenueSide(body.Symbol, body.Units)
+		if err != nil {
+			control.WriteError(w, http.StatusConflict, "ECONFLICT", err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, o)
+	})
+	return control.LoopbackOnly(mux)
+}

@@ -1,0 +1,50 @@
+// Package fixvenue owns the bundled FIX venue: a FIX 4.4 acceptor (QuickFIX/Go) that stands in
+// for a liquidity provider's taker session. It fills MARKET NewOrderSingle at a feed's prices
+// after a latency, nets every fill into one position per symbol (FIX venues net), answers
+// OrderStatusRequest by ClOrdID, OrderMassStatusRequest and RequestForPositions, and lets tests
+// and demos inject the faults a real session has through a loopback control API: the session
+// dropped, an order's report held, an order rejected, a position closed venue-side, a report
+// lost after execution.
+//
+// It is the desk's venue when FXDESK_VENUE=fix points the desk's session file at it, and the
+// venue every FIX execution test talks to. Its message store is in memory: a restarted venue is
+// a new session (the desk's stored sequence numbers then no longer match; see docs/fix.md).
+//
+// # Messages
+//
+//	NewOrderSingle (D), OrdType=1 MARKET  → ExecutionReport (8) ExecType=F OrdStatus=2 at the
+//	    venue's price (a buy at the ask, a sell at the bid), or ExecType=8 OrdStatus=8 with
+//	    OrdRejReason/Text. A ClOrdID seen before executes nothing: it is answered with the order's
+//	    status (ExecType=I) — a library resend after a dropped session (PossDupFlag=Y) is the
+//	    usual cause.
+//	OrderStatusRequest (H) by ClOrdID     → ExecutionReport ExecType=I, or OrdStatus=8
+//	    OrdRejReason=5 (unknown order) for a ClOrdID the venue never saw.
+//	OrderMassStatusRequest (AF)           → one ExecType=I report per order (MassStatusReqID,
+//	    TotNumReports, LastRptRequested on the last).
+//	RequestForPositions (AN)              → RequestForPositionsAck (AO) with TotalNumPosReports,
+//	    then one PositionReport (AP) per symbol with a net position (LongQty/ShortQty,
+//	    SettlPrice = the net position's average price).
+//
+// A venue-side close is an unsolicited ExecutionReport ExecType=F whose ClOrdID starts with
+// "VENUE-": the venue's own order against the net position.
+//
+// Messages with repeating groups (PositionReport's NoPositions) are never resent: a
+// ResendRequest covering one is answered with a gap fill, because QuickFIX/Go v0.9.10 writes a
+// resent message with a repeating group with two checksums. A position request is a query the
+// desk repeats, never a record.
+//
+// # Control API (http://CONTROL-ADDR, loopback callers only, JSON)
+//
+//	POST /control/fault   {"kind":"reject|hold|lose","count":1,"reason":2,"text":"…"}
+//	    the next count orders are rejected (OrdRejReason reason, Text text), executed with their
+//	    report held until /control/release, or executed with their report never sent (only an
+//	    OrderStatusRequest or a mass status finds them).
+//	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
+//	POST /control/drop    cuts the TCP connection of the session (the initiator reconnects)
+//	POST /control/close   {"symbol":"EURUSD","units":"5000"} the venue closes units (absent:
+//	    all) of its net position itself
+//	GET  /control/state   orders, net positions, held reports, whether a session is logged on
+//
+// It must never be reachable for control from anything but loopback, and never import the
+// desk's FIX adapter: the two meet only on the wire.
+package fixvenue

@@ -1,0 +1,90 @@
+package fixvenue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+// proxy forwards every connection it accepts to the acceptor and can cut them all at once: the
+// "session dropped" fault is a real TCP cut, not a logout.
+type proxy struct {
+	ln     net.Listener
+	target string
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func listenProxy(addr, target string, log *slog.Logger) (*proxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fixvenue: listen %s: %w", addr, err)
+	}
+	p := &proxy{ln: ln, target: target, log: log, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+func (p *proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				p.log.Warn("fixvenue: accept", slog.Any("err", err))
+			}
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.log.Warn("fixvenue: dial the acceptor", slog.Any("err", err))
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+// pipe copies one direction; when either side ends, both close.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// Drop closes every proxied connection and answers how many pairs it cut.
+func (p *proxy) Drop() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	n := len(p.conns) / 2
+	clear(p.conns)
+	return n
+}
+
+func (p *proxy) Close() {
+	_ = p.ln.Close()
+	p.Drop()
+	p.wg.Wait()
+}

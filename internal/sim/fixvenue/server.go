@@ -1,0 +1,213 @@
+package fixvenue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/sim/venuesim"
+)
+
+// Defaults of a Config's session identity: the desk's session file names the same two.
+const (
+	DefaultVenueCompID = "FXVENUE"
+	DefaultDeskCompID  = "FXDESK"
+	// DefaultLatency is a realistic execution latency for a venue run by hand.
+	DefaultLatency = 5 * time.Millisecond
+)
+
+// Config shapes one simulated FIX venue. The zero value is a working venue with no prices.
+type Config struct {
+	// VenueCompID and DeskCompID are the session's SenderCompID and TargetCompID as the venue
+	// sees them (defaults DefaultVenueCompID, DefaultDeskCompID).
+	VenueCompID, DeskCompID string
+	// Latency is how long an order takes to execute before its report is written; zero executes
+	// at once.
+	Latency time.Duration
+	// Prices quotes the symbols (the REST simulator's sources: venuesim.FeedPrices,
+	// venuesim.FeedControlPrices); nil quotes nothing, so every order is rejected (exchange
+	// closed).
+	Prices venuesim.PriceSource
+	// Now stamps executions. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is one running FIX venue: the acceptor behind a TCP proxy the control API can cut, and
+// the book of orders and net positions.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	sessionID quickfix.SessionID
+	acceptor  *quickfix.Acceptor
+	proxy     *proxy
+	control   *http.Server
+	controlLn net.Listener
+	book      *book
+
+	mu       sync.Mutex
+	loggedOn bool
+}
+
+// New builds a venue; Listen starts it.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	if cfg.VenueCompID == "" {
+		cfg.VenueCompID = DefaultVenueCompID
+	}
+	if cfg.DeskCompID == "" {
+		cfg.DeskCompID = DefaultDeskCompID
+	}
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("fixvenue: Latency %s must not be negative", cfg.Latency)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log,
+		sessionID: quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: cfg.VenueCompID, TargetCompID: cfg.DeskCompID}}
+	s.book = newBook(s)
+	return s, nil
+}
+
+// Listen starts the acceptor and its proxy; addr is where the desk connects (port 0 picks one).
+// The acceptor itself listens on a loopback port of its own that only the proxy uses, so that
+// the control API can cut the session's TCP connection as a network would.
+func (s *Server) Listen(addr string) (string, error) {
+	inner, err := freeLoopbackPort()
+	if err != nil {
+		return "", err
+	}
+	settings := quickfix.NewSettings()
+	g := settings.GlobalSettings()
+	g.Set(config.SocketAcceptHost, "127.0.0.1")
+	g.Set(config.SocketAcceptPort, strconv.Itoa(inner))
+	ss := quickfix.NewSessionSettings()
+	ss.Set(config.BeginString, quickfix.BeginStringFIX44)
+	ss.Set(config.SenderCompID, s.cfg.VenueCompID)
+	ss.Set(config.TargetCompID, s.cfg.DeskCompID)
+	// The desk decides when the session is up (only its lease holder logs on), at any hour.
+	ss.Set(config.StartTime, "00:00:00")
+	ss.Set(config.EndTime, "00:00:00")
+	if _, err := settings.AddSession(ss); err != nil {
+		return "", fmt.Errorf("fixvenue: session settings: %w", err)
+	}
+	s.acceptor, err = quickfix.NewAcceptor(s, quickfix.NewMemoryStoreFactory(), settings, logFactory{s.log})
+	if err != nil {
+		return "", fmt.Errorf("fixvenue: acceptor: %w", err)
+	}
+	if err := s.acceptor.Start(); err != nil {
+		return "", fmt.Errorf("fixvenue: start acceptor on 127.0.0.1:%d: %w", inner, err)
+	}
+	p, err := listenProxy(addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(inner)), s.log)
+	if err != nil {
+		s.acceptor.Stop()
+		return "", err
+	}
+	s.proxy = p
+	return p.Addr(), nil
+}
+
+// Addr is where the desk connects (host:port), once Listen returned.
+func (s *Server) Addr() string { return s.proxy.Addr() }
+
+// ListenControl starts the control API on addr (loopback only; port 0 picks one).
+func (s *Server) ListenControl(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("fixvenue: control listen %s: %w", addr, err)
+	}
+	s.controlLn = ln
+	s.control = &http.Server{Handler: s.ControlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := s.control.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("fixvenue control API stopped", slog.Any("err", err))
+		}
+	}()
+	return s.ControlURL(), nil
+}
+
+// ControlURL is the control API's base URL ("" before ListenControl).
+func (s *Server) ControlURL() string {
+	if s.controlLn == nil {
+		return ""
+	}
+	return "http://" + s.controlLn.Addr().String()
+}
+
+// Run serves until ctx ends, then stops.
+func (s *Server) Run(ctx context.Context) error {
+	<-ctx.Done()
+	s.Stop()
+	return nil
+}
+
+// Stop logs the session out, closes the listeners and releases held reports' goroutines.
+func (s *Server) Stop() {
+	if s.control != nil {
+		_ = s.control.Close()
+	}
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
+	if s.acceptor != nil {
+		s.acceptor.Stop()
+	}
+	s.book.stop()
+}
+
+// LoggedOn is whether the desk's session is logged on now.
+func (s *Server) LoggedOn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loggedOn
+}
+
+// Drop cuts the session's TCP connection, as a network fault would; the desk reconnects.
+func (s *Server) Drop() int { return s.proxy.Drop() }
+
+// NetPosition is the venue's signed net units of symbol and their average price.
+func (s *Server) NetPosition(symbol string) (units, avgPx decimal.Decimal) {
+	return s.book.net(symbol)
+}
+
+// freeLoopbackPort picks a free loopback port for the inner acceptor, which the library binds
+// itself (it does not take a listener). Only the proxy ever dials it.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("fixvenue: pick a port: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		return 0, fmt.Errorf("fixvenue: pick a port: %w", err)
+	}
+	return port, nil
+}
+
+// logFactory sends the library's session events to slog at debug level; messages are not
+// logged (a burst would flood the log).
+type logFactory struct{ log *slog.Logger }
+
+func (f logFactory) Create() (quickfix.Log, error) { return fixLog(f), nil }
+func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error) {
+	return fixLog{f.log.With(slog.String("session", id.String()))}, nil
+}
+
+type fixLog struct{ log *slog.Logger }
+
+func (l fixLog) OnIncoming([]byte)           {}
+func (l fixLog) OnOutgoing([]byte)           {}
+func (l fixLog) OnEvent(s string)            { l.log.Debug("fix session", slog.String("event", s)) }
+func (l fixLog) OnEventf(f string, a ...any) { l.OnEvent(fmt.Sprintf(f, a...)) }

@@ -1,0 +1,130 @@
+package fix
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/tag"
+	"github.com/shopspring/decimal"
+)
+
+// Message types the session reads and writes.
+const (
+	msgNewOrderSingle     = "D"
+	msgOrderStatusRequest = "H"
+	msgMassStatusRequest  = "AF"
+	msgRequestForPos      = "AN"
+	msgRequestForPosAck   = "AO"
+	msgPositionReport     = "AP"
+	msgExecutionReport    = "8"
+	msgBusinessReject     = "j"
+)
+
+// The Session is its initiator's quickfix.Application.
+
+// OnCreate is the library's notice that the session exists.
+func (s *Session) OnCreate(quickfix.SessionID) {}
+
+// OnLogon marks the venue reachable.
+func (s *Session) OnLogon(id quickfix.SessionID) {
+	s.mu.Lock()
+	s.loggedOn = true
+	s.mu.Unlock()
+	s.log.Info("FIX session logged on", slog.String("session", id.String()))
+}
+
+// OnLogout marks the venue unreachable: sends are refused (not sent) until the next logon.
+func (s *Session) OnLogout(id quickfix.SessionID) {
+	s.mu.Lock()
+	s.loggedOn = false
+	s.mu.Unlock()
+	s.log.Warn("FIX session logged out; orders are refused until it logs on again", slog.String("session", id.String()))
+}
+
+// ToAdmin leaves session messages as the library builds them.
+func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+
+// FromAdmin accepts the venue's session messages.
+func (s *Session) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+	return nil
+}
+
+// ToApp lets the library resend an order (the same ClOrdID: the venue executes it once) but not a
+// query: a status, mass status or position request answered late would answer nobody, and the
+// desk asks again. No message the desk sends carries a repeating group, so no resend meets the
+// library's double-checksum defect with repeating groups (QuickFIX/Go v0.9.10).
+func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
+	dup, err := msg.Header.GetBool(tag.PossDupFlag)
+	if err != nil || !dup {
+		return nil
+	}
+	if t, _ := msg.MsgType(); t != msgNewOrderSingle {
+		return quickfix.ErrDoNotSend
+	}
+	return nil
+}
+
+// FromApp records what the venue reports before the library counts the message as received: a
+// process that dies here is resent the report on its next logon.
+func (s *Session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	t, err := msg.MsgType()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case msgExecutionReport:
+		s.onReport(parseReport(msg))
+	case msgRequestForPosAck:
+		s.onPositionAck(msg)
+	case msgPositionReport:
+		s.onPositionReport(msg)
+	case msgBusinessReject:
+		text, _ := msg.Body.GetString(tag.Text)
+		ref, _ := msg.Body.GetString(tag.RefMsgType)
+		s.log.Warn("the venue refused a message", slog.String("refMsgType", ref), slog.String("text", text))
+	default:
+		return quickfix.UnsupportedMessageType()
+	}
+	return nil
+}
+
+// report is one ExecutionReport as the desk reads it.
+type report struct {
+	ExecID, ExecType, OrdStatus, ClOrdID, OrderID string
+	Symbol, Side                                  string
+	OrderQty, CumQty, AvgPx, LastQty, LastPx      decimal.Decimal
+	RejectReason                                  int
+	HasRejectReason                               bool
+	Text                                          string
+	MassStatusReqID                               string
+	LastRptRequested                              bool
+	Time                                          time.Time
+}
+
+func parseReport(msg *quickfix.Message) report {
+	str := func(t quickfix.Tag) string { v, _ := msg.Body.GetString(t); return v }
+	dec := func(t quickfix.Tag) decimal.Decimal {
+		d, err := decimalOf(str(t))
+		if err != nil {
+			return decimal.Zero
+		}
+		return d
+	}
+	r := report{ExecID: str(tag.ExecID), ExecType: str(tag.ExecType), OrdStatus: str(tag.OrdStatus), ClOrdID: str(tag.ClOrdID),
+		OrderID: str(tag.OrderID), Symbol: str(tag.Symbol), Side: str(tag.Side), OrderQty: dec(tag.OrderQty), CumQty: dec(tag.CumQty),
+		AvgPx: dec(tag.AvgPx), LastQty: dec(tag.LastQty), LastPx: dec(tag.LastPx), Text: str(tag.Text), MassStatusReqID: str(tag.MassStatusReqID)}
+	if v, err := msg.Body.GetBool(tag.LastRptRequested); err == nil {
+		r.LastRptRequested = v
+	}
+	if v, err := msg.Body.GetInt(tag.OrdRejReason); err == nil {
+		r.RejectReason, r.HasRejectReason = v, true
+	}
+	if tm, err := msg.Body.GetTime(tag.TransactTime); err == nil {
+		r.Time = tm
+	}
+	return r
+}
+
+// decimalOf reads a FIX decimal field's text.
+func decimalOf(s string) (decimal.Decimal, error) { return decimal.NewFromString(s) }

@@ -1,0 +1,22 @@
+// Package fix is the desk's FIX 4.4 venue (FXDESK_VENUE=fix; docs/fix.md): a QuickFIX/Go
+// initiator whose message store is in MySQL, so that sequence numbers survive a restart and a
+// takeover (the new lease holder resumes the session, it never resets it), and an adapter that
+// gives the desk the same venue.API the REST venue does, so that trading, the reconciler's Plan
+// and the hedge monitor read a FIX venue exactly as they read OANDA.
+//
+// A FIX venue nets: it holds one position per symbol. The desk hedges: each EXTERNAL position is
+// a trade of its own. The adapter keeps the desk's trades over the venue's net in a journal
+// (fx_fix_order, fx_fix_execution, fx_fix_allocation): a trade is the opening order, its id the
+// order's ClOrdID (the desk's order id); a close is an opposite market order whose ClOrdID names
+// the trade it reduces; an execution the venue made on its own (a venue-side close) is allocated
+// to the desk's trades in that symbol oldest first; whatever of the venue's net position the
+// desk's trades do not explain is reported as an untagged trade, which the desk never touches.
+//
+// The session's writer is the executor: a send is one message written to the one open session,
+// no worker pool and no connection per call. A send whose report does not come is never sent
+// again by the desk: the library resends what the venue asks for (the same ClOrdID, which the
+// venue executes once), and the reconciler resolves the rest with OrderStatusRequest by ClOrdID.
+//
+// This package must never write the desk's book (orders, positions, deals): only its own
+// journal and the library's store. It must never log on unless its caller holds the lease.
+package fix

@@ -1,0 +1,303 @@
+package fix
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Order states in the journal (fx_fix_order.status).
+const (
+	stateSending  = "SENDING"
+	stateNew      = "NEW"
+	stateFilled   = "FILLED"
+	stateRejected = "REJECTED"
+)
+
+// venueOrderPrefix starts the ClOrdID of an order the venue made itself (a venue-side close).
+const venueOrderPrefix = "VENUE-"
+
+// closeMark separates a close's trade from its own suffix in its ClOrdID: <trade>.c<n>.
+const closeMark = ".c"
+
+// tradeOf is the desk trade an order's ClOrdID names: its own for an open, the one before
+// closeMark for a close, "" for the venue's own order.
+func tradeOf(clOrdID string) string {
+	if strings.HasPrefix(clOrdID, venueOrderPrefix) {
+		return ""
+	}
+	if t, _, ok := strings.Cut(clOrdID, closeMark); ok {
+		return t
+	}
+	return clOrdID
+}
+
+// journal is the desk's record of the session's orders and of the executions the venue reported.
+type journal struct{ db *sql.DB }
+
+// order is one journal row.
+type order struct {
+	ClOrdID, TradeID, Symbol, Side, Status string
+	Qty, CumQty, AvgPx                     decimal.Decimal
+	VenueOrderID, Text                     string
+	RejectReason                           int
+	SentAt                                 time.Time
+}
+
+// insertOrder writes an order's identity before it is sent.
+func (j *journal) insertOrder(ctx context.Context, o order) error {
+	_, err := j.db.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?)",
+		o.ClOrdID, o.TradeID, o.Symbol, o.Side, o.Qty, stateSending)
+	if err != nil {
+		return fmt.Errorf("journal order %s: %w", o.ClOrdID, err)
+	}
+	return nil
+}
+
+// deleteOrder removes the identity of an order that provably never reached the session.
+func (j *journal) deleteOrder(ctx context.Context, clOrdID string) {
+	_, _ = j.db.ExecContext(ctx, "DELETE FROM `fx_fix_order` WHERE `clOrdId` = ? AND `status` = ?", clOrdID, stateSending)
+}
+
+func (j *journal) order(ctx context.Context, clOrdID string) (order, bool, error) {
+	var o order
+	var vid, text sql.NullString
+	var rej sql.NullInt64
+	err := j.db.QueryRowContext(ctx, "SELECT `clOrdId`, `tradeId`, `symbol`, `side`, `status`, `qty`, `cumQty`, `avgPx`, `venueOrderId`, `text`, `rejectReason`, `sentAt` FROM `fx_fix_order` WHERE `clOrdId` = ?", clOrdID).
+		Scan(&o.ClOrdID, &o.TradeID, &o.Symbol, &o.Side, &o.Status, &o.Qty, &o.CumQty, &o.AvgPx, &vid, &text, &rej, &o.SentAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return order{}, false, nil
+	}
+	if err != nil {
+		return order{}, false, fmt.Errorf("journal read order %s: %w", clOrdID, err)
+	}
+	o.VenueOrderID, o.Text, o.RejectReason = vid.String, text.String, int(rej.Int64)
+	return o, true, nil
+}
+
+// pending is every order still SENDING or NEW whose last word is older than age.
+func (j *journal) pending(ctx context.Context, age time.Duration) ([]order, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `symbol`, `side` FROM `fx_fix_order` WHERE `status` IN (?, ?) AND `updatedAt` < NOW(3) - INTERVAL ? MICROSECOND ORDER BY `clOrdId`",
+		stateSending, stateNew, age.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("journal pending orders: %w", err)
+	}
+	defer rows.Close()
+	var out []order
+	for rows.Next() {
+		var o order
+		if err := rows.Scan(&o.ClOrdID, &o.Symbol, &o.Side); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// signed is qty with the sign of side (1 buy: positive).
+func signed(side string, qty decimal.Decimal) decimal.Decimal {
+	if side == sideSell {
+		return qty.Neg()
+	}
+	return qty
+}
+
+// apply records one report: the order's state, and the execution it carries beyond what the
+// journal holds (a report's CumQty minus the units already recorded for its ClOrdID, so a trade
+// report, a status report and a resend of either record one execution once), allocated to the
+// desk's trades. It answers the execution's id (0: none new).
+func (j *journal) apply(ctx context.Context, r report) (int64, error) {
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	trade := tradeOf(r.ClOrdID)
+	var status string
+	err = tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		// An order this journal never wrote: the venue's own, or one whose identity row a crash
+		// took with it (the desk's SENDING row is the record of that order, its ClOrdID the key).
+		if _, err = tx.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?)",
+			r.ClOrdID, trade, r.Symbol, r.Side, r.OrderQty, stateSending); err != nil {
+			return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		}
+	} else if err != nil {
+		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	}
+	next := stateNew
+	switch r.OrdStatus {
+	case ordFilled:
+		next = stateFilled
+	case ordRejected, ordCanceled, ordExpired, ordDoneForDay:
+		next = stateRejected
+		if r.CumQty.IsPositive() {
+			next = stateFilled // what executed stands; the rest is gone
+		}
+	}
+	var rej any
+	if r.HasRejectReason {
+		rej = r.RejectReason
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_fix_order` SET `status` = ?, `cumQty` = GREATEST(`cumQty`, ?), `avgPx` = ?, `venueOrderId` = ?, `rejectReason` = ?, `text` = ? WHERE `clOrdId` = ?",
+		next, r.CumQty, r.AvgPx, r.OrderID, rej, truncate(r.Text, 255), r.ClOrdID); err != nil {
+		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	}
+	var recorded, notional decimal.Decimal
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(ABS(`units`)), 0), COALESCE(SUM(ABS(`units`) * `price`), 0) FROM `fx_fix_execution` WHERE `clOrdId` = ?", r.ClOrdID).
+		Scan(&recorded, &notional); err != nil {
+		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	}
+	delta := r.CumQty.Sub(recorded)
+	if !delta.IsPositive() {
+		return 0, tx.Commit()
+	}
+	price := r.AvgPx
+	switch {
+	case recorded.IsPositive() && r.LastPx.IsPositive() && r.LastQty.Equal(delta):
+		price = r.LastPx
+	case recorded.IsPositive():
+		price = r.CumQty.Mul(r.AvgPx).Sub(notional).Div(delta).Round(10)
+	}
+	execID := r.ExecID
+	if r.ExecType != execTrade {
+		// A status report's ExecID names the report, not the execution it shows.
+		execID = fmt.Sprintf("%s#%s", r.ClOrdID, r.CumQty.String())
+	}
+	units := signed(r.Side, delta)
+	at := r.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_fix_execution` (`execId`, `clOrdId`, `venueOrderId`, `symbol`, `units`, `price`, `transactTime`) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		truncate(execID, 64), r.ClOrdID, r.OrderID, r.Symbol, units, price, at.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("journal execution %s: %w", execID, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	if err := allocate(ctx, tx, id, trade, r.Symbol, units); err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
+}
+
+// allocate books an execution's units to the desk's trades: an open's to itself, a close's to the
+// trade it names, the venue's own order's to the open trades it reduces in that symbol, oldest
+// first (what no trade explains is allocated to "", the untagged remainder).
+func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol string, units decimal.Decimal) error {
+	shares := map[string]decimal.Decimal{}
+	if trade != "" {
+		shares[trade] = units
+	} else {
+		rows, err := tx.QueryContext(ctx, "SELECT a.`tradeId`, SUM(a.`units`), MIN(a.`executionId`) FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` "+
+			"WHERE e.`symbol` = ? AND a.`tradeId` <> '' GROUP BY a.`tradeId` HAVING SUM(a.`units`) <> 0 ORDER BY MIN(a.`executionId`)", symbol)
+		if err != nil {
+			return fmt.Errorf("journal allocate execution %d: %w", execID, err)
+		}
+		left := units
+		for rows.Next() {
+			var id string
+			var open decimal.Decimal
+			var first int64
+			if err := rows.Scan(&id, &open, &first); err != nil {
+				rows.Close()
+				return err
+			}
+			if left.IsZero() || open.Sign() == left.Sign() {
+				continue
+			}
+			take := decimal.Min(open.Abs(), left.Abs())
+			share := take.Mul(decimal.NewFromInt(int64(left.Sign())))
+			shares[id] = share
+			left = left.Sub(share)
+		}
+		rows.Close()
+		if !left.IsZero() {
+			shares[""] = left
+		}
+	}
+	ids := make([]string, 0, len(shares))
+	for id := range shares {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_fix_allocation` (`executionId`, `tradeId`, `units`) VALUES (?, ?, ?)", execID, id, shares[id]); err != nil {
+			return fmt.Errorf("journal allocate execution %d: %w", execID, err)
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// share is one allocation with its execution.
+type share struct {
+	ExecutionID int64
+	TradeID     string // the trade's key: its opening ClOrdID
+	// TradeExecID is the trade's first opening execution: its public id (0 for "").
+	TradeExecID int64
+	ClOrdID     string // the execution's order
+	Symbol      string
+	Units       decimal.Decimal // this trade's share, signed as the execution
+	Price       decimal.Decimal
+	Time        time.Time
+}
+
+// shares reads the allocations of the trades where picks them, oldest execution first.
+func (j *journal) shares(ctx context.Context, where string, args ...any) ([]share, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT x.`id` FROM `fx_fix_execution` x WHERE x.`clOrdId` = a.`tradeId` ORDER BY x.`id` LIMIT 1), 0), "+
+		"e.`clOrdId`, e.`symbol`, a.`units`, e.`price`, e.`transactTime` "+
+		"FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE "+where+" ORDER BY a.`executionId`, a.`tradeId`", args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal read allocations: %w", err)
+	}
+	defer rows.Close()
+	var out []share
+	for rows.Next() {
+		var s share
+		if err := rows.Scan(&s.ExecutionID, &s.TradeID, &s.TradeExecID, &s.ClOrdID, &s.Symbol, &s.Units, &s.Price, &s.Time); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// tradeKey is the key (opening ClOrdID) of the trade whose public id is id: its first opening
+// execution's id.
+func (j *journal) tradeKey(ctx context.Context, id string) (string, bool, error) {
+	var clOrdID string
+	err := j.db.QueryRowContext(ctx, "SELECT `clOrdId` FROM `fx_fix_execution` WHERE `id` = ?", id).Scan(&clOrdID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("journal trade %s: %w", id, err)
+	}
+	key := tradeOf(clOrdID)
+	return key, key != "", nil
+}
+
+// lastExecution is the newest execution's id (the venue state's "last transaction").
+func (j *journal) lastExecution(ctx context.Context) (int64, error) {
+	var id int64
+	if err := j.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `fx_fix_execution`").Scan(&id); err != nil {
+		return 0, fmt.Errorf("journal last execution: %w", err)
+	}
+	return id, nil
+}

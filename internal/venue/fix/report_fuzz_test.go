@@ -1,0 +1,52 @@
+package fix
+
+import (
+	"testing"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/tag"
+)
+
+// Whatever values an execution report's fields carry — numbers that are not numbers, a status
+// the desk does not know, a reason that is not an integer, a time that is not one — reading it
+// never panics and what it reads stays within what the desk handles: a report without a
+// ClOrdID names no trade, and a quantity that does not parse reads as zero, never as a fill.
+// (The messages are built field by field: the library's framing and parsing are its own.)
+func FuzzParseReport(f *testing.F) {
+	f.Add("E1", "F", "2", "42", "EURUSD", "1", "1000", "1000", "1.1002", "", "20260101-00:00:00.000")
+	f.Add("X", "I", "8", "7", "", "", "abc", "", "", "5", "")
+	f.Add("", "", "", "VENUE-1.c2", "", "2", "-5", "1e400", "NaN", "x", "notatime")
+	f.Fuzz(func(t *testing.T, execID, execType, ordStatus, clOrdID, symbol, side, qty, cum, px, rej, at string) {
+		msg := quickfix.NewMessage()
+		msg.Header.SetString(tag.MsgType, msgExecutionReport)
+		set := func(tg quickfix.Tag, v string) {
+			if v != "" {
+				msg.Body.SetString(tg, v)
+			}
+		}
+		set(tag.ExecID, execID)
+		set(tag.ExecType, execType)
+		set(tag.OrdStatus, ordStatus)
+		set(tag.ClOrdID, clOrdID)
+		set(tag.Symbol, symbol)
+		set(tag.Side, side)
+		set(tag.OrderQty, qty)
+		set(tag.CumQty, cum)
+		set(tag.AvgPx, px)
+		set(tag.OrdRejReason, rej)
+		set(tag.TransactTime, at)
+		r := parseReport(msg)
+		_ = terminal(r)
+		_ = unknownOrder(r)
+		_ = cancelReason(r.RejectReason, r.Text)
+		_ = signed(r.Side, r.CumQty)
+		if r.ClOrdID == "" && tradeOf(r.ClOrdID) != "" {
+			t.Fatalf("a report with no ClOrdID names trade %q", tradeOf(r.ClOrdID))
+		}
+		if cum != "" && r.CumQty.String() != "0" && r.CumQty.String() != cum {
+			if _, err := decimalOf(cum); err != nil {
+				t.Fatalf("CumQty %q that does not parse read as %s", cum, r.CumQty)
+			}
+		}
+	})
+}

@@ -1,0 +1,260 @@
+package fix
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+	sqlstore "github.com/quickfixgo/quickfix/store/sql"
+)
+
+// Tables of the library's SQL store (migrations/000020_fix_session.up.sql).
+const (
+	sessionsTable = "fx_fix_sessions"
+	messagesTable = "fx_fix_messages"
+)
+
+// Config builds a Session.
+type Config struct {
+	// Settings is the session file (QuickFIX settings: one FIX.4.4 initiator session with
+	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk adds the message
+	// store (the desk's own MySQL); a file that names a store of its own is refused.
+	Settings io.Reader
+	// DSN is the desk's database (FXDESK_MYSQL_DSN): the library's store and the journal.
+	DSN string
+	DB  *sql.DB // the desk's pool, for the journal
+	// Account names the venue account (the reconciler's cursor key; Account (1) on position
+	// requests).
+	Account string
+	// Timeout bounds a send's wait for its report and a query's wait for its answers.
+	Timeout time.Duration
+	// OnWrote, when set, is told each order's own time: from its trigger to the message handed
+	// to the session's writer.
+	OnWrote func(time.Duration)
+	// FreshVenue says the venue started with this process (the bundled venue in-process, whose
+	// store is in memory): the session's stored sequence numbers and messages are dropped before
+	// the first logon, which a venue that kept its side of the session would refuse.
+	FreshVenue bool
+	Log        *slog.Logger
+}
+
+// Session is the desk's FIX session and its adapter. Run logs on and keeps the session until
+// its context ends; the API methods work while it runs (sends fail with ErrNotSent otherwise).
+type Session struct {
+	cfg       Config
+	settings  *quickfix.Settings
+	sessionID quickfix.SessionID
+	journal   *journal
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	loggedOn bool
+	running  bool
+	// waiters are the sends and queries waiting for the venue, by ClOrdID or request id.
+	waiters map[string][]chan answer
+	// positions collects the answers to a position request, by PosReqID.
+	positions map[string]*positionAnswer
+}
+
+// New reads the session file and checks it; it does not connect.
+func New(cfg Config) (*Session, error) {
+	switch {
+	case cfg.Settings == nil:
+		return nil, errors.New("fix: a session file is required")
+	case cfg.DB == nil || cfg.DSN == "":
+		return nil, errors.New("fix: the desk's database is required")
+	case cfg.Account == "":
+		return nil, errors.New("fix: the venue account is required")
+	case cfg.Timeout <= 0:
+		return nil, fmt.Errorf("fix: Timeout must be positive, got %s", cfg.Timeout)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	settings, err := quickfix.ParseSettings(cfg.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("fix: read the session file: %w", err)
+	}
+	sessions := settings.SessionSettings()
+	if len(sessions) != 1 {
+		return nil, fmt.Errorf("fix: the session file must define exactly one [SESSION], it defines %d", len(sessions))
+	}
+	dsn, err := storeDSN(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	var id quickfix.SessionID
+	for sid, ss := range sessions {
+		id = sid
+		if sid.BeginString != quickfix.BeginStringFIX44 {
+			return nil, fmt.Errorf("fix: BeginString must be %s, the session file says %s", quickfix.BeginStringFIX44, sid.BeginString)
+		}
+		if ct, _ := ss.Setting(config.SocketConnectHost); ct == "" {
+			return nil, errors.New("fix: the session file must set SocketConnectHost and SocketConnectPort (the desk is the initiator)")
+		}
+		for _, k := range []string{config.SQLStoreDriver, config.SQLStoreDataSourceName} {
+			if ss.HasSetting(k) {
+				return nil, fmt.Errorf("fix: the session file must not set %s: the desk stores the session in its own database", k)
+			}
+		}
+		for _, k := range []string{config.ResetOnLogon, config.ResetOnDisconnect, config.ResetOnLogout} {
+			if v, _ := ss.Setting(k); v == "Y" {
+				return nil, fmt.Errorf("fix: %s=Y would reset the sequence numbers a takeover must resume; remove it", k)
+			}
+		}
+		// SessionSettings are copies over the [DEFAULT] section: what the desk adds goes there.
+		g := settings.GlobalSettings()
+		g.Set(config.SQLStoreDriver, "mysql")
+		g.Set(config.SQLStoreDataSourceName, dsn)
+		g.Set(config.SQLStoreSessionsTableName, sessionsTable)
+		g.Set(config.SQLStoreMessagesTableName, messagesTable)
+		if !ss.HasSetting(config.ReconnectInterval) {
+			g.Set(config.ReconnectInterval, "1")
+		}
+		if !ss.HasSetting(config.HeartBtInt) {
+			g.Set(config.HeartBtInt, "30")
+		}
+		if !ss.HasSetting(config.StartTime) {
+			// The lease decides when the session is up, not a schedule.
+			g.Set(config.StartTime, "00:00:00")
+			g.Set(config.EndTime, "00:00:00")
+		}
+	}
+	if cfg.FreshVenue {
+		for _, table := range []string{sessionsTable, messagesTable} {
+			if _, err := cfg.DB.Exec("DELETE FROM `"+table+"` WHERE `beginstring` = ? AND `sendercompid` = ? AND `targetcompid` = ?",
+				id.BeginString, id.SenderCompID, id.TargetCompID); err != nil {
+				return nil, fmt.Errorf("fix: reset the session for a new venue: %w", err)
+			}
+		}
+	}
+	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: &journal{db: cfg.DB}, log: cfg.Log,
+		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}}
+	return s, nil
+}
+
+// storeDSN is the desk's DSN as the library's store needs it: its creation_time column is read
+// into a time.Time, and its sessions run in UTC like the desk's.
+func storeDSN(dsn string) (string, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("fix: the database DSN: %w", err)
+	}
+	c.ParseTime = true
+	c.Loc = time.UTC
+	return c.FormatDSN(), nil
+}
+
+// SessionID names the session (the desk's SenderCompID first).
+func (s *Session) SessionID() quickfix.SessionID { return s.sessionID }
+
+// Run starts the initiator — it logs on with the sequence numbers stored in MySQL — and keeps
+// the session until ctx ends, then logs out. Only the lease holder calls it, for as long as it
+// holds the lease. The library reconnects on its own (ReconnectInterval) after a drop.
+func (s *Session) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("fix: the session is already running")
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	init, err := quickfix.NewInitiator(s, sqlstore.NewStoreFactory(s.settings), s.settings, logFactory{s.log})
+	if err != nil {
+		return fmt.Errorf("fix: initiator: %w", err)
+	}
+	if err := init.Start(); err != nil {
+		return fmt.Errorf("fix: start the initiator: %w", err)
+	}
+	s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
+	<-ctx.Done()
+	init.Stop()
+	s.mu.Lock()
+	s.loggedOn = false
+	s.mu.Unlock()
+	s.log.Info("FIX session stopped", slog.String("session", s.sessionID.String()))
+	return nil
+}
+
+// RunWhile runs the session (Run) until ctx ends or holding answers false — asked every check —
+// and answers whether it stopped because the lease was lost. The lease holder calls it with its
+// keeper's Serving: a process that lost the lease logs out at once, so two desks never share the
+// session.
+func (s *Session) RunWhile(ctx context.Context, holding func() bool, check time.Duration) (lost bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var lostFlag atomic.Bool
+	go func() {
+		t := time.NewTicker(check)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !holding() {
+					lostFlag.Store(true)
+					s.log.Error("lease lost: logging the FIX session out; this process no longer trades")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err = s.Run(ctx)
+	return lostFlag.Load(), err
+}
+
+// Reachable is whether the session is logged on now.
+func (s *Session) Reachable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loggedOn
+}
+
+// AccountID is the venue account.
+func (s *Session) AccountID() string { return s.cfg.Account }
+
+// WaitLoggedOn waits until the session is logged on or ctx ends.
+func (s *Session) WaitLoggedOn(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !s.Reachable() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fix: wait for logon: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// logFactory sends the library's session events to slog; messages are not logged (a burst would
+// flood the log).
+type logFactory struct{ log *slog.Logger }
+
+func (f logFactory) Create() (quickfix.Log, error) { return fixLog(f), nil }
+func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error) {
+	return fixLog{f.log.With(slog.String("session", id.String()))}, nil
+}
+
+type fixLog struct{ log *slog.Logger }
+
+func (l fixLog) OnIncoming([]byte)           {}
+func (l fixLog) OnOutgoing([]byte)           {}
+func (l fixLog) OnEvent(s string)            { l.log.Debug("FIX session", slog.String("event", s)) }
+func (l fixLog) OnEventf(f string, a ...any) { l.OnEvent(fmt.Sprintf(f, a...)) }

@@ -1,0 +1,399 @@
+package fix
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/tag"
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/venue"
+)
+
+// The venue's state as the reconciler and the hedge monitor read it (venue.API), built from the
+// journal after the venue was asked about every order without a final report.
+
+// A trade's public id (venue.Trade.ID, the desk's venueTradeId) is its first opening
+// execution's journal id, as an OANDA trade's is the fill that opened it: a number in the same
+// sequence as the transactions the reconciler's cursor counts. Its key is its opening ClOrdID
+// (venue.Trade.ClientID).
+
+// trade is the desk trade whose public id is id.
+func (s *Session) trade(ctx context.Context, id string) (venue.Trade, bool, error) {
+	key, found, err := s.journal.tradeKey(ctx, id)
+	if err != nil || !found {
+		return venue.Trade{}, false, err
+	}
+	return s.tradeByKey(ctx, key)
+}
+
+// tradeByKey is the desk trade opened by ClOrdID key, as the journal's allocations describe it.
+func (s *Session) tradeByKey(ctx context.Context, key string) (venue.Trade, bool, error) {
+	shares, err := s.journal.shares(ctx, "a.`tradeId` = ?", key)
+	if err != nil {
+		return venue.Trade{}, false, err
+	}
+	ts := tradesFrom(shares)
+	if len(ts) == 0 {
+		return venue.Trade{}, false, nil
+	}
+	return ts[0], true, nil
+}
+
+// tradesFrom folds allocations into trades: a trade's opening shares are its own order's
+// executions, every other share reduced or closed it.
+func tradesFrom(shares []share) []venue.Trade {
+	by := map[string]*venue.Trade{}
+	var order []string
+	openNotional := map[string]decimal.Decimal{}
+	closeNotional, closed := map[string]decimal.Decimal{}, map[string]decimal.Decimal{}
+	for _, sh := range shares {
+		if sh.TradeID == "" {
+			continue
+		}
+		t := by[sh.TradeID]
+		if t == nil {
+			t = &venue.Trade{ID: strconv.FormatInt(sh.TradeExecID, 10), ClientID: sh.TradeID, Tag: venue.Tag, Symbol: sh.Symbol}
+			by[sh.TradeID] = t
+			order = append(order, sh.TradeID)
+		}
+		t.CurrentUnits = t.CurrentUnits.Add(sh.Units)
+		if sh.ClOrdID == sh.TradeID {
+			if t.InitialUnits.IsZero() {
+				t.OpenTime = sh.Time
+			}
+			t.InitialUnits = t.InitialUnits.Add(sh.Units)
+			openNotional[sh.TradeID] = openNotional[sh.TradeID].Add(sh.Units.Abs().Mul(sh.Price))
+			continue
+		}
+		t.ClosingTransactionIDs = append(t.ClosingTransactionIDs, sh.ExecutionID)
+		closeNotional[sh.TradeID] = closeNotional[sh.TradeID].Add(sh.Units.Abs().Mul(sh.Price))
+		closed[sh.TradeID] = closed[sh.TradeID].Add(sh.Units.Abs())
+		at := sh.Time
+		t.CloseTime = &at
+	}
+	out := make([]venue.Trade, 0, len(order))
+	for _, id := range order {
+		t := by[id]
+		if t.InitialUnits.IsZero() {
+			continue // closes of a trade whose open the journal lacks: not a trade yet
+		}
+		t.Price = openNotional[id].Div(t.InitialUnits.Abs()).Round(10)
+		if q := closed[id]; q.IsPositive() {
+			avg := closeNotional[id].Div(q).Round(10)
+			t.AverageClosePrice = &avg
+		}
+		t.State = venue.TradeOpen
+		if t.CurrentUnits.IsZero() {
+			t.State = venue.TradeClosed
+		} else {
+			t.CloseTime = nil
+		}
+		out = append(out, *t)
+	}
+	return out
+}
+
+// OpenTrades lists the desk's open trades at the venue and, per symbol, what of the venue's net
+// position they do not explain as one untagged trade ("net-SYMBOL"), which the desk only reports.
+func (s *Session) OpenTrades(ctx context.Context) ([]venue.Trade, error) {
+	if err := s.resolvePending(ctx); err != nil {
+		return nil, err
+	}
+	// The venue's net first: the session is in order, so every report the venue sent before its
+	// position answer is journaled by the time the answer is read, and the trades read next
+	// explain all of that net that is the desk's.
+	net, err := s.Positions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	shares, err := s.journal.shares(ctx, "a.`tradeId` IN (SELECT x.`tradeId` FROM `fx_fix_allocation` x WHERE x.`tradeId` <> '' GROUP BY x.`tradeId` HAVING SUM(x.`units`) <> 0)")
+	if err != nil {
+		return nil, err
+	}
+	var open []venue.Trade
+	desk := map[string]decimal.Decimal{}
+	for _, t := range tradesFrom(shares) {
+		if t.State == venue.TradeOpen {
+			open = append(open, t)
+			desk[t.Symbol] = desk[t.Symbol].Add(t.CurrentUnits)
+		}
+	}
+	symbols := make([]string, 0, len(net)+len(desk))
+	for sym := range net {
+		symbols = append(symbols, sym)
+	}
+	for sym := range desk {
+		if _, ok := net[sym]; !ok {
+			symbols = append(symbols, sym)
+		}
+	}
+	sort.Strings(symbols)
+	for _, sym := range symbols {
+		if rest := net[sym].Sub(desk[sym]); !rest.IsZero() {
+			open = append(open, venue.Trade{ID: "net-" + sym, Symbol: sym, State: venue.TradeOpen, InitialUnits: rest, CurrentUnits: rest})
+		}
+	}
+	return open, nil
+}
+
+// TradeByID is desk trade id (its first opening execution), after asking the venue about its orders
+// without a final report.
+func (s *Session) TradeByID(ctx context.Context, id string) (venue.Trade, bool, error) {
+	if err := s.resolvePending(ctx); err != nil {
+		return venue.Trade{}, false, err
+	}
+	return s.trade(ctx, id)
+}
+
+// TradeByClientID is the trade desk order clientID opened: the same id.
+func (s *Session) TradeByClientID(ctx context.Context, clientID string) (venue.Trade, bool, error) {
+	if _, _, err := s.OrderByClientID(ctx, clientID); err != nil {
+		return venue.Trade{}, false, err
+	}
+	return s.tradeByKey(ctx, clientID)
+}
+
+// OrderByClientID is the targeted lookup of an unknown outcome: an OrderStatusRequest by ClOrdID
+// unless the journal already holds the order's final report. ok is false when the venue does not
+// know the order.
+func (s *Session) OrderByClientID(ctx context.Context, clientID string) (venue.OrderInfo, bool, error) {
+	o, found, err := s.journal.order(ctx, clientID)
+	if err != nil {
+		return venue.OrderInfo{}, false, err
+	}
+	if !found || o.Status == stateSending || o.Status == stateNew {
+		known, err := s.orderStatus(ctx, clientID, o.Symbol, o.Side)
+		if err != nil {
+			return venue.OrderInfo{}, false, err
+		}
+		if !known {
+			return venue.OrderInfo{}, false, nil
+		}
+		if o, found, err = s.journal.order(ctx, clientID); err != nil || !found {
+			return venue.OrderInfo{}, false, err
+		}
+	}
+	info := venue.OrderInfo{ID: o.VenueOrderID, ClientID: clientID, Tag: venue.Tag, Symbol: o.Symbol, Units: signed(o.Side, o.Qty), CreateTime: o.SentAt}
+	switch o.Status {
+	case stateFilled:
+		info.State = venue.OrderFilled
+		shares, err := s.journal.shares(ctx, "e.`clOrdId` = ?", clientID)
+		if err != nil {
+			return venue.OrderInfo{}, false, err
+		}
+		if len(shares) > 0 {
+			info.FillingTransactionID = shares[0].ExecutionID
+		}
+		if o.TradeID == clientID && len(shares) > 0 {
+			info.TradeOpenedID = strconv.FormatInt(shares[0].ExecutionID, 10)
+		}
+	case stateRejected:
+		info.State, info.CancelReason = venue.OrderCancelled, cancelReason(o.RejectReason, o.Text)
+	default:
+		info.State = venue.OrderPending
+	}
+	return info, true, nil
+}
+
+// Summary is the journal's last execution and the number of open desk trades. A FIX taker
+// session carries no account money: NAV and margin are zero, so the hedge monitor's margin
+// alert stays silent on FIX (docs/fix.md).
+func (s *Session) Summary(ctx context.Context) (venue.Summary, error) {
+	last, err := s.journal.lastExecution(ctx)
+	if err != nil {
+		return venue.Summary{}, err
+	}
+	return venue.Summary{Currency: "USD", LastTransactionID: last}, nil
+}
+
+// pageSize bounds TransactionsSince, as the REST venue's page does.
+const pageSize = 1000
+
+// TransactionsSince lists the executions after id, each with the desk trades it reduced or
+// closed (Changes), oldest first.
+func (s *Session) TransactionsSince(ctx context.Context, id int64) ([]venue.Transaction, int64, error) {
+	last, err := s.journal.lastExecution(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	shares, err := s.journal.shares(ctx, "a.`executionId` > ? AND a.`executionId` <= ?", id, id+pageSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []venue.Transaction
+	for _, sh := range shares {
+		if len(out) == 0 || out[len(out)-1].ID != sh.ExecutionID {
+			out = append(out, venue.Transaction{ID: sh.ExecutionID, Type: "ORDER_FILL", Time: sh.Time, ClientID: sh.ClOrdID, Symbol: sh.Symbol, Price: sh.Price})
+		}
+		tx := &out[len(out)-1]
+		tx.Units = tx.Units.Add(sh.Units)
+		if sh.TradeID == sh.ClOrdID {
+			tx.TradeOpened = strconv.FormatInt(sh.TradeExecID, 10)
+		} else if sh.TradeID != "" {
+			tx.Changes = append(tx.Changes, venue.TradeChange{TradeID: strconv.FormatInt(sh.TradeExecID, 10), Units: sh.Units, Price: sh.Price})
+		}
+	}
+	return out, last, nil
+}
+
+// positionAnswer collects the answers to one RequestForPositions.
+type positionAnswer struct {
+	want int // TotalNumPosReports from the ack; -1 until it came
+	got  map[string]decimal.Decimal
+	done chan struct{}
+}
+
+// Positions asks the venue for its net position per symbol (RequestForPositions).
+func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, error) {
+	id := "pos-" + uniqueSuffix()
+	pa := &positionAnswer{want: -1, got: map[string]decimal.Decimal{}, done: make(chan struct{})}
+	s.mu.Lock()
+	s.positions[id] = pa
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.positions, id)
+		s.mu.Unlock()
+	}()
+	msg := quickfix.NewMessage()
+	msg.Header.SetString(tag.MsgType, msgRequestForPos)
+	msg.Body.SetString(tag.PosReqID, id)
+	msg.Body.SetInt(tag.PosReqType, 0) // positions
+	msg.Body.SetString(tag.Account, s.cfg.Account)
+	msg.Body.SetInt(tag.AccountType, 1)
+	msg.Body.SetString(tag.ClearingBusinessDate, time.Now().UTC().Format("20060102"))
+	msg.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: time.Now().UTC(), Precision: quickfix.Millis})
+	if err := s.send(msg); err != nil {
+		return nil, fmt.Errorf("request for positions: %w", err)
+	}
+	select {
+	case <-pa.done:
+	case <-time.After(s.cfg.Timeout):
+		return nil, fmt.Errorf("request for positions: no complete answer within %s: %w", s.cfg.Timeout, venue.ErrOutcomeUnknown)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("request for positions: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps(pa.got), nil
+}
+
+func maps(m map[string]decimal.Decimal) map[string]decimal.Decimal {
+	out := make(map[string]decimal.Decimal, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Session) onPositionAck(msg *quickfix.Message) {
+	id, _ := msg.Body.GetString(tag.PosReqID)
+	n, err := msg.Body.GetInt(tag.TotalNumPosReports)
+	if err != nil {
+		n = 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pa := s.positions[id]; pa != nil && pa.want < 0 {
+		pa.want = n
+		pa.check()
+	}
+}
+
+// onPositionReport reads one symbol's net: the report carries one NoPositions entry, read flat
+// (the session runs without a data dictionary, so the group's fields are the body's).
+func (s *Session) onPositionReport(msg *quickfix.Message) {
+	id, _ := msg.Body.GetString(tag.PosReqID)
+	sym, _ := msg.Body.GetString(tag.Symbol)
+	num := func(t quickfix.Tag) decimal.Decimal {
+		v, _ := msg.Body.GetString(t)
+		d, err := decimal.NewFromString(v)
+		if err != nil {
+			return decimal.Zero
+		}
+		return d
+	}
+	net := num(tag.LongQty).Sub(num(tag.ShortQty))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pa := s.positions[id]; pa != nil {
+		pa.got[sym] = pa.got[sym].Add(net)
+		pa.check()
+	}
+}
+
+func (pa *positionAnswer) check() {
+	if pa.want >= 0 && len(pa.got) >= pa.want {
+		select {
+		case <-pa.done:
+		default:
+			close(pa.done)
+		}
+	}
+}
+
+// Sender is the session as trading and the reconciler send through it (trading.Venue,
+// execution.Closer): the session's writer is the executor, so a send is written at once, with no
+// pool or queue in front of it.
+type Sender struct{ S *Session }
+
+// Reachable is whether the session is logged on.
+func (x Sender) Reachable() bool { return x.S.Reachable() }
+
+// AccountID is the venue account.
+func (x Sender) AccountID() string { return x.S.AccountID() }
+
+// PlaceMarket sends o; trigger is when the order arrived (own time).
+func (x Sender) PlaceMarket(ctx context.Context, o venue.MarketOrder, trigger time.Time) (venue.Outcome, error) {
+	return x.S.placeMarket(ctx, o, trigger)
+}
+
+// CloseTrade closes units (nil: all) of trade tradeID; trigger is the tick or request that
+// decided it.
+func (x Sender) CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error) {
+	return x.S.closeTrade(ctx, tradeID, units, trigger)
+}
+
+var _ venue.API = (*Session)(nil)
+
+// MassStatus asks the venue for the status of every order (OrderMassStatusRequest, type 7) and
+// journals each answer as it journals any report; it answers how many orders the venue reported.
+// Venues that offer it let an operator or a new holder catch up at once on reports it lost.
+func (s *Session) MassStatus(ctx context.Context) (int, error) {
+	id := "mass-" + uniqueSuffix()
+	answers, done := s.wait(id)
+	defer done()
+	msg := quickfix.NewMessage()
+	msg.Header.SetString(tag.MsgType, msgMassStatusRequest)
+	msg.Body.SetString(tag.MassStatusReqID, id)
+	msg.Body.SetInt(tag.MassStatusReqType, 7) // all orders
+	if err := s.send(msg); err != nil {
+		return 0, fmt.Errorf("mass status: %w", err)
+	}
+	timeout := time.NewTimer(s.cfg.Timeout)
+	defer timeout.Stop()
+	n := 0
+	for {
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				return n, fmt.Errorf("mass status: %w", a.err)
+			}
+			if a.r.ClOrdID != "NONE" {
+				n++
+			}
+			if a.last {
+				return n, nil
+			}
+		case <-timeout.C:
+			return n, fmt.Errorf("mass status: the last report did not come within %s: %w", s.cfg.Timeout, venue.ErrOutcomeUnknown)
+		case <-ctx.Done():
+			return n, fmt.Errorf("mass status: %w", ctx.Err())
+		}
+	}
+}
