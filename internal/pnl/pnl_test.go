@@ -3,6 +3,7 @@ package pnl_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -43,7 +44,9 @@ func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 // the conversion of a EUR account's figures to USD — every figure worked out by hand.
 func TestReadOnDatedRows(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC)
+	// A run of its own day, so a second run (-count) reads its own rows alone.
+	runs++
+	t0 := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC).AddDate(0, 0, runs)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	usd, eur := account(t, "USD"), account(t, "EUR")
 	// P1: B-book, 0.01 lot EURUSD bought at 1.19, open (opened with 2.00 of markup); P2: A-book,
@@ -51,6 +54,7 @@ func TestReadOnDatedRows(t *testing.T) {
 	p1 := position(t, usd, nil, "OPEN", "0.01", "1.19", ptr("2.00"), at(5))
 	p2 := position(t, usd, ptr("T-1"), "CLOSED", "0", "1.19", ptr("3.00"), at(50))
 	p3 := position(t, usd, nil, "CLOSED", "0", "1.19", nil, at(190))
+	t.Cleanup(func() { testDB.Exec("UPDATE `fx_position` SET `status` = 'CLOSED', `volume` = 0 WHERE `id` = ?", p1) })
 	position(t, usd, nil, "CLOSED", "0", "1.19", ptr("99.00"), at(240)) // opened at the range's end: out
 	post(t, usd, []dated{
 		{ledger.Deal{Type: fx.DealDeposit, Amount: d("5000"), IdempotencyKey: "deposit:1"}, at(-60)},
@@ -134,7 +138,10 @@ func TestReadOnDatedRows(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-var user int64 = 100
+var (
+	user int64 = 100
+	runs int
+)
 
 func account(t *testing.T, currency string) int64 {
 	t.Helper()
@@ -193,6 +200,7 @@ func post(t *testing.T, account int64, deals []dated) {
 	var ds []ledger.Deal
 	for _, x := range deals {
 		x.deal.AccountID = account
+		x.deal.IdempotencyKey += fmt.Sprintf(":%d", account) // unique per run; the kind stays its prefix
 		ds = append(ds, x.deal)
 	}
 	p, err := ledger.Post([]*ledger.Account{{ID: account, Currency: ccy, Balance: balance}}, ds)
@@ -203,7 +211,7 @@ func post(t *testing.T, account int64, deals []dated) {
 		t.Fatal(err)
 	}
 	for _, x := range deals {
-		if _, err := tx.ExecContext(ctx, "UPDATE `fx_deal` SET `createdAt` = ? WHERE `idempotencyKey` = ?", x.at, x.deal.IdempotencyKey); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_deal` SET `createdAt` = ? WHERE `idempotencyKey` = ?", x.at, fmt.Sprintf("%s:%d", x.deal.IdempotencyKey, account)); err != nil {
 			t.Fatal(err)
 		}
 	}
