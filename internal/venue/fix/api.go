@@ -164,7 +164,7 @@ func (s *Session) placeMarket(ctx context.Context, o venue.MarketOrder, trigger 
 }
 
 // CloseTrade closes units (nil: all) of desk trade tradeID with an opposite market order against
-// the venue's net position; its ClOrdID names the trade (<trade>.c<suffix>).
+// the venue's net position; its ClOrdID names the trade (<trade>.c<n>, n its closes so far plus one).
 func (s *Session) CloseTrade(ctx context.Context, tradeID string, units *decimal.Decimal) (venue.Outcome, error) {
 	return s.closeTrade(ctx, tradeID, units, time.Time{})
 }
