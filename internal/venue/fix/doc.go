@@ -8,7 +8,8 @@
 // a trade of its own. The adapter keeps the desk's trades over the venue's net in a journal
 // (fx_fix_order, fx_fix_execution, fx_fix_allocation): a trade is the opening order, its id the
 // order's ClOrdID (the desk's order id); a close is an opposite market order whose ClOrdID names
-// the trade it reduces; an execution the venue made on its own (a venue-side close) is allocated
+// the trade it reduces, one at a time (a netting venue would execute a second close of the same
+// trade and flip it); an execution the venue made on its own (a venue-side close) is allocated
 // to the desk's trades in that symbol oldest first; whatever of the venue's net position the
 // desk's trades do not explain is reported as an untagged trade, which the desk never touches.
 //
