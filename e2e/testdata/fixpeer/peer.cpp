@@ -85,7 +85,7 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
   std::set<std::string> heartbeats;          // TestReqIDs answered
   int positionsWanted = -1, positionsGot = 0;
   int firstAppSeq = 0;                       // the counterparty's first application message
-  int resent = 0, resendRequestedFrom = 0;
+  int resent = 0;
   int heldSeq = 0;                           // the message sent only by a resend
   bool heldServed = false;
   bool holdNextFill = false;
@@ -115,10 +115,7 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
     const std::string type = m.getHeader().getField(FIX::FIELD::MsgType);
     if (type == "3") fail("the counterparty rejected message " + m.getField(FIX::FIELD::RefSeqNum) + ": " + text(m));
     if (type == "2") {
-      int begin = std::stoi(m.getField(FIX::FIELD::BeginSeqNo));
-      say("RESEND_REQUESTED begin=" + std::to_string(begin) + " end=" + m.getField(FIX::FIELD::EndSeqNo));
-      std::lock_guard<std::mutex> l(mu);
-      resendRequestedFrom = begin;
+      say("RESEND_REQUESTED begin=" + m.getField(FIX::FIELD::BeginSeqNo) + " end=" + m.getField(FIX::FIELD::EndSeqNo));
     }
     if (type == "0" && m.isSetField(FIX::FIELD::TestReqID)) {
       std::lock_guard<std::mutex> l(mu);
@@ -399,6 +396,7 @@ int main(int argc, char** argv) {
     std::istringstream cmd(line);
     std::string what, side, qty;
     cmd >> what >> side >> qty;
+    if (what == "quit") break;
     peer.waitFor("logon", [&] { return peer.loggedOn; });
     if (what == "order" || what == "order-resent") {
       std::string id = "CONF-" + std::to_string(++orders);
@@ -452,8 +450,6 @@ int main(int argc, char** argv) {
       if (peer.resent == 0) fail("the counterparty resent no application message");
       say("RESEND_OK resent=" + std::to_string(peer.resent));
       continue;
-    } else if (what == "quit") {
-      break;
     } else {
       fail("unknown command " + line);
     }
