@@ -267,11 +267,14 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 		venueView = svc.venue
 	}
 	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
-	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(svc.catalog), PerToken: cfg.Limits.StreamsPerToken,
-		PerProcess: cfg.Limits.StreamsPerProcess, Metrics: m})
+	slots := api.NewStreamSlots(cfg.Limits.StreamsPerToken, cfg.Limits.StreamsPerProcess, m)
+	rail := api.NewRail(api.RailConfig{Quotes: quotes, Digits: api.InstrumentDigits(svc.catalog), Slots: slots, Metrics: m})
 	parts.rail.Go("markets rail", rail.Run)
+	// One reader of the events outbox feeds every events stream, on holder and follower alike.
+	hub := api.NewEventHub(api.EventHubConfig{DB: st.db, Slots: slots, Poll: cfg.EventsPoll, Buffer: cfg.EventsBuffer, Metrics: m, Log: log})
+	parts.rail.Go("events stream", hub.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
-		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Limits: cfg.Limits,
+		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Events: hub, Limits: cfg.Limits,
 		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg))})
 	if err != nil {
 		return nil, err
@@ -330,8 +333,8 @@ func waitForStop(ctx context.Context, contention *contender, holder *holderParts
 	}
 }
 
-// shutdown stops in order — the markets rail (its streams end, so the server drains the requests
-// that do), HTTP, the metrics listener, then every stage (webParts.stop) — and returns failure,
+// shutdown stops in order — the markets rail and the events stream (their streams end, so the
+// server drains the requests that do), HTTP, the metrics listener, then every stage (webParts.stop) — and returns failure,
 // or the failure of a part while stopping.
 func shutdown(front *frontDoor, parts *webParts, failure error, log *slog.Logger) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,11 +24,10 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/testkit/dbtest"
-	"fxdesk/internal/trading"
 )
 
 // auditDesk is the desk's real router over a fresh database, with an admin token.
@@ -42,6 +40,10 @@ type auditDesk struct {
 	// PENDING order of account for a dealer to cancel.
 	account, alertID, order int64
 	cat                     *catalog.Admin
+	// ruleUpd and ruleDel are routing rules to change and delete; ruleOrder two rules of group
+	// walk-rt-ord to reorder.
+	ruleUpd, ruleDel int64
+	ruleOrder        [2]int64
 	// webhook is an endpoint (a real receiver that accepts) with a dead letter of event
 	// deadEvent for the replay to post.
 	webhook, deadEvent int64
@@ -69,6 +71,22 @@ func (d *auditDesk) fixtures() {
 	if _, _, err := admin.PutOverride(ctxAdmin, catalog.Override{AccountGroup: "default", SymbolGroup: "metals", MarkupPoints: &three}); err != nil {
 		t.Fatal(err)
 	}
+	// Routing rules, each group of its own so the walk's order does not matter.
+	rule := func(group string) int64 {
+		if _, err := admin.CreateAccountGroup(ctxAdmin, group, catalog.AccountGroupPatch{}); err != nil && !strings.Contains(err.Error(), "exists") {
+			t.Fatal(err)
+		}
+		r, err := admin.CreateRoutingRule(ctxAdmin, group, routing.Rule{Symbols: []string{"EURUSD"}, Action: routing.BBook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	if _, err := admin.CreateAccountGroup(ctxAdmin, "walk-rt-new", catalog.AccountGroupPatch{}); err != nil {
+		t.Fatal(err)
+	}
+	d.ruleUpd, d.ruleDel = rule("walk-rt-upd"), rule("walk-rt-del")
+	d.ruleOrder = [2]int64{rule("walk-rt-ord"), rule("walk-rt-ord")}
 	res, err := db.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `timeInForce`, `status`) "+
 		"VALUES (?, 'EURUSD', 'BUY', 'LIMIT', 0.10, 1.00000, 'GTC', 'PENDING')", d.account)
 	if err != nil {
@@ -110,20 +128,9 @@ func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	log := slog.New(slog.DiscardHandler)
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, true)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	// Venue: true so a group may be EXTERNAL (the execution-mode write has something to change).
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log, Venue: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	inbox := alert.NewInbox(db, log)
 	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
 		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db)})
@@ -333,6 +340,45 @@ var auditedWrites = map[string]auditedWrite{
 		},
 		action: "symbol_override.delete", entityType: "symbol_override", entityID: fixed("default/metals"),
 		before: true, after: "",
+	},
+	"POST /api/admin/fx/account-groups/{name}/routing": {
+		path: fixed("/api/admin/fx/account-groups/walk-rt-new/routing"), body: fixed(`{"volumeMin":"5","action":"B_BOOK","note":"walk"}`),
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/account-groups/walk-rt-new/routing", `{"volumeMin":"5","action":"HEDGE 50%"}`
+		},
+		action: "routing_rule.create", entityType: "routing_rule", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.ruleOrder[1]+1, 10) },
+		before: false, after: `"volumeMin":"5"`,
+	},
+	"PUT /api/admin/fx/account-groups/{name}/routing/{id}": {
+		path: func(d *auditDesk) string {
+			return "/api/admin/fx/account-groups/walk-rt-upd/routing/" + strconv.FormatInt(d.ruleUpd, 10)
+		},
+		body: fixed(`{"volumeMax":"2","action":"B_BOOK"}`),
+		bad: func(d *auditDesk) (string, string) {
+			return "/api/admin/fx/account-groups/walk-rt-upd/routing/" + strconv.FormatInt(d.ruleUpd, 10), `{"volumeMax":"-2","action":"B_BOOK"}`
+		},
+		action: "routing_rule.update", entityType: "routing_rule", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.ruleUpd, 10) },
+		before: true, after: `"volumeMax":"2"`,
+	},
+	"DELETE /api/admin/fx/account-groups/{name}/routing/{id}": {
+		path: func(d *auditDesk) string {
+			return "/api/admin/fx/account-groups/walk-rt-del/routing/" + strconv.FormatInt(d.ruleDel, 10)
+		},
+		body: fixed(""),
+		bad: func(d *auditDesk) (string, string) {
+			return "/api/admin/fx/account-groups/walk-rt-upd/routing/" + strconv.FormatInt(d.ruleDel, 10), ""
+		},
+		action: "routing_rule.delete", entityType: "routing_rule", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.ruleDel, 10) },
+		before: true, after: "",
+	},
+	"PUT /api/admin/fx/account-groups/{name}/routing/order": {
+		path: fixed("/api/admin/fx/account-groups/walk-rt-ord/routing/order"),
+		body: func(d *auditDesk) string { return fmt.Sprintf(`{"ids":[%d,%d]}`, d.ruleOrder[1], d.ruleOrder[0]) },
+		bad: func(d *auditDesk) (string, string) {
+			return "/api/admin/fx/account-groups/walk-rt-ord/routing/order", fmt.Sprintf(`{"ids":[%d]}`, d.ruleOrder[1])
+		},
+		action: "routing_rule.reorder", entityType: "account_group", entityID: fixed("walk-rt-ord"),
+		before: true, after: `"order":[`,
 	},
 	"POST /api/admin/fx/orders/{id}/cancel": {
 		path:   func(d *auditDesk) string { return "/api/admin/fx/orders/" + strconv.FormatInt(d.order, 10) + "/cancel" },

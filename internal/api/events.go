@@ -57,20 +57,7 @@ func eventsFilter(r *http.Request) (events.Filter, error) {
 	if err := checkQuery(q, eventsParams, "the events page"); err != nil {
 		return events.Filter{}, err
 	}
-	num := func(name string, min int64) (int64, error) {
-		if !q.Has(name) {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(q.Get(name), 10, 64)
-		if err != nil || n < min {
-			what := "a positive whole number"
-			if min == 0 {
-				what = "a whole number, 0 or more"
-			}
-			return 0, fx.Errorf(fx.EINVALID, "%s must be %s (got %q).", name, what, q.Get(name))
-		}
-		return n, nil
-	}
+	num := func(name string, min int64) (int64, error) { return wholeParam(name, q.Get(name), q.Has(name), min) }
 	var f events.Filter
 	var err error
 	if f.After, err = num("after", 0); err != nil {
@@ -91,4 +78,21 @@ func eventsFilter(r *http.Request) (events.Filter, error) {
 		f.Limit = 100
 	}
 	return f, nil
+}
+
+// wholeParam reads a whole-number parameter given (0 when not) of at least min (0 or 1), refused
+// by name.
+func wholeParam(name, raw string, given bool, min int64) (int64, error) {
+	if !given {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < min {
+		what := "a positive whole number"
+		if min == 0 {
+			what = "a whole number, 0 or more"
+		}
+		return 0, fx.Errorf(fx.EINVALID, "%s must be %s (got %q).", name, what, raw)
+	}
+	return n, nil
 }

@@ -51,7 +51,8 @@ func newTestRail(t *testing.T, perToken, perProcess, buffer int) (*Rail, *feed) 
 	f := &feed{subscribed: make(chan struct{})}
 	q := &desk.Quotes{}
 	q.SetFollowed(f)
-	r := NewRail(RailConfig{Quotes: q, PerToken: perToken, PerProcess: perProcess, Buffer: buffer, Metrics: metrics.New("test"),
+	m := metrics.New("test")
+	r := NewRail(RailConfig{Quotes: q, Slots: NewStreamSlots(perToken, perProcess, m), Buffer: buffer, Metrics: m,
 		Digits: func(s string) (int, bool) { return 5, s != "NOSUCH" }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -164,13 +165,13 @@ func TestStreamsPastEitherCapAreRefusedWithELIMITED(t *testing.T) {
 	if _, err := r.subscribe("a", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.subscribe("a", nil); fx.ErrorCode(err) != fx.ELIMITED || !strings.Contains(fx.ErrorMessage(err), "2 open price streams") {
+	if _, err := r.subscribe("a", nil); fx.ErrorCode(err) != fx.ELIMITED || !strings.Contains(fx.ErrorMessage(err), "2 open streams") {
 		t.Fatalf("third stream of one token: %v, want ELIMITED naming the cap", err)
 	}
 	if _, err := r.subscribe("b", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.subscribe("c", nil); fx.ErrorCode(err) != fx.ELIMITED || !strings.Contains(fx.ErrorMessage(err), "most open price streams (3)") {
+	if _, err := r.subscribe("c", nil); fx.ErrorCode(err) != fx.ELIMITED || !strings.Contains(fx.ErrorMessage(err), "most open streams (3)") {
 		t.Fatalf("fourth stream of the process: %v, want ELIMITED naming the cap", err)
 	}
 	r.unsubscribe(s1)

@@ -8,7 +8,6 @@ import (
 
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/tick"
 )
@@ -18,22 +17,20 @@ import (
 // same bytes to every stream that asked for the symbol. Nobody is waited for: a stream whose buffer
 // is full loses that quote alone (a burst outruns a client for a moment; the next quote supersedes
 // the lost one), and a stream whose buffer has stayed full for slowFor is dropped — its client
-// reconnects and starts again from the latest quotes. The rail also holds the stream caps, per
-// token and per process, so a refusal costs nothing but a map lookup.
+// reconnects and starts again from the latest quotes. A stream takes its slot of the front
+// door's stream caps (StreamSlots) before it joins.
 type Rail struct {
-	quotes     *desk.Quotes
-	digits     func(symbol string) (int, bool)
-	perToken   int
-	perProcess int
-	buffer     int
-	slowFor    time.Duration
-	metrics    *metrics.Metrics
-	now        func() time.Time
+	quotes  *desk.Quotes
+	digits  func(symbol string) (int, bool)
+	slots   *StreamSlots
+	buffer  int
+	slowFor time.Duration
+	metrics *metrics.Metrics
+	now     func() time.Time
 
 	mu       sync.Mutex
 	bySymbol map[string]map[*railStream]struct{}
 	all      map[*railStream]struct{} // streams of every symbol
-	perKey   map[string]int
 	open     int
 }
 
@@ -60,8 +57,8 @@ type RailConfig struct {
 	// Digits gives a symbol's quoted decimals, false for a symbol the rail must not carry
 	// (InstrumentDigits: the tradable instruments').
 	Digits func(symbol string) (int, bool)
-	// PerToken and PerProcess cap open streams (config.Limits).
-	PerToken, PerProcess int
+	// Slots are the stream caps the rail shares with the events stream.
+	Slots *StreamSlots
 	// Buffer is how many events a stream may have unwritten before it is dropped (default 256).
 	Buffer  int
 	Metrics *metrics.Metrics
@@ -72,9 +69,9 @@ func NewRail(c RailConfig) *Rail {
 	if c.Buffer <= 0 {
 		c.Buffer = 256
 	}
-	return &Rail{quotes: c.Quotes, digits: c.Digits, perToken: c.PerToken, perProcess: c.PerProcess, buffer: c.Buffer, metrics: c.Metrics,
+	return &Rail{quotes: c.Quotes, digits: c.Digits, slots: c.Slots, buffer: c.Buffer, metrics: c.Metrics,
 		slowFor: slowFor, now: time.Now,
-		bySymbol: map[string]map[*railStream]struct{}{}, all: map[*railStream]struct{}{}, perKey: map[string]int{}}
+		bySymbol: map[string]map[*railStream]struct{}{}, all: map[*railStream]struct{}{}}
 }
 
 // InstrumentDigits is RailConfig.Digits over the catalog's tradable instruments, as last
@@ -93,18 +90,13 @@ func InstrumentDigits(svc *catalog.Admin) func(symbol string) (int, bool) {
 const streamRetryAfter = "5"
 
 // subscribe opens a stream for the token key over symbols (nil: all), or refuses it with
-// ELIMITED past a cap.
+// ELIMITED past a stream cap.
 func (r *Rail) subscribe(key string, symbols []string) (*railStream, error) {
+	if err := r.slots.take(key); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.open >= r.perProcess {
-		r.metrics.Refused.WithLabelValues(metrics.RefusedStreamsProcess).Inc()
-		return nil, fx.Errorf(fx.ELIMITED, "This server has its most open price streams (%d); retry shortly or connect to another.", r.perProcess)
-	}
-	if r.perKey[key] >= r.perToken {
-		r.metrics.Refused.WithLabelValues(metrics.RefusedStreamsToken).Inc()
-		return nil, fx.Errorf(fx.ELIMITED, "This token already has %d open price streams, the most it may hold; close one first (one stream can carry every symbol).", r.perToken)
-	}
 	s := &railStream{events: make(chan []byte, r.buffer), gone: make(chan struct{}), key: key, symbols: symbols}
 	if symbols == nil {
 		r.all[s] = struct{}{}
@@ -117,7 +109,6 @@ func (r *Rail) subscribe(key string, symbols []string) (*railStream, error) {
 		}
 		set[s] = struct{}{}
 	}
-	r.perKey[key]++
 	r.open++
 	r.metrics.SSEClients.Inc()
 	return s, nil
@@ -126,14 +117,11 @@ func (r *Rail) subscribe(key string, symbols []string) (*railStream, error) {
 // unsubscribe releases s's slot; safe after the rail ended it.
 func (r *Rail) unsubscribe(s *railStream) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.endLocked(s)
-	r.perKey[s.key]--
-	if r.perKey[s.key] <= 0 {
-		delete(r.perKey, s.key)
-	}
 	r.open--
 	r.metrics.SSEClients.Dec()
+	r.mu.Unlock()
+	r.slots.give(s.key)
 }
 
 // endLocked removes s from the fan-out and tells its stream to end; the slot stays counted
@@ -155,7 +143,7 @@ func (r *Rail) endLocked(s *railStream) {
 	close(s.gone)
 }
 
-// Open is the number of open streams.
+// Open is the number of open markets-rail streams.
 func (r *Rail) Open() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -65,6 +65,7 @@ func routes(d Deps) http.Handler {
 		r.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
 		r.Get("/deals", handleDeals(d.Log, d.Trading))
 		r.Get("/events", handleEvents(d.Log, d.DB))
+		r.Get("/events/stream", handleEventsStream(d.Log, d.DB, d.Events, d.Metrics))
 		r.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
 		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))
@@ -99,6 +100,14 @@ func routes(d Deps) http.Handler {
 		r.Put("/account-groups/{name}/overrides/symbol-groups/{group}", handlePutOverride(d.Log, d.Catalog))
 		r.Delete("/account-groups/{name}/overrides/symbol-groups/{group}", handleDeleteOverride(d.Log, d.Catalog))
 		r.Get("/accounts/{id}/effective", handleEffective(d.Log, d.Catalog))
+		r.Get("/accounts/{id}/profile", handleAccountProfile(d.Log, d.Trading))
+		// Routing rules: the holder routes every order, so a change is served there and applies
+		// to its next order at once (docs/routing.md).
+		r.Get("/account-groups/{name}/routing", handleRoutingRules(d.Log, d.Catalog))
+		r.With(deskPriced).Post("/account-groups/{name}/routing", handleCreateRoutingRule(d.Log, d.Catalog))
+		r.With(deskPriced).Put("/account-groups/{name}/routing/order", handleReorderRoutingRules(d.Log, d.Catalog))
+		r.With(deskPriced).Put("/account-groups/{name}/routing/{id}", handleUpdateRoutingRule(d.Log, d.Catalog))
+		r.With(deskPriced).Delete("/account-groups/{name}/routing/{id}", handleDeleteRoutingRule(d.Log, d.Catalog))
 		// Dealer actions are desk-priced like the trader's own close and cancel.
 		r.With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
 		r.With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))

@@ -68,6 +68,9 @@ type Deps struct {
 	// Webhooks is the admin side of the host platform's webhooks; nil takes one with the
 	// default sender (FXDESK_WEBHOOK_* defaults).
 	Webhooks *relay.Admin
+	// Events hands the outbox to the trader events streams (run by the process); nil where the
+	// process serves none (fxdesk-cron), whose stream route then answers 503.
+	Events *EventHub
 	// Limits bound the front door (docs/architecture.md, «The front door»). Zero values switch a
 	// rate limit off and leave the body bound at its default.
 	Limits config.Limits

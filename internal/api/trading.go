@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
@@ -332,7 +333,18 @@ func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
+		ids := make([]int64, 0, len(as))
+		for _, a := range as {
+			ids = append(ids, a.ID)
+		}
+		profiles, err := svc.Accounts().Profiles(r.Context(), ids)
+		if err != nil {
+			return err
+		}
+		// The dealer's list shows each account's trader profile beside it.
+		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, func(a book.Account) adminAccountView {
+			return adminAccountView{accountView: viewAccount(a), Profile: viewProfile(a.ID, a.Currency, profiles[a.ID])}
+		})})
 		return nil
 	})
 }

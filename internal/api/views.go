@@ -77,10 +77,13 @@ type orderView struct {
 	// the venue's cancel reason of a REJECTED one, or why it is NOT_SENT.
 	Execution   string  `json:"execution"`
 	VenueReason *string `json:"venueReason,omitempty"`
+	// RouteRuleID is the routing rule that chose Execution when the order was accepted; null
+	// when its account group's execution mode did (docs/routing.md).
+	RouteRuleID *int64 `json:"routeRuleId"`
 }
 
 func viewOrder(o book.Order) orderView {
-	return orderView{Order: events.OrderOf(o), Execution: executionOf(o.Execution), VenueReason: o.VenueReason}
+	return orderView{Order: events.OrderOf(o), Execution: executionOf(o.Execution), VenueReason: o.VenueReason, RouteRuleID: o.RouteRuleID}
 }
 
 // positionView is the position payload of the events outbox: the API's position, one

@@ -253,7 +253,7 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.update", EntityType: "account_group", EntityID: name, Before: before, After: after}); err != nil {
 		return before, after, nil, err
 	}
-	if accounts, err = store.QueryAll(ctx, tx, "update account group: its accounts", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	if accounts, err = store.QueryAll(ctx, tx, "update account group: its accounts", store.ScanInt64,
 		"SELECT `id` FROM `fx_account` WHERE `accountGroup` = ?", name); err != nil {
 		return before, after, nil, err
 	}
@@ -334,7 +334,7 @@ func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) (AccountGro
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM `fx_account_group` WHERE `name` = ?", name); err != nil {
 			if store.IsReferenced(err) {
-				return fx.Errorf(fx.ECONFLICT, "Account group %q is still referenced (its symbol overrides): remove them before deleting it.", name)
+				return fx.Errorf(fx.ECONFLICT, "Account group %q is still referenced (its symbol overrides or routing rules): remove them before deleting it.", name)
 			}
 			return fmt.Errorf("delete account group %s: %w", name, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
@@ -82,6 +83,11 @@ type Catalog struct {
 	TradableList []Instrument
 	// overrides are the account groups' symbol settings, read by Effective.
 	overrides map[overrideKey]Override
+	// Routing is each account group's routing rules in the order they are asked (a group
+	// without rules routes by its execution mode); RoutingUsesProfile is true when any rule of
+	// any group reads the trader profile.
+	Routing            map[string][]routing.Rule
+	RoutingUsesProfile bool
 }
 
 var hundred = decimal.NewFromInt(100)
@@ -243,6 +249,9 @@ func Load(ctx context.Context, db *sql.DB) (*Catalog, error) {
 		return nil, fmt.Errorf("load account groups: %w", err)
 	}
 	if cat.overrides, err = loadOverrides(ctx, db); err != nil {
+		return nil, err
+	}
+	if cat.Routing, cat.RoutingUsesProfile, err = loadRoutingRules(ctx, db); err != nil {
 		return nil, err
 	}
 	return cat, nil

@@ -94,6 +94,12 @@ type Config struct {
 	Takeover Takeover
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
+	// EventsPoll is how often a web process reads the events outbox for its events streams
+	// (FXDESK_EVENTS_POLL, default 200ms): one query per process, however many streams are open.
+	EventsPoll time.Duration
+	// EventsBuffer is how many events one events stream may have unwritten before it is ended and
+	// its client resumes from its last id (FXDESK_EVENTS_STREAM_BUFFER, default 1024).
+	EventsBuffer int
 	// MirrorMaxAge bounds a mirrored mid used for conversion while its session is open
 	// (FXDESK_MIRROR_MAX_AGE, default 15m): far above the 30 s trading staleness, because a quiet
 	// cross must not lose a correct swap charge over a short gap.
@@ -152,6 +158,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		LeaseTTL:       duration("FXDESK_LEASE_TTL", "20s"),
 		LeaseFence:     duration("FXDESK_LEASE_FENCE", "5s"),
 		MirrorInterval: duration("FXDESK_MIRROR_INTERVAL", "5s"),
+		EventsPoll:     duration("FXDESK_EVENTS_POLL", "200ms"),
 		MirrorMaxAge:   duration("FXDESK_MIRROR_MAX_AGE", "15m"),
 		VenueInterval:  duration("FXDESK_VENUE_INTERVAL", "60s"),
 		Calendar:       env("FXDESK_CALENDAR", "real"),
@@ -257,6 +264,14 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	if c.LeaseFence <= 0 || c.LeaseFence >= c.LeaseTTL-c.LeaseTTL/3 {
 		errs = append(errs, fmt.Errorf("FXDESK_LEASE_FENCE=%s must be above zero and below the TTL minus one renew interval (%s): otherwise the holder distrusts its lease before it can renew", c.LeaseFence, c.LeaseTTL-c.LeaseTTL/3))
 	}
+	if c.EventsPoll < 10*time.Millisecond || c.EventsPoll > 10*time.Second {
+		errs = append(errs, fmt.Errorf("FXDESK_EVENTS_POLL=%s must be from 10ms to 10s (streams hear an event within one period)", c.EventsPoll))
+	}
+	if n, err := strconv.Atoi(env("FXDESK_EVENTS_STREAM_BUFFER", "1024")); err != nil || n < 16 || n > 1_000_000 {
+		errs = append(errs, fmt.Errorf("FXDESK_EVENTS_STREAM_BUFFER=%q must be a whole number from 16 to 1000000", getenv("FXDESK_EVENTS_STREAM_BUFFER")))
+	} else {
+		c.EventsBuffer = n
+	}
 	if c.MirrorInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_MIRROR_INTERVAL=%s must be at least 100ms", c.MirrorInterval))
 	}
@@ -356,6 +371,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("clusterSecret", mask(c.ClusterSecret)),
 		slog.String("takeover", string(c.Takeover)),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
+		slog.Duration("eventsPoll", c.EventsPoll), slog.Int("eventsStreamBuffer", c.EventsBuffer),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
 		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("fixSession", c.Venue.FIXSession), slog.String("account", c.Venue.Account),

@@ -18,7 +18,8 @@ func TestDefaultsMakeASingleProcessDesk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.CronMode != CronInline || c.HTTPAddr != ":4000" || c.LeaseTTL != 20*time.Second || c.LeaseFence != 5*time.Second ||
-		c.RenewEvery() != 20*time.Second/3 || c.Takeover != TakeoverNever || c.Feed != "sim" || c.MirrorInterval != 5*time.Second || c.WebInstances != 1 {
+		c.RenewEvery() != 20*time.Second/3 || c.Takeover != TakeoverNever || c.Feed != "sim" || c.MirrorInterval != 5*time.Second || c.WebInstances != 1 ||
+		c.EventsPoll != 200*time.Millisecond || c.EventsBuffer != 1024 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	// The env file both binaries read may ask the web tier for standby: the cron process ignores it.
@@ -54,6 +55,11 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Web, map[string]string{"FXDESK_FEED": "tcp://x"}, []string{"FXDESK_FEED", "sim"}},
 		{Web, map[string]string{"FXDESK_CALENDAR": "weekdays"}, []string{"FXDESK_CALENDAR", "always-open"}},
 		{Web, map[string]string{"FXDESK_MIRROR_INTERVAL": "10s", "FXDESK_MIRROR_MAX_AGE": "5s"}, []string{"FXDESK_MIRROR_MAX_AGE"}},
+		// The events streams' reader: often enough to feel live, rarely enough to cost nothing.
+		{Web, map[string]string{"FXDESK_EVENTS_POLL": "1ms"}, []string{"FXDESK_EVENTS_POLL", "10ms", "10s"}},
+		{Web, map[string]string{"FXDESK_EVENTS_POLL": "1m"}, []string{"FXDESK_EVENTS_POLL", "10ms", "10s"}},
+		{Web, map[string]string{"FXDESK_EVENTS_STREAM_BUFFER": "8"}, []string{"FXDESK_EVENTS_STREAM_BUFFER", "16"}},
+		{Web, map[string]string{"FXDESK_EVENTS_STREAM_BUFFER": "lots"}, []string{"FXDESK_EVENTS_STREAM_BUFFER", "whole number"}},
 		{Web, map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
 		{Web, map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
 		{Web, map[string]string{"FXDESK_DEMO": "maybe"}, []string{"FXDESK_DEMO"}},

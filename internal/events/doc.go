@@ -9,8 +9,9 @@
 // Row builds the INSERT for one event; the writer adds it to its own transaction or batch, as it
 // adds its audit row. Ids the batch learns only as it runs (a new order's, a new position's) go
 // into the payload from the session variables that hold them. List reads a page of events back
-// for a caller, in id order, only up to the id below which the log has settled
-// (docs/architecture.md, «Events»).
+// in id order (for a caller's page, a stream's backlog, a web process's one reader of the log);
+// Newest is the highest id. Ids are dense and given in commit order, so a reader resuming after
+// the last id it read misses nothing (docs/architecture.md, «Events»).
 //
 // It must never update a row, nor delete one but through Prune, the retention (events older than
 // FXDESK_EVENTS_RETENTION that every consumer has relayed; docs/events.md): the outbox is

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -21,12 +22,14 @@ type Entry struct {
 	CreatedAt time.Time       `json:"createdAt"`
 }
 
-// Filter chooses the events List returns: those after After (an id), in id order, of UserID's
-// accounts (0: every user's) and of AccountID (0: every account).
+// Filter chooses the events List returns: those after After (an id) and up to UpTo (0: no
+// bound), in id order, of UserID's accounts (0: every user's) and of AccountID (0: every
+// account).
 type Filter struct {
 	UserID    int64
 	AccountID int64
 	After     int64
+	UpTo      int64
 	Limit     int // 1..500, default 100
 }
 
@@ -41,12 +44,28 @@ func List(ctx context.Context, db store.Queryer, f Filter) ([]Entry, error) {
 	if f.AccountID != 0 {
 		where, args = append(where, "`accountId` = ?"), append(args, f.AccountID)
 	}
+	if f.UpTo != 0 {
+		where, args = append(where, "`id` <= ?"), append(args, f.UpTo)
+	}
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 100
 	}
 	args = append(args, f.Limit)
 	return store.QueryAll(ctx, db, "events", scanEntry,
 		"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt` FROM `fx_event` WHERE "+strings.Join(where, " AND ")+" ORDER BY `id` LIMIT ?", args...)
+}
+
+// Newest is the highest event id written (0: none yet).
+func Newest(ctx context.Context, db store.Queryer) (int64, error) {
+	ids, err := store.QueryAll(ctx, db, "newest event", func(sc store.Scanner) (sql.NullInt64, error) {
+		var id sql.NullInt64
+		err := sc.Scan(&id)
+		return id, err
+	}, "SELECT MAX(`id`) FROM `fx_event`")
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0].Int64, nil
 }
 
 func scanEntry(sc store.Scanner) (Entry, error) {

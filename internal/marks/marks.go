@@ -88,7 +88,7 @@ func (j *Job) Run(ctx context.Context, at time.Time) (schedule.Result, error) {
 // expired, with the change (docs/architecture.md, «Events»). The job holds no lease: its events
 // carry term 0.
 func (j *Job) expireOrders(ctx context.Context, at time.Time) (int, error) {
-	ids, err := store.QueryAll(ctx, j.cfg.DB, "expire orders", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	ids, err := store.QueryAll(ctx, j.cfg.DB, "expire orders", store.ScanInt64,
 		"SELECT `id` FROM `fx_order` WHERE `status` = 'PENDING' AND `timeInForce` IN ('GTD', 'DAY') AND `expiresAt` IS NOT NULL "+
 			"AND `expiresAt` <= ? ORDER BY `id`", at.UTC())
 	if err != nil {

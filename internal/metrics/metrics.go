@@ -47,6 +47,12 @@ type Metrics struct {
 	StreamsDropped    prometheus.Counter
 	StreamUpdatesLost prometheus.Counter
 
+	// The trader's events stream (GET /api/fx/events/stream): open streams, events written to
+	// them, and streams ended because their buffer filled (the client resumes from its last id).
+	EventStreams        prometheus.Gauge
+	EventsDelivered     prometheus.Counter
+	EventStreamsDropped prometheus.Counter
+
 	// Negative balance protection (trading.Config.NBP): resets committed, and what they cost the
 	// desk by account currency.
 	NBPResets *prometheus.CounterVec
@@ -131,6 +137,17 @@ func New(process string) *Metrics {
 		Name: "fxdesk_sse_updates_lost_total",
 		Help: "Quotes a markets-rail stream lost because its buffer was full (its client was behind; the next quote supersedes it).",
 	})
+	m.EventStreams = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fxdesk_event_stream_subscribers", Help: "Open trader events streams (GET /api/fx/events/stream) of this process.",
+	})
+	m.EventsDelivered = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fxdesk_event_stream_delivered_total",
+		Help: "Events written to trader events streams, from the table (a resumed stream's backlog) and live.",
+	})
+	m.EventStreamsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fxdesk_event_stream_dropped_total",
+		Help: "Trader events streams ended because their buffer filled (the client was behind); it resumes with Last-Event-ID and loses nothing.",
+	})
 	m.NBPResets = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fxdesk_nbp_resets_total",
 		Help: "Negative balance protection resets: closes that left an account of a protected group below zero, followed by one ADJUSTMENT deal back to zero, by account currency.",
@@ -140,6 +157,7 @@ func New(process string) *Metrics {
 		Help: "What negative balance protection's resets cost the desk (the ADJUSTMENT deals' sum), in units of the account currency named by the label.",
 	}, []string{"currency"})
 	reg.MustRegister(m.Refused, m.StreamsDropped, m.StreamUpdatesLost, m.NBPResets, m.NBPAmount)
+	reg.MustRegister(m.EventStreams, m.EventsDelivered, m.EventStreamsDropped)
 	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
 		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused, m.CommitOneTrip)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -148,9 +166,12 @@ func New(process string) *Metrics {
 	return m
 }
 
-// Handler serves the registry.
+// Handler serves the registry. A collector that cannot read the database (the open alerts, the
+// relay's lag) drops its own series from the scrape, not the whole scrape: during an outage the
+// scraper still gets the lease, the feed and the process, and promhttp_metric_handler_errors_total
+// counts what was left out.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // ObserveRenew records one renew cycle.

@@ -35,3 +35,10 @@ func QueryAll[T any](ctx context.Context, q Queryer, what string, scan func(Scan
 	}
 	return out, nil
 }
+
+// ScanInt64 reads a row of one integer column, for QueryAll.
+func ScanInt64(sc Scanner) (int64, error) {
+	var v int64
+	err := sc.Scan(&v) // before the return: a return's operands may be read before its calls run
+	return v, err
+}

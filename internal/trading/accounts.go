@@ -60,7 +60,7 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 		return 0, fmt.Errorf("create account: begin: %w", err)
 	}
 	defer tx.Rollback()
-	ids, err := store.QueryAll(ctx, tx, "create account: count accounts", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	ids, err := store.QueryAll(ctx, tx, "create account: count accounts", store.ScanInt64,
 		"SELECT `id` FROM `fx_account` WHERE `userId` = ? FOR UPDATE", userID)
 	if err != nil {
 		return 0, err

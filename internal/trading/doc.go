@@ -28,6 +28,11 @@
 // (Service.retry, store.RetryRolledBack), and past the retries answered EUNAVAILABLE, never as
 // an internal error.
 //
+// Each order is routed once, at acceptance, on its locked account (routing.go): its account
+// group's routing rules, read with the catalog, and the trader's profile decide INTERNAL or
+// EXTERNAL, and the order records the rule. Every close adds its trade to the account's profile
+// in its own transaction (profile.go), one statement per close.
+//
 // Instruments, groups and the caps are read from internal/catalog, which the dealer changes;
 // this package never writes them. The doors a trader opens are bounded by the settings: resting
 // orders per account and accounts per user, each counted under the lock its placement or

@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
 )
 
@@ -118,12 +119,20 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 	}
 
+	// The trader's profile, when a routing rule reads it (docs/routing.md): from the holder's
+	// memory, read once per account.
+	var prof routing.Profile
+	if cat.RoutingUsesProfile {
+		if prof, err = s.profileFor(ctx, r.AccountID); err != nil {
+			return OrderResult{}, err
+		}
+	}
 	if r.Type == fx.Market {
-		return s.fillMarket(ctx, userID, r, in)
+		return s.fillMarket(ctx, userID, r, in, prof)
 	}
 	var res OrderResult
 	err = s.retry(ctx, func() (err error) {
-		res, err = s.placeResting(ctx, userID, r, in, cat, m, q, expires)
+		res, err = s.placeResting(ctx, userID, r, in, cat, m, q, expires, prof)
 		return err
 	})
 	if err != nil {
@@ -148,7 +157,8 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 // own price it would be credited, as unrealised profit, the distance a LIMIT waits for. Other
 // pending orders are not added up: each is judged again, on the rows of its fill, when it
 // triggers.
-func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *book.Market, q book.Quote, expires *time.Time) (OrderResult, error) {
+func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, cat *catalog.Catalog, m *book.Market, q book.Quote, expires *time.Time,
+	prof routing.Profile) (OrderResult, error) {
 	tx, locks, err := s.begin(ctx, gate.Fill, "place order")
 	if err != nil {
 		return OrderResult{}, err
@@ -182,8 +192,11 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	if err := stateRefusal(a, actOpen); err != nil {
 		return OrderResult{}, err
 	}
-	if a.Execution == fx.External {
-		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d trades through an execution venue, which takes MARKET orders only: resting %s orders are not routed there.", a.ID, r.Type)
+	// Routed once, here: the order rests on the desk and fills there when it triggers.
+	execution, rule := routeOf(cat, &a, in.Symbol, r.Volume, s.profileNow(cat, a.ID, prof))
+	if execution == fx.External {
+		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d's orders of %s lots of %s are routed to the execution venue (%s), which takes MARKET orders only: resting %s orders are not routed there.",
+			a.ID, r.Volume, in.Symbol, routedBy(rule), r.Type)
 	}
 	g := cat.AccountGroup(a.Group)
 	// The account group's own cap, when it has one, replaces the desk setting for its accounts.
@@ -215,12 +228,12 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 
 	// Round trip two: the order.
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
-		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC()}
+		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC(), Execution: fx.Internal, RouteRuleID: rule}
 	if r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
 	var b book.Batch
-	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
+	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID)
 	b.Exec(book.SetVarSQL(acceptedVar, "LAST_INSERT_ID()"))
 	b.Query(book.LastInsertID(&o.ID), "SELECT "+acceptedVar)
 	// order.accepted goes in with the order; its id from the session variable the batch set.
@@ -244,12 +257,12 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 const acceptedVar = "@fx_accepted"
 
 const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, " +
-	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`, `routeRuleId`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // fillMarket fills a MARKET order through the holder's group commit (committer): its rules run
 // on the rows its batch locks, after every write before it in the batch (two orders of one
 // account see each other's margin), and it is answered once the batch committed.
-func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument) (OrderResult, error) {
+func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, in catalog.Instrument, prof routing.Profile) (OrderResult, error) {
 	attrs := []slog.Attr{slog.Int64("account_id", r.AccountID), slog.String("symbol", in.Symbol), slog.String("side", string(r.Side)),
 		slog.String("volume", r.Volume.String())}
 	if r.RequestNonce != "" {
@@ -259,7 +272,7 @@ func (s *Service) fillMarket(ctx context.Context, userID int64, r OrderRequest, 
 		return OrderResult{}, s.gate.Fenced(ctx, gate.Fill, errNoLease, slog.String("op", "fill order"))
 	}
 	arrived := time.Now()
-	w := &marketFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in}
+	w := &marketFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill order", r.AccountID, attrs...), userID: userID, r: r, in: in, profile: prof}
 	s.commits.Submit(w)
 	switch {
 	case w.original != nil:
@@ -286,6 +299,10 @@ type marketFill struct {
 	userID int64
 	r      OrderRequest
 	in     catalog.Instrument
+	// profile is the trader's profile as read before the batch, for routing (zero when no rule
+	// reads it); rule is the routing rule that routed the order (nil: the group's mode).
+	profile routing.Profile
+	rule    *int64
 
 	res      OrderResult
 	original *book.Order // the order its request nonce already names in the database
@@ -356,16 +373,19 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	if err != nil {
 		return err
 	}
-	if a.Execution == fx.External {
+	// Routed once, here, on the locked account: the order records the rule that routed it.
+	var execution fx.ExecutionMode
+	execution, w.rule = routeOf(r.Catalog, a, in.Symbol, w.r.Volume, w.s.profileNow(r.Catalog, a.ID, w.profile))
+	if execution == fx.External {
 		return w.reserve(r, a, key)
 	}
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now, Execution: fx.Internal, RouteRuleID: w.rule}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice)
+	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
@@ -388,14 +408,14 @@ func (w *marketFill) reserve(r *book.Rows, a *book.Account, key book.NonceKey) e
 		return errVenueUnavailable()
 	}
 	o := book.Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, CreatedAt: r.Now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, RouteRuleID: w.rule, CreatedAt: r.Now}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, idx := r.SessionVar("o")
 	r.Writes.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
-		"`requestHash`, `execution`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', NOW(3))",
-		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash)
+		"`requestHash`, `execution`, `routeRuleId`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', ?, NOW(3))",
+		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash, o.RouteRuleID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {

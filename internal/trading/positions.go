@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
 )
 
@@ -197,6 +198,7 @@ type closeWrite struct {
 	nbp   int
 	reset nbpReset
 	a     book.Account
+	trade routing.Profile // the close's trade, added to the account's profile
 }
 
 func (w *closeWrite) Wants(l *book.Plan) {
@@ -207,7 +209,7 @@ func (w *closeWrite) Wants(l *book.Plan) {
 }
 
 func (w *closeWrite) Apply(r *book.Rows) error {
-	w.res, w.deal, w.nbp, w.reset = CloseResult{}, -1, -1, nbpReset{}
+	w.res, w.deal, w.nbp, w.reset, w.trade = CloseResult{}, -1, -1, nbpReset{}, routing.Profile{}
 	p, exists := r.Positions[w.id]
 	a, found := r.Accounts[w.Account]
 	if !exists || !found || book.OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
@@ -328,6 +330,12 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
 		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
+	// The close is one trade of the account's profile, added in its transaction.
+	held := r.Now.Sub(p.OpenedAt)
+	w.trade = routing.Trade(r.Deals[w.deal].Amount, held)
+	closedAt := r.Now
+	w.trade.LastTradeAt = &closedAt
+	addTrade(&r.Writes, a.ID, w.trade)
 	closed := events.PositionPartlyClosed
 	if p.Volume.IsZero() {
 		closed = events.PositionClosed
@@ -365,6 +373,7 @@ func (w *closeWrite) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 		d := r.DealAt(w.nbp, ids)
 		w.res.Adjustment = &d
 	}
+	w.s.profiles.closed(w.a.ID, w.trade)
 	if w.res.Position.Status == fx.PositionClosed {
 		w.s.links.drop(w.id)
 		return []risk.Change{{Kind: risk.PositionClosed, Position: risk.Position{ID: w.id}}, balanceChanged(w.a)}

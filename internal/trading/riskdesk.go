@@ -71,7 +71,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	}
 	// The margin calls recorded (MarginCall), so the engine neither records one again nor
 	// misses its end.
-	called, err := store.QueryAll(ctx, tx, "risk view: margin calls", func(sc store.Scanner) (id int64, err error) { return id, sc.Scan(&id) },
+	called, err := store.QueryAll(ctx, tx, "risk view: margin calls", store.ScanInt64,
 		"SELECT `id` FROM `fx_account` WHERE `marginCallAt` IS NOT NULL")
 	if err != nil {
 		return risk.Snapshot{}, err

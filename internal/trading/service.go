@@ -54,6 +54,7 @@ type Service struct {
 	venueBound time.Duration // a venue send's whole life: the queue, the call, the booking
 	links      links         // open EXTERNAL positions → venue trades (the holder's)
 	busy       busy          // EXTERNAL orders and positions being sent or booked now
+	profiles   profiles      // the trader profiles routing has read (the holder's)
 
 	// rolledBack counts transactions outside the group commit that the server rolled back (a
 	// deadlock, a lock wait timeout) and retry ran again.

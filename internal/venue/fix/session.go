@@ -17,7 +17,7 @@ import (
 	sqlstore "github.com/quickfixgo/quickfix/store/sql"
 )
 
-// Tables of the library's SQL store (migrations/000019_fix_session.up.sql).
+// Tables of the library's SQL store (migrations/000020_fix_session.up.sql).
 const (
 	sessionsTable = "fx_fix_sessions"
 	messagesTable = "fx_fix_messages"
