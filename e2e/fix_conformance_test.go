@@ -203,8 +203,9 @@ func resentOrders(lines []string, msgType string) map[string]int {
 
 // The desk's initiator against a C++ QuickFIX venue: an EXTERNAL open fills at that venue's ask
 // and is booked at it; the close's fill reaches the desk only through the desk's own
-// ResendRequest (PossDupFlag=Y) and is booked once, at the venue's bid; asked for a resend, the
-// desk resends both orders unchanged. No reject on either side.
+// ResendRequest (PossDupFlag=Y) and is booked once, at the venue's bid; a report lost after
+// execution is found by the desk's OrderStatusRequest and adopted; asked for a resend, the desk
+// resends its orders unchanged. No reject on either side.
 func TestFIXConformanceDeskInitiatorWithCQuickFIX(t *testing.T) {
 	t.Parallel()
 	peer := startFIXPeer(t, "acceptor", "-sender", "FXVENUE", "-target", "FXDESK", "-bid", "1.09990", "-ask", "1.10010")
@@ -216,7 +217,7 @@ func TestFIXConformanceDeskInitiatorWithCQuickFIX(t *testing.T) {
 	}
 	e := newDeskEnv(t)
 	feed := startFeedSim(t)
-	d, _ := startExternalDesk(e, feed, []string{"FXDESK_VENUE=fix", "FXDESK_FIX_SESSION=" + file, "FXDESK_VENUE_INTERVAL=500ms"}, "web")
+	d, _ := startExternalDesk(e, feed, []string{"FXDESK_VENUE=fix", "FXDESK_FIX_SESSION=" + file, "FXDESK_VENUE_INTERVAL=500ms"}, "web", "FXDESK_VENUE_TIMEOUT=1s")
 	d.web.waitLog(15*time.Second, msgIs("FIX session logged on"))
 	peer.upTo("LOGON")
 	tok, acct := d.externalTrader(2870, "10000.00")
@@ -247,22 +248,42 @@ func TestFIXConformanceDeskInitiatorWithCQuickFIX(t *testing.T) {
 		t.Fatalf("close = %+v, row %+v; want CLOSED at the C++ venue's bid 1.09990", c, p)
 	}
 
+	// A report lost after execution: the desk's OrderStatusRequest finds the fill and the
+	// reconciler adopts it.
+	peer.send("lose-next")
+	peer.upTo("ARMED")
+	if a := send(d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.20", "fixconf-lost")); a.err != nil || a.code != http.StatusGatewayTimeout {
+		t.Fatalf("order with its report lost = %d %s (%v); want 504", a.code, a.body, a.err)
+	}
+	var lostID int64
+	if err := d.e.sql.QueryRow("SELECT `id` FROM `fx_order` WHERE `accountId` = ? AND `requestNonce` = 'fixconf-lost'", acct).Scan(&lostID); err != nil {
+		t.Fatal(err)
+	}
+	lost := strconv.FormatInt(lostID, 10)
+	if st := milestone(peer.upTo("STATUS"), "STATUS"); st["clOrdId"] != lost || st["ordStatus"] != "2" {
+		t.Fatalf("status answered %v; want order %s filled", st, lost)
+	}
+	eventually(t, 15*time.Second, 50*time.Millisecond, "the reconciler adopted the lost order", func() bool {
+		r := d.e.orderRow(lostID)
+		return r.Status == "FILLED" && r.FillPrice.Decimal.Equal(dec("1.1001"))
+	})
+
 	peer.send("resend-request")
 	lines = peer.upTo("RESEND_OK")
-	if got := resentOrders(lines, "D"); len(got) != 2 || got[open] != 1 || got[closeID] != 1 {
-		t.Fatalf("the desk resent orders %v (%q); want %s and %s once each", got, lines, open, closeID)
+	if got := resentOrders(lines, "D"); len(got) != 3 || got[open] != 1 || got[closeID] != 1 || got[lost] != 1 {
+		t.Fatalf("the desk resent orders %v (%q); want %s, %s and %s once each", got, lines, open, closeID, lost)
 	}
 
 	// Each fill booked once: the resent report and the resent orders added nothing.
 	var execs, deals int
-	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_fix_execution` WHERE `clOrdId` IN (?, ?)", open, closeID).Scan(&execs); err != nil {
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_fix_execution` WHERE `clOrdId` IN (?, ?, ?)", open, closeID, lost).Scan(&execs); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `positionId` = ? AND `type` = 'PROFIT'", o.Position.ID).Scan(&deals); err != nil {
 		t.Fatal(err)
 	}
-	if execs != 2 || deals != 1 {
-		t.Fatalf("%d executions journaled, %d close deals booked; want 2 and 1", execs, deals)
+	if execs != 3 || deals != 1 || len(d.e.positionsOfOrder(lostID)) != 1 {
+		t.Fatalf("%d executions journaled, %d close deals booked, %d positions of the lost order; want 3, 1 and 1", execs, deals, len(d.e.positionsOfOrder(lostID)))
 	}
 	d.checkLedgerBalanced(acct)
 	d.web.stop(syscall.SIGTERM)

@@ -15,6 +15,8 @@
 //   positions           (initiator) a RequestForPositions              → POSITIONS SYMBOL=NET … | none
 //   order-resent SIDE QTY (initiator) the order reaches the venue only by a resend (below)
 //   fill-resent         (acceptor) the next fill reaches the desk only by a resend (below)
+//   lose-next           (acceptor) the next order executes but its report is never sent: only
+//                       an OrderStatusRequest finds it (STATUS)
 //   resend-request      asks the counterparty to resend everything from its first application
 //                       message → RESENT per resent message, GAPFILL per gap fill, RESEND_OK
 //   quit                logs out → DONE
@@ -88,7 +90,7 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
   int resent = 0;
   int heldSeq = 0;                           // the message sent only by a resend
   bool heldServed = false;
-  bool holdNextFill = false;
+  bool holdNextFill = false, loseNextFill = false;
   FIX::SessionID sid;
 
   template <class P> void waitFor(const char* what, P ready) {
@@ -163,21 +165,22 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
     say("ORDER clOrdId=" + id + " side=" + side + " qty=" + qty + " symbol=" + symbol);
     double px = side == "1" ? ask_ : bid_, q = std::stod(qty);
     FIX44::ExecutionReport r = executionReport(id, side, symbol, q, px, "F");
-    bool hold;
+    bool hold, lose;
     {
       std::lock_guard<std::mutex> l(mu);
       net[symbol] += side == "1" ? q : -q;
       fills[id] = "2";
       book_[id] = r;
       hold = holdNextFill;
-      holdNextFill = false;
+      lose = loseNextFill;
+      holdNextFill = loseNextFill = false;
     }
     if (hold) {
       sendOnlyByResend(r);
-    } else {
+    } else if (!lose) {
       FIX::Session::sendToTarget(r, sid);
     }
-    say("FILL clOrdId=" + id + " px=" + FIX::DoubleConvertor::convert(px) + " qty=" + qty + (hold ? " via=resend" : ""));
+    say("FILL clOrdId=" + id + " px=" + FIX::DoubleConvertor::convert(px) + " qty=" + qty + (hold ? " via=resend" : lose ? " via=none" : ""));
   }
   FIX44::ExecutionReport executionReport(const std::string& id, const std::string& side, const std::string& symbol, double qty,
                                          double px, const std::string& execType) {
@@ -211,6 +214,7 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
     }
     l.unlock();
     FIX::Session::sendToTarget(r, sid);
+    say("STATUS clOrdId=" + id + " ordStatus=" + r.getField(FIX::FIELD::OrdStatus));
   }
   void positions(const FIX::Message& req) {
     const std::string reqID = req.getField(FIX::FIELD::PosReqID), account = req.getField(FIX::FIELD::Account);
@@ -435,6 +439,11 @@ int main(int argc, char** argv) {
       }
       say("ARMED");
       peer.waitFor("the held fill's resend", [&] { return peer.heldSeq && peer.heldServed; });
+    } else if (what == "lose-next") {
+      std::lock_guard<std::mutex> l(peer.mu);
+      peer.loseNextFill = true;
+      say("ARMED");
+      continue;
     } else if (what == "resend-request") {
       int from;
       {
