@@ -295,7 +295,7 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
     const std::string type = h.getField(FIX::FIELD::MsgType);
     int seq = std::stoi(h.getField(FIX::FIELD::MsgSeqNum));
     bool dup = h.isSetField(FIX::FIELD::PossDupFlag) && h.getField(FIX::FIELD::PossDupFlag) == "Y";
-    if (type == "4" && h.isSetField(FIX::FIELD::PossDupFlag))
+    if (type == "4" && m.isSetField(FIX::FIELD::GapFillFlag) && m.getField(FIX::FIELD::GapFillFlag) == "Y")
       say("GAPFILL seq=" + std::to_string(seq) + " new=" + m.getField(FIX::FIELD::NewSeqNo));
     if (FIX::Message::isAdminMsgType(type)) return;
     std::lock_guard<std::mutex> l(mu);
@@ -309,11 +309,10 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
     say("RESENT seq=" + std::to_string(seq) + " type=" + type + (m.isSetField(FIX::FIELD::ClOrdID) ? " clOrdId=" + m.getField(FIX::FIELD::ClOrdID) : ""));
   }
   void onOutgoing(const std::string& raw) override {
-    FIX::Message m(raw, false);
-    const FIX::Header& h = m.getHeader();
-    bool dup = h.isSetField(FIX::FIELD::PossDupFlag) && h.getField(FIX::FIELD::PossDupFlag) == "Y";
+    // The engine's own output, read as text: the resend of the held message.
     std::lock_guard<std::mutex> l(mu);
-    if (dup && heldSeq && std::stoi(h.getField(FIX::FIELD::MsgSeqNum)) == heldSeq) {
+    if (heldSeq && raw.find("\00143=Y\001") != std::string::npos &&
+        raw.find("\00134=" + std::to_string(heldSeq) + "\001") != std::string::npos) {
       heldServed = true;
       notify();
     }
