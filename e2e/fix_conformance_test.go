@@ -296,6 +296,7 @@ func TestFIXConformanceDeskInitiatorWithCQuickFIX(t *testing.T) {
 // its own ResendRequest executes once. No reject on either side.
 func TestFIXConformanceBundledVenueWithCQuickFIX(t *testing.T) {
 	t.Parallel()
+	fixPeerBinary(t) // skips before anything starts
 	feed := startFeedSim(t)
 	if err := feed.control("quote", quoteBody("EURUSD", "1.10000", "1.10020")); err != nil {
 		t.Fatal(err)

@@ -25,9 +25,10 @@ if [ ! -e /usr/include/quickfix/Session.h ] || ! command -v g++ >/dev/null 2>&1;
   apt_install() { as_root apt-get install -y -qq libquickfix-dev g++ >/dev/null 2>&1; }
   apt_install || { as_root apt-get update -qq >/dev/null 2>&1 && apt_install; } || { say "libquickfix-dev could not be installed"; exit 0; }
 fi
-lib=$(ls /usr/lib/*/libquickfix.so 2>/dev/null | head -1)
 sum=$(sha256sum "$src" | cut -d' ' -f1)
-if [ -x "$out/fixpeer" ] && [ -s "$out/FIX44.xml" ] && [ "$(cat "$out/peer.cpp.sha256" 2>/dev/null)" = "$sum" ] && [ ! "$lib" -nt "$out/fixpeer" ]; then
+lib=$(dpkg-query -W -f='${Version}' libquickfix-dev 2>/dev/null || echo unknown)
+if [ -x "$out/fixpeer" ] && [ -s "$out/FIX44.xml" ] && [ "$(cat "$out/peer.cpp.sha256" 2>/dev/null)" = "$sum" ] &&
+  [ "$(cat "$out/libquickfix.version" 2>/dev/null)" = "$lib" ]; then
   exit 0
 fi
 mkdir -p "$out"
@@ -39,4 +40,5 @@ if ! g++ -std=gnu++14 -O1 -Wall -Wno-deprecated -o "$out/fixpeer" "$src" -lquick
   say "the peer did not compile"; rm -f "$out/fixpeer"; exit 0
 fi
 echo "$sum" >"$out/peer.cpp.sha256"
+echo "$lib" >"$out/libquickfix.version"
 say "built $out/fixpeer"
