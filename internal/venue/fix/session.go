@@ -111,8 +111,15 @@ func New(cfg Config) (*Session, error) {
 				return nil, fmt.Errorf("fix: %s=Y would reset the sequence numbers a takeover must resume; remove it", k)
 			}
 		}
+		if v, _ := ss.Setting(config.RefreshOnLogon); v == "N" {
+			return nil, fmt.Errorf("fix: %s=N would log on with the sequence numbers read at start, stale once another process used the session since; remove it", config.RefreshOnLogon)
+		}
 		// SessionSettings are copies over the [DEFAULT] section: what the desk adds goes there.
 		g := settings.GlobalSettings()
+		// Every logon reads the sequence numbers from MySQL again: a holder that started while
+		// an older one still used the session (a stopped holder let go late) logs on with
+		// theirs, not with what it read at start.
+		g.Set(config.RefreshOnLogon, "Y")
 		g.Set(config.SQLStoreDriver, "mysql")
 		g.Set(config.SQLStoreDataSourceName, dsn)
 		g.Set(config.SQLStoreSessionsTableName, sessionsTable)
