@@ -180,21 +180,67 @@ func (s *Session) Run(ctx context.Context) error {
 		s.running = false
 		s.mu.Unlock()
 	}()
-	init, err := quickfix.NewInitiator(s, sqlstore.NewStoreFactory(s.settings), s.settings, logFactory{s.log})
-	if err != nil {
-		return fmt.Errorf("fix: initiator: %w", err)
+	for restart := false; ; restart = true {
+		init, err := quickfix.NewInitiator(s, sqlstore.NewStoreFactory(s.settings), s.settings, logFactory{s.log})
+		if err == nil {
+			if err = init.Start(); err != nil {
+				init.Stop()
+			}
+		}
+		if err != nil && !restart {
+			return fmt.Errorf("fix: start the initiator: %w", err)
+		}
+		if err != nil {
+			// A restart meets what made the session stuck (the store unreachable): again later.
+			s.log.WarnContext(ctx, "FIX session: restarting the initiator failed; trying again", slog.Any("err", err))
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
+		stuck := s.untilStuck(ctx)
+		init.Stop()
+		if !stuck {
+			break
+		}
+		s.log.WarnContext(ctx, "FIX session not logged on for a while; restarting the initiator", slog.Duration("after", stuckAfter))
 	}
-	if err := init.Start(); err != nil {
-		return fmt.Errorf("fix: start the initiator: %w", err)
-	}
-	s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
-	<-ctx.Done()
-	init.Stop()
 	s.mu.Lock()
 	s.loggedOn = false
 	s.mu.Unlock()
 	s.log.Info("FIX session stopped", slog.String("session", s.sessionID.String()))
 	return nil
+}
+
+// stuckAfter is how long the session may stay logged out before Run restarts the initiator.
+// QuickFIX/Go v0.9.10 leaves a connection on which it could not write its Logon (its store, the
+// desk's MySQL, unreachable for a moment) open with no logon timeout and never retries on it; a
+// new initiator connects and logs on afresh. A venue that is down only sees a reconnect.
+const stuckAfter = 10 * time.Second
+
+// untilStuck waits until ctx ends (false) or the session has not been logged on for stuckAfter
+// (true).
+func (s *Session) untilStuck(ctx context.Context) bool {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	since := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case now := <-t.C:
+			if s.Reachable() {
+				since = now
+			} else if now.Sub(since) >= stuckAfter {
+				return true
+			}
+		}
+	}
 }
 
 // RunWhile runs the session (Run) until ctx ends or holding answers false — asked every check —
