@@ -11,13 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
-	sqlstore "github.com/quickfixgo/quickfix/store/sql"
 )
 
-// Tables of the library's SQL store (migrations/000020_fix_session.up.sql).
+// Tables of the session's store (store.go; migrations/000020_fix_session.up.sql).
 const (
 	sessionsTable = "fx_fix_sessions"
 	messagesTable = "fx_fix_messages"
@@ -26,12 +24,11 @@ const (
 // Config builds a Session.
 type Config struct {
 	// Settings is the session file (QuickFIX settings: one FIX.4.4 initiator session with
-	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk adds the message
-	// store (the desk's own MySQL); a file that names a store of its own is refused.
+	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk's own message
+	// store keeps the session in its database; a file that names a store of its own is refused.
 	Settings io.Reader
-	// DSN is the desk's database (FXDESK_MYSQL_DSN): the library's store and the journal.
-	DSN string
-	DB  *sql.DB // the desk's pool, for the journal
+	// DB is the desk's database: the session's store and the journal.
+	DB *sql.DB
 	// Account names the venue account (the reconciler's cursor key; Account (1) on position
 	// requests).
 	Account string
@@ -70,7 +67,7 @@ func New(cfg Config) (*Session, error) {
 	switch {
 	case cfg.Settings == nil:
 		return nil, errors.New("fix: a session file is required")
-	case cfg.DB == nil || cfg.DSN == "":
+	case cfg.DB == nil:
 		return nil, errors.New("fix: the desk's database is required")
 	case cfg.Account == "":
 		return nil, errors.New("fix: the venue account is required")
@@ -87,10 +84,6 @@ func New(cfg Config) (*Session, error) {
 	sessions := settings.SessionSettings()
 	if len(sessions) != 1 {
 		return nil, fmt.Errorf("fix: the session file must define exactly one [SESSION], it defines %d", len(sessions))
-	}
-	dsn, err := storeDSN(cfg.DSN)
-	if err != nil {
-		return nil, err
 	}
 	var id quickfix.SessionID
 	for sid, ss := range sessions {
@@ -113,10 +106,6 @@ func New(cfg Config) (*Session, error) {
 		}
 		// SessionSettings are copies over the [DEFAULT] section: what the desk adds goes there.
 		g := settings.GlobalSettings()
-		g.Set(config.SQLStoreDriver, "mysql")
-		g.Set(config.SQLStoreDataSourceName, dsn)
-		g.Set(config.SQLStoreSessionsTableName, sessionsTable)
-		g.Set(config.SQLStoreMessagesTableName, messagesTable)
 		if !ss.HasSetting(config.ReconnectInterval) {
 			g.Set(config.ReconnectInterval, "1")
 		}
@@ -142,18 +131,6 @@ func New(cfg Config) (*Session, error) {
 	return s, nil
 }
 
-// storeDSN is the desk's DSN as the library's store needs it: its creation_time column is read
-// into a time.Time, and its sessions run in UTC like the desk's.
-func storeDSN(dsn string) (string, error) {
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("fix: the database DSN: %w", err)
-	}
-	c.ParseTime = true
-	c.Loc = time.UTC
-	return c.FormatDSN(), nil
-}
-
 // SessionID names the session (the desk's SenderCompID first).
 func (s *Session) SessionID() quickfix.SessionID { return s.sessionID }
 
@@ -173,11 +150,14 @@ func (s *Session) Run(ctx context.Context) error {
 		s.running = false
 		s.mu.Unlock()
 	}()
-	init, err := quickfix.NewInitiator(s, sqlstore.NewStoreFactory(s.settings), s.settings, logFactory{s.log})
+	stores := &storeFactory{db: s.cfg.DB, log: s.log}
+	init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log})
 	if err != nil {
+		_ = stores.closeAll()
 		return fmt.Errorf("fix: initiator: %w", err)
 	}
 	if err := init.Start(); err != nil {
+		_ = stores.closeAll()
 		return fmt.Errorf("fix: start the initiator: %w", err)
 	}
 	s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
@@ -186,6 +166,10 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.loggedOn = false
 	s.mu.Unlock()
+	if err := stores.closeAll(); err != nil {
+		// The reservation stays: the next holder resumes past it, a gap the venue has filled.
+		s.log.Warn("FIX session store: the exact sequence numbers were not written", slog.Any("err", err))
+	}
 	s.log.Info("FIX session stopped", slog.String("session", s.sessionID.String()))
 	return nil
 }

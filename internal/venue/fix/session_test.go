@@ -23,10 +23,7 @@ import (
 	"fxdesk/internal/venue/fix"
 )
 
-var (
-	testDB  *sql.DB
-	testDSN string
-)
+var testDB *sql.DB
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
@@ -42,7 +39,6 @@ func TestMain(m *testing.M) {
 		if err := store.Migrate(context.Background(), testDB, slog.New(slog.DiscardHandler)); err != nil {
 			panic(err)
 		}
-		testDSN = d.DSN
 		return m.Run()
 	}())
 }
@@ -101,7 +97,7 @@ func (r *rig) start(t *testing.T, timeout time.Duration, onWrote ...func(time.Du
 	if len(onWrote) > 0 {
 		wrote = onWrote[0]
 	}
-	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DSN: testDSN, DB: testDB, Account: "acct", Timeout: timeout, Log: testLog, OnWrote: wrote})
+	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DB: testDB, Account: "acct", Timeout: timeout, Log: testLog, OnWrote: wrote})
 	if err != nil {
 		t.Fatal(err)
 	}
