@@ -14,11 +14,17 @@ type State struct {
 	Orders    []Order    `json:"orders"`
 	Positions []Position `json:"positions"`
 	Held      []string   `json:"held"`
+	// Connections is how many TCP connections the desk opened to the venue since it started.
+	Connections int64 `json:"connections"`
 }
 
 // State is the venue's state now.
 func (s *Server) State() State {
-	return State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+	if s.proxy != nil {
+		st.Connections = s.proxy.Accepted()
+	}
+	return st
 }
 
 // InjectFault queues f for the next orders.

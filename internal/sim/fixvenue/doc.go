@@ -43,7 +43,8 @@
 //	POST /control/drop    cuts the TCP connection of the session (the initiator reconnects)
 //	POST /control/close   {"symbol":"EURUSD","units":"5000"} the venue closes units (absent:
 //	    all) of its net position itself
-//	GET  /control/state   orders, net positions, held reports, whether a session is logged on
+//	GET  /control/state   orders, net positions, held reports, whether a session is logged on,
+//	                      connections the desk opened since the venue started
 //
 // It must never be reachable for control from anything but loopback, and never import the
 // desk's FIX adapter: the two meet only on the wire.

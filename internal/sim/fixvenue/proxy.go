@@ -16,9 +16,10 @@ type proxy struct {
 	target string
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	accepted int64 // connections accepted since it started
+	wg       sync.WaitGroup
 }
 
 func listenProxy(addr, target string, log *slog.Logger) (*proxy, error) {
@@ -52,6 +53,7 @@ func (p *proxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.accepted++
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(c, up)
@@ -69,6 +71,13 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// Accepted is how many connections the desk has opened to the venue since it started.
+func (p *proxy) Accepted() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Drop closes every proxied connection and answers how many pairs it cut.

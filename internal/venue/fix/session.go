@@ -13,6 +13,8 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
+
+	"fxdesk/internal/venue"
 )
 
 // Tables of the session's store (store.go; migrations/000020_fix_session.up.sql).
@@ -60,6 +62,12 @@ type Session struct {
 	waiters map[string][]chan answer
 	// positions collects the answers to a position request, by PosReqID.
 	positions map[string]*positionAnswer
+
+	// burst summarises a burst of orders in one "venue burst" line once none is in flight;
+	// logons counts the connections the session opened (a burst should open none).
+	burst    venue.Burst
+	inFlight atomic.Int64
+	logons   atomic.Int64
 }
 
 // New reads the session file and checks it; it does not connect.
