@@ -434,6 +434,20 @@ func (s *store) flush() error {
 	return nil
 }
 
+// insertMessagesSQL writes n messages in one statement.
+func insertMessagesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO `fx_fix_messages` (`beginstring`, `sendercompid`, `sendersubid`, `senderlocid`, `targetcompid`, `targetsubid`, `targetlocid`, `session_qualifier`, `msgseqnum`, `message`) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(" ON DUPLICATE KEY UPDATE `message` = VALUES(`message`)")
+	return b.String()
+}
+
 // writeChunk bounds one INSERT's rows (10 placeholders each).
 const writeChunk = 500
 
@@ -456,9 +470,7 @@ func (s *store) write(bodies map[int][]byte, in int, inChanged bool) error {
 		for _, seq := range chunk {
 			args = append(append(args, s.where...), seq, string(bodies[seq]))
 		}
-		row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_fix_messages` (`beginstring`, `sendercompid`, `sendersubid`, `senderlocid`, `targetcompid`, `targetsubid`, `targetlocid`, `session_qualifier`, `msgseqnum`, `message`) VALUES "+
-			strings.Repeat(row+", ", len(chunk)-1)+row+" ON DUPLICATE KEY UPDATE `message` = VALUES(`message`)", args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertMessagesSQL(len(chunk)), args...); err != nil {
 			return fmt.Errorf("write %d messages: %w", len(chunk), err)
 		}
 	}
