@@ -45,7 +45,10 @@ func TestBenchVenueBurstBothVenues(t *testing.T) {
 		return c
 	}, "FXDESK_VENUE=sim")
 	control := freeLoopback(t)
-	fix := venueGap(t, "FIX", procs, warmN, n, latency, func(*testing.T, *tradingDesk) string { return "http://" + control },
+	fix := venueGap(t, "FIX", procs, warmN, n, latency, func(_ *testing.T, d *tradingDesk) string {
+		d.web.waitLog(15*time.Second, msgIs("FIX session logged on"))
+		return "http://" + control
+	},
 		"FXDESK_VENUE=fix", "FXDESK_FIX_SESSION=sim", "FXDESK_VENUE_SIM_CONTROL_ADDR="+control)
 
 	t.Logf("fxdesk-web GOMAXPROCS=%d, venue latency %s, %d closes per gap (warm-up gap of %d not reported)", procs, latency, n, warmN)
