@@ -182,14 +182,20 @@ func (s venueState) trade(id string) (venueTrade, bool) {
 
 func (v *venueSim) state() venueState {
 	v.t.Helper()
-	resp, err := http.Get(v.control + "/control/state")
+	return controlState[venueState](v.t, v.control, "venuesim")
+}
+
+// controlState reads a simulator's state from its control API (GET <control>/control/state).
+func controlState[T any](t testing.TB, control, name string) T {
+	t.Helper()
+	resp, err := http.Get(control + "/control/state")
 	if err != nil {
-		v.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var s venueState
+	var s T
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		v.t.Fatalf("venuesim state: %v", err)
+		t.Fatalf("%s state: %v", name, err)
 	}
 	return s
 }

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // fundedAccounts opens n USD accounts at 1:100 for the trader tok and deposits amount in each.
@@ -76,4 +80,64 @@ func (d *tradingDesk) keepQuoting(t *testing.T, bid func() float64) (stop func()
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// benchSide is one of the two desks a side-by-side benchmark compares: identical but for env
+// and setup.
+type benchSide struct {
+	name  string
+	env   []string         // added to the desk's environment
+	setup func(*benchSide) // run once the desk is up and funded; nil: nothing
+	d     *tradingDesk
+	tok   string
+	accts []int64
+	send  func(int64) error
+	rate  float64 // market orders/s through HTTP, the mean of its two measured runs
+	cost  orderCost
+}
+
+// sideBySide starts a desk for each side (a production install's lease timing and log level,
+// GOMAXPROCS as the benchmarks set it, no rate limits), funds one account per worker on each and
+// measures market orders through HTTP on each side alone: both warm up for half a phase, then are
+// measured for a phase twice, alternating (a, b, b, a), each side keeping the mean of its runs.
+func sideBySide(t *testing.T, workers int, phase time.Duration, a, b *benchSide) {
+	t.Helper()
+	procs := dbtest.BenchProcs(t)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}
+	for _, s := range []*benchSide{a, b} {
+		s.d = newTradingDesk(t, slices.Concat([]string{"FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info",
+			fmt.Sprintf("GOMAXPROCS=%d", procs)}, unlimitedRates, s.env)...)
+		s.tok = s.d.e.issueToken(9000, false)
+		s.d.setQuote(s.tok, "EURUSD", "1.10000", "1.10020")
+		s.accts = s.d.fundedAccounts(s.tok, workers, "100000000.00")
+		if s.setup != nil {
+			s.setup(s)
+		}
+		order := marketOrders(client, s.tok, s.name)
+		s.send = func(acct int64) error { return order(s.d.web, acct) }
+	}
+	run := func(s *benchSide, length time.Duration, c *orderCost) float64 {
+		s.d.setQuote(s.tok, "EURUSD", "1.10000", "1.10020") // a quote older than 30 s halts the symbol
+		return c.measure(s.d.web.pid(), length, func() float64 { return closedLoop(t, workers, length, s.accts, s.send) })
+	}
+	run(a, phase/2, nil)
+	run(b, phase/2, nil)
+	for _, s := range []*benchSide{a, b, b, a} {
+		s.rate += run(s, phase, &s.cost) / 2
+	}
+}
+
+// count reads one number from s's database.
+func (s *benchSide) count(t *testing.T, query string) int64 {
+	t.Helper()
+	db, err := store.Connect(s.d.e.db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int64
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

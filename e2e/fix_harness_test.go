@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -147,16 +146,7 @@ func (s fixState) net(symbol string) decimal.Decimal {
 
 func (v *fixVenue) state() fixState {
 	v.t.Helper()
-	resp, err := http.Get(v.control + "/control/state")
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var s fixState
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		v.t.Fatalf("fixvenue state: %v", err)
-	}
-	return s
+	return controlState[fixState](v.t, v.control, "fixvenue")
 }
 
 func (v *fixVenue) post(what, body string) {

@@ -44,7 +44,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 		}
 		dom := tab.dom()
 		// The row's advertised URL is where followers forward: the holder's own address here.
-		wants := []string{holder, "http://" + web.addr, "ledger-drift", "Σ deals differs from balance"}
+		// The dealer's P&L today: nothing booked yet, its total and the day's chart, on either
+		// process (both read the ledger).
+		wants := []string{holder, "http://" + web.addr, "ledger-drift", "Σ deals differs from balance", `id="pnl-total">0.00 USD`, `<svg id="pnl-chart"`}
 		if p == web {
 			wants = append(wants, "took")         // this process's last renew, on the process holding a lease view
 			wants = append(wants, "Group commit") // the holder's batches of fills and closes

@@ -137,7 +137,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 func (h *holderParts) startRelay(log *slog.Logger) error {
 	ev := h.cfg.Events
 	stream, err := relay.NewStream(relay.StreamConfig{DB: h.db, Redis: h.rdb, Names: h.cfg.RedisNames, Gate: h.gate, Lease: h.keeper,
-		Interval: ev.RelayInterval, Batch: ev.RelayBatch, MaxLen: ev.StreamMaxLen, Retention: ev.Retention, Log: log})
+		Interval: ev.RelayInterval, Batch: ev.RelayBatch, MaxLen: ev.StreamMaxLen, Replicas: ev.StreamReplicas, Retention: ev.Retention, Log: log})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,12 +24,10 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/testkit/dbtest"
-	"fxdesk/internal/trading"
 )
 
 // auditDesk is the desk's real router over a fresh database, with an admin token.
@@ -131,20 +128,9 @@ func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	log := slog.New(slog.DiscardHandler)
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, true)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	// Venue: true so a group may be EXTERNAL (the execution-mode write has something to change).
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log, Venue: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	inbox := alert.NewInbox(db, log)
 	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
 		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db)})

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -19,10 +17,8 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/testkit/dbtest"
-	"fxdesk/internal/trading"
 )
 
 type eventsPage struct {
@@ -41,19 +37,8 @@ func TestEventsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	log := slog.New(slog.DiscardHandler)
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, false)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
 		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/events"
@@ -84,22 +83,10 @@ func handleEventsStream(log *slog.Logger, db *sql.DB, hub *EventHub, m *metrics.
 			sent = after
 		}
 
-		rc := http.NewResponseController(w)
-		rc.SetReadDeadline(time.Time{}) // read once, at the start: the server's read deadline must not end it
-		write := func(b []byte) bool {
-			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-			_, err := w.Write(b)
-			return err == nil
-		}
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-		if !write(eventsPreamble) {
+		st, ok := startSSE(w, flusher, eventsPreamble)
+		if !ok {
 			return nil
 		}
-		flusher.Flush()
 
 		for sent < pos {
 			page, err := events.List(ctx, db, events.Filter{UserID: user, AccountID: account, After: sent, UpTo: pos, Limit: pageSize})
@@ -109,63 +96,35 @@ func handleEventsStream(log *slog.Logger, db *sql.DB, hub *EventHub, m *metrics.
 				return nil
 			}
 			for _, e := range page {
-				if !write(formatEvent(e).bytes) {
+				if !st.write(formatEvent(e).bytes) {
 					return nil
 				}
 				m.EventsDelivered.Inc()
 				sent = e.ID
 			}
-			flusher.Flush()
+			st.flusher.Flush()
 			if len(page) < pageSize {
 				break
 			}
 		}
 
-		heartbeat := time.NewTicker(streamHeartbeat)
-		defer heartbeat.Stop()
 		// send writes f unless the client already has it (the backlog read past the hub's
 		// position where the hub lags the table).
 		send := func(f eventFrame) bool {
 			if f.id <= sent {
 				return true
 			}
-			if !write(f.bytes) {
+			if !st.write(f.bytes) {
 				return false
 			}
 			m.EventsDelivered.Inc()
 			sent = f.id
 			return true
 		}
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-s.gone:
-				// Behind by a whole buffer, or the process is stopping: the client resumes
-				// from the last id it has.
-				return nil
-			case <-heartbeat.C:
-				if !write(railKeepAlive) {
-					return nil
-				}
-				flusher.Flush()
-			case f := <-s.frames:
-				if !send(f) {
-					return nil
-				}
-				for more := true; more; {
-					select {
-					case f := <-s.frames:
-						if !send(f) {
-							return nil
-						}
-					default:
-						more = false
-					}
-				}
-				flusher.Flush()
-			}
-		}
+		// Ends when the client leaves, or when the stream is dropped — behind by a whole buffer,
+		// or the process is stopping: the client resumes from the last id it has.
+		pump(ctx, st, s.gone, s.frames, send)
+		return nil
 	})
 }
 

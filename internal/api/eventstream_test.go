@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -26,7 +25,6 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/trading"
@@ -58,19 +56,8 @@ func newStreamDesk(t *testing.T, name string, perToken, buffer int) *streamDesk 
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	log := slog.New(slog.DiscardHandler)
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, false)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	m := metrics.New("test")
 	hub := NewEventHub(EventHubConfig{DB: db, Slots: NewStreamSlots(perToken, 100, m), Poll: 10 * time.Millisecond, Buffer: buffer, Metrics: m, Log: log})
 	hubCtx, stopHub := context.WithCancel(context.Background())

@@ -227,58 +227,15 @@ func handleMarketsStream(log *slog.Logger, svc *catalog.Admin, rail *Rail) http.
 		}
 		defer rail.unsubscribe(s)
 
-		rc := http.NewResponseController(w)
-		// A stream is read once, at its start: the server's read deadline must not end it later.
-		rc.SetReadDeadline(time.Time{})
-		// Every write has its own deadline: a client that stops reading is let go, not waited for.
-		write := func(b []byte) bool {
-			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-			_, err := w.Write(b)
-			return err == nil
-		}
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-		if !write(railPreamble) {
+		st, ok := startSSE(w, flusher, railPreamble)
+		if !ok {
 			return nil
 		}
-		flusher.Flush()
-
-		heartbeat := time.NewTicker(streamHeartbeat)
-		defer heartbeat.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return nil // the stream has begun: there is nothing left to answer
-			case <-s.gone:
-				// Dropped for falling behind, or the price view changed source: the client
-				// reconnects and hears the current one.
-				return nil
-			case <-heartbeat.C:
-				if !write(railKeepAlive) {
-					return nil
-				}
-				flusher.Flush()
-			case ev := <-s.events:
-				if !write(ev) {
-					return nil
-				}
-				// Whatever else is already waiting goes out in the same flush.
-				for more := true; more; {
-					select {
-					case ev := <-s.events:
-						if !write(ev) {
-							return nil
-						}
-					default:
-						more = false
-					}
-				}
-				flusher.Flush()
-			}
-		}
+		// Ends when the client leaves, or when the stream is dropped for falling behind or the
+		// price view changed source: the client reconnects and hears the current one. The stream
+		// has begun: there is nothing left to answer.
+		pump(r.Context(), st, s.gone, s.events, st.write)
+		return nil
 	})
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,12 +18,10 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
-	"fxdesk/internal/trading"
 )
 
 // The OpenAPI file in docs/ and the router must list the same routes, so the documentation
@@ -54,19 +50,8 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	log := slog.New(slog.DiscardHandler)
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, 5*time.Second), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, false)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
 		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
 	if err != nil {
@@ -128,7 +113,7 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
 		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
-		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}} {
+		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

@@ -3,22 +3,16 @@ package api
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/audit"
-	"fxdesk/internal/catalog"
-	"fxdesk/internal/desk"
-	"fxdesk/internal/gate"
 	"fxdesk/internal/testkit/dbtest"
-	"fxdesk/internal/trading"
 )
 
 // The routing and profile routes over a real database: a bad rule answers 400 naming its field
@@ -30,19 +24,8 @@ func TestRoutingAndProfileRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeDB)
-	log := slog.New(slog.DiscardHandler)
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: db, Cache: catalog.NewCache(db, time.Minute), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gate.New(gate.Config{Lease: gate.NoLease, Log: log, Dropped: gate.NewDropped()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := trading.New(trading.Config{DB: db, Prices: &desk.Quotes{}, Gate: g, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := newTestParts(t, db, false)
+	log, svc, admin := parts.log, parts.svc, parts.admin
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

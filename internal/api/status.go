@@ -49,6 +49,9 @@ type report struct {
 	// letters; RelayError says why it could not be read.
 	Relay      *relay.Status `json:"relay"`
 	RelayError string        `json:"relayError,omitempty"`
+	// PnL is the dealer's P&L today, on the status page only (GET /api/admin/fx/pnl serves it
+	// as JSON, for any range).
+	PnL *pnlDay `json:"-"`
 }
 
 // statusAuditEntries is how many of the audit log's latest entries the status page shows.
@@ -302,6 +305,7 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 		if err != nil {
 			rep.AuditError = err.Error()
 		}
+		rep.PnL = buildPnLDay(r.Context(), d, time.Now())
 		if err := statusPage.Execute(w, rep); err != nil {
 			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
 		}

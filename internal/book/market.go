@@ -168,6 +168,20 @@ func FillPrice(in catalog.Instrument, q Quote, side fx.Side) decimal.Decimal {
 	return q.Bid.Sub(markup)
 }
 
+// Markup is the spread markup a fill of volume lots carries — the distance FillPrice adds to the
+// feed's price, times the lots' units — converted to currency (an account's) as the fill's own
+// money is; nil when the conversion has no price. It is the desk's, whatever the fill's book:
+// on the B-book it is part of what the trader pays the desk, on the A-book the venue does not
+// see it (docs/pnl.md).
+func (m *Market) Markup(in catalog.Instrument, volume decimal.Decimal, currency string) *decimal.Decimal {
+	q := in.Group.MarkupPoints.Mul(in.Point).Mul(volume).Mul(in.ContractSize)
+	out, ok := m.Convert(q, in.Quote, currency)
+	if !ok {
+		return nil
+	}
+	return &out
+}
+
 // ClosePrice is where a position on side closes: the opposite fill.
 func ClosePrice(in catalog.Instrument, q Quote, side fx.Side) decimal.Decimal {
 	if side == fx.Buy {

@@ -18,6 +18,10 @@ type EventsConfig struct {
 	// StreamMaxLen is FXDESK_EVENTS_STREAM_MAXLEN, the approximate length the Redis Stream is
 	// trimmed to (XADD MAXLEN ~; default 1000000).
 	StreamMaxLen int64
+	// StreamReplicas is FXDESK_EVENTS_STREAM_REPLICAS (default 0): with Redis replicas (Sentinel),
+	// how many must hold a batch of entries (WAIT) before the relay records its position, so a
+	// failover to a replica that missed them cannot lose events the relay counts as delivered.
+	StreamReplicas int
 	// Retention is FXDESK_EVENTS_RETENTION: events older than this and already relayed to the
 	// stream and every enabled webhook are deleted from the outbox (default 0: kept for ever).
 	Retention time.Duration
@@ -49,6 +53,7 @@ func loadEvents(env func(key, def string) string, duration func(key, def string)
 	}
 	e.RelayBatch = int(whole("FXDESK_EVENTS_RELAY_BATCH", "500", 1, 500))
 	e.StreamMaxLen = whole("FXDESK_EVENTS_STREAM_MAXLEN", "1000000", 1000, 1<<40)
+	e.StreamReplicas = int(whole("FXDESK_EVENTS_STREAM_REPLICAS", "0", 0, 16))
 	e.WebhookAttempts = int(whole("FXDESK_WEBHOOK_ATTEMPTS", "8", 1, 100))
 	if e.RelayInterval < 10*time.Millisecond || e.RelayInterval > time.Minute {
 		errs = append(errs, fmt.Errorf("FXDESK_EVENTS_RELAY_INTERVAL=%s must be from 10ms to 1m", e.RelayInterval))

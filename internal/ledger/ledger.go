@@ -18,18 +18,21 @@ import (
 
 // Deal is one row of fx_deal: one balance change.
 type Deal struct {
-	ID             int64
-	AccountID      int64
-	Type           fx.DealType
-	Amount         decimal.Decimal
-	BalanceAfter   decimal.Decimal
-	Currency       string
-	OrderID        *int64
-	PositionID     *int64
-	Symbol         *string
-	Side           *fx.Side
-	Volume         *decimal.Decimal
-	Price          *decimal.Decimal
+	ID           int64
+	AccountID    int64
+	Type         fx.DealType
+	Amount       decimal.Decimal
+	BalanceAfter decimal.Decimal
+	Currency     string
+	OrderID      *int64
+	PositionID   *int64
+	Symbol       *string
+	Side         *fx.Side
+	Volume       *decimal.Decimal
+	Price        *decimal.Decimal
+	// Markup is the spread markup the desk earned on the fill this deal books (a close's PROFIT
+	// deal), in the account's currency; nil on other deals (docs/pnl.md).
+	Markup         *decimal.Decimal
 	IdempotencyKey string
 	Comment        string
 	CreatedAt      time.Time
@@ -143,7 +146,7 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 	delta := map[int64]decimal.Decimal{}
 	var ins strings.Builder
 	ins.WriteString(dealInsert)
-	args := make([]any, 0, 14*len(deals))
+	args := make([]any, 0, 15*len(deals))
 	for i, d := range deals {
 		a := byID[d.AccountID]
 		d.Currency = a.Currency
@@ -155,13 +158,13 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 			ins.WriteString(", ")
 		}
 		if d.IDsFrom != nil {
-			fmt.Fprintf(&ins, "(?, ?, ?, ?, ?, %s, %s, ?, ?, ?, ?, CONCAT(?, %s), ?, ?)", d.IDsFrom.Order, d.IDsFrom.Position, d.IDsFrom.Order)
-			args = append(args, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.Symbol, d.Side, d.Volume, d.Price,
+			fmt.Fprintf(&ins, "(?, ?, ?, ?, ?, %s, %s, ?, ?, ?, ?, ?, CONCAT(?, %s), ?, ?)", d.IDsFrom.Order, d.IDsFrom.Position, d.IDsFrom.Order)
+			args = append(args, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.Symbol, d.Side, d.Volume, d.Price, d.Markup,
 				d.IdempotencyKey, d.Comment, d.VenueTransactionID)
 		} else {
-			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID, d.Symbol, d.Side,
-				d.Volume, d.Price, d.IdempotencyKey, d.Comment, d.VenueTransactionID)
+				d.Volume, d.Price, d.Markup, d.IdempotencyKey, d.Comment, d.VenueTransactionID)
 		}
 		out.Deals[i] = d
 	}
@@ -177,7 +180,7 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 
 // dealInsert is the head of the one statement that writes deals.
 const dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-	"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES "
+	"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES "
 
 var sessionVar = regexp.MustCompile(`^@[A-Za-z_][A-Za-z0-9_]*$`)
 

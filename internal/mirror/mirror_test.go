@@ -32,24 +32,7 @@ var (
 	keySeq    atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if testRedis, err = dbtest.StartRedis(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testRedis.Stop()
-	db, closeDB, err := dbtest.NewMigrated("mirror")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer closeDB()
-	testDB = db
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(dbtest.MainWithRedis(m, "mirror", &testDB, &testRedis, nil)) }
 
 // clock moves only when told. It starts from time.Now, so it carries a monotonic reading as the
 // real clock does; Set replaces the reading with a wall time (used for calendar tests only).

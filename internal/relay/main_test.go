@@ -3,7 +3,6 @@ package relay_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -27,29 +26,13 @@ var (
 	prefixSeq atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if testRedis, err = dbtest.StartRedis(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testRedis.Stop()
-	db, closeDB, err := dbtest.NewMigrated("relay")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer closeDB()
-	testDB = db
+func TestMain(m *testing.M) {
 	// The lease row the relays' fences check: instance "holder" in term 7, for an hour.
-	if _, err := db.Exec("INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
-		"VALUES (?, 'holder', 'test', 1, 7, NOW(3), NOW(3) + INTERVAL 1 HOUR, NOW(3))", lease.Key); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(dbtest.MainWithRedis(m, "relay", &testDB, &testRedis, func(db *sql.DB) error {
+		_, err := db.Exec("INSERT INTO `engine_lease` (`id`, `instanceId`, `hostname`, `pid`, `term`, `acquiredAt`, `expiresAt`, `updatedAt`) "+
+			"VALUES (?, 'holder', 'test', 1, 7, NOW(3), NOW(3) + INTERVAL 1 HOUR, NOW(3))", lease.Key)
+		return err
+	}))
 }
 
 // fakeLease fences with the real fence statement as instance in term: "holder" in term 7 holds

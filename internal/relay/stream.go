@@ -33,6 +33,10 @@ type StreamConfig struct {
 	Batch int
 	// MaxLen trims the stream to about this many entries (XADD MAXLEN ~).
 	MaxLen int64
+	// Replicas, when above zero, is how many Redis replicas must acknowledge a batch (WAIT)
+	// before the position moves past it: Redis replicates asynchronously, and a Sentinel
+	// failover to a replica that missed the batch would otherwise lose it for good.
+	Replicas int
 	// Retention, when above zero, deletes events older than it that every consumer has relayed
 	// (Prune), at most once every PruneEvery (default an hour).
 	Retention, PruneEvery time.Duration
@@ -178,6 +182,10 @@ func (s *Stream) append(ctx context.Context, batch []events.Entry) (added, dup i
 	for i, e := range batch {
 		cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: s.cfg.MaxLen, Approx: true, ID: EntryID(e.ID), Values: Fields(e)})
 	}
+	var wait *redis.Cmd
+	if s.cfg.Replicas > 0 {
+		wait = pipe.Do(ctx, "WAIT", s.cfg.Replicas, replicaWait.Milliseconds())
+	}
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	for i, c := range cmds {
 		switch err := c.Err(); {
@@ -189,8 +197,17 @@ func (s *Stream) append(ctx context.Context, batch []events.Entry) (added, dup i
 			return added, dup, fmt.Errorf("relay: XADD event %d to %s: %w", batch[i].ID, key, err)
 		}
 	}
+	if wait != nil {
+		if n, err := wait.Int64(); err != nil || n < int64(s.cfg.Replicas) {
+			return added, dup, fmt.Errorf("relay: %d of %d Redis replicas hold events %d..%d (%v): the position stays, the batch goes again",
+				n, s.cfg.Replicas, batch[0].ID, batch[len(batch)-1].ID, err)
+		}
+	}
 	return added, dup, nil
 }
+
+// replicaWait bounds a batch's WAIT for its replicas.
+const replicaWait = time.Second
 
 // EntryID is the stream entry id of event id.
 func EntryID(id int64) string { return strconv.FormatInt(id, 10) + "-0" }

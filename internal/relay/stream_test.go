@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"fxdesk/internal/lease"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/relay"
+	"fxdesk/internal/testkit/dbtest"
 )
 
 // The stream tests share the one 'stream' cursor row, so they do not run in parallel.
@@ -255,4 +257,55 @@ func BenchmarkStreamDrain(b *testing.B) {
 		<-done
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/5000-events")
+}
+
+// With Replicas set, the position moves past a batch only once that many Redis replicas hold it
+// (WAIT): without a replica the batch stays unrecorded and goes again; with one attached, it is
+// recorded.
+func TestStreamWaitsForItsReplicas(t *testing.T) {
+	start := newestID(t)
+	setStreamCursor(t, start)
+	want := addEvents(t, 3)
+	n, rdb := names(t), newRedis(t)
+	g, _, _ := newGate(t)
+	s, err := relay.NewStream(relay.StreamConfig{DB: testDB, Redis: rdb, Names: n, Gate: g, Lease: holder, Interval: 10 * time.Millisecond,
+		Batch: 500, MaxLen: 1 << 20, Replicas: 1, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cycle(context.Background()); err == nil || !strings.Contains(err.Error(), "0 of 1 Redis replicas") {
+		t.Fatalf("cycle with no replica = %v, want the replicas' refusal", err)
+	}
+	if pos, _ := position(t, relay.StreamCursor); pos != start {
+		t.Fatalf("cursor moved to %d with no replica holding the batch, want %d", pos, start)
+	}
+
+	replica, err := dbtest.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Stop()
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rc.Close()
+	host, port, _ := strings.Cut(testRedis.Addr, ":")
+	if err := rc.Do(context.Background(), "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Do(context.Background(), "REPLICAOF", "NO", "ONE")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // polling the link's state
+		info, err := rc.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica never linked up: %v %s", err, info)
+		}
+	}
+	drain(t, s)
+	if pos, _ := position(t, relay.StreamCursor); pos != want[len(want)-1] {
+		t.Fatalf("cursor = %d once a replica holds the batch, want %d", pos, want[len(want)-1])
+	}
+	if got := streamIDs(t, rc, n.Events()); !equalIDs(got, want) {
+		t.Fatalf("the replica holds %v, want %v", got, want)
+	}
 }

@@ -41,8 +41,8 @@ var built = map[string][]string{
 	},
 	"internal/ledger.Post": {
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-			"`symbol`, `side`, `volume`, `price`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
+			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
 	},
 	"internal/events.Flush": {
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",

@@ -327,8 +327,9 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	r.Closing(p)
 	r.Expose(a.ID, p.Symbol, p.Side, vol.Neg(), vol.Mul(p.OpenPrice).Neg())
 	side, sym := p.Side, p.Symbol
+	// The closing fill's markup rides on its deal, for the dealer's P&L (docs/pnl.md).
 	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
+		Side: &side, Volume: &vol, Price: &price, Markup: r.Market.Markup(in, vol, a.Currency), IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
 		Comment: "close " + strings.ToLower(string(w.reason))})
 	// The close is one trade of the account's profile, added in its transaction.
 	held := r.Now.Sub(p.OpenedAt)

@@ -275,7 +275,21 @@ func BenchProcs(tb testing.TB) int {
 // Main runs a test package's tests (m.Run) against a fresh database of its own named after name,
 // migrated, which *db points at while they run; the database is dropped afterwards. It returns
 // m.Run's exit code: func TestMain(m *testing.M) { os.Exit(dbtest.Main(m, "pkg", &testDB)) }.
-func Main(m *testing.M, name string, db **sql.DB) int {
+func Main(m *testing.M, name string, db **sql.DB) int { return runMain(m, name, db, nil) }
+
+// MainWithRedis is Main with a private redis-server as well, which *r points at while the tests
+// run, and setup run on the migrated database before them (nil: none).
+func MainWithRedis(m *testing.M, name string, db **sql.DB, r **Redis, setup func(*sql.DB) error) int {
+	redis, err := StartRedis()
+	if err != nil {
+		panic(err)
+	}
+	defer redis.Stop()
+	*r = redis
+	return runMain(m, name, db, setup)
+}
+
+func runMain(m *testing.M, name string, db **sql.DB, setup func(*sql.DB) error) int {
 	d, err := NewDatabase(name)
 	if err != nil {
 		panic(err)
@@ -290,5 +304,10 @@ func Main(m *testing.M, name string, db **sql.DB) int {
 		panic(err)
 	}
 	*db = conn
+	if setup != nil {
+		if err := setup(conn); err != nil {
+			panic(err)
+		}
+	}
 	return m.Run()
 }

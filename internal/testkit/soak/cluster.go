@@ -325,6 +325,11 @@ func (c *cluster) env(extra ...string) []string {
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
 	}
+	if c.redisP == nil {
+		// On Sentinel the relay records a batch only once the replica holds it: a failover must
+		// not lose events the Redis Stream invariant expects (docs/events.md).
+		base = append(base, "FXDESK_EVENTS_STREAM_REPLICAS=1")
+	}
 	return append(base, extra...)
 }
 

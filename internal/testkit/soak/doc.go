@@ -13,6 +13,10 @@
 // and dealer closes, each admin write with a request id its audit row must carry; two thin
 // accounts, one with negative balance protection, stand where a gap takes them below zero.
 //
+// Each trader also holds its events stream open through the whole load, resuming with
+// Last-Event-ID across every kill, stop and cut; at the end what each saw, and the host
+// platform's Redis Stream read whole, are compared with the events table.
+//
 // Everything a client sent and what it was answered goes to journal.jsonl (a timeout is
 // "outcome unknown"); every process's /api/admin/fx/desk, the lease row and the quote mirror
 // snapshot are sampled every 200 ms into samples.jsonl. Invariants are checked every 30 s on one

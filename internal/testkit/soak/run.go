@@ -290,6 +290,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		logger.Printf("soak: %s check: %d invariants, %d violating rows", label, len(rs), bad)
 	}
 
+	// Each trader's events stream, held from before the load to after the desk went quiet.
+	feeds := startEventFeeds(traders, seed)
+	defer feeds.close()
+
 	logger.Printf("soak: load and faults for %s", d)
 	start := time.Now()
 	// The load runs for d, and on until the last fault has played out: a schedule that runs late
@@ -350,6 +354,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	sampling.Wait()
 	check("final")
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
+	tl.add(finalFeedsCheck(ctx, c, feeds, logger))
 	ev := evidenceNow()
 	tl.add([]invariant.Result{invariant.CheckTradesAgain(ev, lastFault)})
 	faultErrs := in.errs

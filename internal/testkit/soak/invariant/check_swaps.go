@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -72,6 +73,22 @@ func checkRolloversDue(s *Snapshot, ev *Evidence) Result {
 	for _, c := range s.Charges {
 		have[key{c.Position, c.Date}] = true
 	}
+	// When each position appeared: its openedAt, or the commit of its position.opened event where
+	// that is later — an adopted or venue-filled position opens at the venue's time, which can
+	// be well before the desk wrote it (a holder killed between the venue's fill and the desk's
+	// write, the reconciler adopting it later).
+	appeared := map[int64]time.Time{}
+	for _, e := range s.Events {
+		if e.Type != "position.opened" {
+			continue
+		}
+		var v struct {
+			ID int64 `json:"id"`
+		}
+		if json.Unmarshal([]byte(e.Payload), &v) == nil {
+			appeared[v.ID] = e.CreatedAt
+		}
+	}
 	checked, runs := 0, 0
 	missing := map[key]bool{}
 	for i, run := range ev.Runs {
@@ -86,7 +103,11 @@ func checkRolloversDue(s *Snapshot, ev *Evidence) Result {
 		}
 		for _, p := range s.Positions {
 			// Open throughout the run, with a second of slack for the two clocks.
-			if !p.OpenedAt.Before(run.Start.Add(-time.Second)) || (p.ClosedAt.Valid && p.ClosedAt.Time.Before(run.End.Add(time.Second))) {
+			from := p.OpenedAt
+			if t, ok := appeared[p.ID]; ok && t.After(from) {
+				from = t
+			}
+			if !from.Before(run.Start.Add(-time.Second)) || (p.ClosedAt.Valid && p.ClosedAt.Time.Before(run.End.Add(time.Second))) {
 				continue
 			}
 			for _, ro := range due {

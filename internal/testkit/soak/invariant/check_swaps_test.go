@@ -67,6 +67,14 @@ func TestRolloversDueCheckFlagsADateACompletedRunLeftUnchargedOrAGapBeforeACharg
 			m.s.Deals, m.s.Charges = nil, nil
 			m.s.Taken = at(10.5)
 		}, ""},
+		{"the position was written after the run (adopted, opened at the venue's earlier time)", func(m *money) {
+			m.s.Deals, m.s.Charges = nil, nil
+			m.s.Events = []dbEvent{{ID: 1, Type: "position.opened", Payload: `{"id":10}`, CreatedAt: at(11.5)}}
+		}, ""},
+		{"the position was written before the run", func(m *money) {
+			m.s.Deals, m.s.Charges = m.s.Deals[:1], m.s.Charges[:1]
+			m.s.Events = []dbEvent{{ID: 1, Type: "position.opened", Payload: `{"id":10}`, CreatedAt: at(5)}}
+		}, "has no charge for 2025-03-06 although run 1"},
 		{"the position closed during the run", func(m *money) {
 			m.s.Deals, m.s.Charges = nil, nil
 			m.s.Positions[0].ClosedAt = ntime(at(10.5))

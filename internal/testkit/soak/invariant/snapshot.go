@@ -41,6 +41,7 @@ type dbEvent struct {
 	ID, Account, User int64
 	Type              string
 	Payload           string
+	CreatedAt         time.Time // on the database's clock, as the transaction wrote it, just before COMMIT
 }
 
 // dbAudit is one row of fx_audit, less its before and after.
@@ -177,9 +178,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Audits = append(s.Audits, a)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `userId`, `type`, `payload` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
 			var e dbEvent
-			err := r.Scan(&e.ID, &e.Account, &e.User, &e.Type, &e.Payload)
+			err := r.Scan(&e.ID, &e.Account, &e.User, &e.Type, &e.Payload, &e.CreatedAt)
 			s.Events = append(s.Events, e)
 			return err
 		}},
