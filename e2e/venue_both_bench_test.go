@@ -108,17 +108,11 @@ func venueGap(t *testing.T, name string, procs, warmN, n int, latency time.Durat
 		return bid
 	})()
 	connections := func() int64 {
-		resp, err := http.Get(ctl + "/control/state")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var st struct {
+		st := controlState[struct {
 			Connections *int64 `json:"connections"`
-		}
-		if err := json.Unmarshal(b, &st); err != nil || st.Connections == nil {
-			t.Fatalf("%s venue state has no connections: %v %.200s", name, err, b)
+		}](t, ctl, name+" venue")
+		if st.Connections == nil {
+			t.Fatalf("%s venue state has no connections count", name)
 		}
 		return *st.Connections
 	}
