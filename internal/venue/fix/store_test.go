@@ -219,7 +219,7 @@ func TestCrashLostBodiesAreGapFilledOnResend(t *testing.T) {
 	r.start(t, 5*time.Second)
 	id := orderID()
 	if _, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: id, Symbol: "EURUSD", Units: dd("1000")}); err != nil {
-		t.Fatalf("an order after the resend: %v", err)
+		t.Fatalf("an order after the resend: %v; events %q", err, ev.list)
 	}
 	for _, c := range append(clids, id) {
 		if n := countOrders(r.venue, c); n != 1 {
