@@ -31,6 +31,8 @@ type fixVenue struct {
 	addr    string // host:port the desk connects to
 	control string // http://CONTROL-ADDR
 	file    string // the desk's session file
+	// sender and target are the desk's SenderCompID and TargetCompID on the session.
+	sender, target string
 
 	mu  sync.Mutex
 	log []string
@@ -88,7 +90,7 @@ func startFIXVenue(t *testing.T, feed *feedSim, latency string) *fixVenue {
 	if !strings.HasPrefix(line, "fixvenue listening ") || fields["addr"] == "" || fields["control"] == "" {
 		t.Fatalf("fixvenue printed %q", line)
 	}
-	v.addr, v.control = fields["addr"], fields["control"]
+	v.addr, v.control, v.sender, v.target = fields["addr"], fields["control"], fields["sender"], fields["target"]
 	host, port, _ := net.SplitHostPort(v.addr)
 	v.file = filepath.Join(t.TempDir(), "fix-session.cfg")
 	cfg := fmt.Sprintf("[DEFAULT]\nConnectionType=initiator\nReconnectInterval=1\nHeartBtInt=30\n\n[SESSION]\nBeginString=FIX.4.4\nSenderCompID=%s\nTargetCompID=%s\nSocketConnectHost=%s\nSocketConnectPort=%s\n",

@@ -106,22 +106,30 @@ func (d *Database) DSNVia(addr string) string {
 type Redis struct {
 	Addr string
 	proc *os.Process
+	dir  string // its working directory, removed by Stop
 }
 
-// StartRedis starts redis-server on a free loopback port with persistence off.
+// StartRedis starts redis-server on a free loopback port with persistence off, in a directory of
+// its own: a replica's full sync writes an RDB file to the primary's directory, which a later
+// server started in the same place would load.
 func StartRedis() (*Redis, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server is not installed (scripts/services.sh installs it): %w", err)
 	}
+	dir, err := os.MkdirTemp("", "fxdesk-redis-")
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			os.RemoveAll(dir)
 			return nil, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no")
 		// A test binary killed by its timeout must not leave its Redis behind.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -133,7 +141,7 @@ func StartRedis() (*Redis, error) {
 		for time.Now().Before(deadline) {
 			if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 				c.Close()
-				return &Redis{Addr: addr, proc: cmd.Process}, nil
+				return &Redis{Addr: addr, proc: cmd.Process, dir: dir}, nil
 			}
 			if cmd.ProcessState != nil {
 				break
@@ -143,6 +151,7 @@ func StartRedis() (*Redis, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}
+	os.RemoveAll(dir)
 	return nil, fmt.Errorf("redis-server did not start")
 }
 
@@ -153,6 +162,7 @@ func (r *Redis) Stop() {
 	}
 	r.proc.Kill()
 	r.proc.Wait()
+	os.RemoveAll(r.dir)
 }
 
 // NewMigrated creates a fresh database, applies every migration and returns it with an open
