@@ -184,7 +184,9 @@ func newFIXDesk(t *testing.T, env ...string) *fixDesk {
 	return d
 }
 
-// seqNums is the desk's stored next (outgoing, incoming) sequence numbers.
+// seqNums is the desk's stored (outgoing, incoming) sequence numbers: the number a new holder
+// resumes sending at (a reservation past every number sent; the exact next one after a clean
+// stop) and the next one it expects (written a few ms after it moves).
 func (d *fixDesk) seqNums() (int, int) {
 	d.e.t.Helper()
 	var out, in int

@@ -167,8 +167,13 @@ func TestFIXTakeoverResumesSequenceNumbersFromMySQL(t *testing.T) {
 	d.setQuote(tok, "EURUSD", "1.09900", "1.09920")
 	var c closeResp
 	must(t, web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), "", http.StatusOK, &c)
-	out2, in2 := d.seqNums()
-	if out1 < 3 || out2 <= out1 || in2 <= in1 {
+	// The incoming number is written a few ms after it moves.
+	var out2, in2 int
+	eventually(t, 5*time.Second, 10*time.Millisecond, "the sequence numbers stored past the first holder's", func() bool {
+		out2, in2 = d.seqNums()
+		return out2 > out1 && in2 > in1
+	})
+	if out1 < 3 {
 		t.Fatalf("stored sequence numbers out/in %d/%d before the takeover, %d/%d after: want them carried on, not reset", out1, in1, out2, in2)
 	}
 	if _, refused := web.findLog(msgHas("FIX session logged out")); refused {
@@ -310,7 +315,14 @@ func TestFIXInProcessVenueTradesAndSurvivesARestart(t *testing.T) {
 	if o.Order.Status != "FILLED" {
 		t.Fatalf("after the restart: %+v", o.Order)
 	}
-	if out2, _ := fd.seqNums(); out2 >= out1 {
-		t.Fatalf("outgoing sequence number %d after the restart, %d before: the session did not start over", out2, out1)
+	// The stored outgoing number is a reservation ahead of what was sent: the numbers the new
+	// session sent are read from its stored messages (written a few ms after they leave).
+	var last int
+	eventually(t, 5*time.Second, 10*time.Millisecond, "the restarted session's messages stored", func() bool {
+		err := e.sql.QueryRow("SELECT COALESCE(MAX(`msgseqnum`), 0) FROM `fx_fix_messages`").Scan(&last)
+		return err == nil && last > 0
+	})
+	if last >= out1 {
+		t.Fatalf("the restarted session sent up to sequence number %d, the first stopped at %d: it did not start over", last, out1)
 	}
 }

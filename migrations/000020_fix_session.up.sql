@@ -1,7 +1,8 @@
--- The FIX venue (FXDESK_VENUE=fix). Two tables are QuickFIX/Go's SQL message store, in the
--- library's own column names (its store/sql package writes them): the session's sequence numbers
--- and every message the desk sent, so a restarted desk or a new lease holder resumes the session
--- where the last one left it and can answer the venue's resend requests. The other three are the
+-- The FIX venue (FXDESK_VENUE=fix). Two tables are the session's message store, in the column
+-- names of QuickFIX/Go's SQL store (the desk's own store writes them: internal/venue/fix/store.go):
+-- the session's sequence numbers and the messages the desk sent, so a restarted desk or a new
+-- lease holder resumes the session where the last one left it and can answer the venue's resend
+-- requests. The other three are the
 -- desk's journal of the session's orders and of the executions the venue reported, from which
 -- the FIX adapter builds the venue state the reconciler reads (internal/venue/fix).
 CREATE TABLE `fx_fix_sessions` (

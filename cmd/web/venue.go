@@ -133,7 +133,7 @@ func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, q
 		settings = f
 	}
 	observer := m.NewVenue()
-	s, err := fix.New(fix.Config{Settings: settings, DSN: cfg.MySQLDSN, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
+	s, err := fix.New(fix.Config{Settings: settings, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
 		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Log: v.log.With(slog.String("part", "fix"))})
 	if err != nil {
 		return err

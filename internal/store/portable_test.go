@@ -35,6 +35,10 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
+	"internal/venue/fix.insertMessagesSQL": {
+		"INSERT INTO `fx_fix_messages` (`beginstring`, `sendercompid`, `sendersubid`, `senderlocid`, `targetcompid`, `targetsubid`, `targetlocid`, `session_qualifier`, `msgseqnum`, `message`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `message` = VALUES(`message`)",
+	},
 	"internal/ledger.Post": {
 		"INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
 			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +

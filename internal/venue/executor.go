@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -87,51 +86,19 @@ type Executor struct {
 	unreachable                           atomic.Bool
 	pace                                  chan struct{} // one token per allowed dial when ConnectRate > 0
 
-	burst burst // own times since the executor was last idle
+	burst Burst // own times since the executor was last idle
 }
-
-// burst collects the own times of the calls made since the executor was last idle, so that a
-// burst (a gap's closes) is summarised in one log line once it is over — never on the path
-// being measured.
-type burst struct {
-	mu      sync.Mutex
-	own     []time.Duration
-	started time.Time
-	dials   int64 // on-demand dials when the burst started
-}
-
-// minBurst is the fewest calls a burst summary is logged for; single orders are left to the
-// fxdesk_venue_own_time_seconds histogram.
-const minBurst = 20
 
 // ownTime records one call's own time (Sender's measure).
 func (e *Executor) ownTime(d time.Duration) {
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.ObserveOwnTime(d)
 	}
-	e.burst.mu.Lock()
-	if len(e.burst.own) == 0 {
-		e.burst.started, e.burst.dials = time.Now(), e.demandDials.Load()
-	}
-	e.burst.own = append(e.burst.own, d)
-	e.burst.mu.Unlock()
+	e.burst.Observe(d, e.demandDials.Load())
 }
 
 // idle ends the current burst: with enough calls in it, one line says what it cost.
-func (e *Executor) idle() {
-	e.burst.mu.Lock()
-	own, started, dials := e.burst.own, e.burst.started, e.burst.dials
-	e.burst.own = nil
-	e.burst.mu.Unlock()
-	if len(own) < minBurst {
-		return
-	}
-	slices.Sort(own)
-	pct := func(p float64) time.Duration { return own[min(len(own)-1, int(p*float64(len(own))))] }
-	e.log.Info("venue burst", slog.Int("calls", len(own)), slog.Duration("own_p50", pct(0.50)), slog.Duration("own_p95", pct(0.95)),
-		slog.Duration("own_max", own[len(own)-1]), slog.Duration("wall", time.Since(started)),
-		slog.Int64("connections_opened", e.demandDials.Load()-dials), slog.Int("workers", e.Stats().Workers))
-}
+func (e *Executor) idle() { e.burst.Idle(e.log, e.demandDials.Load(), e.Stats().Workers) }
 
 type warmKey struct{}
 

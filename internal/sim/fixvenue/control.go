@@ -18,6 +18,8 @@ type State struct {
 	Orders    []Order    `json:"orders"`
 	Positions []Position `json:"positions"`
 	Held      []string   `json:"held"`
+	// Connections is how many TCP connections the desk opened to the venue since it started.
+	Connections int64 `json:"connections"`
 }
 
 // State is the venue's state now.
@@ -27,6 +29,7 @@ func (s *Server) State() State {
 		if until, down := s.proxy.down(); down {
 			st.DownUntil = &until
 		}
+		st.Connections = s.proxy.Accepted()
 	}
 	return st
 }

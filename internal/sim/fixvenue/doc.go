@@ -47,7 +47,8 @@
 //	    all) of its net position itself
 //	GET  /control/state   orders (each with the MsgSeqNums of the NewOrderSingles that carried
 //	    it: a library resend keeps its number), net positions, held reports, whether a session
-//	    is logged on, the end of an outage (downUntil)
+//	    is logged on, the end of an outage (downUntil), connections the desk opened since the
+//	    venue started
 //
 // It must never be reachable for control from anything but loopback, and never import the
 // desk's FIX adapter: the two meet only on the wire.

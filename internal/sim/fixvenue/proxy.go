@@ -22,6 +22,7 @@ type proxy struct {
 	// downUntil: until then every connection is closed as soon as it is accepted (a network
 	// outage the initiator's reconnects run into).
 	downUntil time.Time
+	accepted  int64 // connections accepted since it started
 	wg        sync.WaitGroup
 }
 
@@ -70,6 +71,7 @@ func (p *proxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.accepted++
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(c, up)
@@ -87,6 +89,13 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// Accepted is how many connections the desk has opened to the venue since it started.
+func (p *proxy) Accepted() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Drop closes every proxied connection and answers how many pairs it cut; for d after, every

@@ -239,6 +239,12 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	if !s.Reachable() {
 		return venue.Outcome{}, fmt.Errorf("FIX session is not logged on: %w", venue.ErrNotSent)
 	}
+	s.inFlight.Add(1)
+	defer func() {
+		if s.inFlight.Add(-1) == 0 {
+			s.burst.Idle(s.log, s.logons.Load(), 0) // no workers: the session's writer sends
+		}
+	}()
 	// Waited for before its identity is written, so that the reconciler, which asks about every
 	// unanswered order nobody waits for, never asks about one in flight.
 	answers, done := s.wait(o.ClOrdID)
@@ -261,8 +267,12 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 		s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
 		return venue.Outcome{}, err
 	}
-	if !trigger.IsZero() && s.cfg.OnWrote != nil {
-		s.cfg.OnWrote(time.Since(trigger))
+	if !trigger.IsZero() {
+		own := time.Since(trigger)
+		s.burst.Observe(own, s.logons.Load())
+		if s.cfg.OnWrote != nil {
+			s.cfg.OnWrote(own)
+		}
 	}
 	timeout := time.NewTimer(s.cfg.Timeout)
 	defer timeout.Stop()

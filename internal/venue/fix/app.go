@@ -28,6 +28,7 @@ func (s *Session) OnCreate(quickfix.SessionID) {}
 
 // OnLogon marks the venue reachable.
 func (s *Session) OnLogon(id quickfix.SessionID) {
+	s.logons.Add(1)
 	s.mu.Lock()
 	s.loggedOn = true
 	s.mu.Unlock()

@@ -1,8 +1,8 @@
 // Package fix is the desk's FIX 4.4 venue (FXDESK_VENUE=fix; docs/fix.md): a QuickFIX/Go
-// initiator whose message store is in MySQL, so that sequence numbers survive a restart and a
-// takeover (the new lease holder resumes the session, it never resets it), and an adapter that
-// gives the desk the same venue.API the REST venue does, so that trading, the reconciler's Plan
-// and the hedge monitor read a FIX venue exactly as they read OANDA.
+// initiator whose message store (store.go) is in MySQL, so that sequence numbers survive a
+// restart and a takeover (the new lease holder resumes the session, it never resets it), and an
+// adapter that gives the desk the same venue.API the REST venue does, so that trading, the
+// reconciler's Plan and the hedge monitor read a FIX venue exactly as they read OANDA.
 //
 // A FIX venue nets: it holds one position per symbol. The desk hedges: each EXTERNAL position is
 // a trade of its own. The adapter keeps the desk's trades over the venue's net in a journal
@@ -19,5 +19,6 @@
 // venue executes once), and the reconciler resolves the rest with OrderStatusRequest by ClOrdID.
 //
 // This package must never write the desk's book (orders, positions, deals): only its own
-// journal and the library's store. It must never log on unless its caller holds the lease.
+// journal and the session's store (store.go). It must never log on unless its caller holds the
+// lease.
 package fix

@@ -11,13 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
-	sqlstore "github.com/quickfixgo/quickfix/store/sql"
+
+	"fxdesk/internal/venue"
 )
 
-// Tables of the library's SQL store (migrations/000020_fix_session.up.sql).
+// Tables of the session's store (store.go; migrations/000020_fix_session.up.sql).
 const (
 	sessionsTable = "fx_fix_sessions"
 	messagesTable = "fx_fix_messages"
@@ -26,12 +26,11 @@ const (
 // Config builds a Session.
 type Config struct {
 	// Settings is the session file (QuickFIX settings: one FIX.4.4 initiator session with
-	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk adds the message
-	// store (the desk's own MySQL); a file that names a store of its own is refused.
+	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk's own message
+	// store keeps the session in its database; a file that names a store of its own is refused.
 	Settings io.Reader
-	// DSN is the desk's database (FXDESK_MYSQL_DSN): the library's store and the journal.
-	DSN string
-	DB  *sql.DB // the desk's pool, for the journal
+	// DB is the desk's database: the session's store and the journal.
+	DB *sql.DB
 	// Account names the venue account (the reconciler's cursor key; Account (1) on position
 	// requests).
 	Account string
@@ -63,6 +62,12 @@ type Session struct {
 	waiters map[string][]chan answer
 	// positions collects the answers to a position request, by PosReqID.
 	positions map[string]*positionAnswer
+
+	// burst summarises a burst of orders in one "venue burst" line once none is in flight;
+	// logons counts the connections the session opened (a burst should open none).
+	burst    venue.Burst
+	inFlight atomic.Int64
+	logons   atomic.Int64
 }
 
 // New reads the session file and checks it; it does not connect.
@@ -70,7 +75,7 @@ func New(cfg Config) (*Session, error) {
 	switch {
 	case cfg.Settings == nil:
 		return nil, errors.New("fix: a session file is required")
-	case cfg.DB == nil || cfg.DSN == "":
+	case cfg.DB == nil:
 		return nil, errors.New("fix: the desk's database is required")
 	case cfg.Account == "":
 		return nil, errors.New("fix: the venue account is required")
@@ -87,10 +92,6 @@ func New(cfg Config) (*Session, error) {
 	sessions := settings.SessionSettings()
 	if len(sessions) != 1 {
 		return nil, fmt.Errorf("fix: the session file must define exactly one [SESSION], it defines %d", len(sessions))
-	}
-	dsn, err := storeDSN(cfg.DSN)
-	if err != nil {
-		return nil, err
 	}
 	var id quickfix.SessionID
 	for sid, ss := range sessions {
@@ -116,14 +117,10 @@ func New(cfg Config) (*Session, error) {
 		}
 		// SessionSettings are copies over the [DEFAULT] section: what the desk adds goes there.
 		g := settings.GlobalSettings()
-		// Every logon reads the sequence numbers from MySQL again: a holder that started while
-		// an older one still used the session (a stopped holder let go late) logs on with
+		// Every logon reads the sequence numbers from the store again: a holder that started
+		// while an older one still used the session (a stopped holder let go late) logs on with
 		// theirs, not with what it read at start.
 		g.Set(config.RefreshOnLogon, "Y")
-		g.Set(config.SQLStoreDriver, "mysql")
-		g.Set(config.SQLStoreDataSourceName, dsn)
-		g.Set(config.SQLStoreSessionsTableName, sessionsTable)
-		g.Set(config.SQLStoreMessagesTableName, messagesTable)
 		if !ss.HasSetting(config.ReconnectInterval) {
 			g.Set(config.ReconnectInterval, "1")
 		}
@@ -149,18 +146,6 @@ func New(cfg Config) (*Session, error) {
 	return s, nil
 }
 
-// storeDSN is the desk's DSN as the library's store needs it: its creation_time column is read
-// into a time.Time, and its sessions run in UTC like the desk's.
-func storeDSN(dsn string) (string, error) {
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("fix: the database DSN: %w", err)
-	}
-	c.ParseTime = true
-	c.Loc = time.UTC
-	return c.FormatDSN(), nil
-}
-
 // SessionID names the session (the desk's SenderCompID first).
 func (s *Session) SessionID() quickfix.SessionID { return s.sessionID }
 
@@ -181,11 +166,15 @@ func (s *Session) Run(ctx context.Context) error {
 		s.mu.Unlock()
 	}()
 	for restart := false; ; restart = true {
-		init, err := quickfix.NewInitiator(s, sqlstore.NewStoreFactory(s.settings), s.settings, logFactory{s.log})
+		stores := &storeFactory{db: s.cfg.DB, log: s.log}
+		init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log})
 		if err == nil {
 			if err = init.Start(); err != nil {
 				init.Stop()
 			}
+		}
+		if err != nil {
+			_ = stores.closeAll()
 		}
 		if err != nil && !restart {
 			return fmt.Errorf("fix: start the initiator: %w", err)
@@ -205,6 +194,10 @@ func (s *Session) Run(ctx context.Context) error {
 		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
 		stuck := s.untilStuck(ctx)
 		init.Stop()
+		if err := stores.closeAll(); err != nil {
+			// The reservation stays: the next holder resumes past it, a gap the venue has filled.
+			s.log.Warn("FIX session store: the exact sequence numbers were not written", slog.Any("err", err))
+		}
 		if !stuck {
 			break
 		}

@@ -1,0 +1,51 @@
+package venue
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Burst collects the own times of the calls made since its owner was last idle, so that a burst
+// (a gap's closes) is summarised in one "venue burst" log line once it is over — never on the
+// path being measured. The REST executor and the FIX session each keep one.
+type Burst struct {
+	mu      sync.Mutex
+	own     []time.Duration
+	started time.Time
+	opened  int64 // the owner's connections opened when the burst started
+}
+
+// minBurst is the fewest calls a burst summary is logged for; single orders are left to the
+// fxdesk_venue_own_time_seconds histogram.
+const minBurst = 20
+
+// Observe records one call's own time; opened is how many connections the owner has opened so
+// far (its count, not a difference).
+func (b *Burst) Observe(d time.Duration, opened int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.own) == 0 {
+		b.started, b.opened = time.Now(), opened
+	}
+	b.own = append(b.own, d)
+}
+
+// Idle ends the current burst: with enough calls in it, one line says what it cost — own time
+// p50/p95/max, its wall time and the connections opened during it (opened is the owner's count
+// now).
+func (b *Burst) Idle(log *slog.Logger, opened int64, workers int) {
+	b.mu.Lock()
+	own, started, before := b.own, b.started, b.opened
+	b.own = nil
+	b.mu.Unlock()
+	if len(own) < minBurst {
+		return
+	}
+	slices.Sort(own)
+	pct := func(p float64) time.Duration { return own[min(len(own)-1, int(p*float64(len(own))))] }
+	log.Info("venue burst", slog.Int("calls", len(own)), slog.Duration("own_p50", pct(0.50)), slog.Duration("own_p95", pct(0.95)),
+		slog.Duration("own_max", own[len(own)-1]), slog.Duration("wall", time.Since(started)),
+		slog.Int64("connections_opened", opened-before), slog.Int("workers", workers))
+}
