@@ -23,7 +23,7 @@ func main() {
 	abook := flag.Int("abook", -1, "how many of the traders trade on the EXTERNAL account group (-1: a third, rounded up)")
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
 	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds and exit")
-	venue := flag.String("venue", "", "the A-book's venue: rest (cmd/venuesim) or fix (cmd/fixvenue); empty picks by seed, fix for a third of seeds")
+	venue := flag.String("venue", "", "the A-book's venue: rest (cmd/venuesim) or fix (cmd/fixvenue); seed or empty picks by seed, fix for a third of seeds")
 	cluster := flag.String("cluster", "", "run the desk on clusters started by scripts/cluster.sh: galera, sentinel or galera,sentinel (docs/cluster.md)")
 	flag.Parse()
 	if *seed == 0 {

@@ -136,19 +136,19 @@ type venueLane interface {
 	stop()
 }
 
-// venueLaneOf is the venue lane of a soak: forced (rest or fix), or by seed — FIX for a third of
-// the seeds (seed % 3 == 0), REST for the others.
+// venueLaneOf is the venue lane of a soak: forced (rest or fix), or by seed ("seed" or empty) —
+// FIX for a third of the seeds (seed % 3 == 0), REST for the others.
 func venueLaneOf(seed uint64, forced string) (string, error) {
 	switch forced {
 	case invariant.LaneREST, invariant.LaneFIX:
 		return forced, nil
-	case "":
+	case "", "seed":
 		if seed%3 == 0 {
 			return invariant.LaneFIX, nil
 		}
 		return invariant.LaneREST, nil
 	}
-	return "", fmt.Errorf("-venue %q: rest, fix, or empty to pick by seed", forced)
+	return "", fmt.Errorf("-venue %q: rest, fix, or seed (or empty) to pick by seed", forced)
 }
 
 // startVenueLane starts lane's venue, priced from feed.
