@@ -8,31 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/go-chi/chi/v5"
-
-	"fxdesk/internal/audit"
-	"fxdesk/internal/testkit/dbtest"
 )
 
 // The account-group, move and state routes over a real database: each write answers the view,
 // writes exactly one audit row, and each refusal answers its status and code and writes nothing.
 // The database is made here so this file stands alone in the package.
 func TestAccountGroupRoutes(t *testing.T) {
-	db, closeDB, err := dbtest.NewMigrated("api_groups")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeDB)
+	db := migratedDB(t, "api_groups")
 	parts := newTestParts(t, db, false)
 	log, svc, admin := parts.log, parts.svc, parts.admin
-	r := chi.NewRouter()
-	// What requireToken does for an admin token: the actor travels in the request's context.
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), audit.Actor{TokenID: 1, UserID: 7, Via: "api"})))
-		})
-	})
+	r := adminRouter()
 	r.Get("/account-groups", handleAccountGroups(log, admin))
 	r.Post("/account-groups", handleCreateAccountGroup(log, admin))
 	r.Get("/account-groups/{name}", handleAccountGroup(log, admin))

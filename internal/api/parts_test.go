@@ -3,12 +3,17 @@ package api
 import (
 	"database/sql"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"fxdesk/internal/audit"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/trading"
 )
 
@@ -35,4 +40,27 @@ func newTestParts(t *testing.T, db *sql.DB, venue bool) testParts {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// adminRouter is a router whose requests carry an admin's actor, as requireToken sets it for an
+// admin token, for tests that mount admin handlers without the token check.
+func adminRouter() chi.Router {
+	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), audit.Actor{TokenID: 1, UserID: 7, Via: "api"})))
+		})
+	})
+	return r
+}
+
+// migratedDB is a fresh migrated database named after name, dropped when the test ends.
+func migratedDB(t *testing.T, name string) *sql.DB {
+	t.Helper()
+	db, closeDB, err := dbtest.NewMigrated(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	return db
 }

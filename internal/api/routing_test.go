@@ -8,30 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/go-chi/chi/v5"
-
-	"fxdesk/internal/audit"
-	"fxdesk/internal/testkit/dbtest"
 )
 
 // The routing and profile routes over a real database: a bad rule answers 400 naming its field
 // and writes nothing; rules come back in the order they are asked; the profile's figures are
 // worked out from the row to the cent and shown in the dealer's account list too.
 func TestRoutingAndProfileRoutes(t *testing.T) {
-	db, closeDB, err := dbtest.NewMigrated("api_routing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeDB)
+	db := migratedDB(t, "api_routing")
 	parts := newTestParts(t, db, false)
 	log, svc, admin := parts.log, parts.svc, parts.admin
-	r := chi.NewRouter()
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), audit.Actor{TokenID: 1, UserID: 7, Via: "api"})))
-		})
-	})
+	r := adminRouter()
 	r.Get("/account-groups/{name}/routing", handleRoutingRules(log, admin))
 	r.Post("/account-groups/{name}/routing", handleCreateRoutingRule(log, admin))
 	r.Put("/account-groups/{name}/routing/order", handleReorderRoutingRules(log, admin))
