@@ -4,21 +4,22 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/quickfixgo/enum"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/tag"
 	"github.com/shopspring/decimal"
 )
 
-// Message types the session reads and writes.
+// Message types the session reads and writes, as the library spells them.
 const (
-	msgNewOrderSingle     = "D"
-	msgOrderStatusRequest = "H"
-	msgMassStatusRequest  = "AF"
-	msgRequestForPos      = "AN"
-	msgRequestForPosAck   = "AO"
-	msgPositionReport     = "AP"
-	msgExecutionReport    = "8"
-	msgBusinessReject     = "j"
+	msgNewOrderSingle     = string(enum.MsgType_ORDER_SINGLE)
+	msgOrderStatusRequest = string(enum.MsgType_ORDER_STATUS_REQUEST)
+	msgMassStatusRequest  = string(enum.MsgType_ORDER_MASS_STATUS_REQUEST)
+	msgRequestForPos      = string(enum.MsgType_REQUEST_FOR_POSITIONS)
+	msgRequestForPosAck   = string(enum.MsgType_REQUEST_FOR_POSITIONS_ACK)
+	msgPositionReport     = string(enum.MsgType_POSITION_REPORT)
+	msgExecutionReport    = string(enum.MsgType_EXECUTION_REPORT)
+	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
 )
 
 // The Session is its initiator's quickfix.Application.
