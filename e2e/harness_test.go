@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/testkit/poll"
+
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/lease"
@@ -450,13 +452,7 @@ func (e *deskEnv) redisValue() string {
 // process moves); everything that logs or streams is waited on through that signal instead.
 func eventually(t testing.TB, timeout, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(interval)
-	}
+	poll.Until(t, timeout, interval, what, cond)
 }
 
 // guardedProbe gives a holder guarded work that passes the gate on a short timer, whatever else

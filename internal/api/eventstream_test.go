@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/testkit/poll"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shopspring/decimal"
 
@@ -491,12 +493,7 @@ func TestEventsStreamEndsWhenTheHubStops(t *testing.T) {
 // eventually polls cond until it holds, failing after 10 s.
 func eventually(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, what, cond)
 }
 
 // The resume id a client sends, as a header or a query parameter, is a whole number 0 or more or

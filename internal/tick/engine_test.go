@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/testkit/poll"
+
 	"fxdesk/internal/fx"
 	"fxdesk/internal/session"
 	"fxdesk/internal/sim/feedsim"
@@ -97,13 +99,7 @@ func startEngine(t testing.TB, cfg Config, wanted ...string) *Engine {
 // waitFor polls cond until it holds or 10s pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
-	}
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, what, cond)
 }
 
 func hasTick(e *Engine, symbol string, bid, ask float64) func() bool {

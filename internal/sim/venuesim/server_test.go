@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/testkit/poll"
+
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/sim/feedsim"
@@ -177,13 +179,7 @@ func (e *env) fill(clientID, instrument, units string) answer {
 // waitFor polls observable state until ok, failing after 5s.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling observable state, not synchronising on time
-	}
+	poll.Until(t, 5*time.Second, 5*time.Millisecond, what, ok)
 }
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"fxdesk/internal/testkit/poll"
+
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/execution"
@@ -193,10 +195,5 @@ func TestPlanOverFIXBooksAVenuePartialThenTheVenuesClose(t *testing.T) {
 // eventually polls cond for up to 5 s: an unsolicited report is journaled when it arrives.
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, 20*time.Millisecond, "the condition", cond)
 }
