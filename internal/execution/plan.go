@@ -37,6 +37,9 @@ type DeskOrder struct {
 	PositionID         int64     // the position it opened; 0 when none
 	PositionOpen       bool      // that position is still OPEN on the desk
 	TradeID            string    // the venue trade its position is linked to, when any
+	// LastVenueTx is the newest venue transaction the desk booked on that position (its
+	// close's, once closed); 0 when none.
+	LastVenueTx int64
 }
 
 // DeskState is what the desk's database says about its venue business.
@@ -212,6 +215,9 @@ func (p *planner) openTrades() {
 		default:
 			o, ok := p.d.Orders[t.ClientID]
 			switch {
+			case ok && o.PositionID != 0 && o.LastVenueTx > p.v.AsOf:
+				// The desk booked a venue transaction on its position (its close) that the
+				// snapshot predates: the trade looks open only because the venue was read first.
 			case !ok || o.PositionID != 0:
 				p.add(Action{Kind: CloseOrphan, OrderID: o.OrderID, TradeID: t.ID, Symbol: t.Symbol,
 					Reason: "a tagged venue trade that no open desk position explains"})
@@ -410,6 +416,10 @@ func (p *planner) openPosition(pos DeskPosition, t venue.Trade) {
 				Reason: "the venue closed part of the trade and the desk did not book it"})
 		}
 	case -1:
+		if slices.Max(append([]int64{0}, pos.Booked...)) > p.v.AsOf {
+			// The desk booked a close share the snapshot predates: the larger trade is its past.
+			return
+		}
 		excess := venueUnits.Sub(deskUnits)
 		p.add(Action{Kind: CloseOrphan, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
 			Units: &excess, Reason: "the venue holds more units than the desk position; the excess is closed"})

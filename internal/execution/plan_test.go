@@ -668,3 +668,43 @@ func TestPlanIsDeterministic(t *testing.T) {
 		t.Fatalf("only %d states planned more than one action; the shuffles test little", multi)
 	}
 }
+
+func TestSnapshotTakenBeforeTheDesksCloseClosesNothing(t *testing.T) {
+	t.Parallel()
+	// The venue was read before the desk's own close of the trade reached it; the desk's book was
+	// read after that close was booked. The trade looks open and unexplained, but the desk has
+	// already closed it: a second close would open the opposite exposure at the venue.
+	closedOnDesk := sending(101, "101", now.Add(-time.Hour))
+	closedOnDesk.Status, closedOnDesk.PositionID = fx.OrderFilled, 77
+	for _, tt := range []struct {
+		name   string
+		closed int64 // the venue transaction the desk booked the close from
+		want   []Action
+	}{
+		{"the close is newer than the snapshot", 5101, nil},
+		{"the close is older than the snapshot", 5099, []Action{{Kind: CloseOrphan, OrderID: 101, TradeID: "5001",
+			Symbol: "EURUSD", Reason: "a tagged venue trade that no open desk position explains"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			o := closedOnDesk
+			o.LastVenueTx = tt.closed
+			d.Orders["101"] = o
+			v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
+			requireActions(t, Plan(v, d, now, cfg), tt.want...)
+		})
+	}
+}
+
+func TestSnapshotTakenBeforeTheDesksPartialCloseClosesNoExcess(t *testing.T) {
+	t.Parallel()
+	// The desk closed half a lot at the venue and booked it (fill 5101) after the venue was read:
+	// the snapshot's larger trade is the past, not an excess.
+	d, v := newDesk(), newVenue()
+	p := position(77, 101, "5001", "0.5")
+	p.Booked = []int64{5101}
+	d.Positions = []DeskPosition{p}
+	v.OpenTrades = []venue.Trade{openTagged("5001", "101", "100000")}
+	requireActions(t, Plan(v, d, now, cfg))
+}

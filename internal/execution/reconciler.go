@@ -208,7 +208,8 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 	for _, o := range orders {
 		cid := trading.ClientID(o.OrderID)
 		d.Orders[cid] = DeskOrder{OrderID: o.OrderID, AccountID: o.AccountID, ClientID: cid, Symbol: o.Symbol, Side: o.Side, Volume: o.Volume,
-			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID}
+			Status: o.Status, SentAt: o.SentAt, PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID,
+			LastVenueTx: o.LastVenueTx}
 		// Looked up by client id only where that can tell anything, and never one its own send
 		// is booking. An order an open trade already explains is adopted from the listing, which
 		// lacks only the venue's order id: its order alone is looked up.

@@ -38,6 +38,7 @@ type VenueOrder struct {
 	PositionID         int64
 	PositionOpen       bool
 	TradeID            string
+	LastVenueTx        int64 // the newest venue transaction booked on its position
 }
 
 // VenueCursor is the last venue transaction the desk stored an effect of, for venueAccount,
@@ -103,7 +104,11 @@ func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Link
 		var sent *time.Time
 		var posID *int64
 		var posStatus, trade *string
-		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.Status, &sent, &posID, &posStatus, &trade)
+		var last *int64
+		err := sc.Scan(&o.OrderID, &o.AccountID, &o.Symbol, &o.Side, &o.Volume, &o.Status, &sent, &posID, &posStatus, &trade, &last)
+		if last != nil {
+			o.LastVenueTx = *last
+		}
 		if sent != nil {
 			o.SentAt = *sent
 		}
@@ -115,7 +120,8 @@ func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Link
 			o.TradeID = *trade
 		}
 		return o, err
-	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId` "+
+	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId`, "+
+		"(SELECT MAX(d.`venueTransactionId`) FROM `fx_deal` d WHERE d.`positionId` = p.`id`) "+
 		"FROM `fx_order` o LEFT JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
 	if err != nil {
 		return nil, nil, err
