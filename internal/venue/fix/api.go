@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -60,26 +59,7 @@ type answer struct {
 	last   bool // the last report of a mass status
 }
 
-// onReport records a report and hands it to whoever waits for its ClOrdID.
-func (s *Session) onReport(r report) {
-	if unknownOrder(r) {
-		// "Unknown order": the answer to a status request, not a state of any order.
-		s.deliver(r.ClOrdID, answer{r: r})
-		return
-	}
-	var id int64
-	var err error
-	if r.ClOrdID != "NONE" { // a mass status with no orders answers with one empty report
-		if id, err = s.journal.apply(context.Background(), r); err != nil {
-			s.log.Error("could not record the venue's report; an OrderStatusRequest will find it again", slog.String("clOrdId", r.ClOrdID), slog.Any("err", err))
-		}
-		s.deliver(r.ClOrdID, answer{r: r, execID: id, err: err})
-	}
-	if r.MassStatusReqID != "" {
-		s.deliver(r.MassStatusReqID, answer{r: r, execID: id, err: err, last: r.LastRptRequested})
-	}
-}
-
+// wait registers a waiter for key's answers; done unregisters it.
 func (s *Session) wait(key string) (<-chan answer, func()) {
 	ch := make(chan answer, 8)
 	s.mu.Lock()
@@ -160,7 +140,18 @@ func (s *Session) placeMarket(ctx context.Context, o venue.MarketOrder, trigger 
 	if o.Units.IsNegative() {
 		side = sideSell
 	}
-	return s.order(ctx, order{ClOrdID: o.ClientID, TradeID: o.ClientID, Symbol: o.Symbol, Side: side, Qty: o.Units.Abs()}, trigger)
+	if !s.Reachable() {
+		return venue.Outcome{}, errNotLoggedOn
+	}
+	// Waited for before its identity is written, so that the reconciler, which asks about every
+	// unanswered order nobody waits for, never asks about one in flight.
+	answers, done := s.wait(o.ClientID)
+	defer done()
+	out, err := s.order(ctx, order{ClOrdID: o.ClientID, TradeID: o.ClientID, Symbol: o.Symbol, Side: side, Qty: o.Units.Abs()}, trigger, answers)
+	if errors.Is(err, errIdentityRefused) && store.IsDuplicateKey(err) {
+		return out, fmt.Errorf("%v: %w", err, errDuplicateOrder)
+	}
+	return out, err
 }
 
 // CloseTrade closes units (nil: all) of desk trade tradeID with an opposite market order against
@@ -174,58 +165,76 @@ func (s *Session) closeTrade(ctx context.Context, tradeID string, units *decimal
 }
 
 // closeTradeOnce is closeTrade; retried is true once an earlier close's outcome was just asked.
+// The close is decided on the holder's trades in memory (liveTrades), with no database read
+// between the trigger and the write.
 func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time, retried bool) (venue.Outcome, error) {
-	t, found, err := s.trade(ctx, tradeID)
+	if !s.Reachable() {
+		return venue.Outcome{}, errNotLoggedOn
+	}
+	var answers <-chan answer
+	var done func()
+	c, err := s.trades.claimClose(tradeID, units, s.waited, func(clOrdID string) { answers, done = s.wait(clOrdID) }, retried)
 	if err != nil {
-		return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
+		return venue.Outcome{}, err
 	}
-	if !found || t.CurrentUnits.IsZero() {
-		return venue.Outcome{}, &venue.Error{Status: 404, Code: "TRADE_DOESNT_EXIST", Message: "no open desk trade " + tradeID + " at the FIX venue"}
-	}
-	qty := t.CurrentUnits.Abs()
-	if units != nil {
-		if !units.IsPositive() || units.GreaterThan(qty) {
-			return venue.Outcome{}, &venue.Error{Status: 400, Code: "CLOSE_UNITS_INVALID", Message: fmt.Sprintf("close %s of trade %s's %s units", units, tradeID, qty)}
-		}
-		qty = *units
-	}
-	side := sideSell
-	if t.CurrentUnits.IsNegative() {
-		side = sideBuy
-	}
-	// One close of a trade at a time. A netting venue executes every close it is sent (it has no
-	// trade to find already closed, as a REST venue does), so a second close of the same trade
-	// would flip it: refused while an earlier one is unanswered, and two decided at once carry
-	// the same ClOrdID, the trade's close count, which the journal takes once.
-	n, pending, err := s.journal.closes(ctx, t.ClientID)
-	if err != nil {
-		return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
-	}
-	if pending != "" {
-		if s.waited(pending) || retried {
-			return venue.Outcome{}, closeInFlight(tradeID, pending)
-		}
+	if c.ask.ClOrdID != "" {
 		// Nobody here waits for it: an earlier close whose outcome was unknown. The session is in
-		// order, so the venue's answer to a status request comes after every resend of it.
-		known, err := s.orderStatus(ctx, pending, t.Symbol, side)
+		// order, so the venue's answer to a status request comes after every resend of it, and is
+		// handed on after every report before it is journaled.
+		known, err := s.orderStatus(ctx, c.ask.ClOrdID, c.ask.Symbol, c.ask.Side)
 		if err != nil {
 			return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
 		}
 		if !known {
 			// It never reached the venue and never will: the next close may go.
-			if err := s.journal.endUnsent(ctx, pending); err != nil {
+			if err := s.journal.endUnsent(ctx, c.ask.ClOrdID); err != nil {
 				return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
 			}
+			s.trades.ended(c.ask.TradeID, c.ask.ClOrdID)
 		}
 		// Its report is journaled now (or it is NEW still): decide again on the trade as it is.
 		return s.closeTradeOnce(ctx, tradeID, units, trigger, true)
 	}
-	clOrdID := t.ClientID + closeMark + strconv.Itoa(n+1)
-	out, err := s.order(ctx, order{ClOrdID: clOrdID, TradeID: t.ClientID, Symbol: t.Symbol, Side: side, Qty: qty}, trigger)
-	if errors.Is(err, errDuplicateOrder) {
-		return venue.Outcome{}, closeInFlight(tradeID, clOrdID)
+	defer done()
+	out, err := s.order(ctx, c.order, trigger, answers)
+	switch {
+	case errors.Is(err, errIdentityRefused) && store.IsDuplicateKey(err):
+		// The journal holds a close with this number the holder did not know of: it stays the
+		// trade's pending close, asked about by the next close.
+		return venue.Outcome{}, closeInFlight(tradeID, c.order.ClOrdID)
+	case errors.Is(err, errIdentityRefused) && store.ServerRefused(err):
+		s.trades.unclaim(c.order) // the server refused the row: it is not there
+	case errors.Is(err, errSendRefused):
+		if s.journal.deleteOrder(context.WithoutCancel(ctx), c.order.ClOrdID) {
+			s.trades.unclaim(c.order)
+		}
 	}
+	// Any other failure to write leaves the claim as the trade's pending close, which nobody
+	// waits for: the next close asks the venue about it first.
 	return out, err
+}
+
+// errNotLoggedOn refuses a send while the session is not logged on: nothing was sent.
+var errNotLoggedOn = fmt.Errorf("FIX session is not logged on: %w", venue.ErrNotSent)
+
+// errNotLoaded refuses a close while the holder's trades are not loaded (the session is not
+// running): nothing was sent.
+var errNotLoaded = fmt.Errorf("FIX session is not running: %w", venue.ErrNotSent)
+
+// errIdentityRefused marks an order whose identity row was not written (or may not have been):
+// nothing was sent.
+var errIdentityRefused = errors.New("identity not written")
+
+// errSendRefused marks an order whose identity row was written and whose message the session
+// refused: nothing was sent.
+var errSendRefused = errors.New("send refused")
+
+func tradeNotFound(id string) error {
+	return &venue.Error{Status: 404, Code: "TRADE_DOESNT_EXIST", Message: "no open desk trade " + id + " at the FIX venue"}
+}
+
+func closeUnitsInvalid(id string, units, open decimal.Decimal) error {
+	return &venue.Error{Status: 400, Code: "CLOSE_UNITS_INVALID", Message: fmt.Sprintf("close %s of trade %s's %s units", units, id, open)}
 }
 
 // closeInFlight refuses a close of trade tradeID while its close clOrdID is unanswered.
@@ -234,26 +243,17 @@ func closeInFlight(tradeID, clOrdID string) error {
 		Message: fmt.Sprintf("trade %s is being closed (order %s has no final report yet); nothing sent", tradeID, clOrdID)}
 }
 
-// order journals o, writes it to the session and waits for its final report.
-func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.Outcome, error) {
-	if !s.Reachable() {
-		return venue.Outcome{}, fmt.Errorf("FIX session is not logged on: %w", venue.ErrNotSent)
-	}
+// order commits o's identity row with the orders decided with it (identities), writes o to the
+// session and waits on answers for its final report.
+func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers <-chan answer) (venue.Outcome, error) {
 	s.inFlight.Add(1)
 	defer func() {
 		if s.inFlight.Add(-1) == 0 {
 			s.burst.Idle(s.log, s.logons.Load(), 0) // no workers: the session's writer sends
 		}
 	}()
-	// Waited for before its identity is written, so that the reconciler, which asks about every
-	// unanswered order nobody waits for, never asks about one in flight.
-	answers, done := s.wait(o.ClOrdID)
-	defer done()
-	if err := s.journal.insertOrder(ctx, o); err != nil {
-		if store.IsDuplicateKey(err) {
-			return venue.Outcome{}, fmt.Errorf("%v: %w", err, errDuplicateOrder)
-		}
-		return venue.Outcome{}, fmt.Errorf("%v: %w", err, venue.ErrNotSent)
+	if err := s.identities.commit(o); err != nil {
+		return venue.Outcome{}, fmt.Errorf("%w: %w: %w", errIdentityRefused, err, venue.ErrNotSent)
 	}
 	// The FIX 4.4 NewOrderSingle, no repeating group (so a resend is safe from the library's
 	// double-checksum defect).
@@ -264,8 +264,10 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time) (venue.
 	nos.SetOrderQty(o.Qty, max(0, -o.Qty.Exponent()))
 	nos.SetTimeInForce(enum.TimeInForce_IMMEDIATE_OR_CANCEL) // a market order fills now or not at all
 	if err := s.send(nos.ToMessage()); err != nil {
-		s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
-		return venue.Outcome{}, err
+		if o.TradeID == o.ClOrdID {
+			s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
+		}
+		return venue.Outcome{}, fmt.Errorf("%w: %w", errSendRefused, err)
 	}
 	if !trigger.IsZero() {
 		own := time.Since(trigger)

@@ -67,27 +67,44 @@ func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	return nil
 }
 
-// FromApp records what the venue reports before the library counts the message as received: a
-// process that dies here is resent the report on its next logon.
+// FromApp hands what the venue reports to the intake, which journals the reports in batches and
+// answers whoever waits for them (intake.go). The library counts the message as received when
+// this returns; the store holds the persisted incoming number back until the message is
+// handled, so a process that dies first is resent it on its next logon.
 func (s *Session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
 	t, err := msg.MsgType()
 	if err != nil {
 		return err
 	}
+	m := inbound{}
 	switch t {
 	case msgExecutionReport:
-		s.onReport(parseReport(msg))
+		r := parseReport(msg)
+		m.report = &r
 	case msgRequestForPosAck:
-		s.onPositionAck(msg)
+		id, _ := msg.Body.GetString(tag.PosReqID)
+		n, err := msg.Body.GetInt(tag.TotalNumPosReports)
+		if err != nil {
+			n = 0
+		}
+		m.then = func() { s.onPositionAck(id, n) }
 	case msgPositionReport:
-		s.onPositionReport(msg)
+		id, sym, net := parsePositionReport(msg)
+		m.then = func() { s.onPositionReport(id, sym, net) }
 	case msgBusinessReject:
 		text, _ := msg.Body.GetString(tag.Text)
 		ref, _ := msg.Body.GetString(tag.RefMsgType)
 		s.log.Warn("the venue refused a message", slog.String("refMsgType", ref), slog.String("text", text))
+		return nil
 	default:
 		return quickfix.UnsupportedMessageType()
 	}
+	if st := s.store.Load(); st != nil {
+		if seq, err := msg.Header.GetInt(tag.MsgSeqNum); err == nil {
+			m.release = st.hold(seq)
+		}
+	}
+	s.intake.add(m)
 	return nil
 }
 

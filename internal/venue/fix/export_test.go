@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quickfixgo/quickfix"
+	"github.com/shopspring/decimal"
 )
 
 // TestStore is the session's store with what its tests need beyond quickfix.MessageStore.
@@ -30,3 +31,46 @@ func (s *sessionStore) Flush() error { return s.flush() }
 
 // Commits is how many group commits the writer made and how many messages they wrote.
 func (s *sessionStore) Commits() (batches, rows int64) { return s.batches.Load(), s.rows.Load() }
+
+// TestReport is an execution report as the desk reads it.
+type TestReport = report
+
+// LiveTrade is a trade as the holder keeps it in memory.
+type LiveTrade struct {
+	Key, Symbol, Pending string
+	ID                   int64
+	Units                decimal.Decimal
+	Closes               int
+}
+
+// LiveTrades is the holder's trades in memory, by key.
+func (s *Session) LiveTrades() map[string]LiveTrade {
+	out := map[string]LiveTrade{}
+	for k, t := range s.trades.snapshot() {
+		out[k] = LiveTrade{Key: t.key, Symbol: t.symbol, Pending: t.pending, ID: t.id, Units: t.units, Closes: t.closes}
+	}
+	return out
+}
+
+// HoldIdentities keeps identity batches from being taken until n orders are queued (0: never).
+func (s *Session) HoldIdentities(n int) { s.identities.HoldUntil(n) }
+
+// QueuedIdentities is how many orders wait for their identity batch.
+func (s *Session) QueuedIdentities() int {
+	s.identities.mu.Lock()
+	defer s.identities.mu.Unlock()
+	return len(s.identities.queue)
+}
+
+// IdentityBatches is how many identity statements carried more than one order.
+func (s *Session) IdentityBatches() int64 { return s.identities.batches.Load() }
+
+// JournalBatch hands reports to the intake's handling as one batch, as if they had come together
+// (s.handle: one transaction, then the holder's trades and the waiters).
+func (s *Session) JournalBatch(rs ...TestReport) {
+	batch := make([]inbound, len(rs))
+	for i := range rs {
+		batch[i] = inbound{report: &rs[i]}
+	}
+	s.handle(batch)
+}

@@ -50,19 +50,33 @@ type order struct {
 	SentAt                                 time.Time
 }
 
-// insertOrder writes an order's identity before it is sent.
-func (j *journal) insertOrder(ctx context.Context, o order) error {
-	_, err := j.db.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?)",
-		o.ClOrdID, o.TradeID, o.Symbol, o.Side, o.Qty, stateSending)
-	if err != nil {
-		return fmt.Errorf("journal order %s: %w", o.ClOrdID, err)
+// insertOrdersSQL writes n orders' identities (SENDING) in one statement.
+func insertOrdersSQL(n int) string {
+	return "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
+}
+
+// insertOrders writes orders' identities before they are sent, in one statement: all of them
+// or none.
+func (j *journal) insertOrders(ctx context.Context, os []order) error {
+	args := make([]any, 0, 6*len(os))
+	for _, o := range os {
+		args = append(args, o.ClOrdID, o.TradeID, o.Symbol, o.Side, o.Qty, stateSending)
+	}
+	if _, err := j.db.ExecContext(ctx, insertOrdersSQL(len(os)), args...); err != nil {
+		if len(os) == 1 {
+			return fmt.Errorf("journal order %s: %w", os[0].ClOrdID, err)
+		}
+		return fmt.Errorf("journal %d orders: %w", len(os), err)
 	}
 	return nil
 }
 
-// deleteOrder removes the identity of an order that provably never reached the session.
-func (j *journal) deleteOrder(ctx context.Context, clOrdID string) {
-	_, _ = j.db.ExecContext(ctx, "DELETE FROM `fx_fix_order` WHERE `clOrdId` = ? AND `status` = ?", clOrdID, stateSending)
+// deleteOrder removes the identity of an order that provably never reached the session; it
+// answers whether the row is gone.
+func (j *journal) deleteOrder(ctx context.Context, clOrdID string) bool {
+	_, err := j.db.ExecContext(ctx, "DELETE FROM `fx_fix_order` WHERE `clOrdId` = ? AND `status` = ?", clOrdID, stateSending)
+	return err == nil
 }
 
 func (j *journal) order(ctx context.Context, clOrdID string) (order, bool, error) {
@@ -79,28 +93,6 @@ func (j *journal) order(ctx context.Context, clOrdID string) (order, bool, error
 	}
 	o.VenueOrderID, o.Text, o.RejectReason = vid.String, text.String, int(rej.Int64)
 	return o, true, nil
-}
-
-// closes counts the close orders of trade key in the journal and names one still SENDING or NEW
-// ("" when none is).
-func (j *journal) closes(ctx context.Context, key string) (int, string, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `status` FROM `fx_fix_order` WHERE `tradeId` = ? AND `clOrdId` <> `tradeId`", key)
-	if err != nil {
-		return 0, "", fmt.Errorf("journal closes of trade %s: %w", key, err)
-	}
-	defer rows.Close()
-	n, pending := 0, ""
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
-			return 0, "", err
-		}
-		n++
-		if status == stateSending || status == stateNew {
-			pending = id
-		}
-	}
-	return n, pending, rows.Err()
 }
 
 // endUnsent ends an order the venue answered it never saw (REJECTED, nothing executed), so that
@@ -141,28 +133,56 @@ func signed(side string, qty decimal.Decimal) decimal.Decimal {
 	return qty
 }
 
-// apply records one report: the order's state, and the execution it carries beyond what the
-// journal holds (a report's CumQty minus the units already recorded for its ClOrdID, so a trade
-// report, a status report and a resend of either record one execution once), allocated to the
-// desk's trades. It answers the execution's id (0: none new).
-func (j *journal) apply(ctx context.Context, r report) (int64, error) {
+// applied is what the journal recorded from one report, for the holder's trades (liveTrades).
+type applied struct {
+	execID   int64 // the execution it recorded (0: none new)
+	inserted bool  // the order's row was written by the report (the venue's own order, or an identity a crash took)
+	final    bool  // the order has a final state
+	shares   []allocation
+}
+
+// allocation is one trade's share of an execution ("" the untagged remainder).
+type allocation struct {
+	trade string
+	units decimal.Decimal
+}
+
+// apply records one report in a transaction of its own (applyTx).
+func (j *journal) apply(ctx context.Context, r report) (applied, error) {
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		return applied{}, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	a, err := applyTx(ctx, tx, r)
+	if err != nil {
+		return applied{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return applied{}, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	}
+	return a, nil
+}
+
+// applyTx records one report in tx: the order's state, and the execution it carries beyond
+// what the journal holds (a report's CumQty minus the units already recorded for its ClOrdID,
+// so a trade report, a status report and a resend of either record one execution once, in one
+// transaction or in several), allocated to the desk's trades.
+func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
+	var a applied
 	trade := tradeOf(r.ClOrdID)
 	var status string
-	err = tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
+	err := tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
 	if errors.Is(err, sql.ErrNoRows) {
 		// An order this journal never wrote: the venue's own, or one whose identity row a crash
 		// took with it (the desk's SENDING row is the record of that order, its ClOrdID the key).
 		if _, err = tx.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?)",
 			r.ClOrdID, trade, r.Symbol, r.Side, r.OrderQty, stateSending); err != nil {
-			return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+			return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 		}
+		a.inserted = true
 	} else if err != nil {
-		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 	}
 	next := stateNew
 	switch r.OrdStatus {
@@ -174,22 +194,23 @@ func (j *journal) apply(ctx context.Context, r report) (int64, error) {
 			next = stateFilled // what executed stands; the rest is gone
 		}
 	}
+	a.final = next != stateNew
 	var rej any
 	if r.HasRejectReason {
 		rej = r.RejectReason
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE `fx_fix_order` SET `status` = ?, `cumQty` = GREATEST(`cumQty`, ?), `avgPx` = ?, `venueOrderId` = ?, `rejectReason` = ?, `text` = ? WHERE `clOrdId` = ?",
 		next, r.CumQty, r.AvgPx, r.OrderID, rej, truncate(r.Text, 255), r.ClOrdID); err != nil {
-		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 	}
 	var recorded, notional decimal.Decimal
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(ABS(`units`)), 0), COALESCE(SUM(ABS(`units`) * `price`), 0) FROM `fx_fix_execution` WHERE `clOrdId` = ?", r.ClOrdID).
 		Scan(&recorded, &notional); err != nil {
-		return 0, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 	}
 	delta := r.CumQty.Sub(recorded)
 	if !delta.IsPositive() {
-		return 0, tx.Commit()
+		return a, nil
 	}
 	price := r.AvgPx
 	switch {
@@ -211,22 +232,21 @@ func (j *journal) apply(ctx context.Context, r report) (int64, error) {
 	res, err := tx.ExecContext(ctx, "INSERT INTO `fx_fix_execution` (`execId`, `clOrdId`, `venueOrderId`, `symbol`, `units`, `price`, `transactTime`) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		truncate(execID, 64), r.ClOrdID, r.OrderID, r.Symbol, units, price, at.UTC())
 	if err != nil {
-		return 0, fmt.Errorf("journal execution %s: %w", execID, err)
+		return a, fmt.Errorf("journal execution %s: %w", execID, err)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, err
+	if a.execID, err = res.LastInsertId(); err != nil {
+		return a, err
 	}
-	if err := allocate(ctx, tx, id, trade, r.Symbol, units); err != nil {
-		return 0, err
+	if a.shares, err = allocate(ctx, tx, a.execID, trade, r.Symbol, units); err != nil {
+		return a, err
 	}
-	return id, tx.Commit()
+	return a, nil
 }
 
 // allocate books an execution's units to the desk's trades: an open's to itself, a close's to the
 // trade it names, the venue's own order's to the open trades it reduces in that symbol, oldest
 // first (what no trade explains is allocated to "", the untagged remainder).
-func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol string, units decimal.Decimal) error {
+func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol string, units decimal.Decimal) ([]allocation, error) {
 	shares := map[string]decimal.Decimal{}
 	if trade != "" {
 		shares[trade] = units
@@ -234,7 +254,7 @@ func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol strin
 		rows, err := tx.QueryContext(ctx, "SELECT a.`tradeId`, SUM(a.`units`), MIN(a.`executionId`) FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` "+
 			"WHERE e.`symbol` = ? AND a.`tradeId` <> '' GROUP BY a.`tradeId` HAVING SUM(a.`units`) <> 0 ORDER BY MIN(a.`executionId`)", symbol)
 		if err != nil {
-			return fmt.Errorf("journal allocate execution %d: %w", execID, err)
+			return nil, fmt.Errorf("journal allocate execution %d: %w", execID, err)
 		}
 		left := units
 		for rows.Next() {
@@ -243,7 +263,7 @@ func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol strin
 			var first int64
 			if err := rows.Scan(&id, &open, &first); err != nil {
 				rows.Close()
-				return err
+				return nil, err
 			}
 			if left.IsZero() || open.Sign() == left.Sign() {
 				continue
@@ -263,12 +283,14 @@ func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol strin
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	out := make([]allocation, 0, len(ids))
 	for _, id := range ids {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_fix_allocation` (`executionId`, `tradeId`, `units`) VALUES (?, ?, ?)", execID, id, shares[id]); err != nil {
-			return fmt.Errorf("journal allocate execution %d: %w", execID, err)
+			return nil, fmt.Errorf("journal allocate execution %d: %w", execID, err)
 		}
+		out = append(out, allocation{trade: id, units: shares[id]})
 	}
-	return nil
+	return out, nil
 }
 
 func truncate(s string, n int) string {

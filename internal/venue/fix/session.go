@@ -55,6 +55,16 @@ type Session struct {
 	journal   *journal
 	log       *slog.Logger
 
+	// trades is the holder's trades in memory while Run runs; identities commits orders'
+	// identity rows together; intake journals the venue's reports in batches (docs/fix.md, «The
+	// burst on one session»).
+	trades     *liveTrades
+	identities *identities
+	intake     *intake
+	// store is the session's store the library created last (its incoming number is held back
+	// while reports wait in the intake).
+	store atomic.Pointer[sessionStore]
+
 	mu       sync.Mutex
 	loggedOn bool
 	running  bool
@@ -141,17 +151,21 @@ func New(cfg Config) (*Session, error) {
 			}
 		}
 	}
-	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: &journal{db: cfg.DB}, log: cfg.Log,
+	j := &journal{db: cfg.DB}
+	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
 		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}}
+	s.intake = newIntake(s)
 	return s, nil
 }
 
 // SessionID names the session (the desk's SenderCompID first).
 func (s *Session) SessionID() quickfix.SessionID { return s.sessionID }
 
-// Run starts the initiator — it logs on with the sequence numbers stored in MySQL — and keeps
-// the session until ctx ends, then logs out. Only the lease holder calls it, for as long as it
-// holds the lease. The library reconnects on its own (ReconnectInterval) after a drop.
+// Run loads the holder's trades from the journal, starts the initiator — it logs on with the
+// sequence numbers stored in MySQL — and keeps the session until ctx ends, then logs out. Only
+// the lease holder calls it, for as long as it holds the lease: while it runs, this process is
+// the only writer of the journal, so the trades it keeps in memory stay the journal's. The
+// library reconnects on its own (ReconnectInterval) after a drop.
 func (s *Session) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
@@ -165,8 +179,14 @@ func (s *Session) Run(ctx context.Context) error {
 		s.running = false
 		s.mu.Unlock()
 	}()
+	if !s.loadLiveRetrying(ctx) {
+		return nil
+	}
+	defer s.trades.unload()
+	s.intake.start()
+	defer s.intake.stop()
 	for restart := false; ; restart = true {
-		stores := &storeFactory{db: s.cfg.DB, log: s.log}
+		stores := &storeFactory{db: s.cfg.DB, log: s.log, created: s.store.Store}
 		init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log})
 		if err == nil {
 			if err = init.Start(); err != nil {
@@ -194,6 +214,8 @@ func (s *Session) Run(ctx context.Context) error {
 		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
 		stuck := s.untilStuck(ctx)
 		init.Stop()
+		// The reports received are journaled before the store writes its last incoming number.
+		s.intake.drain()
 		if err := stores.closeAll(); err != nil {
 			// The reservation stays: the next holder resumes past it, a gap the venue has filled.
 			s.log.Warn("FIX session store: the exact sequence numbers were not written", slog.Any("err", err))
@@ -208,6 +230,23 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("FIX session stopped", slog.String("session", s.sessionID.String()))
 	return nil
+}
+
+// loadLiveRetrying loads the holder's trades from the journal (loadLive), trying again every second while the
+// database refuses; false when ctx ended first.
+func (s *Session) loadLiveRetrying(ctx context.Context) bool {
+	for {
+		err := s.loadLive(ctx)
+		if err == nil {
+			return true
+		}
+		s.log.WarnContext(ctx, "FIX session: could not load the trades from the journal; trying again before logging on", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // stuckAfter is how long the session may stay logged out before Run restarts the initiator.

@@ -23,7 +23,10 @@ import (
 	"fxdesk/internal/venue/fix"
 )
 
-var testDB *sql.DB
+var (
+	testDB       *sql.DB
+	testDatabase *dbtest.Database // testDB's database, for a connection through a proxy
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
@@ -32,6 +35,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer d.Drop()
+		testDatabase = d
 		if testDB, err = store.Connect(d.DSN); err != nil {
 			panic(err)
 		}
@@ -63,6 +67,7 @@ type rig struct {
 	session *fix.Session
 	file    string
 	log     *slog.Logger // the desk session's log (testLog when nil)
+	db      *sql.DB      // the desk's database (testDB when nil)
 	stop    context.CancelFunc
 	done    chan error
 }
@@ -75,7 +80,9 @@ func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig 
 	if len(latency) > 0 {
 		lat = latency[0]
 	}
-	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"}}}, testLog)
+	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"},
+		// One symbol per test of burst_test.go: the journal is the whole database's.
+		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"}}}, testLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +109,11 @@ func (r *rig) start(t *testing.T, timeout time.Duration, onWrote ...func(time.Du
 	if log == nil {
 		log = testLog
 	}
-	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DB: testDB, Account: "acct", Timeout: timeout, Log: log, OnWrote: wrote})
+	db := r.db
+	if db == nil {
+		db = testDB
+	}
+	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DB: db, Account: "acct", Timeout: timeout, Log: log, OnWrote: wrote})
 	if err != nil {
 		t.Fatal(err)
 	}

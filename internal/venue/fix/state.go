@@ -291,12 +291,7 @@ func maps(m map[string]decimal.Decimal) map[string]decimal.Decimal {
 	return out
 }
 
-func (s *Session) onPositionAck(msg *quickfix.Message) {
-	id, _ := msg.Body.GetString(tag.PosReqID)
-	n, err := msg.Body.GetInt(tag.TotalNumPosReports)
-	if err != nil {
-		n = 0
-	}
+func (s *Session) onPositionAck(id string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pa := s.positions[id]; pa != nil && pa.want < 0 {
@@ -305,11 +300,11 @@ func (s *Session) onPositionAck(msg *quickfix.Message) {
 	}
 }
 
-// onPositionReport reads one symbol's net: the report carries one NoPositions entry, read flat
-// (the session runs without a data dictionary, so the group's fields are the body's).
-func (s *Session) onPositionReport(msg *quickfix.Message) {
-	id, _ := msg.Body.GetString(tag.PosReqID)
-	sym, _ := msg.Body.GetString(tag.Symbol)
+// parsePositionReport reads one symbol's net: the report carries one NoPositions entry, read
+// flat (the session runs without a data dictionary, so the group's fields are the body's).
+func parsePositionReport(msg *quickfix.Message) (id, symbol string, net decimal.Decimal) {
+	id, _ = msg.Body.GetString(tag.PosReqID)
+	symbol, _ = msg.Body.GetString(tag.Symbol)
 	num := func(t quickfix.Tag) decimal.Decimal {
 		v, _ := msg.Body.GetString(t)
 		d, err := decimal.NewFromString(v)
@@ -318,11 +313,14 @@ func (s *Session) onPositionReport(msg *quickfix.Message) {
 		}
 		return d
 	}
-	net := num(tag.LongQty).Sub(num(tag.ShortQty))
+	return id, symbol, num(tag.LongQty).Sub(num(tag.ShortQty))
+}
+
+func (s *Session) onPositionReport(id, symbol string, net decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pa := s.positions[id]; pa != nil {
-		pa.got[sym] = pa.got[sym].Add(net)
+		pa.got[symbol] = pa.got[symbol].Add(net)
 		pa.check()
 	}
 }

@@ -35,9 +35,11 @@ import (
 //     execute an order: the order's journal row is written before it is sent, and the
 //     reconciler resolves an order whose report never came with an OrderStatusRequest by
 //     ClOrdID (docs/fix.md). Only orders are ever resent (Session.ToApp); queries are gap-filled.
-//   - The incoming sequence number is persisted by the same writer, lazily. A process that dies
-//     resumes lower, sees the venue's next number as a gap and asks for a resend; the journal
-//     records a repeated execution report once (by CumQty per ClOrdID).
+//   - The incoming sequence number is persisted by the same writer, lazily, and never past a
+//     report the desk has not journaled yet (hold: reports are journaled in batches after the
+//     library counted them). A process that dies resumes lower, sees the venue's next number as
+//     a gap and asks for a resend; the journal records a repeated execution report once (by
+//     CumQty per ClOrdID).
 //
 // Reset, Refresh and the creation time behave as in the library's stores; a new holder reads
 // the persisted state when the library creates its store.
@@ -60,7 +62,10 @@ type sessionStore struct {
 	savedIn    int // fx_fix_sessions.incoming_seqnum as persisted
 	created    time.Time
 	pending    map[int][]byte // bodies not yet written, by sequence number
-	closed     bool
+	// holds counts, by incoming sequence number, the messages handed on to be journaled and not
+	// journaled yet (hold): the incoming number persisted never passes the lowest.
+	holds  map[int]int
+	closed bool
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -84,6 +89,8 @@ const sessionKey = "`beginstring` = ? AND `sendercompid` = ? AND `sendersubid` =
 type storeFactory struct {
 	db  *sql.DB
 	log *slog.Logger
+	// created, when set, is told each store created.
+	created func(*sessionStore)
 
 	mu     sync.Mutex
 	stores []*sessionStore
@@ -97,6 +104,9 @@ func (f *storeFactory) Create(id quickfix.SessionID) (quickfix.MessageStore, err
 	f.mu.Lock()
 	f.stores = append(f.stores, s)
 	f.mu.Unlock()
+	if f.created != nil {
+		f.created(s)
+	}
 	return s, nil
 }
 
@@ -117,7 +127,7 @@ func (f *storeFactory) closeAll() error {
 func openStore(db *sql.DB, id quickfix.SessionID, block int, linger time.Duration, log *slog.Logger) (*sessionStore, error) {
 	s := &sessionStore{db: db, id: id, block: block, linger: linger, log: log,
 		where: []any{id.BeginString, id.SenderCompID, id.SenderSubID, id.SenderLocationID, id.TargetCompID, id.TargetSubID, id.TargetLocationID, id.Qualifier},
-		wake:  make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+		holds: map[int]int{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -194,6 +204,32 @@ func (s *sessionStore) IncrNextTargetMsgSeqNum() error {
 	s.nextTarget++
 	s.signal()
 	return nil
+}
+
+// hold keeps the persisted incoming number at or below seq, the number of a message received and
+// not yet journaled, until release is called: a process that dies first is resent it.
+func (s *sessionStore) hold(seq int) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holds[seq]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.holds[seq]--; s.holds[seq] <= 0 {
+			delete(s.holds, seq)
+		}
+		s.signal()
+	}
+}
+
+// incoming is the incoming number to persist: the next expected, or the lowest held; the caller
+// holds mu.
+func (s *sessionStore) incoming() int {
+	in := s.nextTarget
+	for seq := range s.holds {
+		in = min(in, seq)
+	}
+	return in
 }
 
 func (s *sessionStore) SetNextSenderMsgSeqNum(next int) error {
@@ -411,7 +447,7 @@ func (s *sessionStore) flush() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
-	bodies, in := s.pending, s.nextTarget
+	bodies, in := s.pending, s.incoming()
 	inChanged := in != s.savedIn
 	s.pending = map[int][]byte{}
 	s.mu.Unlock()

@@ -1,0 +1,308 @@
+package fix
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/store"
+)
+
+// The holder's trades in memory: what a close needs to be decided — the trade's symbol, side
+// and open units, how many closes it has had and which one is still in flight — without reading
+// the journal between the trigger and the write (docs/fix.md, «The burst on one session»). The
+// journal stays the durable copy: the state is loaded from it when the session starts on the
+// holder (Session.Run) and kept current by the code that writes the journal — the identity
+// rows (identities), the reports (intake), endUnsent and deleteOrder — all in this process,
+// the only one writing the journal while it holds the lease.
+//
+// Only trades that can still be closed are loaded: those with open units or an order without a
+// final report. A trade the state does not know is closed (TRADE_DOESNT_EXIST), as it is in the
+// journal.
+
+// liveTrade is one desk trade as the holder keeps it.
+type liveTrade struct {
+	key    string // its opening ClOrdID
+	id     int64  // its public id: its first opening execution (0 until it executed)
+	symbol string
+	units  decimal.Decimal // open units, signed (a buy is positive)
+	closes int             // its close orders in the journal
+	// pending is its close without a final report ("" when none): while it is, no other close of
+	// the trade goes (CLOSE_IN_FLIGHT).
+	pending string
+}
+
+// liveTrades is the holder's trades, by key and by public id.
+type liveTrades struct {
+	mu     sync.Mutex
+	loaded bool // the state is current: Session.Run loaded it and runs
+	byKey  map[string]*liveTrade
+	byID   map[int64]string
+}
+
+func newLiveTrades() *liveTrades {
+	return &liveTrades{byKey: map[string]*liveTrade{}, byID: map[int64]string{}}
+}
+
+// closeClaim is a close decided on the state: the order to send (its identity claimed as the
+// trade's pending close), or an earlier close nobody waits for, to ask the venue about first.
+type closeClaim struct {
+	order order
+	ask   order // ClOrdID set: the trade's pending close, which nobody waits for
+}
+
+// claimClose decides a close of units (nil: all) of the trade whose public id is id: the
+// opposite order for those units, its ClOrdID <key>.c<n> (n its closes so far plus one), claimed
+// as the trade's pending close. waited tells whether someone waits for a ClOrdID; register
+// starts waiting for the claimed one, under the state's lock, so that no other close or status
+// request ever sees it pending with nobody waiting. retried is true once an earlier close's
+// outcome was just asked: a close still pending then is in flight.
+func (lt *liveTrades) claimClose(id string, units *decimal.Decimal, waited func(string) bool, register func(string), retried bool) (closeClaim, error) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if !lt.loaded {
+		return closeClaim{}, errNotLoaded
+	}
+	n, _ := strconv.ParseInt(id, 10, 64)
+	t := lt.byKey[lt.byID[n]]
+	if n <= 0 || t == nil || t.units.IsZero() {
+		return closeClaim{}, tradeNotFound(id)
+	}
+	qty := t.units.Abs()
+	if units != nil {
+		if !units.IsPositive() || units.GreaterThan(qty) {
+			return closeClaim{}, closeUnitsInvalid(id, *units, qty)
+		}
+		qty = *units
+	}
+	side := sideSell
+	if t.units.IsNegative() {
+		side = sideBuy
+	}
+	// One close of a trade at a time: a netting venue executes every close it is sent (it has
+	// no trade to find already closed, as a REST venue does), so a second close of the same
+	// trade would flip it.
+	if t.pending != "" {
+		if retried || waited(t.pending) {
+			return closeClaim{}, closeInFlight(id, t.pending)
+		}
+		return closeClaim{ask: order{ClOrdID: t.pending, TradeID: t.key, Symbol: t.symbol, Side: side}}, nil
+	}
+	t.closes++
+	o := order{ClOrdID: t.key + closeMark + strconv.Itoa(t.closes), TradeID: t.key, Symbol: t.symbol, Side: side, Qty: qty}
+	t.pending = o.ClOrdID
+	register(o.ClOrdID)
+	return closeClaim{order: o}, nil
+}
+
+// unclaim gives back a close whose identity row is provably not in the journal (its insert
+// refused, or deleted after the session refused the send): the trade may be closed again with
+// the same number.
+func (lt *liveTrades) unclaim(o order) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if t := lt.byKey[o.TradeID]; t != nil && t.pending == o.ClOrdID && t.key+closeMark+strconv.Itoa(t.closes) == o.ClOrdID {
+		t.pending = ""
+		t.closes--
+	}
+}
+
+// ended records that close clOrdID has a final state (a final report, or the venue never saw
+// it): it no longer holds its trade's closes back.
+func (lt *liveTrades) ended(trade, clOrdID string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if t := lt.byKey[trade]; t != nil && t.pending == clOrdID {
+		t.pending = ""
+	}
+}
+
+// applied updates the state with what the journal recorded from one report (journal.applyTx),
+// after its transaction committed. It answers the trade keys it does not know that the report
+// allocated units to, for the caller to load from the journal (loadKeys).
+func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if !lt.loaded {
+		return nil
+	}
+	key := tradeOf(r.ClOrdID)
+	if key != "" && key != r.ClOrdID {
+		// A close: counted when the report wrote its row, in flight until its final state.
+		if t := lt.byKey[key]; t != nil {
+			if a.inserted {
+				t.closes++
+			}
+			switch {
+			case a.final && t.pending == r.ClOrdID:
+				t.pending = ""
+			case !a.final && t.pending == "":
+				t.pending = r.ClOrdID
+			}
+		} else {
+			unknown = append(unknown, key)
+		}
+	}
+	for _, sh := range a.shares {
+		if sh.trade == "" {
+			continue
+		}
+		t := lt.byKey[sh.trade]
+		switch {
+		case t != nil:
+			t.units = t.units.Add(sh.units)
+		case sh.trade == r.ClOrdID:
+			// A new trade's first execution.
+			t = &liveTrade{key: sh.trade, symbol: r.Symbol, units: sh.units}
+			lt.byKey[sh.trade] = t
+		default:
+			unknown = append(unknown, sh.trade)
+			continue
+		}
+		if t.id == 0 && sh.trade == r.ClOrdID && a.execID > 0 {
+			t.id = a.execID
+			lt.byID[a.execID] = t.key
+		}
+	}
+	return unknown
+}
+
+// set replaces the state of the trades in ts (the journal's, read by loadTrades); all marks the
+// whole state loaded from the journal.
+func (lt *liveTrades) set(ts []*liveTrade, all bool) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if all {
+		lt.byKey, lt.byID = map[string]*liveTrade{}, map[int64]string{}
+		lt.loaded = true
+	}
+	for _, t := range ts {
+		if old := lt.byKey[t.key]; old != nil && old.id != 0 {
+			delete(lt.byID, old.id)
+		}
+		lt.byKey[t.key] = t
+		if t.id != 0 {
+			lt.byID[t.id] = t.key
+		}
+	}
+}
+
+// unload marks the state no longer current: the session stopped, another holder may write the
+// journal.
+func (lt *liveTrades) unload() {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	lt.loaded = false
+	lt.byKey, lt.byID = map[string]*liveTrade{}, map[int64]string{}
+}
+
+// snapshot is a copy of every trade the state holds, by key (tests compare it with the
+// journal's).
+func (lt *liveTrades) snapshot() map[string]liveTrade {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	out := make(map[string]liveTrade, len(lt.byKey))
+	for k, t := range lt.byKey {
+		out[k] = *t
+	}
+	return out
+}
+
+// loadChunk bounds the keys one load statement names.
+const loadChunk = 500
+
+// liveKeys is the key of every trade the holder keeps: those with open units, and those with an
+// order (opening or closing) without a final report.
+func (j *journal) liveKeys(ctx context.Context) ([]string, error) {
+	scan := func(sc store.Scanner) (string, error) {
+		var k string
+		err := sc.Scan(&k)
+		return k, err
+	}
+	open, err := store.QueryAll(ctx, j.db, "journal open trades", scan,
+		"SELECT `tradeId` FROM `fx_fix_allocation` WHERE `tradeId` <> '' GROUP BY `tradeId` HAVING SUM(`units`) <> 0")
+	if err != nil {
+		return nil, err
+	}
+	busy, err := store.QueryAll(ctx, j.db, "journal trades with orders in flight", scan,
+		"SELECT DISTINCT `tradeId` FROM `fx_fix_order` WHERE `tradeId` <> '' AND `status` IN (?, ?)", stateSending, stateNew)
+	if err != nil {
+		return nil, err
+	}
+	return append(open, busy...), nil
+}
+
+// loadTrades reads trades keys from the journal as the holder keeps them.
+func (j *journal) loadTrades(ctx context.Context, keys []string) ([]*liveTrade, error) {
+	type units struct {
+		key, symbol string
+		units       decimal.Decimal
+		id          int64
+	}
+	type orderRow struct{ key, clOrdID, symbol, status string }
+	by := map[string]*liveTrade{}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), loadChunk)]
+		keys = keys[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+			by[k] = &liveTrade{key: k}
+		}
+		in := store.Placeholders(len(chunk))
+		allocated, err := store.QueryAll(ctx, j.db, "journal load trades", func(sc store.Scanner) (u units, err error) {
+			err = sc.Scan(&u.key, &u.symbol, &u.units, &u.id)
+			return u, err
+		}, "SELECT a.`tradeId`, e.`symbol`, SUM(a.`units`), COALESCE(MIN(CASE WHEN e.`clOrdId` = a.`tradeId` THEN e.`id` END), 0) "+
+			"FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE a.`tradeId` IN ("+in+") GROUP BY a.`tradeId`, e.`symbol`", args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range allocated {
+			t := by[u.key]
+			t.symbol, t.units, t.id = u.symbol, t.units.Add(u.units), u.id
+		}
+		orders, err := store.QueryAll(ctx, j.db, "journal load trades' orders", func(sc store.Scanner) (c orderRow, err error) {
+			err = sc.Scan(&c.key, &c.clOrdID, &c.symbol, &c.status)
+			return c, err
+		}, "SELECT `tradeId`, `clOrdId`, `symbol`, `status` FROM `fx_fix_order` WHERE `tradeId` IN ("+in+") ORDER BY `sentAt`, `clOrdId`", args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range orders {
+			t := by[c.key]
+			if t.symbol == "" {
+				t.symbol = c.symbol
+			}
+			if !strings.HasPrefix(c.clOrdID, c.key+closeMark) {
+				continue // the trade's opening order
+			}
+			t.closes++
+			if c.status == stateSending || c.status == stateNew {
+				t.pending = c.clOrdID
+			}
+		}
+	}
+	out := make([]*liveTrade, 0, len(by))
+	for _, t := range by {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// loadLive loads the whole state from the journal (the session starting on the holder).
+func (s *Session) loadLive(ctx context.Context) error {
+	keys, err := s.journal.liveKeys(ctx)
+	if err != nil {
+		return err
+	}
+	ts, err := s.journal.loadTrades(ctx, keys)
+	if err != nil {
+		return err
+	}
+	s.trades.set(ts, true)
+	return nil
+}
