@@ -123,7 +123,13 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 		s.log.LogAttrs(ctx, slog.LevelInfo, "venue has no open trade for an EXTERNAL position; the reconciler books its close", append(attrs, slog.Any("err", err))...)
 		return CloseResult{}, closedAtVenue{id}
 	case errors.As(err, &verr):
-		s.log.LogAttrs(ctx, slog.LevelError, "venue refused a close", append(attrs, slog.Any("err", err))...)
+		level := slog.LevelError
+		if verr.Code == venue.CodeCloseInFlight {
+			// Another close of the trade is in flight (a trader's and the risk engine's decided
+			// at once): expected, nothing was sent, and that close books the position.
+			level = slog.LevelInfo
+		}
+		s.log.LogAttrs(ctx, level, "venue refused a close", append(attrs, slog.Any("err", err))...)
 		return CloseResult{}, fx.Errorf(fx.ECONFLICT, "The venue refused to close position %d: %s", id, verr.Message)
 	case errors.Is(err, gate.ErrNotHolder):
 		return CloseResult{}, err

@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/venue"
@@ -138,7 +139,9 @@ type abook struct {
 
 // newABook builds a service trading through the shared venue with an executor of its own (no
 // connection yet); EURUSD quotes 1.1/1.1002 at the desk and the venue.
-func newABook(t *testing.T) *abook {
+// newABook is the EXTERNAL desk on the shared venue; with, when given, changes the service's
+// configuration before it is built.
+func newABook(t *testing.T, with ...func(*Config)) *abook {
 	t.Helper()
 	sim, prices := sharedVenue(t)
 	prices.mu.Lock()
@@ -154,8 +157,12 @@ func newABook(t *testing.T) *abook {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g,
-		Venue: venue.NewSender(client, exec, sim.AccountID(), nil)})
+	cfg := Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g,
+		Venue: venue.NewSender(client, exec, sim.AccountID(), nil)}
+	for _, f := range with {
+		f(&cfg)
+	}
+	svc := newService(t, cfg)
 	return &abook{t: t, svc: svc, sim: sim, base: sim.State(), exec: exec, client: client, prices: prices}
 }
 
@@ -306,6 +313,44 @@ func TestExternalFillsCarryTheMarkup(t *testing.T) {
 }
 
 // A partial close closes that many units at the venue and books them at the venue's price.
+// closeInFlightVenue is the shared venue with every close answered as the FIX venue answers a
+// close of a trade whose other close has no final report yet: 409 CLOSE_IN_FLIGHT, nothing sent.
+type closeInFlightVenue struct{ Venue }
+
+func (closeInFlightVenue) CloseTrade(context.Context, string, *decimal.Decimal, time.Time) (venue.Outcome, error) {
+	return venue.Outcome{}, &venue.Error{Status: 409, Code: venue.CodeCloseInFlight, Message: "trade 1 is being closed (order 1.c1 has no final report yet); nothing sent"}
+}
+
+// A close refused because another close of the trade is in flight is the trader's 409, and an
+// expected race, not a fault: it is logged at info, never as an error (the other close books the
+// position).
+func TestExternalCloseInFlightIsNotLoggedAsAnError(t *testing.T) {
+	var logs dbtest.LogBuffer
+	b := newABook(t, func(c *Config) {
+		c.Venue = closeInFlightVenue{c.Venue}
+		c.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	const user = 9731
+	a := b.externalAccount(user)
+	res, err := b.buy(user, a, "EURUSD", "0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.ClosePosition(context.Background(), user, res.Position.ID, nil, fx.CloseClient)
+	if fx.ErrorCode(err) != fx.ECONFLICT || !strings.Contains(err.Error(), "is being closed") {
+		t.Fatalf("a close refused CLOSE_IN_FLIGHT: want the trader's 409 naming it, got %v", err)
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"venue refused a close"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"level":"INFO"`) {
+		t.Fatalf("the refusal logged as %q, want one line at INFO", line)
+	}
+}
+
 func TestExternalPartialClose(t *testing.T) {
 	b := newABook(t)
 	const user = 9703

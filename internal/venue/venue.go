@@ -164,6 +164,11 @@ type Error struct {
 	Message string // errorMessage
 }
 
+// CodeCloseInFlight is the FIX venue's refusal of a close of a trade another close of which has
+// no final report yet (409; internal/venue/fix): nothing was sent. Two closes decided at once —
+// a trader's and the risk engine's — meet it by design; the other close closes the trade.
+const CodeCloseInFlight = "CLOSE_IN_FLIGHT"
+
 func (e *Error) Error() string {
 	if e.Code == "" {
 		return fmt.Sprintf("venue refused the request (%d): %s", e.Status, e.Message)

@@ -239,7 +239,7 @@ func closeUnitsInvalid(id string, units, open decimal.Decimal) error {
 
 // closeInFlight refuses a close of trade tradeID while its close clOrdID is unanswered.
 func closeInFlight(tradeID, clOrdID string) error {
-	return &venue.Error{Status: 409, Code: "CLOSE_IN_FLIGHT",
+	return &venue.Error{Status: 409, Code: venue.CodeCloseInFlight,
 		Message: fmt.Sprintf("trade %s is being closed (order %s has no final report yet); nothing sent", tradeID, clOrdID)}
 }
 
