@@ -14,9 +14,10 @@ import (
 
 // TestBenchFIXBurstOwnTime closes 360 trades at once through the session's writer (as a gap's
 // burst of closes) and reports own time — from the close's trigger to its message handed to
-// the session — p50/p95/max. Each message's trip includes the journal's row and the library's
-// SQL store (the message and the sequence number, one transaction), both in MySQL, under the
-// session's send lock. It asserts only that every close filled.
+// the session — p50/p95/max. Each close is decided on the holder's trades in memory and waits
+// for its identity row's batch commit (docs/fix.md, «The burst on one session»); the venue runs
+// in this process with no latency, so the reports' journaling competes with the burst. It
+// asserts only that every close filled.
 func TestBenchFIXBurstOwnTime(t *testing.T) {
 	dbtest.SkipUnlessBench(t, "FIX burst")
 	const n = 360

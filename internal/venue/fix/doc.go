@@ -14,7 +14,10 @@
 // desk's trades do not explain is reported as an untagged trade, which the desk never touches.
 //
 // The session's writer is the executor: a send is one message written to the one open session,
-// no worker pool and no connection per call. A send whose report does not come is never sent
+// no worker pool and no connection per call. Between a close's trigger and its write there is no
+// database read — the holder keeps the trades in memory (trades.go), loaded from the journal when
+// the session starts — and one commit shared with the closes decided with it (identity.go); the
+// reports are journaled in batches (intake.go). A send whose report does not come is never sent
 // again by the desk: the library resends what the venue asks for (the same ClOrdID, which the
 // venue executes once), and the reconciler resolves the rest with OrderStatusRequest by ClOrdID.
 //

@@ -19,9 +19,10 @@ import (
 // rows (identities), the reports (intake), endUnsent and deleteOrder — all in this process,
 // the only one writing the journal while it holds the lease.
 //
-// Only trades that can still be closed are loaded: those with open units or an order without a
-// final report. A trade the state does not know is closed (TRADE_DOESNT_EXIST), as it is in the
-// journal.
+// Only trades that can still be closed are kept: those with open units or a close without a
+// final report; a trade that closes is forgotten. A trade the state does not know is closed
+// (TRADE_DOESNT_EXIST), as it is in the journal; one that a report reduces anyway (a case the
+// desk's own orders do not make) is read from the journal again.
 
 // liveTrade is one desk trade as the holder keeps it.
 type liveTrade struct {
@@ -130,9 +131,11 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 		return nil
 	}
 	key := tradeOf(r.ClOrdID)
+	var touched []*liveTrade
 	if key != "" && key != r.ClOrdID {
 		// A close: counted when the report wrote its row, in flight until its final state.
 		if t := lt.byKey[key]; t != nil {
+			touched = append(touched, t)
 			if a.inserted {
 				t.closes++
 			}
@@ -142,7 +145,7 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 			case !a.final && t.pending == "":
 				t.pending = r.ClOrdID
 			}
-		} else {
+		} else if a.inserted || len(a.shares) > 0 {
 			unknown = append(unknown, key)
 		}
 	}
@@ -166,9 +169,20 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 			t.id = a.execID
 			lt.byID[a.execID] = t.key
 		}
+		touched = append(touched, t)
+	}
+	for _, t := range touched {
+		if !live(t) {
+			// Closed: forgotten, as a holder starting now would not load it.
+			delete(lt.byKey, t.key)
+			delete(lt.byID, t.id)
+		}
 	}
 	return unknown
 }
+
+// live is whether the holder keeps t: it has open units or a close in flight.
+func live(t *liveTrade) bool { return !t.units.IsZero() || t.pending != "" }
 
 // set replaces the state of the trades in ts (the journal's, read by loadTrades); all marks the
 // whole state loaded from the journal.
@@ -180,8 +194,12 @@ func (lt *liveTrades) set(ts []*liveTrade, all bool) {
 		lt.loaded = true
 	}
 	for _, t := range ts {
-		if old := lt.byKey[t.key]; old != nil && old.id != 0 {
+		if old := lt.byKey[t.key]; old != nil {
+			delete(lt.byKey, t.key)
 			delete(lt.byID, old.id)
+		}
+		if !live(t) {
+			continue
 		}
 		lt.byKey[t.key] = t
 		if t.id != 0 {
