@@ -167,10 +167,10 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 // records its large orders under a rule of the same terms.
 func (l *adminLane) routingRules(ctx context.Context, web *proc) error {
 	rules := map[string]map[string]any{
-		abookGroup: {"priority": 1, "symbols": []string{"EURJPY"}, "action": "B_BOOK", "note": "soak: EURJPY stays on the desk"},
+		abookGroup: {"symbols": []string{"EURJPY"}, "action": "B_BOOK", "note": "soak: EURJPY stays on the desk"},
 	}
 	for _, g := range []string{"default", groupA, groupB} {
-		rules[g] = map[string]any{"priority": 1, "volumeMin": "0.90", "action": "B_BOOK", "note": "soak: large orders"}
+		rules[g] = map[string]any{"volumeMin": "0.90", "action": "B_BOOK", "note": "soak: large orders"}
 	}
 	for _, g := range []string{abookGroup, "default", groupA, groupB} {
 		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, "/api/admin/fx/account-groups/"+g+"/routing", rules[g]); !e.OK() {
