@@ -116,8 +116,8 @@ func dbtestAddr(t *testing.T) string {
 // another trade's close, and the trade is closed once.
 func TestSecondCloseOfATradeInOneBatchIsRefused(t *testing.T) {
 	r := newRig(t, 5*time.Second)
-	a, keyA := openTrade(t, r, "EURGBP", "1000")
-	b, _ := openTrade(t, r, "EURGBP", "1000")
+	a, keyA := openTrade(t, r, "GBPJPY", "1000")
+	b, _ := openTrade(t, r, "GBPJPY", "1000")
 	before := r.session.IdentityBatches()
 
 	r.session.HoldIdentities(2)

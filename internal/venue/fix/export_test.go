@@ -74,3 +74,6 @@ func (s *Session) JournalBatch(rs ...TestReport) {
 	}
 	s.handle(batch)
 }
+
+// Logons counts the connections the session opened.
+func (s *Session) Logons() int64 { return s.logons.Load() }

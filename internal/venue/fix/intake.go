@@ -161,16 +161,25 @@ func (s *Session) handle(batch []inbound) {
 	}
 	i = 0
 	for _, m := range batch {
+		failed := false
 		switch {
 		case m.report == nil:
 			m.then()
 		case journaled(*m.report):
 			s.answerReport(*m.report, results[i])
+			failed = results[i].err != nil
 			i++
 		default:
 			s.answerReport(*m.report, reportResult{})
 		}
-		if m.release != nil {
+		switch {
+		case failed:
+			// Not recorded: its hold stays, so the store persists no incoming number past it,
+			// and the session reconnects to have it resent. A report of the venue's own order
+			// (a venue-side close) has no other way back: the desk cannot ask about a ClOrdID
+			// it never knew.
+			s.askResend()
+		case m.release != nil:
 			m.release()
 		}
 	}
@@ -237,7 +246,7 @@ func (s *Session) answerReport(r report, res reportResult) {
 		return
 	}
 	if res.err != nil {
-		s.log.Error("could not record the venue's report; an OrderStatusRequest will find it again", slog.String("clOrdId", r.ClOrdID), slog.Any("err", res.err))
+		s.log.Error("could not record the venue's report; the session reconnects and the venue resends it", slog.String("clOrdId", r.ClOrdID), slog.Any("err", res.err))
 	}
 	a := answer{r: r, execID: res.applied.execID, err: res.err}
 	s.deliver(r.ClOrdID, a)

@@ -78,6 +78,9 @@ type Session struct {
 	burst    venue.Burst
 	inFlight atomic.Int64
 	logons   atomic.Int64
+	// resend asks Run to reconnect so that the venue resends a report the journal could not
+	// record (intake.go).
+	resend chan struct{}
 }
 
 // New reads the session file and checks it; it does not connect.
@@ -153,7 +156,7 @@ func New(cfg Config) (*Session, error) {
 	}
 	j := &journal{db: cfg.DB}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
-		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}}
+		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, resend: make(chan struct{}, 1)}
 	s.intake = newIntake(s)
 	return s, nil
 }
@@ -212,7 +215,7 @@ func (s *Session) Run(ctx context.Context) error {
 			continue
 		}
 		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
-		stuck := s.untilStuck(ctx)
+		why := s.untilRestart(ctx)
 		init.Stop()
 		// The reports received are journaled before the store writes its last incoming number.
 		s.intake.drain()
@@ -220,10 +223,21 @@ func (s *Session) Run(ctx context.Context) error {
 			// The reservation stays: the next holder resumes past it, a gap the venue has filled.
 			s.log.Warn("FIX session store: the exact sequence numbers were not written", slog.Any("err", err))
 		}
-		if !stuck {
-			break
+		switch why {
+		case restartStuck:
+			s.log.WarnContext(ctx, "FIX session not logged on for a while; restarting the initiator", slog.Duration("after", stuckAfter))
+			continue
+		case restartResend:
+			s.log.WarnContext(ctx, "FIX session: reconnecting so that the venue resends a report the journal could not record")
+			select { // not faster than the journal may come back
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			if ctx.Err() == nil {
+				continue
+			}
 		}
-		s.log.WarnContext(ctx, "FIX session not logged on for a while; restarting the initiator", slog.Duration("after", stuckAfter))
+		break
 	}
 	s.mu.Lock()
 	s.loggedOn = false
@@ -255,23 +269,40 @@ func (s *Session) loadLiveRetrying(ctx context.Context) bool {
 // new initiator connects and logs on afresh. A venue that is down only sees a reconnect.
 const stuckAfter = 10 * time.Second
 
-// untilStuck waits until ctx ends (false) or the session has not been logged on for stuckAfter
-// (true).
-func (s *Session) untilStuck(ctx context.Context) bool {
+// Why Run restarts the initiator (untilRestart).
+const (
+	restartNone   = iota // ctx ended: stop
+	restartStuck         // not logged on for stuckAfter
+	restartResend        // a report could not be journaled (intake.go): the new logon asks for it again
+)
+
+// untilRestart waits until ctx ends or the initiator must be restarted, and says which.
+func (s *Session) untilRestart(ctx context.Context) int {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	since := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return restartNone
+		case <-s.resend:
+			return restartResend
 		case now := <-t.C:
 			if s.Reachable() {
 				since = now
 			} else if now.Sub(since) >= stuckAfter {
-				return true
+				return restartStuck
 			}
 		}
+	}
+}
+
+// askResend makes Run reconnect: the store has kept the incoming number at a report the journal
+// could not record, and the next logon asks the venue to resend from it.
+func (s *Session) askResend() {
+	select {
+	case s.resend <- struct{}{}:
+	default:
 	}
 }
 
