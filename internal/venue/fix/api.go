@@ -118,7 +118,7 @@ func terminal(r report) bool {
 // the library stores it, so it provably never leaves.
 func (s *Session) send(msg *quickfix.Message) error {
 	if !s.Reachable() {
-		return fmt.Errorf("FIX session is not logged on: %w", venue.ErrNotSent)
+		return errNotLoggedOn
 	}
 	if err := quickfix.SendToTarget(msg, s.sessionID); err != nil {
 		return fmt.Errorf("FIX send: %v: %w", err, venue.ErrNotSent)

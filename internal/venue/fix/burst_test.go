@@ -56,7 +56,8 @@ func waitErr(t *testing.T, ch <-chan error) error {
 
 // A batch of close identities whose commit fails sends none of its closes: each answers "not
 // sent" and the venue sees no order. The next close of either trade asks the venue about the
-// close whose row may have committed, then goes, and the trade is closed once.
+// close whose row may have committed, then goes with the next number, which a new holder
+// numbers past.
 func TestCloseBatchWhoseCommitFailsSendsNothing(t *testing.T) {
 	proxy, err := tcpproxy.Start(dbtestAddr(t))
 	if err != nil {
@@ -90,14 +91,28 @@ func TestCloseBatchWhoseCommitFailsSendsNothing(t *testing.T) {
 	}
 
 	proxy.Restore()
-	if err := waitErr(t, closeAsync(r, a)); err != nil {
-		t.Fatalf("the next close of %s: %v", a, err)
+	part := dd("400")
+	if out, err := r.session.CloseTrade(context.Background(), a, &part); err != nil || out.Fill == nil {
+		t.Fatalf("the next close of %s: %+v %v", a, out, err)
 	}
 	if n := closeOrders(r.venue, keyA); n != 1 {
 		t.Fatalf("the venue holds %d closes of trade %s, want 1", n, keyA)
 	}
 	if n := closeOrders(r.venue, keyB); n != 0 {
 		t.Fatalf("the venue holds %d closes of trade %s, want none", n, keyB)
+	}
+	// A new holder numbers the trade's next close past the one that went (<key>.c2; c1 was
+	// never written), and it goes.
+	r.halt()
+	r.start(t, 5*time.Second)
+	if lt := r.session.LiveTrades()[keyA]; lt.Closes != 2 || !lt.Units.Equal(dd("600")) || lt.Pending != "" {
+		t.Fatalf("a new holder loads trade %s as %+v, want 600 units after its second close", keyA, lt)
+	}
+	if err := waitErr(t, closeAsync(r, a)); err != nil {
+		t.Fatalf("the close after a restart: %v", err)
+	}
+	if n := closeOrders(r.venue, keyA); n != 2 {
+		t.Fatalf("the venue holds %d closes of trade %s, want 2", n, keyA)
 	}
 }
 

@@ -30,7 +30,7 @@ type liveTrade struct {
 	id     int64  // its public id: its first opening execution (0 until it executed)
 	symbol string
 	units  decimal.Decimal // open units, signed (a buy is positive)
-	closes int             // its close orders in the journal
+	closes int             // its close orders in the journal: the last one's number
 	// pending is its close without a final report ("" when none): while it is, no other close of
 	// the trade goes (CLOSE_IN_FLIGHT).
 	pending string
@@ -137,7 +137,7 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 		if t := lt.byKey[key]; t != nil {
 			touched = append(touched, t)
 			if a.inserted {
-				t.closes++
+				t.closes = max(t.closes+1, closeNumber(key, r.ClOrdID))
 			}
 			switch {
 			case a.final && t.pending == r.ClOrdID:
@@ -179,6 +179,13 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 		}
 	}
 	return unknown
+}
+
+// closeNumber is n in close clOrdID <key>.c<n> (0 when it has none): a trade's next close is
+// numbered past every close the journal holds, also when one in between was never written.
+func closeNumber(key, clOrdID string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(clOrdID, key+closeMark))
+	return n
 }
 
 // live is whether the holder keeps t: it has open units or a close in flight.
@@ -298,7 +305,7 @@ func (j *journal) loadTrades(ctx context.Context, keys []string) ([]*liveTrade, 
 			if !strings.HasPrefix(c.clOrdID, c.key+closeMark) {
 				continue // the trade's opening order
 			}
-			t.closes++
+			t.closes = max(t.closes+1, closeNumber(c.key, c.clOrdID))
 			if c.status == stateSending || c.status == stateNew {
 				t.pending = c.clOrdID
 			}
