@@ -97,9 +97,8 @@ func (s *Server) Listen(addr string) (string, error) {
 	ss.Set(config.BeginString, quickfix.BeginStringFIX44)
 	ss.Set(config.SenderCompID, s.cfg.VenueCompID)
 	ss.Set(config.TargetCompID, s.cfg.DeskCompID)
-	// The desk decides when the session is up (only its lease holder logs on), at any hour.
-	ss.Set(config.StartTime, "00:00:00")
-	ss.Set(config.EndTime, "00:00:00")
+	// The desk decides when the session is up (only its lease holder logs on), at any hour: no
+	// StartTime/EndTime, whose daily range would reset the session at midnight.
 	if _, err := settings.AddSession(ss); err != nil {
 		return "", fmt.Errorf("fixvenue: session settings: %w", err)
 	}

@@ -140,11 +140,11 @@ func New(cfg Config) (*Session, error) {
 		if !ss.HasSetting(config.HeartBtInt) {
 			g.Set(config.HeartBtInt, "30")
 		}
-		if !ss.HasSetting(config.StartTime) {
-			// The lease decides when the session is up, not a schedule.
-			g.Set(config.StartTime, "00:00:00")
-			g.Set(config.EndTime, "00:00:00")
-		}
+		// No StartTime/EndTime unless the file sets them: the lease decides when the session is
+		// up, not a schedule. A daily one ("00:00:00" to "00:00:00") would make the library reset
+		// both sequence numbers to 1 once the store's creation time is from an earlier day — at
+		// midnight, or at a takeover the next day (QuickFIX/Go v0.9.10, CheckSessionTime) — and
+		// have it check the schedule on every turn of its send loop.
 	}
 	if cfg.FreshVenue {
 		for _, table := range []string{sessionsTable, messagesTable} {

@@ -319,6 +319,37 @@ func TestTakeoverResumesSequenceNumbersFromMySQL(t *testing.T) {
 	}
 }
 
+// A session the store created on an earlier day is resumed, not reset: the desk sets no daily
+// session schedule (QuickFIX/Go resets both numbers when the store's creation time falls in an
+// earlier range of one), so a takeover the next day logs on with the stored numbers.
+func TestSessionCreatedOnAnEarlierDayIsResumedNotReset(t *testing.T) {
+	r := newRig(t, 5*time.Second)
+	if _, err := r.session.PlaceMarket(context.Background(), venue.MarketOrder{ClientID: orderID(), Symbol: "EURUSD", Units: dd("1000")}); err != nil {
+		t.Fatal(err)
+	}
+	id := r.session.SessionID()
+	r.halt()
+	created := func() (at time.Time) {
+		t.Helper()
+		if err := testDB.QueryRow("SELECT `creation_time` FROM `fx_fix_sessions` WHERE `sendercompid` = ?", id.SenderCompID).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if _, err := testDB.Exec("UPDATE `fx_fix_sessions` SET `creation_time` = `creation_time` - INTERVAL 2 DAY WHERE `sendercompid` = ?", id.SenderCompID); err != nil {
+		t.Fatal(err)
+	}
+	before := created()
+	r.start(t, 5*time.Second)
+	if _, err := r.session.PlaceMarket(context.Background(), venue.MarketOrder{ClientID: orderID(), Symbol: "EURUSD", Units: dd("1000")}); err != nil {
+		t.Fatalf("an order after resuming a session created two days ago: %v", err)
+	}
+	// A reset writes a new creation time with the numbers at 1.
+	if after := created(); !after.Equal(before) {
+		t.Fatalf("the session created at %s was reset at %s", before, after)
+	}
+}
+
 // seqNums is the stored (outgoing, incoming) next sequence numbers of the desk's session.
 func seqNums(t *testing.T, sender string) [2]int {
 	t.Helper()
