@@ -22,7 +22,8 @@ import (
 // simulator inside its own fxdesk-web answering in 130 ms, the executor sized for the burst.
 // For each: own time p50 / p95 / max from the desk's "venue burst" line (trigger to request or
 // message written), the connections opened during the burst (the line's count and the venue's
-// own count of accepted connections), and, measured in this process just before its gap, the
+// own count of accepted connections), the burst's wall time (its first close written to its last
+// answered: the reports' side), and, measured in this process just before its gap, the
 // controls: one raw socket write per close (writeFloor, the floor) and net/http alone
 // (sendFloor). It prints one summary line with the targets next to the figures:
 //
@@ -53,8 +54,8 @@ func TestBenchVenueBurstBothVenues(t *testing.T) {
 
 	t.Logf("fxdesk-web GOMAXPROCS=%d, venue latency %s, %d closes per gap (warm-up gap of %d not reported)", procs, latency, n, warmN)
 	for _, g := range []gapResult{rest, fix} {
-		t.Logf("%-4s own p50/p95/max %6.2f / %6.2f / %6.2f ms | raw write %5.2f / %5.2f / %5.2f ms | net/http %5.2f / %5.2f / %5.2f ms | connections opened %d (log) / %d (venue) | burst lines %d",
-			g.name, g.own[0], g.own[1], g.own[2], g.raw[0], g.raw[1], g.raw[2], g.http[0], g.http[1], g.http[2], g.connsLog, g.connsVenue, g.lines)
+		t.Logf("%-4s own p50/p95/max %6.2f / %6.2f / %6.2f ms | raw write %5.2f / %5.2f / %5.2f ms | net/http %5.2f / %5.2f / %5.2f ms | connections opened %d (log) / %d (venue) | burst lines %d | burst wall %.0f ms",
+			g.name, g.own[0], g.own[1], g.own[2], g.raw[0], g.raw[1], g.raw[2], g.http[0], g.http[1], g.http[2], g.connsLog, g.connsVenue, g.lines, g.wall)
 	}
 	t.Logf("summary: FIX p95 %.2f ms = %.1f× raw floor %.2f (target ≤ 2×) | REST p95 %.2f ms = %.1f× net/http %.2f (target ≤ 2×) | FIX p50/max %.2f/%.2f, REST p50/max %.2f/%.2f | connections mid-burst FIX %d/%d, REST %d/%d (target 0)",
 		fix.own[1], fix.own[1]/fix.raw[1], fix.raw[1], rest.own[1], rest.own[1]/rest.http[1], rest.http[1],
@@ -67,6 +68,7 @@ type gapResult struct {
 	name                 string
 	own, raw, http       [3]float64
 	connsLog, connsVenue int64
+	wall                 float64 // the burst line's wall, ms: its first call to its last answer
 	lines                int
 }
 
@@ -200,6 +202,9 @@ func venueGap(t *testing.T, name string, procs, warmN, n int, latency time.Durat
 	}
 	if c, ok := line["connections_opened"].(float64); ok {
 		g.connsLog = int64(c)
+	}
+	if w, ok := line["wall"].(float64); ok {
+		g.wall = w / 1e6
 	}
 	for i, p := range []float64{0.5, 0.95, 1} {
 		g.raw[i] = float64(percentile(raw, p)) / 1e6
