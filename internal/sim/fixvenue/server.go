@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -210,7 +211,11 @@ func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error
 
 type fixLog struct{ log *slog.Logger }
 
-func (l fixLog) OnIncoming([]byte)           {}
-func (l fixLog) OnOutgoing([]byte)           {}
+func (l fixLog) OnIncoming([]byte) {}
+
+// OnOutgoing yields the thread after each message the session handed to its writer: QuickFIX/Go
+// v0.9.10 retries that hand-over in a tight loop while the writer is busy, which on one Go thread
+// (the venue inside fxdesk-web) held it for a time slice per report (as in internal/venue/fix).
+func (l fixLog) OnOutgoing([]byte)           { runtime.Gosched() }
 func (l fixLog) OnEvent(s string)            { l.log.Debug("fix session", slog.String("event", s)) }
 func (l fixLog) OnEventf(f string, a ...any) { l.OnEvent(fmt.Sprintf(f, a...)) }

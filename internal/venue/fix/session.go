@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -370,7 +371,15 @@ func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error
 
 type fixLog struct{ log *slog.Logger }
 
-func (l fixLog) OnIncoming([]byte)           {}
-func (l fixLog) OnOutgoing([]byte)           {}
+func (l fixLog) OnIncoming([]byte) {}
+
+// OnOutgoing is called on the session's goroutine right after it handed a message to the
+// connection's writer. QuickFIX/Go v0.9.10 hands its send queue over with a non-blocking channel
+// send and, while the writer is busy, tries again in a tight loop (quickfixgo/quickfix#615): with
+// a burst queued at once and one Go thread (GOMAXPROCS=1, as docs/operations.md advises next to
+// MariaDB), that loop holds the thread for a whole scheduler time slice per message, and a burst of
+// 360 closes took seconds to reach the wire. Yielding here lets the writer write each message at
+// once (docs/fix.md, «The burst on one session»).
+func (l fixLog) OnOutgoing([]byte)           { runtime.Gosched() }
 func (l fixLog) OnEvent(s string)            { l.log.Debug("FIX session", slog.String("event", s)) }
 func (l fixLog) OnEventf(f string, a ...any) { l.OnEvent(fmt.Sprintf(f, a...)) }
