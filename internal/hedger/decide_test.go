@@ -226,3 +226,34 @@ func TestDecisionsAlwaysLandInsideTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestTheWorkedExample is docs/routing.md's worked example, step by step.
+func TestTheWorkedExample(t *testing.T) {
+	t.Parallel()
+	steps := []struct {
+		clientsLong string
+		want        string
+	}{
+		{"12", "EURUSD open units=400000 position=0 net=-1200000 after=-800000 limit=1000000 breached=false"},
+		{"13.5", "EURUSD nothing units=0 position=0 net=-950000 after=-950000 limit=1000000 breached=false"},
+		{"14.5", "EURUSD open units=250000 position=0 net=-1050000 after=-800000 limit=1000000 breached=false"},
+		{"7.5", "EURUSD close units=-400000 position=1 net=-100000 after=-500000 limit=1000000 breached=false"},
+		{"7.5", "EURUSD close units=-250000 position=2 net=-500000 after=-750000 limit=1000000 breached=false"},
+		{"7.5", "EURUSD nothing units=0 position=0 net=-750000 after=-750000 limit=1000000 breached=false"},
+	}
+	var book []HedgePosition
+	var next int64 = 1
+	for i, step := range steps {
+		d := Decide(eurusd(dec(step.clientsLong).Neg().String(), book...), tenLots)
+		if got := describe(d); got != step.want {
+			t.Fatalf("step %d: %s (%s)\nwant %s", i+1, got, d.Reason, step.want)
+		}
+		switch d.Kind {
+		case Open:
+			book = append(book, HedgePosition{ID: next, Units: d.Units})
+			next++
+		case Close:
+			book = slices.DeleteFunc(book, func(p HedgePosition) bool { return p.ID == d.PositionID })
+		}
+	}
+}
