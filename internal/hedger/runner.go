@@ -80,6 +80,10 @@ type Config struct {
 	// Every is the slow pass that runs whatever the changes: the safety net for a change nobody
 	// reported, a settings change made on another process, a venue that came back.
 	Every time.Duration
+	// MinGap is the least time from one pass's start to the next pass a change asks for
+	// (default 250 ms): the changes of a burst of fills make one pass, so the B-book's
+	// aggregate (its cost grows with the open positions) is read a few times a second at most.
+	MinGap time.Duration
 	// Recheck is how soon a symbol held back by a SENDING hedge order is looked at again
 	// (default 1 s): most are a routing rule's hedge in flight, answered in milliseconds.
 	Recheck time.Duration
@@ -129,6 +133,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Second
 	}
+	if cfg.MinGap <= 0 {
+		cfg.MinGap = 250 * time.Millisecond
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -158,6 +165,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer recheck.Stop()
 	reason := "boot"
 	for {
+		started := time.Now()
 		res, err := r.Pass(ctx, reason)
 		if err != nil && !errors.Is(err, gate.ErrNotHolder) && ctx.Err() == nil {
 			r.cfg.Log.ErrorContext(ctx, "hedger pass failed; the next pass decides again from state", slog.String("reason", reason), slog.Any("err", err))
@@ -174,6 +182,17 @@ func (r *Runner) Run(ctx context.Context) error {
 			return nil
 		case <-r.wake:
 			reason = "change"
+			if wait := r.cfg.MinGap - time.Since(started); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+				select { // the changes of the wait are in the pass that follows
+				case <-r.wake:
+				default:
+				}
+			}
 		case <-t.C:
 			reason = "scheduled"
 		case <-recheck.C:
