@@ -92,15 +92,23 @@ type Config struct {
 	// Both optional (metrics.Metrics.NewHedger).
 	Orders *prometheus.CounterVec
 	Net    *prometheus.GaugeVec
+	// Quoting says whether a symbol's market is quoting now (desk.Quotes.SymbolState ==
+	// tick.Quoting); nil: always. A symbol that is not (its session closed, its feed silent) is
+	// held: the venue would refuse the hedge, and the desk could not price its traders either.
+	Quoting func(symbol string) bool
 	// Now is the clock the retry backoff runs on (default time.Now).
 	Now func() time.Time
 	Log *slog.Logger
 }
 
 // A symbol whose order failed is not sent again before a backoff — doubled from firstBackoff
-// after each failure up to Every — or a venue outage would write a NOT_SENT hedge order for
-// every fill the traders make.
-const firstBackoff = time.Second
+// after each failure up to maxBackoff (or Every, if longer) — or a venue outage would write a
+// NOT_SENT hedge order for every fill the traders make, and a venue refusing for hours one
+// REJECTED row every pass.
+const (
+	firstBackoff = time.Second
+	maxBackoff   = time.Minute
+)
 
 type backoff struct {
 	until time.Time
@@ -260,6 +268,16 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			continue
 		}
 		delete(r.held, s.Symbol)
+		if d.Kind != Nothing && r.cfg.Quoting != nil && !r.cfg.Quoting(s.Symbol) {
+			// Looked at again on the next change or scheduled pass: a market closed for the
+			// weekend is not read every second.
+			res.Held++
+			if d.Net.Abs().GreaterThan(d.LimitUnits) {
+				d.Breached, d.Reason = true, "its market is not quoting: the hedge waits for it"
+				breaches[s.Symbol] = d
+			}
+			continue
+		}
 		if b, ok := r.backoff[s.Symbol]; ok && d.Kind != Nothing && now.Before(b.until) {
 			res.Held++
 			again(b.until)
@@ -297,7 +315,7 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 		res.Failed++
 		d.Reason = "the hedge was not done: " + o.err.Error()
 		b := r.backoff[d.Symbol]
-		b.wait = min(max(2*b.wait, firstBackoff), max(r.cfg.Every, firstBackoff))
+		b.wait = min(max(2*b.wait, firstBackoff), max(r.cfg.Every, maxBackoff))
 		b.until, b.last = now.Add(b.wait), d
 		r.backoff[d.Symbol] = b
 		again(b.until)

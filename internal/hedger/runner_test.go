@@ -179,6 +179,15 @@ type rig struct {
 	inbox  *alert.Inbox
 	orders *prometheus.CounterVec
 	net    *prometheus.GaugeVec
+
+	closedMu sync.Mutex
+	closed   map[string]bool // markets not quoting
+}
+
+func (r *rig) setClosed(symbol string, closed bool) {
+	r.closedMu.Lock()
+	defer r.closedMu.Unlock()
+	r.closed[symbol] = closed
 }
 
 // newRig is a runner over EURUSD and GBPUSD limited to 10 lots (band 2, minimum 0.5); XAUUSD
@@ -187,7 +196,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	r := &rig{book: newBook(), desk: &deskDouble{clients: map[string]decimal.Decimal{}}, lease: &gatetest.Lease{},
-		clock: &clock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, inbox: alert.NewInbox(testDB, log)}
+		clock: &clock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}, inbox: alert.NewInbox(testDB, log), closed: map[string]bool{}}
 	g, err := gate.New(gate.Config{Lease: r.lease, Log: log, Dropped: gate.NewDropped()})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +205,12 @@ func newRig(t *testing.T) *rig {
 	r.net = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "n"}, []string{"symbol"})
 	terms := &catalog.HedgeTerms{Limits: map[string]decimal.Decimal{"EURUSD": dec("10"), "GBPUSD": dec("10")}, Band: dec("2"), Min: dec("0.5")}
 	r.runner, err = New(Config{Book: r.book, Desk: r.desk, Terms: func() *catalog.HedgeTerms { return terms }, Gate: g, Alerts: r.inbox,
-		Every: 8 * time.Second, Orders: r.orders, Net: r.net, Now: r.clock.Now, Log: log})
+		Every: 8 * time.Second, Orders: r.orders, Net: r.net, Now: r.clock.Now, Log: log,
+		Quoting: func(symbol string) bool {
+			r.closedMu.Lock()
+			defer r.closedMu.Unlock()
+			return !r.closed[symbol]
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,4 +401,29 @@ func TestRunPassesOnEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireAsked(t, r.book, "open EURUSD 400000", "close 1")
+}
+
+// A symbol whose market is not quoting is not sent (the venue would refuse it, every pass);
+// past its limit it is a breach, until the market quotes again and the hedge goes through.
+func TestAMarketNotQuotingHoldsTheHedge(t *testing.T) {
+	r := newRig(t)
+	r.setClosed("EURUSD", true)
+	r.desk.set("EURUSD", "12")
+	r.desk.set("GBPUSD", "-12")
+	res := r.pass(t)
+	if res.Held != 1 || res.Done != 1 || strings.Join(res.Breached, ",") != "EURUSD" || !res.Again.IsZero() {
+		t.Fatalf("pass: %+v", res)
+	}
+	requireAsked(t, r.book, "open GBPUSD -400000")
+	if a := openBreach(t, r.inbox); a == nil || !strings.Contains(a.Message, "EURUSD net -1200000 units, limit 1000000 (its market is not quoting") {
+		t.Fatalf("alert: %+v", a)
+	}
+	r.setClosed("EURUSD", false)
+	if res = r.pass(t); res.Done != 1 || len(res.Breached) != 0 {
+		t.Fatalf("pass with the market open: %+v", res)
+	}
+	requireAsked(t, r.book, "open GBPUSD -400000", "open EURUSD 400000")
+	if a := openBreach(t, r.inbox); a != nil {
+		t.Fatalf("alert still open: %+v", a)
+	}
 }
