@@ -125,7 +125,8 @@ type Runner struct {
 	mu      sync.Mutex
 	held    map[string]int // consecutive passes a symbol was held back by a SENDING order
 	backoff map[string]backoff
-	raised  bool // AlertBreached may be open (true at start: a predecessor's row)
+	raised  bool            // AlertBreached may be open (true at start: a predecessor's row)
+	metered map[string]bool // symbols with a net exposure gauge
 }
 
 // New checks cfg.
@@ -150,7 +151,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, wake: make(chan struct{}, 1), held: map[string]int{}, backoff: map[string]backoff{}, raised: true}, nil
+	return &Runner{cfg: cfg, wake: make(chan struct{}, 1), held: map[string]int{}, backoff: map[string]backoff{}, raised: true,
+		metered: map[string]bool{}}, nil
 }
 
 // Notify says the B-book's exposure may have changed (a fill or a close committed). It never
@@ -230,7 +232,7 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 		return res, err
 	}
 	terms := r.cfg.Terms()
-	if len(terms.Limits) == 0 && !r.raised {
+	if len(terms.Limits) == 0 && !r.raised && len(r.metered) == 0 {
 		return res, nil
 	}
 	states, err := r.read(ctx, terms)
@@ -334,6 +336,12 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			delete(r.backoff, sym)
 		}
 	}
+	for sym := range r.metered {
+		if _, limited := terms.Limits[sym]; !limited && r.cfg.Net != nil {
+			r.cfg.Net.DeleteLabelValues(sym)
+			delete(r.metered, sym)
+		}
+	}
 	for sym := range breaches {
 		res.Breached = append(res.Breached, sym)
 	}
@@ -433,11 +441,13 @@ func (r *Runner) alert(ctx context.Context, breaches map[string]Decision, symbol
 	r.raised = true
 }
 
-// meter sets a symbol's net exposure gauge, in lots.
+// meter sets a symbol's net exposure gauge, in lots; a pass drops the gauge of a symbol no
+// longer limited.
 func (r *Runner) meter(symbol string, netUnits, contractSize decimal.Decimal) {
 	if r.cfg.Net == nil || !contractSize.IsPositive() {
 		return
 	}
+	r.metered[symbol] = true
 	r.cfg.Net.WithLabelValues(symbol).Set(netUnits.Div(contractSize).InexactFloat64())
 }
 
