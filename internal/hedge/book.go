@@ -348,7 +348,8 @@ func (b *Book) fenced(ctx context.Context, what string, write func(tx *sql.Tx) e
 	return nil
 }
 
-// book records the venue's fill of hedge order id: the order FILLED, an open hedge position
+// book records the venue's fill of hedge order id (SENDING, NOT_SENT or REJECTED): the order
+// FILLED, an open hedge position
 // linked to tradeID at price, and the venue cursor. adopted ("" or the reconciler's finding)
 // goes in the order's reason. It fails with ErrAlreadyBooked when the order was booked meanwhile.
 func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price decimal.Decimal, openedAt time.Time, venueOrderID string, txID int64, adopted string) (Position, error) {
@@ -366,7 +367,9 @@ func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price 
 				"JOIN `fx_instrument` i ON i.`symbol` = o.`symbol` WHERE o.`id` = ? FOR UPDATE", id).Scan(&status, &symbol, &why, &client, &ordered, &quoteCcy); err != nil {
 				return err
 			}
-			if status != StatusSending && status != StatusNotSent {
+			// A trade at the venue is the truth: an order the desk had ended (NOT_SENT past the
+			// threshold, a cancel it read) that the venue did fill is booked all the same.
+			if status == StatusFilled {
 				return fmt.Errorf("hedge order %d is %s: %w", id, status, ErrAlreadyBooked)
 			}
 			if units.Sign() != ordered.Sign() {

@@ -88,7 +88,7 @@ type Adoption struct {
 	TransactionID int64
 }
 
-// Adopt books venue trade a.TradeID for hedge order a.OrderID (SENDING or NOT_SENT): the order
+// Adopt books venue trade a.TradeID for hedge order a.OrderID (any state but FILLED): the order
 // FILLED at the trade's price and an open hedge position linked to the trade; nothing is sent.
 // It returns the hedge position, or an error wrapping ErrAlreadyBooked when the order was
 // booked meanwhile.
