@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
 	"fxdesk/internal/forward"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
@@ -203,6 +204,12 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	}
 	if venue != nil && venue.exec != nil {
 		parts.venue.Go("venue executor", venue.exec.Run)
+	}
+	if venue != nil {
+		if venue.book, err = hedge.NewBook(hedge.Config{DB: st.db, Venue: venue.send, Gate: contention.gate, Fence: contention.keeper, Alerts: inbox,
+			Bound: cfg.Venue.Timeout + 30*time.Second, Log: log.With(slog.String("part", "hedge book"))}); err != nil {
+			return nil, fmt.Errorf("hedge book: %w", err)
+		}
 	}
 	// One catalog cache for the trading rules and the admin: an admin change applies at once.
 	cache := catalog.NewCache(st.db, 5*time.Second)
