@@ -108,6 +108,27 @@ func TestHedgeRuleOpensAndClosesItsShareAtTheVenue(t *testing.T) {
 		t.Fatalf("hedge trade after a reconcile = %+v", tr)
 	}
 	d.wantEveryTaggedTradeBooked()
+	// The dealer sees it in the desk's book.
+	var view struct {
+		Book struct {
+			Symbols []struct {
+				Symbol             string `json:"symbol"`
+				BBookNetLots       string `json:"bBookNetLots"`
+				HedgeBookUnits     string `json:"hedgeBookUnits"`
+				HedgeBookPositions int    `json:"hedgeBookPositions"`
+			} `json:"symbols"`
+		} `json:"book"`
+	}
+	must(t, d.web, d.admin, "GET", "/api/admin/fx/desk", "", http.StatusOK, &view)
+	shown := false
+	for _, s := range view.Book.Symbols {
+		if s.Symbol == "EURUSD" {
+			shown = s.HedgeBookUnits == "100000" && s.HedgeBookPositions == 1 && s.BBookNetLots == "-2"
+		}
+	}
+	if !shown {
+		t.Fatalf("desk book = %+v; want EURUSD with the desk short 2 lots and 100000 units in the hedge book", view.Book.Symbols)
+	}
 
 	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{}`, http.StatusOK, nil)
 	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge closed with its client position", func() bool {
