@@ -31,7 +31,8 @@ CREATE TABLE `fx_hedge_order` (
 
 -- A hedge position: one venue trade the hedge book holds, opened by hedge order `orderId`.
 -- `realizedPl` is (closePrice − openPrice) × units in the symbol's quote currency
--- (`plCurrency`), what the venue's fills made, before any conversion. One live row per venue
+-- (`plCurrency`), what the venue's fills made, before any conversion; the dealer's P&L reads it
+-- by `closedAt`. One live row per venue
 -- trade, as for client positions (000010): `liveVenueTradeId` is the trade id while OPEN.
 CREATE TABLE `fx_hedge_position` (
   `id`                 BIGINT         NOT NULL AUTO_INCREMENT,
@@ -56,6 +57,7 @@ CREATE TABLE `fx_hedge_position` (
   UNIQUE KEY `uq_fx_hedge_position_trade` (`liveVenueTradeId`),
   KEY `idx_fx_hedge_position_status` (`status`, `symbol`),
   KEY `idx_fx_hedge_position_client` (`clientPositionId`, `status`),
+  KEY `idx_fx_hedge_position_closed` (`closedAt`),
   CONSTRAINT `fk_fx_hedge_position_order` FOREIGN KEY (`orderId`) REFERENCES `fx_hedge_order` (`id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
