@@ -1,3 +1,4 @@
+ALTER TABLE `fx_position` DROP KEY `idx_fx_position_hedge`, DROP COLUMN `hedgePercent`;
 ALTER TABLE `fx_order` DROP COLUMN `hedgePercent`;
 DELETE FROM `fx_routing_rule` WHERE `action` = 'HEDGE';
 ALTER TABLE `fx_routing_rule`

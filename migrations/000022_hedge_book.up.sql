@@ -63,10 +63,17 @@ CREATE TABLE `fx_hedge_position` (
 
 -- HEDGE n%: a routing rule may book the trade on the desk and open n% of it at the venue in the
 -- hedge book. The rule keeps its n; the order keeps the n it was routed with (the decision is
--- made once, at acceptance), which the holder reads to open the hedge after the fill.
+-- made once, at acceptance).
 ALTER TABLE `fx_routing_rule`
   MODIFY COLUMN `action` ENUM('B_BOOK','A_BOOK','HEDGE') NOT NULL,
   ADD COLUMN `hedgePercent` TINYINT UNSIGNED NULL AFTER `action`;
 
 ALTER TABLE `fx_order`
   ADD COLUMN `hedgePercent` TINYINT UNSIGNED NULL AFTER `routeRuleId`;
+
+-- The position a HEDGE order opened carries its percent too, so the holder's sweep for
+-- positions still to hedge reads the open HEDGE positions alone (status first), not every open
+-- position with its order.
+ALTER TABLE `fx_position`
+  ADD COLUMN `hedgePercent` TINYINT UNSIGNED NULL AFTER `venueTradeId`,
+  ADD KEY `idx_fx_position_hedge` (`status`, `hedgePercent`);

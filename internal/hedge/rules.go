@@ -17,9 +17,10 @@ import (
 // Rules carries out HEDGE n% routing (docs/routing.md, «Hedge book») on the lease holder, off
 // the trader's path: the trader's order is booked on the desk and answered; then Rules opens n%
 // of the position at the venue in the hedge book, and closes that hedge once the client position
-// is closed. It works from durable state alone — client positions whose order carries a
-// hedgePercent and that have no hedge order SENDING or FILLED; open hedge positions whose client
-// position is closed — so a holder that takes over finishes what the previous one left.
+// is closed. It works from durable state alone — open client positions a HEDGE order opened
+// (fx_position.hedgePercent, indexed with the status) that have no hedge order SENDING, FILLED or
+// REJECTED; open hedge positions whose client position is closed — so a holder that takes over
+// finishes what the previous one left. A sweep costs the open HEDGE positions, not the book.
 //
 // A hedge order the venue REJECTED is not tried again for that client position (the dealer
 // sees it in fx_hedge_order); one that was NOT_SENT (the venue unreachable, the gate) is.
@@ -90,9 +91,9 @@ func (r *Rules) Sweep(ctx context.Context) (opened, closed int, err error) {
 		var d due
 		err := sc.Scan(&d.positionID, &d.symbol, &d.side, &d.volume, &d.contractSize, &d.percent)
 		return d, err
-	}, "SELECT p.`id`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, o.`hedgePercent` FROM `fx_position` p "+
-		"JOIN `fx_order` o ON o.`id` = p.`orderId` JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
-		"WHERE p.`status` = 'OPEN' AND o.`hedgePercent` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` h "+
+	}, "SELECT p.`id`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`hedgePercent` FROM `fx_position` p "+
+		"JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
+		"WHERE p.`status` = 'OPEN' AND p.`hedgePercent` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` h "+
 		"WHERE h.`clientPositionId` = p.`id` AND h.`status` IN ('SENDING', 'FILLED', 'REJECTED')) ORDER BY p.`id` LIMIT ?", sweepBatch)
 	if err != nil {
 		return 0, 0, err

@@ -546,9 +546,11 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	p := f.pos
 	// The opening fill's markup, recorded with it for the dealer's P&L (docs/pnl.md).
 	markup := r.Market.Markup(in, o.Volume, a.Currency)
+	// A HEDGE order's percent goes with its position: the holder's hedge rules find the
+	// positions still to hedge by it (internal/hedge.Rules).
 	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`, `markup`, `openedAt`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(3)))",
-		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission, markup, openedAt)
+		"`sl`, `tp`, `commission`, `markup`, `openedAt`, `hedgePercent`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(3)), ?)",
+		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission, markup, openedAt, o.HedgePercent)
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)
