@@ -10,8 +10,11 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/execution"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/hedge"
+	"fxdesk/internal/routing"
 	"fxdesk/internal/sim/venuesim"
+	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
 )
 
@@ -227,5 +230,89 @@ func TestHedgeNotSentAndClosedAtVenue(t *testing.T) {
 	if closed.Status != hedge.PositionClosed || closed.CloseReason != hedge.CloseVenue || !closed.ClosePrice.Equal(decimal.RequireFromString("1.1")) ||
 		!closed.RealizedPL.Equal(decimal.NewFromInt(-4)) {
 		t.Fatalf("hedge position after the venue's close = %+v", closed)
+	}
+}
+
+// HEDGE n% rules on the real desk and venue simulator: a routed buy is booked on the desk and
+// its share opened by a sweep, once (a second sweep sends nothing); a share the venue refuses is
+// REJECTED and not tried again; the client's close closes its hedge at the next sweep.
+func TestHedgeRulesSweep(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	b := e.hedgeBook()
+	rules, err := hedge.NewRules(b, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = 7301
+	group := "hedge-rules"
+	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", group); err != nil {
+		t.Fatal(err)
+	}
+	pct := 30
+	if _, err := e.admin.CreateRoutingRule(asAdmin(ctx), group, routing.Rule{Action: routing.Hedge, HedgePercent: &pct}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.desk.Accounts().Open(ctx, user, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.desk.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(100000), "seed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	sell := func(lots string) trading.OrderResult {
+		t.Helper()
+		res, err := e.desk.PlaceOrder(ctx, user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString(lots)})
+		if err != nil || res.Position == nil || res.Order.HedgePercent == nil || *res.Order.HedgePercent != pct {
+			t.Fatalf("sell %s: %+v %v; want a desk position routed HEDGE %d%%", lots, res.Order, err, pct)
+		}
+		return res
+	}
+	first := sell("1.5")
+	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 1 {
+		t.Fatalf("sweep: opened %d, %v", opened, err)
+	}
+	var hid int64
+	var units decimal.Decimal
+	if err := testDB.QueryRow("SELECT `id`, `units` FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` = 'FILLED'", first.Position.ID).Scan(&hid, &units); err != nil {
+		t.Fatal(err)
+	}
+	// 30 % of a 1.5-lot sell: the desk sells 45,000 units at the venue.
+	if !units.Equal(decimal.NewFromInt(-45000)) || len(e.trades(hedge.ClientID(hid))) != 1 {
+		t.Fatalf("hedge order %d: %s units, venue trades %+v", hid, units, e.trades(hedge.ClientID(hid)))
+	}
+	if opened, closed, err := rules.Sweep(ctx); err != nil || opened != 0 || closed != 0 || e.sim.State().OrderRequests[hedge.ClientID(hid)] != 1 {
+		t.Fatalf("second sweep: opened %d closed %d (%v); the hedge must not be sent again", opened, closed, err)
+	}
+
+	if err := e.sim.InjectFault(venuesim.Fault{Kind: venuesim.FaultCancel, Reason: "INSUFFICIENT_MARGIN"}); err != nil {
+		t.Fatal(err)
+	}
+	second := sell("1")
+	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
+		t.Fatalf("sweep with the venue cancelling: opened %d, %v", opened, err)
+	}
+	var rejected int64
+	if err := testDB.QueryRow("SELECT `id` FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` = 'REJECTED' AND `reason` = 'INSUFFICIENT_MARGIN'", second.Position.ID).Scan(&rejected); err != nil {
+		t.Fatalf("the refused share is not REJECTED: %v", err)
+	}
+	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
+		t.Fatalf("a REJECTED share was tried again: opened %d, %v", opened, err)
+	}
+
+	if _, err := e.desk.ClosePosition(ctx, user, first.Position.ID, nil, fx.CloseClient); err != nil {
+		t.Fatal(err)
+	}
+	if _, closed, err := rules.Sweep(ctx); err != nil || closed != 1 {
+		t.Fatalf("sweep after the client's close: closed %d, %v", closed, err)
+	}
+	if tr := e.trades(hedge.ClientID(hid)); len(tr) != 1 || tr[0].State != venue.TradeClosed {
+		t.Fatalf("hedge trade after the client's close: %+v", tr)
+	}
+	if _, err := e.desk.ClosePosition(ctx, user, second.Position.ID, nil, fx.CloseClient); err != nil {
+		t.Fatal(err)
 	}
 }
