@@ -133,6 +133,9 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 			return fmt.Errorf("create account group %s: %d %s", g["name"], e.Status, e.Resp)
 		}
 	}
+	if err := l.routingRules(ctx, web); err != nil {
+		return err
+	}
 	tok, err := l.c.issueToken(ctx, thinUser, false)
 	if err != nil {
 		return err
@@ -154,6 +157,25 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 			return fmt.Errorf("move thin account %d into %s: %d %s", t.account, group, e.Status, e.Resp)
 		}
 		l.thin = append(l.thin, t)
+	}
+	return nil
+}
+
+// routingRules gives the groups the soak's traders trade in their routing rules, which never
+// change during the run (the routing invariant judges each order by its account's group now): the
+// A-book group keeps EURJPY on the desk, and every INTERNAL group an account moves between
+// records its large orders under a rule of the same terms.
+func (l *adminLane) routingRules(ctx context.Context, web *proc) error {
+	rules := map[string]map[string]any{
+		abookGroup: {"symbols": []string{"EURJPY"}, "action": "B_BOOK", "note": "soak: EURJPY stays on the desk"},
+	}
+	for _, g := range []string{"default", groupA, groupB} {
+		rules[g] = map[string]any{"volumeMin": "0.90", "action": "B_BOOK", "note": "soak: large orders"}
+	}
+	for _, g := range []string{abookGroup, "default", groupA, groupB} {
+		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, "/api/admin/fx/account-groups/"+g+"/routing", rules[g]); !e.OK() {
+			return fmt.Errorf("routing rule of %s: %d %s", g, e.Status, e.Resp)
+		}
 	}
 	return nil
 }

@@ -71,13 +71,26 @@ func (s *Session) onReport(r report) {
 	var err error
 	if r.ClOrdID != "NONE" { // a mass status with no orders answers with one empty report
 		if id, err = s.journal.apply(context.Background(), r); err != nil {
-			s.log.Error("could not record the venue's report; an OrderStatusRequest will find it again", slog.String("clOrdId", r.ClOrdID), slog.Any("err", err))
+			// Not counted as received: the session reconnects and the venue resends it. A
+			// report of the venue's own order (a venue-side close) has no other way back: the
+			// desk cannot ask for a ClOrdID it never knew.
+			s.unjournaled.Store(true)
+			s.log.Error("could not record the venue's report; the session reconnects and the venue resends it", slog.String("clOrdId", r.ClOrdID), slog.Any("err", err))
 		}
 		s.deliver(r.ClOrdID, answer{r: r, execID: id, err: err})
 	}
 	if r.MassStatusReqID != "" {
 		s.deliver(r.MassStatusReqID, answer{r: r, execID: id, err: err, last: r.LastRptRequested})
 	}
+}
+
+// takeUnjournaled refuses, once, to count the message just read as received when its report
+// could not be journaled (the store asks before it moves the incoming number).
+func (s *Session) takeUnjournaled() error {
+	if s.unjournaled.Swap(false) {
+		return errors.New("fix: a report the venue sent could not be journaled; reconnecting so that the venue resends it")
+	}
+	return nil
 }
 
 func (s *Session) wait(key string) (<-chan answer, func()) {

@@ -30,3 +30,6 @@ func (s *sessionStore) Flush() error { return s.flush() }
 
 // Commits is how many group commits the writer made and how many messages they wrote.
 func (s *sessionStore) Commits() (batches, rows int64) { return s.batches.Load(), s.rows.Load() }
+
+// Logons counts the connections the session opened.
+func (s *Session) Logons() int64 { return s.logons.Load() }

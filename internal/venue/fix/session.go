@@ -68,6 +68,8 @@ type Session struct {
 	burst    venue.Burst
 	inFlight atomic.Int64
 	logons   atomic.Int64
+	// unjournaled says the report just read could not be journaled (takeUnjournaled).
+	unjournaled atomic.Bool
 }
 
 // New reads the session file and checks it; it does not connect.
@@ -166,7 +168,7 @@ func (s *Session) Run(ctx context.Context) error {
 		s.mu.Unlock()
 	}()
 	for restart := false; ; restart = true {
-		stores := &storeFactory{db: s.cfg.DB, log: s.log}
+		stores := &storeFactory{db: s.cfg.DB, log: s.log, refuse: s.takeUnjournaled}
 		init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log})
 		if err == nil {
 			if err = init.Start(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/sim/fixvenue"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/venue"
 	"fxdesk/internal/venue/fix"
 )
@@ -75,7 +76,7 @@ func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig 
 	if len(latency) > 0 {
 		lat = latency[0]
 	}
-	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"}}}, testLog)
+	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"}, "EURGBP": {"0.8500", "0.8502"}}}, testLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,5 +450,54 @@ func TestMassStatusJournalsEveryOrderOnce(t *testing.T) {
 	}
 	if execs != 1 {
 		t.Fatalf("the lost fill journaled %d times, want once", execs)
+	}
+}
+
+// A report the journal could not record is not counted as received: the session reconnects and
+// the venue resends it. A venue-side close has no other way back (the desk cannot ask about a
+// ClOrdID it never knew), so losing it would leave the venue's net and the desk's apart.
+func TestUnjournaledReportIsResentNotLost(t *testing.T) {
+	r := newRig(t, 5*time.Second)
+	ctx := context.Background()
+	out, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: orderID(), Symbol: "EURGBP", Units: dd("7000")})
+	if err != nil || out.Fill == nil {
+		t.Fatal(out, err)
+	}
+	trade := out.Fill.TradeOpened
+	logons := r.session.Logons()
+	// The journal's executions table away: the close's report cannot be recorded.
+	if _, err := testDB.Exec("RENAME TABLE `fx_fix_execution` TO `fx_fix_execution_away`"); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if _, err := testDB.Exec("RENAME TABLE `fx_fix_execution_away` TO `fx_fix_execution`"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	if _, err := r.venue.CloseVenueSide("EURGBP", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The session drops the connection rather than count the report.
+	poll.Until(t, 10*time.Second, 20*time.Millisecond, "the session reconnects after a report it could not journal", func() bool {
+		return r.session.Logons() > logons
+	})
+	restore()
+	poll.Until(t, 15*time.Second, 20*time.Millisecond, "the resent venue-side close is journaled", func() bool {
+		tr, found, err := r.session.TradeByID(ctx, trade)
+		return err == nil && found && tr.State == venue.TradeClosed
+	})
+	open, err := r.session.OpenTrades(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range open {
+		if tr.Symbol == "EURGBP" {
+			t.Fatalf("the venue's net and the journal disagree after the resend: %+v", tr)
+		}
 	}
 }

@@ -48,6 +48,7 @@ type sessionStore struct {
 	block  int
 	linger time.Duration
 	log    *slog.Logger
+	refuse func() error // see storeFactory.refuse
 
 	// writeMu serialises the writes of bodies and the incoming number (the writer, Reset) so
 	// that none lands after a Reset. Taken before mu, never while holding it.
@@ -84,6 +85,9 @@ const sessionKey = "`beginstring` = ? AND `sendercompid` = ? AND `sendersubid` =
 type storeFactory struct {
 	db  *sql.DB
 	log *slog.Logger
+	// refuse, when set, is asked before the incoming number moves past a message: an error keeps
+	// the number (the library disconnects, and the next logon asks the venue to resend).
+	refuse func() error
 
 	mu     sync.Mutex
 	stores []*sessionStore
@@ -94,6 +98,7 @@ func (f *storeFactory) Create(id quickfix.SessionID) (quickfix.MessageStore, err
 	if err != nil {
 		return nil, fmt.Errorf("fix: open the session store: %w", err)
 	}
+	s.refuse = f.refuse
 	f.mu.Lock()
 	f.stores = append(f.stores, s)
 	f.mu.Unlock()
@@ -188,7 +193,14 @@ func (s *sessionStore) handOut(seq int, msg []byte) error {
 	return nil
 }
 
+// IncrNextTargetMsgSeqNum counts the message just read as received, unless refuse says it was
+// not recorded.
 func (s *sessionStore) IncrNextTargetMsgSeqNum() error {
+	if s.refuse != nil {
+		if err := s.refuse(); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextTarget++

@@ -116,6 +116,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkAuditTrail(s, ev),
 		checkNegativeBalance(s),
 		checkEvents(s),
+		checkRouting(s),
 	}
 	if ev.Venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))

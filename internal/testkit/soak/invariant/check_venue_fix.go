@@ -192,6 +192,12 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 			}
 		}
 		for _, o := range closeFills[p.Order] {
+			if o.Side == p.Side {
+				// A close on the position's own side is no close of it: the reconciler's
+				// repair of a trade a venue-side close and the desk's own close both
+				// took to zero, which the second carried past it.
+				continue
+			}
 			booked := false
 			for _, d := range closes[p.ID] {
 				if d.Price.Valid && d.Price.Decimal.Sub(m).Equal(o.AvgPx) {

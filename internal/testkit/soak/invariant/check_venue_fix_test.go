@@ -110,3 +110,14 @@ func TestVenueEndChecksPickTheLanesInvariants(t *testing.T) {
 		t.Fatalf("REST lane end checks start with %s", r[0].Name)
 	}
 }
+
+// A venue-side close and the desk's own close of one trade both took it to zero, the second
+// past it; the reconciler closed the excess with a close on the position's own side, which no
+// desk position books.
+func TestVenueFillsBookedCheckLeavesTheRepairOfAFlippedTradeUnbooked(t *testing.T) {
+	v := fixFixture()
+	v.vs.Orders = append(v.vs.Orders, VenueOrder{ClOrdID: "101.c2", Symbol: "EURUSD", Side: "BUY", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.10005")})
+	if r := checkVenueFillsBooked(v.s, v.vs); len(r.Violations) > 0 {
+		t.Fatalf("violations: %v", r.Violations)
+	}
+}

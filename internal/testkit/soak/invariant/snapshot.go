@@ -22,9 +22,23 @@ type Snapshot struct {
 	Instruments map[string]dbInstrument
 	// Groups is each account group's negative balance protection; Audits the audit log.
 	Groups map[string]bool
+	// Modes is each account group's execution mode (INTERNAL, EXTERNAL).
+	Modes  map[string]string
 	Audits []dbAudit
 	// Events is the events outbox, in id order.
 	Events []dbEvent
+	// Rules are the routing rules, by group, priority and id (the order they are asked in).
+	Rules []dbRule
+}
+
+// dbRule is one routing rule; UsesProfile says it has a profile condition, which the snapshot
+// cannot judge after the fact (the profile moved on since the order).
+type dbRule struct {
+	ID                   int64
+	Group, Action        string
+	Accounts, Symbols    sql.NullString // JSON arrays
+	VolumeMin, VolumeMax decimal.NullDecimal
+	UsesProfile          bool
 }
 
 type dbAccount struct {
@@ -84,6 +98,9 @@ type dbOrder struct {
 	Status      string
 	Execution   string       // INTERNAL or EXTERNAL
 	SentAt      sql.NullTime // EXTERNAL: when its SENDING row was written
+	Symbol      string
+	Volume      decimal.Decimal
+	RouteRule   sql.NullInt64 // the routing rule that routed it; NULL: its group's default
 }
 
 type dbCharge struct {
@@ -104,7 +121,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -143,9 +160,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `type`, `requestNonce`, `status`, `execution`, `sentAt` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `type`, `requestNonce`, `status`, `execution`, `sentAt`, `symbol`, `volume`, `routeRuleId` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbOrder
-			err := r.Scan(&o.ID, &o.Account, &o.Type, &o.Nonce, &o.Status, &o.Execution, &o.SentAt)
+			err := r.Scan(&o.ID, &o.Account, &o.Type, &o.Nonce, &o.Status, &o.Execution, &o.SentAt, &o.Symbol, &o.Volume, &o.RouteRule)
 			s.Orders = append(s.Orders, o)
 			return err
 		}},
@@ -165,17 +182,25 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Instruments[sym] = in
 			return err
 		}},
-		{"SELECT `name`, `negativeBalanceProtection` FROM `fx_account_group`", func(r *sql.Rows) error {
-			var name string
+		{"SELECT `name`, `negativeBalanceProtection`, `executionMode` FROM `fx_account_group`", func(r *sql.Rows) error {
+			var name, mode string
 			var nbp bool
-			err := r.Scan(&name, &nbp)
-			s.Groups[name] = nbp
+			err := r.Scan(&name, &nbp, &mode)
+			s.Groups[name], s.Modes[name] = nbp, mode
 			return err
 		}},
 		{"SELECT `id`, `actorVia`, `action`, `entityType`, `entityId`, `requestId` FROM `fx_audit` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAudit
 			err := r.Scan(&a.ID, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID)
 			s.Audits = append(s.Audits, a)
+			return err
+		}},
+		{"SELECT `id`, `accountGroup`, `action`, `accounts`, `symbols`, `volumeMin`, `volumeMax`, " +
+			"`minTrades` IS NOT NULL OR `profitFactorMin` IS NOT NULL OR `winRateMin` IS NOT NULL OR `avgHoldSecondsMax` IS NOT NULL OR `underMinuteShareMin` IS NOT NULL " +
+			"FROM `fx_routing_rule` ORDER BY `accountGroup`, `priority`, `id`", func(r *sql.Rows) error {
+			var u dbRule
+			err := r.Scan(&u.ID, &u.Group, &u.Action, &u.Accounts, &u.Symbols, &u.VolumeMin, &u.VolumeMax, &u.UsesProfile)
+			s.Rules = append(s.Rules, u)
 			return err
 		}},
 		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
