@@ -363,9 +363,12 @@ func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price 
 			var client sql.NullInt64
 			var why WhyKind
 			var ordered decimal.Decimal
-			if err := tx.QueryRowContext(ctx, "SELECT o.`status`, o.`symbol`, o.`why`, o.`clientPositionId`, o.`units`, i.`quote` FROM `fx_hedge_order` o "+
-				"JOIN `fx_instrument` i ON i.`symbol` = o.`symbol` WHERE o.`id` = ? FOR UPDATE", id).Scan(&status, &symbol, &why, &client, &ordered, &quoteCcy); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT `status`, `symbol`, `why`, `clientPositionId`, `units` FROM `fx_hedge_order` WHERE `id` = ? FOR UPDATE", id).
+				Scan(&status, &symbol, &why, &client, &ordered); err != nil {
 				return err
+			}
+			if err := tx.QueryRowContext(ctx, "SELECT `quote` FROM `fx_instrument` WHERE `symbol` = ?", symbol).Scan(&quoteCcy); err != nil {
+				return fmt.Errorf("instrument %s: %w", symbol, err)
 			}
 			// A trade at the venue is the truth: an order the desk had ended (NOT_SENT past the
 			// threshold, a cancel it read) that the venue did fill is booked all the same.
