@@ -42,7 +42,7 @@ func (e *deskEnv) hedgeOf(clientPosition int64) (hedgeRow, bool) {
 }
 
 // hedgeRule adds {"action":"HEDGE","hedgePercent":percent} to group and returns its id.
-func (d *abookDesk) hedgeRule(group string, percent int) int64 {
+func (d *tradingDesk) hedgeRule(group string, percent int) int64 {
 	var rule struct {
 		Rule struct {
 			ID           int64  `json:"id"`
@@ -208,6 +208,51 @@ func TestHolderKilledAfterHedgeFillAdoptsItIntoTheHedgeBook(t *testing.T) {
 	})
 	if n := d.venue.state().openTaggedUnits("EURUSD"); !n.IsZero() {
 		t.Fatalf("the venue still holds %s EURUSD units for the desk", n)
+	}
+	d.checkLedgerBalanced(acct)
+}
+
+// Over FIX 4.4 (docs/fix.md): the HEDGE share goes out with ClOrdID H<id> and its close as
+// H<id>.c1; the venue's net follows the hedge book and is flat once the client closed.
+func TestFIXHedgeRuleOpensAndClosesItsShare(t *testing.T) {
+	t.Parallel()
+	d := newFIXDesk(t)
+	if code, b := call(t, d.web, d.admin, "POST", "/api/admin/fx/account-groups", `{"name":"hedged-fix"}`); code != http.StatusCreated {
+		t.Fatalf("create group = %d %s", code, b)
+	}
+	tok, acct := d.newTrader(2950, "USD", "100", "100000.00")
+	must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/group", acct), `{"group":"hedged-fix"}`, http.StatusOK, nil)
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	d.hedgeRule("hedged-fix", 50)
+
+	var o routedOrder
+	must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "SELL", "2.00", "fix-hedge-1"), http.StatusCreated, &o)
+	if o.Order.Execution != "INTERNAL" || o.Position == nil {
+		t.Fatalf("order = %+v", o)
+	}
+	var h hedgeRow
+	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge share open in the hedge book", func() bool {
+		var ok bool
+		h, ok = d.e.hedgeOf(o.Position.ID)
+		return ok && h.Status.String == "OPEN"
+	})
+	cid := "H" + strconv.FormatInt(h.OrderID, 10)
+	st := d.venue.state()
+	if vo := st.ordersOf(cid); len(vo) != 1 || !vo[0].CumQty.Equal(dec("100000")) || !h.Units.Decimal.Equal(dec("-100000")) || !st.net("EURUSD").Equal(dec("-100000")) {
+		t.Fatalf("venue orders of %s: %+v, net %s, hedge %+v; want one sell of 100000", cid, vo, st.net("EURUSD"), h)
+	}
+	if h.TradeID.String != d.tradeOf(cid) {
+		t.Fatalf("hedge position on trade %s, the journal's trade of %s is %s", h.TradeID.String, cid, d.tradeOf(cid))
+	}
+
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{}`, http.StatusOK, nil)
+	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge closed with its client position", func() bool {
+		h, _ = d.e.hedgeOf(o.Position.ID)
+		return h.Status.String == "CLOSED"
+	})
+	st = d.venue.state()
+	if vo := st.ordersOf(cid + ".c1"); len(vo) != 1 || !st.net("EURUSD").IsZero() {
+		t.Fatalf("after the close: venue orders of %s.c1 %+v, net %s; want one close and a flat venue", cid, vo, st.net("EURUSD"))
 	}
 	d.checkLedgerBalanced(acct)
 }
