@@ -129,6 +129,24 @@ func TestHedgeRuleOpensAndClosesItsShareAtTheVenue(t *testing.T) {
 	if !shown {
 		t.Fatalf("desk book = %+v; want EURUSD with the desk short 2 lots and 100000 units in the hedge book", view.Book.Symbols)
 	}
+	var hb struct {
+		HedgeBook struct {
+			Positions []struct {
+				ID               int64  `json:"id"`
+				Units            string `json:"units"`
+				Why              string `json:"why"`
+				ClientPositionID int64  `json:"clientPositionId"`
+				VenueTradeID     string `json:"venueTradeId"`
+			} `json:"positions"`
+			Sending []any             `json:"sending"`
+			Net     map[string]string `json:"net"`
+		} `json:"hedgeBook"`
+	}
+	must(t, d.web, d.admin, "GET", "/api/admin/fx/hedge-book", "", http.StatusOK, &hb)
+	if ps := hb.HedgeBook.Positions; len(ps) != 1 || ps[0].ID != h.PositionID || ps[0].Units != "100000" || ps[0].Why != "RULE" || ps[0].ClientPositionID != o.Position.ID ||
+		ps[0].VenueTradeID != h.TradeID.String || len(hb.HedgeBook.Sending) != 0 || hb.HedgeBook.Net["EURUSD"] != "100000" {
+		t.Fatalf("GET /hedge-book = %+v", hb.HedgeBook)
+	}
 
 	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{}`, http.StatusOK, nil)
 	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge closed with its client position", func() bool {

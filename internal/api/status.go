@@ -109,6 +109,8 @@ type venueView struct {
 // HedgeBookView is the desk's hedge book as the dealer reads it (*hedge.Book).
 type HedgeBookView interface {
 	OpenPositions(ctx context.Context) ([]hedge.Position, error)
+	SendingOrders(ctx context.Context) ([]hedge.Order, error)
+	Net(ctx context.Context) (map[string]decimal.Decimal, error)
 }
 
 type VenueView interface {

@@ -630,3 +630,33 @@ func (b *Book) PositionByID(ctx context.Context, id int64) (Position, error) {
 	}
 	return p, err
 }
+
+// Order is one hedge order (fx_hedge_order).
+type Order struct {
+	ID       int64           `json:"id"`
+	ClientID string          `json:"clientId"` // at the venue: "H<id>"
+	Symbol   string          `json:"symbol"`
+	Units    decimal.Decimal `json:"units"` // signed venue units
+	Why      WhyKind         `json:"why"`
+	// ClientPositionID is the client position a RULE hedge shadows; 0 for the hedger's.
+	ClientPositionID int64     `json:"clientPositionId,omitempty"`
+	Status           string    `json:"status"`
+	Reason           string    `json:"reason,omitempty"`
+	SentAt           time.Time `json:"sentAt"`
+}
+
+// maxList bounds the lists the dealer reads.
+const maxList = 500
+
+// SendingOrders lists the hedge orders still SENDING (their outcome unknown until the
+// reconciler resolves them), oldest first, at most 500.
+func (b *Book) SendingOrders(ctx context.Context) ([]Order, error) {
+	return store.QueryAll(ctx, b.cfg.DB, "hedge orders sending", func(sc store.Scanner) (Order, error) {
+		var o Order
+		var client sql.NullInt64
+		var reason sql.NullString
+		err := sc.Scan(&o.ID, &o.Symbol, &o.Units, &o.Why, &client, &o.Status, &reason, &o.SentAt)
+		o.ClientID, o.ClientPositionID, o.Reason, o.SentAt = ClientID(o.ID), client.Int64, reason.String, o.SentAt.UTC()
+		return o, err
+	}, "SELECT `id`, `symbol`, `units`, `why`, `clientPositionId`, `status`, `reason`, `sentAt` FROM `fx_hedge_order` WHERE `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
+}
