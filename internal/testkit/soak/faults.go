@@ -29,12 +29,12 @@ import (
 
 // Fault kinds, as the summary counts them.
 const (
-	faultKill         = "kill"         // SIGKILL the holder, start a replacement web
-	faultStop         = "stop"         // SIGSTOP the holder past the TTL, SIGCONT it alone
-	faultZombie       = "zombie"       // SIGSTOP the holder, a replacement takes over, SIGCONT the old one
-	faultGap          = "gap"          // the holder's price jumps far, through many stops
-	faultRollover2    = "rollover2"    // two processFxSwaps runs at once
-	faultRolloverKill = "rolloverKill" // a processFxSwaps run SIGKILLed mid-way, then rerun
+	faultKill         = "kill"              // SIGKILL the holder, start a replacement web
+	faultStop         = invariant.FaultStop // SIGSTOP the holder past the TTL, SIGCONT it alone
+	faultZombie       = "zombie"            // SIGSTOP the holder, a replacement takes over, SIGCONT the old one
+	faultGap          = "gap"               // the holder's price jumps far, through many stops
+	faultRollover2    = "rollover2"         // two processFxSwaps runs at once
+	faultRolloverKill = "rolloverKill"      // a processFxSwaps run SIGKILLed mid-way, then rerun
 	// invariant.FaultCut: every MySQL or Redis connection cut for a few seconds
 
 	// Venue faults, injected through the venue simulator's control API on a lane of their own,

@@ -68,6 +68,16 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		return false
 	}
+	// A holder SIGSTOPped with nobody to take over publishes nothing until it resumes: the
+	// snapshot waits with it (the fault may stop a holder moments after it took the lease).
+	holderStopped := func(a, b time.Time) bool {
+		for _, w := range ev.Windows {
+			if w.Kind == FaultStop && !w.Start.After(b) && !w.End.Before(a) {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range ms {
 		m := ms[i]
 		if !m.Present {
@@ -96,7 +106,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 		lt := liveTerm(rows, m.At)
 		if lt > m.Term {
 			t0 := since(lt)
-			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) {
+			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(t0, m.At) {
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
 					r.Add("", "snapshot still term %d at %s, %s after the lease moved to term %d", m.Term, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)

@@ -64,6 +64,14 @@ func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind
 			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
 			ev.Windows = []Window{{Kind: FaultSentinelFailover, Start: at(4), End: at(7)}}
 		}, ""},
+		{"the new holder is SIGSTOPped as it takes the lease", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultStop, Note: "web2 stopped and resumed alone", Start: at(5.05), End: at(9)}}
+		}, ""},
+		{"a holder stopped before the lease moved", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultStop, Start: at(1), End: at(4)}}
+		}, "snapshot still term 1"},
 	})
 }
 

@@ -9,6 +9,10 @@ import "time"
 // seconds; its Note names which.
 const FaultCut = "cut"
 
+// FaultStop is the kind of a window in which the holder was SIGSTOPped past its lease's TTL and
+// resumed with nobody having taken over.
+const FaultStop = "stop"
+
 // FaultSentinelFailover is the kind of a window in which the Redis primary failed over to its
 // replica: what the old primary had not passed on (a mirror snapshot, the lease key) is lost,
 // and its writers rewrite it on their next cycle.
