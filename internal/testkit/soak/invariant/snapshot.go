@@ -29,6 +29,9 @@ type Snapshot struct {
 	Events []dbEvent
 	// Rules are the routing rules, by group, priority and id (the order they are asked in).
 	Rules []dbRule
+	// Hedges and HedgeOrders are the desk's hedge book (fx_hedge_position, fx_hedge_order).
+	Hedges      []dbHedge
+	HedgeOrders []dbHedgeOrder
 }
 
 // dbRule is one routing rule; UsesProfile says it has a profile condition, which the snapshot
@@ -201,6 +204,18 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var u dbRule
 			err := r.Scan(&u.ID, &u.Group, &u.Action, &u.Accounts, &u.Symbols, &u.VolumeMin, &u.VolumeMax, &u.UsesProfile)
 			s.Rules = append(s.Rules, u)
+			return err
+		}},
+		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0) FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
+			var h dbHedge
+			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition)
+			s.Hedges = append(s.Hedges, h)
+			return err
+		}},
+		{"SELECT `id`, `status`, `sentAt` FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+			var o dbHedgeOrder
+			err := r.Scan(&o.ID, &o.Status, &o.SentAt)
+			s.HedgeOrders = append(s.HedgeOrders, o)
 			return err
 		}},
 		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
