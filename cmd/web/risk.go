@@ -14,6 +14,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/hedge"
+	"fxdesk/internal/hedger"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
@@ -31,6 +32,9 @@ type riskRelay struct {
 	// hedge, on the holder of a desk with a venue, opens and closes HEDGE n% shares: a position
 	// opened or closed asks it for a sweep (off the committer's path: Kick never blocks).
 	hedge atomic.Pointer[hedge.Rules]
+	// hedger, on the same holder, keeps net exposure inside its limits: every position opened,
+	// reduced or closed wakes it (Notify never blocks either).
+	hedger atomic.Pointer[hedger.Runner]
 }
 
 func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
@@ -41,6 +45,14 @@ func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
 		for _, c := range changes {
 			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionClosed {
 				h.Kick()
+				break
+			}
+		}
+	}
+	if h := r.hedger.Load(); h != nil {
+		for _, c := range changes {
+			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionReduced || c.Kind == risk.PositionClosed {
+				h.Notify()
 				break
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/execution"
 	"fxdesk/internal/gate"
 	hedgepkg "fxdesk/internal/hedge"
+	"fxdesk/internal/hedger"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/sim/fixvenue"
@@ -222,6 +223,17 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 	}
 	h.relay.hedge.Store(rules)
 	h.guarded.Go("hedge rules", rules.Run)
+	// The hedger (docs/routing.md, «The hedger»): on every position change, and every
+	// FXDESK_HEDGE_INTERVAL, it keeps each limited symbol's net exposure inside its limit.
+	orders, net := h.metrics.NewHedger()
+	runner, err := hedger.New(hedger.Config{Book: hedger.HedgeBook{Book: v.book}, Desk: h.trading.ABook(), Terms: h.settings.HedgeTerms,
+		Gate: h.gate, Alerts: h.inbox, Every: h.cfg.HedgeInterval, Orders: orders, Net: net,
+		Log: h.base.With(slog.String("component", "FX"), slog.String("part", "hedger"))})
+	if err != nil {
+		return err
+	}
+	h.relay.hedger.Store(runner)
+	h.guarded.Go("hedger", runner.Run)
 
 	if v.fix != nil {
 		h.guarded.Go("FIX session", func(ctx context.Context) error { return v.runFIX(ctx, h.keeper.Serving) })
