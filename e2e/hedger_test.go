@@ -116,8 +116,10 @@ func TestHedgerKeepsTheNetInsideItsLimit(t *testing.T) {
 	if !strings.Contains(msg, "EURUSD net -1100000 units, limit 1000000") {
 		t.Fatalf("alert message %q; want EURUSD's net and limit", msg)
 	}
+	// A try that found the venue gone wrote NOT_SENT; one made after the desk's probe saw it
+	// gone is refused before any row.
 	h = d.e.hedgeRows()
-	if len(h.open) != 1 || len(h.orders) < 2 || h.orders[0] != "FILLED 400000" {
+	if len(h.open) != 1 || h.orders[0] != "FILLED 400000" {
 		t.Fatalf("hedge book with the venue down: orders %v, open %v", h.orders, h.open)
 	}
 	for _, o := range h.orders[1:] {

@@ -228,7 +228,8 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 	orders, net := h.metrics.NewHedger()
 	runner, err := hedger.New(hedger.Config{Book: hedger.HedgeBook{Book: v.book}, Desk: h.trading.ABook(), Terms: h.settings.HedgeTerms,
 		Gate: h.gate, Alerts: h.inbox, Every: h.cfg.HedgeInterval, Orders: orders, Net: net,
-		Log: h.base.With(slog.String("component", "FX"), slog.String("part", "hedger"))})
+		Quoting: func(symbol string) bool { return h.quotes.SymbolState(symbol) == tick.Quoting },
+		Log:     h.base.With(slog.String("component", "FX"), slog.String("part", "hedger"))})
 	if err != nil {
 		return err
 	}
