@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,7 +74,8 @@ func (p *proc) passAfter(from int, reason string) int {
 // it back to the limit less the band, and the next passes send nothing (an A-book trader's
 // position, which the venue carries already, changes nothing). With the venue down, the next
 // breach raises exposure-limit-breached and writes nothing but the hedge orders' NOT_SENT rows;
-// when the venue returns, the hedge goes through and the alert resolves.
+// when the venue returns, the hedge goes through and the alert resolves. When the traders close,
+// the hedges the exposure no longer needs are closed at the venue, whole.
 func TestHedgerKeepsTheNetInsideItsLimit(t *testing.T) {
 	t.Parallel()
 	// A hedge order whose answer the outage cut off is resolved NOT_SENT within seconds.
@@ -85,7 +87,7 @@ func TestHedgerKeepsTheNetInsideItsLimit(t *testing.T) {
 	d.wantAudit("setting", "fxHedgeLimitLots.EURUSD", "setting.update", `"value":"10"`)
 
 	// 9 lots: inside the limit, nothing.
-	d.openMarket(tok, acct, "BUY", "9.00", "")
+	nine := d.openMarket(tok, acct, "BUY", "9.00", "")
 	d.web.passAfter(d.web.passAfter(d.web.lineCount(), "scheduled"), "scheduled")
 	if h := d.e.hedgeRows(); len(h.orders) != 0 {
 		t.Fatalf("hedge orders inside the limit: %v", h.orders)
@@ -152,5 +154,31 @@ func TestHedgerKeepsTheNetInsideItsLimit(t *testing.T) {
 	})) == 0 ||
 		len(d.web.matching(0, msgIs("hedge done"))) != 2 {
 		t.Fatal("the holder's log does not tell the hedges done and the one that could not be")
+	}
+
+	// The traders close 9 lots: the desk is short 6 with 7 lots of hedges, net long 1. Without
+	// the 4-lot hedge it is short 3, then without the 3-lot one short 6: both closed, one per
+	// pass, and the venue holds no hedge trade.
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", nine), "{}", http.StatusOK, nil)
+	eventually(t, 15*time.Second, 20*time.Millisecond, "the unwind", func() bool { return len(d.e.hedgeRows().open) == 0 })
+	if trades := d.venue.hedgeTrades(); len(trades) != 0 {
+		t.Fatalf("hedge trades at the venue after the unwind: %+v", trades)
+	}
+	var closed []string
+	rows, err := d.e.sql.Query("SELECT `units`, `closeReason` FROM `fx_hedge_position` WHERE `status` = 'CLOSED' ORDER BY `closedAt`, `id`")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var units decimal.Decimal
+		var reason string
+		if err := rows.Scan(&units, &reason); err != nil {
+			t.Fatal(err)
+		}
+		closed = append(closed, units.String()+" "+reason)
+	}
+	if strings.Join(closed, ",") != "400000 DESK,300000 DESK" {
+		t.Fatalf("hedge positions closed: %v; want the 4-lot one, then the 3-lot one, by the desk", closed)
 	}
 }
