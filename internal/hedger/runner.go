@@ -315,6 +315,9 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			continue
 		}
 		res.Failed++
+		if errors.Is(o.err, gate.ErrNotHolder) {
+			continue // not the venue's failure: no backoff, no breach raised by a process that may not hold the desk
+		}
 		d.Reason = "the hedge was not done: " + o.err.Error()
 		b := r.backoff[d.Symbol]
 		b.wait = min(max(2*b.wait, firstBackoff), max(r.cfg.Every, maxBackoff))
@@ -399,6 +402,10 @@ func (r *Runner) send(ctx context.Context, d Decision) error {
 	switch {
 	case err == nil:
 		r.cfg.Log.InfoContext(ctx, "hedge done", decisionAttrs(d)...)
+	case errors.Is(err, gate.ErrNotHolder):
+		// The lease went while the pass ran: the gate logged and counted it; the holder (this
+		// process again, or another) decides afresh.
+		result = "not_filled"
 	case errors.Is(err, venue.ErrOutcomeUnknown):
 		result = "unknown"
 		r.cfg.Log.ErrorContext(ctx, "hedge outcome unknown; the symbol is not hedged again until the reconciler resolves it",

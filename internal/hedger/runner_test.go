@@ -427,3 +427,22 @@ func TestAMarketNotQuotingHoldsTheHedge(t *testing.T) {
 		t.Fatalf("alert still open: %+v", a)
 	}
 }
+
+// The lease lost between the pass's gate and the send: the hedge book's send is dropped at the
+// gate; that is no breach of the venue's and no reason to back off.
+func TestALeaseLostMidPassRaisesNothing(t *testing.T) {
+	r := newRig(t)
+	r.book.setFail("EURUSD", fmt.Errorf("hedge order 3: %w", gate.ErrNotHolder))
+	r.desk.set("EURUSD", "12")
+	if res := r.pass(t); res.Failed != 1 || len(res.Breached) != 0 || !res.Again.IsZero() {
+		t.Fatalf("pass: %+v", res)
+	}
+	if a := openBreach(t, r.inbox); a != nil {
+		t.Fatalf("alert raised for a dropped send: %+v", a)
+	}
+	r.book.setFail("EURUSD", nil)
+	if res := r.pass(t); res.Done != 1 {
+		t.Fatalf("next pass on the holder: %+v", res)
+	}
+	requireAsked(t, r.book, "open EURUSD 400000", "open EURUSD 400000")
+}
