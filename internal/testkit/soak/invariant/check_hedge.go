@@ -2,6 +2,8 @@ package invariant
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,4 +169,56 @@ func nullDecPtr(d decimal.NullDecimal) *decimal.Decimal {
 		return nil
 	}
 	return &d.Decimal
+}
+
+// bBookLots is the desk's side of its B-book per symbol, in lots: the opposite of its traders'
+// open INTERNAL positions (traders net long 2 lots: −2), as the hedger counts it.
+func bBookLots(s *Snapshot) map[string]decimal.Decimal {
+	exec := make(map[int64]string, len(s.Orders))
+	for _, o := range s.Orders {
+		exec[o.ID] = o.Execution
+	}
+	out := map[string]decimal.Decimal{}
+	for _, p := range s.Positions {
+		if p.Status != "OPEN" || exec[p.Order] != "INTERNAL" {
+			continue
+		}
+		v := p.Volume
+		if p.Side == "BUY" {
+			v = v.Neg()
+		}
+		out[p.Symbol] = out[p.Symbol].Add(v)
+	}
+	return out
+}
+
+// HedgeLimitsBroken lists the symbols whose net exposure (the B-book's lots × contract size plus
+// the hedge book's open units) is past the hedger's limit, with the figures.
+func HedgeLimitsBroken(s *Snapshot) []string {
+	book, hedged := bBookLots(s), hedgeNet(s)
+	var out []string
+	for _, sym := range slices.Sorted(maps.Keys(s.HedgeLimits)) {
+		size := s.Instruments[sym].Contract
+		net := book[sym].Mul(size).Add(hedged[sym])
+		if limit := s.HedgeLimits[sym].Mul(size); net.Abs().GreaterThan(limit) {
+			out = append(out, fmt.Sprintf("%s: net %s units (B-book %s lots, hedge book %s units), limit %s units", sym, net, book[sym], hedged[sym], limit))
+		}
+	}
+	return out
+}
+
+// checkHedgeLimits (end): with the venue up and the desk quiet, the hedger has brought every
+// limited symbol's net exposure back inside its limit.
+func checkHedgeLimits(s *Snapshot) Result {
+	r := Result{Name: "hedgeLimits"}
+	for _, line := range HedgeLimitsBroken(s) {
+		r.Add("", "%s", line)
+	}
+	book, hedged := bBookLots(s), hedgeNet(s)
+	var parts []string
+	for _, sym := range slices.Sorted(maps.Keys(s.HedgeLimits)) {
+		parts = append(parts, fmt.Sprintf("%s B-book %s lots, hedged %s units, limit %s lots", sym, book[sym], hedged[sym], s.HedgeLimits[sym]))
+	}
+	r.Figures = strings.Join(parts, "; ")
+	return r
 }

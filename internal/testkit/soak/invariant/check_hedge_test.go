@@ -1,6 +1,10 @@
 package invariant
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shopspring/decimal"
+)
 
 // withHedges adds to a venue fixture the hedge book: hedge order 7's open long of 50,000 EURUSD
 // (trade H7T), hedge order 8's short the desk closed at 1.10030 (trade H8T).
@@ -87,5 +91,35 @@ func TestVenueNetMatchesCountsTheHedgeBook(t *testing.T) {
 			"EURUSD: the venue's net is 10000 units, the desk's open linked positions add up to 10000 (10 OPEN 0.1 lots), its hedge book to 50000"},
 		{"a hedge the desk closed that the venue still holds", func(v *abook) { v.s.Hedges[0].Status = "CLOSED" },
 			"EURUSD: the venue's net is 60000 units, the desk's open linked positions add up to 10000"},
+	})
+}
+
+func hedgeLimitFixture() *Snapshot {
+	return &Snapshot{
+		Orders: []dbOrder{{ID: 1, Execution: "INTERNAL"}, {ID: 2, Execution: "INTERNAL"}, {ID: 3, Execution: "EXTERNAL"}},
+		Positions: []dbPosition{
+			{ID: 10, Order: 1, Symbol: "EURUSD", Side: "BUY", Volume: dec("3"), Status: "OPEN"},
+			{ID: 11, Order: 2, Symbol: "EURUSD", Side: "SELL", Volume: dec("0.5"), Status: "OPEN"},
+			{ID: 12, Order: 3, Symbol: "EURUSD", Side: "BUY", Volume: dec("9"), Status: "OPEN"}, // the venue carries it
+			{ID: 13, Order: 1, Symbol: "EURUSD", Side: "BUY", Volume: dec("4"), Status: "CLOSED"},
+		},
+		Hedges:      []dbHedge{{ID: 1, Symbol: "EURUSD", Units: dec("100000"), Status: "OPEN"}, {ID: 2, Symbol: "EURUSD", Units: dec("50000"), Status: "CLOSED"}},
+		HedgeLimits: map[string]decimal.Decimal{"EURUSD": dec("2")},
+		Instruments: map[string]dbInstrument{"EURUSD": {Contract: dec("100000")}},
+	}
+}
+
+func TestHedgeLimitsHoldsInsideTheLimit(t *testing.T) {
+	// Traders net long 2.5 lots on the desk: −250000 units, hedged +100000: −150000 inside 200000.
+	if r := checkHedgeLimits(hedgeLimitFixture()); len(r.Violations) > 0 {
+		t.Fatalf("violations: %v", r.Violations)
+	}
+}
+
+func TestHedgeLimitsFlagsANetPastItsLimit(t *testing.T) {
+	runCases(t, hedgeLimitFixture, checkHedgeLimits, []checkCase[*Snapshot]{
+		{"the hedge closed", func(s *Snapshot) { s.Hedges[0].Status = "CLOSED" }, "EURUSD: net -250000 units (B-book -2.5 lots, hedge book 0 units), limit 200000 units"},
+		{"a tighter limit", func(s *Snapshot) { s.HedgeLimits["EURUSD"] = dec("1") }, "EURUSD: net -150000 units"},
+		{"over-hedged the other way", func(s *Snapshot) { s.Hedges[0].Units = dec("500000") }, "EURUSD: net 250000 units"},
 	})
 }

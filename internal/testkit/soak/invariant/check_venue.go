@@ -231,9 +231,9 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 // quiet is when the desk went quiet, as the soak's settle was given it.
 func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
 	if vs.Lane == LaneFIX {
-		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkVenueHedgeFills(s, vs), checkNoStaleSending(s, quiet)}
+		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkVenueHedgeFills(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 	}
-	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkVenueHedgeBook(s, vs), checkNoStaleSending(s, quiet)}
+	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkVenueHedgeBook(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 }
 
 func parseID(s string) int64 {

@@ -103,7 +103,7 @@ func TestVenueEndChecksPickTheLanesInvariants(t *testing.T) {
 	for _, r := range CheckVenueEnd(f.s, f.vs, at(50)) {
 		names = append(names, r.Name)
 	}
-	if strings.Join(names, ",") != "venueNetMatches,venueFillsBooked,venueHedgeFills,noStaleSending" {
+	if strings.Join(names, ",") != "venueNetMatches,venueFillsBooked,venueHedgeFills,noStaleSending,hedgeLimits" {
 		t.Fatalf("FIX lane end checks %v", names)
 	}
 	f.vs.Lane = LaneREST

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -32,6 +33,9 @@ type Snapshot struct {
 	// Hedges and HedgeOrders are the desk's hedge book (fx_hedge_position, fx_hedge_order).
 	Hedges      []dbHedge
 	HedgeOrders []dbHedgeOrder
+	// HedgeLimits are the hedger's net exposure limits in lots, by symbol (fxHedgeLimitLots.*,
+	// "off" left out).
+	HedgeLimits map[string]decimal.Decimal
 }
 
 // dbRule is one routing rule; UsesProfile says it has a profile condition, which the snapshot
@@ -124,7 +128,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -211,6 +215,16 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition)
 			s.Hedges = append(s.Hedges, h)
 			return err
+		}},
+		{"SELECT `name`, `value` FROM `fx_setting` WHERE `name` LIKE 'fxHedgeLimitLots.%'", func(r *sql.Rows) error {
+			var name, value string
+			if err := r.Scan(&name, &value); err != nil {
+				return err
+			}
+			if lots, err := decimal.NewFromString(value); err == nil {
+				s.HedgeLimits[strings.TrimPrefix(name, "fxHedgeLimitLots.")] = lots
+			}
+			return nil
 		}},
 		{"SELECT `id`, `status`, `sentAt` FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbHedgeOrder
