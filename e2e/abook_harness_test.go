@@ -442,7 +442,8 @@ func (p *proc) reconciledAgain(timeout time.Duration) {
 }
 
 // wantEveryTaggedTradeBooked asserts that every fxdesk-tagged open trade at the venue is
-// linked to exactly one open desk position, and every open linked position to an open trade.
+// linked to exactly one open desk position — a hedge-book trade (client id "H<id>") to one open
+// hedge position — and every open linked position to an open trade.
 func (d *abookDesk) wantEveryTaggedTradeBooked() {
 	t := d.e.t
 	t.Helper()
@@ -453,15 +454,20 @@ func (d *abookDesk) wantEveryTaggedTradeBooked() {
 			continue
 		}
 		open[tr.ID] = true
+		table := "`fx_position`"
+		if strings.HasPrefix(tr.ClientID, "H") {
+			table = "`fx_hedge_position`"
+		}
 		var n int
-		if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` = ?", tr.ID).Scan(&n); err != nil {
+		if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE `status` = 'OPEN' AND `venueTradeId` = ?", tr.ID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 1 {
 			t.Errorf("venue trade %s (client id %s, %s units) is linked to %d open desk positions, want 1", tr.ID, tr.ClientID, tr.CurrentUnits, n)
 		}
 	}
-	rows, err := d.e.sql.Query("SELECT `id`, `venueTradeId` FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL")
+	rows, err := d.e.sql.Query("SELECT `id`, `venueTradeId` FROM `fx_position` WHERE `status` = 'OPEN' AND `venueTradeId` IS NOT NULL " +
+		"UNION ALL SELECT -`id`, `venueTradeId` FROM `fx_hedge_position` WHERE `status` = 'OPEN'")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +477,7 @@ func (d *abookDesk) wantEveryTaggedTradeBooked() {
 		var trade string
 		rows.Scan(&id, &trade)
 		if !open[trade] {
-			t.Errorf("desk position %d is linked to venue trade %s, which is not an open tagged trade at the venue", id, trade)
+			t.Errorf("desk position %d (negative: a hedge position) is linked to venue trade %s, which is not an open tagged trade at the venue", id, trade)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/hedge"
+	"fxdesk/internal/hedger"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
@@ -25,11 +27,35 @@ const balanceRefresh = 30 * time.Second
 // riskRelay hands the trading service's committed changes to the risk engine once there is
 // one. The service exists before the engine (the engine's executor is the service), and on a
 // follower there is never an engine: then changes go nowhere.
-type riskRelay struct{ engine atomic.Pointer[risk.Engine] }
+type riskRelay struct {
+	engine atomic.Pointer[risk.Engine]
+	// hedge, on the holder of a desk with a venue, opens and closes HEDGE n% shares: a position
+	// opened or closed asks it for a sweep (off the committer's path: Kick never blocks).
+	hedge atomic.Pointer[hedge.Rules]
+	// hedger, on the same holder, keeps net exposure inside its limits: every position opened,
+	// reduced or closed wakes it (Notify never blocks either).
+	hedger atomic.Pointer[hedger.Runner]
+}
 
 func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
 	if e := r.engine.Load(); e != nil {
 		e.Apply(ctx, changes...)
+	}
+	if h := r.hedge.Load(); h != nil {
+		for _, c := range changes {
+			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionClosed {
+				h.Kick()
+				break
+			}
+		}
+	}
+	if h := r.hedger.Load(); h != nil {
+		for _, c := range changes {
+			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionReduced || c.Kind == risk.PositionClosed {
+				h.Notify()
+				break
+			}
+		}
 	}
 }
 

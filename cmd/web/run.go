@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/events"
 	"fxdesk/internal/forward"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
@@ -204,6 +205,12 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	if venue != nil && venue.exec != nil {
 		parts.venue.Go("venue executor", venue.exec.Run)
 	}
+	if venue != nil {
+		if venue.book, err = hedge.NewBook(hedge.Config{DB: st.db, Venue: venue.send, Gate: contention.gate, Fence: contention.keeper, Alerts: inbox,
+			Bound: cfg.Venue.Timeout + 30*time.Second, Log: log.With(slog.String("part", "hedge book"))}); err != nil {
+			return nil, fmt.Errorf("hedge book: %w", err)
+		}
+	}
 	// One catalog cache for the trading rules and the admin: an admin change applies at once.
 	cache := catalog.NewCache(st.db, 5*time.Second)
 	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: st.db, Cache: cache, Log: log, OnChange: relay.apply, Venue: venue != nil})
@@ -263,8 +270,9 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 		}
 	}
 	var venueView api.VenueView
+	var hedgeView api.HedgeBookView
 	if svc.venue != nil {
-		venueView = svc.venue
+		venueView, hedgeView = svc.venue, svc.venue.book
 	}
 	// One fan-out feeds every markets-rail stream; it ends them all before the server drains.
 	slots := api.NewStreamSlots(cfg.Limits.StreamsPerToken, cfg.Limits.StreamsPerProcess, m)
@@ -274,7 +282,7 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	hub := api.NewEventHub(api.EventHubConfig{DB: st.db, Slots: slots, Poll: cfg.EventsPoll, Buffer: cfg.EventsBuffer, Metrics: m, Log: log})
 	parts.rail.Go("events stream", hub.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
-		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Rail: rail, Events: hub, Limits: cfg.Limits,
+		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
 		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg))})
 	if err != nil {
 		return nil, err

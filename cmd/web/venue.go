@@ -18,6 +18,8 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/gate"
+	hedgepkg "fxdesk/internal/hedge"
+	"fxdesk/internal/hedger"
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/sim/fixvenue"
@@ -50,6 +52,9 @@ type venueParts struct {
 	sim        *venuesim.Server
 	log        *slog.Logger
 	hedge      atomic.Pointer[execution.HedgeMonitor]
+	// book is the desk's hedge book (docs/routing.md, «Hedge book»): read on every process,
+	// traded on the holder only (its sends pass the gate and its identity rows the fence).
+	book *hedgepkg.Book
 }
 
 func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
@@ -199,17 +204,37 @@ func (v *venueParts) workers(atLeast int) int {
 // the two venue jobs — at once (first: boot, or lease_restored after a takeover), after every
 // gap, and every interval, one run at a time. Call it before the risk engine starts.
 func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first string) error {
-	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.api, Closer: v.send, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
+	rec, err := execution.NewReconciler(execution.ReconcilerConfig{Venue: v.api, Closer: v.send, Desk: h.trading.ABook(), Hedge: v.book, Gate: h.gate, Alerts: h.inbox,
 		Account: v.cfg.Account, Plan: execution.Config{NotSentAfter: v.cfg.NotSentAfter}, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxExecutionReconciler"))})
 	if err != nil {
 		return err
 	}
-	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.api, Desk: h.trading.ABook(), Gate: h.gate, Alerts: h.inbox,
+	hedge, err := execution.NewHedgeMonitor(execution.HedgeConfig{Venue: v.api, Desk: h.trading.ABook(), Hedge: v.book, Gate: h.gate, Alerts: h.inbox,
 		MarginWarn: v.cfg.MarginWarn, MinNAV: v.cfg.MinNAV, Log: h.base.With(slog.String("component", "FX"), slog.String("job", "runFxHedgeMonitor"))})
 	if err != nil {
 		return err
 	}
 	v.hedge.Store(hedge)
+	// HEDGE n% routing: swept at once, on every position opened or closed, and every few
+	// seconds for what a sweep could not finish (the venue down, a close not confirmed).
+	rules, err := hedgepkg.NewRules(v.book, min(h.cfg.VenueInterval, 5*time.Second), h.base.With(slog.String("component", "FX"), slog.String("part", "hedge rules")))
+	if err != nil {
+		return err
+	}
+	h.relay.hedge.Store(rules)
+	h.guarded.Go("hedge rules", rules.Run)
+	// The hedger (docs/routing.md, «The hedger»): on every position change, and every
+	// FXDESK_HEDGE_INTERVAL, it keeps each limited symbol's net exposure inside its limit.
+	orders, net := h.metrics.NewHedger()
+	runner, err := hedger.New(hedger.Config{Book: hedger.HedgeBook{Book: v.book}, Desk: h.trading.ABook(), Terms: h.settings.HedgeTerms,
+		Gate: h.gate, Alerts: h.inbox, Every: h.cfg.HedgeInterval, Orders: orders, Net: net,
+		Quoting: func(symbol string) bool { return h.quotes.SymbolState(symbol) == tick.Quoting },
+		Log:     h.base.With(slog.String("component", "FX"), slog.String("part", "hedger"))})
+	if err != nil {
+		return err
+	}
+	h.relay.hedger.Store(runner)
+	h.guarded.Go("hedger", runner.Run)
 
 	if v.fix != nil {
 		h.guarded.Go("FIX session", func(ctx context.Context) error { return v.runFIX(ctx, h.keeper.Serving) })

@@ -344,7 +344,7 @@ var auditedWrites = map[string]auditedWrite{
 	"POST /api/admin/fx/account-groups/{name}/routing": {
 		path: fixed("/api/admin/fx/account-groups/walk-rt-new/routing"), body: fixed(`{"volumeMin":"5","action":"B_BOOK","note":"walk"}`),
 		bad: func(*auditDesk) (string, string) {
-			return "/api/admin/fx/account-groups/walk-rt-new/routing", `{"volumeMin":"5","action":"HEDGE 50%"}`
+			return "/api/admin/fx/account-groups/walk-rt-new/routing", `{"volumeMin":"5","action":"HEDGE 150%"}`
 		},
 		action: "routing_rule.create", entityType: "routing_rule", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.ruleOrder[1]+1, 10) },
 		before: false, after: `"volumeMin":"5"`,

@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
@@ -113,7 +114,8 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
 		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
-		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{}} {
+		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{},
+		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

@@ -126,7 +126,7 @@ type pnlView struct {
 func viewOf(rep pnl.Report) pnlView {
 	v := pnlView{From: rep.From, To: rep.To, Floating: rep.Floating, ReportingCurrency: pnl.ReportingCurrency,
 		Unconverted: nonNil(rep.Unconverted), Currencies: []pnlCurrency{}, Hourly: []pnlHour{}, Unpriced: nonNil(rep.Unpriced),
-		UnrecordedMarkup: rep.UnrecordedMarkup, HedgeBook: pnl.HedgeBookPending}
+		UnrecordedMarkup: rep.UnrecordedMarkup, HedgeBook: pnl.HedgeBookNote}
 	if rep.Total != nil {
 		s := fx.FormatMoney(pnl.ReportingCurrency, *rep.Total)
 		v.Total = &s

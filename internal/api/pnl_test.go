@@ -100,7 +100,7 @@ func TestPnLRoute(t *testing.T) {
 	}
 	v := got.PnL
 	hours := int((v.To.Sub(v.From) + time.Hour - 1) / time.Hour)
-	if !v.Floating || v.Total == nil || *v.Total != "0.00" || len(v.Currencies) != 0 || len(v.Hourly) != hours || v.HedgeBook != pnl.HedgeBookPending ||
+	if !v.Floating || v.Total == nil || *v.Total != "0.00" || len(v.Currencies) != 0 || len(v.Hourly) != hours || v.HedgeBook != pnl.HedgeBookNote ||
 		v.ReportingCurrency != "USD" || v.To.Sub(v.From) > 24*time.Hour {
 		t.Errorf("the day on an empty ledger: %s", body)
 	}
@@ -128,7 +128,7 @@ func TestPnLChartAndStatusSection(t *testing.T) {
 	}
 	total := "980.60"
 	fl := "-30.00"
-	r := report{PnL: &pnlDay{View: pnlView{From: start, ReportingCurrency: "USD", Total: &total, HedgeBook: pnl.HedgeBookPending,
+	r := report{PnL: &pnlDay{View: pnlView{From: start, ReportingCurrency: "USD", Total: &total, HedgeBook: pnl.HedgeBookNote,
 		Currencies: []pnlCurrency{{Currency: "USD", Symbols: []pnlFigures{{Symbol: "NZDUSD", BBookRealised: "1518.00", BBookFloating: &fl, MarkupBBook: "29.00",
 			MarkupABook: "2.00", Commission: "12.60", Swaps: "1.50", NBPCost: "523.50", HedgeBook: "0.00", Total: "980.60"}},
 			Total: pnlFigures{BBookRealised: "1518.00", Total: "980.60"}}}}, Chart: c}}

@@ -113,6 +113,7 @@ func routes(d Deps) http.Handler {
 		r.With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
 		r.Get("/desk", handleDesk(d))
 		r.Get("/pnl", handlePnL(d.Log, d))
+		r.Get("/hedge-book", handleHedgeBook(d.Log, d.Hedge))
 		r.Get("/audit", handleAudit(d.Log, d.DB))
 		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
 		// The host platform's webhooks (docs/events.md); served by any process.

@@ -3,6 +3,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type routingRuleWire struct {
 	AvgHoldSecondsMax   *string  `json:"avgHoldSecondsMax"`
 	UnderMinuteShareMin *string  `json:"underMinuteShareMin"`
 	Action              *string  `json:"action"`
+	HedgePercent        *int     `json:"hedgePercent"`
 	Note                *string  `json:"note"`
 }
 
@@ -49,11 +51,20 @@ func decodeRoutingRule(r *http.Request) (routing.Rule, error) {
 		return rule, err
 	}
 	if w.Action == nil {
-		return rule, fx.Errorf(fx.EINVALID, "action (B_BOOK or A_BOOK) is required.")
+		return rule, fx.Errorf(fx.EINVALID, "action (B_BOOK, A_BOOK or HEDGE) is required.")
 	}
 	a := strings.ToUpper(strings.TrimSpace(*w.Action))
-	if strings.HasPrefix(a, string(routing.Hedge)) {
-		a = string(routing.Hedge) // "HEDGE 50%": refused by name below, with the others
+	rule.HedgePercent = w.HedgePercent
+	if rest, ok := strings.CutPrefix(a, string(routing.Hedge)); ok && rest != "" {
+		// "HEDGE 50%", the issue's spelling, is {"action":"HEDGE","hedgePercent":50}.
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "%")))
+		if err != nil || !strings.HasSuffix(rest, "%") || !strings.HasPrefix(rest, " ") {
+			return rule, fx.Errorf(fx.EINVALID, "action %q is not HEDGE n%%: write {\"action\":\"HEDGE\",\"hedgePercent\":n} with n from 1 to 100.", *w.Action)
+		}
+		if w.HedgePercent != nil && *w.HedgePercent != n {
+			return rule, fx.Errorf(fx.EINVALID, "action %q and hedgePercent %d disagree.", *w.Action, *w.HedgePercent)
+		}
+		a, rule.HedgePercent = string(routing.Hedge), &n
 	}
 	rule.Action = routing.Action(a)
 	rule.Accounts, rule.Symbols = w.Accounts, w.Symbols

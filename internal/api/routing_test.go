@@ -55,8 +55,16 @@ func TestRoutingAndProfileRoutes(t *testing.T) {
 
 	// Intent: every refusal names what is wrong, and nothing is written.
 	for _, tc := range []struct{ body, want string }{
-		{`{}`, "action (B_BOOK or A_BOOK) is required"},
-		{`{"action":"HEDGE 50%"}`, "action HEDGE is not available yet"},
+		{`{}`, "action (B_BOOK, A_BOOK or HEDGE) is required"},
+		{`{"action":"HEDGE"}`, "action HEDGE needs hedgePercent"},
+		{`{"action":"HEDGE","hedgePercent":0}`, "hedgePercent must be a whole number from 1 to 100 (got 0)"},
+		{`{"action":"HEDGE","hedgePercent":101}`, "hedgePercent must be a whole number from 1 to 100 (got 101)"},
+		{`{"action":"HEDGE","hedgePercent":"half"}`, "hedgePercent"},
+		{`{"action":"HEDGE 50%","hedgePercent":40}`, "disagree"},
+		{`{"action":"HEDGE fifty"}`, "is not HEDGE n%"},
+		{`{"action":"B_BOOK","hedgePercent":50}`, "hedgePercent is for action HEDGE only"},
+		{`{"action":"HEDGE 50%"}`, "cannot route to HEDGE"},               // no venue on this desk
+		{`{"action":"HEDGE","hedgePercent":50}`, "cannot route to HEDGE"}, // the same rule, spelt out
 		{`{"action":"SIDEWAYS"}`, "action must be B_BOOK"},
 		{`{"action":"A_BOOK"}`, "cannot route to A_BOOK"}, // no venue on this desk
 		{`{"action":"B_BOOK","accounts":[999999]}`, "accounts names 1 accounts that do not exist"},

@@ -62,6 +62,9 @@ type Deps struct {
 	Forward *forward.Forwarder
 	// Venue is the execution venue on the lease holder (the dealer's view); nil without one.
 	Venue VenueView
+	// Hedge is the desk's hedge book, read from the database on every process; nil without a
+	// venue.
+	Hedge HedgeBookView
 	// Rail fans quotes out to the markets-rail streams (run by the process); nil where the
 	// process serves no prices (fxdesk-cron), whose stream route then answers 503.
 	Rail *Rail

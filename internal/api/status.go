@@ -11,12 +11,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/alert"
 	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
@@ -84,6 +87,10 @@ type bookSymbol struct {
 	VenueUnits    *string `json:"venueUnits"`
 	UntaggedUnits *string `json:"untaggedUnits"`
 	Mismatch      bool    `json:"mismatch"`
+	// HedgeBookUnits and HedgeBookPositions are the desk's own open hedge positions at the venue
+	// (docs/routing.md, «Hedge book»): their signed units and how many.
+	HedgeBookUnits     string `json:"hedgeBookUnits"`
+	HedgeBookPositions int    `json:"hedgeBookPositions"`
 }
 
 // venueView is the venue account as the last hedge check saw it, and the executor now.
@@ -99,6 +106,13 @@ type venueView struct {
 }
 
 // VenueView is the holder's venue as the dealer's view shows it.
+// HedgeBookView is the desk's hedge book as the dealer reads it (*hedge.Book).
+type HedgeBookView interface {
+	OpenPositions(ctx context.Context) ([]hedge.Position, error)
+	SendingOrders(ctx context.Context) ([]hedge.Order, error)
+	Net(ctx context.Context) (map[string]decimal.Decimal, error)
+}
+
 type VenueView interface {
 	// Active is true once this process trades with the venue (it holds the lease).
 	Active() bool
@@ -143,22 +157,50 @@ func buildBook(ctx context.Context, d Deps) *bookView {
 			hedged[h.Symbol] = h
 		}
 	}
-	seen := map[string]bool{}
-	for _, e := range exps {
-		seen[e.Symbol] = true
-		row := bookSymbol{Symbol: e.Symbol, BBookNetLots: e.InternalLots.Neg().String(), ABookLots: e.ExternalLots.String()}
-		if h, ok := hedged[e.Symbol]; ok {
-			vu, uu := h.VenueUnits.String(), h.UntaggedUnits.String()
-			row.VenueUnits, row.UntaggedUnits, row.Mismatch = &vu, &uu, h.Mismatch
+	// The hedge book from the database, so every process shows it.
+	type hedgeNet struct {
+		units decimal.Decimal
+		n     int
+	}
+	hedgeBook := map[string]*hedgeNet{}
+	if d.Hedge != nil {
+		ps, err := d.Hedge.OpenPositions(ctx)
+		if err != nil {
+			b.Error = err.Error()
 		}
-		b.Symbols = append(b.Symbols, row)
+		for _, p := range ps {
+			h := hedgeBook[p.Symbol]
+			if h == nil {
+				h = &hedgeNet{}
+				hedgeBook[p.Symbol] = h
+			}
+			h.units, h.n = h.units.Add(p.Units), h.n+1
+		}
+	}
+	rows := map[string]*bookSymbol{}
+	row := func(sym string) *bookSymbol {
+		if r, ok := rows[sym]; ok {
+			return r
+		}
+		r := &bookSymbol{Symbol: sym, BBookNetLots: "0", ABookLots: "0", HedgeBookUnits: "0"}
+		rows[sym] = r
+		return r
+	}
+	for _, e := range exps {
+		r := row(e.Symbol)
+		r.BBookNetLots, r.ABookLots = e.InternalLots.Neg().String(), e.ExternalLots.String()
 	}
 	for _, h := range hedged {
-		if seen[h.Symbol] {
-			continue
-		}
+		r := row(h.Symbol)
 		vu, uu := h.VenueUnits.String(), h.UntaggedUnits.String()
-		b.Symbols = append(b.Symbols, bookSymbol{Symbol: h.Symbol, BBookNetLots: "0", ABookLots: "0", VenueUnits: &vu, UntaggedUnits: &uu, Mismatch: h.Mismatch})
+		r.VenueUnits, r.UntaggedUnits, r.Mismatch = &vu, &uu, h.Mismatch
+	}
+	for sym, h := range hedgeBook {
+		r := row(sym)
+		r.HedgeBookUnits, r.HedgeBookPositions = h.units.String(), h.n
+	}
+	for _, r := range rows {
+		b.Symbols = append(b.Symbols, *r)
 	}
 	slices.SortFunc(b.Symbols, func(x, y bookSymbol) int { return strings.Compare(x.Symbol, y.Symbol) })
 	return b

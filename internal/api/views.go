@@ -80,10 +80,14 @@ type orderView struct {
 	// RouteRuleID is the routing rule that chose Execution when the order was accepted; null
 	// when its account group's execution mode did (docs/routing.md).
 	RouteRuleID *int64 `json:"routeRuleId"`
+	// HedgePercent is the share of it a HEDGE rule opens at the venue in the desk's hedge book
+	// (omitted on every other order).
+	HedgePercent *int `json:"hedgePercent,omitempty"`
 }
 
 func viewOrder(o book.Order) orderView {
-	return orderView{Order: events.OrderOf(o), Execution: executionOf(o.Execution), VenueReason: o.VenueReason, RouteRuleID: o.RouteRuleID}
+	return orderView{Order: events.OrderOf(o), Execution: executionOf(o.Execution), VenueReason: o.VenueReason, RouteRuleID: o.RouteRuleID,
+		HedgePercent: o.HedgePercent}
 }
 
 // positionView is the position payload of the events outbox: the API's position, one

@@ -60,7 +60,10 @@ type Order struct {
 	Execution fx.ExecutionMode
 	// RouteRuleID is the routing rule that decided Execution at acceptance; nil when the
 	// account group's execution mode did (docs/routing.md).
-	RouteRuleID  *int64
+	RouteRuleID *int64
+	// HedgePercent is the share of the order a HEDGE routing rule opens at the venue in the
+	// desk's hedge book once it fills (internal/hedge); nil for every other order.
+	HedgePercent *int
 	SentAt       *time.Time
 	VenueOrderID *string
 	VenueReason  *string
@@ -193,13 +196,13 @@ func ExposuresInto(out *[]Exposure) func(*sql.Rows) error {
 const OrderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
-	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`, o.`routeRuleId`"
+	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`, o.`routeRuleId`, o.`hedgePercent`"
 
 func ScanOrder(sc store.Scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
-		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason, &o.RequestHash, &o.RouteRuleID)
+		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason, &o.RequestHash, &o.RouteRuleID, &o.HedgePercent)
 	return o, err
 }
 

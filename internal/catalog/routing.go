@@ -41,7 +41,7 @@ var (
 )
 
 const routingRuleCols = "`id`, `accountGroup`, `priority`, `accounts`, `symbols`, `volumeMin`, `volumeMax`, `minTrades`, `profitFactorMin`, " +
-	"`winRateMin`, `avgHoldSecondsMax`, `underMinuteShareMin`, `action`, `note`, `updatedAt`"
+	"`winRateMin`, `avgHoldSecondsMax`, `underMinuteShareMin`, `action`, `hedgePercent`, `note`, `updatedAt`"
 
 // rowQueryer reads rows and single rows: *sql.DB or *sql.Tx.
 type rowQueryer interface {
@@ -53,9 +53,13 @@ func scanRoutingRule(sc store.Scanner) (routing.Rule, error) {
 	var r routing.Rule
 	var accounts, symbols sql.NullString
 	var vmin, vmax, pf, wr, hold, share decimal.NullDecimal
-	var minTrades sql.NullInt64
-	if err := sc.Scan(&r.ID, &r.AccountGroup, &r.Priority, &accounts, &symbols, &vmin, &vmax, &minTrades, &pf, &wr, &hold, &share, &r.Action, &r.Note, &r.UpdatedAt); err != nil {
+	var minTrades, hedgePercent sql.NullInt64
+	if err := sc.Scan(&r.ID, &r.AccountGroup, &r.Priority, &accounts, &symbols, &vmin, &vmax, &minTrades, &pf, &wr, &hold, &share, &r.Action, &hedgePercent, &r.Note, &r.UpdatedAt); err != nil {
 		return r, err
+	}
+	if hedgePercent.Valid {
+		n := int(hedgePercent.Int64)
+		r.HedgePercent = &n
 	}
 	r.Accounts, r.Symbols = []int64{}, []string{}
 	if accounts.Valid && accounts.String != "" {
@@ -119,14 +123,19 @@ func groupRules(ctx context.Context, q store.Queryer, group string, lock bool) (
 // checkRoutingRule checks r as it will be written: each field in its column's range, listed
 // accounts that exist, known symbols, an action built today. A refusal names the field.
 func (s *Admin) checkRoutingRule(ctx context.Context, q rowQueryer, r *routing.Rule) error {
-	switch {
-	case r.Action == routing.Hedge:
-		return fx.Errorf(fx.EINVALID, "action HEDGE is not available yet: a rule routes to B_BOOK or A_BOOK.")
-	case !r.Action.Valid():
-		return fx.Errorf(fx.EINVALID, "action must be B_BOOK (the desk fills) or A_BOOK (the venue fills), not %q.", r.Action)
+	if !r.Action.Valid() {
+		return fx.Errorf(fx.EINVALID, "action must be B_BOOK (the desk fills), A_BOOK (the venue fills) or HEDGE (the desk fills and opens hedgePercent of it at the venue), not %q.", r.Action)
 	}
-	if r.Action == routing.ABook && !s.venue {
-		return fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): a rule cannot route to A_BOOK.")
+	switch {
+	case r.Action == routing.Hedge && r.HedgePercent == nil:
+		return fx.Errorf(fx.EINVALID, "action HEDGE needs hedgePercent: the percent of each order opened at the venue in the hedge book, a whole number from 1 to 100.")
+	case r.Action == routing.Hedge && (*r.HedgePercent < 1 || *r.HedgePercent > 100):
+		return fx.Errorf(fx.EINVALID, "hedgePercent must be a whole number from 1 to 100 (got %d).", *r.HedgePercent)
+	case r.Action != routing.Hedge && r.HedgePercent != nil:
+		return fx.Errorf(fx.EINVALID, "hedgePercent is for action HEDGE only; action %s takes none.", r.Action)
+	}
+	if r.Action != routing.BBook && !s.venue {
+		return fx.Errorf(fx.EUNAVAILABLE, "No execution venue is configured on this desk (FXDESK_VENUE): a rule cannot route to %s.", r.Action)
 	}
 	if len(r.Accounts) > maxRuleAccounts {
 		return fx.Errorf(fx.EINVALID, "accounts may list at most %d account ids (got %d).", maxRuleAccounts, len(r.Accounts))
@@ -224,7 +233,7 @@ func ruleArgs(r routing.Rule) []any {
 		b, _ := json.Marshal(r.Symbols)
 		symbols = string(b)
 	}
-	return []any{accounts, symbols, r.VolumeMin, r.VolumeMax, r.MinTrades, r.ProfitFactorMin, r.WinRateMin, r.AvgHoldSecondsMax, r.UnderMinuteShareMin, r.Action, r.Note}
+	return []any{accounts, symbols, r.VolumeMin, r.VolumeMax, r.MinTrades, r.ProfitFactorMin, r.WinRateMin, r.AvgHoldSecondsMax, r.UnderMinuteShareMin, r.Action, r.HedgePercent, r.Note}
 }
 
 // CreateRoutingRule adds r to account group name's rules, asked after every rule it has. A
@@ -243,7 +252,7 @@ func (s *Admin) CreateRoutingRule(ctx context.Context, name string, r routing.Ru
 			r.Priority = rules[len(rules)-1].Priority + 1
 		}
 		res, err := tx.ExecContext(ctx, "INSERT INTO `fx_routing_rule` (`accountGroup`, `priority`, `accounts`, `symbols`, `volumeMin`, `volumeMax`, `minTrades`, "+
-			"`profitFactorMin`, `winRateMin`, `avgHoldSecondsMax`, `underMinuteShareMin`, `action`, `note`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			"`profitFactorMin`, `winRateMin`, `avgHoldSecondsMax`, `underMinuteShareMin`, `action`, `hedgePercent`, `note`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			append([]any{name, r.Priority}, ruleArgs(r)...)...)
 		if err != nil {
 			return fmt.Errorf("create routing rule: %w", err)
@@ -276,7 +285,7 @@ func (s *Admin) UpdateRoutingRule(ctx context.Context, name string, id int64, r 
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_routing_rule` SET `accounts` = ?, `symbols` = ?, `volumeMin` = ?, `volumeMax` = ?, `minTrades` = ?, "+
-			"`profitFactorMin` = ?, `winRateMin` = ?, `avgHoldSecondsMax` = ?, `underMinuteShareMin` = ?, `action` = ?, `note` = ? WHERE `id` = ?",
+			"`profitFactorMin` = ?, `winRateMin` = ?, `avgHoldSecondsMax` = ?, `underMinuteShareMin` = ?, `action` = ?, `hedgePercent` = ?, `note` = ? WHERE `id` = ?",
 			append(ruleArgs(r), id)...); err != nil {
 			return fmt.Errorf("update routing rule %d: %w", id, err)
 		}

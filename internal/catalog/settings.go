@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -50,10 +51,24 @@ var settingRules = map[string]func(string) error{
 	SettingQuoteStale:         wholeSetting(SettingQuoteStale, 1, 3600, "seconds"),
 	SettingMaxPendingOrders:   wholeSetting(SettingMaxPendingOrders, 1, 10000, "orders"),
 	SettingMaxAccountsPerUser: wholeSetting(SettingMaxAccountsPerUser, 1, 1000, "accounts"),
+	SettingHedgeBand:          lotsSetting(SettingHedgeBand, false),
+	SettingHedgeMin:           lotsSetting(SettingHedgeMin, false),
+}
+
+// ruleFor is the rule of a setting: a listed name's, or a symbol's hedge limit
+// (fxHedgeLimitLots.EURUSD; whether the desk lists the symbol is checked against the database).
+func ruleFor(name string) (func(string) error, bool) {
+	if rule, ok := settingRules[name]; ok {
+		return rule, true
+	}
+	if strings.HasPrefix(name, SettingHedgeLimitPrefix) {
+		return lotsSetting(name, true), true
+	}
+	return nil, false
 }
 
 // Settings reads and writes fx_setting. Its accessors (StaleAfter, MaxPendingOrders,
-// MaxAccountsPerUser) are cached reads cheap enough for the tick engine's every state check: an
+// MaxAccountsPerUser, HedgeTerms) are cached reads cheap enough for the tick engine's every state check: an
 // atomic load. Run reloads them every refreshEvery, so a change written by another process
 // applies here within seconds; a change written here applies at once.
 type Settings struct {
@@ -64,6 +79,7 @@ type Settings struct {
 	staleAfter         atomic.Int64 // nanoseconds
 	maxPendingOrders   atomic.Int64
 	maxAccountsPerUser atomic.Int64
+	hedge              atomic.Pointer[HedgeTerms]
 }
 
 // NewSettings returns settings over db, holding the defaults until the first read.
@@ -72,6 +88,7 @@ func NewSettings(db *sql.DB, log *slog.Logger) *Settings {
 	s.staleAfter.Store(int64(tick.DefaultStaleAfter))
 	s.maxPendingOrders.Store(DefaultMaxPendingOrders)
 	s.maxAccountsPerUser.Store(DefaultMaxAccountsPerUser)
+	s.hedge.Store(hedgeTerms(nil))
 	return s
 }
 
@@ -107,6 +124,7 @@ func (s *Settings) apply(all map[string]string) {
 	whole(SettingQuoteStale, &s.staleAfter, int64(time.Second))
 	whole(SettingMaxPendingOrders, &s.maxPendingOrders, 1)
 	whole(SettingMaxAccountsPerUser, &s.maxAccountsPerUser, 1)
+	s.hedge.Store(hedgeTerms(all))
 }
 
 // StaleAfter is fxTradingQuoteStaleSecondsFx as a duration. It never blocks on the database.
@@ -173,13 +191,16 @@ func (s *Settings) Put(ctx context.Context, changes map[string]string) (map[stri
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		rule, ok := settingRules[k]
+		rule, ok := ruleFor(k)
 		if !ok {
 			return nil, fx.Errorf(fx.EINVALID, "Unknown setting %q.", k)
 		}
 		if err := rule(changes[k]); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkHedgeLimitSymbols(ctx, names); err != nil {
+		return nil, err
 	}
 	if err := store.RetryRolledBack(ctx, func() error { return s.put(ctx, names, changes) }); err != nil {
 		return nil, err

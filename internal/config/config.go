@@ -107,6 +107,10 @@ type Config struct {
 	// VenueInterval is how often the lease holder runs the venue jobs (FXDESK_VENUE_INTERVAL,
 	// default 60s; tests shorten it).
 	VenueInterval time.Duration
+	// HedgeInterval is the hedger's slow pass on the lease holder (FXDESK_HEDGE_INTERVAL, default
+	// 10s): it also passes on every change of a position; the timer is the safety net and the
+	// retry of a venue that came back.
+	HedgeInterval time.Duration
 	Venue         VenueConfig
 	Calendar      string // FXDESK_CALENDAR, real or always-open
 	Demo          bool   // FXDESK_DEMO
@@ -161,6 +165,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		EventsPoll:     duration("FXDESK_EVENTS_POLL", "200ms"),
 		MirrorMaxAge:   duration("FXDESK_MIRROR_MAX_AGE", "15m"),
 		VenueInterval:  duration("FXDESK_VENUE_INTERVAL", "60s"),
+		HedgeInterval:  duration("FXDESK_HEDGE_INTERVAL", "10s"),
 		Calendar:       env("FXDESK_CALENDAR", "real"),
 		LogFormat:      env("LOG_FORMAT", "text"),
 	}
@@ -281,6 +286,9 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	if c.VenueInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_VENUE_INTERVAL=%s must be at least 100ms", c.VenueInterval))
 	}
+	if c.HedgeInterval < 100*time.Millisecond || c.HedgeInterval > time.Hour {
+		errs = append(errs, fmt.Errorf("FXDESK_HEDGE_INTERVAL=%s must be from 100ms to 1h", c.HedgeInterval))
+	}
 	c.MetricsAddr = env("FXDESK_METRICS_ADDR", "")
 	c.Limits, errs = loadLimits(env, duration, errs)
 	c.Venue, errs = loadVenue(env, duration, errs)
@@ -374,6 +382,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("eventsPoll", c.EventsPoll), slog.Int("eventsStreamBuffer", c.EventsBuffer),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),
+		slog.Duration("hedgeInterval", c.HedgeInterval),
 		slog.Group("venue", slog.String("url", maskURL(c.Venue.URL)), slog.String("fixSession", c.Venue.FIXSession), slog.String("account", c.Venue.Account),
 			slog.String("token", mask(c.Venue.Token)), slog.String("simAddr", c.Venue.SimAddr), slog.String("simControlAddr", c.Venue.SimControlAddr),
 			slog.Duration("simLatency", c.Venue.SimLatency), slog.Int("concurrency", c.Venue.Concurrency),

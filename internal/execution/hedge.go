@@ -14,14 +14,17 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
 )
 
 // HedgeConfig builds a HedgeMonitor.
 type HedgeConfig struct {
-	Venue  venue.API
-	Desk   *trading.ABook
+	Venue venue.API
+	Desk  *trading.ABook
+	// Hedge is the desk's hedge book, whose open positions the venue holds too; nil: none.
+	Hedge  *hedge.Book
 	Gate   Gate
 	Alerts Alerts
 	// MarginWarn raises venue-margin-low when the venue's marginCloseoutPercent reaches it
@@ -52,10 +55,12 @@ type VenueBook struct {
 	Symbols []HedgeSymbol `json:"symbols"`
 }
 
-// HedgeSymbol is one symbol's A-book: what the desk booked EXTERNAL and what the venue holds.
+// HedgeSymbol is one symbol at the venue: what the desk booked EXTERNAL and in its hedge book,
+// and what the venue holds.
 type HedgeSymbol struct {
 	Symbol        string          `json:"symbol"`
 	DeskUnits     decimal.Decimal `json:"deskUnits"`     // traders' EXTERNAL net, in venue units
+	HedgeUnits    decimal.Decimal `json:"hedgeUnits"`    // the desk's hedge book's open net (internal/hedge)
 	VenueUnits    decimal.Decimal `json:"venueUnits"`    // the venue's net of fxdesk-tagged trades
 	UntaggedUnits decimal.Decimal `json:"untaggedUnits"` // the venue's net of trades without the tag
 	Mismatch      bool            `json:"mismatch"`
@@ -111,6 +116,17 @@ func (h *HedgeMonitor) Check(ctx context.Context) error {
 			at(e.Symbol).DeskUnits = e.ExternalLots.Mul(e.ContractSize)
 		}
 	}
+	if h.cfg.Hedge != nil {
+		open, err := h.cfg.Hedge.OpenUnits(ctx)
+		if err != nil {
+			return fmt.Errorf("hedge monitor: %w", err)
+		}
+		for sym, u := range open {
+			if !u.IsZero() {
+				at(sym).HedgeUnits = u
+			}
+		}
+	}
 	for _, t := range trades {
 		s := at(t.Symbol)
 		if t.Tag == venue.Tag {
@@ -121,7 +137,8 @@ func (h *HedgeMonitor) Check(ctx context.Context) error {
 	}
 	var mismatched []HedgeSymbol
 	for _, s := range bySymbol {
-		s.Mismatch = !s.DeskUnits.Equal(s.VenueUnits)
+		// The venue holds the A-book and the hedge book under one tag.
+		s.Mismatch = !s.DeskUnits.Add(s.HedgeUnits).Equal(s.VenueUnits)
 		book.Symbols = append(book.Symbols, *s)
 		if s.Mismatch {
 			mismatched = append(mismatched, *s)
@@ -143,8 +160,8 @@ func (h *HedgeMonitor) Check(ctx context.Context) error {
 	}
 	if len(mismatched) > 0 {
 		slices.SortFunc(mismatched, func(a, b HedgeSymbol) int { return strings.Compare(a.Symbol, b.Symbol) })
-		msg := fmt.Sprintf("The desk's EXTERNAL positions and the venue's fxdesk trades differ on %d symbol(s), first %s: desk %s units, venue %s. The execution reconciler repairs what it can match by tag; a difference that stays needs a dealer.",
-			len(mismatched), mismatched[0].Symbol, mismatched[0].DeskUnits, mismatched[0].VenueUnits)
+		msg := fmt.Sprintf("The desk's EXTERNAL positions and hedge book and the venue's fxdesk trades differ on %d symbol(s), first %s: desk %s units (A-book %s, hedge book %s), venue %s. The execution reconciler repairs what it can match by tag; a difference that stays needs a dealer.",
+			len(mismatched), mismatched[0].Symbol, mismatched[0].DeskUnits.Add(mismatched[0].HedgeUnits), mismatched[0].DeskUnits, mismatched[0].HedgeUnits, mismatched[0].VenueUnits)
 		if err := h.cfg.Alerts.Raise(ctx, AlertExposureMismatch, alert.Warning, msg, map[string]any{"symbols": mismatched}); err != nil {
 			return err
 		}

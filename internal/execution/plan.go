@@ -42,10 +42,40 @@ type DeskOrder struct {
 	LastVenueTx int64
 }
 
+// HedgePosition is one open position of the desk's hedge book (internal/hedge) and its venue
+// trade.
+type HedgePosition struct {
+	PositionID, OrderID int64
+	Symbol              string
+	Units               decimal.Decimal // signed venue units
+	TradeID             string
+}
+
+// HedgeOrder is one hedge order the plan may need: every SENDING one, and every one a tagged
+// venue trade names by its client id ("H<id>").
+type HedgeOrder struct {
+	OrderID      int64
+	ClientID     string
+	Symbol       string
+	Units        decimal.Decimal // signed, as ordered
+	Status       string          // SENDING, NOT_SENT, FILLED, REJECTED
+	SentAt       time.Time
+	PositionID   int64 // the hedge position it opened; 0 when none
+	PositionOpen bool
+	TradeID      string
+	// LastVenueTx is the venue transaction that closed its hedge position; 0 when none.
+	LastVenueTx int64
+}
+
 // DeskState is what the desk's database says about its venue business.
 type DeskState struct {
 	Positions []DeskPosition
 	Orders    map[string]DeskOrder // by client id
+	// HedgePositions and HedgeOrders are the desk's own hedge book: its trades are told from
+	// client trades by their client id (hedge.ClientID), are never orphans and never adopted as
+	// a client's.
+	HedgePositions []HedgePosition
+	HedgeOrders    map[string]HedgeOrder // by client id
 	// ContractSize converts lots and venue units per symbol (units = lots × contract size).
 	ContractSize map[string]decimal.Decimal
 	// AppliedTransactionID is the last venue transaction whose effect the desk stored; a venue
@@ -64,12 +94,13 @@ type VenueState struct {
 	// AsOf is the account's last transaction id when the snapshot was taken.
 	AsOf       int64
 	OpenTrades []venue.Trade
-	// Trades holds GET …/trades/{id} for every desk-linked trade missing from OpenTrades or whose
-	// units differ from the desk's; a trade absent here was not found (404).
+	// Trades holds GET …/trades/{id} for every desk-linked trade (client or hedge book) missing
+	// from OpenTrades or whose units differ from the desk's; a trade absent here was not found
+	// (404).
 	Trades map[string]venue.Trade
-	// ByClientID holds the lookups by client id of every SENDING order, and the order lookup of
-	// every order an open tagged trade names that has no position yet (the trade is adopted from
-	// the listing; the lookup gives the venue's order id).
+	// ByClientID holds the lookups by client id of every SENDING order (client or hedge), and the
+	// order lookup of every order an open tagged trade names that has no position yet (the trade
+	// is adopted from the listing; the lookup gives the venue's order id).
 	ByClientID map[string]ClientLookup
 	// Fills holds the closing fills (by transaction id) of every desk-linked trade the venue
 	// closed or reduced beyond what the desk booked: each share is booked at its own fill's
@@ -110,7 +141,37 @@ const (
 	// once at the venue's average close price, in one booking. One action rather than an Adopt
 	// and a CloseDeskSide so that no action depends on another having run first.
 	AdoptClosed ActionKind = "adopt_closed"
+
+	// The hedge book's repairs. Its trades are never closed by the plan and never adopted for a
+	// client order.
+
+	// AdoptHedge books a tagged venue trade into the hedge book for the hedge order that sent it
+	// (OrderID is the hedge order's): FILLED, an open hedge position at the trade's price.
+	AdoptHedge ActionKind = "hedge_adopt"
+	// AdoptHedgeClosed is AdoptHedge for a trade the venue opened and closed already: adopted,
+	// then closed at the trade's average close price (ClosePrice, CloseTransactionID, ClosedAt).
+	AdoptHedgeClosed ActionKind = "hedge_adopt_closed"
+	// MarkHedgeNotSent ends a SENDING hedge order the venue has no trace of; never re-sent.
+	MarkHedgeNotSent ActionKind = "hedge_mark_not_sent"
+	// MarkHedgeRejected ends a SENDING hedge order the venue cancelled.
+	MarkHedgeRejected ActionKind = "hedge_mark_rejected"
+	// CloseHedgeSide closes a hedge position (PositionID is the hedge position's) whose venue
+	// trade the venue closed, at the venue's average close price.
+	CloseHedgeSide ActionKind = "hedge_close_side"
+	// ReportHedge reports an open trade carrying a hedge client id that the hedge book does not
+	// explain (another desk's, or a repair by hand); it is never touched.
+	ReportHedge ActionKind = "hedge_report"
 )
+
+// Hedge reports whether the action is on the hedge book: its OrderID and PositionID are a hedge
+// order's and a hedge position's.
+func (k ActionKind) Hedge() bool {
+	switch k {
+	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, ReportHedge:
+		return true
+	}
+	return false
+}
 
 // Action is one step of a plan. The fields an action kind does not use are zero.
 type Action struct {
@@ -145,6 +206,9 @@ type Action struct {
 	// every fill is unbooked and their average is the position's one close.
 	ClosePrice         decimal.Decimal
 	CloseTransactionID int64
+	// ClosedAt is when the venue closed the trade a CloseHedgeSide or AdoptHedgeClosed books
+	// (zero: unknown, the booking's time).
+	ClosedAt time.Time
 	// Reason says why, for the log and the alert; on a MarkRejected it is the venue's cancel
 	// reason verbatim (INSUFFICIENT_MARGIN, …), which the desk words for the trader.
 	Reason string
@@ -167,7 +231,9 @@ func Plan(v VenueState, d DeskState, now time.Time, cfg Config) []Action {
 	p := planner{v: v, d: d, linked: linkedTrades(d), adoptedOrders: map[string]bool{}, adoptedTrades: map[string]bool{}}
 	p.openTrades()
 	p.sendingOrders(now, cfg)
+	p.sendingHedgeOrders(now, cfg)
 	p.positions()
+	p.hedgePositions()
 	slices.SortStableFunc(p.actions, func(a, b Action) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
 			cmp.Compare(a.PositionID, b.PositionID), cmp.Compare(a.TradeID, b.TradeID))
@@ -196,6 +262,14 @@ func linkedTrades(d DeskState) map[string]bool {
 			linked[o.TradeID] = true
 		}
 	}
+	for _, pos := range d.HedgePositions {
+		linked[pos.TradeID] = true
+	}
+	for _, o := range d.HedgeOrders {
+		if o.PositionOpen && o.TradeID != "" {
+			linked[o.TradeID] = true
+		}
+	}
 	return linked
 }
 
@@ -211,7 +285,9 @@ func (p *planner) openTrades() {
 			p.add(Action{Kind: AlertUntagged, TradeID: t.ID, Symbol: t.Symbol, Units: &units,
 				Reason: "an untagged trade is open at the venue; the desk does not touch it"})
 		case p.linked[t.ID]:
-			// Its desk position is compared in positions.
+			// Its desk position is compared in positions, its hedge position in hedgePositions.
+		case isHedge(t.ClientID):
+			p.hedgeTrade(t)
 		default:
 			o, ok := p.d.Orders[t.ClientID]
 			switch {
@@ -243,7 +319,7 @@ func (p *planner) sendingOrders(now time.Time, cfg Config) {
 	}
 	for _, clientID := range slices.Sorted(maps.Keys(p.d.Orders)) {
 		o := p.d.Orders[clientID]
-		if o.Status != fx.OrderSending || carried[clientID] || p.adoptedOrders[clientID] {
+		if o.Status != fx.OrderSending || carried[clientID] || p.adoptedOrders[clientID] || isHedge(clientID) {
 			continue
 		}
 		lookup, ok := p.v.ByClientID[clientID]
@@ -270,7 +346,7 @@ func (p *planner) sendingOrders(now time.Time, cfg Config) {
 
 // sendingWithTrade resolves a SENDING order whose trade the lookup by client id found.
 func (p *planner) sendingWithTrade(o DeskOrder, t venue.Trade) {
-	if t.Tag != venue.Tag || p.linked[t.ID] || p.adoptedTrades[t.ID] {
+	if t.Tag != venue.Tag || p.linked[t.ID] || p.adoptedTrades[t.ID] || isHedge(t.ClientID) {
 		return
 	}
 	switch t.State {

@@ -32,6 +32,7 @@ func decPtr(s string) *decimal.Decimal {
 func newDesk() DeskState {
 	return DeskState{
 		Orders:               map[string]DeskOrder{},
+		HedgeOrders:          map[string]HedgeOrder{},
 		ContractSize:         map[string]decimal.Decimal{"EURUSD": dec("100000")},
 		AppliedTransactionID: 4990,
 	}
@@ -76,9 +77,9 @@ func describe(a Action) string {
 	if a.Units != nil {
 		units = a.Units.String()
 	}
-	return fmt.Sprintf("%s order=%d position=%d trade=%q symbol=%q volume=%s units=%s price=%s tx=%d openedAt=%s venueOrder=%q closePrice=%s closeTx=%d reason=%q",
+	return fmt.Sprintf("%s order=%d position=%d trade=%q symbol=%q volume=%s units=%s price=%s tx=%d openedAt=%s venueOrder=%q closePrice=%s closeTx=%d closedAt=%s reason=%q",
 		a.Kind, a.OrderID, a.PositionID, a.TradeID, a.Symbol, a.Volume, units, a.Price, a.TransactionID, a.OpenedAt.Format(time.RFC3339Nano),
-		a.VenueOrderID, a.ClosePrice, a.CloseTransactionID, a.Reason)
+		a.VenueOrderID, a.ClosePrice, a.CloseTransactionID, a.ClosedAt.Format(time.RFC3339Nano), a.Reason)
 }
 
 func requireActions(t *testing.T, got []Action, want ...Action) {

@@ -14,6 +14,7 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
@@ -44,9 +45,11 @@ const (
 
 // ReconcilerConfig builds a Reconciler.
 type ReconcilerConfig struct {
-	Venue   venue.API      // reads: summary, open trades, lookups
-	Closer  Closer         // orphan closes, through the executor
-	Desk    *trading.ABook // the desk's external book and its bookings
+	Venue  venue.API      // reads: summary, open trades, lookups
+	Closer Closer         // orphan closes, through the executor
+	Desk   *trading.ABook // the desk's external book and its bookings
+	// Hedge is the desk's hedge book; nil: none (its trades are then reported, never closed).
+	Hedge   *hedge.Book
 	Gate    Gate
 	Alerts  Alerts
 	Account string // the venue account id (the cursor's key)
@@ -106,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, reason string) (Result, erro
 	}
 	actions := Plan(v, d, now, r.cfg.Plan)
 	for _, a := range actions {
-		if r.cfg.Desk.VenueBusy(a.OrderID, a.PositionID) {
+		if r.busy(a) {
 			// Its own send is booking it right now; what is left, the next run plans.
 			res.Planned["left_to_its_send"]++
 			continue
@@ -134,7 +137,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, reason string) (Result, erro
 		attrs = append(attrs, slog.Int(string(k), n))
 	}
 	r.cfg.Log.InfoContext(ctx, "execution reconciler ran", attrs...)
+	if r.cfg.Hedge != nil {
+		if err := r.cfg.Hedge.CheckUnknown(ctx); err != nil {
+			r.cfg.Log.ErrorContext(ctx, "could not check the hedge book's unknown outcomes", slog.Any("err", err))
+		}
+	}
 	return res, nil
+}
+
+// busy is whether a's order or position is being sent or booked by its own send right now.
+func (r *Reconciler) busy(a Action) bool {
+	if a.Kind.Hedge() {
+		return r.cfg.Hedge != nil && r.cfg.Hedge.Busy(a.OrderID, a.PositionID)
+	}
+	return r.cfg.Desk.VenueBusy(a.OrderID, a.PositionID)
 }
 
 // gather reads both states: the venue's snapshot first (its AsOf), then the desk's book, then
@@ -156,7 +172,7 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 		return VenueState{}, DeskState{}, time.Time{}, fmt.Errorf("reconcile: venue open trades: %w", err)
 	}
 	v := VenueState{AsOf: sum.LastTransactionID, OpenTrades: trades, Trades: map[string]venue.Trade{}, ByClientID: map[string]ClientLookup{}}
-	var named []int64
+	var named, namedHedge []int64
 	open := map[string]venue.Trade{}
 	carried := map[string]bool{} // client ids an open tagged trade already carries
 	for _, t := range trades {
@@ -165,6 +181,8 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 			carried[t.ClientID] = true
 			if id, err := strconv.ParseInt(t.ClientID, 10, 64); err == nil && id > 0 {
 				named = append(named, id)
+			} else if id, ok := hedge.OrderOfClientID(t.ClientID); ok {
+				namedHedge = append(namedHedge, id)
 			}
 		}
 	}
@@ -203,6 +221,9 @@ func (r *Reconciler) gather(ctx context.Context) (VenueState, DeskState, time.Ti
 		}
 	}
 	if v.Fills, err = r.fills(ctx, wanted); err != nil {
+		return VenueState{}, DeskState{}, time.Time{}, err
+	}
+	if err := r.gatherHedge(ctx, &v, &d, open, carried, namedHedge); err != nil {
 		return VenueState{}, DeskState{}, time.Time{}, err
 	}
 	for _, o := range orders {
@@ -305,6 +326,8 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 			return err
 		}
 		log.InfoContext(ctx, "booked a partial close the venue made and nobody booked", slog.Int64("position_id", a.PositionID), slog.String("volume", vol.String()))
+	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, ReportHedge:
+		return r.doHedge(ctx, a, log)
 	case AlertUntagged:
 		units := ""
 		if a.Units != nil {
@@ -321,7 +344,7 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 
 // booked is whether err says the action's booking was made meanwhile by the send it repairs.
 func booked(err error) bool {
-	return errors.Is(err, book.ErrAlreadyBooked) || errors.Is(err, risk.ErrAlreadyClosed)
+	return errors.Is(err, book.ErrAlreadyBooked) || errors.Is(err, risk.ErrAlreadyClosed) || errors.Is(err, hedge.ErrAlreadyBooked)
 }
 
 // maxFillPages bounds how many pages of transactions one run reads for the fills it wants; what

@@ -1,6 +1,7 @@
 // Package gate is the one place that admits or drops lease-guarded work (docs/architecture.md, «The
 // gate»): a fill or a close at the desk's price, the risk engine's ticks, sweeps, closes, fills,
-// stop-outs and margin calls, the venue jobs, the quote mirror's publishing and the events relay.
+// stop-outs and margin calls, the venue jobs, the hedger, the quote mirror's publishing and the
+// events relay.
 // Work is admitted only while the engine lease is trusted (lease.Keeper.HoldsLease); otherwise it
 // is dropped before it starts, with one warning naming what was not executed (attribute "work")
 // and one count in fxdesk_gate_dropped_total{work,at}. The storage-side term fence stays in the write's own
@@ -44,6 +45,7 @@ const (
 	VenueSend                       // an order or a trade close sent to the execution venue (A-book)
 	EventRelay                      // one batch of the events outbox relayed to the Redis Stream (relay.Stream)
 	WebhookSend                     // one event posted to a webhook endpoint (relay.Webhooks)
+	Hedger                          // one pass of the hedger over the limited symbols (hedger.Runner)
 	numWork
 )
 
@@ -52,6 +54,7 @@ var workNames = [numWork]string{
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
 	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
 	TickPublish: "tick_publish", VenueSend: "venue_send", EventRelay: "event_relay", WebhookSend: "webhook_send",
+	Hedger: "hedger",
 }
 
 // Kinds lists every kind of work, in declaration order.
@@ -74,7 +77,7 @@ func (w Work) String() string {
 // (it is counted every time), or a lease lost for good would log every tick for ever.
 func (w Work) periodic() bool {
 	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish ||
-		w == EventRelay || w == WebhookSend
+		w == EventRelay || w == WebhookSend || w == Hedger
 }
 
 // ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with the

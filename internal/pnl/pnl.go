@@ -22,8 +22,8 @@ const ReportingCurrency = "USD"
 // MaxRange bounds a report: its hourly series and its reads grow with the range.
 const MaxRange = 31 * 24 * time.Hour
 
-// HedgeBookPending says why the hedge book's figure is zero.
-const HedgeBookPending = "pending: the desk has no hedge book of its own yet; its venue P&L will show here"
+// HedgeBookNote says what the hedge book's figure is.
+const HedgeBookNote = "realised: the desk's hedge positions closed in the range, (close − open) × units in the symbol's quote currency; open ones are not marked"
 
 // Figures are one symbol's (or one currency's) P&L over a range, in one account currency, from
 // the desk's side: positive is what the desk earned.
@@ -35,7 +35,9 @@ type Figures struct {
 	Commission    decimal.Decimal  // −Σ COMMISSION deals
 	Swaps         decimal.Decimal  // −Σ SWAP deals
 	NBPCost       decimal.Decimal  // Σ negative balance protection ADJUSTMENT deals (what the desk bore)
-	HedgeBook     decimal.Decimal  // zero until the hedge book exists
+	// HedgeBook is the realised P&L of the desk's own hedge positions at the venue closed in the
+	// range (fx_hedge_position), in the symbol's quote currency: it sits under that currency.
+	HedgeBook decimal.Decimal
 }
 
 // BBookClient is the B-book's result against its traders: realised and floating.
@@ -76,7 +78,8 @@ type Symbol struct {
 	Figures
 }
 
-// Currency is the figures of the accounts in one currency.
+// Currency is the figures of the accounts in one currency, and of the hedge positions whose
+// symbol is quoted in it.
 type Currency struct {
 	Currency string
 	Symbols  []Symbol // by symbol; "" collects deals without one
@@ -121,6 +124,9 @@ func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Pri
 		return Report{}, err
 	}
 	if err := acc.openings(ctx, db, rep.From, rep.To, &rep.UnrecordedMarkup); err != nil {
+		return Report{}, err
+	}
+	if err := acc.hedges(ctx, db, rep.From, rep.To); err != nil {
 		return Report{}, err
 	}
 	m := book.NewMarket(prices, cat)
@@ -289,6 +295,37 @@ func (a *accumulator) openings(ctx context.Context, db *sql.DB, from, to time.Ti
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("dealer's P&L: openings: %w", err)
+	}
+	return nil
+}
+
+// hedgesSQL sums the realised P&L of the hedge positions closed in the range by quote currency,
+// symbol and hour; idx_fx_hedge_position_closed serves the range.
+const hedgesSQL = "SELECT `plCurrency`, `symbol`, TIMESTAMPDIFF(HOUR, ?, `closedAt`) AS hr, SUM(`realizedPl`) FROM `fx_hedge_position` " +
+	"WHERE `closedAt` >= ? AND `closedAt` < ? AND `status` = 'CLOSED' GROUP BY `plCurrency`, `symbol`, hr"
+
+// hedges adds the hedge book's realised P&L, each currency's symbol and hour rounded once to
+// the currency's minor units.
+func (a *accumulator) hedges(ctx context.Context, db *sql.DB, from, to time.Time) error {
+	rows, err := db.QueryContext(ctx, hedgesSQL, from, from, to)
+	if err != nil {
+		return fmt.Errorf("dealer's P&L: hedge book: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ccy, sym string
+		var hr int
+		var amount decimal.Decimal
+		if err := rows.Scan(&ccy, &sym, &hr, &amount); err != nil {
+			return fmt.Errorf("dealer's P&L: hedge book: %w", err)
+		}
+		amount = fx.RoundMoney(ccy, amount)
+		f := a.at(ccy, sym)
+		f.HedgeBook = f.HedgeBook.Add(amount)
+		a.hour(ccy, hr, amount)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dealer's P&L: hedge book: %w", err)
 	}
 	return nil
 }

@@ -219,3 +219,52 @@ func post(t *testing.T, account int64, deals []dated) {
 		t.Fatal(err)
 	}
 }
+
+// The hedge book's figure: the realised P&L of the hedge positions closed in the range, under
+// their quote currency, each currency's symbol and hour rounded once — checked by hand. Hedge
+// positions closed outside the range, or still open, are not in it; no trader's figure moves.
+func TestHedgeBookRealisedInRange(t *testing.T) {
+	ctx := context.Background()
+	runs++
+	t0 := time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC).AddDate(0, 0, runs)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	hedge := func(status string, pl *string, closedAt *time.Time) {
+		t.Helper()
+		res, err := testDB.Exec("INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `status`) VALUES ('EURUSD', 100000, 'HEDGER', 'FILLED')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		if _, err := testDB.Exec("INSERT INTO `fx_hedge_position` (`orderId`, `symbol`, `units`, `venueTradeId`, `status`, `openPrice`, `openedAt`, `closePrice`, "+
+			"`closedAt`, `realizedPl`, `plCurrency`) VALUES (?, 'EURUSD', 100000, ?, ?, 1.1, ?, 1.1, ?, ?, 'USD')", id, fmt.Sprintf("PNL-%d", id), status, at(-120), closedAt, pl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hedge("CLOSED", ptr("-20.0000"), ptr(at(30)))
+	hedge("CLOSED", ptr("7.5050"), ptr(at(90)))
+	hedge("CLOSED", ptr("100.0000"), ptr(at(-5)))  // before the range
+	hedge("CLOSED", ptr("100.0000"), ptr(at(240))) // at its end: out
+	hedge("OPEN", nil, nil)
+	cat, err := catalog.Load(ctx, testDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pnl.Read(ctx, testDB, cat, quotes{}, t0, at(240), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Currencies) != 1 || rep.Currencies[0].Currency != "USD" || len(rep.Currencies[0].Symbols) != 1 {
+		t.Fatalf("currencies: %+v", rep.Currencies)
+	}
+	f := rep.Currencies[0].Symbols[0].Figures
+	// −20.00 + 7.51 (7.505 rounded half away from zero) = −12.49; nothing else moves.
+	if !f.HedgeBook.Equal(d("-12.49")) || !f.Total().Equal(d("-12.49")) || !f.BBookRealised.IsZero() || rep.Total == nil || !rep.Total.Equal(d("-12.49")) {
+		t.Fatalf("figures %+v, total %v; want the hedge book −12.49 alone", f, rep.Total)
+	}
+	want := []string{"-20.00", "7.51", "0.00", "0.00"}
+	for i, h := range rep.Hours {
+		if h.Amount.StringFixed(2) != want[i] {
+			t.Errorf("hour %d: %s, want %s", i, h.Amount.StringFixed(2), want[i])
+		}
+	}
+}

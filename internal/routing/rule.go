@@ -15,13 +15,13 @@ type Action string
 const (
 	BBook Action = "B_BOOK" // the desk fills at its own quote and carries the risk (INTERNAL)
 	ABook Action = "A_BOOK" // the venue fills first, the desk books its price (EXTERNAL)
-	// Hedge (the desk books the trade and sends a share of it to the venue in its own hedge
-	// book) is named so a request for it can be told apart and refused: it is not built yet.
+	// Hedge books the trade on the desk (INTERNAL) and opens the rule's HedgePercent of it at
+	// the venue in the desk's own hedge book (internal/hedge), off the trader's path.
 	Hedge Action = "HEDGE"
 )
 
-// Valid reports whether a is an action a rule may take today.
-func (a Action) Valid() bool { return a == BBook || a == ABook }
+// Valid reports whether a is an action a rule may take.
+func (a Action) Valid() bool { return a == BBook || a == ABook || a == Hedge }
 
 // Execution is the order's execution under a.
 func (a Action) Execution() fx.ExecutionMode {
@@ -63,8 +63,11 @@ type Rule struct {
 	// UnderMinuteShareMin: trades held under a minute are ≥ this percent of the closed trades.
 	UnderMinuteShareMin *decimal.Decimal `json:"underMinuteShareMin"`
 	Action              Action           `json:"action"`
-	Note                string           `json:"note"`
-	UpdatedAt           time.Time        `json:"updatedAt"`
+	// HedgePercent is the share (1..100) of a HEDGE rule's orders opened at the venue in the
+	// hedge book; nil for the other actions.
+	HedgePercent *int      `json:"hedgePercent"`
+	Note         string    `json:"note"`
+	UpdatedAt    time.Time `json:"updatedAt"`
 }
 
 // UsesProfile reports whether r reads the trader profile.
@@ -86,12 +89,21 @@ var hundred, thousand = decimal.NewFromInt(100), decimal.NewFromInt(1000)
 // Route is the action of the first of rules (in priority order) that matches o for an account
 // with profile p, and that rule's id; o.Default and 0 when none matches.
 func Route(rules []Rule, o Order, p Profile) (Action, int64) {
-	for i := range rules {
-		if rules[i].matches(o, p) {
-			return rules[i].Action, rules[i].ID
-		}
+	if r := Match(rules, o, p); r != nil {
+		return r.Action, r.ID
 	}
 	return o.Default, 0
+}
+
+// Match is the first of rules (in priority order) that matches o for an account with profile p;
+// nil when none does.
+func Match(rules []Rule, o Order, p Profile) *Rule {
+	for i := range rules {
+		if rules[i].matches(o, p) {
+			return &rules[i]
+		}
+	}
+	return nil
 }
 
 func (r *Rule) matches(o Order, p Profile) bool {

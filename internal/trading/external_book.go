@@ -121,7 +121,7 @@ func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Link
 		}
 		return o, err
 	}, "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`volume`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId`, "+
-		"(SELECT MAX(d.`venueTransactionId`) FROM `fx_deal` d WHERE d.`positionId` = p.`id`) "+
+		"(SELECT d.`venueTransactionId` FROM `fx_deal` d WHERE d.`positionId` = p.`id` AND d.`venueTransactionId` IS NOT NULL ORDER BY d.`venueTransactionId` DESC LIMIT 1) "+
 		"FROM `fx_order` o LEFT JOIN `fx_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
 	if err != nil {
 		return nil, nil, err

@@ -193,7 +193,7 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 		return OrderResult{}, err
 	}
 	// Routed once, here: the order rests on the desk and fills there when it triggers.
-	execution, rule := routeOf(cat, &a, in.Symbol, r.Volume, s.profileNow(cat, a.ID, prof))
+	execution, rule, hedge := routeOf(cat, &a, in.Symbol, r.Volume, s.profileNow(cat, a.ID, prof))
 	if execution == fx.External {
 		return OrderResult{}, fx.Errorf(fx.EINVALID, "Account %d's orders of %s lots of %s are routed to the execution venue (%s), which takes MARKET orders only: resting %s orders are not routed there.",
 			a.ID, r.Volume, in.Symbol, routedBy(rule), r.Type)
@@ -228,12 +228,13 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 
 	// Round trip two: the order.
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
-		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC(), Execution: fx.Internal, RouteRuleID: rule}
+		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC(), Execution: fx.Internal, RouteRuleID: rule,
+		HedgePercent: hedge}
 	if r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
 	var b book.Batch
-	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID)
+	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
 	b.Exec(book.SetVarSQL(acceptedVar, "LAST_INSERT_ID()"))
 	b.Query(book.LastInsertID(&o.ID), "SELECT "+acceptedVar)
 	// order.accepted goes in with the order; its id from the session variable the batch set.
@@ -257,7 +258,7 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 const acceptedVar = "@fx_accepted"
 
 const orderInsertSQL = "INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `sl`, `tp`, `timeInForce`, " +
-	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`, `routeRuleId`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	"`expiresAt`, `status`, `requestNonce`, `requestHash`, `fillPrice`, `routeRuleId`, `hedgePercent`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // fillMarket fills a MARKET order through the holder's group commit (committer): its rules run
 // on the rows its batch locks, after every write before it in the batch (two orders of one
@@ -375,17 +376,19 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	}
 	// Routed once, here, on the locked account: the order records the rule that routed it.
 	var execution fx.ExecutionMode
-	execution, w.rule = routeOf(r.Catalog, a, in.Symbol, w.r.Volume, w.s.profileNow(r.Catalog, a.ID, w.profile))
+	var hedge *int
+	execution, w.rule, hedge = routeOf(r.Catalog, a, in.Symbol, w.r.Volume, w.s.profileNow(r.Catalog, a.ID, w.profile))
 	if execution == fx.External {
 		return w.reserve(r, a, key)
 	}
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now, Execution: fx.Internal, RouteRuleID: w.rule}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now, Execution: fx.Internal, RouteRuleID: w.rule,
+		HedgePercent: hedge}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID)
+	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
@@ -543,9 +546,11 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	p := f.pos
 	// The opening fill's markup, recorded with it for the dealer's P&L (docs/pnl.md).
 	markup := r.Market.Markup(in, o.Volume, a.Currency)
+	// A HEDGE order's percent goes with its position: the holder's hedge rules find the
+	// positions still to hedge by it (internal/hedge.Rules).
 	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
-		"`sl`, `tp`, `commission`, `markup`, `openedAt`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(3)))",
-		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission, markup, openedAt)
+		"`sl`, `tp`, `commission`, `markup`, `openedAt`, `hedgePercent`) VALUES (?, "+orderVar+", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(3)), ?)",
+		p.AccountID, p.VenueTradeID, p.Symbol, p.Side, p.Volume, p.OpenVolume, p.OpenPrice, p.SL, p.TP, p.Commission, markup, openedAt, o.HedgePercent)
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)

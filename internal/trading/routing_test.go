@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -353,5 +354,57 @@ func TestRestingOrderKeepsItsRouting(t *testing.T) {
 	}
 	if n := b.requests("POST /orders"); n != orders {
 		t.Fatalf("the venue received %d orders for a resting order routed to the desk", n-orders)
+	}
+}
+
+// A HEDGE rule's order is booked on the desk with the rule's percent, market or resting, and
+// the position it opens carries the percent (what the holder's hedge rules find it by), even
+// once the rule changed: the decision was made at acceptance. The venue hears nothing from the
+// desk's fill itself.
+func TestHedgeRoutedOrderKeepsItsPercent(t *testing.T) {
+	b := newABook(t)
+	const user = 9906
+	ctx := context.Background()
+	a, group := routedGroup(t, b.svc, user)
+	admin := adminOf(t, b.svc)
+	pct := 40
+	rule, err := admin.CreateRoutingRule(asAdmin(ctx), group, routing.Rule{Symbols: []string{"EURUSD"}, Action: routing.Hedge, HedgePercent: &pct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := b.requests("POST /orders")
+	market, err := b.buy(user, a, "EURUSD", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if market.Order.Execution != fx.Internal || market.Order.RouteRuleID == nil || *market.Order.RouteRuleID != rule.ID || market.Order.HedgePercent == nil ||
+		*market.Order.HedgePercent != pct || market.Position == nil || market.Position.VenueTradeID != nil {
+		t.Fatalf("market order %+v position %+v", market.Order, market.Position)
+	}
+	price := dd("1.0900")
+	rest, err := b.svc.PlaceOrder(ctx, user, OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Limit, Volume: dd("0.5"), Price: &price})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := 90
+	if _, err := admin.UpdateRoutingRule(asAdmin(ctx), group, rule.ID, routing.Rule{Symbols: []string{"EURUSD"}, Action: routing.Hedge, HedgePercent: &other}); err != nil {
+		t.Fatal(err)
+	}
+	b.prices.set("EURUSD", "1.0898", "1.0900")
+	if err := NewRiskDesk(b.svc, nil).Fill(ctx, rest.Order.ID, tick.Quote{}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := book.LoadOrder(ctx, testDB, user, rest.Order.ID)
+	if err != nil || o.Status != fx.OrderFilled || o.HedgePercent == nil || *o.HedgePercent != pct || o.PositionID == nil {
+		t.Fatalf("the triggered HEDGE order %+v %v", o, err)
+	}
+	for _, id := range []int64{market.Position.ID, *o.PositionID} {
+		var got sql.NullInt64
+		if err := testDB.QueryRow("SELECT `hedgePercent` FROM `fx_position` WHERE `id` = ?", id).Scan(&got); err != nil || !got.Valid || got.Int64 != int64(pct) {
+			t.Fatalf("position %d hedgePercent %v %v, want %d", id, got, err, pct)
+		}
+	}
+	if n := b.requests("POST /orders"); n != orders {
+		t.Fatalf("the desk's fills sent %d orders to the venue; the hedge is the holder's sweep's to send", n-orders)
 	}
 }

@@ -356,6 +356,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := settleVenue(ctx, c, logger, quiet); err != nil {
 		in.fail("settle: %v", err)
 	}
+	// The hedger then brings net exposure inside its limits; what it sent, the reconciler settles.
+	if settleHedger(ctx, c, logger) {
+		quiet = time.Now()
+		if err := settleVenue(ctx, c, logger, quiet); err != nil {
+			in.fail("settle after the hedger: %v", err)
+		}
+	}
 	time.Sleep(2 * invariant.SampleEvery)
 	stopSampling()
 	sampling.Wait()

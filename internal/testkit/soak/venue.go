@@ -32,6 +32,7 @@ const (
 	venueTimeout      = time.Second           // FXDESK_VENUE_TIMEOUT: one venue call's bound
 	venueNotSentAfter = 2 * time.Second       // FXDESK_VENUE_NOT_SENT_AFTER (≥ the timeout)
 	venueInterval     = time.Second           // FXDESK_VENUE_INTERVAL: the reconciler's period
+	hedgeInterval     = time.Second           // FXDESK_HEDGE_INTERVAL: the hedger's slow pass
 	venueAccount      = "soak-venue"
 	venueToken        = "soak-venue-token" // guards nothing but the soak's loopback venue
 	abookGroup        = "abook"            // the EXTERNAL account group of the A-book traders
@@ -227,6 +228,7 @@ func (v *venueSim) deskEnv() []string {
 		"FXDESK_VENUE_TIMEOUT=" + venueTimeout.String(),
 		"FXDESK_VENUE_NOT_SENT_AFTER=" + venueNotSentAfter.String(),
 		"FXDESK_VENUE_INTERVAL=" + venueInterval.String(),
+		"FXDESK_HEDGE_INTERVAL=" + hedgeInterval.String(),
 	}
 }
 
@@ -506,6 +508,38 @@ func settleVenue(ctx context.Context, c *cluster, logger interface{ Printf(strin
 		time.Sleep(200 * time.Millisecond) // a log line has no notification
 	}
 	return fmt.Errorf("no reconcile past NOT_SENT_AFTER planned nothing within %s of the desk going quiet (last run: %+v)", time.Since(quiet).Round(time.Second), last)
+}
+
+// The hedger's terms in the soak: EURUSD and GBPUSD net exposure held within 2 lots either side,
+// hedged back to 1.5; the other symbols unhedged.
+var hedgeSettings = map[string]string{"fxHedgeLimitLots.EURUSD": "2", "fxHedgeLimitLots.GBPUSD": "2", "fxHedgeBandLots": "0.5", "fxHedgeMinLots": "0.05"}
+
+// hedgeSettleFor bounds the wait for the hedger at the end: its back-off after the faults' venue
+// failures reaches a minute.
+const hedgeSettleFor = 90 * time.Second
+
+// settleHedger waits until every limited symbol's net exposure is inside its limit (the venue up,
+// the desk quiet), and answers whether the hedger had anything left to do when the wait began.
+func settleHedger(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }) bool {
+	start := time.Now()
+	var broken []string
+	for first := true; ctx.Err() == nil; first = false {
+		s, err := invariant.ReadSnapshot(ctx, c.direct)
+		if err == nil {
+			if broken = invariant.HedgeLimitsBroken(s); len(broken) == 0 {
+				if !first {
+					logger.Printf("soak: settle: the hedger brought every net exposure inside its limit %s after the venue settled", time.Since(start).Round(time.Millisecond))
+				}
+				return !first
+			}
+		}
+		if time.Since(start) > hedgeSettleFor {
+			logger.Printf("soak: settle: net exposure still past its limit %s after the venue settled: %s", hedgeSettleFor, strings.Join(broken, "; "))
+			return true
+		}
+		time.Sleep(500 * time.Millisecond) // the hedger's work shows only in the database
+	}
+	return false
 }
 
 // finalVenueCheck checks the A-book at the end. The prices still move after the load, so a

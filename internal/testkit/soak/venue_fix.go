@@ -104,6 +104,7 @@ func (v *fixLane) deskEnv() []string {
 		"FXDESK_VENUE_TIMEOUT=" + venueTimeout.String(),
 		"FXDESK_VENUE_NOT_SENT_AFTER=" + venueNotSentAfter.String(),
 		"FXDESK_VENUE_INTERVAL=" + venueInterval.String(),
+		"FXDESK_HEDGE_INTERVAL=" + hedgeInterval.String(),
 	}
 }
 

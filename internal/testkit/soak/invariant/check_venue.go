@@ -72,8 +72,8 @@ func checkVenueTradesLinked(s *Snapshot, vs *VenueState) Result {
 	}
 	openTagged := 0
 	for _, t := range vs.Trades {
-		if t.State != "OPEN" || t.Tag != "fxdesk" {
-			continue
+		if _, _, hedge := hedgeOrderOf(t.ClientID); t.State != "OPEN" || t.Tag != "fxdesk" || hedge {
+			continue // a hedge trade is venueHedgeBook's
 		}
 		openTagged++
 		var open []dbPosition
@@ -138,8 +138,8 @@ func checkVenueClosesBooked(s *Snapshot, vs *VenueState) Result {
 	}
 	closedTrades, deals := 0, 0
 	for _, t := range vs.Trades {
-		if t.State != "CLOSED" || t.Tag != "fxdesk" {
-			continue
+		if _, _, hedge := hedgeOrderOf(t.ClientID); t.State != "CLOSED" || t.Tag != "fxdesk" || hedge {
+			continue // a hedge trade is venueHedgeBook's
 		}
 		closedTrades++
 		ps := byTrade[t.ID]
@@ -211,7 +211,18 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d orders SENDING (%d sent after the desk went quiet), %d NOT_SENT", sending, later, notSent)
+	hedges := 0
+	for _, o := range s.HedgeOrders {
+		if o.Status != "SENDING" {
+			continue
+		}
+		hedges++
+		if o.SentAt.Before(quiet) {
+			r.Add("", "hedge order %d is SENDING, sent %s before the desk went quiet at %s and the settle's reconciles",
+				o.ID, quiet.Sub(o.SentAt).Round(time.Millisecond), TimeOfDay(quiet))
+		}
+	}
+	r.Figures = fmt.Sprintf("%d orders SENDING (%d sent after the desk went quiet), %d NOT_SENT; %d hedge orders SENDING", sending, later, notSent, hedges)
 	return r
 }
 
@@ -220,9 +231,9 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 // quiet is when the desk went quiet, as the soak's settle was given it.
 func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
 	if vs.Lane == LaneFIX {
-		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkNoStaleSending(s, quiet)}
+		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkVenueHedgeFills(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 	}
-	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkNoStaleSending(s, quiet)}
+	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkVenueHedgeBook(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 }
 
 func parseID(s string) int64 {

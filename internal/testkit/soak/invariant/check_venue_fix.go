@@ -72,6 +72,11 @@ func checkVenueNetMatches(s *Snapshot, vs *VenueState) Result {
 		desk[p.Symbol] = desk[p.Symbol].Add(signedUnits(s, p))
 		bySymbol[p.Symbol] = append(bySymbol[p.Symbol], p)
 	}
+	// The venue nets the hedge book in with the A-book.
+	hedges := hedgeNet(s)
+	for sym, u := range hedges {
+		desk[sym] = desk[sym].Add(u)
+	}
 	symbols := map[string]bool{}
 	for sym := range desk {
 		symbols[sym] = true
@@ -93,8 +98,12 @@ func checkVenueNetMatches(s *Snapshot, vs *VenueState) Result {
 			if len(ps) > 8 {
 				ps, more = ps[:8], fmt.Sprintf(" and %d more", len(bySymbol[sym])-8)
 			}
-			r.Add("net "+sym, "%s: the venue's net is %s units, the desk's open linked positions add up to %s (%s%s)",
-				sym, vs.Net[sym], desk[sym], positionsText(ps), more)
+			hedge := ""
+			if !hedges[sym].IsZero() {
+				hedge = fmt.Sprintf(", its hedge book to %s", hedges[sym])
+			}
+			r.Add("net "+sym, "%s: the venue's net is %s units, the desk's open linked positions add up to %s (%s%s)%s",
+				sym, vs.Net[sym], desk[sym].Sub(hedges[sym]), positionsText(ps), more, hedge)
 		}
 	}
 	if len(nets) == 0 {
@@ -134,8 +143,8 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 	venueSide := map[string][]VenueOrder{} // by symbol and side: the venue's own filled orders
 	opened, closed, deals := 0, 0, 0
 	for _, o := range vs.Orders {
-		if o.Status != "FILLED" {
-			continue
+		if _, _, hedge := hedgeOrderOf(o.ClOrdID); o.Status != "FILLED" || hedge {
+			continue // a hedge order is venueHedgeFills'
 		}
 		id, isClose, ok := fixOrderOf(o.ClOrdID)
 		switch {

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -102,7 +103,7 @@ func TestVenueEndChecksPickTheLanesInvariants(t *testing.T) {
 	for _, r := range CheckVenueEnd(f.s, f.vs, at(50)) {
 		names = append(names, r.Name)
 	}
-	if len(names) != 3 || names[0] != "venueNetMatches" || names[1] != "venueFillsBooked" || names[2] != "noStaleSending" {
+	if strings.Join(names, ",") != "venueNetMatches,venueFillsBooked,venueHedgeFills,noStaleSending,hedgeLimits" {
 		t.Fatalf("FIX lane end checks %v", names)
 	}
 	f.vs.Lane = LaneREST

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -29,6 +30,12 @@ type Snapshot struct {
 	Events []dbEvent
 	// Rules are the routing rules, by group, priority and id (the order they are asked in).
 	Rules []dbRule
+	// Hedges and HedgeOrders are the desk's hedge book (fx_hedge_position, fx_hedge_order).
+	Hedges      []dbHedge
+	HedgeOrders []dbHedgeOrder
+	// HedgeLimits are the hedger's net exposure limits in lots, by symbol (fxHedgeLimitLots.*,
+	// "off" left out).
+	HedgeLimits map[string]decimal.Decimal
 }
 
 // dbRule is one routing rule; UsesProfile says it has a profile condition, which the snapshot
@@ -121,7 +128,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -201,6 +208,28 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var u dbRule
 			err := r.Scan(&u.ID, &u.Group, &u.Action, &u.Accounts, &u.Symbols, &u.VolumeMin, &u.VolumeMax, &u.UsesProfile)
 			s.Rules = append(s.Rules, u)
+			return err
+		}},
+		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0) FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
+			var h dbHedge
+			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition)
+			s.Hedges = append(s.Hedges, h)
+			return err
+		}},
+		{"SELECT `name`, `value` FROM `fx_setting` WHERE `name` LIKE 'fxHedgeLimitLots.%'", func(r *sql.Rows) error {
+			var name, value string
+			if err := r.Scan(&name, &value); err != nil {
+				return err
+			}
+			if lots, err := decimal.NewFromString(value); err == nil {
+				s.HedgeLimits[strings.TrimPrefix(name, "fxHedgeLimitLots.")] = lots
+			}
+			return nil
+		}},
+		{"SELECT `id`, `status`, `sentAt` FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+			var o dbHedgeOrder
+			err := r.Scan(&o.ID, &o.Status, &o.SentAt)
+			s.HedgeOrders = append(s.HedgeOrders, o)
 			return err
 		}},
 		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
