@@ -201,11 +201,11 @@ type reportResult struct {
 func (s *Session) journalReports(ctx context.Context, reports []report) []reportResult {
 	out := make([]reportResult, len(reports))
 	if len(reports) > 1 {
-		if err := s.journalTogether(ctx, reports, out); err == nil {
+		err := s.journalTogether(ctx, reports, out)
+		if err == nil {
 			return out
-		} else {
-			s.log.Warn("FIX: a batch of reports was refused by the journal; recording them one by one", slog.Int("reports", len(reports)), slog.Any("err", err))
 		}
+		s.log.Warn("FIX: a batch of reports was refused by the journal; recording them one by one", slog.Int("reports", len(reports)), slog.Any("err", err))
 	}
 	for i, r := range reports {
 		out[i].applied, out[i].err = s.journal.apply(ctx, r)
