@@ -33,10 +33,9 @@ bench: services
 # and seeded faults, invariants checked every 30 s and at the end. SEED= replays a schedule.
 # CLUSTER=galera,sentinel runs it on a Galera cluster and Redis Sentinel (docs/cluster.md).
 # VENUE=rest|fix forces the A-book's venue, VENUE=seed picks by seed (FIX for a third of seeds).
-# REST by default: the FIX lane still finds a double close under its faults (docs/soak.md).
 SECONDS ?= 60
 SEED ?=
 CLUSTER ?=
-VENUE ?= rest
+VENUE ?= seed
 soak: services
 	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))

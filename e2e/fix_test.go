@@ -81,7 +81,10 @@ func TestFIXHolderKilledAfterVenueFillIsAdoptedByClOrdID(t *testing.T) {
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
 	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
-	web.waitLog(15*time.Second, func(l logLine) bool {
+	// A status request sent while the library still answers the venue's resend request may be
+	// dropped by the venue, and the desk never resends a query: that run waits out its timeout
+	// (FXDESK_VENUE_TIMEOUT, 10 s) and the next run asks again. The wait covers both.
+	web.waitLog(35*time.Second, func(l logLine) bool {
 		return l.msg() == "adopted a venue trade for the desk order that sent it; not reopened" && l["order_id"] == float64(id)
 	})
 	o, ps := d.e.orderRow(id), d.e.positionsOfOrder(id)
