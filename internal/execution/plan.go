@@ -330,11 +330,7 @@ func (p *planner) sendingOrders(now time.Time, cfg Config) {
 			p.sendingWithTrade(o, *lookup.Trade)
 		case lookup.Order != nil:
 			if lookup.Order.State == venue.OrderCancelled {
-				reason := lookup.Order.CancelReason
-				if reason == "" {
-					reason = "the venue cancelled the order without a reason"
-				}
-				p.add(Action{Kind: MarkRejected, OrderID: o.OrderID, Symbol: o.Symbol, Reason: reason})
+				p.add(Action{Kind: MarkRejected, OrderID: o.OrderID, Symbol: o.Symbol, Reason: cancelledBecause(*lookup.Order)})
 			}
 			// FILLED or PENDING without a visible trade: the trade is not visible yet.
 		case now.Sub(o.SentAt) >= cfg.NotSentAfter:
@@ -503,6 +499,14 @@ func (p *planner) openPosition(pos DeskPosition, t venue.Trade) {
 }
 
 func (p *planner) add(a Action) { p.actions = append(p.actions, a) }
+
+// cancelledBecause is why the venue cancelled o, as the rejection records it.
+func cancelledBecause(o venue.OrderInfo) string {
+	if o.CancelReason == "" {
+		return "the venue cancelled the order without a reason"
+	}
+	return o.CancelReason
+}
 
 // lots converts venue units of symbol to lots; ok is false without a positive contract size.
 func (p *planner) lots(symbol string, units decimal.Decimal) (decimal.Decimal, bool) {

@@ -70,11 +70,7 @@ func (p *planner) sendingHedgeOrders(now time.Time, cfg Config) {
 			p.sendingHedgeWithTrade(o, *lookup.Trade)
 		case lookup.Order != nil:
 			if lookup.Order.State == venue.OrderCancelled {
-				reason := lookup.Order.CancelReason
-				if reason == "" {
-					reason = "the venue cancelled the order without a reason"
-				}
-				p.add(Action{Kind: MarkHedgeRejected, OrderID: o.OrderID, Symbol: o.Symbol, Reason: reason})
+				p.add(Action{Kind: MarkHedgeRejected, OrderID: o.OrderID, Symbol: o.Symbol, Reason: cancelledBecause(*lookup.Order)})
 			}
 		case now.Sub(o.SentAt) >= cfg.NotSentAfter:
 			p.add(Action{Kind: MarkHedgeNotSent, OrderID: o.OrderID, Symbol: o.Symbol,

@@ -35,6 +35,9 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
+	"internal/venue/fix.insertOrdersSQL": {
+		"INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)",
+	},
 	"internal/venue/fix.insertMessagesSQL": {
 		"INSERT INTO `fx_fix_messages` (`beginstring`, `sendercompid`, `sendersubid`, `senderlocid`, `targetcompid`, `targetsubid`, `targetlocid`, `session_qualifier`, `msgseqnum`, `message`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `message` = VALUES(`message`)",

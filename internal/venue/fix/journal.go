@@ -52,8 +52,15 @@ type order struct {
 
 // insertOrdersSQL writes n orders' identities (SENDING) in one statement.
 func insertOrdersSQL(n int) string {
-	return "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES " +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
+	var b strings.Builder
+	b.WriteString("INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
 }
 
 // insertOrders writes orders' identities before they are sent, in one statement: all of them
