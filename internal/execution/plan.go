@@ -158,6 +158,10 @@ const (
 	// CloseHedgeSide closes a hedge position (PositionID is the hedge position's) whose venue
 	// trade the venue closed, at the venue's average close price.
 	CloseHedgeSide ActionKind = "hedge_close_side"
+	// BookHedgePartial books a hedge position whose venue trade the venue reduced (a netting
+	// venue's own close allocated to it): its units become the trade's (Units, signed), its
+	// realised P&L the venue's average close price (Price) over what was closed.
+	BookHedgePartial ActionKind = "hedge_book_partial"
 	// ReportHedge reports an open trade carrying a hedge client id that the hedge book does not
 	// explain (another desk's, or a repair by hand); it is never touched.
 	ReportHedge ActionKind = "hedge_report"
@@ -167,7 +171,7 @@ const (
 // order's and a hedge position's.
 func (k ActionKind) Hedge() bool {
 	switch k {
-	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, ReportHedge:
+	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, BookHedgePartial, ReportHedge:
 		return true
 	}
 	return false

@@ -108,12 +108,13 @@ func (p *planner) sendingHedgeWithTrade(o HedgeOrder, t venue.Trade) {
 // venue closed. A trade the venue only reduced is left to the hedge monitor's view (the hedge
 // book does not book partial closes).
 func (p *planner) hedgePositions() {
-	open := make(map[string]bool, len(p.v.OpenTrades))
+	open := make(map[string]venue.Trade, len(p.v.OpenTrades))
 	for _, t := range p.v.OpenTrades {
-		open[t.ID] = true
+		open[t.ID] = t
 	}
 	for _, pos := range p.d.HedgePositions {
-		if open[pos.TradeID] {
+		if t, ok := open[pos.TradeID]; ok {
+			p.hedgeReduced(pos, t)
 			continue
 		}
 		t, ok := p.v.Trades[pos.TradeID]
@@ -131,4 +132,23 @@ func (p *planner) hedgePositions() {
 		}
 		p.add(a)
 	}
+}
+
+// hedgeReduced books the share of an open hedge trade the venue closed itself: a netting venue
+// allocates its own close to the desk's trades, hedge trades among them. The desk closes a hedge
+// position only whole, so a trade smaller than its position was reduced by the venue.
+func (p *planner) hedgeReduced(pos HedgePosition, t venue.Trade) {
+	if t.Tag != venue.Tag || t.CurrentUnits.Sign() != pos.Units.Sign() || !t.CurrentUnits.Abs().LessThan(pos.Units.Abs()) {
+		return
+	}
+	if detail, ok := p.v.Trades[t.ID]; ok {
+		t = detail
+	}
+	price, tx, ok := closeOf(t)
+	if !ok {
+		return
+	}
+	units := t.CurrentUnits
+	p.add(Action{Kind: BookHedgePartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
+		Units: &units, Price: price, TransactionID: tx, Reason: "the venue closed part of the hedge trade"})
 }

@@ -152,3 +152,25 @@ func TestClientAndHedgeRepairsTogether(t *testing.T) {
 		}
 	}
 }
+
+func TestHedgeTradeTheVenueReducedIsBookedAsItsShare(t *testing.T) {
+	t.Parallel()
+	// A netting venue's own close took 13,500 of the hedge trade's 50,000 short units: the hedge
+	// position keeps what the venue still holds, its P&L from the venue's average close price.
+	d, v := newDesk(), newVenue()
+	d.HedgePositions = []HedgePosition{hedgePosition(33, 15, "5007", "-50000")}
+	tr := openTagged("5007", "H15", "-36500")
+	tr.InitialUnits, tr.AverageClosePrice, tr.ClosingTransactionIDs = dec("-50000"), decPtr("1.08400"), []int64{5060}
+	v.OpenTrades = []venue.Trade{tr}
+	v.Trades["5007"] = tr
+	requireActions(t, Plan(v, d, now, cfg), Action{Kind: BookHedgePartial, OrderID: 15, PositionID: 33, TradeID: "5007", Symbol: "EURUSD",
+		Units: decPtr("-36500"), Price: dec("1.084"), TransactionID: 5060, Reason: "the venue closed part of the hedge trade"})
+
+	// Without the venue's price, or with the units equal: nothing.
+	d.HedgePositions = []HedgePosition{hedgePosition(33, 15, "5007", "-50000")}
+	tr.AverageClosePrice = nil
+	v.OpenTrades, v.Trades["5007"] = []venue.Trade{tr}, tr
+	requireActions(t, Plan(v, d, now, cfg))
+	d.HedgePositions = []HedgePosition{hedgePosition(33, 15, "5007", "-36500")}
+	requireActions(t, Plan(v, d, now, cfg))
+}

@@ -24,7 +24,7 @@ func (r *Reconciler) gatherHedge(ctx context.Context, v *VenueState, d *DeskStat
 	}
 	for _, p := range positions {
 		d.HedgePositions = append(d.HedgePositions, HedgePosition{PositionID: p.PositionID, OrderID: p.OrderID, Symbol: p.Symbol, Units: p.Units, TradeID: p.TradeID})
-		if _, isOpen := open[p.TradeID]; isOpen {
+		if t, isOpen := open[p.TradeID]; isOpen && t.CurrentUnits.Equal(p.Units) {
 			continue
 		}
 		t, found, err := r.cfg.Venue.TradeByID(ctx, p.TradeID)
@@ -112,6 +112,15 @@ func (r *Reconciler) doHedge(ctx context.Context, a Action, log *slog.Logger) er
 			return err
 		}
 		log.InfoContext(ctx, "closed a hedge position the venue closed, at the venue's price", slog.Int64("hedge_position_id", a.PositionID), slog.String("price", a.Price.String()))
+	case BookHedgePartial:
+		if a.Units == nil {
+			return fmt.Errorf("book hedge partial %d: no units", a.PositionID)
+		}
+		if err := h.BookPartial(ctx, a.PositionID, *a.Units, a.Price, a.TransactionID); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "booked the share of a hedge trade the venue closed itself", slog.Int64("hedge_position_id", a.PositionID),
+			slog.String("units_left", a.Units.String()), slog.String("average_close_price", a.Price.String()))
 	case ReportHedge:
 		units := ""
 		if a.Units != nil {

@@ -316,3 +316,50 @@ func TestHedgeRulesSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The venue closes part of a hedge trade itself (a netting venue's own close falls on it): the
+// reconciler books the share — the position keeps what the venue holds, its P&L from the venue's
+// price — and the desk's own close of the rest adds its part; a second reconcile changes nothing.
+func TestHedgeTradeReducedAtTheVenueIsBookedAsItsShare(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	b := e.hedgeBook()
+	p, err := b.Open(ctx, "EURUSD", decimal.NewFromInt(-50000), hedge.ByHedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := decimal.NewFromInt(13500)
+	if _, err := e.sim.CloseTradeAtVenue(p.TradeID, &share); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.hedgeReconciler(b, nil)
+	res, err := rec.Reconcile(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Planned[execution.BookHedgePartial] != 1 || res.Failed != 0 {
+		t.Fatalf("reconcile planned %v (failed %d); want one hedge partial booked", res.Planned, res.Failed)
+	}
+	got, err := b.PositionByID(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sold at the bid 1.1, the venue bought 13,500 back at the ask 1.1002: (1.1002 − 1.1) × −13,500 = −2.70.
+	if got.Status != hedge.PositionOpen || !got.Units.Equal(decimal.NewFromInt(-36500)) || got.RealizedPL == nil || !got.RealizedPL.Equal(decimal.RequireFromString("-2.7")) {
+		t.Fatalf("after the venue's share: %+v; want OPEN, -36500 units, realised -2.70", got)
+	}
+	if res, err := rec.Reconcile(ctx, "test"); err != nil || res.Planned[execution.BookHedgePartial] != 0 {
+		t.Fatalf("a second reconcile planned %v (%v); want nothing", res.Planned, err)
+	}
+	if err := b.Close(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := b.PositionByID(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rest, 36,500 bought back at 1.1002: −7.30 more, −10.00 in all.
+	if closed.Status != hedge.PositionClosed || closed.RealizedPL == nil || !closed.RealizedPL.Equal(decimal.NewFromInt(-10)) {
+		t.Fatalf("closed hedge position = %+v; want realised -10.00", closed)
+	}
+}

@@ -521,8 +521,15 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 			return fmt.Errorf("book hedge close %d: %w", id, err)
 		}
 		defer tx.Rollback()
-		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` SET `status` = 'CLOSED', `closePrice` = ?, `closedAt` = ?, `closeReason` = ?, "+
-			"`closeTransactionId` = ?, `realizedPl` = ROUND((? - `openPrice`) * `units`, 4) WHERE `id` = ? AND `status` = 'OPEN'",
+		// The desk's own close prices what is left at its fill, beside what the venue closed
+		// before (BookPartial); the venue's close comes with its average over every share it
+		// closed, so it prices the trade's initial units.
+		pl := "COALESCE(p.`realizedPl`, 0) + ROUND((? - p.`openPrice`) * p.`units`, 4)"
+		if reason == CloseVenue {
+			pl = "ROUND((? - p.`openPrice`) * o.`units`, 4)"
+		}
+		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` SET p.`status` = 'CLOSED', p.`closePrice` = ?, "+
+			"p.`closedAt` = ?, p.`closeReason` = ?, p.`closeTransactionId` = ?, p.`realizedPl` = "+pl+" WHERE p.`id` = ? AND p.`status` = 'OPEN'",
 			price, closedAt.UTC(), reason, nullIfZero(txID), price, id)
 		if err != nil {
 			return fmt.Errorf("book hedge close %d: %w", id, err)
@@ -534,6 +541,36 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 		}
 		if err := b.advanceCursor(ctx, tx, txID); err != nil {
 			return fmt.Errorf("book hedge close %d: %w", id, err)
+		}
+		return tx.Commit()
+	})
+}
+
+// BookPartial books what the venue closed of open hedge position id on its own: left is the
+// signed units its trade still holds, price the venue's average close price over every share it
+// closed, txID its last closing transaction. The realised P&L is worked out again from the
+// order's initial units, so a second booking of the same state changes nothing.
+func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.Decimal, txID int64) error {
+	return store.RetryRolledBack(ctx, func() error {
+		tx, err := b.cfg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("book hedge partial %d: %w", id, err)
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
+			"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
+			"WHERE p.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
+			left, price, left, id, left, left)
+		if err != nil {
+			return fmt.Errorf("book hedge partial %d: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("book hedge partial %d: %w", id, err)
+		} else if n == 0 {
+			return fmt.Errorf("hedge position %d: %w", id, ErrAlreadyBooked)
+		}
+		if err := b.advanceCursor(ctx, tx, txID); err != nil {
+			return fmt.Errorf("book hedge partial %d: %w", id, err)
 		}
 		return tx.Commit()
 	})
