@@ -31,6 +31,7 @@ type dbHedgeOrder struct {
 	ID     int64
 	Status string
 	SentAt time.Time
+	Units  decimal.Decimal // signed, as sent: what its position opened with
 }
 
 // hedgeOrderOf is the hedge order a venue client id (or a FIX close's ClOrdID) belongs to.
@@ -130,6 +131,10 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 	for _, h := range s.Hedges {
 		byOrder[h.Order] = append(byOrder[h.Order], h)
 	}
+	sent := map[int64]decimal.Decimal{}
+	for _, o := range s.HedgeOrders {
+		sent[o.ID] = o.Units
+	}
 	opens := map[int64]bool{}
 	n := 0
 	for _, o := range vs.Orders {
@@ -150,7 +155,13 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 			}
 		default:
 			opens[id] = true
-			if len(hs) != 1 || !hs[0].Units.Equal(units) {
+			// The position's units shrink by what the venue closed of it itself (a share of a
+			// venue-side close); what it opened with is its order's.
+			opened, ok := sent[id]
+			if !ok && len(hs) == 1 {
+				opened = hs[0].Units
+			}
+			if len(hs) != 1 || !opened.Equal(units) {
 				r.Add("", "the venue filled hedge order %s for %s units; the hedge book holds %d positions of it (%+v)", o.ClOrdID, units, len(hs), hs)
 			}
 		}

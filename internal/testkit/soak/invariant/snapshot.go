@@ -226,9 +226,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			}
 			return nil
 		}},
-		{"SELECT `id`, `status`, `sentAt` FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `status`, `sentAt`, `units` FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbHedgeOrder
-			err := r.Scan(&o.ID, &o.Status, &o.SentAt)
+			err := r.Scan(&o.ID, &o.Status, &o.SentAt, &o.Units)
 			s.HedgeOrders = append(s.HedgeOrders, o)
 			return err
 		}},
