@@ -36,8 +36,6 @@ bench: services
 SECONDS ?= 60
 SEED ?=
 CLUSTER ?=
-# REST by default: on FIX, a venue-side close that takes part of a hedge trade is not booked in
-# the hedge book yet, and the FIX lane's venueNetMatches fails on it (docs/soak.md).
-VENUE ?= rest
+VENUE ?= seed
 soak: services
 	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))
