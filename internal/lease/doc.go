@@ -44,7 +44,11 @@
 //	        (row expired for our term,              gate shut for life, operator
 //	         Redis key compare-deleted)             restarts the process
 //
-// Failure directions, at boot and at renew:
+// Failure directions, at boot and at renew. MySQL is down when it refused the connection or did
+// not answer within two statement deadlines: a claim or renew that only ran out of its deadline
+// is asked once more (askTwice), because a slow server is not a down one. A statement whose
+// deadline passed may still commit, so a claim is scoped to the term it read and a row that
+// names this instance is ours at that row's term (claimRowOnce).
 //
 //	MySQL  Redis  outcome
 //	up     up     the row decides; Redis is written to agree; a disagreement is logged

@@ -294,6 +294,23 @@ func (k *Keeper) notify(e Event) {
 // one renew period.
 func (k *Keeper) dbTimeout() time.Duration { return max(k.cfg.TTL/6, 500*time.Millisecond) }
 
+// askTwice runs one attempt at a row statement (a claim or a renew) and, when the attempt only ran
+// out of its own deadline, runs it once more before the error counts. A server that answers
+// slowly under load is not a server that is down: Redis decides only when MySQL refused the
+// connection, or did not answer within two deadlines — together at most a third of the TTL, the
+// renew period. A connection error is taken at its word at once (docs/architecture.md, «The
+// engine lease»).
+func (k *Keeper) askTwice(ctx context.Context, what string, attempt func(context.Context) error) error {
+	start := k.cfg.Now()
+	err := attempt(ctx)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return err
+	}
+	k.log.WarnContext(ctx, "engine lease row did not answer within its deadline; asking once more before MySQL counts as unreachable",
+		slog.String("statement", what), slog.Duration("deadline", k.dbTimeout()), slog.Duration("took", k.cfg.Now().Sub(start)), slog.Any("err", err))
+	return attempt(ctx)
+}
+
 // Run renews the lease every TTL/3 until ctx ends. It does not release: the owner stops guarded
 // work first and then calls Release. On a process that did not win the claim it only waits for
 // ctx — a follower never polls and never promotes — unless Config.Standby is set: then it

@@ -41,8 +41,26 @@ func (h Holder) String() string { return h.Hostname + ":" + strconv.Itoa(h.PID) 
 func lostClaim(err error) bool { return store.IsDeadlock(err) || store.IsLockWaitTimeout(err) }
 
 // claimRow contends for the row. It returns (won, holder seen, err); err is non-nil only when the
-// row could not be consulted at all.
+// row could not be consulted at all. An attempt that ran out of its deadline is made once more
+// (askTwice): the retry is the same conditional claim, so it wins only what the first could have.
 func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
+	var won bool
+	var h Holder
+	err := k.askTwice(ctx, "claim", func(ctx context.Context) (err error) {
+		won, h, err = k.claimRowOnce(ctx)
+		return err
+	})
+	return won, h, err
+}
+
+// claimRowOnce is one attempt at the claim, within one statement deadline.
+//
+// An attempt whose deadline passed may still be committed by the server after the driver gave up
+// on it (the connection is closed; the statement is not withdrawn). So every claim is scoped to
+// the term it observed, and a claim that finds the row naming this instance takes that row's
+// term (lostTo): one of our own earlier attempts won it. Together they keep the term this keeper
+// believes equal to the row's, whichever of its attempts the server runs last.
+func (k *Keeper) claimRowOnce(ctx context.Context) (bool, Holder, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
 	defer cancel()
 
@@ -59,7 +77,7 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 			k.term.Store(1)
 			return true, Holder{}, nil
 		case store.IsDuplicateKey(err) || lostClaim(err):
-			return false, k.readHolder(ctx), nil
+			return k.lostTo(ctx)
 		}
 		return false, Holder{}, fmt.Errorf("claim lease %q: insert: %w", k.cfg.Key, err)
 	}
@@ -76,15 +94,17 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 	}
 
 	// LAST_INSERT_ID(expr) hands the new term back in the same statement. `term` is assigned first:
-	// MySQL evaluates single-table assignments left to right.
+	// MySQL evaluates single-table assignments left to right. The claim is scoped to the term just
+	// read: it changes nothing the read did not see, so a late attempt of ours cannot move the term
+	// past one we already took.
 	res, err := k.db.ExecContext(ctx,
 		"UPDATE `engine_lease` SET `term` = LAST_INSERT_ID(`term` + 1), `instanceId` = ?, `hostname` = ?, `pid` = ?, `advertiseUrl` = ?, "+
 			"`acquiredAt` = NOW(3), `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `updatedAt` = NOW(3) "+
-			"WHERE `id` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
+			"WHERE `id` = ? AND `term` = ? AND (`expiresAt` <= NOW(3) OR `instanceId` = ? OR (`hostname` = ? AND `pid` = ? AND `term` = ?))",
 		k.cfg.InstanceID, k.cfg.Hostname, k.cfg.PID, k.advertise(), k.cfg.TTL.Microseconds(),
-		k.cfg.Key, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
+		k.cfg.Key, h.Term, k.cfg.InstanceID, k.cfg.Hostname, h.PID, deadTerm)
 	if lostClaim(err) {
-		return false, k.readHolder(ctx), nil
+		return k.lostTo(ctx)
 	}
 	if err != nil {
 		return false, Holder{}, fmt.Errorf("claim lease %q: update: %w", k.cfg.Key, err)
@@ -94,7 +114,7 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 		return false, Holder{}, fmt.Errorf("claim lease %q: rows affected: %w", k.cfg.Key, err)
 	}
 	if n != 1 {
-		return false, k.readHolder(ctx), nil
+		return k.lostTo(ctx)
 	}
 	term, err := res.LastInsertId()
 	if err != nil {
@@ -102,6 +122,31 @@ func (k *Keeper) claimRow(ctx context.Context) (bool, Holder, error) {
 	}
 	k.term.Store(term)
 	return true, Holder{}, nil
+}
+
+// lostTo ends a claim whose own statement did not win: the holder the row names now, unless it
+// names this instance — then an earlier attempt of ours, whose answer never came back, won the
+// row, and its term is ours. That attempt may have started before this claim did (a statement
+// left over from an earlier cycle), and its expiry counts from its start, so the row is extended
+// for that term, as a renew would, before the claim is won: the trust window, counted from the
+// claim's start, then never outlives the row. (A failed read is a loss, as it always was: never a
+// second owner.)
+func (k *Keeper) lostTo(ctx context.Context) (bool, Holder, error) {
+	for {
+		h := k.readHolder(ctx)
+		if h.InstanceID != k.cfg.InstanceID {
+			return false, h, nil
+		}
+		ok, err := k.extendRow(ctx, h.Term)
+		if err != nil {
+			return false, Holder{}, fmt.Errorf("claim lease %q: extend our own row: %w", k.cfg.Key, err)
+		}
+		if ok {
+			k.term.Store(h.Term)
+			return true, Holder{}, nil
+		}
+		// Moved on again between the read and the renew (another late attempt): read it again.
+	}
 }
 
 func (k *Keeper) readHolder(ctx context.Context) Holder {
@@ -124,13 +169,29 @@ func (k *Keeper) advertise() sql.NullString {
 }
 
 // renewRow extends the row for our instance and term. (false, nil) means the row names someone else.
+// An attempt that ran out of its deadline is made once more (askTwice); the renew changes only the
+// expiry of our own term, so a late first attempt and its retry may land in either order.
 func (k *Keeper) renewRow(ctx context.Context) (bool, error) {
+	var ok bool
+	err := k.askTwice(ctx, "renew", func(ctx context.Context) (err error) {
+		ok, err = k.renewRowOnce(ctx)
+		return err
+	})
+	return ok, err
+}
+
+func (k *Keeper) renewRowOnce(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.dbTimeout())
 	defer cancel()
+	return k.extendRow(ctx, k.term.Load())
+}
+
+// extendRow is the renew statement for our instance and term.
+func (k *Keeper) extendRow(ctx context.Context, term int64) (bool, error) {
 	res, err := k.db.ExecContext(ctx,
 		"UPDATE `engine_lease` SET `expiresAt` = NOW(3) + INTERVAL ? MICROSECOND, `advertiseUrl` = ?, `updatedAt` = NOW(3) "+
 			"WHERE `id` = ? AND `instanceId` = ? AND `term` = ?",
-		k.cfg.TTL.Microseconds(), k.advertise(), k.cfg.Key, k.cfg.InstanceID, k.term.Load())
+		k.cfg.TTL.Microseconds(), k.advertise(), k.cfg.Key, k.cfg.InstanceID, term)
 	if err != nil {
 		return false, fmt.Errorf("renew lease %q: %w", k.cfg.Key, err)
 	}
