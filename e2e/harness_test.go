@@ -480,6 +480,22 @@ func (p *proc) gateDropped() float64 {
 	return n
 }
 
+// waitRowGrant waits until the lease row has granted p the lease — at boot (arbiter mysql), or at
+// a renew that moved a Redis grant back to the row (MySQL did not answer p's boot claim in time)
+// — and returns the row's term. A test that reasons about terms starts from it: a boot claim
+// under load may have gone to Redis at term 0, or taken a term past the one the test expects.
+func (p *proc) waitRowGrant(timeout time.Duration) int64 {
+	p.t.Helper()
+	l := p.waitLog(timeout, func(l logLine) bool {
+		return l.msg() == "engine lease acquired" && l["arbiter"] == "mysql" || l.msg() == "engine lease row reachable again; the row decides"
+	})
+	term, ok := l["term"].(float64)
+	if !ok || term < 1 {
+		p.t.Fatalf("%s: the row's grant names no term: %v", p.name, l)
+	}
+	return int64(term)
+}
+
 // waitRowExpired polls the database clock until the lease row has expired. There is no event for
 // time passing on another machine's clock.
 func (e *deskEnv) waitRowExpired(timeout time.Duration) {

@@ -352,17 +352,31 @@ func TestRiskLeaseGapThenRestoredSweep(t *testing.T) {
 	t.Cleanup(func() { mp.Close() })
 	web := e.start("web", "fxdesk-web", "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=test", "FXDESK_MYSQL_DSN="+e.db.DSNVia(mp.Addr()))
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	// The gap below is the row's to open and close: the holder must hold by the row first (a boot
+	// claim MySQL answered late is granted by Redis until the next renew).
+	web.waitRowGrant(10 * time.Second)
 	d := &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 	waitRiskReady(web)
 	tok, acct := d.newTrader(1600, "USD", "100", "10000.00")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	// A desk-priced order needs the lease trusted now, not only won at boot.
+	eventually(t, 10*time.Second, 20*time.Millisecond, "the holder trusts its lease", func() bool {
+		s := web.desk()
+		return s.Lease != nil && s.Lease.Trusted
+	})
 	id := d.openMarket(tok, acct, "BUY", "0.10", `,"sl":"1.09500"`)
 
 	// The rail is opened while MySQL answers (it reads the instrument list once) and then
 	// shows, through the outage, each quote the desk accepted.
 	rail := d.openRail(tok, "EURUSD")
+	// A slow renew under load may have lapsed the lease (and restored it) before the cut: the
+	// waits for the cut's own lapse, restore and sweep count past the lines already read.
+	lapsed := msgHas("not confirmed past its trust window")
+	restored := msgHas("confirmed again after a gap")
+	sweep := func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "lease_restored" }
+	nLapsed, nRestored, nSweep := web.countLog(lapsed), web.countLog(restored), web.countLog(sweep)
 	mp.Cut()
-	web.waitLog(10*time.Second, msgHas("not confirmed past its trust window"))
+	web.waitNth(10*time.Second, 0, nLapsed+1, lapsed)
 	d.simQuote("EURUSD", "1.09400", "1.09420")
 	rail.await(t, "EURUSD", "1.09400", "1.09420")
 	drop := web.waitLog(5*time.Second, func(l logLine) bool {
@@ -379,8 +393,8 @@ func TestRiskLeaseGapThenRestoredSweep(t *testing.T) {
 	}
 
 	mp.Restore()
-	web.waitLog(15*time.Second, msgHas("confirmed again after a gap"))
-	web.waitLog(10*time.Second, func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "lease_restored" })
+	web.waitNth(15*time.Second, 0, nRestored+1, restored)
+	web.waitNth(10*time.Second, 0, nSweep+1, sweep)
 	wantClose(t, "swept buy", d.waitClosed(id), "SL", "1.09300")
 	d.checkLedger(acct, "9927.30") // −0.70 commission, (1.09300 − 1.10020) × 10,000 = −72.00
 	if _, ok := web.findLog(msgIs("lease not confirmed; risk sweep not executed")); ok {
