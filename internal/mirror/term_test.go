@@ -162,6 +162,23 @@ func TestFollowerRefusesAnOlderTerm(t *testing.T) {
 		t.Fatalf("USDJPY bid %v after the holder's next publish, want 157", q.Bid)
 	}
 
+	// A holder granted by Redis alone (no row numbered it) publishes term 0: it is served, so
+	// fxdesk-cron keeps its prices, and it does not move the newest term — a term-1 snapshot is
+	// still refused after it.
+	e.leader.Advance(time.Second)
+	redisOnly := newSource()
+	redisOnly.Set("USDJPY", 158, 158.02, e.leader.Now())
+	must(t, e.publisher(func(c *mirror.SnapshotPublisherConfig) { c.Quotes = redisOnly }).PublishOnce(ctx))
+	must(t, fol.PollOnce(ctx))
+	if q, _ := fol.LastTick("USDJPY"); q.Bid != 158 || fol.Status().Term != 0 {
+		t.Fatalf("after a term-0 publish: USDJPY bid %v, status term %d; want 158 and 0", q.Bid, fol.Status().Term)
+	}
+	must(t, e.rdb.Set(ctx, e.keys.Snapshot, zombieAt(e.leader.Now().Add(30*time.Second)), mirror.KeyTTL).Err())
+	must(t, fol.PollOnce(ctx))
+	if q, _ := fol.LastTick("USDJPY"); q.Bid != 158 || fol.Status().TermRefused != 4 {
+		t.Fatalf("a term-1 snapshot after term 2 and term 0: USDJPY bid %v, refused %d; want 158 and 4", q.Bid, fol.Status().TermRefused)
+	}
+
 	// The key expired (nobody published for KeyTTL) or Redis restarted empty: the next snapshot
 	// is served whatever its term, a lease row that restarted its count included.
 	must(t, e.rdb.Del(ctx, e.keys.Snapshot).Err())

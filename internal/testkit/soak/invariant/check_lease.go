@@ -8,14 +8,51 @@ import (
 
 // publishedLive reports whether snapshot m was published by a holder whose term was still the
 // lease's: the row read one sampling period before its publishedAt (surely before the publish)
-// had no newer term. A snapshot from a process that had already been replaced is a zombie's.
-func publishedLive(rows []RowSample, m MirrorSample) (bool, int64) {
+// had no term newer than term, the row term m carries (rowTerm). A snapshot from a process that
+// had already been replaced is a zombie's.
+func publishedLive(rows []RowSample, m MirrorSample, term int64) (bool, int64) {
 	at, err := time.Parse(time.RFC3339Nano, m.PublishedAt)
 	if err != nil {
 		return false, 0
 	}
 	lt := liveTerm(rows, at.Add(-SampleEvery))
-	return m.Term >= lt, lt
+	return term >= lt, lt
+}
+
+// rowTerms gives the row term each snapshot sample answers to: its own term, or for term 0 — a
+// holder no row numbered, granted by Redis while its MySQL did not answer (or failing open) — the
+// row's term when its run of term-0 snapshots began, the term that holder came after. A snapshot
+// names no publisher, so a run that begins after a numbered snapshot is a new holder's (as after
+// a holder died during a MySQL cut), never the old one resumed.
+func rowTerms(rows []RowSample, mirrors []MirrorSample) func(MirrorSample) int64 {
+	ms := append([]MirrorSample(nil), mirrors...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].At.Before(ms[j].At) })
+	followed := map[string]int64{}
+	base := int64(-1) // no run
+	for _, m := range ms {
+		switch {
+		case !m.Present:
+		case m.Term != 0:
+			base = -1
+		default:
+			if base < 0 {
+				pub, err := time.Parse(time.RFC3339Nano, m.PublishedAt)
+				if err != nil {
+					continue // publishedLive refuses it
+				}
+				base = liveTerm(rows, pub)
+			}
+			if _, ok := followed[m.PublishedAt]; !ok {
+				followed[m.PublishedAt] = base
+			}
+		}
+	}
+	return func(m MirrorSample) int64 {
+		if m.Term != 0 {
+			return m.Term
+		}
+		return followed[m.PublishedAt]
+	}
 }
 
 // liveTerm is the lease row's term as last read at or before t (0 when unknown).
@@ -40,14 +77,22 @@ func sortedRows(rows []RowSample) []RowSample {
 // interval (plus sampling slack) of a new term in the lease row, the snapshot
 // carries it — unless Redis was cut or failed over meanwhile, when nobody can publish or what
 // was published may be lost.
+//
+// Term 0 is a holder granted by Redis alone, which publishes so that fxdesk-cron keeps its
+// prices. The mirror does not fence term 0 (internal/mirror, termFence) and neither does this
+// check as far as order goes: a term-0 snapshot is not a term going back, and it does not move
+// the newest term. It is held to the row all the same, through the term it came after
+// (rowTerms): none is published once the row has moved past that term, and none is left behind
+// an interval after.
 func checkMirrorTerm(ev *Evidence) Result {
 	r := Result{Name: "mirrorTerm"}
 	rows := sortedRows(ev.Rows)
 	ms := append([]MirrorSample(nil), ev.Mirrors...)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].At.Before(ms[j].At) })
+	rowTerm := rowTerms(rows, ms)
 	var maxTerm int64
 	var maxAt time.Time
-	backwards, stale, zombie := 0, 0, 0
+	backwards, stale, zombie, unnumbered := 0, 0, 0, 0
 	lastZombie := ""
 	var episode *MirrorSample
 	present := 0
@@ -84,7 +129,11 @@ func checkMirrorTerm(ev *Evidence) Result {
 			continue
 		}
 		present++
-		if m.Term < maxTerm {
+		term, which := rowTerm(m), ""
+		if m.Term == 0 {
+			unnumbered++
+			which = fmt.Sprintf(" (a holder no row numbered, after term %d)", term)
+		} else if m.Term < maxTerm {
 			backwards++
 			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
 				r.Add("", "snapshot term went back from %d (seen %s) to %d at %s (publishedAt %s, USDJPY %.3f): an older holder published after a newer one",
@@ -93,29 +142,31 @@ func checkMirrorTerm(ev *Evidence) Result {
 			}
 			continue
 		}
-		if ok, lt := publishedLive(rows, m); !ok && m.PublishedAt != lastZombie {
+		if ok, lt := publishedLive(rows, m, term); !ok && m.PublishedAt != lastZombie {
 			zombie++
 			lastZombie = m.PublishedAt
 			if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
-				r.Add("", "snapshot of term %d published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
-					m.Term, m.PublishedAt, lt, m.Mids["USDJPY"], TimeOfDay(m.At))
+				r.Add("", "snapshot of term %d%s published at %s, when the lease row already had term %d (USDJPY %.3f, read %s): a replaced holder published",
+					m.Term, which, m.PublishedAt, lt, m.Mids["USDJPY"], TimeOfDay(m.At))
 				episode = &ms[i]
 			}
 		}
-		maxTerm, maxAt = m.Term, m.At
+		if m.Term != 0 {
+			maxTerm, maxAt = m.Term, m.At
+		}
 		lt := liveTerm(rows, m.At)
-		if lt > m.Term {
+		if lt > term {
 			t0 := since(lt)
 			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(t0, m.At) {
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
-					r.Add("", "snapshot still term %d at %s, %s after the lease moved to term %d", m.Term, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
+					r.Add("", "snapshot still term %d%s at %s, %s after the lease moved to term %d", m.Term, which, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
 					episode = &ms[i]
 				}
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d snapshot samples, %d went backwards, %d published by a replaced holder, %d behind the live term", present, backwards, zombie, stale)
+	r.Figures = fmt.Sprintf("%d snapshot samples (%d of term 0), %d went backwards, %d published by a replaced holder, %d behind the live term", present, unnumbered, backwards, zombie, stale)
 	return r
 }
 

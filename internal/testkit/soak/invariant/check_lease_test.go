@@ -75,6 +75,52 @@ func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind
 	})
 }
 
+// redisGrantFixture is a holder that no row numbered: web1 (pid 100) holds term 1 and dies; web2
+// (pid 200) starts during a MySQL cut, takes the lease by Redis alone and publishes term-0
+// snapshots; once MySQL answers it claims the row at term 2 (row sample at 5.4 s) and publishes
+// term 2.
+func redisGrantFixture() *Evidence {
+	pub := func(sec float64) string { return at(sec).Format(time.RFC3339Nano) }
+	return &Evidence{
+		Procs: map[int]*Process{100: {Name: "web1", PID: 100}, 200: {Name: "web2", PID: 200}},
+		Rows: []RowSample{
+			{At: at(0), OK: true, Row: LeaseRow{PID: 100, Term: 1, Live: true}},
+			{At: at(3), OK: true, Row: LeaseRow{PID: 100, Term: 1}}, // expired: web1 is gone
+			{At: at(5.4), OK: true, Row: LeaseRow{PID: 200, Term: 2, Live: true}},
+		},
+		Mirrors: []MirrorSample{
+			{At: at(1), Present: true, Term: 1, PublishedAt: pub(0.9)},
+			{At: at(3.5), Present: true, Term: 0, PublishedAt: pub(3.4)},
+			{At: at(4.5), Present: true, Term: 0, PublishedAt: pub(4.4)},
+			{At: at(6), Present: true, Term: 2, PublishedAt: pub(5.9)},
+		},
+		Windows: []Window{{Kind: FaultCut, Note: "mysql", Start: at(2), End: at(5)}},
+	}
+}
+
+// A Redis-granted holder's term-0 snapshots are not a term going back (the mirror does not fence
+// term 0, so cron keeps its prices), but they are held to the row: none is published once the row
+// has moved past the term it followed, and none is left behind an interval after.
+func TestMirrorTermCheckHoldsTermZeroSnapshotsToTheRow(t *testing.T) {
+	pub := func(sec float64) string { return at(sec).Format(time.RFC3339Nano) }
+	runCases(t, redisGrantFixture, checkMirrorTerm, []checkCase[*Evidence]{
+		{"the Redis-granted holder publishes term 0 after the row moved to another term", func(ev *Evidence) {
+			ev.Mirrors[3] = MirrorSample{At: at(6), Present: true, Term: 0, PublishedAt: pub(5.9)}
+		}, "snapshot of term 0 (a holder no row numbered, after term 1) published at " + pub(5.9) + ", when the lease row already had term 2"},
+		{"a term-0 snapshot left behind after the row moved", func(ev *Evidence) {
+			ev.Mirrors[3] = MirrorSample{At: at(8), Present: true, Term: 0, PublishedAt: pub(4.9)}
+		}, "snapshot still term 0 (a holder no row numbered, after term 1) at 12:00:08.000, 2.6s after the lease moved to term 2"},
+		{"a term-0 snapshot left behind while Redis is cut", func(ev *Evidence) {
+			ev.Mirrors[3] = MirrorSample{At: at(8), Present: true, Term: 0, PublishedAt: pub(4.9)}
+			ev.Windows = append(ev.Windows, Window{Kind: FaultCut, Note: "redis", Start: at(5), End: at(7)})
+		}, ""},
+		{"a numbered term still goes back past the term-0 snapshots", func(ev *Evidence) {
+			ev.Mirrors = append(ev.Mirrors, MirrorSample{At: at(7), Present: true, Term: 0, PublishedAt: pub(6.9)},
+				MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(7.9)})
+		}, "snapshot term went back from 2"},
+	})
+}
+
 func TestLeaseTermsCheckFlagsATermThatGoesBack(t *testing.T) {
 	runCases(t, leaseFixture, checkLeaseTerms, []checkCase[*Evidence]{
 		{"the row's term goes back", func(ev *Evidence) {

@@ -188,10 +188,12 @@ func chargedDates(pos int64, s *Snapshot) string {
 // Swaps converted at a price the live holder quoted: a SWAP deal on a JPY-quoted position in a
 // USD account is amountQuote ÷ a USDJPY mid; that mid, read back from the rounded amount, must
 // be in a snapshot the mirror held while the run that wrote it read it, published by a holder
-// whose term was still live (publishedLive) — never a replaced holder's.
+// whose term was still live (publishedLive; a holder granted by Redis alone publishes term 0, held
+// to the row term it came after) — never a replaced holder's.
 func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "swapPrice"}
 	rows := sortedRows(ev.Rows)
+	rowTerm := rowTerms(rows, ev.Mirrors)
 	pos := map[int64]dbPosition{}
 	for _, p := range s.Positions {
 		pos[p.ID] = p
@@ -246,7 +248,7 @@ func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 				continue
 			}
 			desc := fmt.Sprintf("%.3f(term %d published %s)", mid, m.Term, m.PublishedAt)
-			fromLive, _ := publishedLive(rows, m)
+			fromLive, _ := publishedLive(rows, m, rowTerm(m))
 			if fromLive && mid >= lo && mid <= hi {
 				match = true
 			}

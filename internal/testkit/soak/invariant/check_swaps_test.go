@@ -93,6 +93,15 @@ func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testi
 		{"the mid came from a replaced holder", func(m *money) {
 			m.ev.Rows = append(m.ev.Rows, RowSample{At: at(8), OK: true, Row: LeaseRow{PID: 200, Term: 2, Live: true}})
 		}, "live holder's mids then: none; other terms' mids: 150.000(term 1"},
+		{"the mid came from a holder granted by Redis alone (term 0)", func(m *money) {
+			m.ev.Mirrors[0].Term = 0
+		}, ""},
+		{"the mid came from a term-0 holder the row had replaced", func(m *money) {
+			m.ev.Mirrors[0].Term = 0
+			// Its run of term-0 snapshots began before the row moved to term 2.
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(7), Present: true, PublishedAt: at(6.9).Format(time.RFC3339Nano)})
+			m.ev.Rows = append(m.ev.Rows, RowSample{At: at(8), OK: true, Row: LeaseRow{PID: 200, Term: 2, Live: true}})
+		}, "live holder's mids then: none; other terms' mids: 150.000(term 0"},
 		{"no mirror sample near the run", func(m *money) { m.ev.Mirrors[0].At = at(2) }, ""},
 		{"a deal written outside every run", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Deals[0].CreatedAt = at(30) }, ""},
 		{"a USD-quoted position", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Positions[0].Symbol = "EURUSD" }, ""},
