@@ -100,7 +100,7 @@ func (in *injector) injectCluster(ctx context.Context, f fault) {
 	}
 	t0 := time.Now()
 	h := in.c.holder(ctx)
-	var before invariant.RenewCounts
+	var before invariant.RenewRead
 	if h != nil {
 		before, _ = in.c.readRenews(ctx, h)
 	}

@@ -23,8 +23,8 @@ import (
 // Front-door faults (docs/architecture.md, «The front door»), on a lane of their own: an attacker
 // against one web process, and a client reusing an idempotency key.
 const (
-	faultFlood       = "flood"       // streams past the token's cap, unknown tokens, bad bodies, at one web process
-	faultReusedNonce = "reusedNonce" // an accepted order's requestNonce sent again with another body
+	faultFlood       = invariant.FaultFlood       // streams past the token's cap, unknown tokens, bad bodies, at one web process
+	faultReusedNonce = invariant.FaultReusedNonce // an accepted order's requestNonce sent again with another body
 )
 
 var frontDoorFaultKinds = []string{faultFlood, faultReusedNonce}
@@ -55,38 +55,70 @@ func frontDoorSchedule(seed uint64, d time.Duration) []fault {
 	})
 }
 
-// readRenews reads p's lease renew counters from its /metrics (admin only on the API port).
-func (c *cluster) readRenews(ctx context.Context, p *proc) (invariant.RenewCounts, error) {
+// readRenews reads p's lease renew counters from its /metrics (admin only on the API port): the
+// cycles by outcome, and the seconds the failed and the lost ones took.
+func (c *cluster) readRenews(ctx context.Context, p *proc) (invariant.RenewRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	rr := invariant.RenewRead{Sent: time.Now()}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+c.admin)
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return invariant.RenewCounts{}, err
+		return rr, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return invariant.RenewCounts{}, fmt.Errorf("/metrics on %s answered %d", p.name, resp.StatusCode)
+		return rr, fmt.Errorf("/metrics on %s answered %d", p.name, resp.StatusCode)
 	}
-	var rc invariant.RenewCounts
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !strings.HasPrefix(name, "fxdesk_lease_renew_seconds_count{") {
+		count := strings.HasPrefix(name, "fxdesk_lease_renew_seconds_count{")
+		if !ok || !count && !strings.HasPrefix(name, "fxdesk_lease_renew_seconds_sum{") {
 			continue
 		}
 		v, _ := strconv.ParseFloat(value, 64)
 		switch {
 		case strings.Contains(name, `outcome="ok"`):
-			rc.OK = v
+			if count {
+				rr.OK = v
+			}
 		case strings.Contains(name, `outcome="failed"`):
-			rc.Failed = v
+			if count {
+				rr.Failed = v
+			} else {
+				rr.FailedSeconds = v
+			}
 		case strings.Contains(name, `outcome="lost"`):
-			rc.Lost = v
+			if count {
+				rr.Lost = v
+			} else {
+				rr.LostSeconds = v
+			}
 		}
 	}
-	return rc, sc.Err()
+	rr.Recv = time.Now()
+	return rr, sc.Err()
+}
+
+// readRenewsEvery reads p's renew counters every invariant.SampleEvery until ctx ends and
+// returns the reads that were answered: between two of them a renew ended, so the flood check
+// can tell when one that failed began.
+func (c *cluster) readRenewsEvery(ctx context.Context, p *proc) []invariant.RenewRead {
+	var reads []invariant.RenewRead
+	t := time.NewTicker(invariant.SampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return reads
+		case <-t.C:
+		}
+		if rr, err := c.readRenews(ctx, p); err == nil {
+			reads = append(reads, rr)
+		}
+	}
 }
 
 // attackerHTTP is the attacker's own client: its streams hold connections the traders' pool
@@ -119,8 +151,10 @@ func (in *injector) injectFrontDoor(ctx context.Context, f fault) {
 
 func (in *injector) flood(ctx context.Context, f fault) {
 	// A renew under way through a kill, stop or cut fails a little after it: the flood starts a
-	// lease TTL after the last one (none starts meanwhile, this lane holds the lock), so every
-	// failed renew in its window is its own.
+	// lease TTL after the last one (none starts meanwhile, this lane holds the lock), so a failed
+	// renew in its window is its own. The check does not take that on trust: it places each
+	// failed renew by the holder's /metrics, read through the flood, and leaves one that may
+	// have begun before another fault ended to that fault.
 	if wait := leaseTTL - time.Since(in.lastProcessFault()); wait > 0 {
 		time.Sleep(wait)
 	}
@@ -144,6 +178,9 @@ func (in *injector) flood(ctx context.Context, f fault) {
 		run.Why = "holder's /metrics before: " + err.Error()
 	}
 	run.Start = time.Now()
+	readsCtx, stopReads := context.WithCancel(ctx)
+	reads := make(chan []invariant.RenewRead, 1)
+	go func() { reads <- in.c.readRenewsEvery(readsCtx, h) }()
 
 	// The streams, past the token's cap, held while the rest of the flood goes on.
 	streamCtx, closeStreams := context.WithCancel(ctx)
@@ -217,6 +254,8 @@ func (in *injector) flood(ctx context.Context, f fault) {
 	closeStreams()
 	streams.Wait()
 	run.End = time.Now()
+	stopReads()
+	run.Reads = <-reads
 
 	after, err := in.c.readRenews(ctx, h)
 	run.After = after
@@ -242,7 +281,7 @@ func (in *injector) lastProcessFault() time.Time {
 	defer in.mu.Unlock()
 	var last time.Time
 	for _, w := range in.windows {
-		if !isVenueFault(w.Kind) && !isFrontDoorFault(w.Kind) && w.End.After(last) {
+		if invariant.LeaseFault(w.Kind) && w.End.After(last) {
 			last = w.End
 		}
 	}

@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,8 @@ var floodRefusals = map[string][]int{
 // an oversized body's 413 is too_large; it never holds more streams on a process than its
 // token's cap; the requests that passed its token's rate are at most the bucket (twice the rate)
 // plus the rate over the time they took; no account of its exists; and the lease holder renewed
-// through each flood no process fault came near, every renew ok, still the holder after.
+// through each flood, every renew ok, still the holder after — but for a renew another fault
+// may have failed or lost (floodRenews).
 func checkFlood(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "frontDoor"}
 	refused, got, limited := 0, 0, 0
@@ -61,7 +63,7 @@ func checkFlood(s *Snapshot, ev *Evidence) Result {
 			r.Add("", "account %d belongs to the attacker (user %d): one of its refused bodies made it", a.ID, a.User)
 		}
 	}
-	judged, renews := 0, 0.0
+	judged, renews, excused := 0, 0.0, 0.0
 	for i, f := range ev.Floods {
 		if f.Accepted > StreamsPerToken {
 			r.Add("", "flood %d on %s at %s: %d streams of the attacker's token accepted, its cap is %d", i+1, f.Target, TimeOfDay(f.Start), f.Accepted, StreamsPerToken)
@@ -93,19 +95,93 @@ func checkFlood(s *Snapshot, ev *Evidence) Result {
 		}
 		judged++
 		renews += f.After.OK - f.Before.OK
+		own, others, lostToOther := floodRenews(ev, f)
+		excused += others
+		flood := fmt.Sprintf("flood %d on %s at %s–%s", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End))
 		switch {
-		case f.After.Failed != f.Before.Failed || f.After.Lost != f.Before.Lost:
-			r.Add("", "flood %d on %s at %s–%s: the holder %s's lease renews failed %.0f and lost %.0f times meanwhile", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder,
-				f.After.Failed-f.Before.Failed, f.After.Lost-f.Before.Lost)
+		case len(own) > 0:
+			r.Add("", "%s: the holder %s's lease renews failed %.0f and lost %.0f times meanwhile: %s", flood, f.Holder,
+				f.After.Failed-f.Before.Failed, f.After.Lost-f.Before.Lost, strings.Join(own, "; "))
+		case lostToOther:
+			// Lost to a fault before the flood: no renew of the holder's succeeds again, and the
+			// lease has moved on, because of that fault.
 		case f.After.OK <= f.Before.OK:
-			r.Add("", "flood %d on %s at %s–%s: the holder %s renewed no lease meanwhile (%.0f ok before, %.0f after)", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder, f.Before.OK, f.After.OK)
+			r.Add("", "%s: the holder %s renewed no lease meanwhile (%.0f ok before, %.0f after)", flood, f.Holder, f.Before.OK, f.After.OK)
 		case f.HolderAfter != f.Holder:
-			r.Add("", "flood %d on %s at %s–%s: %s held the lease before, %q after", i+1, f.Target, TimeOfDay(f.Start), TimeOfDay(f.End), f.Holder, f.HolderAfter)
+			r.Add("", "%s: %s held the lease before, %q after", flood, f.Holder, f.HolderAfter)
 		}
 	}
-	r.Figures = fmt.Sprintf("%d floods (%d with the holder's renews judged, %.0f renews ok in them), %d attacker answers, %d refused, %d of them 429",
-		len(ev.Floods), judged, renews, got, refused, limited)
+	r.Figures = fmt.Sprintf("%d floods (%d with the holder's renews judged, %.0f renews ok in them, %.0f failed or lost left to a fault under way when they began), %d attacker answers, %d refused, %d of them 429",
+		len(ev.Floods), judged, renews, excused, got, refused, limited)
 	return r
+}
+
+// floodRenews places each renew of the holder's that failed or was lost during flood f, and
+// returns those that are the flood's (one line each, for the report), how many are another
+// fault's, and whether the lease was lost to one.
+//
+// A renew counted by one read of the holder's /metrics and not by the read before it ended after
+// that earlier read was sent, and it took at most what the failed and lost renews between the
+// two reads took in all (the histogram's sums): it began after the earlier read was sent less
+// that time, and before the later read was answered. It is another fault's when a fault that
+// may fail renews (LeaseFault) was in effect at some instant of that span — it began during
+// that fault or before its end, and was under way through it — and the flood's otherwise. The
+// reads are a SampleEvery apart, so a renew that began more than a read's interval and its own
+// duration after the last such fault ended is surely the flood's.
+func floodRenews(ev *Evidence, f Flood) (own []string, others float64, lostToOther bool) {
+	reads := slices.Concat([]RenewRead{f.Before}, f.Reads, []RenewRead{f.After})
+	for i := 1; i < len(reads); i++ {
+		prev, cur := reads[i-1], reads[i]
+		failed, lost := cur.Failed-prev.Failed, cur.Lost-prev.Lost
+		if failed+lost <= 0 {
+			continue
+		}
+		took := time.Duration((cur.FailedSeconds - prev.FailedSeconds + cur.LostSeconds - prev.LostSeconds) * float64(time.Second))
+		from, to := prev.Sent.Add(-took), cur.Recv
+		if leaseFaultIn(ev.Windows, from, to) {
+			others += failed + lost
+			lostToOther = lostToOther || lost > 0
+			continue
+		}
+		own = append(own, fmt.Sprintf("one ended between %s and %s after %s (%s)", TimeOfDay(prev.Sent), TimeOfDay(cur.Recv),
+			took.Round(time.Millisecond), renewBeside(ev.Windows, from, to)))
+	}
+	return own, others, lostToOther
+}
+
+// leaseFaultIn reports whether a fault that may fail renews (LeaseFault) was in effect at some
+// instant of [from, to].
+func leaseFaultIn(windows []Window, from, to time.Time) bool {
+	for _, w := range windows {
+		if LeaseFault(w.Kind) && !w.Start.After(to) && !w.End.Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// renewBeside says, for a renew of the flood's that began after from and ended by to, how long
+// after the last fault that may fail renews ended it began at the earliest, and which other
+// faults (a venue's) were in effect meanwhile.
+func renewBeside(windows []Window, from, to time.Time) string {
+	var last *Window
+	var beside []string
+	for i, w := range windows {
+		switch {
+		case LeaseFault(w.Kind) && w.End.Before(from) && (last == nil || w.End.After(last.End)):
+			last = &windows[i]
+		case !LeaseFault(w.Kind) && w.Kind != FaultFlood && !w.Start.After(to) && !w.End.Before(from):
+			beside = append(beside, w.Kind+"@"+TimeOfDay(w.Start))
+		}
+	}
+	what := "no fault that may fail renews before it"
+	if last != nil {
+		what = fmt.Sprintf("begun %s or more after %s@%s ended", from.Sub(last.End).Round(time.Millisecond), last.Kind, TimeOfDay(last.Start))
+	}
+	if len(beside) > 0 {
+		what += ", beside " + strings.Join(beside, ", ")
+	}
+	return what
 }
 
 // A requestNonce reused with another body is refused 422 idempotency_key_reused naming the key,

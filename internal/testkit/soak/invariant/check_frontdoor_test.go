@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"fxdesk/internal/auth"
 	"fxdesk/internal/fx"
@@ -40,10 +41,40 @@ func frontDoorFixture() *money {
 		},
 		ev: &Evidence{
 			Journal: journal,
+			// The holder's /metrics read before the flood, every second through it, and after;
+			// a MySQL cut ended well before it.
 			Floods: []Flood{{Target: "web1", Start: at(0), End: at(5), Streams: StreamsPerToken + 2, Accepted: StreamsPerToken,
-				Holder: "web1", HolderAfter: "web1", Judged: true, Before: RenewCounts{OK: 10}, After: RenewCounts{OK: 15}}},
-			Reuses: []Reuse{{Account: 1, Nonce: "t1-order-1", OrderID: 100, Seq: 9}, {Skipped: "no accepted order yet"}},
+				Holder: "web1", HolderAfter: "web1", Judged: true, Before: renewRead(-0.05, 10),
+				Reads: []RenewRead{renewRead(1, 11), renewRead(2, 12), renewRead(3, 13), renewRead(4, 14)}, After: renewRead(5, 15)}},
+			Windows: []Window{{Kind: FaultCut, Start: at(-8), End: at(-5), Note: "mysql"}},
+			Reuses:  []Reuse{{Account: 1, Nonce: "t1-order-1", OrderID: 100, Seq: 9}, {Skipped: "no accepted order yet"}},
 		},
+	}
+}
+
+// renewRead is a read of the holder's renew counters sent at sec, answered 10 ms later.
+func renewRead(sec, ok float64) RenewRead {
+	return RenewRead{Sent: at(sec), Recv: at(sec).Add(10 * time.Millisecond), RenewCounts: RenewCounts{OK: ok}}
+}
+
+// renewEnded has one more renew of outcome (failed or lost), which took took seconds, end between
+// the flood's read i-1 and read i (Before is read 0, After the last): read i and every later one
+// count it.
+func renewEnded(f *Flood, i int, outcome string, took float64) {
+	reads := []*RenewRead{&f.Before}
+	for j := range f.Reads {
+		reads = append(reads, &f.Reads[j])
+	}
+	reads = append(reads, &f.After)
+	for _, r := range reads[i:] {
+		switch outcome {
+		case "failed":
+			r.Failed++
+			r.FailedSeconds += took
+		case "lost":
+			r.Lost++
+			r.LostSeconds += took
+		}
 	}
 }
 
@@ -75,6 +106,36 @@ func TestFrontDoorCheckFlagsAnAttackerAnsweredOutsideItsDoorsOrHarmingTheHolder(
 			}
 		}, ""},
 		{"the holder's renews failed", func(m *money) { m.ev.Floods[0].After.Failed = 1 }, "the holder web1's lease renews failed 1 and lost 0 times meanwhile"},
+		// The soak's five-minute FIX run (seed 1636334274): the flood began ~150 ms after a Redis
+		// cut ended. A renew that was under way when the cut ended and failed 0.5 s after it
+		// began is the cut's, not the flood's, though the flood's first reads counted it.
+		{"a renew under way when a cut ended is the cut's", func(m *money) {
+			m.ev.Windows[0] = Window{Kind: FaultCut, Start: at(-2), End: at(-0.15), Note: "redis"}
+			renewEnded(&m.ev.Floods[0], 1, "failed", 0.5)
+		}, ""},
+		// The same cut, and a renew that began inside the flood, long after the cut ended, and
+		// failed: the flood's (its own window excuses nothing).
+		{"a renew begun after the cut ended is the flood's", func(m *money) {
+			m.ev.Windows[0] = Window{Kind: FaultCut, Start: at(-2), End: at(-0.15), Note: "redis"}
+			m.ev.Windows = append(m.ev.Windows, Window{Kind: FaultFlood, Start: at(0), End: at(5), Note: "web1"})
+			renewEnded(&m.ev.Floods[0], 2, "failed", 0.5)
+		}, "the holder web1's lease renews failed 1 and lost 0 times meanwhile: one ended between 12:00:01.000 and 12:00:02.010 after 500ms (begun 650ms or more after cut@11:59:58.000 ended)"},
+		// A lease lost to a zombie whose window ended as the flood began: its renew was lost,
+		// and the holder changed, because of the zombie.
+		{"a lease lost under way through a zombie's end is the zombie's", func(m *money) {
+			m.ev.Windows[0] = Window{Kind: "zombie", Start: at(-5), End: at(-0.1), Note: "web1 stopped, replaced, resumed as a zombie"}
+			f := &m.ev.Floods[0]
+			renewEnded(f, 1, "lost", 0.2)
+			for i := range f.Reads {
+				f.Reads[i].OK = 10
+			}
+			f.After.OK, f.HolderAfter = 10, "web3"
+		}, ""},
+		// A venue fault never reaches the lease: beside it a failed renew is the flood's.
+		{"a venue fault beside the renew excuses nothing", func(m *money) {
+			m.ev.Windows = append(m.ev.Windows, Window{Kind: "venueOutage", Start: at(0.5), End: at(2.5)})
+			renewEnded(&m.ev.Floods[0], 2, "failed", 0.5)
+		}, "after 500ms (begun 5.5s or more after cut@11:59:52.000 ended, beside venueOutage@12:00:00.500)"},
 		{"the holder renewed nothing", func(m *money) { m.ev.Floods[0].After.OK = 10 }, "the holder web1 renewed no lease meanwhile"},
 		{"the holder changed", func(m *money) { m.ev.Floods[0].HolderAfter = "web2" }, `web1 held the lease before, "web2" after`},
 		{"renews failed in a flood that was not judged", func(m *money) {

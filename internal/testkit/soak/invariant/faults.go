@@ -1,6 +1,9 @@
 package invariant
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // What the soak's faults saw, beside their requests in the journal: when each was in effect, the
 // rollover runs, the floods and the reused nonces.
@@ -17,6 +20,20 @@ const FaultStop = "stop"
 // replica: what the old primary had not passed on (a mirror snapshot, the lease key) is lost,
 // and its writers rewrite it on their next cycle.
 const FaultSentinelFailover = "sentinelFailover"
+
+// FaultFlood and FaultReusedNonce are the front-door faults' kinds.
+const (
+	FaultFlood       = "flood"
+	FaultReusedNonce = "reusedNonce"
+)
+
+// LeaseFault reports whether a fault of kind may fail the lease holder's renews while it acts
+// and a little after: every process fault (a kill, stop, zombie, cut, gap or rollover) and every
+// cluster fault. A venue fault never reaches the lease, and a front-door fault is what the flood
+// check judges.
+func LeaseFault(kind string) bool {
+	return !strings.HasPrefix(kind, "venue") && kind != FaultFlood && kind != FaultReusedNonce
+}
 
 // RolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
 type RolloverRun struct {
@@ -47,10 +64,14 @@ type Flood struct {
 	// Holder is the lease holder when the flood began; HolderAfter when it ended.
 	Holder, HolderAfter string
 	// Judged: the holder's /metrics answered before and after (no process fault acts during a
-	// flood, nor for a lease TTL before it), so its renews are the flood's to answer for.
+	// flood, nor for a lease TTL before it), so its renews are the flood's to answer for — but a
+	// renew that may have begun before another fault ended (LeaseFault) is that fault's.
 	Judged        bool
-	Before, After RenewCounts
-	Why           string `json:"why,omitempty"` // why not judged
+	Before, After RenewRead
+	// Reads are the holder's /metrics read between Before and After, every SampleEvery, in
+	// order (a read that failed is left out): between two of them a renew ended.
+	Reads []RenewRead `json:"reads,omitempty"`
+	Why   string      `json:"why,omitempty"` // why not judged
 }
 
 // Reuse is one reusedNonce fault: the original order and the answer to its reuse.
@@ -62,7 +83,16 @@ type Reuse struct {
 	Skipped string
 }
 
-// RenewCounts are a process's lease renew cycles by outcome, from its /metrics.
+// RenewCounts are a process's lease renew cycles by outcome, from its /metrics: how many, and
+// the seconds the failed and the lost ones took in all (the renew histogram's sums).
 type RenewCounts struct {
-	OK, Failed, Lost float64
+	OK, Failed, Lost           float64
+	FailedSeconds, LostSeconds float64
+}
+
+// RenewRead is one read of a process's renew counters: they held at some instant between Sent
+// and Recv.
+type RenewRead struct {
+	Sent, Recv time.Time
+	RenewCounts
 }
