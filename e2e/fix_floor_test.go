@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,3 +138,32 @@ func (floorLog) OnIncoming([]byte)                                         {}
 func (floorLog) OnOutgoing([]byte)                                         { runtime.Gosched() }
 func (floorLog) OnEvent(string)                                            {}
 func (floorLog) OnEventf(string, ...any)                                   {}
+
+// identityFloor is the FIX burst's third control: the one durable commit that identity before
+// action puts in front of a burst of n closes at best — n identity rows of the desk's journal
+// shape in one multi-row INSERT (as internal/venue/fix/identity.go batches them), committed on
+// db, into a scratch copy of fx_fix_order. It returns the median of three such commits.
+func identityFloor(t *testing.T, db *sql.DB, n int) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE `bench_identity_floor` LIKE `fx_fix_order`"); err != nil {
+		t.Fatal(err)
+	}
+	defer db.ExecContext(ctx, "DROP TABLE `bench_identity_floor`")
+	q := "INSERT INTO `bench_identity_floor` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
+	var took []time.Duration
+	for round := range 3 {
+		args := make([]any, 0, 6*n)
+		for i := range n {
+			args = append(args, fmt.Sprintf("F%d.c%d", i, round+1), fmt.Sprintf("F%d", i), "EURUSD", "2", "1000", "SENDING")
+		}
+		start := time.Now()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	return took[1]
+}

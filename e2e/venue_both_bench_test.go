@@ -26,7 +26,8 @@ import (
 // answered: the reports' side), and, measured in this process just before its gap, the
 // controls: one raw socket write per close (writeFloor, the floor), net/http alone (sendFloor)
 // and, for FIX, QuickFIX/Go alone handing the same number of messages to one session
-// (libraryFloor: the library's share of the FIX own time). It prints one summary line with the
+// (libraryFloor: the library's share of the FIX own time) and one commit of the burst's identity
+// rows (identityFloor: what identity before action costs a burst at best). It prints one summary line with the
 // targets next to the figures:
 //
 //	FXDESK_BENCH=1 go test -count=1 -timeout 20m -run TestBenchVenueBurstBothVenues -v ./e2e/
@@ -59,9 +60,10 @@ func TestBenchVenueBurstBothVenues(t *testing.T) {
 		t.Logf("%-4s own p50/p95/max %6.2f / %6.2f / %6.2f ms | raw write %5.2f / %5.2f / %5.2f ms | net/http %5.2f / %5.2f / %5.2f ms | connections opened %d (log) / %d (venue) | burst lines %d | burst wall %.0f ms",
 			g.name, g.own[0], g.own[1], g.own[2], g.raw[0], g.raw[1], g.raw[2], g.http[0], g.http[1], g.http[2], g.connsLog, g.connsVenue, g.lines, g.wall)
 	}
-	t.Logf("FIX  library alone p50/p95/max %5.2f / %5.2f / %5.2f ms (QuickFIX/Go handing %d messages to one session, no desk code)", fix.lib[0], fix.lib[1], fix.lib[2], n)
-	t.Logf("summary: FIX p95 %.2f ms = %.1f× raw floor %.2f (target ≤ 2×; QuickFIX/Go alone %.2f ms = %.1f×) | REST p95 %.2f ms = %.1f× net/http %.2f (target ≤ 2×) | FIX p50/max %.2f/%.2f, REST p50/max %.2f/%.2f | connections mid-burst FIX %d/%d, REST %d/%d (target 0)",
-		fix.own[1], fix.own[1]/fix.raw[1], fix.raw[1], fix.lib[1], fix.lib[1]/fix.raw[1], rest.own[1], rest.own[1]/rest.http[1], rest.http[1],
+	t.Logf("FIX  library alone p50/p95/max %5.2f / %5.2f / %5.2f ms (QuickFIX/Go handing %d messages to one session, no desk code) | one commit of %d identity rows %.2f ms",
+		fix.lib[0], fix.lib[1], fix.lib[2], n, n, fix.identity)
+	t.Logf("summary: FIX p95 %.2f ms = %.1f× raw floor %.2f (target ≤ 2×; QuickFIX/Go alone %.2f ms = %.1f×, + one identity commit %.2f ms = %.1f×) | REST p95 %.2f ms = %.1f× net/http %.2f (target ≤ 2×) | FIX p50/max %.2f/%.2f, REST p50/max %.2f/%.2f | connections mid-burst FIX %d/%d, REST %d/%d (target 0)",
+		fix.own[1], fix.own[1]/fix.raw[1], fix.raw[1], fix.lib[1], fix.lib[1]/fix.raw[1], fix.identity, (fix.lib[1]+fix.identity)/fix.raw[1], rest.own[1], rest.own[1]/rest.http[1], rest.http[1],
 		fix.own[0], fix.own[2], rest.own[0], rest.own[2], fix.connsLog, fix.connsVenue, rest.connsLog, rest.connsVenue)
 }
 
@@ -70,6 +72,7 @@ func TestBenchVenueBurstBothVenues(t *testing.T) {
 type gapResult struct {
 	name                 string
 	own, raw, http, lib  [3]float64 // lib: QuickFIX/Go alone (FIX only)
+	identity             float64    // ms, one commit of n identity rows (FIX only)
 	connsLog, connsVenue int64
 	wall                 float64 // the burst line's wall, ms: its first call to its last answer
 	lines                int
@@ -190,8 +193,10 @@ func venueGap(t *testing.T, name string, procs, warmN, n int, latency time.Durat
 	raw := writeFloor(t, n, procs)
 	floor := sendFloor(t, n, procs, latency)
 	var lib []time.Duration
+	var ident time.Duration
 	if name == "FIX" {
 		lib = libraryFloor(t, n, procs)
+		ident = identityFloor(t, d.e.sql, n)
 	}
 	sized()
 	conn0 := connections()
@@ -199,7 +204,7 @@ func venueGap(t *testing.T, name string, procs, warmN, n int, latency time.Durat
 	gap(1.08900)
 	waitClosed(lo, hi, n)
 	line, _ := d.web.waitNth(time.Minute, before, 1, msgIs("venue burst"))
-	g := gapResult{name: name, connsVenue: connections() - conn0, lines: len(d.web.matching(before, msgIs("venue burst")))}
+	g := gapResult{name: name, identity: float64(ident) / 1e6, connsVenue: connections() - conn0, lines: len(d.web.matching(before, msgIs("venue burst")))}
 	for i, key := range []string{"own_p50", "own_p95", "own_max"} {
 		v, ok := line[key].(float64)
 		if !ok {
