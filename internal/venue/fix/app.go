@@ -20,6 +20,7 @@ const (
 	msgPositionReport     = string(enum.MsgType_POSITION_REPORT)
 	msgExecutionReport    = string(enum.MsgType_EXECUTION_REPORT)
 	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
+	msgLogout             = string(enum.MsgType_LOGOUT)
 )
 
 // The Session is its initiator's quickfix.Application.
@@ -47,8 +48,15 @@ func (s *Session) OnLogout(id quickfix.SessionID) {
 // ToAdmin leaves session messages as the library builds them.
 func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
 
-// FromAdmin accepts the venue's session messages.
-func (s *Session) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+// FromAdmin accepts the venue's session messages. A Logout with a reason is logged with it: a
+// venue that refuses the logon says why there ("MsgSeqNum too low, expecting 19 but received 4"),
+// and the library reports it only at debug level.
+func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
+	if t, _ := msg.MsgType(); t == msgLogout {
+		if text, err := msg.Body.GetString(tag.Text); err == nil && text != "" {
+			s.log.Warn("the venue logged the FIX session out", slog.String("session", id.String()), slog.String("text", text))
+		}
+	}
 	return nil
 }
 

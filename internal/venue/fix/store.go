@@ -186,7 +186,9 @@ func (s *sessionStore) handOut(seq int, msg []byte) error {
 	}
 	if seq >= s.reserved {
 		to := seq + s.block
-		if _, err := s.db.Exec("UPDATE `fx_fix_sessions` SET `outgoing_seqnum` = ? WHERE "+sessionKey, append([]any{to}, s.where...)...); err != nil {
+		// Never below what is stored: a process that read the session before another used it
+		// must not move the other's reservation back.
+		if _, err := s.db.Exec("UPDATE `fx_fix_sessions` SET `outgoing_seqnum` = GREATEST(`outgoing_seqnum`, ?) WHERE "+sessionKey, append([]any{to}, s.where...)...); err != nil {
 			return fmt.Errorf("fix: reserve sequence numbers to %d: %w", to, err)
 		}
 		s.reserved = to
@@ -417,14 +419,17 @@ func (s *sessionStore) Close() error {
 }
 
 // persistExact writes the pending bodies and the incoming number, then the exact next outgoing
-// number in place of the reservation.
+// number in place of this store's own reservation — only where the row still holds it: a row
+// another process moved on since (a holder that used the session after this store was opened)
+// keeps its number, which Refresh then reads (the library refreshes at every logon).
 func (s *sessionStore) persistExact() error {
 	if err := s.flush(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.db.Exec("UPDATE `fx_fix_sessions` SET `outgoing_seqnum` = ? WHERE "+sessionKey, append([]any{s.nextSender}, s.where...)...); err != nil {
+	if _, err := s.db.Exec("UPDATE `fx_fix_sessions` SET `outgoing_seqnum` = ? WHERE "+sessionKey+" AND `outgoing_seqnum` = ?",
+		append(append([]any{s.nextSender}, s.where...), s.reserved)...); err != nil {
 		return fmt.Errorf("fix: write the next outgoing sequence number: %w", err)
 	}
 	s.reserved = s.nextSender

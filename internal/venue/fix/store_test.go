@@ -103,6 +103,44 @@ func TestStoreResumesPastEveryNumberSent(t *testing.T) {
 	}
 }
 
+// A process that opened the store before another used the session (a new holder started while
+// the old one still held the session for a moment) logs on with the other's numbers: its
+// Refresh at logon never writes its own stale outgoing number over theirs. Seen in the soak's
+// FIX lane: the new holder's logons were all refused "MsgSeqNum too low", for minutes.
+func TestRefreshNeverMovesAnotherProcesssNumberBack(t *testing.T) {
+	t.Parallel()
+	id := storeSession()
+	first := openStore(t, id, 10, time.Hour)
+	sendN(t, first, 3)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	late := openStore(t, id, 10, time.Hour) // reads out 4, before the other sends again
+	defer late.Close()
+	other := openStore(t, id, 10, time.Hour)
+	sendN(t, other, 15) // 4..18, reserved past them
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // every logon attempt refreshes
+		if err := late.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		if got := late.NextSenderMsgSeqNum(); got != 19 {
+			t.Fatalf("refresh %d: the late store logs on at outgoing %d; the other process sent up to 18", i+1, got)
+		}
+	}
+	sendN(t, late, 2) // 19, 20
+	if err := late.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openStore(t, id, 10, time.Hour)
+	defer r.Close()
+	if got := r.NextSenderMsgSeqNum(); got != 21 {
+		t.Fatalf("resumed at outgoing %d, want 21", got)
+	}
+}
+
 // A burst of messages is written in a few group commits, not one per message, and a resend
 // reads them all back in order.
 func TestStoreGroupCommitsABurst(t *testing.T) {
