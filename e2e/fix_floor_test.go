@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,33 +79,17 @@ func libraryFloor(t *testing.T, n, procs int) []time.Duration {
 		t.Fatal("library floor: the FIX session did not log on")
 	}
 	qty := decimal.NewFromInt(1000)
-	own := make([]time.Duration, n)
-	var t0 time.Time
-	release := make(chan struct{})
-	var ready, wg sync.WaitGroup
-	for i := range n {
-		ready.Add(1)
-		wg.Go(func() {
-			ready.Done()
-			<-release
-			nos := newordersingle.New(field.NewClOrdID(fmt.Sprintf("F%d.c1", i)), field.NewSide(enum.Side_SELL),
-				field.NewTransactTimeWithPrecision(time.Now().UTC(), quickfix.Millis), field.NewOrdType(enum.OrdType_MARKET))
-			nos.SetAccount("floor")
-			nos.SetSymbol("EURUSD")
-			nos.SetOrderQty(qty, 0)
-			nos.SetTimeInForce(enum.TimeInForce_IMMEDIATE_OR_CANCEL)
-			if err := quickfix.SendToTarget(nos.ToMessage(), id); err != nil {
-				t.Error(err)
-			}
-			own[i] = time.Since(t0)
-		})
-	}
-	ready.Wait()
-	t0 = time.Now()
-	close(release)
-	wg.Wait()
-	slices.Sort(own)
-	return own
+	return releaseTogether(n, func(i int) {
+		nos := newordersingle.New(field.NewClOrdID(fmt.Sprintf("F%d.c1", i)), field.NewSide(enum.Side_SELL),
+			field.NewTransactTimeWithPrecision(time.Now().UTC(), quickfix.Millis), field.NewOrdType(enum.OrdType_MARKET))
+		nos.SetAccount("floor")
+		nos.SetSymbol("EURUSD")
+		nos.SetOrderQty(qty, 0)
+		nos.SetTimeInForce(enum.TimeInForce_IMMEDIATE_OR_CANCEL)
+		if err := quickfix.SendToTarget(nos.ToMessage(), id); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // floorApp is both ends of the library floor's session: it accepts everything and keeps nothing.

@@ -408,6 +408,16 @@ func writeFloor(t *testing.T, n, procs int) []time.Duration {
 	}
 	req := []byte("PUT /v3/accounts/floor/trades/1/close HTTP/1.1\r\nHost: " + ln.Addr().String() +
 		"\r\nAuthorization: Bearer floor\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"units\":\"ALL\"}")
+	return releaseTogether(n, func(i int) {
+		if _, err := conns[i].Write(req); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// releaseTogether starts n goroutines, releases them at once and returns the time from the
+// release to each one's return from do(i), sorted.
+func releaseTogether(n int, do func(i int)) []time.Duration {
 	own := make([]time.Duration, n)
 	var t0 time.Time
 	release := make(chan struct{})
@@ -417,9 +427,7 @@ func writeFloor(t *testing.T, n, procs int) []time.Duration {
 		wg.Go(func() {
 			ready.Done()
 			<-release
-			if _, err := conns[i].Write(req); err != nil {
-				t.Error(err)
-			}
+			do(i)
 			own[i] = time.Since(t0)
 		})
 	}
