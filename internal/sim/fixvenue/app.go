@@ -77,6 +77,13 @@ func (s *Server) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.M
 		return err
 	}
 	switch t {
+	case msgOrderStatusRequest, msgMassStatusRequest, msgRequestForPos:
+		if s.book.query(t) {
+			s.log.Info("query ignored (fault)", slog.String("msgType", t))
+			return nil
+		}
+	}
+	switch t {
 	case msgNewOrderSingle:
 		s.newOrder(msg)
 	case msgOrderStatusRequest:

@@ -41,9 +41,13 @@ const (
 	FaultReject = "reject" // the order is rejected with the fault's reason and text
 	FaultHold   = "hold"   // the order executes; its report waits for Release
 	FaultLose   = "lose"   // the order executes; its report is never sent
+	// FaultIgnore counts queries, not orders: the next Count queries (OrderStatusRequest,
+	// OrderMassStatusRequest, RequestForPositions) are received and never answered, as a query
+	// the venue never got (one gap-filled in a resend) looks to the desk.
+	FaultIgnore = "ignore"
 )
 
-// Fault is one injected fault for the next Count orders.
+// Fault is one injected fault for the next Count orders (for FaultIgnore: queries).
 type Fault struct {
 	Kind   string `json:"kind"`
 	Count  int    `json:"count,omitempty"` // default 1
@@ -85,6 +89,8 @@ type book struct {
 	orders  map[string]*Order
 	pos     map[string]*position
 	faults  []Fault
+	ignore  int // queries still to ignore (FaultIgnore)
+	queries Queries
 	held    map[string]func() // by ClOrdID: sends the held report
 	seq     int64
 	timers  map[*time.Timer]struct{}
@@ -121,9 +127,9 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore:
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)
@@ -133,8 +139,46 @@ func (b *book) inject(f Fault) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if f.Kind == FaultIgnore {
+		b.ignore += f.Count
+		return nil
+	}
 	b.faults = append(b.faults, f)
 	return nil
+}
+
+// Queries counts the queries the venue received, by message, and those it ignored (FaultIgnore).
+type Queries struct {
+	OrderStatus int `json:"orderStatus"`
+	MassStatus  int `json:"massStatus"`
+	Positions   int `json:"positions"`
+	Ignored     int `json:"ignored"`
+}
+
+// query counts one query of msgType and answers whether to ignore it (FaultIgnore).
+func (b *book) query(msgType string) (ignore bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch msgType {
+	case msgOrderStatusRequest:
+		b.queries.OrderStatus++
+	case msgMassStatusRequest:
+		b.queries.MassStatus++
+	case msgRequestForPos:
+		b.queries.Positions++
+	}
+	if b.ignore > 0 {
+		b.ignore--
+		b.queries.Ignored++
+		return true
+	}
+	return false
+}
+
+func (b *book) queryCounts() Queries {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queries
 }
 
 // order takes one market order. A ClOrdID seen before executes nothing and answers its status.

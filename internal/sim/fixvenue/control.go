@@ -20,11 +20,13 @@ type State struct {
 	Held      []string   `json:"held"`
 	// Connections is how many TCP connections the desk opened to the venue since it started.
 	Connections int64 `json:"connections"`
+	// Queries counts the desk's queries the venue received since it started, and those it ignored.
+	Queries Queries `json:"queries"`
 }
 
 // State is the venue's state now.
 func (s *Server) State() State {
-	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs()}
+	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs(), Queries: s.book.queryCounts()}
 	if s.proxy != nil {
 		if until, down := s.proxy.down(); down {
 			st.DownUntil = &until
@@ -34,7 +36,7 @@ func (s *Server) State() State {
 	return st
 }
 
-// InjectFault queues f for the next orders.
+// InjectFault queues f for the next orders (FaultIgnore: the next queries).
 func (s *Server) InjectFault(f Fault) error { return s.book.inject(f) }
 
 // Release sends the held report of clOrdID ("": all) and answers how many went out.

@@ -4,7 +4,7 @@
 // OrderStatusRequest by ClOrdID, OrderMassStatusRequest and RequestForPositions, and lets tests
 // and demos inject the faults a real session has through a loopback control API: the session
 // dropped, an order's report held, an order rejected, a position closed venue-side, a report
-// lost after execution.
+// lost after execution, a query never answered.
 //
 // It is the desk's venue when FXDESK_VENUE=fix points the desk's session file at it, and the
 // venue every FIX execution test talks to. Its message store is in memory: a restarted venue is
@@ -35,10 +35,13 @@
 //
 // # Control API (http://CONTROL-ADDR, loopback callers only, JSON)
 //
-//	POST /control/fault   {"kind":"reject|hold|lose","count":1,"reason":2,"text":"…"}
+//	POST /control/fault   {"kind":"reject|hold|lose|ignore","count":1,"reason":2,"text":"…"}
 //	    the next count orders are rejected (OrdRejReason reason, Text text), executed with their
 //	    report held until /control/release, or executed with their report never sent (only an
-//	    OrderStatusRequest or a mass status finds them).
+//	    OrderStatusRequest or a mass status finds them); "ignore" counts queries instead: the
+//	    next count OrderStatusRequests, OrderMassStatusRequests or RequestForPositions are
+//	    received and never answered (a query gap-filled in a resend never reaches the venue; the
+//	    desk asks again).
 //	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
 //	POST /control/drop    {"seconds":2} cuts the TCP connection of the session (the initiator
 //	    reconnects) and, for seconds (absent: none), every reconnect as soon as it is accepted
@@ -48,7 +51,7 @@
 //	GET  /control/state   orders (each with the MsgSeqNums of the NewOrderSingles that carried
 //	    it: a library resend keeps its number), net positions, held reports, whether a session
 //	    is logged on, the end of an outage (downUntil), connections the desk opened since the
-//	    venue started
+//	    venue started, queries received by message and those ignored (queries)
 //
 // It must never be reachable for control from anything but loopback, and never import the
 // desk's FIX adapter: the two meet only on the wire.
