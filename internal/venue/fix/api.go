@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -62,10 +63,16 @@ type answer struct {
 // wait registers a waiter for key's answers; done unregisters it.
 func (s *Session) wait(key string) (<-chan answer, func()) {
 	ch := make(chan answer, 8)
+	return ch, s.waitOn(ch, key)
+}
+
+// waitOn registers ch for key's answers as well (a query asked again under a new request id
+// waits on one channel for the answers to every id); the func unregisters it.
+func (s *Session) waitOn(ch chan answer, key string) func() {
 	s.mu.Lock()
 	s.waiters[key] = append(s.waiters[key], ch)
 	s.mu.Unlock()
-	return ch, func() {
+	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		list := s.waiters[key]
@@ -344,25 +351,30 @@ func cancelReason(reason int, text string) string {
 }
 
 // orderStatus asks the venue for clOrdID's state (OrderStatusRequest) and records the answer:
-// found is false when the venue does not know the order.
+// found is false when the venue does not know the order. It asks again each patience without an
+// answer (query.go), with the same ClOrdID: answers are matched by it, the first one ends the
+// wait, and a later one is journaled like any report (once, by CumQty) and answers nobody.
 func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string) (bool, error) {
 	answers, done := s.wait(clOrdID)
 	defer done()
-	msg := quickfix.NewMessage()
-	msg.Header.SetString(tag.MsgType, msgOrderStatusRequest)
-	msg.Body.SetString(tag.ClOrdID, clOrdID)
-	if symbol != "" {
-		msg.Body.SetString(tag.Symbol, symbol)
-	}
 	if side == "" {
 		side = sideBuy
 	}
-	msg.Body.SetString(tag.Side, side)
-	if err := s.send(msg); err != nil {
+	send := func() error {
+		msg := quickfix.NewMessage()
+		msg.Header.SetString(tag.MsgType, msgOrderStatusRequest)
+		msg.Body.SetString(tag.ClOrdID, clOrdID)
+		if symbol != "" {
+			msg.Body.SetString(tag.Symbol, symbol)
+		}
+		msg.Body.SetString(tag.Side, side)
+		return s.send(msg)
+	}
+	q, err := s.ask("order status", send, slog.String("clOrdId", clOrdID))
+	if err != nil {
 		return false, fmt.Errorf("order status %s: %w", clOrdID, err)
 	}
-	timeout := time.NewTimer(s.cfg.Timeout)
-	defer timeout.Stop()
+	defer q.stop()
 	for {
 		select {
 		case a := <-answers:
@@ -373,8 +385,10 @@ func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string)
 				return false, fmt.Errorf("order status %s: %w", clOrdID, a.err)
 			}
 			return true, nil
-		case <-timeout.C:
-			return false, fmt.Errorf("order status %s: no answer within %s: %w", clOrdID, s.cfg.Timeout, venue.ErrOutcomeUnknown)
+		case <-q.again():
+			q.askAgain(ctx)
+		case <-q.expired():
+			return false, fmt.Errorf("order status %s: %s: %w", clOrdID, q.timedOut(), venue.ErrOutcomeUnknown)
 		case <-ctx.Done():
 			return false, fmt.Errorf("order status %s: %w", clOrdID, ctx.Err())
 		}

@@ -62,7 +62,7 @@ func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickf
 
 // ToApp lets the library resend an order (the same ClOrdID: the venue executes it once) but not a
 // query: a status, mass status or position request answered late would answer nobody, and the
-// desk asks again. No message the desk sends carries a repeating group, so no resend meets the
+// query asks again itself after its patience (query.go). No message the desk sends carries a repeating group, so no resend meets the
 // library's double-checksum defect with repeating groups (QuickFIX/Go v0.9.10).
 func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	dup, err := msg.Header.GetBool(tag.PossDupFlag)

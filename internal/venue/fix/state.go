@@ -241,46 +241,61 @@ func (s *Session) TransactionsSince(ctx context.Context, id int64) ([]venue.Tran
 	return out, last, nil
 }
 
-// positionAnswer collects the answers to one RequestForPositions.
+// positionAnswer collects the answers to one RequestForPositions (one PosReqID).
 type positionAnswer struct {
 	want int // TotalNumPosReports from the ack; -1 until it came
 	got  map[string]decimal.Decimal
-	done chan struct{}
+	// complete receives got once all of it came; the asks of one Positions call share it.
+	complete chan map[string]decimal.Decimal
 }
 
-// Positions asks the venue for its net position per symbol (RequestForPositions).
+// Positions asks the venue for its net position per symbol (RequestForPositions). It asks again
+// each patience without a complete answer (query.go), each time with a new PosReqID (a venue may
+// refuse a request id it saw): the answers are collected per PosReqID, and the first complete
+// collection is the answer, so a late answer to one ask never mixes with another's.
 func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, error) {
-	id := "pos-" + uniqueSuffix()
-	pa := &positionAnswer{want: -1, got: map[string]decimal.Decimal{}, done: make(chan struct{})}
-	s.mu.Lock()
-	s.positions[id] = pa
-	s.mu.Unlock()
+	complete := make(chan map[string]decimal.Decimal, 1)
+	var ids []string
 	defer func() {
 		s.mu.Lock()
-		delete(s.positions, id)
+		for _, id := range ids {
+			delete(s.positions, id)
+		}
 		s.mu.Unlock()
 	}()
-	msg := quickfix.NewMessage()
-	msg.Header.SetString(tag.MsgType, msgRequestForPos)
-	msg.Body.SetString(tag.PosReqID, id)
-	msg.Body.SetInt(tag.PosReqType, 0) // positions
-	msg.Body.SetString(tag.Account, s.cfg.Account)
-	msg.Body.SetInt(tag.AccountType, 1)
-	msg.Body.SetString(tag.ClearingBusinessDate, time.Now().UTC().Format("20060102"))
-	msg.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: time.Now().UTC(), Precision: quickfix.Millis})
-	if err := s.send(msg); err != nil {
+	send := func() error {
+		id := "pos-" + uniqueSuffix()
+		s.mu.Lock()
+		s.positions[id] = &positionAnswer{want: -1, got: map[string]decimal.Decimal{}, complete: complete}
+		s.mu.Unlock()
+		ids = append(ids, id)
+		msg := quickfix.NewMessage()
+		msg.Header.SetString(tag.MsgType, msgRequestForPos)
+		msg.Body.SetString(tag.PosReqID, id)
+		msg.Body.SetInt(tag.PosReqType, 0) // positions
+		msg.Body.SetString(tag.Account, s.cfg.Account)
+		msg.Body.SetInt(tag.AccountType, 1)
+		msg.Body.SetString(tag.ClearingBusinessDate, time.Now().UTC().Format("20060102"))
+		msg.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: time.Now().UTC(), Precision: quickfix.Millis})
+		return s.send(msg)
+	}
+	q, err := s.ask("request for positions", send)
+	if err != nil {
 		return nil, fmt.Errorf("request for positions: %w", err)
 	}
-	select {
-	case <-pa.done:
-	case <-time.After(s.cfg.Timeout):
-		return nil, fmt.Errorf("request for positions: no complete answer within %s: %w", s.cfg.Timeout, venue.ErrOutcomeUnknown)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("request for positions: %w", ctx.Err())
+	defer q.stop()
+	for {
+		select {
+		case got := <-complete:
+			return got, nil
+		case <-q.again():
+			q.askAgain(ctx)
+		case <-q.expired():
+			return nil, fmt.Errorf("request for positions: %s: %w", q.timedOut(), venue.ErrOutcomeUnknown)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("request for positions: %w", ctx.Err())
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps(pa.got), nil
 }
 
 func maps(m map[string]decimal.Decimal) map[string]decimal.Decimal {
@@ -325,12 +340,13 @@ func (s *Session) onPositionReport(id, symbol string, net decimal.Decimal) {
 	}
 }
 
+// check hands the answer on once it is complete (called with s.mu held). Only the first
+// complete answer of a Positions call is taken; the others find its channel full.
 func (pa *positionAnswer) check() {
 	if pa.want >= 0 && len(pa.got) >= pa.want {
 		select {
-		case <-pa.done:
+		case pa.complete <- maps(pa.got):
 		default:
-			close(pa.done)
 		}
 	}
 }
@@ -361,37 +377,51 @@ var _ venue.API = (*Session)(nil)
 
 // MassStatus asks the venue for the status of every order (OrderMassStatusRequest, type 7) and
 // journals each answer as it journals any report; it answers how many orders the venue reported.
-// Venues that offer it let an operator or a new holder catch up at once on reports it lost.
+// Venues that offer it let an operator or a new holder catch up at once on reports it lost. It
+// asks again each patience without the last report (query.go), each time with a new
+// MassStatusReqID: the reports are counted per id, the first id whose last report comes is the
+// answer, and the reports of the others are journaled once like any report (by CumQty).
 func (s *Session) MassStatus(ctx context.Context) (int, error) {
-	id := "mass-" + uniqueSuffix()
-	answers, done := s.wait(id)
-	defer done()
-	msg := quickfix.NewMessage()
-	msg.Header.SetString(tag.MsgType, msgMassStatusRequest)
-	msg.Body.SetString(tag.MassStatusReqID, id)
-	msg.Body.SetInt(tag.MassStatusReqType, 7) // all orders
-	if err := s.send(msg); err != nil {
+	answers := make(chan answer, 8)
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	send := func() error {
+		id := "mass-" + uniqueSuffix()
+		stops = append(stops, s.waitOn(answers, id))
+		msg := quickfix.NewMessage()
+		msg.Header.SetString(tag.MsgType, msgMassStatusRequest)
+		msg.Body.SetString(tag.MassStatusReqID, id)
+		msg.Body.SetInt(tag.MassStatusReqType, 7) // all orders
+		return s.send(msg)
+	}
+	q, err := s.ask("mass status", send)
+	if err != nil {
 		return 0, fmt.Errorf("mass status: %w", err)
 	}
-	timeout := time.NewTimer(s.cfg.Timeout)
-	defer timeout.Stop()
-	n := 0
+	defer q.stop()
+	counts := map[string]int{}
 	for {
 		select {
 		case a := <-answers:
 			if a.err != nil {
-				return n, fmt.Errorf("mass status: %w", a.err)
+				return counts[a.r.MassStatusReqID], fmt.Errorf("mass status: %w", a.err)
 			}
 			if a.r.ClOrdID != "NONE" {
-				n++
+				counts[a.r.MassStatusReqID]++
 			}
 			if a.last {
-				return n, nil
+				return counts[a.r.MassStatusReqID], nil
 			}
-		case <-timeout.C:
-			return n, fmt.Errorf("mass status: the last report did not come within %s: %w", s.cfg.Timeout, venue.ErrOutcomeUnknown)
+		case <-q.again():
+			q.askAgain(ctx)
+		case <-q.expired():
+			return 0, fmt.Errorf("mass status: the last report did not come: %s: %w", q.timedOut(), venue.ErrOutcomeUnknown)
 		case <-ctx.Done():
-			return n, fmt.Errorf("mass status: %w", ctx.Err())
+			return 0, fmt.Errorf("mass status: %w", ctx.Err())
 		}
 	}
 }
