@@ -20,6 +20,8 @@
 // reports are journaled in batches (intake.go). A send whose report does not come is never sent
 // again by the desk: the library resends what the venue asks for (the same ClOrdID, which the
 // venue executes once), and the reconciler resolves the rest with OrderStatusRequest by ClOrdID.
+// Queries (status, mass status, positions) are read-only and are asked again each patience
+// without an answer until their timeout (query.go); orders never are.
 //
 // This package must never write the desk's book (orders, positions, deals): only its own
 // journal and the session's store (store.go). It must never log on unless its caller holds the
