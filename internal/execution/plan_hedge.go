@@ -13,7 +13,8 @@ import (
 // order's ("H<id>"). They are the desk's own risk, not a mirror of a client position, so the
 // plan never closes one (an unexplained one is reported) and never adopts one for a client
 // order; a hedge order whose outcome is unknown is resolved by the lookup by its client id, as a
-// client order is, and never re-sent.
+// client order is, and never re-sent. A reduction (a partial close the hedge book sent, with no
+// client id of its own at the venue) is resolved from its hedge position's trade instead.
 
 // isHedge reports whether a venue client id is a hedge order's.
 func isHedge(clientID string) bool {

@@ -130,7 +130,7 @@ func (b *Book) CheckUnknown(ctx context.Context) error {
 	if len(unknown) == 0 {
 		return b.cfg.Alerts.Resolve(ctx, AlertUnknownOutcome)
 	}
-	msg := fmt.Sprintf("%d hedge order(s) were sent and the venue's answer is unknown: %s. They are never sent again; the execution reconciler resolves each by its client id (adopted into the hedge book, REJECTED, or NOT_SENT past FXDESK_VENUE_NOT_SENT_AFTER).",
+	msg := fmt.Sprintf("%d hedge order(s) were sent and the venue's answer is unknown: %s. They are never sent again; the execution reconciler resolves each by its client id (adopted into the hedge book, REJECTED, or NOT_SENT past FXDESK_VENUE_NOT_SENT_AFTER), a reduction from its hedge trade.",
 		len(unknown), strings.Join(unknown, "; "))
 	return b.cfg.Alerts.Raise(ctx, AlertUnknownOutcome, alert.Warning, msg, map[string]any{"hedgeOrderIds": ids})
 }
