@@ -31,7 +31,9 @@ type dbHedgeOrder struct {
 	ID     int64
 	Status string
 	SentAt time.Time
-	Units  decimal.Decimal // signed, as sent: what its position opened with
+	Units  decimal.Decimal // signed, as sent: what its position opened with, or a reduction closed
+	// Reduces is the hedge position a HEDGE share's reduction closed part of; 0 for an open.
+	Reduces int64
 }
 
 // hedgeOrderOf is the hedge order a venue client id (or a FIX close's ClOrdID) belongs to.
@@ -124,7 +126,8 @@ func checkVenueHedgeBook(s *Snapshot, vs *VenueState) Result {
 
 // venueHedgeFills (FIX): every hedge order the venue filled opened one hedge position of the
 // units filled; every hedge position's order was filled at the venue; every filled close of a
-// hedge trade closed its hedge position at that fill's price.
+// hedge trade closed its hedge position at that fill's price, or was a reduction of it the hedge
+// book recorded FILLED for those units (a HEDGE share following a partial client close).
 func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 	r := Result{Name: "venueHedgeFills"}
 	byOrder := map[int64][]dbHedge{}
@@ -132,8 +135,12 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 		byOrder[h.Order] = append(byOrder[h.Order], h)
 	}
 	sent := map[int64]decimal.Decimal{}
+	reduced := map[int64][]decimal.Decimal{} // hedge position → the units of its FILLED reductions
 	for _, o := range s.HedgeOrders {
 		sent[o.ID] = o.Units
+		if o.Reduces != 0 && o.Status == "FILLED" {
+			reduced[o.Reduces] = append(reduced[o.Reduces], o.Units.Abs())
+		}
 	}
 	opens := map[int64]bool{}
 	n := 0
@@ -150,7 +157,9 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 		}
 		switch {
 		case isClose:
-			if len(hs) != 1 || hs[0].Status != "CLOSED" || !hs[0].ClosePrice.Valid || !hs[0].ClosePrice.Decimal.Equal(o.AvgPx) {
+			closedByIt := len(hs) == 1 && hs[0].Status == "CLOSED" && hs[0].ClosePrice.Valid && hs[0].ClosePrice.Decimal.Equal(o.AvgPx)
+			reducedByIt := len(hs) == 1 && slices.ContainsFunc(reduced[hs[0].ID], o.CumQty.Equal)
+			if !closedByIt && !reducedByIt {
 				r.Add("", "the venue filled hedge close %s at %s; the hedge book holds %d positions of order %d (%+v)", o.ClOrdID, o.AvgPx, len(hs), id, hs)
 			}
 		default:
