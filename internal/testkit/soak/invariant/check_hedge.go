@@ -24,6 +24,9 @@ type dbHedge struct {
 	Status         string
 	ClosePrice     decimal.NullDecimal
 	ClientPosition int64 // 0: none (the hedger's)
+	OpenPrice      decimal.Decimal
+	CloseReason    string // "" while open
+	RealizedPL     decimal.NullDecimal
 }
 
 // dbHedgeOrder is one row of fx_hedge_order.
@@ -124,10 +127,25 @@ func checkVenueHedgeBook(s *Snapshot, vs *VenueState) Result {
 	return r
 }
 
+// closedAtTheVenuesAverage is whether hedge position h, of an order that opened opened units,
+// was closed by the reconciler at the venue's average over every share it closed: the venue had
+// closed a share of the trade itself (the position shrank to what this close of units covered)
+// and the desk never had this close's answer, so the close was booked from the venue's state
+// (reason VENUE), its realised P&L from that average over the order's units (hedge.Book.BookClose).
+func closedAtTheVenuesAverage(h dbHedge, opened, units decimal.Decimal) bool {
+	if h.CloseReason != "VENUE" || !h.RealizedPL.Valid || h.Units.Abs().Equal(opened.Abs()) || !h.Units.Equal(units.Neg()) {
+		return false
+	}
+	pl := h.ClosePrice.Decimal.Sub(h.OpenPrice).Mul(opened)
+	return pl.Sub(h.RealizedPL.Decimal).Abs().LessThanOrEqual(decimal.New(1, -4))
+}
+
 // venueHedgeFills (FIX): every hedge order the venue filled opened one hedge position of the
 // units filled; every hedge position's order was filled at the venue; every filled close of a
-// hedge trade closed its hedge position at that fill's price, or was a reduction of it the hedge
-// book recorded FILLED for those units (a HEDGE share following a partial client close).
+// hedge trade closed its hedge position at that fill's price — or, where the venue had closed a
+// share of it itself and the reconciler booked the close, at the venue's average over every
+// share, consistent with its realised P&L (closedAtTheVenuesAverage) — or was a reduction of it
+// the hedge book recorded FILLED for those units (a HEDGE share following a partial client close).
 func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 	r := Result{Name: "venueHedgeFills"}
 	byOrder := map[int64][]dbHedge{}
@@ -157,7 +175,8 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 		}
 		switch {
 		case isClose:
-			closedByIt := len(hs) == 1 && hs[0].Status == "CLOSED" && hs[0].ClosePrice.Valid && hs[0].ClosePrice.Decimal.Equal(o.AvgPx)
+			closedByIt := len(hs) == 1 && hs[0].Status == "CLOSED" && hs[0].ClosePrice.Valid &&
+				(hs[0].ClosePrice.Decimal.Equal(o.AvgPx) || closedAtTheVenuesAverage(hs[0], sent[id], units))
 			reducedByIt := len(hs) == 1 && slices.ContainsFunc(reduced[hs[0].ID], o.CumQty.Equal)
 			if !closedByIt && !reducedByIt {
 				r.Add("", "the venue filled hedge close %s at %s; the hedge book holds %d positions of order %d (%+v)", o.ClOrdID, o.AvgPx, len(hs), id, hs)

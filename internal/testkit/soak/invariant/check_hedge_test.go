@@ -95,6 +95,35 @@ func TestVenueHedgeFillsCheckFlagsAHedgeFillTheHedgeBookDidNotRecord(t *testing.
 	expect(t, checkVenueFillsBooked(v.s, v.vs), "")
 }
 
+// Hedge order 8's short of 30,000: the venue closed 20,000 of it itself, then H8.c1 bought the
+// last 10,000 at 1.10030 and its answer was lost; the reconciler closed the position at the
+// venue's average over the 30,000, 1.10010, realising (1.10010 − 1.10000) × −30000 = −3.
+func venueShareFixture() *abook {
+	v := fixHedgeFixture()
+	v.s.HedgeOrders = []dbHedgeOrder{{ID: 7, Status: "FILLED", Units: dec("50000")}, {ID: 8, Status: "FILLED", Units: dec("-30000")}}
+	v.vs.Orders[len(v.vs.Orders)-1].Qty, v.vs.Orders[len(v.vs.Orders)-1].CumQty = dec("10000"), dec("10000")
+	h := &v.s.Hedges[1]
+	h.Units, h.OpenPrice, h.ClosePrice, h.CloseReason, h.RealizedPL = dec("-10000"), dec("1.10000"), ndec("1.10010"), "VENUE", ndec("-3")
+	return v
+}
+
+func TestVenueHedgeFillsTakesTheVenuesAverageAfterAShareItClosedItself(t *testing.T) {
+	runCases(t, venueShareFixture, func(v *abook) Result { return checkVenueHedgeFills(v.s, v.vs) }, []checkCase[*abook]{
+		{"the reconciler's close at the venue's average", func(*abook) {}, ""},
+		{"a realised P&L the average does not give", func(v *abook) { v.s.Hedges[1].RealizedPL = ndec("-2") },
+			"the venue filled hedge close H8.c1 at 1.1003"},
+		{"the desk's own close at another price", func(v *abook) { v.s.Hedges[1].CloseReason = "DESK" },
+			"the venue filled hedge close H8.c1 at 1.1003"},
+		{"a close that did not cover what was left", func(v *abook) { v.s.Hedges[1].Units = dec("-15000") },
+			"the venue filled hedge close H8.c1 at 1.1003"},
+		{"no share closed by the venue", func(v *abook) {
+			v.s.Hedges[1].Units = dec("-30000")
+			v.vs.Orders[len(v.vs.Orders)-1].CumQty = dec("30000")
+		},
+			"the venue filled hedge close H8.c1 at 1.1003"},
+	})
+}
+
 func TestVenueNetMatchesCountsTheHedgeBook(t *testing.T) {
 	runCases(t, fixHedgeFixture, func(v *abook) Result { return checkVenueNetMatches(v.s, v.vs) }, []checkCase[*abook]{
 		{"the venue's net without the hedge", func(v *abook) { v.vs.Net["EURUSD"] = dec("10000") },

@@ -210,9 +210,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Rules = append(s.Rules, u)
 			return err
 		}},
-		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0) FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0), `openPrice`, COALESCE(`closeReason`, ''), `realizedPl` FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
 			var h dbHedge
-			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition)
+			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition, &h.OpenPrice, &h.CloseReason, &h.RealizedPL)
 			s.Hedges = append(s.Hedges, h)
 			return err
 		}},
