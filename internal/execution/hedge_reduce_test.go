@@ -153,6 +153,26 @@ func TestHedgeRulesReduceTheShareWithPartialCloses(t *testing.T) {
 	hedgeAt("resolved by the reconciler", 25000)
 	sweep("after the resolution", 0)
 
+	// Two open hedges of one client position (a NOT_SENT open the venue filled after all): a
+	// partial close reduces neither, as sizing them one by one would hedge the share twice.
+	twin, err := testDB.Exec("INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `clientPositionId`, `status`) VALUES ('EURUSD', 100000, 'RULE', ?, 'FILLED')", client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twinOrder, _ := twin.LastInsertId()
+	if _, err := testDB.Exec("INSERT INTO `fx_hedge_position` (`orderId`, `symbol`, `units`, `venueTradeId`, `clientPositionId`, `openPrice`, `openedAt`, `plCurrency`) "+
+		"VALUES (?, 'EURUSD', 100000, 'twin-of-a-test', ?, 1.1002, NOW(3), 'USD')", twinOrder, client); err != nil {
+		t.Fatal(err)
+	}
+	closeLots("0.1") // 0.5 → 0.4 lots: 20,000 units
+	sweep("two open hedges", 0)
+	hedgeAt("two open hedges", 25000)
+	if _, err := testDB.Exec("DELETE FROM `fx_hedge_position` WHERE `orderId` = ?", twinOrder); err != nil {
+		t.Fatal(err)
+	}
+	sweep("one open hedge again", 1)
+	hedgeAt("one open hedge again", 20000)
+
 	// The full close closes the rest.
 	if _, err := e.desk.ClosePosition(ctx, user, client, nil, fx.CloseClient); err != nil {
 		t.Fatal(err)

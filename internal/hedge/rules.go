@@ -152,7 +152,10 @@ type oversized struct {
 
 // reduce brings every open RULE hedge of a partly closed client position down to its share of
 // what is left (ShareUnits, as the open), through a partial close at the venue (Book.Reduce). A
-// hedge is never grown: a share the venue reduced on its own stays as it is.
+// hedge is never grown: a share the venue reduced on its own stays as it is. A client position
+// with two open hedges (a NOT_SENT open the venue filled after all, adopted beside its retry) is
+// left as it is: sized one by one, both would be brought to the whole share; the full close
+// closes both.
 func (r *Rules) reduce(ctx context.Context) (reduced int, err error) {
 	// The SQL narrows the list with the open's rounding; ShareUnits decides.
 	list, err := store.QueryAll(ctx, r.book.cfg.DB, "hedges to reduce", func(sc store.Scanner) (oversized, error) {
@@ -162,7 +165,9 @@ func (r *Rules) reduce(ctx context.Context) (reduced int, err error) {
 	}, "SELECT h.`id`, h.`units`, p.`id`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`hedgePercent` FROM `fx_position` p "+
 		"JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` JOIN `fx_hedge_position` h ON h.`clientPositionId` = p.`id` AND h.`status` = 'OPEN' "+
 		"WHERE p.`status` = 'OPEN' AND p.`hedgePercent` IS NOT NULL AND ABS(h.`units`) > ROUND(p.`volume` * i.`contractSize` * p.`hedgePercent` / 100, 0) "+
-		"AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` o WHERE o.`clientPositionId` = p.`id` AND o.`status` = 'SENDING') ORDER BY p.`id` LIMIT ?", sweepBatch)
+		"AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` o WHERE o.`clientPositionId` = p.`id` AND o.`status` = 'SENDING') "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_hedge_position` h2 WHERE h2.`clientPositionId` = p.`id` AND h2.`status` = 'OPEN' AND h2.`id` <> h.`id`) "+
+		"ORDER BY p.`id` LIMIT ?", sweepBatch)
 	if err != nil {
 		return 0, err
 	}
