@@ -24,12 +24,13 @@ type hedgeRow struct {
 	TradeID             sql.NullString
 }
 
-// hedgeOf reads the hedge order (the newest) of client position id and its hedge position.
+// hedgeOf reads the hedge order (the newest open, not a reduction) of client position id and
+// its hedge position.
 func (e *deskEnv) hedgeOf(clientPosition int64) (hedgeRow, bool) {
 	var h hedgeRow
 	var pid sql.NullInt64
 	err := e.sql.QueryRow("SELECT o.`id`, o.`status`, p.`id`, p.`status`, p.`units`, p.`venueTradeId` FROM `fx_hedge_order` o "+
-		"LEFT JOIN `fx_hedge_position` p ON p.`orderId` = o.`id` WHERE o.`clientPositionId` = ? ORDER BY o.`id` DESC LIMIT 1", clientPosition).
+		"LEFT JOIN `fx_hedge_position` p ON p.`orderId` = o.`id` WHERE o.`clientPositionId` = ? AND o.`reducesPositionId` IS NULL ORDER BY o.`id` DESC LIMIT 1", clientPosition).
 		Scan(&h.OrderID, &h.OrderStatus, &pid, &h.Status, &h.Units, &h.TradeID)
 	if err == sql.ErrNoRows {
 		return h, false
@@ -70,8 +71,9 @@ func (s venueState) openTaggedUnits(symbol string) decimal.Decimal {
 
 // HEDGE 50%: the client's 2-lot buy is booked on the desk (INTERNAL, the rule's id on the
 // order) and answered; then the holder opens 1 lot — 100,000 units — at the venue in the hedge
-// book, linked to the client position. Closing the client's position closes the hedge: the
-// venue holds nothing for the desk afterwards.
+// book, linked to the client position. The client closing 1 lot reduces the hedge to half of
+// what is left — 50,000 units — by a partial close of its venue trade, once; closing the rest
+// closes the hedge: the venue holds nothing for the desk afterwards.
 func TestHedgeRuleOpensAndClosesItsShareAtTheVenue(t *testing.T) {
 	t.Parallel()
 	d := newABookDesk(t)
@@ -147,6 +149,27 @@ func TestHedgeRuleOpensAndClosesItsShareAtTheVenue(t *testing.T) {
 		ps[0].VenueTradeID != h.TradeID.String || len(hb.HedgeBook.Sending) != 0 || hb.HedgeBook.Net["EURUSD"] != "100000" {
 		t.Fatalf("GET /hedge-book = %+v", hb.HedgeBook)
 	}
+
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{"volume":"1.00"}`, http.StatusOK, nil)
+	d.web.waitLog(15*time.Second, func(l logLine) bool {
+		return l.msg() == "hedge position reduced" && l["hedge_position_id"] == float64(h.PositionID)
+	})
+	h, _ = d.e.hedgeOf(o.Position.ID)
+	st = d.venue.state()
+	if tr, _ := st.trade(h.TradeID.String); h.Status.String != "OPEN" || !h.Units.Decimal.Equal(dec("50000")) || tr.State != "OPEN" || !tr.CurrentUnits.Equal(dec("50000")) ||
+		!st.openTaggedUnits("EURUSD").Equal(dec("50000")) {
+		t.Fatalf("after closing 1 of 2 lots: hedge %+v, venue trade %+v, open tagged EURUSD units %s; want the hedge and the venue at 50000", h, tr, st.openTaggedUnits("EURUSD"))
+	}
+	// Deciding again (a reconcile, more sweeps) reduces nothing twice.
+	d.web.reconciledAgain(15 * time.Second)
+	var reductions int
+	if err := d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_hedge_order` WHERE `reducesPositionId` = ? AND `status` = 'FILLED'", h.PositionID).Scan(&reductions); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := d.venue.state().trade(h.TradeID.String); reductions != 1 || !tr.CurrentUnits.Equal(dec("50000")) {
+		t.Fatalf("after a reconcile: %d reductions, venue trade %+v; want one, at 50000", reductions, tr)
+	}
+	d.wantEveryTaggedTradeBooked()
 
 	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{}`, http.StatusOK, nil)
 	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge closed with its client position", func() bool {
@@ -230,8 +253,9 @@ func TestHolderKilledAfterHedgeFillAdoptsItIntoTheHedgeBook(t *testing.T) {
 	d.checkLedgerBalanced(acct)
 }
 
-// Over FIX 4.4 (docs/fix.md): the HEDGE share goes out with ClOrdID H<id> and its close as
-// H<id>.c1; the venue's net follows the hedge book and is flat once the client closed.
+// Over FIX 4.4 (docs/fix.md): the HEDGE share goes out with ClOrdID H<id>, its reduction when the
+// client closes 1 of 2 lots as H<id>.c1 and its close as H<id>.c2; the venue's net follows the
+// hedge book and is flat once the client closed.
 func TestFIXHedgeRuleOpensAndClosesItsShare(t *testing.T) {
 	t.Parallel()
 	d := newFIXDesk(t)
@@ -263,14 +287,24 @@ func TestFIXHedgeRuleOpensAndClosesItsShare(t *testing.T) {
 		t.Fatalf("hedge position on trade %s, the journal's trade of %s is %s", h.TradeID.String, cid, d.tradeOf(cid))
 	}
 
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{"volume":"1.00"}`, http.StatusOK, nil)
+	d.web.waitLog(15*time.Second, func(l logLine) bool {
+		return l.msg() == "hedge position reduced" && l["hedge_position_id"] == float64(h.PositionID)
+	})
+	h, _ = d.e.hedgeOf(o.Position.ID)
+	st = d.venue.state()
+	if vo := st.ordersOf(cid + ".c1"); len(vo) != 1 || !vo[0].CumQty.Equal(dec("50000")) || !h.Units.Decimal.Equal(dec("-50000")) || !st.net("EURUSD").Equal(dec("-50000")) {
+		t.Fatalf("after closing 1 of 2 lots: venue orders of %s.c1 %+v, net %s, hedge %+v; want one buy of 50000 and the hedge at -50000", cid, vo, st.net("EURUSD"), h)
+	}
+
 	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", o.Position.ID), `{}`, http.StatusOK, nil)
 	eventually(t, 15*time.Second, 20*time.Millisecond, "the hedge closed with its client position", func() bool {
 		h, _ = d.e.hedgeOf(o.Position.ID)
 		return h.Status.String == "CLOSED"
 	})
 	st = d.venue.state()
-	if vo := st.ordersOf(cid + ".c1"); len(vo) != 1 || !st.net("EURUSD").IsZero() {
-		t.Fatalf("after the close: venue orders of %s.c1 %+v, net %s; want one close and a flat venue", cid, vo, st.net("EURUSD"))
+	if vo := st.ordersOf(cid + ".c2"); len(vo) != 1 || !vo[0].CumQty.Equal(dec("50000")) || !st.net("EURUSD").IsZero() {
+		t.Fatalf("after the close: venue orders of %s.c2 %+v, net %s; want one close of 50000 and a flat venue", cid, vo, st.net("EURUSD"))
 	}
 	d.checkLedgerBalanced(acct)
 }

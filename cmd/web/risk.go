@@ -29,8 +29,9 @@ const balanceRefresh = 30 * time.Second
 // follower there is never an engine: then changes go nowhere.
 type riskRelay struct {
 	engine atomic.Pointer[risk.Engine]
-	// hedge, on the holder of a desk with a venue, opens and closes HEDGE n% shares: a position
-	// opened or closed asks it for a sweep (off the committer's path: Kick never blocks).
+	// hedge, on the holder of a desk with a venue, opens, reduces and closes HEDGE n% shares: a
+	// position opened, reduced or closed asks it for a sweep (off the committer's path: Kick
+	// never blocks).
 	hedge atomic.Pointer[hedge.Rules]
 	// hedger, on the same holder, keeps net exposure inside its limits: every position opened,
 	// reduced or closed wakes it (Notify never blocks either).
@@ -43,7 +44,7 @@ func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
 	}
 	if h := r.hedge.Load(); h != nil {
 		for _, c := range changes {
-			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionClosed {
+			if c.Kind == risk.PositionOpened || c.Kind == risk.PositionReduced || c.Kind == risk.PositionClosed {
 				h.Kick()
 				break
 			}

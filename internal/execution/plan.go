@@ -65,6 +65,10 @@ type HedgeOrder struct {
 	TradeID      string
 	// LastVenueTx is the venue transaction that closed its hedge position; 0 when none.
 	LastVenueTx int64
+	// Reduces is the hedge position a reduction (a partial close the hedge book sent) closes
+	// part of; 0 for an open. Leave is the signed units that position holds once it filled.
+	Reduces int64
+	Leave   decimal.Decimal
 }
 
 // DeskState is what the desk's database says about its venue business.
@@ -162,6 +166,11 @@ const (
 	// venue's own close allocated to it): its units become the trade's (Units, signed), its
 	// realised P&L the venue's average close price (Price) over what was closed.
 	BookHedgePartial ActionKind = "hedge_book_partial"
+	// ResolveHedgeReduce ends a SENDING reduction (OrderID) whose hedge position's trade holds
+	// no more than the reduction leaves, or whose hedge position is closed: the position booked
+	// down to the trade's units (Units, signed) at the venue's average close price (Price), as
+	// BookHedgePartial books it, and the order FILLED, in one booking.
+	ResolveHedgeReduce ActionKind = "hedge_resolve_reduce"
 	// ReportHedge reports an open trade carrying a hedge client id that the hedge book does not
 	// explain (another desk's, or a repair by hand); it is never touched.
 	ReportHedge ActionKind = "hedge_report"
@@ -171,7 +180,7 @@ const (
 // order's and a hedge position's.
 func (k ActionKind) Hedge() bool {
 	switch k {
-	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, BookHedgePartial, ReportHedge:
+	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, BookHedgePartial, ResolveHedgeReduce, ReportHedge:
 		return true
 	}
 	return false

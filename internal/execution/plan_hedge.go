@@ -13,7 +13,8 @@ import (
 // order's ("H<id>"). They are the desk's own risk, not a mirror of a client position, so the
 // plan never closes one (an unexplained one is reported) and never adopts one for a client
 // order; a hedge order whose outcome is unknown is resolved by the lookup by its client id, as a
-// client order is, and never re-sent.
+// client order is, and never re-sent. A reduction (a partial close the hedge book sent, with no
+// client id of its own at the venue) is resolved from its hedge position's trade instead.
 
 // isHedge reports whether a venue client id is a hedge order's.
 func isHedge(clientID string) bool {
@@ -59,6 +60,12 @@ func (p *planner) sendingHedgeOrders(now time.Time, cfg Config) {
 	}
 	for _, clientID := range slices.Sorted(maps.Keys(p.d.HedgeOrders)) {
 		o := p.d.HedgeOrders[clientID]
+		if o.Reduces != 0 {
+			if o.Status == hedge.StatusSending {
+				p.sendingReduction(o, now, cfg)
+			}
+			continue
+		}
 		if o.Status != hedge.StatusSending || carried[clientID] || p.adoptedOrders[clientID] {
 			continue
 		}
@@ -104,17 +111,66 @@ func (p *planner) sendingHedgeWithTrade(o HedgeOrder, t venue.Trade) {
 	}
 }
 
+// sendingReduction resolves a SENDING reduction (a partial close the hedge book sent, which
+// carries no client id at the venue) from its hedge position's trade: closed in the hedge book,
+// or reduced at the venue to what it leaves or less: FILLED, the position booked down with it;
+// still larger past the threshold: NOT_SENT, and the next HEDGE sweep decides again. A trade
+// the venue closed is booked by hedgePositions first; the order is resolved the cycle after.
+func (p *planner) sendingReduction(o HedgeOrder, now time.Time, cfg Config) {
+	i := slices.IndexFunc(p.d.HedgePositions, func(h HedgePosition) bool { return h.PositionID == o.Reduces })
+	if i < 0 {
+		p.add(Action{Kind: ResolveHedgeReduce, OrderID: o.OrderID, PositionID: o.Reduces, Symbol: o.Symbol,
+			Reason: "the hedge position it reduces is closed"})
+		return
+	}
+	pos := p.d.HedgePositions[i]
+	j := slices.IndexFunc(p.v.OpenTrades, func(t venue.Trade) bool { return t.ID == pos.TradeID })
+	if j < 0 {
+		return
+	}
+	t := p.v.OpenTrades[j]
+	if t.CurrentUnits.Sign() == pos.Units.Sign() && t.CurrentUnits.Abs().LessThanOrEqual(o.Leave.Abs()) {
+		if detail, ok := p.v.Trades[t.ID]; ok {
+			t = detail
+		}
+		units := t.CurrentUnits
+		a := Action{Kind: ResolveHedgeReduce, OrderID: o.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: o.Symbol, Units: &units,
+			Reason: "the venue reduced the hedge trade as the reduction asked"}
+		if units.Abs().LessThan(pos.Units.Abs()) {
+			price, tx, ok := closeOf(t)
+			if !ok {
+				return
+			}
+			a.Price, a.TransactionID = price, tx
+		}
+		p.add(a)
+		return
+	}
+	if now.Sub(o.SentAt) >= cfg.NotSentAfter {
+		p.add(Action{Kind: MarkHedgeNotSent, OrderID: o.OrderID, PositionID: pos.PositionID, Symbol: o.Symbol,
+			Reason: "the hedge trade still holds more than the reduction leaves past the threshold; it is not re-sent"})
+	}
+}
+
 // hedgePositions closes, at the venue's price, every hedge position whose venue trade the
-// venue closed. A trade the venue only reduced is left to the hedge monitor's view (the hedge
-// book does not book partial closes).
+// venue closed, and books the share of one the venue reduced on its own (a reduction of the
+// hedge book's own in flight books it, sendingReduction).
 func (p *planner) hedgePositions() {
 	open := make(map[string]venue.Trade, len(p.v.OpenTrades))
 	for _, t := range p.v.OpenTrades {
 		open[t.ID] = t
 	}
+	reducing := map[int64]bool{}
+	for _, o := range p.d.HedgeOrders {
+		if o.Reduces != 0 && o.Status == hedge.StatusSending {
+			reducing[o.Reduces] = true
+		}
+	}
 	for _, pos := range p.d.HedgePositions {
 		if t, ok := open[pos.TradeID]; ok {
-			p.hedgeReduced(pos, t)
+			if !reducing[pos.PositionID] {
+				p.hedgeReduced(pos, t)
+			}
 			continue
 		}
 		t, ok := p.v.Trades[pos.TradeID]
@@ -135,8 +191,9 @@ func (p *planner) hedgePositions() {
 }
 
 // hedgeReduced books the share of an open hedge trade the venue closed itself: a netting venue
-// allocates its own close to the desk's trades, hedge trades among them. The desk closes a hedge
-// position only whole, so a trade smaller than its position was reduced by the venue.
+// allocates its own close to the desk's trades, hedge trades among them. The desk books its own
+// reductions with their fill, or resolves them (sendingReduction), so a trade smaller than its
+// position with no reduction in flight was reduced by the venue.
 func (p *planner) hedgeReduced(pos HedgePosition, t venue.Trade) {
 	if t.Tag != venue.Tag || t.CurrentUnits.Sign() != pos.Units.Sign() || !t.CurrentUnits.Abs().LessThan(pos.Units.Abs()) {
 		return

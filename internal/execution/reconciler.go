@@ -326,7 +326,7 @@ func (r *Reconciler) do(ctx context.Context, a Action, v VenueState) error {
 			return err
 		}
 		log.InfoContext(ctx, "booked a partial close the venue made and nobody booked", slog.Int64("position_id", a.PositionID), slog.String("volume", vol.String()))
-	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, BookHedgePartial, ReportHedge:
+	case AdoptHedge, AdoptHedgeClosed, MarkHedgeNotSent, MarkHedgeRejected, CloseHedgeSide, BookHedgePartial, ResolveHedgeReduce, ReportHedge:
 		return r.doHedge(ctx, a, log)
 	case AlertUntagged:
 		units := ""

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/alert"
 	"fxdesk/internal/hedge"
 	"fxdesk/internal/venue"
@@ -38,9 +40,11 @@ func (r *Reconciler) gatherHedge(ctx context.Context, v *VenueState, d *DeskStat
 	for _, o := range orders {
 		cid := hedge.ClientID(o.OrderID)
 		d.HedgeOrders[cid] = HedgeOrder{OrderID: o.OrderID, ClientID: cid, Symbol: o.Symbol, Units: o.Units, Status: o.Status, SentAt: o.SentAt,
-			PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID, LastVenueTx: o.LastVenueTx}
+			PositionID: o.PositionID, PositionOpen: o.PositionOpen, TradeID: o.TradeID, LastVenueTx: o.LastVenueTx, Reduces: o.Reduces, Leave: o.Leave}
 		switch {
-		case r.cfg.Hedge.Busy(o.OrderID, 0):
+		case r.cfg.Hedge.Busy(o.OrderID, 0), o.Reduces != 0:
+			// A reduction is resolved from its hedge position's trade, read above; the venue
+			// knows no client id of it.
 			continue
 		case carried[cid]:
 			if o.PositionID != 0 || (o.Status != hedge.StatusSending && o.Status != hedge.StatusNotSent) {
@@ -121,6 +125,16 @@ func (r *Reconciler) doHedge(ctx context.Context, a Action, log *slog.Logger) er
 		}
 		log.InfoContext(ctx, "booked the share of a hedge trade the venue closed itself", slog.Int64("hedge_position_id", a.PositionID),
 			slog.String("units_left", a.Units.String()), slog.String("average_close_price", a.Price.String()))
+	case ResolveHedgeReduce:
+		units := decimal.Zero
+		if a.Units != nil {
+			units = *a.Units
+		}
+		if err := h.ResolveReduce(ctx, a.OrderID, units, a.Price, a.TransactionID); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "resolved a hedge reduction from its venue trade; not re-sent", slog.Int64("hedge_order_id", a.OrderID),
+			slog.Int64("hedge_position_id", a.PositionID), slog.String("units_left", units.String()))
 	case ReportHedge:
 		units := ""
 		if a.Units != nil {

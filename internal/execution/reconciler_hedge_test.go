@@ -235,7 +235,7 @@ func TestHedgeNotSentAndClosedAtVenue(t *testing.T) {
 
 // HEDGE n% rules on the real desk and venue simulator: a routed buy is booked on the desk and
 // its share opened by a sweep, once (a second sweep sends nothing); a share the venue refuses is
-// REJECTED and not tried again; the client's close closes its hedge at the next sweep.
+// REJECTED and opened by the next sweep; the client's close closes its hedge at the next sweep.
 func TestHedgeRulesSweep(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -272,7 +272,7 @@ func TestHedgeRulesSweep(t *testing.T) {
 		return res
 	}
 	first := sell("1.5")
-	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 1 {
+	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 1 {
 		t.Fatalf("sweep: opened %d, %v", opened, err)
 	}
 	var hid int64
@@ -284,7 +284,7 @@ func TestHedgeRulesSweep(t *testing.T) {
 	if !units.Equal(decimal.NewFromInt(-45000)) || len(e.trades(hedge.ClientID(hid))) != 1 {
 		t.Fatalf("hedge order %d: %s units, venue trades %+v", hid, units, e.trades(hedge.ClientID(hid)))
 	}
-	if opened, closed, err := rules.Sweep(ctx); err != nil || opened != 0 || closed != 0 || e.sim.State().OrderRequests[hedge.ClientID(hid)] != 1 {
+	if opened, reduced, closed, err := rules.Sweep(ctx); err != nil || opened != 0 || reduced != 0 || closed != 0 || e.sim.State().OrderRequests[hedge.ClientID(hid)] != 1 {
 		t.Fatalf("second sweep: opened %d closed %d (%v); the hedge must not be sent again", opened, closed, err)
 	}
 
@@ -292,21 +292,24 @@ func TestHedgeRulesSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := sell("1")
-	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
+	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
 		t.Fatalf("sweep with the venue cancelling: opened %d, %v", opened, err)
 	}
 	var rejected int64
 	if err := testDB.QueryRow("SELECT `id` FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` = 'REJECTED' AND `reason` = 'INSUFFICIENT_MARGIN'", second.Position.ID).Scan(&rejected); err != nil {
 		t.Fatalf("the refused share is not REJECTED: %v", err)
 	}
-	if opened, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
-		t.Fatalf("a REJECTED share was tried again: opened %d, %v", opened, err)
+	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 1 {
+		t.Fatalf("the REJECTED share was not tried again: opened %d, %v", opened, err)
+	}
+	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
+		t.Fatalf("the retried share was opened twice: opened %d, %v", opened, err)
 	}
 
 	if _, err := e.desk.ClosePosition(ctx, user, first.Position.ID, nil, fx.CloseClient); err != nil {
 		t.Fatal(err)
 	}
-	if _, closed, err := rules.Sweep(ctx); err != nil || closed != 1 {
+	if _, _, closed, err := rules.Sweep(ctx); err != nil || closed != 1 {
 		t.Fatalf("sweep after the client's close: closed %d, %v", closed, err)
 	}
 	if tr := e.trades(hedge.ClientID(hid)); len(tr) != 1 || tr[0].State != venue.TradeClosed {
@@ -314,6 +317,9 @@ func TestHedgeRulesSweep(t *testing.T) {
 	}
 	if _, err := e.desk.ClosePosition(ctx, user, second.Position.ID, nil, fx.CloseClient); err != nil {
 		t.Fatal(err)
+	}
+	if _, _, closed, err := rules.Sweep(ctx); err != nil || closed != 1 {
+		t.Fatalf("sweep after the second client's close: closed %d, %v", closed, err)
 	}
 }
 

@@ -676,10 +676,13 @@ type Order struct {
 	Units    decimal.Decimal `json:"units"` // signed venue units
 	Why      WhyKind         `json:"why"`
 	// ClientPositionID is the client position a RULE hedge shadows; 0 for the hedger's.
-	ClientPositionID int64     `json:"clientPositionId,omitempty"`
-	Status           string    `json:"status"`
-	Reason           string    `json:"reason,omitempty"`
-	SentAt           time.Time `json:"sentAt"`
+	ClientPositionID int64 `json:"clientPositionId,omitempty"`
+	// ReducesPositionID is the hedge position a RULE share's reduction closes part of (Units
+	// closes, opposite to it); 0 for an open.
+	ReducesPositionID int64     `json:"reducesPositionId,omitempty"`
+	Status            string    `json:"status"`
+	Reason            string    `json:"reason,omitempty"`
+	SentAt            time.Time `json:"sentAt"`
 }
 
 // maxList bounds the lists the dealer reads.
@@ -690,10 +693,10 @@ const maxList = 500
 func (b *Book) SendingOrders(ctx context.Context) ([]Order, error) {
 	return store.QueryAll(ctx, b.cfg.DB, "hedge orders sending", func(sc store.Scanner) (Order, error) {
 		var o Order
-		var client sql.NullInt64
+		var client, reduces sql.NullInt64
 		var reason sql.NullString
-		err := sc.Scan(&o.ID, &o.Symbol, &o.Units, &o.Why, &client, &o.Status, &reason, &o.SentAt)
-		o.ClientID, o.ClientPositionID, o.Reason, o.SentAt = ClientID(o.ID), client.Int64, reason.String, o.SentAt.UTC()
+		err := sc.Scan(&o.ID, &o.Symbol, &o.Units, &o.Why, &client, &reduces, &o.Status, &reason, &o.SentAt)
+		o.ClientID, o.ClientPositionID, o.ReducesPositionID, o.Reason, o.SentAt = ClientID(o.ID), client.Int64, reduces.Int64, reason.String, o.SentAt.UTC()
 		return o, err
-	}, "SELECT `id`, `symbol`, `units`, `why`, `clientPositionId`, `status`, `reason`, `sentAt` FROM `fx_hedge_order` WHERE `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
+	}, "SELECT `id`, `symbol`, `units`, `why`, `clientPositionId`, `reducesPositionId`, `status`, `reason`, `sentAt` FROM `fx_hedge_order` WHERE `status` = 'SENDING' ORDER BY `id` LIMIT ?", maxList)
 }

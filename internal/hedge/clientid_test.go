@@ -29,7 +29,8 @@ func TestOrderOfClientID(t *testing.T) {
 	}
 }
 
-// Intent: a HEDGE share is n% of the position in whole venue units, on the client's side.
+// Intent: a HEDGE share is n% of the position in whole venue units, on the client's side; the
+// same rounding sizes the share of what is left after each partial close (Rules.reduce).
 func TestShareUnits(t *testing.T) {
 	t.Parallel()
 	d := decimal.RequireFromString
@@ -45,6 +46,10 @@ func TestShareUnits(t *testing.T) {
 		{"0.01", "100", 33, fx.Buy, "0"},   // 0.33 units: nothing to hedge
 		{"0.03", "100", 50, fx.Sell, "-2"}, // 1.5 units rounds half away from zero
 		{"1.2345", "100000", 100, fx.Buy, "123450"},
+		{"1", "100000", 50, fx.Buy, "50000"},   // 2 lots, 1 closed
+		{"0.5", "100000", 50, fx.Buy, "25000"}, // then 0.5 more
+		{"0.33", "100", 30, fx.Buy, "10"},      // 9.9 units left to hedge
+		{"0.31", "100", 30, fx.Sell, "-9"},     // 9.3
 	} {
 		if got := ShareUnits(d(tc.volume), d(tc.size), tc.percent, tc.side); !got.Equal(d(tc.want)) {
 			t.Errorf("ShareUnits(%s lots × %s, %d%%, %s) = %s, want %s", tc.volume, tc.size, tc.percent, tc.side, got, tc.want)

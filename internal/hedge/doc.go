@@ -9,8 +9,9 @@
 // execution reconciler through the client id), or send anything off the lease holder (every send
 // passes the gate, gate.VenueSend, and the identity row is written under the lease's fence).
 //
-// Book is the API: Open, Close and Net for the hedger and for the HEDGE n% rules, and the reads
-// and bookings the reconciler and the hedge monitor use. Rules drives HEDGE n% from durable
-// state on the holder: client positions routed HEDGE without their hedge, and hedges whose client
-// position closed.
+// Book is the API: Open, Close and Net for the hedger and for the HEDGE n% rules, Reduce for the
+// rules, and the reads and bookings the reconciler and the hedge monitor use. Rules drives
+// HEDGE n% from durable state on the holder: client positions routed HEDGE without their hedge,
+// hedges larger than their share of what is left of a partly closed client position, and hedges
+// whose client position closed.
 package hedge

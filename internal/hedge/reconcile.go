@@ -35,6 +35,10 @@ type LinkedOrder struct {
 	TradeID      string // that position's venue trade
 	// LastVenueTx is the venue transaction that closed its position; 0 when none.
 	LastVenueTx int64
+	// Reduces is the hedge position a reduction closes part of (Book.Reduce); 0 for an open.
+	// Leave is the signed units that position holds once the reduction filled.
+	Reduces int64
+	Leave   decimal.Decimal
 }
 
 // State reads the hedge book for the reconciler in one snapshot: open hedge positions, hedge
@@ -62,12 +66,14 @@ func (b *Book) State(ctx context.Context, extraOrderIDs []int64) ([]LinkedPositi
 	}
 	orders, err := store.QueryAll(ctx, tx, "hedge book: orders", func(sc store.Scanner) (LinkedOrder, error) {
 		var o LinkedOrder
-		var posID, last sql.NullInt64
+		var posID, last, reduces sql.NullInt64
 		var posStatus, trade sql.NullString
-		err := sc.Scan(&o.OrderID, &o.Symbol, &o.Units, &o.Status, &o.SentAt, &posID, &posStatus, &trade, &last)
+		var leave decimal.NullDecimal
+		err := sc.Scan(&o.OrderID, &o.Symbol, &o.Units, &o.Status, &o.SentAt, &posID, &posStatus, &trade, &last, &reduces, &leave)
 		o.PositionID, o.PositionOpen, o.TradeID, o.LastVenueTx = posID.Int64, posStatus.String == PositionOpen, trade.String, last.Int64
+		o.Reduces, o.Leave = reduces.Int64, leave.Decimal
 		return o, err
-	}, "SELECT o.`id`, o.`symbol`, o.`units`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId`, p.`closeTransactionId` "+
+	}, "SELECT o.`id`, o.`symbol`, o.`units`, o.`status`, o.`sentAt`, p.`id`, p.`status`, p.`venueTradeId`, p.`closeTransactionId`, o.`reducesPositionId`, o.`leaveUnits` "+
 		"FROM `fx_hedge_order` o LEFT JOIN `fx_hedge_position` p ON p.`orderId` = o.`id` WHERE "+where+" ORDER BY o.`id`", args...)
 	if err != nil {
 		return nil, nil, err
@@ -124,7 +130,7 @@ func (b *Book) CheckUnknown(ctx context.Context) error {
 	if len(unknown) == 0 {
 		return b.cfg.Alerts.Resolve(ctx, AlertUnknownOutcome)
 	}
-	msg := fmt.Sprintf("%d hedge order(s) were sent and the venue's answer is unknown: %s. They are never sent again; the execution reconciler resolves each by its client id (adopted into the hedge book, REJECTED, or NOT_SENT past FXDESK_VENUE_NOT_SENT_AFTER).",
+	msg := fmt.Sprintf("%d hedge order(s) were sent and the venue's answer is unknown: %s. They are never sent again; the execution reconciler resolves each by its client id (adopted into the hedge book, REJECTED, or NOT_SENT past FXDESK_VENUE_NOT_SENT_AFTER), a reduction from its hedge trade.",
 		len(unknown), strings.Join(unknown, "; "))
 	return b.cfg.Alerts.Raise(ctx, AlertUnknownOutcome, alert.Warning, msg, map[string]any{"hedgeOrderIds": ids})
 }

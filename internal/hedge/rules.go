@@ -16,15 +16,18 @@ import (
 
 // Rules carries out HEDGE n% routing (docs/routing.md, «Hedge book») on the lease holder, off
 // the trader's path: the trader's order is booked on the desk and answered; then Rules opens n%
-// of the position at the venue in the hedge book, and closes that hedge once the client position
-// is closed. It works from durable state alone — open client positions a HEDGE order opened
-// (fx_position.hedgePercent, indexed with the status) that have no hedge order SENDING, FILLED or
-// REJECTED; open hedge positions whose client position is closed — so a holder that takes over
-// finishes what the previous one left. A sweep costs the open HEDGE positions, not the book.
+// of the position at the venue in the hedge book, reduces that hedge to n% of what is left when
+// the client closes part of the position, and closes it once the client position is closed. It
+// works from durable state alone — open client positions a HEDGE order opened
+// (fx_position.hedgePercent, indexed with the status) that have no hedge order SENDING or
+// FILLED; open hedges larger than their share of what is left of their client position; open
+// hedges whose client position is closed — so a holder that takes over finishes what the
+// previous one left. A sweep costs the open HEDGE positions, not the book.
 //
-// A hedge order the venue REJECTED is not tried again for that client position (the dealer
-// sees it in fx_hedge_order); one that was NOT_SENT (the venue unreachable, the gate) is.
-// A partial close of the client position leaves its hedge as it is; the full close closes it.
+// Nothing is decided for a client position while a hedge order of it is SENDING: its outcome is
+// unknown until the reconciler resolves it, and it is never sent again. A hedge order the venue
+// REJECTED or that was NOT_SENT (the venue unreachable, the gate) is decided again by the next
+// sweep.
 type Rules struct {
 	book  *Book
 	every time.Duration
@@ -62,7 +65,7 @@ func (r *Rules) Run(ctx context.Context) error {
 	t := time.NewTicker(r.every)
 	defer t.Stop()
 	for {
-		if _, _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, gate.ErrNotHolder) {
+		if _, _, _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, gate.ErrNotHolder) {
 			r.log.WarnContext(ctx, "hedge rules sweep failed; the next one starts from state again", slog.Any("err", err))
 		}
 		select {
@@ -84,9 +87,10 @@ type due struct {
 	percent      int64
 }
 
-// Sweep opens the hedges that are due and closes those whose client position closed; it
-// returns how many of each it did. It stops at the first send the gate drops.
-func (r *Rules) Sweep(ctx context.Context) (opened, closed int, err error) {
+// Sweep opens the hedges that are due, reduces those larger than their share of what is left of
+// their client position, and closes those whose client position closed; it returns how many of
+// each it did. It stops at the first send the gate drops.
+func (r *Rules) Sweep(ctx context.Context) (opened, reduced, closed int, err error) {
 	list, err := store.QueryAll(ctx, r.book.cfg.DB, "hedges due", func(sc store.Scanner) (due, error) {
 		var d due
 		err := sc.Scan(&d.positionID, &d.symbol, &d.side, &d.volume, &d.contractSize, &d.percent)
@@ -94,9 +98,9 @@ func (r *Rules) Sweep(ctx context.Context) (opened, closed int, err error) {
 	}, "SELECT p.`id`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`hedgePercent` FROM `fx_position` p "+
 		"JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
 		"WHERE p.`status` = 'OPEN' AND p.`hedgePercent` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` h "+
-		"WHERE h.`clientPositionId` = p.`id` AND h.`status` IN ('SENDING', 'FILLED', 'REJECTED')) ORDER BY p.`id` LIMIT ?", sweepBatch)
+		"WHERE h.`clientPositionId` = p.`id` AND h.`status` IN ('SENDING', 'FILLED')) ORDER BY p.`id` LIMIT ?", sweepBatch)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	for _, d := range list {
 		units := ShareUnits(d.volume, d.contractSize, d.percent, d.side)
@@ -108,18 +112,22 @@ func (r *Rules) Sweep(ctx context.Context) (opened, closed int, err error) {
 		case err == nil:
 			opened++
 		case errors.Is(err, gate.ErrNotHolder):
-			return opened, closed, err
+			return opened, reduced, closed, err
 		case errors.Is(err, ErrAlreadyHedged):
 		default:
 			r.log.WarnContext(ctx, "HEDGE rule's share not opened", slog.Int64("client_position_id", d.positionID), slog.String("symbol", d.symbol),
 				slog.String("units", units.String()), slog.Any("err", err))
 		}
 	}
+	if reduced, err = r.reduce(ctx); err != nil {
+		return opened, reduced, closed, err
+	}
 	ids, err := store.QueryAll(ctx, r.book.cfg.DB, "hedges to close", store.ScanInt64,
 		"SELECT h.`id` FROM `fx_hedge_position` h JOIN `fx_position` p ON p.`id` = h.`clientPositionId` "+
-			"WHERE h.`status` = 'OPEN' AND p.`status` = 'CLOSED' ORDER BY h.`id` LIMIT ?", sweepBatch)
+			"WHERE h.`status` = 'OPEN' AND p.`status` = 'CLOSED' AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` o "+
+			"WHERE o.`clientPositionId` = p.`id` AND o.`status` = 'SENDING') ORDER BY h.`id` LIMIT ?", sweepBatch)
 	if err != nil {
-		return opened, closed, err
+		return opened, reduced, closed, err
 	}
 	for _, id := range ids {
 		err := r.book.Close(ctx, id)
@@ -127,12 +135,64 @@ func (r *Rules) Sweep(ctx context.Context) (opened, closed int, err error) {
 		case err == nil:
 			closed++
 		case errors.Is(err, gate.ErrNotHolder):
-			return opened, closed, err
+			return opened, reduced, closed, err
 		default:
 			r.log.WarnContext(ctx, "hedge of a closed client position not closed; tried again next sweep", slog.Int64("hedge_position_id", id), slog.Any("err", err))
 		}
 	}
-	return opened, closed, nil
+	return opened, reduced, closed, nil
+}
+
+// oversized is an open RULE hedge larger than its share of what is left of its client position.
+type oversized struct {
+	hedgeID int64
+	units   decimal.Decimal // the hedge position's, signed
+	due
+}
+
+// reduce brings every open RULE hedge of a partly closed client position down to its share of
+// what is left (ShareUnits, as the open), through a partial close at the venue (Book.Reduce). A
+// hedge is never grown: a share the venue reduced on its own stays as it is. A client position
+// with two open hedges (a NOT_SENT open the venue filled after all, adopted beside its retry) is
+// left as it is: sized one by one, both would be brought to the whole share; the full close
+// closes both.
+func (r *Rules) reduce(ctx context.Context) (reduced int, err error) {
+	// The SQL narrows the list with the open's rounding; ShareUnits decides.
+	list, err := store.QueryAll(ctx, r.book.cfg.DB, "hedges to reduce", func(sc store.Scanner) (oversized, error) {
+		var o oversized
+		err := sc.Scan(&o.hedgeID, &o.units, &o.positionID, &o.symbol, &o.side, &o.volume, &o.contractSize, &o.percent)
+		return o, err
+	}, "SELECT h.`id`, h.`units`, p.`id`, p.`symbol`, p.`side`, p.`volume`, i.`contractSize`, p.`hedgePercent` FROM `fx_position` p "+
+		"JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` JOIN `fx_hedge_position` h ON h.`clientPositionId` = p.`id` AND h.`status` = 'OPEN' "+
+		"WHERE p.`status` = 'OPEN' AND p.`hedgePercent` IS NOT NULL AND ABS(h.`units`) > ROUND(p.`volume` * i.`contractSize` * p.`hedgePercent` / 100, 0) "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_hedge_order` o WHERE o.`clientPositionId` = p.`id` AND o.`status` = 'SENDING') "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_hedge_position` h2 WHERE h2.`clientPositionId` = p.`id` AND h2.`status` = 'OPEN' AND h2.`id` <> h.`id`) "+
+		"ORDER BY p.`id` LIMIT ?", sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range list {
+		leave := ShareUnits(o.volume, o.contractSize, o.percent, o.side)
+		if !leave.Abs().LessThan(o.units.Abs()) {
+			continue
+		}
+		if leave.IsZero() {
+			err = r.book.Close(ctx, o.hedgeID)
+		} else {
+			err = r.book.Reduce(ctx, o.hedgeID, o.units, leave)
+		}
+		switch {
+		case err == nil:
+			reduced++
+		case errors.Is(err, gate.ErrNotHolder):
+			return reduced, err
+		case errors.Is(err, ErrReduceNotDue):
+		default:
+			r.log.WarnContext(ctx, "HEDGE rule's share not reduced; decided again next sweep", slog.Int64("client_position_id", o.positionID),
+				slog.Int64("hedge_position_id", o.hedgeID), slog.String("units", o.units.String()), slog.String("leave_units", leave.String()), slog.Any("err", err))
+		}
+	}
+	return reduced, nil
 }
 
 // ShareUnits is percent of a client position of volume lots on side, as signed venue units

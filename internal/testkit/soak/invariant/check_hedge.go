@@ -34,7 +34,9 @@ type dbHedgeOrder struct {
 	ID     int64
 	Status string
 	SentAt time.Time
-	Units  decimal.Decimal // signed, as sent: what its position opened with
+	Units  decimal.Decimal // signed, as sent: what its position opened with, or a reduction closed
+	// Reduces is the hedge position a HEDGE share's reduction closed part of; 0 for an open.
+	Reduces int64
 }
 
 // hedgeOrderOf is the hedge order a venue client id (or a FIX close's ClOrdID) belongs to.
@@ -142,7 +144,8 @@ func closedAtTheVenuesAverage(h dbHedge, opened, units decimal.Decimal) bool {
 // units filled; every hedge position's order was filled at the venue; every filled close of a
 // hedge trade closed its hedge position at that fill's price — or, where the venue had closed a
 // share of it itself and the reconciler booked the close, at the venue's average over every
-// share, consistent with its realised P&L (closedAtTheVenuesAverage).
+// share, consistent with its realised P&L (closedAtTheVenuesAverage) — or was a reduction of it
+// the hedge book recorded FILLED for those units (a HEDGE share following a partial client close).
 func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 	r := Result{Name: "venueHedgeFills"}
 	byOrder := map[int64][]dbHedge{}
@@ -150,8 +153,12 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 		byOrder[h.Order] = append(byOrder[h.Order], h)
 	}
 	sent := map[int64]decimal.Decimal{}
+	reduced := map[int64][]decimal.Decimal{} // hedge position → the units of its FILLED reductions
 	for _, o := range s.HedgeOrders {
 		sent[o.ID] = o.Units
+		if o.Reduces != 0 && o.Status == "FILLED" {
+			reduced[o.Reduces] = append(reduced[o.Reduces], o.Units.Abs())
+		}
 	}
 	opens := map[int64]bool{}
 	n := 0
@@ -168,8 +175,10 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 		}
 		switch {
 		case isClose:
-			if len(hs) != 1 || hs[0].Status != "CLOSED" || !hs[0].ClosePrice.Valid ||
-				(!hs[0].ClosePrice.Decimal.Equal(o.AvgPx) && !closedAtTheVenuesAverage(hs[0], sent[id], units)) {
+			closedByIt := len(hs) == 1 && hs[0].Status == "CLOSED" && hs[0].ClosePrice.Valid &&
+				(hs[0].ClosePrice.Decimal.Equal(o.AvgPx) || closedAtTheVenuesAverage(hs[0], sent[id], units))
+			reducedByIt := len(hs) == 1 && slices.ContainsFunc(reduced[hs[0].ID], o.CumQty.Equal)
+			if !closedByIt && !reducedByIt {
 				r.Add("", "the venue filled hedge close %s at %s; the hedge book holds %d positions of order %d (%+v)", o.ClOrdID, o.AvgPx, len(hs), id, hs)
 			}
 		default:

@@ -80,8 +80,18 @@ func TestVenueHedgeFillsCheckFlagsAHedgeFillTheHedgeBookDidNotRecord(t *testing.
 			"the venue filled hedge close H8.c1 at 1.1003"},
 		{"a hedge position the venue never filled", func(v *abook) { v.s.Hedges[0].Order = 9 },
 			"hedge position 70 (EURUSD 50000 units, OPEN) is of order 9, which the venue never filled"},
+		{"a partial close of a hedge trade the hedge book did not record", func(v *abook) {
+			v.vs.Orders = append(v.vs.Orders, VenueOrder{ClOrdID: "H7.c1", Symbol: "EURUSD", Side: "SELL", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.10000")})
+			v.s.HedgeOrders = append(v.s.HedgeOrders, dbHedgeOrder{ID: 9, Status: "FILLED", SentAt: at(7), Units: dec("-10000"), Reduces: 70})
+		}, "the venue filled hedge close H7.c1 at 1.1"},
 	})
+	// A HEDGE share's reduction: the venue's partial close of H7's trade is the FILLED reduction
+	// of its hedge position for those units.
 	v := fixHedgeFixture()
+	v.vs.Orders = append(v.vs.Orders, VenueOrder{ClOrdID: "H7.c1", Symbol: "EURUSD", Side: "SELL", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.10000")})
+	v.s.HedgeOrders = append(v.s.HedgeOrders, dbHedgeOrder{ID: 9, Status: "FILLED", SentAt: at(7), Units: dec("-20000"), Reduces: 70})
+	expect(t, checkVenueHedgeFills(v.s, v.vs), "")
+	v = fixHedgeFixture()
 	expect(t, checkVenueFillsBooked(v.s, v.vs), "")
 }
 
