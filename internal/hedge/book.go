@@ -557,16 +557,11 @@ func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.De
 			return fmt.Errorf("book hedge partial %d: %w", id, err)
 		}
 		defer tx.Rollback()
-		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
-			"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
-			"WHERE p.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
-			left, price, left, id, left, left)
+		n, err := bookDown(ctx, tx, id, left, price)
 		if err != nil {
 			return fmt.Errorf("book hedge partial %d: %w", id, err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("book hedge partial %d: %w", id, err)
-		} else if n == 0 {
+		if n == 0 {
 			return fmt.Errorf("hedge position %d: %w", id, ErrAlreadyBooked)
 		}
 		if err := b.advanceCursor(ctx, tx, txID); err != nil {
@@ -574,6 +569,20 @@ func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.De
 		}
 		return tx.Commit()
 	})
+}
+
+// bookDown sets open hedge position id to left (signed) units, when it holds more on the same
+// side, with its realised P&L worked out again from its order's initial units at price, the
+// venue's average over every share closed of the trade; it answers the rows changed (0 or 1).
+func bookDown(ctx context.Context, tx *sql.Tx, id int64, left, price decimal.Decimal) (int64, error) {
+	res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
+		"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
+		"WHERE p.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
+		left, price, left, id, left, left)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func nullIfZero(n int64) any {

@@ -184,18 +184,18 @@ func (b *Book) ResolveReduce(ctx context.Context, id int64, left, price decimal.
 			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
 		}
 		defer tx.Rollback()
-		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `reason` = 'resolved from the venue trade' "+
-			"WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL", id)
+		var position int64
+		err = tx.QueryRowContext(ctx, "SELECT `reducesPositionId` FROM `fx_hedge_order` WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL FOR UPDATE", id).Scan(&position)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `reason` = 'resolved from the venue trade' WHERE `id` = ?", id); err != nil {
+			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` r ON r.`reducesPositionId` = p.`id` JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
-			"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
-			"WHERE r.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
-			left, price, left, id, left, left); err != nil {
+		if _, err := bookDown(ctx, tx, position, left, price); err != nil {
 			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
 		}
 		if err := b.advanceCursor(ctx, tx, txID); err != nil {
