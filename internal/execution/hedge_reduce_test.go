@@ -10,7 +10,6 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/hedge"
-	"fxdesk/internal/routing"
 	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
@@ -24,30 +23,9 @@ import (
 func TestHedgeRulesReduceTheShareWithPartialCloses(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	b := e.hedgeBook()
-	rules, err := hedge.NewRules(b, time.Hour, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const user = 7302
-	group := "hedge-reduce"
-	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", group); err != nil {
-		t.Fatal(err)
-	}
-	pct := 50
-	if _, err := e.admin.CreateRoutingRule(asAdmin(ctx), group, routing.Rule{Action: routing.Hedge, HedgePercent: &pct}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.desk.Accounts().Open(ctx, user, "USD", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := e.desk.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(100000), "seed"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
-		t.Fatal(err)
-	}
+	const pct = 50
+	b, rules, a := e.hedgeRulesAccount(t, user, "hedge-reduce", pct)
 	res, err := e.desk.PlaceOrder(ctx, user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.NewFromInt(2)})
 	if err != nil || res.Position == nil {
 		t.Fatalf("buy: %+v %v", res, err)

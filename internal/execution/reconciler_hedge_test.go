@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/execution"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/hedge"
@@ -239,30 +240,9 @@ func TestHedgeNotSentAndClosedAtVenue(t *testing.T) {
 func TestHedgeRulesSweep(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	b := e.hedgeBook()
-	rules, err := hedge.NewRules(b, time.Hour, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const user = 7301
-	group := "hedge-rules"
-	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", group); err != nil {
-		t.Fatal(err)
-	}
-	pct := 30
-	if _, err := e.admin.CreateRoutingRule(asAdmin(ctx), group, routing.Rule{Action: routing.Hedge, HedgePercent: &pct}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.desk.Accounts().Open(ctx, user, "USD", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := e.desk.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(100000), "seed"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
-		t.Fatal(err)
-	}
+	const pct = 30
+	_, rules, a := e.hedgeRulesAccount(t, user, "hedge-rules", pct)
 	sell := func(lots string) trading.OrderResult {
 		t.Helper()
 		res, err := e.desk.PlaceOrder(ctx, user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString(lots)})
@@ -368,4 +348,33 @@ func TestHedgeTradeReducedAtTheVenueIsBookedAsItsShare(t *testing.T) {
 	if closed.Status != hedge.PositionClosed || closed.RealizedPL == nil || !closed.RealizedPL.Equal(decimal.NewFromInt(-10)) {
 		t.Fatalf("closed hedge position = %+v; want realised -10.00", closed)
 	}
+}
+
+// hedgeRulesAccount is the HEDGE tests' setup: the hedge book and its rules on e, account group
+// group with one rule HEDGE pct%, and a funded USD account of user in it.
+func (e *env) hedgeRulesAccount(t *testing.T, user int64, group string, pct int) (*hedge.Book, *hedge.Rules, book.Account) {
+	t.Helper()
+	ctx := context.Background()
+	b := e.hedgeBook()
+	rules, err := hedge.NewRules(b, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testDB.Exec("INSERT IGNORE INTO `fx_account_group` (`name`) VALUES (?)", group); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.CreateRoutingRule(asAdmin(ctx), group, routing.Rule{Action: routing.Hedge, HedgePercent: &pct}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.desk.Accounts().Open(ctx, user, "USD", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.desk.Accounts().Deposit(asAdmin(ctx), a.ID, decimal.NewFromInt(100000), "seed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testDB.Exec("UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	return b, rules, a
 }
