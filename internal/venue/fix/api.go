@@ -57,7 +57,6 @@ type answer struct {
 	r      report
 	execID int64
 	err    error
-	last   bool // the last report of a mass status
 }
 
 // wait registers a waiter for key's answers; done unregisters it.

@@ -241,7 +241,7 @@ func (s *Session) answerReport(r report, res reportResult) {
 	}
 	if r.ClOrdID == "NONE" { // a mass status with no orders answers with one empty report
 		if r.MassStatusReqID != "" {
-			s.deliver(r.MassStatusReqID, answer{r: r, last: r.LastRptRequested})
+			s.countMass(r.MassStatusReqID, false, r.LastRptRequested, nil)
 		}
 		return
 	}
@@ -251,7 +251,6 @@ func (s *Session) answerReport(r report, res reportResult) {
 	a := answer{r: r, execID: res.applied.execID, err: res.err}
 	s.deliver(r.ClOrdID, a)
 	if r.MassStatusReqID != "" {
-		a.last = r.LastRptRequested
-		s.deliver(r.MassStatusReqID, a)
+		s.countMass(r.MassStatusReqID, true, r.LastRptRequested, res.err)
 	}
 }

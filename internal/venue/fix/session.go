@@ -71,8 +71,10 @@ type Session struct {
 	running  bool
 	// waiters are the sends and queries waiting for the venue, by ClOrdID or request id.
 	waiters map[string][]chan answer
-	// positions collects the answers to a position request, by PosReqID.
+	// positions collects the answers to a position request, by PosReqID; mass counts the
+	// reports answering a mass status request, by MassStatusReqID.
 	positions map[string]*positionAnswer
+	mass      map[string]*massCount
 
 	// burst summarises a burst of orders in one "venue burst" line once none is in flight;
 	// logons counts the connections the session opened (a burst should open none).
@@ -157,7 +159,7 @@ func New(cfg Config) (*Session, error) {
 	}
 	j := &journal{db: cfg.DB}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
-		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, resend: make(chan struct{}, 1)}
+		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1)}
 	s.intake = newIntake(s)
 	return s, nil
 }

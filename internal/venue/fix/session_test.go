@@ -495,6 +495,23 @@ func TestMassStatusJournalsEveryOrderOnce(t *testing.T) {
 	}
 }
 
+// A mass status counts every order the venue reports, however many come in one batch of the
+// intake: its answers are counted, not queued where a full queue would drop the last report.
+func TestMassStatusCountsEveryReportOfABigBook(t *testing.T) {
+	r := newRig(t, 5*time.Second)
+	ctx := context.Background()
+	const n = 60
+	for range n {
+		if _, err := r.session.PlaceMarket(ctx, venue.MarketOrder{ClientID: orderID(), Symbol: "EURUSD", Units: dd("1000")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := r.session.MassStatus(ctx)
+	if err != nil || got != n {
+		t.Fatalf("mass status: %d orders, %v; want %d", got, err, n)
+	}
+}
+
 // A report the journal could not record keeps the store's incoming number at it: the session
 // reconnects and the venue resends it. A venue-side close has no other way back (the desk cannot ask about a
 // ClOrdID it never knew), so losing it would leave the venue's net and the desk's apart.

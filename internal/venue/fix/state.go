@@ -375,6 +375,42 @@ func (x Sender) CloseTrade(ctx context.Context, tradeID string, units *decimal.D
 
 var _ venue.API = (*Session)(nil)
 
+// massCount counts the reports answering one OrderMassStatusRequest (one MassStatusReqID):
+// counted under the session's lock as the intake answers them, never queued, so a book of any
+// size is counted whole.
+type massCount struct {
+	n      int
+	err    error
+	closed bool
+	// finished receives the id once its last report came (or one could not be recorded); the
+	// asks of one MassStatus call share it.
+	finished chan string
+}
+
+// countMass adds one report (counted: an order's, not the empty "NONE" one) to mass status id's
+// count; last or a report the journal could not record ends it.
+func (s *Session) countMass(id string, counted, last bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mass[id]
+	if m == nil || m.closed {
+		return
+	}
+	if counted {
+		m.n++
+	}
+	if err != nil {
+		m.err = err
+	}
+	if last || err != nil {
+		m.closed = true
+		select {
+		case m.finished <- id:
+		default: // an earlier ask's already ended the call
+		}
+	}
+}
+
 // MassStatus asks the venue for the status of every order (OrderMassStatusRequest, type 7) and
 // journals each answer as it journals any report; it answers how many orders the venue reported.
 // Venues that offer it let an operator or a new holder catch up at once on reports it lost. It
@@ -382,16 +418,21 @@ var _ venue.API = (*Session)(nil)
 // MassStatusReqID: the reports are counted per id, the first id whose last report comes is the
 // answer, and the reports of the others are journaled once like any report (by CumQty).
 func (s *Session) MassStatus(ctx context.Context) (int, error) {
-	answers := make(chan answer, 8)
-	var stops []func()
+	finished := make(chan string, 1)
+	var ids []string
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		s.mu.Lock()
+		for _, id := range ids {
+			delete(s.mass, id)
 		}
+		s.mu.Unlock()
 	}()
 	send := func() error {
 		id := "mass-" + uniqueSuffix()
-		stops = append(stops, s.waitOn(answers, id))
+		s.mu.Lock()
+		s.mass[id] = &massCount{finished: finished}
+		s.mu.Unlock()
+		ids = append(ids, id)
 		msg := quickfix.NewMessage()
 		msg.Header.SetString(tag.MsgType, msgMassStatusRequest)
 		msg.Body.SetString(tag.MassStatusReqID, id)
@@ -403,19 +444,16 @@ func (s *Session) MassStatus(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("mass status: %w", err)
 	}
 	defer q.stop()
-	counts := map[string]int{}
 	for {
 		select {
-		case a := <-answers:
-			if a.err != nil {
-				return counts[a.r.MassStatusReqID], fmt.Errorf("mass status: %w", a.err)
+		case id := <-finished:
+			s.mu.Lock()
+			m := s.mass[id]
+			s.mu.Unlock()
+			if m.err != nil {
+				return m.n, fmt.Errorf("mass status: %w", m.err)
 			}
-			if a.r.ClOrdID != "NONE" {
-				counts[a.r.MassStatusReqID]++
-			}
-			if a.last {
-				return counts[a.r.MassStatusReqID], nil
-			}
+			return m.n, nil
 		case <-q.again():
 			q.askAgain(ctx)
 		case <-q.expired():
