@@ -7,7 +7,6 @@ import (
 	"net"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +31,7 @@ func libraryFloor(t *testing.T, n, procs int) []time.Duration {
 	if procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	_, port, _ := net.SplitHostPort(freeLoopback(t))
 	session := func(sender, target string, set map[string]string) *quickfix.Settings {
 		s := quickfix.NewSettings()
 		for k, v := range set {
