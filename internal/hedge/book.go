@@ -409,6 +409,31 @@ func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price 
 	return p, err
 }
 
+// errUnchanged, from a booking's fn, rolls the booking back and answers nil: there was nothing to
+// book.
+var errUnchanged = errors.New("nothing to book")
+
+// booking runs fn and advances the venue cursor to txID in one transaction, run again whole when
+// the server rolled it back (store.RetryRolledBack); what names it in the errors it wraps.
+func (b *Book) booking(ctx context.Context, what string, txID int64, fn func(tx *sql.Tx) error) error {
+	return store.RetryRolledBack(ctx, func() error {
+		tx, err := b.cfg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		defer tx.Rollback()
+		if err := fn(tx); errors.Is(err, errUnchanged) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := b.advanceCursor(ctx, tx, txID); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return tx.Commit()
+	})
+}
+
 // advanceCursor stores, with the booking, that venue transaction txID is applied.
 func (b *Book) advanceCursor(ctx context.Context, tx *sql.Tx, txID int64) error {
 	if txID <= 0 || b.cfg.Venue == nil {
@@ -515,12 +540,8 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 	if closedAt.IsZero() {
 		closedAt = time.Now()
 	}
-	return store.RetryRolledBack(ctx, func() error {
-		tx, err := b.cfg.DB.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("book hedge close %d: %w", id, err)
-		}
-		defer tx.Rollback()
+	what := fmt.Sprintf("book hedge close %d", id)
+	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		// The desk's own close prices what is left at its fill, beside what the venue closed
 		// before (BookPartial); the venue's close comes with its average over every share it
 		// closed, so it prices the trade's initial units.
@@ -532,17 +553,14 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 			"p.`closedAt` = ?, p.`closeReason` = ?, p.`closeTransactionId` = ?, p.`realizedPl` = "+pl+" WHERE p.`id` = ? AND p.`status` = 'OPEN'",
 			price, closedAt.UTC(), reason, nullIfZero(txID), price, id)
 		if err != nil {
-			return fmt.Errorf("book hedge close %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("book hedge close %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		} else if n == 0 {
 			return fmt.Errorf("hedge position %d: %w", id, ErrAlreadyBooked)
 		}
-		if err := b.advanceCursor(ctx, tx, txID); err != nil {
-			return fmt.Errorf("book hedge close %d: %w", id, err)
-		}
-		return tx.Commit()
+		return nil
 	})
 }
 
@@ -551,23 +569,16 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 // closed, txID its last closing transaction. The realised P&L is worked out again from the
 // order's initial units, so a second booking of the same state changes nothing.
 func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.Decimal, txID int64) error {
-	return store.RetryRolledBack(ctx, func() error {
-		tx, err := b.cfg.DB.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("book hedge partial %d: %w", id, err)
-		}
-		defer tx.Rollback()
+	what := fmt.Sprintf("book hedge partial %d", id)
+	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		n, err := bookDown(ctx, tx, id, left, price)
 		if err != nil {
-			return fmt.Errorf("book hedge partial %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n == 0 {
 			return fmt.Errorf("hedge position %d: %w", id, ErrAlreadyBooked)
 		}
-		if err := b.advanceCursor(ctx, tx, txID); err != nil {
-			return fmt.Errorf("book hedge partial %d: %w", id, err)
-		}
-		return tx.Commit()
+		return nil
 	})
 }
 

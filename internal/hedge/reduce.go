@@ -134,39 +134,32 @@ func (b *Book) Reduce(ctx context.Context, positionID int64, from, leave decimal
 // before, and the venue cursor. It ends a send this process made, so it is not fenced, as
 // BookClose is not.
 func (b *Book) bookReduce(ctx context.Context, id int64, price decimal.Decimal, txID int64) error {
-	return store.RetryRolledBack(ctx, func() error {
-		tx, err := b.cfg.DB.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
-		}
-		defer tx.Rollback()
+	what := fmt.Sprintf("book hedge reduction %d", id)
+	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		var positionID int64
 		var leave decimal.Decimal
-		err = tx.QueryRowContext(ctx, "SELECT `reducesPositionId`, `leaveUnits` FROM `fx_hedge_order` WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL FOR UPDATE", id).
+		err := tx.QueryRowContext(ctx, "SELECT `reducesPositionId`, `leaveUnits` FROM `fx_hedge_order` WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL FOR UPDATE", id).
 			Scan(&positionID, &leave)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("hedge reduction %d: %w", id, ErrAlreadyBooked)
 		} else if err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		// Single-table statements: a multi-table UPDATE does not promise its assignments' order.
 		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` SET `realizedPl` = COALESCE(`realizedPl`, 0) + ROUND((? - `openPrice`) * (`units` - ?), 4), `units` = ? "+
 			"WHERE `id` = ? AND `status` = 'OPEN' AND ABS(?) < ABS(`units`)", price, leave, leave, positionID, leave)
 		if err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		} else if n == 0 {
 			return fmt.Errorf("hedge position %d is not open above %s units: %w", positionID, leave, ErrAlreadyBooked)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `fillPrice` = ? WHERE `id` = ?", price, id); err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := b.advanceCursor(ctx, tx, txID); err != nil {
-			return fmt.Errorf("book hedge reduction %d: %w", id, err)
-		}
-		return tx.Commit()
+		return nil
 	})
 }
 
@@ -178,29 +171,22 @@ func (b *Book) bookReduce(ctx context.Context, id int64, price decimal.Decimal, 
 // open any more (the venue closed the trade, booked by CloseHedgeSide) only ends the order.
 // It changes nothing when the order has moved on.
 func (b *Book) ResolveReduce(ctx context.Context, id int64, left, price decimal.Decimal, txID int64) error {
-	return store.RetryRolledBack(ctx, func() error {
-		tx, err := b.cfg.DB.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
-		}
-		defer tx.Rollback()
+	what := fmt.Sprintf("resolve hedge reduction %d", id)
+	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		var position int64
-		err = tx.QueryRowContext(ctx, "SELECT `reducesPositionId` FROM `fx_hedge_order` WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL FOR UPDATE", id).Scan(&position)
+		err := tx.QueryRowContext(ctx, "SELECT `reducesPositionId` FROM `fx_hedge_order` WHERE `id` = ? AND `status` = 'SENDING' AND `reducesPositionId` IS NOT NULL FOR UPDATE", id).Scan(&position)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+			return errUnchanged
 		}
 		if err != nil {
-			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `reason` = 'resolved from the venue trade' WHERE `id` = ?", id); err != nil {
-			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if _, err := bookDown(ctx, tx, position, left, price); err != nil {
-			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := b.advanceCursor(ctx, tx, txID); err != nil {
-			return fmt.Errorf("resolve hedge reduction %d: %w", id, err)
-		}
-		return tx.Commit()
+		return nil
 	})
 }
