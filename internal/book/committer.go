@@ -44,7 +44,8 @@ type Write interface {
 	// Apply runs the write's rules against the batch's locked rows, as if it were alone on
 	// them but after every write before it in the batch, and adds its statements to the batch.
 	// An error refuses this write alone: it adds nothing. Apply sets every result field anew,
-	// so a retried batch applies it again from scratch.
+	// so a retried batch — after a deadlock, or planned again because a rule asked for
+	// exposures it did not read (Rows.OpenExposures) — applies it again from scratch.
 	Apply(r *Rows) error
 	// Committed builds the answer once the batch Committed, from the ids the batch read back,
 	// and returns the changes to report to the risk engine.
@@ -254,13 +255,22 @@ func (c *Committer) run(ws []Write) {
 	defer cancel()
 	var r *Rows
 	attempts := 0
+	var exposures []int64 // accounts whose exposures a rule asked for (Rows.OpenExposures)
 	err := store.RetryRolledBack(ctx, func() error {
 		if attempts++; attempts > 1 {
 			c.retried.Add(1)
 		}
-		var err error
-		r, err = c.attempt(ctx, live)
-		return err
+		for {
+			var err error
+			r, err = c.attempt(ctx, live, exposures)
+			var more unreadExposures
+			if !errors.As(err, &more) {
+				return err
+			}
+			// Each pass reads at least one more account than the last, so this ends within
+			// as many passes as the batch has accounts.
+			exposures = append(exposures, more...)
+		}
 	})
 	if err != nil {
 		c.known.forget(live)
@@ -352,10 +362,20 @@ func fenceCause(err error) error {
 	return err
 }
 
-// attempt runs ws as one transaction: lock, apply, write, fence, COMMIT. It returns the batch's
-// rows when the transaction committed or had nothing to write, and the statement error otherwise
-// (nothing committed).
-func (c *Committer) attempt(ctx context.Context, ws []Write) (*Rows, error) {
+// unreadExposures ends an attempt whose rules asked for the open exposures of accounts the batch
+// did not read (Rows.OpenExposures): it was rolled back with nothing written, and runs again
+// with them read.
+type unreadExposures []int64
+
+func (e unreadExposures) Error() string {
+	return fmt.Sprintf("desk batch: the exposures of accounts %v are needed: planned again", []int64(e))
+}
+
+// attempt runs ws as one transaction: lock, apply, write, fence, COMMIT, reading the open
+// exposures of the accounts in exposures besides those the writes want. It returns the batch's
+// rows when the transaction committed or had nothing to write, unreadExposures when a rule asked
+// for exposures it did not read, and the statement error otherwise (nothing committed).
+func (c *Committer) attempt(ctx context.Context, ws []Write, exposures []int64) (*Rows, error) {
 	s := c.cfg
 	stmt, args, err := s.Fence()
 	if err != nil {
@@ -372,6 +392,9 @@ func (c *Committer) attempt(ctx context.Context, ws []Write) (*Rows, error) {
 	var plan Plan
 	for _, w := range ws {
 		w.Wants(&plan)
+	}
+	for _, id := range exposures {
+		plan.ExposuresOf(id)
 	}
 
 	start := time.Now()
@@ -404,6 +427,10 @@ func (c *Committer) attempt(ctx context.Context, ws []Write) (*Rows, error) {
 	}
 	for _, w := range ws {
 		w.Base().Err = w.Apply(r)
+	}
+	if len(r.unread) > 0 {
+		tx.Rollback()
+		return nil, unreadExposures(r.unread)
 	}
 	if r.Writes.Empty() && len(r.Deals) == 0 && len(r.Marks) == 0 && len(r.Closed) == 0 {
 		// Every write was refused by its rules or replayed: nothing to commit.

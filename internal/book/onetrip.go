@@ -123,6 +123,10 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 	for _, w := range ws {
 		w.Base().Err = w.Apply(r)
 	}
+	if len(r.unread) > 0 {
+		// A rule asked for exposures the memory does not hold: the locked way reads them.
+		return nil, false, nil
+	}
 	if err := r.finish(); err != nil {
 		return nil, true, err
 	}

@@ -136,6 +136,9 @@ type Rows struct {
 	Booked    map[FillKey]bool     // the venue fills of the plan's fills the ledger already holds
 	Exposures map[int64][]Exposure // accounts a fill prices, kept up to date by the batch's writes
 	Made      map[NonceKey]Write   // request nonces a fill of this batch wrote, and the fill
+	// unread are accounts whose exposures a rule asked for (OpenExposures) and the batch did not
+	// read: the batch is planned again with them read before anything is written.
+	unread []int64
 
 	Writes Batch             // the writes, in arrival order
 	Deals  []Deal            // the batch's ledger postings, in arrival order
@@ -277,6 +280,7 @@ func (r *Rows) reset() {
 	r.Accounts, r.locked, r.Versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
 	r.Positions, r.Orders, r.Nonces, r.Booked = map[int64]*Position{}, map[int64]*Order{}, map[NonceKey]Order{}, map[FillKey]bool{}
 	r.Exposures, r.Made, r.Marks = map[int64][]Exposure{}, map[NonceKey]Write{}, map[int64]Metrics{}
+	r.unread = nil
 }
 
 // versioned scans an account row followed by its balanceVersion.
@@ -308,6 +312,19 @@ func (r *Rows) Expose(account int64, symbol string, side fx.Side, volume, volume
 	if volume.IsPositive() {
 		r.Exposures[account] = append(exps, Exposure{Symbol: symbol, Side: side, Volume: volume, VolumePrice: volumePrice})
 	}
+}
+
+// OpenExposures is account's open exposures as the batch's writes so far left them, for a rule
+// that needs them only now and then — negative balance protection, on the close that left an
+// account below zero. When the batch did not read them (read false), it is planned again with
+// them read and applied again from scratch, before anything is written: a rare rule costs a
+// batch that meets it one more lock round trip, instead of costing every batch a read.
+func (r *Rows) OpenExposures(account int64) (exps []Exposure, read bool) {
+	exps, read = r.Exposures[account]
+	if !read && !slices.Contains(r.unread, account) {
+		r.unread = append(r.unread, account)
+	}
+	return exps, read
 }
 
 // Post adds d to the batch's ledger posting on the locked account a and moves a's balance, so

@@ -14,19 +14,32 @@ import (
 	"fxdesk/internal/fx"
 )
 
-// Negative balance protection: a close that leaves an account of a protected group below zero is
-// followed by one ADJUSTMENT deal that brings the balance back to exactly zero; the desk bears
-// the difference (docs/operations.md, "Negative balance protection").
+// Negative balance protection limits a client's loss to the account's funds, per account: when a
+// close leaves an account of a protected group below zero and with no OPEN position left, one
+// ADJUSTMENT deal brings the balance back to exactly zero and the desk bears the difference
+// (docs/groups.md, «Negative balance protection»; docs/operations.md).
 //
-// The adjustment is posted in the close's own transaction — the same batch of the group commit,
-// through the same ledger posting, under the same account lock and the same fence — not right
-// after it: a close and its reset commit together or not at all, so no reader, no deposit and
-// no crash ever finds the account below zero in between, and no second process can post the
-// reset twice or miss it. Its idempotency key names the close (nbpKey), so a close booked again
-// can never reset twice either.
+// Why the last open position and not every close: a close that leaves positions open leaves
+// value that may still cover the loss. A hedged pair's losing leg closed first takes the balance
+// below zero while the winning leg holds the profit; resetting then paid the trader the losing
+// leg and let them keep the winner, richer than without protection. So the reset waits for the
+// close that leaves nothing open — the trader's, or the stop-out's last, since a stop-out that
+// stops with positions open has left equity above its level, which covers the balance — and is
+// the balance at that moment, once. Resting orders are not positions: they hold no value.
 //
-// Only closes reset: a deposit into an account a close left below zero (protection off) simply
-// adds to the balance, and never pays the past negative balance for the desk.
+// The adjustment is posted in that close's own transaction — the same batch of the group
+// commit, through the same ledger posting, under the same account lock and the same fence — not
+// right after it: a close and its reset commit together or not at all, so no reader, no deposit
+// and no crash ever finds the account flat and below zero in between, and no second process can
+// post the reset twice or miss it. Whether the account still holds a position is read under that
+// lock (every writer of an account's positions holds it): the batch's exposures of the account,
+// kept by its writes, which a batch reads only when a close leaves a protected account below zero
+// (book.Rows.OpenExposures). Its idempotency key names the close (nbpKey), so a close booked
+// again can never reset twice either.
+//
+// Only a close resets: a deposit into an account below zero (positions open, or protection off)
+// simply adds to the balance and never pays the negative balance for the desk; a swap may take
+// an account with positions open below zero until they close.
 
 // AlertNegativeBalanceReset is raised, after the commit, for every reset (warning).
 const AlertNegativeBalanceReset = "negative-balance-reset"
@@ -57,14 +70,32 @@ func nbpKey(position int64, volumeBefore decimal.Decimal) string {
 	return "nbp:" + itoa(position) + ":" + volumeBefore.String()
 }
 
+// resetDue is what negative balance protection pays after a close: the negative balance, when
+// the account's group is protected and the close left no position open; nothing otherwise.
+func resetDue(balance decimal.Decimal, protected, positionsOpen bool) (decimal.Decimal, bool) {
+	if !protected || positionsOpen || !balance.IsNegative() {
+		return decimal.Zero, false
+	}
+	return balance.Neg(), true
+}
+
 // protect posts negative balance protection's reset after the close of p that the batch just
-// posted on the locked account a, when a's group is protected and the close left a below zero.
-// Its balance.adjustment event goes in with it.
+// posted on the locked account a, when resetDue says so. Its balance.adjustment event goes in
+// with it.
 func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, volumeBefore decimal.Decimal) error {
-	if !a.Balance.IsNegative() || !r.Catalog.AccountGroup(a.Group).NegativeBalanceProtection {
+	protected := r.Catalog.AccountGroup(a.Group).NegativeBalanceProtection
+	if _, due := resetDue(a.Balance, protected, p.Status == fx.PositionOpen); !due {
+		// Nothing to reset, or a partial close left this position open: no read needed.
 		return nil
 	}
-	amount := a.Balance.Neg()
+	exps, read := r.OpenExposures(a.ID)
+	if !read {
+		return nil // the batch is planned again with them read, and this close applied again
+	}
+	amount, due := resetDue(a.Balance, protected, len(exps) > 0)
+	if !due {
+		return nil
+	}
 	order, position, sym := p.OrderID, p.ID, p.Symbol
 	d := book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &order, PositionID: &position, Symbol: &sym,
 		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"}
@@ -98,7 +129,7 @@ func (s *Service) reportReset(ctx context.Context, w *closeWrite) {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	msg := fmt.Sprintf("Negative balance protection reset account %d to 0 after position %d closed (%s): the desk bore %s %s.",
+	msg := fmt.Sprintf("Negative balance protection reset account %d to 0 after its last open position %d closed (%s): the desk bore %s %s.",
 		rs.Account, rs.Position, rs.Reason, amount, rs.Currency)
 	details := map[string]any{"accountId": rs.Account, "positionId": rs.Position, "currency": rs.Currency, "amount": amount,
 		"reason": string(rs.Reason), "dealId": w.res.Adjustment.ID}

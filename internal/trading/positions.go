@@ -125,7 +125,7 @@ type CloseResult struct {
 	Position book.Position
 	Deal     book.Deal
 	// Adjustment is negative balance protection's deal when the close left the account below
-	// zero (protect); nil otherwise.
+	// zero with no position open (protect); nil otherwise.
 	Adjustment *book.Deal
 }
 
