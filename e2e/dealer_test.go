@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,92 @@ func TestNBPGapStopOut(t *testing.T) {
 	if c := desk.Book.NBPToday.Costs; len(c) != 1 || c[0].Currency != "USD" || c[0].Amount != "513.50" {
 		t.Fatalf("the desk's book shows NBP today %+v, want 513.50 USD", c)
 	}
+}
+
+// nbpAdjustments counts an account's ADJUSTMENT deals and sums them.
+func (d *tradingDesk) nbpAdjustments(account int64) (n int, sum decimal.Decimal) {
+	d.e.t.Helper()
+	if err := d.e.sql.QueryRow("SELECT COUNT(*), COALESCE(SUM(`amount`), 0) FROM `fx_deal` WHERE `accountId` = ? AND `type` = 'ADJUSTMENT'", account).Scan(&n, &sum); err != nil {
+		d.e.t.Fatal(err)
+	}
+	return n, sum
+}
+
+// The issue's hedged pair on the real holder, through HTTP: a protected account (the default
+// group) buys and sells 0.5 lot EURUSD, the price falls 300 pips, and the trader closes the
+// losing leg, then the winning one. The first close leaves −517.00 with the winner open — the
+// risk engine sees equity 973.00 and does nothing — and resets nothing; the second ends the
+// account at its real result, 973.00, with no ADJUSTMENT deal and no alert.
+func TestNBPHedgedPairEndsAtTheTradersResult(t *testing.T) {
+	t.Parallel()
+	d := newTradingDesk(t)
+	waitRiskReady(d.web)
+	tok, acct := d.newTrader(1701, "USD", "100", "1000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	buy := d.openMarket(tok, acct, "BUY", "0.50", "")
+	sell := d.openMarket(tok, acct, "SELL", "0.50", "")
+	d.checkLedger(acct, "993.00")
+	d.setQuote(tok, "EURUSD", "1.07000", "1.07020")
+	var closed map[string]any
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", buy), "", http.StatusOK, &closed)
+	d.checkLedger(acct, "-517.00")
+	if n, _ := d.nbpAdjustments(acct); n != 0 {
+		t.Fatalf("the losing leg's close posted %d ADJUSTMENT deals while the winning leg was open", n)
+	}
+	must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", sell), "", http.StatusOK, &closed)
+	d.checkLedger(acct, "973.00")
+	if n, sum := d.nbpAdjustments(acct); n != 0 {
+		t.Fatalf("%d ADJUSTMENT deals for %s on an account that never lost its funds", n, sum)
+	}
+	var alerts int
+	if err := d.e.sql.QueryRow("SELECT COALESCE(SUM(`count`), 0) FROM `fx_execution_alert` WHERE `code` = 'negative-balance-reset'").Scan(&alerts); err != nil {
+		t.Fatal(err)
+	}
+	if alerts != 0 {
+		t.Fatalf("negative-balance-reset raised %d times", alerts)
+	}
+	if st := d.positionStatus(buy) + " " + d.positionStatus(sell); st != "CLOSED CLOSED" {
+		t.Fatalf("positions %s, want both closed by the trader", st)
+	}
+}
+
+// A stop-out of a hedged book whose winner does not cover the loser: buy 0.5 and sell 0.1 lot
+// EURUSD, then 300 pips down (equity −216.20). The engine closes the loser (−514.20 with the
+// sell open: no reset), then the sell, and that last close resets the account once, by the
+// 216.20 left after the winner's +298.00. Σ deals = balance = 0.00. The per-close rule reset
+// 514.20 at the first close and left the trader the sell's 298.00.
+func TestNBPStoppedOutHedgeResetsOnceAtTheLastClose(t *testing.T) {
+	t.Parallel()
+	d := newTradingDesk(t)
+	waitRiskReady(d.web)
+	tok, acct := d.newTrader(1702, "USD", "100", "1000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	buy := d.openMarket(tok, acct, "BUY", "0.50", "")
+	sell := d.openMarket(tok, acct, "SELL", "0.10", "")
+	d.checkLedger(acct, "995.80") // commissions 3.50 and 0.70
+	d.setQuote(tok, "EURUSD", "1.07000", "1.07020")
+	wantClose(t, "the losing buy", d.waitClosed(buy), "STOP_OUT", "1.07000")
+	wantClose(t, "the winning sell", d.waitClosed(sell), "STOP_OUT", "1.07020")
+	d.checkLedger(acct, "0.00")
+	if n, sum := d.nbpAdjustments(acct); n != 1 || !sum.Equal(decimal.RequireFromString("216.20")) {
+		t.Fatalf("%d ADJUSTMENT deals for %s, want one for 216.20", n, sum)
+	}
+	// The reset follows the account's last close, keyed after it.
+	var lastClose, adjKey string
+	if err := d.e.sql.QueryRow("SELECT `idempotencyKey` FROM `fx_deal` WHERE `accountId` = ? AND `type` = 'PROFIT' ORDER BY `id` DESC LIMIT 1", acct).Scan(&lastClose); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.e.sql.QueryRow("SELECT `idempotencyKey` FROM `fx_deal` WHERE `accountId` = ? ORDER BY `id` DESC LIMIT 1", acct).Scan(&adjKey); err != nil {
+		t.Fatal(err)
+	}
+	if adjKey != "nbp:"+strings.TrimPrefix(lastClose, "close:") {
+		t.Fatalf("the account's last deal is keyed %q, want the reset of its last close %q", adjKey, lastClose)
+	}
+	eventually(t, 5*time.Second, 20*time.Millisecond, "negative-balance-reset raised once", func() bool {
+		var count int
+		d.e.sql.QueryRow("SELECT COALESCE(SUM(`count`), 0) FROM `fx_execution_alert` WHERE `code` = 'negative-balance-reset'").Scan(&count)
+		return count == 1
+	})
 }
 
 // A dealer's close and cancel sent to a follower of a web tier are forwarded to the holder (a
