@@ -10,7 +10,9 @@
 // the row locks and the reads; then the writes, the lease fence and COMMIT. A batch of market
 // fills on remembered B-book accounts is one round trip, its rules run on the remembered rows
 // and checked under the accounts' locks (StaleCheck) before anything is written. Every batch's
-// postings go through internal/ledger, the one writer of money.
+// postings go through internal/ledger, the one writer of money. A rule that needs an account's
+// open exposures only now and then asks for them on the rows (Rows.OpenExposures): a batch that did
+// not read them is rolled back with nothing written and planned again with them read.
 //
 // Market is one batch's (or one request's) view of prices: a quote is read once per symbol, and
 // money is converted through the USD hub and marked with the account's metrics. Converter is the

@@ -25,9 +25,11 @@ import (
 // auditTrail invariant matches the two); a deposit retried under its nonce keeps its id.
 //
 // Two thin accounts stand in the gaps' way: 300 USD at 1:500 with 0.10 lots open on every soak
-// symbol, so a gap of 3 % against one of them stops it out below zero. One is in a group with
-// negative balance protection, whose closes the desk must bring back to zero; the other in one
-// without, which keeps its negative balance (the negativeBalance invariant).
+// symbol, so a gap of 3 % against one of them stops it out below zero. About half their symbols
+// also hold 0.05 lots the other way: a hedged book, whose losing leg's close can leave the account
+// below zero while the winning leg is still open. One is in a group with negative balance
+// protection, which the desk must bring back to zero once nothing is left open, and never before;
+// the other in one without, which keeps its negative balance (the negativeBalance invariant).
 
 // The admin lane's account groups, created over the API before the load.
 const (
@@ -341,14 +343,17 @@ func (l *adminLane) closeFor(ctx context.Context, t *trader, id int64, body map[
 }
 
 // thinBalance and thinVolume are what a thin account is armed with: 0.10 lots at 1:500 use
-// about 20 USD of margin each, and a 3 % gap against one costs about 300 USD.
+// about 20 USD of margin each, and a 3 % gap against one costs about 300 USD. thinHedge is the
+// opposite leg it holds on about half the symbols: a gap against the 0.10 lots then costs half as
+// much, and stops the account out from about 6 %.
 var (
 	thinBalance = decimal.NewFromInt(300)
 	thinVolume  = "0.10"
+	thinHedge   = "0.05"
 )
 
 // arm funds thin account t back to 300 USD and opens 0.10 lots on every soak symbol, each side
-// at random, once it holds no position.
+// at random, and on about half of them 0.05 lots the other way, once it holds no position.
 func (l *adminLane) arm(ctx context.Context, t *trader) {
 	t.refresh(ctx)
 	t.mu.Lock()
@@ -376,27 +381,35 @@ func (l *adminLane) arm(ctx context.Context, t *trader) {
 		}
 	}
 	for _, s := range soakSymbols {
-		side := "BUY"
+		side, other := "BUY", "SELL"
 		if t.intN(2) == 1 {
-			side = "SELL"
+			side, other = other, side
 		}
-		nonce := t.nonce("order")
-		e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": s.symbol, "side": side,
-			"type": "MARKET", "volume": thinVolume, "requestNonce": nonce}, t.deskWeb)
-		var b struct {
-			Position *struct {
-				ID     int64  `json:"id"`
-				Volume string `json:"volume"`
-			} `json:"position"`
-		}
-		if e.OK() && e.Decode(&b) && b.Position != nil {
-			v, _ := decimal.NewFromString(b.Position.Volume)
-			t.mu.Lock()
-			t.positions[b.Position.ID] = v
-			t.mu.Unlock()
+		t.openThin(ctx, s.symbol, side, thinVolume)
+		if t.intN(2) == 1 {
+			t.openThin(ctx, s.symbol, other, thinHedge)
 		}
 	}
 	l.count(adminThinArm)
+}
+
+// openThin opens volume lots of symbol on thin account t and notes the position.
+func (t *trader) openThin(ctx context.Context, symbol, side, volume string) {
+	nonce := t.nonce("order")
+	e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": symbol, "side": side,
+		"type": "MARKET", "volume": volume, "requestNonce": nonce}, t.deskWeb)
+	var b struct {
+		Position *struct {
+			ID     int64  `json:"id"`
+			Volume string `json:"volume"`
+		} `json:"position"`
+	}
+	if e.OK() && e.Decode(&b) && b.Position != nil {
+		v, _ := decimal.NewFromString(b.Position.Volume)
+		t.mu.Lock()
+		t.positions[b.Position.ID] = v
+		t.mu.Unlock()
+	}
 }
 
 // finish runs after the load: every restricted account ACTIVE again, and the thin accounts'

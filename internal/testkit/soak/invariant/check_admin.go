@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -153,12 +154,21 @@ func countValues(m map[string]int) int {
 	return n
 }
 
-// negativeBalance: negative balance protection. In an account of a group with protection on, a
-// close that leaves the balance below zero is followed at once (the next deal of the account) by
-// one ADJUSTMENT deal of exactly what brings it back to 0.00, named after the close; no other
-// ADJUSTMENT exists (none in an unprotected group, none after a close that left the account at
-// or above zero). A protected account below zero must still hold an open position: only a close
-// resets, so a swap may take it below zero until its positions close — never past them.
+// negativeBalance: negative balance protection, per account (docs/groups.md). In an account of a
+// group with protection on, a close that leaves the balance below zero and the account with no
+// open position is followed at once (the next deal of the account) by one ADJUSTMENT deal of
+// exactly what brings it back to 0.00, named after the close; a close that leaves it below zero
+// with a position still open — a partial close, a hedge's losing leg, a stop-out's first close —
+// is followed by none. No other ADJUSTMENT exists (none in an unprotected group, none after a
+// close that left the account at or above zero). What was open right after a close is read from
+// the events outbox, in commit order (position.opened, position.closed).
+//
+// Whole, for each protected account: Σ of its resets = the deepest its balance would have been
+// below zero, without them, right after a close that left it with nothing open (0 if never). So
+// the trader ends better off than without protection by exactly the loss protection bore when
+// they had nothing left, never by a loss a position still open could cover. A protected account
+// below zero must still hold an open position: only a close resets, so a swap, or a close that
+// left a position open, may take it below zero until its last position closes — never past it.
 //
 // The check reads each account's group as it is now: the soak never changes a group's
 // protection nor moves an account between a protected and an unprotected group.
@@ -174,7 +184,8 @@ func checkNegativeBalance(s *Snapshot) Result {
 			open[p.Account] = true
 		}
 	}
-	resets, unprotected, swapped, protected := 0, 0, 0, 0
+	openAfter := openAfterLastClose(s)
+	resets, unprotected, deferred, swapped, protected := 0, 0, 0, 0, 0
 	bore := decimal.Zero
 	for _, a := range s.Accounts {
 		nbp := s.Groups[a.Group]
@@ -182,18 +193,23 @@ func checkNegativeBalance(s *Snapshot) Result {
 			protected++
 		}
 		ds := by[a.ID]
+		paid, deepest := decimal.Zero, decimal.Zero // Σ resets so far; the deepest flat loss without them
 		for i, d := range ds {
 			if d.Type == "ADJUSTMENT" {
-				prev := -1
-				if i > 0 {
-					prev = i - 1
-				}
-				if prev < 0 || !closeDeal(ds[prev]) || !ds[prev].BalanceAfter.IsNegative() {
+				if i == 0 || !closeDeal(ds[i-1]) || !ds[i-1].BalanceAfter.IsNegative() {
 					r.Add("", "account %d (group %s): ADJUSTMENT deal %d of %s follows no close that left it below zero", a.ID, a.Group, d.ID, d.Amount)
 				}
+				paid = paid.Add(d.Amount)
 				continue
 			}
-			if !closeDeal(d) || !d.BalanceAfter.IsNegative() {
+			if !closeDeal(d) {
+				continue
+			}
+			left, known := openAfterClose(d, openAfter)
+			if known && left == 0 && d.BalanceAfter.Sub(paid).Neg().GreaterThan(deepest) {
+				deepest = d.BalanceAfter.Sub(paid).Neg()
+			}
+			if !d.BalanceAfter.IsNegative() {
 				continue
 			}
 			var next *dbDeal
@@ -205,14 +221,25 @@ func checkNegativeBalance(s *Snapshot) Result {
 				r.Add("", "account %d (group %s, protection off): close deal %d left %s, yet ADJUSTMENT deal %d reset it", a.ID, a.Group, d.ID, d.BalanceAfter, next.ID)
 			case !nbp:
 				unprotected++
+			case !known:
+				r.Add("", "account %d (group %s, protected): close deal %d (key %s) left %s, and the events do not say what it left open", a.ID, a.Group, d.ID, d.Key, d.BalanceAfter)
+			case left > 0 && next != nil:
+				r.Add("", "account %d (group %s, protected): close deal %d (key %s) left %s with %d positions open, yet ADJUSTMENT deal %d reset it: what is still open may cover the loss",
+					a.ID, a.Group, d.ID, d.Key, d.BalanceAfter, left, next.ID)
+			case left > 0:
+				deferred++
 			case next == nil:
-				r.Add("", "account %d (group %s, protected): close deal %d (position %d, key %s) left the balance at %s and no ADJUSTMENT follows it", a.ID, a.Group, d.ID, d.Position.Int64, d.Key, d.BalanceAfter)
+				r.Add("", "account %d (group %s, protected): close deal %d (position %d, key %s) left the balance at %s with nothing open and no ADJUSTMENT follows it", a.ID, a.Group, d.ID, d.Position.Int64, d.Key, d.BalanceAfter)
 			case !next.Amount.Equal(d.BalanceAfter.Neg()) || !next.BalanceAfter.IsZero() || next.Key != "nbp:"+strings.TrimPrefix(d.Key, "close:"):
 				r.Add("", "account %d (group %s, protected): close deal %d left %s; ADJUSTMENT deal %d (key %s) posted %s, balance after %s", a.ID, a.Group, d.ID, d.BalanceAfter, next.ID, next.Key, next.Amount, next.BalanceAfter)
 			default:
 				resets++
 				bore = bore.Add(next.Amount)
 			}
+		}
+		if nbp && !paid.Equal(deepest) {
+			r.Add("", "account %d (group %s, protected): protection paid it %s, but without it the account was never deeper below zero with nothing open than %s: it ended better off than without protection by %s",
+				a.ID, a.Group, paid, deepest, paid.Sub(deepest))
 		}
 		if nbp && a.Balance.IsNegative() {
 			if open[a.ID] {
@@ -222,9 +249,52 @@ func checkNegativeBalance(s *Snapshot) Result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d protected accounts, %d resets to zero (the desk bore %s), %d closes left an unprotected account below zero, %d protected accounts below zero on swaps with positions open",
-		protected, resets, bore, unprotected, swapped)
+	r.Figures = fmt.Sprintf("%d protected accounts, %d resets to zero (the desk bore %s), %d closes left a protected account below zero with a position still open (no reset), %d closes left an unprotected account below zero, %d protected accounts end below zero with positions open",
+		protected, resets, bore, deferred, unprotected, swapped)
 	return r
+}
+
+// openAfterLastClose is, for each position whose last close the events outbox holds
+// (position.closed), how many positions its account held open right after that close: the
+// outbox's ids are in commit order, and a batch writes its events in the order it applied its
+// writes.
+func openAfterLastClose(s *Snapshot) map[int64]int {
+	out := map[int64]int{}
+	held := map[int64]map[int64]bool{} // account → its open positions
+	for _, e := range s.Events {
+		if e.Type != "position.opened" && e.Type != "position.closed" {
+			continue
+		}
+		var p struct {
+			ID *int64 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(e.Payload), &p); err != nil || p.ID == nil {
+			continue // the events invariant reports it
+		}
+		if held[e.Account] == nil {
+			held[e.Account] = map[int64]bool{}
+		}
+		if e.Type == "position.opened" {
+			held[e.Account][*p.ID] = true
+			continue
+		}
+		delete(held[e.Account], *p.ID)
+		out[*p.ID] = len(held[e.Account])
+	}
+	return out
+}
+
+// openAfterClose is how many positions close deal d left its account holding: its own, when it
+// closed part of the position (the volume before, in its key, is more than it closed), and
+// otherwise the others as the events tell; known is false when they do not.
+func openAfterClose(d dbDeal, openAfter map[int64]int) (left int, known bool) {
+	_, before, _ := strings.Cut(strings.TrimPrefix(d.Key, "close:"), ":")
+	vb, err := decimal.NewFromString(before)
+	if err == nil && d.Volume.Valid && d.Volume.Decimal.LessThan(vb) {
+		return 1, true
+	}
+	left, known = openAfter[d.Position.Int64]
+	return left, known
 }
 
 // closeDeal reports whether d is a close's deal (a position's PROFIT deal, keyed by the close).

@@ -3,8 +3,12 @@ package invariant
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
+
+	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
 )
@@ -84,26 +88,51 @@ func TestAuditTrailCheckFlagsAnAdminChangeWithoutItsRowOrARowWithoutItsRequest(t
 }
 
 // nbp is the fixture of the negative balance check: a protected account a gap's stop-out took
-// below zero and the desk reset, and an unprotected one it left below zero.
+// below zero and the desk reset, an unprotected one it left below zero, and a protected hedge
+// (account 3) whose losing leg's close left it below zero with the winning leg open — no reset —
+// and whose winning leg then brought it back above zero.
 func nbpFixture() *Snapshot {
+	vol := func(s string) decimal.NullDecimal { return decimal.NullDecimal{Decimal: dec(s), Valid: true} }
+	ev := func(id, account int64, typ string, position int64) dbEvent {
+		return dbEvent{ID: id, Account: account, Type: typ, Payload: fmt.Sprintf(`{"id":%d,"accountId":%d}`, position, account)}
+	}
 	return &Snapshot{
 		Groups: map[string]bool{"soak-thin": true, "soak-raw": false},
 		Accounts: []dbAccount{
 			{ID: 1, Group: "soak-thin", Balance: dec("0.00")},
 			{ID: 2, Group: "soak-raw", Balance: dec("-412.50")},
+			{ID: 3, Group: "soak-thin", Balance: dec("150.00")},
 		},
 		Deals: []dbDeal{
 			{ID: 1, Account: 1, Type: "DEPOSIT", Amount: dec("300.00"), BalanceAfter: dec("300.00"), Key: "deposit:1:a"},
-			{ID: 2, Account: 1, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(10), Key: "close:10:0.1"},
+			{ID: 2, Account: 1, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(10), Volume: vol("0.1"), Key: "close:10:0.1"},
 			{ID: 3, Account: 1, Type: "ADJUSTMENT", Amount: dec("412.50"), BalanceAfter: dec("0.00"), Position: nid(10), Key: "nbp:10:0.1"},
 			{ID: 4, Account: 2, Type: "DEPOSIT", Amount: dec("300.00"), BalanceAfter: dec("300.00"), Key: "deposit:2:a"},
-			{ID: 5, Account: 2, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(11), Key: "close:11:0.1"},
+			{ID: 5, Account: 2, Type: "PROFIT", Amount: dec("-712.50"), BalanceAfter: dec("-412.50"), Position: nid(11), Volume: vol("0.1"), Key: "close:11:0.1"},
+			{ID: 6, Account: 3, Type: "DEPOSIT", Amount: dec("300.00"), BalanceAfter: dec("300.00"), Key: "deposit:3:a"},
+			{ID: 7, Account: 3, Type: "PROFIT", Amount: dec("-500.00"), BalanceAfter: dec("-200.00"), Position: nid(20), Volume: vol("0.2"), Key: "close:20:0.2"},
+			{ID: 8, Account: 3, Type: "PROFIT", Amount: dec("350.00"), BalanceAfter: dec("150.00"), Position: nid(21), Volume: vol("0.1"), Key: "close:21:0.1"},
 		},
 		Positions: []dbPosition{
 			{ID: 10, Account: 1, Status: "CLOSED"},
 			{ID: 11, Account: 2, Status: "CLOSED"},
+			{ID: 20, Account: 3, Status: "CLOSED"},
+			{ID: 21, Account: 3, Status: "CLOSED"},
+		},
+		Events: []dbEvent{
+			ev(1, 1, "position.opened", 10), ev(2, 2, "position.opened", 11), ev(3, 3, "position.opened", 20), ev(4, 3, "position.opened", 21),
+			ev(5, 1, "position.closed", 10), ev(6, 2, "position.closed", 11), ev(7, 3, "position.closed", 20), ev(8, 3, "position.closed", 21),
 		},
 	}
+}
+
+// resetPerClose gives the hedge of account 3 the per-close rule's reset: 200.00 after its losing
+// leg, with the winning leg still open; the account ends at 350.00 instead of 150.00.
+func resetPerClose(s *Snapshot) {
+	adj := dbDeal{ID: 9, Account: 3, Type: "ADJUSTMENT", Amount: dec("200.00"), BalanceAfter: dec("0.00"), Position: nid(20), Key: "nbp:20:0.2"}
+	s.Deals = slices.Insert(s.Deals, 7, adj)
+	s.Deals[8].BalanceAfter = dec("350.00")
+	s.Accounts[2].Balance = dec("350.00")
 }
 
 func TestNegativeBalanceCheckFlagsAProtectedAccountLeftBelowZero(t *testing.T) {
@@ -112,7 +141,7 @@ func TestNegativeBalanceCheckFlagsAProtectedAccountLeftBelowZero(t *testing.T) {
 			s.Deals = append(s.Deals[:2], s.Deals[3:]...)
 			s.Accounts[0].Balance = dec("-412.50")
 		},
-			"account 1 (group soak-thin, protected): close deal 2 (position 10, key close:10:0.1) left the balance at -412.5 and no ADJUSTMENT follows it"},
+			"account 1 (group soak-thin, protected): close deal 2 (position 10, key close:10:0.1) left the balance at -412.5 with nothing open and no ADJUSTMENT follows it"},
 		{"a reset short of zero", func(s *Snapshot) { s.Deals[2].Amount, s.Deals[2].BalanceAfter = dec("400.00"), dec("-12.50") },
 			"ADJUSTMENT deal 3 (key nbp:10:0.1) posted 400, balance after -12.5"},
 		{"a reset keyed after another close", func(s *Snapshot) { s.Deals[2].Key = "nbp:10:0.2" },
@@ -123,8 +152,22 @@ func TestNegativeBalanceCheckFlagsAProtectedAccountLeftBelowZero(t *testing.T) {
 			"ADJUSTMENT deal 3 of 412.5 follows no close that left it below zero"},
 		{"a protected account below zero with nothing open", func(s *Snapshot) { s.Accounts[1].Group = "soak-thin" },
 			"account 2 (group soak-thin, protected) ends at -412.5 with no open position"},
+		{"a reset while the hedge's winning leg was open", resetPerClose,
+			"account 3 (group soak-thin, protected): close deal 7 (key close:20:0.2) left -200 with 1 positions open, yet ADJUSTMENT deal 9 reset it"},
+		{"a trader better off than without protection", resetPerClose,
+			"account 3 (group soak-thin, protected): protection paid it 200, but without it the account was never deeper below zero with nothing open than 0"},
+		{"no reset after the hedge's last close", func(s *Snapshot) {
+			s.Deals[7].Amount, s.Deals[7].BalanceAfter = dec("150.00"), dec("-50.00")
+			s.Accounts[2].Balance = dec("-50.00")
+		}, "close deal 8 (position 21, key close:21:0.1) left the balance at -50 with nothing open and no ADJUSTMENT follows it"},
+		{"a partial close below zero waits", func(s *Snapshot) {
+			// Account 3's losing leg closed in part (0.2 of 0.3): the position itself is still open.
+			s.Deals[6].Key = "close:20:0.3"
+		}, ""},
+		{"a close the events do not place", func(s *Snapshot) { s.Events = s.Events[:4] },
+			"close deal 7 (key close:20:0.2) left -200, and the events do not say what it left open"},
 		{"a protected account a swap took below zero, its position still open", func(s *Snapshot) {
-			s.Deals = append(s.Deals, dbDeal{ID: 6, Account: 1, Type: "SWAP", Amount: dec("-1.20"), BalanceAfter: dec("-1.20"), Position: nid(12), Key: "swap:12:2025-03-05"})
+			s.Deals = append(s.Deals, dbDeal{ID: 10, Account: 1, Type: "SWAP", Amount: dec("-1.20"), BalanceAfter: dec("-1.20"), Position: nid(12), Key: "swap:12:2025-03-05"})
 			s.Accounts[0].Balance = dec("-1.20")
 			s.Positions = append(s.Positions, dbPosition{ID: 12, Account: 1, Status: "OPEN"})
 		}, ""},
