@@ -364,6 +364,9 @@ func TestVenueDownRefusesExternalOpensAndWritesNothing(t *testing.T) {
 	eventually(t, 10*time.Second, 50*time.Millisecond, "the desk shows the venue reachable again", func() bool {
 		return d.web.book().Book.Venue.Reachable
 	})
+	// The kill, the refusals and the restart can outlast the 30 s quote staleness on a loaded
+	// machine: this open must fill, so it waits for the desk to show a fresh quote.
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	var o orderResp
 	must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.10", "up-1"), http.StatusCreated, &o)
 	st := v.state()

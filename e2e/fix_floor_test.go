@@ -92,7 +92,10 @@ type floorApp struct{ logon chan quickfix.SessionID }
 func (a *floorApp) OnCreate(quickfix.SessionID) {}
 func (a *floorApp) OnLogon(id quickfix.SessionID) {
 	if a.logon != nil {
-		a.logon <- id
+		select { // a second logon (a reconnect) must not block the session's goroutine
+		case a.logon <- id:
+		default:
+		}
 	}
 }
 func (a *floorApp) OnLogout(quickfix.SessionID)                       {}

@@ -242,6 +242,9 @@ func TestFIXSessionDroppedMidBurstBooksEachFillOnce(t *testing.T) {
 		must(t, d.web, tok, "POST", "/api/fx/orders", marketOrder(acct, "BUY", "0.01", fmt.Sprintf("fix-burst-%d", i)), http.StatusCreated, &o)
 		ids[i] = o.Position.ID
 	}
+	// The closes need a fresh quote (a loaded machine may have spent the 30 s staleness on the
+	// opens): the desk showing it again is the signal that it is.
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	answers := make([]<-chan reply, n)
 	for i, id := range ids {
 		answers[i] = sendAsync(d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", id), "")
@@ -262,6 +265,11 @@ func TestFIXSessionDroppedMidBurstBooksEachFillOnce(t *testing.T) {
 	}
 	d.web.waitLog(15*time.Second, msgHas("FIX session logged out"))
 	eventually(t, 10*time.Second, 20*time.Millisecond, "the session back", func() bool { return v.state().LoggedOn })
+	// These closes must succeed, and on a loaded machine the drop, the answers and the reconnect
+	// can outlast the quote's staleness or a renew of the lease (a lapsed holder refuses at its
+	// gate with the same 503 text): they wait for a fresh quote and a trusted lease.
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	eventually(t, 20*time.Second, 20*time.Millisecond, "the holder trusting its lease", func() bool { return d.web.desk().Lease.Trusted })
 	for _, id := range ids {
 		if d.e.positionRow(id).Status == "OPEN" {
 			must(t, d.web, tok, "POST", fmt.Sprintf("/api/fx/positions/%d/close", id), "", http.StatusOK, nil)

@@ -19,6 +19,7 @@ import (
 
 	"fxdesk/internal/relay"
 	"fxdesk/internal/store"
+	"fxdesk/internal/testkit/poll"
 )
 
 // The host platform's feed end to end (docs/events.md): the real fxdesk-web holder relays the
@@ -60,7 +61,7 @@ func readStream(t *testing.T, rdb *redis.Client, stream string) *hostReader {
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
 	return h
 }
 

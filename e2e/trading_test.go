@@ -264,6 +264,55 @@ func (d *tradingDesk) account(token string, id int64) accountResp {
 	return a
 }
 
+// listAgrees fails unless the trader's account list and the admin account list show account id
+// as the single read on p shows it — the same figures, live or stored, byte for byte — and
+// returns the single read.
+func (d *tradingDesk) listAgrees(p *proc, token string, id int64) accountResp {
+	t := d.e.t
+	t.Helper()
+	var single struct{ Account json.RawMessage }
+	must(t, p, token, "GET", fmt.Sprintf("/api/fx/accounts/%d", id), "", http.StatusOK, &single)
+	var list struct{ Accounts []json.RawMessage }
+	must(t, p, token, "GET", "/api/fx/accounts", "", http.StatusOK, &list)
+	var admin struct {
+		Accounts []map[string]json.RawMessage
+	}
+	must(t, p, d.admin, "GET", "/api/admin/fx/accounts", "", http.StatusOK, &admin)
+	var one map[string]json.RawMessage
+	if err := json.Unmarshal(single.Account, &one); err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, raw := range list.Accounts {
+		var a struct{ ID int64 }
+		json.Unmarshal(raw, &a)
+		if a.ID == id {
+			listed = true
+			if !bytes.Equal(raw, single.Account) {
+				t.Fatalf("account %d: the list shows %s, the single read %s", id, raw, single.Account)
+			}
+		}
+	}
+	for _, a := range admin.Accounts {
+		if string(a["id"]) != strconv.FormatInt(id, 10) {
+			continue
+		}
+		for k, v := range one {
+			if !bytes.Equal(a[k], v) {
+				t.Fatalf("account %d: the admin list shows %s %s, the single read %s", id, k, a[k], v)
+			}
+		}
+	}
+	if !listed {
+		t.Fatalf("account %d is not in its owner's list", id)
+	}
+	var out accountResp
+	if err := json.Unmarshal([]byte(`{"account":`+string(single.Account)+`}`), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func wantMetrics(t *testing.T, a accountResp, balance, equity, used, free, level string) {
 	t.Helper()
 	got := a.Account
@@ -284,6 +333,9 @@ func TestTradingUSDAccountOnEURUSD(t *testing.T) {
 	d := newTradingDesk(t)
 	tok, acct := d.newTrader(100, "USD", "100", "10000.00")
 	d.checkLedger(acct, "10000.00")
+	// Never marked yet: without a position its equity is its balance, in the lists as in the
+	// single read (the list once showed 0.00, the stored column's default).
+	wantMetrics(t, d.listAgrees(d.web, tok, acct), "10000.00", "10000.00", "0.00", "10000.00", "null")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 
 	var o orderResp
@@ -293,7 +345,7 @@ func TestTradingUSDAccountOnEURUSD(t *testing.T) {
 	}
 	d.checkLedger(acct, "9993.00")
 	// Floating (1.10000 − 1.10020) × 100,000 = −20.00; margin 100,000 × mid 1.1001 ÷ 100 = 1100.10.
-	wantMetrics(t, d.account(tok, acct), "9993.00", "9973.00", "1100.10", "8872.90", "906.55")
+	wantMetrics(t, d.listAgrees(d.web, tok, acct), "9993.00", "9973.00", "1100.10", "8872.90", "906.55")
 
 	// The same request again (its requestNonce binds it) returns the original order and opens nothing.
 	var again orderResp
@@ -505,20 +557,22 @@ func TestTradingFollowerRefusesWithTheExactTexts(t *testing.T) {
 	}
 	d.checkLedger(acct, "9999.30")
 
-	// History is the database's: the same answers on both processes.
-	for _, path := range []string{"/api/fx/deals", "/api/fx/positions", "/api/fx/orders", "/api/fx/accounts"} {
+	// History is the database's: the same answers on both processes. The accounts are marked
+	// where they are read (live on the holder, the stored marks here), and on each process the
+	// list agrees with the single read.
+	for _, path := range []string{"/api/fx/deals", "/api/fx/positions", "/api/fx/orders"} {
 		_, a := call(t, d.web, tok, "GET", path, "")
 		code, b := call(t, f, tok, "GET", path, "")
 		if code != http.StatusOK || !bytes.Equal(a, b) {
 			t.Fatalf("%s: follower %d %s, holder %s", path, code, b, a)
 		}
 	}
-	var a accountResp
-	must(t, f, tok, "GET", fmt.Sprintf("/api/fx/accounts/%d", acct), "", http.StatusOK, &a)
-	if a.Account.Live == nil || *a.Account.Live || a.Account.Balance != "9999.30" {
+	if a := d.listAgrees(f, tok, acct); a.Account.Live == nil || *a.Account.Live || a.Account.Balance != "9999.30" || a.Account.Equity == "" {
 		t.Fatalf("follower account = %+v", a.Account)
 	}
-	must(t, f, d.admin, "GET", "/api/admin/fx/accounts", "", http.StatusOK, nil)
+	if a := d.listAgrees(d.web, tok, acct); a.Account.Live == nil || !*a.Account.Live {
+		t.Fatalf("holder account = %+v", a.Account)
+	}
 }
 
 // dbState is what a refused request must leave exactly as it was.

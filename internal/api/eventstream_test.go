@@ -73,7 +73,7 @@ func newStreamDesk(t *testing.T, name string, perToken, buffer int) *streamDesk 
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	// Before the server closes: the hub's end ends every stream, so the server has nothing to wait for.
-	t.Cleanup(func() { stopHub(); <-hubDone })
+	t.Cleanup(func() { stopHub(); poll.Receive(t, hubDone, 10*time.Second, "the hub's Run returning after its stop") })
 	d := &streamDesk{t: t, ctx: ctx, hub: hub, stopHub: stopHub, hubDone: hubDone, svc: svc, srv: srv, m: m}
 	d.newest = func() int64 {
 		n, err := events.Newest(ctx, db)

@@ -16,6 +16,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/tick"
 )
 
@@ -57,7 +58,10 @@ func newTestRail(t *testing.T, perToken, perProcess, buffer int) (*Rail, *feed) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		poll.Receive(t, done, 10*time.Second, "the rail's Run returning after its context ended")
+	})
 	return r, f
 }
 

@@ -193,6 +193,6 @@ func writeAdminAccount(w http.ResponseWriter, r *http.Request, svc *trading.Serv
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"account": viewAccountLive(v)})
+	writeJSON(w, http.StatusOK, map[string]any{"account": viewAccount(v)})
 	return nil
 }

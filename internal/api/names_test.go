@@ -47,21 +47,26 @@ func TestListStatusFilterIgnoresCase(t *testing.T) {
 	}
 }
 
-// The account list shows marginLevel from the stored marks, as the single-account read does
-// when it cannot price live: an account with used margin is never null.
-func TestAccountListShowsMarginLevel(t *testing.T) {
+// An account shown from its stored marks has a marginLevel wherever margin is used; one never
+// marked shows its equity and margins as null (unknown), never as zero.
+func TestAccountViewFromStoredMarks(t *testing.T) {
+	now := time.Now()
 	a := book.Account{ID: 1, Currency: "USD", Balance: decimal.RequireFromString("1000"), Equity: decimal.RequireFromString("1012.5"),
-		UsedMargin: decimal.RequireFromString("108.5")}
-	if v := viewAccount(a); v.MarginLevel == nil || *v.MarginLevel != "933.18" || v.FreeMargin != "904.00" {
-		t.Fatalf("list view %+v", v)
+		UsedMargin: decimal.RequireFromString("108.5"), MarkedAt: &now}
+	stored := func(a book.Account) accountView {
+		m, marked := a.StoredMetrics()
+		return viewAccount(trading.AccountView{Account: a, Metrics: m, Marked: marked})
 	}
-	single := viewAccountLive(trading.AccountView{Account: a, Metrics: a.StoredMetrics()})
-	if *single.MarginLevel != *viewAccount(a).MarginLevel {
-		t.Fatalf("list says %s, single read says %s", *viewAccount(a).MarginLevel, *single.MarginLevel)
+	if v := stored(a); v.MarginLevel == nil || *v.MarginLevel != "933.18" || *v.FreeMargin != "904.00" || v.Live {
+		t.Fatalf("stored view %+v", v)
 	}
 	a.UsedMargin = decimal.Zero
-	if v := viewAccount(a); v.MarginLevel != nil {
+	if v := stored(a); v.MarginLevel != nil {
 		t.Fatalf("no margin used: marginLevel %v, want null", *v.MarginLevel)
+	}
+	a.MarkedAt, a.Equity = nil, decimal.Zero
+	if v := stored(a); v.Equity != nil || v.UsedMargin != nil || v.FreeMargin != nil || v.MarginLevel != nil || v.Balance != "1000.00" {
+		t.Fatalf("never marked: %+v, want equity, margins and level null beside the balance", v)
 	}
 }
 
@@ -95,7 +100,8 @@ func TestMoneyIsShownInTheCurrencysMinorUnits(t *testing.T) {
 		{"KWD", "1000", "1000.000"},
 	} {
 		a := book.Account{ID: 1, Currency: tc.currency, Balance: d(tc.amount), Equity: d(tc.amount), UsedMargin: decimal.Zero}
-		if v := viewAccount(a); v.Balance != tc.want || v.Equity != tc.want || v.FreeMargin != tc.want {
+		m, _ := a.StoredMetrics()
+		if v := viewAccount(trading.AccountView{Account: a, Metrics: m, Marked: true}); v.Balance != tc.want || *v.Equity != tc.want || *v.FreeMargin != tc.want {
 			t.Errorf("%s account view %+v, want %s", tc.currency, v, tc.want)
 		}
 		p := book.Position{ID: 2, Currency: tc.currency, Commission: d(tc.amount), RealizedProfit: d(tc.amount), OpenedAt: time.Now()}

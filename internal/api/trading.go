@@ -63,19 +63,27 @@ func handleCreateAccount(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusCreated, map[string]any{"account": viewAccount(a)})
+		vs, err := svc.Accounts().Views(r.Context(), []book.Account{a})
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"account": viewAccount(vs[0])})
 		return nil
 	})
 }
 
-// handleAccounts lists the caller's accounts.
+// handleAccounts lists the caller's accounts, each marked as the single read marks one.
 func handleAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		as, err := svc.Accounts().List(r.Context(), principal(r.Context()).UserID, 0)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, viewAccount)})
+		vs, err := svc.Accounts().Views(r.Context(), as)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(vs, viewAccount)})
 		return nil
 	})
 }
@@ -91,7 +99,7 @@ func handleAccount(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"account": viewAccountLive(v)})
+		writeJSON(w, http.StatusOK, map[string]any{"account": viewAccount(v)})
 		return nil
 	})
 }
@@ -341,9 +349,13 @@ func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		if err != nil {
 			return err
 		}
+		vs, err := svc.Accounts().Views(r.Context(), as)
+		if err != nil {
+			return err
+		}
 		// The dealer's list shows each account's trader profile beside it.
-		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(as, func(a book.Account) adminAccountView {
-			return adminAccountView{accountView: viewAccount(a), Profile: viewProfile(a.ID, a.Currency, profiles[a.ID])}
+		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(vs, func(v trading.AccountView) adminAccountView {
+			return adminAccountView{accountView: viewAccount(v), Profile: viewProfile(v.ID, v.Currency, profiles[v.ID])}
 		})})
 		return nil
 	})

@@ -19,17 +19,19 @@ import (
 func money(currency string, d decimal.Decimal) string { return fx.FormatMoney(currency, d) }
 
 type accountView struct {
-	ID          int64      `json:"id"`
-	UserID      int64      `json:"userId"`
-	Group       string     `json:"group"`
-	Currency    string     `json:"currency"`
-	Leverage    int        `json:"leverage"`
-	Balance     string     `json:"balance"`
-	Equity      string     `json:"equity"`
-	UsedMargin  string     `json:"usedMargin"`
-	FreeMargin  string     `json:"freeMargin"`
-	MarginLevel *string    `json:"marginLevel"` // percent; null when no margin is used
-	Live        *bool      `json:"live,omitempty"`
+	ID       int64  `json:"id"`
+	UserID   int64  `json:"userId"`
+	Group    string `json:"group"`
+	Currency string `json:"currency"`
+	Leverage int    `json:"leverage"`
+	Balance  string `json:"balance"`
+	// Equity, UsedMargin and FreeMargin are null when they are unknown: an account with an open
+	// position this process cannot price and no stored marks (never marked). Never a zero.
+	Equity      *string    `json:"equity"`
+	UsedMargin  *string    `json:"usedMargin"`
+	FreeMargin  *string    `json:"freeMargin"`
+	MarginLevel *string    `json:"marginLevel"` // percent; null when no margin is used, or unknown
+	Live        bool       `json:"live"`        // false: the figures are the stored marks of markedAt
 	MarkedAt    *time.Time `json:"markedAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	// State is what an admin lets the account do (ACTIVE, CLOSE_ONLY, DISABLED); StateReason why.
@@ -37,16 +39,17 @@ type accountView struct {
 	StateReason *string `json:"stateReason"`
 }
 
-// viewAccount shows an account with its stored marks (lists, creation); marginLevel is worked
-// out from them as the single-account read does when it cannot price live.
-func viewAccount(a book.Account) accountView {
-	return viewMetrics(a, a.StoredMetrics())
-}
-
-func viewMetrics(a book.Account, m book.Metrics) accountView {
+// viewAccount shows an account with its metrics as trading.Accounts.Views worked them out, for
+// every read alike: the list, the single read, the admin list and a new account.
+func viewAccount(v trading.AccountView) accountView {
+	a, m := v.Account, v.Metrics
 	out := accountView{ID: a.ID, UserID: a.UserID, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
-		Balance: money(a.Currency, m.Balance), Equity: money(a.Currency, m.Equity), UsedMargin: money(a.Currency, m.UsedMargin),
-		FreeMargin: money(a.Currency, m.FreeMargin), MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC(), State: stateOf(a.State), StateReason: a.StateReason}
+		Balance: money(a.Currency, m.Balance), Live: v.Live, MarkedAt: a.MarkedAt, CreatedAt: a.CreatedAt.UTC(), State: stateOf(a.State), StateReason: a.StateReason}
+	if !v.Marked {
+		return out
+	}
+	equity, used, free := money(a.Currency, m.Equity), money(a.Currency, m.UsedMargin), money(a.Currency, m.FreeMargin)
+	out.Equity, out.UsedMargin, out.FreeMargin = &equity, &used, &free
 	if m.MarginLevel != nil {
 		s := m.MarginLevel.StringFixed(2)
 		out.MarginLevel = &s
@@ -60,13 +63,6 @@ func stateOf(s fx.AccountState) string {
 		return string(fx.AccountActive)
 	}
 	return string(s)
-}
-
-func viewAccountLive(v trading.AccountView) accountView {
-	out := viewMetrics(v.Account, v.Metrics)
-	live := v.Live
-	out.Live = &live
-	return out
 }
 
 // orderView is the order payload of the events outbox (the API's order, one definition for

@@ -232,16 +232,17 @@ type Metrics struct {
 	MarginLevel *decimal.Decimal // nil when no margin is used
 }
 
-// StoredMetrics are a's metrics from its stored marks (the last reconcile or fill), for reads
-// that do not price the account live: the account list, and Account when a position cannot be
-// priced here.
-func (a Account) StoredMetrics() Metrics {
-	m := Metrics{Balance: a.Balance, Equity: a.Equity, UsedMargin: a.UsedMargin, FreeMargin: a.Equity.Sub(a.UsedMargin)}
+// StoredMetrics are a's metrics from its stored marks (the last reconcile or fill), for a read
+// that cannot price one of its positions here. ok is false when a was never marked (markedAt
+// NULL): its stored equity and used margin are the columns' defaults, not figures, and must not
+// be shown as zero.
+func (a Account) StoredMetrics() (m Metrics, ok bool) {
+	m = Metrics{Balance: a.Balance, Equity: a.Equity, UsedMargin: a.UsedMargin, FreeMargin: a.Equity.Sub(a.UsedMargin)}
 	if a.UsedMargin.IsPositive() {
 		l := a.Equity.Mul(hundred).DivRound(a.UsedMargin, 2)
 		m.MarginLevel = &l
 	}
-	return m
+	return m, a.MarkedAt != nil
 }
 
 // Metrics marks an account: equity = balance + Σ floating profit at the close price (each

@@ -178,6 +178,34 @@ func LoadExposures(ctx context.Context, q Querier, accountID int64) ([]Exposure,
 	return out, rows.Err()
 }
 
+// LoadExposuresOf sums the open positions of each of accounts per symbol and side, in one
+// statement: the account list marks every account it shows as the single read marks one. An
+// account without open positions has no entry.
+func LoadExposuresOf(ctx context.Context, q Querier, accounts []int64) (map[int64][]Exposure, error) {
+	out := make(map[int64][]Exposure, len(accounts))
+	if len(accounts) == 0 {
+		return out, nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+		"WHERE `accountId` IN ("+store.Placeholders(len(accounts))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` ORDER BY `accountId`, `symbol`, `side`", store.Int64Args(accounts)...)
+	if err != nil {
+		return nil, fmt.Errorf("load exposures of %d accounts: %w", len(accounts), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var e Exposure
+		if err := rows.Scan(&id, &e.Symbol, &e.Side, &e.Volume, &e.VolumePrice); err != nil {
+			return nil, fmt.Errorf("load exposures of %d accounts: %w", len(accounts), err)
+		}
+		out[id] = append(out[id], e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load exposures of %d accounts: %w", len(accounts), err)
+	}
+	return out, nil
+}
+
 // ExposuresInto is the batch scan of exposuresSQL.
 func ExposuresInto(out *[]Exposure) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {

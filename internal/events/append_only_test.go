@@ -2,7 +2,6 @@ package events
 
 import (
 	"path"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -76,21 +75,28 @@ func TestOnlyAddWritesTheOutbox(t *testing.T) {
 	}
 }
 
-// Ids the batch learns as it runs go into the payload by JSON_SET from their session variables;
-// anything else in their place is refused, as it would be spliced into the statement.
+// Ids the batch learns as it runs are spliced into the encoded payload as text by CONCAT, in the
+// places of their fields; anything else in a variable's place is refused, as it would be spliced
+// into the statement, and so is a field the payload lacks.
 func TestRowFromSession(t *testing.T) {
 	t.Parallel()
-	r, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: map[string]int{"id": 0},
+	r, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: Position{Symbol: "EURUSD"},
 		FromSession: []SessionField{{"id", "@fx_p3"}, {"orderId", "@fx_o2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "JSON_SET(?, '$.id', @fx_p3, '$.orderId', @fx_o2)"; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(r.sql) || len(r.args) != 5 {
-		t.Errorf("row = %s %v, want the payload as %s and 5 arguments", r.sql, r.args, want)
+	if want := "CONCAT(?, @fx_p3, ?, @fx_o2, ?)"; !strings.Contains(r.sql, want) || len(r.args) != 7 {
+		t.Fatalf("row = %s %v, want the payload as %s and 7 arguments", r.sql, r.args, want)
 	}
-	for _, f := range []SessionField{{"id", "@fx_p3; DROP"}, {"id'", "@fx_p3"}, {"id", "LAST_INSERT_ID()"}} {
-		if _, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{f}}); err == nil {
+	if r.args[3] != `{"id":` || r.args[4] != `,"accountId":0,"orderId":` || !strings.HasPrefix(r.args[5].(string), `,"symbol":"EURUSD",`) {
+		t.Errorf("pieces %q, want the encoded payload cut around the values of id and orderId", r.args[3:6])
+	}
+	for _, f := range []SessionField{{"id", "@fx_p3; DROP"}, {"id'", "@fx_p3"}, {"id", "LAST_INSERT_ID()"}, {"noSuchField", "@fx_p3"}} {
+		if _, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: Position{}, FromSession: []SessionField{f}}); err == nil {
 			t.Errorf("row took session field %+v", f)
 		}
+	}
+	if _, err := rowOf(Event{AccountID: 1, UserID: 2, Type: PositionOpened, Payload: 1, FromSession: []SessionField{{"id", "@fx_p3"}}}); err == nil {
+		t.Error("row took session fields for a payload that is not an object")
 	}
 }

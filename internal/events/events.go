@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -158,7 +159,11 @@ func (g *gather) Flush(b *book.Batch) {
 	b.Exec(text.String(), args...)
 }
 
-// rowOf is e's row.
+// rowOf is e's row. The payload's bytes are encoding/json's, whatever the server: an id the
+// transaction learns as it runs (FromSession) is spliced into them as text by CONCAT, never
+// rendered by the server's JSON functions — MariaDB's JSON_SET spaces its output and MySQL 8's
+// reorders the keys, so a payload built by them would differ in bytes from the others, by type
+// and by server, wherever it is served (the page, the streams, webhooks).
 func rowOf(e Event) (row, error) {
 	if e.AccountID == 0 || e.UserID == 0 || e.Type == "" {
 		return row{}, fmt.Errorf("events: account, user and type are required (%s on account %d of user %d)", e.Type, e.AccountID, e.UserID)
@@ -167,18 +172,66 @@ func rowOf(e Event) (row, error) {
 	if err != nil {
 		return row{}, fmt.Errorf("events: encode %s: %w", e.Type, err)
 	}
-	r := row{sql: rowSQL, args: []any{e.AccountID, e.UserID, string(e.Type), string(p), e.Term}}
-	if len(e.FromSession) > 0 {
-		var sets strings.Builder
-		for _, f := range e.FromSession {
-			if !fieldName.MatchString(f.Field) || !sessionVar.MatchString(f.Var) {
-				return row{}, fmt.Errorf("events: %s: bad session field %q from %q", e.Type, f.Field, f.Var)
-			}
-			sets.WriteString(", '$." + f.Field + "', " + f.Var)
-		}
-		r.sql = strings.Replace(rowSQL, ", "+payloadSQL+", ?, NOW(3))", ", JSON_SET(?"+sets.String()+"), ?, NOW(3))", 1)
+	if len(e.FromSession) == 0 {
+		return row{sql: rowSQL, args: []any{e.AccountID, e.UserID, string(e.Type), string(p), e.Term}}, nil
 	}
-	return r, nil
+	expr, parts, err := splice(p, e.FromSession)
+	if err != nil {
+		return row{}, fmt.Errorf("events: %s: %w", e.Type, err)
+	}
+	args := append([]any{e.AccountID, e.UserID, string(e.Type)}, parts...)
+	return row{sql: strings.Replace(rowSQL, ", "+payloadSQL+", ?, NOW(3))", ", "+expr+", ?, NOW(3))", 1), args: append(args, e.Term)}, nil
+}
+
+// splice cuts the encoded object p around the values of its top-level fields that come from
+// session variables, and returns the SQL that puts it back together with each variable's value
+// in its field's place — CONCAT(?, @fx_o1, ?, …) — and the pieces, its arguments. The variables
+// hold ids (integers), whose text is their JSON. A field the payload does not have is refused:
+// it is a defect of the code that builds the event.
+func splice(p []byte, fields []SessionField) (string, []any, error) {
+	byName := make(map[string]string, len(fields))
+	for _, f := range fields {
+		if !fieldName.MatchString(f.Field) || !sessionVar.MatchString(f.Var) {
+			return "", nil, fmt.Errorf("bad session field %q from %q", f.Field, f.Var)
+		}
+		if _, dup := byName[f.Field]; dup {
+			return "", nil, fmt.Errorf("session field %q named twice", f.Field)
+		}
+		byName[f.Field] = f.Var
+	}
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", nil, fmt.Errorf("session fields need an object payload, not %.20s", p)
+	}
+	var expr strings.Builder
+	var parts []any
+	expr.WriteString("CONCAT(")
+	from, found := 0, 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", nil, err
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return "", nil, err
+		}
+		v, ok := byName[tok.(string)]
+		if !ok {
+			continue
+		}
+		end := int(dec.InputOffset()) // p is compact (json.Marshal): the value is the bytes just before
+		start := end - len(value)
+		expr.WriteString("?, " + v + ", ")
+		parts = append(parts, string(p[from:start]))
+		from, found = end, found+1
+	}
+	if found != len(byName) {
+		return "", nil, fmt.Errorf("the payload lacks a session field of %v", fields)
+	}
+	expr.WriteString("?)")
+	parts = append(parts, string(p[from:]))
+	return expr.String(), parts, nil
 }
 
 // Order is an order's payload: the API's order view.

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -74,6 +75,14 @@ func scanEntry(sc store.Scanner) (Entry, error) {
 	if err := sc.Scan(&e.ID, &e.AccountID, &e.UserID, &e.Type, &text, &e.Term, &e.CreatedAt); err != nil {
 		return Entry{}, fmt.Errorf("scan event: %w", err)
 	}
-	e.Payload = json.RawMessage(text)
+	// Written by rowOf, a payload is already encoding/json's compact bytes, and Compact leaves it
+	// as it is. Rows an earlier release wrote through JSON_SET hold the server's spaced JSON:
+	// compacted here, where every reader reads them (the page, the streams, webhooks), they are
+	// served in one form too.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return Entry{}, fmt.Errorf("scan event %d: payload: %w", e.ID, err)
+	}
+	e.Payload = json.RawMessage(buf.Bytes())
 	return e, nil
 }

@@ -24,6 +24,7 @@ import (
 	"fxdesk/internal/swaps"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
@@ -127,7 +128,10 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	committing := make(chan error, 1)
 	go func() { committing <- desk.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-committing })
+	t.Cleanup(func() {
+		cancel()
+		poll.Receive(t, committing, 10*time.Second, "the desk's Run returning after its context ended")
+	})
 	return &env{t: t, sim: sim, client: client, sender: sender, desk: desk, admin: admin, gate: g, inbox: alert.NewInbox(testDB, slog.New(slog.DiscardHandler))}
 }
 

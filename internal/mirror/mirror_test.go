@@ -23,6 +23,7 @@ import (
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/session"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/tick"
 )
 
@@ -547,19 +548,25 @@ func TestRefusedPinsReadAgain(t *testing.T) {
 // confirmed, and checks that it pinned nothing. client, when not nil, is the publisher's Redis.
 func runPublisher(t *testing.T, e *env, client *redis.Client) (wait func() []string) {
 	t.Helper()
-	calls := make(chan []string, 4)
+	calls := make(chan []string, 64)
 	pub := e.publisher(func(c *mirror.SnapshotPublisherConfig) {
 		if client != nil {
 			c.Redis = client
 		}
 		c.Interval = time.Hour // only a nudge or a resubscription can deliver within the test
 		c.Now = time.Now
-		c.SetPinned = func(legs []string) error { calls <- legs; return nil }
+		c.SetPinned = func(legs []string) error {
+			select { // never block the publisher on a test that stopped waiting: its stop would hang
+			case calls <- legs:
+			default:
+			}
+			return nil
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- pub.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
 	wait = func() []string {
 		t.Helper()
 		select {

@@ -16,6 +16,7 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/relay"
+	"fxdesk/internal/testkit/poll"
 )
 
 // receiver is a real HTTP server standing in for the host: it verifies every post's signature
@@ -57,7 +58,10 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.posts = append(r.posts, p)
 	r.mu.Unlock()
 	w.WriteHeader(status)
-	r.got <- p
+	select { // never hold a post (and the server's Close) on a test that stopped reading; posts has them all
+	case r.got <- p:
+	default:
+	}
 }
 
 // setScript replaces what the receiver answers from now on.
@@ -97,7 +101,7 @@ func startWebhooks(t *testing.T, attempts int) *prometheus.CounterVec {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
 	return failures
 }
 
@@ -267,7 +271,10 @@ func TestWebhookSlowEndpointHoldsBackOnlyItself(t *testing.T) {
 	entered := make(chan struct{}, 10)
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
+		select { // the retries go on after the test has seen the first: never block them
+		case entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-r.Context().Done(): // the relay's timeout
 		case <-release:
@@ -294,7 +301,7 @@ func TestWebhookSlowEndpointHoldsBackOnlyItself(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
 
 	<-entered // the slow endpoint's first post is open
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/tick"
 )
 
@@ -509,7 +510,7 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") }()
 	// Committed during the load: SL raised to 1.195.
 	e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 1, SL: 1.195}})
 	updates <- tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.194, Ask: 1.1942}}

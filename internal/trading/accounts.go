@@ -94,33 +94,59 @@ func (acs *Accounts) List(ctx context.Context, userID int64, limit int) ([]book.
 	return book.ListAccounts(ctx, s.db, userID, clampLimit(limit))
 }
 
-// AccountView is an account with its metrics; Live is false when they are the stored marks
-// because some open position cannot be priced here.
+// AccountView is an account with its metrics, as every read shows them (the list, the single
+// read, the admin list, a new account). Live is true when they are worked out now at this
+// process's prices — always so for an account without open positions, whose equity is its
+// balance. Otherwise they are the stored marks (Account.MarkedAt says when), and Marked is false
+// when there are none: the account was never marked, and its figures are unknown rather than
+// zero.
 type AccountView struct {
 	book.Account
 	book.Metrics
-	Live bool
+	Live   bool
+	Marked bool
 }
 
-// View returns userID's account id with live metrics where this process can price them.
+// View returns userID's account id with its metrics (Views).
 func (acs *Accounts) View(ctx context.Context, userID, id int64) (AccountView, error) {
-	s := acs.s
-	a, err := book.LoadAccount(ctx, s.db, userID, id)
+	a, err := book.LoadAccount(ctx, acs.s.db, userID, id)
 	if err != nil {
 		return AccountView{}, err
 	}
+	vs, err := acs.Views(ctx, []book.Account{a})
+	if err != nil {
+		return AccountView{}, err
+	}
+	return vs[0], nil
+}
+
+// Views marks accounts as View marks one: live where this process can price every open
+// position, else the stored marks. The open positions of all of them are read in one statement.
+func (acs *Accounts) Views(ctx context.Context, accounts []book.Account) ([]AccountView, error) {
+	s := acs.s
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
-		return AccountView{}, err
+		return nil, err
 	}
-	exps, err := book.LoadExposures(ctx, s.db, a.ID)
+	ids := make([]int64, len(accounts))
+	for i, a := range accounts {
+		ids[i] = a.ID
+	}
+	exps, err := book.LoadExposuresOf(ctx, s.db, ids)
 	if err != nil {
-		return AccountView{}, err
+		return nil, err
 	}
-	if m, ok := book.NewMarket(s.prices, cat).Metrics(a, cat.AccountGroup(a.Group), a.Balance, exps); ok {
-		return AccountView{Account: a, Metrics: m, Live: true}, nil
+	market := book.NewMarket(s.prices, cat)
+	out := make([]AccountView, len(accounts))
+	for i, a := range accounts {
+		if m, ok := market.Metrics(a, cat.AccountGroup(a.Group), a.Balance, exps[a.ID]); ok {
+			out[i] = AccountView{Account: a, Metrics: m, Live: true, Marked: true}
+			continue
+		}
+		m, marked := a.StoredMetrics()
+		out[i] = AccountView{Account: a, Metrics: m, Marked: marked}
 	}
-	return AccountView{Account: a, Metrics: a.StoredMetrics()}, nil
+	return out, nil
 }
 
 // AccountPrices prices feed quotes for one account as its fills are priced: a sell fills at the

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -16,6 +17,7 @@ import (
 	"fxdesk/internal/gate"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/testkit/poll"
 )
 
 // testGate is a real gate over l, with its log and its series kept for the test to read.
@@ -59,7 +61,7 @@ func runCommits(t testing.TB, svc *Service) {
 	go func() { done <- svc.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err, ok := poll.Receive(t, done, 10*time.Second, "the group commit's Run returning after its context ended"); ok && err != nil {
 			t.Errorf("group commit: %v", err)
 		}
 	})

@@ -60,7 +60,9 @@ func (s *Service) recordMarginCall(ctx context.Context, id int64, in bool) (bool
 	g := cat.AccountGroup(a.Group)
 	m, ok := book.NewMarket(s.prices, cat).Metrics(a, g, a.Balance, exps)
 	if !ok {
-		m = a.StoredMetrics() // the engine decided at prices this read no longer has
+		// The engine decided at prices this read no longer has. An account it margin-called
+		// has open positions, so their fills marked it: the stored marks are figures.
+		m, _ = a.StoredMetrics()
 	}
 	payload := events.MarginCall{AccountID: a.ID, Currency: a.Currency, Balance: fx.FormatMoney(a.Currency, m.Balance),
 		Equity: fx.FormatMoney(a.Currency, m.Equity), UsedMargin: fx.FormatMoney(a.Currency, m.UsedMargin), MarginCallLevel: g.MarginCallLevel.String()}

@@ -599,7 +599,7 @@ func TestFeedControlPrices(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- feed.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
 	setQuote(t, feed, "GBPUSD", 1.25, 1.2503)
 
 	prices, err := FeedControlPrices("http://" + feed.Addr().String())

@@ -21,3 +21,20 @@ func Until(tb testing.TB, timeout, interval time.Duration, what string, cond fun
 		time.Sleep(interval)
 	}
 }
+
+// Receive waits up to timeout for a value on ch — a part's Run returning, a goroutine's result —
+// and reports whether one came. At the deadline it marks tb failed with t.Errorf (not Fatal, so
+// it is safe in a deferred stop or a Cleanup after the test already failed) and returns: a part
+// that never returns is reported as a failure instead of hanging the test binary until its
+// timeout, which would swallow whatever failed first.
+func Receive[T any](tb testing.TB, ch <-chan T, timeout time.Duration, what string) (T, bool) {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v, true
+	case <-time.After(timeout):
+		tb.Errorf("%s: not within %s", what, timeout)
+		var zero T
+		return zero, false
+	}
+}
