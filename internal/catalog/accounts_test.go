@@ -62,7 +62,7 @@ func TestMoveAccount(t *testing.T) {
 	if got := accountRow(t, id); got != strict+" ACTIVE -" {
 		t.Fatalf("account %s", got)
 	}
-	if len(told) != 1 || told[0].Kind != risk.AccountTermsChanged || told[0].Account.ID != id || told[0].Account.StopOutLevel != 90 {
+	if len(told) != 1 || told[0].Kind != risk.AccountTermsChanged || told[0].Account.ID != id || told[0].Account.StopOutLevel != 90 || told[0].Account.Group != strict {
 		t.Fatalf("the risk engine was told %+v; want the new group's terms", told)
 	}
 	if n := auditCount(t, "account", key); n != 1 {
