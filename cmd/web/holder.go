@@ -41,6 +41,8 @@ type holderParts struct {
 	quotes   *desk.Quotes
 	settings *catalog.Settings
 	trading  *trading.Service
+	catalog  *catalog.Cache // the trading rules' catalog: the terms follower re-reads it
+	notices  *termsNotices
 	relay    *riskRelay
 	inbox    *alert.Inbox
 	metrics  *metrics.Metrics
@@ -121,6 +123,15 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 		}
 	}
 	h.guarded.Go("risk engine", riskEngine.run)
+	// Every admin change of how accounts are marked, made here or on any other process, reaches
+	// the engine through the audit log (catalog.TermsFollower).
+	terms, err := catalog.NewTermsFollower(catalog.TermsFollowerConfig{DB: h.db, Cache: h.catalog, Apply: h.relay.apply, Log: log})
+	if err != nil {
+		return fmt.Errorf("terms follower: %w", err)
+	}
+	h.notices.follower.Store(terms)
+	h.guarded.Go("terms follower", terms.Run)
+	h.guarded.Go("terms notices", func(ctx context.Context) error { return h.notices.listen(ctx, terms) })
 	if err := h.startRelay(log); err != nil {
 		return err
 	}

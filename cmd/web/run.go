@@ -187,6 +187,7 @@ type services struct {
 	trading  *trading.Service
 	venue    *venueParts // nil without a venue
 	holder   *holderParts
+	notices  *termsNotices
 }
 
 func startServices(ctx context.Context, cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, contention *contender, inbox *alert.Inbox,
@@ -213,7 +214,7 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	}
 	// One catalog cache for the trading rules and the admin: an admin change applies at once.
 	cache := catalog.NewCache(st.db, 5*time.Second)
-	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: st.db, Cache: cache, Log: log, OnChange: relay.apply, Venue: venue != nil})
+	admin, err := catalog.NewAdmin(catalog.AdminConfig{DB: st.db, Cache: cache, Log: log, Venue: venue != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -230,9 +231,12 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	}
 	parts.commit.Go("group commit", svc.Run)
 	parts.commit.Go("settings reload", settings.Run)
+	// Admin writes, wherever served, reach the holder's risk engine through the audit log; a
+	// notice hastens the holder's read.
+	notices := &termsNotices{rdb: st.rdb, channel: cfg.RedisNames.TermsChanged(), log: log}
 	holder := &holderParts{cfg: cfg, db: st.db, rdb: st.rdb, keeper: contention.keeper, gate: contention.gate, desk: contention.desk, quotes: quotes, settings: settings,
-		trading: svc, relay: relay, inbox: inbox, metrics: m, venue: venue, base: base, guarded: parts.guarded, stream: parts.stream}
-	return &services{settings: settings, catalog: admin, trading: svc, venue: venue, holder: holder}, nil
+		trading: svc, catalog: cache, notices: notices, relay: relay, inbox: inbox, metrics: m, venue: venue, base: base, guarded: parts.guarded, stream: parts.stream}
+	return &services{settings: settings, catalog: admin, trading: svc, venue: venue, holder: holder, notices: notices}, nil
 }
 
 // startRole starts what the boot role runs before HTTP: the holder's parts (the price stream
@@ -283,7 +287,7 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	parts.rail.Go("events stream", hub.Run)
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
 		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
-		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg))})
+		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written})
 	if err != nil {
 		return nil, err
 	}

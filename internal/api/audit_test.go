@@ -28,6 +28,7 @@ import (
 	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/trading"
 )
 
 // auditDesk is the desk's real router over a fresh database, with an admin token.
@@ -40,6 +41,7 @@ type auditDesk struct {
 	// PENDING order of account for a dealer to cancel.
 	account, alertID, order int64
 	cat                     *catalog.Admin
+	svc                     *trading.Service
 	// ruleUpd and ruleDel are routing rules to change and delete; ruleOrder two rules of group
 	// walk-rt-ord to reorder.
 	ruleUpd, ruleDel int64
@@ -155,7 +157,7 @@ func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
 		t.Fatalf("the alert to acknowledge: %v %v", open, err)
 	}
 	d.alertID = open[0].ID
-	d.cat = admin
+	d.cat, d.svc = admin, svc
 	return d, h
 }
 

@@ -74,7 +74,7 @@ func routes(d Deps) http.Handler {
 	operatorPages(r, d.Log, d.Auth, authn, handleStatusPage(d.Log, d))
 
 	r.Route("/api/admin/fx", func(r chi.Router) {
-		r.Use(authn, requireAdmin(d.Log))
+		r.Use(authn, requireAdmin(d.Log), tellAdminWrites(d.AdminWritten))
 		r.Post("/accounts/{id}/deposit", handleDeposit(d.Log, d.Trading))
 		r.Get("/accounts", handleAdminAccounts(d.Log, d.Trading))
 		r.Get("/settings", handleSettings(d.Log, d.Settings))
@@ -84,8 +84,9 @@ func routes(d Deps) http.Handler {
 		r.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))
 		r.Post("/account-groups", handleCreateAccountGroup(d.Log, d.Catalog))
 		r.Get("/account-groups/{name}", handleAccountGroup(d.Log, d.Catalog))
-		// A change of margin terms and a move are served by the holder, whose risk engine
-		// re-marks the accounts they touch at once (docs/groups.md).
+		// A change of a group and a move are served by the holder, so its next order is routed
+		// under the group as changed; their margin terms reach its risk engine from the audit
+		// log, as every admin change does, wherever it is served (docs/groups.md).
 		r.With(deskPriced).Put("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
 		r.With(deskPriced).Patch("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
 		r.Delete("/account-groups/{name}", handleDeleteAccountGroup(d.Log, d.Catalog))

@@ -77,6 +77,12 @@ type Deps struct {
 	// Limits bound the front door (docs/architecture.md, «The front door»). Zero values switch a
 	// rate limit off and leave the body bound at its default.
 	Limits config.Limits
+	// AdminWritten, when set, is called after every admin write (any method but GET and HEAD
+	// under /api/admin/fx) has been answered, its change committed, with the method and path:
+	// the process tells the lease holder to read the audit log for changes of how accounts are
+	// marked (catalog.TermsFollower). Without it the holder still reads the log every
+	// catalog.TermsPoll.
+	AdminWritten func(ctx context.Context, what string)
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:

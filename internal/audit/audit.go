@@ -174,6 +174,28 @@ func List(ctx context.Context, db store.Queryer, f Filter) ([]Entry, error) {
 	return store.QueryAll(ctx, db, "audit log", scanEntry, q, args...)
 }
 
+// After reads up to limit rows with an id above after, oldest first, for a reader that follows
+// the log (catalog.TermsFollower). Ids are taken at INSERT, not at COMMIT: a row may become
+// visible after a higher one, so the follower reads again from below a gap until it closes
+// or has stayed open past any transaction's life.
+func After(ctx context.Context, db store.Queryer, after int64, limit int) ([]Entry, error) {
+	return store.QueryAll(ctx, db, "audit log after "+fmt.Sprint(after), scanEntry,
+		"SELECT `id`, `at`, `actorTokenId`, `actorUserId`, `actorVia`, `action`, `entityType`, `entityId`, `before`, `after`, `requestId` "+
+			"FROM `fx_audit` WHERE `id` > ? ORDER BY `id` LIMIT ?", after, limit)
+}
+
+// Settled is the highest id of a row written at least age ago by the database's clock (0 for
+// none): a follower starting there reads again what was written since, which is harmless for a
+// reader that derives from the database, and misses only a transaction open longer than age.
+func Settled(ctx context.Context, db store.Queryer, age time.Duration) (int64, error) {
+	ids, err := store.QueryAll(ctx, db, "audit log: settled id", store.ScanInt64,
+		"SELECT COALESCE(MAX(`id`), 0) FROM `fx_audit` WHERE `at` < NOW(3) - INTERVAL ? MICROSECOND", age.Microseconds())
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
 func scanEntry(sc store.Scanner) (Entry, error) {
 	var e Entry
 	var before, after sql.NullString

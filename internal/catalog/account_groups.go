@@ -12,7 +12,6 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 )
 
@@ -180,12 +179,12 @@ func (s *Admin) CreateAccountGroup(ctx context.Context, name string, p AccountGr
 // UpdateAccountGroup changes account group name's terms, checked whole as they will be written.
 // A change of execution mode is refused (ECONFLICT) while the group has open EXTERNAL positions
 // or orders SENDING: they are closed through the venue they were opened at. The new margin terms
-// apply at once: the group's accounts are re-marked by the risk engine at the next tick.
+// apply at once: the holder's TermsFollower hands them to the risk engine from the audit row,
+// and the engine re-marks the group's accounts at the next tick.
 func (s *Admin) UpdateAccountGroup(ctx context.Context, name string, p AccountGroupPatch) (AccountGroup, error) {
 	var before, after AccountGroup
-	var accounts []int64
 	err := s.retry(ctx, func() (err error) {
-		before, after, accounts, err = s.updateAccountGroup(ctx, name, p)
+		before, after, err = s.updateAccountGroup(ctx, name, p)
 		return err
 	})
 	if err != nil {
@@ -195,36 +194,24 @@ func (s *Admin) UpdateAccountGroup(ctx context.Context, name string, p AccountGr
 		return after, nil
 	}
 	s.cache.Invalidate()
-	if s.onChange != nil && len(accounts) > 0 && termsDiffer(before, after) {
-		changes := make([]risk.Change, 0, len(accounts))
-		for _, id := range accounts {
-			changes = append(changes, after.TermsChange(id))
-		}
-		s.onChange(ctx, changes...)
-	}
 	s.log.InfoContext(ctx, "account group changed", slog.String("group", name), slog.Any("before", before), slog.Any("after", after))
 	return after, nil
 }
 
-// termsDiffer reports whether the terms the risk engine judges an account by changed.
-func termsDiffer(a, b AccountGroup) bool {
-	return a.LeverageMax != b.LeverageMax || !a.MarginCallLevel.Equal(b.MarginCallLevel) || !a.StopOutLevel.Equal(b.StopOutLevel)
-}
-
-// updateAccountGroup is UpdateAccountGroup's transaction: the group as it was and is, and the
-// accounts in it (read under the group's lock, which a move into it also takes).
-func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGroupPatch) (before, after AccountGroup, accounts []int64, err error) {
+// updateAccountGroup is UpdateAccountGroup's transaction: the group as it was and is. Its
+// accounts' terms reach the risk engine from the audit row (TermsFollower).
+func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGroupPatch) (before, after AccountGroup, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return before, after, nil, fmt.Errorf("update account group: begin: %w", err)
+		return before, after, fmt.Errorf("update account group: begin: %w", err)
 	}
 	defer tx.Rollback()
 	before, err = scanAccountGroup(tx.QueryRowContext(ctx, "SELECT "+accountGroupCols+" FROM `fx_account_group` WHERE `name` = ? FOR UPDATE", name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return before, after, nil, groupNotFound(name)
+		return before, after, groupNotFound(name)
 	}
 	if err != nil {
-		return before, after, nil, fmt.Errorf("update account group %s: %w", name, err)
+		return before, after, fmt.Errorf("update account group %s: %w", name, err)
 	}
 	after = p.apply(before)
 	if err := s.checkAccountGroup(after); err != nil {
@@ -232,12 +219,12 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 			err = nil // a group left EXTERNAL by a desk that lost its venue may still have its levels changed
 		}
 		if err != nil {
-			return before, after, nil, err
+			return before, after, err
 		}
 	}
 	if after.Execution != before.Execution {
 		if err := switchable(ctx, tx, name); err != nil {
-			return before, after, nil, err
+			return before, after, err
 		}
 	}
 	// A change to what the group already is writes nothing but its audit row: the admin's
@@ -247,26 +234,23 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 			"`swapFreeDefault` = ?, `negativeBalanceProtection` = ?, `maxPendingOrders` = ? WHERE `name` = ?",
 			after.LeverageMax, after.MarginCallLevel, after.StopOutLevel, after.Execution, after.SwapFreeDefault, after.NegativeBalanceProtection,
 			after.MaxPendingOrders, name); err != nil {
-			return before, after, nil, fmt.Errorf("update account group %s: %w", name, err)
+			return before, after, fmt.Errorf("update account group %s: %w", name, err)
 		}
 	}
 	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.update", EntityType: "account_group", EntityID: name, Before: before, After: after}); err != nil {
-		return before, after, nil, err
-	}
-	if accounts, err = store.QueryAll(ctx, tx, "update account group: its accounts", store.ScanInt64,
-		"SELECT `id` FROM `fx_account` WHERE `accountGroup` = ?", name); err != nil {
-		return before, after, nil, err
+		return before, after, err
 	}
 	if err := tx.Commit(); err != nil {
-		return before, after, nil, fmt.Errorf("update account group: commit: %w", err)
+		return before, after, fmt.Errorf("update account group: commit: %w", err)
 	}
-	return before, after, accounts, nil
+	return before, after, nil
 }
 
 // equalGroups compares two groups' terms (decimals by value, the cap by what it points at).
 func equalGroups(a, b AccountGroup) bool {
 	capEq := (a.MaxPendingOrders == nil) == (b.MaxPendingOrders == nil) && (a.MaxPendingOrders == nil || *a.MaxPendingOrders == *b.MaxPendingOrders)
-	return a.Name == b.Name && !termsDiffer(a, b) && a.Execution == b.Execution && a.SwapFreeDefault == b.SwapFreeDefault &&
+	return a.Name == b.Name && a.LeverageMax == b.LeverageMax && a.MarginCallLevel.Equal(b.MarginCallLevel) && a.StopOutLevel.Equal(b.StopOutLevel) &&
+		a.Execution == b.Execution && a.SwapFreeDefault == b.SwapFreeDefault &&
 		a.NegativeBalanceProtection == b.NegativeBalanceProtection && capEq
 }
 

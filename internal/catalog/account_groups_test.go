@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/risk"
 )
 
 // asAdmin is a context whose changes are recorded as a test's.
@@ -154,21 +152,13 @@ func TestAccountGroupTermsRangeChecked(t *testing.T) {
 }
 
 // A change is written and recorded with the group before and after; the accounts in the group
-// are re-judged by the risk engine under the new terms at once; the pending-order cap can be set
+// are handed to the risk engine under the new terms from the audit row; the pending-order cap can be set
 // and given back to the desk setting.
-func TestUpdateAccountGroupTellsTheRiskEngine(t *testing.T) {
+func TestUpdateAccountGroupReachesTheRiskEngine(t *testing.T) {
 	t.Parallel()
 	ctx := asAdmin()
-	var mu sync.Mutex
-	var told []risk.Change
-	svc, err := NewAdmin(AdminConfig{DB: testDB, Cache: NewCache(testDB, time.Minute), OnChange: func(_ context.Context, cs ...risk.Change) {
-		mu.Lock()
-		told = append(told, cs...)
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newAdmin(t)
+	r := newTermsRig(t)
 	name := uniqueGroup("update")
 	if _, err := svc.CreateAccountGroup(ctx, name, AccountGroupPatch{}); err != nil {
 		t.Fatal(err)
@@ -182,28 +172,24 @@ func TestUpdateAccountGroupTellsTheRiskEngine(t *testing.T) {
 	if got, want := groupRow(t, name), "500 150.00 80.00 INTERNAL 0 0 3"; got != want || *g.MaxPendingOrders != 3 {
 		t.Fatalf("stored %q, want %q (answered %+v)", got, want, g)
 	}
-	mu.Lock()
-	if len(told) != 1 || told[0].Kind != risk.AccountTermsChanged || told[0].Account.ID != id || told[0].Account.StopOutLevel != 80 || told[0].Account.MarginCallLevel != 150 {
-		t.Fatalf("the risk engine was told %+v; want account %d's new terms", told, id)
+	if a, ok := accountTerms(r.pass(), id); !ok || a.Group != name || a.StopOutLevel != 80 || a.MarginCallLevel != 150 {
+		t.Fatalf("the risk engine was told %+v (%v); want account %d's new terms", a, ok, id)
 	}
-	told = nil
-	mu.Unlock()
 	entries, err := audit.List(ctx, testDB, audit.Filter{EntityType: "account_group", EntityID: name})
 	if err != nil || len(entries) != 2 || entries[0].Action != "account_group.update" ||
 		!strings.Contains(string(entries[0].Before), `"stopOutLevel":"50"`) || !strings.Contains(string(entries[0].After), `"stopOutLevel":"80"`) {
 		t.Fatalf("audit %v: %+v", err, entries)
 	}
-	// Giving the cap back to the desk setting changes no margin term: the engine hears nothing.
+	// Giving the cap back to the desk setting changes no margin term: the engine is told the
+	// terms it holds, which it ignores.
 	if _, err := svc.UpdateAccountGroup(ctx, name, AccountGroupPatch{SetMaxPendingOrders: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := groupRow(t, name); !strings.HasSuffix(got, " null") {
 		t.Fatalf("cap not removed: %s", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 0 {
-		t.Fatalf("told %+v for a change of no margin term", told)
+	if a, ok := accountTerms(r.pass(), id); ok && (a.StopOutLevel != 80 || a.MarginCallLevel != 150) {
+		t.Fatalf("told %+v for a change of no margin term", a)
 	}
 }
 

@@ -39,8 +39,9 @@ func lockAccount(ctx context.Context, tx *sql.Tx, id int64) (accountPlacement, e
 }
 
 // MoveAccount puts account id in account group group. The new group's margin terms apply at
-// once (the risk engine re-marks the account at the next tick) and its routing to the next
-// order (the trading rules read the group's execution mode with the locked account).
+// once (the holder's TermsFollower hands the account's group and terms to the risk engine from
+// the audit row, and the engine re-marks it at the next tick) and its routing to the next order
+// (the trading rules read the group's execution mode with the locked account).
 //
 // A move between groups of one execution mode is allowed with open positions and resting orders:
 // they stay as they are and are judged, closed and charged under the new group from now on. A
@@ -51,18 +52,14 @@ func lockAccount(ctx context.Context, tx *sql.Tx, id int64) (accountPlacement, e
 // venue is configured is refused (EUNAVAILABLE): its orders could not be routed.
 func (s *Admin) MoveAccount(ctx context.Context, id int64, group string) error {
 	var before, after accountPlacement
-	var to AccountGroup
 	err := s.retry(ctx, func() (err error) {
-		before, after, to, err = s.moveAccount(ctx, id, group)
+		before, after, _, err = s.moveAccount(ctx, id, group)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if before.Group != after.Group {
-		if s.onChange != nil {
-			s.onChange(ctx, to.TermsChange(id))
-		}
 		s.log.InfoContext(ctx, "account moved", slog.Int64("account_id", id), slog.String("from", before.Group), slog.String("to", after.Group))
 	}
 	return nil

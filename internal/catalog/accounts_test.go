@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/risk"
 )
 
 func accountRow(t *testing.T, id int64) string {
@@ -35,11 +33,8 @@ func openPosition(t *testing.T, account int64) {
 func TestMoveAccount(t *testing.T) {
 	t.Parallel()
 	ctx := asAdmin()
-	var told []risk.Change
-	venueless, err := NewAdmin(AdminConfig{DB: testDB, Cache: NewCache(testDB, time.Minute), OnChange: func(_ context.Context, cs ...risk.Change) { told = append(told, cs...) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	venueless := newAdmin(t)
+	r := newTermsRig(t)
 	withVenue, err := NewAdmin(AdminConfig{DB: testDB, Cache: NewCache(testDB, time.Minute), Venue: true})
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +57,8 @@ func TestMoveAccount(t *testing.T) {
 	if got := accountRow(t, id); got != strict+" ACTIVE -" {
 		t.Fatalf("account %s", got)
 	}
-	if len(told) != 1 || told[0].Kind != risk.AccountTermsChanged || told[0].Account.ID != id || told[0].Account.StopOutLevel != 90 {
-		t.Fatalf("the risk engine was told %+v; want the new group's terms", told)
+	if a, ok := accountTerms(r.pass(), id); !ok || a.StopOutLevel != 90 || a.Group != strict {
+		t.Fatalf("the risk engine was told %+v (%v); want the new group and its terms", a, ok)
 	}
 	if n := auditCount(t, "account", key); n != 1 {
 		t.Fatalf("%d audit rows, want 1", n)
@@ -86,7 +81,8 @@ func TestMoveAccount(t *testing.T) {
 	if err := venueless.MoveAccount(ctx, 1<<40, strict); fx.ErrorCode(err) != fx.ENOTFOUND {
 		t.Errorf("unknown account: %v", err)
 	}
-	if got := accountRow(t, id); got != strict+" ACTIVE -" || auditCount(t, "account", key) != 1 || len(told) != 1 {
+	told, _ := accountTerms(r.pass(), id)
+	if got := accountRow(t, id); got != strict+" ACTIVE -" || auditCount(t, "account", key) != 1 || told.ID != 0 {
 		t.Fatalf("refused moves changed something: %s, %d audit rows, told %+v", got, auditCount(t, "account", key), told)
 	}
 

@@ -11,19 +11,18 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 )
 
 // Admin is the dealer's side of the catalog: it lists and changes instruments and account
 // groups, and moves accounts between groups. Every change invalidates the process's Cache, so the
-// trading rules price the next order under it.
+// trading rules price the next order under it, and records an audit row, from which the
+// holder's TermsFollower hands the risk engine whatever changed how accounts are marked.
 type Admin struct {
-	db       *sql.DB
-	cache    *Cache
-	log      *slog.Logger
-	onChange func(context.Context, ...risk.Change)
-	venue    bool
+	db    *sql.DB
+	cache *Cache
+	log   *slog.Logger
+	venue bool
 }
 
 // AdminConfig builds an Admin.
@@ -31,9 +30,6 @@ type AdminConfig struct {
 	DB    *sql.DB
 	Cache *Cache // the cache the process's trading rules read; required
 	Log   *slog.Logger
-	// OnChange, when set, receives the instruments an admin change touched (the risk engine's
-	// Apply), after the commit.
-	OnChange func(context.Context, ...risk.Change)
 	// Venue is true where an execution venue is configured: only then may a group be EXTERNAL.
 	Venue bool
 }
@@ -46,7 +42,7 @@ func NewAdmin(c AdminConfig) (*Admin, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Admin{db: c.DB, cache: c.Cache, log: c.Log, onChange: c.OnChange, venue: c.Venue}, nil
+	return &Admin{db: c.DB, cache: c.Cache, log: c.Log, venue: c.Venue}, nil
 }
 
 // retry runs one admin transaction again while the server rolls it back (store.RetryRolledBack).
@@ -160,24 +156,7 @@ func (s *Admin) PutInstruments(ctx context.Context, patches []InstrumentPatch) (
 		return nil, err
 	}
 	s.cache.Invalidate()
-	list, err := s.Instruments(ctx)
-	if err != nil {
-		return nil, err
-	}
-	patched := map[string]bool{}
-	for _, p := range patches {
-		patched[p.Symbol] = true
-	}
-	var changes []risk.Change
-	for _, in := range list {
-		if patched[in.Symbol] {
-			changes = append(changes, risk.Change{Kind: risk.InstrumentUpserted, Instrument: in.RiskTerms()})
-		}
-	}
-	if s.onChange != nil && len(changes) > 0 {
-		s.onChange(ctx, changes...)
-	}
-	return list, nil
+	return s.Instruments(ctx)
 }
 
 // putInstruments is PutInstruments' transaction. The volume terms are checked together on the

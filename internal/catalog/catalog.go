@@ -54,7 +54,7 @@ const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLeve
 // TermsChange tells the risk engine that account id is now under g's margin terms (a move, or
 // an edit of its group): it re-marks the account at the next tick of its symbols.
 func (g AccountGroup) TermsChange(id int64) risk.Change {
-	return risk.Change{Kind: risk.AccountTermsChanged, Account: risk.Account{ID: id, GroupLeverage: g.LeverageMax,
+	return risk.Change{Kind: risk.AccountTermsChanged, Account: risk.Account{ID: id, Group: g.Name, GroupLeverage: g.LeverageMax,
 		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64()}}
 }
 

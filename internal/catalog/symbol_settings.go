@@ -12,7 +12,6 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
 )
 
@@ -117,7 +116,7 @@ func (s *Admin) PutSymbolGroup(ctx context.Context, p SymbolGroupPatch) (g Symbo
 	if err != nil {
 		return SymbolGroup{}, false, err
 	}
-	s.changed(ctx, g.Name)
+	s.changed()
 	s.log.InfoContext(ctx, "symbol group changed", slog.String("group", g.Name), slog.Bool("created", created))
 	return g, created, nil
 }
@@ -203,7 +202,7 @@ func (s *Admin) DeleteSymbolGroup(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	s.changed(ctx, name)
+	s.changed()
 	return nil
 }
 
@@ -319,7 +318,7 @@ func (s *Admin) PutOverride(ctx context.Context, o Override) (out Override, crea
 	if err != nil {
 		return Override{}, false, err
 	}
-	s.changed(ctx, "")
+	s.changed()
 	s.log.InfoContext(ctx, "symbol override set", slog.String("account_group", o.AccountGroup), slog.String("symbol", o.Symbol), slog.String("symbol_group", o.SymbolGroup))
 	return o, created, nil
 }
@@ -333,7 +332,7 @@ func (s *Admin) DeleteOverride(ctx context.Context, group, symbol, symbolGroup s
 	if err != nil {
 		return err
 	}
-	s.changed(ctx, "")
+	s.changed()
 	return nil
 }
 
@@ -389,39 +388,10 @@ func (s *Admin) writeOverride(ctx context.Context, o Override, remove bool) (boo
 	return missing, nil
 }
 
-// changed follows a committed change of symbol terms: the Cache is re-read, and the risk engine
-// gets the instruments of symbol group symbolGroup ("" for none) and the symbol terms of every
-// account group that has or had overrides.
-func (s *Admin) changed(ctx context.Context, symbolGroup string) {
-	prev, _ := s.cache.LastLoaded(ctx)
+// changed follows a committed change of symbol terms: the Cache is re-read, so this process's
+// next order has them; the holder's risk engine gets them from the audit row (TermsFollower).
+func (s *Admin) changed() {
 	s.cache.Invalidate()
-	cat, err := s.cache.Get(ctx)
-	if err != nil || s.onChange == nil {
-		return
-	}
-	var changes []risk.Change
-	if symbolGroup != "" {
-		for _, in := range cat.List {
-			if in.SymbolGroup == symbolGroup {
-				changes = append(changes, risk.Change{Kind: risk.InstrumentUpserted, Instrument: in.RiskTerms()})
-			}
-		}
-	}
-	groups := map[string]bool{}
-	for _, g := range cat.OverriddenGroups() {
-		groups[g] = true
-	}
-	if prev != nil {
-		for _, g := range prev.OverriddenGroups() {
-			groups[g] = true
-		}
-	}
-	for g := range groups {
-		changes = append(changes, risk.Change{Kind: risk.GroupTermsSet, GroupTerms: cat.RiskGroupTerms(g)})
-	}
-	if len(changes) > 0 {
-		s.onChange(ctx, changes...)
-	}
 }
 
 // AccountTerms are one account's effective terms on every symbol asked for, for support staff.

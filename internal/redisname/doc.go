@@ -15,6 +15,7 @@
 //	fx:quote-mirror:pins           hash: conversion legs followers asked for
 //	fx:quote-mirror:pin-requests   channel: "a follower just pinned something"
 //	fx:events                      stream: every event of the outbox, for the host platform (internal/relay)
+//	fx:terms-changed               channel: "an admin write was answered": the holder reads the audit log (catalog.TermsFollower)
 //	engine:lease:forex-trading     string: hostname:pid of the lease holder (internal/lease)
 //
 // The rule is <prefix>:<name>, except the lease key, which predates the prefix and keeps its

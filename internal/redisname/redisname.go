@@ -53,6 +53,10 @@ func (n Names) QuoteMirrorPinRequests() string { return n.name("quote-mirror:pin
 // the host platform's consumer groups (docs/events.md).
 func (n Names) Events() string { return n.name("events") }
 
+// TermsChanged is the pub/sub channel a web process publishes on after an admin write: the lease
+// holder reads the audit log for changes of how accounts are marked (catalog.TermsFollower).
+func (n Names) TermsChanged() string { return n.name("terms-changed") }
+
 // EngineLease is the string key mirroring the lease row for key (lease.Key): the bare
 // engine:lease:<key> under the default prefix, as operators know it (docs/operations.md), and
 // <prefix>:engine:lease:<key> under any other, so installs sharing a database never share it.

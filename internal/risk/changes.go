@@ -3,6 +3,7 @@ package risk
 import (
 	"context"
 	"log/slog"
+	"maps"
 )
 
 func (e *Engine) addPositionLocked(ps Position) {
@@ -170,14 +171,27 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 		e.markStaleLocked(a)
 	case AccountTermsChanged:
 		a := e.accountFor(c.Account.ID)
-		a.GroupLeverage, a.MarginCallLevel, a.StopOutLevel = c.Account.GroupLeverage, c.Account.MarginCallLevel, c.Account.StopOutLevel
-		e.markStaleLocked(a) // margin and the levels it is judged against changed: re-marked on the next tick
+		t := c.Account
+		if a.Group == t.Group && a.GroupLeverage == t.GroupLeverage && a.MarginCallLevel == t.MarginCallLevel && a.StopOutLevel == t.StopOutLevel {
+			return // told again what it holds: nothing to re-mark
+		}
+		a.Group, a.GroupLeverage, a.MarginCallLevel, a.StopOutLevel = t.Group, t.GroupLeverage, t.MarginCallLevel, t.StopOutLevel
+		// The group decides each symbol's markup and leverage cap (GroupTerms) and the group's cap
+		// every margin: the exposures take them again, and the account is re-marked on the next
+		// tick against its new levels.
+		e.redepLocked(a)
 	case InstrumentUpserted:
+		if cur := e.instruments[c.Instrument.Symbol]; cur != nil && *cur == c.Instrument {
+			return
+		}
 		e.setInstrumentLocked(c.Instrument)
 		for _, a := range e.accts {
 			e.redepLocked(a)
 		}
 	case GroupTermsSet:
+		if maps.Equal(e.groupTerms[c.GroupTerms.Group], c.GroupTerms.Symbols) {
+			return // nil and empty alike: a group without terms of its own stays without
+		}
 		e.setGroupTermsLocked(c.GroupTerms)
 		for _, a := range e.accts {
 			if a.Group == c.GroupTerms.Group {

@@ -614,3 +614,35 @@ func TestAccountTermsApplyAtOnce(t *testing.T) {
 	r.tick("EURUSD", 1.13, 1.13)
 	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut, at: q(1.13, 1.13)})
 }
+
+// TestAccountTermsCarryTheGroup: a terms change names the account's group, and the engine
+// marks the account with that group's own symbol terms from then on — a move out of a group
+// whose EURUSD is capped at 1:10 into one without terms of its own, the reverse move, and a
+// group's own leverage cap lowered. 9000 USD, 1 lot EURUSD bought at 1.10, marked at 1.05:
+// equity 4000 over 1050 of margin at 1:100 (381 %), over 10500 at 1:10 (38 %); stop-out at 50 %.
+func TestAccountTermsCarryTheGroup(t *testing.T) {
+	t.Parallel()
+	acc := func(id int64, group string, groupLeverage int) Account {
+		return Account{ID: id, Currency: "USD", Balance: 9000, Leverage: 100, GroupLeverage: groupLeverage, MarginCallLevel: 100, StopOutLevel: 50, Group: group}
+	}
+	snap := Snapshot{Instruments: instruments(),
+		Groups:   []GroupTerms{{Group: "capped", Symbols: map[string]SymbolTerms{"EURUSD": {LeverageMax: 10}}}},
+		Accounts: []Account{acc(1, "capped", 500), acc(2, "plain", 500), acc(3, "plain", 500)},
+		Positions: []Position{
+			{ID: 11, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1},
+			{ID: 12, AccountID: 2, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1},
+			{ID: 13, AccountID: 3, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.1},
+		}}
+	r := newRig(t, snap, 1, nil)
+	r.tick("EURUSD", 1.1, 1.1) // 818 %, 818 %, and 82 % for the capped account
+	r.wantCalls()
+	ctx := context.Background()
+	r.e.Apply(ctx,
+		Change{Kind: AccountTermsChanged, Account: Account{ID: 1, Group: "plain", GroupLeverage: 500, MarginCallLevel: 100, StopOutLevel: 50}},
+		Change{Kind: AccountTermsChanged, Account: Account{ID: 2, Group: "capped", GroupLeverage: 500, MarginCallLevel: 100, StopOutLevel: 50}},
+		Change{Kind: AccountTermsChanged, Account: Account{ID: 3, Group: "plain", GroupLeverage: 10, MarginCallLevel: 100, StopOutLevel: 50}})
+	r.tick("EURUSD", 1.05, 1.05)
+	// Account 1 is at 381 % under its new group; 2 and 3 at 38 %.
+	r.wantCalls(call{kind: jobClose, id: 12, reason: fx.CloseStopOut, at: q(1.05, 1.05)},
+		call{kind: jobClose, id: 13, reason: fx.CloseStopOut, at: q(1.05, 1.05)})
+}

@@ -212,15 +212,18 @@ const (
 	BalanceChanged                           // Account.ID, Account.Balance = balance after the commit
 	InstrumentUpserted                       // Instrument whole
 	GroupTermsSet                            // GroupTerms whole (an account group's symbol terms)
-	// AccountTermsChanged: Account.ID with the group's GroupLeverage, MarginCallLevel and
-	// StopOutLevel after an account moved group or its group changed; the rest is kept (a
-	// balance read beside the terms could be older than one a close just reported).
+	// AccountTermsChanged: Account.ID with its Group and that group's GroupLeverage,
+	// MarginCallLevel and StopOutLevel after an account moved group or its group changed; the
+	// rest is kept (a balance read beside the terms could be older than one a close just
+	// reported). The group matters as much as the levels: it picks the GroupTerms the account's
+	// symbols are marked with.
 	AccountTermsChanged
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a
 // stop level), never a delta, so applying one twice, or applying one the snapshot already
-// holds, changes nothing.
+// holds, changes nothing; a terms change (AccountTermsChanged, InstrumentUpserted,
+// GroupTermsSet) equal to what the engine holds does not even re-mark an account.
 type Change struct {
 	Kind       ChangeKind
 	Position   Position

@@ -263,11 +263,11 @@ func asAdmin(ctx context.Context) context.Context {
 	return audit.WithActor(ctx, audit.Actor{Via: "test"})
 }
 
-// adminOf is the catalog admin of svc's process: it shares svc's catalog cache and tells svc's
-// risk hook what it changed, as the web process wires them.
+// adminOf is the catalog admin of svc's process: it shares svc's catalog cache, as the web
+// process wires them.
 func adminOf(t *testing.T, svc *Service) *catalog.Admin {
 	t.Helper()
-	a, err := catalog.NewAdmin(catalog.AdminConfig{DB: svc.db, Cache: svc.catalog, Log: svc.log, OnChange: svc.onChange, Venue: svc.venue != nil})
+	a, err := catalog.NewAdmin(catalog.AdminConfig{DB: svc.db, Cache: svc.catalog, Log: svc.log, Venue: svc.venue != nil})
 	if err != nil {
 		t.Fatal(err)
 	}

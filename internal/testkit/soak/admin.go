@@ -118,6 +118,23 @@ func (l *adminLane) anyWeb() *proc {
 	return up[l.intN(len(up))]
 }
 
+// anyFollower is a running web process that does not hold the lease, or anyWeb when there is
+// none: a change of terms made there reaches the holder's risk engine only through the audit log
+// (catalog.TermsFollower), which is what moves and overrides should exercise.
+func (l *adminLane) anyFollower(ctx context.Context) *proc {
+	holder := l.c.holder(ctx)
+	var up []*proc
+	for _, w := range l.c.live("web") {
+		if !w.isStopped() && w != holder {
+			up = append(up, w)
+		}
+	}
+	if len(up) == 0 {
+		return l.anyWeb()
+	}
+	return up[l.intN(len(up))]
+}
+
 // send sends one admin write with a request id of its own.
 func (l *adminLane) send(ctx context.Context, p *proc, client, op, method, path string, body any) invariant.Entry {
 	return l.j.callID(ctx, p, l.token, client, op, method, path, l.requestID(), body)
@@ -240,7 +257,9 @@ func (l *adminLane) editGroup(ctx context.Context) {
 	l.count(adminGroupEdit)
 }
 
-// move puts an INTERNAL trader's account, positions and all, into another INTERNAL group.
+// move puts an INTERNAL trader's account, positions and all, into another INTERNAL group of
+// other terms (default 1:500, soak-a 1:200 with its EURUSD and GBPUSD overrides, soak-b 1:400 and
+// its own levels), through a follower when there is one.
 func (l *adminLane) move(ctx context.Context) {
 	if len(l.movable) == 0 {
 		return
@@ -254,7 +273,7 @@ func (l *adminLane) move(ctx context.Context) {
 	if to == from {
 		to = groups[(indexOf(groups, to)+1)%len(groups)]
 	}
-	e := l.send(ctx, l.anyWeb(), adminClient, adminMove, http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": to})
+	e := l.send(ctx, l.anyFollower(ctx), adminClient, adminMove, http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": to})
 	if e.OK() {
 		l.mu.Lock()
 		l.group[t.account] = to
@@ -273,14 +292,15 @@ func indexOf(s []string, v string) int {
 }
 
 // override sets or clears soak-a's override on EURUSD or GBPUSD: its markup, commission and
-// leverage cap (never its swaps: the swap price check computes them from the instrument).
+// leverage cap (never its swaps: the swap price check computes them from the instrument),
+// through a follower when there is one.
 func (l *adminLane) override(ctx context.Context) {
 	symbol := []string{"EURUSD", "GBPUSD"}[l.intN(2)]
 	path := "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + symbol
 	if l.intN(3) == 0 {
-		l.send(ctx, l.anyWeb(), adminClient, adminOverride, http.MethodDelete, path, nil)
+		l.send(ctx, l.anyFollower(ctx), adminClient, adminOverride, http.MethodDelete, path, nil)
 	} else {
-		l.send(ctx, l.anyWeb(), adminClient, adminOverride, http.MethodPut, path, map[string]any{
+		l.send(ctx, l.anyFollower(ctx), adminClient, adminOverride, http.MethodPut, path, map[string]any{
 			"markupPoints": fmt.Sprint(l.intN(20)), "commissionPerLot": fmt.Sprintf("%d.50", l.intN(5)), "commissionCurrency": "USD",
 			"leverageMax": []int{50, 100, 200}[l.intN(3)]})
 	}
