@@ -51,6 +51,12 @@ var built = map[string][]string{
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3))",
 	},
+	"internal/trading.Flush": {
+		"INSERT INTO `fx_account_profile` (`accountId`, `trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `trades` = `trades` + VALUES(`trades`), `wins` = `wins` + VALUES(`wins`), " +
+			"`grossProfit` = `grossProfit` + VALUES(`grossProfit`), `grossLoss` = `grossLoss` + VALUES(`grossLoss`), " +
+			"`holdMillis` = `holdMillis` + VALUES(`holdMillis`), `underMinute` = `underMinute` + VALUES(`underMinute`), `lastTradeAt` = VALUES(`lastTradeAt`)",
+	},
 	"internal/book.closeUpdate": {
 		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +
 			"`realizedProfit` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `realizedProfit` END, " +
