@@ -183,6 +183,9 @@ func (r *Rows) add(b *Batch, l *Plan) {
 		}, "SELECT "+AccountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
+		// A position's currency is its account's, read just above; a position whose account the
+		// batch does not lock has none, and no write applies its rules to it (a close refuses a
+		// position that is not its locked account's).
 		ids := slices.Sorted(slices.Values(l.positions))
 		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
@@ -190,10 +193,13 @@ func (r *Rows) add(b *Batch, l *Plan) {
 				if err != nil {
 					return err
 				}
+				if a, ok := r.Accounts[p.AccountID]; ok {
+					p.Currency = a.Currency
+				}
 				r.Positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+PositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+lockedPositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
