@@ -58,11 +58,13 @@ var built = map[string][]string{
 			"`holdMillis` = `holdMillis` + VALUES(`holdMillis`), `underMinute` = `underMinute` + VALUES(`underMinute`), `lastTradeAt` = VALUES(`lastTradeAt`)",
 	},
 	"internal/book.closeUpdate": {
-		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +
-			"`realizedProfit` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `realizedProfit` END, " +
-			"`closePrice` = CASE `id` WHEN ? THEN ? ELSE `closePrice` END, `status` = CASE `id` WHEN ? THEN 'CLOSED' ELSE `status` END, " +
-			"`closeReason` = CASE `id` WHEN ? THEN ? ELSE `closeReason` END, `closedAt` = CASE `id` WHEN ? THEN NOW(3) ELSE `closedAt` END " +
-			"WHERE `id` IN (?, ?)",
+		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE WHEN `id` IN (?, ?) THEN 0 WHEN `id` = ? THEN ? ELSE `volume` END, " +
+			"`realizedProfit` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `realizedProfit` END, " +
+			"`closePrice` = CASE WHEN `id` IN (?, ?) THEN ? ELSE `closePrice` END, `status` = CASE WHEN `id` IN (?, ?) THEN 'CLOSED' ELSE `status` END, " +
+			"`closeReason` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `closeReason` END, `closedAt` = CASE WHEN `id` IN (?, ?) THEN NOW(3) ELSE `closedAt` END " +
+			"WHERE `id` IN (?, ?, ?)",
+		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = 0, `realizedProfit` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `realizedProfit` END, " +
+			"`closePrice` = ?, `status` = 'CLOSED', `closeReason` = ?, `closedAt` = NOW(3) WHERE `id` IN (?, ?)",
 	},
 	"internal/ledger.balanceUpdate": {
 		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3), " +
