@@ -108,7 +108,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 			return fmt.Errorf("scheduled jobs: %w", err)
 		}
 	}
-	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(book.MaxBatch))
+	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(book.MaxWaiting))
 	if err != nil {
 		return fmt.Errorf("risk engine: %w", err)
 	}

@@ -33,8 +33,10 @@ type Batch struct {
 }
 
 // Gather is rows a batch's writes add one at a time, written together in the batch's last round
-// trip by Flush: the events outbox's, one sequence update and one multi-row INSERT for the whole
-// batch instead of two statements per event.
+// trip by Flush: one statement (or two) for the whole batch instead of one or two per write. The
+// events outbox's are a Last Gather (GatheredLast): one sequence update and one multi-row INSERT
+// of every event. The trader profiles' are a plain one (Gathered): one multi-row upsert of every
+// account a batch's closes traded on.
 type Gather interface {
 	// Merge adds o's rows (a Gather of the same key) after this one's.
 	Merge(o Gather)
@@ -43,21 +45,33 @@ type Gather interface {
 }
 
 type keyed struct {
-	key string
-	g   Gather
+	key  string
+	g    Gather
+	last bool // written with the Last statements (GatheredLast)
 }
 
 // Gathered returns b's Gather of key, made by make on first use. Its rows are written after
-// every statement of the batch (and of any batch appended to it), with the Last statements, in
-// the order the Gathers were first asked for, ahead of the Last statements themselves.
+// every statement of the batch (and of any batch appended to it) — in a transaction that Commit
+// ends, just before the lease fence — in the order the Gathers were first asked for.
 func (b *Batch) Gathered(key string, make func() Gather) Gather {
+	return b.gathered(key, false, make)
+}
+
+// GatheredLast is Gathered for rows whose statements take a lock every writer of the desk queues
+// on, as a Last statement does: they are written after every other statement and every plain
+// Gather's, after the lease fence, ahead of the Last statements themselves.
+func (b *Batch) GatheredLast(key string, make func() Gather) Gather {
+	return b.gathered(key, true, make)
+}
+
+func (b *Batch) gathered(key string, last bool, make func() Gather) Gather {
 	for _, k := range b.gathers {
 		if k.key == key {
 			return k.g
 		}
 	}
 	g := make()
-	b.gathers = append(b.gathers, keyed{key, g})
+	b.gathers = append(b.gathers, keyed{key, g, last})
 	return g
 }
 
@@ -87,9 +101,27 @@ func (b *Batch) Last(stmt string, args ...any) {
 	b.last.Exec(stmt, args...)
 }
 
-// flushLast moves the Gathers' statements, then the Last statements, to the end of the batch's
-// text.
+// flushGathered moves the plain Gathers' statements to the end of the batch's text.
+func (b *Batch) flushGathered() {
+	var keep []keyed
+	var flush []Gather
+	for _, k := range b.gathers {
+		if k.last {
+			keep = append(keep, k)
+		} else {
+			flush = append(flush, k.g)
+		}
+	}
+	b.gathers = keep
+	for _, g := range flush {
+		g.Flush(b)
+	}
+}
+
+// flushLast moves the plain Gathers' statements, then the Last Gathers', then the Last
+// statements, to the end of the batch's text.
 func (b *Batch) flushLast() {
+	b.flushGathered()
 	gathers, last := b.gathers, b.last
 	b.gathers, b.last = nil, nil
 	for _, k := range gathers {
@@ -104,7 +136,7 @@ func (b *Batch) flushLast() {
 // last.
 func (b *Batch) Append(o *Batch) {
 	for _, k := range o.gathers {
-		if g := b.Gathered(k.key, func() Gather { return k.g }); g != k.g {
+		if g := b.gathered(k.key, k.last, func() Gather { return k.g }); g != k.g {
 			g.Merge(k.g)
 		}
 	}
@@ -243,15 +275,12 @@ func (t *Txn) Lock(ctx context.Context, b *Batch, what string) error {
 	return nil
 }
 
-// Commit sends b, then the fence of a fenced transaction, then b's Last statements, then COMMIT. The server runs COMMIT
-// only when every statement before it succeeded; when one failed, the error comes back (the
-// fence's as the Service's refusal) and Rollback ends the transaction.
+// Commit sends b and its plain Gathers, then the fence of a fenced transaction, then b's Last
+// Gathers and Last statements, then COMMIT. The server runs COMMIT only when every statement
+// before it succeeded; when one failed, the error comes back (the fence's as the Service's
+// refusal) and Rollback ends the transaction.
 func (t *Txn) Commit(ctx context.Context, b *Batch) error {
-	if t.Fence != "" {
-		b.Exec(t.Fence, t.FenceArgs...)
-	}
-	b.flushLast() // after the fence: a fenced-out transaction never queues on their locks
-	b.Exec("COMMIT")
+	b.ending(t.Fence, t.FenceArgs)
 	if err := b.Run(ctx, t); err != nil {
 		if t.Fence != "" && lease.IsFenced(err) {
 			return t.Refused(err)
@@ -266,6 +295,18 @@ func (t *Txn) Commit(ctx context.Context, b *Batch) error {
 	t.done = true
 	t.conn.Close()
 	return nil
+}
+
+// ending adds what ends a transaction to b: its plain Gathers' statements, the lease fence (none
+// when fence is ""), its Last Gathers' and Last statements — after the fence, so a fenced-out
+// transaction never queues on their locks — and COMMIT.
+func (b *Batch) ending(fence string, args []any) {
+	b.flushGathered()
+	if fence != "" {
+		b.Exec(fence, args...)
+	}
+	b.flushLast()
+	b.Exec("COMMIT")
 }
 
 // Empty reports whether b holds no statement.

@@ -24,6 +24,13 @@ import (
 // committed as several batches, one after the other.
 const MaxBatch = 256
 
+// MaxWaiting is how many writers can usefully wait on the group commit at once: a full batch
+// committing and a full one queued behind it. A pool of writers (the risk engine's workers) is
+// sized to it: with MaxBatch writers, a full batch in flight leaves one to queue, so a burst
+// alternates batches of MaxBatch-1 with batches of one, a transaction and its fsync spent per
+// single write.
+const MaxWaiting = 2 * MaxBatch
+
 // batchTimeout bounds one batch's transaction, which belongs to no single request: the requests
 // wait for it, but none of them may cancel it for the others.
 const batchTimeout = 30 * time.Second

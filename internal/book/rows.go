@@ -186,6 +186,9 @@ func (r *Rows) add(b *Batch, l *Plan) {
 		}, "SELECT "+AccountCols+", `balanceVersion` FROM `fx_account` FORCE INDEX (PRIMARY) WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.positions) > 0 {
+		// A position's currency is its account's, read just above; a position whose account the
+		// batch does not lock has none, and no write applies its rules to it (a close refuses a
+		// position that is not its locked account's).
 		ids := slices.Sorted(slices.Values(l.positions))
 		b.Query(func(rows *sql.Rows) error {
 			for rows.Next() {
@@ -193,10 +196,13 @@ func (r *Rows) add(b *Batch, l *Plan) {
 				if err != nil {
 					return err
 				}
+				if a, ok := r.Accounts[p.AccountID]; ok {
+					p.Currency = a.Currency
+				}
 				r.Positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+PositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+lockedPositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
@@ -453,6 +459,12 @@ func (r *Rows) Closing(p *Position) {
 // realized profit, and for the ones now closed their close price, status, reason and time. A
 // burst's closes cost one statement per batch, not one per close; the index makes the UPDATE lock
 // the positions it names and no other.
+//
+// A value every position of the statement shares is set plainly; otherwise the positions that
+// share a value are named by one WHEN `id` IN (…), which the server searches by bisection, not
+// a CASE branch per position, which it walks for every row and column: a gap's closes share their
+// volume (0), status, reason, time and — per symbol — price, and only the profits are one branch
+// per position.
 func closeUpdate(ps []*Position) (string, []any) {
 	if len(ps) == 1 {
 		p := ps[0]
@@ -465,37 +477,89 @@ func closeUpdate(ps []*Position) (string, []any) {
 	var sb strings.Builder
 	var args []any
 	sb.WriteString("UPDATE `fx_position` FORCE INDEX (PRIMARY) SET ")
-	column := func(name string, value func(*Position) (expr string, arg any, ok bool)) {
-		var whens strings.Builder
+	first := true
+	// column sets name to each position's value (expr, with arg when not nil), for the positions
+	// value gives one (ok); positions with equal keys share a value ("" keys none: its own).
+	type group struct {
+		expr string
+		arg  any
+		ids  []any
+	}
+	column := func(name string, value func(*Position) (expr string, arg any, key string, ok bool)) {
+		var groups []*group
+		byKey := map[string]*group{}
+		set := 0
 		for _, p := range ps {
-			expr, arg, ok := value(p)
+			expr, arg, key, ok := value(p)
 			if !ok {
 				continue
 			}
-			whens.WriteString(" WHEN ? THEN ")
-			whens.WriteString(expr)
-			args = append(args, p.ID)
-			if arg != nil {
-				args = append(args, arg)
+			set++
+			g := byKey[key]
+			if g == nil || key == "" {
+				g = &group{expr: expr, arg: arg}
+				groups = append(groups, g)
+				if key != "" {
+					byKey[key] = g
+				}
 			}
+			g.ids = append(g.ids, p.ID)
 		}
-		if whens.Len() == 0 {
+		if set == 0 {
 			return
 		}
-		if !strings.HasSuffix(sb.String(), "SET ") {
+		if !first {
 			sb.WriteString(", ")
 		}
-		sb.WriteString("`" + name + "` = CASE `id`")
-		sb.WriteString(whens.String())
+		first = false
+		sb.WriteString("`" + name + "` = ")
+		if set == len(ps) && len(groups) == 1 {
+			sb.WriteString(groups[0].expr)
+			if groups[0].arg != nil {
+				args = append(args, groups[0].arg)
+			}
+			return
+		}
+		sb.WriteString("CASE")
+		for _, g := range groups {
+			if len(g.ids) == 1 {
+				sb.WriteString(" WHEN `id` = ? THEN ")
+			} else {
+				sb.WriteString(" WHEN `id` IN (" + store.Placeholders(len(g.ids)) + ") THEN ")
+			}
+			sb.WriteString(g.expr)
+			args = append(args, g.ids...)
+			if g.arg != nil {
+				args = append(args, g.arg)
+			}
+		}
 		sb.WriteString(" ELSE `" + name + "` END")
 	}
 	closed := func(p *Position) bool { return p.Status == fx.PositionClosed }
-	column("volume", func(p *Position) (string, any, bool) { return "?", p.Volume, true })
-	column("realizedProfit", func(p *Position) (string, any, bool) { return "?", p.RealizedProfit, true })
-	column("closePrice", func(p *Position) (string, any, bool) { return "?", p.ClosePrice, closed(p) })
-	column("status", func(p *Position) (string, any, bool) { return "'CLOSED'", nil, closed(p) })
-	column("closeReason", func(p *Position) (string, any, bool) { return "?", p.CloseReason, closed(p) })
-	column("closedAt", func(p *Position) (string, any, bool) { return "NOW(3)", nil, closed(p) })
+	decimalKey := func(d *decimal.Decimal) string {
+		if d == nil {
+			return "null"
+		}
+		return d.String()
+	}
+	column("volume", func(p *Position) (string, any, string, bool) {
+		if p.Volume.IsZero() {
+			return "0", nil, "0", true
+		}
+		return "?", p.Volume, "", true
+	})
+	column("realizedProfit", func(p *Position) (string, any, string, bool) { return "?", p.RealizedProfit, "", true })
+	column("closePrice", func(p *Position) (string, any, string, bool) {
+		return "?", p.ClosePrice, decimalKey(p.ClosePrice), closed(p)
+	})
+	column("status", func(p *Position) (string, any, string, bool) { return "'CLOSED'", nil, "closed", closed(p) })
+	column("closeReason", func(p *Position) (string, any, string, bool) {
+		if p.CloseReason == nil {
+			return "NULL", nil, "null", closed(p)
+		}
+		return "?", *p.CloseReason, "reason:" + *p.CloseReason, closed(p)
+	})
+	column("closedAt", func(p *Position) (string, any, string, bool) { return "NOW(3)", nil, "now", closed(p) })
 	sb.WriteString(" WHERE `id` IN (" + store.Placeholders(len(ps)) + ")")
 	for _, p := range ps {
 		args = append(args, p.ID)

@@ -277,9 +277,15 @@ func ListOrders(ctx context.Context, q Querier, userID, accountID int64, status 
 	return store.QueryAll(ctx, q, "list orders", ScanOrder, sqlText, args...)
 }
 
-const PositionCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
-	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, " +
-	"(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
+const PositionCols = positionOwnCols + "(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
+
+// lockedPositionCols is PositionCols for a batch that locks the positions' accounts in the same
+// round trip: the currency is the locked account's (Rows.add), not a subquery per position —
+// which cost a 256-close batch's lock read three quarters of its time.
+const lockedPositionCols = positionOwnCols + "'', p.`venueTradeId`"
+
+const positionOwnCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
+	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, "
 
 func ScanPosition(sc store.Scanner) (Position, error) {
 	var p Position

@@ -96,7 +96,7 @@ func Add(b *book.Batch, e Event) error {
 	if err != nil || outboxOff.Load() {
 		return err
 	}
-	g := b.Gathered("events", func() book.Gather { return &gather{} }).(*gather)
+	g := b.GatheredLast("events", func() book.Gather { return &gather{} }).(*gather)
 	g.rows = append(g.rows, r)
 	return nil
 }

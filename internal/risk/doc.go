@@ -89,9 +89,11 @@
 // Workers. Config.Workers is how many executor calls can make progress at once, and the engine
 // runs that many. On the holder the executor is the trading service's group commit: a close
 // waits in its batch without holding a database connection, and one batch carries up to
-// book.MaxBatch closes, so cmd/web gives the engine that many workers — enough closes waiting
-// to fill the next batch while one commits. With fewer, batches stay small and the disk's commit
-// rate is the desk's again; with more, the extra goroutines only queue behind a full batch. An
+// book.MaxBatch closes, so cmd/web gives the engine twice that many workers (book.MaxWaiting) —
+// enough closes waiting to fill the next batch while one commits. With fewer, batches stay small
+// and the disk's commit rate is the desk's again (with exactly book.MaxBatch, a burst alternates
+// full batches with batches of one); with more, the extra goroutines only queue behind a full
+// batch. An
 // executor that held a connection per call would be sized by its pool instead: beyond it, blocked
 // callers are the staircase of the burst post, whose cost is paid in the middle of the burst. All
 // workers are started by Run before the view loads, so a burst creates none. The queue in front

@@ -51,12 +51,20 @@ var built = map[string][]string{
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3))",
 	},
+	"internal/trading.Flush": {
+		"INSERT INTO `fx_account_profile` (`accountId`, `trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `trades` = `trades` + VALUES(`trades`), `wins` = `wins` + VALUES(`wins`), " +
+			"`grossProfit` = `grossProfit` + VALUES(`grossProfit`), `grossLoss` = `grossLoss` + VALUES(`grossLoss`), " +
+			"`holdMillis` = `holdMillis` + VALUES(`holdMillis`), `underMinute` = `underMinute` + VALUES(`underMinute`), `lastTradeAt` = VALUES(`lastTradeAt`)",
+	},
 	"internal/book.closeUpdate": {
-		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `volume` END, " +
-			"`realizedProfit` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE `realizedProfit` END, " +
-			"`closePrice` = CASE `id` WHEN ? THEN ? ELSE `closePrice` END, `status` = CASE `id` WHEN ? THEN 'CLOSED' ELSE `status` END, " +
-			"`closeReason` = CASE `id` WHEN ? THEN ? ELSE `closeReason` END, `closedAt` = CASE `id` WHEN ? THEN NOW(3) ELSE `closedAt` END " +
-			"WHERE `id` IN (?, ?)",
+		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = CASE WHEN `id` IN (?, ?) THEN 0 WHEN `id` = ? THEN ? ELSE `volume` END, " +
+			"`realizedProfit` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `realizedProfit` END, " +
+			"`closePrice` = CASE WHEN `id` IN (?, ?) THEN ? ELSE `closePrice` END, `status` = CASE WHEN `id` IN (?, ?) THEN 'CLOSED' ELSE `status` END, " +
+			"`closeReason` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `closeReason` END, `closedAt` = CASE WHEN `id` IN (?, ?) THEN NOW(3) ELSE `closedAt` END " +
+			"WHERE `id` IN (?, ?, ?)",
+		"UPDATE `fx_position` FORCE INDEX (PRIMARY) SET `volume` = 0, `realizedProfit` = CASE WHEN `id` = ? THEN ? WHEN `id` = ? THEN ? ELSE `realizedProfit` END, " +
+			"`closePrice` = ?, `status` = 'CLOSED', `closeReason` = ?, `closedAt` = NOW(3) WHERE `id` IN (?, ?)",
 	},
 	"internal/ledger.balanceUpdate": {
 		"UPDATE `fx_account` SET `balance` = ?, `equity` = ?, `usedMargin` = ?, `markedAt` = NOW(3), " +

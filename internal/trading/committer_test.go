@@ -86,6 +86,86 @@ func TestBatchSecondOrderSeesTheFirstsMargin(t *testing.T) {
 	}
 }
 
+// Closes of one batch share its one position UPDATE, whatever they share: two full closes of
+// EURUSD at one price (one the trader's, one an SL), a full close of GBPUSD at another, and a
+// partial close that leaves its position open. Each row ends as its own close left it.
+func TestBatchOfMixedCloses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	prices := newLiveQuotes()
+	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, 9106)
+	if _, _, err := svc.Accounts().Deposit(asAdmin(ctx), a.ID, dd("9000"), "seed-mixed"); err != nil {
+		t.Fatal(err)
+	}
+	prices.set("EURUSD", "1.1", "1.1002")
+	prices.set("GBPUSD", "1.25", "1.2502")
+	open := func(symbol, lots string) int64 {
+		t.Helper()
+		res, err := svc.PlaceOrder(ctx, 9106, OrderRequest{AccountID: a.ID, Symbol: symbol, Side: fx.Buy, Type: fx.Market, Volume: dd(lots)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Position.ID
+	}
+	client, sl, gbp, partial := open("EURUSD", "0.1"), open("EURUSD", "0.1"), open("GBPUSD", "0.1"), open("EURUSD", "0.3")
+	prices.set("EURUSD", "1.1012", "1.1014")
+	prices.set("GBPUSD", "1.2490", "1.2492")
+	inOneBatch(svc, 4)
+	part := dd("0.1")
+	var res [4]CloseResult
+	var errs [4]error
+	concurrently(
+		func() { res[0], errs[0] = svc.ClosePosition(ctx, 9106, client, nil, fx.CloseClient) },
+		func() { res[1], errs[1] = svc.closePosition(ctx, 0, sl, nil, fx.CloseSL, time.Now()) },
+		func() { res[2], errs[2] = svc.ClosePosition(ctx, 9106, gbp, nil, fx.CloseClient) },
+		func() { res[3], errs[3] = svc.ClosePosition(ctx, 9106, partial, &part, fx.CloseClient) },
+	)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+	if st := svc.CommitStats(); st.LastSize != 4 {
+		t.Fatalf("committer %+v, want the four closes in one batch", st)
+	}
+	for _, c := range []struct {
+		id   int64
+		deal decimal.Decimal
+		want string
+	}{
+		{client, res[0].Deal.Amount, "CLOSED 0.0000 1.1012000000 CLIENT closed"},
+		{sl, res[1].Deal.Amount, "CLOSED 0.0000 1.1012000000 SL closed"},
+		{gbp, res[2].Deal.Amount, "CLOSED 0.0000 1.2490000000 CLIENT closed"},
+		{partial, res[3].Deal.Amount, "OPEN 0.2000 <nil> <nil> open"},
+	} {
+		var status, volume string
+		var price, reason *string
+		var profit decimal.Decimal
+		var closedAt *time.Time
+		if err := testDB.QueryRow("SELECT `status`, `volume`, `closePrice`, `closeReason`, `realizedProfit`, `closedAt` FROM `fx_position` WHERE `id` = ?", c.id).
+			Scan(&status, &volume, &price, &reason, &profit, &closedAt); err != nil {
+			t.Fatal(err)
+		}
+		at := "open"
+		if closedAt != nil {
+			at = "closed"
+		}
+		got := fmt.Sprintf("%s %s %s %s %s", status, volume, deref(price), deref(reason), at)
+		if got != c.want || !profit.Equal(c.deal) {
+			t.Errorf("position %d: %s, realized %s; want %s, realized %s (its deal)", c.id, got, profit, c.want, c.deal)
+		}
+	}
+	wantLedgerBalanced(t, a.ID)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
 // The same request nonce twice in one batch opens one order; both submits are answered with it.
 func TestBatchSameNonceTwiceOpensOnce(t *testing.T) {
 	t.Parallel()

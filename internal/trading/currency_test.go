@@ -116,6 +116,21 @@ func (r minorUnitsTrip) want(t *testing.T, f tripFigures) {
 	wantMoney(t, "partial close", r.partial.Deal.Amount, f.partial)
 	wantMoney(t, "final close", r.final.Deal.Amount, f.final)
 	wantMoney(t, "realised profit", r.final.Position.RealizedProfit, f.realised)
+	// The closes' positions are in the account's currency — in their answers and in the
+	// position.closed event, whose realizedProfit carries that currency's places.
+	for _, c := range []CloseResult{r.partial, r.final} {
+		if c.Position.Currency != r.account.Currency {
+			t.Errorf("position %d after a close is in %q, want the account's %s", c.Position.ID, c.Position.Currency, r.account.Currency)
+		}
+	}
+	var profit string
+	if err := testDB.QueryRow("SELECT JSON_UNQUOTE(JSON_EXTRACT(`payload`, '$.realizedProfit')) FROM `fx_event` WHERE `accountId` = ? AND `type` = 'position.closed'",
+		r.account.ID).Scan(&profit); err != nil {
+		t.Fatal(err)
+	}
+	if profit != f.realised {
+		t.Errorf("position.closed realizedProfit %q, want %q", profit, f.realised)
+	}
 	_, balance := ledgerOf(t, r.account.ID)
 	wantMoney(t, "balance after the trip", balance, f.after)
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"fxdesk/internal/book"
@@ -13,19 +15,67 @@ import (
 )
 
 // The trader profile (fx_account_profile, docs/routing.md): every close adds its trade to its
-// account's row in the close's own transaction — one statement, whatever the account's history —
-// and the holder keeps the rows it has read in memory, moved by the closes it commits, so
-// routing an order reads no row.
+// account's row in the close's own transaction, and the holder keeps the rows it has read in
+// memory, moved by the closes it commits, so routing an order reads no row. A batch of the group
+// commit adds all its closes' trades in one statement, one row per account whatever the account's
+// history: a gap's burst of closes costs the profiles one upsert per batch, not one per close.
 
-// profileAddSQL adds one trade to an account's profile, creating the row at its first trade.
-const profileAddSQL = "INSERT INTO `fx_account_profile` (`accountId`, `trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`) " +
-	"VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `trades` = `trades` + 1, `wins` = `wins` + ?, `grossProfit` = `grossProfit` + ?, " +
-	"`grossLoss` = `grossLoss` + ?, `holdMillis` = `holdMillis` + ?, `underMinute` = `underMinute` + ?, `lastTradeAt` = ?"
+// profileAddSQL and profileAddTail are the statement that adds a batch's trades, one VALUES row
+// per account (profileRowSQL), creating an account's row at its first trade.
+const (
+	profileAddSQL  = "INSERT INTO `fx_account_profile` (`accountId`, `trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`) VALUES "
+	profileRowSQL  = "(?, ?, ?, ?, ?, ?, ?, ?)"
+	profileAddTail = " ON DUPLICATE KEY UPDATE `trades` = `trades` + VALUES(`trades`), `wins` = `wins` + VALUES(`wins`), " +
+		"`grossProfit` = `grossProfit` + VALUES(`grossProfit`), `grossLoss` = `grossLoss` + VALUES(`grossLoss`), " +
+		"`holdMillis` = `holdMillis` + VALUES(`holdMillis`), `underMinute` = `underMinute` + VALUES(`underMinute`), `lastTradeAt` = VALUES(`lastTradeAt`)"
+)
 
-// addTrade adds the statement that records trade t of account to the batch.
+// addTrade adds trade t of account to the batch's trades, written at its end.
 func addTrade(b *book.Batch, account int64, t routing.Profile) {
-	args := []any{t.Wins, t.GrossProfit, t.GrossLoss, t.HoldMillis, t.UnderMinute}
-	b.Exec(profileAddSQL, append(append(append([]any{account}, args...), t.LastTradeAt), append(args, t.LastTradeAt)...)...)
+	b.Gathered("profiles", func() book.Gather { return &trades{by: map[int64]routing.Profile{}} }).(*trades).add(account, t)
+}
+
+// trades is a batch's closed trades summed per account (a book.Gather).
+type trades struct {
+	accounts []int64
+	by       map[int64]routing.Profile
+}
+
+func (g *trades) add(account int64, t routing.Profile) {
+	if p, ok := g.by[account]; ok {
+		g.by[account] = p.Add(t)
+		return
+	}
+	g.accounts = append(g.accounts, account)
+	g.by[account] = t
+}
+
+func (g *trades) Merge(o book.Gather) {
+	other := o.(*trades)
+	for _, id := range other.accounts {
+		g.add(id, other.by[id])
+	}
+}
+
+// Flush writes the rows in account order, the order every writer of the desk takes accounts in.
+func (g *trades) Flush(b *book.Batch) {
+	if len(g.accounts) == 0 {
+		return
+	}
+	slices.Sort(g.accounts)
+	var text strings.Builder
+	text.WriteString(profileAddSQL)
+	args := make([]any, 0, 8*len(g.accounts))
+	for i, id := range g.accounts {
+		if i > 0 {
+			text.WriteString(", ")
+		}
+		text.WriteString(profileRowSQL)
+		t := g.by[id]
+		args = append(args, id, t.Trades, t.Wins, t.GrossProfit, t.GrossLoss, t.HoldMillis, t.UnderMinute, t.LastTradeAt)
+	}
+	text.WriteString(profileAddTail)
+	b.Exec(text.String(), args...)
 }
 
 const profileCols = "`trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`"

@@ -160,6 +160,111 @@ func TestProfileAfterCraftedCloses(t *testing.T) {
 	}
 }
 
+// A batch's trades are one statement, one row per account: two accounts' trades, three of them,
+// cost a single INSERT, and the sums land on both of its paths — an account with a profile row
+// (the update) and one without (the insert).
+func TestBatchTradesAreOneUpsert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newService(t, Config{DB: testDB, Prices: newLiveQuotes(), Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	old, fresh := fundedAccount(t, svc, 9907), fundedAccount(t, svc, 9908)
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	trade := func(profit string, held time.Duration) routing.Profile {
+		t.Helper()
+		tr := routing.Trade(dd(profit), held)
+		tr.LastTradeAt = &at
+		return tr
+	}
+	seed := &book.Batch{}
+	addTrade(seed, old.ID, trade("12.5", 90*time.Second))
+	if err := seed.Run(ctx, testDB); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := testDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inserts := func() int64 {
+		t.Helper()
+		var name string
+		var n int64
+		if err := conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_insert'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	b := &book.Batch{}
+	addTrade(b, old.ID, trade("-4", 30*time.Second))
+	addTrade(b, fresh.ID, trade("7.25", 2*time.Minute))
+	addTrade(b, old.ID, trade("3", 10*time.Second))
+	before := inserts()
+	if err := b.Run(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if n := inserts() - before; n != 1 {
+		t.Fatalf("the batch's three trades took %d INSERTs, want 1", n)
+	}
+	for _, c := range []struct {
+		account int64
+		want    string
+	}{
+		{old.ID, "trades=3 wins=2 gross=+15.500/-4.000 hold=130000ms under=2"},
+		{fresh.ID, "trades=1 wins=1 gross=+7.250/-0.000 hold=120000ms under=0"},
+	} {
+		if got := profileRow(t, c.account); got != c.want {
+			t.Errorf("account %d: profile %s, want %s", c.account, got, c.want)
+		}
+	}
+}
+
+// Closes of one account in one batch each add their trade: the batch's one row for the account
+// carries all of them, and the holder's memory follows.
+func TestProfileAfterClosesInOneBatch(t *testing.T) {
+	t.Parallel()
+	const user = 9909
+	ctx := context.Background()
+	prices := newLiveQuotes()
+	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := fundedAccount(t, svc, user)
+	prices.set("EURUSD", "1.1", "1.1002")
+	var ids []int64
+	for range 3 {
+		res, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Position.ID)
+	}
+	if _, err := svc.profileFor(ctx, a.ID); err != nil { // read, so the memory must follow the closes
+		t.Fatal(err)
+	}
+	prices.set("EURUSD", "1.1022", "1.1024") // +20.00 on each
+	inOneBatch(svc, len(ids))
+	errs := make([]error, len(ids))
+	var fns []func()
+	for i, id := range ids {
+		fns = append(fns, func() { _, errs[i] = svc.ClosePosition(ctx, user, id, nil, fx.CloseClient) })
+	}
+	concurrently(fns...)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("close %d: %v", ids[i], err)
+		}
+	}
+	if st := svc.CommitStats(); st.LastSize != int64(len(ids)) {
+		t.Fatalf("committer %+v, want the closes in one batch", st)
+	}
+	if got, want := profileRow(t, a.ID), "trades=3 wins=3 gross=+60.000/-0.000"; !strings.HasPrefix(got, want) {
+		t.Fatalf("profile row %s, want %s…", got, want)
+	}
+	if mem, _, ok := svc.profiles.get(svc.term(), a.ID); !ok || mem.Trades != 3 || !mem.GrossProfit.Equal(dd("60")) {
+		t.Fatalf("the holder's memory %+v (kept %v), want the three trades", mem, ok)
+	}
+	wantLedgerBalanced(t, a.ID)
+}
+
 // routedGroup puts a funded account of user (deposit 20,000 USD at 1:100) into an INTERNAL
 // account group of its own and returns both.
 func routedGroup(t *testing.T, svc *Service, user int64) (book.Account, string) {
