@@ -76,7 +76,8 @@ func sortedRows(rows []RowSample) []RowSample {
 // snapshot was published after its term was replaced in the lease row, and within one publish
 // interval (plus sampling slack) of a new term in the lease row, the snapshot
 // carries it — unless Redis was cut or failed over meanwhile, when nobody can publish or what
-// was published may be lost.
+// was published may be lost, or the holder of that term was SIGSTOPped (a stop or zombie fault)
+// before its first snapshot, when it cannot publish until it resumes.
 //
 // Term 0 is a holder granted by Redis alone, which publishes so that fxdesk-cron keeps its
 // prices. The mirror does not fence term 0 (internal/mirror, termFence) and neither does this
@@ -96,14 +97,14 @@ func checkMirrorTerm(ev *Evidence) Result {
 	lastZombie := ""
 	var episode *MirrorSample
 	present := 0
-	// since is when the row first showed term t.
-	since := func(t int64) time.Time {
+	// since is when the row first showed term t, and the process it named.
+	since := func(t int64) (time.Time, int) {
 		for _, rs := range rows {
 			if rs.OK && rs.Row.Term >= t {
-				return rs.At
+				return rs.At, rs.Row.PID
 			}
 		}
-		return time.Time{}
+		return time.Time{}, 0
 	}
 	redisCut := func(a, b time.Time) bool {
 		for _, w := range ev.Windows {
@@ -113,11 +114,14 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		return false
 	}
-	// A holder SIGSTOPped with nobody to take over publishes nothing until it resumes: the
-	// snapshot waits with it (the fault may stop a holder moments after it took the lease).
-	holderStopped := func(a, b time.Time) bool {
+	// The holder the row names publishes at once, but not while it is SIGSTOPped: a stop fault
+	// (resumed alone) or a zombie fault (replaced, resumed having lost) that stopped it moments
+	// after it took the lease leaves the old term's snapshot until it resumes, or until its
+	// replacement publishes a newer term. Only a stop of that holder excuses the snapshot; a stop
+	// of any other process leaves the holder free to publish.
+	holderStopped := func(pid int, a, b time.Time) bool {
 		for _, w := range ev.Windows {
-			if w.Kind == FaultStop && !w.Start.After(b) && !w.End.Before(a) {
+			if (w.Kind == FaultStop || w.Kind == FaultZombie) && w.PID == pid && !w.Start.After(b) && !w.End.Before(a) {
 				return true
 			}
 		}
@@ -156,8 +160,8 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		lt := liveTerm(rows, m.At)
 		if lt > term {
-			t0 := since(lt)
-			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(t0, m.At) {
+			t0, holder := since(lt)
+			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(holder, t0, m.At) {
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
 					r.Add("", "snapshot still term %d%s at %s, %s after the lease moved to term %d", m.Term, which, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
