@@ -94,6 +94,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 	var maxTerm int64
 	var maxAt time.Time
 	backwards, stale, zombie, unnumbered := 0, 0, 0, 0
+	excusedCut, excusedStop := 0, 0 // behind past the bound, while nobody could publish
 	lastZombie := ""
 	var episode *MirrorSample
 	present := 0
@@ -161,7 +162,13 @@ func checkMirrorTerm(ev *Evidence) Result {
 		lt := liveTerm(rows, m.At)
 		if lt > term {
 			t0, holder := since(lt)
-			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(holder, t0, m.At) {
+			switch {
+			case t0.IsZero() || m.At.Sub(t0) <= MirrorInterval+1500*time.Millisecond:
+			case redisCut(t0, m.At):
+				excusedCut++
+			case holderStopped(holder, t0, m.At):
+				excusedStop++
+			default:
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
 					r.Add("", "snapshot still term %d%s at %s, %s after the lease moved to term %d", m.Term, which, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
@@ -170,7 +177,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d snapshot samples (%d of term 0), %d went backwards, %d published by a replaced holder, %d behind the live term", present, unnumbered, backwards, zombie, stale)
+	r.Figures = fmt.Sprintf("%d snapshot samples (%d of term 0), %d went backwards, %d published by a replaced holder, %d behind the live term (and %d while Redis was cut, %d while that term's holder was stopped)", present, unnumbered, backwards, zombie, stale, excusedCut, excusedStop)
 	return r
 }
 
