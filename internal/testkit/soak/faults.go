@@ -29,12 +29,12 @@ import (
 
 // Fault kinds, as the summary counts them.
 const (
-	faultKill         = "kill"              // SIGKILL the holder, start a replacement web
-	faultStop         = invariant.FaultStop // SIGSTOP the holder past the TTL, SIGCONT it alone
-	faultZombie       = "zombie"            // SIGSTOP the holder, a replacement takes over, SIGCONT the old one
-	faultGap          = "gap"               // the holder's price jumps far, through many stops
-	faultRollover2    = "rollover2"         // two processFxSwaps runs at once
-	faultRolloverKill = "rolloverKill"      // a processFxSwaps run SIGKILLed mid-way, then rerun
+	faultKill         = "kill"                // SIGKILL the holder, start a replacement web
+	faultStop         = invariant.FaultStop   // SIGSTOP the holder past the TTL, SIGCONT it alone
+	faultZombie       = invariant.FaultZombie // SIGSTOP the holder, a replacement takes over, SIGCONT the old one
+	faultGap          = "gap"                 // the holder's price jumps far, through many stops
+	faultRollover2    = "rollover2"           // two processFxSwaps runs at once
+	faultRolloverKill = "rolloverKill"        // a processFxSwaps run SIGKILLed mid-way, then rerun
 	// invariant.FaultCut: every MySQL or Redis connection cut for a few seconds
 
 	// Venue faults, injected through the venue simulator's control API on a lane of their own,
@@ -316,7 +316,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		t0 := time.Now()
 		h.kill(syscall.SIGKILL)
 		in.replace(ctx, f, h)
-		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " killed"})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " killed", PID: h.pid})
 	case faultStop, faultZombie:
 		h := in.holderOrNote(ctx, f)
 		if h == nil {
@@ -330,7 +330,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			if _, err := in.c.waitHolder(ctx, 10*time.Second, nil); err != nil {
 				in.fail("stop: after SIGCONT of %s: %v", h.name, err)
 			}
-			in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " stopped and resumed alone"})
+			in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: h.name + " stopped and resumed alone", PID: h.pid})
 			return
 		}
 		// A web process claims only at boot: start the replacement once the row has expired.
@@ -340,7 +340,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		in.replace(ctx, f, h)
 		h.signal(syscall.SIGCONT)
 		resumed := time.Now()
-		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: resumed, Note: h.name + " stopped, replaced, resumed as a zombie"})
+		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: resumed, Note: h.name + " stopped, replaced, resumed as a zombie", PID: h.pid})
 		in.bg.Go(func() {
 			select {
 			case <-ctx.Done():
@@ -379,7 +379,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			if keyErrAfter == nil && keyAfter == fmt.Sprintf("%s:%d", hostname, h.pid) {
 				in.fail("zombie: after SIGTERM of %s (lost) the Redis lease key still names it", h.name)
 			}
-			in.note(invariant.Window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie"})
+			in.note(invariant.Window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie", PID: h.pid})
 		})
 	case faultGap:
 		// The feed every process streams from (and the venue prices from) jumps; the holder's

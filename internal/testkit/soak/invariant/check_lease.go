@@ -76,7 +76,8 @@ func sortedRows(rows []RowSample) []RowSample {
 // snapshot was published after its term was replaced in the lease row, and within one publish
 // interval (plus sampling slack) of a new term in the lease row, the snapshot
 // carries it — unless Redis was cut or failed over meanwhile, when nobody can publish or what
-// was published may be lost.
+// was published may be lost, or the holder of that term was SIGSTOPped (a stop or zombie fault)
+// before its first snapshot, when it cannot publish until it resumes.
 //
 // Term 0 is a holder granted by Redis alone, which publishes so that fxdesk-cron keeps its
 // prices. The mirror does not fence term 0 (internal/mirror, termFence) and neither does this
@@ -93,17 +94,18 @@ func checkMirrorTerm(ev *Evidence) Result {
 	var maxTerm int64
 	var maxAt time.Time
 	backwards, stale, zombie, unnumbered := 0, 0, 0, 0
+	excusedCut, excusedStop := 0, 0 // behind past the bound, while nobody could publish
 	lastZombie := ""
 	var episode *MirrorSample
 	present := 0
-	// since is when the row first showed term t.
-	since := func(t int64) time.Time {
+	// since is when the row first showed term t, and the process it named.
+	since := func(t int64) (time.Time, int) {
 		for _, rs := range rows {
 			if rs.OK && rs.Row.Term >= t {
-				return rs.At
+				return rs.At, rs.Row.PID
 			}
 		}
-		return time.Time{}
+		return time.Time{}, 0
 	}
 	redisCut := func(a, b time.Time) bool {
 		for _, w := range ev.Windows {
@@ -113,11 +115,14 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		return false
 	}
-	// A holder SIGSTOPped with nobody to take over publishes nothing until it resumes: the
-	// snapshot waits with it (the fault may stop a holder moments after it took the lease).
-	holderStopped := func(a, b time.Time) bool {
+	// The holder the row names publishes at once, but not while it is SIGSTOPped: a stop fault
+	// (resumed alone) or a zombie fault (replaced, resumed having lost) that stopped it moments
+	// after it took the lease leaves the old term's snapshot until it resumes, or until its
+	// replacement publishes a newer term. Only a stop of that holder excuses the snapshot; a stop
+	// of any other process leaves the holder free to publish.
+	holderStopped := func(pid int, a, b time.Time) bool {
 		for _, w := range ev.Windows {
-			if w.Kind == FaultStop && !w.Start.After(b) && !w.End.Before(a) {
+			if (w.Kind == FaultStop || w.Kind == FaultZombie) && w.PID == pid && !w.Start.After(b) && !w.End.Before(a) {
 				return true
 			}
 		}
@@ -156,8 +161,14 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		lt := liveTerm(rows, m.At)
 		if lt > term {
-			t0 := since(lt)
-			if !t0.IsZero() && m.At.Sub(t0) > MirrorInterval+1500*time.Millisecond && !redisCut(t0, m.At) && !holderStopped(t0, m.At) {
+			t0, holder := since(lt)
+			switch {
+			case t0.IsZero() || m.At.Sub(t0) <= MirrorInterval+1500*time.Millisecond:
+			case redisCut(t0, m.At):
+				excusedCut++
+			case holderStopped(holder, t0, m.At):
+				excusedStop++
+			default:
 				stale++
 				if episode == nil || m.At.Sub(episode.At) > 5*time.Second {
 					r.Add("", "snapshot still term %d%s at %s, %s after the lease moved to term %d", m.Term, which, TimeOfDay(m.At), m.At.Sub(t0).Round(time.Millisecond), lt)
@@ -166,7 +177,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d snapshot samples (%d of term 0), %d went backwards, %d published by a replaced holder, %d behind the live term", present, unnumbered, backwards, zombie, stale)
+	r.Figures = fmt.Sprintf("%d snapshot samples (%d of term 0), %d went backwards, %d published by a replaced holder, %d behind the live term (and %d while Redis was cut, %d while that term's holder was stopped)", present, unnumbered, backwards, zombie, stale, excusedCut, excusedStop)
 	return r
 }
 

@@ -66,11 +66,21 @@ func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind
 		}, ""},
 		{"the new holder is SIGSTOPped as it takes the lease", func(ev *Evidence) {
 			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
-			ev.Windows = []Window{{Kind: FaultStop, Note: "web2 stopped and resumed alone", Start: at(5.05), End: at(9)}}
+			ev.Windows = []Window{{Kind: FaultStop, Note: "web2 stopped and resumed alone", Start: at(5.05), End: at(9), PID: 200}}
 		}, ""},
 		{"a holder stopped before the lease moved", func(ev *Evidence) {
 			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
-			ev.Windows = []Window{{Kind: FaultStop, Start: at(1), End: at(4)}}
+			ev.Windows = []Window{{Kind: FaultStop, Start: at(1), End: at(4), PID: 100}}
+		}, "snapshot still term 1"},
+		// The soak's process lane runs late faults back to back: a zombie fault can SIGSTOP the
+		// replacement a kill fault has just started, moments after it took the lease.
+		{"the new holder is SIGSTOPped as it takes the lease, to be replaced (a zombie fault)", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultZombie, Note: "web2 stopped, replaced, resumed as a zombie", Start: at(5.05), End: at(9), PID: 200}}
+		}, ""},
+		{"another process is stopped while the new holder owes its snapshot", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultZombie, Note: "web1 stopped, replaced, resumed as a zombie", Start: at(4), End: at(9), PID: 100}}
 		}, "snapshot still term 1"},
 	})
 }

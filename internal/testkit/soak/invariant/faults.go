@@ -16,6 +16,12 @@ const FaultCut = "cut"
 // resumed with nobody having taken over.
 const FaultStop = "stop"
 
+// FaultZombie is the kind of a window in which the holder was SIGSTOPped until its lease expired,
+// a replacement took the lease, and the old holder was resumed as a zombie (the window ends at
+// the SIGCONT). The soak runs it right after another fault when the lane is late, so the holder
+// it stops may have taken the lease moments before.
+const FaultZombie = "zombie"
+
 // FaultSentinelFailover is the kind of a window in which the Redis primary failed over to its
 // replica: what the old primary had not passed on (a mirror snapshot, the lease key) is lost,
 // and its writers rewrite it on their next cycle.
@@ -52,6 +58,8 @@ type Window struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 	Note  string    `json:"note,omitempty"`
+	// PID is the desk process a kill, stop or zombie fault signalled (0 for other faults).
+	PID int `json:"pid,omitempty"`
 }
 
 // Flood is what one flood saw, beside its requests in the journal.
