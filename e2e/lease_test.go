@@ -110,15 +110,17 @@ func TestKilledHolderReclaim(t *testing.T) {
 	})
 	t.Run("other-host", func(t *testing.T) {
 		t.Parallel()
+		// The TTL outlasts web-c's boot on a loaded machine (3 s of it has been seen): with the
+		// default 3 s the row could expire before web-c first looked, and it would rightly hold.
 		e := newDeskEnv(t)
-		a := e.start("web-a", "fxdesk-web")
+		a := e.start("web-a", "fxdesk-web", "FXDESK_LEASE_TTL=15s", "FXDESK_LEASE_FENCE=5s")
 		a.stop(syscall.SIGKILL)
 		c := e.start("web-c", "fxdesk-web", "FXDESK_HOSTNAME=elsewhere")
 		c.waitLog(time.Second, msgHas("role: follower"))
 		if h, _ := e.row(); h.PID != a.pid() {
 			t.Fatalf("row = %+v, want still the killed holder until expiry", h)
 		}
-		e.waitRowExpired(10 * time.Second)
+		e.waitRowExpired(25 * time.Second)
 		d := e.start("web-d", "fxdesk-web", "FXDESK_HOSTNAME=elsewhere")
 		d.waitLog(time.Second, msgHas("role: holder"))
 		if h, _ := e.row(); h.PID != d.pid() || h.Hostname != "elsewhere" {
