@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,15 +21,22 @@ import (
 
 // Plan is what a batch's writes need locked and read.
 type Plan struct {
-	accounts  []int64         // to lock, any order (sorted when locked)
-	positions []int64         // to lock after the accounts
-	orders    []int64         // resting orders to lock after the positions
-	nonces    []NonceKey      // request nonces to look up
-	fills     []FillKey       // venue fills a close books: already booked?
-	exposures []int64         // accounts whose open exposures a fill prices
-	AccountOf map[int64]int64 // position id → account id, read before the transaction
-	unknown   map[int64]bool  // positions whose account is not known yet
-	seen      map[string]bool // de-duplication: "a:1", "p:2", "o:3", "e:4"
+	accounts  []int64          // to lock, any order (sorted when locked)
+	positions []int64          // to lock after the accounts
+	orders    []int64          // resting orders to lock after the positions
+	nonces    []NonceKey       // request nonces to look up
+	fills     []FillKey        // venue fills a close books: already booked?
+	exposures []int64          // accounts whose open exposures a fill prices
+	AccountOf map[int64]int64  // position id → account id, read before the transaction
+	unknown   map[int64]bool   // positions whose account is not known yet
+	seen      map[planned]bool // de-duplication
+}
+
+// planned is one row a plan holds: its kind ('a' account, 'p' position, 'o' order, 'e' an
+// account's exposures) and id.
+type planned struct {
+	kind byte
+	id   int64
 }
 
 // FillKey is one venue fill booked against one position.
@@ -41,11 +47,11 @@ type NonceKey struct {
 	Nonce   string
 }
 
-func (l *Plan) once(kind string, id int64) bool {
+func (l *Plan) once(kind byte, id int64) bool {
 	if l.seen == nil {
-		l.seen = map[string]bool{}
+		l.seen = map[planned]bool{}
 	}
-	k := kind + ":" + strconv.FormatInt(id, 10)
+	k := planned{kind, id}
 	if l.seen[k] {
 		return false
 	}
@@ -54,13 +60,13 @@ func (l *Plan) once(kind string, id int64) bool {
 }
 
 func (l *Plan) Account(id int64) {
-	if l.once("a", id) {
+	if l.once('a', id) {
 		l.accounts = append(l.accounts, id)
 	}
 }
 
 func (l *Plan) Position(id int64, accountKnown bool) {
-	if l.once("p", id) {
+	if l.once('p', id) {
 		l.positions = append(l.positions, id)
 	}
 	if !accountKnown {
@@ -72,13 +78,13 @@ func (l *Plan) Position(id int64, accountKnown bool) {
 }
 
 func (l *Plan) Order(id int64) {
-	if l.once("o", id) {
+	if l.once('o', id) {
 		l.orders = append(l.orders, id)
 	}
 }
 
 func (l *Plan) ExposuresOf(account int64) {
-	if l.once("e", account) {
+	if l.once('e', account) {
 		l.exposures = append(l.exposures, account)
 	}
 }

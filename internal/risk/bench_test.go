@@ -38,7 +38,7 @@ func (p benchPrices) set(s string, bid, ask float64) tick.Update {
 // benchExec answers every call at once, or after holding "the connection" for latency.
 type benchExec struct{ latency time.Duration }
 
-func (x benchExec) Close(context.Context, int64, fx.CloseReason, tick.Quote) error {
+func (x benchExec) Close(context.Context, int64, int64, fx.CloseReason, tick.Quote) error {
 	if x.latency > 0 {
 		time.Sleep(x.latency) // stands for the transaction; not synchronisation
 	}

@@ -114,7 +114,7 @@ func TestModifiedStopsFireOnlyAtTheirNewLevels(t *testing.T) {
 	// Add a TP to 2 again; it fires on the ask.
 	r.e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 2, TP: 1.13}})
 	r.tick("EURUSD", 1.1298, 1.13)
-	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL}, call{kind: jobClose, id: 2, reason: fx.CloseTP})
+	r.wantCalls(call{kind: jobClose, id: 1, account: 1, reason: fx.CloseSL}, call{kind: jobClose, id: 2, account: 1, reason: fx.CloseTP})
 }
 
 // TestStopOutLargestLoserFirst drives a USD account below its stop-out level with one tick:
@@ -139,8 +139,8 @@ func TestStopOutLargestLoserFirst(t *testing.T) {
 	// Without 2: 400 / 1524 = 26 %. Without 3 as well: 400 / 254 = 157 %: stop.
 	r.tick("EURUSD", 1.15, 1.15)
 	r.wantCalls(
-		call{kind: jobClose, id: 2, reason: fx.CloseStopOut, at: q(1.15, 1.15)},
-		call{kind: jobClose, id: 3, reason: fx.CloseStopOut, at: q(1.27, 1.27)})
+		call{kind: jobClose, id: 2, account: 7, reason: fx.CloseStopOut, at: q(1.15, 1.15)},
+		call{kind: jobClose, id: 3, account: 7, reason: fx.CloseStopOut, at: q(1.27, 1.27)})
 	if n := r.alerts.count(7); n != 1 {
 		t.Fatalf("margin call alerts = %d, want 1", n)
 	}

@@ -80,10 +80,11 @@ func realGate(t testing.TB, l gate.Lease, log *slog.Logger, dropped *prometheus.
 }
 
 type call struct {
-	kind   jobKind
-	id     int64
-	reason fx.CloseReason
-	at     tick.Quote
+	kind    jobKind
+	id      int64
+	account int64 // a close's account; 0 in a wanted call: not checked
+	reason  fx.CloseReason
+	at      tick.Quote
 }
 
 // fakeExec records every call. answer, when set, decides the error; block, when set, is waited
@@ -116,8 +117,8 @@ func (x *fakeExec) do(c call) error {
 	return nil
 }
 
-func (x *fakeExec) Close(_ context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
-	return x.do(call{kind: jobClose, id: id, reason: reason, at: at})
+func (x *fakeExec) Close(_ context.Context, id, account int64, reason fx.CloseReason, at tick.Quote) error {
+	return x.do(call{kind: jobClose, id: id, account: account, reason: reason, at: at})
 }
 
 func (x *fakeExec) Fill(_ context.Context, id int64, at tick.Quote) error {
@@ -300,7 +301,7 @@ func (r *rig) wantCalls(want ...call) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.kind != w.kind || g.id != w.id || g.reason != w.reason {
+		if g.kind != w.kind || g.id != w.id || g.reason != w.reason || w.account != 0 && g.account != w.account {
 			r.t.Fatalf("executor call %d = %+v, want %+v (all: %+v)", i, g, w, got)
 		}
 		if w.at != (tick.Quote{}) && (g.at.Bid != w.at.Bid || g.at.Ask != w.at.Ask) {

@@ -177,13 +177,15 @@ var ErrMarketUnavailable = errors.New("market unavailable")
 // executor's side, made off the tick path by a worker, never while the engine holds its lock.
 //
 // Close closes all of position id at the current quote (never at the stop price: at is the
-// quote that triggered it, for the record and for a gap). Fill fills resting order id the same
+// quote that triggered it, for the record and for a gap). accountID is the position's account as
+// the engine holds it (a position never changes account): the executor locks it without reading
+// it first. Fill fills resting order id the same
 // way. Both return nil on commit, an error wrapping ErrAlreadyClosed when the row is no longer
 // open or pending, an error wrapping ErrMarketUnavailable when the market refuses it now, and
 // any other error when nothing was written. After a commit the executor
 // reports the change through Engine.Apply, as every other committed change is reported.
 type Executor interface {
-	Close(ctx context.Context, positionID int64, reason fx.CloseReason, at tick.Quote) error
+	Close(ctx context.Context, positionID, accountID int64, reason fx.CloseReason, at tick.Quote) error
 	Fill(ctx context.Context, orderID int64, at tick.Quote) error
 }
 

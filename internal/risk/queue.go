@@ -21,6 +21,7 @@ type job struct {
 	kind    jobKind
 	idx     int32 // the position's or order's slot in the view
 	id      int64 // position, order or account
+	account int64 // a close's: its position's account, so the executor need not read it
 	reason  fx.CloseReason
 	symbol  string
 	quote   tick.Quote

@@ -73,7 +73,7 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 			p.closing = true
 			e.firing = append(e.firing, idx)
 			e.closesQueued.Add(1)
-			e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: b.symbol, quote: px.q, arrived: arrived})
+			e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, account: e.accts[p.acct].ID, reason: reason, symbol: b.symbol, quote: px.q, arrived: arrived})
 		}
 	}
 	e.flushLocked()
@@ -98,7 +98,7 @@ func (e *Engine) closeLocked(idx int32, reason fx.CloseReason, q tick.Quote, arr
 	e.closingLocked(idx, px)
 	p.closing = true
 	e.closesQueued.Add(1)
-	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, account: e.accts[p.acct].ID, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
 }
 
 // closingLocked is the bookkeeping of a close being handed off: p leaves the trigger heaps and

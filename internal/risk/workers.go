@@ -36,7 +36,7 @@ func (e *Engine) execute(ctx context.Context, j job) error {
 		if e.cfg.Observe != nil {
 			e.cfg.Observe(time.Since(j.arrived))
 		}
-		return e.cfg.Executor.Close(ctx, j.id, j.reason, j.quote)
+		return e.cfg.Executor.Close(ctx, j.id, j.account, j.reason, j.quote)
 	case jobFill:
 		return e.cfg.Executor.Fill(ctx, j.id, j.quote)
 	}

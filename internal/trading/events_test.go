@@ -242,7 +242,7 @@ func TestRiskWritesTellTheirEvents(t *testing.T) {
 		t.Fatalf("order.triggered %v and position.opened %v do not name each other", order, pos)
 	}
 	posID := int64(pos["id"].(float64))
-	if err := rd.Close(ctx, posID, fx.CloseSL, tick.Quote{}); err != nil {
+	if err := rd.Close(ctx, posID, a.ID, fx.CloseSL, tick.Quote{}); err != nil {
 		t.Fatal(err)
 	}
 	es = eventsOf(t, a.ID)

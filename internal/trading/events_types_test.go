@@ -149,7 +149,7 @@ func TestStopOutAndAdjustmentTellTheirEvents(t *testing.T) {
 		t.Fatalf("balance.adjustment = %v, want deal %+v", ad, adj[0])
 	}
 	// A stop-out's close refused (the position is closed) tells neither.
-	if err := NewRiskDesk(svc, nil).Close(context.Background(), pos, fx.CloseStopOut, tick.Quote{}); !errors.Is(err, risk.ErrAlreadyClosed) {
+	if err := NewRiskDesk(svc, nil).Close(context.Background(), pos, a.ID, fx.CloseStopOut, tick.Quote{}); !errors.Is(err, risk.ErrAlreadyClosed) {
 		t.Fatalf("second stop-out: %v", err)
 	}
 	if n := len(eventsOf(t, a.ID)); n != 6 {

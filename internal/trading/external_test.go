@@ -686,7 +686,7 @@ func TestRiskDeskCloseOfExternalGoesToTheVenue(t *testing.T) {
 	}
 	b.prices.set("EURUSD", "1.0980", "1.0982")
 	rd := NewRiskDesk(b.svc, nil)
-	if err := rd.Close(context.Background(), res.Position.ID, fx.CloseSL, tick.Quote{Bid: 1.098, Ask: 1.0982, ReceivedAt: time.Now()}); err != nil {
+	if err := rd.Close(context.Background(), res.Position.ID, res.Position.AccountID, fx.CloseSL, tick.Quote{Bid: 1.098, Ask: 1.0982, ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := book.LoadPosition(context.Background(), testDB, user, res.Position.ID)
@@ -719,7 +719,7 @@ func TestInternalAccountsNeverReachTheVenue(t *testing.T) {
 	if _, err := b.svc.ClosePosition(context.Background(), user, res.Position.ID, &part, fx.CloseClient); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewRiskDesk(b.svc, nil).Close(context.Background(), res.Position.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
+	if err := NewRiskDesk(b.svc, nil).Close(context.Background(), res.Position.ID, res.Position.AccountID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if st := b.sim.State(); fmt.Sprint(st.Requests) != fmt.Sprint(b.base.Requests) || st.Connections != b.base.Connections || b.exec.Stats().Connections != 0 {

@@ -62,7 +62,7 @@ func TestRiskCloseRefusedForMarketState(t *testing.T) {
 		code  string
 	}{{tick.MarketClosed, fx.ECONFLICT}, {tick.QuotingHalted, fx.EUNAVAILABLE}} {
 		prices.set("XAGUSD", tc.state)
-		err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+		err := rd.Close(ctx, id, a.ID, fx.CloseStopOut, tick.Quote{})
 		if !errors.Is(err, risk.ErrMarketUnavailable) || fx.ErrorCode(err) != tc.code {
 			t.Fatalf("close on %s: %v (code %s), want market state and %s", tc.state, err, fx.ErrorCode(err), tc.code)
 		}
@@ -73,7 +73,7 @@ func TestRiskCloseRefusedForMarketState(t *testing.T) {
 	if _, err := adminOf(t, svc).PutInstruments(asAdmin(ctx), []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &status}}); err != nil {
 		t.Fatal(err)
 	}
-	err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+	err := rd.Close(ctx, id, a.ID, fx.CloseStopOut, tick.Quote{})
 	active := fx.InstrumentActive
 	if _, perr := adminOf(t, svc).PutInstruments(asAdmin(ctx), []catalog.InstrumentPatch{{Symbol: "XAGUSD", Status: &active}}); perr != nil {
 		t.Fatal(perr)
@@ -82,10 +82,16 @@ func TestRiskCloseRefusedForMarketState(t *testing.T) {
 		t.Fatalf("close on a halted instrument: %v, want market state and ECONFLICT", err)
 	}
 
-	if err := rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{}); err != nil {
+	// The engine names the position's account and the batch locks it without reading the
+	// position first: a close naming another account is refused and leaves the position open.
+	other := fundedAccount(t, svc, 9302)
+	if err := rd.Close(ctx, id, other.ID, fx.CloseStopOut, tick.Quote{}); fx.ErrorCode(err) != fx.ENOTFOUND {
+		t.Fatalf("close naming another account: %v, want ENOTFOUND", err)
+	}
+	if err := rd.Close(ctx, id, a.ID, fx.CloseStopOut, tick.Quote{}); err != nil {
 		t.Fatalf("close on an open market: %v", err)
 	}
-	err = rd.Close(ctx, id, fx.CloseStopOut, tick.Quote{})
+	err = rd.Close(ctx, id, a.ID, fx.CloseStopOut, tick.Quote{})
 	if errors.Is(err, risk.ErrMarketUnavailable) || !errors.Is(err, risk.ErrAlreadyClosed) {
 		t.Fatalf("second close: %v, want already closed and not market state", err)
 	}

@@ -79,7 +79,7 @@ func gappedStopOut(t *testing.T, svc *Service, prices *liveQuotes, user int64, a
 	}
 	prices.set("EURUSD", "1.07", "1.0702")
 	// 0.5 lot × 100,000 × (1.07 − 1.1002) = −1,510.00 on a balance under 1,000.
-	if err = NewRiskDesk(svc, nil).Close(ctx, o.Position.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
+	if err = NewRiskDesk(svc, nil).Close(ctx, o.Position.ID, a.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := book.LoadPosition(ctx, testDB, user, o.Position.ID)
@@ -268,7 +268,7 @@ func TestNBPResetsAStoppedOutHedgeOnceAtItsLastClose(t *testing.T) {
 			desk := NewRiskDesk(svc, nil)
 			stopOut := func(id int64) func() {
 				return func() {
-					if err := desk.Close(context.Background(), id, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
+					if err := desk.Close(context.Background(), id, a.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
 						t.Error(err)
 					}
 				}
@@ -438,7 +438,7 @@ func twinSequence(t *testing.T, svc *Service, desk *RiskDesk, prices *liveQuotes
 		}
 		both(what, func(i int) error {
 			if reason == fx.CloseStopOut {
-				return desk.Close(ctx, l.ids[i], reason, tick.Quote{ReceivedAt: time.Now()})
+				return desk.Close(ctx, l.ids[i], accounts[i].ID, reason, tick.Quote{ReceivedAt: time.Now()})
 			}
 			_, err := svc.ClosePosition(ctx, owners[i], l.ids[i], volume, reason)
 			return err

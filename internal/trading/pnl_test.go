@@ -71,7 +71,7 @@ func TestDealerPnLByHand(t *testing.T) {
 	// A gap to 0.57000 / 0.57020 stops D out at 0.56990: (0.56990 − 0.60030) × 50,000 = −1,520.00
 	// on a balance of 996.50, and negative balance protection gives back the 523.50 below zero.
 	b.prices.set(sym, "0.57", "0.5702")
-	if err := NewRiskDesk(svc, nil).Close(ctx, posD, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
+	if err := NewRiskDesk(svc, nil).Close(ctx, posD, d.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -140,18 +140,20 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if err := s.admit(ctx, gate.Close, "close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
 	}
-	return s.closePosition(ctx, userID, id, volume, reason, time.Now())
+	return s.closePosition(ctx, userID, 0, id, volume, reason, time.Now())
 }
 
 // closePosition is ClosePosition once its work was admitted — by ClosePosition's gate for a
 // trader, by the risk engine's for its own closes (one gate per unit of work) — with the moment
 // the close was triggered (the tick, or the request's arrival), from which a venue close's own
 // time is measured. The batch's fence still refuses it if the lease was lost meanwhile.
-func (s *Service) closePosition(ctx context.Context, userID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
+// accountID is the position's account when the caller knows it (the risk engine), 0 otherwise:
+// the batch then reads it from the position before it locks (one query per batch).
+func (s *Service) closePosition(ctx context.Context, userID, accountID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
 	if link, ok := s.links.get(id); ok {
 		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
 	}
-	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "close position", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
+	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "close position", accountID, slog.Int64("position_id", id), slog.String("reason", string(reason))),
 		userID: userID, id: id, volume: volume, reason: reason}
 	s.commits.Submit(w)
 	var linked errLinked

@@ -218,10 +218,13 @@ func eachVersion(ctx context.Context, q book.Querier, fn func(id, version int64,
 }
 
 // Close closes all of position id at the current market, through the same fenced transaction
-// as a trader's close, recording reason. It returns an error wrapping risk.ErrAlreadyClosed
+// as a trader's close, recording reason. The batch locks accountID, the position's account as the
+// engine holds it, without reading it from the position first; a close of a position that is not
+// that account's is refused as not found, like any close of a position its account does not own.
+// It returns an error wrapping risk.ErrAlreadyClosed
 // when the position is no longer open.
-func (r *RiskDesk) Close(ctx context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
-	_, err := r.svc.closePosition(ctx, 0, id, nil, reason, at.ReceivedAt)
+func (r *RiskDesk) Close(ctx context.Context, id, accountID int64, reason fx.CloseReason, at tick.Quote) error {
+	_, err := r.svc.closePosition(ctx, 0, accountID, id, nil, reason, at.ReceivedAt)
 	if r.observe != nil {
 		result := "closed"
 		switch {
