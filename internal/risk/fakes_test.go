@@ -84,6 +84,7 @@ type call struct {
 	id     int64
 	reason fx.CloseReason
 	at     tick.Quote
+	stop   *StopOut // a stop-out's decision
 }
 
 // fakeExec records every call. answer, when set, decides the error; block, when set, is waited
@@ -118,6 +119,10 @@ func (x *fakeExec) do(c call) error {
 
 func (x *fakeExec) Close(_ context.Context, id int64, reason fx.CloseReason, at tick.Quote) error {
 	return x.do(call{kind: jobClose, id: id, reason: reason, at: at})
+}
+
+func (x *fakeExec) StopOut(_ context.Context, id int64, at tick.Quote, why StopOut) error {
+	return x.do(call{kind: jobClose, id: id, reason: fx.CloseStopOut, at: at, stop: &why})
 }
 
 func (x *fakeExec) Fill(_ context.Context, id int64, at tick.Quote) error {
