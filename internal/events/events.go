@@ -363,17 +363,42 @@ type MarginCall struct {
 
 // StopOut is a stop-out's payload: the account, the position the stop-out closed (its
 // position.closed carries the close), the account's balance after the close and its group's
-// stop-out level (percent).
+// stop-out level (percent) as the close read it, and what the risk engine decided the stop-out
+// on (null for a stop-out the risk engine did not decide).
 type StopOut struct {
-	AccountID    int64  `json:"accountId"`
-	PositionID   int64  `json:"positionId"`
-	Symbol       string `json:"symbol"`
-	ClosedVolume string `json:"closedVolume"`
-	Price        string `json:"price"`
-	Profit       string `json:"profit"`
-	Currency     string `json:"currency"`
-	BalanceAfter string `json:"balanceAfter"`
-	StopOutLevel string `json:"stopOutLevel"`
+	AccountID    int64            `json:"accountId"`
+	PositionID   int64            `json:"positionId"`
+	Symbol       string           `json:"symbol"`
+	ClosedVolume string           `json:"closedVolume"`
+	Price        string           `json:"price"`
+	Profit       string           `json:"profit"`
+	Currency     string           `json:"currency"`
+	BalanceAfter string           `json:"balanceAfter"`
+	StopOutLevel string           `json:"stopOutLevel"`
+	Decision     *StopOutDecision `json:"decision"`
+}
+
+// StopOutDecision is a stop-out as the risk engine decided it, at the round that picked the
+// position: the account's margin level (percent, at or below StopOutLevel), equity and used
+// margin in the account's currency, and the terms it marked the account with — its group, that
+// group's stop-out level, and on each symbol the account held the effective leverage and the
+// markup in price units. Levels and markups are the engine's floats, written exactly
+// (shortest form); equity and used margin are money in the account's currency.
+type StopOutDecision struct {
+	DecidedAt    time.Time       `json:"decidedAt"`
+	Group        string          `json:"group"`
+	StopOutLevel string          `json:"stopOutLevel"`
+	MarginLevel  string          `json:"marginLevel"`
+	Equity       string          `json:"equity"`
+	UsedMargin   string          `json:"usedMargin"`
+	Symbols      []StopOutSymbol `json:"symbols"`
+}
+
+// StopOutSymbol is the terms the risk engine marked one symbol of a stopped-out account with.
+type StopOutSymbol struct {
+	Symbol   string `json:"symbol"`
+	Leverage int    `json:"leverage"`
+	Markup   string `json:"markup"`
 }
 
 func optString(d *decimal.Decimal) *string {

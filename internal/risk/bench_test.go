@@ -45,6 +45,10 @@ func (x benchExec) Close(context.Context, int64, int64, fx.CloseReason, tick.Quo
 	return nil
 }
 
+func (x benchExec) StopOut(ctx context.Context, id, account int64, at tick.Quote, _ StopOut) error {
+	return x.Close(ctx, id, account, fx.CloseStopOut, at)
+}
+
 func (x benchExec) Fill(context.Context, int64, tick.Quote) error { return nil }
 
 const (

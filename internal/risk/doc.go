@@ -85,6 +85,10 @@
 // symbol ticks again, and the account is re-marked at once, so the next loser is handed off
 // without waiting for a band crossing. Each skip is logged once per position and reason per
 // episode (an episode ends when the level is back above the stop-out level), never at error.
+// Each stop-out close is handed to Executor.StopOut with its decision (StopOut): the level,
+// equity and used margin of the round that picked it and the terms the account was marked with,
+// which the executor records beside the close — one re-mark and one allocation per stop-out
+// close, nothing on a tick that stops nobody out.
 //
 // Workers. Config.Workers is how many executor calls can make progress at once, and the engine
 // runs that many. On the holder the executor is the trading service's group commit: a close

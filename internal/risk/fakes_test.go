@@ -85,6 +85,7 @@ type call struct {
 	account int64 // a close's account; 0 in a wanted call: not checked
 	reason  fx.CloseReason
 	at      tick.Quote
+	stop    *StopOut // a stop-out's decision
 }
 
 // fakeExec records every call. answer, when set, decides the error; block, when set, is waited
@@ -119,6 +120,10 @@ func (x *fakeExec) do(c call) error {
 
 func (x *fakeExec) Close(_ context.Context, id, account int64, reason fx.CloseReason, at tick.Quote) error {
 	return x.do(call{kind: jobClose, id: id, account: account, reason: reason, at: at})
+}
+
+func (x *fakeExec) StopOut(_ context.Context, id, account int64, at tick.Quote, why StopOut) error {
+	return x.do(call{kind: jobClose, id: id, account: account, reason: fx.CloseStopOut, at: at, stop: &why})
 }
 
 func (x *fakeExec) Fill(_ context.Context, id int64, at tick.Quote) error {

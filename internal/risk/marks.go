@@ -64,27 +64,38 @@ func (p *pricer) toUSD(r legRef) (float64, bool) {
 // mid ÷ effective leverage, in the quote currency; both converted to the account currency
 // through the USD hub. ok is false when a symbol or leg has no price: no decision is made then.
 func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
-	equity := a.Balance + a.pending
-	used := 0.0
+	equity, used, ok := e.marksLocked(a, px)
+	if !ok {
+		return 0, false
+	}
+	if !(used > 1e-9) {
+		return math.Inf(1), true
+	}
+	return equity / used * 100, true
+}
+
+// marksLocked is a's equity and used margin in its currency, as levelLocked describes them.
+func (e *Engine) marksLocked(a *account, px *pricer) (equity, used float64, ok bool) {
+	equity = a.Balance + a.pending
 	accountUSD := 0.0
 	for i := range a.exposures {
 		x := &a.exposures[i]
 		if !x.priced {
-			return 0, false
+			return 0, 0, false
 		}
 		q, ok := px.book(x.bk)
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
 		f := 1.0
 		if !x.same {
 			quoteUSD, ok := px.toUSD(x.qref)
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			if accountUSD == 0 {
 				if accountUSD, ok = px.toUSD(a.aref); !ok {
-					return 0, false
+					return 0, 0, false
 				}
 			}
 			f = quoteUSD / accountUSD
@@ -93,10 +104,7 @@ func (e *Engine) levelLocked(a *account, px *pricer) (float64, bool) {
 		equity += pnl * x.contract * f
 		used += x.marginLots() * x.perLot * q.Mid() * f
 	}
-	if !(used > 1e-9) {
-		return math.Inf(1), true
-	}
-	return equity / used * 100, true
+	return equity, used, true
 }
 
 // effectiveLeverage is the least of the account's, its group's and the symbol's cap

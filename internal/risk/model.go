@@ -184,9 +184,35 @@ var ErrMarketUnavailable = errors.New("market unavailable")
 // open or pending, an error wrapping ErrMarketUnavailable when the market refuses it now, and
 // any other error when nothing was written. After a commit the executor
 // reports the change through Engine.Apply, as every other committed change is reported.
+//
+// StopOut is Close for a stop-out (reason fx.CloseStopOut), with the decision the executor
+// records beside the close (the account.stop_out event): the figures and terms the engine
+// decided on, so the record can be judged against the terms in force at that moment.
 type Executor interface {
 	Close(ctx context.Context, positionID, accountID int64, reason fx.CloseReason, at tick.Quote) error
+	StopOut(ctx context.Context, positionID, accountID int64, at tick.Quote, why StopOut) error
 	Fill(ctx context.Context, orderID int64, at tick.Quote) error
+}
+
+// StopOut is one stop-out decision as the engine made it: the account's margin level, equity
+// and used margin (account currency, floats as the engine marks them) at the round that picked
+// the position, and the terms it marked with — its group and that group's stop-out level, and on
+// each symbol the account held the effective leverage and the markup (price units).
+type StopOut struct {
+	DecidedAt    time.Time // when the tick (or sweep) that decided it arrived
+	MarginLevel  float64   // percent, at or below StopOutLevel
+	Equity       float64   // balance + closes already handed off + floating profit
+	UsedMargin   float64
+	Group        string
+	StopOutLevel float64
+	Symbols      []SymbolMark
+}
+
+// SymbolMark is the terms one symbol of a stopped-out account was marked with.
+type SymbolMark struct {
+	Symbol   string
+	Leverage int     // the least of the account's, its group's and the symbol's cap
+	Markup   float64 // price units
 }
 
 // Alerts records margin calls; level is the margin level in percent. It is called off the tick

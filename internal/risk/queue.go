@@ -28,6 +28,7 @@ type job struct {
 	level   float64   // alerts
 	cleared bool      // an alert: the margin call ended
 	arrived time.Time // when the engine received the tick (or began the sweep) that decided it
+	stop    *StopOut  // a stop-out's decision, for its record; nil for every other job
 }
 
 // queue is a FIFO that never blocks the producer. It needs no bound of its own: a position or

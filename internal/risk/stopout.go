@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"time"
 
 	"fxdesk/internal/tick"
 )
@@ -127,4 +128,22 @@ func (e *Engine) endEpisodeLocked(a *account) {
 		e.pos[idx].skip = skipNone
 	}
 	a.skips = 0
+}
+
+// stopOutLocked is the record of stopping a out at margin level lvl, before the position it
+// picked is handed off: its figures at px and the terms it was marked with. It costs one
+// re-mark and one allocation per stop-out close, never anything on a tick that stops nobody out.
+func (e *Engine) stopOutLocked(a *account, lvl float64, px *pricer, arrived time.Time) *StopOut {
+	equity, used, _ := e.marksLocked(a, px)
+	why := &StopOut{DecidedAt: arrived, MarginLevel: lvl, Equity: equity, UsedMargin: used, Group: a.Group,
+		StopOutLevel: a.StopOutLevel, Symbols: make([]SymbolMark, 0, len(a.exposures))}
+	for i := range a.exposures {
+		x := &a.exposures[i]
+		lev := 0
+		if x.perLot > 0 {
+			lev = int(math.Round(x.contract / x.perLot))
+		}
+		why.Symbols = append(why.Symbols, SymbolMark{Symbol: x.bk.symbol, Leverage: lev, Markup: x.markup})
+	}
+	return why
 }

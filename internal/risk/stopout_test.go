@@ -3,6 +3,7 @@ package risk
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"fxdesk/internal/fx"
@@ -184,4 +185,33 @@ func TestStopOnHaltedInstrumentWaitsForTheHalt(t *testing.T) {
 	r.e.Apply(context.Background(), Change{Kind: InstrumentUpserted, Instrument: active})
 	r.tick("XAUUSD", 1984.00, 1984.50)
 	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseSL})
+}
+
+// TestStopOutRecordsItsDecision: a stop-out hands the executor what it decided on — the level,
+// equity and used margin of the round that picked the position, and the terms of the group the
+// account is in now: here it was moved from a group that stops out at 50 % into one that stops
+// out at 200 % and caps EURUSD at 1:50 with 2 points of markup. 9000 USD, 1 lot EURUSD bought at
+// 1.2, marked at 1.13: equity 9000 − 7000 − 20 (markup) = 1980 over 1 × 100,000 × 1.13 ÷ 50 =
+// 2260 of margin, 87.6 %: above 50, below 200.
+func TestStopOutRecordsItsDecision(t *testing.T) {
+	t.Parallel()
+	acc := Account{ID: 7, Currency: "USD", Balance: 9000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 50, Group: "plain"}
+	snap := Snapshot{Instruments: instruments(), Accounts: []Account{acc},
+		Groups:    []GroupTerms{{Group: "strict", Symbols: map[string]SymbolTerms{"EURUSD": {LeverageMax: 50, Markup: 0.0002}}}},
+		Positions: []Position{{ID: 1, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2}}}
+	r := newRig(t, snap, 1, nil)
+	r.tick("EURUSD", 1.13, 1.13) // 2000 over 1130 under the old group: 177 %
+	r.wantCalls()
+	r.e.Apply(context.Background(), Change{Kind: AccountTermsChanged, Account: Account{ID: 7, Group: "strict", MarginCallLevel: 250, StopOutLevel: 200}})
+	r.tick("EURUSD", 1.13, 1.13)
+	r.wantCalls(call{kind: jobClose, id: 1, reason: fx.CloseStopOut, at: q(1.13, 1.13)})
+	d := r.exec.got()[0].stop
+	if d == nil {
+		t.Fatal("the stop-out carried no decision")
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
+	if d.Group != "strict" || d.StopOutLevel != 200 || !near(d.Equity, 1980) || !near(d.UsedMargin, 2260) || !near(d.MarginLevel, 1980.0/2260*100) ||
+		d.DecidedAt.IsZero() || len(d.Symbols) != 1 || d.Symbols[0] != (SymbolMark{Symbol: "EURUSD", Leverage: 50, Markup: 0.0002}) {
+		t.Fatalf("decision = %+v, want the strict group's terms at 87.6 %%", d)
+	}
 }

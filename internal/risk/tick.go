@@ -93,12 +93,12 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 
 // closeLocked marks p closing and queues its close. The account's marks then read as if the
 // close had committed at this quote: p leaves the aggregates and its profit joins pending.
-func (e *Engine) closeLocked(idx int32, reason fx.CloseReason, q tick.Quote, arrived time.Time, px *pricer) {
+func (e *Engine) closeLocked(idx int32, reason fx.CloseReason, q tick.Quote, arrived time.Time, px *pricer, why *StopOut) {
 	p := &e.pos[idx]
 	e.closingLocked(idx, px)
 	p.closing = true
 	e.closesQueued.Add(1)
-	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, account: e.accts[p.acct].ID, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived})
+	e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, account: e.accts[p.acct].ID, reason: reason, symbol: e.books[p.sym].symbol, quote: q, arrived: arrived, stop: why})
 }
 
 // closingLocked is the bookkeeping of a close being handed off: p leaves the trigger heaps and
@@ -190,7 +190,7 @@ func (e *Engine) checkAccountLocked(ctx context.Context, a *account, px *pricer,
 			return
 		}
 		e.stopOuts.Add(1)
-		e.closeLocked(idx, fx.CloseStopOut, q, arrived, px)
+		e.closeLocked(idx, fx.CloseStopOut, q, arrived, px, e.stopOutLocked(a, lvl, px, arrived))
 		if lvl, ok = e.levelLocked(a, px); !ok {
 			return
 		}

@@ -36,6 +36,9 @@ func (e *Engine) execute(ctx context.Context, j job) error {
 		if e.cfg.Observe != nil {
 			e.cfg.Observe(time.Since(j.arrived))
 		}
+		if j.stop != nil {
+			return e.cfg.Executor.StopOut(ctx, j.id, j.account, j.quote, *j.stop)
+		}
 		return e.cfg.Executor.Close(ctx, j.id, j.account, j.reason, j.quote)
 	case jobFill:
 		return e.cfg.Executor.Fill(ctx, j.id, j.quote)

@@ -117,7 +117,7 @@ func TestBatchOfMixedCloses(t *testing.T) {
 	var errs [4]error
 	concurrently(
 		func() { res[0], errs[0] = svc.ClosePosition(ctx, 9106, client, nil, fx.CloseClient) },
-		func() { res[1], errs[1] = svc.closePosition(ctx, 0, 0, sl, nil, fx.CloseSL, time.Now()) },
+		func() { res[1], errs[1] = svc.closePosition(ctx, 0, 0, sl, nil, fx.CloseSL, nil, time.Now()) },
 		func() { res[2], errs[2] = svc.ClosePosition(ctx, 9106, gbp, nil, fx.CloseClient) },
 		func() { res[3], errs[3] = svc.ClosePosition(ctx, 9106, partial, &part, fx.CloseClient) },
 	)

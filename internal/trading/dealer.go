@@ -42,7 +42,7 @@ func (d *Dealer) ClosePosition(ctx context.Context, id int64, volume *decimal.De
 	if err := s.admit(ctx, gate.Close, "dealer close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
 	}
-	res, err := s.closePosition(ctx, 0, 0, id, volume, fx.CloseDealer, time.Now())
+	res, err := s.closePosition(ctx, 0, 0, id, volume, fx.CloseDealer, nil, time.Now())
 	if err == nil {
 		s.log.InfoContext(ctx, "dealer closed a position", slog.Int64("position_id", id), slog.String("volume", res.Deal.Volume.String()))
 	}

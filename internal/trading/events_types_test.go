@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -142,6 +143,12 @@ func TestStopOutAndAdjustmentTellTheirEvents(t *testing.T) {
 	if so["accountId"] != float64(a.ID) || so["positionId"] != float64(pos) || so["closedVolume"] != "0.5" || so["stopOutLevel"] != "50" ||
 		so["profit"] != fx.FormatMoney("USD", profit[0].Amount) || so["balanceAfter"] != fx.FormatMoney("USD", profit[0].BalanceAfter) || es[4].term != 7 {
 		t.Fatalf("account.stop_out = %v, want the close of deal %+v", so, profit[0])
+	}
+	// The engine's decision, as it decided it: levels and markups exactly, money in cents.
+	decision, _ := json.Marshal(so["decision"])
+	if want := `{"decidedAt":"2026-03-02T10:00:00.5Z","equity":"-526.95","group":"protected","marginLevel":"-98.49532710280374",` +
+		`"stopOutLevel":"50","symbols":[{"leverage":100,"markup":"0.00001","symbol":"EURUSD"}],"usedMargin":"535.00"}`; string(decision) != want {
+		t.Fatalf("account.stop_out decision = %s, want %s", decision, want)
 	}
 	ad := es[5].payload
 	if ad["type"] != "ADJUSTMENT" || ad["amount"] != fx.FormatMoney("USD", adj[0].Amount) || ad["balanceAfter"] != "0.00" ||

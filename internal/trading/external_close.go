@@ -22,7 +22,7 @@ import (
 // closeExternal closes volume lots (nil: all) of EXTERNAL position id, linked to venue trade
 // link: the venue closes its trade first, then the desk books the venue's price. userID 0 is
 // the risk engine (own time from trigger).
-func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venueLink, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
+func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venueLink, volume *decimal.Decimal, reason fx.CloseReason, stop *risk.StopOut, trigger time.Time) (CloseResult, error) {
 	attrs := []slog.Attr{slog.Int64("position_id", id), slog.String("trade_id", link.tradeID), slog.String("reason", string(reason))}
 	defer s.busy.hold(&s.busy.positions, id)()
 	if s.venue == nil {
@@ -109,7 +109,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	switch {
 	case err == nil && out.Fill != nil:
 		vol := lotsOf(in, out.Fill.Units)
-		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.TransactionID, reason)
+		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.TransactionID, reason, stop)
 	case err == nil && out.Cancelled != nil:
 		e := fx.Errorf(fx.ECONFLICT, "Position %d was not closed: %s (%s).", id, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
 		return CloseResult{}, book.MarketState(e)
@@ -143,9 +143,9 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 
 // bookClose books a venue close of volume lots (nil: all) of position id at the venue's price
 // through the group commit. userID 0: any owner (the risk engine, the reconciler).
-func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason) (CloseResult, error) {
+func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason, stop *risk.StopOut) (CloseResult, error) {
 	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
-		userID: userID, id: id, volume: volume, reason: reason, venuePrice: &price, txID: txID}
+		userID: userID, id: id, volume: volume, reason: reason, stop: stop, venuePrice: &price, txID: txID}
 	s.commits.Submit(w)
 	if w.Err != nil {
 		if !errors.Is(w.Err, risk.ErrAlreadyClosed) {
@@ -162,7 +162,7 @@ func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decim
 // CloseDeskSide and BookPartial.
 func (b *ABook) BookVenueClose(ctx context.Context, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64) error {
 	s := b.s
-	_, err := s.bookClose(ctx, 0, id, volume, price, txID, fx.CloseVenue)
+	_, err := s.bookClose(ctx, 0, id, volume, price, txID, fx.CloseVenue, nil)
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/book"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
@@ -69,6 +70,11 @@ func groupAccount(t *testing.T, svc *Service, user int64, nbp bool) book.Account
 
 // gappedStopOut opens 0.5 lot EURUSD on a and gaps the bid 300 pips down, far past the account's
 // equity, then stops it out as the risk engine does.
+// gappedDecision is the risk engine's decision gappedStopOut hands the desk, as the engine
+// would make it at 1.07: 0.5 lot at 1:100 uses 535.00 of margin.
+var gappedDecision = risk.StopOut{DecidedAt: time.Date(2026, 3, 2, 10, 0, 0, 500_000_000, time.UTC), MarginLevel: -98.49532710280374,
+	Equity: -526.95, UsedMargin: 535, Group: "protected", StopOutLevel: 50, Symbols: []risk.SymbolMark{{Symbol: "EURUSD", Leverage: 100, Markup: 0.00001}}}
+
 func gappedStopOut(t *testing.T, svc *Service, prices *liveQuotes, user int64, a book.Account) int64 {
 	t.Helper()
 	ctx := context.Background()
@@ -79,7 +85,7 @@ func gappedStopOut(t *testing.T, svc *Service, prices *liveQuotes, user int64, a
 	}
 	prices.set("EURUSD", "1.07", "1.0702")
 	// 0.5 lot × 100,000 × (1.07 − 1.1002) = −1,510.00 on a balance under 1,000.
-	if err = NewRiskDesk(svc, nil).Close(ctx, o.Position.ID, a.ID, fx.CloseStopOut, tick.Quote{ReceivedAt: time.Now()}); err != nil {
+	if err = NewRiskDesk(svc, nil).StopOut(ctx, o.Position.ID, a.ID, tick.Quote{ReceivedAt: time.Now()}, gappedDecision); err != nil {
 		t.Fatal(err)
 	}
 	p, err := book.LoadPosition(ctx, testDB, user, o.Position.ID)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +141,7 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 	if err := s.admit(ctx, gate.Close, "close position", slog.Int64("position_id", id)); err != nil {
 		return CloseResult{}, err
 	}
-	return s.closePosition(ctx, userID, 0, id, volume, reason, time.Now())
+	return s.closePosition(ctx, userID, 0, id, volume, reason, nil, time.Now())
 }
 
 // closePosition is ClosePosition once its work was admitted — by ClosePosition's gate for a
@@ -149,18 +150,18 @@ func (s *Service) ClosePosition(ctx context.Context, userID, id int64, volume *d
 // time is measured. The batch's fence still refuses it if the lease was lost meanwhile.
 // accountID is the position's account when the caller knows it (the risk engine), 0 otherwise:
 // the batch then reads it from the position before it locks (one query per batch).
-func (s *Service) closePosition(ctx context.Context, userID, accountID, id int64, volume *decimal.Decimal, reason fx.CloseReason, trigger time.Time) (CloseResult, error) {
+func (s *Service) closePosition(ctx context.Context, userID, accountID, id int64, volume *decimal.Decimal, reason fx.CloseReason, stop *risk.StopOut, trigger time.Time) (CloseResult, error) {
 	if link, ok := s.links.get(id); ok {
-		return s.closeExternal(ctx, userID, id, link, volume, reason, trigger)
+		return s.closeExternal(ctx, userID, id, link, volume, reason, stop, trigger)
 	}
 	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "close position", accountID, slog.Int64("position_id", id), slog.String("reason", string(reason))),
-		userID: userID, id: id, volume: volume, reason: reason}
+		userID: userID, id: id, volume: volume, reason: reason, stop: stop}
 	s.commits.Submit(w)
 	var linked errLinked
 	if errors.As(w.Err, &linked) {
 		// Linked by a commit this process did not see (another holder's, before a takeover).
 		s.links.set(id, linked.link)
-		return s.closeExternal(ctx, userID, id, linked.link, volume, reason, trigger)
+		return s.closeExternal(ctx, userID, id, linked.link, volume, reason, stop, trigger)
 	}
 	if w.Err != nil {
 		return CloseResult{}, w.Err
@@ -186,6 +187,7 @@ type closeWrite struct {
 	id     int64
 	volume *decimal.Decimal
 	reason fx.CloseReason
+	stop   *risk.StopOut // a stop-out's decision, recorded on its account.stop_out
 	// venuePrice, when set, is the venue's price of a close it executed: booked (plus markup)
 	// instead of the desk's quote, whatever the desk's market state (halted, closed, unquoted),
 	// because it already happened. Converting its profit to the account's currency still needs
@@ -354,7 +356,7 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 		if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.AccountStopOut, Term: w.s.term(),
 			Payload: events.StopOut{AccountID: a.ID, PositionID: p.ID, Symbol: p.Symbol, ClosedVolume: vol.String(), Price: price.String(),
 				Profit: fx.FormatMoney(a.Currency, profit), Currency: a.Currency, BalanceAfter: fx.FormatMoney(a.Currency, a.Balance),
-				StopOutLevel: r.Catalog.AccountGroup(a.Group).StopOutLevel.String()}}); err != nil {
+				StopOutLevel: r.Catalog.AccountGroup(a.Group).StopOutLevel.String(), Decision: stopOutDecision(w.stop, a.Currency)}}); err != nil {
 			return err
 		}
 	}
@@ -390,4 +392,21 @@ func (w *closeWrite) Failed(err error) error {
 		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, book.ErrAlreadyBooked, err)
 	}
 	return fmt.Errorf("close position %d: %w", w.id, err)
+}
+
+// stopOutDecision is the risk engine's decision d as account.stop_out records it: levels and
+// markups in the shortest form that reads back as the engine's float, so a judge compares the
+// very figures the engine compared; equity and used margin as money in currency.
+func stopOutDecision(d *risk.StopOut, currency string) *events.StopOutDecision {
+	if d == nil {
+		return nil
+	}
+	exact := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	out := &events.StopOutDecision{DecidedAt: d.DecidedAt.UTC(), Group: d.Group, StopOutLevel: exact(d.StopOutLevel), MarginLevel: exact(d.MarginLevel),
+		Equity: fx.FormatMoney(currency, decimal.NewFromFloat(d.Equity)), UsedMargin: fx.FormatMoney(currency, decimal.NewFromFloat(d.UsedMargin)),
+		Symbols: make([]events.StopOutSymbol, len(d.Symbols))}
+	for i, s := range d.Symbols {
+		out.Symbols[i] = events.StopOutSymbol{Symbol: s.Symbol, Leverage: s.Leverage, Markup: exact(s.Markup)}
+	}
+	return out
 }

@@ -224,7 +224,17 @@ func eachVersion(ctx context.Context, q book.Querier, fn func(id, version int64,
 // It returns an error wrapping risk.ErrAlreadyClosed
 // when the position is no longer open.
 func (r *RiskDesk) Close(ctx context.Context, id, accountID int64, reason fx.CloseReason, at tick.Quote) error {
-	_, err := r.svc.closePosition(ctx, 0, accountID, id, nil, reason, at.ReceivedAt)
+	return r.close(ctx, id, accountID, reason, nil, at)
+}
+
+// StopOut is Close for a stop-out, recording the engine's decision (why) on the stop-out's
+// account.stop_out event.
+func (r *RiskDesk) StopOut(ctx context.Context, id, accountID int64, at tick.Quote, why risk.StopOut) error {
+	return r.close(ctx, id, accountID, fx.CloseStopOut, &why, at)
+}
+
+func (r *RiskDesk) close(ctx context.Context, id, accountID int64, reason fx.CloseReason, stop *risk.StopOut, at tick.Quote) error {
+	_, err := r.svc.closePosition(ctx, 0, accountID, id, nil, reason, stop, at.ReceivedAt)
 	if r.observe != nil {
 		result := "closed"
 		switch {

@@ -129,7 +129,7 @@ func TestDisabledIsReadOnlyForTheTrader(t *testing.T) {
 	}
 
 	// The risk engine's stop-out is not the trader's: it closes.
-	if _, err := svc.closePosition(ctx, 0, 0, open.Position.ID, nil, fx.CloseStopOut, time.Now()); err != nil {
+	if _, err := svc.closePosition(ctx, 0, 0, open.Position.ID, nil, fx.CloseStopOut, nil, time.Now()); err != nil {
 		t.Fatalf("stop-out of a DISABLED account: %v", err)
 	}
 }

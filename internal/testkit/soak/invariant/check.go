@@ -115,6 +115,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkLoadNotLimited(ev),
 		checkAuditTrail(s, ev),
 		checkNegativeBalance(s),
+		checkStopOutTerms(s),
 		checkEvents(s),
 		checkRouting(s),
 	}

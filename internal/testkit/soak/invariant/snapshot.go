@@ -23,9 +23,11 @@ type Snapshot struct {
 	Instruments map[string]dbInstrument
 	// Groups is each account group's negative balance protection; Audits the audit log.
 	Groups map[string]bool
-	// Modes is each account group's execution mode (INTERNAL, EXTERNAL).
-	Modes  map[string]string
-	Audits []dbAudit
+	// Modes is each account group's execution mode (INTERNAL, EXTERNAL); StopOutLevels its
+	// stop-out level now (percent).
+	Modes         map[string]string
+	StopOutLevels map[string]decimal.Decimal
+	Audits        []dbAudit
 	// Events is the events outbox, in id order.
 	Events []dbEvent
 	// Rules are the routing rules, by group, priority and id (the order they are asked in).
@@ -65,12 +67,15 @@ type dbEvent struct {
 	CreatedAt         time.Time // on the database's clock, as the transaction wrote it, just before COMMIT
 }
 
-// dbAudit is one row of fx_audit, less its before and after.
+// dbAudit is one row of fx_audit; Before and After only for the rows that change how an
+// account is marked (account.move, account_group.*), which the stopOutTerms invariant replays.
 type dbAudit struct {
 	ID                   int64
+	At                   time.Time // on the database's clock, when the row was inserted (before its commit)
 	Via, Action          string
 	EntityType, EntityID string
 	RequestID            sql.NullString
+	Before, After        sql.NullString
 }
 
 type dbDeal struct {
@@ -128,7 +133,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, HedgeLimits: map[string]decimal.Decimal{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -189,16 +194,19 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Instruments[sym] = in
 			return err
 		}},
-		{"SELECT `name`, `negativeBalanceProtection`, `executionMode` FROM `fx_account_group`", func(r *sql.Rows) error {
+		{"SELECT `name`, `negativeBalanceProtection`, `executionMode`, `stopOutLevel` FROM `fx_account_group`", func(r *sql.Rows) error {
 			var name, mode string
 			var nbp bool
-			err := r.Scan(&name, &nbp, &mode)
-			s.Groups[name], s.Modes[name] = nbp, mode
+			var level decimal.Decimal
+			err := r.Scan(&name, &nbp, &mode, &level)
+			s.Groups[name], s.Modes[name], s.StopOutLevels[name] = nbp, mode, level
 			return err
 		}},
-		{"SELECT `id`, `actorVia`, `action`, `entityType`, `entityId`, `requestId` FROM `fx_audit` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `at`, `actorVia`, `action`, `entityType`, `entityId`, `requestId`, " +
+			"CASE WHEN `action` = 'account.move' OR `entityType` = 'account_group' THEN `before` END, " +
+			"CASE WHEN `action` = 'account.move' OR `entityType` = 'account_group' THEN `after` END FROM `fx_audit` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAudit
-			err := r.Scan(&a.ID, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID)
+			err := r.Scan(&a.ID, &a.At, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID, &a.Before, &a.After)
 			s.Audits = append(s.Audits, a)
 			return err
 		}},
