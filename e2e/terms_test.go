@@ -51,12 +51,12 @@ func (d *tradingDesk) waitTerms(from, to int64) {
 }
 
 // Every admin change that alters how an account is marked, made on a FOLLOWER of a web tier,
-// changes the holder's stop-out decision at once (issue 36): a move out of a group whose EURUSD
-// is capped at 1:10 into one without, the reverse move, an override set on a symbol, an
-// instrument's leverage cap. Five USD accounts at 1:100 hold 1 lot bought at 1.10002 with
-// 11,993.00 (12,000 less 7.00 commission); at a bid of 1.03000 each has 4,991.00 of equity, over
-// 1,030.01 of margin at 1:100 (485 %) or 10,300.10 at 1:10 (48.5 %), and the stop-out level is
-// 50 %.
+// changes the holder's stop-out decision at once (docs/groups.md, «How a change reaches the risk
+// engine»): a move out of a group whose EURUSD is capped at 1:10 into one without, the reverse
+// move, an override set on a symbol, an instrument's leverage cap. Five USD accounts at 1:100 hold
+// 1 lot bought at 1.10002 with 11,993.00 (12,000 less 7.00 commission); at a bid of 1.03000 each
+// has 4,991.00 of equity, over 1,030.01 of margin at 1:100 (485 %) or 10,300.10 at 1:10 (48.5 %),
+// and the stop-out level is 50 %.
 func TestWebTierFollowerTermsChangesReachTheHoldersStopOut(t *testing.T) {
 	t.Parallel()
 	w := newWebTier(t)

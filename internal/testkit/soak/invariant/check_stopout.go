@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/events"
 )
 
 // termsLag is how long after an admin change's audit row a stop-out may still be decided under
@@ -39,7 +41,7 @@ func checkStopOutTerms(s *Snapshot) Result {
 		if e.Type != "account.stop_out" {
 			continue
 		}
-		var p stopOutRecord
+		var p events.StopOut
 		if err := json.Unmarshal([]byte(e.Payload), &p); err != nil {
 			r.Add("", "event %d (account.stop_out): payload %s: %v", e.ID, Truncate(e.Payload, 200), err)
 			continue
@@ -60,24 +62,8 @@ func checkStopOutTerms(s *Snapshot) Result {
 	return r
 }
 
-// stopOutRecord is what the check reads of an account.stop_out payload.
-type stopOutRecord struct {
-	AccountID  int64            `json:"accountId"`
-	PositionID int64            `json:"positionId"`
-	Decision   *stopOutDecision `json:"decision"`
-}
-
-type stopOutDecision struct {
-	DecidedAt    time.Time `json:"decidedAt"`
-	Group        string    `json:"group"`
-	StopOutLevel string    `json:"stopOutLevel"`
-	MarginLevel  string    `json:"marginLevel"`
-	Equity       string    `json:"equity"`
-	UsedMargin   string    `json:"usedMargin"`
-}
-
 // judgeStopOut is why decision d, a stop-out of account, breaks the invariant (none: it holds).
-func judgeStopOut(h termsHistory, account int64, d stopOutDecision) []string {
+func judgeStopOut(h termsHistory, account int64, d events.StopOutDecision) []string {
 	var out []string
 	from, to := d.DecidedAt.Add(-termsLag), d.DecidedAt
 	groups := h.groupOf(account).during(from, to)
