@@ -415,21 +415,7 @@ func (l *adminLane) arm(ctx context.Context, t *trader) {
 
 // openThin opens volume lots of symbol on thin account t and notes the position.
 func (t *trader) openThin(ctx context.Context, symbol, side, volume string) {
-	nonce := t.nonce("order")
-	e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, map[string]any{"accountId": t.account, "symbol": symbol, "side": side,
-		"type": "MARKET", "volume": volume, "requestNonce": nonce}, t.deskWeb)
-	var b struct {
-		Position *struct {
-			ID     int64  `json:"id"`
-			Volume string `json:"volume"`
-		} `json:"position"`
-	}
-	if e.OK() && e.Decode(&b) && b.Position != nil {
-		v, _ := decimal.NewFromString(b.Position.Volume)
-		t.mu.Lock()
-		t.positions[b.Position.ID] = v
-		t.mu.Unlock()
-	}
+	t.place(ctx, map[string]any{"accountId": t.account, "symbol": symbol, "side": side, "type": "MARKET", "volume": volume})
 }
 
 // finish runs after the load: every restricted account ACTIVE again, and the thin accounts'

@@ -145,6 +145,12 @@ func (t *trader) open(ctx context.Context, stops bool) {
 			}
 		}
 	}
+	t.place(ctx, body)
+}
+
+// place sends order body under a new request nonce (asked again while its outcome is unknown)
+// and notes the position a fill opened.
+func (t *trader) place(ctx context.Context, body map[string]any) {
 	nonce := t.nonce("order")
 	body["requestNonce"] = nonce
 	e := t.callRetrying(ctx, "open", "/api/fx/orders", nonce, body, t.deskWeb)
