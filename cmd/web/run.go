@@ -285,8 +285,11 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	// One reader of the events outbox feeds every events stream, on holder and follower alike.
 	hub := api.NewEventHub(api.EventHubConfig{DB: st.db, Slots: slots, Poll: cfg.EventsPoll, Buffer: cfg.EventsBuffer, Metrics: m, Log: log})
 	parts.rail.Go("events stream", hub.Run)
+	// The resolver records the tokens' last uses every few seconds, on holder and follower alike.
+	tokens := auth.NewResolver(st.db)
+	parts.rail.Go("token last use", func(ctx context.Context) error { return tokens.Run(ctx, log) })
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
-		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: auth.NewResolver(st.db), Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
+		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: tokens, Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
 		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written})
 	if err != nil {
 		return nil, err

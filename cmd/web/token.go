@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"flag"
@@ -14,14 +15,15 @@ import (
 	"fxdesk/internal/audit"
 	"fxdesk/internal/auth"
 	"fxdesk/internal/config"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 )
 
-const tokenUsage = "usage: fxdesk-web token create --user ID [--admin] [--label TEXT] | token list [--user ID] | token revoke (--id N | --token TOKEN)"
+const tokenUsage = "usage: fxdesk-web token create --user ID [--role ROLE | --admin] [--scopes read,trade] [--expires DURATION] [--label TEXT] | token list [--user ID] | token revoke (--id N | --token TOKEN)"
 
 // tokenCommand runs the token commands:
 //
-//	token create --user ID [--admin] [--label TEXT]   issue a token; printed alone on stdout's last line
+//	token create --user ID [--role ROLE] [--scopes S] [--expires D] [--label TEXT]   issue a token; printed alone on stdout's last line
 //	token list [--user ID]                            the issued tokens (never the tokens themselves)
 //	token revoke (--id N | --token TOKEN)             revoke one live token
 func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout, stderr io.Writer) error {
@@ -36,26 +38,49 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 	switch args[0] {
 	case "create":
 		user := fs.Int64("user", 0, "the platform user id the token acts for (required)")
-		admin := fs.Bool("admin", false, "grant the admin role (the /api/admin routes)")
+		admin := fs.Bool("admin", false, "shorthand for --role superadmin")
+		roleName := fs.String("role", "trader", "trader, or a staff role: viewer, support, dealer, risk, finance, superadmin")
+		scopes := fs.String("scopes", "read,trade", "a trader's token's scopes: read, trade or both")
+		expires := fs.Duration("expires", 0, "how long the token lives, e.g. 720h (0: until revoked)")
 		label := fs.String("label", "", "a note stored beside the token, e.g. who it was issued to")
+		var g auth.Grant
 		check = func() error {
-			if *user <= 0 {
-				return fmt.Errorf("token create: --user must be a positive whole number")
+			role, err := auth.ParseRole(*roleName)
+			if err != nil {
+				return fmt.Errorf("token create: %s", fx.ErrorMessage(err))
+			}
+			if *admin {
+				role = auth.RoleSuperadmin
+			}
+			g = auth.Grant{UserID: *user, Role: role, Label: *label}
+			if role == auth.RoleTrader {
+				if g.Scopes, err = auth.ParseScopes(*scopes); err != nil {
+					return fmt.Errorf("token create: %s", fx.ErrorMessage(err))
+				}
+			}
+			if *expires < 0 {
+				return fmt.Errorf("token create: --expires must be a positive duration, such as 720h")
+			}
+			if *expires > 0 {
+				g.ExpiresAt = time.Now().Add(*expires)
+			}
+			if err := g.Check(time.Now()); err != nil {
+				return fmt.Errorf("token create: %s", fx.ErrorMessage(err))
 			}
 			return nil
 		}
 		run = func(ctx context.Context, db *sql.DB) error {
 			// The issue is audited as the command line's: an operator with the database's
 			// credentials, no token behind them.
-			token, err := auth.Create(audit.WithActor(ctx, audit.Actor{Via: "cli"}), db, *user, *admin, *label)
+			token, _, err := auth.Issue(audit.WithActor(ctx, audit.Actor{Via: "cli"}), db, g)
 			if err != nil {
 				return err
 			}
-			role := "trader"
-			if *admin {
-				role = "admin"
+			what := string(g.Role)
+			if g.Role == auth.RoleTrader {
+				what += ", " + g.Scopes.String()
 			}
-			fmt.Fprintf(stdout, "bearer token for user %d (%s); it is shown once and stored only as a hash:\n", *user, role)
+			fmt.Fprintf(stdout, "bearer token for user %d (%s); it is shown once and stored only as a hash:\n", g.UserID, what)
 			fmt.Fprintln(stdout, token)
 			return nil
 		}
@@ -68,18 +93,25 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			return nil
 		}
 		run = func(ctx context.Context, db *sql.DB) error {
-			tokens, err := auth.List(ctx, db, *user)
+			tokens, err := auth.List(ctx, db, auth.ListFilter{UserID: *user})
 			if err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tUSER\tROLE\tCREATED\tREVOKED\tLABEL")
-			for _, t := range tokens {
-				revoked := "-"
-				if t.RevokedAt != nil {
-					revoked = t.RevokedAt.UTC().Format(time.RFC3339)
+			fmt.Fprintln(w, "ID\tUSER\tROLE\tSCOPES\tCREATED\tEXPIRES\tREVOKED\tLAST USED\tFROM\tLABEL")
+			at := func(t *time.Time) string {
+				if t == nil {
+					return "-"
 				}
-				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.UserID, t.Role, t.CreatedAt.UTC().Format(time.RFC3339), revoked, t.Label)
+				return t.UTC().Format(time.RFC3339)
+			}
+			for _, t := range tokens {
+				scopes := t.Scopes.String()
+				if scopes == "" {
+					scopes = "-"
+				}
+				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.UserID, t.Role, scopes, t.CreatedAt.UTC().Format(time.RFC3339),
+					at(t.ExpiresAt), at(t.RevokedAt), at(t.LastUsedAt), cmp.Or(t.LastUsedFrom, "-"), t.Label)
 			}
 			return w.Flush()
 		}

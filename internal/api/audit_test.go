@@ -49,6 +49,8 @@ type auditDesk struct {
 	// webhook is an endpoint (a real receiver that accepts) with a dead letter of event
 	// deadEvent for the replay to post.
 	webhook, deadEvent int64
+	// deps built the server, for tests that build its routes again.
+	deps Deps
 }
 
 // fixtures adds what the walk's delete routes delete and its move moves into.
@@ -134,12 +136,13 @@ func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
 	log, svc, admin := parts.log, parts.svc, parts.admin
 	// Venue: true so a group may be EXTERNAL (the execution-mode write has something to change).
 	inbox := alert.NewInbox(db, log)
-	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
-		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db)})
+	deps := Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
+		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db), Webhooks: relay.NewAdmin(db, relay.Sender{})}
+	h, err := NewServer(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &auditDesk{t: t, db: db, srv: httptest.NewServer(h)}
+	d := &auditDesk{t: t, db: db, srv: httptest.NewServer(h), deps: deps}
 	t.Cleanup(d.srv.Close)
 	if d.admin, err = auth.Create(ctx, db, 1, true, "test"); err != nil {
 		t.Fatal(err)

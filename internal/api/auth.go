@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 
@@ -32,8 +33,9 @@ func principal(ctx context.Context) auth.Principal {
 }
 
 // requireToken answers 401 unless the request carries a live bearer token, and 429 past the
-// token's request rate (perToken, nil for none).
-func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, m *metrics.Metrics) func(http.Handler) http.Handler {
+// token's request rate (perToken, nil for none). The token's use, and the client address it came
+// from (read through trusted proxies), is noted for the resolver to record.
+func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, trusted []*net.IPNet, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := r.Header.Get("Authorization")
@@ -57,22 +59,10 @@ func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, m 
 				writeError(r.Context(), log, w, refuseRate(w, wait, "token"))
 				return
 			}
+			res.Used(p, clientAddress(r, trusted))
 			ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), tokenKeyKey{}, key)
 			ctx = audit.WithActor(ctx, audit.Actor{TokenID: p.TokenID, UserID: p.UserID, Via: "api", RequestID: requestID(w, r)})
 			next.ServeHTTP(w, r.WithContext(ctx))
-		})
-	}
-}
-
-// requireAdmin answers 403 to an authenticated caller without the admin role.
-func requireAdmin(log *slog.Logger) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !principal(r.Context()).Admin {
-				writeError(r.Context(), log, w, fx.Errorf(fx.EFORBIDDEN, "This route needs the admin role."))
-				return
-			}
-			next.ServeHTTP(w, r)
 		})
 	}
 }

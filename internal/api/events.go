@@ -27,7 +27,7 @@ func handleEvents(log *slog.Logger, db *sql.DB) http.HandlerFunc {
 			return err
 		}
 		p := principal(r.Context())
-		if !p.Admin {
+		if !p.Staff() {
 			f.UserID = p.UserID
 			if f.AccountID != 0 {
 				if _, err := book.LoadAccount(r.Context(), db, p.UserID, f.AccountID); err != nil {

@@ -35,14 +35,14 @@ var loginPage = template.Must(template.ParseFS(loginFS, "login.html"))
 
 // operatorPages mounts the browser's pages: the sign-in form, sign-out and the status page.
 // authn is the API's bearer-token check (with its rate limit), which the cookie feeds.
-func operatorPages(r chi.Router, log *slog.Logger, res *auth.Resolver, authn func(http.Handler) http.Handler, status http.Handler) {
+func operatorPages(r chi.Router, log *slog.Logger, res *auth.Resolver, authn func(http.Handler) http.Handler, guard guardSet, status http.Handler) {
 	csrf := http.NewCrossOriginProtection()
 	r.Route("/admin", func(r chi.Router) {
 		r.Use(noTokenInURL(log))
 		r.Get("/login", func(w http.ResponseWriter, r *http.Request) { writeLoginPage(r, log, w, http.StatusOK, "") })
 		r.Post("/login", handleLogin(log, res, csrf))
 		r.Post("/logout", handleLogout(log, csrf))
-		r.With(pageCookie, authn, requireAdmin(log)).Method(http.MethodGet, "/status", status)
+		guard.permit(r.With(pageCookie, authn), log, auth.PermRead).Method(http.MethodGet, "/status", status)
 	})
 }
 
@@ -112,8 +112,8 @@ func handleLogin(log *slog.Logger, res *auth.Resolver, csrf *http.CrossOriginPro
 			log.WarnContext(r.Context(), "sign-in not checked", slog.Any("err", err))
 			writeLoginPage(r, log, w, http.StatusServiceUnavailable, "The token could not be checked (the database did not answer): try again in a moment.")
 			return
-		case !p.Admin:
-			writeLoginPage(r, log, w, http.StatusForbidden, "That token is a trader's: the status page needs an admin token.")
+		case !p.Staff():
+			writeLoginPage(r, log, w, http.StatusForbidden, "That token is a trader's: the status page needs a staff token (any role but trader).")
 			return
 		}
 		http.SetCookie(w, pageSession(r, tok, 0))

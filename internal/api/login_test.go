@@ -42,7 +42,7 @@ func TestOperatorPagesSignInByFormOnly(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := chi.NewRouter()
 	res := auth.NewResolver(db)
-	operatorPages(r, log, res, requireToken(log, res, nil, metrics.New("test")), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	operatorPages(r, log, res, requireToken(log, res, nil, nil, metrics.New("test")), guards{}.under("/admin"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "status for user "+strconv.FormatInt(principal(r.Context()).UserID, 10))
 	}))
 	srv := httptest.NewServer(r)

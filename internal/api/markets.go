@@ -65,7 +65,7 @@ func accountPrices(r *http.Request, svc *trading.Service) (*trading.AccountPrice
 	}
 	p := principal(r.Context())
 	owner := p.UserID
-	if p.Admin {
+	if p.Staff() {
 		owner = 0
 	}
 	prices, err := svc.Accounts().Prices(r.Context(), owner, id)

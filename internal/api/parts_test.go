@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"database/sql"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"fxdesk/internal/audit"
+	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/gate"
@@ -48,7 +50,8 @@ func adminRouter() chi.Router {
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), audit.Actor{TokenID: 1, UserID: 7, Via: "api"})))
+			ctx := context.WithValue(r.Context(), principalKey{}, auth.Principal{UserID: 7, Role: auth.RoleSuperadmin, TokenID: 1})
+			next.ServeHTTP(w, r.WithContext(audit.WithActor(ctx, audit.Actor{TokenID: 1, UserID: 7, Via: "api"})))
 		})
 	})
 	return r

@@ -93,7 +93,10 @@ func TestQuotesForAnAccountCarryItsGroupsMarkup(t *testing.T) {
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			user, _ := strconv.ParseInt(r.Header.Get("X-User"), 10, 64)
-			p := auth.Principal{UserID: user, Admin: r.Header.Get("X-Admin") != ""}
+			p := auth.Principal{UserID: user, Role: auth.RoleTrader, Scopes: auth.AllScopes}
+			if r.Header.Get("X-Admin") != "" {
+				p.Role = auth.RoleViewer
+			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 		})
 	})

@@ -7,12 +7,24 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 )
 
 // routes lists every route the desk serves.
 func routes(d Deps) http.Handler {
+	h, _ := guardedRoutes(d)
+	return h
+}
+
+// guardedRoutes is routes with what each guarded route needs, for the tests that walk them.
+func guardedRoutes(d Deps) (http.Handler, guards) {
+	g := guards{}
+	return guardedRouter(d, g), g
+}
+
+func guardedRouter(d Deps, g guards) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	fail := func(w http.ResponseWriter, r *http.Request, err error) { writeError(r.Context(), d.Log, w, err) }
@@ -45,85 +57,95 @@ func routes(d Deps) http.Handler {
 
 	r.Get("/healthz", handleHealthz())
 	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
-	// Every /api route needs a bearer token; admin routes also need the admin role.
-	authn := requireToken(d.Log, d.Auth, newRateLimits(d.Limits.RatePerToken, rateKeys), d.Metrics)
-	// Metrics tell an outsider how busy the desk is and who holds it: admin only here, and
+	// Every /api route needs a bearer token. A trader's route names the scope it needs (read or
+	// trade), an admin route the permission (docs/identity.md, «Roles»): the guard records each
+	// name in g, and a test walks the router so that no route can be added without one.
+	authn := requireToken(d.Log, d.Auth, newRateLimits(d.Limits.RatePerToken, rateKeys), d.Limits.TrustedProxies, d.Metrics)
+	// Metrics tell an outsider how busy the desk is and who holds it: staff only here, and
 	// token-free only on FXDESK_METRICS_ADDR, which the process binds to loopback by default.
-	r.With(authn, requireAdmin(d.Log)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+	g.under("").permit(r.With(authn), d.Log, auth.PermRead).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
 	r.Route("/api/fx", func(r chi.Router) {
 		r.Use(authn)
-		r.Post("/accounts", handleCreateAccount(d.Log, d.Trading))
-		r.Get("/accounts", handleAccounts(d.Log, d.Trading))
-		r.Get("/accounts/{id}", handleAccount(d.Log, d.Trading))
-		r.With(deskPriced).Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
-		r.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
-		r.Get("/orders", handleOrders(d.Log, d.Trading))
-		r.With(deskPriced).Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
-		r.Get("/positions", handlePositions(d.Log, d.Trading))
-		r.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
-		r.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
-		r.Get("/deals", handleDeals(d.Log, d.Trading))
-		r.Get("/events", handleEvents(d.Log, d.DB))
-		r.Get("/events/stream", handleEventsStream(d.Log, d.DB, d.Events, d.Metrics))
-		r.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
-		r.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
-		r.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))
+		trader := g.under("/api/fx")
+		read, trade := trader.scope(r, d.Log, auth.ScopeRead), trader.scope(r, d.Log, auth.ScopeTrade)
+		trade.Post("/accounts", handleCreateAccount(d.Log, d.Trading))
+		read.Get("/accounts", handleAccounts(d.Log, d.Trading))
+		read.Get("/accounts/{id}", handleAccount(d.Log, d.Trading))
+		trade.With(deskPriced).Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
+		trade.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
+		read.Get("/orders", handleOrders(d.Log, d.Trading))
+		trade.With(deskPriced).Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
+		read.Get("/positions", handlePositions(d.Log, d.Trading))
+		trade.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
+		trade.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
+		read.Get("/deals", handleDeals(d.Log, d.Trading))
+		read.Get("/events", handleEvents(d.Log, d.DB))
+		read.Get("/events/stream", handleEventsStream(d.Log, d.DB, d.Events, d.Metrics))
+		read.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
+		read.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
+		read.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))
 	})
 
-	operatorPages(r, d.Log, d.Auth, authn, handleStatusPage(d.Log, d))
+	operatorPages(r, d.Log, d.Auth, authn, g.under("/admin"), handleStatusPage(d.Log, d))
 
 	r.Route("/api/admin/fx", func(r chi.Router) {
-		r.Use(authn, requireAdmin(d.Log), tellAdminWrites(d.AdminWritten))
-		r.Post("/accounts/{id}/deposit", handleDeposit(d.Log, d.Trading))
-		r.Get("/accounts", handleAdminAccounts(d.Log, d.Trading))
-		r.Get("/settings", handleSettings(d.Log, d.Settings))
-		r.Put("/settings", handlePutSettings(d.Log, d.Settings))
-		r.Get("/instruments", handleInstruments(d.Log, d.Catalog))
-		r.Put("/instruments", handlePutInstruments(d.Log, d.Catalog))
-		r.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))
-		r.Post("/account-groups", handleCreateAccountGroup(d.Log, d.Catalog))
-		r.Get("/account-groups/{name}", handleAccountGroup(d.Log, d.Catalog))
+		r.Use(authn, tellAdminWrites(d.AdminWritten))
+		admin := g.under("/api/admin/fx")
+		need := func(p auth.Permission) chi.Router { return admin.permit(r, d.Log, p) }
+		read := need(auth.PermRead)
+		need(auth.PermMoney).Post("/accounts/{id}/deposit", handleDeposit(d.Log, d.Trading))
+		read.Get("/accounts", handleAdminAccounts(d.Log, d.Trading))
+		read.Get("/settings", handleSettings(d.Log, d.Settings))
+		// A setting names its own permission (hedge settings the dealer's, the rest the risk
+		// desk's): the route lets in either, and the handler checks each name it is given.
+		admin.permit(r, d.Log, auth.PermLimits, auth.PermHedge).Put("/settings", handlePutSettings(d.Log, d.Settings))
+		read.Get("/instruments", handleInstruments(d.Log, d.Catalog))
+		need(auth.PermLimits).Put("/instruments", handlePutInstruments(d.Log, d.Catalog))
+		read.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))
+		need(auth.PermLimits).Post("/account-groups", handleCreateAccountGroup(d.Log, d.Catalog))
+		read.Get("/account-groups/{name}", handleAccountGroup(d.Log, d.Catalog))
 		// A change of a group and a move are served by the holder, so its next order is routed
 		// under the group as changed; their margin terms reach its risk engine from the audit
 		// log, as every admin change does, wherever it is served (docs/groups.md).
-		r.With(deskPriced).Put("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
-		r.With(deskPriced).Patch("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
-		r.Delete("/account-groups/{name}", handleDeleteAccountGroup(d.Log, d.Catalog))
-		r.With(deskPriced).Post("/accounts/{id}/group", handleMoveAccount(d.Log, d.Catalog, d.Trading))
-		r.Put("/accounts/{id}/state", handleSetAccountState(d.Log, d.Catalog, d.Trading))
-		r.Get("/symbol-groups", handleSymbolGroups(d.Log, d.Catalog))
-		r.Put("/symbol-groups/{name}", handlePutSymbolGroup(d.Log, d.Catalog))
-		r.Delete("/symbol-groups/{name}", handleDeleteSymbolGroup(d.Log, d.Catalog))
-		r.Get("/account-groups/{name}/overrides", handleOverrides(d.Log, d.Catalog))
-		r.Put("/account-groups/{name}/overrides/symbols/{symbol}", handlePutOverride(d.Log, d.Catalog))
-		r.Delete("/account-groups/{name}/overrides/symbols/{symbol}", handleDeleteOverride(d.Log, d.Catalog))
-		r.Put("/account-groups/{name}/overrides/symbol-groups/{group}", handlePutOverride(d.Log, d.Catalog))
-		r.Delete("/account-groups/{name}/overrides/symbol-groups/{group}", handleDeleteOverride(d.Log, d.Catalog))
-		r.Get("/accounts/{id}/effective", handleEffective(d.Log, d.Catalog))
-		r.Get("/accounts/{id}/profile", handleAccountProfile(d.Log, d.Trading))
+		need(auth.PermLimits).With(deskPriced).Put("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
+		need(auth.PermLimits).With(deskPriced).Patch("/account-groups/{name}", handleUpdateAccountGroup(d.Log, d.Catalog))
+		need(auth.PermLimits).Delete("/account-groups/{name}", handleDeleteAccountGroup(d.Log, d.Catalog))
+		need(auth.PermRouting).With(deskPriced).Post("/accounts/{id}/group", handleMoveAccount(d.Log, d.Catalog, d.Trading))
+		need(auth.PermAccountState).Put("/accounts/{id}/state", handleSetAccountState(d.Log, d.Catalog, d.Trading))
+		read.Get("/symbol-groups", handleSymbolGroups(d.Log, d.Catalog))
+		need(auth.PermLimits).Put("/symbol-groups/{name}", handlePutSymbolGroup(d.Log, d.Catalog))
+		need(auth.PermLimits).Delete("/symbol-groups/{name}", handleDeleteSymbolGroup(d.Log, d.Catalog))
+		read.Get("/account-groups/{name}/overrides", handleOverrides(d.Log, d.Catalog))
+		need(auth.PermOverrides).Put("/account-groups/{name}/overrides/symbols/{symbol}", handlePutOverride(d.Log, d.Catalog))
+		need(auth.PermOverrides).Delete("/account-groups/{name}/overrides/symbols/{symbol}", handleDeleteOverride(d.Log, d.Catalog))
+		need(auth.PermOverrides).Put("/account-groups/{name}/overrides/symbol-groups/{group}", handlePutOverride(d.Log, d.Catalog))
+		need(auth.PermOverrides).Delete("/account-groups/{name}/overrides/symbol-groups/{group}", handleDeleteOverride(d.Log, d.Catalog))
+		read.Get("/accounts/{id}/effective", handleEffective(d.Log, d.Catalog))
+		read.Get("/accounts/{id}/profile", handleAccountProfile(d.Log, d.Trading))
 		// Routing rules: the holder routes every order, so a change is served there and applies
 		// to its next order at once (docs/routing.md).
-		r.Get("/account-groups/{name}/routing", handleRoutingRules(d.Log, d.Catalog))
-		r.With(deskPriced).Post("/account-groups/{name}/routing", handleCreateRoutingRule(d.Log, d.Catalog))
-		r.With(deskPriced).Put("/account-groups/{name}/routing/order", handleReorderRoutingRules(d.Log, d.Catalog))
-		r.With(deskPriced).Put("/account-groups/{name}/routing/{id}", handleUpdateRoutingRule(d.Log, d.Catalog))
-		r.With(deskPriced).Delete("/account-groups/{name}/routing/{id}", handleDeleteRoutingRule(d.Log, d.Catalog))
+		read.Get("/account-groups/{name}/routing", handleRoutingRules(d.Log, d.Catalog))
+		need(auth.PermRouting).With(deskPriced).Post("/account-groups/{name}/routing", handleCreateRoutingRule(d.Log, d.Catalog))
+		need(auth.PermRouting).With(deskPriced).Put("/account-groups/{name}/routing/order", handleReorderRoutingRules(d.Log, d.Catalog))
+		need(auth.PermRouting).With(deskPriced).Put("/account-groups/{name}/routing/{id}", handleUpdateRoutingRule(d.Log, d.Catalog))
+		need(auth.PermRouting).With(deskPriced).Delete("/account-groups/{name}/routing/{id}", handleDeleteRoutingRule(d.Log, d.Catalog))
 		// Dealer actions are desk-priced like the trader's own close and cancel.
-		r.With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
-		r.With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
-		r.Get("/desk", handleDesk(d))
-		r.Get("/pnl", handlePnL(d.Log, d))
-		r.Get("/hedge-book", handleHedgeBook(d.Log, d.Hedge))
-		r.Get("/audit", handleAudit(d.Log, d.DB))
-		r.Get("/alerts", handleAlerts(d.Log, d.Alerts))
-		// The host platform's webhooks (docs/events.md); served by any process.
-		r.Get("/webhooks", handleWebhooks(d.Log, d.Webhooks))
-		r.Post("/webhooks", handleCreateWebhook(d.Log, d.Webhooks))
-		r.Patch("/webhooks/{id}", handleUpdateWebhook(d.Log, d.Webhooks))
-		r.Get("/webhooks/{id}/dead-letters", handleDeadLetters(d.Log, d.Webhooks))
-		r.Post("/webhooks/{id}/dead-letters/{eventId}/replay", handleReplayDeadLetter(d.Log, d.Webhooks))
-		r.Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
+		need(auth.PermDealing).With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
+		need(auth.PermDealing).With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
+		read.Get("/desk", handleDesk(d))
+		read.Get("/pnl", handlePnL(d.Log, d))
+		read.Get("/hedge-book", handleHedgeBook(d.Log, d.Hedge))
+		read.Get("/audit", handleAudit(d.Log, d.DB))
+		read.Get("/alerts", handleAlerts(d.Log, d.Alerts))
+		// The host platform's webhooks (docs/events.md); served by any process. Where the
+		// desk's events go is the integration's setup, the superadmin's like its tokens.
+		read.Get("/webhooks", handleWebhooks(d.Log, d.Webhooks))
+		need(auth.PermTokens).Post("/webhooks", handleCreateWebhook(d.Log, d.Webhooks))
+		need(auth.PermTokens).Patch("/webhooks/{id}", handleUpdateWebhook(d.Log, d.Webhooks))
+		read.Get("/webhooks/{id}/dead-letters", handleDeadLetters(d.Log, d.Webhooks))
+		need(auth.PermTokens).Post("/webhooks/{id}/dead-letters/{eventId}/replay", handleReplayDeadLetter(d.Log, d.Webhooks))
+		need(auth.PermDealing).Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
 		}))
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
@@ -380,6 +381,12 @@ func handlePutSettings(log *slog.Logger, settings *catalog.Settings) http.Handle
 		if err != nil {
 			return err
 		}
+		p := principal(r.Context())
+		for name := range changes {
+			if perm := settingPermission(name); !p.Can(perm) {
+				return fx.Errorf(fx.EFORBIDDEN, "Setting %s needs the %s permission, which the %s role does not hold; nothing was changed.", name, perm, p.Role)
+			}
+		}
 		all, err := settings.Put(r.Context(), changes)
 		if err != nil {
 			return err
@@ -387,6 +394,15 @@ func handlePutSettings(log *slog.Logger, settings *catalog.Settings) http.Handle
 		writeJSON(w, http.StatusOK, map[string]any{"settings": all})
 		return nil
 	})
+}
+
+// settingPermission is the permission a change of the named setting needs: the hedger's
+// settings are the dealer's, the rest the risk desk's (docs/identity.md, «Roles»).
+func settingPermission(name string) auth.Permission {
+	if name == catalog.SettingHedgeBand || name == catalog.SettingHedgeMin || strings.HasPrefix(name, catalog.SettingHedgeLimitPrefix) {
+		return auth.PermHedge
+	}
+	return auth.PermLimits
 }
 
 // handleInstruments lists the tradable instruments (admin).

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,12 +24,31 @@ import (
 	"fxdesk/internal/fx"
 )
 
-// Principal is who a request acts for: a platform user id, whether it holds the admin role, and
-// the token it came with (fx_api_token.id, which the audit log records).
+// Principal is who a request acts for: a platform user id, the role its token carries (with a
+// trader's scopes), the token it came with (fx_api_token.id, which the audit log records; 0 for
+// a host-issued token) and when that token expires (zero: it does not).
 type Principal struct {
 	UserID  int64
-	Admin   bool
+	Role    Role
+	Scopes  Scopes
 	TokenID int64
+	Expires time.Time
+}
+
+// Staff reports whether p acts for the desk's staff (any role but trader's): the admin routes'
+// callers, who see every user's accounts.
+func (p Principal) Staff() bool { return p.Role.Staff() }
+
+// Can reports whether p's role grants permission perm.
+func (p Principal) Can(perm Permission) bool { return p.Role.Grants(perm) }
+
+// May reports whether p may act with scope sc on a trader's route: a trader by its token's
+// scopes; staff read (every staff role reads) and never trade on a trader's behalf there.
+func (p Principal) May(sc Scope) bool {
+	if p.Role == RoleTrader {
+		return p.Scopes.Has(sc)
+	}
+	return sc == ScopeRead && p.Can(PermRead)
 }
 
 // tokenPrefix makes a leaked token recognisable to secret scanners and people.
@@ -40,52 +60,109 @@ func Hash(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Create issues a new token for userID and returns it; only its hash is stored. The issue is one
-// audit row (token.create: the token's id, user, role and label, never the token) by ctx's
-// actor, in the same transaction; with no actor in ctx it is refused (audit.ErrNoActor).
+// Grant is what an issued token carries: the user it acts for, its role (a trader's also its
+// scopes), a label, and when it expires (zero: never).
+type Grant struct {
+	UserID    int64
+	Role      Role
+	Scopes    Scopes
+	Label     string
+	ExpiresAt time.Time
+}
+
+// Create issues a token for userID with the trader's full scopes, or the superadmin role when
+// admin is set: the command line's and the demo's shorthand for Issue.
 func Create(ctx context.Context, db *sql.DB, userID int64, admin bool, label string) (string, error) {
-	if userID <= 0 {
-		return "", fmt.Errorf("issue token: user id must be positive, got %d", userID)
+	g := Grant{UserID: userID, Role: RoleTrader, Scopes: AllScopes, Label: label}
+	if admin {
+		g = Grant{UserID: userID, Role: RoleSuperadmin, Label: label}
+	}
+	token, _, err := Issue(ctx, db, g)
+	return token, err
+}
+
+// MaxLabel is the longest label a token may carry.
+const MaxLabel = 64
+
+// Check validates g as Issue takes it, with errors a caller can act on; now is the clock an
+// expiry is judged by.
+func (g Grant) Check(now time.Time) error {
+	switch {
+	case g.UserID <= 0:
+		return fx.Errorf(fx.EINVALID, "userId must be a positive whole number (got %d).", g.UserID)
+	case g.Role != RoleTrader && !g.Role.Staff():
+		_, err := ParseRole(string(g.Role))
+		return err
+	case g.Role == RoleTrader && len(g.Scopes) == 0:
+		return fx.Errorf(fx.EINVALID, "A trader's token needs scopes: read, trade or both.")
+	case g.Role != RoleTrader && len(g.Scopes) > 0:
+		return fx.Errorf(fx.EINVALID, "Scopes are a trader's token's; a %s token's permissions come from its role.", g.Role)
+	case len(g.Label) > MaxLabel:
+		return fx.Errorf(fx.EINVALID, "label must be at most %d bytes.", MaxLabel)
+	case !g.ExpiresAt.IsZero() && !g.ExpiresAt.After(now):
+		return fx.Errorf(fx.EINVALID, "expiresAt must be in the future.")
+	}
+	return nil
+}
+
+// Issue issues a new token as g describes and returns it with its id; only its hash is stored.
+// The issue is one audit row (token.create: the token's id, user, role, scopes, label and
+// expiry, never the token) by ctx's actor, in the same transaction; with no actor in ctx it is
+// refused (audit.ErrNoActor). A g that does not pass Check is refused (EINVALID).
+func Issue(ctx context.Context, db *sql.DB, g Grant) (string, int64, error) {
+	if err := g.Check(time.Now()); err != nil {
+		return "", 0, err
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("issue token: %w", err)
+		return "", 0, fmt.Errorf("issue token: %w", err)
 	}
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	role := "TRADER"
-	if admin {
-		role = "ADMIN"
+	var expires sql.NullTime
+	if !g.ExpiresAt.IsZero() {
+		expires = sql.NullTime{Time: g.ExpiresAt.UTC(), Valid: true}
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+		return "", 0, fmt.Errorf("issue token for user %d: %w", g.UserID, err)
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx,
-		"INSERT INTO `fx_api_token` (`tokenHash`, `userId`, `role`, `label`) VALUES (?, ?, ?, ?)",
-		Hash(token), userID, role, label)
+		"INSERT INTO `fx_api_token` (`tokenHash`, `userId`, `role`, `scopes`, `label`, `expiresAt`) VALUES (?, ?, ?, ?, ?, ?)",
+		Hash(token), g.UserID, string(g.Role), g.Scopes.String(), g.Label, expires)
 	if err != nil {
-		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+		return "", 0, fmt.Errorf("issue token for user %d: %w", g.UserID, err)
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+		return "", 0, fmt.Errorf("issue token for user %d: %w", g.UserID, err)
 	}
 	if err := audit.Record(ctx, tx, audit.Change{Action: "token.create", EntityType: "token", EntityID: strconv.FormatInt(id, 10),
-		After: tokenRecord{UserID: userID, Role: role, Label: label}}); err != nil {
-		return "", err
+		After: recordOf(g)}); err != nil {
+		return "", 0, err
 	}
 	if err := tx.Commit(); err != nil {
-		return "", fmt.Errorf("issue token for user %d: %w", userID, err)
+		return "", 0, fmt.Errorf("issue token for user %d: %w", g.UserID, err)
 	}
-	return token, nil
+	return token, id, nil
 }
 
 // tokenRecord is what the audit log records of an issued token: never the token, nor its hash.
 type tokenRecord struct {
-	UserID int64  `json:"userId"`
-	Role   string `json:"role"`
-	Label  string `json:"label"`
+	UserID    int64      `json:"userId"`
+	Role      string     `json:"role"`
+	Scopes    string     `json:"scopes,omitempty"`
+	Label     string     `json:"label"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+func recordOf(g Grant) tokenRecord {
+	r := tokenRecord{UserID: g.UserID, Role: string(g.Role), Scopes: g.Scopes.String(), Label: g.Label}
+	if !g.ExpiresAt.IsZero() {
+		t := g.ExpiresAt.UTC()
+		r.ExpiresAt = &t
+	}
+	return r
 }
 
 // RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot),
@@ -100,23 +177,49 @@ func RevokeLabel(ctx context.Context, db *sql.DB, label string) error {
 
 // Token is an issued token as operators list it: never the token, nor its hash.
 type Token struct {
-	ID        int64
-	UserID    int64
-	Role      string // TRADER or ADMIN
-	Label     string
-	CreatedAt time.Time
-	RevokedAt *time.Time
+	ID           int64
+	UserID       int64
+	Role         Role
+	Scopes       Scopes
+	Label        string
+	CreatedAt    time.Time
+	ExpiresAt    *time.Time
+	RevokedAt    *time.Time
+	LastUsedAt   *time.Time
+	LastUsedFrom string
 }
 
-// List returns the tokens of userID (every user's when userID is 0), newest first.
-func List(ctx context.Context, db *sql.DB, userID int64) ([]Token, error) {
-	q := "SELECT `id`, `userId`, `role`, `label`, `createdAt`, `revokedAt` FROM `fx_api_token`"
+// Live reports whether t still resolves at now: not revoked, not expired.
+func (t Token) Live(now time.Time) bool {
+	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
+}
+
+// ListFilter narrows List: one user's tokens (0: every user's), and at most Limit of them, the
+// newest first, below id Before (0: from the newest).
+type ListFilter struct {
+	UserID int64
+	Before int64
+	Limit  int
+}
+
+// List returns the tokens f names, newest first.
+func List(ctx context.Context, db *sql.DB, f ListFilter) ([]Token, error) {
+	q := "SELECT `id`, `userId`, `role`, `scopes`, `label`, `createdAt`, `expiresAt`, `revokedAt`, `lastUsedAt`, `lastUsedFrom` FROM `fx_api_token` WHERE 1 = 1"
 	var args []any
-	if userID != 0 {
-		q += " WHERE `userId` = ?"
-		args = append(args, userID)
+	if f.UserID != 0 {
+		q += " AND `userId` = ?"
+		args = append(args, f.UserID)
 	}
-	rows, err := db.QueryContext(ctx, q+" ORDER BY `id` DESC", args...)
+	if f.Before > 0 {
+		q += " AND `id` < ?"
+		args = append(args, f.Before)
+	}
+	q += " ORDER BY `id` DESC"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -124,19 +227,37 @@ func List(ctx context.Context, db *sql.DB, userID int64) ([]Token, error) {
 	var out []Token
 	for rows.Next() {
 		var t Token
-		var revoked sql.NullTime
-		if err := rows.Scan(&t.ID, &t.UserID, &t.Role, &t.Label, &t.CreatedAt, &revoked); err != nil {
+		var role, scopes string
+		var expires, revoked, used sql.NullTime
+		if err := rows.Scan(&t.ID, &t.UserID, &role, &scopes, &t.Label, &t.CreatedAt, &expires, &revoked, &used, &t.LastUsedFrom); err != nil {
 			return nil, fmt.Errorf("list tokens: %w", err)
 		}
-		if revoked.Valid {
-			t.RevokedAt = &revoked.Time
-		}
+		t.Role, t.Scopes = Role(role), storedScopes(scopes)
+		t.ExpiresAt, t.RevokedAt, t.LastUsedAt = timeOrNil(expires), timeOrNil(revoked), timeOrNil(used)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return out, nil
+}
+
+func timeOrNil(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	return &t.Time
+}
+
+// storedScopes reads the scopes column; names the desk does not know are dropped, never granted.
+func storedScopes(s string) Scopes {
+	var out Scopes
+	for _, f := range strings.Fields(s) {
+		if sc := Scope(f); sc == ScopeRead || sc == ScopeTrade {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // Revoke revokes the live token with id, or the live token whose text is token when id is 0.
@@ -164,7 +285,7 @@ func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error)
 		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `role`, `label` FROM `fx_api_token` WHERE "+where+" AND `revokedAt` IS NULL FOR UPDATE", arg)
+	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `role`, `scopes`, `label`, `expiresAt` FROM `fx_api_token` WHERE "+where+" AND `revokedAt` IS NULL FOR UPDATE", arg)
 	if err != nil {
 		return 0, err
 	}
@@ -175,10 +296,12 @@ func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error)
 	var found []live
 	for rows.Next() {
 		var l live
-		if err := rows.Scan(&l.id, &l.UserID, &l.Role, &l.Label); err != nil {
+		var expires sql.NullTime
+		if err := rows.Scan(&l.id, &l.UserID, &l.Role, &l.Scopes, &l.Label, &expires); err != nil {
 			rows.Close()
 			return 0, err
 		}
+		l.ExpiresAt = timeOrNil(expires)
 		found = append(found, l)
 	}
 	rows.Close()
@@ -222,6 +345,15 @@ type Resolver struct {
 	// slots bounds the lookups in flight: a flood of distinct unknown tokens from many
 	// addresses costs the database at most this many queries at a time.
 	slots chan struct{}
+
+	usedMu sync.Mutex
+	used   map[int64]use // token id → its last use since the last flush
+}
+
+// use is when and from which client address a token was last presented.
+type use struct {
+	at   time.Time
+	from string
 }
 
 // LookupSlots is how many token lookups one process runs against the database at once, and
@@ -254,7 +386,7 @@ const cacheKeys = 100_000
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
 	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{},
-		slots: make(chan struct{}, LookupSlots)}
+		slots: make(chan struct{}, LookupSlots), used: map[int64]use{}}
 }
 
 // Lookups is the number of database lookups the resolver has made.
@@ -300,7 +432,7 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	refusedUntil, refused := r.unknown[h]
 	r.mu.Unlock()
 	if hit && now.Before(c.until) {
-		return c.p, nil
+		return c.p, nil // until is never past the token's expiry
 	}
 	if refused && now.Before(refusedUntil) {
 		return Principal{}, errBadToken
@@ -311,7 +443,7 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 		// Every slot is taken: a token seen lately is honoured as during an outage; any other
 		// waits a moment for a slot (a burst of first requests), and past that is refused
 		// rather than queued behind a flood.
-		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
+		if hit && r.honourStale(c, now) {
 			return c.p, nil
 		}
 		wait := time.NewTimer(LookupWait)
@@ -327,11 +459,15 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	defer func() { <-r.slots }()
 	r.lookups.Add(1)
 	var p Principal
-	var role string
+	var role, scopes string
+	var expires sql.NullTime
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := r.db.QueryRowContext(qctx,
-		"SELECT `id`, `userId`, `role` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.TokenID, &p.UserID, &role)
+		"SELECT `id`, `userId`, `role`, `scopes`, `expiresAt` FROM `fx_api_token` WHERE `tokenHash` = ? AND `revokedAt` IS NULL", h).Scan(&p.TokenID, &p.UserID, &role, &scopes, &expires)
+	if err == nil && expires.Valid && !now.Before(expires.Time) {
+		err = sql.ErrNoRows // expired: refused like an unknown token
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Remembered as unknown for a short while, so a flood of one bad token costs one
 		// lookup; a flood of distinct ones is the per-address rate limit's to stop.
@@ -345,18 +481,109 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 		return Principal{}, errBadToken
 	}
 	if err != nil {
-		if hit && now.Before(c.until.Add(r.staleFor-r.cacheFor)) {
+		if hit && r.honourStale(c, now) {
 			return c.p, nil
 		}
 		return Principal{}, fmt.Errorf("resolve bearer token: %w", err)
 	}
-	p.Admin = role == "ADMIN"
+	p.Role, p.Scopes = Role(role), storedScopes(scopes)
+	if p.Role != RoleTrader && !p.Role.Staff() {
+		// A role this build does not know grants nothing rather than something.
+		return Principal{}, fmt.Errorf("resolve bearer token %d: unknown role %q", p.TokenID, role)
+	}
+	until := now.Add(r.cacheFor)
+	if expires.Valid {
+		p.Expires = expires.Time
+		if p.Expires.Before(until) {
+			until = p.Expires
+		}
+	}
 	r.mu.Lock()
 	delete(r.unknown, h)
 	if len(r.cache) > cacheKeys {
 		clear(r.cache) // bound memory against many distinct tokens; they are re-read on demand
 	}
-	r.cache[h] = cached{p: p, until: now.Add(r.cacheFor)}
+	r.cache[h] = cached{p: p, until: until}
 	r.mu.Unlock()
 	return p, nil
+}
+
+// honourStale reports whether c, a token resolved earlier, is still honoured while its lookup
+// cannot run: within staleFor of when it was resolved, and never past the token's expiry.
+func (r *Resolver) honourStale(c cached, now time.Time) bool {
+	if !c.p.Expires.IsZero() && !now.Before(c.p.Expires) {
+		return false
+	}
+	return now.Before(c.until.Add(r.staleFor - r.cacheFor))
+}
+
+// FlushEvery is how often Run writes the tokens' last uses: a token's lastUsedAt is behind by at
+// most this much, and a busy token costs one UPDATE per interval, never one per request.
+const FlushEvery = 5 * time.Second
+
+// Used notes that p's token was just presented from client address from (a host-issued token has
+// no row and is not noted). Run writes it down.
+func (r *Resolver) Used(p Principal, from string) {
+	if p.TokenID == 0 {
+		return
+	}
+	if len(from) > 64 {
+		from = from[:64]
+	}
+	r.usedMu.Lock()
+	if len(r.used) < cacheKeys {
+		r.used[p.TokenID] = use{at: r.now(), from: from}
+	}
+	r.usedMu.Unlock()
+}
+
+// Run writes the tokens' last uses every FlushEvery until ctx ends, and once more then. A write
+// that fails is logged and retried with the next interval's uses: a token's last use is a
+// convenience for whoever lists tokens, never a reason to stop serving.
+func (r *Resolver) Run(ctx context.Context, log *slog.Logger) error {
+	t := time.NewTicker(FlushEvery)
+	defer t.Stop()
+	flush := func(ctx context.Context) {
+		if _, err := r.Flush(ctx); err != nil {
+			log.WarnContext(ctx, "tokens' last use not recorded", slog.Any("err", err))
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			flush(fctx)
+			return nil
+		case <-t.C:
+			flush(ctx)
+		}
+	}
+}
+
+// Flush writes the last uses noted since the previous flush, one UPDATE per token, and reports
+// how many it wrote. Uses it could not write are kept for the next flush unless a newer one came.
+func (r *Resolver) Flush(ctx context.Context) (int, error) {
+	r.usedMu.Lock()
+	batch := r.used
+	r.used = map[int64]use{}
+	r.usedMu.Unlock()
+	n := 0
+	for id, u := range batch {
+		// A later use is never overwritten by an earlier one from a slower process.
+		_, err := r.db.ExecContext(ctx, "UPDATE `fx_api_token` SET `lastUsedAt` = ?, `lastUsedFrom` = ? WHERE `id` = ? AND (`lastUsedAt` IS NULL OR `lastUsedAt` < ?)",
+			u.at.UTC(), u.from, id, u.at.UTC())
+		if err != nil {
+			r.usedMu.Lock()
+			for id, u := range batch {
+				if _, newer := r.used[id]; !newer {
+					r.used[id] = u
+				}
+			}
+			r.usedMu.Unlock()
+			return n, fmt.Errorf("record tokens' last use: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -79,7 +79,7 @@ func TestCreateIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(es) != 1 || es[0].Action != "token.create" || es[0].ActorVia != "cli" || es[0].Before != nil ||
-		string(es[0].After) != `{"userId":8801,"role":"ADMIN","label":"audited"}` {
+		string(es[0].After) != `{"userId":8801,"role":"superadmin","label":"audited"}` {
 		t.Fatalf("audit rows = %+v", es)
 	}
 	if _, err := auth.Create(context.Background(), testDB, 8802, false, "audited"); !errors.Is(err, audit.ErrNoActor) {
@@ -125,8 +125,8 @@ func TestRevokeIsAudited(t *testing.T) {
 			revokes = append(revokes, e)
 		}
 	}
-	if len(revokes) != 1 || revokes[0].ActorVia != "cli" || string(revokes[0].Before) != `{"userId":8803,"role":"TRADER","label":"revoked"}` ||
-		string(revokes[0].After) != `{"userId":8803,"role":"TRADER","label":"revoked","revoked":true}` {
+	if len(revokes) != 1 || revokes[0].ActorVia != "cli" || string(revokes[0].Before) != `{"userId":8803,"role":"trader","scopes":"read trade","label":"revoked"}` ||
+		string(revokes[0].After) != `{"userId":8803,"role":"trader","scopes":"read trade","label":"revoked","revoked":true}` {
 		t.Fatalf("audit rows = %+v", es)
 	}
 }
