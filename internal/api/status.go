@@ -15,6 +15,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/audit"
+	"fxdesk/internal/auth"
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
@@ -55,6 +56,26 @@ type report struct {
 	// PnL is the dealer's P&L today, on the status page only (GET /api/admin/fx/pnl serves it
 	// as JSON, for any range).
 	PnL *pnlDay `json:"-"`
+	// Signed is who reads the status page: their user, role and what the role may do, so the
+	// page shows the actions the role holds and nothing it would be refused.
+	Signed *signedIn `json:"-"`
+}
+
+// signedIn is the status page's reader.
+type signedIn struct {
+	UserID      int64
+	Role        auth.Role
+	Permissions []auth.Permission
+}
+
+func signedInAs(p auth.Principal) *signedIn {
+	s := &signedIn{UserID: p.UserID, Role: p.Role}
+	for _, perm := range auth.Permissions {
+		if p.Can(perm) {
+			s.Permissions = append(s.Permissions, perm)
+		}
+	}
+	return s
 }
 
 // statusAuditEntries is how many of the audit log's latest entries the status page shows.
@@ -348,6 +369,7 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 			rep.AuditError = err.Error()
 		}
 		rep.PnL = buildPnLDay(r.Context(), d, time.Now())
+		rep.Signed = signedInAs(principal(r.Context()))
 		if err := statusPage.Execute(w, rep); err != nil {
 			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
 		}
