@@ -163,12 +163,15 @@ func TestFrontDoorRefusalsChangeNothing(t *testing.T) {
 	tok, acct := d.newTrader(2400, "USD", "100", "10000.00")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	other := d.e.issueToken(2401, false)
+	// A trader's token of its own, so these requests do not spend tok's rate (5/s here); its
+	// orders would name another user's account, but none gets past the body's checks.
+	bodies := d.e.issueToken(2402, false)
 	before := d.snapshot()
 	order := fmt.Sprintf(`"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10"`, acct)
 
 	send := func(contentType, body string) (int, http.Header, string) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+d.web.addr+"/api/fx/orders", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+d.admin) // the admin token is not rate limited below 5/s here
+		req.Header.Set("Authorization", "Bearer "+bodies)
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
 		}

@@ -40,7 +40,7 @@ func TestTokenListAndRevoke(t *testing.T) {
 	if via != "cli" || !strings.Contains(after, `"userId":7`) || strings.Contains(after, "fxd_") || strings.Contains(after, used[4:]) {
 		t.Fatalf("token %s audited by %q as %s", usedID, via, after)
 	}
-	if f := strings.Fields(lines[1]); f[1] != "7" || f[2] != "TRADER" || f[4] != "-" {
+	if f := strings.Fields(lines[1]); f[1] != "7" || f[2] != "trader" || f[3] != "read,trade" || f[6] != "-" {
 		t.Fatalf("token list row %q", lines[1])
 	}
 
@@ -90,7 +90,13 @@ func TestTokenListAndRevoke(t *testing.T) {
 		return d.web.getAs(used, "/api/fx/accounts", nil) == http.StatusUnauthorized
 	})
 	out, err = token("list", "--user", "7")
-	if err != nil || strings.Count(out, "TRADER") != 2 || strings.Count(out, " - ") != 0 {
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 3 {
 		t.Fatalf("token list after revokes (%v):\n%s", err, out)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[2] != "trader" || f[6] == "-" {
+			t.Fatalf("token list after revokes: a row not revoked:\n%s", out)
+		}
 	}
 }

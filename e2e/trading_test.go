@@ -582,7 +582,15 @@ func (d *tradingDesk) snapshot() dbState {
 	t := d.e.t
 	t.Helper()
 	s := dbState{}
-	for _, table := range []string{"fx_account", "fx_order", "fx_position", "fx_deal", "fx_instrument", "fx_setting", "fx_api_token"} {
+	// A token's last use is noted for every request it authenticates, refused or not
+	// (docs/identity.md): the tokens are compared on everything else.
+	var tokens string
+	if err := d.e.sql.QueryRow("SELECT CONCAT(COUNT(*), ' ', COALESCE(SUM(CRC32(CONCAT_WS('|', `id`, `tokenHash`, `userId`, `role`, `scopes`, `label`, " +
+		"COALESCE(`expiresAt`, ''), COALESCE(`revokedAt`, '')))), 0)) FROM `fx_api_token`").Scan(&tokens); err != nil {
+		t.Fatal(err)
+	}
+	s["fx_api_token"] = tokens
+	for _, table := range []string{"fx_account", "fx_order", "fx_position", "fx_deal", "fx_instrument", "fx_setting"} {
 		var name string
 		var sum *int64
 		if err := d.e.sql.QueryRow("CHECKSUM TABLE `"+table+"`").Scan(&name, &sum); err != nil {

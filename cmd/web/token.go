@@ -106,7 +106,7 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 				return t.UTC().Format(time.RFC3339)
 			}
 			for _, t := range tokens {
-				scopes := t.Scopes.String()
+				scopes := strings.ReplaceAll(t.Scopes.String(), " ", ",") // one column
 				if scopes == "" {
 					scopes = "-"
 				}
