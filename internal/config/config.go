@@ -290,9 +290,15 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_HEDGE_INTERVAL=%s must be from 100ms to 1h", c.HedgeInterval))
 	}
 	c.MetricsAddr = env("FXDESK_METRICS_ADDR", "")
-	c.Limits, errs = loadLimits(env, duration, errs)
-	c.Venue, errs = loadVenue(env, duration, errs)
-	c.Events, errs = loadEvents(env, duration, errs)
+	// Each loader returns its own problems: duration appends to errs meanwhile, and a loader
+	// that appended to a copy of errs would overwrite what duration wrote.
+	var more []error
+	c.Limits, more = loadLimits(env, duration)
+	errs = append(errs, more...)
+	c.Venue, more = loadVenue(env, duration)
+	errs = append(errs, more...)
+	c.Events, more = loadEvents(env, duration)
+	errs = append(errs, more...)
 	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
