@@ -33,12 +33,6 @@ type mintRequest struct {
 	NBF   string  `json:"nbf"`
 }
 
-type mintAnswer struct {
-	Token     string    `json:"token"`
-	KeyID     string    `json:"kid"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
 func (p *Provider) serveMint(w http.ResponseWriter, r *http.Request) {
 	var req mintRequest
 	if !control.DecodeBody(w, r, &req) {
@@ -64,7 +58,7 @@ func (p *Provider) serveMint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, mintAnswer{Token: minted.Token, KeyID: minted.KeyID, ExpiresAt: minted.ExpiresAt})
+	control.WriteJSON(w, http.StatusOK, minted)
 }
 
 type rotateRequest struct {

@@ -208,11 +208,12 @@ type Mint struct {
 	NotBefore time.Duration
 }
 
-// Minted is a signed token and what a caller may want to know of it without decoding it.
+// Minted is a signed token and what a caller may want to know of it without decoding it, as
+// POST /mint answers it.
 type Minted struct {
-	Token     string
-	KeyID     string
-	ExpiresAt time.Time
+	Token     string    `json:"token"`
+	KeyID     string    `json:"kid"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // Mint signs a token for m. A request without a subject, or with a ttl out of range, is an
