@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
 	"fxdesk/internal/auth"
@@ -370,6 +371,42 @@ func TestSymmetricKeyInTheKeySetNeverVerifies(t *testing.T) {
 	}
 	if _, err := v.Verify(context.Background(), s); fx.ErrorCode(err) != fx.EUNAUTH || !strings.Contains(fx.ErrorMessage(err), "algorithm the desk does not accept") {
 		t.Errorf("HS256 with a published symmetric key: %v, want refused for its algorithm", err)
+	}
+}
+
+// A key the host marks for encryption never verifies a signature, even a genuine one.
+func TestKeyMarkedForEncryptionNeverVerifies(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := jwkset.NewMemoryStorage()
+	for kid, use := range map[string]jwkset.USE{"enc-key": jwkset.UseEnc, "sig-key": jwkset.UseSig} {
+		jwk, err := jwkset.NewJWKFromKey(key.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgES256, USE: use}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.KeyWrite(context.Background(), jwk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	published, err := set.JSONPublic(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(published) }))
+	t.Cleanup(srv.Close)
+	v, _ := newVerifier(t, srv.URL, nil)
+	for kid, accept := range map[string]bool{"enc-key": false, "sig-key": true} {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, claims(time.Now()))
+		tok.Header["kid"] = kid
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(context.Background(), s); (err == nil) != accept {
+			t.Errorf("signed with the key published as %s: %v, want accepted %v", kid, err, accept)
+		}
 	}
 }
 
