@@ -10,6 +10,7 @@ services:
 build:
 	$(GO) build -o $(BIN)/fxdesk-web ./cmd/web
 	$(GO) build -o $(BIN)/fxdesk-cron ./cmd/cron
+	$(GO) build -o $(BIN)/fxdesk-idp ./cmd/idp
 
 # Single-process desk: lease, HTTP API, the bundled feed simulator and the in-process venue
 # simulator (the demo trader's A-book account trades there), with the markets open whatever the

@@ -280,6 +280,20 @@ func TestWebTierDocCommands(t *testing.T) {
 	s.run(cmds)
 }
 
+// docs/identity.md's commands run against a real fxdesk-idp on the doc's address and print what
+// the page says they print.
+func TestIdentityDocCommands(t *testing.T) {
+	t.Parallel()
+	cmds := readDocCommands(t, "docs/identity.md")
+	if len(cmds) < 5 {
+		t.Fatalf("docs/identity.md: %d commands; the test identity provider's section has at least 5", len(cmds))
+	}
+	e := newDeskEnv(t)
+	idp := e.start("idp", "fxdesk-idp", "FXDESK_IDP_ADDR=127.0.0.1:0")
+	s := newDocShell(t, e, idp, map[string]*proc{"127.0.0.1:4010": idp})
+	s.run(cmds)
+}
+
 // makeRunDocs are the pages whose commands are written for a `make run` desk, in reading order
 // (the README's quick start exports the tokens the others use).
 var makeRunDocs = []string{"README.md", "docs/configuration.md", "docs/abook.md", "docs/architecture.md",
@@ -289,7 +303,7 @@ var makeRunDocs = []string{"README.md", "docs/configuration.md", "docs/abook.md"
 // a reason: a page added without a test, or a marker without a reason, fails here.
 func TestDocsHaveNoUnrunCommands(t *testing.T) {
 	t.Parallel()
-	covered := map[string]bool{"docs/operations.md": true, "docs/webtier.md": true}
+	covered := map[string]bool{"docs/operations.md": true, "docs/webtier.md": true, "docs/identity.md": true}
 	for _, d := range makeRunDocs {
 		covered[d] = true
 	}

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		// go test puts its own toolchain's bin first on the test's PATH.
 		goBin := "go"
-		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}, {"fxdesk-fixvenue", "./cmd/fixvenue"}} {
+		for _, b := range []struct{ name, pkg string }{{"fxdesk-web", "./cmd/web"}, {"fxdesk-cron", "./cmd/cron"}, {"fxdesk-feedsim", "./cmd/feedsim"}, {"fxdesk-venuesim", "./cmd/venuesim"}, {"fxdesk-fixvenue", "./cmd/fixvenue"}, {"fxdesk-idp", "./cmd/idp"}} {
 			cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, b.name), b.pkg)
 			cmd.Dir = ".."
 			if out, err := cmd.CombinedOutput(); err != nil {

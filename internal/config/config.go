@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/store"
 )
@@ -119,6 +120,9 @@ type Config struct {
 	Outbox bool
 	// Events is the host platform's feed: the events relay, webhooks, retention.
 	Events EventsConfig
+	// JWT is how the desk checks the tokens its host platform signs (FXDESK_JWT_*; off unless
+	// FXDESK_JWT_JWKS_URL is set; docs/identity.md).
+	JWT auth.JWTConfig
 
 	// MetricsAddr is FXDESK_METRICS_ADDR: where a token-free /metrics listens for a scraper
 	// (default none). The API listener serves /metrics behind the admin token either way.
@@ -290,9 +294,17 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_HEDGE_INTERVAL=%s must be from 100ms to 1h", c.HedgeInterval))
 	}
 	c.MetricsAddr = env("FXDESK_METRICS_ADDR", "")
-	c.Limits, errs = loadLimits(env, duration, errs)
-	c.Venue, errs = loadVenue(env, duration, errs)
-	c.Events, errs = loadEvents(env, duration, errs)
+	// Each loader returns its own problems: duration appends to errs meanwhile, and a loader
+	// that appended to a copy of errs would overwrite what duration wrote.
+	var more []error
+	c.Limits, more = loadLimits(env, duration)
+	errs = append(errs, more...)
+	c.Venue, more = loadVenue(env, duration)
+	errs = append(errs, more...)
+	c.Events, more = loadEvents(env, duration)
+	errs = append(errs, more...)
+	c.JWT, more = loadJWT(env, duration)
+	errs = append(errs, more...)
 	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
@@ -393,6 +405,9 @@ func (c Config) LogValue() slog.Value {
 			slog.Int64("streamMaxLen", c.Events.StreamMaxLen), slog.Duration("retention", c.Events.Retention),
 			slog.Duration("webhookTimeout", c.Events.WebhookTimeout), slog.Int("webhookAttempts", c.Events.WebhookAttempts),
 			slog.Duration("webhookBackoff", c.Events.WebhookBackoff), slog.Duration("webhookBackoffMax", c.Events.WebhookBackoffMax)),
+		slog.Group("jwt", slog.String("jwksUrl", maskURL(c.JWT.JWKSURL)), slog.String("issuer", c.JWT.Issuer), slog.String("audience", c.JWT.Audience),
+			slog.String("userClaim", c.JWT.UserClaim), slog.String("scopeClaim", c.JWT.ScopeClaim),
+			slog.Duration("leeway", c.JWT.Leeway), slog.Duration("refresh", c.JWT.Refresh)),
 		slog.String("calendar", c.Calendar),
 		slog.Bool("demo", c.Demo),
 		slog.String("metricsAddr", c.MetricsAddr),
@@ -450,13 +465,14 @@ func maskURL(raw string) string {
 
 // Secrets are the exact strings this process must never write to a log line (logging.Redact
 // masks them in every record): the provider key and the credentials in the feed URL, the venue
-// token and the venue URL's credentials, the cluster secret, and the MySQL and Redis passwords.
+// token and the venue URL's credentials, the cluster secret, the MySQL and Redis passwords, and
+// any credentials in the host's key set URL.
 func (c Config) Secrets() []string {
 	out := []string{c.FeedKey, c.Venue.Token, c.ClusterSecret}
 	if cfg, err := mysql.ParseDSN(c.MySQLDSN); err == nil {
 		out = append(out, cfg.Passwd)
 	}
-	for _, raw := range []string{c.Feed, c.Venue.URL, c.RedisURL} {
+	for _, raw := range []string{c.Feed, c.Venue.URL, c.RedisURL, c.JWT.JWKSURL} {
 		out = append(out, urlSecrets(raw)...)
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })

@@ -41,6 +41,10 @@ func TestBadValuesAreRefusedWithAnActionableMessage(t *testing.T) {
 		{Cron, map[string]string{"CRON_MODE": "off"}, []string{"CRON_MODE", "only"}},
 		{Web, map[string]string{"FXDESK_LEASE_TTL": "2s"}, []string{"FXDESK_LEASE_TTL", "3s"}},
 		{Web, map[string]string{"FXDESK_LEASE_TTL": "twenty"}, []string{"FXDESK_LEASE_TTL", "duration"}},
+		// A duration read by a group's loader is named as one too, beside the group's own checks.
+		{Web, map[string]string{"FXDESK_HTTP_IDLE_TIMEOUT": "later", "FXDESK_WEBHOOK_TIMEOUT": "soon"},
+			[]string{`FXDESK_HTTP_IDLE_TIMEOUT="later" is not a duration`, `FXDESK_WEBHOOK_TIMEOUT="soon" is not a duration`}},
+		{Web, map[string]string{"FXDESK_VENUE": "sim", "FXDESK_VENUE_TIMEOUT": "long"}, []string{`FXDESK_VENUE_TIMEOUT="long" is not a duration`}},
 		// The fence must leave room for a renew inside the trust window.
 		{Web, map[string]string{"FXDESK_LEASE_TTL": "3s", "FXDESK_LEASE_FENCE": "2s"}, []string{"FXDESK_LEASE_FENCE"}},
 		{Web, map[string]string{"FXDESK_HOSTNAME": "a:b"}, []string{"FXDESK_HOSTNAME", ":"}},

@@ -36,7 +36,8 @@ type EventsConfig struct {
 	WebhookBackoff, WebhookBackoffMax time.Duration
 }
 
-func loadEvents(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (EventsConfig, []error) {
+func loadEvents(env func(key, def string) string, duration func(key, def string) time.Duration) (EventsConfig, []error) {
+	var errs []error
 	e := EventsConfig{
 		RelayInterval:     duration("FXDESK_EVENTS_RELAY_INTERVAL", "100ms"),
 		Retention:         duration("FXDESK_EVENTS_RETENTION", "0s"),

@@ -39,7 +39,8 @@ type Limits struct {
 	ForwardTimeout  time.Duration
 }
 
-func loadLimits(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (Limits, []error) {
+func loadLimits(env func(key, def string) string, duration func(key, def string) time.Duration) (Limits, []error) {
+	var errs []error
 	whole := func(key, def string, lo, hi int) int {
 		raw := env(key, def)
 		n, err := strconv.Atoi(raw)

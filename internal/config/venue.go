@@ -56,7 +56,8 @@ func (v VenueConfig) InProcessSim() bool {
 	return v.URL == "sim" || v.IsFIX() && v.FIXSession == FIXSim
 }
 
-func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration, errs []error) (VenueConfig, []error) {
+func loadVenue(env func(key, def string) string, duration func(key, def string) time.Duration) (VenueConfig, []error) {
+	var errs []error
 	v := VenueConfig{URL: strings.TrimRight(env("FXDESK_VENUE", ""), "/")}
 	if !v.Enabled() {
 		return v, errs
