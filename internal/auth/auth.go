@@ -348,7 +348,15 @@ type Resolver struct {
 
 	usedMu sync.Mutex
 	used   map[int64]use // token id → its last use since the last flush
+
+	// host verifies the host platform's tokens; nil: only the desk's own are accepted.
+	host *JWTVerifier
 }
+
+// AcceptHostTokens makes r accept the tokens the host platform signs, verified by v, beside the
+// desk's own (docs/identity.md, «Host-issued tokens»). A host token is always a trader's, with
+// the scopes it carries; staff roles come only from the desk's own tokens.
+func (r *Resolver) AcceptHostTokens(v *JWTVerifier) { r.host = v }
 
 // use is when and from which client address a token was last presented.
 type use struct {
@@ -422,6 +430,9 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 		return Principal{}, fx.Errorf(fx.EUNAUTH, "The Authorization header must read Bearer <token>.")
 	}
 	if !wellFormed(token) {
+		if r.host != nil && LooksLikeJWT(token) {
+			return r.hostPrincipal(ctx, token)
+		}
 		// Not a token this desk ever issued: no lookup can find it.
 		return Principal{}, errBadToken
 	}
@@ -586,4 +597,21 @@ func (r *Resolver) Flush(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// hostPrincipal is the principal of a host token: the trader it names, with its scopes, until
+// it expires. It costs no database lookup: the host, not the desk, revokes by letting it expire.
+func (r *Resolver) hostPrincipal(ctx context.Context, token string) (Principal, error) {
+	c, err := r.host.Verify(ctx, token)
+	if err != nil {
+		return Principal{}, err
+	}
+	p := Principal{UserID: c.UserID, Role: RoleTrader, Expires: c.Expires}
+	for _, s := range c.Scopes {
+		p.Scopes = append(p.Scopes, Scope(s))
+	}
+	if len(p.Scopes) == 0 {
+		return Principal{}, fx.Errorf(fx.EUNAUTH, "The host token carries none of the desk's scopes (read, trade).")
+	}
+	return p, nil
 }
