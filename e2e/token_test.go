@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"fxdesk/internal/auth"
 )
 
 // Operators list tokens without their text and revoke them from the command line: a revoked
@@ -40,7 +45,7 @@ func TestTokenListAndRevoke(t *testing.T) {
 	if via != "cli" || !strings.Contains(after, `"userId":7`) || strings.Contains(after, "fxd_") || strings.Contains(after, used[4:]) {
 		t.Fatalf("token %s audited by %q as %s", usedID, via, after)
 	}
-	if f := strings.Fields(lines[1]); f[1] != "7" || f[2] != "trader" || f[3] != "read,trade" || f[6] != "-" {
+	if f := listColumns(lines[1]); len(f) < 7 || f[1] != "7" || f[2] != "trader" || f[3] != "read,trade" || f[6] != "-" {
 		t.Fatalf("token list row %q", lines[1])
 	}
 
@@ -95,8 +100,113 @@ func TestTokenListAndRevoke(t *testing.T) {
 		t.Fatalf("token list after revokes (%v):\n%s", err, out)
 	}
 	for _, l := range lines[1:] {
-		if f := strings.Fields(l); f[2] != "trader" || f[6] == "-" {
-			t.Fatalf("token list after revokes: a row not revoked:\n%s", out)
+		if f := listColumns(l); len(f) < 7 || f[2] != "trader" || f[6] == "-" {
+			t.Fatalf("token list after revokes: row %q is not a revoked trader's token", l)
+		}
+	}
+}
+
+// listColumns splits a row of `token list` into its columns: the table pads each with at least
+// two spaces; a column may hold one space (LAST USED in the header).
+func listColumns(row string) []string {
+	return regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(row), -1)
+}
+
+// apiToken is what the admin API answers about a token: its text when it was just issued, and
+// the record.
+type apiToken struct {
+	Token                          string     `json:"token"`
+	ID                             int64      `json:"id"`
+	ExpiresAt                      *time.Time `json:"expiresAt"`
+	RevokedAt                      *time.Time `json:"revokedAt"`
+	Live                           bool       `json:"live"`
+	RefusedEverywhereWithinSeconds int        `json:"refusedEverywhereWithinSeconds"`
+}
+
+// A token revoked over the admin API on the lease holder is refused there at once and on the
+// follower within the bound the answer states (each web process remembers a resolved token for
+// auth.CacheFor), though the follower accepted it just before the revoke. A token issued over
+// the follower's API that expires is refused by both from its expiry on, though both had just
+// accepted it. Each issue and revoke is an audit row naming the superadmin's token.
+func TestTokenRevokedOverTheAPIIsRefusedOnEveryProcess(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t)
+	holder, follower, admin := w.d.web, w.follower, w.d.admin
+	issue := func(via *proc, body string) apiToken {
+		t.Helper()
+		code, b := call(t, via, admin, http.MethodPost, "/api/admin/fx/tokens", body)
+		if code != http.StatusCreated {
+			t.Fatalf("issue via %s: %d %s", via.name, code, b)
+		}
+		var tok apiToken
+		if err := json.Unmarshal(b, &tok); err != nil || !strings.HasPrefix(tok.Token, "fxd_") {
+			t.Fatalf("issue via %s answered %s (%v)", via.name, b, err)
+		}
+		return tok
+	}
+	accounts := func(p *proc, token string) int { return p.getAs(token, "/api/fx/accounts", nil) }
+
+	tok := issue(holder, `{"userId":7,"role":"trader","label":"e2e revoke","expiresIn":"1h"}`)
+	for _, p := range []*proc{holder, follower} {
+		if code := accounts(p, tok.Token); code != http.StatusOK {
+			t.Fatalf("the new token on the %s: %d", p.name, code)
+		}
+	}
+	// The follower accepts it the moment before the revoke: from here it may remember it for
+	// at most auth.CacheFor.
+	lastAccepted := time.Now()
+	if code := accounts(follower, tok.Token); code != http.StatusOK {
+		t.Fatalf("the token on the follower just before the revoke: %d", code)
+	}
+	code, b := call(t, holder, admin, http.MethodDelete, "/api/admin/fx/tokens/"+strconv.FormatInt(tok.ID, 10), "")
+	var revoked apiToken
+	if code != http.StatusOK || json.Unmarshal(b, &revoked) != nil || revoked.RevokedAt == nil || revoked.Live ||
+		revoked.RefusedEverywhereWithinSeconds != int(auth.CacheFor/time.Second) {
+		t.Fatalf("revoke via the holder: %d %s", code, b)
+	}
+	if code := accounts(holder, tok.Token); code != http.StatusUnauthorized {
+		t.Fatalf("the revoked token on the holder that revoked it: %d, want 401 at once", code)
+	}
+	// The deadline is well past the bound, so a slow run fails on the bound's check below,
+	// which says by how much, rather than here.
+	eventually(t, 3*auth.CacheFor, 50*time.Millisecond, "the revoked token refused on the follower", func() bool {
+		return accounts(follower, tok.Token) == http.StatusUnauthorized
+	})
+	// The follower's cached answer was at most auth.CacheFor old when it let go; the slack is
+	// the requests' own time on a busy machine.
+	if took := time.Since(lastAccepted); took > auth.CacheFor+2*time.Second {
+		t.Fatalf("the follower refused the revoked token %s after it last accepted it; the bound is %s", took, auth.CacheFor)
+	}
+
+	brief := issue(follower, `{"userId":7,"role":"trader","label":"e2e expiry","expiresIn":"3s"}`)
+	for _, p := range []*proc{holder, follower} {
+		if code := accounts(p, brief.Token); code != http.StatusOK {
+			t.Fatalf("the brief token on the %s before its expiry: %d", p.name, code)
+		}
+	}
+	if !time.Now().Before(*brief.ExpiresAt) {
+		t.Fatalf("the brief token expired (%s) before both processes had used it: too slow a run to tell", brief.ExpiresAt)
+	}
+	// Time passing is the condition: nothing announces it.
+	eventually(t, 10*time.Second, 10*time.Millisecond, "the brief token's expiry passes", func() bool { return time.Now().After(*brief.ExpiresAt) })
+	for _, p := range []*proc{holder, follower} {
+		if code := accounts(p, brief.Token); code != http.StatusUnauthorized {
+			t.Fatalf("the expired token on the %s: %d, want 401 at its first request past the expiry", p.name, code)
+		}
+	}
+
+	var adminID int64
+	if err := w.d.e.sql.QueryRow("SELECT `id` FROM `fx_api_token` WHERE `tokenHash` = ?", auth.Hash(admin)).Scan(&adminID); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []struct {
+		action string
+		id     int64
+	}{{"token.create", tok.ID}, {"token.revoke", tok.ID}, {"token.create", brief.ID}} {
+		var n int
+		if err := w.d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_audit` WHERE `action` = ? AND `entityType` = 'token' AND `entityId` = ? AND `actorVia` = 'api' AND `actorTokenId` = ?",
+			row.action, strconv.FormatInt(row.id, 10), adminID).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s of token %d by the superadmin's token: %d audit rows (%v), want 1", row.action, row.id, n, err)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 		admin := fs.Bool("admin", false, "shorthand for --role superadmin")
 		roleName := fs.String("role", "trader", "trader, or a staff role: viewer, support, dealer, risk, finance, superadmin")
 		scopes := fs.String("scopes", "read,trade", "a trader's token's scopes: read, trade or both")
-		expires := fs.Duration("expires", 0, "how long the token lives, e.g. 720h (0: until revoked)")
+		expires := fs.Duration("expires", 0, "how long the token lives, e.g. 720h, at most 8784h (0: until revoked)")
 		label := fs.String("label", "", "a note stored beside the token, e.g. who it was issued to")
 		var g auth.Grant
 		check = func() error {

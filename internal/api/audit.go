@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,9 +12,6 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
 )
-
-// auditMaxLimit is the most entries one page of the audit log holds.
-const auditMaxLimit = 500
 
 // auditParams are the query parameters GET /api/admin/fx/audit takes; any other is refused.
 var auditParams = []string{"entityType", "entityId", "actorUserId", "from", "to", "before", "limit"}
@@ -37,11 +33,7 @@ func handleAudit(log *slog.Logger, db store.Queryer) http.HandlerFunc {
 		if es == nil {
 			es = []audit.Entry{}
 		}
-		var next *int64
-		if len(es) == f.Limit {
-			id := es[len(es)-1].ID
-			next = &id
-		}
+		next := nextBefore(es, f.Limit, func(e audit.Entry) int64 { return e.ID })
 		writeJSON(w, http.StatusOK, map[string]any{"entries": es, "nextBefore": next})
 		return nil
 	})
@@ -53,7 +45,7 @@ func auditFilter(r *http.Request) (audit.Filter, error) {
 	if err := checkQuery(q, auditParams, "the audit log"); err != nil {
 		return audit.Filter{}, err
 	}
-	f := audit.Filter{EntityType: q.Get("entityType"), EntityID: q.Get("entityId"), Limit: 100}
+	f := audit.Filter{EntityType: q.Get("entityType"), EntityID: q.Get("entityId")}
 	for _, p := range []struct {
 		name string
 		v    string
@@ -63,29 +55,12 @@ func auditFilter(r *http.Request) (audit.Filter, error) {
 			return audit.Filter{}, fx.Errorf(fx.EINVALID, "%s must be 1 to %d characters.", p.name, p.max)
 		}
 	}
-	positive := func(name string) (int64, error) {
-		if !q.Has(name) {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(q.Get(name), 10, 64)
-		if err != nil || n <= 0 {
-			return 0, fx.Errorf(fx.EINVALID, "%s must be a positive whole number (got %q).", name, q.Get(name))
-		}
-		return n, nil
-	}
 	var err error
-	if f.ActorUser, err = positive("actorUserId"); err != nil {
+	if f.ActorUser, err = wholeParam("actorUserId", q.Get("actorUserId"), q.Has("actorUserId"), 1); err != nil {
 		return audit.Filter{}, err
 	}
-	if f.Before, err = positive("before"); err != nil {
+	if f.Before, f.Limit, err = pageParams(q); err != nil {
 		return audit.Filter{}, err
-	}
-	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > auditMaxLimit {
-			return audit.Filter{}, fx.Errorf(fx.EINVALID, "limit must be a whole number from 1 to %d (got %q).", auditMaxLimit, q.Get("limit"))
-		}
-		f.Limit = n
 	}
 	for _, p := range []struct {
 		name string

@@ -49,6 +49,8 @@ type auditDesk struct {
 	// webhook is an endpoint (a real receiver that accepts) with a dead letter of event
 	// deadEvent for the replay to post.
 	webhook, deadEvent int64
+	// revokable is a live trader token for the revoke route to revoke.
+	revokable int64
 	// deps built the server, for tests that build its routes again.
 	deps Deps
 }
@@ -120,6 +122,9 @@ func (d *auditDesk) fixtures() {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec("INSERT INTO `fx_webhook_dead` (`webhookId`, `eventId`, `attempts`, `lastStatus`, `lastError`) VALUES (?, ?, 8, 500, 'HTTP 500')", d.webhook, d.deadEvent); err != nil {
+		t.Fatal(err)
+	}
+	if _, d.revokable, err = auth.Issue(ctxAdmin, db, auth.Grant{UserID: 501, Role: auth.RoleTrader, Scopes: auth.AllScopes, Label: "walk-revoke"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -113,7 +113,7 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 		t.Fatalf("docs/openapi.json: %v", err)
 	}
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
-		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{},
+		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{}, "Token": tokenView{},
 		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{},
 		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}} {
 		schema, ok := doc.Components.Schemas[name]

@@ -145,6 +145,11 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		need(auth.PermTokens).Patch("/webhooks/{id}", handleUpdateWebhook(d.Log, d.Webhooks))
 		read.Get("/webhooks/{id}/dead-letters", handleDeadLetters(d.Log, d.Webhooks))
 		need(auth.PermTokens).Post("/webhooks/{id}/dead-letters/{eventId}/replay", handleReplayDeadLetter(d.Log, d.Webhooks))
+		// Tokens over the API (docs/operations.md, «Tokens over the API»); served by any process,
+		// each issue and revoke audited with the calling token as its actor.
+		need(auth.PermTokens).Post("/tokens", handleCreateToken(d.Log, d.DB))
+		need(auth.PermTokens).Get("/tokens", handleTokens(d.Log, d.DB))
+		need(auth.PermTokens).Delete("/tokens/{id}", handleRevokeToken(d.Log, d.DB, d.Auth))
 		need(auth.PermDealing).Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
 		}))

@@ -1,7 +1,7 @@
-// Package auth owns the desk's bearer tokens: it issues them (for the operator command and the
-// demo), stores only their SHA-256, and resolves a presented token to a principal. It must never
-// store or log a token in clear, and never decide what a principal may touch: that is the
-// trading service's (ownership) and the routes' (admin role) business.
+// Package auth owns the desk's bearer tokens: it issues them (for the operator command, the
+// admin API and the demo), stores only their SHA-256, and resolves a presented token to a
+// principal. It must never store or log a token in clear, and never decide what a principal may
+// touch: that is the trading service's (ownership) and the routes' (admin role) business.
 package auth
 
 import (
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,10 @@ func Create(ctx context.Context, db *sql.DB, userID int64, admin bool, label str
 // MaxLabel is the longest label a token may carry.
 const MaxLabel = 64
 
+// MaxLifetime is the furthest ahead a token's expiry may be set: a token that must outlive it
+// never expires and is revoked by hand (only the command line issues those).
+const MaxLifetime = 366 * 24 * time.Hour
+
 // Check validates g as Issue takes it, with errors a caller can act on; now is the clock an
 // expiry is judged by.
 func (g Grant) Check(now time.Time) error {
@@ -100,7 +105,9 @@ func (g Grant) Check(now time.Time) error {
 	case len(g.Label) > MaxLabel:
 		return fx.Errorf(fx.EINVALID, "label must be at most %d bytes.", MaxLabel)
 	case !g.ExpiresAt.IsZero() && !g.ExpiresAt.After(now):
-		return fx.Errorf(fx.EINVALID, "expiresAt must be in the future.")
+		return fx.Errorf(fx.EINVALID, "The token's expiry must be in the future.")
+	case g.ExpiresAt.After(now.Add(MaxLifetime)):
+		return fx.Errorf(fx.EINVALID, "The token's expiry must be at most %d days ahead.", int(MaxLifetime/(24*time.Hour)))
 	}
 	return nil
 }
@@ -110,6 +117,9 @@ func (g Grant) Check(now time.Time) error {
 // expiry, never the token) by ctx's actor, in the same transaction; with no actor in ctx it is
 // refused (audit.ErrNoActor). A g that does not pass Check is refused (EINVALID).
 func Issue(ctx context.Context, db *sql.DB, g Grant) (string, int64, error) {
+	// The column keeps milliseconds, and the server would round the rest: the expiry a caller
+	// is shown, the audit row's and the one the resolver enforces are the same instant.
+	g.ExpiresAt = g.ExpiresAt.Truncate(time.Millisecond)
 	if err := g.Check(time.Now()); err != nil {
 		return "", 0, err
 	}
@@ -168,7 +178,7 @@ func recordOf(g Grant) tokenRecord {
 // RevokeLabel revokes every live token carrying label (the demo re-issues its tokens per boot),
 // each with its audit row (revoke).
 func RevokeLabel(ctx context.Context, db *sql.DB, label string) error {
-	_, err := revoke(ctx, db, "`label` = ?", label)
+	_, err := revoke(ctx, db, "`label` = ?", label, false)
 	if err != nil {
 		return fmt.Errorf("revoke %q tokens: %w", label, err)
 	}
@@ -194,9 +204,10 @@ func (t Token) Live(now time.Time) bool {
 	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
 }
 
-// ListFilter narrows List: one user's tokens (0: every user's), and at most Limit of them, the
-// newest first, below id Before (0: from the newest).
+// ListFilter narrows List: one token (ID; 0: any), one user's tokens (0: every user's), and at
+// most Limit of them, the newest first, below id Before (0: from the newest).
 type ListFilter struct {
+	ID     int64
 	UserID int64
 	Before int64
 	Limit  int
@@ -206,6 +217,10 @@ type ListFilter struct {
 func List(ctx context.Context, db *sql.DB, f ListFilter) ([]Token, error) {
 	q := "SELECT `id`, `userId`, `role`, `scopes`, `label`, `createdAt`, `expiresAt`, `revokedAt`, `lastUsedAt`, `lastUsedFrom` FROM `fx_api_token` WHERE 1 = 1"
 	var args []any
+	if f.ID != 0 {
+		q += " AND `id` = ?"
+		args = append(args, f.ID)
+	}
 	if f.UserID != 0 {
 		q += " AND `userId` = ?"
 		args = append(args, f.UserID)
@@ -242,6 +257,18 @@ func List(ctx context.Context, db *sql.DB, f ListFilter) ([]Token, error) {
 	return out, nil
 }
 
+// Get returns the token with id; ENOTFOUND when there is none.
+func Get(ctx context.Context, db *sql.DB, id int64) (Token, error) {
+	ts, err := List(ctx, db, ListFilter{ID: id})
+	if err != nil {
+		return Token{}, err
+	}
+	if len(ts) == 0 {
+		return Token{}, fx.Errorf(fx.ENOTFOUND, "No token %d.", id)
+	}
+	return ts[0], nil
+}
+
 func timeOrNil(t sql.NullTime) *time.Time {
 	if !t.Valid {
 		return nil
@@ -269,22 +296,49 @@ func Revoke(ctx context.Context, db *sql.DB, id int64, token string) (bool, erro
 	if id == 0 {
 		where, arg = "`tokenHash` = ?", Hash(strings.TrimSpace(token))
 	}
-	n, err := revoke(ctx, db, where, arg)
+	n, err := revoke(ctx, db, where, arg, false)
 	if err != nil {
 		return false, fmt.Errorf("revoke token: %w", err)
 	}
 	return n == 1, nil
 }
 
+// RevokeKeepingASuperadmin revokes the token with id, as the admin API does, and returns its
+// record as revoked. It refuses to revoke the last live superadmin token, which would leave
+// nobody able to issue or revoke tokens over the API (the command line, Revoke, still can). It
+// returns ENOTFOUND for no such token, ECONFLICT for one already revoked or the last live
+// superadmin token, and audit.ErrNoActor with no actor in ctx. Refusals change nothing.
+func RevokeKeepingASuperadmin(ctx context.Context, db *sql.DB, id int64) (Token, error) {
+	n, err := revoke(ctx, db, "`id` = ?", id, true)
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke token %d: %w", id, err)
+	}
+	t, err := Get(ctx, db, id)
+	if err == nil && n == 0 {
+		return Token{}, fx.Errorf(fx.ECONFLICT, "Token %d was already revoked at %s.", id, t.RevokedAt.UTC().Format(time.RFC3339))
+	}
+	return t, err
+}
+
 // revoke revokes the live tokens matching where, in one transaction with one audit row each
 // (token.revoke: the token's record before, and after with when it was revoked) by ctx's actor;
-// with no actor in ctx it is refused (audit.ErrNoActor). It returns how many it revoked.
-func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error) {
+// with no actor in ctx it is refused (audit.ErrNoActor). It returns how many it revoked. With
+// keepSuperadmin it refuses (ECONFLICT) a revoke that would leave no live superadmin token.
+func revoke(ctx context.Context, db *sql.DB, where string, arg any, keepSuperadmin bool) (int, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
+	var superadmins []int64
+	if keepSuperadmin {
+		// Locked before the tokens to revoke, always in this order: two revokes of the last two
+		// superadmin tokens queue here, and the second sees the first's revoke, instead of each
+		// seeing the other's token still live.
+		if superadmins, err = liveSuperadmins(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
 	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `role`, `scopes`, `label`, `expiresAt` FROM `fx_api_token` WHERE "+where+" AND `revokedAt` IS NULL FOR UPDATE", arg)
 	if err != nil {
 		return 0, err
@@ -308,6 +362,21 @@ func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error)
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	if keepSuperadmin {
+		var revoking int64 // a live superadmin token among found
+		left := 0          // live superadmin tokens not among found
+		for _, id := range superadmins {
+			if slices.ContainsFunc(found, func(l live) bool { return l.id == id }) {
+				revoking = id
+			} else {
+				left++
+			}
+		}
+		if revoking != 0 && left == 0 {
+			return 0, fx.Errorf(fx.ECONFLICT, "Token %d is the desk's last live superadmin token: revoked, it would leave nobody able to issue or revoke tokens over the API. "+
+				"Issue another superadmin token first, or revoke it from the command line (fxdesk-web token revoke --id %d).", revoking, revoking)
+		}
+	}
 	for _, l := range found {
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_api_token` SET `revokedAt` = NOW(3) WHERE `id` = ?", l.id); err != nil {
 			return 0, err
@@ -318,6 +387,26 @@ func revoke(ctx context.Context, db *sql.DB, where string, arg any) (int, error)
 		}
 	}
 	return len(found), tx.Commit()
+}
+
+// liveSuperadmins locks and returns the live superadmin tokens: not revoked, not expired by the
+// database's clock.
+func liveSuperadmins(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT `id` FROM `fx_api_token` WHERE `role` = ? AND `revokedAt` IS NULL AND (`expiresAt` IS NULL OR `expiresAt` > NOW(3)) FOR UPDATE",
+		string(RoleSuperadmin))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // revokedRecord is what the audit log records of a token after its revocation.
@@ -517,6 +606,20 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	r.cache[h] = cached{p: p, until: until}
 	r.mu.Unlock()
 	return p, nil
+}
+
+// Forget drops what the resolver remembers of token id, so that once the token is revoked this
+// process refuses it from the next request on, instead of within CacheFor. Other processes
+// still honour it until their own cache lets go (CacheFor); so may this one, for that long, if a
+// lookup that read the token before its revoke was committed lands after Forget.
+func (r *Resolver) Forget(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for h, c := range r.cache {
+		if c.p.TokenID == id {
+			delete(r.cache, h)
+		}
+	}
 }
 
 // honourStale reports whether c, a token resolved earlier, is still honoured while its lookup
