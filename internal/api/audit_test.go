@@ -51,6 +51,10 @@ type auditDesk struct {
 	webhook, deadEvent int64
 	// deps built the server, for tests that build its routes again.
 	deps Deps
+	// moneyAccount is a funded USD account for staff withdrawals, with two PENDING money
+	// requests of another user's to approve and to reject (moneyFixtures).
+	moneyAccount  int64
+	moneyRequests [2]int64
 }
 
 // fixtures adds what the walk's delete routes delete and its move moves into.
@@ -122,6 +126,7 @@ func (d *auditDesk) fixtures() {
 	if _, err := db.Exec("INSERT INTO `fx_webhook_dead` (`webhookId`, `eventId`, `attempts`, `lastStatus`, `lastError`) VALUES (?, ?, 8, 500, 'HTTP 500')", d.webhook, d.deadEvent); err != nil {
 		t.Fatal(err)
 	}
+	d.moneyFixtures()
 }
 
 func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
