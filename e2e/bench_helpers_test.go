@@ -26,7 +26,7 @@ func (d *tradingDesk) fundedAccounts(tok string, n int, amount string) []int64 {
 	for i := range ids {
 		var a accountResp
 		must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
-		must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), fmt.Sprintf(`{"amount":%q}`, amount), http.StatusCreated, nil)
+		d.fund(a.Account.ID, amount)
 		ids[i] = a.Account.ID
 	}
 	return ids

@@ -54,7 +54,7 @@ func TestTradingJPYAccountIsWholeYen(t *testing.T) {
 	d := newTradingDesk(t, "CRON_MODE=off")
 	tok, acct := d.newTrader(1401, "JPY", "100", "")
 	deposit := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", acct)
-	must(t, d.web, d.admin, "POST", deposit, `{"amount":"1000000"}`, http.StatusCreated, nil)
+	d.fund(acct, "1000000")
 	d.checkLedger(acct, "1000000")
 	d.setQuote(tok, "USDJPY", "150.000", "150.020")
 	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")

@@ -26,7 +26,7 @@ func TestTradingHolderKilledMidBatchLeavesNoPartialBatch(t *testing.T) {
 	for i := range accts {
 		var a accountResp
 		must(t, d.web, tok, "POST", "/api/fx/accounts", `{"currency":"USD","leverage":100}`, http.StatusCreated, &a)
-		must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), `{"amount":"1000000.00"}`, http.StatusCreated, nil)
+		d.fund(a.Account.ID, "1000000.00")
 		accts[i] = a.Account.ID
 	}
 

@@ -73,6 +73,9 @@ type deskEnv struct {
 
 	adminOnce sync.Once
 	admin     string
+
+	approverOnce sync.Once
+	approver     string
 }
 
 func newDeskEnv(t *testing.T) *deskEnv {
@@ -519,13 +522,26 @@ func runOnce(env []string, binary string, args ...string) (string, error) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // issueToken runs `fxdesk-web token create` against this install's database and returns the
-// token from the last line of its output.
+// token from the last line of its output: a trader's, or with admin a superadmin's.
 func (e *deskEnv) issueToken(user int64, admin bool) string {
 	e.t.Helper()
-	args := []string{"token", "create", "--user", strconv.FormatInt(user, 10)}
 	if admin {
-		args = append(args, "--admin")
+		return e.createToken(user, "--admin")
 	}
+	return e.createToken(user)
+}
+
+// issueRoleToken issues user a token of a staff role (viewer, support, dealer, risk, finance,
+// superadmin).
+func (e *deskEnv) issueRoleToken(user int64, role string) string {
+	e.t.Helper()
+	return e.createToken(user, "--role", role)
+}
+
+// createToken runs `fxdesk-web token create --user user` with args and returns the token.
+func (e *deskEnv) createToken(user int64, args ...string) string {
+	e.t.Helper()
+	args = append([]string{"token", "create", "--user", strconv.FormatInt(user, 10)}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "fxdesk-web"), args...)
@@ -540,6 +556,13 @@ func (e *deskEnv) issueToken(user int64, admin bool) string {
 		e.t.Fatalf("token create printed %q on its last line", tok)
 	}
 	return tok
+}
+
+// approverToken is a finance token of user 2 for the install, issued on first use: the second
+// pair of eyes on the admin's deposits above the four-eyes threshold (tradingDesk.fund).
+func (e *deskEnv) approverToken() string {
+	e.approverOnce.Do(func() { e.approver = e.issueRoleToken(2, "finance") })
+	return e.approver
 }
 
 // adminToken is one admin token (user 1) for the install, issued on first use.

@@ -231,9 +231,28 @@ func (d *tradingDesk) newTrader(user int64, currency, leverage, deposit string) 
 	var a accountResp
 	must(t, d.web, tok, "POST", "/api/fx/accounts", fmt.Sprintf(`{"currency":%q,"leverage":%s}`, currency, leverage), http.StatusCreated, &a)
 	if deposit != "" {
-		must(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", a.Account.ID), fmt.Sprintf(`{"amount":%q}`, deposit), http.StatusCreated, nil)
+		d.fund(a.Account.ID, deposit)
 	}
 	return tok, a.Account.ID
+}
+
+// fund deposits amount into account as the install's admin. A deposit above the four-eyes
+// threshold (fxFourEyesAbove, 10000 by default) waits as a money request, which the install's
+// approver — another user — approves: the account is funded when fund returns.
+func (d *tradingDesk) fund(account int64, amount string) {
+	t := d.e.t
+	t.Helper()
+	code, b := call(t, d.web, d.admin, "POST", fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", account), fmt.Sprintf(`{"amount":%q}`, amount))
+	var pending struct {
+		MoneyRequest *struct{ ID int64 } `json:"moneyRequest"`
+	}
+	switch {
+	case code == http.StatusCreated:
+	case code == http.StatusAccepted && json.Unmarshal(b, &pending) == nil && pending.MoneyRequest != nil:
+		must(t, d.web, d.e.approverToken(), "POST", fmt.Sprintf("/api/admin/fx/money-requests/%d/approve", pending.MoneyRequest.ID), "", http.StatusOK, nil)
+	default:
+		t.Fatalf("deposit of %s into account %d = %d %s", amount, account, code, b)
+	}
 }
 
 // checkLedger asserts Σ deals = balance = the last deal's balanceAfter, and that balance is want.

@@ -53,6 +53,10 @@ type auditDesk struct {
 	revokable int64
 	// deps built the server, for tests that build its routes again.
 	deps Deps
+	// moneyAccount is a funded USD account for staff withdrawals, with two PENDING money
+	// requests of another user's to approve and to reject (moneyFixtures).
+	moneyAccount  int64
+	moneyRequests [2]int64
 }
 
 // fixtures adds what the walk's delete routes delete and its move moves into.
@@ -127,6 +131,7 @@ func (d *auditDesk) fixtures() {
 	if _, d.revokable, err = auth.Issue(ctxAdmin, db, auth.Grant{UserID: 501, Role: auth.RoleTrader, Scopes: auth.AllScopes, Label: "walk-revoke"}); err != nil {
 		t.Fatal(err)
 	}
+	d.moneyFixtures()
 }
 
 func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {

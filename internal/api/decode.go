@@ -408,20 +408,43 @@ func decodeAmount(r io.Reader) (decimal.Decimal, string, error) {
 	if err := decodeStrict(r, &w, false); err != nil {
 		return decimal.Decimal{}, "", err
 	}
+	a, err := w.check()
+	return a, w.RequestNonce, err
+}
+
+// check checks the amount and the nonce of a deposit or withdrawal and returns the amount.
+func (w amountWire) check() (decimal.Decimal, error) {
 	if w.Amount == nil {
-		return decimal.Decimal{}, "", fx.Errorf(fx.EINVALID, "amount (a decimal string) is required.")
+		return decimal.Decimal{}, fx.Errorf(fx.EINVALID, "amount (a decimal string) is required.")
 	}
 	a, err := fx.ParseDecimal("amount", *w.Amount, fx.MaxMoneyPlaces)
 	if err != nil {
-		return decimal.Decimal{}, "", err
+		return decimal.Decimal{}, err
 	}
 	if !a.IsPositive() {
-		return decimal.Decimal{}, "", fx.Errorf(fx.EINVALID, "amount must be positive.")
+		return decimal.Decimal{}, fx.Errorf(fx.EINVALID, "amount must be positive.")
 	}
 	if err := checkNonce(w.RequestNonce); err != nil {
-		return decimal.Decimal{}, "", err
+		return decimal.Decimal{}, err
 	}
-	return a, w.RequestNonce, nil
+	return a, nil
+}
+
+type staffAmountWire struct {
+	Amount       *string `json:"amount"`
+	RequestNonce string  `json:"requestNonce"`
+	Comment      string  `json:"comment"`
+}
+
+// decodeStaffAmount reads a deposit or withdrawal by desk staff: decodeAmount's fields and the
+// staff's comment, which a money request above the four-eyes threshold carries.
+func decodeStaffAmount(r io.Reader) (amount decimal.Decimal, nonce, comment string, err error) {
+	var w staffAmountWire
+	if err := decodeStrict(r, &w, false); err != nil {
+		return decimal.Decimal{}, "", "", err
+	}
+	amount, err = amountWire{Amount: w.Amount, RequestNonce: w.RequestNonce}.check()
+	return amount, w.RequestNonce, w.Comment, err
 }
 
 type accountWire struct {

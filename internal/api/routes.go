@@ -94,12 +94,21 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		admin := g.under("/api/admin/fx")
 		need := func(p auth.Permission) chi.Router { return admin.permit(r, d.Log, p) }
 		read := need(auth.PermRead)
-		need(auth.PermMoney).Post("/accounts/{id}/deposit", handleDeposit(d.Log, d.Trading))
+		// Client money moved by staff: at once up to the four-eyes threshold, above it a money
+		// request another finance user approves (docs/identity.md, «Four eyes on client money»).
+		// A withdrawal, and an approval that may make one, is priced by the holder like the
+		// trader's own withdrawal.
+		need(auth.PermMoney).Post("/accounts/{id}/deposit", handleStaffMove(d.Log, d.Trading.Finance().Deposit))
+		need(auth.PermMoney).With(deskPriced).Post("/accounts/{id}/withdraw", handleStaffMove(d.Log, d.Trading.Finance().Withdraw))
+		need(auth.PermMoney).Get("/money-requests", handleMoneyRequests(d.Log, d.Trading.Finance()))
+		need(auth.PermMoney).With(deskPriced).Post("/money-requests/{id}/approve", handleApproveMoneyRequest(d.Log, d.Trading.Finance()))
+		need(auth.PermMoney).Post("/money-requests/{id}/reject", handleRejectMoneyRequest(d.Log, d.Trading.Finance()))
 		read.Get("/accounts", handleAdminAccounts(d.Log, d.Trading))
 		read.Get("/settings", handleSettings(d.Log, d.Settings))
-		// A setting names its own permission (hedge settings the dealer's, the rest the risk
-		// desk's): the route lets in either, and the handler checks each name it is given.
-		admin.permit(r, d.Log, auth.PermLimits, auth.PermHedge).Put("/settings", handlePutSettings(d.Log, d.Settings))
+		// A setting names its own permission (hedge settings the dealer's, the four-eyes
+		// threshold the superadmin's, the rest the risk desk's): the route lets in any of them,
+		// and the handler checks each name it is given.
+		admin.permit(r, d.Log, auth.PermLimits, auth.PermHedge, auth.PermTokens).Put("/settings", handlePutSettings(d.Log, d.Settings))
 		read.Get("/instruments", handleInstruments(d.Log, d.Catalog))
 		need(auth.PermLimits).Put("/instruments", handlePutInstruments(d.Log, d.Catalog))
 		read.Get("/account-groups", handleAccountGroups(d.Log, d.Catalog))

@@ -311,26 +311,6 @@ func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	})
 }
 
-// handleDeposit credits any account (admin); a repeated nonce replays.
-func handleDeposit(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
-	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r)
-		if err != nil {
-			return err
-		}
-		amount, nonce, err := decodeAmount(r.Body)
-		if err != nil {
-			return err
-		}
-		d, replayed, err := svc.Accounts().Deposit(r.Context(), id, amount, nonce)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, createdOr(replayed), map[string]any{"deal": viewDeal(d), "replayed": replayed})
-		return nil
-	})
-}
-
 // handleAdminAccounts lists every user's accounts (admin).
 func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
@@ -397,8 +377,12 @@ func handlePutSettings(log *slog.Logger, settings *catalog.Settings) http.Handle
 }
 
 // settingPermission is the permission a change of the named setting needs: the hedger's
-// settings are the dealer's, the rest the risk desk's (docs/identity.md, «Roles»).
+// settings are the dealer's, the four-eyes threshold the superadmin's (whoever moves client
+// money must not be able to lift it), the rest the risk desk's (docs/identity.md, «Roles»).
 func settingPermission(name string) auth.Permission {
+	if name == catalog.SettingFourEyesAbove {
+		return auth.PermTokens
+	}
 	if name == catalog.SettingHedgeBand || name == catalog.SettingHedgeMin || strings.HasPrefix(name, catalog.SettingHedgeLimitPrefix) {
 		return auth.PermHedge
 	}

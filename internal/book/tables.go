@@ -367,12 +367,19 @@ func ListDeals(ctx context.Context, q Querier, userID, accountID int64, limit in
 // CommitDeal ends tx with the balance change d on the locked account a: b (which may already
 // hold the writes that come with it), then the ledger's posting of d (with marks, when
 // non-nil), the deal's id and COMMIT, in one round trip. It returns the deal as written.
-func CommitDeal(ctx context.Context, tx *Txn, b *Batch, a *Account, d Deal, marks *Metrics) (Deal, error) {
+//
+// naming, when non-nil, adds the statements that record the new deal's id elsewhere (an approved
+// money request's dealId): they run right after the posting, where LAST_INSERT_ID() is the
+// deal's id, so they must not move it themselves.
+func CommitDeal(ctx context.Context, tx *Txn, b *Batch, a *Account, d Deal, marks *Metrics, naming func(*Batch)) (Deal, error) {
 	d, err := addDeal(b, a, d, marks)
 	if err != nil {
 		return Deal{}, err
 	}
 	b.Query(LastInsertID(&d.ID), "SELECT LAST_INSERT_ID()")
+	if naming != nil {
+		naming(b)
+	}
 	if err := tx.Commit(ctx, b); err != nil {
 		return Deal{}, fmt.Errorf("post %s deal for account %d: %w", d.Type, a.ID, err)
 	}

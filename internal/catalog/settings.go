@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/store"
@@ -28,11 +30,46 @@ const SettingMaxPendingOrders = "fxMaxPendingOrdersPerAccount"
 // SettingMaxAccountsPerUser caps the trading accounts one user may open.
 const SettingMaxAccountsPerUser = "fxMaxAccountsPerUser"
 
+// SettingFourEyesAbove is the amount above which a deposit or a withdrawal by desk staff waits
+// for a second finance user's approval, in units of the account's own currency (the same figure
+// for a USD and a JPY account), or FourEyesOff for none (docs/identity.md, «Four eyes on client
+// money»). Only the superadmin changes it.
+const SettingFourEyesAbove = "fxFourEyesAbove"
+
+// FourEyesOff is fxFourEyesAbove's value that makes every staff deposit and withdrawal at once.
+const FourEyesOff = "off"
+
 // Defaults of the caps, used until a value is stored (and by a desk that never stored one).
 const (
 	DefaultMaxPendingOrders   = 100
 	DefaultMaxAccountsPerUser = 10
+	DefaultFourEyesAbove      = "10000"
 )
+
+// fourEyesMax bounds fxFourEyesAbove as the desk bounds one deposit (trading's checkAmount).
+var fourEyesMax = decimal.New(1, 15)
+
+// fourEyesRule is fxFourEyesAbove's rule: FourEyesOff, or an amount from 0 to fourEyesMax with at
+// most fx.MaxMoneyPlaces decimals (0: every staff deposit and withdrawal waits).
+func fourEyesRule(v string) error {
+	if _, _, err := parseFourEyes(v); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseFourEyes reads fxFourEyesAbove: the amount, and on false when it is FourEyesOff.
+func parseFourEyes(v string) (above decimal.Decimal, on bool, err error) {
+	if v == FourEyesOff {
+		return decimal.Decimal{}, false, nil
+	}
+	d, err := fx.ParseDecimal(SettingFourEyesAbove, v, fx.MaxMoneyPlaces)
+	if err != nil || d.IsNegative() || d.GreaterThan(fourEyesMax) {
+		return decimal.Decimal{}, false, fx.Errorf(fx.EINVALID, "%s must be an amount from 0 to %s in the account's currency units with at most %d decimals, or %q (got %q).",
+			SettingFourEyesAbove, fourEyesMax, fx.MaxMoneyPlaces, FourEyesOff, v)
+	}
+	return d, true, nil
+}
 
 // wholeSetting is the rule of a setting holding a whole number from lo to hi (unit names it).
 func wholeSetting(name string, lo, hi int, unit string) func(string) error {
@@ -53,6 +90,7 @@ var settingRules = map[string]func(string) error{
 	SettingMaxAccountsPerUser: wholeSetting(SettingMaxAccountsPerUser, 1, 1000, "accounts"),
 	SettingHedgeBand:          lotsSetting(SettingHedgeBand, false),
 	SettingHedgeMin:           lotsSetting(SettingHedgeMin, false),
+	SettingFourEyesAbove:      fourEyesRule,
 }
 
 // ruleFor is the rule of a setting: a listed name's, or a symbol's hedge limit
@@ -68,7 +106,7 @@ func ruleFor(name string) (func(string) error, bool) {
 }
 
 // Settings reads and writes fx_setting. Its accessors (StaleAfter, MaxPendingOrders,
-// MaxAccountsPerUser, HedgeTerms) are cached reads cheap enough for the tick engine's every state check: an
+// MaxAccountsPerUser, HedgeTerms, FourEyesAbove) are cached reads cheap enough for the tick engine's every state check: an
 // atomic load. Run reloads them every refreshEvery, so a change written by another process
 // applies here within seconds; a change written here applies at once.
 type Settings struct {
@@ -80,6 +118,13 @@ type Settings struct {
 	maxPendingOrders   atomic.Int64
 	maxAccountsPerUser atomic.Int64
 	hedge              atomic.Pointer[HedgeTerms]
+	fourEyes           atomic.Pointer[fourEyes]
+}
+
+// fourEyes is fxFourEyesAbove as read: the amount, and whether it applies at all.
+type fourEyes struct {
+	above decimal.Decimal
+	on    bool
 }
 
 // NewSettings returns settings over db, holding the defaults until the first read.
@@ -89,6 +134,7 @@ func NewSettings(db *sql.DB, log *slog.Logger) *Settings {
 	s.maxPendingOrders.Store(DefaultMaxPendingOrders)
 	s.maxAccountsPerUser.Store(DefaultMaxAccountsPerUser)
 	s.hedge.Store(hedgeTerms(nil))
+	s.fourEyes.Store(fourEyesOf(nil))
 	return s
 }
 
@@ -125,6 +171,18 @@ func (s *Settings) apply(all map[string]string) {
 	whole(SettingMaxPendingOrders, &s.maxPendingOrders, 1)
 	whole(SettingMaxAccountsPerUser, &s.maxAccountsPerUser, 1)
 	s.hedge.Store(hedgeTerms(all))
+	s.fourEyes.Store(fourEyesOf(all))
+}
+
+// fourEyesOf is fxFourEyesAbove from the stored settings: the default when it was never stored
+// or its value does not pass the rule.
+func fourEyesOf(all map[string]string) *fourEyes {
+	v, ok := all[SettingFourEyesAbove]
+	if !ok || fourEyesRule(v) != nil {
+		v = DefaultFourEyesAbove
+	}
+	above, on, _ := parseFourEyes(v)
+	return &fourEyes{above: above, on: on}
 }
 
 // StaleAfter is fxTradingQuoteStaleSecondsFx as a duration. It never blocks on the database.
@@ -140,6 +198,13 @@ func (s *Settings) MaxPendingOrders() int {
 // MaxAccountsPerUser is fxMaxAccountsPerUser. It never blocks on the database.
 func (s *Settings) MaxAccountsPerUser() int {
 	return int(s.maxAccountsPerUser.Load())
+}
+
+// FourEyesAbove is fxFourEyesAbove: the amount above which a staff deposit or withdrawal waits
+// for a second approver, and on false when the setting is off. It never blocks on the database.
+func (s *Settings) FourEyesAbove() (above decimal.Decimal, on bool) {
+	f := s.fourEyes.Load()
+	return f.above, f.on
 }
 
 // Run loads the settings at once and then every refreshEvery until ctx ends. A load that fails

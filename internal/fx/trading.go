@@ -67,6 +67,17 @@ func (s AccountState) Valid() bool {
 	return false
 }
 
+// Money request states (fx_money_request.state): a staff deposit or withdrawal above the
+// four-eyes threshold is PENDING until a second finance user approves it (APPROVED, its deal
+// made) or someone rejects it (REJECTED), or until it passes its expiry undecided (EXPIRED).
+// A request's kind is the deal type it would make: DealDeposit or DealWithdrawal.
+const (
+	MoneyRequestPending  = "PENDING"
+	MoneyRequestApproved = "APPROVED"
+	MoneyRequestRejected = "REJECTED"
+	MoneyRequestExpired  = "EXPIRED"
+)
+
 // Position statuses.
 const (
 	PositionOpen   = "OPEN"

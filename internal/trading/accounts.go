@@ -184,11 +184,64 @@ func (p AccountPrices) Quote(symbol string, q tick.Quote) (bid, ask decimal.Deci
 
 // Deposit credits amount to account id (admin). A repeated requestNonce returns the first deal;
 // one that came with another amount is refused (EKEYREUSED). The deposit is one audit row
-// (account.deposit) by ctx's actor, in the deal's transaction; a replay records none.
+// (account.deposit) by ctx's actor, in the deal's transaction; a replay records none. It is made
+// at once whatever its amount: the four-eyes threshold is Finance.Deposit's.
 func (acs *Accounts) Deposit(ctx context.Context, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
 	s := acs.s
-	key := "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
-	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) { return s.deposit(ctx, id, amount, key, nonce) })
+	m := move{key: depositKey(id, nonce), nonce: nonce, action: "account.deposit"}
+	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) { return s.deposit(ctx, id, amount, m) })
+}
+
+// depositKey is the idempotency key of a deposit made at once.
+func depositKey(id int64, nonce string) string {
+	return "deposit:" + itoa(id) + ":" + nonceOrRandom(nonce)
+}
+
+// move is what a deposit's or a withdrawal's transaction writes beside its deal: the deal's
+// idempotency key, the requestNonce bound to its amount ("" for none), and its audit row — a
+// staff change's (action: account.deposit, account.withdraw), or the approval of the money
+// request the deal carries out (approval) — or none, for a trader's own withdrawal.
+type move struct {
+	key, nonce string
+	action     string
+	approval   *approval
+}
+
+// record adds m's audit row to b, ahead of the posting (whose deal INSERT must stay last: its id
+// is the batch's last insert id): the locked account a's balance before and after signed (the
+// deal's amount), or the request before and after its approval. A replay never gets here.
+func (m move) record(ctx context.Context, b *book.Batch, a book.Account, signed decimal.Decimal) error {
+	var c audit.Change
+	switch {
+	case m.approval != nil:
+		c = m.approval.change(a, signed, m.key)
+	case m.action != "":
+		after := balanceRecord{Balance: fx.FormatMoney(a.Currency, a.Balance.Add(signed)), Currency: a.Currency, IdempotencyKey: m.key}
+		if signed.IsNegative() {
+			after.Withdrawn = fx.FormatMoney(a.Currency, signed.Neg())
+		} else {
+			after.Deposited = fx.FormatMoney(a.Currency, signed)
+		}
+		c = audit.Change{Action: m.action, EntityType: "account", EntityID: itoa(a.ID),
+			Before: balanceRecord{Balance: fx.FormatMoney(a.Currency, a.Balance), Currency: a.Currency}, After: after}
+	default:
+		return nil
+	}
+	stmt, args, err := audit.Row(ctx, c)
+	if err != nil {
+		return err
+	}
+	b.Exec(stmt, args...)
+	return nil
+}
+
+// naming is what records the new deal's id beside it (book.CommitDeal): an approval's request
+// row; nil for every other move.
+func (m move) naming() func(*book.Batch) {
+	if m.approval == nil {
+		return nil
+	}
+	return m.approval.approved
 }
 
 // balanceChange runs a deposit's or a withdrawal's transaction, retried whole on a deadlock,
@@ -209,8 +262,8 @@ func (s *Service) balanceChange(ctx context.Context, txn func() (book.Deal, book
 	return d, replayed, nil
 }
 
-// deposit is Deposit's transaction; a is the account after it.
-func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal, key, nonce string) (book.Deal, book.Account, bool, error) {
+// deposit is a deposit's transaction on account id, as m records it; a is the account after it.
+func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal, m move) (book.Deal, book.Account, bool, error) {
 	tx, locks, err := s.beginUnfenced(ctx, "deposit")
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, err
@@ -220,7 +273,8 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 	var prior book.Deal
 	var found, seen bool
 	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, id)
-	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, key)
+	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, m.key)
+	m.approval.lock(locks)
 	if err := tx.Lock(ctx, locks, "deposit"); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
@@ -231,23 +285,19 @@ func (s *Service) deposit(ctx context.Context, id int64, amount decimal.Decimal,
 		return book.Deal{}, book.Account{}, false, err
 	}
 	if seen {
-		return prior, a, true, amountBound(prior, amount, nonce)
+		return prior, a, true, amountBound(prior, amount, m.nonce)
 	}
-	// The deposit's audit row goes in the deal's own batch, ahead of the posting (whose deal
-	// INSERT must stay last: its id is the batch's last insert id). A replay returned above
-	// and records nothing.
-	stmt, args, err := audit.Row(ctx, audit.Change{Action: "account.deposit", EntityType: "account", EntityID: itoa(id),
-		Before: depositRecord{Balance: fx.FormatMoney(a.Currency, a.Balance), Currency: a.Currency},
-		After:  depositRecord{Balance: fx.FormatMoney(a.Currency, a.Balance.Add(amount)), Currency: a.Currency, Deposited: fx.FormatMoney(a.Currency, amount), IdempotencyKey: key}})
-	if err != nil {
+	if err := m.approval.check(); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
 	b := &book.Batch{}
-	b.Exec(stmt, args...)
-	if err := events.Add(b, balanceEvent(a, events.Deposit, fx.DealDeposit, amount, key, "deposit", s.term())); err != nil {
+	if err := m.record(ctx, b, a, amount); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
-	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: key, Comment: "deposit"}, nil)
+	if err := events.Add(b, balanceEvent(a, events.Deposit, fx.DealDeposit, amount, m.key, "deposit", s.term())); err != nil {
+		return book.Deal{}, book.Account{}, false, err
+	}
+	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealDeposit, Amount: amount, IdempotencyKey: m.key, Comment: "deposit"}, nil, m.naming())
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
@@ -262,12 +312,13 @@ func balanceEvent(a book.Account, t events.Type, deal fx.DealType, amount decima
 		Amount: amount, BalanceAfter: a.Balance.Add(amount), Currency: a.Currency, IdempotencyKey: key, Comment: comment})}
 }
 
-// depositRecord is what the audit log records of a deposit: the account's balance before and
-// after it, and after it the amount and the deal's idempotency key.
-type depositRecord struct {
+// balanceRecord is what the audit log records of a staff deposit or withdrawal: the account's
+// balance before and after it, and after it the amount and the deal's idempotency key.
+type balanceRecord struct {
 	Balance        string `json:"balance"`
 	Currency       string `json:"currency"`
 	Deposited      string `json:"deposited,omitempty"`
+	Withdrawn      string `json:"withdrawn,omitempty"`
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
@@ -276,7 +327,12 @@ type depositRecord struct {
 // free margin. A repeated requestNonce returns the first deal; one that came with another amount
 // is refused (EKEYREUSED).
 func (acs *Accounts) Withdraw(ctx context.Context, userID, id int64, amount decimal.Decimal, nonce string) (book.Deal, bool, error) {
-	s := acs.s
+	return acs.s.withdrawal(ctx, userID, id, amount, move{key: "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce), nonce: nonce})
+}
+
+// withdrawal debits amount from account id, userID's (0: any owner's, for desk staff), as m
+// records it: a trader's own withdrawal, a staff withdrawal or an approved request's.
+func (s *Service) withdrawal(ctx context.Context, userID, id int64, amount decimal.Decimal, m move) (book.Deal, bool, error) {
 	acct, err := book.LoadAccount(ctx, s.db, userID, id)
 	if err != nil {
 		return book.Deal{}, false, err
@@ -284,23 +340,23 @@ func (acs *Accounts) Withdraw(ctx context.Context, userID, id int64, amount deci
 	if err := checkAmount(acct.Currency, amount); err != nil {
 		return book.Deal{}, false, err
 	}
-	key := "withdraw:" + itoa(id) + ":" + nonceOrRandom(nonce)
-	if nonce != "" {
-		if d, ok, err := book.LoadDealByKey(ctx, s.db, key); err != nil || ok {
+	if m.nonce != "" {
+		if d, ok, err := book.LoadDealByKey(ctx, s.db, m.key); err != nil || ok {
 			if err == nil {
-				err = amountBound(d, amount.Neg(), nonce)
+				err = amountBound(d, amount.Neg(), m.nonce)
 			}
 			return d, ok && err == nil, err
 		}
 	}
 	return s.balanceChange(ctx, func() (book.Deal, book.Account, bool, error) {
-		return s.withdraw(ctx, userID, id, acct, amount, key, nonce)
+		return s.withdraw(ctx, userID, id, acct, amount, m)
 	})
 }
 
-// withdraw is Withdraw's transaction on account id, read unlocked as acct; a is the account
-// after it.
-func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Account, amount decimal.Decimal, key, nonce string) (book.Deal, book.Account, bool, error) {
+// withdraw is a withdrawal's transaction on account id, read unlocked as acct; a is the account
+// after it. The account's state refuses a trader's own withdrawal (userID set) only: desk staff
+// may pay out of a CLOSE_ONLY or DISABLED account, as a dealer may close on it.
+func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Account, amount decimal.Decimal, m move) (book.Deal, book.Account, bool, error) {
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, err
@@ -333,8 +389,9 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 	var prior book.Deal
 	var found, seen bool
 	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, id)
-	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, key)
+	locks.Query(book.RowInto(&prior, &seen, book.ScanDeal), book.DealByKeySQL, m.key)
 	locks.Query(book.ExposuresInto(&exps), book.ExposuresSQL, id)
+	m.approval.lock(locks)
 	if err := tx.Lock(ctx, locks, "withdrawal"); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
@@ -342,10 +399,15 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 		return book.Deal{}, book.Account{}, false, err
 	}
 	if seen {
-		return prior, a, true, amountBound(prior, amount.Neg(), nonce)
+		return prior, a, true, amountBound(prior, amount.Neg(), m.nonce)
 	}
-	if err := stateRefusal(a, actWithdraw); err != nil {
+	if err := m.approval.check(); err != nil {
 		return book.Deal{}, book.Account{}, false, err
+	}
+	if userID != 0 {
+		if err := stateRefusal(a, actWithdraw); err != nil {
+			return book.Deal{}, book.Account{}, false, err
+		}
 	}
 	if amount.GreaterThan(a.Balance) {
 		return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient funds: the balance is %s %s.", fx.FormatMoney(a.Currency, a.Balance), a.Currency)
@@ -353,8 +415,8 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 	var marks *book.Metrics
 	if len(exps) > 0 {
 		g := cat.AccountGroup(a.Group)
-		m := book.NewMarket(s.prices, cat)
-		before, ok := m.Metrics(a, g, a.Balance, exps)
+		market := book.NewMarket(s.prices, cat)
+		before, ok := market.Metrics(a, g, a.Balance, exps)
 		if !ok {
 			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.EUNAVAILABLE, fx.MsgPositionsUnpriceable)
 		}
@@ -366,14 +428,17 @@ func (s *Service) withdraw(ctx context.Context, userID, id int64, acct book.Acco
 			return book.Deal{}, book.Account{}, false, fx.Errorf(fx.ECONFLICT, "Insufficient free margin: at most %s %s can be withdrawn while positions are open.",
 				fx.FormatMoney(a.Currency, decimal.Max(before.FreeMargin, decimal.Zero)), a.Currency)
 		}
-		after, _ := m.Metrics(a, g, a.Balance.Sub(amount), exps)
+		after, _ := market.Metrics(a, g, a.Balance.Sub(amount), exps)
 		marks = &after
 	}
 	b := &book.Batch{}
-	if err := events.Add(b, balanceEvent(a, events.Withdrawal, fx.DealWithdrawal, amount.Neg(), key, "withdrawal", s.term())); err != nil {
+	if err := m.record(ctx, b, a, amount.Neg()); err != nil {
 		return book.Deal{}, book.Account{}, false, err
 	}
-	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: key, Comment: "withdrawal"}, marks)
+	if err := events.Add(b, balanceEvent(a, events.Withdrawal, fx.DealWithdrawal, amount.Neg(), m.key, "withdrawal", s.term())); err != nil {
+		return book.Deal{}, book.Account{}, false, err
+	}
+	d, err := book.CommitDeal(ctx, tx, b, &a, book.Deal{Type: fx.DealWithdrawal, Amount: amount.Neg(), IdempotencyKey: m.key, Comment: "withdrawal"}, marks, m.naming())
 	if err != nil {
 		return book.Deal{}, book.Account{}, false, unpriceable(err)
 	}
@@ -387,10 +452,7 @@ func amountBound(d book.Deal, amount decimal.Decimal, nonce string) error {
 	if d.Amount.Equal(amount) {
 		return nil
 	}
-	what := "deposit"
-	if d.Type == fx.DealWithdrawal {
-		what = "withdrawal"
-	}
+	what := kindWord(d.Type)
 	return fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d for a %s of %s %s (deal %d); nothing was done. "+
 		"Send a new %s with a new requestNonce; resending the original request unchanged replays it.",
 		nonce, d.AccountID, what, fx.FormatMoney(d.Currency, d.Amount.Abs()), d.Currency, d.ID, what)

@@ -42,7 +42,7 @@ func TestDepositIsAudited(t *testing.T) {
 		t.Fatalf("audit rows = %+v, want 2", es)
 	}
 	e := es[0]
-	var before, after depositRecord
+	var before, after balanceRecord
 	json.Unmarshal(e.Before, &before)
 	json.Unmarshal(e.After, &after)
 	if e.Action != "account.deposit" || e.ActorVia != "api" || e.ActorTokenID == nil || *e.ActorTokenID != 5 || e.RequestID == nil || *e.RequestID != "dep-1" ||
