@@ -92,6 +92,23 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	if len(routed) < 25 {
 		t.Errorf("only %d routes walked; the walk is not seeing the router", len(routed))
 	}
+
+	// Each operation says what its guard needs (x-fxdesk-needs: "permission money", "scope
+	// trade"), as the router's guards record it.
+	_, guards := guardedRoutes(Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
+		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: alert.NewInbox(db, log), Auth: auth.NewResolver(db)})
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			var needs struct {
+				Needs string `json:"x-fxdesk-needs"`
+			}
+			json.Unmarshal(op, &needs)
+			key := strings.ToUpper(method) + " " + path
+			if needs.Needs != guards[key] {
+				t.Errorf("docs/openapi.json says %s needs %q; its guard needs %q", key, needs.Needs, guards[key])
+			}
+		}
+	}
 }
 
 // The documented response schemas name exactly the JSON fields the views send, so a renamed field
