@@ -14,9 +14,14 @@ build:
 
 # Single-process desk: lease, HTTP API, the bundled feed simulator and the in-process venue
 # simulator (the demo trader's A-book account trades there), with the markets open whatever the
-# day and demo data seeded.
+# day and demo data seeded. Beside it, the bundled test identity provider stands in for the host
+# platform's sign-in (docs/identity.md): the desk accepts the tokens it mints; it stops with the desk.
+IDP_ADDR ?= 127.0.0.1:4010
 run: services build
-	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim FXDESK_VENUE=sim ./$(BIN)/fxdesk-web
+	@./$(BIN)/fxdesk-idp -addr $(IDP_ADDR) -issuer fxdesk-idp -audience fxdesk & idp=$$!; trap "kill $$idp 2>/dev/null" EXIT INT TERM; \
+	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim FXDESK_VENUE=sim \
+	FXDESK_JWT_JWKS_URL=http://$(IDP_ADDR)/.well-known/jwks.json FXDESK_JWT_ISSUER=fxdesk-idp FXDESK_JWT_AUDIENCE=fxdesk \
+	./$(BIN)/fxdesk-web
 
 test: services
 	@./scripts/browser.sh

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"fxdesk/internal/alert"
@@ -126,6 +127,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 	printHowToCall(stdout, ln.Addr().String(), role)
 	if cfg.Demo {
 		seedDemoDesk(ctx, st, svc, stdout, ln, log)
+		printHostSignIn(stdout, cfg.JWT, baseURL(ln.Addr().String()))
 	}
 
 	failure := waitForStop(ctx, contention, svc.holder, parts, front, advertise, log)
@@ -417,3 +419,15 @@ func printHowToCall(w io.Writer, addr string, role desk.Role) {
 // holderPool is the size of the holder's own connection pool: the lease keeper's one, and the
 // committer's one or two, with room for a takeover's overlap.
 const holderPool = 6
+
+// printHostSignIn tells a demo's reader how to sign a trader in as the host platform would,
+// when the desk trusts the bundled test identity provider (make run starts one).
+func printHostSignIn(w io.Writer, jwt auth.JWTConfig, base string) {
+	provider, ok := strings.CutSuffix(jwt.JWKSURL, "/.well-known/jwks.json")
+	if !jwt.Enabled() || !ok {
+		return
+	}
+	fmt.Fprintf(w, "\nhost sign-in (the bundled test identity provider at %s; docs/identity.md):\n", provider)
+	fmt.Fprintf(w, `  export HOST_TOKEN=$(curl -s --json '{"sub":"%d"}' %s/mint | sed 's/.*"token":"\([^"]*\)".*/\1/')`+"\n", demoTraderUser, provider)
+	fmt.Fprintf(w, "  curl -H \"Authorization: Bearer $HOST_TOKEN\" %s/api/fx/accounts\n", base)
+}
