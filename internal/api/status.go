@@ -59,7 +59,19 @@ type report struct {
 	// Signed is who reads the status page: their user, role and what the role may do, so the
 	// page shows the actions the role holds and nothing it would be refused.
 	Signed *signedIn `json:"-"`
+	// Money is the money requests awaiting a second finance user, on the status page of a role
+	// that may approve them only (nil for every other role).
+	Money *moneyPanel `json:"-"`
 }
+
+// moneyPanel is the pending money requests as the status page lists them.
+type moneyPanel struct {
+	Pending []trading.MoneyRequest
+	Error   string
+}
+
+// statusMoneyRequests is how many pending money requests the status page lists.
+const statusMoneyRequests = 20
 
 // signedIn is the status page's reader.
 type signedIn struct {
@@ -369,7 +381,17 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 			rep.AuditError = err.Error()
 		}
 		rep.PnL = buildPnLDay(r.Context(), d, time.Now())
-		rep.Signed = signedInAs(principal(r.Context()))
+		p := principal(r.Context())
+		rep.Signed = signedInAs(p)
+		if p.Can(auth.PermMoney) {
+			mctx, cancel := context.WithTimeout(r.Context(), time.Second)
+			pending, err := d.Trading.Finance().Requests(mctx, trading.MoneyRequestFilter{State: fx.MoneyRequestPending, Limit: statusMoneyRequests})
+			cancel()
+			rep.Money = &moneyPanel{Pending: pending}
+			if err != nil {
+				rep.Money.Error = err.Error()
+			}
+		}
 		if err := statusPage.Execute(w, rep); err != nil {
 			log.WarnContext(r.Context(), "status page not rendered", slog.Any("err", err))
 		}

@@ -5,10 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/alert"
 	"fxdesk/internal/audit"
 	"fxdesk/internal/book"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/mirror"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/trading"
@@ -63,5 +66,27 @@ func TestStatusPageShowsTheAuditLog(t *testing.T) {
 	page.Reset()
 	if err := statusPage.Execute(&page, r); err != nil || !bytes.Contains(page.Bytes(), []byte("audit log unreadable: database down")) {
 		t.Errorf("status page with the log unreadable: %v", err)
+	}
+}
+
+// The money requests awaiting a second approval are on the page of a role that may approve them,
+// and absent from every other's (the handler leaves Money nil).
+func TestStatusPageShowsPendingMoneyToFinanceOnly(t *testing.T) {
+	r := report{Status: desk.Status{Process: "web", Role: desk.Holder, Time: time.Now()},
+		Money: &moneyPanel{Pending: []trading.MoneyRequest{{ID: 12, AccountID: 3, Kind: fx.DealDeposit, Amount: decimal.RequireFromString("25000.00"),
+			Currency: "USD", RequestedBy: 7, ExpiresAt: time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), Comment: "wire 4711"}}}}
+	var page bytes.Buffer
+	if err := statusPage.Execute(&page, r); err != nil {
+		t.Fatalf("status page: %v", err)
+	}
+	for _, want := range []string{`id="money-requests"`, "25000 USD", "user 7", "wire 4711"} {
+		if !bytes.Contains(page.Bytes(), []byte(want)) {
+			t.Errorf("a finance user's status page lacks %q", want)
+		}
+	}
+	r.Money = nil
+	page.Reset()
+	if err := statusPage.Execute(&page, r); err != nil || bytes.Contains(page.Bytes(), []byte(`id="money-requests"`)) {
+		t.Errorf("a role that cannot approve sees the money requests (%v)", err)
 	}
 }
