@@ -20,8 +20,8 @@ import (
 // partition and a failover each shut the holder's gate for a moment, and a takeover or a flood
 // beside them would be judged by bounds made for one server.
 const (
-	faultGaleraKill       = "galeraKill"      // SIGKILL the Galera node HAProxy sends the desk to, restart it after a while
-	faultGaleraPartition  = "galeraPartition" // SIGSTOP a Galera node past the cluster's eviction timeout, then SIGCONT
+	faultGaleraKill       = invariant.FaultGaleraKill      // SIGKILL the Galera node HAProxy sends the desk to, restart it after a while
+	faultGaleraPartition  = invariant.FaultGaleraPartition // SIGSTOP a Galera node past the cluster's eviction timeout, then SIGCONT
 	faultSentinelFailover = invariant.FaultSentinelFailover
 )
 

@@ -49,6 +49,8 @@ type Evidence struct {
 	// InFlight are the request ids of requests sent and not yet journaled when the journal was
 	// read (after the snapshot): an audit row of one may be in the snapshot.
 	InFlight map[string]bool
+	// Refusals is what the refused-request lane knows beside its requests (nil: it did not run).
+	Refusals *Refusals
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
@@ -114,6 +116,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkReusedNonce(s, ev),
 		checkLoadNotLimited(ev),
 		checkAuditTrail(s, ev),
+		checkRefusedChangedNothing(s, ev),
 		checkNegativeBalance(s),
 		checkStopOutTerms(s),
 		checkEvents(s),

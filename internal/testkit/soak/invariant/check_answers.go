@@ -115,10 +115,9 @@ func checkNo5xx(ev *Evidence) Result {
 		venueAnswer := ev.External[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
 			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgVenueOutcomeUnknown))
 		// The front door's: a write that met contention on every retry (nothing was written), and
-		// every token lookup slot taken by a flood of unknown tokens (nothing was done).
-		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgDatabaseUnavailable ||
-			msg == fx.MsgContended || msg == fx.ErrorMessage(auth.ErrBusy))) ||
-			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) || venueAnswer {
+		// every token lookup slot taken by a flood of unknown tokens (unavailableBeforeAnything).
+		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgContended)) ||
+			unavailableBeforeAnything(e) || (e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) || venueAnswer {
 			allowed++
 			continue
 		}
@@ -149,6 +148,17 @@ func checkNo5xx(ev *Evidence) Result {
 	}
 	r.Figures = fmt.Sprintf("%d requests, %d documented 503s, %d outcome unknown", total, allowed, unknowns)
 	return r
+}
+
+// unavailableBeforeAnything reports whether e is a documented 503 a request can meet before its
+// token is resolved: the database unreachable, or every token lookup slot taken by a flood of
+// unknown tokens. Nothing was done, and the guards never saw the request.
+func unavailableBeforeAnything(e Entry) bool {
+	if e.Outcome != Answered || e.Status != http.StatusServiceUnavailable {
+		return false
+	}
+	msg := e.ErrorMessage()
+	return msg == fx.MsgDatabaseUnavailable || msg == fx.ErrorMessage(auth.ErrBusy)
 }
 
 // route is a request path with its ids and query left out: /api/fx/positions/{id}/close.

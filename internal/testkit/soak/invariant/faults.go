@@ -27,6 +27,21 @@ const FaultZombie = "zombie"
 // and its writers rewrite it on their next cycle.
 const FaultSentinelFailover = "sentinelFailover"
 
+// FaultGaleraKill and FaultGaleraPartition are the kinds of the windows in which the Galera node
+// HAProxy sent the desk to was killed, or a node was partitioned away (SIGSTOPped past the
+// cluster's eviction timeout) until the cluster was whole again.
+const (
+	FaultGaleraKill      = "galeraKill"
+	FaultGaleraPartition = "galeraPartition"
+)
+
+// DatabaseOutage reports whether window w may have kept the desk from its database: a MySQL cut,
+// or a Galera fault. Meanwhile a web process honours a token it resolved before (auth.StaleFor),
+// even one revoked since.
+func DatabaseOutage(w Window) bool {
+	return (w.Kind == FaultCut && w.Note == "mysql") || w.Kind == FaultGaleraKill || w.Kind == FaultGaleraPartition
+}
+
 // FaultFlood and FaultReusedNonce are the front-door faults' kinds.
 const (
 	FaultFlood       = "flood"
