@@ -14,15 +14,19 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/testkit/soak/invariant"
 )
 
-// The admin lane: the dealer works the desk beside the traders, through the web processes as
-// they do (a follower forwards what only the holder serves): it edits two account groups of its
-// own, moves traders' accounts between them and default, sets and clears a symbol override, makes
-// an account CLOSE_ONLY and ACTIVE again, and closes traders' open positions. Every admin write
-// carries an X-Request-Id of its own, which the desk records on the change's audit row (the
-// auditTrail invariant matches the two); a deposit retried under its nonce keeps its id.
+// The admin lane: the desk's staff work beside the traders, through the web processes as they do
+// (a follower forwards what only the holder serves), each action with the token of the role whose
+// permission its route names (internal/api's route table): the risk desk edits two account groups
+// of the lane's own (limits); the dealer moves traders' accounts between them and default
+// (routing), sets and clears a symbol override (overrides) and closes traders' open positions
+// (dealing); support makes an account CLOSE_ONLY and ACTIVE again (accounts.state); finance funds
+// the thin accounts (money). Every admin write carries an X-Request-Id of its own, which the desk
+// records on the change's audit row (the auditTrail invariant matches the two); a deposit retried
+// under its nonce keeps its id.
 //
 // Two thin accounts stand in the gaps' way: 300 USD at 1:500 with 0.10 lots open on every soak
 // symbol, so a gap of 3 % against one of them stops it out below zero. About half their symbols
@@ -38,7 +42,6 @@ const (
 	groupThin = "soak-thin" // the protected thin account's
 	groupRaw  = "soak-raw"  // the unprotected thin account's
 
-	adminClient = "admin"
 	// dealerABookClient sends the dealer's closes of EXTERNAL positions: the venue's 503 and 504
 	// are allowed answers to them, as to an A-book trader.
 	dealerABookClient = "dealer-abook"
@@ -59,9 +62,11 @@ const (
 var adminOps = []string{adminGroupEdit, adminMove, adminOverride, adminState, adminDealerClose, adminThinArm}
 
 type adminLane struct {
-	j     *journal
-	c     *cluster
-	token string // the admin's
+	j *journal
+	c *cluster
+	// staff is the token of each staff role; each action is journaled under its role's name as
+	// the client.
+	staff map[auth.Role]string
 	// traders are the load's clients, whose positions the dealer closes; movable the INTERNAL
 	// ones, whose accounts it moves and restricts; thin the thin accounts' clients.
 	traders, movable, thin []*trader
@@ -135,9 +140,15 @@ func (l *adminLane) anyFollower(ctx context.Context) *proc {
 	return up[l.intN(len(up))]
 }
 
-// send sends one admin write with a request id of its own.
-func (l *adminLane) send(ctx context.Context, p *proc, client, op, method, path string, body any) invariant.Entry {
-	return l.j.callID(ctx, p, l.token, client, op, method, path, l.requestID(), body)
+// send sends one admin write with role's token and a request id of its own, journaled under the
+// role's name.
+func (l *adminLane) send(ctx context.Context, p *proc, role auth.Role, op, method, path string, body any) invariant.Entry {
+	return l.sendAs(ctx, p, role, string(role), op, method, path, body)
+}
+
+// sendAs is send journaled under client.
+func (l *adminLane) sendAs(ctx context.Context, p *proc, role auth.Role, client, op, method, path string, body any) invariant.Entry {
+	return l.j.callID(ctx, p, l.staff[role], client, op, method, path, l.requestID(), body)
 }
 
 // setup creates the lane's groups and the thin accounts, through web (the holder, before any
@@ -150,7 +161,7 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 		{"name": groupRaw, "negativeBalanceProtection": false},
 	}
 	for _, g := range groups {
-		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, "/api/admin/fx/account-groups", g); !e.OK() {
+		if e := l.send(ctx, web, auth.RoleRisk, "setup", http.MethodPost, "/api/admin/fx/account-groups", g); !e.OK() {
 			return fmt.Errorf("create account group %s: %d %s", g["name"], e.Status, e.Resp)
 		}
 	}
@@ -160,28 +171,21 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 	// One setting a request: each change is its own audit row, and the audit check counts one
 	// row per request.
 	for _, name := range slices.Sorted(maps.Keys(hedgeSettings)) {
-		if e := l.send(ctx, web, adminClient, "setup", http.MethodPut, "/api/admin/fx/settings", map[string]string{name: hedgeSettings[name]}); !e.OK() {
+		if e := l.send(ctx, web, auth.RoleDealer, "setup", http.MethodPut, "/api/admin/fx/settings", map[string]string{name: hedgeSettings[name]}); !e.OK() {
 			return fmt.Errorf("the hedger's setting %s: %d %s", name, e.Status, e.Resp)
 		}
 	}
-	tok, err := l.c.issueToken(ctx, thinUser, false)
+	tok, err := l.c.issueToken(ctx, thinUser, auth.RoleTrader)
 	if err != nil {
 		return err
 	}
 	for i, group := range []string{groupThin, groupRaw} {
 		t := &trader{name: fmt.Sprintf("thin%d", i+1), user: thinUser, token: tok, j: l.j, c: l.c, holder: l.traders[0].holder,
 			rng: rand.New(rand.NewPCG(seed, uint64(100+i))), positions: map[int64]decimal.Decimal{}}
-		e := l.j.call(ctx, web, tok, t.name, "account", http.MethodPost, "/api/fx/accounts", map[string]any{"currency": "USD", "leverage": 500})
-		var b struct {
-			Account struct {
-				ID int64 `json:"id"`
-			} `json:"account"`
+		if err := t.openAccount(ctx, web, 500); err != nil {
+			return err
 		}
-		if !e.OK() || !e.Decode(&b) {
-			return fmt.Errorf("create thin account: %d %s", e.Status, e.Resp)
-		}
-		t.account = b.Account.ID
-		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": group}); !e.OK() {
+		if e := l.send(ctx, web, auth.RoleDealer, "setup", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": group}); !e.OK() {
 			return fmt.Errorf("move thin account %d into %s: %d %s", t.account, group, e.Status, e.Resp)
 		}
 		l.thin = append(l.thin, t)
@@ -202,7 +206,7 @@ func (l *adminLane) routingRules(ctx context.Context, web *proc) error {
 		rules[g] = map[string]any{"volumeMin": "0.90", "action": "HEDGE", "hedgePercent": 50, "note": "soak: large orders, half hedged"}
 	}
 	for _, g := range []string{abookGroup, "default", groupA, groupB} {
-		if e := l.send(ctx, web, adminClient, "setup", http.MethodPost, "/api/admin/fx/account-groups/"+g+"/routing", rules[g]); !e.OK() {
+		if e := l.send(ctx, web, auth.RoleDealer, "setup", http.MethodPost, "/api/admin/fx/account-groups/"+g+"/routing", rules[g]); !e.OK() {
 			return fmt.Errorf("routing rule of %s: %d %s", g, e.Status, e.Resp)
 		}
 	}
@@ -246,15 +250,22 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// editGroup changes one of the lane's groups' leverage cap and levels, within their ranges.
+// editGroup has the risk desk change one of the lane's groups' leverage cap and levels.
 func (l *adminLane) editGroup(ctx context.Context) {
-	group := []string{groupA, groupB}[l.intN(2)]
-	stopOut := 20 + l.intN(41)          // 20–60 %
-	marginCall := stopOut + l.intN(101) // ≥ the stop-out level
-	leverage := []int{100, 200, 300, 500}[l.intN(4)]
-	l.send(ctx, l.anyWeb(), adminClient, adminGroupEdit, http.MethodPatch, "/api/admin/fx/account-groups/"+group,
-		map[string]any{"leverageMax": leverage, "marginCallLevel": fmt.Sprint(marginCall), "stopOutLevel": fmt.Sprint(stopOut)})
+	path, body := groupEdit(l.intN)
+	l.send(ctx, l.anyWeb(), auth.RoleRisk, adminGroupEdit, http.MethodPatch, path, body)
 	l.count(adminGroupEdit)
+}
+
+// groupEdit is a change of one of the lane's groups' leverage cap and levels, within their
+// ranges, drawn with intN: its path and body.
+func groupEdit(intN func(int) int) (string, map[string]any) {
+	group := []string{groupA, groupB}[intN(2)]
+	stopOut := 20 + intN(41)          // 20–60 %
+	marginCall := stopOut + intN(101) // ≥ the stop-out level
+	leverage := []int{100, 200, 300, 500}[intN(4)]
+	return "/api/admin/fx/account-groups/" + group,
+		map[string]any{"leverageMax": leverage, "marginCallLevel": fmt.Sprint(marginCall), "stopOutLevel": fmt.Sprint(stopOut)}
 }
 
 // move puts an INTERNAL trader's account, positions and all, into another INTERNAL group of
@@ -273,7 +284,7 @@ func (l *adminLane) move(ctx context.Context) {
 	if to == from {
 		to = groups[(indexOf(groups, to)+1)%len(groups)]
 	}
-	e := l.send(ctx, l.anyFollower(ctx), adminClient, adminMove, http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": to})
+	e := l.send(ctx, l.anyFollower(ctx), auth.RoleDealer, adminMove, http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/group", t.account), map[string]any{"group": to})
 	if e.OK() {
 		l.mu.Lock()
 		l.group[t.account] = to
@@ -291,20 +302,26 @@ func indexOf(s []string, v string) int {
 	return -1
 }
 
-// override sets or clears soak-a's override on EURUSD or GBPUSD: its markup, commission and
-// leverage cap (never its swaps: the swap price check computes them from the instrument),
-// through a follower when there is one.
+// override has the dealer set or clear one of soak-a's overrides, through a follower when there
+// is one.
 func (l *adminLane) override(ctx context.Context) {
-	symbol := []string{"EURUSD", "GBPUSD"}[l.intN(2)]
-	path := "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + symbol
-	if l.intN(3) == 0 {
-		l.send(ctx, l.anyFollower(ctx), adminClient, adminOverride, http.MethodDelete, path, nil)
-	} else {
-		l.send(ctx, l.anyFollower(ctx), adminClient, adminOverride, http.MethodPut, path, map[string]any{
-			"markupPoints": fmt.Sprint(l.intN(20)), "commissionPerLot": fmt.Sprintf("%d.50", l.intN(5)), "commissionCurrency": "USD",
-			"leverageMax": []int{50, 100, 200}[l.intN(3)]})
-	}
+	method, path, body := overrideChange(l.intN)
+	l.send(ctx, l.anyFollower(ctx), auth.RoleDealer, adminOverride, method, path, body)
 	l.count(adminOverride)
+}
+
+// overrideChange is a setting or a clearing of soak-a's override on EURUSD or GBPUSD — its
+// markup, commission and leverage cap, never its swaps (the swap price check computes them from
+// the instrument) — drawn with intN: its method, path and body (none for a clearing).
+func overrideChange(intN func(int) int) (string, string, any) {
+	symbol := []string{"EURUSD", "GBPUSD"}[intN(2)]
+	path := "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + symbol
+	if intN(3) == 0 {
+		return http.MethodDelete, path, nil
+	}
+	return http.MethodPut, path, map[string]any{
+		"markupPoints": fmt.Sprint(intN(20)), "commissionPerLot": fmt.Sprintf("%d.50", intN(5)), "commissionCurrency": "USD",
+		"leverageMax": []int{50, 100, 200}[intN(3)]}
 }
 
 // toggleState makes an INTERNAL trader's account CLOSE_ONLY for a moment, then ACTIVE again
@@ -315,7 +332,7 @@ func (l *adminLane) toggleState(ctx context.Context) {
 	}
 	t := l.movable[l.intN(len(l.movable))]
 	path := fmt.Sprintf("/api/admin/fx/accounts/%d/state", t.account)
-	l.send(ctx, l.anyWeb(), adminClient, adminState, http.MethodPut, path, map[string]any{"state": "CLOSE_ONLY", "reason": "soak: dealer review"})
+	l.send(ctx, l.anyWeb(), auth.RoleSupport, adminState, http.MethodPut, path, map[string]any{"state": "CLOSE_ONLY", "reason": "soak: support review"})
 	sleepCtx(ctx, time.Duration(200+l.intN(1000))*time.Millisecond)
 	l.activate(context.WithoutCancel(ctx), t)
 	l.count(adminState)
@@ -326,7 +343,7 @@ func (l *adminLane) toggleState(ctx context.Context) {
 func (l *adminLane) activate(ctx context.Context, t *trader) bool {
 	path := fmt.Sprintf("/api/admin/fx/accounts/%d/state", t.account)
 	for range 20 {
-		if e := l.send(ctx, l.anyWeb(), adminClient, adminState, http.MethodPut, path, map[string]any{"state": "ACTIVE"}); e.OK() {
+		if e := l.send(ctx, l.anyWeb(), auth.RoleSupport, adminState, http.MethodPut, path, map[string]any{"state": "ACTIVE"}); e.OK() {
 			return true
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -353,11 +370,11 @@ func (l *adminLane) dealerClose(ctx context.Context) {
 
 // closeFor sends the dealer's close of t's position id, from the dealer's client of t's kind.
 func (l *adminLane) closeFor(ctx context.Context, t *trader, id int64, body map[string]any) invariant.Entry {
-	client := adminClient
+	client := string(auth.RoleDealer)
 	if l.external[t.name] {
 		client = dealerABookClient
 	}
-	e := l.send(ctx, l.anyWeb(), client, adminDealerClose, http.MethodPost, fmt.Sprintf("/api/admin/fx/positions/%d/close", id), body)
+	e := l.sendAs(ctx, l.anyWeb(), auth.RoleDealer, client, adminDealerClose, http.MethodPost, fmt.Sprintf("/api/admin/fx/positions/%d/close", id), body)
 	t.noteClose(e, id)
 	return e
 }
@@ -396,7 +413,7 @@ func (l *adminLane) arm(ctx context.Context, t *trader) {
 		return
 	}
 	if balance.LessThan(thinBalance.Sub(decimal.NewFromInt(50))) {
-		if e := t.depositOf(ctx, l.token, thinBalance.Sub(balance)); !e.OK() {
+		if e := t.depositOf(ctx, l.staff[auth.RoleFinance], thinBalance.Sub(balance)); !e.OK() {
 			return
 		}
 	}

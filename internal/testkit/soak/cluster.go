@@ -24,6 +24,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
@@ -53,8 +54,11 @@ type cluster struct {
 	// endpoint on Galera.
 	server *mysql.Config
 	// ha is the Galera and Sentinel clusters of a cluster soak (nil on the single servers).
-	ha    *haCluster
-	admin string
+	ha *haCluster
+	// staff is one token per staff role the soak acts with, each a platform user of its own
+	// (staffUsers): the admin lane's actions each with its role's, the viewer's for the soak's own
+	// reads (the sampler's /desk, the flood's /metrics).
+	staff map[auth.Role]string
 	// attacker is the token of the front-door faults' attacker, a platform user of its own.
 	attacker string
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
@@ -291,11 +295,14 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
 	}
-	if c.admin, err = c.issueToken(ctx, 1, true); err != nil {
-		c.close()
-		return nil, err
+	c.staff = map[auth.Role]string{}
+	for role, user := range staffUsers {
+		if c.staff[role], err = c.issueToken(ctx, user, role); err != nil {
+			c.close()
+			return nil, err
+		}
 	}
-	if c.attacker, err = c.issueToken(ctx, invariant.AttackerUser, false); err != nil {
+	if c.attacker, err = c.issueToken(ctx, invariant.AttackerUser, auth.RoleTrader); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -363,12 +370,16 @@ func (c *cluster) runOnce(ctx context.Context, binary string, args ...string) (s
 	return string(out), err
 }
 
-// issueToken runs `fxdesk-web token create` and returns the token from its last line.
-func (c *cluster) issueToken(ctx context.Context, user int64, admin bool) (string, error) {
-	args := []string{"token", "create", "--user", strconv.FormatInt(user, 10), "--label", "soak"}
-	if admin {
-		args = append(args, "--admin")
-	}
+// staffUsers are the soak's desk staff: one platform user per staff role it acts with. No
+// superadmin: nothing the soak does needs every permission, and a role missing one is what the
+// refused-request lane shows.
+var staffUsers = map[auth.Role]int64{auth.RoleViewer: 11, auth.RoleSupport: 12, auth.RoleDealer: 13, auth.RoleRisk: 14, auth.RoleFinance: 15}
+
+// issueToken runs `fxdesk-web token create` for user with role (a trader's with the full scopes
+// unless extra names others; extra adds flags such as --expires) and returns the token from its
+// last line.
+func (c *cluster) issueToken(ctx context.Context, user int64, role auth.Role, extra ...string) (string, error) {
+	args := append([]string{"token", "create", "--user", strconv.FormatInt(user, 10), "--role", string(role), "--label", "soak"}, extra...)
 	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "fxdesk-web"), args...)
 	cmd.Env = c.env("LOG_LEVEL=warn")
 	out, err := cmd.Output()
@@ -381,6 +392,42 @@ func (c *cluster) issueToken(ctx context.Context, user int64, admin bool) (strin
 		return "", fmt.Errorf("token create printed %q on its last line", tok)
 	}
 	return tok, nil
+}
+
+// tokenOf is the one token issued to user, as `fxdesk-web token list` shows it, read on the
+// soak's own connection.
+func (c *cluster) tokenOf(ctx context.Context, user int64) (auth.Token, error) {
+	ts, err := auth.List(ctx, c.direct, auth.ListFilter{UserID: user})
+	if err != nil {
+		return auth.Token{}, err
+	}
+	if len(ts) != 1 {
+		return auth.Token{}, fmt.Errorf("user %d holds %d tokens, not one", user, len(ts))
+	}
+	return ts[0], nil
+}
+
+// revokeToken runs `fxdesk-web token revoke --id N` on user's one token until its row shows it
+// revoked (the command reaches MySQL through the proxy a cut closes), and returns when the soak
+// saw the revocation committed: no process takes the token from auth.CacheFor after that.
+func (c *cluster) revokeToken(ctx context.Context, user int64) (time.Time, error) {
+	var last error
+	for ctx.Err() == nil {
+		t, err := c.tokenOf(ctx, user)
+		switch {
+		case err == nil && t.RevokedAt != nil:
+			return time.Now(), nil
+		case err == nil:
+			if out, err := c.runOnce(ctx, "fxdesk-web", "token", "revoke", "--id", strconv.FormatInt(t.ID, 10)); err != nil {
+				last = fmt.Errorf("token revoke --id %d: %v: %s", t.ID, err, strings.TrimSpace(out))
+				sleepCtx(ctx, 500*time.Millisecond) // a cut ends unannounced
+			}
+		default:
+			last = err
+			sleepCtx(ctx, 500*time.Millisecond)
+		}
+	}
+	return time.Time{}, fmt.Errorf("revoke user %d's token: %w (last: %v)", user, ctx.Err(), last)
 }
 
 // start runs a web ("web") or the cron ("cron") process and waits until it answers /healthz.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/testkit/soak/invariant"
 )
 
@@ -55,14 +56,14 @@ func frontDoorSchedule(seed uint64, d time.Duration) []fault {
 	})
 }
 
-// readRenews reads p's lease renew counters from its /metrics (admin only on the API port): the
-// cycles by outcome, and the seconds the failed and the lost ones took.
+// readRenews reads p's lease renew counters from its /metrics (staff only on the API port: the
+// viewer's token): the cycles by outcome, and the seconds the failed and the lost ones took.
 func (c *cluster) readRenews(ctx context.Context, p *proc) (invariant.RenewRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rr := invariant.RenewRead{Sent: time.Now()}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+c.admin)
+	req.Header.Set("Authorization", "Bearer "+c.staff[auth.RoleViewer])
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return rr, err

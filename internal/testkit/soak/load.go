@@ -37,6 +37,21 @@ type trader struct {
 	nonces    int
 }
 
+// openAccount opens the trader's USD account at leverage through p and notes its id.
+func (t *trader) openAccount(ctx context.Context, p *proc, leverage int) error {
+	e := t.j.call(ctx, p, t.token, t.name, "account", http.MethodPost, "/api/fx/accounts", map[string]any{"currency": "USD", "leverage": leverage})
+	var b struct {
+		Account struct {
+			ID int64 `json:"id"`
+		} `json:"account"`
+	}
+	if !e.OK() || !e.Decode(&b) {
+		return fmt.Errorf("create %s's account: %d %s", t.name, e.Status, e.Resp)
+	}
+	t.account = b.Account.ID
+	return nil
+}
+
 // intN and float draw from the trader's generator; a burst of fills shares it with the loop.
 func (t *trader) intN(n int) int {
 	t.mu.Lock()
@@ -249,13 +264,14 @@ func (t *trader) withdraw(ctx context.Context) {
 		map[string]any{"amount": amount.String(), "requestNonce": nonce}, t.deskWeb)
 }
 
-func (t *trader) deposit(ctx context.Context, admin string) {
-	t.depositOf(ctx, admin, decimal.New(int64(1000+t.intN(100000)), -2))
+func (t *trader) deposit(ctx context.Context, finance string) {
+	t.depositOf(ctx, finance, decimal.New(int64(1000+t.intN(100000)), -2))
 }
 
-// depositOf has the admin deposit amount into the trader's account, sent again under its nonce
-// while its outcome is unknown; it returns the last answer.
-func (t *trader) depositOf(ctx context.Context, admin string, amount decimal.Decimal) invariant.Entry {
+// depositOf has finance (a finance role's token: deposits need the money permission) deposit
+// amount into the trader's account, sent again under its nonce while its outcome is unknown; it
+// returns the last answer.
+func (t *trader) depositOf(ctx context.Context, finance string, amount decimal.Decimal) invariant.Entry {
 	nonce := t.nonce("dep")
 	body := map[string]any{"amount": amount.String(), "requestNonce": nonce}
 	path := fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account)
@@ -267,7 +283,7 @@ func (t *trader) depositOf(ctx context.Context, admin string, amount decimal.Dec
 		}
 		// Every attempt carries one request id: the one that does it records it on its audit
 		// row, a replay by the nonce records nothing.
-		e = t.j.callID(ctx, t.anyWeb(), admin, t.name, op, http.MethodPost, path, "soak-"+nonce, body)
+		e = t.j.callID(ctx, t.anyWeb(), finance, t.name, op, http.MethodPost, path, "soak-"+nonce, body)
 		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return e
 		}
@@ -299,8 +315,8 @@ func (t *trader) refresh(ctx context.Context) {
 	t.mu.Unlock()
 }
 
-// run is the client's loop until ctx ends.
-func (t *trader) run(ctx context.Context, admin string) {
+// run is the client's loop until ctx ends; finance is the token its deposits are made with.
+func (t *trader) run(ctx context.Context, finance string) {
 	for i := 0; ctx.Err() == nil; i++ {
 		switch r := t.intN(100); {
 		case r < 45:
@@ -314,7 +330,7 @@ func (t *trader) run(ctx context.Context, admin string) {
 		case r < 85:
 			t.withdraw(ctx)
 		case r < 92:
-			t.deposit(ctx, admin)
+			t.deposit(ctx, finance)
 		default:
 			t.refresh(ctx)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/testkit/soak/invariant"
 )
 
@@ -198,35 +199,28 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	sampling.Go(func() { smp.run(sampleCtx) })
 	defer func() { stopSampling(); sampling.Wait() }()
 
-	// One USD account per trader, funded by the admin; the last nExternal trade on the EXTERNAL
+	// One USD account per trader, funded by finance; the last nExternal trade on the EXTERNAL
 	// group (straight through to the venue).
 	var traders []*trader
 	external := map[string]bool{}
 	for i := range nTraders {
 		user := int64(1001 + i)
-		tok, err := c.issueToken(ctx, user, false)
+		tok, err := c.issueToken(ctx, user, auth.RoleTrader)
 		if err != nil {
 			return failed("%v", err)
 		}
 		t := &trader{name: fmt.Sprintf("t%d", i+1), user: user, token: tok, j: j, c: c, holder: smp.currentHolder,
 			rng: rand.New(rand.NewPCG(seed, uint64(i+1))), positions: map[int64]decimal.Decimal{}}
-		e := j.call(ctx, web1, tok, t.name, "account", http.MethodPost, "/api/fx/accounts", map[string]any{"currency": "USD", "leverage": 100})
-		var b struct {
-			Account struct {
-				ID int64 `json:"id"`
-			} `json:"account"`
+		if err := t.openAccount(ctx, web1, 100); err != nil {
+			return failed("%v", err)
 		}
-		if !e.OK() || !e.Decode(&b) {
-			return failed("create account: %d %s", e.Status, e.Resp)
-		}
-		t.account = b.Account.ID
 		if i >= nTraders-nExternal {
 			if err := c.joinGroup(ctx, t.account, abookGroup); err != nil {
 				return failed("%v", err)
 			}
 			external[t.name] = true
 		}
-		if e := j.callID(ctx, web1, c.admin, t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
+		if e := j.callID(ctx, web1, c.staff[auth.RoleFinance], t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
 			"soak-"+t.name+"-initial", map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.OK() {
 			return failed("initial deposit: %d %s", e.Status, e.Resp)
 		}
@@ -235,7 +229,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 
 	// The admin lane: its groups and thin accounts now, its traffic with the load.
 	external[dealerABookClient] = true
-	adm := &adminLane{j: j, c: c, token: c.admin, traders: traders, external: external, rng: rand.New(rand.NewPCG(seed, 0xad4)),
+	adm := &adminLane{j: j, c: c, staff: c.staff, traders: traders, external: external, rng: rand.New(rand.NewPCG(seed, 0xad4)),
 		counts: map[string]int{}, group: map[int64]string{}}
 	for _, t := range traders {
 		if !external[t.name] {
@@ -309,7 +303,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	defer stopLoad()
 	var load sync.WaitGroup
 	for _, t := range traders {
-		load.Go(func() { t.run(loadCtx, c.admin) })
+		load.Go(func() { t.run(loadCtx, c.staff[auth.RoleFinance]) })
 	}
 	load.Go(func() { adm.run(loadCtx) })
 	// The loop below sets faultsDone to nil once it has fired (or on an interrupt): the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/redisname"
 	"fxdesk/internal/testkit/soak/invariant"
 )
@@ -109,7 +110,7 @@ func (s *sampler) sampleDesk(ctx context.Context, p *proc) (invariant.DeskSample
 	defer cancel()
 	d := invariant.DeskSample{Proc: p.name, PID: p.pid, Sent: time.Now()}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/api/admin/fx/desk", nil)
-	req.Header.Set("Authorization", "Bearer "+s.c.admin)
+	req.Header.Set("Authorization", "Bearer "+s.c.staff[auth.RoleViewer])
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return d, false

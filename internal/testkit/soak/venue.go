@@ -18,6 +18,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/auth"
 	"fxdesk/internal/sim/venuesim"
 	"fxdesk/internal/testkit/soak/invariant"
 	"fxdesk/internal/venue"
@@ -417,7 +418,7 @@ func (c *cluster) abookGroup(ctx context.Context, j *journal, web *proc) error {
 		return fmt.Errorf("create account group %s: %w", abookGroup, err)
 	}
 	// Journaled like every admin write, with its request id: the audit trail check finds it.
-	e := j.callID(ctx, web, c.admin, adminClient, "setup", http.MethodPut, "/api/admin/fx/account-groups/"+abookGroup, "soak-setup-abook",
+	e := j.callID(ctx, web, c.staff[auth.RoleRisk], string(auth.RoleRisk), "setup", http.MethodPut, "/api/admin/fx/account-groups/"+abookGroup, "soak-setup-abook",
 		map[string]string{"executionMode": "EXTERNAL"})
 	if e.Outcome != invariant.Answered || e.Status != http.StatusOK {
 		return fmt.Errorf("set %s EXTERNAL: %d %s %s", abookGroup, e.Status, e.Resp, e.Err)
