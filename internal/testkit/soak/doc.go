@@ -10,9 +10,13 @@
 // tokens and bad bodies, and an accepted order's requestNonce is sent again with another body.
 // Every client names its own address in X-Forwarded-For (the soak is the desk's trusted proxy),
 // so the per-address limit counts the attacker apart from the traders. An admin lane works the
-// desk as a dealer beside the traders: group edits, account moves and states, a symbol override
-// and dealer closes, each admin write with a request id its audit row must carry; two thin
-// accounts, one with negative balance protection, stand where a gap takes them below zero.
+// desk as its staff beside the traders, each action with the token of the role whose permission
+// its route names (no superadmin token): group edits (risk), account moves, a symbol override and
+// dealer closes (dealer), account states (support), deposits (finance), each admin write with a
+// request id its audit row must carry; two thin accounts, one with negative balance protection,
+// stand where a gap takes them below zero. A refused-request lane (refused.go) sends what the desk
+// must refuse — role tokens outside their permissions, a read-only trader's token trading, an
+// expired and a revoked token past their bound — each with a request id no audit row may carry.
 //
 // Each trader also holds its events stream open through the whole load, resuming with
 // Last-Event-ID across every kill, stop and cut; at the end what each saw, and the host
@@ -30,7 +34,7 @@
 // check (a deposit, a swap, a rollover run moved an account behind the committer). The last line
 // is the summary:
 //
-//	soak: PASS seed=… seconds=… venue=rest requests=… faults={kill:1,…} admin={groupEdit:…,…} invariants=… violations=0
+//	soak: PASS seed=… seconds=… venue=rest requests=… faults={kill:1,…} admin={groupEdit:…,…} refused={permission:…,…} invariants=… violations=0
 //
 // On a failure the exit status is non-zero, the failing invariants are printed with the rows
 // that break them, and the run folder (process logs, journal, samples) is kept and named. The

@@ -240,6 +240,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := adm.setup(ctx, web1, seed); err != nil {
 		return failed("admin lane: %v", err)
 	}
+	// The refused-request lane last: its expiring token expires a few seconds into the load.
+	refused := newRefusedLane(j, c, seed)
+	if err := refused.setup(ctx, web1, smp.currentHolder, seed); err != nil {
+		return failed("refused-request lane: %v", err)
+	}
 
 	tl := newTally()
 	byName := map[string]*trader{}
@@ -264,7 +269,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		journal, inFlight := j.evidence()
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
 			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
-			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...)}
+			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence()}
 	}
 	check := func(label string) {
 		s, err := invariant.ReadSnapshot(ctx, c.direct)
@@ -306,6 +311,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		load.Go(func() { t.run(loadCtx, c.staff[auth.RoleFinance]) })
 	}
 	load.Go(func() { adm.run(loadCtx) })
+	load.Go(func() { refused.run(loadCtx, start) })
 	// The loop below sets faultsDone to nil once it has fired (or on an interrupt): the
 	// goroutine closes its own copy.
 	faultsDone := make(chan struct{})
@@ -415,8 +421,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if vc := c.venue.controls(); vc != "" {
 		venueControls = " " + vc // what the venue's own controls did
 	}
-	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.summary(), len(tl.order), viol)
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} refused={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.summary(), refused.summary(), len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}
