@@ -20,7 +20,7 @@ import (
 
 // The admin lane: the desk's staff work beside the traders, through the web processes as they do
 // (a follower forwards what only the holder serves), each action with the token of the role whose
-// permission its route names (internal/api's route table): the risk desk edits two account groups
+// permission its route names (docs/identity.md, «Roles»): the risk desk edits two account groups
 // of the lane's own (limits); the dealer moves traders' accounts between them and default
 // (routing), sets and clears a symbol override (overrides) and closes traders' open positions
 // (dealing); support makes an account CLOSE_ONLY and ACTIVE again (accounts.state); finance funds

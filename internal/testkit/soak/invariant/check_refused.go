@@ -79,8 +79,8 @@ func Activity(s *Snapshot, account int64) AccountActivity {
 // not judged, but whatever the answer no audit row carries such a request's id, and the read-only
 // trader's account holds what it held when the lane began.
 //
-// One 2xx past the revoked token's bound is the desk's documented behaviour: a process that
-// cannot look the token up (the database away, every lookup slot taken by a flood) honours what
+// One 2xx past the revoked token's bound is the desk's documented behaviour (docs/identity.md,
+// «Expiry, revocation and last use»): a process that cannot look the token up (the database away, every lookup slot taken by a flood) honours what
 // it resolved before, for auth.StaleFor. It is excused while a database outage, or a flood of the
 // process answering, overlapped the request (plus a second for the pool to reconnect) — unless
 // that process had already refused the token since its revocation: the lookup that refused it
