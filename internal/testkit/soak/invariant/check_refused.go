@@ -128,14 +128,15 @@ func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 	var lacking, expiredBefore, expiredAfter, revokedBefore, revokedAfter tally
 	excused := 0
 	// judge holds e, which had to be refused with want (naming names, when given) because of
-	// why, to its answer and the audit log.
+	// why, to its answer and the audit log. Each row is keyed by its journal entry: a later
+	// check names more faults around it, and the row keeps its place.
 	judge := func(t *tally, e Entry, want int, names, why string) {
 		t.sent++
 		if e.RequestID == "" {
-			r.Add("", "journal %d: %s's %s %s was sent with no request id: the audit log cannot be searched for it", e.Seq, e.Client, e.Method, route(e.Path))
+			r.Add(fmt.Sprintf("journal %d: no request id", e.Seq), "journal %d: %s's %s %s was sent with no request id: the audit log cannot be searched for it", e.Seq, e.Client, e.Method, route(e.Path))
 		}
 		for _, a := range audits[e.RequestID] {
-			r.Add("", "journal %d: %s's %s %s (request %s) %s, yet audit %d (%s %s %s) carries its request id",
+			r.Add(fmt.Sprintf("journal %d: audit %d", e.Seq, a.ID), "journal %d: %s's %s %s (request %s) %s, yet audit %d (%s %s %s) carries its request id",
 				e.Seq, e.Client, e.Method, e.Path, e.RequestID, why, a.ID, a.Action, a.EntityType, a.EntityID)
 		}
 		switch {
@@ -150,8 +151,12 @@ func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 			if names != "" {
 				expected += " naming " + names
 			}
-			r.Add("", "journal %d: %s's %s %s on %s %s, answered %d %q, not %s (%s)", e.Seq, e.Client, e.Method, e.Path, e.Proc, why,
-				e.Status, Truncate(e.ErrorMessage(), 120), expected, ev.during(e.Start, e.End))
+			answer := fmt.Sprint(e.Status)
+			if msg := e.ErrorMessage(); msg != "" {
+				answer += fmt.Sprintf(" %q", Truncate(msg, 120))
+			}
+			r.Add(fmt.Sprintf("journal %d: answer", e.Seq), "journal %d: %s's %s %s on %s %s, answered %s, not %s (%s)", e.Seq, e.Client, e.Method, e.Path, e.Proc, why,
+				answer, expected, ev.during(e.Start, e.End))
 		}
 	}
 	for _, e := range ev.Journal {

@@ -136,3 +136,25 @@ func TestRefusedChangedNothingHoldsWhenTheLaneDidNotRun(t *testing.T) {
 	f.ev.Journal[0].Status = 200
 	expect(t, checkRefusedChangedNothing(f.s, f.ev), "")
 }
+
+// A later check knows more faults around a request, and says so in the row's text; its key must
+// stay, or the report would list the same refusal twice.
+func TestRefusedChangedNothingKeysEachRowByItsRequest(t *testing.T) {
+	f := refusedFixture()
+	f.ev.Journal[0].Status, f.ev.Journal[0].Resp = 201, json.RawMessage(`{"deal":{"id":9}}`)
+	f.s.Audits = append(f.s.Audits, dbAudit{ID: 8, Via: "api", Action: "account.deposit", EntityType: "account", EntityID: "5", RequestID: nstr("soak-refused-1")})
+	first := checkRefusedChangedNothing(f.s, f.ev)
+	f.ev.Windows = append(f.ev.Windows, Window{Kind: FaultFlood, Start: at(0.5), End: at(1.5), Note: "web1"})
+	later := checkRefusedChangedNothing(f.s, f.ev)
+	if len(first.Violations) != 2 || len(later.Violations) != 2 {
+		t.Fatalf("violations %v then %v; want the answer's and the audit row's", first.Violations, later.Violations)
+	}
+	for i := range first.Violations {
+		if first.Violations[i].Key != later.Violations[i].Key {
+			t.Fatalf("row %d keyed %q, then %q", i, first.Violations[i].Key, later.Violations[i].Key)
+		}
+	}
+	if first.Violations[1].Text == later.Violations[1].Text {
+		t.Fatalf("the answer's row did not name the flood around it: %q", later.Violations[1].Text)
+	}
+}
