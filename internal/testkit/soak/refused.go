@@ -110,6 +110,13 @@ func (l *refusedLane) summary() string {
 	return strings.Join(out, ",")
 }
 
+// describe says, for the run log, when the lane's two tokens meet their bound.
+func (l *refusedLane) describe() string {
+	st := l.evidence()
+	return fmt.Sprintf("read-only account %d; the expiring token expires at %s; the revoked one is revoked %s into the load",
+		st.ReadOnlyAccount, invariant.TimeOfDay(st.Expires), l.revokeAfter)
+}
+
 // evidence is what the lane knows for the checks (nil before its setup).
 func (l *refusedLane) evidence() *invariant.Refusals {
 	l.mu.Lock()

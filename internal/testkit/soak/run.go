@@ -245,6 +245,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if err := refused.setup(ctx, web1, smp.currentHolder, seed); err != nil {
 		return failed("refused-request lane: %v", err)
 	}
+	logger.Printf("soak: refused-request lane: %s", refused.describe())
 
 	tl := newTally()
 	byName := map[string]*trader{}
