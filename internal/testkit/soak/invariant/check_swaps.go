@@ -233,9 +233,10 @@ func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 			unverifiable++
 			continue
 		}
-		// The one-off run reads the snapshot once, at its start; that snapshot was published at
-		// most one interval before.
-		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), run.Start.Add(time.Second)
+		// The one-off run reads the snapshot once, right before its job starts; that snapshot was
+		// published at most one interval before. The process may take well over a second to
+		// reach its job beside a loaded desk, so the window runs to the job's start.
+		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), run.JobStart().Add(time.Second)
 		var live, other []string
 		listed := map[string]bool{}
 		match := false

@@ -105,5 +105,17 @@ func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testi
 		{"no mirror sample near the run", func(m *money) { m.ev.Mirrors[0].At = at(2) }, ""},
 		{"a deal written outside every run", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Deals[0].CreatedAt = at(30) }, ""},
 		{"a USD-quoted position", func(m *money) { m.ev.Mirrors[0].Mids["USDJPY"] = 140; m.s.Positions[0].Symbol = "EURUSD" }, ""},
+		{"the process reached its job 1.7 s after it started, and read the mirror then", func(m *money) {
+			m.ev.Mirrors[0].Mids["USDJPY"] = 140
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(11.4), Present: true, Term: 1, PublishedAt: at(11.3).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+			m.ev.Runs[0].End = at(11.8)
+			m.ev.Runs[0].Output = `{"time":"` + at(11.78).Format(time.RFC3339Nano) + `","level":"INFO","msg":"job ran","job":"processFxSwaps","took":70000000,"charged":1}` + "\nprocessFxSwaps as of …\n"
+		}, ""},
+		{"a mid published after the job started", func(m *money) {
+			m.ev.Mirrors[0].Mids["USDJPY"] = 140
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(12.9), Present: true, Term: 1, PublishedAt: at(12.8).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+			m.ev.Runs[0].End = at(11.8)
+			m.ev.Runs[0].Output = `{"time":"` + at(11.78).Format(time.RFC3339Nano) + `","level":"INFO","msg":"job ran","job":"processFxSwaps","took":70000000,"charged":1}`
+		}, "live holder's mids then: 140.000"},
 	})
 }

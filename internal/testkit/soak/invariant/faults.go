@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -65,6 +66,24 @@ type RolloverRun struct {
 	Killed bool      `json:"killed"`
 	Why    string    `json:"why"`
 	Output string    `json:"output"`
+}
+
+// JobStart is when the run's job started, read from its output's "job ran", "job failed" or
+// "job declined" line (the line's time less what the job took): right after the process read the
+// quote mirror's snapshot. A run with no such line (killed before its job ended) gives its
+// process's start.
+func (r RolloverRun) JobStart() time.Time {
+	for _, line := range strings.Split(r.Output, "\n") {
+		var l struct {
+			Time time.Time     `json:"time"`
+			Msg  string        `json:"msg"`
+			Took time.Duration `json:"took"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "job ") && !l.Time.IsZero() {
+			return l.Time.Add(-l.Took)
+		}
+	}
+	return r.Start
 }
 
 // Window is when a fault (or part of one) was in effect, for reading the checks.
