@@ -310,18 +310,29 @@ func (l *adminLane) override(ctx context.Context) {
 	l.count(adminOverride)
 }
 
-// overrideChange is a setting or a clearing of soak-a's override on EURUSD or GBPUSD — its
-// markup, commission and leverage cap, never its swaps (the swap price check computes them from
-// the instrument) — drawn with intN: its method, path and body (none for a clearing).
+// overrideChange is a setting (overrideSet) or, a third of the time, a clearing of soak-a's
+// override on EURUSD or GBPUSD, drawn with intN: its method, path and body (none for a clearing,
+// which answers 404 when there is nothing to clear).
 func overrideChange(intN func(int) int) (string, string, any) {
-	symbol := []string{"EURUSD", "GBPUSD"}[intN(2)]
-	path := "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + symbol
 	if intN(3) == 0 {
-		return http.MethodDelete, path, nil
+		return http.MethodDelete, overridePath(intN), nil
 	}
-	return http.MethodPut, path, map[string]any{
+	path, body := overrideSet(intN)
+	return http.MethodPut, path, body
+}
+
+// overrideSet is a setting of soak-a's override on EURUSD or GBPUSD — its markup, commission and
+// leverage cap, never its swaps (the swap price check computes them from the instrument) — drawn
+// with intN: its path and body.
+func overrideSet(intN func(int) int) (string, map[string]any) {
+	return overridePath(intN), map[string]any{
 		"markupPoints": fmt.Sprint(intN(20)), "commissionPerLot": fmt.Sprintf("%d.50", intN(5)), "commissionCurrency": "USD",
 		"leverageMax": []int{50, 100, 200}[intN(3)]}
+}
+
+// overridePath is the path of soak-a's override on EURUSD or GBPUSD, drawn with intN.
+func overridePath(intN func(int) int) string {
+	return "/api/admin/fx/account-groups/" + groupA + "/overrides/symbols/" + []string{"EURUSD", "GBPUSD"}[intN(2)]
 }
 
 // toggleState makes an INTERNAL trader's account CLOSE_ONLY for a moment, then ACTIVE again
