@@ -59,6 +59,9 @@ type cluster struct {
 	// (staffUsers): the admin lane's actions each with its role's, the viewer's for the soak's own
 	// reads (the sampler's /desk, the flood's /metrics).
 	staff map[auth.Role]string
+	// approver is a second finance user's token: it approves the money requests the first one
+	// asks for above the four-eyes threshold (docs/identity.md, «Four eyes on client money»).
+	approver string
 	// attacker is the token of the front-door faults' attacker, a platform user of its own.
 	attacker string
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
@@ -302,6 +305,10 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 			return nil, err
 		}
 	}
+	if c.approver, err = c.issueToken(ctx, approverUser, auth.RoleFinance); err != nil {
+		c.close()
+		return nil, err
+	}
 	if c.attacker, err = c.issueToken(ctx, invariant.AttackerUser, auth.RoleTrader); err != nil {
 		c.close()
 		return nil, err
@@ -374,6 +381,9 @@ func (c *cluster) runOnce(ctx context.Context, binary string, args ...string) (s
 // superadmin: nothing the soak does needs every permission, and a role missing one is what the
 // refused-request lane shows.
 var staffUsers = map[auth.Role]int64{auth.RoleViewer: 11, auth.RoleSupport: 12, auth.RoleDealer: 13, auth.RoleRisk: 14, auth.RoleFinance: 15}
+
+// approverUser is the second finance user, who approves what the first asks for.
+const approverUser = 16
 
 // issueToken runs `fxdesk-web token create` for user with role (a trader's with the full scopes
 // unless extra names others; extra adds flags such as --expires) and returns the token from its

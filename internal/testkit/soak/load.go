@@ -270,7 +270,8 @@ func (t *trader) deposit(ctx context.Context, finance string) {
 
 // depositOf has finance (a finance role's token: deposits need the money permission) deposit
 // amount into the trader's account, sent again under its nonce while its outcome is unknown; it
-// returns the last answer.
+// returns the last answer. Above the four-eyes threshold the desk answers 202 with a money
+// request, which the second finance user then approves: the approval's answer is returned.
 func (t *trader) depositOf(ctx context.Context, finance string, amount decimal.Decimal) invariant.Entry {
 	nonce := t.nonce("dep")
 	body := map[string]any{"amount": amount.String(), "requestNonce": nonce}
@@ -284,6 +285,30 @@ func (t *trader) depositOf(ctx context.Context, finance string, amount decimal.D
 		// Every attempt carries one request id: the one that does it records it on its audit
 		// row, a replay by the nonce records nothing.
 		e = t.j.callID(ctx, t.anyWeb(), finance, t.name, op, http.MethodPost, path, "soak-"+nonce, body)
+		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	var asked struct {
+		MoneyRequest *struct {
+			ID int64 `json:"id"`
+		} `json:"moneyRequest"`
+	}
+	if e.Status != http.StatusAccepted || !e.Decode(&asked) || asked.MoneyRequest == nil {
+		return e
+	}
+	return t.approve(ctx, asked.MoneyRequest.ID)
+}
+
+// approve has the second finance user approve money request id, sent again while its outcome is
+// unknown (an approval sent again answers the first one's deal, and records nothing more: every
+// attempt carries one request id); it returns the last answer.
+func (t *trader) approve(ctx context.Context, id int64) invariant.Entry {
+	path := fmt.Sprintf("/api/admin/fx/money-requests/%d/approve", id)
+	var e invariant.Entry
+	for attempt := 0; attempt < 4; attempt++ {
+		e = t.j.callID(ctx, t.anyWeb(), t.c.approver, t.name, "approve", http.MethodPost, path, fmt.Sprintf("soak-approve-%d", id), nil)
 		if (e.Outcome == invariant.Answered && e.Status != http.StatusGatewayTimeout) || ctx.Err() != nil {
 			return e
 		}

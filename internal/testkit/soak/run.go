@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,8 +219,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			}
 			external[t.name] = true
 		}
-		if e := j.callID(ctx, web1, c.staff[auth.RoleFinance], t.name, "deposit", http.MethodPost, fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", t.account),
-			"soak-"+t.name+"-initial", map[string]any{"amount": "100000.00", "requestNonce": t.name + "-initial"}); !e.OK() {
+		// Above the four-eyes threshold: finance asks, a second finance user approves.
+		if e := t.depositOf(ctx, c.staff[auth.RoleFinance], decimal.NewFromInt(100000)); !e.OK() {
 			return failed("initial deposit: %d %s", e.Status, e.Resp)
 		}
 		traders = append(traders, t)

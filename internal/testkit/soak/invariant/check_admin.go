@@ -15,14 +15,25 @@ func adminWrite(e Entry) bool {
 	return e.Method != http.MethodGet && strings.HasPrefix(e.Path, "/api/admin/fx/")
 }
 
-// auditEntity is the entity the audit row of an admin write to path names, where the path says
-// it ("" for a creation, whose name is in its body).
-func auditEntity(path string) (typ, id string) {
-	path, _, _ = strings.Cut(path, "?")
+// auditEntity is the entity the audit row of admin write e names, where its path says it ("" for
+// a creation, whose name is in its body). A deposit or withdrawal above the four-eyes threshold,
+// answered 202, records the money request it made (docs/identity.md, «Four eyes on client money»).
+func auditEntity(e Entry) (typ, id string) {
+	path, _, _ := strings.Cut(e.Path, "?")
 	p := strings.Split(strings.TrimPrefix(path, "/api/admin/fx/"), "/")
+	var asked struct {
+		MoneyRequest *struct {
+			ID int64 `json:"id"`
+		} `json:"moneyRequest"`
+	}
 	switch {
-	case len(p) == 3 && p[0] == "accounts" && (p[2] == "deposit" || p[2] == "group" || p[2] == "state"):
+	case len(p) == 3 && p[0] == "accounts" && (p[2] == "deposit" || p[2] == "withdraw") && e.Status == http.StatusAccepted &&
+		e.Decode(&asked) && asked.MoneyRequest != nil:
+		return "money_request", fmt.Sprint(asked.MoneyRequest.ID)
+	case len(p) == 3 && p[0] == "accounts" && (p[2] == "deposit" || p[2] == "withdraw" || p[2] == "group" || p[2] == "state"):
 		return "account", p[1]
+	case len(p) == 3 && p[0] == "money-requests" && (p[2] == "approve" || p[2] == "reject"):
+		return "money_request", p[1]
 	case len(p) == 2 && p[0] == "account-groups":
 		return "account_group", p[1]
 	case len(p) == 5 && p[0] == "account-groups" && p[2] == "overrides":
@@ -59,9 +70,9 @@ func checkAuditTrail(s *Snapshot, ev *Evidence) Result {
 		byRequest[a.RequestID.String] = append(byRequest[a.RequestID.String], a)
 	}
 	type request struct {
-		first       Entry
-		ok, unknown bool
-		status      int
+		first, answered Entry // answered: the 2xx, if one came
+		ok, unknown     bool
+		status          int
 	}
 	requests := map[string]*request{}
 	var order []string
@@ -79,7 +90,7 @@ func checkAuditTrail(s *Snapshot, ev *Evidence) Result {
 		case !e.End.Before(s.Taken):
 			q.unknown = true // answered after the snapshot: its commit may be after it too
 		case e.OK():
-			q.ok = true
+			q.ok, q.answered = true, e
 		case e.Outcome == OutcomeUnknown || (e.Outcome == Answered && e.Status == http.StatusGatewayTimeout):
 			q.unknown = true
 		case e.Outcome == Answered:
@@ -99,7 +110,10 @@ func checkAuditTrail(s *Snapshot, ev *Evidence) Result {
 			r.Add("", "journal %d: %s %s (request %s) answered %d, nothing done, yet audit %d (%s) carries its request id", e.Seq, e.Method, e.Path, id, q.status, rows[0].ID, rows[0].Action)
 		}
 		written += len(rows)
-		typ, entity := auditEntity(e.Path)
+		typ, entity := auditEntity(e)
+		if q.ok {
+			typ, entity = auditEntity(q.answered)
+		}
 		for _, a := range rows {
 			if typ != "" && (a.EntityType != typ || a.EntityID != entity) {
 				r.Add("", "journal %d: %s %s (request %s) recorded as audit %d on %s %s, not %s %s", e.Seq, e.Method, e.Path, id, a.ID, a.EntityType, a.EntityID, typ, entity)

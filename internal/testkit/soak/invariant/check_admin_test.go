@@ -84,7 +84,25 @@ func TestAuditTrailCheckFlagsAnAdminChangeWithoutItsRowOrARowWithoutItsRequest(t
 		}, "position 11: 1 dealer close deals, 0 position.close audit rows"},
 		{"a position.close row with no dealer close", func(a *admin) { a.s.Deals[1].Comment = "close client"; a.s.Positions[0].CloseReason = nstr("CLIENT") },
 			"position 10: 1 position.close audit rows and no dealer close deal"},
+		{"a deposit above the four-eyes threshold, asked and approved", func(a *admin) { fourEyes(a, "money_request", "3") }, ""},
+		{"a four-eyes ask recorded on the account", func(a *admin) { fourEyes(a, "account", "1") },
+			"(request soak-dep-t1-dep-2) recorded as audit 5 on account 1, not money_request 3"},
 	})
+}
+
+// fourEyes adds a deposit above the four-eyes threshold, answered 202 with money request 3 and
+// approved by another finance user, whose ask's audit row names entity typ id.
+func fourEyes(a *admin, typ, id string) {
+	ask := answer(7, "t1", "deposit", http.MethodPost, "/api/admin/fx/accounts/1/deposit", 202,
+		`{"moneyRequest":{"id":3,"accountId":1,"kind":"DEPOSIT","state":"PENDING"},"replayed":false}`, at(8), at(8.1))
+	ask.RequestID = "soak-dep-t1-dep-2"
+	approve := answer(8, "t1", "approve", http.MethodPost, "/api/admin/fx/money-requests/3/approve", 200,
+		`{"moneyRequest":{"id":3,"state":"APPROVED"},"deal":{"id":9},"replayed":false}`, at(9), at(9.1))
+	approve.RequestID = "soak-approve-3"
+	a.ev.Journal = append(a.ev.Journal, ask, approve)
+	a.s.Audits = append(a.s.Audits,
+		dbAudit{ID: 5, Via: "api", Action: "money_request.create", EntityType: typ, EntityID: id, RequestID: nstr("soak-dep-t1-dep-2")},
+		dbAudit{ID: 6, Via: "api", Action: "money_request.approve", EntityType: "money_request", EntityID: "3", RequestID: nstr("soak-approve-3")})
 }
 
 // nbp is the fixture of the negative balance check: a protected account a gap's stop-out took
