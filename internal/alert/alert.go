@@ -218,7 +218,7 @@ func (in *Inbox) acknowledge(ctx context.Context, id int64, by string) error {
 	if err := audit.Record(ctx, tx, audit.Change{Action: "alert.acknowledge", EntityType: "alert", EntityID: strconv.FormatInt(id, 10), Before: before, After: after}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return fmt.Errorf("acknowledge alert %d: %w", id, err)
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // Principal is who a request acts for: a platform user id, the role its token carries (with a
@@ -151,7 +152,7 @@ func Issue(ctx context.Context, db *sql.DB, g Grant) (string, int64, error) {
 		After: recordOf(g)}); err != nil {
 		return "", 0, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return "", 0, fmt.Errorf("issue token for user %d: %w", g.UserID, err)
 	}
 	return token, id, nil
@@ -386,7 +387,7 @@ func revoke(ctx context.Context, db *sql.DB, where string, arg any, keepSuperadm
 			return 0, err
 		}
 	}
-	return len(found), tx.Commit()
+	return len(found), store.Commit(tx)
 }
 
 // liveSuperadmins locks and returns the live superadmin tokens: not revoked, not expired by the

@@ -163,7 +163,7 @@ func (s *Admin) CreateAccountGroup(ctx context.Context, name string, p AccountGr
 		if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.create", EntityType: "account_group", EntityID: name, After: g}); err != nil {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
+		if err := store.Commit(tx); err != nil {
 			return fmt.Errorf("create account group: commit: %w", err)
 		}
 		return nil
@@ -240,7 +240,7 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 	if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.update", EntityType: "account_group", EntityID: name, Before: before, After: after}); err != nil {
 		return before, after, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return before, after, fmt.Errorf("update account group: commit: %w", err)
 	}
 	return before, after, nil
@@ -325,7 +325,7 @@ func (s *Admin) DeleteAccountGroup(ctx context.Context, name string) (AccountGro
 		if err := audit.Record(ctx, tx, audit.Change{Action: "account_group.delete", EntityType: "account_group", EntityID: name, Before: g}); err != nil {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
+		if err := store.Commit(tx); err != nil {
 			return fmt.Errorf("delete account group: commit: %w", err)
 		}
 		deleted = g

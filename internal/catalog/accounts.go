@@ -11,6 +11,7 @@ import (
 
 	"fxdesk/internal/audit"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 )
 
 // The dealer's hold on one account: which group it is in, and what its state lets it do.
@@ -126,7 +127,7 @@ func (s *Admin) moveAccount(ctx context.Context, id int64, group string) (before
 	if err := audit.Record(ctx, tx, audit.Change{Action: "account.move", EntityType: "account", EntityID: fmt.Sprint(id), Before: before, After: after}); err != nil {
 		return before, after, to, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return before, after, to, fmt.Errorf("move account: commit: %w", err)
 	}
 	return before, after, to, nil
@@ -174,7 +175,7 @@ func (s *Admin) SetAccountState(ctx context.Context, id int64, state fx.AccountS
 		if err := audit.Record(ctx, tx, audit.Change{Action: "account.state", EntityType: "account", EntityID: fmt.Sprint(id), Before: before, After: logged}); err != nil {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
+		if err := store.Commit(tx); err != nil {
 			return fmt.Errorf("set account state: commit: %w", err)
 		}
 		return nil

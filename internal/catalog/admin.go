@@ -189,7 +189,7 @@ func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) e
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return fmt.Errorf("update instruments: %w", err)
 	}
 	return nil

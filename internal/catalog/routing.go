@@ -378,7 +378,7 @@ func (s *Admin) ruleChange(ctx context.Context, name string, change func(tx *sql
 		if err := change(tx, rules); err != nil {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
+		if err := store.Commit(tx); err != nil {
 			return fmt.Errorf("routing rules: commit: %w", err)
 		}
 		return nil

@@ -302,7 +302,7 @@ func (s *Settings) put(ctx context.Context, names []string, changes map[string]s
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return fmt.Errorf("write settings: %w", err)
 	}
 	return nil

@@ -161,7 +161,7 @@ func (s *Admin) putSymbolGroup(ctx context.Context, p SymbolGroupPatch) (SymbolG
 	if err := audit.Record(ctx, tx, change); err != nil {
 		return SymbolGroup{}, false, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return SymbolGroup{}, false, fmt.Errorf("put symbol group %s: commit: %w", p.Name, err)
 	}
 	return after, created, nil
@@ -197,7 +197,7 @@ func (s *Admin) DeleteSymbolGroup(ctx context.Context, name string) error {
 		if err := audit.Record(ctx, tx, audit.Change{Action: "symbol_group.delete", EntityType: "symbol_group", EntityID: name, Before: before}); err != nil {
 			return err
 		}
-		return tx.Commit()
+		return store.Commit(tx)
 	})
 	if err != nil {
 		return err
@@ -382,7 +382,7 @@ func (s *Admin) writeOverride(ctx context.Context, o Override, remove bool) (boo
 	if err := audit.Record(ctx, tx, change); err != nil {
 		return false, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return false, fmt.Errorf("symbol override %s: commit: %w", id, err)
 	}
 	return missing, nil

@@ -13,6 +13,10 @@ const (
 // died in the round trip that carried its COMMIT.
 const MsgOutcomeUnknown = "The desk did not confirm this request in time and it may have been carried out — check your orders and positions, or resend it with the same requestNonce (a replay never opens twice)"
 
+// MsgChangeUnknown answers a change whose COMMIT the database may have run before the connection
+// to it was lost (EUNKNOWN): an admin write, a token's issue or revocation.
+const MsgChangeUnknown = "The connection to the database was lost as this change committed, so it may have been made: read it back (or find this request's X-Request-Id in the audit log) before sending it again"
+
 // MsgDatabaseUnavailable answers a request that failed because the desk could not reach its
 // database (EUNAVAILABLE): nothing was written.
 const MsgDatabaseUnavailable = "The desk cannot reach its database right now — please retry shortly"

@@ -117,7 +117,7 @@ func (a *Admin) Create(ctx context.Context, n NewWebhook) (Webhook, string, erro
 	if err := audit.Record(ctx, tx, audit.Change{Action: "webhook.create", EntityType: "webhook", EntityID: strconv.FormatInt(id, 10), After: w}); err != nil {
 		return Webhook{}, "", err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return Webhook{}, "", err
 	}
 	return w, secret, nil
@@ -163,7 +163,7 @@ func (a *Admin) Update(ctx context.Context, id int64, c WebhookChange) (Webhook,
 	if err := audit.Record(ctx, tx, audit.Change{Action: "webhook.update", EntityType: "webhook", EntityID: strconv.FormatInt(id, 10), Before: before, After: after}); err != nil {
 		return Webhook{}, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return Webhook{}, err
 	}
 	return after, nil
@@ -294,7 +294,7 @@ func (a *Admin) Replay(ctx context.Context, webhookID, eventID int64) (DeadLette
 	if err := audit.Record(ctx, tx, audit.Change{Action: "webhook.replay", EntityType: "webhook", EntityID: strconv.FormatInt(webhookID, 10), Before: ds[0], After: after[0]}); err != nil {
 		return DeadLetter{}, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return DeadLetter{}, err
 	}
 	return after[0], nil

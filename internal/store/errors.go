@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -134,6 +135,17 @@ func RetryRolledBack(ctx context.Context, txn func() error) error {
 // logs and IsDeadlock the second.
 func contended(err error) error {
 	return fmt.Errorf("%w (%w)", &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgContended}, err)
+}
+
+// Commit commits tx. A connection lost under the COMMIT leaves its outcome unknown — the server
+// may have committed before the connection died — so it is answered as EUNKNOWN (a 504 saying
+// the change may have been made), never as an outage in which nothing was written.
+func Commit(tx *sql.Tx) error {
+	err := tx.Commit()
+	if ConnectionLost(err) {
+		return fmt.Errorf("%w: %w", &fx.Error{Code: fx.EUNKNOWN, Message: fx.MsgChangeUnknown}, err)
+	}
+	return err
 }
 
 // ConnectionLost reports whether err is the connection to MySQL failing — refused, reset, cut,

@@ -82,7 +82,7 @@ func (s *Service) insertAccount(ctx context.Context, userID int64, group, curren
 		return 0, fmt.Errorf("create account: %w", err)
 	}
 	id, _ := res.LastInsertId()
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return 0, fmt.Errorf("create account: commit: %w", err)
 	}
 	return id, nil

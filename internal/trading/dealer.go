@@ -16,6 +16,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/risk"
+	"fxdesk/internal/store"
 )
 
 // Dealer is the dealer's side of the desk: closing a trader's position or cancelling a trader's
@@ -126,7 +127,7 @@ func (s *Service) dealerCancel(ctx context.Context, id int64) (book.Order, error
 	if err := events.Record(ctx, tx, e); err != nil {
 		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return book.Order{}, fmt.Errorf("dealer cancel order %d: commit: %w", id, err)
 	}
 	return after, nil

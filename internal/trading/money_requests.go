@@ -288,7 +288,7 @@ func (s *Service) insertMoneyRequest(ctx context.Context, a book.Account, kind f
 	if err := audit.Record(ctx, tx, audit.Change{Action: "money_request.create", EntityType: "money_request", EntityID: itoa(id), After: r.record()}); err != nil {
 		return MoneyRequest{}, false, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return MoneyRequest{}, false, fmt.Errorf("create money request: commit: %w", err)
 	}
 	return r, false, nil
@@ -483,7 +483,7 @@ func (s *Service) reject(ctx context.Context, id int64, reason string, actor aud
 			return MoneyRequest{}, false, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := store.Commit(tx); err != nil {
 		return MoneyRequest{}, false, fmt.Errorf("reject money request %d: commit: %w", id, err)
 	}
 	return r, expired, nil
@@ -543,7 +543,7 @@ func (s *Service) expireDue(ctx context.Context, account, id int64) error {
 				return err
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if err := store.Commit(tx); err != nil {
 			return fmt.Errorf("expire money requests: commit: %w", err)
 		}
 		return nil
