@@ -64,6 +64,8 @@ type cluster struct {
 	approver string
 	// attacker is the token of the front-door faults' attacker, a platform user of its own.
 	attacker string
+	// host is the host platform's sign-in, whose tokens half the traders trade with.
+	host *hostSignIn
 	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
 	// prices from it too, so a gap moves the desk and the venue alike.
 	feed *sim
@@ -284,6 +286,10 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, err
 	}
+	if c.host, err = startHostSignIn(); err != nil {
+		c.close()
+		return nil, err
+	}
 	if c.feed, err = startFeed(dir, binDir); err != nil {
 		c.close()
 		return nil, err
@@ -358,6 +364,9 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_BODY_LIMIT_BYTES=" + strconv.Itoa(invariant.BodyLimit),
 		"LOG_FORMAT=json",
 		"LOG_LEVEL=info",
+	}
+	if c.host != nil {
+		base = append(base, c.host.env()...)
 	}
 	if c.redisP == nil {
 		// On Sentinel the relay records a batch only once the replica holds it: a failover must
@@ -608,6 +617,9 @@ func (c *cluster) closeNow() {
 	}
 	if c.venue != nil {
 		c.venue.stop()
+	}
+	if c.host != nil {
+		c.host.close()
 	}
 	if c.feed != nil {
 		c.feed.stop()

@@ -67,6 +67,9 @@ type refusedLane struct {
 	// into the load the revoked one is revoked.
 	expiring, revoked string
 	revokeAfter       time.Duration
+	// ownRequest is a money request the finance user asked for and nobody approves: the same user
+	// tries to approve it, which four eyes refuses.
+	ownRequest int64
 
 	mu        sync.Mutex
 	rng       *rand.Rand
@@ -170,6 +173,19 @@ func (l *refusedLane) setup(ctx context.Context, web *proc, holder func() *proc,
 	if ro.token, err = l.c.issueToken(ctx, readOnlyUser, auth.RoleTrader, "--scopes", "read"); err != nil {
 		return err
 	}
+	// Above the four-eyes threshold: a money request that stays PENDING, the deal it would make
+	// never made (the read-only account's deals stay as they were).
+	ask := l.j.callID(ctx, web, l.c.staff[auth.RoleFinance], "refused-setup", "deposit", http.MethodPost,
+		fmt.Sprintf("/api/admin/fx/accounts/%d/deposit", ro.account), "soak-refused-ask", map[string]any{"amount": "50000.00", "requestNonce": "refused-ask"})
+	var asked struct {
+		MoneyRequest *struct {
+			ID int64 `json:"id"`
+		} `json:"moneyRequest"`
+	}
+	if ask.Status != http.StatusAccepted || !ask.Decode(&asked) || asked.MoneyRequest == nil {
+		return fmt.Errorf("the money request the finance user tries to approve itself: %d %s", ask.Status, ask.Resp)
+	}
+	l.ownRequest = asked.MoneyRequest.ID
 	l.readOnly, l.position = ro, id
 
 	if l.revoked, err = l.c.issueToken(ctx, revokedUser, auth.RoleRisk); err != nil {
@@ -237,6 +253,7 @@ func (l *refusedLane) refusals() []refusal {
 		return map[string]any{catalog.SettingMaxAccountsPerUser: fmt.Sprint(catalog.DefaultMaxAccountsPerUser)}
 	}))
 	as(auth.RoleDealer, "trade scope", fixed(http.MethodPost, "/api/fx/orders", order))
+	as(auth.RoleFinance, invariant.FourEyes, fixed(http.MethodPost, fmt.Sprintf("/api/admin/fx/money-requests/%d/approve", l.ownRequest), nil))
 	as(auth.RoleRisk, "routing permission", fixed(http.MethodPost, account+"/group", func(string) map[string]any { return map[string]any{"group": "default"} }))
 	for _, q := range []struct {
 		need    string

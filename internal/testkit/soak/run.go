@@ -199,12 +199,18 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	defer func() { stopSampling(); sampling.Wait() }()
 
 	// One USD account per trader, funded by finance; the last nExternal trade on the EXTERNAL
-	// group (straight through to the venue).
+	// group (straight through to the venue). Every second trader signs in at the host and trades
+	// with the host's token, which outlives the run; the others with a desk token.
 	var traders []*trader
 	external := map[string]bool{}
 	for i := range nTraders {
 		user := int64(1001 + i)
-		tok, err := c.issueToken(ctx, user, auth.RoleTrader)
+		var tok string
+		if i%2 == 1 {
+			tok, err = c.host.token(user, d+10*time.Minute)
+		} else {
+			tok, err = c.issueToken(ctx, user, auth.RoleTrader)
+		}
 		if err != nil {
 			return failed("%v", err)
 		}

@@ -17,11 +17,22 @@ const (
 	// OpRefused, followed by what the request lacks as the refusal names it ("money permission",
 	// "trade scope"): the request must be answered 403 naming it.
 	OpRefused = "refused:"
+	// FourEyes is what a finance user approving a money request of their own lacks: a second
+	// user (docs/identity.md, «Four eyes on client money»).
+	FourEyes = "four eyes"
 	// OpExpiredToken and OpRevokedToken are the expiring and the revoked token's requests: each
 	// must be answered 401 once its token's bound has passed.
 	OpExpiredToken = "expiredToken"
 	OpRevokedToken = "revokedToken"
 )
+
+// refusalNames is what the 403 refusing a request that lacks need must say.
+func refusalNames(need string) string {
+	if need == FourEyes {
+		return "another finance user must approve it"
+	}
+	return "the " + need
+}
 
 // ExpirySkew is how long past a token's expiresAt a process may still take it: the desk's clock
 // and the one the command line stamped the expiry with may differ by this much.
@@ -163,7 +174,7 @@ func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 		need, refusal := strings.CutPrefix(e.Op, OpRefused)
 		switch {
 		case refusal:
-			judge(&lacking, e, http.StatusForbidden, "the "+need, "lacks the "+need)
+			judge(&lacking, e, http.StatusForbidden, refusalNames(need), "lacks the "+need)
 		case e.Op == OpExpiredToken && e.Start.Before(expiredFrom):
 			expiredBefore.sent++
 			if e.OK() {

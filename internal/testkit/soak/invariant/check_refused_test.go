@@ -50,6 +50,8 @@ func refusedFixture() *refused {
 			withID(answer(7, "revoked", OpRevokedToken, http.MethodPatch, "/api/admin/fx/account-groups/soak-b", 401, unauth, at(26), at(26.1)), "soak-refused-7"),
 			withID(Entry{Seq: 8, Client: "refused-viewer", Op: OpRefused + "dealing permission", Proc: "web2", Method: http.MethodPost, Path: "/api/admin/fx/positions/10/close",
 				Start: at(27), End: at(29), Outcome: OutcomeUnknown, Err: "timeout"}, "soak-refused-8"),
+			withID(answer(10, "refused-finance", OpRefused+FourEyes, http.MethodPost, "/api/admin/fx/money-requests/3/approve", 403,
+				forbidden("Money request 3 was asked for by user 14: another finance user must approve it (four eyes); nothing was done."), at(3), at(3.1)), "soak-refused-10"),
 			withID(on(answer(9, "refused-finance", OpRefused+"limits permission", http.MethodPatch, "/api/admin/fx/account-groups/soak-b", 503,
 				errBody(fx.EUNAVAILABLE, fx.MsgDatabaseUnavailable), at(31), at(31.2)), "web2"), "soak-refused-9"),
 		},
@@ -80,6 +82,12 @@ func TestRefusedChangedNothingFlagsARefusalNotAnsweredAsOneOrOneThatChangedSomet
 		{"an unanswered refusal with an audit row", func(f *refused) {
 			f.s.Audits = append(f.s.Audits, dbAudit{ID: 8, Via: "api", Action: "position.close", EntityType: "position", EntityID: "10", RequestID: nstr("soak-refused-8")})
 		}, "yet audit 8 (position.close position 10)"},
+		{"a finance user's own approval answered 2xx", func(f *refused) {
+			f.ev.Journal[8].Status, f.ev.Journal[8].Resp = 200, json.RawMessage(`{"deal":{"id":9}}`)
+		}, "journal 10: refused-finance's POST /api/admin/fx/money-requests/3/approve on web1 lacks the four eyes, answered 200"},
+		{"a finance user's own approval with an approval row", func(f *refused) {
+			f.s.Audits = append(f.s.Audits, dbAudit{ID: 8, Via: "api", Action: "money_request.approve", EntityType: "money_request", EntityID: "3", RequestID: nstr("soak-refused-10")})
+		}, "(request soak-refused-10) lacks the four eyes, yet audit 8 (money_request.approve money_request 3)"},
 		{"a refusal sent without a request id", func(f *refused) { f.ev.Journal[1].RequestID = "" },
 			"journal 2: refused-readonly's POST /api/fx/orders was sent with no request id"},
 		{"the expired token answered 2xx past its expiry", func(f *refused) { f.ev.Journal[3].Status, f.ev.Journal[3].Resp = 200, json.RawMessage(`{}`) },
