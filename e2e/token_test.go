@@ -167,6 +167,12 @@ func TestTokenRevokedOverTheAPIIsRefusedOnEveryProcess(t *testing.T) {
 	if code := accounts(holder, tok.Token); code != http.StatusUnauthorized {
 		t.Fatalf("the revoked token on the holder that revoked it: %d, want 401 at once", code)
 	}
+	// The holder announced the revocation on Redis: the follower forgets the token as it hears
+	// it, and refuses it from then on, its cache notwithstanding.
+	follower.waitLog(3*auth.CacheFor, func(l logLine) bool { return l.msg() == "revoked token forgotten" && l["token_id"] == float64(tok.ID) })
+	if code := accounts(follower, tok.Token); code != http.StatusUnauthorized {
+		t.Fatalf("the revoked token on the follower once it heard the revocation: %d, want 401", code)
+	}
 	// The deadline is well past the bound, so a slow run fails on the bound's check below,
 	// which says by how much, rather than here.
 	eventually(t, 3*auth.CacheFor, 50*time.Millisecond, "the revoked token refused on the follower", func() bool {

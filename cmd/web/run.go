@@ -290,6 +290,8 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	// The resolver records the tokens' last uses every few seconds, on holder and follower alike.
 	tokens := auth.NewResolver(st.db)
 	parts.rail.Go("token last use", func(ctx context.Context) error { return tokens.Run(ctx, log) })
+	revoked := &revocations{rdb: st.rdb, channel: cfg.RedisNames.TokensRevoked(), tokens: tokens, log: log}
+	parts.rail.Go("token revocations", revoked.listen)
 	if cfg.JWT.Enabled() {
 		// The host's key set is read now and kept fresh in the background until ctx ends; a
 		// host that cannot be reached yet is a warning, not a failure (docs/identity.md).
@@ -302,7 +304,7 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
 		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: tokens, Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
-		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written})
+		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written, TokenRevoked: revoked.announce})
 	if err != nil {
 		return nil, err
 	}

@@ -125,6 +125,13 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			return nil
 		}
 		run = func(ctx context.Context, db *sql.DB) error {
+			tokenID := *id
+			if tokenID == 0 {
+				var err error
+				if tokenID, err = auth.IDOf(ctx, db, *token); err != nil {
+					return err
+				}
+			}
 			revoked, err := auth.Revoke(audit.WithActor(ctx, audit.Actor{Via: "cli"}), db, *id, *token)
 			if err != nil {
 				return err
@@ -132,12 +139,17 @@ func tokenCommand(ctx context.Context, cfg config.Config, log *slog.Logger, args
 			if !revoked {
 				return fmt.Errorf("token revoke: no live token matches (unknown, or already revoked)")
 			}
-			if *id > 0 {
-				log.InfoContext(ctx, "api token revoked", slog.Int64("id", *id))
+			log.InfoContext(ctx, "api token revoked", slog.Int64("id", tokenID))
+			// Every web process forgets it at once when it hears this; one that does not hears
+			// of it at its next lookup, within its cache's life.
+			rdb, err := store.OpenRedis(cfg.RedisURL)
+			if err == nil {
+				(&revocations{rdb: rdb, channel: cfg.RedisNames.TokensRevoked(), log: log}).announce(ctx, tokenID)
+				rdb.Close()
 			} else {
-				log.InfoContext(ctx, "api token revoked", slog.String("by", "token text"))
+				log.WarnContext(ctx, "token revocation not announced", slog.Any("err", err))
 			}
-			fmt.Fprintf(stdout, "revoked; a process that accepted it in the last %s accepts it until its cache expires (up to %.0f min while it cannot reach the database)\n",
+			fmt.Fprintf(stdout, "revoked; every web process refuses it once it hears the revocation, and within %s if it does not (up to %.0f min while it can reach neither Redis nor the database)\n",
 				auth.CacheFor, auth.StaleFor.Minutes())
 			return nil
 		}

@@ -158,7 +158,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		// each issue and revoke audited with the calling token as its actor.
 		need(auth.PermTokens).Post("/tokens", handleCreateToken(d.Log, d.DB))
 		need(auth.PermTokens).Get("/tokens", handleTokens(d.Log, d.DB))
-		need(auth.PermTokens).Delete("/tokens/{id}", handleRevokeToken(d.Log, d.DB, d.Auth))
+		need(auth.PermTokens).Delete("/tokens/{id}", handleRevokeToken(d.Log, d.DB, d.Auth, d.TokenRevoked))
 		need(auth.PermDealing).Post("/alerts/{id}/ack", handleAckAlert(d.Log, d.Alerts, func(r *http.Request) string {
 			return "user-" + strconv.FormatInt(principal(r.Context()).UserID, 10)
 		}))

@@ -83,6 +83,9 @@ type Deps struct {
 	// marked (catalog.TermsFollower). Without it the holder still reads the log every
 	// catalog.TermsPoll.
 	AdminWritten func(ctx context.Context, what string)
+	// TokenRevoked, when set, is called after a token is revoked over the API, so that every
+	// other web process forgets it at once rather than within auth.CacheFor (docs/identity.md).
+	TokenRevoked func(ctx context.Context, id int64)
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:

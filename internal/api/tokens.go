@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"database/sql"
 	"io"
 	"log/slog"
@@ -189,8 +190,9 @@ func handleTokens(log *slog.Logger, db *sql.DB) http.HandlerFunc {
 // handleRevokeToken revokes a token (superadmin): 404 for no such token, 409 for one already
 // revoked, and 409 for the desk's last live superadmin token, which only the command line may
 // revoke (auth.RevokeKeepingASuperadmin). The caller may revoke its own token. This process
-// refuses the token from its next request on; every other within auth.CacheFor.
-func handleRevokeToken(log *slog.Logger, db *sql.DB, res *auth.Resolver) http.HandlerFunc {
+// refuses the token from its next request on; every other as soon as it hears the revocation
+// announced (revoked), and within auth.CacheFor if it does not.
+func handleRevokeToken(log *slog.Logger, db *sql.DB, res *auth.Resolver, revoked func(ctx context.Context, id int64)) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := tokenID(r)
 		if err != nil {
@@ -204,6 +206,9 @@ func handleRevokeToken(log *slog.Logger, db *sql.DB, res *auth.Resolver) http.Ha
 			return err
 		}
 		res.Forget(id)
+		if revoked != nil {
+			revoked(context.WithoutCancel(r.Context()), id)
+		}
 		writeJSON(w, http.StatusOK, revokedTokenView{tokenView: viewToken(t, time.Now()), RefusedEverywhereWithinSeconds: int(auth.CacheFor / time.Second)})
 		return nil
 	})

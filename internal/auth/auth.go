@@ -304,6 +304,19 @@ func Revoke(ctx context.Context, db *sql.DB, id int64, token string) (bool, erro
 	return n == 1, nil
 }
 
+// IDOf is the id of the token whose text is token (0 when no token has that text).
+func IDOf(ctx context.Context, db *sql.DB, token string) (int64, error) {
+	var id int64
+	err := db.QueryRowContext(ctx, "SELECT `id` FROM `fx_api_token` WHERE `tokenHash` = ?", Hash(strings.TrimSpace(token))).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("find token: %w", err)
+	}
+	return id, nil
+}
+
 // RevokeKeepingASuperadmin revokes the token with id, as the admin API does, and returns its
 // record as revoked. It refuses to revoke the last live superadmin token, which would leave
 // nobody able to issue or revoke tokens over the API (the command line, Revoke, still can). It
@@ -441,6 +454,10 @@ type Resolver struct {
 
 	// host verifies the host platform's tokens; nil: only the desk's own are accepted.
 	host *JWTVerifier
+
+	// revoked is the tokens this process heard were revoked (Forget), until when it keeps
+	// refusing them whatever a lookup that raced the revocation, or a stale cache, would say.
+	revoked map[int64]time.Time
 }
 
 // AcceptHostTokens makes r accept the tokens the host platform signs, verified by v, beside the
@@ -484,7 +501,7 @@ const cacheKeys = 100_000
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
 	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{},
-		slots: make(chan struct{}, LookupSlots), used: map[int64]use{}}
+		slots: make(chan struct{}, LookupSlots), used: map[int64]use{}, revoked: map[int64]time.Time{}}
 }
 
 // Lookups is the number of database lookups the resolver has made.
@@ -588,6 +605,12 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 		return Principal{}, fmt.Errorf("resolve bearer token: %w", err)
 	}
 	p.Role, p.Scopes = Role(role), storedScopes(scopes)
+	r.mu.Lock()
+	forgottenUntil, forgotten := r.revoked[p.TokenID]
+	r.mu.Unlock()
+	if forgotten && now.Before(forgottenUntil) {
+		return Principal{}, errBadToken // revoked, though this lookup read it before the revocation committed
+	}
 	if p.Role != RoleTrader && !p.Role.Staff() {
 		// A role this build does not know grants nothing rather than something.
 		return Principal{}, fmt.Errorf("resolve bearer token %d: unknown role %q", p.TokenID, role)
@@ -609,10 +632,12 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	return p, nil
 }
 
-// Forget drops what the resolver remembers of token id, so that once the token is revoked this
-// process refuses it from the next request on, instead of within CacheFor. Other processes
-// still honour it until their own cache lets go (CacheFor); so may this one, for that long, if a
-// lookup that read the token before its revoke was committed lands after Forget.
+// Forget drops what the resolver remembers of token id and refuses it from now on: the process
+// that revoked it calls it at once, every other hears of the revocation on the tokens-revoked
+// channel (docs/identity.md, «Expiry, revocation and last use»). A lookup that read the token
+// before its revocation committed, landing after Forget, is refused too; so is a cached answer
+// honoured while the database is away. A process that misses the notice refuses the token
+// within CacheFor, from its next lookup.
 func (r *Resolver) Forget(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -620,6 +645,17 @@ func (r *Resolver) Forget(id int64) {
 		if c.p.TokenID == id {
 			delete(r.cache, h)
 		}
+	}
+	now := r.now()
+	if len(r.revoked) >= cacheKeys {
+		for id, until := range r.revoked {
+			if !now.Before(until) {
+				delete(r.revoked, id)
+			}
+		}
+	}
+	if len(r.revoked) < cacheKeys {
+		r.revoked[id] = now.Add(r.staleFor)
 	}
 }
 

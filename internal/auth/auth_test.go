@@ -130,3 +130,32 @@ func TestRevokeIsAudited(t *testing.T) {
 		t.Fatalf("audit rows = %+v", es)
 	}
 }
+
+// A token the process heard was revoked (Forget) is refused from the next request on: its cached
+// answer is dropped, and a lookup that still reads it as live — one that raced the revocation's
+// commit, as here where the row is never revoked at all — is refused too.
+func TestAForgottenTokenIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := audit.WithActor(context.Background(), audit.Actor{Via: "test"})
+	tok, id, err := auth.Issue(ctx, testDB, auth.Grant{UserID: 8810, Role: auth.RoleTrader, Scopes: auth.AllScopes, Label: "forget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := auth.Issue(ctx, testDB, auth.Grant{UserID: 8811, Role: auth.RoleTrader, Scopes: auth.AllScopes, Label: "forget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := auth.NewResolver(testDB)
+	for _, tk := range []string{tok, other} {
+		if _, err := res.Resolve(ctx, "Bearer "+tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res.Forget(id)
+	if _, err := res.Resolve(ctx, "Bearer "+tok); fx.ErrorCode(err) != fx.EUNAUTH {
+		t.Fatalf("a forgotten token, still live in its row: %v, want EUNAUTH", err)
+	}
+	if p, err := res.Resolve(ctx, "Bearer "+other); err != nil || p.UserID != 8811 {
+		t.Fatalf("another token after the forget: %+v %v", p, err)
+	}
+}

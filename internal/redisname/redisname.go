@@ -57,6 +57,10 @@ func (n Names) Events() string { return n.name("events") }
 // holder reads the audit log for changes of how accounts are marked (catalog.TermsFollower).
 func (n Names) TermsChanged() string { return n.name("terms-changed") }
 
+// TokensRevoked is the pub/sub channel a revocation is announced on (the token's id, never the
+// token): every web process drops what it remembers of that token at once (docs/identity.md).
+func (n Names) TokensRevoked() string { return n.name("tokens-revoked") }
+
 // EngineLease is the string key mirroring the lease row for key (lease.Key): the bare
 // engine:lease:<key> under the default prefix, as operators know it (docs/operations.md), and
 // <prefix>:engine:lease:<key> under any other, so installs sharing a database never share it.

@@ -8,14 +8,14 @@ import (
 )
 
 func all(n redisname.Names) []string {
-	return []string{n.Ticks(), n.QuoteMirrorSnapshot(), n.QuoteMirrorPins(), n.QuoteMirrorPinRequests(), n.Events(), n.TermsChanged(), n.EngineLease("forex-trading")}
+	return []string{n.Ticks(), n.QuoteMirrorSnapshot(), n.QuoteMirrorPins(), n.QuoteMirrorPinRequests(), n.Events(), n.TermsChanged(), n.TokensRevoked(), n.EngineLease("forex-trading")}
 }
 
 // The default prefix, set or left unset (the zero value), yields exactly the names operators'
 // runbooks (docs/operations.md) and docs/architecture.md use.
 func TestDefaultNamesAreTheDocumentedOnes(t *testing.T) {
 	t.Parallel()
-	want := []string{"fx:ticks", "fx:quote-mirror:snapshot", "fx:quote-mirror:pins", "fx:quote-mirror:pin-requests", "fx:events", "fx:terms-changed", "engine:lease:forex-trading"}
+	want := []string{"fx:ticks", "fx:quote-mirror:snapshot", "fx:quote-mirror:pins", "fx:quote-mirror:pin-requests", "fx:events", "fx:terms-changed", "fx:tokens-revoked", "engine:lease:forex-trading"}
 	set, err := redisname.New("fx")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestOtherPrefixPrefixesEveryName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"staging:ticks", "staging:quote-mirror:snapshot", "staging:quote-mirror:pins", "staging:quote-mirror:pin-requests", "staging:events", "staging:terms-changed", "staging:engine:lease:forex-trading"}
+	want := []string{"staging:ticks", "staging:quote-mirror:snapshot", "staging:quote-mirror:pins", "staging:quote-mirror:pin-requests", "staging:events", "staging:terms-changed", "staging:tokens-revoked", "staging:engine:lease:forex-trading"}
 	if got := all(n); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("names = %q, want %q", got, want)
 	}
