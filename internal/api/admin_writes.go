@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // tellAdminWrites calls written after every admin write has been answered. Every admin write
@@ -16,8 +18,14 @@ func tellAdminWrites(written func(ctx context.Context, what string)) func(http.H
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r)
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				next.ServeHTTP(w, r)
+				return
+			}
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			// A refusal (a guard's 403, a route that does not exist, a bad body) changed nothing.
+			if ww.Status() < 400 {
 				written(context.WithoutCancel(r.Context()), r.Method+" "+r.URL.Path)
 			}
 		})

@@ -53,7 +53,8 @@ func requireToken(log *slog.Logger, res *auth.Resolver, perToken *rateLimits, tr
 				writeError(r.Context(), log, w, err)
 				return
 			}
-			key := auth.Hash(header)
+			token, _ := auth.BearerToken(header)
+			key := auth.Hash(token)
 			if ok, wait := perToken.allow(key); !ok {
 				m.Refused.WithLabelValues(metrics.RefusedRateToken).Inc()
 				writeError(r.Context(), log, w, refuseRate(w, wait, "token"))

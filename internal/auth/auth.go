@@ -448,6 +448,8 @@ type Resolver struct {
 	// slots bounds the lookups in flight: a flood of distinct unknown tokens from many
 	// addresses costs the database at most this many queries at a time.
 	slots chan struct{}
+	// known are the lookup slots of tokens this process has resolved before.
+	known chan struct{}
 
 	usedMu sync.Mutex
 	used   map[int64]use // token id → its last use since the last flush
@@ -501,7 +503,7 @@ const cacheKeys = 100_000
 // NewResolver returns a resolver over db.
 func NewResolver(db *sql.DB) *Resolver {
 	return &Resolver{db: db, cacheFor: CacheFor, staleFor: StaleFor, now: time.Now, cache: map[string]cached{}, unknown: map[string]time.Time{},
-		slots: make(chan struct{}, LookupSlots), used: map[int64]use{}, revoked: map[int64]time.Time{}}
+		slots: make(chan struct{}, LookupSlots), known: make(chan struct{}, LookupSlots), used: map[int64]use{}, revoked: map[int64]time.Time{}}
 }
 
 // Lookups is the number of database lookups the resolver has made.
@@ -524,16 +526,23 @@ func wellFormed(token string) bool {
 	return true
 }
 
+// BearerToken is the token an Authorization header carries, however the header spells "Bearer"
+// and spaces it: the one key of every per-token limit.
+func BearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
 // Resolve returns the principal of the Authorization header value. It returns an EUNAUTH error
 // when the header is missing, malformed, or names no live token, and an internal error when the
 // database cannot answer.
 func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
 	if header == "" {
 		return Principal{}, fx.Errorf(fx.EUNAUTH, "Authentication required: send Authorization: Bearer <token> (issued by `fxdesk-web token create`).")
 	}
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+	token, ok := BearerToken(header)
+	if !ok {
 		return Principal{}, fx.Errorf(fx.EUNAUTH, "The Authorization header must read Bearer <token>.")
 	}
 	if !wellFormed(token) {
@@ -555,26 +564,29 @@ func (r *Resolver) Resolve(ctx context.Context, header string) (Principal, error
 	if refused && now.Before(refusedUntil) {
 		return Principal{}, errBadToken
 	}
+	// A token this process resolved before looks up in slots of its own, which a flood of
+	// unknown tokens cannot take; it is never honoured without its lookup while the database
+	// answers (a revoked token must be refused within CacheFor).
+	slots := r.slots
+	if hit {
+		slots = r.known
+	}
 	select {
-	case r.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
-		// Every slot is taken: a token seen lately is honoured as during an outage; any other
-		// waits a moment for a slot (a burst of first requests), and past that is refused
-		// rather than queued behind a flood.
-		if hit && r.honourStale(c, now) {
-			return c.p, nil
-		}
+		// Every slot is taken: wait a moment for one (a burst of first requests), and past that
+		// refuse rather than queue behind a flood.
 		wait := time.NewTimer(LookupWait)
 		defer wait.Stop()
 		select {
-		case r.slots <- struct{}{}:
+		case slots <- struct{}{}:
 		case <-wait.C:
 			return Principal{}, ErrBusy
 		case <-ctx.Done():
 			return Principal{}, ctx.Err()
 		}
 	}
-	defer func() { <-r.slots }()
+	defer func() { <-slots }()
 	r.lookups.Add(1)
 	var p Principal
 	var role, scopes string

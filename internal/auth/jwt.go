@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -108,12 +109,13 @@ func (c JWTConfig) withDefaults() JWTConfig {
 func (c JWTConfig) Check() error {
 	var errs []error
 	u, err := url.Parse(c.JWKSURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Scheme == "http" && !nearby(u.Hostname())) {
 		shown := "(unparsable)"
 		if err == nil {
 			shown = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 		}
-		errs = append(errs, fmt.Errorf("FXDESK_JWT_JWKS_URL=%q must be the http:// or https:// URL of the host's JSON Web Key Set, such as https://host.example/.well-known/jwks.json", shown))
+		errs = append(errs, fmt.Errorf("FXDESK_JWT_JWKS_URL=%q must be the http:// or https:// URL of the host's JSON Web Key Set, such as https://host.example/.well-known/jwks.json; "+
+			"http:// only on localhost or a loopback or private address, as a key set read in clear can be replaced on the way", shown))
 	}
 	if strings.TrimSpace(c.Issuer) == "" {
 		errs = append(errs, errors.New("FXDESK_JWT_ISSUER must be set with FXDESK_JWT_JWKS_URL: the iss the host writes in its tokens"))
@@ -134,6 +136,16 @@ func (c JWTConfig) Check() error {
 		errs = append(errs, fmt.Errorf("FXDESK_JWT_REFRESH=%s must be from %s to %s", c.Refresh, MinJWKSRefresh, MaxJWKSRefresh))
 	}
 	return errors.Join(errs...)
+}
+
+// nearby reports whether host, a URL's host name, is localhost or a loopback or private address,
+// where the key set may be read over plain http://.
+func nearby(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && (ip.IsLoopback() || ip.IsPrivate())
 }
 
 // HostClaims is what a verified host token says.
@@ -287,6 +299,11 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (HostClaims, error
 	tok, err := v.parser.ParseWithClaims(raw, claims, v.keys.KeyfuncCtx(ctx))
 	if err != nil {
 		return HostClaims{}, v.refusal(tok, claims, err)
+	}
+	if _, crit := tok.Header["crit"]; crit {
+		// RFC 7515 §4.1.11: a token naming extensions its recipient must understand is refused
+		// by one that understands none.
+		return HostClaims{}, errHostTokenInvalid
 	}
 	hc, err := v.hostClaims(claims)
 	if err != nil {
