@@ -91,11 +91,12 @@ func Activity(s *Snapshot, account int64) AccountActivity {
 // trader's account holds what it held when the lane began.
 //
 // One 2xx past the revoked token's bound is the desk's documented behaviour (docs/identity.md,
-// «Expiry, revocation and last use»): a process that cannot look the token up (the database away, every lookup slot taken by a flood) honours what
-// it resolved before, for auth.StaleFor. It is excused while a database outage, or a flood of the
-// process answering, overlapped the request (plus a second for the pool to reconnect) — unless
-// that process had already refused the token since its revocation: the lookup that refused it
-// dropped what it had cached, so it has nothing left to honour.
+// «Expiry, revocation and last use»): a process that cannot look the token up because the
+// database is away, and missed the revocation's announcement, honours what it resolved before,
+// for auth.StaleFor. It is excused while a database outage overlapped the request (plus a second
+// for the pool to reconnect) — unless that process had already refused the token since its
+// revocation: the lookup that refused it dropped what it had cached, so it has nothing left to
+// honour. A flood no longer excuses it: a token seen before looks up in slots of its own.
 func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "refusedChangedNothing"}
 	rf := ev.Refusals
@@ -128,8 +129,7 @@ func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 			return false
 		}
 		for _, w := range ev.Windows {
-			away := DatabaseOutage(w) || (w.Kind == FaultFlood && w.Note == e.Proc)
-			if away && !w.Start.After(e.End) && !w.End.Add(time.Second).Before(e.Start) {
+			if DatabaseOutage(w) && !w.Start.After(e.End) && !w.End.Add(time.Second).Before(e.Start) {
 				return true
 			}
 		}

@@ -115,7 +115,7 @@ func TestRefusedChangedNothingFlagsARefusalNotAnsweredAsOneOrOneThatChangedSomet
 		{"the revoked token answered 2xx past its bound in a flood of the process answering", func(f *refused) {
 			f.ev.Windows = []Window{{Kind: FaultFlood, Start: at(39), End: at(42), Note: "web2"}}
 			f.ev.Journal = append(f.ev.Journal, revokedAt(40, 200, `{}`, "web2"))
-		}, ""},
+		}, "on web2 sent 20s after"},
 		{"the revoked token answered 2xx past its bound in a flood of another process", func(f *refused) {
 			f.ev.Windows = []Window{{Kind: FaultFlood, Start: at(39), End: at(42), Note: "web3"}}
 			f.ev.Journal = append(f.ev.Journal, revokedAt(40, 200, `{}`, "web2"))
