@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fxdesk/internal/auth"
+	"fxdesk/internal/fx"
 )
 
 // The refused-request lane (docs/soak.md, «The refused-request lane») sends requests the desk
@@ -32,6 +33,14 @@ func refusalNames(need string) string {
 		return "another finance user must approve it"
 	}
 	return "the " + need
+}
+
+// holderAway reports whether e is the 503 a desk-priced route answers while no lease holder
+// serves it (a follower forwarding to a holder stopped, killed or being replaced): the four-eyes
+// check runs on the holder, so such an answer did nothing. A guard's refusal never meets it: a
+// guard runs before the forward.
+func holderAway(e Entry) bool {
+	return e.Outcome == Answered && e.Status == http.StatusServiceUnavailable && e.ErrorMessage() == fx.MsgPricingUnavailable
 }
 
 // ExpirySkew is how long past a token's expiresAt a process may still take it: the desk's clock
@@ -153,7 +162,7 @@ func checkRefusedChangedNothing(s *Snapshot, ev *Evidence) Result {
 		switch {
 		case e.Outcome != Answered:
 			t.unanswered++
-		case unavailableBeforeAnything(e):
+		case unavailableBeforeAnything(e), names == refusalNames(FourEyes) && holderAway(e):
 			t.unavailable++
 		case e.Status == want && strings.Contains(e.ErrorMessage(), names):
 			t.refused++

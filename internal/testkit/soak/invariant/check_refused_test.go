@@ -85,6 +85,12 @@ func TestRefusedChangedNothingFlagsARefusalNotAnsweredAsOneOrOneThatChangedSomet
 		{"a finance user's own approval answered 2xx", func(f *refused) {
 			f.ev.Journal[8].Status, f.ev.Journal[8].Resp = 200, json.RawMessage(`{"deal":{"id":9}}`)
 		}, "journal 10: refused-finance's POST /api/admin/fx/money-requests/3/approve on web1 lacks the four eyes, answered 200"},
+		{"a finance user's own approval met a holder away", func(f *refused) {
+			f.ev.Journal[8].Status, f.ev.Journal[8].Resp = 503, json.RawMessage(errBody(fx.EUNAVAILABLE, fx.MsgPricingUnavailable))
+		}, ""},
+		{"a permission refusal answered as if the holder were away", func(f *refused) {
+			f.ev.Journal[0].Status, f.ev.Journal[0].Resp = 503, json.RawMessage(errBody(fx.EUNAVAILABLE, fx.MsgPricingUnavailable))
+		}, "lacks the money permission, answered 503"},
 		{"a finance user's own approval with an approval row", func(f *refused) {
 			f.s.Audits = append(f.s.Audits, dbAudit{ID: 8, Via: "api", Action: "money_request.approve", EntityType: "money_request", EntityID: "3", RequestID: nstr("soak-refused-10")})
 		}, "(request soak-refused-10) lacks the four eyes, yet audit 8 (money_request.approve money_request 3)"},
