@@ -198,7 +198,16 @@ func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *dec
 			}
 			s.trades.ended(c.ask.TradeID, c.ask.ClOrdID)
 		}
-		// Its report is journaled now (or it is NEW still): decide again on the trade as it is.
+		// Its report is journaled now (or it is NEW still): decide again on the trade as the
+		// journal has it. Memory alone may not: a report another process journaled (an old
+		// holder that heard it after this one loaded its trades) is one this session's intake
+		// finds already recorded, and the units it closed never reach memory — a second close
+		// would then go, and a netting venue would execute it.
+		if known {
+			if err := s.reloadTrade(ctx, c.ask.TradeID); err != nil {
+				return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
+			}
+		}
 		return s.closeTradeOnce(ctx, tradeID, units, trigger, true)
 	}
 	defer done()

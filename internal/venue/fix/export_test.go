@@ -1,6 +1,7 @@
 package fix
 
 import (
+	"context"
 	"database/sql"
 	"log/slog"
 	"time"
@@ -77,3 +78,10 @@ func (s *Session) JournalBatch(rs ...TestReport) {
 
 // Logons counts the connections the session opened.
 func (s *Session) Logons() int64 { return s.logons.Load() }
+
+// JournalElsewhere records report r in the journal as another process would (an old holder that
+// heard it after this one loaded its trades): the journal holds it, this session's memory does not.
+func (s *Session) JournalElsewhere(r TestReport) error {
+	_, err := s.journal.apply(context.Background(), r)
+	return err
+}

@@ -318,6 +318,25 @@ func (j *journal) loadTrades(ctx context.Context, keys []string) ([]*liveTrade, 
 	return out, nil
 }
 
+// reloadTrade reads trade key from the journal again, replacing what memory holds of it (a
+// trade the journal has closed is forgotten). Its next close keeps the number memory would give
+// it, when higher: a number claimed and never written is not used twice.
+func (s *Session) reloadTrade(ctx context.Context, key string) error {
+	ts, err := s.journal.loadTrades(ctx, []string{key})
+	if err != nil {
+		return err
+	}
+	s.trades.mu.Lock()
+	if old := s.trades.byKey[key]; old != nil {
+		for _, t := range ts {
+			t.closes = max(t.closes, old.closes)
+		}
+	}
+	s.trades.mu.Unlock()
+	s.trades.set(ts, false)
+	return nil
+}
+
 // loadLive loads the whole state from the journal (the session starting on the holder).
 func (s *Session) loadLive(ctx context.Context) error {
 	keys, err := s.journal.liveKeys(ctx)
