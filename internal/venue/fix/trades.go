@@ -142,6 +142,12 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 			switch {
 			case a.final && t.pending == r.ClOrdID:
 				t.pending = ""
+				if len(a.shares) == 0 && r.CumQty.IsPositive() {
+					// Its fill was journaled before this report came (by another process, or in
+					// a commit whose answer was lost and the venue resent): memory never took its
+					// units, so the trade is read from the journal again, as it has it.
+					unknown = append(unknown, key)
+				}
 			case !a.final && t.pending == "":
 				t.pending = r.ClOrdID
 			}
