@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,7 +74,7 @@ type adminLane struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	seq    int
-	counts map[string]int
+	counts *opCounts
 	group  map[int64]string // where each movable account is, as far as the lane knows
 }
 
@@ -83,23 +82,6 @@ func (l *adminLane) intN(n int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rng.IntN(n)
-}
-
-func (l *adminLane) count(op string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.counts[op]++
-}
-
-// summary is the lane's counts, as the last line shows them.
-func (l *adminLane) summary() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, op := range adminOps {
-		out = append(out, fmt.Sprintf("%s:%d", op, l.counts[op]))
-	}
-	return strings.Join(out, ",")
 }
 
 func (l *adminLane) requestID() string {
@@ -254,7 +236,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func (l *adminLane) editGroup(ctx context.Context) {
 	path, body := groupEdit(l.intN)
 	l.send(ctx, l.anyWeb(), auth.RoleRisk, adminGroupEdit, http.MethodPatch, path, body)
-	l.count(adminGroupEdit)
+	l.counts.add(adminGroupEdit)
 }
 
 // groupEdit is a change of one of the lane's groups' leverage cap and levels, within their
@@ -290,7 +272,7 @@ func (l *adminLane) move(ctx context.Context) {
 		l.group[t.account] = to
 		l.mu.Unlock()
 	}
-	l.count(adminMove)
+	l.counts.add(adminMove)
 }
 
 func indexOf(s []string, v string) int {
@@ -307,7 +289,7 @@ func indexOf(s []string, v string) int {
 func (l *adminLane) override(ctx context.Context) {
 	method, path, body := overrideChange(l.intN)
 	l.send(ctx, l.anyFollower(ctx), auth.RoleDealer, adminOverride, method, path, body)
-	l.count(adminOverride)
+	l.counts.add(adminOverride)
 }
 
 // overrideChange is a setting (overrideSet) or, a third of the time, a clearing of soak-a's
@@ -346,7 +328,7 @@ func (l *adminLane) toggleState(ctx context.Context) {
 	l.send(ctx, l.anyWeb(), auth.RoleSupport, adminState, http.MethodPut, path, map[string]any{"state": "CLOSE_ONLY", "reason": "soak: support review"})
 	sleepCtx(ctx, time.Duration(200+l.intN(1000))*time.Millisecond)
 	l.activate(context.WithoutCancel(ctx), t)
-	l.count(adminState)
+	l.counts.add(adminState)
 }
 
 // activate sets t's account ACTIVE until an answer says so, each attempt a request of its own
@@ -376,7 +358,7 @@ func (l *adminLane) dealerClose(ctx context.Context) {
 		}
 	}
 	l.closeFor(ctx, t, id, body)
-	l.count(adminDealerClose)
+	l.counts.add(adminDealerClose)
 }
 
 // closeFor sends the dealer's close of t's position id, from the dealer's client of t's kind.
@@ -438,7 +420,7 @@ func (l *adminLane) arm(ctx context.Context, t *trader) {
 			t.openThin(ctx, s.symbol, other, thinHedge)
 		}
 	}
-	l.count(adminThinArm)
+	l.counts.add(adminThinArm)
 }
 
 // openThin opens volume lots of symbol on thin account t and notes the position.
@@ -467,7 +449,7 @@ func (l *adminLane) finish(ctx context.Context) {
 			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 			for _, id := range ids {
 				l.closeFor(ctx, t, id, nil)
-				l.count(adminDealerClose)
+				l.counts.add(adminDealerClose)
 			}
 			time.Sleep(300 * time.Millisecond)
 		}

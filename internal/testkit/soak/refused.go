@@ -74,13 +74,13 @@ type refusedLane struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
 	seq, next int
-	counts    map[string]int
+	counts    *opCounts
 	state     *invariant.Refusals // nil until set up
 }
 
 func newRefusedLane(j *journal, c *cluster, seed uint64) *refusedLane {
 	rng := rand.New(rand.NewPCG(seed, 0x4e3))
-	return &refusedLane{j: j, c: c, rng: rng, counts: map[string]int{}, revokeAfter: time.Duration(6000+rng.IntN(10000)) * time.Millisecond}
+	return &refusedLane{j: j, c: c, rng: rng, counts: newOpCounts(refusedKinds), revokeAfter: time.Duration(6000+rng.IntN(10000)) * time.Millisecond}
 }
 
 func (l *refusedLane) intN(n int) int {
@@ -94,23 +94,6 @@ func (l *refusedLane) requestID() string {
 	defer l.mu.Unlock()
 	l.seq++
 	return fmt.Sprintf("soak-refused-%d", l.seq)
-}
-
-func (l *refusedLane) count(kind string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.counts[kind]++
-}
-
-// summary is the lane's counts, as the last line shows them.
-func (l *refusedLane) summary() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, k := range refusedKinds {
-		out = append(out, fmt.Sprintf("%s:%d", k, l.counts[k]))
-	}
-	return strings.Join(out, ",")
 }
 
 // describe says, for the run log, when the lane's two tokens meet their bound.
@@ -310,9 +293,9 @@ func (l *refusedLane) refuse(ctx context.Context, q refusal) {
 	method, path, body := q.request(id)
 	l.j.callID(ctx, l.web(), q.token, q.client, invariant.OpRefused+q.need, method, path, id, body)
 	if strings.HasSuffix(q.need, " scope") {
-		l.count(refusedScope)
+		l.counts.add(refusedScope)
 	} else {
-		l.count(refusedPermission)
+		l.counts.add(refusedPermission)
 	}
 }
 
@@ -324,13 +307,13 @@ func (l *refusedLane) useExpiring(ctx context.Context, p *proc) invariant.Entry 
 
 // sendExpiring sends one request with the expiring token to p.
 func (l *refusedLane) sendExpiring(ctx context.Context, p *proc, method, path string, body any) invariant.Entry {
-	l.count(refusedExpired)
+	l.counts.add(refusedExpired)
 	return l.j.callID(ctx, p, l.expiring, "expiring", invariant.OpExpiredToken, method, path, l.requestID(), body)
 }
 
 // useRevoked sends the revoked risk officer's token's group edit to p.
 func (l *refusedLane) useRevoked(ctx context.Context, p *proc) invariant.Entry {
 	path, body := groupEdit(l.intN)
-	l.count(refusedRevoked)
+	l.counts.add(refusedRevoked)
 	return l.j.callID(ctx, p, l.revoked, "revoked", invariant.OpRevokedToken, http.MethodPatch, path, l.requestID(), body)
 }

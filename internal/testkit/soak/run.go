@@ -235,7 +235,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	// The admin lane: its groups and thin accounts now, its traffic with the load.
 	external[dealerABookClient] = true
 	adm := &adminLane{j: j, c: c, staff: c.staff, traders: traders, external: external, rng: rand.New(rand.NewPCG(seed, 0xad4)),
-		counts: map[string]int{}, group: map[int64]string{}}
+		counts: newOpCounts(adminOps), group: map[int64]string{}}
 	for _, t := range traders {
 		if !external[t.name] {
 			adm.movable = append(adm.movable, t)
@@ -428,7 +428,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		venueControls = " " + vc // what the venue's own controls did
 	}
 	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} refused={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.summary(), refused.summary(), len(tl.order), viol)
+		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.counts, refused.counts, len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}
