@@ -183,9 +183,10 @@ func (h *EventHub) handOut(page []events.Entry) {
 			case s.frames <- frames[i]:
 			default:
 				// Behind by a whole buffer: events cannot be skipped, so the stream ends and its
-				// client resumes from the last id it wrote.
-				h.endLocked(s)
+				// client resumes from the last id it wrote. Counted before it is told, so that
+				// whoever sees it end sees it counted.
 				h.metrics.EventStreamsDropped.Inc()
+				h.endLocked(s)
 			}
 		}
 	}
