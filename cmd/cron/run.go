@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The venue jobs are the lease holder's alone (execution.Jobs): two desks over one broker
 	// account would replay the same fills, so the scheduler has none.
 	prices := func() tick.Prices { return follower }
-	money := swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m}, log)
+	money := swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: follower, Alerts: inbox, Metrics: m, By: tag}, log)
 	sched, err := schedule.New(log, schedule.NewYork(), money...)
 	if err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +17,7 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/eod"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/lease"
 	"fxdesk/internal/lifecycle"
@@ -102,9 +105,10 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	}
 
 	// CRON_MODE=inline: the scheduled jobs run here, on the holder only (see inlineScheduler).
+	tag := h.cfg.Hostname + ":" + strconv.Itoa(os.Getpid())
 	var sched *schedule.Scheduler
 	if h.cfg.CronMode == config.CronInline {
-		if sched, err = inlineScheduler(h.db, h.quotes, stream.engine, h.inbox, h.metrics, h.base.With(slog.String("component", "CRON"))); err != nil {
+		if sched, err = inlineScheduler(h.db, h.quotes, stream.engine, h.inbox, h.metrics, tag, h.base.With(slog.String("component", "CRON"))); err != nil {
 			return fmt.Errorf("scheduled jobs: %w", err)
 		}
 	}
@@ -135,6 +139,10 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	if err := h.startRelay(log); err != nil {
 		return err
 	}
+	// The closing prices of every rollover, from this engine: a day is frozen at its own prices
+	// even when the cron process was down at its rollover (docs/eod.md).
+	closes := &eod.Recorder{DB: h.db, Prices: h.quotes, By: tag, Log: log}
+	h.guarded.Go("closing prices", closes.Run)
 	if sched != nil {
 		h.sched.Store(sched)
 		h.guarded.Go("scheduler", sched.Run)

@@ -18,10 +18,10 @@ import (
 // no follower to relay it). It is made on the holder only. The jobs are idempotent, so running
 // them on a follower web as well would be safe, but useless: a follower has no prices, so every
 // rollover would park as pending and its pins would reach no engine.
-func inlineScheduler(db *sql.DB, quotes *desk.Quotes, engine *tick.Engine, inbox *alert.Inbox, m *metrics.Metrics, log *slog.Logger) (*schedule.Scheduler, error) {
+func inlineScheduler(db *sql.DB, quotes *desk.Quotes, engine *tick.Engine, inbox *alert.Inbox, m *metrics.Metrics, tag string, log *slog.Logger) (*schedule.Scheduler, error) {
 	prices := func() tick.Prices { return quotes }
 	return schedule.New(log, schedule.NewYork(),
-		swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: enginePins{engine}, Alerts: inbox, Metrics: m}, log)...)
+		swaps.MoneyJobs(swaps.MoneyJobsConfig{DB: db, Prices: prices, Pins: enginePins{engine}, Alerts: inbox, Metrics: m, By: tag}, log)...)
 }
 
 // enginePins hands the legs the swap job lacks to the tick engine as the "pinned" source; each

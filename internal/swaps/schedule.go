@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/eod"
 	"fxdesk/internal/marks"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/schedule"
@@ -19,7 +20,7 @@ const (
 	// Spec fires at the top of every hour, New York time: the 17:00 run charges the day's
 	// rollover, the others retry pending charges and catch up anything missed.
 	Spec    = "0 * * * *"
-	Comment = "hourly: charge the 17:00 New York rollover once per position and date; retry, pin or expire pending charges"
+	Comment = "hourly: charge the 17:00 New York rollover once per position and date; retry, pin or expire pending charges; freeze the end of day"
 )
 
 // MoneyJobsConfig is what the money jobs need from the process they run in. Only the prices and
@@ -32,6 +33,8 @@ type MoneyJobsConfig struct {
 	Alerts *alert.Inbox
 	// Metrics, when set, counts rollover charges by result.
 	Metrics *metrics.Metrics
+	// By names the process in the end of day it captures and freezes (host:pid).
+	By string
 }
 
 // chargeResults are the swap job's counts that are outcomes of one charge (the others, such as
@@ -40,26 +43,38 @@ var chargeResults = []string{"charged", "pending", "retried", "stillPending", "e
 
 // MoneyJobs returns the desk's scheduled money jobs, processFxSwaps and reconcileFxAccounts
 // (internal/marks), so that fxdesk-cron and an inline fxdesk-web run exactly the same list with
-// the same specs.
+// the same specs. processFxSwaps freezes the end of day (internal/eod) once its charges are in.
 func MoneyJobs(cfg MoneyJobsConfig, log *slog.Logger) []schedule.Job {
 	swapJob := New(Config{DB: cfg.DB, Prices: cfg.Prices, Pins: cfg.Pins, Alerts: cfg.Alerts}, log)
 	marksJob := marks.New(marks.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
-	runSwaps := swapJob.Run
-	if cfg.Metrics != nil {
-		runSwaps = func(ctx context.Context, at time.Time) (schedule.Result, error) {
-			res, err := swapJob.Run(ctx, at)
+	eodCfg := eod.Config{DB: cfg.DB, Prices: cfg.Prices, By: cfg.By}
+	if cfg.Alerts != nil {
+		eodCfg.Alerts = cfg.Alerts
+	}
+	eodJob := eod.New(eodCfg, log)
+	runSwaps := func(ctx context.Context, at time.Time) (schedule.Result, error) {
+		res, err := swapJob.Run(ctx, at)
+		if cfg.Metrics != nil {
 			for _, result := range chargeResults {
 				if n := res[result]; n > 0 {
 					cfg.Metrics.SwapCharges.WithLabelValues(result).Add(float64(n))
 				}
 			}
+		}
+		if err != nil {
 			return res, err
 		}
+		// The day is frozen after its charges; a failed charge pass leaves it to the next run.
+		due, err := DueRollovers(at, swapJob.cfg.ExpireAfter)
+		if err != nil {
+			return res, err
+		}
+		return res, eodJob.Run(ctx, at, due, res)
 	}
 	return []schedule.Job{
 		{
 			// Hourly: charges the 17:00 New York rollover once per position and date; retries,
-			// pins or expires pending charges.
+			// pins or expires pending charges; freezes each day once its charges are in.
 			Name: JobName, Spec: Spec, Comment: Comment, Run: runSwaps,
 		},
 		{
