@@ -178,12 +178,12 @@ func (c cut) positions(in string) (string, []any) {
 
 // accountRow is one account's frozen figures.
 type accountRow struct {
-	a                     book.Account
-	through               int64
-	m                     book.Metrics
-	priced                bool
-	positions, orders     int
-	exposures             []book.Exposure
+	a                 book.Account
+	through           int64
+	m                 book.Metrics
+	priced            bool
+	positions, orders int
+	exposures         []book.Exposure
 }
 
 const insertAccounts = "INSERT INTO `fx_eod_account` (`tradingDay`, `accountId`, `currency`, `balance`, `equity`, `margin`, `freeMargin`, " +
@@ -361,4 +361,3 @@ func (j *Job) countOrders(ctx context.Context, tx *sql.Tx, c cut, in string, ids
 	}
 	return rows.Err()
 }
-

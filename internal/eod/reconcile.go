@@ -55,11 +55,12 @@ func Reconcile(ctx context.Context, db *sql.DB, first, last string) ([]Mismatch,
 			m.Balance, m.Previous, m.Deals = fx.FormatMoney(m.Currency, bal), fx.FormatMoney(m.Currency, before), fx.FormatMoney(m.Currency, deals)
 			m.Difference = fx.FormatMoney(m.Currency, bal.Sub(before).Sub(deals))
 			return m, nil
-		}, "SELECT s.`accountId`, s.`currency`, s.`balance`, COALESCE(p.`balance`, 0), COALESCE(SUM(d.`amount`), 0) FROM `fx_eod_account` s "+
+		}, "SELECT x.`accountId`, x.`currency`, x.`balance`, x.`before`, x.`deals` FROM (SELECT s.`accountId`, s.`currency`, s.`balance`, "+
+			"COALESCE(MAX(p.`balance`), 0) AS `before`, COALESCE(SUM(d.`amount`), 0) AS `deals` FROM `fx_eod_account` s "+
 			"LEFT JOIN `fx_eod_account` p ON p.`tradingDay` = ? AND p.`accountId` = s.`accountId` "+
 			"LEFT JOIN `fx_deal` d ON d.`accountId` = s.`accountId` AND d.`id` > COALESCE(p.`throughDealId`, 0) AND d.`id` <= s.`throughDealId` "+
-			"WHERE s.`tradingDay` = ? GROUP BY s.`accountId`, s.`currency`, s.`balance`, p.`balance` "+
-			"HAVING s.`balance` <> COALESCE(p.`balance`, 0) + COALESCE(SUM(d.`amount`), 0) ORDER BY s.`accountId`", prev, day)
+			"WHERE s.`tradingDay` = ? GROUP BY s.`accountId`, s.`currency`, s.`balance`) x "+
+			"WHERE x.`balance` <> x.`before` + x.`deals` ORDER BY x.`accountId`", prev, day)
 		if err != nil {
 			return nil, err
 		}
