@@ -257,6 +257,22 @@ func TestARerunWritesOnlyWhatIsMissing(t *testing.T) {
 	}
 }
 
+// A run replayed long after a rollover with that rollover as its --at does not record today's
+// prices as that day's close.
+func TestAReplayedRunDoesNotCaptureTodaysPrices(t *testing.T) {
+	d := newDesk(t)
+	day := weekday(t, time.Now().Add(-5*24*time.Hour))
+	d.account(day.At.Add(-time.Hour))
+	d.live["EURUSD"] = [2]float64{1.2, 1.2002}
+	res := d.run(day.At, day.At.Add(3*24*time.Hour))
+	if res["pricesCaptured"] != 0 || res["daysFrozen"] != 0 {
+		t.Errorf("a replay of %s three days later: %v, want nothing captured or frozen", day.Date, res)
+	}
+	if n := d.count("SELECT COUNT(*) FROM `fx_eod_price`"); n != 0 {
+		t.Errorf("%d closing prices recorded by a replay", n)
+	}
+}
+
 // A day frozen late is the ledger as it stood at its rollover: the last deal before it, the
 // positions open then at their volume then, the orders resting then — not the book of now.
 func TestALateDayIsRebuiltAsOfItsRollover(t *testing.T) {

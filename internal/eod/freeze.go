@@ -89,7 +89,10 @@ func (j *Job) Run(ctx context.Context, at time.Time, due []fx.Rollover, res sche
 		return nil
 	}
 	last := due[len(due)-1]
-	if j.cfg.Prices != nil && !at.Before(last.At) && at.Sub(last.At) < j.cfg.OnTimeFor {
+	// Only a run at the rollover captures: the as-of instant says the run is for it, and the
+	// wall clock says the live prices are still its close (a run replayed later with an old --at
+	// must not record today's prices as that day's).
+	if j.cfg.Prices != nil && !at.Before(last.At) && at.Sub(last.At) < j.cfg.OnTimeFor && j.cfg.Now().Sub(last.At) < j.cfg.OnTimeFor {
 		n, err := Capture(ctx, j.cfg.DB, last, j.cfg.Prices(), j.cfg.By)
 		if err != nil {
 			return err
