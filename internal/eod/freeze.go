@@ -320,14 +320,14 @@ func (j *Job) readAccounts(ctx context.Context, tx *sql.Tx, c cut, after int64) 
 	var args []any
 	if c.onTime {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`balance`, " +
-			"COALESCE((SELECT MAX(d.`id`) FROM `fx_deal` d WHERE d.`accountId` = a.`id`), 0) FROM `fx_account` a " +
+			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
 			"WHERE a.`id` > ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
 			"ORDER BY a.`id` LIMIT ?"
 		args = []any{after, c.day.Date, j.cfg.Batch}
 	} else {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, " +
 			"COALESCE((SELECT d.`balanceAfter` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0), " +
-			"COALESCE((SELECT MAX(d.`id`) FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ?), 0) FROM `fx_account` a " +
+			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
 			"WHERE a.`id` > ? AND a.`createdAt` < ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
 			"ORDER BY a.`id` LIMIT ?"
 		args = []any{c.at(), c.at(), after, c.at(), c.day.Date, j.cfg.Batch}

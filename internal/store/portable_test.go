@@ -35,6 +35,18 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
+	"internal/eod.Capture": {
+		"INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`, `ask`, `quotedAt`, `capturedBy`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) " +
+			"ON DUPLICATE KEY UPDATE `tradingDay` = `tradingDay`",
+	},
+	"internal/eod.freezeBatch": {
+		"INSERT INTO `fx_eod_account` (`tradingDay`, `accountId`, `currency`, `balance`, `equity`, `margin`, `freeMargin`, `floatingPnl`, `openPositions`, `pendingOrders`, `throughDealId`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `accountId` = `accountId`",
+	},
+	"internal/eod.freezeDesk": {
+		"INSERT INTO `fx_eod_symbol` (`tradingDay`, `symbol`, `currency`, `bbookNet`, `abookNet`, `hedgeUnits`, `realised`, `markup`, `commission`, `swaps`, `nbp`, `hedgeBook`) VALUES " +
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `symbol` = `symbol`",
+	},
 	"internal/venue/fix.insertOrdersSQL": {
 		"INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)",
 	},
