@@ -18,6 +18,7 @@ import (
 	"fxdesk/internal/auth"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/desk"
+	"fxdesk/internal/eod"
 	"fxdesk/internal/hedge"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/relay"
@@ -132,7 +133,9 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
 		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{}, "Token": tokenView{},
 		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{},
-		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}, "MoneyRequest": moneyRequestView{}} {
+		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}, "MoneyRequest": moneyRequestView{},
+		"EODReport": eodReportView{}, "EODDay": eod.Day{}, "EODDeskSymbol": eodDeskSymbol{}, "EODDeskFigures": eodDeskFigures{},
+		"EODAccountTotals": eodAccountTotals{}, "EODMismatch": eod.Mismatch{}, "EODAccount": eodAccountView{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

@@ -147,9 +147,9 @@ func viewOf(rep pnl.Report) pnlView {
 	return v
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -144,6 +144,11 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		need(auth.PermDealing).With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
 		read.Get("/desk", handleDesk(d))
 		read.Get("/pnl", handlePnL(d.Log, d))
+		// The daily desk report reads the frozen end of day (docs/eod.md): the dealer's P&L's
+		// readers read it, on any process.
+		read.Get("/eod", handleEOD(d.Log, d.DB))
+		read.Get("/eod/accounts", handleEODAccounts(d.Log, d.DB))
+		read.Get("/eod/days", handleEODDays(d.Log, d.DB))
 		read.Get("/hedge-book", handleHedgeBook(d.Log, d.Hedge))
 		read.Get("/audit", handleAudit(d.Log, d.DB))
 		read.Get("/alerts", handleAlerts(d.Log, d.Alerts))

@@ -56,6 +56,9 @@ type report struct {
 	// PnL is the dealer's P&L today, on the status page only (GET /api/admin/fx/pnl serves it
 	// as JSON, for any range).
 	PnL *pnlDay `json:"-"`
+	// EOD is the last frozen day and whether the end of day reconciles, on the status page only
+	// (GET /api/admin/fx/eod serves the day's report).
+	EOD *eodLine `json:"-"`
 	// Signed is who reads the status page: their user, role and what the role may do, so the
 	// page shows the actions the role holds and nothing it would be refused.
 	Signed *signedIn `json:"-"`
@@ -381,6 +384,7 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 			rep.AuditError = err.Error()
 		}
 		rep.PnL = buildPnLDay(r.Context(), d, time.Now())
+		rep.EOD = buildEODLine(r.Context(), d.DB, rep.Alerts, rep.AlertsError)
 		p := principal(r.Context())
 		rep.Signed = signedInAs(p)
 		if p.Can(auth.PermMoney) {
