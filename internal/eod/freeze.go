@@ -228,6 +228,11 @@ func (j *Job) freeze(ctx context.Context, day fx.Rollover, closing *Closing) (in
 	if _, err := j.cfg.DB.ExecContext(ctx, insertDay, day.Date, c.at(), mode, accounts, j.cfg.By); err != nil {
 		return frozen, fmt.Errorf("end of day %s: %w", day.Date, err)
 	}
+	if now := j.cfg.Now(); now.Before(day.At) {
+		// A run as of an instant ahead of the clock (a test, a soak): its day is frozen for good
+		// with today's book and prices (docs/eod.md, «Late and missed days»).
+		j.log.WarnContext(ctx, "end of day frozen ahead of the clock", slog.String("tradingDay", day.Date), slog.Time("rolloverAt", day.At), slog.Time("now", now))
+	}
 	j.log.InfoContext(ctx, "end of day frozen", slog.String("tradingDay", day.Date), slog.String("mode", mode),
 		slog.Int("accounts", accounts), slog.Int("frozenByThisRun", frozen), slog.Int("prices", len(closing.Prices)),
 		slog.Duration("took", time.Since(started)))
