@@ -132,7 +132,9 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 	for name, view := range map[string]any{"Position": positionView{}, "Account": accountView{}, "DeskStatus": desk.Status{}, "AuditEntry": audit.Entry{},
 		"Webhook": relay.Webhook{}, "DeadLetter": relay.DeadLetter{}, "Token": tokenView{},
 		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{},
-		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}, "MoneyRequest": moneyRequestView{}} {
+		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}, "MoneyRequest": moneyRequestView{},
+		"Statement": statementView{}, "StatementSnapshot": statementSnapshot{}, "StatementTotals": statementTotals{}, "StatementDeal": statementDeal{},
+		"StatementClosedPosition": closedPositionView{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)
