@@ -80,17 +80,16 @@ type model struct {
 }
 
 type simPosition struct {
-	id, account     int64
-	symbol          string
-	side            fx.Side
-	openVolume      decimal.Decimal
-	openPrice       decimal.Decimal
-	openedAt        time.Time
-	closes          []simClose
-	remaining       decimal.Decimal
-	closedAt        *time.Time
-	orderID         int64
-	closesRemaining int
+	id, account int64
+	symbol      string
+	side        fx.Side
+	openVolume  decimal.Decimal
+	openPrice   decimal.Decimal
+	openedAt    time.Time
+	closes      []simClose
+	remaining   decimal.Decimal
+	closedAt    *time.Time
+	orderID     int64
 }
 
 type simClose struct {
