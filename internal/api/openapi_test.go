@@ -135,7 +135,9 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 		"Order": orderView{}, "AccountProfile": profileView{}, "RoutingRule": routing.Rule{}, "DealerPnL": pnlView{}, "PnLFigures": pnlFigures{},
 		"HedgePosition": hedge.Position{}, "HedgeOrder": hedge.Order{}, "MoneyRequest": moneyRequestView{},
 		"EODReport": eodReportView{}, "EODDay": eod.Day{}, "EODDeskSymbol": eodDeskSymbol{}, "EODDeskFigures": eodDeskFigures{},
-		"EODAccountTotals": eodAccountTotals{}, "EODMismatch": eod.Mismatch{}, "EODAccount": eodAccountView{}} {
+		"EODAccountTotals": eodAccountTotals{}, "EODMismatch": eod.Mismatch{}, "EODAccount": eodAccountView{},
+		"Statement": statementView{}, "StatementSnapshot": statementSnapshot{}, "StatementTotals": statementTotals{}, "StatementDeal": statementDeal{},
+		"StatementClosedPosition": closedPositionView{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

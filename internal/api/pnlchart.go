@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,30 +46,59 @@ func chartOf(hours []pnl.Hour) *pnlChart {
 	for _, h := range hours {
 		values = append(values, h.Cumulative)
 	}
-	lo, hi := decimal.Zero, decimal.Zero
-	for _, v := range values {
-		lo, hi = decimal.Min(lo, v), decimal.Max(hi, v)
-	}
-	span := hi.Sub(lo)
-	if span.IsZero() {
-		span = decimal.NewFromInt(1)
-	}
-	h := float64(chartHeight - 2*chartPad)
-	y := func(v decimal.Decimal) float64 {
-		f, _ := hi.Sub(v).Div(span).Float64()
-		return chartPad + f*h
-	}
-	step := float64(chartWidth-2*chartPad) / float64(len(values)-1)
+	p := newPlot(chartWidth, chartHeight, values)
 	var sb strings.Builder
 	for i, v := range values {
 		if i > 0 {
 			sb.WriteByte(' ')
 		}
-		fmt.Fprintf(&sb, "%.1f,%.1f", chartPad+float64(i)*step, y(v))
+		sb.WriteString(p.point(i, v))
 	}
-	return &pnlChart{Width: chartWidth, Height: chartHeight, Points: sb.String(), ZeroY: fmt.Sprintf("%.1f", y(decimal.Zero)),
-		Min: lo.StringFixed(2), Max: hi.StringFixed(2), Last: values[len(values)-1].StringFixed(2), Hours: len(hours)}
+	return &pnlChart{Width: chartWidth, Height: chartHeight, Points: sb.String(), ZeroY: fmt.Sprintf("%.1f", p.y(decimal.Zero)),
+		Min: p.lo.StringFixed(2), Max: p.hi.StringFixed(2), Last: values[len(values)-1].StringFixed(2), Hours: len(hours)}
 }
+
+// plot places a series of len(values) points on a width × height canvas inside chartPad: x by
+// index, evenly from left to right, y from the highest value (top) to the lowest (bottom). The
+// server draws every chart as inline SVG from it: the pages run no script.
+type plot struct {
+	lo, hi        decimal.Decimal
+	width, height int
+	n             int
+}
+
+// newPlot scales a canvas to values, and to any more values that must fit on it.
+func newPlot(width, height int, values []decimal.Decimal, more ...decimal.Decimal) plot {
+	p := plot{width: width, height: height, n: len(values)}
+	for i, v := range append(slices.Clone(values), more...) {
+		if i == 0 {
+			p.lo, p.hi = v, v
+		}
+		p.lo, p.hi = decimal.Min(p.lo, v), decimal.Max(p.hi, v)
+	}
+	return p
+}
+
+// x is point i's abscissa; a lone point sits in the middle.
+func (p plot) x(i int) float64 {
+	if p.n < 2 {
+		return float64(p.width) / 2
+	}
+	return chartPad + float64(i)*float64(p.width-2*chartPad)/float64(p.n-1)
+}
+
+// y is value v's ordinate; a flat series sits on the top line.
+func (p plot) y(v decimal.Decimal) float64 {
+	span := p.hi.Sub(p.lo)
+	if span.IsZero() {
+		span = decimal.NewFromInt(1)
+	}
+	f, _ := p.hi.Sub(v).Div(span).Float64()
+	return chartPad + f*float64(p.height-2*chartPad)
+}
+
+// point is point i at value v as an SVG coordinate pair.
+func (p plot) point(i int, v decimal.Decimal) string { return fmt.Sprintf("%.1f,%.1f", p.x(i), p.y(v)) }
 
 // buildPnLDay reads the trading day so far for the status page, bounded like the page's other
 // reads.

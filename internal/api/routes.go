@@ -72,6 +72,8 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		trade.Post("/accounts", handleCreateAccount(d.Log, d.Trading))
 		read.Get("/accounts", handleAccounts(d.Log, d.Trading))
 		read.Get("/accounts/{id}", handleAccount(d.Log, d.Trading))
+		// Statements read the frozen days (docs/eod.md, «Statements»): any process serves them.
+		read.Get("/accounts/{id}/statement", handleStatement(d.Log, d.DB, false))
 		trade.With(deskPriced).Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
 		trade.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
 		read.Get("/orders", handleOrders(d.Log, d.Trading))
@@ -132,6 +134,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		need(auth.PermOverrides).Delete("/account-groups/{name}/overrides/symbol-groups/{group}", handleDeleteOverride(d.Log, d.Catalog))
 		read.Get("/accounts/{id}/effective", handleEffective(d.Log, d.Catalog))
 		read.Get("/accounts/{id}/profile", handleAccountProfile(d.Log, d.Trading))
+		read.Get("/accounts/{id}/statement", handleStatement(d.Log, d.DB, true))
 		// Routing rules: the holder routes every order, so a change is served there and applies
 		// to its next order at once (docs/routing.md).
 		read.Get("/account-groups/{name}/routing", handleRoutingRules(d.Log, d.Catalog))

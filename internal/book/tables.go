@@ -328,7 +328,8 @@ func ListPositions(ctx context.Context, q Querier, userID, accountID int64, stat
 	return store.QueryAll(ctx, q, "list positions", ScanPosition, sqlText, args...)
 }
 
-const dealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
+// DealCols are the columns of fx_deal d that ScanDeal reads, in its order.
+const DealCols = "d.`id`, d.`accountId`, d.`type`, d.`amount`, d.`balanceAfter`, d.`currency`, d.`orderId`, d.`positionId`, d.`symbol`, " +
 	"d.`side`, d.`volume`, d.`price`, d.`idempotencyKey`, d.`comment`, d.`createdAt`"
 
 func ScanDeal(sc store.Scanner) (Deal, error) {
@@ -339,7 +340,7 @@ func ScanDeal(sc store.Scanner) (Deal, error) {
 }
 
 // DealByKeySQL finds the deal with idempotency key ?.
-const DealByKeySQL = "SELECT " + dealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
+const DealByKeySQL = "SELECT " + DealCols + " FROM `fx_deal` d WHERE d.`idempotencyKey` = ?"
 
 func LoadDealByKey(ctx context.Context, q Querier, key string) (Deal, bool, error) {
 	d, err := ScanDeal(q.QueryRowContext(ctx, DealByKeySQL, key))
@@ -353,7 +354,7 @@ func LoadDealByKey(ctx context.Context, q Querier, key string) (Deal, bool, erro
 }
 
 func ListDeals(ctx context.Context, q Querier, userID, accountID int64, limit int) ([]Deal, error) {
-	sqlText := "SELECT " + dealCols + " FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` WHERE a.`userId` = ?"
+	sqlText := "SELECT " + DealCols + " FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` WHERE a.`userId` = ?"
 	args := []any{userID}
 	if accountID != 0 {
 		sqlText += " AND d.`accountId` = ?"

@@ -159,20 +159,21 @@ type cut struct {
 // at is the rollover instant as the time columns hold it.
 func (c cut) at() time.Time { return c.day.At.UTC() }
 
-// positions is a derived table of the positions the day's book holds — accountId, symbol, side,
-// external (at the venue), openPrice, v (volume) — for the accounts in, or every account when
-// in is empty. A rebuilt day takes the positions open at the rollover at their volume then:
-// today's volume plus what closes took off it since.
+// positions is a derived table of the positions the day's book holds — id, accountId, symbol,
+// side, external (at the venue), openPrice, openedAt, v (volume) — for the accounts in, or every
+// account when in is empty. A rebuilt day takes the positions open at the rollover at their
+// volume then: today's volume plus what closes took off it since. A statement's positions open
+// at its closing rollover are the rebuilt day's, whenever the day was frozen.
 func (c cut) positions(in string) (string, []any) {
 	filter := ""
 	if in != "" {
 		filter = " AND `accountId` IN (" + in + ")"
 	}
 	if c.onTime {
-		return "(SELECT `accountId`, `symbol`, `side`, `venueTradeId` IS NOT NULL AS `external`, `openPrice`, `volume` AS `v` " +
+		return "(SELECT `id`, `accountId`, `symbol`, `side`, `venueTradeId` IS NOT NULL AS `external`, `openPrice`, `openedAt`, `volume` AS `v` " +
 			"FROM `fx_position` WHERE `status` = 'OPEN'" + filter + ") p", nil
 	}
-	return "(SELECT ps.`accountId`, ps.`symbol`, ps.`side`, ps.`venueTradeId` IS NOT NULL AS `external`, ps.`openPrice`, " +
+	return "(SELECT ps.`id`, ps.`accountId`, ps.`symbol`, ps.`side`, ps.`venueTradeId` IS NOT NULL AS `external`, ps.`openPrice`, ps.`openedAt`, " +
 			"ps.`volume` + COALESCE((SELECT SUM(d.`volume`) FROM `fx_deal` d WHERE d.`positionId` = ps.`id` AND d.`type` = 'PROFIT' " +
 			"AND d.`createdAt` >= ?), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? AND (ps.`status` = 'OPEN' OR ps.`closedAt` >= ?)" +
 			strings.ReplaceAll(filter, "`accountId`", "ps.`accountId`") + ") p",
