@@ -132,10 +132,15 @@ func (j *Job) Run(ctx context.Context, at time.Time, due []fx.Rollover, res sche
 		res["accountsFrozen"] += n
 	}
 	j.reportMissing(ctx, missing)
+	started := time.Now()
 	bad, err := Reconcile(ctx, j.cfg.DB, due[0].Date, last.Date)
 	if err != nil {
 		return err
 	}
+	// Every run checks the frozen days of the whole week again: its time grows with the
+	// accounts, so it is logged beside the freeze's.
+	j.log.InfoContext(ctx, "end of day reconciled", slog.String("from", due[0].Date), slog.String("to", last.Date),
+		slog.Int("unreconciled", len(bad)), slog.Duration("took", time.Since(started)))
 	res["unreconciled"] = len(bad)
 	j.reportReconciliation(ctx, bad)
 	return nil
