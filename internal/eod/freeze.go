@@ -323,19 +323,26 @@ func (j *Job) freezeBatch(ctx context.Context, c cut, conv *book.Converter, afte
 func (j *Job) readAccounts(ctx context.Context, tx *sql.Tx, c cut, after int64) ([]accountRow, error) {
 	var q string
 	var args []any
+	// The accounts the day already holds are passed over by a join on the day's primary key,
+	// one lookup per account: for a NOT EXISTS, MariaDB gathers all of the day's rows into a
+	// temporary table for every batch, so each batch would cost more than the one before.
+	//
+	// An account's last deal is its newest (accountId, id) index entry (before the rollover,
+	// when rebuilt), read with ORDER BY id DESC LIMIT 1: a correlated MAX(id) reads every deal
+	// the account ever had, a cost that would grow with the ledger's age.
 	if c.onTime {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`balance`, " +
-			"COALESCE((SELECT MAX(d.`id`) FROM `fx_deal` d WHERE d.`accountId` = a.`id`), 0) FROM `fx_account` a " +
-			"WHERE a.`id` > ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
-			"ORDER BY a.`id` LIMIT ?"
-		args = []any{after, c.day.Date, j.cfg.Batch}
+			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
+			"LEFT JOIN `fx_eod_account` s ON s.`tradingDay` = ? AND s.`accountId` = a.`id` " +
+			"WHERE a.`id` > ? AND s.`accountId` IS NULL ORDER BY a.`id` LIMIT ?"
+		args = []any{c.day.Date, after, j.cfg.Batch}
 	} else {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, " +
 			"COALESCE((SELECT d.`balanceAfter` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0), " +
-			"COALESCE((SELECT MAX(d.`id`) FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ?), 0) FROM `fx_account` a " +
-			"WHERE a.`id` > ? AND a.`createdAt` < ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
-			"ORDER BY a.`id` LIMIT ?"
-		args = []any{c.at(), c.at(), after, c.at(), c.day.Date, j.cfg.Batch}
+			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
+			"LEFT JOIN `fx_eod_account` s ON s.`tradingDay` = ? AND s.`accountId` = a.`id` " +
+			"WHERE a.`id` > ? AND a.`createdAt` < ? AND s.`accountId` IS NULL ORDER BY a.`id` LIMIT ?"
+		args = []any{c.at(), c.at(), c.day.Date, after, c.at(), j.cfg.Batch}
 	}
 	return store.QueryAll(ctx, tx, "end of day "+c.day.Date+": accounts", func(sc store.Scanner) (accountRow, error) {
 		var r accountRow
