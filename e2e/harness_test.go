@@ -511,7 +511,13 @@ func (e *deskEnv) waitRowExpired(timeout time.Duration) {
 
 // runOnce runs a binary to completion and returns its combined output.
 func runOnce(env []string, binary string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return runOnceWithin(30*time.Second, env, binary, args...)
+}
+
+// runOnceWithin is runOnce with its own deadline, for a run that works through a benchmark's
+// whole book.
+func runOnceWithin(timeout time.Duration, env []string, binary string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, binary), args...)
 	cmd.Env = env

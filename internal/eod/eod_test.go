@@ -312,6 +312,80 @@ func TestALateDayIsRebuiltAsOfItsRollover(t *testing.T) {
 	}
 }
 
+// The freeze goes through the accounts in batches in id order, passing over those the day
+// already holds: over several batches, and on a rerun after a crash, each account is frozen once,
+// with its own positions and resting orders — on time and rebuilt alike.
+func TestBatchesFreezeEachAccountOnceWithItsOwnBook(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("late=%v", late), func(t *testing.T) {
+			d := newDesk(t)
+			day := weekday(t, time.Now().Add(24*time.Hour))
+			now := day.At
+			if late {
+				day = weekday(t, time.Now().Add(-10*24*time.Hour))
+				now = day.At.Add(3 * 24 * time.Hour)
+			}
+			opened := day.At.Add(-time.Hour)
+			d.exec("INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`, `ask`, `quotedAt`, `capturedBy`) VALUES (?, 'EURUSD', 1.1, 1.1002, ?, 'holder')", day.Date, day.At)
+			// Account i holds i positions and i − 1 resting orders.
+			open := func() int64 {
+				a := d.account(opened)
+				d.deal(a, "DEPOSIT", "1000.00", opened, nil, nil)
+				return a
+			}
+			book := func(a int64, i int) {
+				for range i {
+					d.position(a, "BUY", "0.01", "1.10000", opened)
+				}
+				for range i - 1 {
+					d.exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `price`, `status`, `createdAt`) "+
+						"VALUES (?, 'EURUSD', 'BUY', 'LIMIT', 0.01, 1.05, 'PENDING', ?)", a, opened)
+				}
+			}
+			var ids []int64
+			for i := 1; i <= 5; i++ {
+				ids = append(ids, open())
+				book(ids[i-1], i)
+			}
+			run := func() schedule.Result {
+				t.Helper()
+				res := schedule.Result{}
+				j := New(Config{DB: testDB, By: "test:1", Batch: 2, Now: func() time.Time { return now }}, slog.New(slog.DiscardHandler))
+				if err := j.Run(d.ctx, day.At, []fx.Rollover{day}, res); err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			check := func() {
+				t.Helper()
+				for i, a := range ids {
+					var positions, orders int
+					if err := testDB.QueryRow("SELECT `openPositions`, `pendingOrders` FROM `fx_eod_account` WHERE `tradingDay` = ? AND `accountId` = ?",
+						day.Date, a).Scan(&positions, &orders); err != nil {
+						t.Fatalf("account %d: %v", a, err)
+					}
+					if positions != i+1 || orders != i {
+						t.Errorf("account %d frozen with %d positions and %d orders, want %d and %d", a, positions, orders, i+1, i)
+					}
+				}
+			}
+			if res := run(); res["accountsFrozen"] != 5 {
+				t.Fatalf("froze %v, want 5 accounts", res)
+			}
+			check()
+
+			// The crash: the day's row never made it, and an account opened meanwhile.
+			d.exec("DELETE FROM `fx_eod_day` WHERE `tradingDay` = ?", day.Date)
+			ids = append(ids, open())
+			book(ids[5], 6)
+			if res := run(); res["accountsFrozen"] != 1 {
+				t.Fatalf("rerun froze %v, want the missing account only", res)
+			}
+			check()
+		})
+	}
+}
+
 // The holder captures the close of a day the cron process missed; the next run freezes that
 // day at those prices and its own day at the live ones. A day nobody captured is not frozen and
 // is named in eod-prices-missing.

@@ -132,10 +132,15 @@ func (j *Job) Run(ctx context.Context, at time.Time, due []fx.Rollover, res sche
 		res["accountsFrozen"] += n
 	}
 	j.reportMissing(ctx, missing)
+	started := time.Now()
 	bad, err := Reconcile(ctx, j.cfg.DB, due[0].Date, last.Date)
 	if err != nil {
 		return err
 	}
+	// Every run checks the frozen days of the whole week again: its time grows with the
+	// accounts, so it is logged beside the freeze's.
+	j.log.InfoContext(ctx, "end of day reconciled", slog.String("from", due[0].Date), slog.String("to", last.Date),
+		slog.Int("unreconciled", len(bad)), slog.Duration("took", time.Since(started)))
 	res["unreconciled"] = len(bad)
 	j.reportReconciliation(ctx, bad)
 	return nil
@@ -175,7 +180,7 @@ func (c cut) positions(in string) (string, []any) {
 	}
 	return "(SELECT ps.`id`, ps.`accountId`, ps.`symbol`, ps.`side`, ps.`venueTradeId` IS NOT NULL AS `external`, ps.`openPrice`, ps.`openedAt`, " +
 			"ps.`volume` + COALESCE((SELECT SUM(d.`volume`) FROM `fx_deal` d WHERE d.`positionId` = ps.`id` AND d.`type` = 'PROFIT' " +
-			"AND d.`createdAt` >= ?), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? AND (ps.`status` = 'OPEN' OR ps.`closedAt` >= ?)" +
+			"AND d.`createdAt` >= ? LIMIT 1), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? AND (ps.`status` = 'OPEN' OR ps.`closedAt` >= ?)" +
 			strings.ReplaceAll(filter, "`accountId`", "ps.`accountId`") + ") p",
 		[]any{c.at(), c.at(), c.at()}
 }
@@ -324,19 +329,26 @@ func (j *Job) freezeBatch(ctx context.Context, c cut, conv *book.Converter, afte
 func (j *Job) readAccounts(ctx context.Context, tx *sql.Tx, c cut, after int64) ([]accountRow, error) {
 	var q string
 	var args []any
+	// The accounts the day already holds are passed over by a join on the day's primary key,
+	// one lookup per account: for a NOT EXISTS, MariaDB gathers all of the day's rows into a
+	// temporary table for every batch, so each batch would cost more than the one before.
+	//
+	// An account's last deal is its newest (accountId, id) index entry (before the rollover,
+	// when rebuilt), read with ORDER BY id DESC LIMIT 1: a correlated MAX(id) reads every deal
+	// the account ever had, a cost that would grow with the ledger's age.
 	if c.onTime {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, a.`balance`, " +
 			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
-			"WHERE a.`id` > ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
-			"ORDER BY a.`id` LIMIT ?"
-		args = []any{after, c.day.Date, j.cfg.Batch}
+			"LEFT JOIN `fx_eod_account` s ON s.`tradingDay` = ? AND s.`accountId` = a.`id` " +
+			"WHERE a.`id` > ? AND s.`accountId` IS NULL ORDER BY a.`id` LIMIT ?"
+		args = []any{c.day.Date, after, j.cfg.Batch}
 	} else {
 		q = "SELECT a.`id`, a.`accountGroup`, a.`currency`, a.`leverage`, " +
 			"COALESCE((SELECT d.`balanceAfter` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0), " +
 			"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` AND d.`createdAt` < ? ORDER BY d.`id` DESC LIMIT 1), 0) FROM `fx_account` a " +
-			"WHERE a.`id` > ? AND a.`createdAt` < ? AND NOT EXISTS (SELECT 1 FROM `fx_eod_account` s WHERE s.`tradingDay` = ? AND s.`accountId` = a.`id`) " +
-			"ORDER BY a.`id` LIMIT ?"
-		args = []any{c.at(), c.at(), after, c.at(), c.day.Date, j.cfg.Batch}
+			"LEFT JOIN `fx_eod_account` s ON s.`tradingDay` = ? AND s.`accountId` = a.`id` " +
+			"WHERE a.`id` > ? AND a.`createdAt` < ? AND s.`accountId` IS NULL ORDER BY a.`id` LIMIT ?"
+		args = []any{c.at(), c.at(), c.day.Date, after, c.at(), j.cfg.Batch}
 	}
 	return store.QueryAll(ctx, tx, "end of day "+c.day.Date+": accounts", func(sc store.Scanner) (accountRow, error) {
 		var r accountRow

@@ -46,6 +46,10 @@ func Reconcile(ctx context.Context, db *sql.DB, first, last string) ([]Mismatch,
 		if err := db.QueryRowContext(ctx, "SELECT DATE_FORMAT(MAX(`tradingDay`), '%Y-%m-%d') FROM `fx_eod_day` WHERE `tradingDay` < ?", day).Scan(&prev); err != nil {
 			return nil, fmt.Errorf("end of day %s: previous day: %w", day, err)
 		}
+		// Each account's deals are summed by their own subquery: the two snapshots' ids are then
+		// a condition on the account's (accountId, id) index entries, and only the day's deals
+		// are read. Joined and grouped, the deals are reached by accountId alone and every deal
+		// the account ever had is read, a cost that would grow with the ledger's age.
 		bad, err := store.QueryAll(ctx, db, "end of day "+day+": reconcile", func(sc store.Scanner) (Mismatch, error) {
 			m := Mismatch{TradingDay: day}
 			var bal, before, deals decimal.Decimal
@@ -56,10 +60,9 @@ func Reconcile(ctx context.Context, db *sql.DB, first, last string) ([]Mismatch,
 			m.Difference = fx.FormatMoney(m.Currency, bal.Sub(before).Sub(deals))
 			return m, nil
 		}, "SELECT x.`accountId`, x.`currency`, x.`balance`, x.`before`, x.`deals` FROM (SELECT s.`accountId`, s.`currency`, s.`balance`, "+
-			"COALESCE(MAX(p.`balance`), 0) AS `before`, COALESCE(SUM(d.`amount`), 0) AS `deals` FROM `fx_eod_account` s "+
-			"LEFT JOIN `fx_eod_account` p ON p.`tradingDay` = ? AND p.`accountId` = s.`accountId` "+
-			"LEFT JOIN `fx_deal` d ON d.`accountId` = s.`accountId` AND d.`id` > COALESCE(p.`throughDealId`, 0) AND d.`id` <= s.`throughDealId` "+
-			"WHERE s.`tradingDay` = ? GROUP BY s.`accountId`, s.`currency`, s.`balance`) x "+
+			"COALESCE(p.`balance`, 0) AS `before`, COALESCE((SELECT SUM(d.`amount`) FROM `fx_deal` d WHERE d.`accountId` = s.`accountId` "+
+			"AND d.`id` > COALESCE(p.`throughDealId`, 0) AND d.`id` <= s.`throughDealId` LIMIT 1), 0) AS `deals` FROM `fx_eod_account` s "+
+			"LEFT JOIN `fx_eod_account` p ON p.`tradingDay` = ? AND p.`accountId` = s.`accountId` WHERE s.`tradingDay` = ?) x "+
 			"WHERE x.`balance` <> x.`before` + x.`deals` ORDER BY x.`accountId`", prev, day)
 		if err != nil {
 			return nil, err
