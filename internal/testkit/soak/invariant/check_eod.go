@@ -58,6 +58,18 @@ func indexEOD(e *EOD) eodIndex {
 	return x
 }
 
+// capturedBy reports whether a closing price of day names process pid (host:pid) as its
+// capturer.
+func (x eodIndex) capturedBy(day string, pid int) bool {
+	suffix := ":" + strconv.Itoa(pid)
+	for _, p := range x.prices[day] {
+		if pid > 0 && strings.HasSuffix(p.CapturedBy, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // rowsOf is day's account rows in account order.
 func (x eodIndex) rowsOf(day string) []dbEODAccount {
 	m := x.accounts[day]
@@ -120,7 +132,7 @@ func (e *EOD) Tally(runs []RolloverRun) EODTally {
 // rollover and before the freeze began (a second before the day's first row: the batch reads
 // before it writes) has one, and a day rebuilt as of its rollover has none opened after it. And
 // every day frozen when it should be: a run that completed as of --at had frozen every due day
-// whose prices were captured before it started, and its own day when it captured them.
+// whose prices were captured before it started, and its own day when it captured them itself.
 func checkEODComplete(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "eodComplete"}
 	x := indexEOD(&s.EOD)
@@ -176,9 +188,9 @@ func checkEODComplete(s *Snapshot, ev *Evidence) Result {
 				continue // nobody captured its prices: not frozen, and eod-prices-missing says so
 			}
 			before := first.Before(run.Start.Add(-time.Second))
-			own := onTime && ro.Date == last.Date && !first.After(run.End.Add(time.Second))
+			own := onTime && ro.Date == last.Date && x.capturedBy(ro.Date, run.PID)
 			if !before && !own {
-				continue
+				continue // captured by another run while this one went: it may have read none
 			}
 			owed++
 			d, ok := x.days[ro.Date]

@@ -116,6 +116,10 @@ func TestEODCompleteCheckFlagsAMissingSnapshotOrADueDayLeftUnfrozen(t *testing.T
 		}, ""},
 		{"a day frozen only after the completed run that owed it", func(m *money) { m.s.EOD.Days[1].FrozenAt = at(130) },
 			"frozen only after run 2"},
+		{"a day captured by a concurrent run while this one read none, frozen after it", func(m *money) {
+			m.s.EOD.Prices[2].CapturedBy, m.s.EOD.Prices[3].CapturedBy = "host:103", "host:103"
+			m.s.EOD.Days[1].FrozenAt, m.s.EOD.Days[1].FrozenBy = at(130), "host:103"
+		}, ""},
 		{"a day captured by a killed run and caught up by the next rollover's run", func(m *money) {
 			m.ev.Runs[0].OK = false
 			m.s.EOD.Days[0].FrozenAt, m.s.EOD.Days[0].FrozenBy = at(120.5), "host:102"
