@@ -118,52 +118,90 @@ func reconcileEOD(ctx context.Context, db *sql.DB) ([]eod.Mismatch, string) {
 	return bad, ""
 }
 
-// A stalled freeze: the end-of-day table the freeze writes after the point the soak kills it at.
+// A stalled freeze: where the soak holds a run's freeze, and how it knows the run got there.
 type stall struct {
 	why string
-	// lock is held locked from the day's key on (a locking read of its empty range: the freeze's
-	// insert waits for it); until is a count of the day's rows that is above zero once the run
-	// has passed the point.
-	lock, until string
+	// lock is held locked from the first day the run will freeze (a locking read of its empty
+	// range): the freeze's first insert into it waits. A run freezes the days it has due oldest
+	// first, so that is the earliest day priced and not frozen yet — the day an earlier run left,
+	// or the run's own — and whatever the lock holds, the run waits at its first write there.
+	lock string
+	// count counts what the run has written when it waits there, from first (that earliest day)
+	// to day (its own); it is killed once the count is above what it was before it started (zero
+	// when fresh: any row will do).
+	count func(first, day string) (string, []any)
+	fresh bool
 }
 
 var (
 	// stallAfterCapture: the run captured its day's closing prices; the accounts wait.
-	stallAfterCapture = stall{why: "killed once it captured its day's prices; the day is left to the next rollover's run",
-		lock: "fx_eod_account", until: "fx_eod_price"}
-	// stallAfterAccounts: the run wrote its day's account snapshots; the desk's rows wait.
-	stallAfterAccounts = stall{why: "killed once its day's account snapshots were in",
-		lock: "fx_eod_symbol", until: "fx_eod_account"}
+	stallAfterCapture = stall{why: "killed once it captured its day's prices; the day is left to the next rollover's run", lock: "fx_eod_account",
+		count: func(_, day string) (string, []any) {
+			return "SELECT COUNT(*) FROM `fx_eod_price` WHERE `tradingDay` = ?", []any{day}
+		}, fresh: true}
+	// stallAfterAccounts: the run wrote the account snapshots of the first day it freezes; the
+	// desk's rows wait.
+	stallAfterAccounts = stall{why: "killed once its day's account snapshots were in", lock: "fx_eod_symbol",
+		count: func(first, day string) (string, []any) {
+			return "SELECT COUNT(*) FROM `fx_eod_account` WHERE `tradingDay` >= ? AND `tradingDay` <= ?", []any{first, day}
+		}}
 )
 
+// stallFor bounds how long the soak waits for a stalled run to get where it is held: past it the
+// run is killed wherever it is (a freeze that did not go as expected must not hold the fault lane,
+// nor wait out the database's lock timeout).
+const stallFor = 5 * time.Second
+
 // rolloverStalled runs processFxSwaps as of at, on time for day, with the freeze held at st's
-// point, and SIGKILLs it there: the soak holds st.lock locked from day on, waits until the day
-// has rows in st.until, kills the run and lets go. Whoever writes the day next — a rerun, the
-// next rollover's run — must complete it from what the dead run left. The soak writes nothing:
-// its locking read only makes the freeze wait where a slow database could. It returns whether the
-// day was left priced and not frozen: an earlier run may have frozen it already, or the quote
-// mirror may have had no prices to capture.
+// point, and SIGKILLs it there: the soak holds st.lock locked from the first day the run will
+// freeze, waits until the run has written what st.count counts, kills the run and lets go.
+// Whoever writes the day next — a rerun, the next rollover's run — must complete it from what the
+// dead run left. The soak writes nothing: its locking read only makes the freeze wait where a slow
+// database could. It returns whether the day was left priced and not frozen: an earlier run may
+// have frozen it already, or the quote mirror may have had no prices to capture.
 func (in *injector) rolloverStalled(ctx context.Context, day fx.Rollover, at time.Time, st stall) (left bool) {
-	tx, err := in.c.direct.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	db := in.c.direct
+	var pending sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT DATE_FORMAT(MIN(p.`tradingDay`), '%Y-%m-%d') FROM `fx_eod_price` p WHERE p.`tradingDay` <= ? "+
+		"AND NOT EXISTS (SELECT 1 FROM `fx_eod_day` d WHERE d.`tradingDay` = p.`tradingDay`)", day.Date).Scan(&pending); err != nil {
+		in.fail("stalled freeze of %s: the first day to freeze: %v", day.Date, err)
+		return false
+	}
+	first := day.Date
+	if pending.Valid {
+		first = pending.String
+	}
+	q, args := st.count(first, day.Date)
+	base := 0
+	if !st.fresh {
+		if err := db.QueryRowContext(ctx, q, args...).Scan(&base); err != nil {
+			in.fail("stalled freeze of %s: %v", day.Date, err)
+			return false
+		}
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		in.fail("stalled freeze of %s: %v", day.Date, err)
 		return false
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, "SELECT `tradingDay` FROM `"+st.lock+"` WHERE `tradingDay` >= ? FOR UPDATE", day.Date)
+	rows, err := tx.QueryContext(ctx, "SELECT `tradingDay` FROM `"+st.lock+"` WHERE `tradingDay` >= ? FOR UPDATE", first)
 	if err != nil {
 		in.fail("stalled freeze of %s: lock %s: %v", day.Date, st.lock, err)
 		return false
 	}
 	rows.Close()
 	kill, done := make(chan struct{}), make(chan struct{})
+	reached := "not reached"
 	var watching sync.WaitGroup
 	watching.Go(func() {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
+		deadline := time.After(stallFor)
 		for {
 			var n int
-			if err := in.c.direct.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+st.until+"` WHERE `tradingDay` = ?", day.Date).Scan(&n); err == nil && n > 0 {
+			if err := db.QueryRowContext(ctx, q, args...).Scan(&n); err == nil && n > base {
+				reached = "reached"
 				close(kill)
 				return
 			}
@@ -171,6 +209,10 @@ func (in *injector) rolloverStalled(ctx context.Context, day fx.Rollover, at tim
 			case <-done:
 				return
 			case <-ctx.Done():
+				return
+			case <-deadline:
+				reached = fmt.Sprintf("not reached in %s", stallFor)
+				close(kill)
 				return
 			case <-t.C:
 			}
@@ -181,13 +223,13 @@ func (in *injector) rolloverStalled(ctx context.Context, day fx.Rollover, at tim
 	watching.Wait()
 	tx.Rollback()
 	var frozen, accounts, prices int
-	err = in.c.direct.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_eod_day` WHERE `tradingDay` = ?), "+
+	err = db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_eod_day` WHERE `tradingDay` = ?), "+
 		"(SELECT COUNT(*) FROM `fx_eod_account` WHERE `tradingDay` = ?), (SELECT COUNT(*) FROM `fx_eod_price` WHERE `tradingDay` = ?)",
 		day.Date, day.Date, day.Date).Scan(&frozen, &accounts, &prices)
 	state := fmt.Sprintf("day %s left with %d prices, %d account snapshots, frozen %v", day.Date, prices, accounts, frozen > 0)
 	if err != nil {
 		state = fmt.Sprintf("day %s: %v", day.Date, err)
 	}
-	in.log.Printf("soak: stalled freeze (%s): killed=%v; %s", st.why, r.Killed, state)
+	in.log.Printf("soak: stalled freeze (%s; held from %s, point %s): killed=%v; %s", st.why, first, reached, r.Killed, state)
 	return err == nil && prices > 0 && frozen == 0
 }
