@@ -9,7 +9,8 @@
 //
 // Once per day. The closing prices are captured by whichever process is alive at the rollover —
 // the lease holder from its own engine, the cron process from the quote mirror — and the first
-// capture wins. The freeze runs in the swap job, after its charges: it writes the accounts in
+// capture wins the whole day: a later one adds nothing, not even a symbol the first lacked, so the
+// prices a freeze read are all its day will ever list. The freeze runs in the swap job, after its charges: it writes the accounts in
 // batches whose rows carry their day in the primary key, so a rerun, a concurrent run or a run
 // after a crash inserts only the rows still missing and never a second figure; the day's row in
 // fx_eod_day is written last and says the day is complete.

@@ -11,17 +11,25 @@ import (
 
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
-// insertPrices is the one statement that writes fx_eod_price: a capture that finds the day's
-// price already there (another process captured it first) leaves it as it is.
+// insertPrices is the one statement that writes fx_eod_price, into a day nobody captured yet.
 const insertPrices = "INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`, `ask`, `quotedAt`, `capturedBy`) VALUES "
 const insertPricesTail = " ON DUPLICATE KEY UPDATE `tradingDay` = `tradingDay`"
 
+// captureAttempts bounds how often a capture that lost a deadlock to a racing one looks again.
+const captureAttempts = 3
+
 // Capture records the closing prices of day: every catalog instrument's last quote in prices (a
 // closed market's last quote included; a halted or unquoted symbol is left out). by names the
-// capturing process. It returns how many prices it offered; rows already captured stay.
+// capturing process. It returns how many prices it offered.
+//
+// A day's prices are one capture's, the first: a capture that finds the day captured — by an
+// earlier one, or by one racing it — leaves it whole and adds nothing, not even a symbol the first
+// lacked. A freeze that read the day's prices has marked nothing at a symbol missing then; a
+// price added later would sit in the day beside marks that did not use it.
 func Capture(ctx context.Context, db *sql.DB, day fx.Rollover, prices tick.Prices, by string) (int, error) {
 	cat, err := catalog.Load(ctx, db)
 	if err != nil {
@@ -52,10 +60,38 @@ func Capture(ctx context.Context, db *sql.DB, day fx.Rollover, prices tick.Price
 	if n == 0 {
 		return 0, nil
 	}
-	if _, err := db.ExecContext(ctx, insertPrices+sb.String()+insertPricesTail, args...); err != nil {
-		return 0, fmt.Errorf("capture closing prices of %s: %w", day.Date, err)
+	for attempt := 1; ; attempt++ {
+		err := captureDay(ctx, db, day, sb.String(), args)
+		if store.IsDeadlock(err) && attempt < captureAttempts {
+			continue // a racing capture took the day; the next look finds it taken
+		}
+		if err != nil {
+			return 0, fmt.Errorf("capture closing prices of %s: %w", day.Date, err)
+		}
+		return n, nil
 	}
-	return n, nil
+}
+
+// captureDay writes values into day unless the day has prices already. The locking read holds the
+// day's empty range, so two captures of one day meet there: one waits for the other's commit and
+// finds the day taken, or is the deadlock victim and looks again.
+func captureDay(ctx context.Context, db *sql.DB, day fx.Rollover, values string, args []any) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var captured int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_eod_price` WHERE `tradingDay` = ? FOR UPDATE", day.Date).Scan(&captured); err != nil {
+		return err
+	}
+	if captured > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, insertPrices+values+insertPricesTail, args...); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Price is one symbol's closing price.

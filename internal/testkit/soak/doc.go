@@ -18,6 +18,12 @@
 // must refuse — role tokens outside their permissions, a read-only trader's token trading, an
 // expired and a revoked token past their bound — each with a request id no audit row may carry.
 //
+// The rollover faults' runs walk consecutive weekday rollovers ahead of the clock, each on time
+// for its own (endofday.go), so every run captures its day's closing prices and freezes the end
+// of day; some are killed where the soak holds the freeze (once its day's prices or account rows
+// are in), one day is left to the next rollover's run to catch up, and every end-of-day row is
+// kept as first read, to be held to it.
+//
 // Each trader also holds its events stream open through the whole load, resuming with
 // Last-Event-ID across every kill, stop and cut; at the end what each saw, and the host
 // platform's Redis Stream read whole, are compared with the events table.
@@ -34,7 +40,7 @@
 // check (a deposit, a swap, a rollover run moved an account behind the committer). The last line
 // is the summary:
 //
-//	soak: PASS seed=… seconds=… venue=rest requests=… faults={kill:1,…} admin={groupEdit:…,…} refused={permission:…,…} invariants=… violations=0
+//	soak: PASS seed=… seconds=… venue=rest requests=… faults={kill:1,…} admin={groupEdit:…,…} refused={permission:…,…} eod={days:…,…} invariants=… violations=0
 //
 // On a failure the exit status is non-zero, the failing invariants are printed with the rows
 // that break them, and the run folder (process logs, journal, samples) is kept and named. The
@@ -46,5 +52,6 @@
 // starts in the run folder, and a lane of cluster faults kills, partitions and fails them over.
 //
 // The soak only observes and injects: it never writes to the desk's tables, but for the setup an
-// operator would do in SQL before the load (the EXTERNAL account group and its accounts).
+// operator would do in SQL before the load (the EXTERNAL account group and its accounts); to hold
+// a freeze where it kills it, it takes a locking read of an end-of-day table's empty range.
 package soak

@@ -65,7 +65,7 @@ type fault struct {
 	Symbol     string        `json:"symbol,omitempty"`     // gap
 	Factor     float64       `json:"factor,omitempty"`     // gap: new price = price × factor
 	Restore    time.Duration `json:"restore,omitempty"`    // gap: back to the old price after this (0: never)
-	AheadHours int           `json:"aheadHours,omitempty"` // rollover: --at = now + this many hours
+	Late       time.Duration `json:"late,omitempty"`       // rollover: --at = the walk's next weekday rollover + this (on time: < 30 min)
 	KillAfter  time.Duration `json:"killAfter,omitempty"`  // rolloverKill
 	Target     string        `json:"target,omitempty"`     // cut: mysql or redis; flood: holder or follower
 	CutFor     time.Duration `json:"cutFor,omitempty"`     // cut
@@ -91,7 +91,7 @@ func (f fault) String() string {
 	add("symbol", f.Symbol, f.Symbol != "")
 	add("factor", fmt.Sprintf("%.4f", f.Factor), f.Factor != 0)
 	add("restoreAfter", f.Restore, f.Restore > 0)
-	add("aheadHours", f.AheadHours, f.AheadHours > 0)
+	add("late", f.Late, f.Kind == faultRollover2 || f.Kind == faultRolloverKill)
 	add("killAfter", f.KillAfter, f.KillAfter > 0)
 	add("target", f.Target, f.Target != "")
 	add("cutFor", f.CutFor, f.CutFor > 0)
@@ -163,7 +163,8 @@ func processSchedule(seed uint64, d time.Duration) []fault {
 				f.Restore = time.Duration(500+rng.IntN(2500)) * time.Millisecond
 			}
 		case faultRollover2, faultRolloverKill:
-			f.AheadHours = 24 + rng.IntN(72)
+			// The draw that once said how many hours ahead: a seed's schedule stays what it was.
+			f.Late = time.Duration(rng.IntN(72)) * 20 * time.Second
 			if f.Kind == faultRolloverKill {
 				f.KillAfter = time.Duration(20+rng.IntN(400)) * time.Millisecond
 			}
@@ -211,18 +212,21 @@ type injector struct {
 	// serial keeps one fault acting at a time: a zombie's end, which runs in the background,
 	// reads the lease around its SIGTERM and must not see another fault's takeover.
 	serial sync.Mutex
+	// walk gives the rollover runs their days; eod keeps the end-of-day rows as first read,
+	// after every run (endofday.go).
+	walk *rolloverWalk
+	eod  *eodWatch
 
-	mu       sync.Mutex
-	counts   map[string]int
-	runs     []invariant.RolloverRun
-	windows  []invariant.Window
-	lastEnd  time.Time
-	errs     []string
-	bg       sync.WaitGroup
-	runSeq   int
-	maxAhead time.Time
-	floods   []invariant.Flood
-	reuses   []invariant.Reuse
+	mu      sync.Mutex
+	counts  map[string]int
+	runs    []invariant.RolloverRun
+	windows []invariant.Window
+	lastEnd time.Time
+	errs    []string
+	bg      sync.WaitGroup
+	runSeq  int
+	floods  []invariant.Flood
+	reuses  []invariant.Reuse
 	// recoveries are the cluster faults' measures, one line each, for the report.
 	recoveries []string
 }
@@ -412,7 +416,8 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		}
 		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s ×%.4f", f.Symbol, f.Factor)})
 	case faultRollover2:
-		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
+		day := in.walk.step()
+		at := day.At.Add(f.Late).UTC()
 		t0 := time.Now()
 		defer in.racingFills(ctx)()
 		var wg sync.WaitGroup
@@ -422,11 +427,25 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		wg.Wait()
 		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now()})
 	case faultRolloverKill:
-		at := time.Now().Add(time.Duration(f.AheadHours) * time.Hour).UTC().Truncate(time.Second)
+		day := in.walk.step()
+		at := day.At.Add(f.Late).UTC()
 		t0 := time.Now()
 		defer in.racingFills(ctx)()
 		in.rollover(ctx, at, f.KillAfter, "killed mid-way")
-		in.rollover(ctx, at, 0, "rerun after a kill")
+		left := false
+		if in.walk.skipDue() {
+			// The cron process dies at the rollover once it has the day's prices and stays down
+			// until the next: that run catches the day up. When the day was not left so (the run
+			// killed mid-way froze it, or the mirror had no prices), a later fault tries again.
+			if left = in.rolloverStalled(ctx, day, at, stallAfterCapture); left {
+				in.walk.skipDone()
+			}
+		} else {
+			in.rolloverStalled(ctx, day, at, stallAfterAccounts)
+		}
+		if !left {
+			in.rollover(ctx, at, 0, "rerun after a kill")
+		}
 		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now()})
 	case invariant.FaultCut:
 		p := in.c.mysqlP
@@ -468,12 +487,21 @@ func (in *injector) replace(ctx context.Context, f fault, old *proc) {
 
 // rollover runs processFxSwaps as of at to completion, or SIGKILLs it after killAfter (> 0).
 func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.Duration, why string) invariant.RolloverRun {
+	var kill chan struct{}
+	if killAfter > 0 {
+		kill = make(chan struct{})
+		t := time.AfterFunc(killAfter, func() { close(kill) })
+		defer t.Stop()
+	}
+	return in.runRollover(ctx, at, why, kill)
+}
+
+// runRollover runs processFxSwaps as of at to completion, or SIGKILLs it once kill is closed
+// (nil: never); then it reads the end of day's rows, for eodUnchanged.
+func (in *injector) runRollover(ctx context.Context, at time.Time, why string, kill <-chan struct{}) invariant.RolloverRun {
 	in.mu.Lock()
 	in.runSeq++
 	n := in.runSeq
-	if at.After(in.maxAhead) {
-		in.maxAhead = at
-	}
 	in.mu.Unlock()
 	r := invariant.RolloverRun{At: at, Why: why}
 	cmd := exec.CommandContext(ctx, filepath.Join(in.c.binDir, "fxdesk-cron"), "run", "processFxSwaps", "--at", at.Format(time.RFC3339))
@@ -484,18 +512,15 @@ func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.D
 	r.Start = time.Now()
 	err := cmd.Start()
 	if err == nil {
-		if killAfter > 0 {
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err = <-done:
-			case <-time.After(killAfter):
-				cmd.Process.Kill()
-				err = <-done
-				r.Killed = true
-			}
-		} else {
-			err = cmd.Wait()
+		r.PID = cmd.Process.Pid
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-kill:
+			cmd.Process.Kill()
+			err = <-done
+			r.Killed = true
 		}
 	}
 	r.End = time.Now()
@@ -510,6 +535,9 @@ func (in *injector) rollover(ctx context.Context, at time.Time, killAfter time.D
 	in.mu.Lock()
 	in.runs = append(in.runs, r)
 	in.mu.Unlock()
+	if err := in.eod.read(ctx, in.c.direct); err != nil {
+		in.log.Printf("soak: end of day rows after rollover run %d: %v", n, err)
+	}
 	return r
 }
 

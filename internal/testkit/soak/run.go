@@ -257,7 +257,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, t := range traders {
 		byName[t.name] = t
 	}
-	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, fills: func(ctx context.Context) {
+	walk, err := newRolloverWalk(time.Now())
+	if err != nil {
+		return failed("rollover walk: %v", err)
+	}
+	watch := newEODWatch()
+	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, walk: walk, eod: watch, fills: func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, t := range traders {
 			wg.Go(func() { t.burst(ctx) })
@@ -275,8 +280,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		journal, inFlight := j.evidence()
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
 			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
-			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence()}
+			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence(),
+			EODSeen: watch.rows()}
 	}
+	var lastEOD invariant.EODTally
 	check := func(label string) {
 		s, err := invariant.ReadSnapshot(ctx, c.direct)
 		if err != nil && ha != nil {
@@ -293,8 +300,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		if ev.Venue, err = c.venue.state(); err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
 		}
+		// A frozen day's rows never change, so the desk's own reconciliation may read after the
+		// snapshot.
+		ev.Reconciled, ev.ReconcileErr = reconcileEOD(ctx, c.direct)
 		rs := invariant.CheckAll(s, ev)
 		tl.add(rs)
+		watch.note(s.EOD.Rows(s.Taken))
+		lastEOD = s.EOD.Tally(ev.Runs)
 		bad := 0
 		for _, r := range rs {
 			bad += len(r.Violations)
@@ -351,11 +363,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	lastFault := in.lastEnd
 	in.mu.Unlock()
 	probe(ctx, traders[0], lastFault)
-	// A quiet rerun as of the furthest --at used: every position open now must then have every
-	// date due by it, whatever the runs under load skipped.
-	if !in.maxAhead.IsZero() {
-		in.rollover(ctx, in.maxAhead, 0, "settling run after the load")
-	}
+	// A quiet run at the walk's next rollover, on time for it: every position open now must then
+	// have every date due by it, whatever the runs under load skipped, and every day they priced
+	// must be frozen, the one left to the next rollover's run too.
+	in.rollover(ctx, walk.step().At.Add(time.Minute).UTC(), 0, "settling run after the load")
 	// The A-book settles: held answers released, then reconciles until one started past
 	// NOT_SENT_AFTER after the desk went quiet plans nothing more.
 	quiet := time.Now()
@@ -427,8 +438,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if vc := c.venue.controls(); vc != "" {
 		venueControls = " " + vc // what the venue's own controls did
 	}
-	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} refused={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.counts, refused.counts, len(tl.order), viol)
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} refused={%s} eod={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.counts, refused.counts, lastEOD, len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}

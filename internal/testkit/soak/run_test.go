@@ -3,6 +3,7 @@ package soak
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"fxdesk/internal/testkit/soak/invariant"
 )
@@ -25,4 +26,58 @@ func TestTallyKeepsOneRowPerViolationKeyWithItsLatestText(t *testing.T) {
 	if strings.Join(tl.order, ",") != "no5xx,ledger" {
 		t.Fatalf("order %v: invariants are reported in the order first seen", tl.order)
 	}
+}
+
+// The rollover runs walk consecutive weekday rollovers from the first after the soak began, a
+// weekend's rollovers left out (they close no day), and only one of them is left to the next.
+func TestRolloverWalkStepsThroughConsecutiveWeekdayRolloversFromTheNext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want []string
+	}{
+		// Friday 7 March 2025, before and after its rollover (22:00 UTC; New York moves to
+		// daylight time on the 9th, so Monday's is at 21:00 UTC).
+		{"a Friday morning", time.Date(2025, 3, 7, 12, 0, 0, 0, time.UTC), []string{"2025-03-07", "2025-03-10", "2025-03-11", "2025-03-12"}},
+		{"a Friday after its rollover", time.Date(2025, 3, 7, 22, 0, 1, 0, time.UTC), []string{"2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"}},
+		{"a Sunday", time.Date(2025, 3, 9, 12, 0, 0, 0, time.UTC), []string{"2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"}},
+		{"a Thursday evening", time.Date(2025, 3, 13, 23, 0, 0, 0, time.UTC), []string{"2025-03-14", "2025-03-17", "2025-03-18", "2025-03-19"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := newRolloverWalk(tc.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for range tc.want {
+				r := w.step()
+				if h, m, _ := r.At.In(newYork(t)).Clock(); h != 17 || m != 0 {
+					t.Fatalf("rollover %s at %s New York, not 17:00", r.Date, r.At.In(newYork(t)))
+				}
+				got = append(got, r.Date)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("walked %v; want %v", got, tc.want)
+			}
+		})
+	}
+	w, _ := newRolloverWalk(time.Now())
+	for range 2 {
+		if !w.skipDue() {
+			t.Fatal("a day is to be left to the next rollover until one was")
+		}
+	}
+	w.skipDone()
+	if w.skipDue() {
+		t.Fatal("one day left to the next rollover is enough")
+	}
+}
+
+func newYork(t *testing.T) *time.Location {
+	t.Helper()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ny
 }

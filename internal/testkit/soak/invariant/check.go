@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"fxdesk/internal/eod"
 )
 
 // Result is one invariant's verdict on one check: its figures, and the rows that break it.
@@ -51,6 +53,12 @@ type Evidence struct {
 	InFlight map[string]bool
 	// Refusals is what the refused-request lane knows beside its requests (nil: it did not run).
 	Refusals *Refusals
+	// EODSeen is every end-of-day row as the soak first saw it during the run — read after each
+	// rollover run and at each check — by EODRow.ID. Reconciled is what eod.Reconcile said of
+	// every frozen day, asked right after the snapshot; ReconcileErr why it could not be asked.
+	EODSeen      map[string]EODRow
+	Reconciled   []eod.Mismatch
+	ReconcileErr string
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
@@ -121,6 +129,10 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkStopOutTerms(s),
 		checkEvents(s),
 		checkRouting(s),
+		checkEODComplete(s, ev),
+		checkEODReconciles(s, ev),
+		checkEODUnchanged(s, ev),
+		checkEODMarks(s),
 	}
 	if ev.Venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))

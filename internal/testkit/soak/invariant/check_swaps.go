@@ -73,22 +73,7 @@ func checkRolloversDue(s *Snapshot, ev *Evidence) Result {
 	for _, c := range s.Charges {
 		have[key{c.Position, c.Date}] = true
 	}
-	// When each position appeared: its openedAt, or the commit of its position.opened event where
-	// that is later — an adopted or venue-filled position opens at the venue's time, which can
-	// be well before the desk wrote it (a holder killed between the venue's fill and the desk's
-	// write, the reconciler adopting it later).
-	appeared := map[int64]time.Time{}
-	for _, e := range s.Events {
-		if e.Type != "position.opened" {
-			continue
-		}
-		var v struct {
-			ID int64 `json:"id"`
-		}
-		if json.Unmarshal([]byte(e.Payload), &v) == nil {
-			appeared[v.ID] = e.CreatedAt
-		}
-	}
+	appeared := positionsWritten(s)
 	checked, runs := 0, 0
 	missing := map[key]bool{}
 	for i, run := range ev.Runs {
@@ -103,10 +88,7 @@ func checkRolloversDue(s *Snapshot, ev *Evidence) Result {
 		}
 		for _, p := range s.Positions {
 			// Open throughout the run, with a second of slack for the two clocks.
-			from := p.OpenedAt
-			if t, ok := appeared[p.ID]; ok && t.After(from) {
-				from = t
-			}
+			from := appeared[p.ID]
 			if !from.Before(run.Start.Add(-time.Second)) || (p.ClosedAt.Valid && p.ClosedAt.Time.Before(run.End.Add(time.Second))) {
 				continue
 			}
@@ -285,4 +267,27 @@ func list(s []string) string {
 		return strings.Join(s[:6], " ") + fmt.Sprintf(" … (%d)", len(s))
 	}
 	return strings.Join(s, " ")
+}
+
+// positionsWritten is when each position appeared in the database: its openedAt, or the commit
+// of its position.opened event where that is later — an adopted or venue-filled position opens at
+// the venue's time, which can be well before the desk wrote it (a holder killed between the
+// venue's fill and the desk's write, the reconciler adopting it later).
+func positionsWritten(s *Snapshot) map[int64]time.Time {
+	written := map[int64]time.Time{}
+	for _, p := range s.Positions {
+		written[p.ID] = p.OpenedAt
+	}
+	for _, e := range s.Events {
+		if e.Type != "position.opened" {
+			continue
+		}
+		var v struct {
+			ID int64 `json:"id"`
+		}
+		if json.Unmarshal([]byte(e.Payload), &v) == nil && e.CreatedAt.After(written[v.ID]) {
+			written[v.ID] = e.CreatedAt
+		}
+	}
+	return written
 }

@@ -60,6 +60,7 @@ func LeaseFault(kind string) bool {
 // RolloverRun is one `fxdesk-cron run processFxSwaps --at` process.
 type RolloverRun struct {
 	At     time.Time `json:"at"`
+	PID    int       `json:"pid"` // the process's, which it names itself by in what it freezes (host:pid)
 	Start  time.Time `json:"start"`
 	End    time.Time `json:"end"`
 	OK     bool      `json:"ok"` // exited 0: every due date was settled as of At

@@ -38,6 +38,17 @@ type Snapshot struct {
 	// HedgeLimits are the hedger's net exposure limits in lots, by symbol (fxHedgeLimitLots.*,
 	// "off" left out).
 	HedgeLimits map[string]decimal.Decimal
+	// EOD is the end of day's tables; Overridden the account groups with a symbol override now;
+	// Alerts the alert inbox's rows whose code starts with "eod-".
+	EOD        EOD
+	Overridden map[string]bool
+	Alerts     []dbAlert
+}
+
+// dbAlert is one row of the alert inbox.
+type dbAlert struct {
+	Code, Status, Message string
+	FirstSeen             time.Time
 }
 
 // dbRule is one routing rule; UsesProfile says it has a profile condition, which the snapshot
@@ -51,10 +62,12 @@ type dbRule struct {
 }
 
 type dbAccount struct {
-	ID      int64
-	User    int64
-	Group   string
-	Balance decimal.Decimal
+	ID        int64
+	User      int64
+	Group     string
+	Currency  string
+	Balance   decimal.Decimal
+	CreatedAt time.Time
 	// MarginCalled: the desk records the account in margin call (marginCallAt set).
 	MarginCalled bool
 }
@@ -95,6 +108,7 @@ type dbPosition struct {
 	ID, Account, Order int64
 	Symbol, Side       string
 	Volume, OpenVolume decimal.Decimal
+	OpenPrice          decimal.Decimal
 	Status             string
 	OpenedAt           time.Time
 	ClosedAt           sql.NullTime
@@ -124,7 +138,7 @@ type dbCharge struct {
 type dbInstrument struct {
 	Contract, Point, SwapLong, SwapShort decimal.Decimal
 	Markup                               decimal.Decimal // the symbol group's markup, in points
-	Quote                                string
+	Base, Quote                          string
 }
 
 func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
@@ -133,7 +147,8 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, HedgeLimits: map[string]decimal.Decimal{}}
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, HedgeLimits: map[string]decimal.Decimal{},
+		Overridden: map[string]bool{}}
 	scan := func(q string, each func(*sql.Rows) error) error {
 		rows, err := tx.QueryContext(ctx, q)
 		if err != nil {
@@ -154,9 +169,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		q    string
 		each func(*sql.Rows) error
 	}{
-		{"SELECT `id`, `userId`, `accountGroup`, `balance`, `marginCallAt` IS NOT NULL FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `userId`, `accountGroup`, `currency`, `balance`, `createdAt`, `marginCallAt` IS NOT NULL FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
 			var a dbAccount
-			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Balance, &a.MarginCalled)
+			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Currency, &a.Balance, &a.CreatedAt, &a.MarginCalled)
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},
@@ -166,9 +181,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Deals = append(s.Deals, d)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId`, `closeReason` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId`, `closeReason` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
 			var p dbPosition
-			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID, &p.CloseReason)
+			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID, &p.CloseReason)
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
@@ -186,11 +201,11 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Charges = append(s.Charges, c)
 			return err
 		}},
-		{"SELECT i.`symbol`, i.`contractSize`, i.`point`, i.`swapLong`, i.`swapShort`, i.`quote`, COALESCE(g.`markupPoints`, 0) " +
+		{"SELECT i.`symbol`, i.`contractSize`, i.`point`, i.`swapLong`, i.`swapShort`, i.`base`, i.`quote`, COALESCE(g.`markupPoints`, 0) " +
 			"FROM `fx_instrument` i LEFT JOIN `fx_symbol_group` g ON g.`name` = i.`symbolGroup`", func(r *sql.Rows) error {
 			var sym string
 			var in dbInstrument
-			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Quote, &in.Markup)
+			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Base, &in.Quote, &in.Markup)
 			s.Instruments[sym] = in
 			return err
 		}},
@@ -246,11 +261,28 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Events = append(s.Events, e)
 			return err
 		}},
+		{"SELECT DISTINCT `accountGroup` FROM `fx_symbol_override`", func(r *sql.Rows) error {
+			var g string
+			err := r.Scan(&g)
+			s.Overridden[g] = true
+			return err
+		}},
+		{"SELECT `code`, `status`, `message`, `firstSeenAt` FROM `fx_execution_alert` WHERE `code` LIKE 'eod-%' ORDER BY `id`", func(r *sql.Rows) error {
+			var a dbAlert
+			err := r.Scan(&a.Code, &a.Status, &a.Message, &a.FirstSeen)
+			s.Alerts = append(s.Alerts, a)
+			return err
+		}},
 	}
 	for _, st := range steps {
 		if err := scan(st.q, st.each); err != nil {
 			return nil, err
 		}
 	}
+	e, err := readEOD(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	s.EOD = *e
 	return s, nil
 }

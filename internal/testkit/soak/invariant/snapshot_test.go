@@ -3,11 +3,20 @@ package invariant
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
+	"fxdesk/internal/eod"
 	"fxdesk/internal/events"
+	"fxdesk/internal/fx"
+	"fxdesk/internal/schedule"
+	"fxdesk/internal/swaps"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/tick"
 )
 
 var testDB *sql.DB
@@ -101,4 +110,119 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, checkLedger(s), "Σ 1 deals = 10000, balance = 10000.01")
+}
+
+// quotes is a fixed price view: every symbol it has is quoting.
+type quotes map[string]tick.Quote
+
+func (q quotes) LastTick(symbol string) (tick.Quote, bool) { v, ok := q[symbol]; return v, ok }
+func (q quotes) SymbolState(string) tick.State             { return tick.Quoting }
+
+// The end of day's checks hold on a day the desk's own job froze, and fail once its rows are
+// tampered with as only something outside the desk could: a frozen balance updated, a snapshot
+// row deleted, a closing price rewritten. On a database of its own, so that the accounts the test
+// above leaves (one of them moved behind the ledger's back on purpose) are not frozen with it.
+func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *testing.T) {
+	ctx := context.Background()
+	db, closeDB, err := dbtest.NewMigrated("soak-invariant-eod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	exec := func(q string, args ...any) int64 {
+		t.Helper()
+		res, err := db.ExecContext(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		id, _ := res.LastInsertId()
+		return id
+	}
+	// An account opened and a position written a minute before the freeze, so that the checks
+	// know both were there when it read the book; the majors marked up 10 points.
+	exec("UPDATE `fx_symbol_group` SET `markupPoints` = 10 WHERE `name` = 'majors'")
+	account := exec("INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`, `createdAt`) VALUES (1001, 'USD', 100, 10000.00, NOW(3) - INTERVAL 1 MINUTE)")
+	exec("INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `idempotencyKey`) VALUES (?, 'DEPOSIT', 10000.00, 10000.00, 'USD', 'dep:1')", account)
+	order := exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `status`, `requestNonce`) VALUES (?, 'EURUSD', 'BUY', 'MARKET', 0.50, 'FILLED', 't1-order-1')", account)
+	exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `openedAt`) "+
+		"VALUES (?, ?, 'EURUSD', 'BUY', 0.50, 0.50, 1.10000, NOW(3) - INTERVAL 1 MINUTE)", account, order)
+
+	// A run five minutes after a rollover a week ahead, as the soak's runs are: on time, so it
+	// captures the closing prices from its price view and freezes the day.
+	next, err := fx.NextRollover(time.Now().Add(7 * 24 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for next.Weekday() == time.Saturday || next.Weekday() == time.Sunday {
+		next = next.Next()
+	}
+	runAt := next.At.Add(5 * time.Minute)
+	due, err := swaps.DueRollovers(runAt, swaps.DefaultExpireAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	view := quotes{"EURUSD": {Bid: 1.10200, Ask: 1.10210, ReceivedAt: now, ProviderTime: now}, "USDJPY": {Bid: 150.1, Ask: 150.12, ReceivedAt: now, ProviderTime: now}}
+	job := eod.New(eod.Config{DB: db, Prices: func() tick.Prices { return view }, By: "test:4242"}, slog.New(slog.DiscardHandler))
+	res := schedule.Result{}
+	started := time.Now()
+	if err := job.Run(ctx, runAt, due, res); err != nil {
+		t.Fatal(err)
+	}
+	if res["daysFrozen"] != 1 || res["accountsFrozen"] != 1 {
+		t.Fatalf("the job froze %v; want one day of one account", res)
+	}
+	ev := &Evidence{Runs: []RolloverRun{{At: runAt, PID: 4242, Start: started, End: time.Now(), OK: true, Why: "test"}}, EODSeen: map[string]EODRow{}}
+	judge := func() (*Snapshot, map[string]Result) {
+		t.Helper()
+		s, err := ReadSnapshot(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Reconciled, err = eod.Reconcile(ctx, db, "1000-01-01", "9999-12-31")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Result{}
+		for _, r := range []Result{checkEODComplete(s, ev), checkEODReconciles(s, ev), checkEODUnchanged(s, ev), checkEODMarks(s)} {
+			out[r.Name] = r
+		}
+		return s, out
+	}
+	s, rs := judge()
+	for _, r := range rs {
+		expect(t, r, "")
+	}
+	if len(s.EOD.Days) != 1 || len(s.EOD.Accounts) != 1 || len(s.EOD.Prices) != 2 || len(s.EOD.Symbols) == 0 {
+		t.Fatalf("read back %d days, %d account rows, %d prices, %d desk rows; want 1, 1, 2 and some", len(s.EOD.Days), len(s.EOD.Accounts), len(s.EOD.Prices), len(s.EOD.Symbols))
+	}
+	// The marks were judged, not passed over: 0.5 lots closing at 1.10190 (bid − the majors'
+	// markup) made 95.00 USD.
+	if a := s.EOD.Accounts[0]; !a.Floating.Valid || !a.Floating.Decimal.Equal(dec("95")) || !strings.HasPrefix(rs["eodMarks"].Figures, "1 account snapshots judged (1 with open positions") {
+		t.Fatalf("frozen floating %s; eodMarks: %s", nullText(a.Floating), rs["eodMarks"].Figures)
+	}
+	for _, row := range s.EOD.Rows(s.Taken) {
+		ev.EODSeen[row.ID()] = row
+	}
+	day := s.EOD.Days[0].Day
+
+	exec("UPDATE `fx_eod_account` SET `balance` = `balance` + 1 WHERE `tradingDay` = ?", day)
+	_, rs = judge()
+	expect(t, rs["eodReconciles"], "but the frozen balance is 10001")
+	expect(t, rs["eodReconciles"], "eod.Reconcile: account")
+	expect(t, rs["eodUnchanged"], "fx_eod_account "+day+" account")
+	expect(t, rs["eodMarks"], "equity 10095, but balance 10001 + floating 95 = 10096")
+	exec("UPDATE `fx_eod_account` SET `balance` = `balance` - 1 WHERE `tradingDay` = ?", day)
+
+	exec("UPDATE `fx_eod_price` SET `bid` = 1.10300 WHERE `tradingDay` = ? AND `symbol` = 'EURUSD'", day)
+	_, rs = judge()
+	expect(t, rs["eodUnchanged"], "fx_eod_price "+day+" EURUSD was rewritten")
+	expect(t, rs["eodMarks"], "floating P&L 95 frozen, but its 1 open positions at the day's prices make 145")
+	exec("UPDATE `fx_eod_price` SET `bid` = 1.10200 WHERE `tradingDay` = ? AND `symbol` = 'EURUSD'", day)
+
+	exec("DELETE FROM `fx_eod_account` WHERE `tradingDay` = ?", day)
+	_, rs = judge()
+	expect(t, rs["eodComplete"], "0 account snapshots, but its fx_eod_day row counted 1")
+	expect(t, rs["eodComplete"], fmt.Sprintf("no snapshot of account %d", account))
+	expect(t, rs["eodUnchanged"], "is gone")
 }
