@@ -88,7 +88,11 @@ func captureDay(ctx context.Context, db *sql.DB, day fx.Rollover, values string,
 	if captured > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, insertPrices+values+insertPricesTail, args...); err != nil {
+	var q strings.Builder
+	q.WriteString(insertPrices)
+	q.WriteString(values)
+	q.WriteString(insertPricesTail)
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -35,7 +35,7 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
-	"internal/eod.Capture": {
+	"internal/eod.captureDay": {
 		"INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`, `ask`, `quotedAt`, `capturedBy`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) " +
 			"ON DUPLICATE KEY UPDATE `tradingDay` = `tradingDay`",
 	},

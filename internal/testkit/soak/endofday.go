@@ -223,8 +223,8 @@ func (in *injector) rolloverStalled(ctx context.Context, day fx.Rollover, at tim
 	watching.Wait()
 	tx.Rollback()
 	var frozen, accounts, prices int
-	err = db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_eod_day` WHERE `tradingDay` = ?), "+
-		"(SELECT COUNT(*) FROM `fx_eod_account` WHERE `tradingDay` = ?), (SELECT COUNT(*) FROM `fx_eod_price` WHERE `tradingDay` = ?)",
+	err = db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM `fx_eod_day` WHERE `tradingDay` = ? LIMIT 1), "+
+		"(SELECT COUNT(*) FROM `fx_eod_account` WHERE `tradingDay` = ? LIMIT 1), (SELECT COUNT(*) FROM `fx_eod_price` WHERE `tradingDay` = ? LIMIT 1)",
 		day.Date, day.Date, day.Date).Scan(&frozen, &accounts, &prices)
 	state := fmt.Sprintf("day %s left with %d prices, %d account snapshots, frozen %v", day.Date, prices, accounts, frozen > 0)
 	if err != nil {
