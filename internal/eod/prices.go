@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ const insertPrices = "INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`,
 const insertPricesTail = " ON DUPLICATE KEY UPDATE `tradingDay` = `tradingDay`"
 
 // captureAttempts bounds how often a capture that lost a deadlock to a racing one looks again.
-const captureAttempts = 3
+const captureAttempts = 6
 
 // Capture records the closing prices of day: every catalog instrument's last quote in prices (a
 // closed market's last quote included; a halted or unquoted symbol is left out). by names the
@@ -63,7 +64,15 @@ func Capture(ctx context.Context, db *sql.DB, day fx.Rollover, prices tick.Price
 	for attempt := 1; ; attempt++ {
 		err := captureDay(ctx, db, day, sb.String(), args)
 		if store.IsDeadlock(err) && attempt < captureAttempts {
-			continue // a racing capture took the day; the next look finds it taken
+			// A racing capture took the day; the next look finds it taken. Looking at once can
+			// take the empty range's gap lock again before the winner's insert resumes, and meet
+			// it in a second deadlock: wait a little, longer each time, a random part of it.
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(attempt) * (5*time.Millisecond + time.Duration(rand.IntN(20))*time.Millisecond)):
+			}
+			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("capture closing prices of %s: %w", day.Date, err)
