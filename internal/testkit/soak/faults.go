@@ -430,8 +430,12 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		day := in.walk.step()
 		at := day.At.Add(f.Late).UTC()
 		t0 := time.Now()
-		defer in.racingFills(ctx)()
+		// Fills race the runs, not the held freeze between them: a burst held for the stall's
+		// seconds as well would outrun the traders' own rate limit (loadNotLimited, seed
+		// 160524270648490), which no desk fault causes.
+		stop := in.racingFills(ctx)
 		in.rollover(ctx, at, f.KillAfter, "killed mid-way")
+		stop()
 		left := false
 		if in.walk.skipDue() {
 			// The cron process dies at the rollover once it has the day's prices and stays down
@@ -444,7 +448,9 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			in.rolloverStalled(ctx, day, at, stallAfterAccounts)
 		}
 		if !left {
+			stop := in.racingFills(ctx)
 			in.rollover(ctx, at, 0, "rerun after a kill")
+			stop()
 		}
 		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now()})
 	case invariant.FaultCut:
