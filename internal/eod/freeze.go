@@ -168,7 +168,9 @@ func (c cut) at() time.Time { return c.day.At.UTC() }
 // side, external (at the venue), openPrice, openedAt, v (volume) — for the accounts in, or every
 // account when in is empty. A rebuilt day takes the positions open at the rollover at their
 // volume then: today's volume plus what closes took off it since. A statement's positions open
-// at its closing rollover are the rebuilt day's, whenever the day was frozen.
+// at its closing rollover are the rebuilt day's, whenever the day was frozen. "Closed since" names
+// the status as well as closedAt so that, for given accounts, the positions are two ranges of
+// idx_fx_position_account_closed rather than every position the accounts ever had.
 func (c cut) positions(in string) (string, []any) {
 	filter := ""
 	if in != "" {
@@ -180,7 +182,7 @@ func (c cut) positions(in string) (string, []any) {
 	}
 	return "(SELECT ps.`id`, ps.`accountId`, ps.`symbol`, ps.`side`, ps.`venueTradeId` IS NOT NULL AS `external`, ps.`openPrice`, ps.`openedAt`, " +
 			"ps.`volume` + COALESCE((SELECT SUM(d.`volume`) FROM `fx_deal` d WHERE d.`positionId` = ps.`id` AND d.`type` = 'PROFIT' " +
-			"AND d.`createdAt` >= ? LIMIT 1), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? AND (ps.`status` = 'OPEN' OR ps.`closedAt` >= ?)" +
+			"AND d.`createdAt` >= ? LIMIT 1), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? AND (ps.`status` = 'OPEN' OR (ps.`status` = 'CLOSED' AND ps.`closedAt` >= ?))" +
 			strings.ReplaceAll(filter, "`accountId`", "ps.`accountId`") + ") p",
 		[]any{c.at(), c.at(), c.at()}
 }

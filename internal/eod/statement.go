@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,23 +186,32 @@ func ReadStatement(ctx context.Context, db *sql.DB, account book.Account, r Stat
 	s := &Statement{AccountID: account.ID, Currency: account.Currency, Range: r}
 	what := fmt.Sprintf("statement of account %d", account.ID)
 
-	closing, found, err := snapshot(ctx, tx, account.ID, "s.`tradingDay` >= ? AND s.`tradingDay` <= ?", r.From, r.To)
+	// The range's snapshots are its equity curve, and the last of them is the closing.
+	days, err := snapshots(ctx, tx, account.ID, "s.`tradingDay` >= ? AND s.`tradingDay` <= ? ORDER BY s.`tradingDay`", r.From, r.To)
 	if err != nil {
 		return nil, fmt.Errorf("%s: closing: %w", what, err)
 	}
-	if !found {
+	if len(days) == 0 {
 		return nil, rangeNotFrozen(ctx, tx, account.ID, r)
 	}
-	opening, found, err := snapshot(ctx, tx, account.ID, "s.`tradingDay` < ?", r.From)
+	closing := days[len(days)-1]
+	before, err := snapshots(ctx, tx, account.ID, "s.`tradingDay` < ? ORDER BY s.`tradingDay` DESC LIMIT 1", r.From)
 	if err != nil {
 		return nil, fmt.Errorf("%s: opening: %w", what, err)
 	}
-	if !found {
+	var opening Snapshot
+	if len(before) == 1 {
+		opening = before[0]
+	} else {
 		// The account's start: nothing held, so every mark is zero rather than unknown.
 		zero := decimal.Zero
 		opening.Equity, opening.Margin, opening.FreeMargin, opening.FloatingPnL = &zero, &zero, &zero, &zero
 	}
 	s.Opening, s.Closing = opening, closing
+	s.Days = make([]DayFigure, len(days))
+	for i, d := range days {
+		s.Days[i] = DayFigure{TradingDay: d.TradingDay, Balance: d.Balance, Equity: d.Equity}
+	}
 
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT 1 FROM `fx_deal` WHERE `accountId` = ? AND `id` > ? AND `id` <= ? LIMIT ?) c",
@@ -227,23 +235,11 @@ func ReadStatement(ctx context.Context, db *sql.DB, account book.Account, r Stat
 		s.Deals[i] = StatementDeal{Deal: d, Running: running}
 		s.Totals.add(d)
 	}
-	if s.Closed, err = closedPositions(ctx, tx, account.ID, closing.ThroughDealID, s.Deals); err != nil {
+	if s.Closed, err = closedPositions(ctx, tx, account.ID, opening.ThroughDealID, s.Deals); err != nil {
 		return nil, fmt.Errorf("%s: closed positions: %w", what, err)
 	}
 	if s.Open, err = openPositions(ctx, tx, account.ID, closing); err != nil {
 		return nil, fmt.Errorf("%s: open positions: %w", what, err)
-	}
-	s.Days, err = store.QueryAll(ctx, tx, what+": equity curve", func(sc store.Scanner) (DayFigure, error) {
-		var f DayFigure
-		var equity decimal.NullDecimal
-		err := sc.Scan(&f.TradingDay, &f.Balance, &equity)
-		f.Equity = ptr(equity)
-		return f, err
-	}, "SELECT DATE_FORMAT(s.`tradingDay`, '%Y-%m-%d'), s.`balance`, s.`equity` FROM `fx_eod_account` s "+
-		"JOIN `fx_eod_day` d ON d.`tradingDay` = s.`tradingDay` WHERE s.`accountId` = ? AND s.`tradingDay` >= ? AND s.`tradingDay` <= ? "+
-		"ORDER BY s.`tradingDay`", account.ID, r.From, r.To)
-	if err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -266,24 +262,19 @@ func (t *Totals) add(d book.Deal) {
 	t.Net = t.Net.Add(d.Amount)
 }
 
-// snapshot reads the account's row on the latest frozen day that where (over s.`tradingDay`)
-// admits. A row of a day whose fx_eod_day is missing is a freeze still under way: not a day.
-func snapshot(ctx context.Context, tx *sql.Tx, account int64, where string, args ...any) (Snapshot, bool, error) {
-	var s Snapshot
-	var equity, margin, free, floating decimal.NullDecimal
-	err := tx.QueryRowContext(ctx, "SELECT DATE_FORMAT(s.`tradingDay`, '%Y-%m-%d'), d.`rolloverAt`, s.`balance`, s.`equity`, s.`margin`, "+
-		"s.`freeMargin`, s.`floatingPnl`, s.`openPositions`, s.`pendingOrders`, s.`throughDealId` FROM `fx_eod_account` s "+
-		"JOIN `fx_eod_day` d ON d.`tradingDay` = s.`tradingDay` WHERE s.`accountId` = ? AND "+where+" ORDER BY s.`tradingDay` DESC LIMIT 1",
-		append([]any{account}, args...)...).Scan(&s.TradingDay, &s.RolloverAt, &s.Balance, &equity, &margin, &free, &floating,
-		&s.OpenPositions, &s.PendingOrders, &s.ThroughDealID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Snapshot{}, false, nil
-	}
-	if err != nil {
-		return Snapshot{}, false, err
-	}
-	s.Equity, s.Margin, s.FreeMargin, s.FloatingPnL = ptr(equity), ptr(margin), ptr(free), ptr(floating)
-	return s, true, nil
+// snapshots reads the account's rows on the frozen days that tail (a condition over
+// s.`tradingDay`, its order and limit) admits. A row of a day whose fx_eod_day is missing is a
+// freeze still under way: not a day.
+func snapshots(ctx context.Context, tx *sql.Tx, account int64, tail string, args ...any) ([]Snapshot, error) {
+	return store.QueryAll(ctx, tx, "snapshots", func(sc store.Scanner) (Snapshot, error) {
+		var s Snapshot
+		var equity, margin, free, floating decimal.NullDecimal
+		err := sc.Scan(&s.TradingDay, &s.RolloverAt, &s.Balance, &equity, &margin, &free, &floating, &s.OpenPositions, &s.PendingOrders, &s.ThroughDealID)
+		s.Equity, s.Margin, s.FreeMargin, s.FloatingPnL = ptr(equity), ptr(margin), ptr(free), ptr(floating)
+		return s, err
+	}, "SELECT DATE_FORMAT(s.`tradingDay`, '%Y-%m-%d'), d.`rolloverAt`, s.`balance`, s.`equity`, s.`margin`, s.`freeMargin`, s.`floatingPnl`, "+
+		"s.`openPositions`, s.`pendingOrders`, s.`throughDealId` FROM `fx_eod_account` s JOIN `fx_eod_day` d ON d.`tradingDay` = s.`tradingDay` "+
+		"WHERE s.`accountId` = ? AND "+tail, append([]any{account}, args...)...)
 }
 
 func ptr(d decimal.NullDecimal) *decimal.Decimal {
@@ -315,8 +306,10 @@ func rangeNotFrozen(ctx context.Context, tx *sql.Tx, account int64, r StatementR
 }
 
 // closedPositions gathers the statement's PROFIT deals by position, with each position's row
-// and its swaps and commissions through the closing snapshot's last deal.
-func closedPositions(ctx context.Context, tx *sql.Tx, account, through int64, deals []StatementDeal) ([]ClosedPosition, error) {
+// and its swaps and commissions through the closing snapshot's last deal: those after opening
+// (the opening snapshot's last deal) are among the statement's deals already, so only the
+// earlier ones are read.
+func closedPositions(ctx context.Context, tx *sql.Tx, account, opening int64, deals []StatementDeal) ([]ClosedPosition, error) {
 	byID := map[int64]*ClosedPosition{}
 	var ids []int64
 	for _, d := range deals {
@@ -344,6 +337,23 @@ func closedPositions(ctx context.Context, tx *sql.Tx, account, through int64, de
 		c.closes++
 		c.lastDeal = d.ID
 	}
+	charge := func(position int64, typ fx.DealType, amount decimal.Decimal) {
+		c := byID[position]
+		if c == nil {
+			return
+		}
+		switch typ {
+		case fx.DealSwap:
+			c.Swap = c.Swap.Add(amount)
+		case fx.DealCommission:
+			c.Commission = c.Commission.Add(amount)
+		}
+	}
+	for _, d := range deals {
+		if d.PositionID != nil {
+			charge(*d.PositionID, d.Type, d.Amount)
+		}
+	}
 	// Read in parts: a statement may close thousands of positions, and one IN list of them all
 	// would be a statement the server has to parse whole.
 	const part = 1000
@@ -369,25 +379,25 @@ func closedPositions(ctx context.Context, tx *sql.Tx, account, through int64, de
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		// The position's own deals through the closing snapshot, on the (positionId, …) index.
-		rows, err = tx.QueryContext(ctx, "SELECT `positionId`, `type`, SUM(`amount`) FROM `fx_deal` WHERE `positionId` IN ("+in+") AND `accountId` = ? "+
-			"AND `id` <= ? AND `type` IN ('SWAP', 'COMMISSION') GROUP BY `positionId`, `type`", append(chunk, account, through)...)
+		if opening == 0 {
+			continue
+		}
+		// The positions' own deals before the statement, on the (positionId, …) index, whose
+		// entries carry the id: the statement's own deals are passed over in the index.
+		rows, err = tx.QueryContext(ctx, "SELECT `positionId`, `type`, `amount` FROM `fx_deal` WHERE `positionId` IN ("+in+") AND `accountId` = ? "+
+			"AND `id` <= ? AND `type` IN ('SWAP', 'COMMISSION')", append(chunk, account, opening)...)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var id int64
 			var typ fx.DealType
-			var sum decimal.Decimal
-			if err := rows.Scan(&id, &typ, &sum); err != nil {
+			var amount decimal.Decimal
+			if err := rows.Scan(&id, &typ, &amount); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			if typ == fx.DealSwap {
-				byID[id].Swap = sum
-			} else {
-				byID[id].Commission = sum
-			}
+			charge(id, typ, amount)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -47,7 +47,7 @@ var built = map[string][]string{
 		"SELECT p.`id`, p.`symbol`, p.`side`, p.`v`, p.`openPrice`, p.`openedAt` FROM (SELECT ps.`id`, ps.`accountId`, ps.`symbol`, ps.`side`, " +
 			"ps.`venueTradeId` IS NOT NULL AS `external`, ps.`openPrice`, ps.`openedAt`, ps.`volume` + COALESCE((SELECT SUM(d.`volume`) FROM `fx_deal` d " +
 			"WHERE d.`positionId` = ps.`id` AND d.`type` = 'PROFIT' AND d.`createdAt` >= ? LIMIT 1), 0) AS `v` FROM `fx_position` ps WHERE ps.`openedAt` < ? " +
-			"AND (ps.`status` = 'OPEN' OR ps.`closedAt` >= ?) AND ps.`accountId` IN (?)) p WHERE p.`v` > 0 ORDER BY p.`id`",
+			"AND (ps.`status` = 'OPEN' OR (ps.`status` = 'CLOSED' AND ps.`closedAt` >= ?)) AND ps.`accountId` IN (?)) p WHERE p.`v` > 0 ORDER BY p.`id`",
 	},
 	"internal/eod.freezeDesk": {
 		"INSERT INTO `fx_eod_symbol` (`tradingDay`, `symbol`, `currency`, `bbookNet`, `abookNet`, `hedgeUnits`, `realised`, `markup`, `commission`, `swaps`, `nbp`, `hedgeBook`) VALUES " +
