@@ -126,19 +126,6 @@ func ReadEOD(ctx context.Context, db *sql.DB) (*EOD, error) {
 
 func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
 	e := &EOD{}
-	scan := func(q string, each func(*sql.Rows) error) error {
-		rows, err := tx.QueryContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
-		}
-		return rows.Err()
-	}
 	const day = "DATE_FORMAT(`tradingDay`, '%Y-%m-%d')"
 	steps := []struct {
 		q    string
@@ -179,7 +166,7 @@ func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
 		}},
 	}
 	for _, st := range steps {
-		if err := scan(st.q, st.each); err != nil {
+		if err := scanRows(ctx, tx, st.q, st.each); err != nil {
 			return nil, err
 		}
 	}

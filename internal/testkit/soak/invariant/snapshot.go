@@ -149,19 +149,6 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 	defer tx.Rollback()
 	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, HedgeLimits: map[string]decimal.Decimal{},
 		Overridden: map[string]bool{}}
-	scan := func(q string, each func(*sql.Rows) error) error {
-		rows, err := tx.QueryContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
-		}
-		return rows.Err()
-	}
 	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(3)").Scan(&s.DBNow); err != nil {
 		return nil, fmt.Errorf("database clock: %w", err)
 	}
@@ -275,7 +262,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		}},
 	}
 	for _, st := range steps {
-		if err := scan(st.q, st.each); err != nil {
+		if err := scanRows(ctx, tx, st.q, st.each); err != nil {
 			return nil, err
 		}
 	}
@@ -285,4 +272,19 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 	}
 	s.EOD = *e
 	return s, nil
+}
+
+// scanRows runs q in tx and hands each row to each; an error names the query.
+func scanRows(ctx context.Context, tx *sql.Tx, q string, each func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("%s: %w", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return rows.Err()
 }
