@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
@@ -44,6 +45,8 @@ type venueParts struct {
 	// the session's writer is its executor.
 	fix    *fix.Session
 	fixSim *fixvenue.Server // FXDESK_FIX_SESSION=sim: the bundled FIX venue in this process
+	// alerts is the inbox the FIX session raises a refused query in.
+	alerts *alert.Inbox
 	exec   *venue.Executor
 	client *venue.Client
 	// warmClient is client without a per-call bound, for the warm-up probes (see newVenue).
@@ -57,12 +60,12 @@ type venueParts struct {
 	book *hedgepkg.Book
 }
 
-func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
+func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, inbox *alert.Inbox, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
 	if !cfg.Venue.Enabled() {
 		return nil, nil
 	}
 	vc := cfg.Venue
-	vp := &venueParts{cfg: vc, log: log}
+	vp := &venueParts{cfg: vc, log: log, alerts: inbox}
 	if vc.IsFIX() {
 		return vp, vp.newFIX(cfg, db, m, quotes, stage)
 	}
@@ -139,7 +142,7 @@ func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, q
 	}
 	observer := m.NewVenue()
 	s, err := fix.New(fix.Config{Settings: settings, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
-		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Log: v.log.With(slog.String("part", "fix"))})
+		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Alerts: v.alerts, Log: v.log.With(slog.String("part", "fix"))})
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func (s *Server) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.M
 	case msgMassStatusRequest:
 		s.massStatus(msg)
 	case msgRequestForPos:
-		s.positionRequest(msg)
+		return s.positionRequest(msg)
 	default:
 		return quickfix.UnsupportedMessageType()
 	}
@@ -104,6 +104,7 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 	side, _ := msg.Body.GetString(tag.Side)
 	ordType, _ := msg.Body.GetString(tag.OrdType)
 	qtyText, _ := msg.Body.GetString(tag.OrderQty)
+	tif, _ := msg.Body.GetString(tag.TimeInForce)
 	qty, qerr := decimal.NewFromString(qtyText)
 	switch {
 	case clOrdID == "":
@@ -123,7 +124,7 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 		return
 	}
 	seq, _ := msg.Header.GetInt(tag.MsgSeqNum)
-	s.book.order(clOrdID, symbol, side, qty, seq, resend(msg))
+	s.book.order(clOrdID, symbol, side, qty, tif, seq, resend(msg))
 }
 
 // rejectNew rejects an order the venue could not even book (a malformed one): it is recorded,
@@ -180,56 +181,6 @@ func (s *Server) massStatus(msg *quickfix.Message) {
 	}
 }
 
-func (s *Server) positionRequest(msg *quickfix.Message) {
-	reqID, _ := msg.Body.GetString(tag.PosReqID)
-	account, _ := msg.Body.GetString(tag.Account)
-	positions := s.book.positions()
-	now := s.cfg.Now().UTC()
-	ack := quickfix.NewMessage()
-	ack.Header.SetString(tag.MsgType, msgRequestForPosAck)
-	ack.Body.SetString(tag.PosMaintRptID, reqID+"-ack")
-	ack.Body.SetString(tag.PosReqID, reqID)
-	ack.Body.SetInt(tag.TotalNumPosReports, len(positions))
-	if len(positions) == 0 {
-		ack.Body.SetInt(tag.PosReqResult, 2) // no positions found
-	} else {
-		ack.Body.SetInt(tag.PosReqResult, 0)
-	}
-	ack.Body.SetInt(tag.PosReqStatus, 0)
-	ack.Body.SetString(tag.Account, account)
-	ack.Body.SetInt(tag.AccountType, 1)
-	s.send(ack)
-	for i, p := range positions {
-		r := quickfix.NewMessage()
-		r.Header.SetString(tag.MsgType, msgPositionReport)
-		r.Body.SetString(tag.PosMaintRptID, reqID+"-"+strconv.Itoa(i+1))
-		r.Body.SetString(tag.PosReqID, reqID)
-		r.Body.SetInt(tag.TotalNumPosReports, len(positions))
-		r.Body.SetInt(tag.PosReqResult, 0)
-		r.Body.SetString(tag.ClearingBusinessDate, now.Format("20060102"))
-		r.Body.SetString(tag.Account, account)
-		r.Body.SetInt(tag.AccountType, 1)
-		r.Body.SetString(tag.Symbol, p.Symbol)
-		r.Body.SetString(tag.SettlPrice, p.AvgPx.String())
-		r.Body.SetInt(tag.SettlPriceType, 1)
-		r.Body.SetString(tag.PriorSettlPrice, p.AvgPx.String())
-		long, short := decimal.Zero, decimal.Zero
-		if p.Units.IsPositive() {
-			long = p.Units
-		} else {
-			short = p.Units.Neg()
-		}
-		g := quickfix.NewRepeatingGroup(tag.NoPositions, quickfix.GroupTemplate{
-			quickfix.GroupElement(tag.PosType), quickfix.GroupElement(tag.LongQty), quickfix.GroupElement(tag.ShortQty)})
-		e := g.Add()
-		e.SetString(tag.PosType, "TQ")
-		e.SetString(tag.LongQty, long.String())
-		e.SetString(tag.ShortQty, short.String())
-		r.Body.SetGroup(g)
-		s.send(r)
-	}
-}
-
 // report builds the ExecutionReport of o with execType; the last fill's quantity and price are
 // the whole order's (the venue fills a market order in one execution).
 func (s *Server) report(o Order, execType string) *quickfix.Message {
@@ -245,7 +196,9 @@ func (s *Server) report(o Order, execType string) *quickfix.Message {
 	m.Body.SetString(tag.ExecID, execID)
 	m.Body.SetString(tag.ExecType, execType)
 	m.Body.SetString(tag.OrdStatus, o.Status)
-	m.Body.SetString(tag.ClOrdID, o.ClOrdID)
+	if o.ClOrdID != "" { // the venue's own order may carry none (Config.OwnClOrdIDs)
+		m.Body.SetString(tag.ClOrdID, o.ClOrdID)
+	}
 	if o.Symbol != "" {
 		m.Body.SetString(tag.Symbol, o.Symbol)
 	}
@@ -263,7 +216,7 @@ func (s *Server) report(o Order, execType string) *quickfix.Message {
 	m.Body.SetString(tag.LeavesQty, leaves.String())
 	m.Body.SetString(tag.CumQty, o.CumQty.String())
 	m.Body.SetString(tag.AvgPx, o.AvgPx.String())
-	if o.Status == statusFilled {
+	if o.CumQty.IsPositive() {
 		// The fill's own execution, also on a status report, so that whoever lost the trade
 		// report books the same execution from it.
 		m.Body.SetString(tag.LastQty, o.CumQty.String())
@@ -272,9 +225,9 @@ func (s *Server) report(o Order, execType string) *quickfix.Message {
 	}
 	if o.Status == statusRejected {
 		m.Body.SetInt(tag.OrdRejReason, o.RejectReason)
-		if o.Text != "" {
-			m.Body.SetString(tag.Text, o.Text)
-		}
+	}
+	if o.Text != "" {
+		m.Body.SetString(tag.Text, o.Text)
 	}
 	m.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: o.Time.UTC(), Precision: quickfix.Millis})
 	return m

@@ -18,9 +18,11 @@ const (
 
 	statusNew      = "0"
 	statusFilled   = "2"
+	statusCanceled = "4"
 	statusRejected = "8"
 
 	execNew      = "0"
+	execCanceled = "4"
 	execRejected = "8"
 	execTrade    = "F"
 	execStatus   = "I"
@@ -45,6 +47,13 @@ const (
 	// OrderMassStatusRequest, RequestForPositions) are received and never answered, as a query
 	// the venue never got (one gap-filled in a resend) looks to the desk.
 	FaultIgnore = "ignore"
+	// FaultPartial fills Units of the next Count orders (partial.go): an IOC order executes
+	// those units and the rest is cancelled; a FOK order is cancelled whole, nothing executed.
+	FaultPartial = "partial"
+	// FaultRefuse counts position requests: the next Count RequestForPositions are refused with
+	// a RequestForPositionsAck PosReqStatus=2 (rejected), PosReqResult Reason (default 3, not
+	// authorized) and Text.
+	FaultRefuse = "refuse"
 )
 
 // Fault is one injected fault for the next Count orders (for FaultIgnore: queries).
@@ -53,6 +62,8 @@ type Fault struct {
 	Count  int    `json:"count,omitempty"` // default 1
 	Reason int    `json:"reason,omitempty"`
 	Text   string `json:"text,omitempty"`
+	// Units is what FaultPartial fills of each order.
+	Units *decimal.Decimal `json:"units,omitempty"`
 }
 
 // Order is the venue's record of one order, as reports and the control API show it.
@@ -73,6 +84,8 @@ type Order struct {
 	// SeqNums are the MsgSeqNums of the NewOrderSingles that carried this ClOrdID, each once: a
 	// library resend (PossDupFlag=Y) keeps its message's number, an order sent again is a new one.
 	SeqNums []int `json:"seqNums,omitempty"`
+	// Own is true for an order the venue made itself (a venue-side close), whatever its ClOrdID.
+	Own bool `json:"own,omitempty"`
 }
 
 // position is one symbol's net: signed units and the average price of what is open.
@@ -90,6 +103,8 @@ type book struct {
 	pos     map[string]*position
 	faults  []Fault
 	ignore  int // queries still to ignore (FaultIgnore)
+	refuse  int // position requests still to refuse (FaultRefuse)
+	refusal Fault
 	queries Queries
 	held    map[string]func() // by ClOrdID: sends the held report
 	seq     int64
@@ -127,9 +142,13 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose, FaultIgnore:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultRefuse:
+	case FaultPartial:
+		if f.Units == nil || !f.Units.IsPositive() {
+			return fmt.Errorf("a partial fault needs positive units")
+		}
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, partial, refuse)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)
@@ -139,8 +158,12 @@ func (b *book) inject(f Fault) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if f.Kind == FaultIgnore {
+	switch f.Kind {
+	case FaultIgnore:
 		b.ignore += f.Count
+		return nil
+	case FaultRefuse:
+		b.refuse, b.refusal = b.refuse+f.Count, f
 		return nil
 	}
 	b.faults = append(b.faults, f)
@@ -181,8 +204,9 @@ func (b *book) queryCounts() Queries {
 	return b.queries
 }
 
-// order takes one market order. A ClOrdID seen before executes nothing and answers its status.
-func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, seqNum int, possDup bool) {
+// order takes one market order (tif its TimeInForce). A ClOrdID seen before executes nothing and
+// answers its status.
+func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif string, seqNum int, possDup bool) {
 	b.mu.Lock()
 	if o, seen := b.orders[clOrdID]; seen {
 		o.sentIn(seqNum)
@@ -207,7 +231,13 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, seqNum i
 		return
 	}
 	execute := func() {
-		if !b.fill(o) {
+		filled := false
+		if faulted && fault.Kind == FaultPartial {
+			filled = b.fillPart(o, *fault.Units, tif)
+		} else {
+			filled = b.fill(o)
+		}
+		if !filled {
 			return
 		}
 		switch {
@@ -250,7 +280,11 @@ func (o *Order) sentIn(seqNum int) {
 
 // fill executes o at the current price (a buy at the ask, a sell at the bid) and nets it, or
 // rejects it when the symbol has no price.
-func (b *book) fill(o *Order) bool {
+func (b *book) fill(o *Order) bool { return b.fillUnits(o, o.Qty) }
+
+// fillUnits executes qty of o (at most its OrderQty); an order filled in part is done for the
+// rest (OrdStatus=4, cancelled: the venue's orders are immediate).
+func (b *book) fillUnits(o *Order, qty decimal.Decimal) bool {
 	var bid, ask decimal.Decimal
 	ok := false
 	if b.s.cfg.Prices != nil {
@@ -261,13 +295,17 @@ func (b *book) fill(o *Order) bool {
 		return false
 	}
 	px := bid
-	signed := o.Qty.Neg()
+	signed := qty.Neg()
 	if o.Side == sideBuy {
-		px, signed = ask, o.Qty
+		px, signed = ask, qty
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o.CumQty, o.AvgPx, o.Status, o.ExecID, o.Time = o.Qty, px, statusFilled, b.nextID("E"), b.s.cfg.Now()
+	status := statusFilled
+	if qty.LessThan(o.Qty) {
+		status = statusCanceled
+	}
+	o.CumQty, o.AvgPx, o.Status, o.ExecID, o.Time = qty, px, status, b.nextID("E"), b.s.cfg.Now()
 	b.netLocked(o.Symbol, signed, px)
 	return true
 }
@@ -381,39 +419,6 @@ func (b *book) net(symbol string) (decimal.Decimal, decimal.Decimal) {
 		return p.units, p.avgPx
 	}
 	return decimal.Zero, decimal.Zero
-}
-
-// closeVenueSide has the venue close units (nil: all) of symbol's net position with an order of
-// its own, reported to the desk unsolicited (ClOrdID VENUE-n).
-func (b *book) closeVenueSide(symbol string, units *decimal.Decimal) (Order, error) {
-	b.mu.Lock()
-	p := b.pos[symbol]
-	if p == nil {
-		b.mu.Unlock()
-		return Order{}, fmt.Errorf("no net position in %s", symbol)
-	}
-	qty := p.units.Abs()
-	if units != nil {
-		if !units.IsPositive() || units.GreaterThan(qty) {
-			b.mu.Unlock()
-			return Order{}, fmt.Errorf("units %s must be positive and at most the net %s", units, qty)
-		}
-		qty = *units
-	}
-	side := sideSell
-	if p.units.IsNegative() {
-		side = sideBuy
-	}
-	id := b.nextID("")
-	o := &Order{ClOrdID: "VENUE-" + id, OrderID: "V" + id, Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now()}
-	b.orders[o.ClOrdID] = o
-	b.mu.Unlock()
-	if !b.fill(o) {
-		return Order{}, fmt.Errorf("no price for %s", symbol)
-	}
-	b.report(o)
-	out, _ := b.status(o.ClOrdID)
-	return out, nil
 }
 
 func (b *book) heldIDs() []string {

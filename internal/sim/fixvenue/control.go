@@ -44,7 +44,13 @@ func (s *Server) Release(clOrdID string) int { return s.book.release(clOrdID) }
 
 // CloseVenueSide has the venue close units (nil: all) of its net position in symbol itself.
 func (s *Server) CloseVenueSide(symbol string, units *decimal.Decimal) (Order, error) {
-	return s.book.closeVenueSide(symbol, units)
+	return s.book.closeVenueSide(symbol, units, nil)
+}
+
+// CloseVenueSideAs is CloseVenueSide with the venue's own order named clOrdID (any text, such
+// as a desk order id; "" sends none).
+func (s *Server) CloseVenueSideAs(symbol string, units *decimal.Decimal, clOrdID string) (Order, error) {
+	return s.book.closeVenueSide(symbol, units, &clOrdID)
 }
 
 // ControlHandler is the control API (loopback callers only).
@@ -88,13 +94,14 @@ func (s *Server) ControlHandler() http.Handler {
 	})
 	mux.HandleFunc("POST /control/close", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Symbol string           `json:"symbol"`
-			Units  *decimal.Decimal `json:"units"`
+			Symbol  string           `json:"symbol"`
+			Units   *decimal.Decimal `json:"units"`
+			ClOrdID *string          `json:"clOrdId"`
 		}
 		if !control.DecodeBody(w, r, &body) {
 			return
 		}
-		o, err := s.CloseVenueSide(body.Symbol, body.Units)
+		o, err := s.book.closeVenueSide(body.Symbol, body.Units, body.ClOrdID)
 		if err != nil {
 			control.WriteError(w, http.StatusConflict, "ECONFLICT", err.Error())
 			return

@@ -17,12 +17,12 @@ func TestOrderRecordsEachMessageThatCarriedItOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.book.order("7", "EURUSD", sideBuy, dec("1000"), 5, false)
-	s.book.order("7", "EURUSD", sideBuy, dec("1000"), 5, true) // the library's resend
+	s.book.order("7", "EURUSD", sideBuy, dec("1000"), "", 5, false)
+	s.book.order("7", "EURUSD", sideBuy, dec("1000"), "", 5, true) // the library's resend
 	if got := s.State().Orders[0].SeqNums; !slices.Equal(got, []int{5}) {
 		t.Fatalf("after a resend: seqNums %v, want [5]", got)
 	}
-	s.book.order("7", "EURUSD", sideBuy, dec("1000"), 9, false) // the same ClOrdID sent again
+	s.book.order("7", "EURUSD", sideBuy, dec("1000"), "", 9, false) // the same ClOrdID sent again
 	if got := s.State().Orders[0].SeqNums; !slices.Equal(got, []int{5, 9}) {
 		t.Fatalf("after a second send: seqNums %v, want [5 9]", got)
 	}

@@ -41,6 +41,18 @@ type Config struct {
 	Prices venuesim.PriceSource
 	// Now stamps executions. Default time.Now.
 	Now func() time.Time
+	// OwnClOrdIDs names the orders the venue makes itself (venue-side closes) on their reports
+	// (own.go): OwnPrefixed (default, "VENUE-n"), OwnNumeric (digits only, as many LPs number
+	// their orders) or OwnNone (no ClOrdID at all).
+	OwnClOrdIDs string
+	// PositionReports shapes the answers to RequestForPositions (positions.go): PositionsTQ
+	// (default, one NoPositions entry, TQ, per symbol), PositionsTQSOD (one report per symbol with
+	// two entries, TQ then SOD) or PositionsSplit (one report per entry: a TQ report and an SOD
+	// report per symbol).
+	PositionReports string
+	// RequireParties refuses a RequestForPositions without the Parties component FIX 4.4 marks
+	// required, with a session Reject (35=3, SessionRejectReason 1, RefTagID 453).
+	RequireParties bool
 }
 
 // Server is one running FIX venue: the acceptor behind a TCP proxy the control API can cut, and
@@ -72,6 +84,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	switch cfg.OwnClOrdIDs {
+	case "", OwnPrefixed, OwnNumeric, OwnNone:
+	default:
+		return nil, fmt.Errorf("fixvenue: OwnClOrdIDs %q must be %s, %s or %s", cfg.OwnClOrdIDs, OwnPrefixed, OwnNumeric, OwnNone)
+	}
+	switch cfg.PositionReports {
+	case "", PositionsTQ, PositionsTQSOD, PositionsSplit:
+	default:
+		return nil, fmt.Errorf("fixvenue: PositionReports %q must be %s, %s or %s", cfg.PositionReports, PositionsTQ, PositionsTQSOD, PositionsSplit)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

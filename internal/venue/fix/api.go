@@ -59,15 +59,15 @@ type answer struct {
 	err    error
 }
 
-// wait registers a waiter for key's answers; done unregisters it.
-func (s *Session) wait(key string) (<-chan answer, func()) {
-	ch := make(chan answer, 8)
+// wait registers a waiter for key's answers (waiters.go: none is ever dropped); done
+// unregisters it.
+func (s *Session) wait(key string) (*mailbox, func()) {
+	ch := newMailbox()
 	return ch, s.waitOn(ch, key)
 }
 
-// waitOn registers ch for key's answers as well (a query asked again under a new request id
-// waits on one channel for the answers to every id); the func unregisters it.
-func (s *Session) waitOn(ch chan answer, key string) func() {
+// waitOn registers ch for key's answers as well; the func unregisters it.
+func (s *Session) waitOn(ch *mailbox, key string) func() {
 	s.mu.Lock()
 	s.waiters[key] = append(s.waiters[key], ch)
 	s.mu.Unlock()
@@ -99,10 +99,7 @@ func (s *Session) deliver(key string, a answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ch := range s.waiters[key] {
-		select {
-		case ch <- a:
-		default:
-		}
+		ch.put(a)
 	}
 }
 
@@ -177,7 +174,7 @@ func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *dec
 	if !s.Reachable() {
 		return venue.Outcome{}, errNotLoggedOn
 	}
-	var answers <-chan answer
+	var answers *mailbox
 	var done func()
 	c, err := s.trades.claimClose(tradeID, units, s.waited, func(clOrdID string) { answers, done = s.wait(clOrdID) }, retried)
 	if err != nil {
@@ -260,7 +257,7 @@ func closeInFlight(tradeID, clOrdID string) error {
 
 // order commits o's identity row with the orders decided with it (identities), writes o to the
 // session and waits on answers for its final report.
-func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers <-chan answer) (venue.Outcome, error) {
+func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers *mailbox) (venue.Outcome, error) {
 	s.inFlight.Add(1)
 	defer func() {
 		if s.inFlight.Add(-1) == 0 {
@@ -277,7 +274,11 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 	nos.SetAccount(s.cfg.Account)
 	nos.SetSymbol(o.Symbol)
 	nos.SetOrderQty(o.Qty, max(0, -o.Qty.Exponent()))
-	nos.SetTimeInForce(enum.TimeInForce_IMMEDIATE_OR_CANCEL) // a market order fills now or not at all
+	// Fill or kill, as the REST venue's market orders: the venue fills all of it now or nothing,
+	// never a part. A part would be units the desk may not be able to book exactly (its lots
+	// have four places: a fill of 12,345 units is 0.12345 lots), and desk and venue would
+	// disagree for ever; the desk sends only units it can book, so whole is always bookable.
+	nos.SetTimeInForce(enum.TimeInForce_FILL_OR_KILL)
 	if err := s.send(nos.ToMessage()); err != nil {
 		if o.TradeID == o.ClOrdID {
 			s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
@@ -295,15 +296,17 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 	defer timeout.Stop()
 	for {
 		select {
-		case a := <-answers:
-			if !terminal(a.r) || unknownOrder(a.r) {
-				// An "unknown order" answers someone's status request, not this order's state.
-				continue
+		case <-answers.ready():
+			for a, ok := answers.take(); ok; a, ok = answers.take() {
+				if !terminal(a.r) || unknownOrder(a.r) {
+					// An "unknown order" answers someone's status request, not this order's state.
+					continue
+				}
+				if a.err != nil {
+					return venue.Outcome{}, fmt.Errorf("order %s: the venue reported, the journal did not record it (%v): %w", o.ClOrdID, a.err, venue.ErrOutcomeUnknown)
+				}
+				return s.outcome(ctx, o, a.r)
 			}
-			if a.err != nil {
-				return venue.Outcome{}, fmt.Errorf("order %s: the venue reported, the journal did not record it (%v): %w", o.ClOrdID, a.err, venue.ErrOutcomeUnknown)
-			}
-			return s.outcome(ctx, o, a.r)
 		case <-timeout.C:
 			return venue.Outcome{}, fmt.Errorf("order %s: no report within %s: %w", o.ClOrdID, s.cfg.Timeout, venue.ErrOutcomeUnknown)
 		case <-ctx.Done():
@@ -385,14 +388,16 @@ func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string)
 	defer q.stop()
 	for {
 		select {
-		case a := <-answers:
-			if unknownOrder(a.r) {
-				return false, nil
+		case <-answers.ready():
+			if a, ok := answers.take(); ok {
+				if unknownOrder(a.r) {
+					return false, nil
+				}
+				if a.err != nil {
+					return false, fmt.Errorf("order status %s: %w", clOrdID, a.err)
+				}
+				return true, nil
 			}
-			if a.err != nil {
-				return false, fmt.Errorf("order status %s: %w", clOrdID, a.err)
-			}
-			return true, nil
 		case <-q.again():
 			q.askAgain(ctx)
 		case <-q.expired():

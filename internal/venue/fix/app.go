@@ -21,6 +21,7 @@ const (
 	msgExecutionReport    = string(enum.MsgType_EXECUTION_REPORT)
 	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
 	msgLogout             = string(enum.MsgType_LOGOUT)
+	msgReject             = string(enum.MsgType_REJECT)
 )
 
 // The Session is its initiator's quickfix.Application.
@@ -52,6 +53,9 @@ func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
 // venue that refuses the logon says why there ("MsgSeqNum too low, expecting 19 but received 4"),
 // and the library reports it only at debug level.
 func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
+	if t, _ := msg.MsgType(); t == msgReject && s.rejectedQuery(msg) {
+		return nil
+	}
 	if t, _ := msg.MsgType(); t == msgLogout {
 		if text, err := msg.Body.GetString(tag.Text); err == nil && text != "" {
 			s.log.Warn("the venue logged the FIX session out", slog.String("session", id.String()), slog.String("text", text))
@@ -62,8 +66,9 @@ func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickf
 
 // ToApp lets the library resend an order (the same ClOrdID: the venue executes it once) but not a
 // query: a status, mass status or position request answered late would answer nobody, and the
-// query asks again itself after its patience (query.go). No message the desk sends carries a repeating group, so no resend meets the
-// library's double-checksum defect with repeating groups (QuickFIX/Go v0.9.10).
+// query asks again itself after its patience (query.go). Only a query carries a repeating group
+// (RequestForPositions' Parties), so no resend meets the library's double-checksum defect with
+// repeating groups (QuickFIX/Go v0.9.10).
 func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	dup, err := msg.Header.GetBool(tag.PossDupFlag)
 	if err != nil || !dup {
@@ -90,16 +95,15 @@ func (s *Session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 		r := parseReport(msg)
 		m.report = &r
 	case msgRequestForPosAck:
-		id, _ := msg.Body.GetString(tag.PosReqID)
-		n, err := msg.Body.GetInt(tag.TotalNumPosReports)
-		if err != nil {
-			n = 0
-		}
-		m.then = func() { s.onPositionAck(id, n) }
+		a := parsePositionAck(msg)
+		m.then = func() { s.onPositionAck(a) }
 	case msgPositionReport:
-		id, sym, net := parsePositionReport(msg)
-		m.then = func() { s.onPositionReport(id, sym, net) }
+		p := parsePositionReport(msg)
+		m.then = func() { s.onPositionReport(p) }
 	case msgBusinessReject:
+		if s.rejectedQuery(msg) {
+			return nil
+		}
 		text, _ := msg.Body.GetString(tag.Text)
 		ref, _ := msg.Body.GetString(tag.RefMsgType)
 		s.log.Warn("the venue refused a message", slog.String("refMsgType", ref), slog.String("text", text))

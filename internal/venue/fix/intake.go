@@ -146,6 +146,10 @@ func (s *Session) handle(batch []inbound) {
 			continue
 		}
 		if results[i].err == nil {
+			// From here on the report is its order's as the journal keys it: the venue's own
+			// order under a key of the desk's making, so that it answers no desk order's waiter
+			// (journal.go, «Whose execution»).
+			m.report.ClOrdID = results[i].applied.key
 			unknown = append(unknown, s.trades.applied(*m.report, results[i].applied)...)
 		}
 		i++

@@ -20,22 +20,47 @@ const (
 	stateRejected = "REJECTED"
 )
 
-// venueOrderPrefix starts the ClOrdID of an order the venue made itself (a venue-side close).
-const venueOrderPrefix = "VENUE-"
-
 // closeMark separates a close's trade from its own suffix in its ClOrdID: <trade>.c<n>.
 const closeMark = ".c"
 
-// tradeOf is the desk trade an order's ClOrdID names: its own for an open, the one before
-// closeMark for a close, "" for the venue's own order.
-func tradeOf(clOrdID string) string {
-	if strings.HasPrefix(clOrdID, venueOrderPrefix) {
-		return ""
+// Whose execution (docs/fix.md, «Whose execution»). An execution is the desk's only when its
+// order is one the desk's journal holds: a row the desk wrote before the send (identity before
+// action), with the trade it opens or closes in `tradeId`. No scheme of ClOrdIDs can tell the
+// venue's own orders apart: a liquidity provider numbers its orders as it likes — a number equal
+// to a desk order id, or no ClOrdID at all. A report whose ClOrdID the journal holds is still
+// the venue's own when it contradicts that order: another OrderID than the one the venue gave
+// the desk's order, or another symbol or side.
+//
+// The venue's own order is journaled under a key of the desk's making, venueKeyPrefix and its
+// OrderID (which the venue gives each order once), never under the LP's ClOrdID, so that it
+// neither shadows a desk order nor collides with the venue's next order of the same (or no)
+// ClOrdID, and its `tradeId` is "": its executions are allocated to the desk's open trades in
+// the symbol, oldest first.
+const venueKeyPrefix = "venue:"
+
+// venueKey is the journal key of the venue's own order r.
+func venueKey(r report) string {
+	id := r.OrderID
+	if id == "" {
+		id = "exec:" + r.ExecID // an OrderID is required on a report; without one, each execution stands alone
 	}
-	if t, _, ok := strings.Cut(clOrdID, closeMark); ok {
-		return t
+	return truncate(venueKeyPrefix+id, 64)
+}
+
+// ours is whether row (the journal's order under r's ClOrdID) is the order r reports: a desk
+// order (written with its trade) that r does not contradict.
+func ours(row order, r report) bool {
+	switch {
+	case row.TradeID == "":
+		return false
+	case row.VenueOrderID != "" && r.OrderID != "" && row.VenueOrderID != r.OrderID:
+		return false
+	case r.Symbol != "" && row.Symbol != r.Symbol:
+		return false
+	case r.Side != "" && row.Side != r.Side:
+		return false
 	}
-	return clOrdID
+	return true
 }
 
 // journal is the desk's record of the session's orders and of the executions the venue reported.
@@ -113,9 +138,10 @@ func (j *journal) endUnsent(ctx context.Context, clOrdID string) error {
 	return nil
 }
 
-// pending is every order still SENDING or NEW whose last word is older than age.
+// pending is every desk order still SENDING or NEW whose last word is older than age (the venue's
+// own orders are not asked about: the desk cannot name them to the venue).
 func (j *journal) pending(ctx context.Context, age time.Duration) ([]order, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `symbol`, `side` FROM `fx_fix_order` WHERE `status` IN (?, ?) AND `updatedAt` < NOW(3) - INTERVAL ? MICROSECOND ORDER BY `clOrdId`",
+	rows, err := j.db.QueryContext(ctx, "SELECT `clOrdId`, `symbol`, `side` FROM `fx_fix_order` WHERE `status` IN (?, ?) AND `tradeId` <> '' AND `updatedAt` < NOW(3) - INTERVAL ? MICROSECOND ORDER BY `clOrdId`",
 		stateSending, stateNew, age.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("journal pending orders: %w", err)
@@ -142,10 +168,13 @@ func signed(side string, qty decimal.Decimal) decimal.Decimal {
 
 // applied is what the journal recorded from one report, for the holder's trades (liveTrades).
 type applied struct {
-	execID   int64 // the execution it recorded (0: none new)
-	inserted bool  // the order's row was written by the report (the venue's own order, or an identity a crash took)
-	final    bool  // the order has a final state
-	shares   []allocation
+	// key is the order's journal key: the report's ClOrdID for a desk order, venueKey for the
+	// venue's own; trade is the desk trade the order opens or closes ("" for the venue's own).
+	key, trade string
+	execID     int64 // the execution it recorded (0: none new)
+	inserted   bool  // the order's row was written by the report (the venue's own order, or an identity a crash took)
+	final      bool  // the order has a final state
+	shares     []allocation
 }
 
 // allocation is one trade's share of an execution ("" the untagged remainder).
@@ -176,21 +205,12 @@ func (j *journal) apply(ctx context.Context, r report) (applied, error) {
 // so a trade report, a status report and a resend of either record one execution once, in one
 // transaction or in several), allocated to the desk's trades.
 func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
-	var a applied
-	trade := tradeOf(r.ClOrdID)
-	var status string
-	err := tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
-	if errors.Is(err, sql.ErrNoRows) {
-		// An order this journal never wrote: the venue's own, or one whose identity row a crash
-		// took with it (the desk's SENDING row is the record of that order, its ClOrdID the key).
-		if _, err = tx.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`) VALUES (?, ?, ?, ?, ?, ?)",
-			r.ClOrdID, trade, r.Symbol, r.Side, r.OrderQty, stateSending); err != nil {
-			return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
-		}
-		a.inserted = true
-	} else if err != nil {
-		return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+	a, err := whose(ctx, tx, r)
+	if err != nil {
+		return a, err
 	}
+	r.ClOrdID = a.key
+	trade := a.trade
 	next := stateNew
 	switch r.OrdStatus {
 	case ordFilled:
@@ -246,6 +266,42 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	}
 	if a.shares, err = allocate(ctx, tx, a.execID, trade, r.Symbol, units); err != nil {
 		return a, err
+	}
+	return a, nil
+}
+
+// whose finds the order r reports in the journal (FOR UPDATE): the desk's, or the venue's own,
+// whose row it writes the first time.
+func whose(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
+	if r.ClOrdID != "" {
+		var row order
+		var vid sql.NullString
+		err := tx.QueryRowContext(ctx, "SELECT `tradeId`, `symbol`, `side`, `venueOrderId` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).
+			Scan(&row.TradeID, &row.Symbol, &row.Side, &vid)
+		switch {
+		case err == nil:
+			row.VenueOrderID = vid.String
+			if ours(row, r) {
+				return applied{key: r.ClOrdID, trade: row.TradeID}, nil
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return applied{}, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+		}
+	}
+	// The venue's own order.
+	a := applied{key: venueKey(r)}
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", a.key).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err = tx.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`, `text`) VALUES (?, '', ?, ?, ?, ?, ?)",
+			a.key, r.Symbol, r.Side, r.OrderQty, stateSending, truncate("the venue's own order; its ClOrdID: "+r.ClOrdID, 255)); err != nil {
+			return a, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
+		}
+		a.inserted = true
+		return a, nil
+	}
+	if err != nil {
+		return a, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
 	}
 	return a, nil
 }
@@ -341,17 +397,16 @@ func (j *journal) shares(ctx context.Context, where string, args ...any) ([]shar
 }
 
 // tradeKey is the key (opening ClOrdID) of the trade whose public id is id: its first opening
-// execution's id.
+// execution's id. An execution of the venue's own order names no trade.
 func (j *journal) tradeKey(ctx context.Context, id string) (string, bool, error) {
-	var clOrdID string
-	err := j.db.QueryRowContext(ctx, "SELECT `clOrdId` FROM `fx_fix_execution` WHERE `id` = ?", id).Scan(&clOrdID)
+	var key string
+	err := j.db.QueryRowContext(ctx, "SELECT o.`tradeId` FROM `fx_fix_execution` e JOIN `fx_fix_order` o ON o.`clOrdId` = e.`clOrdId` WHERE e.`id` = ?", id).Scan(&key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("journal trade %s: %w", id, err)
 	}
-	key := tradeOf(clOrdID)
 	return key, key != "", nil
 }
 

@@ -3,6 +3,8 @@ package fix
 import (
 	"testing"
 
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/tag"
 	"github.com/shopspring/decimal"
 )
 
@@ -12,18 +14,18 @@ import (
 func TestPositionAnswersOfTwoAsksNeverMix(t *testing.T) {
 	t.Parallel()
 	s := &Session{positions: map[string]*positionAnswer{}}
-	complete := make(chan map[string]decimal.Decimal, 1)
+	complete := make(chan positionResult, 1)
 	for _, id := range []string{"pos-1", "pos-2"} {
 		s.positions[id] = &positionAnswer{want: -1, got: map[string]decimal.Decimal{}, complete: complete}
 	}
 	d := decimal.RequireFromString
-	s.onPositionAck("pos-1", 2)
-	s.onPositionReport("pos-1", "EURUSD", d("1000"))
-	s.onPositionAck("pos-2", 2)
-	s.onPositionReport("pos-2", "EURUSD", d("1000"))
-	s.onPositionReport("pos-2", "AUDUSD", d("-5"))
-	s.onPositionReport("pos-1", "AUDUSD", d("-5"))
-	got := <-complete
+	s.onPositionAck(positionAck{id: "pos-1", reports: 2})
+	s.onPositionReport(positionReport{id: "pos-1", symbol: "EURUSD", net: d("1000"), total: 2})
+	s.onPositionAck(positionAck{id: "pos-2", reports: 2})
+	s.onPositionReport(positionReport{id: "pos-2", symbol: "EURUSD", net: d("1000"), total: 2})
+	s.onPositionReport(positionReport{id: "pos-2", symbol: "AUDUSD", net: d("-5"), total: 2})
+	s.onPositionReport(positionReport{id: "pos-1", symbol: "AUDUSD", net: d("-5"), total: 2})
+	got := (<-complete).net
 	if len(got) != 2 || !got["EURUSD"].Equal(d("1000")) || !got["AUDUSD"].Equal(d("-5")) {
 		t.Fatalf("positions %v; want EURUSD 1000 and AUDUSD -5 (one ask's answer)", got)
 	}
@@ -31,5 +33,42 @@ func TestPositionAnswersOfTwoAsksNeverMix(t *testing.T) {
 	case again := <-complete:
 		t.Fatalf("a second answer %v was handed on", again)
 	default:
+	}
+}
+
+// A Reject (35=3) or BusinessMessageReject (35=j) of a RequestForPositions — an LP that
+// validates the request against its dictionary — ends the position requests in flight at once
+// with the venue's reason; a reject of another message does not.
+func TestARejectedPositionRequestEndsIt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		msgType, refMsgType string
+		ends                bool
+	}{
+		{msgReject, msgRequestForPos, true},
+		{msgBusinessReject, msgRequestForPos, true},
+		{msgReject, msgNewOrderSingle, false},
+	} {
+		s := &Session{positions: map[string]*positionAnswer{}}
+		complete := make(chan positionResult, 1)
+		s.positions["pos-1"] = &positionAnswer{want: -1, got: map[string]decimal.Decimal{}, complete: complete}
+		m := quickfix.NewMessage()
+		m.Header.SetString(tag.MsgType, c.msgType)
+		m.Body.SetString(tag.RefMsgType, c.refMsgType)
+		m.Body.SetInt(tag.RefTagID, 453)
+		m.Body.SetString(tag.Text, "Required tag missing")
+		if got := s.rejectedQuery(m); got != c.ends {
+			t.Fatalf("%s of %s: read as a query's refusal %v, want %v", c.msgType, c.refMsgType, got, c.ends)
+		}
+		select {
+		case res := <-complete:
+			if !c.ends || res.refused == nil {
+				t.Fatalf("%s of %s: answered %+v", c.msgType, c.refMsgType, res)
+			}
+		default:
+			if c.ends {
+				t.Fatalf("%s of %s: the request is still waiting", c.msgType, c.refMsgType)
+			}
+		}
 	}
 }

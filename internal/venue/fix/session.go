@@ -44,7 +44,9 @@ type Config struct {
 	// store is in memory): the session's stored sequence numbers and messages are dropped before
 	// the first logon, which a venue that kept its side of the session would refuse.
 	FreshVenue bool
-	Log        *slog.Logger
+	// Alerts, when set, is where a query the venue refuses is raised (AlertQueryRefused).
+	Alerts Alerts
+	Log    *slog.Logger
 }
 
 // Session is the desk's FIX session and its adapter. Run logs on and keeps the session until
@@ -69,8 +71,11 @@ type Session struct {
 	mu       sync.Mutex
 	loggedOn bool
 	running  bool
+	// refusalRaised is whether AlertQueryRefused may be open: set at start, so that the first
+	// answer resolves one an earlier holder raised.
+	refusalRaised atomic.Bool
 	// waiters are the sends and queries waiting for the venue, by ClOrdID or request id.
-	waiters map[string][]chan answer
+	waiters map[string][]*mailbox
 	// positions collects the answers to a position request, by PosReqID; mass counts the
 	// reports answering a mass status request, by MassStatusReqID.
 	positions map[string]*positionAnswer
@@ -159,8 +164,9 @@ func New(cfg Config) (*Session, error) {
 	}
 	j := &journal{db: cfg.DB}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
-		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1)}
+		waiters: map[string][]*mailbox{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1)}
 	s.intake = newIntake(s)
+	s.refusalRaised.Store(true)
 	return s, nil
 }
 

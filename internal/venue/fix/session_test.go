@@ -69,21 +69,33 @@ type rig struct {
 	file    string
 	log     *slog.Logger // the desk session's log (testLog when nil)
 	db      *sql.DB      // the desk's database (testDB when nil)
+	alerts  fix.Alerts   // where the session raises alerts (none when nil)
 	stop    context.CancelFunc
 	done    chan error
 }
 
 func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig {
 	t.Helper()
-	n := ids.Add(1)
-	desk, ven := fmt.Sprintf("DESK%d%d", os.Getpid(), n), fmt.Sprintf("VENUE%d%d", os.Getpid(), n)
 	var lat time.Duration
 	if len(latency) > 0 {
 		lat = latency[0]
 	}
-	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"},
+	return newRigWith(t, timeout, func(c *fixvenue.Config) { c.Latency = lat })
+}
+
+// newRigWith is newRig with the venue's Config shaped by venue (its behaviours: how it names its
+// own orders, how it reports positions, …).
+func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config)) *rig {
+	t.Helper()
+	n := ids.Add(1)
+	desk, ven := fmt.Sprintf("DESK%d%d", os.Getpid(), n), fmt.Sprintf("VENUE%d%d", os.Getpid(), n)
+	cfg := fixvenue.Config{VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"},
 		// One symbol per test of burst_test.go: the journal is the whole database's.
-		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "GBPJPY": {"190.00", "190.02"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"}}}, testLog)
+		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "GBPJPY": {"190.00", "190.02"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"},
+		// One symbol per test of whose_test.go.
+		"EURJPY": {"160.00", "160.02"}, "EURAUD": {"1.6500", "1.6502"}, "GBPCHF": {"1.1300", "1.1302"}, "AUDJPY": {"98.00", "98.02"}, "CADJPY": {"110.00", "110.02"}}}
+	shape(&cfg)
+	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +126,7 @@ func (r *rig) start(t *testing.T, timeout time.Duration, onWrote ...func(time.Du
 	if db == nil {
 		db = testDB
 	}
-	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DB: db, Account: "acct", Timeout: timeout, Log: log, OnWrote: wrote})
+	s, err := fix.New(fix.Config{Settings: strings.NewReader(r.file), DB: db, Account: "acct", Timeout: timeout, Log: log, OnWrote: wrote, Alerts: r.alerts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package fix
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -243,18 +244,36 @@ func (s *Session) TransactionsSince(ctx context.Context, id int64) ([]venue.Tran
 
 // positionAnswer collects the answers to one RequestForPositions (one PosReqID).
 type positionAnswer struct {
-	want int // TotalNumPosReports from the ack; -1 until it came
-	got  map[string]decimal.Decimal
-	// complete receives got once all of it came; the asks of one Positions call share it.
-	complete chan map[string]decimal.Decimal
+	// want is how many reports answer it: TotalNumPosReports, from the ack or any report; -1
+	// until one came.
+	want    int
+	reports int // the reports counted so far
+	got     map[string]decimal.Decimal
+	// complete receives the answer once every report came, or the venue's refusal; the asks of
+	// one Positions call share it.
+	complete chan positionResult
 }
+
+// positionResult is one Positions call's answer: the venue's net per symbol, or its refusal.
+type positionResult struct {
+	net     map[string]decimal.Decimal
+	refused error
+}
+
+// AlertQueryRefused is raised when the venue refuses one of the desk's queries (a position
+// request rejected): the reconciler and the hedge monitor cannot read the venue's positions
+// until the cause (an account, a permission, a field the LP requires) is fixed.
+const AlertQueryRefused = "venue-query-refused"
 
 // Positions asks the venue for its net position per symbol (RequestForPositions). It asks again
 // each patience without a complete answer (query.go), each time with a new PosReqID (a venue may
 // refuse a request id it saw): the answers are collected per PosReqID, and the first complete
-// collection is the answer, so a late answer to one ask never mixes with another's.
+// collection is the answer, so a late answer to one ask never mixes with another's. An answer is
+// complete when as many reports came as the venue said it sends (TotalNumPosReports), whatever
+// symbols they name. A refusal (an ack with PosReqStatus rejected, or a Reject of the request)
+// ends the call at once with an error and raises AlertQueryRefused; a complete answer resolves it.
 func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, error) {
-	complete := make(chan map[string]decimal.Decimal, 1)
+	complete := make(chan positionResult, 1)
 	var ids []string
 	defer func() {
 		s.mu.Lock()
@@ -273,6 +292,7 @@ func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, er
 		msg.Header.SetString(tag.MsgType, msgRequestForPos)
 		msg.Body.SetString(tag.PosReqID, id)
 		msg.Body.SetInt(tag.PosReqType, 0) // positions
+		msg.Body.SetGroup(s.parties())
 		msg.Body.SetString(tag.Account, s.cfg.Account)
 		msg.Body.SetInt(tag.AccountType, 1)
 		msg.Body.SetString(tag.ClearingBusinessDate, time.Now().UTC().Format("20060102"))
@@ -287,7 +307,12 @@ func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, er
 	for {
 		select {
 		case got := <-complete:
-			return got, nil
+			if got.refused != nil {
+				s.queryRefused(ctx, "request for positions", got.refused)
+				return nil, fmt.Errorf("request for positions: %w", got.refused)
+			}
+			s.queryAnswered(ctx)
+			return got.net, nil
 		case <-q.again():
 			q.askAgain(ctx)
 		case <-q.expired():
@@ -298,6 +323,24 @@ func (s *Session) Positions(ctx context.Context) (map[string]decimal.Decimal, er
 	}
 }
 
+// Parties (453) on a RequestForPositions, which FIX 4.4 requires: the session's account as the
+// position account (PartyRole 38), a proprietary code (PartyIDSource D).
+const (
+	partyRolePositionAccount = 38
+	partyIDSourceProprietary = "D"
+)
+
+// parties is the Parties component naming the session's account.
+func (s *Session) parties() *quickfix.RepeatingGroup {
+	g := quickfix.NewRepeatingGroup(tag.NoPartyIDs, quickfix.GroupTemplate{
+		quickfix.GroupElement(tag.PartyID), quickfix.GroupElement(tag.PartyIDSource), quickfix.GroupElement(tag.PartyRole)})
+	e := g.Add()
+	e.SetString(tag.PartyID, s.cfg.Account)
+	e.SetString(tag.PartyIDSource, partyIDSourceProprietary)
+	e.SetInt(tag.PartyRole, partyRolePositionAccount)
+	return g
+}
+
 func maps(m map[string]decimal.Decimal) map[string]decimal.Decimal {
 	out := make(map[string]decimal.Decimal, len(m))
 	for k, v := range m {
@@ -306,46 +349,155 @@ func maps(m map[string]decimal.Decimal) map[string]decimal.Decimal {
 	return out
 }
 
-func (s *Session) onPositionAck(id string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pa := s.positions[id]; pa != nil && pa.want < 0 {
-		pa.want = n
-		pa.check()
-	}
+// positionAck is a RequestForPositionsAck as the desk reads it.
+type positionAck struct {
+	id      string
+	reports int // TotalNumPosReports
+	result  int // PosReqResult: 0 valid, 2 no positions, else refused
+	status  int // PosReqStatus: 2 rejected
+	text    string
 }
 
-// parsePositionReport reads one symbol's net: the report carries one NoPositions entry, read
-// flat (the session runs without a data dictionary, so the group's fields are the body's).
-func parsePositionReport(msg *quickfix.Message) (id, symbol string, net decimal.Decimal) {
-	id, _ = msg.Body.GetString(tag.PosReqID)
-	symbol, _ = msg.Body.GetString(tag.Symbol)
-	num := func(t quickfix.Tag) decimal.Decimal {
-		v, _ := msg.Body.GetString(t)
-		d, err := decimal.NewFromString(v)
-		if err != nil {
-			return decimal.Zero
+// PosReqResult and PosReqStatus values the desk reads.
+const (
+	posResultValid       = 0
+	posResultNoPositions = 2
+	posStatusRejected    = 2
+)
+
+func parsePositionAck(msg *quickfix.Message) positionAck {
+	a := positionAck{}
+	a.id, _ = msg.Body.GetString(tag.PosReqID)
+	if n, err := msg.Body.GetInt(tag.TotalNumPosReports); err == nil {
+		a.reports = n
+	}
+	a.result, _ = msg.Body.GetInt(tag.PosReqResult)
+	a.status, _ = msg.Body.GetInt(tag.PosReqStatus)
+	a.text, _ = msg.Body.GetString(tag.Text)
+	return a
+}
+
+func (s *Session) onPositionAck(a positionAck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pa := s.positions[a.id]
+	if pa == nil {
+		return
+	}
+	if a.status == posStatusRejected || (a.result != posResultValid && a.result != posResultNoPositions) {
+		pa.refuse(fmt.Errorf("the venue refused it (PosReqResult=%d, PosReqStatus=%d): %q", a.result, a.status, a.text))
+		return
+	}
+	if pa.want < 0 {
+		pa.want = a.reports
+		if a.result == posResultNoPositions {
+			pa.want = 0 // "no positions": nothing follows, whatever the count says
 		}
-		return d
+		pa.check()
 	}
-	return id, symbol, num(tag.LongQty).Sub(num(tag.ShortQty))
 }
 
-func (s *Session) onPositionReport(id, symbol string, net decimal.Decimal) {
+// refuse ends the answer with the venue's refusal (called with s.mu held).
+func (pa *positionAnswer) refuse(err error) {
+	select {
+	case pa.complete <- positionResult{refused: err}:
+	default:
+	}
+}
+
+// positionReport is one PositionReport as the desk reads it.
+type positionReport struct {
+	id, symbol string
+	// net is the position now: the TQ entry's LongQty − ShortQty; zero in a report without one.
+	net   decimal.Decimal
+	total int // TotalNumPosReports; -1 when absent
+}
+
+// Position types (PosType 703): TQ, the transaction quantity, is the position now; SOD, the start
+// of day's, and the others are not.
+const posTypeCurrent = "TQ"
+
+// parsePositionReport reads one report per NoPositions entry, by PosType. The session runs
+// without a data dictionary, so the library keeps only the last value of a tag that repeats (a
+// report with TQ and SOD entries would read as its SOD): the entries are read from the message's
+// own bytes, in order. An entry without PosType is read as the position now when it is the only
+// one (a venue that reports one untyped entry).
+func parsePositionReport(msg *quickfix.Message) positionReport {
+	p := positionReport{total: -1}
+	p.id, _ = msg.Body.GetString(tag.PosReqID)
+	p.symbol, _ = msg.Body.GetString(tag.Symbol)
+	if n, err := msg.Body.GetInt(tag.TotalNumPosReports); err == nil {
+		p.total = n
+	}
+	type entry struct {
+		posType     string
+		long, short decimal.Decimal
+	}
+	var entries []*entry
+	at := func() *entry {
+		if len(entries) == 0 {
+			entries = append(entries, &entry{})
+		}
+		return entries[len(entries)-1]
+	}
+	for _, f := range bytes.Split(msg.Bytes(), []byte{1}) {
+		k, v, ok := bytes.Cut(f, []byte{'='})
+		if !ok {
+			continue
+		}
+		switch string(k) {
+		case "703": // PosType starts an entry
+			entries = append(entries, &entry{posType: string(v)})
+		case "704": // LongQty
+			if d, err := decimal.NewFromString(string(v)); err == nil {
+				at().long = d
+			}
+		case "705": // ShortQty
+			if d, err := decimal.NewFromString(string(v)); err == nil {
+				at().short = d
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.posType == posTypeCurrent || (e.posType == "" && len(entries) == 1) {
+			p.net = p.net.Add(e.long.Sub(e.short))
+		}
+	}
+	return p
+}
+
+func (s *Session) onPositionReport(r positionReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pa := s.positions[id]; pa != nil {
-		pa.got[symbol] = pa.got[symbol].Add(net)
-		pa.check()
+	pa := s.positions[r.id]
+	if pa == nil {
+		return
+	}
+	pa.reports++
+	pa.got[r.symbol] = pa.got[r.symbol].Add(r.net)
+	if pa.want < 0 && r.total >= 0 {
+		pa.want = r.total // the ack was lost (it is never resent): each report carries the count too
+	}
+	pa.check()
+}
+
+// positionsRefused ends every position request in flight with the venue's refusal: a Reject
+// (35=3) or BusinessMessageReject (35=j) of a RequestForPositions names no PosReqID the desk
+// could match, and the asks of one call are alike.
+func (s *Session) positionsRefused(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pa := range s.positions {
+		pa.refuse(err)
 	}
 }
 
 // check hands the answer on once it is complete (called with s.mu held). Only the first
 // complete answer of a Positions call is taken; the others find its channel full.
 func (pa *positionAnswer) check() {
-	if pa.want >= 0 && len(pa.got) >= pa.want {
+	if pa.want >= 0 && pa.reports >= pa.want {
 		select {
-		case pa.complete <- maps(pa.got):
+		case pa.complete <- positionResult{net: maps(pa.got)}:
 		default:
 		}
 	}

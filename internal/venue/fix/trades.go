@@ -130,7 +130,7 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 	if !lt.loaded {
 		return nil
 	}
-	key := tradeOf(r.ClOrdID)
+	key := a.trade // the journal's: "" for the venue's own order (journal.go, «Whose execution»)
 	var touched []*liveTrade
 	if key != "" && key != r.ClOrdID {
 		// A close: counted when the report wrote its row, in flight until its final state.
