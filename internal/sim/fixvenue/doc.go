@@ -22,11 +22,14 @@
 //	OrderMassStatusRequest (AF)           → one ExecType=I report per order (MassStatusReqID,
 //	    TotNumReports, LastRptRequested on the last).
 //	RequestForPositions (AN)              → RequestForPositionsAck (AO) with TotalNumPosReports,
-//	    then one PositionReport (AP) per symbol with a net position (LongQty/ShortQty,
-//	    SettlPrice = the net position's average price).
+//	    then that many PositionReports (AP), each with TotalNumPosReports: per symbol with a net
+//	    position, NoPositions entries as Config.PositionReports says (TQ; TQ and SOD; or a
+//	    report per entry), SettlPrice = the net position's average price. With
+//	    Config.RequireParties a request without Parties gets a Reject (35=3, RefTagID 453).
 //
-// A venue-side close is an unsolicited ExecutionReport ExecType=F whose ClOrdID starts with
-// "VENUE-": the venue's own order against the net position.
+// A venue-side close is an unsolicited ExecutionReport ExecType=F: the venue's own order against
+// the net position, its ClOrdID as Config.OwnClOrdIDs says ("VENUE-n", a number, or none).
+// Orders are filled whole; a FaultPartial fills only part of an IOC order and cancels a FOK one.
 //
 // Messages with repeating groups (PositionReport's NoPositions) are never resent: a
 // ResendRequest covering one is answered with a gap fill, because QuickFIX/Go v0.9.10 writes a
@@ -35,19 +38,21 @@
 //
 // # Control API (http://CONTROL-ADDR, loopback callers only, JSON)
 //
-//	POST /control/fault   {"kind":"reject|hold|lose|ignore","count":1,"reason":2,"text":"…"}
+//	POST /control/fault   {"kind":"reject|hold|lose|ignore|partial|refuse","count":1,"reason":2,"text":"…","units":"12345"}
 //	    the next count orders are rejected (OrdRejReason reason, Text text), executed with their
 //	    report held until /control/release, or executed with their report never sent (only an
 //	    OrderStatusRequest or a mass status finds them); "ignore" counts queries instead: the
 //	    next count OrderStatusRequests, OrderMassStatusRequests or RequestForPositions are
 //	    received and never answered (a query gap-filled in a resend never reaches the venue; the
-//	    desk asks again).
+//	    desk asks again); "partial" fills only units of the next orders (IOC) or cancels them
+//	    (FOK); "refuse" refuses the next position requests (ack PosReqStatus=2, PosReqResult
+//	    reason, default 3).
 //	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
 //	POST /control/drop    {"seconds":2} cuts the TCP connection of the session (the initiator
 //	    reconnects) and, for seconds (absent: none), every reconnect as soon as it is accepted
 //	    (an outage)
-//	POST /control/close   {"symbol":"EURUSD","units":"5000"} the venue closes units (absent:
-//	    all) of its net position itself
+//	POST /control/close   {"symbol":"EURUSD","units":"5000","clOrdId":"…"} the venue closes
+//	    units (absent: all) of its net position itself, its order named clOrdId when given
 //	GET  /control/state   orders (each with the MsgSeqNums of the NewOrderSingles that carried
 //	    it: a library resend keeps its number), net positions, held reports, whether a session
 //	    is logged on, the end of an outage (downUntil), connections the desk opened since the
