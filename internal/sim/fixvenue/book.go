@@ -60,7 +60,8 @@ type Order struct {
 	ClOrdID      string          `json:"clOrdId"`
 	OrderID      string          `json:"orderId"`
 	Symbol       string          `json:"symbol"`
-	Side         string          `json:"side"` // 1 buy, 2 sell
+	Side         string          `json:"side"`              // 1 buy, 2 sell
+	OrdType      string          `json:"ordType,omitempty"` // as received when not MARKET (1)
 	Qty          decimal.Decimal `json:"qty"`
 	CumQty       decimal.Decimal `json:"cumQty"`
 	AvgPx        decimal.Decimal `json:"avgPx"`
@@ -127,9 +128,9 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose, FaultIgnore:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultSessionReject, FaultBusinessReject:
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, session-reject, business-reject)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)

@@ -25,6 +25,13 @@
 //	    then one PositionReport (AP) per symbol with a net position (LongQty/ShortQty,
 //	    SettlPrice = the net position's average price).
 //
+// OrdRejReason is FIX 4.4's: 1 for a symbol the venue does not list (Config.Instruments), 2 for a
+// listed one with no price now, 11 for an OrdType other than MARKET; every report echoes the
+// OrdType its order carried.
+//
+// With Config.Password set (cmd/fixvenue -username/-password) the venue requires Username (553)
+// and Password (554) on the desk's Logon and refuses any other with a Logout whose Text says why.
+//
 // A venue-side close is an unsolicited ExecutionReport ExecType=F whose ClOrdID starts with
 // "VENUE-": the venue's own order against the net position.
 //
@@ -41,7 +48,10 @@
 //	    OrderStatusRequest or a mass status finds them); "ignore" counts queries instead: the
 //	    next count OrderStatusRequests, OrderMassStatusRequests or RequestForPositions are
 //	    received and never answered (a query gap-filled in a resend never reaches the venue; the
-//	    desk asks again).
+//	    desk asks again). "session-reject" and "business-reject" refuse the next count orders as
+//	    messages: a Reject (35=3, RefSeqNum the order's) or a BusinessMessageReject (35=j,
+//	    BusinessRejectRefID the ClOrdID), reason the SessionRejectReason/BusinessRejectReason;
+//	    nothing is booked, so a status request then answers "unknown order".
 //	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
 //	POST /control/drop    {"seconds":2} cuts the TCP connection of the session (the initiator
 //	    reconnects) and, for seconds (absent: none), every reconnect as soon as it is accepted
