@@ -21,6 +21,7 @@ const (
 	msgExecutionReport    = string(enum.MsgType_EXECUTION_REPORT)
 	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
 	msgLogout             = string(enum.MsgType_LOGOUT)
+	msgLogon              = string(enum.MsgType_LOGON)
 )
 
 // The Session is its initiator's quickfix.Application.
@@ -52,7 +53,14 @@ func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
 // venue that refuses the logon says why there ("MsgSeqNum too low, expecting 19 but received 4"),
 // and the library reports it only at debug level.
 func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
-	if t, _ := msg.MsgType(); t == msgLogout {
+	t, _ := msg.MsgType()
+	if t == msgReject {
+		if r, ok := s.orderRefused(msg, t); ok {
+			s.take(msg, inbound{report: &r})
+		}
+		return nil
+	}
+	if t == msgLogout {
 		if text, err := msg.Body.GetString(tag.Text); err == nil && text != "" {
 			s.log.Warn("the venue logged the FIX session out", slog.String("session", id.String()), slog.String("text", text))
 		}
@@ -67,6 +75,9 @@ func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickf
 func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	dup, err := msg.Header.GetBool(tag.PossDupFlag)
 	if err != nil || !dup {
+		if t, _ := msg.MsgType(); t == msgNewOrderSingle {
+			s.noteSent(msg)
+		}
 		return nil
 	}
 	if t, _ := msg.MsgType(); t != msgNewOrderSingle {
@@ -100,20 +111,27 @@ func (s *Session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 		id, sym, net := parsePositionReport(msg)
 		m.then = func() { s.onPositionReport(id, sym, net) }
 	case msgBusinessReject:
-		text, _ := msg.Body.GetString(tag.Text)
-		ref, _ := msg.Body.GetString(tag.RefMsgType)
-		s.log.Warn("the venue refused a message", slog.String("refMsgType", ref), slog.String("text", text))
-		return nil
+		r, ok := s.orderRefused(msg, t)
+		if !ok {
+			return nil
+		}
+		m.report = &r
 	default:
 		return quickfix.UnsupportedMessageType()
 	}
+	s.take(msg, m)
+	return nil
+}
+
+// take hands m, read from msg, to the intake; the store persists no incoming number past msg
+// until the intake has handled it.
+func (s *Session) take(msg *quickfix.Message, m inbound) {
 	if st := s.store.Load(); st != nil {
 		if seq, err := msg.Header.GetInt(tag.MsgSeqNum); err == nil {
 			m.release = st.hold(seq)
 		}
 	}
 	s.intake.add(m)
-	return nil
 }
 
 // report is one ExecutionReport as the desk reads it.
@@ -127,6 +145,9 @@ type report struct {
 	MassStatusReqID                               string
 	LastRptRequested                              bool
 	Time                                          time.Time
+	// Refused marks the rejection the desk reads from a Reject or BusinessMessageReject of the
+	// order (refusal.go), not a report: it ends an order the journal holds unfinished, nothing else.
+	Refused bool
 }
 
 func parseReport(msg *quickfix.Message) report {

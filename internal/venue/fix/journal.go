@@ -180,6 +180,9 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	trade := tradeOf(r.ClOrdID)
 	var status string
 	err := tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
+	if r.Refused && (errors.Is(err, sql.ErrNoRows) || err == nil && status != stateSending && status != stateNew) {
+		return a, nil // a refusal ends an unfinished order of the journal's, nothing else (refusal.go)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// An order this journal never wrote: the venue's own, or one whose identity row a crash
 		// took with it (the desk's SENDING row is the record of that order, its ClOrdID the key).

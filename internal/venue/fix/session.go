@@ -62,6 +62,8 @@ type Session struct {
 	trades     *liveTrades
 	identities *identities
 	intake     *intake
+	// sent is the NewOrderSingles in flight by MsgSeqNum, for a Reject that names one (refusal.go).
+	sent *sentOrders
 	// store is the session's store the library created last (its incoming number is held back
 	// while reports wait in the intake).
 	store atomic.Pointer[sessionStore]
@@ -159,7 +161,7 @@ func New(cfg Config) (*Session, error) {
 	}
 	j := &journal{db: cfg.DB}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
-		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1)}
+		waiters: map[string][]chan answer{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1), sent: newSentOrders()}
 	s.intake = newIntake(s)
 	return s, nil
 }
