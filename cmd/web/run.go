@@ -201,7 +201,7 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	// The trading service reports committed changes to the holder's risk engine through relay;
 	// the quote mirror reads the engine's exposed symbols through it too.
 	relay := &riskRelay{}
-	venue, err := newVenue(cfg, st.db, m, quotes, contention.gate, parts.stream, log)
+	venue, err := newVenue(cfg, st.db, m, quotes, contention.gate, inbox, parts.stream, log)
 	if err != nil {
 		return nil, fmt.Errorf("execution venue: %w", err)
 	}

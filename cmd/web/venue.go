@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/alert"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
 	"fxdesk/internal/execution"
@@ -57,14 +58,14 @@ type venueParts struct {
 	book *hedgepkg.Book
 }
 
-func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
+func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, g *gate.Gate, inbox *alert.Inbox, stage *lifecycle.Stage, log *slog.Logger) (*venueParts, error) {
 	if !cfg.Venue.Enabled() {
 		return nil, nil
 	}
 	vc := cfg.Venue
 	vp := &venueParts{cfg: vc, log: log}
 	if vc.IsFIX() {
-		return vp, vp.newFIX(cfg, db, m, quotes, stage)
+		return vp, vp.newFIX(cfg, db, m, quotes, inbox, stage)
 	}
 	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: m.NewVenue(), Log: log})
 	if err != nil {
@@ -108,7 +109,7 @@ func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Qu
 // newFIX builds the FIX session from its file, or with FXDESK_FIX_SESSION=sim starts the bundled
 // FIX venue in-process on loopback, priced from the desk's quotes, and a session to it; the
 // holder runs the session (startHolder).
-func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage) error {
+func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, inbox *alert.Inbox, stage *lifecycle.Stage) error {
 	var settings io.Reader
 	if cfg.Venue.FIXSession == config.FIXSim {
 		vc := cfg.Venue
@@ -139,7 +140,7 @@ func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, q
 	}
 	observer := m.NewVenue()
 	s, err := fix.New(fix.Config{Settings: settings, DB: db, Account: cfg.Venue.Account, Timeout: cfg.Venue.Timeout,
-		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Log: v.log.With(slog.String("part", "fix"))})
+		OnWrote: observer.ObserveOwnTime, FreshVenue: v.fixSim != nil, Alerts: inbox, Log: v.log.With(slog.String("part", "fix"))})
 	if err != nil {
 		return err
 	}

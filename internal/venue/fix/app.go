@@ -35,6 +35,7 @@ func (s *Session) OnLogon(id quickfix.SessionID) {
 	s.mu.Lock()
 	s.loggedOn = true
 	s.mu.Unlock()
+	s.loggedOnAgain()
 	s.log.Info("FIX session logged on", slog.String("session", id.String()))
 }
 
@@ -46,8 +47,13 @@ func (s *Session) OnLogout(id quickfix.SessionID) {
 	s.log.Warn("FIX session logged out; orders are refused until it logs on again", slog.String("session", id.String()))
 }
 
-// ToAdmin leaves session messages as the library builds them.
-func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+// ToAdmin puts the session file's credentials on every Logon (logon.go) and leaves the other
+// session messages as the library builds them.
+func (s *Session) ToAdmin(msg *quickfix.Message, _ quickfix.SessionID) {
+	if t, _ := msg.MsgType(); t == msgLogon {
+		s.addCredentials(msg)
+	}
+}
 
 // FromAdmin accepts the venue's session messages. A Logout with a reason is logged with it: a
 // venue that refuses the logon says why there ("MsgSeqNum too low, expecting 19 but received 4"),
