@@ -106,9 +106,10 @@ func (s *Session) orderRefused(msg *quickfix.Message, msgType string) (report, b
 		return report{}, false
 	}
 	s.log.Warn("the venue refused an order as a message; the order ends rejected", slog.String("clOrdId", clOrdID), slog.String("refusal", what), slog.String("text", text))
+	// The LP's words first: the desk's order keeps the first 64 characters of a venue reason.
 	reason := refusedReason + ": " + what
 	if text != "" {
-		reason += ": " + text
+		reason = refusedReason + ": " + text + " (" + what + ")"
 	}
 	return report{ExecType: ordRejected, OrdStatus: ordRejected, ClOrdID: clOrdID, Text: truncate(reason, 255), Time: time.Now(), Refused: true}, true
 }
