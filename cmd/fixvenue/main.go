@@ -5,6 +5,9 @@
 //
 //	go run ./cmd/feedsim -addr 127.0.0.1:8090 -always-open &
 //	go run ./cmd/fixvenue -addr 127.0.0.1:9878 -control-addr 127.0.0.1:9879 -feed-control http://127.0.0.1:8090
+//
+// With -username and -password it requires those credentials on the desk's Logon (the session
+// file's Username and Password; docs/fix.md).
 package main
 
 import (
@@ -43,6 +46,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	deskID := fs.String("target", fixvenue.DefaultDeskCompID, "the venue's TargetCompID (the desk's SenderCompID)")
 	latency := fs.Duration("latency", fixvenue.DefaultLatency, "execution latency of orders (0 for none)")
 	feedControl := fs.String("feed-control", "", "the feed simulator's base URL for prices (e.g. http://127.0.0.1:8090)")
+	username := fs.String("username", "", "the Username (553) the desk's Logon must carry (with -password)")
+	password := fs.String("password", "", "the Password (554) the desk's Logon must carry; a Logon without it or with another is refused with a Logout saying why (empty: no credentials required)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -71,7 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// Never served: its starting quotes are the prices, and they do not move.
 		prices = venuesim.FeedPrices(feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, log))
 	}
-	v, err := fixvenue.New(fixvenue.Config{VenueCompID: *venueID, DeskCompID: *deskID, Latency: *latency, Prices: prices}, log)
+	v, err := fixvenue.New(fixvenue.Config{VenueCompID: *venueID, DeskCompID: *deskID, Latency: *latency, Prices: prices,
+		Username: *username, Password: *password}, log)
 	if err != nil {
 		return err
 	}

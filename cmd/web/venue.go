@@ -67,7 +67,7 @@ func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Qu
 	vc := cfg.Venue
 	vp := &venueParts{cfg: vc, log: log, alerts: inbox}
 	if vc.IsFIX() {
-		return vp, vp.newFIX(cfg, db, m, quotes, stage)
+		return vp, vp.newFIX(cfg, db, m, quotes, inbox, stage)
 	}
 	exec, err := venue.NewExecutor(venue.ExecutorConfig{Cap: vc.Concurrency, ConnectRate: vc.ConnectRate, Timeout: vc.Timeout, Observer: m.NewVenue(), Log: log})
 	if err != nil {
@@ -111,7 +111,7 @@ func newVenue(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Qu
 // newFIX builds the FIX session from its file, or with FXDESK_FIX_SESSION=sim starts the bundled
 // FIX venue in-process on loopback, priced from the desk's quotes, and a session to it; the
 // holder runs the session (startHolder).
-func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, stage *lifecycle.Stage) error {
+func (v *venueParts) newFIX(cfg config.Config, db *sql.DB, m *metrics.Metrics, quotes *desk.Quotes, inbox *alert.Inbox, stage *lifecycle.Stage) error {
 	var settings io.Reader
 	if cfg.Venue.FIXSession == config.FIXSim {
 		vc := cfg.Venue

@@ -20,7 +20,12 @@ const (
 	msgPositionReport     = string(enum.MsgType_POSITION_REPORT)
 	msgExecutionReport    = string(enum.MsgType_EXECUTION_REPORT)
 	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
+	msgReject             = string(enum.MsgType_REJECT)
+	msgLogon              = string(enum.MsgType_LOGON)
 )
+
+// ordMarket is OrdType (40) MARKET, the only order type the venue executes.
+const ordMarket = "1"
 
 // The Server is the acceptor's quickfix.Application.
 
@@ -46,8 +51,12 @@ func (s *Server) OnLogout(id quickfix.SessionID) {
 // ToAdmin leaves session messages as the library builds them.
 func (s *Server) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
 
-// FromAdmin accepts every session message (no credentials on the simulated session).
-func (s *Server) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+// FromAdmin checks the desk's Logon credentials when the venue requires them (credentials.go)
+// and accepts every other session message.
+func (s *Server) FromAdmin(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	if t, _ := msg.MsgType(); t == msgLogon {
+		return s.checkLogon(msg)
+	}
 	return nil
 }
 
@@ -85,6 +94,9 @@ func (s *Server) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.M
 	}
 	switch t {
 	case msgNewOrderSingle:
+		if s.refuseOrder(msg) { // a refusal fault (refusal.go)
+			return nil
+		}
 		s.newOrder(msg)
 	case msgOrderStatusRequest:
 		s.orderStatus(msg)
@@ -110,7 +122,7 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 	case clOrdID == "":
 		s.businessReject(msg, "ClOrdID (11) is required")
 		return
-	case ordType != "1":
+	case ordType != ordMarket:
 		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET orders (OrdType=1)")
 		return
 	case side != sideBuy && side != sideSell:
@@ -119,7 +131,7 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 	case qerr != nil || !qty.IsPositive():
 		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectBroker, "OrderQty must be a positive number")
 		return
-	case len(symbol) != 6:
+	case !s.instruments[symbol]:
 		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnknownSymbol, "unknown symbol "+strconv.Quote(symbol))
 		return
 	}
@@ -134,7 +146,9 @@ func (s *Server) rejectNew(msg *quickfix.Message, clOrdID, symbol, side string, 
 	s.book.mu.Lock()
 	o, seen := s.book.orders[clOrdID]
 	if !seen {
-		o = &Order{ClOrdID: clOrdID, OrderID: s.book.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Time: s.cfg.Now()}
+		// Its OrdType as received: the report echoes it (FIX 4.4), whatever the venue supports.
+		ordType, _ := msg.Body.GetString(tag.OrdType)
+		o = &Order{ClOrdID: clOrdID, OrderID: s.book.nextID("V"), Symbol: symbol, Side: side, OrdType: ordType, Qty: qty, Time: s.cfg.Now()}
 		s.book.orders[clOrdID] = o
 	}
 	o.sentIn(seq)
@@ -207,7 +221,11 @@ func (s *Server) report(o Order, execType string) *quickfix.Message {
 		side = sideBuy
 	}
 	m.Body.SetString(tag.Side, side)
-	m.Body.SetString(tag.OrdType, "1")
+	ordType := o.OrdType
+	if ordType == "" {
+		ordType = ordMarket // the venue's own orders and the orders it booked: all MARKET
+	}
+	m.Body.SetString(tag.OrdType, ordType)
 	m.Body.SetString(tag.OrderQty, o.Qty.String())
 	leaves := decimal.Zero
 	if o.Status == statusNew {

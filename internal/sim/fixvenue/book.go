@@ -71,7 +71,8 @@ type Order struct {
 	ClOrdID      string          `json:"clOrdId"`
 	OrderID      string          `json:"orderId"`
 	Symbol       string          `json:"symbol"`
-	Side         string          `json:"side"` // 1 buy, 2 sell
+	Side         string          `json:"side"`              // 1 buy, 2 sell
+	OrdType      string          `json:"ordType,omitempty"` // as received when not MARKET (1)
 	Qty          decimal.Decimal `json:"qty"`
 	CumQty       decimal.Decimal `json:"cumQty"`
 	AvgPx        decimal.Decimal `json:"avgPx"`
@@ -142,13 +143,13 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultRefuse:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultRefuse, FaultSessionReject, FaultBusinessReject:
 	case FaultPartial:
 		if f.Units == nil || !f.Units.IsPositive() {
 			return fmt.Errorf("a partial fault needs positive units")
 		}
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, partial, refuse)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, partial, refuse, session-reject, business-reject)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)

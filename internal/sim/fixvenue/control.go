@@ -22,11 +22,16 @@ type State struct {
 	Connections int64 `json:"connections"`
 	// Queries counts the desk's queries the venue received since it started, and those it ignored.
 	Queries Queries `json:"queries"`
+	// LogonsRefused counts the desk's Logons refused for their credentials (Config.Password).
+	LogonsRefused int `json:"logonsRefused"`
 }
 
 // State is the venue's state now.
 func (s *Server) State() State {
 	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs(), Queries: s.book.queryCounts()}
+	s.mu.Lock()
+	st.LogonsRefused = s.logonsRefused
+	s.mu.Unlock()
 	if s.proxy != nil {
 		if until, down := s.proxy.down(); down {
 			st.DownUntil = &until

@@ -27,6 +27,13 @@
 //	    report per entry), SettlPrice = the net position's average price. With
 //	    Config.RequireParties a request without Parties gets a Reject (35=3, RefTagID 453).
 //
+// OrdRejReason is FIX 4.4's: 1 for a symbol the venue does not list (Config.Instruments), 2 for a
+// listed one with no price now, 11 for an OrdType other than MARKET; every report echoes the
+// OrdType its order carried.
+//
+// With Config.Password set (cmd/fixvenue -username/-password) the venue requires Username (553)
+// and Password (554) on the desk's Logon and refuses any other with a Logout whose Text says why.
+//
 // A venue-side close is an unsolicited ExecutionReport ExecType=F: the venue's own order against
 // the net position, its ClOrdID as Config.OwnClOrdIDs says ("VENUE-n", a number, or none).
 // Orders are filled whole; a FaultPartial fills only part of an IOC order and cancels a FOK one.
@@ -46,7 +53,10 @@
 //	    received and never answered (a query gap-filled in a resend never reaches the venue; the
 //	    desk asks again); "partial" fills only units of the next orders (IOC) or cancels them
 //	    (FOK); "refuse" refuses the next position requests (ack PosReqStatus=2, PosReqResult
-//	    reason, default 3).
+//	    reason, default 3); "session-reject" and "business-reject" refuse the next count orders
+//	    as messages: a Reject (35=3, RefSeqNum the order's) or a BusinessMessageReject (35=j,
+//	    BusinessRejectRefID the ClOrdID), reason the SessionRejectReason/BusinessRejectReason;
+//	    nothing is booked, so a status request then answers "unknown order".
 //	POST /control/release {"clOrdId":"…"}  sends held reports ("" or no body: all of them)
 //	POST /control/drop    {"seconds":2} cuts the TCP connection of the session (the initiator
 //	    reconnects) and, for seconds (absent: none), every reconnect as soon as it is accepted

@@ -39,6 +39,14 @@ type Config struct {
 	// venuesim.FeedControlPrices); nil quotes nothing, so every order is rejected (exchange
 	// closed).
 	Prices venuesim.PriceSource
+	// Instruments are the symbols (desk form, EURUSD) the venue lists; an order for any other is
+	// rejected with OrdRejReason 1 (unknown symbol). Default venuesim.DefaultInstruments, the
+	// REST simulator's list.
+	Instruments []string
+	// Username and Password, when Password is set, are the credentials the venue requires on the
+	// desk's Logon (Username 553, Password 554): a Logon without them or with others is refused
+	// with a Logout saying why, as an LP refuses a bad password.
+	Username, Password string
 	// Now stamps executions. Default time.Now.
 	Now func() time.Time
 	// OwnClOrdIDs names the orders the venue makes itself (venue-side closes) on their reports
@@ -66,9 +74,13 @@ type Server struct {
 	control   *http.Server
 	controlLn net.Listener
 	book      *book
+	// instruments is Config.Instruments as a set.
+	instruments map[string]bool
 
 	mu       sync.Mutex
 	loggedOn bool
+	// logonsRefused counts the desk's Logons refused for their credentials (checkLogon).
+	logonsRefused int
 }
 
 // New builds a venue; Listen starts it.
@@ -95,12 +107,22 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("fixvenue: PositionReports %q must be %s, %s or %s", cfg.PositionReports, PositionsTQ, PositionsTQSOD, PositionsSplit)
 	}
+	if cfg.Username != "" && cfg.Password == "" {
+		return nil, errors.New("fixvenue: a Username without a Password requires nothing; set both")
+	}
+	if len(cfg.Instruments) == 0 {
+		cfg.Instruments = venuesim.DefaultInstruments
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log,
 		sessionID: quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: cfg.VenueCompID, TargetCompID: cfg.DeskCompID}}
 	s.book = newBook(s)
+	s.instruments = make(map[string]bool, len(cfg.Instruments))
+	for _, sym := range cfg.Instruments {
+		s.instruments[sym] = true
+	}
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -267,6 +268,9 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 	if err := s.identities.commit(o); err != nil {
 		return venue.Outcome{}, fmt.Errorf("%w: %w: %w", errIdentityRefused, err, venue.ErrNotSent)
 	}
+	// The number it is sent under is noted as the library numbers it (ToApp), for a Reject that
+	// names it (refusal.go); once nobody waits, a Reject is matched through the store.
+	defer s.sent.forget(o.ClOrdID)
 	// The FIX 4.4 NewOrderSingle, no repeating group (so a resend is safe from the library's
 	// double-checksum defect).
 	nos := newordersingle.New(field.NewClOrdID(o.ClOrdID), field.NewSide(enum.Side(o.Side)),
@@ -347,8 +351,11 @@ func (s *Session) outcome(ctx context.Context, o order, r report) (venue.Outcome
 }
 
 // cancelReason words a rejection as the desk's venue reasons: the two it tells traders about in
-// its own words, else the FIX reason and the venue's text.
+// its own words, a refusal as its text, else the FIX reason and the venue's text.
 func cancelReason(reason int, text string) string {
+	if strings.HasPrefix(text, refusedReason+":") {
+		return text // refused as a message (refusal.go): no OrdRejReason, the LP's own words
+	}
 	switch reason {
 	case rejectMarketClosed:
 		return venue.ReasonMarketHalted

@@ -22,6 +22,7 @@ const (
 	msgBusinessReject     = string(enum.MsgType_BUSINESS_MESSAGE_REJECT)
 	msgLogout             = string(enum.MsgType_LOGOUT)
 	msgReject             = string(enum.MsgType_REJECT)
+	msgLogon              = string(enum.MsgType_LOGON)
 )
 
 // The Session is its initiator's quickfix.Application.
@@ -35,6 +36,7 @@ func (s *Session) OnLogon(id quickfix.SessionID) {
 	s.mu.Lock()
 	s.loggedOn = true
 	s.mu.Unlock()
+	s.loggedOnAgain()
 	s.log.Info("FIX session logged on", slog.String("session", id.String()))
 }
 
@@ -46,17 +48,29 @@ func (s *Session) OnLogout(id quickfix.SessionID) {
 	s.log.Warn("FIX session logged out; orders are refused until it logs on again", slog.String("session", id.String()))
 }
 
-// ToAdmin leaves session messages as the library builds them.
-func (s *Session) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+// ToAdmin puts the session file's credentials on every Logon (logon.go) and leaves the other
+// session messages as the library builds them.
+func (s *Session) ToAdmin(msg *quickfix.Message, _ quickfix.SessionID) {
+	if t, _ := msg.MsgType(); t == msgLogon {
+		s.addCredentials(msg)
+	}
+}
 
 // FromAdmin accepts the venue's session messages. A Logout with a reason is logged with it: a
 // venue that refuses the logon says why there ("MsgSeqNum too low, expecting 19 but received 4"),
 // and the library reports it only at debug level.
 func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
-	if t, _ := msg.MsgType(); t == msgReject && s.rejectedQuery(msg) {
+	t, _ := msg.MsgType()
+	if t == msgReject {
+		if s.rejectedQuery(msg) {
+			return nil
+		}
+		if r, ok := s.orderRefused(msg, t); ok {
+			s.take(msg, inbound{report: &r})
+		}
 		return nil
 	}
-	if t, _ := msg.MsgType(); t == msgLogout {
+	if t == msgLogout {
 		if text, err := msg.Body.GetString(tag.Text); err == nil && text != "" {
 			s.log.Warn("the venue logged the FIX session out", slog.String("session", id.String()), slog.String("text", text))
 		}
@@ -72,6 +86,9 @@ func (s *Session) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickf
 func (s *Session) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	dup, err := msg.Header.GetBool(tag.PossDupFlag)
 	if err != nil || !dup {
+		if t, _ := msg.MsgType(); t == msgNewOrderSingle {
+			s.noteSent(msg)
+		}
 		return nil
 	}
 	if t, _ := msg.MsgType(); t != msgNewOrderSingle {
@@ -104,20 +121,27 @@ func (s *Session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 		if s.rejectedQuery(msg) {
 			return nil
 		}
-		text, _ := msg.Body.GetString(tag.Text)
-		ref, _ := msg.Body.GetString(tag.RefMsgType)
-		s.log.Warn("the venue refused a message", slog.String("refMsgType", ref), slog.String("text", text))
-		return nil
+		r, ok := s.orderRefused(msg, t)
+		if !ok {
+			return nil
+		}
+		m.report = &r
 	default:
 		return quickfix.UnsupportedMessageType()
 	}
+	s.take(msg, m)
+	return nil
+}
+
+// take hands m, read from msg, to the intake; the store persists no incoming number past msg
+// until the intake has handled it.
+func (s *Session) take(msg *quickfix.Message, m inbound) {
 	if st := s.store.Load(); st != nil {
 		if seq, err := msg.Header.GetInt(tag.MsgSeqNum); err == nil {
 			m.release = st.hold(seq)
 		}
 	}
 	s.intake.add(m)
-	return nil
 }
 
 // report is one ExecutionReport as the desk reads it.
@@ -131,6 +155,9 @@ type report struct {
 	MassStatusReqID                               string
 	LastRptRequested                              bool
 	Time                                          time.Time
+	// Refused marks the rejection the desk reads from a Reject or BusinessMessageReject of the
+	// order (refusal.go), not a report: it ends an order the journal holds unfinished, nothing else.
+	Refused bool
 }
 
 func parseReport(msg *quickfix.Message) report {

@@ -205,6 +205,17 @@ func (j *journal) apply(ctx context.Context, r report) (applied, error) {
 // so a trade report, a status report and a resend of either record one execution once, in one
 // transaction or in several), allocated to the desk's trades.
 func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
+	if r.Refused {
+		// A refusal ends an unfinished order of the journal's, nothing else (refusal.go).
+		var status string
+		err := tx.QueryRowContext(ctx, "SELECT `status` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && status != stateSending && status != stateNew {
+			return applied{}, nil
+		}
+		if err != nil {
+			return applied{}, fmt.Errorf("journal refusal %s: %w", r.ClOrdID, err)
+		}
+	}
 	a, err := whose(ctx, tx, r)
 	if err != nil {
 		return a, err

@@ -11,12 +11,6 @@ import (
 	"fxdesk/internal/alert"
 )
 
-// Alerts is the alert inbox (*alert.Inbox) the session raises AlertQueryRefused in.
-type Alerts interface {
-	Raise(ctx context.Context, code string, severity alert.Severity, message string, details any) error
-	Resolve(ctx context.Context, code string) error
-}
-
 // A query the venue refuses is answered at once as an error and raised as an alert: a liquidity
 // provider that rejects the desk's position requests (a field it requires, an account it does
 // not know, a permission) rejects every one, and the reconciler and the hedge monitor would

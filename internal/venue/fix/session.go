@@ -27,7 +27,8 @@ const (
 // Config builds a Session.
 type Config struct {
 	// Settings is the session file (QuickFIX settings: one FIX.4.4 initiator session with
-	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt). The desk's own message
+	// SocketConnectHost/Port, SenderCompID, TargetCompID, HeartBtInt; Username and Password when
+	// the venue requires them on the Logon). The desk's own message
 	// store keeps the session in its database; a file that names a store of its own is refused.
 	Settings io.Reader
 	// DB is the desk's database: the session's store and the journal.
@@ -40,13 +41,17 @@ type Config struct {
 	// OnWrote, when set, is told each order's own time: from its trigger to the message handed
 	// to the session's writer.
 	OnWrote func(time.Duration)
+	// LogonBackoff is the pause after a refused logon, doubled on each refusal in a row up to a
+	// minute (logon.go); default 1s.
+	LogonBackoff time.Duration
+	// Alerts, when set, is told of refused logons (AlertLogonRefused) and of queries the venue
+	// refuses (AlertQueryRefused).
+	Alerts Alerts
 	// FreshVenue says the venue started with this process (the bundled venue in-process, whose
 	// store is in memory): the session's stored sequence numbers and messages are dropped before
 	// the first logon, which a venue that kept its side of the session would refuse.
 	FreshVenue bool
-	// Alerts, when set, is where a query the venue refuses is raised (AlertQueryRefused).
-	Alerts Alerts
-	Log    *slog.Logger
+	Log        *slog.Logger
 }
 
 // Session is the desk's FIX session and its adapter. Run logs on and keeps the session until
@@ -64,6 +69,8 @@ type Session struct {
 	trades     *liveTrades
 	identities *identities
 	intake     *intake
+	// sent is the NewOrderSingles in flight by MsgSeqNum, for a Reject that names one (refusal.go).
+	sent *sentOrders
 	// store is the session's store the library created last (its incoming number is held back
 	// while reports wait in the intake).
 	store atomic.Pointer[sessionStore]
@@ -86,6 +93,11 @@ type Session struct {
 	burst    venue.Burst
 	inFlight atomic.Int64
 	logons   atomic.Int64
+	// username and password are the session file's logon credentials (logon.go); refusal
+	// counts the venue's refusals of the Logon in a row (under mu), refused tells Run of one.
+	username, password string
+	refusal            logonRefusal
+	refused            chan struct{}
 	// resend asks Run to reconnect so that the venue resends a report the journal could not
 	// record (intake.go).
 	resend chan struct{}
@@ -106,6 +118,12 @@ func New(cfg Config) (*Session, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.LogonBackoff == 0 {
+		cfg.LogonBackoff = defaultLogonBackoff
+	}
+	if cfg.LogonBackoff < 0 {
+		return nil, fmt.Errorf("fix: LogonBackoff must not be negative, got %s", cfg.LogonBackoff)
+	}
 	settings, err := quickfix.ParseSettings(cfg.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("fix: read the session file: %w", err)
@@ -115,8 +133,14 @@ func New(cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("fix: the session file must define exactly one [SESSION], it defines %d", len(sessions))
 	}
 	var id quickfix.SessionID
+	var username, password string
 	for sid, ss := range sessions {
 		id = sid
+		username, _ = ss.Setting(settingUsername)
+		password, _ = ss.Setting(settingPassword)
+		if password != "" && username == "" {
+			return nil, errors.New("fix: the session file sets Password without Username; the Logon carries both (553, 554)")
+		}
 		if sid.BeginString != quickfix.BeginStringFIX44 {
 			return nil, fmt.Errorf("fix: BeginString must be %s, the session file says %s", quickfix.BeginStringFIX44, sid.BeginString)
 		}
@@ -164,7 +188,8 @@ func New(cfg Config) (*Session, error) {
 	}
 	j := &journal{db: cfg.DB}
 	s := &Session{cfg: cfg, settings: settings, sessionID: id, journal: j, log: cfg.Log, trades: newLiveTrades(), identities: newIdentities(j),
-		waiters: map[string][]*mailbox{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1)}
+		waiters: map[string][]*mailbox{}, positions: map[string]*positionAnswer{}, mass: map[string]*massCount{}, resend: make(chan struct{}, 1), sent: newSentOrders(),
+		username: username, password: password, refused: make(chan struct{}, 1)}
 	s.intake = newIntake(s)
 	s.refusalRaised.Store(true)
 	return s, nil
@@ -199,7 +224,7 @@ func (s *Session) Run(ctx context.Context) error {
 	defer s.intake.stop()
 	for restart := false; ; restart = true {
 		stores := &storeFactory{db: s.cfg.DB, log: s.log, created: s.store.Store}
-		init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log})
+		init, err := quickfix.NewInitiator(s, stores, s.settings, logFactory{s.log, s.incoming})
 		if err == nil {
 			if err = init.Start(); err != nil {
 				init.Stop()
@@ -223,7 +248,8 @@ func (s *Session) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()))
+		s.log.InfoContext(ctx, "FIX session started; logging on", slog.String("session", s.sessionID.String()),
+			slog.String("username", s.username), slog.Bool("password", s.password != "")) // never the password itself
 		why := s.untilRestart(ctx)
 		init.Stop()
 		// The reports received are journaled before the store writes its last incoming number.
@@ -236,6 +262,10 @@ func (s *Session) Run(ctx context.Context) error {
 		case restartStuck:
 			s.log.WarnContext(ctx, "FIX session not logged on for a while; restarting the initiator", slog.Duration("after", stuckAfter))
 			continue
+		case restartRefused:
+			if s.afterRefusal(ctx) {
+				continue
+			}
 		case restartResend:
 			s.log.WarnContext(ctx, "FIX session: reconnecting so that the venue resends a report the journal could not record")
 			select { // not faster than the journal may come back
@@ -280,9 +310,10 @@ const stuckAfter = 10 * time.Second
 
 // Why Run restarts the initiator (untilRestart).
 const (
-	restartNone   = iota // ctx ended: stop
-	restartStuck         // not logged on for stuckAfter
-	restartResend        // a report could not be journaled (intake.go): the new logon asks for it again
+	restartNone    = iota // ctx ended: stop
+	restartStuck          // not logged on for stuckAfter
+	restartResend         // a report could not be journaled (intake.go): the new logon asks for it again
+	restartRefused        // the venue refused the logon (logon.go): again after a pause
 )
 
 // untilRestart waits until ctx ends or the initiator must be restarted, and says which.
@@ -290,18 +321,27 @@ func (s *Session) untilRestart(ctx context.Context) int {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	since := time.Now()
+	up := false
 	for {
 		select {
 		case <-ctx.Done():
 			return restartNone
 		case <-s.resend:
 			return restartResend
+		case <-s.refused:
+			return restartRefused
 		case now := <-t.C:
-			if s.Reachable() {
-				since = now
-			} else if now.Sub(since) >= stuckAfter {
-				return restartStuck
+			if !s.Reachable() {
+				up = false
+				if now.Sub(since) >= stuckAfter {
+					return restartStuck
+				}
+				continue
 			}
+			if !up {
+				s.resolveRefusal(ctx) // logged on: whatever refused it before is over
+			}
+			up, since = true, now
 		}
 	}
 }
@@ -369,17 +409,28 @@ func (s *Session) WaitLoggedOn(ctx context.Context) error {
 }
 
 // logFactory sends the library's session events to slog; messages are not logged (a burst would
-// flood the log).
-type logFactory struct{ log *slog.Logger }
-
-func (f logFactory) Create() (quickfix.Log, error) { return fixLog(f), nil }
-func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error) {
-	return fixLog{f.log.With(slog.String("session", id.String()))}, nil
+// flood the log, and a Logon carries the password). incoming reads each message as it comes in
+// (Session.incoming: the venue's refusal of the Logon).
+type logFactory struct {
+	log      *slog.Logger
+	incoming func([]byte)
 }
 
-type fixLog struct{ log *slog.Logger }
+func (f logFactory) Create() (quickfix.Log, error) { return fixLog{log: f.log}, nil }
+func (f logFactory) CreateSessionLog(id quickfix.SessionID) (quickfix.Log, error) {
+	return fixLog{f.log.With(slog.String("session", id.String())), f.incoming}, nil
+}
 
-func (l fixLog) OnIncoming([]byte) {}
+type fixLog struct {
+	log      *slog.Logger
+	incoming func([]byte)
+}
+
+func (l fixLog) OnIncoming(raw []byte) {
+	if l.incoming != nil {
+		l.incoming(raw)
+	}
+}
 
 // OnOutgoing is called on the session's goroutine right after it handed a message to the
 // connection's writer. QuickFIX/Go v0.9.10 hands its send queue over with a non-blocking channel

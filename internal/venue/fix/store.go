@@ -169,6 +169,11 @@ func (s *sessionStore) NextTargetMsgSeqNum() int {
 func (s *sessionStore) IncrNextSenderMsgSeqNum() error { return s.handOut(0, nil) }
 
 func (s *sessionStore) SaveMessageAndIncrNextSenderMsgSeqNum(seq int, msg []byte) error {
+	if isLogon(msg) {
+		// A Logon carries the password and is never resent (a resend gap-fills session
+		// messages): its number is handed out, its body not kept.
+		return s.handOut(0, nil)
+	}
 	return s.handOut(seq, msg)
 }
 
@@ -265,6 +270,9 @@ func (s *sessionStore) SetCreationTime(t time.Time) {
 }
 
 func (s *sessionStore) SaveMessage(seq int, msg []byte) error {
+	if isLogon(msg) {
+		return nil // see SaveMessageAndIncrNextSenderMsgSeqNum
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending[seq] = msg
