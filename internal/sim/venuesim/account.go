@@ -1,6 +1,8 @@
 package venuesim
 
 import (
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -105,7 +107,11 @@ type account struct {
 	leverage decimal.Decimal
 	balance  decimal.Decimal
 
-	txs            []transaction // txs[i] has id i+1
+	// txs are the recorded transactions, oldest first, their ids increasing; last is the
+	// newest id given. A gap (SkipTransactionIDs) leaves ids nothing has, as a rolled-back batch
+	// or a cluster's id stride does at a real venue, so an id is never an index.
+	txs            []transaction
+	last           int64
 	trades         map[int64]*trade
 	tradeList      []*trade // by id
 	tradesByClient map[string]*trade
@@ -137,18 +143,35 @@ func newAccount(cfg Config, now time.Time) *account {
 
 func money(d decimal.Decimal) string { return d.StringFixed(moneyPlaces) }
 
-func (a *account) lastID() int64 { return int64(len(a.txs)) }
+func (a *account) lastID() int64 { return a.last }
 
 // record assigns tx the next id and appends it.
 func (a *account) record(tx transaction) transaction {
-	id := a.lastID() + 1
-	tx.ID = wireID(id)
+	a.last++
+	tx.ID = wireID(a.last)
 	tx.AccountID = a.id
 	if tx.BatchID == "" {
 		tx.BatchID = tx.ID
 	}
 	a.txs = append(a.txs, tx)
 	return tx
+}
+
+// after is the index in txs of the first transaction whose id is above id.
+func (a *account) after(id int64) int {
+	return sort.Search(len(a.txs), func(i int) bool {
+		n, _ := strconv.ParseInt(a.txs[i].ID, 10, 64)
+		return n > id
+	})
+}
+
+// transactionByID is the transaction with id; ok is false for an id nothing has.
+func (a *account) transactionByID(id int64) (tx *transaction, ok bool) {
+	i := a.after(id - 1)
+	if i == len(a.txs) || a.txs[i].ID != wireID(id) {
+		return nil, false
+	}
+	return &a.txs[i], true
 }
 
 // figures is the account's money at one set of prices.

@@ -99,6 +99,22 @@ func (s *Server) SetLatency(d time.Duration) error {
 	return nil
 }
 
+// maxGap bounds SkipTransactionIDs: a gap wider than any a venue leaves is a typing error.
+const maxGap = 1_000_000
+
+// SkipTransactionIDs leaves n transaction ids unused: the next transaction's id is the last's
+// plus n plus 1, as after a batch the venue rolled back or under a database cluster's id stride.
+// The transaction pages (GET …/transactions/sinceid) walk past the gap by count.
+func (s *Server) SkipTransactionIDs(n int64) error {
+	if n < 1 || n > maxGap {
+		return fmt.Errorf("transaction id gap %d must be between 1 and %d", n, maxGap)
+	}
+	s.mu.Lock()
+	s.acct.last += n
+	s.mu.Unlock()
+	return nil
+}
+
 // VenueClose is the fill of a close the venue made itself.
 type VenueClose struct {
 	TransactionID int64           `json:"transactionId"`
@@ -295,6 +311,7 @@ func (s *Server) controlRoutes() http.Handler {
 	mux.Handle("POST /control/close-trade", control.LoopbackOnly(s.handleVenueClose()))
 	mux.Handle("POST /control/untagged", control.LoopbackOnly(s.handleUntagged()))
 	mux.Handle("POST /control/latency", control.LoopbackOnly(s.handleLatency()))
+	mux.Handle("POST /control/gap", control.LoopbackOnly(s.handleGap()))
 	mux.Handle("GET /control/state", control.LoopbackOnly(s.handleState()))
 	return mux
 }
@@ -385,6 +402,23 @@ func (s *Server) handleLatency() http.HandlerFunc {
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
+	}
+}
+
+func (s *Server) handleGap() http.HandlerFunc {
+	type request struct {
+		IDs int64 `json:"ids"`
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if !control.DecodeBody(w, r, &req) {
+			return
+		}
+		if err := s.SkipTransactionIDs(req.IDs); err != nil {
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]any{"ids": req.IDs})
 	}
 }
 

@@ -449,8 +449,11 @@ func (s *Server) handleTransactionsSince() http.HandlerFunc {
 		}
 		s.mu.Lock()
 		last := s.acct.lastID()
+		// The page is the next transactions after since by count, never the ids since+1 …
+		// since+1000: over a gap of ids that range is empty although transactions follow it.
 		// Recorded transactions never change, so the page is encoded outside mu.
-		page := s.acct.txs[min(since, last):min(since+sinceIDPage, last)]
+		from := s.acct.after(since)
+		page := s.acct.txs[from:min(from+sinceIDPage, len(s.acct.txs))]
 		s.mu.Unlock()
 		control.WriteJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
 	}
@@ -465,8 +468,8 @@ func (s *Server) handleTransaction() http.HandlerFunc {
 		s.mu.Lock()
 		last := s.acct.lastID()
 		var tx *transaction
-		if err == nil && id >= 1 && id <= last {
-			tx = &s.acct.txs[id-1]
+		if err == nil {
+			tx, _ = s.acct.transactionByID(id)
 		}
 		s.mu.Unlock()
 		if tx == nil {
