@@ -382,8 +382,10 @@ func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price 
 			if adopted != "" {
 				reason = adopted
 			}
-			if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `fillPrice` = ?, `venueOrderId` = ?, `reason` = ? WHERE `id` = ?",
-				price, nullIfEmpty(venueOrderID), reason, id); err != nil {
+			// The units filled, not the ordered ones: a venue may fill part of an order, and the
+			// P&L of the venue's closes is worked out from what the trade opened with.
+			if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `fillPrice` = ?, `fillUnits` = ?, `venueOrderId` = ?, `reason` = ? WHERE `id` = ?",
+				price, units, nullIfEmpty(venueOrderID), reason, id); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, "INSERT INTO `fx_hedge_position` (`orderId`, `symbol`, `units`, `venueTradeId`, `clientPositionId`, `openPrice`, `openedAt`, `plCurrency`) "+
@@ -544,10 +546,11 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		// The desk's own close prices what is left at its fill, beside what the venue closed
 		// before (BookPartial); the venue's close comes with its average over every share it
-		// closed, so it prices the trade's initial units.
+		// closed, so it prices the units the trade opened with: the order's fill, which a
+		// partial fill makes smaller than the order.
 		pl := "COALESCE(p.`realizedPl`, 0) + ROUND((? - p.`openPrice`) * p.`units`, 4)"
 		if reason == CloseVenue {
-			pl = "ROUND((? - p.`openPrice`) * o.`units`, 4)"
+			pl = "ROUND((? - p.`openPrice`) * o.`fillUnits`, 4)"
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` SET p.`status` = 'CLOSED', p.`closePrice` = ?, "+
 			"p.`closedAt` = ?, p.`closeReason` = ?, p.`closeTransactionId` = ?, p.`realizedPl` = "+pl+" WHERE p.`id` = ? AND p.`status` = 'OPEN'",
@@ -567,7 +570,7 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 // BookPartial books what the venue closed of open hedge position id on its own: left is the
 // signed units its trade still holds, price the venue's average close price over every share it
 // closed, txID its last closing transaction. The realised P&L is worked out again from the
-// order's initial units, so a second booking of the same state changes nothing.
+// units the order filled, so a second booking of the same state changes nothing.
 func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.Decimal, txID int64) error {
 	what := fmt.Sprintf("book hedge partial %d", id)
 	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
@@ -583,11 +586,11 @@ func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.De
 }
 
 // bookDown sets open hedge position id to left (signed) units, when it holds more on the same
-// side, with its realised P&L worked out again from its order's initial units at price, the
+// side, with its realised P&L worked out again from the units its order filled at price, the
 // venue's average over every share closed of the trade; it answers the rows changed (0 or 1).
 func bookDown(ctx context.Context, tx *sql.Tx, id int64, left, price decimal.Decimal) (int64, error) {
 	res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
-		"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
+		"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`fillUnits` - ?), 4) "+
 		"WHERE p.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
 		left, price, left, id, left, left)
 	if err != nil {

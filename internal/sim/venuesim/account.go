@@ -219,6 +219,17 @@ type marketRequest struct {
 	units    decimal.Decimal
 	ext      *clientExtensions
 	tradeExt *clientExtensions
+	// fillPercent, when above 0, fills only that share of units (FaultPartial): the trade opens
+	// with the units filled, as a venue that found liquidity for part of the order.
+	fillPercent int
+}
+
+// filled is the units the order fills: all of them, or fillPercent of them in whole units.
+func (r marketRequest) filled() decimal.Decimal {
+	if r.fillPercent <= 0 {
+		return r.units
+	}
+	return r.units.Mul(decimal.NewFromInt(int64(r.fillPercent))).Div(decimal.NewFromInt(100)).Round(0)
 }
 
 // placeMarket records the order's creation and then its fill, or its cancel: cancelReason
@@ -260,25 +271,26 @@ func (a *account) placeMarket(now time.Time, pb *priceBook, req marketRequest, c
 		return create, result
 	}
 
+	units := req.filled()
 	price := q.ask
 	if req.units.IsNegative() {
 		price = q.bid
 	}
 	id := a.lastID() + 1
 	t := &trade{id: id, symbol: req.symbol, price: price, openTime: now,
-		initialUnits: req.units, currentUnits: req.units, ext: req.tradeExt}
+		initialUnits: units, currentUnits: units, ext: req.tradeExt}
 	a.trades[id] = t
 	a.tradeList = append(a.tradeList, t)
 	if req.tradeExt != nil && req.tradeExt.ID != "" {
 		a.tradesByClient[req.tradeExt.ID] = t
 	}
 	a.openTrades++
-	a.exposureOf(req.symbol).add(t.long(), req.units, price)
+	a.exposureOf(req.symbol).add(t.long(), units, price)
 	result = a.record(transaction{
 		Time: wireTime(now), Type: txOrderFill, BatchID: create.ID, OrderID: create.ID, ClientOrderID: clientID,
-		Instrument: instrument, Units: req.units.String(), Price: price.String(), Reason: fillMarketOrder,
+		Instrument: instrument, Units: units.String(), Price: price.String(), Reason: fillMarketOrder,
 		PL: money(decimal.Zero), AccountBalance: money(a.balance),
-		TradeOpened: &tradeOpenJSON{TradeID: wireID(id), Units: req.units.String(), Price: price.String()},
+		TradeOpened: &tradeOpenJSON{TradeID: wireID(id), Units: units.String(), Price: price.String()},
 	})
 	a.ordersFilled++
 	if o != nil {

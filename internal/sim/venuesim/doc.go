@@ -75,6 +75,8 @@
 //	                     the next count orders execute; their answers wait for /control/release
 //	POST /control/fault  {"kind":"cancel","count":1,"reason":"INSUFFICIENT_MARGIN"}
 //	                     the next count orders answer orderCancelTransaction with that reason
+//	POST /control/fault  {"kind":"partial","count":1,"percent":60}
+//	                     the next count orders fill 60 % of their units; the trade opens with those
 //	POST /control/release {}                             answer every held order now → {"released":N}
 //	POST /control/close-trade {"tradeId":"7","units":"5000"}  the venue closes (units, or all of) a
 //	                     trade at the current price, reason MARKET_ORDER_MARGIN_CLOSEOUT

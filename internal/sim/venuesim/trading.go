@@ -247,6 +247,11 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 			s.faults.cancels--
 			cancelReason = s.faults.cancelReason
 		}
+		fillPercent := 0
+		if cancelReason == "" && s.faults.partials > 0 {
+			s.faults.partials--
+			fillPercent = s.faults.partialPercent
+		}
 		fault := s.drawAnswerFaultLocked(true)
 		latency := s.latency
 		s.mu.Unlock()
@@ -254,7 +259,7 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 		var answer map[string]any
 		ok := s.executeAfter(latency, func(a *account, pb *priceBook, now time.Time) {
 			create, result := a.placeMarket(now, pb, marketRequest{symbol: symbol, units: units,
-				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions}, cancelReason)
+				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions, fillPercent: fillPercent}, cancelReason)
 			answer = outcomeAnswer(create, result, a.lastID())
 		})
 		if !ok {
