@@ -91,6 +91,9 @@ var (
 	ErrRejected = errors.New("the venue did not fill the hedge order")
 	// ErrAlreadyHedged: the client position already has a hedge order SENDING or FILLED.
 	ErrAlreadyHedged = errors.New("the client position is already hedged")
+	// ErrClientPositionClosed: the client position a RULE hedge would shadow is not open (it
+	// closed after the sweep read it); nothing was written or sent.
+	ErrClientPositionClosed = errors.New("the client position is closed")
 	// ErrAlreadyBooked: the booking was made meanwhile (by the send, or by the reconciler).
 	ErrAlreadyBooked = errors.New("already booked")
 )
@@ -207,6 +210,7 @@ func (b *Book) Busy(orderID, positionID int64) bool {
 //   - gate.ErrNotHolder (wrapped) when the gate drops it: nothing written, or the row NOT_SENT
 //     when the worker's gate check kept it back;
 //   - ErrAlreadyHedged for a RULE hedge of a client position that already has one;
+//   - ErrClientPositionClosed for a RULE hedge of a client position that is not open;
 //   - venue.ErrNotSent (wrapped): the venue could not be reached: nothing written when it was
 //     known down before the send, the row NOT_SENT when the send found it down;
 //   - ErrRejected (wrapped, with the venue's reason): the row is REJECTED;
@@ -287,7 +291,11 @@ func (b *Book) Open(ctx context.Context, symbol string, units decimal.Decimal, w
 }
 
 // insertSending writes hedge order's identity row, SENDING, under the lease's fence. A RULE
-// hedge is written only while its client position has no hedge order SENDING or FILLED.
+// hedge is written only while its client position is open and has no hedge order SENDING or
+// FILLED, both read in the statement that writes it: the INSERT … SELECT reads the position's
+// committed row under a shared lock, so a close committed after the sweep listed the position
+// (or committing now: the read waits for it) is seen, and no spread is lost on a hedge of a
+// position nobody holds.
 func (b *Book) insertSending(ctx context.Context, symbol string, units decimal.Decimal, why Why) (int64, error) {
 	var id int64
 	err := store.RetryRolledBack(ctx, func() error {
@@ -297,15 +305,23 @@ func (b *Book) insertSending(ctx context.Context, symbol string, units decimal.D
 				client = why.ClientPositionID
 			}
 			res, err := tx.ExecContext(ctx, "INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `clientPositionId`, `status`, `sentAt`) "+
-				"SELECT ?, ?, ?, ?, 'SENDING', NOW(3) FROM DUAL WHERE ? IS NULL OR NOT EXISTS "+
-				"(SELECT 1 FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` IN ('SENDING', 'FILLED'))",
-				symbol, units, string(why.Kind), client, client, client)
+				"SELECT ?, ?, ?, ?, 'SENDING', NOW(3) FROM DUAL WHERE ? IS NULL OR (NOT EXISTS "+
+				"(SELECT 1 FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` IN ('SENDING', 'FILLED')) AND EXISTS "+
+				"(SELECT 1 FROM `fx_position` WHERE `id` = ? AND `status` = 'OPEN'))",
+				symbol, units, string(why.Kind), client, client, client, client)
 			if err != nil {
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
+				var open bool
+				if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM `fx_position` WHERE `id` = ? AND `status` = 'OPEN'", why.ClientPositionID).Scan(&open); err != nil {
+					return err
+				}
+				if !open {
+					return fmt.Errorf("client position %d: %w", why.ClientPositionID, ErrClientPositionClosed)
+				}
 				return fmt.Errorf("client position %d: %w", why.ClientPositionID, ErrAlreadyHedged)
 			}
 			id, err = res.LastInsertId()
