@@ -220,7 +220,7 @@ func (v *venueParts) startHolder(ctx context.Context, h *holderParts, first stri
 	v.hedge.Store(hedge)
 	// HEDGE n% routing: swept at once, on every position opened, reduced or closed, and every few
 	// seconds for what a sweep could not finish (the venue down, a close not confirmed).
-	rules, err := hedgepkg.NewRules(v.book, min(h.cfg.VenueInterval, 5*time.Second), h.base.With(slog.String("component", "FX"), slog.String("part", "hedge rules")))
+	rules, err := hedgepkg.NewRules(v.book, min(h.cfg.VenueInterval, 5*time.Second), nil, h.base.With(slog.String("component", "FX"), slog.String("part", "hedge rules")))
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestHedgeRulesReduceTheShareWithPartialCloses(t *testing.T) {
 	ctx := context.Background()
 	const user = 7302
 	const pct = 50
-	b, rules, a := e.hedgeRulesAccount(t, user, "hedge-reduce", pct)
+	b, rules, a := e.hedgeRulesAccount(t, user, "hedge-reduce", pct, nil)
 	res, err := e.desk.PlaceOrder(ctx, user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Market, Volume: decimal.NewFromInt(2)})
 	if err != nil || res.Position == nil {
 		t.Fatalf("buy: %+v %v", res, err)

@@ -376,6 +376,8 @@ func (r *Reconciler) fills(ctx context.Context, wanted map[int64]bool) (map[int6
 			}
 			since = max(since, tx.ID)
 		}
+		// A page is the next transactions by count (venue.API), so an empty one means nothing
+		// follows since, even across a gap of ids.
 		if len(out) == len(wanted) || len(txs) == 0 || since >= last {
 			break
 		}

@@ -236,13 +236,15 @@ func TestHedgeNotSentAndClosedAtVenue(t *testing.T) {
 
 // HEDGE n% rules on the real desk and venue simulator: a routed buy is booked on the desk and
 // its share opened by a sweep, once (a second sweep sends nothing); a share the venue refuses is
-// REJECTED and opened by the next sweep; the client's close closes its hedge at the next sweep.
+// REJECTED and opened by the first sweep past its back-off; the client's close closes its hedge
+// at the next sweep.
 func TestHedgeRulesSweep(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	const user = 7301
 	const pct = 30
-	_, rules, a := e.hedgeRulesAccount(t, user, "hedge-rules", pct)
+	clock := time.Now()
+	_, rules, a := e.hedgeRulesAccount(t, user, "hedge-rules", pct, func() time.Time { return clock })
 	sell := func(lots string) trading.OrderResult {
 		t.Helper()
 		res, err := e.desk.PlaceOrder(ctx, user, trading.OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString(lots)})
@@ -279,8 +281,9 @@ func TestHedgeRulesSweep(t *testing.T) {
 	if err := testDB.QueryRow("SELECT `id` FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` = 'REJECTED' AND `reason` = 'INSUFFICIENT_MARGIN'", second.Position.ID).Scan(&rejected); err != nil {
 		t.Fatalf("the refused share is not REJECTED: %v", err)
 	}
+	clock = clock.Add(hedge.FirstBackoff)
 	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 1 {
-		t.Fatalf("the REJECTED share was not tried again: opened %d, %v", opened, err)
+		t.Fatalf("the REJECTED share was not tried again past its back-off: opened %d, %v", opened, err)
 	}
 	if opened, _, _, err := rules.Sweep(ctx); err != nil || opened != 0 {
 		t.Fatalf("the retried share was opened twice: opened %d, %v", opened, err)
@@ -352,11 +355,11 @@ func TestHedgeTradeReducedAtTheVenueIsBookedAsItsShare(t *testing.T) {
 
 // hedgeRulesAccount is the HEDGE tests' setup: the hedge book and its rules on e, account group
 // group with one rule HEDGE pct%, and a funded USD account of user in it.
-func (e *env) hedgeRulesAccount(t *testing.T, user int64, group string, pct int) (*hedge.Book, *hedge.Rules, book.Account) {
+func (e *env) hedgeRulesAccount(t *testing.T, user int64, group string, pct int, now func() time.Time) (*hedge.Book, *hedge.Rules, book.Account) {
 	t.Helper()
 	ctx := context.Background()
 	b := e.hedgeBook()
-	rules, err := hedge.NewRules(b, time.Hour, nil)
+	rules, err := hedge.NewRules(b, time.Hour, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,9 @@ var (
 	ErrRejected = errors.New("the venue did not fill the hedge order")
 	// ErrAlreadyHedged: the client position already has a hedge order SENDING or FILLED.
 	ErrAlreadyHedged = errors.New("the client position is already hedged")
+	// ErrClientPositionClosed: the client position a RULE hedge would shadow is not open (it
+	// closed after the sweep read it); nothing was written or sent.
+	ErrClientPositionClosed = errors.New("the client position is closed")
 	// ErrAlreadyBooked: the booking was made meanwhile (by the send, or by the reconciler).
 	ErrAlreadyBooked = errors.New("already booked")
 )
@@ -207,6 +210,7 @@ func (b *Book) Busy(orderID, positionID int64) bool {
 //   - gate.ErrNotHolder (wrapped) when the gate drops it: nothing written, or the row NOT_SENT
 //     when the worker's gate check kept it back;
 //   - ErrAlreadyHedged for a RULE hedge of a client position that already has one;
+//   - ErrClientPositionClosed for a RULE hedge of a client position that is not open;
 //   - venue.ErrNotSent (wrapped): the venue could not be reached: nothing written when it was
 //     known down before the send, the row NOT_SENT when the send found it down;
 //   - ErrRejected (wrapped, with the venue's reason): the row is REJECTED;
@@ -287,7 +291,11 @@ func (b *Book) Open(ctx context.Context, symbol string, units decimal.Decimal, w
 }
 
 // insertSending writes hedge order's identity row, SENDING, under the lease's fence. A RULE
-// hedge is written only while its client position has no hedge order SENDING or FILLED.
+// hedge is written only while its client position is open and has no hedge order SENDING or
+// FILLED, both read in the statement that writes it: the INSERT … SELECT reads the position's
+// committed row under a shared lock, so a close committed after the sweep listed the position
+// (or committing now: the read waits for it) is seen, and no spread is lost on a hedge of a
+// position nobody holds.
 func (b *Book) insertSending(ctx context.Context, symbol string, units decimal.Decimal, why Why) (int64, error) {
 	var id int64
 	err := store.RetryRolledBack(ctx, func() error {
@@ -297,15 +305,23 @@ func (b *Book) insertSending(ctx context.Context, symbol string, units decimal.D
 				client = why.ClientPositionID
 			}
 			res, err := tx.ExecContext(ctx, "INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `clientPositionId`, `status`, `sentAt`) "+
-				"SELECT ?, ?, ?, ?, 'SENDING', NOW(3) FROM DUAL WHERE ? IS NULL OR NOT EXISTS "+
-				"(SELECT 1 FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` IN ('SENDING', 'FILLED'))",
-				symbol, units, string(why.Kind), client, client, client)
+				"SELECT ?, ?, ?, ?, 'SENDING', NOW(3) FROM DUAL WHERE ? IS NULL OR (NOT EXISTS "+
+				"(SELECT 1 FROM `fx_hedge_order` WHERE `clientPositionId` = ? AND `status` IN ('SENDING', 'FILLED')) AND EXISTS "+
+				"(SELECT 1 FROM `fx_position` WHERE `id` = ? AND `status` = 'OPEN'))",
+				symbol, units, string(why.Kind), client, client, client, client)
 			if err != nil {
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
+				var open bool
+				if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM `fx_position` WHERE `id` = ? AND `status` = 'OPEN'", why.ClientPositionID).Scan(&open); err != nil {
+					return err
+				}
+				if !open {
+					return fmt.Errorf("client position %d: %w", why.ClientPositionID, ErrClientPositionClosed)
+				}
 				return fmt.Errorf("client position %d: %w", why.ClientPositionID, ErrAlreadyHedged)
 			}
 			id, err = res.LastInsertId()
@@ -382,8 +398,10 @@ func (b *Book) book(ctx context.Context, id int64, tradeID string, units, price 
 			if adopted != "" {
 				reason = adopted
 			}
-			if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `fillPrice` = ?, `venueOrderId` = ?, `reason` = ? WHERE `id` = ?",
-				price, nullIfEmpty(venueOrderID), reason, id); err != nil {
+			// The units filled, not the ordered ones: a venue may fill part of an order, and the
+			// P&L of the venue's closes is worked out from what the trade opened with.
+			if _, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_order` SET `status` = 'FILLED', `fillPrice` = ?, `fillUnits` = ?, `venueOrderId` = ?, `reason` = ? WHERE `id` = ?",
+				price, units, nullIfEmpty(venueOrderID), reason, id); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, "INSERT INTO `fx_hedge_position` (`orderId`, `symbol`, `units`, `venueTradeId`, `clientPositionId`, `openPrice`, `openedAt`, `plCurrency`) "+
@@ -544,10 +562,11 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
 		// The desk's own close prices what is left at its fill, beside what the venue closed
 		// before (BookPartial); the venue's close comes with its average over every share it
-		// closed, so it prices the trade's initial units.
+		// closed, so it prices the units the trade opened with: the order's fill, which a
+		// partial fill makes smaller than the order.
 		pl := "COALESCE(p.`realizedPl`, 0) + ROUND((? - p.`openPrice`) * p.`units`, 4)"
 		if reason == CloseVenue {
-			pl = "ROUND((? - p.`openPrice`) * o.`units`, 4)"
+			pl = "ROUND((? - p.`openPrice`) * o.`fillUnits`, 4)"
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` SET p.`status` = 'CLOSED', p.`closePrice` = ?, "+
 			"p.`closedAt` = ?, p.`closeReason` = ?, p.`closeTransactionId` = ?, p.`realizedPl` = "+pl+" WHERE p.`id` = ? AND p.`status` = 'OPEN'",
@@ -567,7 +586,7 @@ func (b *Book) BookClose(ctx context.Context, id int64, price decimal.Decimal, t
 // BookPartial books what the venue closed of open hedge position id on its own: left is the
 // signed units its trade still holds, price the venue's average close price over every share it
 // closed, txID its last closing transaction. The realised P&L is worked out again from the
-// order's initial units, so a second booking of the same state changes nothing.
+// units the order filled, so a second booking of the same state changes nothing.
 func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.Decimal, txID int64) error {
 	what := fmt.Sprintf("book hedge partial %d", id)
 	return b.booking(ctx, what, txID, func(tx *sql.Tx) error {
@@ -583,11 +602,11 @@ func (b *Book) BookPartial(ctx context.Context, id int64, left, price decimal.De
 }
 
 // bookDown sets open hedge position id to left (signed) units, when it holds more on the same
-// side, with its realised P&L worked out again from its order's initial units at price, the
+// side, with its realised P&L worked out again from the units its order filled at price, the
 // venue's average over every share closed of the trade; it answers the rows changed (0 or 1).
 func bookDown(ctx context.Context, tx *sql.Tx, id int64, left, price decimal.Decimal) (int64, error) {
 	res, err := tx.ExecContext(ctx, "UPDATE `fx_hedge_position` p JOIN `fx_hedge_order` o ON o.`id` = p.`orderId` "+
-		"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`units` - ?), 4) "+
+		"SET p.`units` = ?, p.`realizedPl` = ROUND((? - p.`openPrice`) * (o.`fillUnits` - ?), 4) "+
 		"WHERE p.`id` = ? AND p.`status` = 'OPEN' AND ABS(?) < ABS(p.`units`) AND SIGN(?) = SIGN(p.`units`)",
 		left, price, left, id, left, left)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -12,6 +14,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/store"
+	"fxdesk/internal/venue"
 )
 
 // Rules carries out HEDGE n% routing (docs/routing.md, «Hedge book») on the lease holder, off
@@ -25,21 +28,27 @@ import (
 // previous one left. A sweep costs the open HEDGE positions, not the book.
 //
 // Nothing is decided for a client position while a hedge order of it is SENDING: its outcome is
-// unknown until the reconciler resolves it, and it is never sent again. A hedge order the venue
-// REJECTED or that was NOT_SENT (the venue unreachable, the gate) is decided again by the next
-// sweep.
+// unknown until the reconciler resolves it, and it is never sent again. A send the venue
+// REJECTED or that was NOT_SENT (the venue unreachable) is decided again by the first sweep past
+// its back-off (Backoff, as the hedger's), not by every sweep: a sweep runs on every fill, and a
+// refusing venue would get an order per due position per fill.
 type Rules struct {
 	book  *Book
 	every time.Duration
+	now   func() time.Time
 	kick  chan struct{}
 	log   *slog.Logger
+
+	mu      sync.Mutex       // one sweep at a time: the back-off is the sweep's
+	backoff *Backoff[string] // by send: "open <client position>", "reduce <hedge position>", "close <hedge position>"
 }
 
 // sweepBatch bounds the work of one sweep; what is left, the next sweep does.
 const sweepBatch = 100
 
-// NewRules sweeps every interval and whenever kicked; b must be able to send.
-func NewRules(b *Book, every time.Duration, log *slog.Logger) (*Rules, error) {
+// NewRules sweeps every interval and whenever kicked; b must be able to send. now is the clock
+// the back-off runs on (nil: time.Now).
+func NewRules(b *Book, every time.Duration, now func() time.Time, log *slog.Logger) (*Rules, error) {
 	if b == nil || b.cfg.Venue == nil {
 		return nil, errors.New("hedge rules: a hedge book with a venue is required")
 	}
@@ -49,7 +58,10 @@ func NewRules(b *Book, every time.Duration, log *slog.Logger) (*Rules, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Rules{book: b, every: every, kick: make(chan struct{}, 1), log: log}, nil
+	if now == nil {
+		now = time.Now
+	}
+	return &Rules{book: b, every: every, now: now, kick: make(chan struct{}, 1), log: log, backoff: NewBackoff[string]()}, nil
 }
 
 // Kick asks for a sweep soon (a position opened or closed); it never blocks.
@@ -89,8 +101,11 @@ type due struct {
 
 // Sweep opens the hedges that are due, reduces those larger than their share of what is left of
 // their client position, and closes those whose client position closed; it returns how many of
-// each it did. It stops at the first send the gate drops.
+// each it did. It stops at the first send the gate drops. A send whose last try failed waits
+// out its back-off.
 func (r *Rules) Sweep(ctx context.Context) (opened, reduced, closed int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	list, err := store.QueryAll(ctx, r.book.cfg.DB, "hedges due", func(sc store.Scanner) (due, error) {
 		var d due
 		err := sc.Scan(&d.positionID, &d.symbol, &d.side, &d.volume, &d.contractSize, &d.percent)
@@ -104,19 +119,23 @@ func (r *Rules) Sweep(ctx context.Context) (opened, reduced, closed int, err err
 	}
 	for _, d := range list {
 		units := ShareUnits(d.volume, d.contractSize, d.percent, d.side)
-		if units.IsZero() {
+		key := "open " + strconv.FormatInt(d.positionID, 10)
+		if units.IsZero() || r.waiting(key) {
 			continue
 		}
 		_, err := r.book.Open(ctx, d.symbol, units, ForPosition(d.positionID))
 		switch {
 		case err == nil:
 			opened++
+			r.backoff.Done(key)
 		case errors.Is(err, gate.ErrNotHolder):
 			return opened, reduced, closed, err
-		case errors.Is(err, ErrAlreadyHedged):
+		case errors.Is(err, ErrAlreadyHedged), errors.Is(err, ErrClientPositionClosed):
+			r.backoff.Done(key)
 		default:
-			r.log.WarnContext(ctx, "HEDGE rule's share not opened", slog.Int64("client_position_id", d.positionID), slog.String("symbol", d.symbol),
-				slog.String("units", units.String()), slog.Any("err", err))
+			until := r.fail(key, err)
+			r.log.WarnContext(ctx, "HEDGE rule's share not opened; tried again after its back-off", slog.Int64("client_position_id", d.positionID), slog.String("symbol", d.symbol),
+				slog.String("units", units.String()), slog.Time("retry_after", until), slog.Any("err", err))
 		}
 	}
 	if reduced, err = r.reduce(ctx); err != nil {
@@ -130,17 +149,45 @@ func (r *Rules) Sweep(ctx context.Context) (opened, reduced, closed int, err err
 		return opened, reduced, closed, err
 	}
 	for _, id := range ids {
+		key := "close " + strconv.FormatInt(id, 10)
+		if r.waiting(key) {
+			continue
+		}
 		err := r.book.Close(ctx, id)
 		switch {
 		case err == nil:
 			closed++
+			r.backoff.Done(key)
 		case errors.Is(err, gate.ErrNotHolder):
 			return opened, reduced, closed, err
 		default:
-			r.log.WarnContext(ctx, "hedge of a closed client position not closed; tried again next sweep", slog.Int64("hedge_position_id", id), slog.Any("err", err))
+			until := r.fail(key, err)
+			r.log.WarnContext(ctx, "hedge of a closed client position not closed; tried again after its back-off", slog.Int64("hedge_position_id", id),
+				slog.Time("retry_after", until), slog.Any("err", err))
 		}
 	}
+	// A key whose send is not due any more (its position closed, hedged elsewhere) is never
+	// asked again: forget it once it waited its time.
+	now := r.now()
+	r.backoff.Keep(func(key string) bool { _, waiting := r.backoff.Waiting(key, now); return waiting })
 	return opened, reduced, closed, nil
+}
+
+// fail records that send key failed with err and answers when it may be tried again. An unknown
+// outcome waits for nothing here: its SENDING row holds every decision on its client position
+// until the reconciler resolves it, and what follows is a new decision.
+func (r *Rules) fail(key string, err error) time.Time {
+	if errors.Is(err, venue.ErrOutcomeUnknown) {
+		r.backoff.Done(key)
+		return r.now()
+	}
+	return r.backoff.Fail(key, r.now(), r.every)
+}
+
+// waiting is whether send key failed last and waits out its back-off.
+func (r *Rules) waiting(key string) bool {
+	_, waiting := r.backoff.Waiting(key, r.now())
+	return waiting
 }
 
 // oversized is an open RULE hedge larger than its share of what is left of its client position.
@@ -173,7 +220,8 @@ func (r *Rules) reduce(ctx context.Context) (reduced int, err error) {
 	}
 	for _, o := range list {
 		leave := ShareUnits(o.volume, o.contractSize, o.percent, o.side)
-		if !leave.Abs().LessThan(o.units.Abs()) {
+		key := "reduce " + strconv.FormatInt(o.hedgeID, 10)
+		if !leave.Abs().LessThan(o.units.Abs()) || r.waiting(key) {
 			continue
 		}
 		if leave.IsZero() {
@@ -184,12 +232,16 @@ func (r *Rules) reduce(ctx context.Context) (reduced int, err error) {
 		switch {
 		case err == nil:
 			reduced++
+			r.backoff.Done(key)
 		case errors.Is(err, gate.ErrNotHolder):
 			return reduced, err
 		case errors.Is(err, ErrReduceNotDue):
+			r.backoff.Done(key)
 		default:
-			r.log.WarnContext(ctx, "HEDGE rule's share not reduced; decided again next sweep", slog.Int64("client_position_id", o.positionID),
-				slog.Int64("hedge_position_id", o.hedgeID), slog.String("units", o.units.String()), slog.String("leave_units", leave.String()), slog.Any("err", err))
+			until := r.fail(key, err)
+			r.log.WarnContext(ctx, "HEDGE rule's share not reduced; decided again after its back-off", slog.Int64("client_position_id", o.positionID),
+				slog.Int64("hedge_position_id", o.hedgeID), slog.String("units", o.units.String()), slog.String("leave_units", leave.String()),
+				slog.Time("retry_after", until), slog.Any("err", err))
 		}
 	}
 	return reduced, nil

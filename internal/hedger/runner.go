@@ -16,6 +16,7 @@ import (
 	"fxdesk/internal/alert"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/gate"
+	"fxdesk/internal/hedge"
 	"fxdesk/internal/trading"
 	"fxdesk/internal/venue"
 )
@@ -101,30 +102,19 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// A symbol whose order failed is not sent again before a backoff — doubled from firstBackoff
-// after each failure up to maxBackoff (or Every, if longer) — or a venue outage would write a
-// NOT_SENT hedge order for every fill the traders make, and a venue refusing for hours one
-// REJECTED row every pass.
-const (
-	firstBackoff = time.Second
-	maxBackoff   = time.Minute
-)
-
-type backoff struct {
-	until time.Time
-	wait  time.Duration
-	last  Decision // the failed decision, breached, for the alert while it waits
-}
-
 // Runner is the hedger: see the package documentation. Run it on the lease holder only.
 type Runner struct {
 	cfg  Config
 	wake chan struct{}
 
 	// Pass state, touched by one pass at a time (Run's goroutine, or a test's Pass).
-	mu      sync.Mutex
-	held    map[string]int // consecutive passes a symbol was held back by a SENDING order
-	backoff map[string]backoff
+	mu   sync.Mutex
+	held map[string]int // consecutive passes a symbol was held back by a SENDING order
+	// backoff spaces a symbol's sends after a failed one (hedge.Backoff: a venue outage would
+	// otherwise write a NOT_SENT hedge order for every fill the traders make); failed is the
+	// failed decision, breached, for the alert while it waits.
+	backoff *hedge.Backoff[string]
+	failed  map[string]Decision
 	raised  bool            // AlertBreached may be open (true at start: a predecessor's row)
 	metered map[string]bool // symbols with a net exposure gauge
 }
@@ -151,7 +141,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, wake: make(chan struct{}, 1), held: map[string]int{}, backoff: map[string]backoff{}, raised: true,
+	return &Runner{cfg: cfg, wake: make(chan struct{}, 1), held: map[string]int{}, backoff: hedge.NewBackoff[string](), failed: map[string]Decision{}, raised: true,
 		metered: map[string]bool{}}, nil
 }
 
@@ -264,7 +254,7 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			// A rule's hedge in flight holds a symbol for milliseconds; one still SENDING at the
 			// next look, or one of the hedger's that failed, is an unknown outcome, and then a
 			// breach is one.
-			if _, failed := r.backoff[s.Symbol]; d.Breached && (r.held[s.Symbol] > 1 || failed) {
+			if d.Breached && (r.held[s.Symbol] > 1 || r.backoff.Failed(s.Symbol)) {
 				breaches[s.Symbol] = d
 			}
 			continue
@@ -280,17 +270,19 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			}
 			continue
 		}
-		if b, ok := r.backoff[s.Symbol]; ok && d.Kind != Nothing && now.Before(b.until) {
+		if until, waiting := r.backoff.Waiting(s.Symbol, now); waiting && d.Kind != Nothing {
 			res.Held++
-			again(b.until)
+			again(until)
 			if d.Net.Abs().GreaterThan(d.LimitUnits) {
-				b.last.Net, b.last.LimitUnits = d.Net, d.LimitUnits
-				breaches[s.Symbol] = b.last
+				last := r.failed[s.Symbol]
+				last.Net, last.LimitUnits = d.Net, d.LimitUnits
+				breaches[s.Symbol] = last
 			}
 			continue
 		}
 		if d.Kind == Nothing {
-			delete(r.backoff, s.Symbol)
+			r.backoff.Done(s.Symbol)
+			delete(r.failed, s.Symbol)
 			if d.Breached {
 				r.cfg.Log.WarnContext(ctx, "net exposure past its limit and no hedge can bring it back", decisionAttrs(d)...)
 				breaches[s.Symbol] = d
@@ -310,7 +302,8 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 		d := o.d
 		if o.err == nil {
 			res.Done++
-			delete(r.backoff, d.Symbol)
+			r.backoff.Done(d.Symbol)
+			delete(r.failed, d.Symbol)
 			r.meter(d.Symbol, d.NetAfter, o.contractSize)
 			continue
 		}
@@ -319,11 +312,8 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			continue // not the venue's failure: no backoff, no breach raised by a process that may not hold the desk
 		}
 		d.Reason = "the hedge was not done: " + o.err.Error()
-		b := r.backoff[d.Symbol]
-		b.wait = min(max(2*b.wait, firstBackoff), max(r.cfg.Every, maxBackoff))
-		b.until, b.last = now.Add(b.wait), d
-		r.backoff[d.Symbol] = b
-		again(b.until)
+		r.failed[d.Symbol] = d
+		again(r.backoff.Fail(d.Symbol, now, r.cfg.Every))
 		if d.Net.Abs().GreaterThan(d.LimitUnits) {
 			d.Breached = true
 			breaches[d.Symbol] = d
@@ -334,9 +324,13 @@ func (r *Runner) Pass(ctx context.Context, reason string) (PassResult, error) {
 			delete(r.held, sym)
 		}
 	}
-	for sym := range r.backoff {
+	r.backoff.Keep(func(sym string) bool {
+		_, limited := terms.Limits[sym]
+		return limited
+	})
+	for sym := range r.failed {
 		if _, limited := terms.Limits[sym]; !limited {
-			delete(r.backoff, sym)
+			delete(r.failed, sym)
 		}
 	}
 	for sym := range r.metered {

@@ -275,6 +275,8 @@ func (c *Client) Summary(ctx context.Context) (Summary, error) {
 }
 
 // TransactionsSince lists the transactions after id, oldest first (at most the venue's page).
+// It asks GET …/transactions/sinceid, which answers the transactions that follow id whatever
+// their ids, never …/transactions/idrange, whose range is empty over a gap of ids.
 func (c *Client) TransactionsSince(ctx context.Context, id int64) ([]Transaction, int64, error) {
 	what := fmt.Sprintf("list transactions since %d", id)
 	body, err := c.get(ctx, what, c.path("transactions", "sinceid")+"?id="+strconv.FormatInt(id, 10))

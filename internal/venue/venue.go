@@ -152,8 +152,10 @@ type API interface {
 	TradeByClientID(ctx context.Context, clientID string) (Trade, bool, error)
 	OrderByClientID(ctx context.Context, clientID string) (OrderInfo, bool, error)
 	Summary(ctx context.Context) (Summary, error)
-	// TransactionsSince lists the transactions after id (at most the venue's page, oldest first)
-	// and the account's last transaction id.
+	// TransactionsSince lists the next transactions after id (at most the venue's page, counted
+	// in transactions, oldest first) and the account's last transaction id. A page is never an
+	// id range: ids have gaps (a rolled-back batch, an id stride), so an empty page means that
+	// nothing follows id, and a caller walks on from the last id of a page.
 	TransactionsSince(ctx context.Context, id int64) ([]Transaction, int64, error)
 }
 

@@ -1,6 +1,8 @@
 package venuesim
 
 import (
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -105,7 +107,11 @@ type account struct {
 	leverage decimal.Decimal
 	balance  decimal.Decimal
 
-	txs            []transaction // txs[i] has id i+1
+	// txs are the recorded transactions, oldest first, their ids increasing; last is the
+	// newest id given. A gap (SkipTransactionIDs) leaves ids nothing has, as a rolled-back batch
+	// or a cluster's id stride does at a real venue, so an id is never an index.
+	txs            []transaction
+	last           int64
 	trades         map[int64]*trade
 	tradeList      []*trade // by id
 	tradesByClient map[string]*trade
@@ -137,18 +143,35 @@ func newAccount(cfg Config, now time.Time) *account {
 
 func money(d decimal.Decimal) string { return d.StringFixed(moneyPlaces) }
 
-func (a *account) lastID() int64 { return int64(len(a.txs)) }
+func (a *account) lastID() int64 { return a.last }
 
 // record assigns tx the next id and appends it.
 func (a *account) record(tx transaction) transaction {
-	id := a.lastID() + 1
-	tx.ID = wireID(id)
+	a.last++
+	tx.ID = wireID(a.last)
 	tx.AccountID = a.id
 	if tx.BatchID == "" {
 		tx.BatchID = tx.ID
 	}
 	a.txs = append(a.txs, tx)
 	return tx
+}
+
+// after is the index in txs of the first transaction whose id is above id.
+func (a *account) after(id int64) int {
+	return sort.Search(len(a.txs), func(i int) bool {
+		n, _ := strconv.ParseInt(a.txs[i].ID, 10, 64)
+		return n > id
+	})
+}
+
+// transactionByID is the transaction with id; ok is false for an id nothing has.
+func (a *account) transactionByID(id int64) (tx *transaction, ok bool) {
+	i := a.after(id - 1)
+	if i == len(a.txs) || a.txs[i].ID != wireID(id) {
+		return nil, false
+	}
+	return &a.txs[i], true
 }
 
 // figures is the account's money at one set of prices.
@@ -196,6 +219,17 @@ type marketRequest struct {
 	units    decimal.Decimal
 	ext      *clientExtensions
 	tradeExt *clientExtensions
+	// fillPercent, when above 0, fills only that share of units (FaultPartial): the trade opens
+	// with the units filled, as a venue that found liquidity for part of the order.
+	fillPercent int
+}
+
+// filled is the units the order fills: all of them, or fillPercent of them in whole units.
+func (r marketRequest) filled() decimal.Decimal {
+	if r.fillPercent <= 0 {
+		return r.units
+	}
+	return r.units.Mul(decimal.NewFromInt(int64(r.fillPercent))).Div(decimal.NewFromInt(100)).Round(0)
 }
 
 // placeMarket records the order's creation and then its fill, or its cancel: cancelReason
@@ -237,25 +271,26 @@ func (a *account) placeMarket(now time.Time, pb *priceBook, req marketRequest, c
 		return create, result
 	}
 
+	units := req.filled()
 	price := q.ask
 	if req.units.IsNegative() {
 		price = q.bid
 	}
 	id := a.lastID() + 1
 	t := &trade{id: id, symbol: req.symbol, price: price, openTime: now,
-		initialUnits: req.units, currentUnits: req.units, ext: req.tradeExt}
+		initialUnits: units, currentUnits: units, ext: req.tradeExt}
 	a.trades[id] = t
 	a.tradeList = append(a.tradeList, t)
 	if req.tradeExt != nil && req.tradeExt.ID != "" {
 		a.tradesByClient[req.tradeExt.ID] = t
 	}
 	a.openTrades++
-	a.exposureOf(req.symbol).add(t.long(), req.units, price)
+	a.exposureOf(req.symbol).add(t.long(), units, price)
 	result = a.record(transaction{
 		Time: wireTime(now), Type: txOrderFill, BatchID: create.ID, OrderID: create.ID, ClientOrderID: clientID,
-		Instrument: instrument, Units: req.units.String(), Price: price.String(), Reason: fillMarketOrder,
+		Instrument: instrument, Units: units.String(), Price: price.String(), Reason: fillMarketOrder,
 		PL: money(decimal.Zero), AccountBalance: money(a.balance),
-		TradeOpened: &tradeOpenJSON{TradeID: wireID(id), Units: req.units.String(), Price: price.String()},
+		TradeOpened: &tradeOpenJSON{TradeID: wireID(id), Units: units.String(), Price: price.String()},
 	})
 	a.ordersFilled++
 	if o != nil {

@@ -24,6 +24,9 @@ const (
 	FaultTimeout = "timeout" // the next Count orders or closes execute, then the connection is cut after Duration
 	FaultHold    = "hold"    // the next Count orders execute and their answers wait for Release
 	FaultCancel  = "cancel"  // the next Count orders are cancelled with Reason
+	// FaultPartial: the next Count orders fill Percent of their units (whole units); the trade
+	// opens with what filled.
+	FaultPartial = "partial"
 )
 
 // Fault is one injected fault. A fault replaces a pending fault of the same kind.
@@ -32,6 +35,7 @@ type Fault struct {
 	Count    int           // how many requests it applies to; 0 means 1 (not used by outage)
 	Duration time.Duration // outage: how long; timeout: how long the answer is held before the cut
 	Reason   string        // cancel: the orderCancelTransaction reason, e.g. INSUFFICIENT_MARGIN
+	Percent  int           // partial: the share of the order's units that fills, 1 to 99
 }
 
 // ErrNotFound is returned by the control methods for a trade the venue does not hold open.
@@ -60,9 +64,13 @@ func (s *Server) InjectFault(f Fault) error {
 		if f.Reason == "" {
 			return fmt.Errorf("fault cancel: reason is required (e.g. %s or %s)", venue.ReasonInsufficientMargin, venue.ReasonMarketHalted)
 		}
+	case FaultPartial:
+		if f.Percent < 1 || f.Percent > 99 {
+			return fmt.Errorf("fault partial: percent %d must be between 1 and 99", f.Percent)
+		}
 	case Fault5xx, FaultHold:
 	default:
-		return fmt.Errorf("fault kind %q is not one of %s, %s, %s, %s, %s", f.Kind, FaultOutage, Fault5xx, FaultTimeout, FaultHold, FaultCancel)
+		return fmt.Errorf("fault kind %q is not one of %s, %s, %s, %s, %s, %s", f.Kind, FaultOutage, Fault5xx, FaultTimeout, FaultHold, FaultCancel, FaultPartial)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,6 +83,8 @@ func (s *Server) InjectFault(f Fault) error {
 		s.faults.holds = count
 	case FaultCancel:
 		s.faults.cancels, s.faults.cancelReason = count, f.Reason
+	case FaultPartial:
+		s.faults.partials, s.faults.partialPercent = count, f.Percent
 	}
 	return nil
 }
@@ -95,6 +105,22 @@ func (s *Server) SetLatency(d time.Duration) error {
 	}
 	s.mu.Lock()
 	s.latency = d
+	s.mu.Unlock()
+	return nil
+}
+
+// maxGap bounds SkipTransactionIDs: a gap wider than any a venue leaves is a typing error.
+const maxGap = 1_000_000
+
+// SkipTransactionIDs leaves n transaction ids unused: the next transaction's id is the last's
+// plus n plus 1, as after a batch the venue rolled back or under a database cluster's id stride.
+// The transaction pages (GET …/transactions/sinceid) walk past the gap by count.
+func (s *Server) SkipTransactionIDs(n int64) error {
+	if n < 1 || n > maxGap {
+		return fmt.Errorf("transaction id gap %d must be between 1 and %d", n, maxGap)
+	}
+	s.mu.Lock()
+	s.acct.last += n
 	s.mu.Unlock()
 	return nil
 }
@@ -206,6 +232,7 @@ type PendingState struct {
 	Holds          int     `json:"hold"`
 	Cancels        int     `json:"cancel"`
 	CancelReason   string  `json:"cancelReason,omitempty"`
+	Partials       int     `json:"partial"`
 }
 
 // AccountState is the account's money at the current prices.
@@ -247,7 +274,7 @@ func (s *Server) State() State {
 			URL: url, ControlURL: controlURL, Connections: s.accepted.Load(), OpenConnections: len(s.conns),
 			LatencyMS: float64(s.latency) / float64(time.Millisecond), Held: s.held,
 			Pending: PendingState{FiveXX: s.faults.fail5xx, Timeouts: s.faults.timeouts, Holds: s.faults.holds,
-				Cancels: s.faults.cancels},
+				Cancels: s.faults.cancels, Partials: s.faults.partials},
 			OrdersExecuted: a.ordersFilled, OrdersCancelled: a.ordersCancelled, ClosesExecuted: a.closesFilled,
 			LastTransactionID: a.lastID(),
 			OrderRequests:     maps.Clone(s.orderRequests),
@@ -295,6 +322,7 @@ func (s *Server) controlRoutes() http.Handler {
 	mux.Handle("POST /control/close-trade", control.LoopbackOnly(s.handleVenueClose()))
 	mux.Handle("POST /control/untagged", control.LoopbackOnly(s.handleUntagged()))
 	mux.Handle("POST /control/latency", control.LoopbackOnly(s.handleLatency()))
+	mux.Handle("POST /control/gap", control.LoopbackOnly(s.handleGap()))
 	mux.Handle("GET /control/state", control.LoopbackOnly(s.handleState()))
 	return mux
 }
@@ -305,13 +333,14 @@ func (s *Server) handleFault() http.HandlerFunc {
 		Count   int     `json:"count"`
 		Seconds float64 `json:"seconds"`
 		Reason  string  `json:"reason"`
+		Percent int     `json:"percent"`
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req request
 		if !control.DecodeBody(w, r, &req) {
 			return
 		}
-		f := Fault{Kind: req.Kind, Count: req.Count, Duration: time.Duration(req.Seconds * float64(time.Second)), Reason: req.Reason}
+		f := Fault{Kind: req.Kind, Count: req.Count, Duration: time.Duration(req.Seconds * float64(time.Second)), Reason: req.Reason, Percent: req.Percent}
 		if err := s.InjectFault(f); err != nil {
 			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
 			return
@@ -385,6 +414,23 @@ func (s *Server) handleLatency() http.HandlerFunc {
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]any{"ms": *req.MS})
+	}
+}
+
+func (s *Server) handleGap() http.HandlerFunc {
+	type request struct {
+		IDs int64 `json:"ids"`
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if !control.DecodeBody(w, r, &req) {
+			return
+		}
+		if err := s.SkipTransactionIDs(req.IDs); err != nil {
+			control.WriteError(w, http.StatusBadRequest, "EINVALID", err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]any{"ids": req.IDs})
 	}
 }
 

@@ -22,7 +22,7 @@
 //	GET  /trades/{id|@clientId}   → {trade, lastTransactionID}; 404 TRADE_DOESNT_EXIST
 //	GET  /orders/@{clientId}      → {order, lastTransactionID}; 404 ORDER_DOESNT_EXIST
 //	GET  /summary                 → {account, lastTransactionID}
-//	GET  /transactions/sinceid?id=N → {transactions (at most 1000, oldest first), lastTransactionID}
+//	GET  /transactions/sinceid?id=N → {the next transactions after N (at most 1000, oldest first), lastTransactionID}
 //	GET  /transactions/{id}       → {transaction, lastTransactionID}
 //
 // Numbers and prices are decimal strings, ids strings of digits, times RFC 3339 in UTC. An
@@ -75,12 +75,16 @@
 //	                     the next count orders execute; their answers wait for /control/release
 //	POST /control/fault  {"kind":"cancel","count":1,"reason":"INSUFFICIENT_MARGIN"}
 //	                     the next count orders answer orderCancelTransaction with that reason
+//	POST /control/fault  {"kind":"partial","count":1,"percent":60}
+//	                     the next count orders fill 60 % of their units; the trade opens with those
 //	POST /control/release {}                             answer every held order now → {"released":N}
 //	POST /control/close-trade {"tradeId":"7","units":"5000"}  the venue closes (units, or all of) a
 //	                     trade at the current price, reason MARKET_ORDER_MARGIN_CLOSEOUT
 //	POST /control/untagged {"symbol":"EURUSD","units":"-10000"}  open a trade with no client
 //	                     extensions → {"tradeId":"9"}
 //	POST /control/latency {"ms":0}                       execution latency from now on
+//	POST /control/gap {"ids":1500}  leave 1500 transaction ids unused (a rolled-back batch, an id
+//	                     stride): sinceid pages walk past it by count
 //	GET  /control/state  trades (open and closed, client id and tag, units, prices), order requests
 //	                     per client id, requests per endpoint, connections accepted, answers held,
 //	                     orders executed, last transaction id, pending faults, the account's money

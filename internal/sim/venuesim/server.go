@@ -94,6 +94,8 @@ type faults struct {
 	holds        int
 	cancels      int
 	cancelReason string
+	// partials orders still to fill partialPercent of their units (FaultPartial)
+	partials, partialPercent int
 }
 
 // Server is one simulated venue. Create it with New, bind with Listen (and ListenControl),

@@ -247,6 +247,11 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 			s.faults.cancels--
 			cancelReason = s.faults.cancelReason
 		}
+		fillPercent := 0
+		if cancelReason == "" && s.faults.partials > 0 {
+			s.faults.partials--
+			fillPercent = s.faults.partialPercent
+		}
 		fault := s.drawAnswerFaultLocked(true)
 		latency := s.latency
 		s.mu.Unlock()
@@ -254,7 +259,7 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 		var answer map[string]any
 		ok := s.executeAfter(latency, func(a *account, pb *priceBook, now time.Time) {
 			create, result := a.placeMarket(now, pb, marketRequest{symbol: symbol, units: units,
-				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions}, cancelReason)
+				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions, fillPercent: fillPercent}, cancelReason)
 			answer = outcomeAnswer(create, result, a.lastID())
 		})
 		if !ok {
@@ -449,8 +454,11 @@ func (s *Server) handleTransactionsSince() http.HandlerFunc {
 		}
 		s.mu.Lock()
 		last := s.acct.lastID()
+		// The page is the next transactions after since by count, never the ids since+1 …
+		// since+1000: over a gap of ids that range is empty although transactions follow it.
 		// Recorded transactions never change, so the page is encoded outside mu.
-		page := s.acct.txs[min(since, last):min(since+sinceIDPage, last)]
+		from := s.acct.after(since)
+		page := s.acct.txs[from:min(from+sinceIDPage, len(s.acct.txs))]
 		s.mu.Unlock()
 		control.WriteJSON(w, http.StatusOK, map[string]any{"transactions": page, "lastTransactionID": wireID(last)})
 	}
@@ -465,8 +473,8 @@ func (s *Server) handleTransaction() http.HandlerFunc {
 		s.mu.Lock()
 		last := s.acct.lastID()
 		var tx *transaction
-		if err == nil && id >= 1 && id <= last {
-			tx = &s.acct.txs[id-1]
+		if err == nil {
+			tx, _ = s.acct.transactionByID(id)
 		}
 		s.mu.Unlock()
 		if tx == nil {

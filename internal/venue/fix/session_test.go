@@ -93,7 +93,9 @@ func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config
 		// One symbol per test of burst_test.go: the journal is the whole database's.
 		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "GBPJPY": {"190.00", "190.02"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"},
 		// One symbol per test of whose_test.go.
-		"EURJPY": {"160.00", "160.02"}, "EURAUD": {"1.6500", "1.6502"}, "GBPCHF": {"1.1300", "1.1302"}, "AUDJPY": {"98.00", "98.02"}, "CADJPY": {"110.00", "110.02"}}}
+		"EURJPY": {"160.00", "160.02"}, "EURAUD": {"1.6500", "1.6502"}, "GBPCHF": {"1.1300", "1.1302"}, "AUDJPY": {"98.00", "98.02"}, "CADJPY": {"110.00", "110.02"},
+		// paging_test.go's own.
+		"NZDJPY": {"90.00", "90.02"}}}
 	shape(&cfg)
 	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {

@@ -215,14 +215,21 @@ func (s *Session) Summary(ctx context.Context) (venue.Summary, error) {
 // pageSize bounds TransactionsSince, as the REST venue's page does.
 const pageSize = 1000
 
-// TransactionsSince lists the executions after id, each with the desk trades it reduced or
-// closed (Changes), oldest first.
+// TransactionsSince lists the next executions after id (at most pageSize of them, by count),
+// each with the desk trades it reduced or closed (Changes), oldest first. The page is counted in
+// executions, never taken as the ids id+1 … id+pageSize: execution ids have gaps (a journal
+// batch rolled back, a Galera cluster's auto-increment stride), and an id range over a gap is
+// empty although executions follow it.
 func (s *Session) TransactionsSince(ctx context.Context, id int64) ([]venue.Transaction, int64, error) {
 	last, err := s.journal.lastExecution(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	shares, err := s.journal.shares(ctx, "a.`executionId` > ? AND a.`executionId` <= ?", id, id+pageSize)
+	upTo, err := s.journal.pageEnd(ctx, id, pageSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	shares, err := s.journal.shares(ctx, "a.`executionId` > ? AND a.`executionId` <= ?", id, upTo)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,0 +1,1 @@
+ALTER TABLE `fx_hedge_order` DROP COLUMN `fillUnits`;
