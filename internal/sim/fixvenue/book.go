@@ -41,6 +41,9 @@ const (
 	FaultReject = "reject" // the order is rejected with the fault's reason and text
 	FaultHold   = "hold"   // the order executes; its report waits for Release
 	FaultLose   = "lose"   // the order executes; its report is never sent
+	// FaultSplit: the order executes in Executions executions (default 2), each reported
+	// (split.go).
+	FaultSplit = "split"
 	// FaultIgnore counts queries, not orders: the next Count queries (OrderStatusRequest,
 	// OrderMassStatusRequest, RequestForPositions) are received and never answered, as a query
 	// the venue never got (one gap-filled in a resend) looks to the desk.
@@ -53,6 +56,8 @@ type Fault struct {
 	Count  int    `json:"count,omitempty"` // default 1
 	Reason int    `json:"reason,omitempty"`
 	Text   string `json:"text,omitempty"`
+	// Executions is how many executions a FaultSplit order fills in (default 2).
+	Executions int `json:"executions,omitempty"`
 }
 
 // Order is the venue's record of one order, as reports and the control API show it.
@@ -67,12 +72,16 @@ type Order struct {
 	Status       string          `json:"status"` // OrdStatus
 	RejectReason int             `json:"rejectReason,omitempty"`
 	Text         string          `json:"text,omitempty"`
-	ExecID       string          `json:"execId,omitempty"` // the fill's
+	ExecID       string          `json:"execId,omitempty"` // the last execution's
 	Time         time.Time       `json:"time"`
 	Reported     bool            `json:"reported"` // its execution report was sent
 	// SeqNums are the MsgSeqNums of the NewOrderSingles that carried this ClOrdID, each once: a
 	// library resend (PossDupFlag=Y) keeps its message's number, an order sent again is a new one.
 	SeqNums []int `json:"seqNums,omitempty"`
+
+	// LastQty and LastPx are the last execution's (the whole fill's unless it was split).
+	LastQty decimal.Decimal `json:"lastQty"`
+	LastPx  decimal.Decimal `json:"lastPx"`
 }
 
 // position is one symbol's net: signed units and the average price of what is open.
@@ -127,12 +136,15 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose, FaultIgnore:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultSplit:
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, split)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)
+	}
+	if err := f.checkExecutions(); err != nil {
+		return err
 	}
 	if f.Count == 0 {
 		f.Count = 1
@@ -207,6 +219,10 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, seqNum i
 		return
 	}
 	execute := func() {
+		if faulted && fault.Kind == FaultSplit {
+			b.fillSplit(o, fault.executions())
+			return
+		}
 		if !b.fill(o) {
 			return
 		}
@@ -248,29 +264,9 @@ func (o *Order) sentIn(seqNum int) {
 	}
 }
 
-// fill executes o at the current price (a buy at the ask, a sell at the bid) and nets it, or
-// rejects it when the symbol has no price.
-func (b *book) fill(o *Order) bool {
-	var bid, ask decimal.Decimal
-	ok := false
-	if b.s.cfg.Prices != nil {
-		bid, ask, ok = b.s.cfg.Prices.Quote(o.Symbol)
-	}
-	if !ok || !bid.IsPositive() || ask.LessThan(bid) {
-		b.reject(o, RejectMarketClosed, "MARKET_HALTED: no price for "+o.Symbol)
-		return false
-	}
-	px := bid
-	signed := o.Qty.Neg()
-	if o.Side == sideBuy {
-		px, signed = ask, o.Qty
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	o.CumQty, o.AvgPx, o.Status, o.ExecID, o.Time = o.Qty, px, statusFilled, b.nextID("E"), b.s.cfg.Now()
-	b.netLocked(o.Symbol, signed, px)
-	return true
-}
+// fill executes o, all of it, in one execution (fillPart), or rejects it when the symbol has no
+// price.
+func (b *book) fill(o *Order) bool { return b.fillPart(o, o.Qty) }
 
 // netLocked adds signed units at px to symbol's net position: an increase averages the price,
 // a reduction keeps it, a flip starts at px.

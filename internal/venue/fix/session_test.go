@@ -83,7 +83,9 @@ func newRig(t *testing.T, timeout time.Duration, latency ...time.Duration) *rig 
 	}
 	v, err := fixvenue.New(fixvenue.Config{Latency: lat, VenueCompID: ven, DeskCompID: desk, Prices: prices{"EURUSD": {"1.1000", "1.1002"}, "AUDUSD": {"0.6500", "0.6502"}, "NZDUSD": {"0.6000", "0.6002"}, "USDCHF": {"0.9000", "0.9002"}, "USDCAD": {"1.3500", "1.3502"},
 		// One symbol per test of burst_test.go: the journal is the whole database's.
-		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "GBPJPY": {"190.00", "190.02"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"}}}, testLog)
+		"EURCHF": {"0.9500", "0.9502"}, "EURGBP": {"0.8500", "0.8502"}, "GBPJPY": {"190.00", "190.02"}, "AUDNZD": {"1.0800", "1.0802"}, "CHFJPY": {"170.00", "170.02"},
+		// Fills in several executions and lost journal replies (executions_test.go).
+		"GBPCHF": {"1.1200", "1.1203"}, "EURJPY": {"160.00", "160.03"}, "CADJPY": {"110.00", "110.02"}}}, testLog)
 	if err != nil {
 		t.Fatal(err)
 	}
