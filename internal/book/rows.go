@@ -246,9 +246,10 @@ func (r *Rows) add(b *Batch, l *Plan) {
 		}, "SELECT "+OrderCols+" FROM `fx_order` o WHERE "+strings.Join(where, " OR "), args...)
 	}
 	if len(l.fills) > 0 {
-		// A venue fill is booked once per position (uq_fx_deal_venue_fill): one the ledger holds
-		// already — the send booked it while the reconciler planned it too — is answered as
-		// booked, instead of failing the batch on the key and writing it row by row.
+		// A venue fill is booked once per position (uq_fx_deal_venue_fill, and fx_deal_venue_fill
+		// for the other executions of a fill in several): one the ledger holds already — the send
+		// booked it while the reconciler planned it too — is answered as booked, instead of
+		// failing the batch on the key and writing it row by row.
 		var where []string
 		var args []any
 		for _, k := range l.fills {
@@ -264,7 +265,8 @@ func (r *Rows) add(b *Batch, l *Plan) {
 				r.Booked[k] = true
 			}
 			return nil
-		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE "+strings.Join(where, " OR "), args...)
+		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE "+strings.Join(where, " OR ")+
+			" UNION ALL SELECT `positionId`, `venueTransactionId` FROM `fx_deal_venue_fill` WHERE "+strings.Join(where, " OR "), append(args, args...)...)
 	}
 	if len(l.exposures) > 0 {
 		ids := slices.Sorted(slices.Values(l.exposures))

@@ -55,7 +55,7 @@ func (b *ABook) VenueCursor(ctx context.Context, venueAccount string) (int64, ti
 }
 
 // ExternalBook reads the desk's A-book: open EXTERNAL positions with the venue fills booked
-// from each, SENDING orders, and the orders named by extraOrderIDs (client ids the venue's
+// from each (every execution of a fill in several), SENDING orders, and the orders named by extraOrderIDs (client ids the venue's
 // tagged trades carry).
 func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]LinkedPosition, []VenueOrder, error) {
 	s := b.s
@@ -85,7 +85,8 @@ func (b *ABook) ExternalBook(ctx context.Context, extraOrderIDs []int64) ([]Link
 			err := sc.Scan(&k.Position, &k.Tx)
 			return k, err
 		}, "SELECT `positionId`, `venueTransactionId` FROM `fx_deal` WHERE `positionId` IN ("+store.Placeholders(len(ids))+
-			") AND `venueTransactionId` IS NOT NULL ORDER BY `positionId`, `venueTransactionId`", store.Int64Args(ids)...)
+			") AND `venueTransactionId` IS NOT NULL UNION ALL SELECT `positionId`, `venueTransactionId` FROM `fx_deal_venue_fill` WHERE `positionId` IN ("+
+			store.Placeholders(len(ids))+") ORDER BY 1, 2", append(store.Int64Args(ids), store.Int64Args(ids)...)...)
 		if err != nil {
 			return nil, nil, err
 		}

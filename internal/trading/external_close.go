@@ -109,7 +109,7 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 	switch {
 	case err == nil && out.Fill != nil:
 		vol := lotsOf(in, out.Fill.Units)
-		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.TransactionID, reason, stop)
+		return s.bookClose(ctx, userID, id, &vol, out.Fill.Price, out.Fill.Transactions(), reason, stop)
 	case err == nil && out.Cancelled != nil:
 		e := fx.Errorf(fx.ECONFLICT, "Position %d was not closed: %s (%s).", id, cancelText(out.Cancelled.Reason), out.Cancelled.Reason)
 		return CloseResult{}, book.MarketState(e)
@@ -142,10 +142,14 @@ func (s *Service) closeExternal(ctx context.Context, userID, id int64, link venu
 }
 
 // bookClose books a venue close of volume lots (nil: all) of position id at the venue's price
-// through the group commit. userID 0: any owner (the risk engine, the reconciler).
-func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64, reason fx.CloseReason, stop *risk.StopOut) (CloseResult, error) {
+// through the group commit, from the venue transactions txIDs (oldest first; the last is the
+// deal's). userID 0: any owner (the risk engine, the reconciler).
+func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decimal.Decimal, price decimal.Decimal, txIDs []int64, reason fx.CloseReason, stop *risk.StopOut) (CloseResult, error) {
 	w := &closeWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "book venue close", 0, slog.Int64("position_id", id), slog.String("reason", string(reason))),
-		userID: userID, id: id, volume: volume, reason: reason, stop: stop, venuePrice: &price, txID: txID}
+		userID: userID, id: id, volume: volume, reason: reason, stop: stop, venuePrice: &price}
+	if n := len(txIDs); n > 0 {
+		w.txID, w.alsoBooked = txIDs[n-1], txIDs[:n-1]
+	}
 	s.commits.Submit(w)
 	if w.Err != nil {
 		if !errors.Is(w.Err, risk.ErrAlreadyClosed) {
@@ -162,7 +166,7 @@ func (s *Service) bookClose(ctx context.Context, userID, id int64, volume *decim
 // CloseDeskSide and BookPartial.
 func (b *ABook) BookVenueClose(ctx context.Context, id int64, volume *decimal.Decimal, price decimal.Decimal, txID int64) error {
 	s := b.s
-	_, err := s.bookClose(ctx, 0, id, volume, price, txID, fx.CloseVenue, nil)
+	_, err := s.bookClose(ctx, 0, id, volume, price, []int64{txID}, fx.CloseVenue, nil)
 	return err
 }
 

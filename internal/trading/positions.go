@@ -194,6 +194,9 @@ type closeWrite struct {
 	// the desk's prices: without them the booking waits for the reconciler.
 	venuePrice *decimal.Decimal
 	txID       int64 // the venue transaction booked (the cursor), with venuePrice
+	// alsoBooked are the fill's other venue transactions (a FIX close filled in several
+	// executions), recorded as booked for the position in fx_deal_venue_fill.
+	alsoBooked []int64
 
 	res  CloseResult
 	deal int // its deal's index in the batch
@@ -209,6 +212,9 @@ func (w *closeWrite) Wants(l *book.Plan) {
 	l.Position(w.id, w.Account != 0)
 	if w.venuePrice != nil && w.txID > 0 {
 		l.Fill(w.id, w.txID)
+		for _, tx := range w.alsoBooked {
+			l.Fill(w.id, tx)
+		}
 	}
 }
 
@@ -275,8 +281,10 @@ func (w *closeWrite) Apply(r *book.Rows) error {
 // applyVenue books a close the venue executed at w.venuePrice: the volume it closed (at most
 // what is open), at its price plus the group's markup.
 func (w *closeWrite) applyVenue(r *book.Rows, a *book.Account, p *book.Position, in catalog.Instrument) error {
-	if r.Booked[book.FillKey{Position: w.id, Tx: w.txID}] {
-		return fmt.Errorf("close position %d: venue fill %d: %w", w.id, w.txID, book.ErrAlreadyBooked)
+	for _, tx := range append([]int64{w.txID}, w.alsoBooked...) {
+		if r.Booked[book.FillKey{Position: w.id, Tx: tx}] {
+			return fmt.Errorf("close position %d: venue fill %d: %w", w.id, tx, book.ErrAlreadyBooked)
+		}
 	}
 	vol := p.Volume
 	if w.volume != nil && w.volume.LessThan(vol) {
@@ -295,6 +303,9 @@ func (w *closeWrite) applyVenue(r *book.Rows, a *book.Account, p *book.Position,
 	if w.txID > 0 {
 		tx := w.txID
 		r.Deals[w.deal].VenueTransactionID = &tx
+		for _, other := range w.alsoBooked {
+			r.Writes.Exec("INSERT INTO `fx_deal_venue_fill` (`positionId`, `venueTransactionId`, `dealTransactionId`) VALUES (?, ?, ?)", w.id, other, tx)
+		}
 	}
 	w.s.advanceCursor(r, w.txID)
 	return nil

@@ -37,7 +37,7 @@ type MarketOrder struct {
 
 // Fill is an orderFillTransaction: the venue executed the order (or the close).
 type Fill struct {
-	TransactionID int64
+	TransactionID int64 // the fill's transaction: its last one when it has several
 	OrderID       string
 	Symbol        string
 	Units         decimal.Decimal // signed, as filled
@@ -48,6 +48,20 @@ type Fill struct {
 	TradesClosed []string
 	TradeReduced string
 	RealizedPL   decimal.Decimal // in the venue account's currency
+
+	// TransactionIDs are every transaction of a fill that has several, oldest first (the last
+	// is TransactionID): a FIX venue may execute one order in several executions, each its own
+	// transaction. nil when the fill is TransactionID alone, as OANDA's always is.
+	TransactionIDs []int64
+}
+
+// Transactions is every venue transaction the fill comprises, oldest first: what a booking of
+// it records as booked, so that the reconciler never books one of them again.
+func (f Fill) Transactions() []int64 {
+	if len(f.TransactionIDs) > 0 {
+		return f.TransactionIDs
+	}
+	return []int64{f.TransactionID}
 }
 
 // Cancelled is an orderCancelTransaction: the venue accepted the request (201) and did not

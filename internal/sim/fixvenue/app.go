@@ -195,8 +195,8 @@ func (s *Server) massStatus(msg *quickfix.Message) {
 	}
 }
 
-// report builds the ExecutionReport of o with execType; the last fill's quantity and price are
-// the whole order's (the venue fills a market order in one execution).
+// report builds the ExecutionReport of o with execType: its last execution (LastQty/LastPx,
+// the whole order's unless it was split) and the order so far (CumQty/AvgPx).
 func (s *Server) report(o Order, execType string) *quickfix.Message {
 	m := quickfix.NewMessage()
 	m.Header.SetString(tag.MsgType, msgExecutionReport)
@@ -228,17 +228,17 @@ func (s *Server) report(o Order, execType string) *quickfix.Message {
 	m.Body.SetString(tag.OrdType, ordType)
 	m.Body.SetString(tag.OrderQty, o.Qty.String())
 	leaves := decimal.Zero
-	if o.Status == statusNew {
+	if o.Status == statusNew || o.Status == statusPartial {
 		leaves = o.Qty.Sub(o.CumQty)
 	}
 	m.Body.SetString(tag.LeavesQty, leaves.String())
 	m.Body.SetString(tag.CumQty, o.CumQty.String())
 	m.Body.SetString(tag.AvgPx, o.AvgPx.String())
 	if o.CumQty.IsPositive() {
-		// The fill's own execution, also on a status report, so that whoever lost the trade
-		// report books the same execution from it.
-		m.Body.SetString(tag.LastQty, o.CumQty.String())
-		m.Body.SetString(tag.LastPx, o.AvgPx.String())
+		// The last execution, also on a status report, so that whoever lost the trade report
+		// books the same execution from it.
+		m.Body.SetString(tag.LastQty, o.LastQty.String())
+		m.Body.SetString(tag.LastPx, o.LastPx.String())
 		m.Body.SetString(tag.SecondaryExecID, o.ExecID)
 	}
 	if o.Status == statusRejected {

@@ -43,6 +43,9 @@ const (
 	FaultReject = "reject" // the order is rejected with the fault's reason and text
 	FaultHold   = "hold"   // the order executes; its report waits for Release
 	FaultLose   = "lose"   // the order executes; its report is never sent
+	// FaultSplit: the order executes in Executions executions (default 2), each reported
+	// (split.go).
+	FaultSplit = "split"
 	// FaultIgnore counts queries, not orders: the next Count queries (OrderStatusRequest,
 	// OrderMassStatusRequest, RequestForPositions) are received and never answered, as a query
 	// the venue never got (one gap-filled in a resend) looks to the desk.
@@ -64,6 +67,8 @@ type Fault struct {
 	Text   string `json:"text,omitempty"`
 	// Units is what FaultPartial fills of each order.
 	Units *decimal.Decimal `json:"units,omitempty"`
+	// Executions is how many executions a FaultSplit order fills in (default 2).
+	Executions int `json:"executions,omitempty"`
 }
 
 // Order is the venue's record of one order, as reports and the control API show it.
@@ -79,7 +84,7 @@ type Order struct {
 	Status       string          `json:"status"` // OrdStatus
 	RejectReason int             `json:"rejectReason,omitempty"`
 	Text         string          `json:"text,omitempty"`
-	ExecID       string          `json:"execId,omitempty"` // the fill's
+	ExecID       string          `json:"execId,omitempty"` // the last execution's
 	Time         time.Time       `json:"time"`
 	Reported     bool            `json:"reported"` // its execution report was sent
 	// SeqNums are the MsgSeqNums of the NewOrderSingles that carried this ClOrdID, each once: a
@@ -87,6 +92,10 @@ type Order struct {
 	SeqNums []int `json:"seqNums,omitempty"`
 	// Own is true for an order the venue made itself (a venue-side close), whatever its ClOrdID.
 	Own bool `json:"own,omitempty"`
+
+	// LastQty and LastPx are the last execution's (the whole fill's unless it was split).
+	LastQty decimal.Decimal `json:"lastQty"`
+	LastPx  decimal.Decimal `json:"lastPx"`
 }
 
 // position is one symbol's net: signed units and the average price of what is open.
@@ -143,16 +152,19 @@ func (b *book) takeFault() (Fault, bool) {
 
 func (b *book) inject(f Fault) error {
 	switch f.Kind {
-	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultRefuse, FaultSessionReject, FaultBusinessReject:
+	case FaultReject, FaultHold, FaultLose, FaultIgnore, FaultRefuse, FaultSessionReject, FaultBusinessReject, FaultSplit:
 	case FaultPartial:
 		if f.Units == nil || !f.Units.IsPositive() {
 			return fmt.Errorf("a partial fault needs positive units")
 		}
 	default:
-		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, partial, refuse, session-reject, business-reject)", f.Kind)
+		return fmt.Errorf("unknown fault kind %q (reject, hold, lose, ignore, partial, refuse, session-reject, business-reject, split)", f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count %d must not be negative", f.Count)
+	}
+	if err := f.checkExecutions(); err != nil {
+		return err
 	}
 	if f.Count == 0 {
 		f.Count = 1
@@ -233,9 +245,13 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 	}
 	execute := func() {
 		filled := false
-		if faulted && fault.Kind == FaultPartial {
+		switch {
+		case faulted && fault.Kind == FaultSplit:
+			b.fillSplit(o, fault.executions())
+			return
+		case faulted && fault.Kind == FaultPartial:
 			filled = b.fillPart(o, *fault.Units, tif)
-		} else {
+		default:
 			filled = b.fill(o)
 		}
 		if !filled {
@@ -279,35 +295,21 @@ func (o *Order) sentIn(seqNum int) {
 	}
 }
 
-// fill executes o at the current price (a buy at the ask, a sell at the bid) and nets it, or
-// rejects it when the symbol has no price.
-func (b *book) fill(o *Order) bool { return b.fillUnits(o, o.Qty) }
+// fill executes o, all of it, in one execution (execute), or rejects it when the symbol has no
+// price.
+func (b *book) fill(o *Order) bool { return b.execute(o, o.Qty) }
 
-// fillUnits executes qty of o (at most its OrderQty); an order filled in part is done for the
-// rest (OrdStatus=4, cancelled: the venue's orders are immediate).
+// fillUnits executes qty of o (less than its OrderQty) in one execution; the rest is done
+// (OrdStatus=4, cancelled: the venue's orders are immediate).
 func (b *book) fillUnits(o *Order, qty decimal.Decimal) bool {
-	var bid, ask decimal.Decimal
-	ok := false
-	if b.s.cfg.Prices != nil {
-		bid, ask, ok = b.s.cfg.Prices.Quote(o.Symbol)
-	}
-	if !ok || !bid.IsPositive() || ask.LessThan(bid) {
-		b.reject(o, RejectMarketClosed, "MARKET_HALTED: no price for "+o.Symbol)
+	if !b.execute(o, qty) {
 		return false
 	}
-	px := bid
-	signed := qty.Neg()
-	if o.Side == sideBuy {
-		px, signed = ask, qty
-	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	status := statusFilled
-	if qty.LessThan(o.Qty) {
-		status = statusCanceled
+	if o.CumQty.LessThan(o.Qty) {
+		o.Status = statusCanceled
 	}
-	o.CumQty, o.AvgPx, o.Status, o.ExecID, o.Time = qty, px, status, b.nextID("E"), b.s.cfg.Now()
-	b.netLocked(o.Symbol, signed, px)
+	b.mu.Unlock()
 	return true
 }
 

@@ -45,10 +45,13 @@
 //
 // # Control API (http://CONTROL-ADDR, loopback callers only, JSON)
 //
-//	POST /control/fault   {"kind":"reject|hold|lose|ignore|partial|refuse","count":1,"reason":2,"text":"…","units":"12345"}
+//	POST /control/fault   {"kind":"reject|hold|lose|ignore|partial|refuse|session-reject|business-reject|split",
+//	    "count":1,"reason":2,"text":"…","units":"12345","executions":3}
 //	    the next count orders are rejected (OrdRejReason reason, Text text), executed with their
 //	    report held until /control/release, or executed with their report never sent (only an
-//	    OrderStatusRequest or a mass status finds them); "ignore" counts queries instead: the
+//	    OrderStatusRequest or a mass status finds them), or executed in executions (default 2)
+//	    executions, each reported (ExecType=F, OrdStatus=1 until the last, LastQty/LastPx the
+//	    execution's, CumQty/AvgPx the order's so far); "ignore" counts queries instead: the
 //	    next count OrderStatusRequests, OrderMassStatusRequests or RequestForPositions are
 //	    received and never answered (a query gap-filled in a resend never reaches the venue; the
 //	    desk asks again); "partial" fills only units of the next orders (IOC) or cancels them

@@ -25,6 +25,8 @@ type Proxy struct {
 	holding   bool
 	heldConns map[int]bool
 	held      map[net.Conn][]byte
+	// losing are the connections whose server's next answer is dropped (LoseReply).
+	losing map[int]bool
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -87,6 +89,30 @@ func (p *Proxy) HoldConn(conn int) {
 	}
 	p.heldConns[conn] = true
 	p.mu.Unlock()
+}
+
+// LoseReply drops the next answer the server sends on connection conn, numbered as Tap numbers
+// it, and closes the connection both ways. Called from a Tap function, it loses the answer to
+// the very request being tapped: the request reaches the server and is carried out, its reply
+// never reaches the client — a COMMIT that succeeded with its reply lost.
+func (p *Proxy) LoseReply(conn int) {
+	p.mu.Lock()
+	if p.losing == nil {
+		p.losing = map[int]bool{}
+	}
+	p.losing[conn] = true
+	p.mu.Unlock()
+}
+
+// lose is whether the server's answer on connection conn is to be dropped (LoseReply), once.
+func (p *Proxy) lose(conn int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.losing[conn] {
+		return false
+	}
+	delete(p.losing, conn)
+	return true
 }
 
 // Release delivers everything held, connection by connection in the order it was sent, and
@@ -158,6 +184,9 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 			if fromClient && p.keep(id, dst, buf[:n]) {
 				continue
 			}
+			if !fromClient && p.lose(id-1) {
+				return // the deferred closes cut both sides; the answer is never written
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -187,6 +216,12 @@ func (p *Proxy) keep(id int, dst net.Conn, b []byte) bool {
 // fn with the text of every COM_QUERY the client sends (the desk sends every statement as text:
 // its DSN sets interpolateParams). It is how tests count statements on the wire.
 func MySQLQueries(fn func(query string)) func(conn int, clientBytes []byte) {
+	return MySQLConnQueries(func(_ int, query string) { fn(query) })
+}
+
+// MySQLConnQueries is MySQLQueries with the connection each query was sent on, for a tap that
+// acts on that connection (LoseReply).
+func MySQLConnQueries(fn func(conn int, query string)) func(conn int, clientBytes []byte) {
 	var mu sync.Mutex
 	pending := map[int][]byte{}
 	return func(conn int, b []byte) {
@@ -201,7 +236,7 @@ func MySQLQueries(fn func(query string)) func(conn int, clientBytes []byte) {
 			seq, payload := buf[3], buf[4:4+size]
 			// A command starts a new sequence at 0; handshake packets do not.
 			if seq == 0 && size > 0 && payload[0] == 0x03 {
-				fn(string(payload[1:]))
+				fn(conn, string(payload[1:]))
 			}
 			buf = buf[4+size:]
 		}

@@ -165,7 +165,46 @@ func (s *Session) CloseTrade(ctx context.Context, tradeID string, units *decimal
 }
 
 func (s *Session) closeTrade(ctx context.Context, tradeID string, units *decimal.Decimal, trigger time.Time) (venue.Outcome, error) {
+	out, err := s.closeTradeOnce(ctx, tradeID, units, trigger, false)
+	if !isTradeNotFound(err) {
+		return out, err
+	}
+	// Memory does not hold the trade open, and the desk reads a 404 as "closed at the venue"
+	// (the risk engine stops watching the position): the journal decides. A trade it holds open
+	// is one memory missed a report of; it is learned, and the close goes. Off the burst's path:
+	// only a close memory refuses reads the journal.
+	open, lerr := s.openInJournal(ctx, tradeID)
+	switch {
+	case lerr != nil:
+		return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, lerr, venue.ErrNotSent)
+	case !open:
+		return out, err
+	}
+	s.log.Warn("FIX: a close found open in the journal a trade the holder's memory did not; read from the journal", slog.String("trade", tradeID))
 	return s.closeTradeOnce(ctx, tradeID, units, trigger, false)
+}
+
+// openInJournal reads trade id (its public id) from the journal into memory and answers whether
+// the journal holds it open.
+func (s *Session) openInJournal(ctx context.Context, id string) (bool, error) {
+	s.relearning.Lock()
+	defer s.relearning.Unlock()
+	key, found, err := s.journal.tradeKey(ctx, id)
+	if err != nil || !found {
+		return false, err
+	}
+	ts, err := s.journal.loadTrades(ctx, []string{key})
+	if err != nil {
+		return false, err
+	}
+	open := false
+	for _, t := range ts {
+		open = open || !t.units.IsZero()
+	}
+	if open {
+		s.trades.set(ts, false)
+	}
+	return open, nil
 }
 
 // closeTradeOnce is closeTrade; retried is true once an earlier close's outcome was just asked.
@@ -242,8 +281,16 @@ var errIdentityRefused = errors.New("identity not written")
 // refused: nothing was sent.
 var errSendRefused = errors.New("send refused")
 
+// codeTradeNotFound is the refusal of a close of a trade that is not open.
+const codeTradeNotFound = "TRADE_DOESNT_EXIST"
+
+func isTradeNotFound(err error) bool {
+	var verr *venue.Error
+	return errors.As(err, &verr) && verr.Code == codeTradeNotFound
+}
+
 func tradeNotFound(id string) error {
-	return &venue.Error{Status: 404, Code: "TRADE_DOESNT_EXIST", Message: "no open desk trade " + id + " at the FIX venue"}
+	return &venue.Error{Status: 404, Code: codeTradeNotFound, Message: "no open desk trade " + id + " at the FIX venue"}
 }
 
 func closeUnitsInvalid(id string, units, open decimal.Decimal) error {
@@ -334,6 +381,11 @@ func (s *Session) outcome(ctx context.Context, o order, r report) (venue.Outcome
 		return venue.Outcome{}, fmt.Errorf("order %s: filled, not in the journal (%v): %w", o.ClOrdID, err, venue.ErrOutcomeUnknown)
 	}
 	f := &venue.Fill{TransactionID: shares[len(shares)-1].ExecutionID, OrderID: r.OrderID, Symbol: o.Symbol, Units: signed(o.Side, r.CumQty), Price: r.AvgPx, Time: shares[0].Time}
+	if execs := executionsOf(shares); len(execs) > 1 {
+		// Filled in several executions: the fill is all of them (CumQty at AvgPx), and whoever
+		// books it records each as booked.
+		f.TransactionIDs = execs
+	}
 	if o.TradeID == o.ClOrdID {
 		f.TradeOpened = strconv.FormatInt(shares[0].ExecutionID, 10)
 	} else {
@@ -348,6 +400,17 @@ func (s *Session) outcome(ctx context.Context, o order, r report) (venue.Outcome
 		}
 	}
 	return venue.Outcome{Fill: f, LastTransactionID: last}, nil
+}
+
+// executionsOf is the distinct executions of shares (oldest first, as shares reads them).
+func executionsOf(shares []share) []int64 {
+	var out []int64
+	for _, sh := range shares {
+		if len(out) == 0 || out[len(out)-1] != sh.ExecutionID {
+			out = append(out, sh.ExecutionID)
+		}
+	}
+	return out
 }
 
 // cancelReason words a rejection as the desk's venue reasons: the two it tells traders about in

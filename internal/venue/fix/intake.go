@@ -132,6 +132,7 @@ func (in *intake) drain() {
 // answers the waiters and runs the rest.
 func (s *Session) handle(batch []inbound) {
 	ctx := context.Background()
+	s.relearning.Lock()
 	var reports []report
 	for _, m := range batch {
 		if m.report != nil && journaled(*m.report) {
@@ -139,7 +140,7 @@ func (s *Session) handle(batch []inbound) {
 		}
 	}
 	results := s.journalReports(ctx, reports)
-	var unknown []string
+	var unknown, resent []string
 	i := 0
 	for _, m := range batch {
 		if m.report == nil || !journaled(*m.report) {
@@ -151,18 +152,16 @@ func (s *Session) handle(batch []inbound) {
 			// (journal.go, «Whose execution»).
 			m.report.ClOrdID = results[i].applied.key
 			unknown = append(unknown, s.trades.applied(*m.report, results[i].applied)...)
+			if resentFill(*m.report, results[i].applied) {
+				resent = append(resent, m.report.ClOrdID)
+			}
 		}
 		i++
 	}
-	if len(unknown) > 0 {
-		// Trades the holder did not keep (closed when it loaded them): read as the journal has them now.
-		ts, err := s.journal.loadTrades(ctx, unknown)
-		if err != nil {
-			s.log.Warn("FIX: could not read trades from the journal; their next close is refused until the session restarts", slog.Any("trades", unknown), slog.Any("err", err))
-		} else {
-			s.trades.set(ts, false)
-		}
-	}
+	// Trades the holder did not keep (closed when it loaded them), and those of executions the
+	// journal held before their report came: read as the journal has them now.
+	s.relearn(ctx, unknown, resent)
+	s.relearning.Unlock()
 	i = 0
 	for _, m := range batch {
 		failed := false

@@ -71,6 +71,10 @@ type Session struct {
 	intake     *intake
 	// sent is the NewOrderSingles in flight by MsgSeqNum, for a Reject that names one (refusal.go).
 	sent *sentOrders
+	// relearning is held while trades are read again from the journal into memory, and by the
+	// intake while it journals a batch and applies it: a read of the journal is never set over a
+	// report applied after it.
+	relearning sync.Mutex
 	// store is the session's store the library created last (its incoming number is held back
 	// while reports wait in the intake).
 	store atomic.Pointer[sessionStore]

@@ -95,7 +95,9 @@ func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config
 		// One symbol per test of whose_test.go.
 		"EURJPY": {"160.00", "160.02"}, "EURAUD": {"1.6500", "1.6502"}, "GBPCHF": {"1.1300", "1.1302"}, "AUDJPY": {"98.00", "98.02"}, "CADJPY": {"110.00", "110.02"},
 		// paging_test.go's own.
-		"NZDJPY": {"90.00", "90.02"}}}
+		"NZDJPY": {"90.00", "90.02"},
+		// Fills in several executions and lost journal replies (executions_test.go, lost_commit_test.go).
+		"GBPAUD": {"1.1200", "1.1203"}, "SGDJPY": {"160.00", "160.03"}, "HKDJPY": {"110.00", "110.02"}}}
 	shape(&cfg)
 	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {

@@ -2,6 +2,8 @@ package fix
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,13 +143,7 @@ func (lt *liveTrades) applied(r report, a applied) (unknown []string) {
 			}
 			switch {
 			case a.final && t.pending == r.ClOrdID:
-				t.pending = ""
-				if len(a.shares) == 0 && r.CumQty.IsPositive() {
-					// Its fill was journaled before this report came (by another process, or in
-					// a commit whose answer was lost and the venue resent): memory never took its
-					// units, so the trade is read from the journal again, as it has it.
-					unknown = append(unknown, key)
-				}
+				t.pending = "" // a fill journaled before this report came is relearned (resentFill)
 			case !a.final && t.pending == "":
 				t.pending = r.ClOrdID
 			}
@@ -198,7 +194,10 @@ func closeNumber(key, clOrdID string) int {
 func live(t *liveTrade) bool { return !t.units.IsZero() || t.pending != "" }
 
 // set replaces the state of the trades in ts (the journal's, read by loadTrades); all marks the
-// whole state loaded from the journal.
+// whole state loaded from the journal. A trade read again keeps what this process claimed and
+// the journal may not hold yet: its next close keeps the number memory would give it, when
+// higher (a number claimed and never written is not used twice), and a close claimed past every
+// close the journal holds (its identity row on its way) stays its pending close.
 func (lt *liveTrades) set(ts []*liveTrade, all bool) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
@@ -208,6 +207,10 @@ func (lt *liveTrades) set(ts []*liveTrade, all bool) {
 	}
 	for _, t := range ts {
 		if old := lt.byKey[t.key]; old != nil {
+			if old.pending != "" && t.pending == "" && closeNumber(t.key, old.pending) > t.closes {
+				t.pending = old.pending
+			}
+			t.closes = max(t.closes, old.closes)
 			delete(lt.byKey, t.key)
 			delete(lt.byID, old.id)
 		}
@@ -325,22 +328,74 @@ func (j *journal) loadTrades(ctx context.Context, keys []string) ([]*liveTrade, 
 }
 
 // reloadTrade reads trade key from the journal again, replacing what memory holds of it (a
-// trade the journal has closed is forgotten). Its next close keeps the number memory would give
-// it, when higher: a number claimed and never written is not used twice.
+// trade the journal has closed is forgotten; set keeps what this process claimed).
 func (s *Session) reloadTrade(ctx context.Context, key string) error {
+	s.relearning.Lock()
+	defer s.relearning.Unlock()
 	ts, err := s.journal.loadTrades(ctx, []string{key})
 	if err != nil {
 		return err
 	}
-	s.trades.mu.Lock()
-	if old := s.trades.byKey[key]; old != nil {
-		for _, t := range ts {
-			t.closes = max(t.closes, old.closes)
-		}
-	}
-	s.trades.mu.Unlock()
 	s.trades.set(ts, false)
 	return nil
+}
+
+// resentFill is whether report r carried executions the journal already held (a) — a report
+// resent after a journal commit whose reply was lost, a status answer, or one another process
+// journaled first. Memory never took those executions from this report (applied adds only what
+// the journal recorded new), and may never have taken them at all: the trades they were
+// allocated to are read from the journal again (relearn).
+func resentFill(r report, a applied) bool {
+	return a.execID == 0 && r.CumQty.IsPositive()
+}
+
+// relearn reads from the journal the trades keys and those the executions of orders resent were
+// allocated to, and replaces what memory holds of them. The intake runs it holding relearning,
+// after the reports' commit, so no report of theirs is applied in between. A
+// trade it cannot read stays as memory has it; a close of it the memory does not know open
+// still asks the journal (closeTrade).
+func (s *Session) relearn(ctx context.Context, keys, resent []string) {
+	if len(resent) > 0 {
+		more, err := s.journal.tradesOf(ctx, resent)
+		if err != nil {
+			s.log.Warn("FIX: could not read which trades resent reports touched; a close of them reads the journal first", slog.Any("orders", resent), slog.Any("err", err))
+		}
+		keys = append(keys, more...)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return
+	}
+	ts, err := s.journal.loadTrades(ctx, keys)
+	if err != nil {
+		s.log.Warn("FIX: could not read trades from the journal; a close of them reads the journal first", slog.Any("trades", keys), slog.Any("err", err))
+		return
+	}
+	s.trades.set(ts, false)
+}
+
+// tradesOf is every desk trade the executions of orders clOrdIDs were allocated to.
+func (j *journal) tradesOf(ctx context.Context, clOrdIDs []string) ([]string, error) {
+	var out []string
+	for len(clOrdIDs) > 0 {
+		chunk := clOrdIDs[:min(len(clOrdIDs), loadChunk)]
+		clOrdIDs = clOrdIDs[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		keys, err := store.QueryAll(ctx, j.db, "journal trades of orders", func(sc store.Scanner) (k string, err error) {
+			err = sc.Scan(&k)
+			return k, err
+		}, "SELECT DISTINCT a.`tradeId` FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` "+
+			"WHERE e.`clOrdId` IN ("+store.Placeholders(len(chunk))+") AND a.`tradeId` <> ''", args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keys...)
+	}
+	return out, nil
 }
 
 // loadLive loads the whole state from the journal (the session starting on the holder).
