@@ -443,11 +443,21 @@ func (w *venueFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	o.ID, o.PositionID = p.OrderID, &p.ID
 	w.res = OrderResult{Order: o, Position: &p, Commission: d}
 	w.s.links.set(p.ID, venueLink{tradeID: w.trade.tradeID, symbol: p.Symbol})
+	w.s.reserveClose(w.trade.tradeID, p.SL, p.TP)
 	return []risk.Change{positionOpened(p), balanceChanged(w.a)}
 }
 
 func (w *venueFill) Failed(err error) error {
 	return fmt.Errorf("book venue fill of order %d: %w", w.orderID, err)
+}
+
+// reserveClose has the venue name trade tradeID's whole close ahead of its trigger, where it can
+// (venue.CloseReserver: FIX) and the position has a stop or a take-profit: the risk engine's close
+// is then written without a commit in its way (docs/fix.md, «Reserved closes»).
+func (s *Service) reserveClose(tradeID string, sl, tp *decimal.Decimal) {
+	if r, ok := s.venue.(venue.CloseReserver); ok && tradeID != "" && (sl != nil || tp != nil) {
+		r.ReserveClose(tradeID)
+	}
 }
 
 // advanceCursor stores, with the batch's effects, that the venue's transaction txID is applied.

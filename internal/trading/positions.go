@@ -118,6 +118,9 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 		return book.Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
 	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
+	if link, ok := s.links.get(id); ok {
+		s.reserveClose(link.tradeID, newSL, newTP)
+	}
 	return book.LoadPosition(ctx, s.db, userID, id)
 }
 

@@ -149,6 +149,14 @@ type TradeChange struct {
 	Price   decimal.Decimal
 }
 
+// CloseReserver is a venue whose trade closes can be named before their trigger: the FIX venue
+// commits the whole close's identity (its ClOrdID) ahead, so that the close the risk engine
+// triggers is written at once, with no commit in its way (docs/fix.md, «Reserved closes»). REST
+// cannot: OANDA's trade close carries no client id (docs/abook.md). ReserveClose returns at once.
+type CloseReserver interface {
+	ReserveClose(tradeID string)
+}
+
 // API is the venue as the desk uses it. *Client implements it over HTTP. Every method returns
 // *Error when the venue answered with a 4xx, ErrOutcomeUnknown (wrapped) when a request was
 // written and no answer could be read (a timeout, a reset, a 5xx), and ErrNotSent (wrapped) when

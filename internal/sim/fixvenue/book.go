@@ -35,6 +35,7 @@ const (
 	RejectMarketClosed  = 2
 	RejectExceedsLimit  = 3
 	RejectUnknownOrder  = 5
+	RejectDuplicate     = 6 // duplicate order: a ClOrdID seen before, sent again without PossDupFlag
 	RejectUnsupported   = 11
 )
 
@@ -217,8 +218,11 @@ func (b *book) queryCounts() Queries {
 	return b.queries
 }
 
-// order takes one market order (tif its TimeInForce). A ClOrdID seen before executes nothing and
-// answers its status.
+// order takes one market order (tif its TimeInForce). A ClOrdID seen before executes nothing:
+// sent again without PossDupFlag it is a new order with an old id, refused as a duplicate order
+// (OrdRejReason 6, FIX 4.4) — never answered with the old order's status, which a desk would
+// take for this order's; a library resend (PossDupFlag=Y) is the same message again and answers
+// its status.
 func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif string, seqNum int, possDup bool) {
 	b.mu.Lock()
 	if o, seen := b.orders[clOrdID]; seen {
@@ -226,6 +230,12 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 		snap := *o
 		_, isHeld := b.held[clOrdID]
 		b.mu.Unlock()
+		if !possDup {
+			b.s.sendReport(Order{ClOrdID: clOrdID, OrderID: "NONE", Symbol: symbol, Side: side, Qty: qty, Status: statusRejected,
+				RejectReason: RejectDuplicate, Text: "duplicate ClOrdID " + strconv.Quote(clOrdID), Time: b.s.cfg.Now()}, execRejected)
+			b.s.log.Info("duplicate ClOrdID without PossDupFlag; refused, nothing executed", "clOrdId", clOrdID)
+			return
+		}
 		// A held or lost report stays so: a duplicate must not leak what the fault hides.
 		if snap.Reported && !isHeld {
 			b.s.sendReport(snap, execStatus)

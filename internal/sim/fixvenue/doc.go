@@ -14,9 +14,10 @@
 //
 //	NewOrderSingle (D), OrdType=1 MARKET  → ExecutionReport (8) ExecType=F OrdStatus=2 at the
 //	    venue's price (a buy at the ask, a sell at the bid), or ExecType=8 OrdStatus=8 with
-//	    OrdRejReason/Text. A ClOrdID seen before executes nothing: it is answered with the order's
-//	    status (ExecType=I) — a library resend after a dropped session (PossDupFlag=Y) is the
-//	    usual cause.
+//	    OrdRejReason/Text. A ClOrdID seen before executes nothing: a library resend after a
+//	    dropped session (PossDupFlag=Y) is answered with the order's status (ExecType=I); the
+//	    same ClOrdID sent again without PossDupFlag is refused, ExecType=8 OrdStatus=8
+//	    OrdRejReason=6 (duplicate order), never answered with the old order's status.
 //	OrderStatusRequest (H) by ClOrdID     → ExecutionReport ExecType=I, or OrdStatus=8
 //	    OrdRejReason=5 (unknown order) for a ClOrdID the venue never saw.
 //	OrderMassStatusRequest (AF)           → one ExecType=I report per order (MassStatusReqID,

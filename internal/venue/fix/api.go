@@ -43,6 +43,7 @@ const (
 	rejectMarketClosed = 2
 	rejectExceedsLimit = 3
 	rejectUnknownOrder = 5
+	rejectDuplicate    = 6
 )
 
 // seq makes close and request ids unique within this process; the start time makes them unique
@@ -107,6 +108,13 @@ func (s *Session) deliver(key string, a answer) {
 // unknownOrder is whether r is a venue's answer to a status request for an order it never saw.
 func unknownOrder(r report) bool {
 	return r.ExecType == execStatus && r.OrdStatus == ordRejected && r.HasRejectReason && r.RejectReason == rejectUnknownOrder
+}
+
+// duplicateOrder is whether r is a venue's refusal of a ClOrdID it already saw, sent again
+// without PossDupFlag (OrdRejReason 6): not a state of that order, whose earlier send is its
+// outcome (docs/fix.md, «Reserved closes»).
+func duplicateOrder(r report) bool {
+	return r.OrdStatus == ordRejected && r.HasRejectReason && r.RejectReason == rejectDuplicate && r.ExecType != execStatus
 }
 
 // terminal is whether a report ends its order.
@@ -228,7 +236,10 @@ func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *dec
 		if err != nil {
 			return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
 		}
-		if !known {
+		if !known && c.askReserved {
+			// An inherited reservation nobody sent: it stays the trade's whole close.
+			s.trades.reservationUnsent(c.ask.TradeID, c.ask.ClOrdID)
+		} else if !known {
 			// It never reached the venue and never will: the next close may go.
 			if err := s.journal.endUnsent(ctx, c.ask.ClOrdID); err != nil {
 				return venue.Outcome{}, fmt.Errorf("close trade %s: %v: %w", tradeID, err, venue.ErrNotSent)
@@ -248,6 +259,8 @@ func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *dec
 		return s.closeTradeOnce(ctx, tradeID, units, trigger, true)
 	}
 	defer done()
+	// A close ended (or never went): the trade's whole close is named again if it still has a stop.
+	defer s.renewReservation(c.order.TradeID)
 	out, err := s.order(ctx, c.order, trigger, answers)
 	switch {
 	case errors.Is(err, errIdentityRefused) && store.IsDuplicateKey(err):
@@ -256,6 +269,8 @@ func (s *Session) closeTradeOnce(ctx context.Context, tradeID string, units *dec
 		return venue.Outcome{}, closeInFlight(tradeID, c.order.ClOrdID)
 	case errors.Is(err, errIdentityRefused) && store.ServerRefused(err):
 		s.trades.unclaim(c.order) // the server refused the row: it is not there
+	case errors.Is(err, errSendRefused) && c.order.Status == stateReserved:
+		s.trades.unclaim(c.order) // its row stays RESERVED, never sent
 	case errors.Is(err, errSendRefused):
 		if s.journal.deleteOrder(context.WithoutCancel(ctx), c.order.ClOrdID) {
 			s.trades.unclaim(c.order)
@@ -312,8 +327,11 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 			s.burst.Idle(s.log, s.logons.Load(), 0) // no workers: the session's writer sends
 		}
 	}()
-	if err := s.identities.commit(o); err != nil {
-		return venue.Outcome{}, fmt.Errorf("%w: %w: %w", errIdentityRefused, err, venue.ErrNotSent)
+	// A reserved close's identity committed long before its trigger (reserve.go).
+	if o.Status != stateReserved {
+		if err := s.identities.commit(o); err != nil {
+			return venue.Outcome{}, fmt.Errorf("%w: %w: %w", errIdentityRefused, err, venue.ErrNotSent)
+		}
 	}
 	// The number it is sent under is noted as the library numbers it (ToApp), for a Reject that
 	// names it (refusal.go); once nobody waits, a Reject is matched through the store.
@@ -349,6 +367,15 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 		select {
 		case <-answers.ready():
 			for a, ok := answers.take(); ok; a, ok = answers.take() {
+				if duplicateOrder(a.r) {
+					// The venue saw this ClOrdID before: an earlier holder sent the reservation.
+					// That send is the order; its reports, journaled or asked for, are the outcome.
+					out, final, err := s.earlierSend(ctx, o)
+					if final || err != nil {
+						return out, err
+					}
+					continue
+				}
 				if !terminal(a.r) || unknownOrder(a.r) {
 					// An "unknown order" answers someone's status request, not this order's state.
 					continue
@@ -413,6 +440,30 @@ func executionsOf(shares []share) []int64 {
 	return out
 }
 
+// earlierSend is the outcome of order o whose ClOrdID the venue refused as a duplicate: its
+// earlier send's, asked for by OrderStatusRequest (the answer is journaled like any report
+// before it is handed on). final is false while that order has no final state yet: its report
+// answers o's wait.
+func (s *Session) earlierSend(ctx context.Context, o order) (venue.Outcome, bool, error) {
+	s.log.Info("FIX: the venue refused a close's ClOrdID as a duplicate; its earlier send is the close", slog.String("clOrdId", o.ClOrdID))
+	known, err := s.orderStatus(ctx, o.ClOrdID, o.Symbol, o.Side)
+	if err != nil {
+		return venue.Outcome{}, true, fmt.Errorf("order %s: sent before, its status unknown (%v): %w", o.ClOrdID, err, venue.ErrOutcomeUnknown)
+	}
+	j, found, err := s.journal.order(ctx, o.ClOrdID)
+	switch {
+	case err != nil:
+		return venue.Outcome{}, true, fmt.Errorf("order %s: %v: %w", o.ClOrdID, err, venue.ErrOutcomeUnknown)
+	case !known || !found:
+		return venue.Outcome{}, true, fmt.Errorf("order %s: refused as a duplicate, unknown to the venue's status: %w", o.ClOrdID, venue.ErrOutcomeUnknown)
+	case j.Status != stateFilled && j.Status != stateRejected:
+		return venue.Outcome{}, false, nil
+	}
+	r := report{OrderID: j.VenueOrderID, CumQty: j.CumQty, AvgPx: j.AvgPx, RejectReason: j.RejectReason, Text: j.Text}
+	out, err := s.outcome(ctx, o, r)
+	return out, true, err
+}
+
 // cancelReason words a rejection as the desk's venue reasons: the two it tells traders about in
 // its own words, a refusal as its text, else the FIX reason and the venue's text.
 func cancelReason(reason int, text string) string {
@@ -459,7 +510,10 @@ func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string)
 	for {
 		select {
 		case <-answers.ready():
-			if a, ok := answers.take(); ok {
+			for a, ok := answers.take(); ok; a, ok = answers.take() {
+				if duplicateOrder(a.r) {
+					continue // a send's refusal, not the order's status
+				}
 				if unknownOrder(a.r) {
 					return false, nil
 				}

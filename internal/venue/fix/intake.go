@@ -191,7 +191,8 @@ func (s *Session) handle(batch []inbound) {
 // journaled is whether the journal records r: not an "unknown order" answer (the answer to a
 // status request, not a state of any order), nor the empty report a mass status with no orders
 // answers with.
-func journaled(r report) bool { return !unknownOrder(r) && r.ClOrdID != "NONE" }
+// Nor a duplicate-order refusal: the order it names is the earlier send (api.go, duplicateOrder).
+func journaled(r report) bool { return !unknownOrder(r) && !duplicateOrder(r) && r.ClOrdID != "NONE" }
 
 // reportResult is what journaling one report did.
 type reportResult struct {
@@ -237,8 +238,9 @@ func (s *Session) journalTogether(ctx context.Context, reports []report, out []r
 // answerReport hands a report, journaled or not, to whoever waits for its ClOrdID and its mass
 // status request.
 func (s *Session) answerReport(r report, res reportResult) {
-	if unknownOrder(r) {
-		// "Unknown order": the answer to a status request, not a state of any order.
+	if unknownOrder(r) || duplicateOrder(r) {
+		// "Unknown order": the answer to a status request, not a state of any order; "duplicate
+		// order": the refusal of a send, not the state of the order sent before.
 		s.deliver(r.ClOrdID, answer{r: r})
 		return
 	}

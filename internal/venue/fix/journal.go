@@ -18,6 +18,10 @@ const (
 	stateNew      = "NEW"
 	stateFilled   = "FILLED"
 	stateRejected = "REJECTED"
+	// stateReserved is a trade's whole close named ahead of its trigger and not sent by this
+	// holder (reserve.go); an earlier holder may have sent it. Not pending: nobody asks the venue
+	// about it until a close of its trade needs to know.
+	stateReserved = "RESERVED"
 )
 
 // closeMark separates a close's trade from its own suffix in its ClOrdID: <trade>.c<n>.
@@ -89,11 +93,15 @@ func insertOrdersSQL(n int) string {
 }
 
 // insertOrders writes orders' identities before they are sent, in one statement: all of them
-// or none.
+// or none. Each is SENDING, or RESERVED when so marked (reserve.go).
 func (j *journal) insertOrders(ctx context.Context, os []order) error {
 	args := make([]any, 0, 6*len(os))
 	for _, o := range os {
-		args = append(args, o.ClOrdID, o.TradeID, o.Symbol, o.Side, o.Qty, stateSending)
+		status := stateSending
+		if o.Status == stateReserved {
+			status = stateReserved
+		}
+		args = append(args, o.ClOrdID, o.TradeID, o.Symbol, o.Side, o.Qty, status)
 	}
 	if _, err := j.db.ExecContext(ctx, insertOrdersSQL(len(os)), args...); err != nil {
 		if len(os) == 1 {
@@ -237,8 +245,10 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	if r.HasRejectReason {
 		rej = r.RejectReason
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_fix_order` SET `status` = ?, `cumQty` = GREATEST(`cumQty`, ?), `avgPx` = ?, `venueOrderId` = ?, `rejectReason` = ?, `text` = ? WHERE `clOrdId` = ?",
-		next, r.CumQty, r.AvgPx, r.OrderID, rej, truncate(r.Text, 255), r.ClOrdID); err != nil {
+	// A reserved close's row holds the units open when it was reserved; its report says what was
+	// sent (set before `status`, which MySQL assigns in order).
+	if _, err := tx.ExecContext(ctx, "UPDATE `fx_fix_order` SET `qty` = CASE WHEN `status` = ? AND ? > 0 THEN ? ELSE `qty` END, `status` = ?, `cumQty` = GREATEST(`cumQty`, ?), `avgPx` = ?, `venueOrderId` = ?, `rejectReason` = ?, `text` = ? WHERE `clOrdId` = ?",
+		stateReserved, r.OrderQty, r.OrderQty, next, r.CumQty, r.AvgPx, r.OrderID, rej, truncate(r.Text, 255), r.ClOrdID); err != nil {
 		return a, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 	}
 	var recorded, notional decimal.Decimal

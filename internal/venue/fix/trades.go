@@ -36,6 +36,12 @@ type liveTrade struct {
 	// pending is its close without a final report ("" when none): while it is, no other close of
 	// the trade goes (CLOSE_IN_FLIGHT).
 	pending string
+	// reserved is its whole close's identity written ahead (RESERVED, reserve.go; "" when none);
+	// ready once its row committed: only then may it be sent without a commit. inherited: loaded
+	// from the journal, so an earlier holder may have sent it already.
+	reserved         string
+	ready, inherited bool
+	wantsReserve     bool // it has a stop or a take-profit: a reservation used is renewed
 }
 
 // liveTrades is the holder's trades, by key and by public id.
@@ -55,6 +61,9 @@ func newLiveTrades() *liveTrades {
 type closeClaim struct {
 	order order
 	ask   order // ClOrdID set: the trade's pending close, which nobody waits for
+	// askReserved: ask is the trade's inherited reservation, which an earlier holder may have
+	// sent; a close under another number waits until the venue says whether it did.
+	askReserved bool
 }
 
 // claimClose decides a close of units (nil: all) of the trade whose public id is id: the
@@ -94,6 +103,21 @@ func (lt *liveTrades) claimClose(id string, units *decimal.Decimal, waited func(
 		}
 		return closeClaim{ask: order{ClOrdID: t.pending, TradeID: t.key, Symbol: t.symbol, Side: side}}, nil
 	}
+	if t.reserved != "" && t.ready {
+		if units == nil || qty.Equal(t.units.Abs()) {
+			// The whole close, named ahead: sent at once with the units open now, its row's state
+			// written by the intake when its report comes (docs/fix.md, «Reserved closes»).
+			o := order{ClOrdID: t.reserved, TradeID: t.key, Symbol: t.symbol, Side: side, Qty: qty, Status: stateReserved}
+			t.pending, t.reserved, t.ready, t.inherited = t.reserved, "", false, false
+			register(o.ClOrdID)
+			return closeClaim{order: o}, nil
+		}
+		if t.inherited && !retried {
+			// A part under a new number: an earlier holder may have sent the reservation, and a
+			// netting venue would execute both.
+			return closeClaim{ask: order{ClOrdID: t.reserved, TradeID: t.key, Symbol: t.symbol, Side: side}, askReserved: true}, nil
+		}
+	}
 	t.closes++
 	o := order{ClOrdID: t.key + closeMark + strconv.Itoa(t.closes), TradeID: t.key, Symbol: t.symbol, Side: side, Qty: qty}
 	t.pending = o.ClOrdID
@@ -107,6 +131,11 @@ func (lt *liveTrades) claimClose(id string, units *decimal.Decimal, waited func(
 func (lt *liveTrades) unclaim(o order) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
+	if t := lt.byKey[o.TradeID]; t != nil && o.Status == stateReserved && t.pending == o.ClOrdID {
+		// A reservation the session refused to send: reserved again.
+		t.pending, t.reserved, t.ready = "", o.ClOrdID, true
+		return
+	}
 	if t := lt.byKey[o.TradeID]; t != nil && t.pending == o.ClOrdID && t.key+closeMark+strconv.Itoa(t.closes) == o.ClOrdID {
 		t.pending = ""
 		t.closes--
@@ -210,6 +239,13 @@ func (lt *liveTrades) set(ts []*liveTrade, all bool) {
 			if old.pending != "" && t.pending == "" && closeNumber(t.key, old.pending) > t.closes {
 				t.pending = old.pending
 			}
+			if old.reserved != "" && t.reserved == "" && closeNumber(t.key, old.reserved) > t.closes {
+				// This process's reservation, whose commit the journal does not show yet.
+				t.reserved, t.ready, t.inherited = old.reserved, old.ready, old.inherited
+			} else if t.reserved != "" && t.reserved == old.reserved {
+				t.inherited, t.ready = old.inherited, t.ready || old.ready // this holder's own was never sent
+			}
+			t.wantsReserve = t.wantsReserve || old.wantsReserve
 			t.closes = max(t.closes, old.closes)
 			delete(lt.byKey, t.key)
 			delete(lt.byID, old.id)
@@ -315,8 +351,15 @@ func (j *journal) loadTrades(ctx context.Context, keys []string) ([]*liveTrade, 
 				continue // the trade's opening order
 			}
 			t.closes = max(t.closes+1, closeNumber(c.key, c.clOrdID))
-			if c.status == stateSending || c.status == stateNew {
+			switch c.status {
+			case stateSending, stateNew:
 				t.pending = c.clOrdID
+			case stateReserved:
+				// The newest: an older one is a reservation whose commit this holder's
+				// predecessor could not confirm, and never sent.
+				if closeNumber(c.key, c.clOrdID) > closeNumber(c.key, t.reserved) {
+					t.reserved, t.ready, t.inherited, t.wantsReserve = c.clOrdID, true, true, true
+				}
 			}
 		}
 	}
