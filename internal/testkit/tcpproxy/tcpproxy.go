@@ -25,6 +25,9 @@ type Proxy struct {
 	holding   bool
 	heldConns map[int]bool
 	held      map[net.Conn][]byte
+	// losing names the server-to-client pipes whose bytes are dropped (LoseReplies), by the
+	// pipe's own number (the connection's as Tap numbers it, plus one).
+	losing map[int]bool
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -156,6 +159,9 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 				(*tap)(id, buf[:n])
 			}
 			if fromClient && p.keep(id, dst, buf[:n]) {
+				continue
+			}
+			if !fromClient && p.lost(id) {
 				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
