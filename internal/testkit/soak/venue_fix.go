@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,8 +145,13 @@ func fixVenueState(st fixvenue.State, at time.Time) *invariant.VenueState {
 		if status == "" {
 			status = "OrdStatus=" + o.Status
 		}
-		vs.Orders = append(vs.Orders, invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
-			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx})
+		vo := invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
+			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx}
+		if o.ExecID != "" && o.CumQty.IsPositive() {
+			// The venue fills an order in one execution: its ExecID, the whole CumQty at AvgPx.
+			vo.Executions = []invariant.VenueExecution{{ExecID: o.ExecID, Qty: o.CumQty, Px: o.AvgPx}}
+		}
+		vs.Orders = append(vs.Orders, vo)
 	}
 	for _, p := range st.Positions {
 		if !p.Units.IsZero() {
@@ -262,4 +268,38 @@ func (v *fixLane) inject(ctx context.Context, f fault) (string, error) {
 		return fmt.Sprintf("fix close: the venue closed its net %s %s (%s %s units at %s)", sym, vs.Net[sym], o.ClOrdID, o.Qty, o.AvgPx), nil
 	}
 	return "", fmt.Errorf("not a venue fault")
+}
+
+// watchDropMsg is what a web process logs when a close of an EXTERNAL position finds the venue no
+// longer holding its trade (internal/trading, closeExternal): the risk engine stops watching the
+// position there, until the reconciler books the venue's close.
+const watchDropMsg = "venue has no open trade for an EXTERNAL position; the reconciler books its close"
+
+// watchDrops reads every web process's log for the moments it was told the venue no longer held
+// a position's trade (venueWatched).
+func watchDrops(c *cluster) []invariant.WatchDrop {
+	var out []invariant.WatchDrop
+	for _, p := range c.all() {
+		if p.kind != "web" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(c.dir, p.name+".log"))
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if !bytes.Contains(line, []byte(watchDropMsg)) {
+				continue
+			}
+			var l struct {
+				Time     time.Time `json:"time"`
+				Msg      string    `json:"msg"`
+				Position int64     `json:"position_id"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == watchDropMsg {
+				out = append(out, invariant.WatchDrop{Proc: p.name, At: l.Time, Position: l.Position})
+			}
+		}
+	}
+	return out
 }
