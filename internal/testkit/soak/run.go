@@ -128,6 +128,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	for _, f := range faults {
 		logger.Printf("soak:   %s", f)
 	}
+	if lane == invariant.LaneFIX {
+		k := fixVenueKnobsOf(seed)
+		logger.Printf("soak: fix venue knobs: %s (passed to cmd/fixvenue: %v)", k, k.venueArgs())
+	}
 	failed := func(format string, args ...any) int {
 		logger.Printf("soak: "+format, args...)
 		logger.Printf("soak: FAIL seed=%d (setup); logs kept in %s", seed, dir)
@@ -151,7 +155,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			return failed("%v", err)
 		}
 	}
-	c, err := newCluster(ctx, dir, binDir, ha, lane)
+	c, err := newCluster(ctx, dir, binDir, ha, lane, seed)
 	if err != nil {
 		return failed("%v", err)
 	}

@@ -153,10 +153,10 @@ func venueLaneOf(seed uint64, forced string) (string, error) {
 	return "", fmt.Errorf("-venue %q: rest, fix, or seed (or empty) to pick by seed", forced)
 }
 
-// startVenueLane starts lane's venue, priced from feed.
-func startVenueLane(lane, dir, binDir string, feed *sim) (venueLane, error) {
+// startVenueLane starts lane's venue, priced from feed; a FIX venue executes as knobs say.
+func startVenueLane(lane, dir, binDir string, feed *sim, knobs fixVenueKnobs) (venueLane, error) {
 	if lane == invariant.LaneFIX {
-		v, err := startFIXVenue(dir, binDir, feed)
+		v, err := startFIXVenue(dir, binDir, feed, knobs)
 		if err != nil {
 			return nil, err
 		}
