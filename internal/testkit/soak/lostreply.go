@@ -141,6 +141,7 @@ func (in *injector) injectLostReply(ctx context.Context, f fault) {
 	case <-ctx.Done():
 	case <-time.After(f.LoseFor):
 	}
-	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(),
-		Note: fmt.Sprintf("MySQL connection %d: a COMMIT journaling a venue execution carried out, its reply dropped %s, then the connection cut", conn, f.LoseFor)})
+	note := fmt.Sprintf("MySQL connection %d: a COMMIT journaling a venue execution carried out, its reply dropped %s, then the connection cut", conn, f.LoseFor)
+	in.log.Printf("soak: %s: %s", f.Kind, note)
+	in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: note})
 }
