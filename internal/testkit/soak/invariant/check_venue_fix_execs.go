@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,12 +114,15 @@ func fixTrades(s *Snapshot) map[string]*fixTrade {
 	return out
 }
 
-// linkedByTrade is the linked desk positions by their venue trade.
+// linkedByTrade is the linked desk positions by the journal's trade: the ClOrdID of the order
+// that opened them, the desk's order id. (Their venueTradeId is the trade's public id, its first
+// execution's number in the journal, which the venue never sees.)
 func linkedByTrade(s *Snapshot) map[string][]dbPosition {
 	out := map[string][]dbPosition{}
 	for _, p := range s.Positions {
 		if p.VenueTradeID.Valid {
-			out[p.VenueTradeID.String] = append(out[p.VenueTradeID.String], p)
+			id := strconv.FormatInt(p.Order, 10)
+			out[id] = append(out[id], p)
 		}
 	}
 	return out
@@ -253,10 +257,11 @@ func checkVenueWatched(s *Snapshot, drops []WatchDrop) Result {
 	}
 	for _, d := range drops {
 		p, ok := positions[d.Position]
-		if !ok || !p.VenueTradeID.Valid || trades[p.VenueTradeID.String] == nil {
+		trade := strconv.FormatInt(p.Order, 10)
+		if !ok || !p.VenueTradeID.Valid || trades[trade] == nil {
 			continue
 		}
-		heldFrom, flatAt := flat(trades[p.VenueTradeID.String], p.Side)
+		heldFrom, flatAt := flat(trades[trade], p.Side)
 		if heldFrom.IsZero() || d.At.Before(heldFrom) || !flatAt.IsZero() && !d.At.Add(venueWatchSlack).Before(flatAt) {
 			continue
 		}
@@ -265,7 +270,7 @@ func checkVenueWatched(s *Snapshot, drops []WatchDrop) Result {
 			until = "held it until " + TimeOfDay(flatAt)
 		}
 		r.Add("", "%s was told at %s that the venue no longer held position %d's trade %s (%s %s) and stopped watching it; the venue %s",
-			d.Proc, TimeOfDay(d.At), p.ID, p.VenueTradeID.String, p.Symbol, p.Side, until)
+			d.Proc, TimeOfDay(d.At), p.ID, trade, p.Symbol, p.Side, until)
 	}
 	r.Figures = fmt.Sprintf("%d A-book trades the venue held, %d times a web process was told the venue no longer held one", judged, len(drops))
 	return r

@@ -6,9 +6,10 @@ import (
 )
 
 // fixExecs is the FIX lane's evidence with the desk's journal: fixFixture's orders, each filled
-// in one execution the journal recorded once and allocated to its trade (a FIX position's venue
-// trade is its opening order's ClOrdID); position 11 closed 100 ms after its close executed;
-// and one web process told, after that close, that the venue no longer held trade 101.
+// in one execution the journal recorded once and allocated to its trade (its opening order's
+// ClOrdID; the positions' venueTradeId, the trade's public id, is not it); position 11 closed
+// 100 ms after its close executed; and one web process told, after that close, that the venue
+// no longer held trade 101.
 type fixExecs struct {
 	*abook
 	drops []WatchDrop
@@ -17,10 +18,7 @@ type fixExecs struct {
 func fixExecsFixture() *fixExecs {
 	f := &fixExecs{abook: fixFixture()}
 	s, vs := f.s, f.vs
-	s.Positions[0].VenueTradeID = nstr("100")
-	s.Positions[1].VenueTradeID = nstr("101")
 	s.Positions[1].ClosedAt = ntime(at(4).Add(100 * time.Millisecond))
-	s.Positions[3].VenueTradeID = nstr("103")
 	for i, id := range []string{"E100", "E101", "E101c1", "E103", "", "EV9"} {
 		if o := &vs.Orders[i]; id != "" {
 			o.Executions = []VenueExecution{{ExecID: id, Qty: o.CumQty, Px: o.AvgPx}}
