@@ -22,7 +22,7 @@ func main() {
 	traders := flag.Int("traders", 4, "concurrent trader clients")
 	abook := flag.Int("abook", -1, "how many of the traders trade on the EXTERNAL account group (-1: a third, rounded up)")
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
-	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds and exit")
+	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds (and -venue, -cluster) and exit")
 	venue := flag.String("venue", "", "the A-book's venue: rest (cmd/venuesim) or fix (cmd/fixvenue); seed or empty picks by seed, fix for a third of seeds")
 	cluster := flag.String("cluster", "", "run the desk on clusters started by scripts/cluster.sh: galera, sentinel or galera,sentinel (docs/cluster.md)")
 	flag.Parse()
@@ -37,7 +37,7 @@ func main() {
 		clusters = strings.Split(*cluster, ",")
 	}
 	if *plan {
-		lines, err := soak.Plan(*seed, d, clusters)
+		lines, err := soak.Plan(*seed, d, clusters, *venue)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 			os.Exit(2)

@@ -234,7 +234,7 @@ func freeAddr() (string, error) {
 // proxies, the feed simulator and lane's venue, and migrates the database with the real
 // binary. With ha, the database is created on the Galera cluster through HAProxy and the desk's
 // Redis is the Sentinels' primary (ha.onGalera, ha.onSentinel say which).
-func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane string) (*cluster, error) {
+func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane string, seed uint64) (*cluster, error) {
 	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4), ha: ha}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
 	if err != nil {
@@ -294,7 +294,7 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, err
 	}
-	venue, err := startVenueLane(lane, dir, binDir, c.feed)
+	venue, err := startVenueLane(lane, dir, binDir, c.feed, fixVenueKnobsOf(seed))
 	if err != nil {
 		c.close()
 		return nil, err

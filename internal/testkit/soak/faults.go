@@ -75,6 +75,7 @@ type fault struct {
 	Pick       float64       `json:"pick,omitempty"`       // venueClose: which open trade, as a share of them in id order; reusedNonce: which accepted order, in journal order
 	Streams    int           `json:"streams,omitempty"`    // flood: markets-rail streams opened with the attacker's token
 	Bodies     int           `json:"bodies,omitempty"`     // flood: oversized, wrong Content-Type and duplicate-key bodies sent
+	LoseFor    time.Duration `json:"loseFor,omitempty"`    // lostJournalReply: how long MySQL's answer is dropped before the cut
 }
 
 // String is the fault as the schedule log shows it: every parameter, durations readable.
@@ -100,6 +101,7 @@ func (f fault) String() string {
 	add("bodies", f.Bodies, f.Bodies > 0)
 	add("holdFor", f.HoldFor, f.HoldFor > 0)
 	add("downFor", f.DownFor, f.DownFor > 0)
+	add("loseFor", f.LoseFor, f.LoseFor > 0)
 	add("pick", fmt.Sprintf("%.3f", f.Pick), f.Kind == faultVenueClose || f.Kind == faultReusedNonce)
 	return b.String()
 }
@@ -107,12 +109,14 @@ func (f fault) String() string {
 // schedule draws the faults of a soak of d from seed, in time order: the process faults (every
 // kind once in a seeded order while there is room, then kinds at random, 3–7 s apart, from 8 s
 // in to 15 s before the end) and, each from a generator of its own, the venue faults (alike, 2–5 s
-// apart from 10 s in) and the front-door faults (frontDoorSchedule). A seed's process faults are
-// what they were before the venue lane existed, and its venue faults before the front-door lane.
+// apart from 10 s in), the front-door faults (frontDoorSchedule) and, on the FIX lane, the lost
+// journal replies (lostReplySchedule). A seed's process faults are what they were before the
+// venue lane existed, its venue faults before the front-door lane, and every other lane's faults
+// before the lost journal replies.
 // On clusters (ha), the cluster faults come on a lane of their own (clusterSchedule), and a
 // Redis cut is a MySQL cut on Sentinel: the desk's failover client connects to the primary the
 // Sentinels name, not to a proxy the soak could cut.
-func schedule(seed uint64, d time.Duration, ha clusterChoice) []fault {
+func schedule(seed uint64, d time.Duration, ha clusterChoice, lane string) []fault {
 	process := processSchedule(seed, d)
 	if ha.sentinel {
 		for i := range process {
@@ -122,6 +126,9 @@ func schedule(seed uint64, d time.Duration, ha clusterChoice) []fault {
 		}
 	}
 	out := slices.Concat(process, venueSchedule(seed, d), frontDoorSchedule(seed, d), clusterSchedule(seed, d, ha.kinds()))
+	if lane == invariant.LaneFIX {
+		out = append(out, lostReplySchedule(seed, d)...)
+	}
 	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
@@ -229,6 +236,9 @@ type injector struct {
 	reuses  []invariant.Reuse
 	// recoveries are the cluster faults' measures, one line each, for the report.
 	recoveries []string
+	// loser loses journal replies at the MySQL proxy, made at the first lostJournalReply.
+	loser     *replyLoser
+	loserOnce sync.Once
 }
 
 func (in *injector) note(w invariant.Window) {
@@ -249,11 +259,14 @@ func (in *injector) fail(format string, args ...any) {
 }
 
 // run executes faults in order, each no earlier than its time after start: the process faults
-// one at a time, the venue faults and the front-door faults beside them on lanes of their own.
+// one at a time, the venue faults, the front-door faults, the cluster faults and the lost journal
+// replies beside them on lanes of their own.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
-	var venue, frontDoor, cluster, process []fault
+	var venue, frontDoor, cluster, lostReply, process []fault
 	for _, f := range faults {
 		switch {
+		case f.Kind == faultLostJournalReply:
+			lostReply = append(lostReply, f)
 		case isVenueFault(f.Kind):
 			venue = append(venue, f)
 		case isFrontDoorFault(f.Kind):
@@ -268,6 +281,7 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 	lanes.Go(func() { in.lane(ctx, start, venue) })
 	lanes.Go(func() { in.lane(ctx, start, frontDoor) })
 	lanes.Go(func() { in.lane(ctx, start, cluster) })
+	lanes.Go(func() { in.lane(ctx, start, lostReply) })
 	in.lane(ctx, start, process)
 	lanes.Wait()
 }
@@ -281,6 +295,8 @@ func (in *injector) lane(ctx context.Context, start time.Time, faults []fault) {
 		}
 		in.log.Printf("soak: fault %s", f)
 		switch {
+		case f.Kind == faultLostJournalReply:
+			in.injectLostReply(ctx, f)
 		case isVenueFault(f.Kind):
 			in.injectVenue(ctx, f)
 		case isFrontDoorFault(f.Kind):

@@ -32,15 +32,19 @@ type Options struct {
 	Venue string
 }
 
-// Plan is the fault schedule of seed for a soak of d on clusters, one fault a line, as the run
-// logs it.
-func Plan(seed uint64, d time.Duration, clusters []string) ([]string, error) {
+// Plan is the fault schedule of seed for a soak of d on clusters, with the venue lane venue
+// forces ("" or "seed": the seed's), one fault a line, as the run logs it.
+func Plan(seed uint64, d time.Duration, clusters []string, venue string) ([]string, error) {
 	ch, err := parseClusters(clusters)
 	if err != nil {
 		return nil, err
 	}
+	lane, err := venueLaneOf(seed, venue)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, f := range schedule(seed, d, ch) {
+	for _, f := range schedule(seed, d, ch, lane) {
 		out = append(out, f.String())
 	}
 	return out, nil
@@ -118,11 +122,15 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			os.RemoveAll(dir)
 		}
 	}()
-	faults := schedule(seed, d, ch)
+	faults := schedule(seed, d, ch, lane)
 	logger.Printf("soak: seed=%d seconds=%d venue=%s traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), lane, nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
 	for _, f := range faults {
 		logger.Printf("soak:   %s", f)
+	}
+	if lane == invariant.LaneFIX {
+		k := fixVenueKnobsOf(seed)
+		logger.Printf("soak: fix venue knobs: %s (passed to cmd/fixvenue: %v)", k, k.venueArgs())
 	}
 	failed := func(format string, args ...any) int {
 		logger.Printf("soak: "+format, args...)
@@ -147,7 +155,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			return failed("%v", err)
 		}
 	}
-	c, err := newCluster(ctx, dir, binDir, ha, lane)
+	c, err := newCluster(ctx, dir, binDir, ha, lane, seed)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -420,7 +428,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if ch.galera {
 		logger.Printf("soak: cluster: %s", unknownOutcomes(ev.Journal, ev.Windows))
 	}
-	for _, k := range slices.Concat(faultKinds, ch.kinds()) {
+	kinds := slices.Concat(faultKinds, ch.kinds())
+	if lane == invariant.LaneFIX {
+		kinds = append(kinds, faultLostJournalReply)
+	}
+	for _, k := range kinds {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))
 	}
 	verdict := "PASS"

@@ -153,10 +153,10 @@ func venueLaneOf(seed uint64, forced string) (string, error) {
 	return "", fmt.Errorf("-venue %q: rest, fix, or seed (or empty) to pick by seed", forced)
 }
 
-// startVenueLane starts lane's venue, priced from feed.
-func startVenueLane(lane, dir, binDir string, feed *sim) (venueLane, error) {
+// startVenueLane starts lane's venue, priced from feed; a FIX venue executes as knobs say.
+func startVenueLane(lane, dir, binDir string, feed *sim, knobs fixVenueKnobs) (venueLane, error) {
 	if lane == invariant.LaneFIX {
-		v, err := startFIXVenue(dir, binDir, feed)
+		v, err := startFIXVenue(dir, binDir, feed, knobs)
 		if err != nil {
 			return nil, err
 		}
@@ -548,6 +548,7 @@ func settleHedger(ctx context.Context, c *cluster, logger interface{ Printf(stri
 // again, up to ten times a second apart, and only what persists is reported.
 func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(string, ...any) }, quiet time.Time) []invariant.Result {
 	var rs []invariant.Result
+	drops := watchDrops(c)
 	for attempt := 1; attempt <= 10; attempt++ {
 		s, err := invariant.ReadSnapshot(ctx, c.direct)
 		if err != nil {
@@ -559,7 +560,7 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 			logger.Printf("soak: final venue check: %v", err)
 			continue
 		}
-		rs = invariant.CheckVenueEnd(s, vs, quiet)
+		rs = invariant.CheckVenueEnd(s, vs, quiet, drops)
 		bad := 0
 		for _, r := range rs {
 			bad += len(r.Violations)

@@ -1,9 +1,11 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -40,6 +42,42 @@ const (
 
 var fixControls = []string{fixHold, fixLose, fixReject, fixDrop, fixClose}
 
+// fixVenueKnobs are how the FIX venue of a seed executes beyond the bundled venue's plain fill:
+// the behaviours of real liquidity providers that issue 37 gives cmd/fixvenue. They are drawn
+// from the seed (fixVenueKnobsOf), logged at the start of the run, and given to the venue by
+// venueArgs; a knob the venue does not support yet is drawn and logged but not passed, so every
+// seed runs the venue as it was until it does.
+type fixVenueKnobs struct {
+	// ExecutionsPerFill: the venue fills each order in this many executions, each an
+	// ExecutionReport of its own with its ExecID, LastQty and LastPx (1: one execution). The desk
+	// must record and sum every one (venueExecutionsBooked reads them per ExecID once
+	// fixVenueState copies the venue's executions into VenueOrder.Executions).
+	ExecutionsPerFill int
+	// NumericClOrdIDs: the venue's own orders (venue-side closes) carry numeric ClOrdIDs, some
+	// equal to a desk order id, instead of VENUE-<…>. The desk must tell them apart by its own
+	// ClOrdID scheme; fixVenueState and the checks' fixOrderOf then need the venue's word for
+	// which orders are its own, not the prefix.
+	NumericClOrdIDs bool
+	// OddUnits: the venue fills some orders in part, in odd units (12,345 of 20,000). The desk
+	// must book them exactly or refuse them, never round them to lots (venueNetMatches and
+	// venueExecutionsBooked compare units exactly).
+	OddUnits bool
+}
+
+// fixVenueKnobsOf draws seed's knobs from a generator of their own, so no fault moves.
+func fixVenueKnobsOf(seed uint64) fixVenueKnobs {
+	rng := rand.New(rand.NewPCG(seed, seed^0x6e0b5))
+	return fixVenueKnobs{ExecutionsPerFill: 1 + rng.IntN(3), NumericClOrdIDs: rng.IntN(2) == 0, OddUnits: rng.IntN(2) == 0}
+}
+
+func (k fixVenueKnobs) String() string {
+	return fmt.Sprintf("executionsPerFill=%d numericClOrdIDs=%v oddUnits=%v", k.ExecutionsPerFill, k.NumericClOrdIDs, k.OddUnits)
+}
+
+// venueArgs are the cmd/fixvenue flags that switch the knobs on. The venue supports none of
+// them yet: each is added here, beside its flag, once cmd/fixvenue has it.
+func (k fixVenueKnobs) venueArgs() []string { return nil }
+
 // fixLane is the FIX venue process, its session file, and what the soak injected through it.
 type fixLane struct {
 	*sim
@@ -50,8 +88,9 @@ type fixLane struct {
 	ran map[string]int // control → times used
 }
 
-// startFIXVenue runs fxdesk-fixvenue priced from feed and writes the desk's session file.
-func startFIXVenue(dir, binDir string, feed *sim) (*fixLane, error) {
+// startFIXVenue runs fxdesk-fixvenue priced from feed, executing as knobs say, and writes the
+// desk's session file.
+func startFIXVenue(dir, binDir string, feed *sim, knobs fixVenueKnobs) (*fixLane, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -60,8 +99,8 @@ func startFIXVenue(dir, binDir string, feed *sim) (*fixLane, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, line, err := startSim(dir, binDir, "fixvenue", "fxdesk-fixvenue", "-addr", addr, "-control-addr", control,
-		"-latency", venueLatency.String(), "-feed-control", feed.control)
+	args := append([]string{"-addr", addr, "-control-addr", control, "-latency", venueLatency.String(), "-feed-control", feed.control}, knobs.venueArgs()...)
+	s, line, err := startSim(dir, binDir, "fixvenue", "fxdesk-fixvenue", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +183,13 @@ func fixVenueState(st fixvenue.State, at time.Time) *invariant.VenueState {
 		if status == "" {
 			status = "OrdStatus=" + o.Status
 		}
-		vs.Orders = append(vs.Orders, invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
-			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx})
+		vo := invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
+			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx}
+		if o.ExecID != "" && o.CumQty.IsPositive() {
+			// The venue fills an order in one execution: its ExecID, the whole CumQty at AvgPx.
+			vo.Executions = []invariant.VenueExecution{{ExecID: o.ExecID, Qty: o.CumQty, Px: o.AvgPx}}
+		}
+		vs.Orders = append(vs.Orders, vo)
 	}
 	for _, p := range st.Positions {
 		if !p.Units.IsZero() {
@@ -262,4 +306,38 @@ func (v *fixLane) inject(ctx context.Context, f fault) (string, error) {
 		return fmt.Sprintf("fix close: the venue closed its net %s %s (%s %s units at %s)", sym, vs.Net[sym], o.ClOrdID, o.Qty, o.AvgPx), nil
 	}
 	return "", fmt.Errorf("not a venue fault")
+}
+
+// watchDropMsg is what a web process logs when a close of an EXTERNAL position finds the venue no
+// longer holding its trade (internal/trading, closeExternal): the risk engine stops watching the
+// position there, until the reconciler books the venue's close.
+const watchDropMsg = "venue has no open trade for an EXTERNAL position; the reconciler books its close"
+
+// watchDrops reads every web process's log for the moments it was told the venue no longer held
+// a position's trade (venueWatched).
+func watchDrops(c *cluster) []invariant.WatchDrop {
+	var out []invariant.WatchDrop
+	for _, p := range c.all() {
+		if p.kind != "web" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(c.dir, p.name+".log"))
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if !bytes.Contains(line, []byte(watchDropMsg)) {
+				continue
+			}
+			var l struct {
+				Time     time.Time `json:"time"`
+				Msg      string    `json:"msg"`
+				Position int64     `json:"position_id"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == watchDropMsg {
+				out = append(out, invariant.WatchDrop{Proc: p.name, At: l.Time, Position: l.Position})
+			}
+		}
+	}
+	return out
 }

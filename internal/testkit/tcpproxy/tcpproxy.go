@@ -25,7 +25,8 @@ type Proxy struct {
 	holding   bool
 	heldConns map[int]bool
 	held      map[net.Conn][]byte
-	// losing are the connections whose server's next answer is dropped (LoseReply).
+	// losing names the server-to-client pipes whose bytes are dropped (LoseReplies), by the
+	// pipe's own number (the connection's as Tap numbers it, plus one).
 	losing map[int]bool
 }
 
@@ -89,30 +90,6 @@ func (p *Proxy) HoldConn(conn int) {
 	}
 	p.heldConns[conn] = true
 	p.mu.Unlock()
-}
-
-// LoseReply drops the next answer the server sends on connection conn, numbered as Tap numbers
-// it, and closes the connection both ways. Called from a Tap function, it loses the answer to
-// the very request being tapped: the request reaches the server and is carried out, its reply
-// never reaches the client — a COMMIT that succeeded with its reply lost.
-func (p *Proxy) LoseReply(conn int) {
-	p.mu.Lock()
-	if p.losing == nil {
-		p.losing = map[int]bool{}
-	}
-	p.losing[conn] = true
-	p.mu.Unlock()
-}
-
-// lose is whether the server's answer on connection conn is to be dropped (LoseReply), once.
-func (p *Proxy) lose(conn int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.losing[conn] {
-		return false
-	}
-	delete(p.losing, conn)
-	return true
 }
 
 // Release delivers everything held, connection by connection in the order it was sent, and
@@ -184,8 +161,8 @@ func (p *Proxy) pipe(dst, src net.Conn, id int, fromClient bool) {
 			if fromClient && p.keep(id, dst, buf[:n]) {
 				continue
 			}
-			if !fromClient && p.lose(id-1) {
-				return // the deferred closes cut both sides; the answer is never written
+			if !fromClient && p.lost(id) {
+				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

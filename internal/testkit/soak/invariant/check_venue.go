@@ -228,10 +228,12 @@ func checkNoStaleSending(s *Snapshot, quiet time.Time) Result {
 
 // CheckVenueEnd runs the invariants that need a quiesced desk: per trade on REST, per symbol
 // and per order on FIX (a netting venue has no trades).
-// quiet is when the desk went quiet, as the soak's settle was given it.
-func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time) []Result {
+// quiet is when the desk went quiet, as the soak's settle was given it; drops are the moments a
+// web process was told the venue no longer held a position's trade (FIX: venueWatched).
+func CheckVenueEnd(s *Snapshot, vs *VenueState, quiet time.Time, drops []WatchDrop) []Result {
 	if vs.Lane == LaneFIX {
-		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkVenueHedgeFills(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
+		return []Result{checkVenueNetMatches(s, vs), checkVenueFillsBooked(s, vs), checkVenueHedgeFills(s, vs), checkVenueExecutionsBooked(s, vs),
+			checkVenueWatched(s, drops), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 	}
 	return []Result{checkVenueTradesLinked(s, vs), checkVenueClosesBooked(s, vs), checkVenueHedgeBook(s, vs), checkNoStaleSending(s, quiet), checkHedgeLimits(s)}
 }

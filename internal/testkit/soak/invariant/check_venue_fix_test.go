@@ -69,6 +69,11 @@ func TestVenueNetMatchesCheckFlagsASymbolWhereTheVenueHoldsOtherUnitsThanTheDesk
 			"EURUSD: the venue's net is 0 units, the desk's open linked positions add up to 10000"},
 		{"the venue holds where the desk is flat", func(v *abook) { v.vs.Net["USDJPY"] = dec("1000") },
 			"USDJPY: the venue's net is 1000 units, the desk's open linked positions add up to 0 (none)"},
+		// venueUnitsEqual of issue 37 is this check: units compared exactly, never as lots.
+		{"an odd-unit fill the desk rounded to lots", func(v *abook) {
+			v.vs.Net["EURUSD"] = dec("12345")
+			v.s.Positions[0].Volume = dec("0.1235")
+		}, "EURUSD: the venue's net is 12345 units, the desk's open linked positions add up to 12350"},
 		{"an open EXTERNAL position with no trade linked", func(v *abook) { v.s.Positions[0].VenueTradeID.Valid = false },
 			"position 10 (EURUSD BUY 0.1 lots, order 100 EXTERNAL) is open with no venue trade linked"},
 	})
@@ -100,14 +105,14 @@ func TestVenueFillsBookedCheckFlagsAFillTheDeskDidNotBookAtTheVenuesPrice(t *tes
 func TestVenueEndChecksPickTheLanesInvariants(t *testing.T) {
 	f := fixFixture()
 	var names []string
-	for _, r := range CheckVenueEnd(f.s, f.vs, at(50)) {
+	for _, r := range CheckVenueEnd(f.s, f.vs, at(50), nil) {
 		names = append(names, r.Name)
 	}
-	if strings.Join(names, ",") != "venueNetMatches,venueFillsBooked,venueHedgeFills,noStaleSending,hedgeLimits" {
+	if strings.Join(names, ",") != "venueNetMatches,venueFillsBooked,venueHedgeFills,venueExecutionsBooked,venueWatched,noStaleSending,hedgeLimits" {
 		t.Fatalf("FIX lane end checks %v", names)
 	}
 	f.vs.Lane = LaneREST
-	if r := CheckVenueEnd(f.s, f.vs, at(50)); r[0].Name != "venueTradesLinked" {
+	if r := CheckVenueEnd(f.s, f.vs, at(50), nil); r[0].Name != "venueTradesLinked" {
 		t.Fatalf("REST lane end checks start with %s", r[0].Name)
 	}
 }

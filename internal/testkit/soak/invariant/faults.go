@@ -49,12 +49,18 @@ const (
 	FaultReusedNonce = "reusedNonce"
 )
 
+// FaultLostJournalReply is the kind of a window in which the answer to one COMMIT of the FIX
+// journal (a transaction that recorded a venue execution) was dropped at the MySQL proxy, and
+// that one connection then cut: the commit took effect, the desk was told it failed.
+const FaultLostJournalReply = "lostJournalReply"
+
 // LeaseFault reports whether a fault of kind may fail the lease holder's renews while it acts
 // and a little after: every process fault (a kill, stop, zombie, cut, gap or rollover) and every
-// cluster fault. A venue fault never reaches the lease, and a front-door fault is what the flood
-// check judges.
+// cluster fault. A venue fault never reaches the lease, nor does a lost journal reply (one
+// connection of the journal's, not the renew's); a front-door fault is what the flood check
+// judges.
 func LeaseFault(kind string) bool {
-	return !strings.HasPrefix(kind, "venue") && kind != FaultFlood && kind != FaultReusedNonce
+	return !strings.HasPrefix(kind, "venue") && kind != FaultFlood && kind != FaultReusedNonce && kind != FaultLostJournalReply
 }
 
 // RolloverRun is one `fxdesk-cron run processFxSwaps --at` process.

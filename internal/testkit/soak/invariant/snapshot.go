@@ -43,6 +43,10 @@ type Snapshot struct {
 	EOD        EOD
 	Overridden map[string]bool
 	Alerts     []dbAlert
+	// FIXExecutions and FIXAllocations are the FIX journal's executions (fx_fix_execution, in id
+	// order) and each one's shares of the desk's trades (fx_fix_allocation); empty on REST.
+	FIXExecutions  []dbFIXExecution
+	FIXAllocations []dbFIXAllocation
 }
 
 // dbAlert is one row of the alert inbox.
@@ -252,6 +256,18 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var g string
 			err := r.Scan(&g)
 			s.Overridden[g] = true
+			return err
+		}},
+		{"SELECT `id`, `execId`, `clOrdId`, `symbol`, `units`, `price`, `transactTime` FROM `fx_fix_execution` ORDER BY `id`", func(r *sql.Rows) error {
+			var e dbFIXExecution
+			err := r.Scan(&e.ID, &e.ExecID, &e.ClOrdID, &e.Symbol, &e.Units, &e.Price, &e.At)
+			s.FIXExecutions = append(s.FIXExecutions, e)
+			return err
+		}},
+		{"SELECT `executionId`, `tradeId`, `units` FROM `fx_fix_allocation` ORDER BY `executionId`, `tradeId`", func(r *sql.Rows) error {
+			var a dbFIXAllocation
+			err := r.Scan(&a.Execution, &a.Trade, &a.Units)
+			s.FIXAllocations = append(s.FIXAllocations, a)
 			return err
 		}},
 		{"SELECT `code`, `status`, `message`, `firstSeenAt` FROM `fx_execution_alert` WHERE `code` LIKE 'eod-%' ORDER BY `id`", func(r *sql.Rows) error {

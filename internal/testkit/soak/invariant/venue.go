@@ -56,4 +56,14 @@ type VenueOrder struct {
 	Qty     decimal.Decimal
 	CumQty  decimal.Decimal
 	AvgPx   decimal.Decimal
+	// Executions are the order's fills as the venue reported them, each with its ExecID; they
+	// add up to CumQty.
+	Executions []VenueExecution
+}
+
+// VenueExecution is one execution (one ExecutionReport of ExecType Trade) the FIX venue made.
+type VenueExecution struct {
+	ExecID string
+	Qty    decimal.Decimal
+	Px     decimal.Decimal
 }
