@@ -348,7 +348,11 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 	// have four places: a fill of 12,345 units is 0.12345 lots), and desk and venue would
 	// disagree for ever; the desk sends only units it can book, so whole is always bookable.
 	nos.SetTimeInForce(enum.TimeInForce_FILL_OR_KILL)
-	if err := s.send(nos.ToMessage()); err != nil {
+	msg := nos.ToMessage()
+	if !trigger.IsZero() {
+		s.burst.ObserveDecided(time.Since(trigger))
+	}
+	if err := s.send(msg); err != nil {
 		if o.TradeID == o.ClOrdID {
 			s.journal.deleteOrder(context.WithoutCancel(ctx), o.ClOrdID)
 		}
