@@ -430,7 +430,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	kinds := slices.Concat(faultKinds, ch.kinds())
 	if lane == invariant.LaneFIX {
-		kinds = append(kinds, faultLostJournalReply)
+		kinds = append(kinds, faultLostJournalReply, faultVenueOddUnits)
 	}
 	for _, k := range kinds {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))
