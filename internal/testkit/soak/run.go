@@ -44,6 +44,10 @@ func Plan(seed uint64, d time.Duration, clusters []string, venue string) ([]stri
 		return nil, err
 	}
 	var out []string
+	if lane == invariant.LaneFIX {
+		k := fixVenueKnobsOf(seed)
+		out = append(out, fmt.Sprintf("fix venue knobs: %s (cmd/fixvenue %s)", k, strings.Join(k.venueArgs(), " ")))
+	}
 	for _, f := range schedule(seed, d, ch, lane) {
 		out = append(out, f.String())
 	}
