@@ -7,7 +7,8 @@
 //	go run ./cmd/fixvenue -addr 127.0.0.1:9878 -control-addr 127.0.0.1:9879 -feed-control http://127.0.0.1:8090
 //
 // With -username and -password it requires those credentials on the desk's Logon (the session
-// file's Username and Password; docs/fix.md).
+// file's Username and Password; docs/fix.md). -executions N fills every order in N executions;
+// -own-clordids numeric or none names the venue's own orders as many liquidity providers do.
 package main
 
 import (
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	feedControl := fs.String("feed-control", "", "the feed simulator's base URL for prices (e.g. http://127.0.0.1:8090)")
 	username := fs.String("username", "", "the Username (553) the desk's Logon must carry (with -password)")
 	password := fs.String("password", "", "the Password (554) the desk's Logon must carry; a Logon without it or with another is refused with a Logout saying why (empty: no credentials required)")
+	executions := fs.Int("executions", 0, "fill every order that meets no fault in this many executions, each reported (0 or 1: one)")
+	ownClOrdIDs := fs.String("own-clordids", fixvenue.OwnPrefixed, "how the venue names the orders it makes itself (venue-side closes): prefixed (VENUE-n), numeric (n) or none (no ClOrdID)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		prices = venuesim.FeedPrices(feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, log))
 	}
 	v, err := fixvenue.New(fixvenue.Config{VenueCompID: *venueID, DeskCompID: *deskID, Latency: *latency, Prices: prices,
-		Username: *username, Password: *password}, log)
+		Username: *username, Password: *password, Executions: *executions, OwnClOrdIDs: *ownClOrdIDs}, log)
 	if err != nil {
 		return err
 	}

@@ -50,3 +50,13 @@ func TestCommandPrintsWhereItListensAndStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// -executions and -own-clordids reach the venue's Config, which refuses what it cannot honour
+// before anything listens.
+func TestCommandRefusesBadExecutionSettings(t *testing.T) {
+	for _, args := range [][]string{{"-executions", "-1"}, {"-executions", "101"}, {"-own-clordids", "letters"}} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("run %q: no error", args)
+		}
+	}
+}

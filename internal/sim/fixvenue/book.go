@@ -97,6 +97,9 @@ type Order struct {
 	// LastQty and LastPx are the last execution's (the whole fill's unless it was split).
 	LastQty decimal.Decimal `json:"lastQty"`
 	LastPx  decimal.Decimal `json:"lastPx"`
+	// Executions are every execution of the order, in the order made (split.go): what a reader
+	// of /control/state holds the desk's journal to, ExecID by ExecID.
+	Executions []Execution `json:"executions,omitempty"`
 }
 
 // position is one symbol's net: signed units and the average price of what is open.
@@ -259,6 +262,9 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 		case faulted && fault.Kind == FaultSplit:
 			b.fillSplit(o, fault.executions())
 			return
+		case !faulted && b.s.cfg.Executions > 1:
+			b.fillSplit(o, b.s.cfg.Executions)
+			return
 		case faulted && fault.Kind == FaultPartial:
 			filled = b.fillPart(o, *fault.Units, tif)
 		default:
@@ -399,6 +405,7 @@ func (b *book) all() []Order {
 	for _, o := range b.orders {
 		c := *o
 		c.SeqNums = slices.Clone(o.SeqNums)
+		c.Executions = slices.Clone(o.Executions)
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {

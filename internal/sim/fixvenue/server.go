@@ -61,6 +61,9 @@ type Config struct {
 	// RequireParties refuses a RequestForPositions without the Parties component FIX 4.4 marks
 	// required, with a session Reject (35=3, SessionRejectReason 1, RefTagID 453).
 	RequireParties bool
+	// Executions, above 1, fills every order that meets no fault in that many executions, each
+	// reported (split.go; at most maxExecutions); 0 or 1 fills each in one.
+	Executions int
 }
 
 // Server is one running FIX venue: the acceptor behind a TCP proxy the control API can cut, and
@@ -101,6 +104,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	case "", OwnPrefixed, OwnNumeric, OwnNone:
 	default:
 		return nil, fmt.Errorf("fixvenue: OwnClOrdIDs %q must be %s, %s or %s", cfg.OwnClOrdIDs, OwnPrefixed, OwnNumeric, OwnNone)
+	}
+	if cfg.Executions < 0 || cfg.Executions > maxExecutions {
+		return nil, fmt.Errorf("fixvenue: Executions %d must be between 0 and %d", cfg.Executions, maxExecutions)
 	}
 	switch cfg.PositionReports {
 	case "", PositionsTQ, PositionsTQSOD, PositionsSplit:

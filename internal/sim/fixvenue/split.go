@@ -11,6 +11,17 @@ import (
 // (ExecType=F, OrdStatus=1 partially filled, the last one OrdStatus=2), with its own ExecID and
 // LastQty/LastPx, and CumQty/AvgPx of the order so far; each is netted as it executes.
 
+// Config.Executions makes the same split the venue's standing behaviour: every order it receives
+// that meets no fault fills in that many executions, as a venue whose book is thin at every
+// level does (cmd/fixvenue -executions).
+
+// Execution is one execution of an order, as /control/state lists it.
+type Execution struct {
+	ExecID string          `json:"execId"`
+	Qty    decimal.Decimal `json:"qty"`
+	Px     decimal.Decimal `json:"px"`
+}
+
 // statusPartial is OrdStatus=1, partially filled.
 const statusPartial = "1"
 
@@ -88,6 +99,7 @@ func (b *book) execute(o *Order, qty decimal.Decimal) bool {
 	cum := o.CumQty.Add(qty)
 	o.AvgPx = o.CumQty.Mul(o.AvgPx).Add(qty.Mul(px)).Div(cum).Round(10)
 	o.CumQty, o.LastQty, o.LastPx, o.ExecID, o.Time = cum, qty, px, b.nextID("E"), b.s.cfg.Now()
+	o.Executions = append(o.Executions, Execution{ExecID: o.ExecID, Qty: qty, Px: px})
 	o.Status = statusPartial
 	if cum.GreaterThanOrEqual(o.Qty) {
 		o.Status = statusFilled

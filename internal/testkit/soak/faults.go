@@ -76,6 +76,7 @@ type fault struct {
 	Streams    int           `json:"streams,omitempty"`    // flood: markets-rail streams opened with the attacker's token
 	Bodies     int           `json:"bodies,omitempty"`     // flood: oversized, wrong Content-Type and duplicate-key bodies sent
 	LoseFor    time.Duration `json:"loseFor,omitempty"`    // lostJournalReply: how long MySQL's answer is dropped before the cut
+	Units      int64         `json:"units,omitempty"`      // venueOddUnits: what the venue can fill of each order
 }
 
 // String is the fault as the schedule log shows it: every parameter, durations readable.
@@ -102,6 +103,7 @@ func (f fault) String() string {
 	add("holdFor", f.HoldFor, f.HoldFor > 0)
 	add("downFor", f.DownFor, f.DownFor > 0)
 	add("loseFor", f.LoseFor, f.LoseFor > 0)
+	add("units", f.Units, f.Units > 0)
 	add("pick", fmt.Sprintf("%.3f", f.Pick), f.Kind == faultVenueClose || f.Kind == faultReusedNonce)
 	return b.String()
 }
@@ -110,7 +112,8 @@ func (f fault) String() string {
 // kind once in a seeded order while there is room, then kinds at random, 3–7 s apart, from 8 s
 // in to 15 s before the end) and, each from a generator of its own, the venue faults (alike, 2–5 s
 // apart from 10 s in), the front-door faults (frontDoorSchedule) and, on the FIX lane, the lost
-// journal replies (lostReplySchedule). A seed's process faults are what they were before the
+// journal replies (lostReplySchedule) and, when the seed's venue knobs say so, the odd-unit
+// fills (oddUnitsSchedule). A seed's process faults are what they were before the
 // venue lane existed, its venue faults before the front-door lane, and every other lane's faults
 // before the lost journal replies.
 // On clusters (ha), the cluster faults come on a lane of their own (clusterSchedule), and a
@@ -128,6 +131,9 @@ func schedule(seed uint64, d time.Duration, ha clusterChoice, lane string) []fau
 	out := slices.Concat(process, venueSchedule(seed, d), frontDoorSchedule(seed, d), clusterSchedule(seed, d, ha.kinds()))
 	if lane == invariant.LaneFIX {
 		out = append(out, lostReplySchedule(seed, d)...)
+		if fixVenueKnobsOf(seed).OddUnits {
+			out = append(out, oddUnitsSchedule(seed, d)...)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.At, b.At) })
 	return out
@@ -262,11 +268,13 @@ func (in *injector) fail(format string, args ...any) {
 // one at a time, the venue faults, the front-door faults, the cluster faults and the lost journal
 // replies beside them on lanes of their own.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
-	var venue, frontDoor, cluster, lostReply, process []fault
+	var venue, frontDoor, cluster, lostReply, oddUnits, process []fault
 	for _, f := range faults {
 		switch {
 		case f.Kind == faultLostJournalReply:
 			lostReply = append(lostReply, f)
+		case f.Kind == faultVenueOddUnits:
+			oddUnits = append(oddUnits, f)
 		case isVenueFault(f.Kind):
 			venue = append(venue, f)
 		case isFrontDoorFault(f.Kind):
@@ -282,6 +290,7 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 	lanes.Go(func() { in.lane(ctx, start, frontDoor) })
 	lanes.Go(func() { in.lane(ctx, start, cluster) })
 	lanes.Go(func() { in.lane(ctx, start, lostReply) })
+	lanes.Go(func() { in.lane(ctx, start, oddUnits) })
 	in.lane(ctx, start, process)
 	lanes.Wait()
 }

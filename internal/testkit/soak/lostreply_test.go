@@ -31,7 +31,9 @@ func TestLostJournalRepliesComeOnlyOnTheFIXLaneAndMoveNoOtherFault(t *testing.T)
 				}
 				continue
 			}
-			others = append(others, f)
+			if f.Kind != faultVenueOddUnits { // oddunits_test.go's
+				others = append(others, f)
+			}
 		}
 		if lost < 4 || !slices.Equal(others, rest) {
 			t.Fatalf("seed %d: %d lost replies on FIX; the other faults equal the REST lane's: %v", seed, lost, slices.Equal(others, rest))

@@ -44,6 +44,10 @@ func Plan(seed uint64, d time.Duration, clusters []string, venue string) ([]stri
 		return nil, err
 	}
 	var out []string
+	if lane == invariant.LaneFIX {
+		k := fixVenueKnobsOf(seed)
+		out = append(out, fmt.Sprintf("fix venue knobs: %s (cmd/fixvenue %s)", k, strings.Join(k.venueArgs(), " ")))
+	}
 	for _, f := range schedule(seed, d, ch, lane) {
 		out = append(out, f.String())
 	}
@@ -430,7 +434,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	kinds := slices.Concat(faultKinds, ch.kinds())
 	if lane == invariant.LaneFIX {
-		kinds = append(kinds, faultLostJournalReply)
+		kinds = append(kinds, faultLostJournalReply, faultVenueOddUnits)
 	}
 	for _, k := range kinds {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))

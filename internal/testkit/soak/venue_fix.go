@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,29 +39,31 @@ const (
 	fixReject = "reject" // venue5xx: refused with OrdRejReason 3
 	fixDrop   = "drop"   // venueOutage: the session cut, every reconnect refused for the outage
 	fixClose  = "close"  // venueClose: the venue closes its net in one symbol itself
+	// venueOddUnits: the venue can fill only odd units of the next orders (oddunits.go)
+	fixPartial = fixvenue.FaultPartial
 )
 
-var fixControls = []string{fixHold, fixLose, fixReject, fixDrop, fixClose}
+var fixControls = []string{fixHold, fixLose, fixReject, fixDrop, fixClose, fixPartial}
 
 // fixVenueKnobs are how the FIX venue of a seed executes beyond the bundled venue's plain fill:
 // the behaviours of real liquidity providers that issue 37 gives cmd/fixvenue. They are drawn
 // from the seed (fixVenueKnobsOf), logged at the start of the run, and given to the venue by
-// venueArgs; a knob the venue does not support yet is drawn and logged but not passed, so every
-// seed runs the venue as it was until it does.
+// venueArgs (its flags) and the schedule (odd units, a fault).
 type fixVenueKnobs struct {
 	// ExecutionsPerFill: the venue fills each order in this many executions, each an
 	// ExecutionReport of its own with its ExecID, LastQty and LastPx (1: one execution). The desk
-	// must record and sum every one (venueExecutionsBooked reads them per ExecID once
-	// fixVenueState copies the venue's executions into VenueOrder.Executions).
+	// must record and sum every one (venueExecutionsBooked reads them per ExecID from
+	// VenueOrder.Executions; -executions N).
 	ExecutionsPerFill int
 	// NumericClOrdIDs: the venue's own orders (venue-side closes) carry numeric ClOrdIDs, some
-	// equal to a desk order id, instead of VENUE-<…>. The desk must tell them apart by its own
-	// ClOrdID scheme; fixVenueState and the checks' fixOrderOf then need the venue's word for
-	// which orders are its own, not the prefix.
+	// equal to a desk order id, instead of VENUE-<…> (-own-clordids numeric). The desk must tell
+	// them apart by its own journal; fixVenueState and the checks' fixOrderOf take the venue's
+	// word for which orders are its own (Order.Own), never a prefix.
 	NumericClOrdIDs bool
-	// OddUnits: the venue fills some orders in part, in odd units (12,345 of 20,000). The desk
-	// must book them exactly or refuse them, never round them to lots (venueNetMatches and
-	// venueExecutionsBooked compare units exactly).
+	// OddUnits: now and then the venue can fill only odd units (12,345 of 20,000) of the next
+	// orders (the fault venueOddUnits, oddunits.go). The desk's orders are fill-or-kill, so the
+	// venue cancels them: the desk must book none of them, and never round units to lots
+	// (venueFillsBooked, venueNetMatches and venueExecutionsBooked compare units exactly).
 	OddUnits bool
 }
 
@@ -74,9 +77,15 @@ func (k fixVenueKnobs) String() string {
 	return fmt.Sprintf("executionsPerFill=%d numericClOrdIDs=%v oddUnits=%v", k.ExecutionsPerFill, k.NumericClOrdIDs, k.OddUnits)
 }
 
-// venueArgs are the cmd/fixvenue flags that switch the knobs on. The venue supports none of
-// them yet: each is added here, beside its flag, once cmd/fixvenue has it.
-func (k fixVenueKnobs) venueArgs() []string { return nil }
+// venueArgs are the cmd/fixvenue flags that switch the knobs on. OddUnits is no flag: it is a
+// fault the soak plays now and then (oddUnitsSchedule), so that most orders still fill.
+func (k fixVenueKnobs) venueArgs() []string {
+	own := fixvenue.OwnPrefixed
+	if k.NumericClOrdIDs {
+		own = fixvenue.OwnNumeric
+	}
+	return []string{"-executions", strconv.Itoa(k.ExecutionsPerFill), "-own-clordids", own}
+}
 
 // fixLane is the FIX venue process, its session file, and what the soak injected through it.
 type fixLane struct {
@@ -150,7 +159,7 @@ func (v *fixLane) deskEnv() []string {
 // fixSides and fixStatuses spell FIX's Side and OrdStatus as the desk does.
 var (
 	fixSides    = map[string]string{"1": "BUY", "2": "SELL"}
-	fixStatuses = map[string]string{"0": "NEW", "2": "FILLED", "8": "REJECTED"}
+	fixStatuses = map[string]string{"0": "NEW", "1": "PARTIAL", "2": "FILLED", "4": "CANCELED", "8": "REJECTED"}
 )
 
 // state reads GET /control/state as the checks read a venue: its orders, its net per symbol,
@@ -171,23 +180,24 @@ func (v *fixLane) state() (*invariant.VenueState, error) {
 	return fixVenueState(st, time.Now()), nil
 }
 
-// fixVenueState converts the FIX venue's state read at at.
+// fixVenueState converts the FIX venue's state read at at. The venue's own orders are those it
+// says it made (Order.Own), whatever their ClOrdID: a number, one equal to a desk order id, or
+// none; they are no request of the desk's.
 func fixVenueState(st fixvenue.State, at time.Time) *invariant.VenueState {
 	vs := &invariant.VenueState{Lane: invariant.LaneFIX, At: at, Held: len(st.Held), OutageUntil: st.DownUntil,
 		OrderRequests: map[string]int{}, Net: map[string]decimal.Decimal{}}
 	for _, o := range st.Orders {
-		if !strings.HasPrefix(o.ClOrdID, "VENUE-") {
+		if !o.Own {
 			vs.OrderRequests[o.ClOrdID] = len(o.SeqNums)
 		}
 		status := fixStatuses[o.Status]
 		if status == "" {
 			status = "OrdStatus=" + o.Status
 		}
-		vo := invariant.VenueOrder{ClOrdID: o.ClOrdID, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
+		vo := invariant.VenueOrder{ClOrdID: o.ClOrdID, OrderID: o.OrderID, Own: o.Own, Symbol: o.Symbol, Side: fixSides[o.Side], Status: status,
 			Qty: o.Qty, CumQty: o.CumQty, AvgPx: o.AvgPx}
-		if o.ExecID != "" && o.CumQty.IsPositive() {
-			// The venue fills an order in one execution: its ExecID, the whole CumQty at AvgPx.
-			vo.Executions = []invariant.VenueExecution{{ExecID: o.ExecID, Qty: o.CumQty, Px: o.AvgPx}}
+		for _, e := range o.Executions {
+			vo.Executions = append(vo.Executions, invariant.VenueExecution{ExecID: e.ExecID, Qty: e.Qty, Px: e.Px})
 		}
 		vs.Orders = append(vs.Orders, vo)
 	}
@@ -280,6 +290,8 @@ func (v *fixLane) inject(ctx context.Context, f fault) (string, error) {
 		case <-time.After(f.DownFor):
 		}
 		return fmt.Sprintf("fix drop: %d session connections cut, reconnects refused for %s", out.Dropped, f.DownFor), nil
+	case faultVenueOddUnits:
+		return v.injectOddUnits(f)
 	case faultVenueClose:
 		vs, err := v.state()
 		if err != nil {

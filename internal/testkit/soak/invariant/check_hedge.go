@@ -164,7 +164,7 @@ func checkVenueHedgeFills(s *Snapshot, vs *VenueState) Result {
 	n := 0
 	for _, o := range vs.Orders {
 		id, isClose, ok := hedgeOrderOf(o.ClOrdID)
-		if o.Status != "FILLED" || !ok {
+		if o.Status != "FILLED" || !ok || o.Own {
 			continue
 		}
 		n++

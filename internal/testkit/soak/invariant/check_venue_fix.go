@@ -16,20 +16,18 @@ import (
 // itself). venueNeverResent holds on FIX as on REST: OrderRequests counts the NewOrderSingle
 // messages that carried each ClOrdID (a library resend keeps its message's number).
 
-// fixVenuePrefix starts the ClOrdID of an order the venue made itself (a venue-side close);
 // fixCloseMark separates a close's trade from its suffix: <opening order id>.c<n>.
-const (
-	fixVenuePrefix = "VENUE-"
-	fixCloseMark   = ".c"
-)
+const fixCloseMark = ".c"
 
-// fixOrderOf is the desk order a ClOrdID belongs to: its own id for an open, the opening
-// order's before fixCloseMark for a close; ok is false for the venue's own orders.
-func fixOrderOf(clOrdID string) (order int64, isClose, ok bool) {
-	if strings.HasPrefix(clOrdID, fixVenuePrefix) {
+// fixOrderOf is the desk order a venue order belongs to: its own id for an open, the opening
+// order's before fixCloseMark for a close; ok is false for the venue's own orders, told by the
+// venue's word (Own), never by their ClOrdID — a liquidity provider numbers its own as it likes,
+// a number equal to a desk order id among them.
+func fixOrderOf(o VenueOrder) (order int64, isClose, ok bool) {
+	if o.Own {
 		return 0, false, false
 	}
-	head, _, isClose := strings.Cut(clOrdID, fixCloseMark)
+	head, _, isClose := strings.Cut(o.ClOrdID, fixCloseMark)
 	id, err := strconv.ParseInt(head, 10, 64)
 	if err != nil {
 		return 0, false, false
@@ -143,10 +141,22 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 	venueSide := map[string][]VenueOrder{} // by symbol and side: the venue's own filled orders
 	opened, closed, deals := 0, 0, 0
 	for _, o := range vs.Orders {
-		if _, _, hedge := hedgeOrderOf(o.ClOrdID); o.Status != "FILLED" || hedge {
+		if _, _, hedge := hedgeOrderOf(o.ClOrdID); hedge && !o.Own {
 			continue // a hedge order is venueHedgeFills'
 		}
-		id, isClose, ok := fixOrderOf(o.ClOrdID)
+		if o.Status != "FILLED" {
+			// The desk sends fill-or-kill: an order the venue did not fill whole executed
+			// nothing the desk may book (a FOK the venue could fill only in part is cancelled).
+			if id, isClose, ok := fixOrderOf(o); ok && !isClose && o.Status != "NEW" && o.Status != "PARTIAL" {
+				for _, p := range byOrder[id] {
+					if p.VenueTradeID.Valid {
+						r.Add("", "the venue did not fill desk order %s (%s, %s of %s units executed), but its position %d (%s %s lots, %s) is booked", o.ClOrdID, o.Status, o.CumQty, o.Qty, p.ID, p.Side, p.OpenVolume, p.Status)
+					}
+				}
+			}
+			continue
+		}
+		id, isClose, ok := fixOrderOf(o)
 		switch {
 		case !ok:
 			venueSide[o.Symbol+" "+o.Side] = append(venueSide[o.Symbol+" "+o.Side], o)

@@ -54,6 +54,19 @@ type WatchDrop struct {
 // venueWatchSlack absorbs the millisecond rounding of the database's and the venue's times.
 const venueWatchSlack = 50 * time.Millisecond
 
+// fixVenueKeyPrefix starts the desk journal's key of an order the venue made itself: the
+// journal records it under the venue's OrderID, never the LP's ClOrdID (docs/fix.md, «Whose
+// execution»).
+const fixVenueKeyPrefix = "venue:"
+
+// journalKey is the ClOrdID under which the desk's journal records o's executions.
+func journalKey(o VenueOrder) string {
+	if o.Own {
+		return fixVenueKeyPrefix + o.OrderID
+	}
+	return o.ClOrdID
+}
+
 // executed is what the venue executed of o: its executions' quantities, or its CumQty when it
 // reported them as one.
 func executed(o VenueOrder) decimal.Decimal {
@@ -147,24 +160,25 @@ func checkVenueExecutionsBooked(s *Snapshot, vs *VenueState) Result {
 		if !want.IsPositive() {
 			continue
 		}
-		filled[o.ClOrdID] = true
+		key := journalKey(o)
+		filled[key] = true
 		executions += max(1, len(o.Executions))
 		ids := map[string]bool{}
 		for _, e := range o.Executions {
 			ids[e.ExecID] = true
 		}
 		var got decimal.Decimal
-		for _, e := range journal[o.ClOrdID] {
+		for _, e := range journal[key] {
 			got = got.Add(e.Units.Abs())
 			if len(ids) > 0 && !strings.Contains(e.ExecID, fixStatusExecMark) && !ids[e.ExecID] {
-				r.Add("", "the desk's journal records execution %s of %s (%s units at %s), which the venue never made (its executions: %s)", e.ExecID, o.ClOrdID, e.Units, e.Price, execsText(o.Executions))
+				r.Add("", "the desk's journal records execution %s of %s (%s units at %s), which the venue never made (its executions: %s)", e.ExecID, key, e.Units, e.Price, execsText(o.Executions))
 			}
 		}
 		switch got.Cmp(want) {
 		case -1:
-			r.Add("", "the venue executed %s units of %s (%s %s, executions %s); the desk's journal records %s", want, o.ClOrdID, o.Symbol, o.Side, execsText(o.Executions), got)
+			r.Add("", "the venue executed %s units of %s (%s %s, executions %s); the desk's journal records %s", want, key, o.Symbol, o.Side, execsText(o.Executions), got)
 		case 1:
-			r.Add("", "the venue executed %s units of %s (%s %s, executions %s); the desk's journal records %s, more than once", want, o.ClOrdID, o.Symbol, o.Side, execsText(o.Executions), got)
+			r.Add("", "the venue executed %s units of %s (%s %s, executions %s); the desk's journal records %s, more than once", want, key, o.Symbol, o.Side, execsText(o.Executions), got)
 		}
 	}
 	for id, es := range journal {

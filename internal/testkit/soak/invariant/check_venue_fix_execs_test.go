@@ -30,7 +30,8 @@ func fixExecsFixture() *fixExecs {
 		{ID: 3, ExecID: "E103", ClOrdID: "103", Symbol: "GBPUSD", Units: dec("-10000"), Price: dec("1.25000"), At: at(3)},
 		{ID: 4, ExecID: "E101c1", ClOrdID: "101.c1", Symbol: "EURUSD", Units: dec("-20000"), Price: dec("1.10000"), At: at(4)},
 		// Learned from a status report: the journal names it by the report.
-		{ID: 5, ExecID: "VENUE-k-9#5000", ClOrdID: "VENUE-k-9", Symbol: "GBPUSD", Units: dec("5000"), Price: dec("1.20000"), At: at(5)},
+		// The venue's own order, journaled under its OrderID (docs/fix.md, «Whose execution»).
+		{ID: 5, ExecID: "venue:V-k-9#5000", ClOrdID: "venue:V-k-9", Symbol: "GBPUSD", Units: dec("5000"), Price: dec("1.20000"), At: at(5)},
 	}
 	s.FIXAllocations = []dbFIXAllocation{
 		{Execution: 1, Trade: "100", Units: dec("10000")},
@@ -69,7 +70,16 @@ func (f *fixExecs) dropExecution(id int64) {
 func TestVenueExecutionsBookedCheckFlagsAnExecutionNotBookedExactlyOnce(t *testing.T) {
 	runCases(t, fixExecsFixture, func(f *fixExecs) Result { return checkVenueExecutionsBooked(f.s, f.vs) }, []checkCase[*fixExecs]{
 		{"a venue-side close the journal never recorded", func(f *fixExecs) { f.dropExecution(5) },
-			"the venue executed 5000 units of VENUE-k-9 (GBPUSD BUY, executions EV9 5000@1.2); the desk's journal records 0"},
+			"the venue executed 5000 units of venue:V-k-9 (GBPUSD BUY, executions EV9 5000@1.2); the desk's journal records 0"},
+		{"a venue-side close journaled under its numeric ClOrdID, a desk order's", func(f *fixExecs) { f.s.FIXExecutions[4].ClOrdID = "101" },
+			"the venue executed 20000 units of 101 (EURUSD BUY, executions E101 20000@1.1002); the desk's journal records 25000, more than once"},
+		{"an open filled in three executions, one journaled twice", func(f *fixExecs) {
+			f.vs.Orders[0].Executions = []VenueExecution{{ExecID: "E100a", Qty: dec("3333"), Px: dec("1.1001")}, {ExecID: "E100b", Qty: dec("3333"), Px: dec("1.1001")}, {ExecID: "E100c", Qty: dec("3334"), Px: dec("1.1001")}}
+			f.s.FIXExecutions[0].ExecID, f.s.FIXExecutions[0].Units, f.s.FIXAllocations[0].Units = "E100a", dec("3333"), dec("3333")
+			f.addExecution(6, "E100b", "100", "100", "3333", 1.1)
+			f.addExecution(7, "E100c", "100", "100", "3334", 1.2)
+			f.addExecution(8, "E100b", "100", "100", "3333", 1.3)
+		}, "the venue executed 10000 units of 100 (EURUSD BUY, executions E100a 3333@1.1001 E100b 3333@1.1001 E100c 3334@1.1001); the desk's journal records 13333, more than once"},
 		{"a close recorded twice (its trade report and a status report)", func(f *fixExecs) { f.addExecution(6, "101.c1#20000", "101.c1", "101", "-20000", 4.5) },
 			"the venue executed 20000 units of 101.c1 (EURUSD SELL, executions E101c1 20000@1.1); the desk's journal records 40000, more than once"},
 		{"a journal execution the venue never made", func(f *fixExecs) { f.s.FIXExecutions[0].ExecID = "E999" },
@@ -103,7 +113,7 @@ func TestVenueWatchedCheckFlagsAPositionDroppedWhileTheVenueHeldItsTrade(t *test
 			"position 11 (EURUSD BUY) was closed on the desk at 12:00:03.000, 1s before the venue stopped holding its trade 101 (at 12:00:04.000)"},
 		{"closed on the desk while the venue still holds the trade", func(f *fixExecs) { f.dropExecution(4) },
 			"position 11 (EURUSD BUY) was closed on the desk at 12:00:04.100 while the venue still holds 20000 units of its trade 101"},
-		{"open on the desk after the venue closed the trade", func(f *fixExecs) { f.addExecution(6, "EV10", "VENUE-k-10", "100", "-10000", 7) },
+		{"open on the desk after the venue closed the trade", func(f *fixExecs) { f.addExecution(6, "EV10", "venue:V-k-10", "100", "-10000", 7) },
 			"position 10 (EURUSD BUY 0.1 lots) is open on the desk; the venue stopped holding its trade 100 at 12:00:07.000"},
 		{"a web process told the venue had no trade it still holds", func(f *fixExecs) {
 			f.drops = append(f.drops, WatchDrop{Proc: "web3", At: at(6), Position: 10})

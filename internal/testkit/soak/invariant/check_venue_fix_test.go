@@ -9,8 +9,9 @@ import (
 
 // fixFixture is the FIX lane's evidence: in EURUSD an open linked long and a long the desk
 // closed with its own close order at 1.10000 (booked less the 2-point markup); in GBPUSD a short
-// the venue reduced itself by half at 1.20000 (booked plus the markup); a rejected order; an
-// INTERNAL position the venue never sees.
+// the venue reduced itself by half at 1.20000 (booked plus the markup) with an order of its own
+// whose ClOrdID is a number equal to a desk order id (101: only the venue's word, Own, tells it
+// from the desk's open 101); a rejected order; an INTERNAL position the venue never sees.
 func fixFixture() *abook {
 	return &abook{
 		s: &Snapshot{
@@ -46,7 +47,7 @@ func fixFixture() *abook {
 				{ClOrdID: "101.c1", Symbol: "EURUSD", Side: "SELL", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.10000")},
 				{ClOrdID: "103", Symbol: "GBPUSD", Side: "SELL", Status: "FILLED", Qty: dec("10000"), CumQty: dec("10000"), AvgPx: dec("1.25000")},
 				{ClOrdID: "104", Symbol: "GBPUSD", Side: "BUY", Status: "REJECTED", Qty: dec("10000")},
-				{ClOrdID: "VENUE-k-9", Symbol: "GBPUSD", Side: "BUY", Status: "FILLED", Qty: dec("5000"), CumQty: dec("5000"), AvgPx: dec("1.20000")},
+				{ClOrdID: "101", OrderID: "V-k-9", Own: true, Symbol: "GBPUSD", Side: "BUY", Status: "FILLED", Qty: dec("5000"), CumQty: dec("5000"), AvgPx: dec("1.20000")},
 			},
 			Net: map[string]decimal.Decimal{"EURUSD": dec("10000"), "GBPUSD": dec("-5000")},
 		},
@@ -99,6 +100,14 @@ func TestVenueFillsBookedCheckFlagsAFillTheDeskDidNotBookAtTheVenuesPrice(t *tes
 		{"a close the venue filled that the desk never booked", func(v *abook) { v.s.Deals = v.s.Deals[1:] },
 			"the venue filled close 101.c1 (SELL 20000 units at 1.1), but position 11 (CLOSED, 0 lots left) has no close deal at that price plus the markup -0.00002"},
 		{"a close deal with no price", func(v *abook) { v.s.Deals[0].Price = decimal.NullDecimal{} }, "position 11 close deal 20 has no price"},
+		{"the venue's own order read as a desk order by its numeric ClOrdID", func(v *abook) { v.vs.Orders[5].Own = false },
+			"the venue filled desk order 101 for 5000 units, its position 11 opened 0.2 lots"},
+		// A fill-or-kill order the venue could fill only in odd units is cancelled whole: the
+		// desk books nothing of it.
+		{"a FOK order the venue cancelled, booked in part", func(v *abook) {
+			v.vs.Orders = append(v.vs.Orders, VenueOrder{ClOrdID: "105", Symbol: "EURUSD", Side: "BUY", Status: "CANCELED", Qty: dec("20000")})
+			v.s.Positions = append(v.s.Positions, dbPosition{ID: 15, Account: 1, Order: 105, Symbol: "EURUSD", Side: "BUY", OpenVolume: dec("0.12345"), Volume: dec("0.12345"), Status: "OPEN", VenueTradeID: nstr("9")})
+		}, "the venue did not fill desk order 105 (CANCELED, 0 of 20000 units executed), but its position 15 (BUY 0.12345 lots, OPEN) is booked"},
 	})
 }
 

@@ -49,13 +49,17 @@ type VenueState struct {
 
 // VenueOrder is one order at the FIX venue.
 type VenueOrder struct {
-	ClOrdID string
-	Symbol  string // EURUSD, as the desk spells it
-	Side    string // BUY or SELL
-	Status  string // NEW, FILLED or REJECTED
-	Qty     decimal.Decimal
-	CumQty  decimal.Decimal
-	AvgPx   decimal.Decimal
+	ClOrdID string // "" for the venue's own order when it names none
+	OrderID string // the venue's
+	// Own is the venue's word that it made the order itself (a venue-side close), whatever its
+	// ClOrdID: a number equal to a desk order id, or none.
+	Own    bool
+	Symbol string // EURUSD, as the desk spells it
+	Side   string // BUY or SELL
+	Status string // NEW, PARTIAL (some executions made), FILLED, CANCELED or REJECTED
+	Qty    decimal.Decimal
+	CumQty decimal.Decimal
+	AvgPx  decimal.Decimal
 	// Executions are the order's fills as the venue reported them, each with its ExecID; they
 	// add up to CumQty.
 	Executions []VenueExecution
