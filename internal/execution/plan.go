@@ -420,9 +420,10 @@ func (p *planner) positions() {
 		if !ok {
 			continue
 		}
+		lots := shareLots(shares, size)
 		for i, sh := range shares {
 			a := Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
-				Volume: sh.Units.Div(size), Price: sh.Price, TransactionID: sh.TransactionID,
+				Volume: lots[i], Price: sh.Price, TransactionID: sh.TransactionID,
 				Reason: "the venue closed part of the trade and the desk did not book it"}
 			if i == len(shares)-1 {
 				a.Kind, a.Reason = CloseDeskSide, "closed at the venue"
@@ -438,6 +439,25 @@ type share struct {
 	TransactionID int64
 	Units         decimal.Decimal
 	Price         decimal.Decimal
+}
+
+// lotPlaces is the most decimals a position's or a deal's volume holds (DECIMAL(12,4)).
+const lotPlaces = 4
+
+// shareLots are the lots each share books: the shares' running total in lots, rounded to what
+// the book holds, less what the shares before it booked. The booked lots then add up to the
+// units the shares closed (a close the venue filled as 3,333 + 3,333 + 3,334 units of a 100,000
+// contract books 0.0333 + 0.0333 + 0.0334 lots), where rounding each share alone would leave the
+// position off the venue by a few units for ever (0.0333 × 3 = 9,990 units).
+func shareLots(shares []share, size decimal.Decimal) []decimal.Decimal {
+	out := make([]decimal.Decimal, len(shares))
+	units, booked := decimal.Zero, decimal.Zero
+	for i, sh := range shares {
+		units = units.Add(sh.Units)
+		through := units.Div(size).Round(lotPlaces)
+		out[i], booked = through.Sub(booked), through
+	}
+	return out
 }
 
 // unbooked is what the venue closed of pos's trade t and the desk did not book, fill by fill,
@@ -495,9 +515,10 @@ func (p *planner) openPosition(pos DeskPosition, t venue.Trade) {
 		if !ok {
 			return
 		}
-		for _, sh := range shares {
+		lots := shareLots(shares, size)
+		for i, sh := range shares {
 			p.add(Action{Kind: BookPartial, OrderID: pos.OrderID, PositionID: pos.PositionID, TradeID: t.ID, Symbol: pos.Symbol,
-				Volume: sh.Units.Div(size), Price: sh.Price, TransactionID: sh.TransactionID,
+				Volume: lots[i], Price: sh.Price, TransactionID: sh.TransactionID,
 				Reason: "the venue closed part of the trade and the desk did not book it"})
 		}
 	case -1:

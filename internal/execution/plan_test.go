@@ -270,6 +270,29 @@ func TestTradeClosedAtVenueInTwoFillsBooksEachAtItsPrice(t *testing.T) {
 			Price: dec("1.0795"), TransactionID: 5021, Reason: "closed at the venue"})
 }
 
+// A close the venue filled in three executions of odd units (3,333 + 3,333 + 3,334 of 0.1 lots)
+// and whose answer the desk lost: the shares' lots are the running total rounded to the book's
+// four places (0.0333, 0.0667, 0.1000), so they add up to the 0.1 lots closed. Rounding each alone (0.0333 three times)
+// left the position 10 units off the venue for ever (soak seed 9, position 701).
+func TestSharesOfOddUnitsBookLotsThatAddUpToTheUnitsClosed(t *testing.T) {
+	t.Parallel()
+	d, v := newDesk(), newVenue()
+	d.Positions = []DeskPosition{position(701, 101, "5001", "0.3")}
+	trade := openTagged("5001", "101", "30000")
+	trade.CurrentUnits = dec("20000")
+	trade.AverageClosePrice, trade.ClosingTransactionIDs = decPtr("1.0795"), []int64{5020, 5021, 5022}
+	v.OpenTrades = []venue.Trade{trade}
+	v.Trades["5001"] = trade
+	v.Fills[5020] = fill(5020, "5001", "-3333", "1.07950")
+	v.Fills[5021] = fill(5021, "5001", "-3333", "1.07950")
+	v.Fills[5022] = fill(5022, "5001", "-3334", "1.07950")
+	why := "the venue closed part of the trade and the desk did not book it"
+	requireActions(t, Plan(v, d, now, cfg),
+		Action{Kind: BookPartial, OrderID: 101, PositionID: 701, TradeID: "5001", Symbol: "EURUSD", Volume: dec("0.0333"), Price: dec("1.0795"), TransactionID: 5020, Reason: why},
+		Action{Kind: BookPartial, OrderID: 101, PositionID: 701, TradeID: "5001", Symbol: "EURUSD", Volume: dec("0.0334"), Price: dec("1.0795"), TransactionID: 5021, Reason: why},
+		Action{Kind: BookPartial, OrderID: 101, PositionID: 701, TradeID: "5001", Symbol: "EURUSD", Volume: dec("0.0333"), Price: dec("1.0795"), TransactionID: 5022, Reason: why})
+}
+
 // The desk booked one partial close itself at its fill's price; the venue then closed another
 // share whose answer never came. The unbooked share is booked at its own fill's price — not at
 // the trade's average close price, which mixes in the share the desk booked (found by the soak:
