@@ -91,6 +91,9 @@ type Order struct {
 	// SeqNums are the MsgSeqNums of the NewOrderSingles that carried this ClOrdID, each once: a
 	// library resend (PossDupFlag=Y) keeps its message's number, an order sent again is a new one.
 	SeqNums []int `json:"seqNums,omitempty"`
+	// DuplicatesRefused counts the NewOrderSingles that carried this ClOrdID again without
+	// PossDupFlag, each refused as a duplicate order (OrdRejReason 6) and executed nothing.
+	DuplicatesRefused int `json:"duplicatesRefused,omitempty"`
 	// Own is true for an order the venue made itself (a venue-side close), whatever its ClOrdID.
 	Own bool `json:"own,omitempty"`
 
@@ -230,6 +233,9 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 	b.mu.Lock()
 	if o, seen := b.orders[clOrdID]; seen {
 		o.sentIn(seqNum)
+		if !possDup {
+			o.DuplicatesRefused++
+		}
 		snap := *o
 		_, isHeld := b.held[clOrdID]
 		b.mu.Unlock()

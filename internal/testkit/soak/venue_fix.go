@@ -185,10 +185,13 @@ func (v *fixLane) state() (*invariant.VenueState, error) {
 // none; they are no request of the desk's.
 func fixVenueState(st fixvenue.State, at time.Time) *invariant.VenueState {
 	vs := &invariant.VenueState{Lane: invariant.LaneFIX, At: at, Held: len(st.Held), OutageUntil: st.DownUntil,
-		OrderRequests: map[string]int{}, Net: map[string]decimal.Decimal{}}
+		OrderRequests: map[string]int{}, RefusedAsDuplicate: map[string]int{}, Net: map[string]decimal.Decimal{}}
 	for _, o := range st.Orders {
 		if !o.Own {
 			vs.OrderRequests[o.ClOrdID] = len(o.SeqNums)
+			if o.DuplicatesRefused > 0 {
+				vs.RefusedAsDuplicate[o.ClOrdID] = o.DuplicatesRefused
+			}
 		}
 		status := fixStatuses[o.Status]
 		if status == "" {

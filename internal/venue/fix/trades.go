@@ -236,7 +236,12 @@ func (lt *liveTrades) set(ts []*liveTrade, all bool) {
 	}
 	for _, t := range ts {
 		if old := lt.byKey[t.key]; old != nil {
-			if old.pending != "" && t.pending == "" && closeNumber(t.key, old.pending) > t.closes {
+			switch {
+			case old.pending != "" && t.pending == "" && t.reserved == old.pending:
+				// A reservation this process sent: its row says RESERVED until its report is
+				// journaled, and it is the trade's close in flight, never to be sent again.
+				t.pending, t.reserved, t.ready, t.inherited = old.pending, "", false, false
+			case old.pending != "" && t.pending == "" && closeNumber(t.key, old.pending) > t.closes:
 				t.pending = old.pending
 			}
 			if old.reserved != "" && t.reserved == "" && closeNumber(t.key, old.reserved) > t.closes {

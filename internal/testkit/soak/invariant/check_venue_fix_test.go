@@ -57,6 +57,16 @@ func fixFixture() *abook {
 func TestVenueNeverResentCheckFlagsAClOrdIDTwoMessagesCarried(t *testing.T) {
 	runCases(t, fixFixture, func(v *abook) Result { return checkVenueNeverResent(v.vs) }, []checkCase[*abook]{
 		{"a close sent twice", func(v *abook) { v.vs.OrderRequests["101.c1"] = 2 }, "client id 101.c1 (desk order 101.c1): the venue received 2 order requests"},
+		// A new holder's send of an inherited reservation is refused as a duplicate: executed once.
+		{"a reserved close sent again by a new holder, refused as a duplicate", func(v *abook) {
+			v.vs.OrderRequests["101.c1"], v.vs.RefusedAsDuplicate = 2, map[string]int{"101.c1": 1}
+		}, ""},
+		{"an open sent twice, refused as a duplicate", func(v *abook) {
+			v.vs.OrderRequests["101"], v.vs.RefusedAsDuplicate = 2, map[string]int{"101": 1}
+		}, "client id 101 (desk order 101): the venue received 2 order requests"},
+		{"a close sent three times, one repeat not refused", func(v *abook) {
+			v.vs.OrderRequests["101.c1"], v.vs.RefusedAsDuplicate = 3, map[string]int{"101.c1": 1}
+		}, "client id 101.c1 (desk order 101.c1): the venue received 3 order requests"},
 	})
 }
 

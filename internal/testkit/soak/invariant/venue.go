@@ -35,6 +35,9 @@ type VenueState struct {
 	Held          int            `json:"held"`
 	OutageUntil   *time.Time     `json:"outageUntil"` // set until the trading listener listens again
 	OrderRequests map[string]int `json:"orderRequests"`
+	// RefusedAsDuplicate counts, per ClOrdID, the FIX venue's refusals of a repeated ClOrdID
+	// (OrdRejReason 6): requests that executed nothing.
+	RefusedAsDuplicate map[string]int `json:"-"`
 	Requests      map[string]int `json:"requests"`
 	Pending       map[string]any `json:"pendingFaults"`
 	Trades        []VenueTrade   `json:"trades"`
