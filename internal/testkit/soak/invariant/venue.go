@@ -38,9 +38,9 @@ type VenueState struct {
 	// RefusedAsDuplicate counts, per ClOrdID, the FIX venue's refusals of a repeated ClOrdID
 	// (OrdRejReason 6): requests that executed nothing.
 	RefusedAsDuplicate map[string]int `json:"-"`
-	Requests      map[string]int `json:"requests"`
-	Pending       map[string]any `json:"pendingFaults"`
-	Trades        []VenueTrade   `json:"trades"`
+	Requests           map[string]int `json:"requests"`
+	Pending            map[string]any `json:"pendingFaults"`
+	Trades             []VenueTrade   `json:"trades"`
 	// CloseFills are the prices of every fill that closed or reduced a trade, by trade id, from
 	// the venue's transactions (read only at the end: the trading API draws injected 5xx).
 	CloseFills map[string][]decimal.Decimal `json:"-"`
