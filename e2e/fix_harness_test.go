@@ -101,6 +101,18 @@ func startFIXVenue(t *testing.T, feed *feedSim, latency string) *fixVenue {
 	return v
 }
 
+// logHas is whether the venue logged a line containing text.
+func (v *fixVenue) logHas(text string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, l := range v.log {
+		if strings.Contains(l, text) {
+			return true
+		}
+	}
+	return false
+}
+
 // env is what a web process needs to trade over this session.
 func (v *fixVenue) env() []string {
 	return []string{"FXDESK_VENUE=fix", "FXDESK_FIX_SESSION=" + v.file, "FXDESK_VENUE_INTERVAL=500ms"}
@@ -125,6 +137,7 @@ type fixOrder struct {
 	CumQty  decimal.Decimal `json:"cumQty"`
 	AvgPx   decimal.Decimal `json:"avgPx"`
 	Status  string          `json:"status"`
+	SeqNums []int           `json:"seqNums"` // the messages that carried it (a resend keeps its number)
 }
 
 func (s fixState) ordersOf(clOrdID string) []fixOrder {

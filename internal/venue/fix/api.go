@@ -537,7 +537,8 @@ func (s *Session) orderStatus(ctx context.Context, clOrdID, symbol, side string)
 }
 
 // resolvePending asks the venue about every order the journal holds without a final report
-// that no send is waiting for: a report lost, or a process that died before it came.
+// that no send is waiting for: a report lost, or a process that died before it came. It also
+// asks about reserved closes whose rows cannot say they are in flight (resolveReserved).
 func (s *Session) resolvePending(ctx context.Context) error {
 	pending, err := s.journal.pending(ctx, 0)
 	if err != nil {
@@ -550,6 +551,50 @@ func (s *Session) resolvePending(ctx context.Context) error {
 		if _, err := s.orderStatus(ctx, o.ClOrdID, o.Symbol, o.Side); err != nil {
 			return err
 		}
+	}
+	return s.resolveReserved(ctx)
+}
+
+// resolveReserved asks the venue about the reserved closes whose outcome nobody will learn
+// otherwise. Their rows stay RESERVED until a report comes (a reserved close is sent without a
+// write), so resolvePending's journal query does not see them: an inherited reservation an
+// earlier holder may have sent and died before any write, and a reserved close this holder sent
+// that got no report (its wait timed out, or the venue answered a resent copy with nothing).
+// Without this the desk learns of such a close only when it closes the trade again — at a stop
+// the price may never reach again — and shows the trade open while the venue holds it closed
+// (docs/fix.md, «Reserved closes»). Each answer is journaled like any report (a fill closes the
+// trade); a reservation the venue never saw stays the trade's whole close, this holder's own.
+func (s *Session) resolveReserved(ctx context.Context) error {
+	inherited, sent := s.trades.unresolvedReservations(s.waited)
+	for _, o := range sent {
+		// Its row says whether it is still a reservation nobody heard of.
+		j, found, err := s.journal.order(ctx, o.ClOrdID)
+		if err != nil {
+			return err
+		}
+		if !found || j.Status != stateReserved {
+			continue // a SENDING/NEW row resolvePending asked about; a final one the intake applied
+		}
+		inherited = append(inherited, o)
+	}
+	for _, o := range inherited {
+		if s.waited(o.ClOrdID) {
+			continue // being sent or asked about now
+		}
+		known, err := s.orderStatus(ctx, o.ClOrdID, o.Symbol, o.Side)
+		if err != nil {
+			return err
+		}
+		if !known {
+			s.trades.reservationUnsent(o.TradeID, o.ClOrdID)
+			s.trades.unclaim(order{ClOrdID: o.ClOrdID, TradeID: o.TradeID, Status: stateReserved})
+			continue
+		}
+		// As closeTradeOnce after an ask: the trade as the journal has it now.
+		if err := s.reloadTrade(ctx, o.TradeID); err != nil {
+			return err
+		}
+		s.renewReservation(o.TradeID) // a close the venue rejected leaves the trade open
 	}
 	return nil
 }

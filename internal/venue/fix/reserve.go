@@ -107,6 +107,28 @@ func (lt *liveTrades) reservationUnsent(key, clOrdID string) {
 	}
 }
 
+// unresolvedReservations is what resolveReserved asks the venue about: every usable
+// reservation loaded from the journal and not asked about yet (an earlier holder may have sent
+// it), and every pending close nobody waits for (sent, its outcome unknown; only those whose row
+// is still RESERVED are asked about).
+func (lt *liveTrades) unresolvedReservations(waited func(string) bool) (inherited, sent []order) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for _, t := range lt.byKey {
+		side := sideSell
+		if t.units.IsNegative() {
+			side = sideBuy
+		}
+		switch {
+		case t.pending != "" && !waited(t.pending):
+			sent = append(sent, order{ClOrdID: t.pending, TradeID: t.key, Symbol: t.symbol, Side: side})
+		case t.pending == "" && t.reserved != "" && t.inherited && t.ready:
+			inherited = append(inherited, order{ClOrdID: t.reserved, TradeID: t.key, Symbol: t.symbol, Side: side})
+		}
+	}
+	return inherited, sent
+}
+
 // ReserveClose names trade tradeID's whole close ahead of its trigger (Session.ReserveClose).
 func (x Sender) ReserveClose(tradeID string) { x.S.ReserveClose(tradeID) }
 

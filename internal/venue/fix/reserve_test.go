@@ -194,6 +194,110 @@ func TestTakeoverSendsTheReservedCloseOnceAtTheVenue(t *testing.T) {
 	r.venue.Release("")
 }
 
+// A takeover with no close by the new holder: the earlier holder sent the reserved close and
+// stopped before any write, and the venue holds its report for good (lost, or slow). Nothing
+// triggers the new holder's close (no tick reaches the stop again); its reconciler asks the venue
+// about the inherited reservation and adopts the earlier send: the trade closed, its row FILLED,
+// one close at the venue — never a desk trade shown open while the venue holds it closed.
+func TestTakeoverAdoptsAnInheritedReservationTheVenueExecuted(t *testing.T) {
+	r, key, trade := reservedRig(t)
+	if err := r.venue.InjectFault(fixvenue.Fault{Kind: fixvenue.FaultHold}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	go func() { _, _ = r.session.SendRaw(ctx, key+".c1", "EURUSD", "2", dd("10000")) }()
+	for len(r.venue.State().Held) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the earlier holder's close never reached the venue")
+		}
+		time.Sleep(5 * time.Millisecond) // polls the venue's state, a deadline away
+	}
+	r.halt()
+	r.start(t, 5*time.Second)
+	open, err := r.session.OpenTrades(ctx) // the reconciler's run
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range open {
+		if o.ID == trade {
+			t.Fatalf("after the reconciler's run the desk lists %+v open; the venue closed it (%s held)", o, key+".c1")
+		}
+	}
+	if st := journalStatus(t, key+".c1"); st != "FILLED" {
+		t.Fatalf("the inherited reservation's row is %s, want FILLED from the venue's status answer", st)
+	}
+	if got := venueCloses(r.venue, key); len(got) != 1 || got[key+".c1"] != 1 {
+		t.Fatalf("venue closes %v, want %s.c1 sent once", got, key)
+	}
+	if u, _ := r.venue.NetPosition("EURUSD"); !u.IsZero() {
+		t.Fatalf("venue net %s, want 0: closed once", u)
+	}
+	r.venue.Release("")
+}
+
+// A reserved close this holder sent whose report never comes (held by the venue): its wait ends
+// with the outcome unknown, and its row is still RESERVED (the send wrote nothing). The
+// reconciler's next run asks the venue about it and books what it did — the trade closed, with
+// no further close of the trade needed to find out.
+func TestReservedCloseWithoutAReportIsAskedAboutByTheReconciler(t *testing.T) {
+	r, key, trade := reservedRig(t)
+	if err := r.venue.InjectFault(fixvenue.Fault{Kind: fixvenue.FaultHold}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	short, shortCancel := context.WithTimeout(ctx, time.Second)
+	_, err := r.session.CloseTrade(short, trade, nil)
+	shortCancel()
+	if !errors.Is(err, venue.ErrOutcomeUnknown) {
+		t.Fatalf("close with its report held: %v, want the outcome unknown", err)
+	}
+	if st := journalStatus(t, key+".c1"); st != "RESERVED" {
+		t.Fatalf("the sent reservation's row is %s, want RESERVED (nothing written at the send)", st)
+	}
+	open, err := r.session.OpenTrades(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range open {
+		if o.ID == trade {
+			t.Fatalf("after the reconciler's run the desk lists %+v open; the venue closed it (%s held)", o, key+".c1")
+		}
+	}
+	if st := journalStatus(t, key+".c1"); st != "FILLED" {
+		t.Fatalf("the reserved close's row is %s, want FILLED from the venue's status answer", st)
+	}
+	if got := venueCloses(r.venue, key); len(got) != 1 || got[key+".c1"] != 1 {
+		t.Fatalf("venue closes %v, want %s.c1 sent once", got, key)
+	}
+	r.venue.Release("")
+}
+
+// A takeover where the earlier holder never sent its reservation: the reconciler's question
+// finds the venue does not know it, and it stays the trade's whole close, no longer inherited.
+func TestTakeoverKeepsAnInheritedReservationTheVenueNeverSaw(t *testing.T) {
+	r, key, trade := reservedRig(t)
+	r.halt()
+	r.start(t, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	open, err := r.session.OpenTrades(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range open {
+		found = found || o.ID == trade
+	}
+	if c, ready, inherited := r.session.Reservation(key); !found || c != key+".c1" || !ready || inherited {
+		t.Fatalf("trade listed %v, reservation %q ready=%v inherited=%v; want it open with %s.c1 its own", found, c, ready, inherited, key)
+	}
+	if got := venueCloses(r.venue, key); len(got) != 0 {
+		t.Fatalf("venue closes %v, want none: asking sends nothing", got)
+	}
+}
+
 // After a takeover, a partial close of a trade whose inherited reservation an earlier holder
 // may have sent asks the venue first: it was sent and closed the trade, so nothing more goes.
 func TestPartialCloseAfterTakeoverAsksAboutTheInheritedReservation(t *testing.T) {
