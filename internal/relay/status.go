@@ -42,6 +42,10 @@ type Cursor struct {
 	Enabled bool `json:"enabled"`
 }
 
+// oldestUnrelayedSQL is how long ago (µs, the database clock) the first event after a cursor's
+// position was written.
+const oldestUnrelayedSQL = "SELECT TIMESTAMPDIFF(MICROSECOND, `createdAt`, NOW(3)) FROM `fx_event` WHERE `id` > ? ORDER BY `id` LIMIT 1"
+
 // statusDead caps the dead letters Status lists.
 const statusDead = 20
 
@@ -50,22 +54,34 @@ func ReadStatus(ctx context.Context, db store.Queryer) (Status, error) {
 	s := Status{Cursors: []Cursor{}, Dead: []DeadLetter{}}
 	cursors, err := store.QueryAll(ctx, db, "relay cursors", func(sc store.Scanner) (Cursor, error) {
 		var c Cursor
-		var oldest *float64
-		err := sc.Scan(&c.Name, &c.Position, &c.Term, &c.UpdatedAt, &c.Enabled, &s.Newest, &oldest)
-		if oldest != nil {
-			c.LagSeconds = max(*oldest, 0) / 1e6
-		}
+		err := sc.Scan(&c.Name, &c.Position, &c.Term, &c.UpdatedAt, &c.Enabled, &s.Newest)
 		return c, err
 	}, "SELECT `c`.`name`, `c`.`position`, `c`.`term`, `c`.`updatedAt`, "+
 		"COALESCE((SELECT `w`.`enabled` FROM `fx_webhook` AS `w` WHERE CONCAT('webhook:', `w`.`id`) = `c`.`name` LIMIT 1), `c`.`name` = 'stream'), "+
-		"(SELECT COALESCE(MAX(`id`), 0) FROM `fx_event` LIMIT 1), "+
-		"(SELECT TIMESTAMPDIFF(MICROSECOND, MIN(`e`.`createdAt`), NOW(3)) FROM `fx_event` AS `e` WHERE `e`.`id` = (SELECT MIN(`n`.`id`) FROM `fx_event` AS `n` WHERE `n`.`id` > `c`.`position` LIMIT 1) LIMIT 1) "+
+		"(SELECT COALESCE(MAX(`id`), 0) FROM `fx_event` LIMIT 1) "+
 		"FROM `fx_event_relay` AS `c` ORDER BY `c`.`name` = 'stream' DESC, `c`.`name`")
 	if err != nil {
 		return s, err
 	}
 	for i := range cursors {
 		cursors[i].LagEvents = max(s.Newest-cursors[i].Position, 0)
+		if cursors[i].LagEvents == 0 {
+			continue
+		}
+		// The oldest event it has not relayed, sought from its position on the primary key: one
+		// statement per cursor, where one statement for all of them made the server look for
+		// that event among every event of the outbox (seconds on a year's).
+		oldest, err := store.QueryAll(ctx, db, "relay cursor "+cursors[i].Name+": its oldest event", func(sc store.Scanner) (*float64, error) {
+			var us *float64
+			err := sc.Scan(&us)
+			return us, err
+		}, oldestUnrelayedSQL, cursors[i].Position)
+		if err != nil {
+			return s, err
+		}
+		if len(oldest) > 0 && oldest[0] != nil {
+			cursors[i].LagSeconds = max(*oldest[0], 0) / 1e6
+		}
 	}
 	s.Cursors = cursors
 	if s.DeadByEndpoint, err = store.QueryAll(ctx, db, "dead letters", func(sc store.Scanner) (EndpointDead, error) {

@@ -319,3 +319,32 @@ func TestWebhookSlowEndpointHoldsBackOnlyItself(t *testing.T) {
 		t.Fatalf("slow endpoint's dead letters = %+v (%v), want event %d after 2 attempts with no answer", dead, err, ids[0])
 	}
 }
+
+// A cursor's lag in seconds is the age, on the database clock, of the first event after its
+// position: sought from that position on the primary key (one statement per cursor).
+func TestStatusLagIsTheAgeOfTheFirstEventNotRelayed(t *testing.T) {
+	ids := addEvents(t, 2)
+	ctx := context.Background()
+	if _, err := testDB.ExecContext(ctx, "UPDATE `fx_event` SET `createdAt` = NOW(3) - INTERVAL 90 SECOND WHERE `id` = ?", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	name := "status-lag-" + strconv.FormatInt(ids[0], 10)
+	if _, err := testDB.ExecContext(ctx, "INSERT INTO `fx_event_relay` (`name`, `position`, `term`, `updatedAt`) VALUES (?, ?, 0, NOW(3))", name, ids[0]-1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = testDB.ExecContext(ctx, "DELETE FROM `fx_event_relay` WHERE `name` = ?", name) })
+	st, err := relay.ReadStatus(ctx, testDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Cursors {
+		if c.Name != name {
+			continue
+		}
+		if c.LagEvents < 2 || c.LagSeconds < 90 || c.LagSeconds > 150 || c.Enabled {
+			t.Fatalf("cursor %+v (newest %d): want at least 2 events behind, about 90 s, not enabled", c, st.Newest)
+		}
+		return
+	}
+	t.Fatalf("status %+v has no cursor %s", st.Cursors, name)
+}
