@@ -46,9 +46,9 @@ const (
 var fixControls = []string{fixHold, fixLose, fixReject, fixDrop, fixClose, fixPartial}
 
 // fixVenueKnobs are how the FIX venue of a seed executes beyond the bundled venue's plain fill:
-// the behaviours of real liquidity providers that issue 37 gives cmd/fixvenue. They are drawn
-// from the seed (fixVenueKnobsOf), logged at the start of the run, and given to the venue by
-// venueArgs (its flags) and the schedule (odd units, a fault).
+// the behaviours of real liquidity providers cmd/fixvenue can play (docs/soak.md, «The FIX
+// lane»). They are drawn from the seed (fixVenueKnobsOf), logged at the start of the run, and
+// given to the venue by venueArgs (its flags) and the schedule (odd units, a fault).
 type fixVenueKnobs struct {
 	// ExecutionsPerFill: the venue fills each order in this many executions, each an
 	// ExecutionReport of its own with its ExecID, LastQty and LastPx (1: one execution). The desk

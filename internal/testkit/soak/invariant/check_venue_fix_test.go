@@ -80,7 +80,8 @@ func TestVenueNetMatchesCheckFlagsASymbolWhereTheVenueHoldsOtherUnitsThanTheDesk
 			"EURUSD: the venue's net is 0 units, the desk's open linked positions add up to 10000"},
 		{"the venue holds where the desk is flat", func(v *abook) { v.vs.Net["USDJPY"] = dec("1000") },
 			"USDJPY: the venue's net is 1000 units, the desk's open linked positions add up to 0 (none)"},
-		// venueUnitsEqual of issue 37 is this check: units compared exactly, never as lots.
+		// "desk and venue units equal per symbol" is this check (docs/soak.md): units compared
+		// exactly, never as lots.
 		{"an odd-unit fill the desk rounded to lots", func(v *abook) {
 			v.vs.Net["EURUSD"] = dec("12345")
 			v.s.Positions[0].Volume = dec("0.1235")
