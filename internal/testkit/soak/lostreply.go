@@ -85,25 +85,33 @@ func (l *replyLoser) query(conn int, q string) {
 // lose arms the loser for the next journal commit and waits (at most wait) until it took one:
 // the connection it lost the reply on, or false when no commit came.
 func (l *replyLoser) lose(ctx context.Context, loseFor, wait time.Duration) (int, bool) {
+	return l.await(ctx, l.arm(loseFor), wait)
+}
+
+// arm makes the next journal commit lose its reply; the commit's connection is sent on the
+// channel it answers.
+func (l *replyLoser) arm(loseFor time.Duration) chan int {
 	fired := make(chan int, 1)
 	l.mu.Lock()
 	l.loseFor, l.fired = loseFor, fired
 	clear(l.journaling) // a transaction begun before the arming is not watched from its middle
 	l.mu.Unlock()
 	l.armed.Store(true)
-	disarm := func() {
-		l.armed.Store(false)
-		l.mu.Lock()
-		l.fired = nil
-		l.mu.Unlock()
-	}
+	return fired
+}
+
+// await waits (at most wait) for an armed loser to fire, and disarms it if it did not.
+func (l *replyLoser) await(ctx context.Context, fired chan int, wait time.Duration) (int, bool) {
 	select {
 	case conn := <-fired:
 		return conn, true
 	case <-ctx.Done():
 	case <-time.After(wait):
 	}
-	disarm()
+	l.armed.Store(false)
+	l.mu.Lock()
+	l.fired = nil
+	l.mu.Unlock()
 	select { // it may have fired while disarming
 	case conn := <-fired:
 		return conn, true

@@ -79,15 +79,7 @@ func TestReplyLoserLosesTheReplyToACommitThatJournaledAnExecution(t *testing.T) 
 	}
 	defer desk.Close()
 	l := newReplyLoser(p)
-	type lost struct {
-		conn int
-		ok   bool
-	}
-	armed := make(chan lost, 1)
-	go func() { c, ok := l.lose(ctx, 300*time.Millisecond, 10*time.Second); armed <- lost{c, ok} }()
-	for !l.armed.Load() {
-		time.Sleep(time.Millisecond) // the arming announces nothing
-	}
+	fired := l.arm(300 * time.Millisecond)
 	commit := func(q string) error {
 		tx, err := desk.BeginTx(ctx, nil)
 		if err != nil {
@@ -110,7 +102,7 @@ func TestReplyLoserLosesTheReplyToACommitThatJournaledAnExecution(t *testing.T) 
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Fatalf("the commit failed after %s, before the reply was lost for 300ms: %v", took, err)
 	}
-	if got := <-armed; !got.ok {
+	if _, ok := l.await(ctx, fired, 10*time.Second); !ok {
 		t.Fatal("the loser says it lost nothing")
 	}
 	var n int
