@@ -45,6 +45,18 @@ func journalStatus(t *testing.T, clOrdID string) string {
 	return st
 }
 
+// waitHeld waits until the venue holds a report: what (an order) reached it. The venue's state
+// announces nothing, so it is polled, a deadline (ctx) away.
+func waitHeld(ctx context.Context, t *testing.T, v *fixvenue.Server, what string) {
+	t.Helper()
+	for len(v.State().Held) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal(what + " never reached the venue")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // venueCloses is the ClOrdIDs of trade key's closes at the venue and how many times each was sent.
 func venueCloses(v *fixvenue.Server, key string) map[string]int {
 	out := map[string]int{}
@@ -116,12 +128,7 @@ func TestStopModifiedWhileReservedCloseInFlight(t *testing.T) {
 	var out venue.Outcome
 	var err error
 	wg.Go(func() { out, err = r.session.CloseTrade(ctx, trade, nil) })
-	for len(r.venue.State().Held) == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the reserved close never reached the venue")
-		}
-		time.Sleep(5 * time.Millisecond) // polls the venue's state, a deadline away
-	}
+	waitHeld(ctx, t, r.venue, "the reserved close")
 	r.session.ReserveClose(trade) // the trader moves the stop
 	if err := r.session.WaitReservations(ctx); err != nil {
 		t.Fatal(err)
@@ -170,12 +177,7 @@ func TestTakeoverSendsTheReservedCloseOnceAtTheVenue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	go func() { _, _ = r.session.SendRaw(ctx, key+".c1", "EURUSD", "2", dd("10000")) }()
-	for len(r.venue.State().Held) == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the earlier holder's close never reached the venue")
-		}
-		time.Sleep(5 * time.Millisecond) // polls the venue's state, a deadline away
-	}
+	waitHeld(ctx, t, r.venue, "the earlier holder's close")
 	r.halt()
 	r.start(t, 5*time.Second)
 	if c, ready, inherited := r.session.Reservation(key); c != key+".c1" || !ready || !inherited {
@@ -207,12 +209,7 @@ func TestTakeoverAdoptsAnInheritedReservationTheVenueExecuted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	go func() { _, _ = r.session.SendRaw(ctx, key+".c1", "EURUSD", "2", dd("10000")) }()
-	for len(r.venue.State().Held) == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the earlier holder's close never reached the venue")
-		}
-		time.Sleep(5 * time.Millisecond) // polls the venue's state, a deadline away
-	}
+	waitHeld(ctx, t, r.venue, "the earlier holder's close")
 	r.halt()
 	r.start(t, 5*time.Second)
 	open, err := r.session.OpenTrades(ctx) // the reconciler's run
