@@ -54,11 +54,9 @@ func waitErr(t *testing.T, ch <-chan error) error {
 	}
 }
 
-// A batch of close identities whose commit fails sends none of its closes: each answers "not
-// sent" and the venue sees no order. The next close of either trade asks the venue about the
-// close whose row may have committed, then goes with the next number, which a new holder
-// numbers past.
-func TestCloseBatchWhoseCommitFailsSendsNothing(t *testing.T) {
+// newRigViaProxy is newRig whose session reaches MySQL through a TCP proxy the test controls.
+func newRigViaProxy(t *testing.T) (*rig, *tcpproxy.Proxy) {
+	t.Helper()
 	proxy, err := tcpproxy.Start(dbtestAddr(t))
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +71,15 @@ func TestCloseBatchWhoseCommitFailsSendsNothing(t *testing.T) {
 	r.halt()
 	r.db = db
 	r.start(t, 5*time.Second)
+	return r, proxy
+}
+
+// A batch of close identities whose commit fails sends none of its closes: each answers "not
+// sent" and the venue sees no order. The next close of either trade asks the venue about the
+// close whose row may have committed, then goes with the next number, which a new holder
+// numbers past.
+func TestCloseBatchWhoseCommitFailsSendsNothing(t *testing.T) {
+	r, proxy := newRigViaProxy(t)
 	a, keyA := openTrade(t, r, "EURCHF", "1000")
 	b, keyB := openTrade(t, r, "EURCHF", "2000")
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"fxdesk/internal/sim/fixvenue"
-	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/testkit/tcpproxy"
 	"fxdesk/internal/venue"
@@ -23,20 +22,7 @@ import (
 // then (docs/fix.md, «A report already journaled»): a close of it goes, instead of 404
 // TRADE_DOESNT_EXIST while the venue holds it.
 func TestAnOpenWhoseJournalCommitReplyWasLostIsLearnedFromTheResentReport(t *testing.T) {
-	proxy, err := tcpproxy.Start(dbtestAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	db, err := store.Connect(testDatabase.DSNVia(proxy.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	r := newRig(t, 5*time.Second)
-	r.halt()
-	r.db = db
-	r.start(t, 5*time.Second)
+	r, proxy := newRigViaProxy(t)
 	logons := r.session.Logons()
 
 	key := orderID()
