@@ -29,9 +29,9 @@ func TestPriceSourcesDefaultToTheFeed(t *testing.T) {
 
 func TestPriceSourcesParseInOrder(t *testing.T) {
 	c, err := Load(Web, env(map[string]string{
-		"FXDESK_HOSTNAME":      "box",
-		"FXDESK_FEED":          "sim", // an env file's default does not conflict
-		"FXDESK_PRICE_SOURCES": " primary=sim, backup=sim ,lp=ws://10.0.0.7:8090/forex?apiKey=s3cret,lpfix=fix://10.0.0.8:9878?sender=DESK&target=LP",
+		"FXDESK_HOSTNAME":         "box",
+		"FXDESK_FEED":             "sim", // an env file's default does not conflict
+		"FXDESK_PRICE_SOURCES":    " primary=sim, backup=sim ,lp=ws://10.0.0.7:8090/forex?apiKey=s3cret,lpfix=fix://10.0.0.8:9878?sender=DESK&target=LP",
 		"FXDESK_PRICE_FLOOR_PIPS": "12.5", "FXDESK_PRICE_BAND_PIPS": "40", "FXDESK_PRICE_CONFIRM": "750ms",
 		"FXDESK_PRICE_HOLD_DOWN": "0s", "FXDESK_PRICE_SILENT_FACTOR": "20", "FXDESK_PRICE_SILENT_MIN": "200ms", "FXDESK_PRICE_SILENT_MAX": "30s",
 	}))
