@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"fxdesk/internal/sim/feedsim"
 	"log/slog"
 	"testing"
 	"time"
@@ -255,5 +256,52 @@ func TestPinAndHalt(t *testing.T) {
 	}
 	if r.e.SymbolState("EURUSD") != Quoting {
 		t.Fatalf("resumed symbol state %s", r.e.SymbolState("EURUSD"))
+	}
+}
+
+// Two real simulators over websockets as primary and backup: stopping the primary moves the
+// symbol to the backup at once, with the backup's latest quote (fail-back is
+// TestFailoverOnDisconnectAndFailBackAfterHoldDown's, on a hand-driven feed).
+func TestTwoWebsocketSourcesFailOver(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	p := startSim(t, feedsim.Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
+	b := startSim(t, feedsim.Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
+	opts := WebsocketOptions{BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
+	e := startEngine(t, Config{Now: clock.Now, Sources: []Source{
+		NewWebsocketSource("primary", p.URL(), "k", opts),
+		NewWebsocketSource("backup", b.URL(), "k", opts),
+	}}, "EURUSD")
+	sw, cancel := e.Switches()
+	defer cancel()
+	waitFor(t, "both subscribed", func() bool { return len(clientSubs(p)) == 1 && len(clientSubs(b)) == 1 })
+	quote := func(s *sim, bid, ask float64) {
+		t.Helper()
+		if _, err := s.SetQuote("EURUSD", bid, ask); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quote(p, 1.1000, 1.1002)
+	waitFor(t, "primary quote", hasTick(e, "EURUSD", 1.1000, 1.1002))
+	quote(b, 1.1001, 1.1003)
+	waitFor(t, "backup quote seen", func() bool {
+		h := e.Selections()[0].Health[1]
+		return h.Healthy
+	})
+	if q, _ := e.LastTick("EURUSD"); q.Source != "primary" {
+		t.Fatalf("quote from %q while the primary is healthy", q.Source)
+	}
+
+	p.stop()
+	s := <-sw
+	if s.From != "primary" || s.To != "backup" || s.Reason != "primary disconnected" {
+		t.Fatalf("switch %+v", s)
+	}
+	if q, _ := e.LastTick("EURUSD"); q.Source != "backup" || q.Bid != 1.1001 {
+		t.Fatalf("after the failover %+v", q)
+	}
+	st := e.SourceStatuses()
+	if st[0].Connected || !st[1].Connected || st[1].Published != 1 {
+		t.Fatalf("source statuses %+v", st)
 	}
 }
