@@ -78,7 +78,6 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	}
 	h.quotes.SetEngine(stream.engine)
 	h.metrics.WatchEngine(stream.engine)
-	h.metrics.WatchPriceSources(stream.engine)
 	// The dealer's pins and halts outlive the holder that took them: applied before anything
 	// acts on a price from this engine.
 	if err := h.pins.SetEngine(ctx, stream.engine, stream.controls); err != nil {
