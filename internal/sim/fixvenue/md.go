@@ -1,6 +1,7 @@
 package fixvenue
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"github.com/quickfixgo/enum"
 	"github.com/quickfixgo/field"
 	"github.com/quickfixgo/fix44/marketdataincrementalrefresh"
-	"github.com/quickfixgo/fix44/marketdatarequest"
 	"github.com/quickfixgo/fix44/marketdatarequestreject"
 	"github.com/quickfixgo/fix44/marketdatasnapshotfullrefresh"
 	"github.com/quickfixgo/quickfix"
@@ -203,15 +203,32 @@ type mdRequest struct {
 }
 
 // parseLocked validates a MarketDataRequest; a non-empty text is the refusal (MDReqRejReason
-// reason, "" for none that fits).
+// reason, "" for none that fits). The session runs without a data dictionary, so the library
+// keeps only the last value of a tag that repeats: the groups (NoMDEntryTypes, NoRelatedSym) are
+// read from the message's own bytes, in order.
 func (md *marketData) parseLocked(msg *quickfix.Message) (req mdRequest, reason enum.MDReqRejReason, text string) {
-	m := marketdatarequest.FromMessage(msg)
-	req.reqID, _ = msg.Body.GetString(tag.MDReqID)
+	var subType, depth, updateType string
+	var entryTypes, symbols []string
+	eachField(msg.Bytes(), func(t int, v []byte) {
+		switch quickfix.Tag(t) {
+		case tag.MDReqID:
+			req.reqID = string(v)
+		case tag.SubscriptionRequestType:
+			subType = string(v)
+		case tag.MarketDepth:
+			depth = string(v)
+		case tag.MDUpdateType:
+			updateType = string(v)
+		case tag.MDEntryType:
+			entryTypes = append(entryTypes, string(v))
+		case tag.Symbol:
+			symbols = append(symbols, string(v))
+		}
+	})
 	if req.reqID == "" {
 		return req, "", "MDReqID (262) is required"
 	}
-	t, _ := msg.Body.GetString(tag.SubscriptionRequestType)
-	req.subType = enum.SubscriptionRequestType(t)
+	req.subType = enum.SubscriptionRequestType(subType)
 	switch req.subType {
 	case enum.SubscriptionRequestType_DISABLE_PREVIOUS_SNAPSHOT_PLUS_UPDATE_REQUEST:
 		if _, ok := md.subs[req.reqID]; !ok {
@@ -221,44 +238,39 @@ func (md *marketData) parseLocked(msg *quickfix.Message) (req mdRequest, reason 
 	case enum.SubscriptionRequestType_SNAPSHOT, enum.SubscriptionRequestType_SNAPSHOT_PLUS_UPDATES:
 	default:
 		return req, enum.MDReqRejReason_UNSUPPORTED_SUBSCRIPTIONREQUESTTYPE,
-			"SubscriptionRequestType (263) " + strconv.Quote(t) + " is not supported: 0 snapshot, 1 snapshot + updates, 2 unsubscribe"
+			"SubscriptionRequestType (263) " + strconv.Quote(subType) + " is not supported: 0 snapshot, 1 snapshot + updates, 2 unsubscribe"
 	}
 	if _, dup := md.subs[req.reqID]; dup {
 		return req, enum.MDReqRejReason_DUPLICATE_MDREQID, "MDReqID " + strconv.Quote(req.reqID) + " is subscribed already"
 	}
-	if depth, err := msg.Body.GetInt(tag.MarketDepth); err != nil || (depth != 0 && depth != 1) {
+	if depth != "0" && depth != "1" {
 		return req, enum.MDReqRejReason_UNSUPPORTED_MARKETDEPTH, "MarketDepth (264) must be 1 (top of book) or 0 (the whole book, which is its top)"
 	}
 	sub := &mdSubscription{reqID: req.reqID, last: map[string]mdQuote{}}
-	if msg.Body.Has(tag.MDUpdateType) {
-		switch u, _ := msg.Body.GetString(tag.MDUpdateType); enum.MDUpdateType(u) {
-		case enum.MDUpdateType_FULL_REFRESH:
-			sub.full = true
-		case enum.MDUpdateType_INCREMENTAL_REFRESH:
-		default:
-			return req, enum.MDReqRejReason_UNSUPPORTED_MDUPDATETYPE, "MDUpdateType (265) must be 0 (full refresh) or 1 (incremental refresh)"
-		}
+	switch enum.MDUpdateType(updateType) {
+	case enum.MDUpdateType_FULL_REFRESH:
+		sub.full = true
+	case enum.MDUpdateType_INCREMENTAL_REFRESH, "":
+	default:
+		return req, enum.MDReqRejReason_UNSUPPORTED_MDUPDATETYPE, "MDUpdateType (265) must be 0 (full refresh) or 1 (incremental refresh)"
 	}
-	types, err := m.GetNoMDEntryTypes()
-	if err != nil || types.Len() == 0 {
+	if len(entryTypes) == 0 {
 		return req, enum.MDReqRejReason_UNSUPPORTED_MDENTRYTYPE, "NoMDEntryTypes (267) must list 0 (bid) and/or 1 (offer)"
 	}
-	for i := range types.Len() {
-		switch et, _ := types.Get(i).GetMDEntryType(); et {
+	for _, et := range entryTypes {
+		switch enum.MDEntryType(et) {
 		case enum.MDEntryType_BID:
 			sub.bid = true
 		case enum.MDEntryType_OFFER:
 			sub.offer = true
 		default:
-			return req, enum.MDReqRejReason_UNSUPPORTED_MDENTRYTYPE, "MDEntryType (269) " + strconv.Quote(string(et)) + " is not served: only 0 (bid) and 1 (offer)"
+			return req, enum.MDReqRejReason_UNSUPPORTED_MDENTRYTYPE, "MDEntryType (269) " + strconv.Quote(et) + " is not served: only 0 (bid) and 1 (offer)"
 		}
 	}
-	syms, err := m.GetNoRelatedSym()
-	if err != nil || syms.Len() == 0 {
+	if len(symbols) == 0 {
 		return req, enum.MDReqRejReason_UNKNOWN_SYMBOL, "NoRelatedSym (146) must list at least one symbol"
 	}
-	for i := range syms.Len() {
-		sym, _ := syms.Get(i).GetSymbol()
+	for _, sym := range symbols {
 		if !md.s.instruments[sym] {
 			return req, enum.MDReqRejReason_UNKNOWN_SYMBOL, "unknown symbol " + strconv.Quote(sym)
 		}
@@ -268,6 +280,25 @@ func (md *marketData) parseLocked(msg *quickfix.Message) (req mdRequest, reason 
 	}
 	req.sub = sub
 	return req, "", ""
+}
+
+// eachField calls fn with every tag=value field of a FIX message, in order.
+func eachField(msg []byte, fn func(tag int, value []byte)) {
+	for len(msg) > 0 {
+		f := msg
+		if i := bytes.IndexByte(msg, 1); i >= 0 {
+			f, msg = msg[:i], msg[i+1:]
+		} else {
+			msg = nil
+		}
+		k, v, ok := bytes.Cut(f, []byte{'='})
+		if !ok {
+			continue
+		}
+		if t, err := strconv.Atoi(string(k)); err == nil {
+			fn(t, v)
+		}
+	}
 }
 
 // rejectLocked answers a request with a MarketDataRequestReject (35=Y).
