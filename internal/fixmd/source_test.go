@@ -74,7 +74,7 @@ func (f *testFeed) want(symbols ...string) {
 }
 
 // awaitOffer waits for an offer that match accepts and returns it.
-func (f *testFeed) awaitOffer(t *testing.T, what string, match func(offered) bool) offered {
+func (f *testFeed) awaitOffer(t testing.TB, what string, match func(offered) bool) offered {
 	t.Helper()
 	deadline := time.After(wait)
 	for {
@@ -117,7 +117,7 @@ type rig struct {
 
 // newRig starts the bundled venue priced by an in-process feed simulator that quotes only when
 // the test sets a price, and the source's configuration to reach its market-data session.
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	n := rigCount.Add(1)
 	feed := feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, nil)
@@ -143,7 +143,7 @@ func newRig(t *testing.T) *rig {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // run starts src on feed until the test ends.
-func run(t *testing.T, src *fixmd.Source, feed *testFeed) {
+func run(t testing.TB, src *fixmd.Source, feed *testFeed) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
