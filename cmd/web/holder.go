@@ -28,7 +28,6 @@ import (
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
-	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
 
@@ -84,8 +83,10 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	if err := h.pins.SetEngine(ctx, stream.engine, stream.controls); err != nil {
 		return err
 	}
-	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log, Grace: h.cfg.Prices.HoldDown + 5*time.Second,
-		Switched: func(sw tick.Switch) { h.metrics.PriceSwitches.WithLabelValues(sw.Symbol, sw.From, sw.To).Inc() }})
+	// The sources connect one after another at a start; a better source's first quote is taken
+	// at once, so a symbol on a backup after startGrace is a failover.
+	const startGrace = 5 * time.Second
+	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log, Grace: startGrace})
 	h.stream.Go("price source watcher", watcher.Run)
 	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
 	// one configuration in which a follower (fxdesk-cron) can exist to read it.

@@ -135,6 +135,7 @@ type srcSym struct {
 	recvNs, ptNs int64   // 0: no quote yet
 	ewma         float64 // inter-arrival time, ns
 	healthySince int64   // Unix ns; 0 while unhealthy
+	lostHealth   bool    // it was healthy once and then was not: its return waits for HoldDown
 	offRun       int     // consecutive ticks off the band around the other sources
 	closed       bool
 	held         uint64
@@ -227,6 +228,9 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 	if ss.recvNs != 0 {
 		if dt := now - ss.recvNs; dt > 0 {
 			if dt > e.silentAfter(ss) {
+				if ss.healthySince != 0 {
+					ss.lostHealth = true
+				}
 				ss.healthySince = 0
 			}
 			d := float64(min(dt, int64(e.cfg.Failover.SilentMax)))
@@ -402,6 +406,9 @@ func (e *Engine) reselect(sl *slot, now int64) bool {
 		ok, why := e.health(st, j, now)
 		ss := &st.per[j]
 		if !ok {
+			if ss.healthySince != 0 {
+				ss.lostHealth = true
+			}
 			ss.healthySince = 0
 		} else if ss.healthySince == 0 {
 			ss.healthySince = now
@@ -420,6 +427,10 @@ func (e *Engine) reselect(sl *slot, now int64) bool {
 		return false // none healthy: keep the current one, whose quote ages into QUOTING_HALTED
 	case reason != "":
 		target = first
+	case first < st.active && !st.per[first].lostHealth:
+		// A better source quoting for the first time (the sources coming up one after another
+		// at a start) is not flapping: it is taken at once.
+		target, reason = first, "first quote from a better source"
 	case first < st.active && now-st.per[first].healthySince >= int64(e.cfg.Failover.HoldDown):
 		target, reason = first, "fail-back after hold-down"
 	}

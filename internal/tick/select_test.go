@@ -345,3 +345,26 @@ func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
 		t.Fatalf("limit 1: %+v", got)
 	}
 }
+
+// At a start the sources connect one after another: a backup that quotes first is replaced by
+// the primary's first quote at once, with no hold-down — only a return after a loss waits.
+func TestAPrimaryQuotingLateAtAStartIsTakenAtOnce(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(5, 1.1, "backup")
+	r.wantSwitch("the backup quotes first", "primary", "backup")
+	r.want("the backup quotes first", "backup", mid)
+
+	mid = r.steady(1, mid, "primary", "backup")
+	sw := r.wantSwitch("the primary's first quote", "backup", "primary")
+	if sw.Reason != "first quote from a better source" {
+		t.Fatalf("reason %q", sw.Reason)
+	}
+	r.want("the primary's first quote", "primary", mid)
+
+	// Once it has lost its health, its return waits for the hold-down again.
+	r.feed("primary").SetConnected(false, context.Canceled)
+	r.wantSwitch("primary disconnected", "primary", "backup")
+	r.feed("primary").SetConnected(true, nil)
+	r.steady(5, mid, "primary", "backup")
+	r.wantNoSwitch("a return inside the hold-down")
+}
