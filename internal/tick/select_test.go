@@ -2,7 +2,9 @@ package tick
 
 import (
 	"context"
+	"fxdesk/internal/sim/feedsim"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 )
@@ -255,5 +257,91 @@ func TestPinAndHalt(t *testing.T) {
 	}
 	if r.e.SymbolState("EURUSD") != Quoting {
 		t.Fatalf("resumed symbol state %s", r.e.SymbolState("EURUSD"))
+	}
+}
+
+// Two real simulators over websockets as primary and backup: stopping the primary moves the
+// symbol to the backup at once, with the backup's latest quote (fail-back is
+// TestFailoverOnDisconnectAndFailBackAfterHoldDown's, on a hand-driven feed).
+func TestTwoWebsocketSourcesFailOver(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	p := startSim(t, feedsim.Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
+	b := startSim(t, feedsim.Config{AlwaysOpen: true, DisableWalk: true}, "127.0.0.1:0")
+	opts := WebsocketOptions{BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
+	e := startEngine(t, Config{Now: clock.Now, Sources: []Source{
+		NewWebsocketSource("primary", p.URL(), "k", opts),
+		NewWebsocketSource("backup", b.URL(), "k", opts),
+	}}, "EURUSD")
+	sw, cancel := e.Switches()
+	defer cancel()
+	waitFor(t, "both subscribed", func() bool { return len(clientSubs(p)) == 1 && len(clientSubs(b)) == 1 })
+	quote := func(s *sim, bid, ask float64) {
+		t.Helper()
+		if _, err := s.SetQuote("EURUSD", bid, ask); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quote(p, 1.1000, 1.1002)
+	waitFor(t, "primary quote", hasTick(e, "EURUSD", 1.1000, 1.1002))
+	quote(b, 1.1001, 1.1003)
+	waitFor(t, "backup quote seen", func() bool {
+		h := e.Selections()[0].Health[1]
+		return h.Healthy
+	})
+	if q, _ := e.LastTick("EURUSD"); q.Source != "primary" {
+		t.Fatalf("quote from %q while the primary is healthy", q.Source)
+	}
+
+	p.stop()
+	s := <-sw
+	if s.From != "primary" || s.To != "backup" || s.Reason != "primary disconnected" {
+		t.Fatalf("switch %+v", s)
+	}
+	if q, _ := e.LastTick("EURUSD"); q.Source != "backup" || q.Bid != 1.1001 {
+		t.Fatalf("after the failover %+v", q)
+	}
+	st := e.SourceStatuses()
+	if st[0].Connected || !st[1].Connected || st[1].Published != 1 {
+		t.Fatalf("source statuses %+v", st)
+	}
+}
+
+// An external source's offers are validated like the websocket's: nothing undated,
+// non-positive or crossed is published, and a symbol nobody wants is counted, not stored.
+func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "lp")
+	f := r.feed("primary")
+	now := r.clock.Now()
+	f.Offer("EURUSD", 1.1, 1.1002, time.Time{})
+	f.Offer("EURUSD", 1.1, 1.1002, time.UnixMilli(-5))
+	f.Offer("EURUSD", 0, 1.1002, now)
+	f.Offer("EURUSD", 1.1, math.Inf(1), now)
+	f.Offer("EURUSD", 1.1003, 1.1002, now)
+	f.Offer("GBPUSD", 1.3, 1.3002, now)
+	if _, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatal("an invalid offer was published")
+	}
+	rj := r.e.Status().Rejected
+	if rj.Undated != 2 || rj.NonPositive != 2 || rj.Crossed != 1 || rj.UnknownPair != 1 {
+		t.Fatalf("rejections %+v", rj)
+	}
+	f.Offer("EURUSD", 1.1, 1.1002, now)
+	if q, ok := r.e.LastTick("EURUSD"); !ok || q.Source != "primary" || !q.ReceivedAt.Equal(now) || !q.ProviderTime.Equal(now) {
+		t.Fatalf("valid offer %+v", q)
+	}
+	// The rejected ring keeps the newest RejectedRing entries, newest first.
+	r2 := newRig(t, Config{Filter: FilterConfig{RejectedRing: 3}}, "primary")
+	mid := r2.steady(10, 1.1, "primary")
+	for i := range 5 {
+		r2.both(100*time.Millisecond, mid+float64(100+10*i)*pip, "primary")
+		r2.both(100*time.Millisecond, mid, "primary")
+	}
+	got := r2.e.Rejected(10)
+	if len(got) != 3 || abs(got[0].Bid+0.00001-(mid+140*pip)) > 1e-9 || abs(got[2].Bid+0.00001-(mid+120*pip)) > 1e-9 {
+		t.Fatalf("ring %+v", got)
+	}
+	if got := r2.e.Rejected(1); len(got) != 1 || got[0].Outcome != OutcomeDropped {
+		t.Fatalf("limit 1: %+v", got)
 	}
 }
