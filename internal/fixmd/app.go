@@ -20,7 +20,6 @@ import (
 // Message types the source reads and writes.
 const (
 	msgLogon         = string(enum.MsgType_LOGON)
-	msgLogout        = string(enum.MsgType_LOGOUT)
 	msgSnapshot      = string(enum.MsgType_MARKET_DATA_SNAPSHOT_FULL_REFRESH)
 	msgIncremental   = string(enum.MsgType_MARKET_DATA_INCREMENTAL_REFRESH)
 	msgRequestReject = string(enum.MsgType_MARKET_DATA_REQUEST_REJECT)
@@ -60,14 +59,8 @@ func (s *Source) ToAdmin(msg *quickfix.Message, _ quickfix.SessionID) {
 	}
 }
 
-// FromAdmin keeps the Text of a Logout: a venue says there why it refused the logon.
-func (s *Source) FromAdmin(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
-	if t, _ := msg.MsgType(); t == msgLogout {
-		text, _ := msg.Body.GetString(tag.Text)
-		s.mu.Lock()
-		s.logoutText = text
-		s.mu.Unlock()
-	}
+// FromAdmin accepts every session message.
+func (s *Source) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
 	return nil
 }
 
@@ -345,7 +338,29 @@ func (f logFactory) CreateSessionLog(quickfix.SessionID) (quickfix.Log, error) {
 
 type fixLog struct{ s *Source }
 
-func (fixLog) OnIncoming([]byte) {}
+// OnIncoming keeps the Text of a Logout as it comes in: a venue says there why it refused the
+// Logon, and the library, waiting for the Logon's answer, hands that Logout to no callback.
+func (l fixLog) OnIncoming(raw []byte) {
+	if !bytes.Contains(raw, logoutType) {
+		return
+	}
+	text := ""
+	if i := bytes.Index(raw, textTag); i >= 0 {
+		rest := raw[i+len(textTag):]
+		if j := bytes.IndexByte(rest, 1); j >= 0 {
+			text = string(rest[:j])
+		}
+	}
+	l.s.mu.Lock()
+	l.s.logoutText = text
+	l.s.mu.Unlock()
+}
+
+var (
+	logoutType = []byte("\x0135=5\x01")
+	textTag    = []byte("\x0158=")
+)
+
 func (fixLog) OnOutgoing([]byte) {}
 func (l fixLog) OnEvent(e string) {
 	l.s.log.Debug("fix session", slog.String("event", e))

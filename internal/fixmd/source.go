@@ -116,7 +116,6 @@ func (s *Source) Run(ctx context.Context, feed tick.Feed) error {
 		if up >= s.cfg.BackoffMax {
 			backoff = s.cfg.BackoffMin
 		}
-		feed.SetConnected(false, why)
 		// Jittered, so that several desks do not reconnect in step.
 		wait := time.Duration(float64(backoff) * (0.8 + 0.4*rand.Float64()))
 		s.log.WarnContext(ctx, "FIX market data down; reconnecting", slog.Any("err", why), slog.Duration("in", wait), slog.Duration("wasUp", up))
@@ -131,17 +130,31 @@ func (s *Source) Run(ctx context.Context, feed tick.Feed) error {
 }
 
 // attempt runs one initiator until its connection ends or ctx ends, and says how long the
-// session was logged on and why it ended.
+// session was logged on and why it ended. It reports the end to the engine at once, before it
+// stops the initiator (which takes the library up to a second): the engine fails over meanwhile.
 func (s *Source) attempt(ctx context.Context, feed tick.Feed) (up time.Duration, why error) {
 	s.resetAttempt()
 	init, err := quickfix.NewInitiator(s, quickfix.NewMemoryStoreFactory(), s.settings(), logFactory{s})
 	if err != nil {
-		return 0, fmt.Errorf("fixmd: initiator: %w", err)
+		why = fmt.Errorf("fixmd: initiator: %w", err)
+		feed.SetConnected(false, why)
+		return 0, why
 	}
 	if err := init.Start(); err != nil {
-		return 0, fmt.Errorf("fixmd: start the initiator: %w", err)
+		why = fmt.Errorf("fixmd: start the initiator: %w", err)
+		feed.SetConnected(false, why)
+		return 0, why
 	}
 	defer init.Stop()
+	up, why = s.session(ctx, feed)
+	if ctx.Err() == nil {
+		feed.SetConnected(false, why)
+	}
+	return up, why
+}
+
+// session serves one initiator's connection until it ends or ctx ends.
+func (s *Source) session(ctx context.Context, feed tick.Feed) (up time.Duration, why error) {
 	logonBy := time.NewTimer(s.cfg.LogonTimeout)
 	defer logonBy.Stop()
 	var since time.Time

@@ -2,6 +2,7 @@ package fixmd_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,27 @@ func (f *testFeed) awaitOffer(t testing.TB, what string, match func(offered) boo
 			}
 		case <-deadline:
 			t.Fatalf("no offer %s within %s", what, wait)
+		}
+	}
+}
+
+// awaitOffers waits until every one of matches accepted an offer, in any order (the source
+// offers the symbols of one round in no particular order).
+func (f *testFeed) awaitOffers(t testing.TB, what string, matches ...func(offered) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	seen := make([]bool, len(matches))
+	for left := len(matches); left > 0; {
+		select {
+		case o := <-f.offers:
+			for i, m := range matches {
+				if !seen[i] && m(o) {
+					seen[i] = true
+					left--
+				}
+			}
+		case <-deadline:
+			t.Fatalf("no offers %s within %s (matched %v)", what, wait, seen)
 		}
 	}
 }
@@ -179,8 +201,7 @@ func TestSnapshotThenIncrementalsReachTheFeed(t *testing.T) {
 	run(t, src, feed)
 	feed.awaitConnected(t, true)
 	before := time.Now()
-	feed.awaitOffer(t, "of the EURUSD snapshot", quoteIs("EURUSD", 1.10000, 1.10010))
-	feed.awaitOffer(t, "of the USDJPY snapshot", quoteIs("USDJPY", 150.000, 150.020))
+	feed.awaitOffers(t, "of the EURUSD and USDJPY snapshots", quoteIs("EURUSD", 1.10000, 1.10010), quoteIs("USDJPY", 150.000, 150.020))
 	if st := r.venue.MarketData(); st.Snapshots != 2 || st.Incrementals != 0 {
 		t.Fatalf("venue sent %d snapshots and %d incrementals, want 2 and 0 before any change", st.Snapshots, st.Incrementals)
 	}
@@ -337,5 +358,55 @@ func TestParseURL(t *testing.T) {
 		if _, err := fixmd.ParseURL("lpfix", c.url); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %q", c.url, err, c.want)
 		}
+	}
+}
+
+// A venue that is not there is reported down with why, attempt after attempt (the back-off
+// retries); a venue that refuses the logon is reported with its Logout's text.
+func TestConnectFailureAndRefusedLogonReported(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	src, err := fixmd.New(fixmd.Config{Name: "lpfix", Addr: closed, SenderCompID: "D", TargetCompID: "L",
+		BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newTestFeed("EURUSD")
+	run(t, src, feed)
+	for range 3 {
+		if c := feed.awaitConnected(t, false); c.why == nil || !strings.Contains(c.why.Error(), "connect") {
+			t.Fatalf("down with %v; want the failed connect", c.why)
+		}
+	}
+
+	n := rigCount.Add(1)
+	v, err := fixvenue.New(fixvenue.Config{VenueCompID: "PV-" + itoa(n), DeskCompID: "PD-" + itoa(n),
+		MDVenueCompID: "PVMD-" + itoa(n), MDDeskCompID: "PDMD-" + itoa(n), Username: "desk", Password: "right"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := v.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Stop)
+	cfg, err := fixmd.ParseURL("lpfix", "fix://"+addr+"?sender=PDMD-"+itoa(n)+"&target=PVMD-"+itoa(n)+"&username=desk&password=wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BackoffMin, cfg.BackoffMax = 10*time.Millisecond, 50*time.Millisecond
+	refused, err := fixmd.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed = newTestFeed("EURUSD")
+	run(t, refused, feed)
+	if c := feed.awaitConnected(t, false); c.why == nil || !strings.Contains(c.why.Error(), "invalid username or password") {
+		t.Fatalf("down with %v; want the venue's refusal", c.why)
 	}
 }

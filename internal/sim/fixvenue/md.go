@@ -361,7 +361,7 @@ func (md *marketData) poll() {
 		entries := 0
 		for _, sym := range sub.symbols {
 			q, was := sub.quoteOf(src, sym), sub.last[sym]
-			if q == was {
+			if q.bid.Equal(was.bid) && q.ask.Equal(was.ask) {
 				continue
 			}
 			sub.last[sym] = q
