@@ -40,6 +40,8 @@ type quoteView struct {
 	Ask    *string    `json:"ask"`
 	Time   *time.Time `json:"time,omitempty"`
 	AgeMs  *int64     `json:"ageMs,omitempty"`
+	// Source is the price source the quote was published from (docs/prices.md).
+	Source string `json:"source,omitempty"`
 }
 
 func price(v float64, digits int) *string {
@@ -191,7 +193,7 @@ func handleQuotes(log *slog.Logger, svc *catalog.Admin, accounts *trading.Servic
 				v.Bid, v.Ask = shownPrices(prices, s, known[s].Digits, q)
 				t := q.ProviderTime.UTC()
 				age := now.Sub(q.ReceivedAt).Milliseconds()
-				v.Time, v.AgeMs = &t, &age
+				v.Time, v.AgeMs, v.Source = &t, &age, q.Source
 			}
 			out = append(out, v)
 		}

@@ -226,8 +226,9 @@ func (r *Rail) publish(u tick.Update) {
 	}
 }
 
-// quoteEvent is one "quote" event: {"symbol","bid","ask","t"} with t the provider time in Unix
-// milliseconds, prices at the instrument's digits.
+// quoteEvent is one "quote" event: {"symbol","bid","ask","t","source"} with t the provider time
+// in Unix milliseconds, prices at the instrument's digits, source the price source it was
+// published from (omitted when unknown).
 func quoteEvent(u tick.Update, digits int) []byte {
 	b := make([]byte, 0, 112)
 	b = append(b, "event: quote\ndata: {\"symbol\":"...)
@@ -238,5 +239,9 @@ func quoteEvent(u tick.Update, digits int) []byte {
 	b = strconv.AppendFloat(b, u.Quote.Ask, 'f', digits, 64)
 	b = append(b, "\",\"t\":"...)
 	b = strconv.AppendInt(b, u.Quote.ProviderTime.UnixMilli(), 10)
+	if u.Quote.Source != "" {
+		b = append(b, ",\"source\":"...)
+		b = strconv.AppendQuote(b, u.Quote.Source)
+	}
 	return append(b, "}\n\n"...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -127,11 +128,13 @@ type tickMessage struct {
 	Time   int64 `json:"t"` // provider time, Unix milliseconds
 	SentAt stamp `json:"sentAt"`
 	Term   int64 `json:"term"` // the publisher's lease term (termFence)
+	// Source names the price source the holder published the quote from (docs/prices.md).
+	Source string `json:"source,omitempty"`
 }
 
 func encodeTick(u tick.Update, digits int, term int64, sentAt time.Time) ([]byte, error) {
 	return json.Marshal(tickMessage{Symbol: u.Symbol, quoteJSON: encodeQuote(&u.Quote, digits),
-		Time: u.Quote.ProviderTime.UnixMilli(), SentAt: stamp(sentAt), Term: term})
+		Time: u.Quote.ProviderTime.UnixMilli(), SentAt: stamp(sentAt), Term: term, Source: u.Quote.Source})
 }
 
 // decodeTick turns a message heard at heardAt (the follower's clock, monotonic) into a quote whose
@@ -147,5 +150,14 @@ func decodeTick(payload []byte, heardAt time.Time) (symbol string, q tick.Quote,
 		return "", tick.Quote{}, 0, false
 	}
 	return m.Symbol, tick.Quote{Bid: bid, Ask: ask, ReceivedAt: receivedHere(receivedAt, time.Time(m.SentAt), 0, heardAt),
-		ProviderTime: time.UnixMilli(m.Time).UTC()}, m.Term, true
+		ProviderTime: time.UnixMilli(m.Time).UTC(), Source: sourceName(m.Source)}, m.Term, true
+}
+
+// sourceName keeps a source name a desk could have configured (a short lower-case name) and
+// drops anything else: it only labels the quote.
+func sourceName(s string) string {
+	if len(s) > 32 || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		return ""
+	}
+	return s
 }

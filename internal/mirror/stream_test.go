@@ -26,14 +26,14 @@ func (e *fakeEngine) Updates([]string) (<-chan tick.Update, func()) { return e.c
 func TestDecodeAgesOnTheHoldersClock(t *testing.T) {
 	t.Parallel()
 	holderNow := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	u := tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.1, Ask: 1.1002, ReceivedAt: holderNow.Add(-300 * time.Millisecond), ProviderTime: holderNow.Add(-time.Second)}}
+	u := tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.1, Ask: 1.1002, ReceivedAt: holderNow.Add(-300 * time.Millisecond), ProviderTime: holderNow.Add(-time.Second), Source: "backup"}}
 	b, err := encodeTick(u, 5, 4, holderNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	followerNow := time.Now().Add(time.Hour) // skewed, and monotonic
 	sym, q, term, ok := decodeTick(b, followerNow)
-	if !ok || sym != "EURUSD" || term != 4 || q.Bid != 1.1 || q.Ask != 1.1002 {
+	if !ok || sym != "EURUSD" || term != 4 || q.Bid != 1.1 || q.Ask != 1.1002 || q.Source != "backup" {
 		t.Fatalf("decode = %s %+v term %d ok %v", sym, q, term, ok)
 	}
 	if age := followerNow.Sub(q.ReceivedAt); age != 300*time.Millisecond {
