@@ -138,7 +138,7 @@ func (ps *priceStream) buildSources(stage *lifecycle.Stage, cfg config.Config, i
 			stage.Go("feed simulator "+src.Name, sim.Run)
 			ps.sims[src.Name] = sim
 			ps.controls[src.Name] = "http://" + bound.String() + "/control"
-			log.Info("feed simulator listening (provider protocol and loopback control API)", slog.String("source", src.Name),
+			log.Info("feed simulator listening (provider protocol and loopback control API)", slog.String("source", src.Name), slog.String("addr", bound.String()),
 				slog.String("url", sim.URL()), slog.String("control", ps.controls[src.Name]+"/state"))
 			sources = append(sources, tick.NewWebsocketSource(src.Name, sim.URL(), cfg.FeedKey, tick.WebsocketOptions{}))
 		case config.PriceWebsocket:
