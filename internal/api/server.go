@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
@@ -83,6 +84,9 @@ type Deps struct {
 	// marked (catalog.TermsFollower). Without it the holder still reads the log every
 	// catalog.TermsPoll.
 	AdminWritten func(ctx context.Context, what string)
+	// PriceSources is the dealer's side of the price sources: the pins, and the holder's engine
+	// once this process holds the lease (pricesource.Pins.SetEngine); nil answers its routes 503.
+	PriceSources *pricesource.Pins
 	// TokenRevoked, when set, is called after a token is revoked over the API, so that every
 	// other web process forgets it at once rather than within auth.CacheFor (docs/identity.md).
 	TokenRevoked func(ctx context.Context, id int64)
