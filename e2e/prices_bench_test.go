@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -64,7 +63,8 @@ func TestBenchPriceFailover(t *testing.T) {
 
 // firstFromBackup waits for the first quote the desk published from the backup after killed: by
 // the rail's source where it names one, else the first quote the rail delivered after the switch
-// to the backup (its log line, read from index from, says when the engine switched).
+// to the backup (its log line read from index from; the selection's since is the engine's time
+// of the switch).
 func (d *priceDesk) firstFromBackup(rail *priceRail, from int, killed time.Time) railQuote {
 	d.e.t.Helper()
 	q := rail.next(10*time.Second, "after the kill", func(q railQuote) bool { return q.At.After(killed) })
@@ -74,15 +74,13 @@ func (d *priceDesk) firstFromBackup(rail *priceRail, from int, killed time.Time)
 		}
 		return q
 	}
-	// The watcher's line carries the engine's time of the switch (the engine's own line does not).
-	switched := isSwitch("EURUSD", "backup")
-	l, _ := d.web.waitNth(10*time.Second, from, 1, func(l logLine) bool { return switched(l) && l["at"] != nil })
-	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["at"]))
-	if err != nil {
-		d.e.t.Fatalf("switch line %v: at: %v", l, err)
+	d.web.waitNth(10*time.Second, from, 1, isSwitch("EURUSD", "backup"))
+	s := d.selection("EURUSD")
+	if s.Source != "backup" || s.Since.Before(killed) {
+		d.e.t.Fatalf("after the switch line EURUSD's selection is %+v", s)
 	}
-	if !q.At.After(at) {
-		q = rail.next(10*time.Second, "after the switch", func(q railQuote) bool { return q.At.After(at) })
+	if !q.At.After(s.Since) {
+		q = rail.next(10*time.Second, "after the switch", func(q railQuote) bool { return q.At.After(s.Since) })
 	}
 	return q
 }
