@@ -151,6 +151,10 @@ func TestOneOffMarketTickMovesNothing(t *testing.T) {
 	if n := d.sourceCount("primary").Dropped; n <= droppedBefore {
 		t.Fatalf("primary's dropped count %d, was %d before the spike", n, droppedBefore)
 	}
+	series := `fxdesk_price_filtered_total{outcome="dropped",source="primary",symbol="EURUSD"}`
+	if n, ok := metricValue(d.web.metrics(), series); !ok || n == "0" {
+		t.Fatalf("%s = %q (exposed %v) after the spike", series, n, ok)
+	}
 
 	// A sentinel that a real 22-pip move of the market (both sources, under the filter's floor)
 	// closes: once it has, every tick published before that move has been evaluated.
