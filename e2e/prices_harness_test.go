@@ -53,7 +53,7 @@ func newPriceDesk(t *testing.T, env ...string) *priceDesk {
 	env = append([]string{
 		"FXDESK_PRICE_SOURCES=primary=" + primary.url + ",backup=" + backup.url,
 		"FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s",
-		"FXDESK_PRICE_HOLD_DOWN=" + priceHoldDown.String(),
+		"FXDESK_PRICE_HOLD_DOWN=" + priceHoldDown.String(), "FXDESK_PRICE_ALERT_RESOLVE=2s",
 	}, env...)
 	web := e.start("web", "fxdesk-web", env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))

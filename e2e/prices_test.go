@@ -94,9 +94,9 @@ func TestPriceFailoverToBackupAndBack(t *testing.T) {
 	d.web.waitNth(10*time.Second, from, 1, isSwitch("EURUSD", "primary"))
 	eventually(t, 10*time.Second, 50*time.Millisecond, "every symbol back on the primary", func() bool { return len(d.priceSources().OffPrimary) == 0 })
 	// The watcher resolves the alert once every symbol has been back for its debounce
-	// (pricesource.DefaultResolveAfter, 30s; no setting shortens it yet).
+	// (FXDESK_PRICE_ALERT_RESOLVE, 2s here).
 	resolving := time.Now()
-	d.web.waitAlert("price-source-failover", false, 45*time.Second)
+	d.web.waitAlert("price-source-failover", false, 15*time.Second)
 	t.Logf("price-source-failover resolved %v after every symbol was back", time.Since(resolving).Round(100*time.Millisecond))
 }
 

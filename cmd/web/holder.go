@@ -86,7 +86,8 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// The sources connect one after another at a start; a better source's first quote is taken
 	// at once, so a symbol on a backup after startGrace is a failover.
 	const startGrace = 5 * time.Second
-	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log, Grace: startGrace})
+	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log, Grace: startGrace,
+		ResolveAfter: h.cfg.Prices.AlertResolve})
 	h.stream.Go("price source watcher", watcher.Run)
 	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
 	// one configuration in which a follower (fxdesk-cron) can exist to read it.

@@ -55,6 +55,9 @@ type PricesConfig struct {
 	// unhealthy for it.
 	SilentFactor         float64
 	SilentMin, SilentMax time.Duration
+	// AlertResolve is FXDESK_PRICE_ALERT_RESOLVE (default 30s): how long every symbol must have
+	// been back on its first source before price-source-failover is resolved.
+	AlertResolve time.Duration
 }
 
 // Sims counts the bundled simulator sources.
@@ -80,6 +83,8 @@ func loadPrices(getenv func(string) string, env func(key, def string) string, du
 		HoldDown:  duration("FXDESK_PRICE_HOLD_DOWN", "10s"),
 		SilentMin: duration("FXDESK_PRICE_SILENT_MIN", "1s"),
 		SilentMax: duration("FXDESK_PRICE_SILENT_MAX", "10s"),
+
+		AlertResolve: duration("FXDESK_PRICE_ALERT_RESOLVE", "30s"),
 	}
 	number := func(key, def string, lo, hi float64) float64 {
 		raw := env(key, def)
@@ -97,6 +102,9 @@ func loadPrices(getenv func(string) string, env func(key, def string) string, du
 	}
 	if p.HoldDown < 0 || p.HoldDown > time.Hour {
 		errs = append(errs, fmt.Errorf("FXDESK_PRICE_HOLD_DOWN=%s must be from 0s to 1h", p.HoldDown))
+	}
+	if p.AlertResolve < 100*time.Millisecond || p.AlertResolve > time.Hour {
+		errs = append(errs, fmt.Errorf("FXDESK_PRICE_ALERT_RESOLVE=%s must be from 100ms to 1h", p.AlertResolve))
 	}
 	if p.SilentMin < 50*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_PRICE_SILENT_MIN=%s must be at least 50ms", p.SilentMin))

@@ -83,6 +83,7 @@ func TestBadPriceSettingsAreRefused(t *testing.T) {
 		{map[string]string{"FXDESK_PRICE_CONFIRM": "5ms"}, []string{"FXDESK_PRICE_CONFIRM", "10ms"}},
 		{map[string]string{"FXDESK_PRICE_CONFIRM": "soon"}, []string{"FXDESK_PRICE_CONFIRM", "duration"}},
 		{map[string]string{"FXDESK_PRICE_HOLD_DOWN": "-1s"}, []string{"FXDESK_PRICE_HOLD_DOWN"}},
+		{map[string]string{"FXDESK_PRICE_ALERT_RESOLVE": "5ms"}, []string{"FXDESK_PRICE_ALERT_RESOLVE"}},
 		{map[string]string{"FXDESK_PRICE_SILENT_MIN": "10ms"}, []string{"FXDESK_PRICE_SILENT_MIN", "50ms"}},
 		{map[string]string{"FXDESK_PRICE_SILENT_MIN": "5s", "FXDESK_PRICE_SILENT_MAX": "2s"}, []string{"FXDESK_PRICE_SILENT_MAX", "FXDESK_PRICE_SILENT_MIN"}},
 	} {
