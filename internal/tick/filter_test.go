@@ -122,6 +122,23 @@ func TestGapOnBothSourcesConfirmedByTheOther(t *testing.T) {
 	r.wantRejected("contradicted", 2, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: gap + 400*pip - 0.00001})
 }
 
+// When the backup's gapped tick comes first, the primary's is already confirmed as it arrives:
+// nothing is held.
+func TestGapTheBackupQuotedFirstIsPublishedAtOnce(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	gap := mid + 300*pip
+	r.clock.advance(100 * time.Millisecond)
+	r.tick("backup", gap+0.2*pip)
+	r.want("the backup's gap alone", "primary", mid)
+	r.tick("primary", gap)
+	r.want("the primary's gap, the backup already there", "primary", gap)
+	if got := r.e.Rejected(0); len(got) != 0 {
+		t.Fatalf("held or dropped %+v, want nothing", got)
+	}
+	r.wantNoSwitch("a gap on both is no failover")
+}
+
 func TestSpikeOnThePrimaryDroppedByTheBackupWithoutFailover(t *testing.T) {
 	r := newRig(t, Config{}, "primary", "backup")
 	mid := r.steady(40, 1.1, "primary", "backup")

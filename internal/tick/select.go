@@ -312,7 +312,10 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 		}
 	}
 	reason := ""
-	if st.lastPubNs != 0 && now-st.lastPubNs <= int64(e.cfg.StaleAfter()) && math.Abs(mid-st.lastPubMid) > e.band(st, sl.pip) {
+	// A jump another healthy source already quotes (both gapped, the other first) is confirmed
+	// as it arrives.
+	confirmed := nref > 0 && math.Abs(mid-ref) <= bandPx
+	if !confirmed && st.lastPubNs != 0 && now-st.lastPubNs <= int64(e.cfg.StaleAfter()) && math.Abs(mid-st.lastPubMid) > e.band(st, sl.pip) {
 		reason = RejectSpike
 	} else if nref > 0 && math.Abs(mid-ref) > bandPx {
 		reason = RejectDisagrees
