@@ -104,7 +104,7 @@ func TestCandlesAgreeFailsAPublishedPriceOutsideItsCandle(t *testing.T) {
 	pe := &PriceEvidence{Published: []PublishedTick{
 		{Symbol: "EURUSD", Bid: 1.08050, Ask: 1.08052, At: t0.Add(10 * time.Second), Term: 2},
 		{Symbol: "EURUSD", Bid: 1.08250, Ask: 1.08252, At: t0.Add(59500 * time.Millisecond), Term: 2}, // next minute's, at the edge
-		{Symbol: "EURUSD", Bid: 1.09000, Ask: 1.09002, At: t0.Add(5 * time.Second), Term: 1},         // its holder died 3 s later
+		{Symbol: "EURUSD", Bid: 1.09000, Ask: 1.09002, At: t0.Add(5 * time.Second), Term: 1},          // its holder died 3 s later
 		{Symbol: "EURUSD", Bid: 1.08250, Ask: 1.08252, At: t0.Add(8 * time.Second), Term: 1},
 		{Symbol: "EURUSD", Bid: 1.08250, Ask: 1.08252, At: t0.Add(90 * time.Second), Term: 2},
 	}}
