@@ -2,6 +2,10 @@
 // ws://ADDR/forex and its control API at http://ADDR/control/…, until interrupted.
 //
 //	go run ./cmd/feedsim -addr 127.0.0.1:8090 -always-open
+//
+// Two of them with the same -seed quote the same market, as a desk's primary and backup:
+//
+//	go run ./cmd/feedsim -addr 127.0.0.1:8090 -seed 7 & go run ./cmd/feedsim -addr 127.0.0.1:8091 -seed 7
 package main
 
 import (
@@ -38,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address (the control API answers loopback callers only)")
 	alwaysOpen := fs.Bool("always-open", false, "ignore the trading-session calendars (quote on weekends)")
 	walk := fs.Duration("walk", 300*time.Millisecond, "mean interval between two quotes of one symbol")
-	seed := fs.Uint64("seed", 0, "random-walk seed (0 = random)")
+	seed := fs.Uint64("seed", 0, "market seed: simulators started with the same -seed and -walk quote the same prices (0 = an independent random walk)")
 	key := fs.String("key", "", "accept only this provider key (default: any non-empty key)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
@@ -56,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(logging.Redact(tint.NewTextHandler(stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly}), *key))
 
-	sim := feedsim.New(feedsim.Config{AlwaysOpen: *alwaysOpen, WalkInterval: *walk, Seed: *seed, Key: *key}, log)
+	sim := feedsim.New(feedsim.Config{AlwaysOpen: *alwaysOpen, WalkInterval: *walk, MarketSeed: *seed, Key: *key}, log)
 	if _, err := sim.Listen(*addr); err != nil {
 		return err
 	}

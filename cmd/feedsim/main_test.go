@@ -20,7 +20,7 @@ func TestCommandPrintsItsURLAndStopsOnCancel(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-always-open"}, outW, io.Discard)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-always-open", "-seed", "7"}, outW, io.Discard)
 		outW.Close()
 	}()
 	line, err := bufio.NewReader(outR).ReadString('\n')
@@ -38,12 +38,13 @@ func TestCommandPrintsItsURLAndStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st struct {
-		Symbols []struct{ Symbol string }
+		Symbols    []struct{ Symbol string }
+		MarketSeed uint64
 	}
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
-	if err != nil || len(st.Symbols) < 32 {
-		t.Fatalf("state: %v, %d symbols", err, len(st.Symbols))
+	if err != nil || len(st.Symbols) < 32 || st.MarketSeed != 7 {
+		t.Fatalf("state: %v, %d symbols, market seed %d (want 7: -seed makes twins agree)", err, len(st.Symbols), st.MarketSeed)
 	}
 	cancel()
 	select {

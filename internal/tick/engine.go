@@ -13,9 +13,14 @@ import (
 // session is open, no longer prices trades.
 const DefaultStaleAfter = 30 * time.Second
 
-// Config shapes an Engine. URL is required; every other field has a default beside it.
+// Config shapes an Engine. Sources (or URL) is required; every other field has a default beside
+// it.
 type Config struct {
-	// URL is the provider websocket, e.g. ws://127.0.0.1:PORT/forex for the bundled simulator.
+	// Sources are the price sources in priority order: the first is the primary.
+	Sources []Source
+	// URL is a shorthand for one provider websocket source named "primary" (used when Sources is
+	// empty), e.g. ws://127.0.0.1:PORT/forex for the bundled simulator. Key, SilenceAfter,
+	// Backoff*, DialTimeout, HandshakeTimeout, ReadLimit and KeyRefusals shape that source.
 	URL string
 	// Key authenticates to the provider. Empty sends "anonymous", which the simulator accepts
 	// (it refuses only an empty key) and a real provider will refuse.
@@ -44,6 +49,11 @@ type Config struct {
 	// quote should stop loudly rather than warn for ever. A refusal or two in a row is still
 	// retried (a provider may refuse while it restarts). Default 3.
 	KeyRefusals int
+	// PipSize is a symbol's pip (10^-(digits-1) from the instrument). Default DefaultPipSize.
+	PipSize func(symbol string) float64
+	// Filter shapes the spike filter; Failover shapes per-symbol source selection.
+	Filter   FilterConfig
+	Failover FailoverConfig
 }
 
 func (c Config) withDefaults() Config {

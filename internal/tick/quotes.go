@@ -12,6 +12,7 @@ type Quote struct {
 	Bid, Ask     float64
 	ReceivedAt   time.Time // engine clock when the frame carrying it arrived
 	ProviderTime time.Time // the provider's own timestamp (millisecond precision)
+	Source       string    // the price source it was published from ("primary", "backup", …)
 }
 
 // Mid is the midpoint of bid and ask.

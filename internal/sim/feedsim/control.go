@@ -39,6 +39,10 @@ func (s *Server) SetQuote(symbol string, bid, ask float64) (int, error) {
 			Spread: ask - bid, Volatility: 0.00004, Calendar: "forex"})
 	}
 	st.bid, st.ask = bid, ask
+	if s.cfg.MarketSeed != 0 {
+		// The seeded market continues from the set price on this simulator only.
+		st.shift = (bid+ask)/2 - s.marketMidLocked(st, now)
+	}
 	var outs []outgoing
 	if s.quotableLocked(st, now) {
 		st.sent++
@@ -64,7 +68,8 @@ func (s *Server) Quote(symbol string) (bid, ask float64, ok bool) {
 	if !known || !s.quotableLocked(st, s.cfg.Now()) {
 		return 0, 0, false
 	}
-	return st.bid, st.ask, true
+	bid, ask = st.quoted()
+	return bid, ask, true
 }
 
 // SetSession makes the provider announce symbol closed (open=false) or open again; "" or "*"
@@ -187,7 +192,7 @@ func (s *Server) runBurst(ctx context.Context, states []*symbolState, tps float6
 			st := states[next%len(states)]
 			next++
 			if s.quotableLocked(st, now) {
-				s.stepLocked(st)
+				s.stepLocked(st, now)
 				// Captured per tick: a symbol drawn many times in one batch carries each price.
 				batch = append(batch, st.entry())
 			}
@@ -264,6 +269,7 @@ type State struct {
 	Clients          []ClientState `json:"clients"`
 	SilencedAllUntil *time.Time    `json:"silencedAllUntil,omitempty"`
 	ActiveBursts     int           `json:"activeBursts"`
+	MarketSeed       uint64        `json:"marketSeed,omitempty"` // 0: an independent random walk
 	Symbols          []SymbolState `json:"symbols"`
 }
 
@@ -286,6 +292,7 @@ type SymbolState struct {
 	SessionOpen   bool       `json:"sessionOpen"`
 	Quotable      bool       `json:"quotable"`
 	SilencedUntil *time.Time `json:"silencedUntil,omitempty"`
+	OffsetPips    float64    `json:"offsetPips"` // /control/offset; Bid and Ask include it
 	Sent          uint64     `json:"sent"`
 }
 
@@ -294,7 +301,7 @@ func (s *Server) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
-	st := State{Connections: s.accepted.Load(), ActiveBursts: s.activeBursts}
+	st := State{Connections: s.accepted.Load(), ActiveBursts: s.activeBursts, MarketSeed: s.cfg.MarketSeed}
 	if s.ln != nil {
 		st.Addr = s.ln.Addr().String()
 	}
@@ -315,8 +322,9 @@ func (s *Server) State() State {
 	}
 	slices.SortFunc(st.Clients, func(a, b ClientState) int { return a.ID - b.ID })
 	for _, sym := range s.order {
+		bid, ask := sym.quoted()
 		ss := SymbolState{
-			Symbol: sym.inst.Symbol, Pair: sym.pair, Bid: sym.bid, Ask: sym.ask,
+			Symbol: sym.inst.Symbol, Pair: sym.pair, Bid: bid, Ask: ask, OffsetPips: sym.offsetPips,
 			ProviderOpen: !sym.providerClosed, SessionOpen: sym.cal.IsOpen(now),
 			Quotable: s.quotableLocked(sym, now), Sent: sym.sent,
 		}
@@ -337,6 +345,7 @@ func (s *Server) controlRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /control/raw", control.LoopbackOnly(s.handleRaw()))
 	mux.Handle("POST /control/disconnect", control.LoopbackOnly(s.handleDisconnect()))
 	mux.Handle("GET /control/state", control.LoopbackOnly(s.handleState()))
+	s.faultRoutes(mux)
 }
 
 func (s *Server) handleQuote() http.HandlerFunc {

@@ -48,7 +48,25 @@
 //	POST /control/burst      {"symbols":["EURUSD"],"ticksPerSecond":50000,"seconds":2}
 //	POST /control/raw        {"frame":"[{\"ev\":\"C\"…}]"}              send a text frame verbatim (tests)
 //	POST /control/disconnect {}                                          drop every client socket
+//	POST /control/spike      {"symbol":"EURUSD","pips":300,"ms":50}      one tick that far off, then the
+//	                                                                     price it left after ms (default 50)
+//	POST /control/shift      {"symbol":"EURUSD","pips":300}              a persistent move (a real gap)
+//	POST /control/offset     {"symbol":"*","pips":50}                    quote that far off the market until 0
 //	GET  /control/state
+//
+// Pips are the instrument's: 10^-(digits-1), so 0.0001 for EURUSD, 0.01 for USDJPY, 0.1 for gold.
+// While a spike is out the walk leaves its symbol alone, so a subscriber sees exactly one
+// off-market tick. An offset is quoted on top of the walk (and of a set quote) and reported in
+// the state; 0 quotes the market again.
+//
+// # Market seed
+//
+// With Config.MarketSeed set (cmd/feedsim -seed), prices are not a random walk of this process
+// but a deterministic function of (seed, symbol, wall-clock step of WalkInterval), and every
+// symbol is quoted at the start of each step. Two simulators with the same seed and interval —
+// in one process or two — therefore quote the same market: the desk's primary and backup
+// sources agree, and a test can make one of them disagree (offset), spike or go silent. A set
+// quote or a shift moves that one simulator's market, which then continues from the new price.
 //
 // Errors answer {"error":{"code":"EINVALID","message":"…"}} with status 400 (403 off loopback).
 // A burst answers 202 with {"ticks":N} and runs in the background; its frames carry up to

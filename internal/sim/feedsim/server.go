@@ -42,6 +42,11 @@ type Config struct {
 	ClientQueue int
 	// Seed makes the walk reproducible; 0 seeds randomly.
 	Seed uint64
+	// MarketSeed, when not 0, replaces the random walk by a market: each symbol's mid is a
+	// deterministic function of (MarketSeed, symbol, wall-clock step), so two simulators with the
+	// same MarketSeed and WalkInterval quote the same prices at the same moment — the primary and
+	// backup a desk expects to agree. SetQuote and Shift move this simulator's market only.
+	MarketSeed uint64
 	// Now is the simulator's clock for provider timestamps, silences and calendars.
 	// Default time.Now.
 	Now func() time.Time
@@ -85,6 +90,10 @@ type symbolState struct {
 	silencedUntil  time.Time
 	nextWalk       time.Time // real clock: pacing, not simulated time
 	sent           uint64
+	symHash        uint64    // market-seed mode: the symbol's part of every knot's hash
+	shift          float64   // market-seed mode: SetQuote/Shift's move from the seeded market, in price
+	offsetPips     float64   // Offset: quoted this many pips off the price, until set back to 0
+	spikeUntil     time.Time // real clock: the walk leaves the symbol alone while a spike is out
 }
 
 // Server is one simulated provider. Create it with New, bind with Listen, serve with Run.
@@ -139,8 +148,11 @@ func (s *Server) addSymbolLocked(inst Instrument) *symbolState {
 	if s.cfg.AlwaysOpen {
 		cal = session.AlwaysOpen()
 	}
-	st := &symbolState{inst: inst, pair: wirePair(inst.Symbol), cal: cal}
+	st := &symbolState{inst: inst, pair: wirePair(inst.Symbol), cal: cal, symHash: symbolHash(inst.Symbol)}
 	st.bid, st.ask = quoteAround(inst.Mid, inst.Spread, inst.Digits)
+	if s.cfg.MarketSeed != 0 {
+		st.bid, st.ask = quoteAround(s.marketMidLocked(st, s.cfg.Now()), inst.Spread, inst.Digits)
+	}
 	st.nextWalk = time.Now().Add(s.walkDelayLocked())
 	s.symbols[inst.Symbol] = st
 	s.byPair[st.pair] = st
@@ -348,10 +360,12 @@ func (s *Server) handleForex(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// walk moves every due symbol one random step and sends the moves to subscribers.
+// walk moves every due symbol one random step and sends the moves to subscribers. In
+// market-seed mode every symbol moves at the start of each wall-clock step instead, so twins
+// quote each step within a millisecond or so of each other.
 func (s *Server) walk(ctx context.Context) {
 	period := min(s.cfg.WalkInterval/4, 50*time.Millisecond)
-	t := time.NewTicker(period)
+	t := time.NewTimer(period)
 	defer t.Stop()
 	for {
 		select {
@@ -363,16 +377,21 @@ func (s *Server) walk(ctx context.Context) {
 		// Pacing runs on the real clock so a frozen test clock still walks; whether a symbol may
 		// be quoted, and the timestamps, follow Config.Now.
 		wall, now := time.Now(), s.cfg.Now()
+		if s.cfg.MarketSeed != 0 {
+			t.Reset(time.Until(s.nextStep(wall)))
+		} else {
+			t.Reset(period)
+		}
 		moved := s.walkScratch[:0]
 		for _, st := range s.order {
-			if wall.Before(st.nextWalk) {
+			if wall.Before(st.spikeUntil) || (s.cfg.MarketSeed == 0 && wall.Before(st.nextWalk)) {
 				continue
 			}
 			st.nextWalk = wall.Add(s.walkDelayLocked())
 			if !s.quotableLocked(st, now) {
 				continue
 			}
-			s.stepLocked(st)
+			s.stepLocked(st, now)
 			moved = append(moved, st.entry())
 		}
 		s.walkScratch = moved
@@ -398,9 +417,15 @@ func (s *Server) quotableLocked(st *symbolState, now time.Time) bool {
 		st.cal.IsOpen(now)
 }
 
-// stepLocked moves one symbol: a Gaussian step with a slight pull back to its starting level,
-// so a simulator left running for days still quotes plausible prices.
-func (s *Server) stepLocked(st *symbolState) {
+// stepLocked moves one symbol: to the seeded market's price at now in market-seed mode,
+// otherwise a Gaussian step with a slight pull back to its starting level, so a simulator left
+// running for days still quotes plausible prices.
+func (s *Server) stepLocked(st *symbolState, now time.Time) {
+	if s.cfg.MarketSeed != 0 {
+		st.bid, st.ask = quoteAround(s.marketMidLocked(st, now)+st.shift, s.marketSpreadLocked(st, now), st.inst.Digits)
+		st.sent++
+		return
+	}
 	mid := (st.bid + st.ask) / 2
 	mid *= 1 + st.inst.Volatility*s.rng.NormFloat64()
 	mid += (st.inst.Mid - mid) * 0.001
@@ -436,8 +461,24 @@ type quoteEntry struct {
 	digits   int
 }
 
+// entry is the quote as sent: the price moved by the symbol's offset, if any.
 func (st *symbolState) entry() quoteEntry {
-	return quoteEntry{pair: st.pair, bid: st.bid, ask: st.ask, digits: st.inst.Digits}
+	bid, ask := st.quoted()
+	return quoteEntry{pair: st.pair, bid: bid, ask: ask, digits: st.inst.Digits}
+}
+
+// quoted is the price the provider quotes: the walk's price moved by the offset.
+func (st *symbolState) quoted() (bid, ask float64) {
+	if st.offsetPips == 0 {
+		return st.bid, st.ask
+	}
+	return moved(st.bid, st.ask, st.offsetPips, st.inst.Digits)
+}
+
+// moved returns bid/ask moved by pips, rounded to digits and kept positive.
+func moved(bid, ask, pips float64, digits int) (float64, float64) {
+	d := pips * PipSize(digits)
+	return quoteAround((bid+ask)/2+d, ask-bid, digits)
 }
 
 // quoteFramesLocked encodes entries for every client that wants them, in frames of at most

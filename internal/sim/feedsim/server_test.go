@@ -221,6 +221,11 @@ func TestControlRefusesMalformedCallsWith400(t *testing.T) {
 		{"session without open", "/control/session", map[string]any{"symbol": "EURUSD"}},
 		{"unknown symbol silence", "/control/silence", map[string]any{"symbol": "ABCDEF", "seconds": 1}},
 		{"burst without rate", "/control/burst", map[string]any{"symbols": []string{"EURUSD"}, "seconds": 1}},
+		{"spike of zero pips", "/control/spike", map[string]any{"symbol": "EURUSD", "pips": 0}},
+		{"spike of an unknown symbol", "/control/spike", map[string]any{"symbol": "ABCDEF", "pips": 300}},
+		{"spike longer than a minute", "/control/spike", map[string]any{"symbol": "EURUSD", "pips": 300, "ms": 61000}},
+		{"shift beyond the limit", "/control/shift", map[string]any{"symbol": "EURUSD", "pips": 1e9}},
+		{"offset without pips", "/control/offset", map[string]any{"symbol": "*"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
