@@ -35,8 +35,11 @@ func (s *Snapshot) pointOf(symbol string) float64 { return s.pipOf(symbol) / 10 
 // filteredPrice is a price the desk must not have acted on: a tick it dropped, or a spike the
 // soak injected.
 type filteredPrice struct {
-	what       string
-	source     string
+	what   string
+	source string
+	// venueSaw: the venue, which prices from the primary's feed, quoted it too — a tick the
+	// primary sent that was no spike (an offset is in the feed's state, a spike only on the wire).
+	venueSaw   bool
 	prices     []float64
 	tolPips    float64
 	start, end time.Time
@@ -58,8 +61,8 @@ type act struct {
 // counted: a deal of a symbol a gap moved in that window (a real move the filter held, dropped
 // where it disagreed and published once confirmed, so its prices were both); a venue's execution
 // (an EXTERNAL order's deal, a hedge fill) at a price the primary source — the feed the venue
-// prices from — quoted then, from 2 s before the tick to 2 s after its drop (the venue fills at
-// its own feed, which spiked).
+// prices from — quoted then, from 2 s before the tick to 2 s after its drop, unless the tick was
+// a spike: the venue fills at its own feed's state, which an offset moves and a spike does not.
 func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "filteredNotActed"}
 	pe := ev.Prices
@@ -76,7 +79,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			end = f.ReceivedAt
 		}
 		filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s tick %s/%s dropped (%s)", f.Source, fmtPrice(f.Bid), fmtPrice(f.Ask), f.Reason),
-			source: f.Source, prices: []float64{f.Bid, f.Ask}, tolPips: PriceTolerance.MatchPips, start: f.ReceivedAt, end: end})
+			source: f.Source, venueSaw: f.Source == SourcePrimary && f.Reason != "spike", prices: []float64{f.Bid, f.Ask}, tolPips: PriceTolerance.MatchPips, start: f.ReceivedAt, end: end})
 	}
 	for _, f := range pe.Faults {
 		switch f.Kind {
@@ -128,7 +131,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			if !slices.ContainsFunc(c.prices, func(x float64) bool { return math.Abs(a.price-x) <= c.tolPips*pip }) {
 				continue
 			}
-			if a.venue && c.source == SourcePrimary && !a.at.Before(c.start.Add(-2*time.Second)) && !a.at.After(c.end.Add(2*time.Second)) {
+			if a.venue && c.venueSaw && !a.at.Before(c.start.Add(-2*time.Second)) && !a.at.After(c.end.Add(2*time.Second)) {
 				byVenue++
 				break
 			}
