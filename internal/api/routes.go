@@ -87,6 +87,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		read.Get("/symbols", handleSymbols(d.Log, d.Catalog, d.Trading, d.Quotes))
 		read.Get("/quotes", handleQuotes(d.Log, d.Catalog, d.Trading, d.Quotes))
 		read.Get("/markets/stream", handleMarketsStream(d.Log, d.Catalog, d.Rail))
+		read.Get("/candles", handleCandles(d.Log, d.Catalog, d.Candles))
 	})
 
 	operatorPages(r, d.Log, d.Auth, authn, g.under("/admin"), handleStatusPage(d.Log, d))

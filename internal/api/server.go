@@ -16,6 +16,7 @@ import (
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
+	"fxdesk/internal/candles"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/config"
 	"fxdesk/internal/desk"
@@ -83,6 +84,8 @@ type Deps struct {
 	// marked (catalog.TermsFollower). Without it the holder still reads the log every
 	// catalog.TermsPoll.
 	AdminWritten func(ctx context.Context, what string)
+	// Candles reads the price history (docs/candles.md); nil takes one over DB.
+	Candles *candles.Reader
 	// TokenRevoked, when set, is called after a token is revoked over the API, so that every
 	// other web process forgets it at once rather than within auth.CacheFor (docs/identity.md).
 	TokenRevoked func(ctx context.Context, id int64)
@@ -106,6 +109,13 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	if d.Webhooks == nil {
 		d.Webhooks = relay.NewAdmin(d.DB, relay.Sender{})
+	}
+	if d.Candles == nil {
+		r, err := candles.NewReader(d.DB)
+		if err != nil {
+			return nil, fmt.Errorf("http server: %w", err)
+		}
+		d.Candles = r
 	}
 	return routes(d), nil
 }

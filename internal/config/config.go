@@ -70,9 +70,13 @@ type Config struct {
 	AdvertiseURL string
 	CronMode     CronMode // CRON_MODE, default inline on web; always only on cron
 
-	Feed     string // FXDESK_FEED, default sim
-	FeedKey  string // FXDESK_FEED_KEY, masked in logs
-	SimAddr  string // FXDESK_SIM_ADDR, default 127.0.0.1:0
+	Feed    string // FXDESK_FEED, default sim; FXDESK_PRICE_SOURCES replaces it (Prices)
+	FeedKey string // FXDESK_FEED_KEY, masked in logs
+	// SimAddr is FXDESK_SIM_ADDR, default 127.0.0.1:0: where the first bundled feed simulator
+	// listens; each further sim source takes the next port (or its own port 0).
+	SimAddr string
+	// Prices is FXDESK_PRICE_SOURCES and the FXDESK_PRICE_* filter and failover settings.
+	Prices   PricesConfig
 	Hostname string // FXDESK_HOSTNAME, default os.Hostname()
 
 	LeaseTTL   time.Duration // FXDESK_LEASE_TTL, default 20s
@@ -305,6 +309,8 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	errs = append(errs, more...)
 	c.JWT, more = loadJWT(env, duration)
 	errs = append(errs, more...)
+	c.Prices, more = loadPrices(getenv, env, duration, c.Feed)
+	errs = append(errs, more...)
 	if c.Venue.InProcessSim() && p == Web && (c.WebInstances > 1 || c.Takeover == TakeoverStandby) {
 		// Each process would run its own in-memory venue: a follower's, or a standby's after a
 		// takeover, would not hold the trades the desk's EXTERNAL positions are linked to.
@@ -383,6 +389,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("feed", maskURL(c.Feed)),
 		slog.String("feedKey", mask(c.FeedKey)),
 		slog.String("simAddr", c.SimAddr),
+		slog.Any("priceSources", priceSourcesLog(c.Prices.Sources)),
+		slog.Group("prices", slog.Float64("floorPips", c.Prices.FloorPips), slog.Float64("bandPips", c.Prices.BandPips),
+			slog.Duration("confirm", c.Prices.Confirm), slog.Duration("holdDown", c.Prices.HoldDown),
+			slog.Float64("silentFactor", c.Prices.SilentFactor), slog.Duration("silentMin", c.Prices.SilentMin),
+			slog.Duration("silentMax", c.Prices.SilentMax)),
 		slog.String("hostname", c.Hostname),
 		slog.Duration("leaseTTL", c.LeaseTTL),
 		slog.Duration("leaseFence", c.LeaseFence),
@@ -474,6 +485,11 @@ func (c Config) Secrets() []string {
 	}
 	for _, raw := range []string{c.Feed, c.Venue.URL, c.RedisURL, c.JWT.JWKSURL} {
 		out = append(out, urlSecrets(raw)...)
+	}
+	for _, s := range c.Prices.Sources {
+		if s.URL != c.Feed { // the default source is the feed itself
+			out = append(out, urlSecrets(s.URL)...)
+		}
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
