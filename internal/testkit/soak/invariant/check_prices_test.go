@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -125,5 +126,38 @@ func TestCandlesAgreeFailsAPublishedPriceOutsideItsCandle(t *testing.T) {
 	s.CandlesRead, s.CandlesErr = false, "Table 'fx_candle' doesn't exist"
 	if r := checkCandlesAgree(s, pe); len(r.Violations) != 1 {
 		t.Fatalf("an unreadable candles table fails: %v", r.Violations)
+	}
+}
+
+// The price lane reads fx_candle and the hedge fills through ReadSnapshot: its SQL must keep up
+// with the migrations, and a tick the desk published in a candle's minute is judged inside it.
+func TestReadSnapshotReadsTheCandlesAndHedgeFillsThePriceLaneJudges(t *testing.T) {
+	ctx := context.Background()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := testDB.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	open := time.Date(2026, 12, 7, 9, 30, 0, 0, time.UTC)
+	exec("INSERT INTO `fx_candle` (`symbol`, `granularity`, `openTime`, `bidOpen`, `bidHigh`, `bidLow`, `bidClose`, `askOpen`, `askHigh`, `askLow`, `askClose`, `ticks`) "+
+		"VALUES ('GBPJPY', 'M1', ?, 190.1, 190.2, 190.0, 190.1, 190.12, 190.22, 190.02, 190.12, 4), ('GBPJPY', 'M5', ?, 1, 1, 1, 1, 1, 1, 1, 1, 1)", open, open)
+	exec("INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `status`, `fillPrice`) VALUES ('GBPJPY', 10000, 'HEDGER', 'FILLED', 190.15)")
+	s, err := ReadSnapshot(ctx, testDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := s.Candles[candleKey("GBPJPY", open)]
+	if !s.CandlesRead || !ok || len(s.Candles) != 1 || c.BidHigh.String() != "190.2" || c.AskLow.String() != "190.02" || c.Ticks != 4 {
+		t.Fatalf("candles read %v (%s): %+v; want the one M1 candle", s.CandlesRead, s.CandlesErr, s.Candles)
+	}
+	if len(s.HedgeFills) != 1 || s.HedgeFills[0].Symbol != "GBPJPY" || s.HedgeFills[0].Price.String() != "190.15" {
+		t.Fatalf("hedge fills %+v", s.HedgeFills)
+	}
+	s.Taken = open.Add(5 * time.Minute)
+	pe := &PriceEvidence{Published: []PublishedTick{{Symbol: "GBPJPY", Bid: 190.15, Ask: 190.17, At: open.Add(30 * time.Second), Term: 1},
+		{Symbol: "GBPJPY", Bid: 190.25, Ask: 190.27, At: open.Add(31 * time.Second), Term: 1}}}
+	if r := checkCandlesAgree(s, pe); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "190.25") {
+		t.Fatalf("want the tick above the candle's high broken: %v", r.Violations)
 	}
 }
