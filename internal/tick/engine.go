@@ -1,7 +1,11 @@
 package tick
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,71 +61,98 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Key == "" {
-		c.Key = "anonymous"
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.StaleAfter == nil {
 		c.StaleAfter = func() time.Duration { return DefaultStaleAfter }
 	}
-	if c.SilenceAfter <= 0 {
-		c.SilenceAfter = 30 * time.Second
-	}
-	if c.BackoffMin <= 0 {
-		c.BackoffMin = 250 * time.Millisecond
-	}
-	if c.BackoffMax < c.BackoffMin {
-		c.BackoffMax = max(15*time.Second, c.BackoffMin)
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = 5 * time.Second
-	}
-	if c.KeyRefusals <= 0 {
-		c.KeyRefusals = 3
-	}
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 5 * time.Second
-	}
 	if c.UpdateBuffer <= 0 {
 		c.UpdateBuffer = 1024
 	}
-	if c.ReadLimit <= 0 {
-		c.ReadLimit = 16 << 20
+	if c.PipSize == nil {
+		c.PipSize = DefaultPipSize
 	}
+	c.Filter = c.Filter.withDefaults()
+	c.Failover = c.Failover.withDefaults()
 	return c
 }
 
-// Engine holds the provider socket and the quote map. Create it with New; Run connects.
+func (f FilterConfig) withDefaults() FilterConfig {
+	if f.Window <= 0 {
+		f.Window = 32
+	}
+	f.Window = min(f.Window, 256)
+	if f.MinMoves <= 0 {
+		f.MinMoves = 8
+	}
+	f.MinMoves = min(f.MinMoves, f.Window)
+	if f.K <= 0 {
+		f.K = 12
+	}
+	if f.FloorPips <= 0 {
+		f.FloorPips = 30
+	}
+	if f.BandPips <= 0 {
+		f.BandPips = 30
+	}
+	if f.ConfirmAfter <= 0 {
+		f.ConfirmAfter = time.Second
+	}
+	if f.RejectedRing <= 0 {
+		f.RejectedRing = 1000
+	}
+	return f
+}
+
+func (f FailoverConfig) withDefaults() FailoverConfig {
+	if f.SilentFactor <= 0 {
+		f.SilentFactor = 10
+	}
+	if f.SilentMin <= 0 {
+		f.SilentMin = time.Second
+	}
+	if f.SilentMax < f.SilentMin {
+		f.SilentMax = max(10*time.Second, f.SilentMin)
+	}
+	if f.HoldDown <= 0 {
+		f.HoldDown = 10 * time.Second
+	}
+	if f.Sweep <= 0 {
+		f.Sweep = 100 * time.Millisecond
+	}
+	return f
+}
+
+// Engine holds the price sources, selects one per symbol, filters spikes and keeps the
+// published quotes. Create it with New; Run connects.
 type Engine struct {
 	cfg Config
 	log *slog.Logger
+
+	srcs []*srcState // priority order
 
 	slots atomic.Pointer[slotIndex]
 	// wantedSlots is the wanted set's slots in symbol order, republished with the wanted set, so
 	// a reader can walk every wanted quote without a map look-up per symbol.
 	wantedSlots atomic.Pointer[[]*slot]
 
-	mu       sync.Mutex // guards sources, wanted and index replacement
-	sources  map[string][]string
-	wanted   []string      // sorted union of sources
-	wantedCh chan struct{} // "the wanted set changed"; capacity 1, coalescing
+	mu       sync.Mutex // guards wantSets, wanted and index replacement
+	wantSets map[string][]string
+	wanted   []string // sorted union of wantSets
 
-	subsMu sync.RWMutex // write: add/remove subscriber; read: publishing one frame
+	subsMu sync.RWMutex // write: add/remove subscriber; read: publishing
 	subs   map[*subscriber]struct{}
 
-	running          atomic.Bool
-	connected        atomic.Bool
-	connectedSince   atomic.Int64 // Config.Now, Unix ns
-	connects         atomic.Uint64
-	silentReconnects atomic.Uint64
-	accepted         atomic.Uint64
-	rejected         [rejectCounters]atomic.Uint64
-	lastTickAt       atomic.Int64 // Config.Now, Unix ns; 0 = never
-	lastDataAt       atomic.Int64 // Config.Now, Unix ns; current session's last accepted quote
-	updatesDropped   atomic.Uint64
-	lastErr          atomic.Pointer[string]
+	swMu   sync.Mutex
+	swSubs map[chan Switch]struct{}
+	ring   rejectRing
+
+	running        atomic.Bool
+	accepted       atomic.Uint64
+	rejected       [rejectCounters]atomic.Uint64
+	lastTickAt     atomic.Int64 // Config.Now, Unix ns; 0 = never
+	updatesDropped atomic.Uint64
 }
 
 // Counter slots beyond the Reject values.
@@ -131,17 +162,91 @@ const (
 	rejectCounters
 )
 
-// New builds an engine; it does nothing until Run.
+// New builds an engine; it does nothing until Run. Config.Sources must have unique names (New
+// panics otherwise: it is a wiring mistake).
 func New(cfg Config, log *slog.Logger) *Engine {
+	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg:      cfg.withDefaults(),
+		cfg:      cfg,
 		log:      log,
-		sources:  make(map[string][]string),
-		wantedCh: make(chan struct{}, 1),
+		wantSets: make(map[string][]string),
 		subs:     make(map[*subscriber]struct{}),
+		swSubs:   make(map[chan Switch]struct{}),
+	}
+	e.ring.size = cfg.Filter.RejectedRing
+	sources := cfg.Sources
+	if len(sources) == 0 {
+		sources = []Source{NewWebsocketSource("primary", cfg.URL, cfg.Key, WebsocketOptions{
+			SilenceAfter: cfg.SilenceAfter, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax,
+			DialTimeout: cfg.DialTimeout, HandshakeTimeout: cfg.HandshakeTimeout, ReadLimit: cfg.ReadLimit,
+			KeyRefusals: cfg.KeyRefusals,
+		})}
+	}
+	for i, src := range sources {
+		name := src.Name()
+		for _, o := range e.srcs {
+			if o.name == name {
+				panic(fmt.Sprintf("tick.New: two price sources named %q", name))
+			}
+		}
+		e.srcs = append(e.srcs, &srcState{e: e, i: i, name: name, src: src, wantedCh: make(chan struct{}, 1)})
 	}
 	e.slots.Store(&slotIndex{bySymbol: map[string]*slot{}, byPair: map[string]*slot{}})
 	return e
+}
+
+// Run runs every source and the selection sweep until ctx ends, then returns nil. A source
+// whose Run fails is logged and stays disconnected; when every source has failed, Run returns
+// the first failure (with one source: its error, e.g. ErrKeyRefused).
+func (e *Engine) Run(ctx context.Context) error {
+	if len(e.cfg.Sources) == 0 {
+		if e.cfg.URL == "" {
+			return errors.New("tick engine: no provider URL configured")
+		}
+		if _, err := url.Parse(e.cfg.URL); err != nil {
+			return fmt.Errorf("tick engine: provider URL: %w", err)
+		}
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		return errors.New("tick engine: Run called while already running")
+	}
+	defer e.running.Store(false)
+	names := make([]string, len(e.srcs))
+	for i, s := range e.srcs {
+		names[i] = s.name
+	}
+	e.log.InfoContext(ctx, "tick engine started", slog.Any("sources", names), slog.Int("wanted", len(e.Wanted())))
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { e.runSweep(sctx) })
+	errs := make(chan error, len(e.srcs))
+	for _, s := range e.srcs {
+		go func() {
+			err := s.src.Run(sctx, s)
+			if err != nil && ctx.Err() == nil {
+				msg := err.Error()
+				s.lastErr.Store(&msg)
+				s.SetConnected(false, err)
+				e.log.ErrorContext(ctx, "price source stopped", slog.String("source", s.name), slog.Any("error", err))
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range e.srcs {
+		err := <-errs
+		if err != nil && first == nil && ctx.Err() == nil {
+			first = err
+		}
+	}
+	cancel()
+	wg.Wait()
+	if ctx.Err() != nil {
+		e.log.InfoContext(context.WithoutCancel(ctx), "tick engine stopped")
+		return nil
+	}
+	return first
 }
 
 // Rejections counts what was not stored, by reason.
@@ -171,15 +276,13 @@ type Status struct {
 	UpdatesDropped   uint64 // updates lost by slow Updates subscribers
 }
 
-// Status snapshots the engine.
+// Status snapshots the engine. With several sources, Connected means any is connected and
+// ConnectedSince, LastError are the first connected (else the first failed) source's.
 func (e *Engine) Status() Status {
 	now := e.cfg.Now()
 	st := Status{
-		Connected:        e.connected.Load(),
-		Connects:         e.connects.Load(),
-		SilentReconnects: e.silentReconnects.Load(),
-		Accepted:         e.accepted.Load(),
-		UpdatesDropped:   e.updatesDropped.Load(),
+		Accepted:       e.accepted.Load(),
+		UpdatesDropped: e.updatesDropped.Load(),
 		Rejected: Rejections{
 			Malformed:   e.rejected[counterMalformed].Load(),
 			Undated:     e.rejected[RejectUndated].Load(),
@@ -188,11 +291,26 @@ func (e *Engine) Status() Status {
 			UnknownPair: e.rejected[counterUnknownPair].Load(),
 		},
 	}
-	if p := e.lastErr.Load(); p != nil {
-		st.LastError = *p
+	for _, s := range e.srcs {
+		if w, ok := s.src.(*wsSource); ok {
+			st.Connects += w.connects.Load()
+			st.SilentReconnects += w.silentReconnects.Load()
+		}
+		if s.connected.Load() && !st.Connected {
+			st.Connected = true
+			st.ConnectedSince = time.Unix(0, s.connectedSince.Load())
+		}
+		if p := s.lastErr.Load(); p != nil && st.LastError == "" && !s.connected.Load() {
+			st.LastError = *p
+			if len(e.srcs) > 1 {
+				st.LastError = s.name + ": " + *p
+			}
+		}
 	}
-	if st.Connected {
-		st.ConnectedSince = time.Unix(0, e.connectedSince.Load())
+	if st.LastError == "" {
+		if p := e.srcs[0].lastErr.Load(); p != nil {
+			st.LastError = *p
+		}
 	}
 	if ns := e.lastTickAt.Load(); ns != 0 {
 		st.LastTickAt = time.Unix(0, ns)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,54 +22,119 @@ import (
 // a row.
 var ErrKeyRefused = errors.New("the provider refused the key")
 
+// WebsocketOptions shapes a provider-websocket source. Zero fields take the defaults of the
+// same-named Config fields.
+type WebsocketOptions struct {
+	// SilenceAfter is how long a connected socket may deliver no accepted quote, while some
+	// wanted symbol's session is open, before the source reconnects. Default 30s.
+	SilenceAfter time.Duration
+	// BackoffMin and BackoffMax bound the reconnect delay, which doubles per failed attempt and
+	// is jittered to between half and all of the current step. Defaults 250ms and 15s.
+	BackoffMin, BackoffMax time.Duration
+	// DialTimeout and HandshakeTimeout bound connecting and authenticating. Default 5s each.
+	DialTimeout, HandshakeTimeout time.Duration
+	// ReadLimit caps one provider frame. Default 16 MiB.
+	ReadLimit int64
+	// KeyRefusals is how many sessions in a row the provider may refuse the key before Run
+	// gives up with ErrKeyRefused. Default 3.
+	KeyRefusals int
+}
+
+func (o WebsocketOptions) withDefaults() WebsocketOptions {
+	if o.SilenceAfter <= 0 {
+		o.SilenceAfter = 30 * time.Second
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = 250 * time.Millisecond
+	}
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = max(15*time.Second, o.BackoffMin)
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = 16 << 20
+	}
+	if o.KeyRefusals <= 0 {
+		o.KeyRefusals = 3
+	}
+	return o
+}
+
+// NewWebsocketSource builds a source on a provider websocket (Massive/Polygon forex quote
+// protocol, as the bundled simulator speaks it): its own connection, subscriptions, capped
+// jittered back-off, and a reconnect when the stream goes silent. An empty key sends
+// "anonymous". The URL is checked when Run starts.
+func NewWebsocketSource(name, url, key string, opts WebsocketOptions) Source {
+	if key == "" {
+		key = "anonymous"
+	}
+	return &wsSource{name: name, url: url, key: key, opts: opts.withDefaults()}
+}
+
+// wsSource is the provider websocket behind the Source interface.
+type wsSource struct {
+	name, url, key string
+	opts           WebsocketOptions
+
+	connects         atomic.Uint64
+	silentReconnects atomic.Uint64
+	lastDataAt       atomic.Int64 // engine clock, Unix ns; current session's last accepted quote
+}
+
+func (w *wsSource) Name() string { return w.name }
+
 // Run holds the provider connection until ctx ends, reconnecting with capped, jittered
-// exponential backoff. It returns nil when ctx ends, and an error if it cannot start or the
-// provider refused the key KeyRefusals sessions in a row (ErrKeyRefused).
-func (e *Engine) Run(ctx context.Context) error {
-	if e.cfg.URL == "" {
+// exponential backoff. It returns nil when ctx ends, and an error if the URL is unusable or the
+// provider refused the key KeyRefusals sessions in a row (ErrKeyRefused). Its feed must be the
+// engine's (a websocket source decodes straight into the engine's slots).
+func (w *wsSource) Run(ctx context.Context, feed Feed) error {
+	s, ok := feed.(*srcState)
+	if !ok {
+		return errors.New("websocket source: feed is not a tick engine's")
+	}
+	if w.url == "" {
 		return errors.New("tick engine: no provider URL configured")
 	}
-	if _, err := url.Parse(e.cfg.URL); err != nil {
+	if _, err := url.Parse(w.url); err != nil {
 		return fmt.Errorf("tick engine: provider URL: %w", err)
 	}
-	if !e.running.CompareAndSwap(false, true) {
-		return errors.New("tick engine: Run called while already running")
-	}
-	defer e.running.Store(false)
-
-	e.log.InfoContext(ctx, "tick engine started", slog.String("provider", redactURL(e.cfg.URL)),
-		slog.Int("wanted", len(e.Wanted())))
-	backoff := e.cfg.BackoffMin
+	e := s.e
+	e.log.InfoContext(ctx, "price source started", slog.String("source", w.name),
+		slog.String("provider", redactURL(w.url)), slog.Int("wanted", len(e.Wanted())))
+	backoff := w.opts.BackoffMin
 	refused := 0
 	for {
-		gotData, err := e.session(ctx)
+		gotData, err := w.session(ctx, s)
 		if ctx.Err() != nil {
-			e.log.InfoContext(context.WithoutCancel(ctx), "tick engine stopped")
 			return nil
 		}
 		if !errors.Is(err, ErrKeyRefused) {
 			refused = 0
-		} else if refused++; refused >= e.cfg.KeyRefusals {
+		} else if refused++; refused >= w.opts.KeyRefusals {
 			return fmt.Errorf("tick engine: %d sessions in a row: %w (check FXDESK_FEED_KEY)", refused, err)
 		}
 		msg := err.Error()
-		e.lastErr.Store(&msg)
+		s.lastErr.Store(&msg)
 		if gotData {
 			// The provider worked until it did not: start over from the shortest delay.
-			backoff = e.cfg.BackoffMin
+			backoff = w.opts.BackoffMin
 		}
 		delay := backoff/2 + rand.N(backoff/2+1)
-		e.log.WarnContext(ctx, "provider connection ended; reconnecting",
+		e.log.WarnContext(ctx, "provider connection ended; reconnecting", slog.String("source", w.name),
 			slog.Any("error", err), slog.Duration("retryIn", delay))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			e.log.InfoContext(context.WithoutCancel(ctx), "tick engine stopped")
 			return nil
 		case <-t.C:
 		}
-		backoff = min(backoff*2, e.cfg.BackoffMax)
+		backoff = min(backoff*2, w.opts.BackoffMax)
 	}
 }
 
@@ -77,52 +143,46 @@ var errSilent = errors.New("provider stream silent")
 
 // session runs one connection from dial to failure. gotData reports whether any quote was
 // accepted, which is what resets the backoff.
-func (e *Engine) session(ctx context.Context) (gotData bool, err error) {
-	dctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
-	conn, _, err := websocket.Dial(dctx, e.cfg.URL, nil)
+func (w *wsSource) session(ctx context.Context, s *srcState) (gotData bool, err error) {
+	e := s.e
+	dctx, cancel := context.WithTimeout(ctx, w.opts.DialTimeout)
+	conn, _, err := websocket.Dial(dctx, w.url, nil)
 	cancel()
 	if err != nil {
-		return false, fmt.Errorf("dial provider %s: %w", redactURL(e.cfg.URL), withoutURLSecrets(err))
+		return false, fmt.Errorf("dial provider %s: %w", redactURL(w.url), withoutURLSecrets(err))
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(e.cfg.ReadLimit)
+	conn.SetReadLimit(w.opts.ReadLimit)
 
 	var dec Decoder
-	if err := e.authenticate(ctx, conn, &dec); err != nil {
+	if err := w.authenticate(ctx, conn, &dec); err != nil {
 		return false, err
 	}
 
-	now := e.cfg.Now()
-	// A new session starts with no provider announcements: the provider repeats a closure on
-	// subscribe, and an old one must not outlive the connection that carried it.
-	for _, sl := range e.slots.Load().bySymbol {
-		sl.providerClosed.Store(false)
-	}
-	e.lastDataAt.Store(now.UnixNano())
-	e.connectedSince.Store(now.UnixNano())
-	e.connected.Store(true)
-	e.connects.Add(1)
-	defer e.connected.Store(false)
-	e.log.InfoContext(ctx, "provider connected", slog.String("provider", redactURL(e.cfg.URL)))
+	w.lastDataAt.Store(e.cfg.Now().UnixNano())
+	s.SetConnected(true, nil)
+	w.connects.Add(1)
+	e.log.InfoContext(ctx, "provider connected", slog.String("source", w.name), slog.String("provider", redactURL(w.url)))
 
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
 	var wg sync.WaitGroup
-	wg.Go(func() { e.syncSubscriptions(sctx, scancel, conn) })
-	wg.Go(func() { e.watchSilence(sctx, scancel) })
-	accepted, err := e.readLoop(sctx, conn, &dec)
+	wg.Go(func() { w.syncSubscriptions(sctx, scancel, conn, s) })
+	wg.Go(func() { w.watchSilence(sctx, scancel, e) })
+	accepted, err := w.readLoop(sctx, conn, &dec, s)
 	scancel(err)
 	wg.Wait()
 	if cause := context.Cause(sctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
+	s.SetConnected(false, nil) // Run records err once it knows the context did not end
 	return accepted > 0, err
 }
 
-func (e *Engine) authenticate(ctx context.Context, conn *websocket.Conn, dec *Decoder) error {
-	hctx, cancel := context.WithTimeout(ctx, e.cfg.HandshakeTimeout)
+func (w *wsSource) authenticate(ctx context.Context, conn *websocket.Conn, dec *Decoder) error {
+	hctx, cancel := context.WithTimeout(ctx, w.opts.HandshakeTimeout)
 	defer cancel()
-	auth := fmt.Appendf(nil, `{"action":"auth","params":%q}`, e.cfg.Key)
+	auth := fmt.Appendf(nil, `{"action":"auth","params":%q}`, w.key)
 	if err := conn.Write(hctx, websocket.MessageText, auth); err != nil {
 		return fmt.Errorf("send auth: %w", err)
 	}
@@ -151,14 +211,14 @@ func (e *Engine) authenticate(ctx context.Context, conn *websocket.Conn, dec *De
 
 // syncSubscriptions keeps the socket's subscriptions equal to the wanted set: everything at
 // session start (the resubscribe after a reconnect), then each change as a live delta.
-func (e *Engine) syncSubscriptions(ctx context.Context, fail context.CancelCauseFunc, conn *websocket.Conn) {
+func (w *wsSource) syncSubscriptions(ctx context.Context, fail context.CancelCauseFunc, conn *websocket.Conn, s *srcState) {
 	onSocket := map[string]bool{}
 	sync := func() error {
-		want := e.Wanted()
+		want := s.Wanted()
 		wantPairs := make(map[string]bool, len(want))
 		var add, del []string
-		for _, s := range want {
-			pair, _ := ProviderPair(s)
+		for _, sym := range want {
+			pair, _ := ProviderPair(sym)
 			wantPairs[pair] = true
 			if !onSocket[pair] {
 				add = append(add, "C."+pair)
@@ -181,8 +241,8 @@ func (e *Engine) syncSubscriptions(ctx context.Context, fail context.CancelCause
 			if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
 				return fmt.Errorf("%s %d pairs: %w", change.action, len(change.params), err)
 			}
-			e.log.DebugContext(ctx, "provider subscriptions changed", slog.String("action", change.action),
-				slog.String("pairs", strings.Join(change.params, ",")))
+			s.e.log.DebugContext(ctx, "provider subscriptions changed", slog.String("source", w.name),
+				slog.String("action", change.action), slog.String("pairs", strings.Join(change.params, ",")))
 		}
 		onSocket = wantPairs
 		return nil
@@ -195,7 +255,7 @@ func (e *Engine) syncSubscriptions(ctx context.Context, fail context.CancelCause
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.wantedCh:
+		case <-s.WantedChanged():
 			if err := sync(); err != nil {
 				fail(err)
 				return
@@ -207,8 +267,8 @@ func (e *Engine) syncSubscriptions(ctx context.Context, fail context.CancelCause
 // watchSilence ends the session when no quote has been accepted for SilenceAfter while at least
 // one wanted symbol is open. It polls on the real clock but judges on Config.Now, so a test can
 // move time instead of waiting for it.
-func (e *Engine) watchSilence(ctx context.Context, fail context.CancelCauseFunc) {
-	period := min(max(e.cfg.SilenceAfter/4, 10*time.Millisecond), time.Second)
+func (w *wsSource) watchSilence(ctx context.Context, fail context.CancelCauseFunc, e *Engine) {
+	period := min(max(w.opts.SilenceAfter/4, 10*time.Millisecond), time.Second)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -218,13 +278,13 @@ func (e *Engine) watchSilence(ctx context.Context, fail context.CancelCauseFunc)
 		case <-t.C:
 		}
 		now := e.cfg.Now()
-		quiet := now.Sub(time.Unix(0, e.lastDataAt.Load()))
-		if quiet <= e.cfg.SilenceAfter || !e.anyWantedOpen(now) {
+		quiet := now.Sub(time.Unix(0, w.lastDataAt.Load()))
+		if quiet <= w.opts.SilenceAfter || !e.anyWantedOpen(now) {
 			continue
 		}
-		e.silentReconnects.Add(1)
-		e.log.WarnContext(ctx, "provider stream silent; reconnecting", slog.Duration("quietFor", quiet),
-			slog.Duration("silenceAfter", e.cfg.SilenceAfter))
+		w.silentReconnects.Add(1)
+		e.log.WarnContext(ctx, "provider stream silent; reconnecting", slog.String("source", w.name),
+			slog.Duration("quietFor", quiet), slog.Duration("silenceAfter", w.opts.SilenceAfter))
 		fail(fmt.Errorf("%w: no quote for %s", errSilent, quiet.Round(time.Millisecond)))
 		return
 	}
@@ -245,7 +305,7 @@ func (e *Engine) anyWantedOpen(now time.Time) bool {
 }
 
 // readLoop reads frames until the socket or ctx fails, reusing one buffer.
-func (e *Engine) readLoop(ctx context.Context, conn *websocket.Conn, dec *Decoder) (uint64, error) {
+func (w *wsSource) readLoop(ctx context.Context, conn *websocket.Conn, dec *Decoder, s *srcState) (uint64, error) {
 	var buf bytes.Buffer
 	var accepted uint64
 	for {
@@ -257,22 +317,34 @@ func (e *Engine) readLoop(ctx context.Context, conn *websocket.Conn, dec *Decode
 		if _, err := buf.ReadFrom(r); err != nil {
 			return accepted, fmt.Errorf("read provider frame: %w", err)
 		}
-		accepted += uint64(e.ingest(ctx, dec, buf.Bytes(), e.cfg.Now()))
+		recv := s.e.cfg.Now()
+		n := s.ingest(ctx, dec, buf.Bytes(), recv)
+		if n > 0 {
+			w.lastDataAt.Store(recv.UnixNano())
+		}
+		accepted += uint64(n)
 	}
 }
 
-// ingest applies one frame received at recv and returns the number of quotes stored.
+// ingest applies one frame received at recv through the primary source; tests and benchmarks
+// use it.
 func (e *Engine) ingest(ctx context.Context, dec *Decoder, frame []byte, recv time.Time) int {
+	return e.srcs[0].ingest(ctx, dec, frame, recv)
+}
+
+// ingest applies one frame of source s received at recv and returns the number of valid quotes
+// for wanted symbols in it (accepted: offered to selection and the filter).
+func (s *srcState) ingest(ctx context.Context, dec *Decoder, frame []byte, recv time.Time) int {
+	e := s.e
 	evs, err := dec.Decode(frame)
 	if err != nil {
 		e.rejected[counterMalformed].Add(1)
-		e.log.DebugContext(ctx, "provider frame rejected", slog.String("reason", "malformed"), slog.Any("error", err))
+		e.log.DebugContext(ctx, "provider frame rejected", slog.String("source", s.name), slog.String("reason", "malformed"), slog.Any("error", err))
 		return 0
 	}
 	idx := e.slots.Load()
 	stored := 0
 	e.subsMu.RLock()
-	publish := len(e.subs) > 0
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Kind {
@@ -280,7 +352,7 @@ func (e *Engine) ingest(ctx context.Context, dec *Decoder, frame []byte, recv ti
 			if r := Validate(ev); r != RejectNone {
 				e.rejected[r].Add(1)
 				if e.log.Enabled(ctx, slog.LevelDebug) {
-					e.log.DebugContext(ctx, "quote rejected", slog.String("pair", string(ev.Pair)), slog.String("reason", r.String()))
+					e.log.DebugContext(ctx, "quote rejected", slog.String("source", s.name), slog.String("pair", string(ev.Pair)), slog.String("reason", r.String()))
 				}
 				continue
 			}
@@ -289,39 +361,30 @@ func (e *Engine) ingest(ctx context.Context, dec *Decoder, frame []byte, recv ti
 				e.rejected[counterUnknownPair].Add(1)
 				continue
 			}
-			q := &Quote{Bid: ev.Bid, Ask: ev.Ask, ReceivedAt: recv, ProviderTime: time.UnixMilli(ev.TimeMs)}
-			sl.q.Store(q)
+			e.offer(s, sl, ev.Bid, ev.Ask, time.UnixMilli(ev.TimeMs), recv)
 			stored++
-			if publish {
-				e.publishLocked(sl.symbol, q)
-			}
 		case EventStatus:
-			e.applyStatus(ctx, idx, ev)
+			s.applyStatus(ctx, idx, ev)
 		}
 	}
 	e.subsMu.RUnlock()
 	if stored > 0 {
 		e.accepted.Add(uint64(stored))
 		e.lastTickAt.Store(recv.UnixNano())
-		e.lastDataAt.Store(recv.UnixNano())
 	}
 	return stored
 }
 
-func (e *Engine) applyStatus(ctx context.Context, idx *slotIndex, ev *Event) {
+func (s *srcState) applyStatus(ctx context.Context, idx *slotIndex, ev *Event) {
 	switch string(ev.Status) {
 	case "market_closed", "market_open":
 		sl := idx.byPair[string(ev.Message)]
 		if sl == nil {
 			return
 		}
-		closed := string(ev.Status) == "market_closed"
-		if sl.providerClosed.Swap(closed) != closed {
-			e.log.InfoContext(ctx, "provider changed a symbol's session", slog.String("symbol", sl.symbol),
-				slog.Bool("open", !closed))
-		}
+		s.SetMarketOpen(sl.symbol, string(ev.Status) == "market_open")
 	case "error", "auth_failed":
-		e.log.WarnContext(ctx, "provider reported an error", slog.String("status", string(ev.Status)),
+		s.e.log.WarnContext(ctx, "provider reported an error", slog.String("source", s.name), slog.String("status", string(ev.Status)),
 			slog.String("message", string(ev.Message)))
 	}
 }

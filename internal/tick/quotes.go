@@ -1,13 +1,14 @@
 package tick
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"fxdesk/internal/session"
 )
 
-// Quote is a symbol's last accepted price.
+// Quote is a symbol's last published price.
 type Quote struct {
 	Bid, Ask     float64
 	ReceivedAt   time.Time // engine clock when the frame carrying it arrived
@@ -18,13 +19,18 @@ type Quote struct {
 // Mid is the midpoint of bid and ask.
 func (q Quote) Mid() float64 { return (q.Bid + q.Ask) / 2 }
 
-// slot is one symbol's cell in the quote map. q and providerClosed are written only by the
-// reader goroutine (and cleared at session start), read by anyone.
+// slot is one symbol's cell in the quote map. q, providerClosed and halted are written under mu
+// (by whichever source's offer publishes), read by anyone without a lock.
 type slot struct {
 	symbol         string
 	pair           string
-	q              atomic.Pointer[Quote]
-	providerClosed atomic.Bool
+	pip            float64
+	q              atomic.Pointer[Quote] // the last PUBLISHED quote
+	providerClosed atomic.Bool           // the active source announced the symbol closed
+	halted         atomic.Bool           // a dealer halted quoting
+
+	mu sync.Mutex
+	st symState
 }
 
 // slotIndex is immutable once published; adding a symbol publishes a new index.
@@ -85,6 +91,9 @@ func (e *Engine) stateAt(symbol string, now time.Time, staleAfter time.Duration)
 	}
 	sl := e.slots.Load().bySymbol[symbol]
 	if sl == nil {
+		return QuotingHalted
+	}
+	if sl.halted.Load() {
 		return QuotingHalted
 	}
 	if sl.providerClosed.Load() {

@@ -34,7 +34,7 @@ func (e *Engine) Subscribe(symbols ...string) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.setSourceLocked(adhocSource, append(slices.Clone(e.sources[adhocSource]), symbols...))
+	e.setSourceLocked(adhocSource, append(slices.Clone(e.wantSets[adhocSource]), symbols...))
 	return nil
 }
 
@@ -43,7 +43,7 @@ func (e *Engine) Subscribe(symbols ...string) error {
 func (e *Engine) Unsubscribe(symbols ...string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.setSourceLocked(adhocSource, slices.DeleteFunc(slices.Clone(e.sources[adhocSource]), func(s string) bool {
+	e.setSourceLocked(adhocSource, slices.DeleteFunc(slices.Clone(e.wantSets[adhocSource]), func(s string) bool {
 		return slices.Contains(symbols, s)
 	}))
 	return nil
@@ -60,9 +60,9 @@ func checkSymbols(symbols []string) error {
 
 func (e *Engine) setSourceLocked(name string, symbols []string) {
 	if len(symbols) == 0 {
-		delete(e.sources, name)
+		delete(e.wantSets, name)
 	} else {
-		e.sources[name] = symbols
+		e.wantSets[name] = symbols
 	}
 	e.recomputeLocked()
 }
@@ -76,7 +76,7 @@ func (e *Engine) Wanted() []string {
 
 func (e *Engine) recomputeLocked() {
 	var all []string
-	for _, syms := range e.sources {
+	for _, syms := range e.wantSets {
 		all = append(all, syms...)
 	}
 	slices.Sort(all)
@@ -106,7 +106,7 @@ func (e *Engine) recomputeLocked() {
 		}
 		for _, s := range missing {
 			pair, _ := ProviderPair(s) // validated by SetSource
-			sl := &slot{symbol: s, pair: pair}
+			sl := &slot{symbol: s, pair: pair, pip: e.cfg.PipSize(s), st: e.newSymState()}
 			next.bySymbol[s] = sl
 			next.byPair[pair] = sl
 		}
@@ -118,8 +118,10 @@ func (e *Engine) recomputeLocked() {
 		ordered[i] = idx.bySymbol[s]
 	}
 	e.wantedSlots.Store(&ordered)
-	select {
-	case e.wantedCh <- struct{}{}:
-	default: // a change is already pending; the syncer reads the latest set
+	for _, src := range e.srcs {
+		select {
+		case src.wantedCh <- struct{}{}:
+		default: // a change is already pending; the source reads the latest set
+		}
 	}
 }
