@@ -187,7 +187,7 @@ type priceWatch struct {
 	mu         sync.Mutex
 	faults     []invariant.PriceFault
 	published  []invariant.PublishedTick
-	filtered   map[invariant.FilteredTick]bool
+	filtered   map[invariant.FilteredTick]int // a tick without its outcome → its index in order
 	order      []invariant.FilteredTick
 	selections []invariant.SelectionSample
 	heardFrom  time.Time
@@ -196,7 +196,7 @@ type priceWatch struct {
 }
 
 func newPriceWatch(c *cluster, s *sampler) *priceWatch {
-	return &priceWatch{c: c, s: s, filtered: map[invariant.FilteredTick]bool{}, errs: map[string]int{}}
+	return &priceWatch{c: c, s: s, filtered: map[invariant.FilteredTick]int{}, errs: map[string]int{}}
 }
 
 func (w *priceWatch) fault(f invariant.PriceFault) {
@@ -353,18 +353,12 @@ func (w *priceWatch) readFiltered(ctx context.Context) {
 	for _, t := range b.Rejected {
 		k := t
 		k.Outcome, k.DecidedAt = "", time.Time{}
-		if !w.filtered[k] {
-			w.filtered[k] = true
-			w.order = append(w.order, t)
+		if i, ok := w.filtered[k]; ok {
+			w.order[i] = t // the same tick, decided since: its latest outcome
 			continue
 		}
-		// The same tick decided since: keep its latest outcome.
-		for i := range w.order {
-			o := w.order[i]
-			if o.Symbol == t.Symbol && o.Source == t.Source && o.ReceivedAt.Equal(t.ReceivedAt) && o.Bid == t.Bid && o.Ask == t.Ask {
-				w.order[i] = t
-			}
-		}
+		w.filtered[k] = len(w.order)
+		w.order = append(w.order, t)
 	}
 }
 
