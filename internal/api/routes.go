@@ -147,6 +147,12 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		need(auth.PermDealing).With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
 		need(auth.PermDealing).With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
 		read.Get("/desk", handleDesk(d))
+		// Price sources live in the holder's tick engine: reads and pins are served there
+		// (docs/operations.md, «Price sources»); a pin is audited and stored so the next holder
+		// applies it too.
+		read.With(deskPriced).Get("/price-sources", handlePriceSources(d.Log, d.PriceSources))
+		read.With(deskPriced).Get("/price-sources/rejected", handleRejectedTicks(d.Log, d.PriceSources))
+		need(auth.PermDealing).With(deskPriced).Put("/price-sources/symbols/{symbol}", handlePutPriceSourcePin(d.Log, d.PriceSources))
 		read.Get("/pnl", handlePnL(d.Log, d))
 		// The daily desk report reads the frozen end of day (docs/eod.md): the dealer's P&L's
 		// readers read it, on any process.

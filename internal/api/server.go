@@ -23,6 +23,7 @@ import (
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
@@ -86,6 +87,9 @@ type Deps struct {
 	AdminWritten func(ctx context.Context, what string)
 	// Candles reads the price history (docs/candles.md); nil takes one over DB.
 	Candles *candles.Reader
+	// PriceSources is the dealer's side of the price sources: the pins, and the holder's engine
+	// once this process holds the lease (pricesource.Pins.SetEngine); nil answers its routes 503.
+	PriceSources *pricesource.Pins
 	// TokenRevoked, when set, is called after a token is revoked over the API, so that every
 	// other web process forgets it at once rather than within auth.CacheFor (docs/identity.md).
 	TokenRevoked func(ctx context.Context, id int64)

@@ -33,9 +33,12 @@ import (
 // JSON and /admin/status as a page.
 type report struct {
 	desk.Status
-	Feed *feedView           `json:"feed"` // nil where no tick engine runs
-	Jobs []schedule.JobState `json:"jobs"` // nil where no scheduler runs
-	Risk *riskView           `json:"risk"` // nil where no risk engine runs
+	Feed *feedView `json:"feed"` // nil where no tick engine runs
+	// Prices is each price source's health and the symbols not on their primary; nil where no
+	// tick engine runs.
+	Prices *pricesView         `json:"prices,omitempty"`
+	Jobs   []schedule.JobState `json:"jobs"` // nil where no scheduler runs
+	Risk   *riskView           `json:"risk"` // nil where no risk engine runs
 	// Commits is the group commit of desk-priced fills and closes; nil where no risk engine
 	// runs (only the holder fills and closes at its prices).
 	Commits *book.CommitStats `json:"commits"`
@@ -301,6 +304,11 @@ func buildReport(ctx context.Context, d Deps) report {
 			f.LastTickAgeMs = &age
 		}
 		r.Feed = f
+	}
+	if d.PriceSources != nil {
+		if e := d.PriceSources.Engine(); e != nil {
+			r.Prices = buildPrices(e, d.PriceSources.Controls(), false)
+		}
 	}
 	if d.Jobs != nil {
 		r.Jobs = d.Jobs()

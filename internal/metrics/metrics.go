@@ -57,6 +57,10 @@ type Metrics struct {
 	// desk by account currency.
 	NBPResets *prometheus.CounterVec
 	NBPAmount *prometheus.CounterVec
+
+	// PriceSwitches counts switches of a symbol's price source, by symbol, from and to
+	// (pricesource.Watcher).
+	PriceSwitches *prometheus.CounterVec
 }
 
 // Refusal reasons of fxdesk_http_refused_total.
@@ -158,6 +162,10 @@ func New(process string) *Metrics {
 	}, []string{"currency"})
 	reg.MustRegister(m.Refused, m.StreamsDropped, m.StreamUpdatesLost, m.NBPResets, m.NBPAmount)
 	reg.MustRegister(m.EventStreams, m.EventsDelivered, m.EventStreamsDropped)
+	m.PriceSwitches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fxdesk_price_switches_total", Help: "Switches of a symbol's price source, by symbol, from and to.",
+	}, []string{"symbol", "from", "to"})
+	reg.MustRegister(m.PriceSwitches)
 	reg.MustRegister(m.RenewSeconds, m.SSEClients, m.Orders, m.Closes, m.RiskOwnTime, m.SwapCharges, m.GateDropped,
 		m.CommitBatchSize, m.CommitSeconds, m.CommitRefused, m.CommitOneTrip)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS `fx_price_source_pin`;
