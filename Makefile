@@ -19,7 +19,7 @@ build:
 IDP_ADDR ?= 127.0.0.1:4010
 run: services build
 	@./$(BIN)/fxdesk-idp -addr $(IDP_ADDR) -issuer fxdesk-idp -audience fxdesk & idp=$$!; trap "kill $$idp 2>/dev/null" EXIT INT TERM; \
-	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_FEED=sim FXDESK_VENUE=sim \
+	FXDESK_DEMO=on FXDESK_CALENDAR=always-open FXDESK_PRICE_SOURCES=primary=sim,backup=sim FXDESK_VENUE=sim \
 	FXDESK_JWT_JWKS_URL=http://$(IDP_ADDR)/.well-known/jwks.json FXDESK_JWT_ISSUER=fxdesk-idp FXDESK_JWT_AUDIENCE=fxdesk \
 	./$(BIN)/fxdesk-web
 

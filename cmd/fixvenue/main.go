@@ -9,6 +9,10 @@
 // With -username and -password it requires those credentials on the desk's Logon (the session
 // file's Username and Password; docs/fix.md). -executions N fills every order in N executions;
 // -own-clordids numeric or none names the venue's own orders as many liquidity providers do.
+//
+// Market data (MarketDataRequest, snapshots and incrementals of the same prices) is served on a
+// second session on the same port, FXDESK-MD -> FXVENUE-MD as the desk names it (-md-target,
+// -md-sender): a desk price source fix://ADDR?sender=FXDESK-MD&target=FXVENUE-MD (docs/fix.md).
 package main
 
 import (
@@ -50,6 +54,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	username := fs.String("username", "", "the Username (553) the desk's Logon must carry (with -password)")
 	password := fs.String("password", "", "the Password (554) the desk's Logon must carry; a Logon without it or with another is refused with a Logout saying why (empty: no credentials required)")
 	executions := fs.Int("executions", 0, "fill every order that meets no fault in this many executions, each reported (0 or 1: one)")
+	mdVenueID := fs.String("md-sender", fixvenue.DefaultMDVenueCompID, "the venue's SenderCompID on the market-data session (the desk's TargetCompID there)")
+	mdDeskID := fs.String("md-target", fixvenue.DefaultMDDeskCompID, "the venue's TargetCompID on the market-data session (the desk's SenderCompID there)")
+	mdInterval := fs.Duration("md-interval", fixvenue.DefaultMarketDataInterval, "how often the market-data session reads the prices of subscribed symbols for changes")
 	ownClOrdIDs := fs.String("own-clordids", fixvenue.OwnPrefixed, "how the venue names the orders it makes itself (venue-side closes): prefixed (VENUE-n), numeric (n) or none (no ClOrdID)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		prices = venuesim.FeedPrices(feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, log))
 	}
 	v, err := fixvenue.New(fixvenue.Config{VenueCompID: *venueID, DeskCompID: *deskID, Latency: *latency, Prices: prices,
-		Username: *username, Password: *password, Executions: *executions, OwnClOrdIDs: *ownClOrdIDs}, log)
+		Username: *username, Password: *password, Executions: *executions, OwnClOrdIDs: *ownClOrdIDs,
+		MDVenueCompID: *mdVenueID, MDDeskCompID: *mdDeskID, MarketDataInterval: *mdInterval}, log)
 	if err != nil {
 		return err
 	}
@@ -93,6 +101,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		v.Stop()
 		return err
 	}
-	fmt.Fprintln(stdout, fixvenue.ListeningLine(at, control, *deskID, *venueID))
+	fmt.Fprintln(stdout, fixvenue.ListeningLine(at, control, *deskID, *venueID)+fixvenue.MarketDataListening(*mdDeskID, *mdVenueID))
 	return v.Run(ctx)
 }

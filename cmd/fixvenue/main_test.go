@@ -31,6 +31,9 @@ func TestCommandPrintsWhereItListensAndStopsOnCancel(t *testing.T) {
 	if err != nil || sender != "DESK1" || target != "LP1" {
 		t.Fatalf("%q: %v", line, err)
 	}
+	if mdSender, mdTarget, err := fixvenue.ParseListeningMD(line); err != nil || mdSender != fixvenue.DefaultMDDeskCompID || mdTarget != fixvenue.DefaultMDVenueCompID {
+		t.Fatalf("%q: market-data session %s -> %s (%v), want the defaults", line, mdSender, mdTarget, err)
+	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatalf("FIX port: %v", err)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 
 	"github.com/shopspring/decimal"
 
@@ -29,7 +31,7 @@ const (
 // cannot be shown again), and prints how to call the desk with them. With the in-process venue
 // simulator (venueControl, its control URL) the trader also gets an A-book account, in the
 // EXTERNAL group "abook", whose orders go to the venue.
-func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *catalog.Admin, stdout io.Writer, base, venueControl string) error {
+func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *catalog.Admin, stdout io.Writer, base, venueControl string, feedControls map[string]string) error {
 	// The demo's admin writes (deposits, the A-book group, the move, the tokens) are audited as
 	// the demo's.
 	ctx = audit.WithActor(ctx, audit.Actor{Via: "demo"})
@@ -69,6 +71,12 @@ func seedDemo(ctx context.Context, db *sql.DB, svc *trading.Service, groups *cat
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/desk\n", base)
 	fmt.Fprintf(stdout, "  status page, in a browser: %s/admin/login (sign in with $ADMIN)\n", base)
 	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" --json '{\"amount\":\"500.00\"}' %s/api/admin/fx/accounts/%d/deposit\n", base, accountID)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" %s/api/admin/fx/price-sources\n", base)
+	fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer $ADMIN\" -X PUT --json '{\"pin\":\"backup\"}' %s/api/admin/fx/price-sources/symbols/EURUSD\n", base)
+	for _, name := range slices.Sorted(maps.Keys(feedControls)) {
+		c := feedControls[name]
+		fmt.Fprintf(stdout, "  price source %s is a feed simulator: curl %s/state · one 300-pip tick: curl --json '{\"symbol\":\"EURUSD\",\"pips\":300,\"ms\":50}' %s/spike · silent: curl --json '{\"symbol\":\"*\",\"seconds\":30}' %s/silence · also /shift, /offset, /disconnect\n", name, c, c, c)
+	}
 	if venueControl == "" {
 		return nil
 	}

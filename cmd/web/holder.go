@@ -23,9 +23,11 @@ import (
 	"fxdesk/internal/lifecycle"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/mirror"
+	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/tick"
 	"fxdesk/internal/trading"
 )
 
@@ -48,6 +50,7 @@ type holderParts struct {
 	notices  *termsNotices
 	relay    *riskRelay
 	inbox    *alert.Inbox
+	pins     *pricesource.Pins
 	metrics  *metrics.Metrics
 	venue    *venueParts // nil without an execution venue
 	base     *slog.Logger
@@ -75,6 +78,14 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	}
 	h.quotes.SetEngine(stream.engine)
 	h.metrics.WatchEngine(stream.engine)
+	// The dealer's pins and halts outlive the holder that took them: applied before anything
+	// acts on a price from this engine.
+	if err := h.pins.SetEngine(ctx, stream.engine, stream.controls); err != nil {
+		return err
+	}
+	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log,
+		Switched: func(sw tick.Switch) { h.metrics.PriceSwitches.WithLabelValues(sw.Symbol, sw.From, sw.To).Inc() }})
+	h.stream.Go("price source watcher", watcher.Run)
 	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the
 	// one configuration in which a follower (fxdesk-cron) can exist to read it.
 	if h.cfg.CronMode == config.CronOff {

@@ -24,6 +24,7 @@ import (
 	"fxdesk/internal/lease"
 	"fxdesk/internal/logging"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/store"
@@ -237,7 +238,8 @@ func startServices(ctx context.Context, cfg config.Config, st *stores, m *metric
 	// notice hastens the holder's read.
 	notices := &termsNotices{rdb: st.rdb, channel: cfg.RedisNames.TermsChanged(), log: log}
 	holder := &holderParts{cfg: cfg, db: st.db, rdb: st.rdb, keeper: contention.keeper, gate: contention.gate, desk: contention.desk, quotes: quotes, settings: settings,
-		trading: svc, catalog: cache, notices: notices, relay: relay, inbox: inbox, metrics: m, venue: venue, base: base, guarded: parts.guarded, stream: parts.stream}
+		trading: svc, catalog: cache, notices: notices, relay: relay, inbox: inbox, metrics: m, venue: venue, base: base, guarded: parts.guarded, stream: parts.stream,
+		pins: pricesource.NewPins(st.db, log.With(slog.String("part", "price sources")))}
 	return &services{settings: settings, catalog: admin, trading: svc, venue: venue, holder: holder, notices: notices}, nil
 }
 
@@ -304,7 +306,8 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 	}
 	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
 		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: tokens, Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
-		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written, TokenRevoked: revoked.announce})
+		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written, TokenRevoked: revoked.announce,
+		PriceSources: svc.holder.pins})
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +332,7 @@ func seedDemoDesk(ctx context.Context, st *stores, svc *services, stdout io.Writ
 	if svc.venue != nil && svc.venue.fixSim != nil {
 		venueControl = svc.venue.fixSim.ControlURL()
 	}
-	if err := seedDemo(ctx, st.db, svc.trading, svc.catalog, stdout, baseURL(ln.Addr().String()), venueControl); err != nil {
+	if err := seedDemo(ctx, st.db, svc.trading, svc.catalog, stdout, baseURL(ln.Addr().String()), venueControl, svc.holder.pins.Controls()); err != nil {
 		log.WarnContext(ctx, "demo data not seeded", slog.Any("err", err))
 	}
 }

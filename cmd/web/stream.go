@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,11 +22,14 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// priceStream is the holder's one provider socket, and the bundled simulator behind it when
-// FXDESK_FEED=sim.
+// priceStream is the holder's tick engine and its price sources, with the bundled simulators
+// behind the "sim" ones.
 type priceStream struct {
 	engine *tick.Engine
-	sim    *feedsim.Server
+	// sims are the in-process feed simulators by source name; controls their control API's
+	// base URL, for the dealer's view.
+	sims     map[string]*feedsim.Server
+	controls map[string]string
 	// digits gives an instrument's quoted decimals (-1 for a symbol with no instrument row),
 	// for the quote mirror's prices.
 	digits func(symbol string) int
@@ -55,7 +61,6 @@ func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Co
 	if err != nil {
 		return nil, err
 	}
-	alwaysOpen := cfg.Calendar == "always-open"
 	var enabled []string
 	for _, in := range instruments {
 		if in.Enabled {
@@ -73,30 +78,118 @@ func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Co
 		}
 		return -1
 	}}
-	url := cfg.Feed
-	if cfg.Feed == "sim" {
-		ps.sim = feedsim.New(feedsim.Config{Instruments: simInstruments(instruments), Calendars: calendars, AlwaysOpen: alwaysOpen}, log.With(slog.String("part", "feedsim")))
-		addr, err := ps.sim.Listen(cfg.SimAddr)
-		if err != nil {
-			return nil, fmt.Errorf("start the feed simulator on %s: %w", cfg.SimAddr, err)
-		}
-		stage.Go("feed simulator", ps.sim.Run)
-		url = ps.sim.URL()
-		log.InfoContext(ctx, "feed simulator listening (provider protocol and loopback control API)", slog.String("addr", addr.String()), slog.String("url", url))
+	sources, err := ps.buildSources(stage, cfg, instruments, calendars, log)
+	if err != nil {
+		return nil, err
 	}
-
+	p := cfg.Prices
+	url := ""
+	if len(p.Sources) == 1 && p.Sources[0].Name == "primary" && p.Sources[0].Kind != config.PriceFIX {
+		// The desk of one provider: the engine's URL shorthand is that same source, named
+		// "primary".
+		url, sources = ps.primaryURL(p.Sources[0]), nil
+	}
 	ps.engine = tick.New(tick.Config{
+		Sources:     sources,
 		URL:         url,
 		Key:         cfg.FeedKey,
 		CalendarFor: tick.CalendarLookup(instruments, calendars),
 		StaleAfter:  staleAfter, // fxTradingQuoteStaleSecondsFx, a cached read
+		PipSize: func(symbol string) float64 {
+			if d, ok := digits[symbol]; ok && d > 0 {
+				return math.Pow10(-(d - 1))
+			}
+			return tick.DefaultPipSize(symbol)
+		},
+		Filter: tick.FilterConfig{FloorPips: p.FloorPips, BandPips: p.BandPips, ConfirmAfter: p.Confirm},
+		Failover: tick.FailoverConfig{SilentFactor: p.SilentFactor, SilentMin: p.SilentMin, SilentMax: p.SilentMax,
+			HoldDown: p.HoldDown},
 	}, log)
 	if err := ps.engine.SetSource("instruments", enabled); err != nil {
 		return nil, err
 	}
 	stage.Go("tick engine", ps.engine.Run)
-	log.InfoContext(ctx, "fx tick engine started", slog.Int("symbols", len(enabled)), slog.Bool("simulator", ps.sim != nil))
+	log.InfoContext(ctx, "fx tick engine started", slog.Int("symbols", len(enabled)), slog.Int("sources", len(sources)), slog.Int("simulators", len(ps.sims)))
 	return ps, nil
+}
+
+// simMarketSeed is the market seed every in-process simulator of one desk shares, so that two
+// "sim" sources quote the same market (feedsim.Config.MarketSeed) as a real primary and backup
+// would. Fixed rather than random: a restarted holder's simulators continue the same market.
+const simMarketSeed = 38
+
+// buildSources makes FXDESK_PRICE_SOURCES' sources in priority order: a bundled simulator on
+// its own listener for "sim" (FXDESK_SIM_ADDR for the first, the next ports after it), the
+// provider websocket for ws:// and wss://, FIX market data for fix://.
+func (ps *priceStream) buildSources(stage *lifecycle.Stage, cfg config.Config, instruments []fx.Instrument, calendars *session.Registry, log *slog.Logger) ([]tick.Source, error) {
+	ps.sims, ps.controls = map[string]*feedsim.Server{}, map[string]string{}
+	var sources []tick.Source
+	simIndex := 0
+	for _, src := range cfg.Prices.Sources {
+		switch src.Kind {
+		case config.PriceSim:
+			addr, err := nthAddr(cfg.SimAddr, simIndex)
+			if err != nil {
+				return nil, err
+			}
+			simIndex++
+			seed := uint64(0)
+			if cfg.Prices.Sims() > 1 {
+				seed = simMarketSeed
+			}
+			sim := feedsim.New(feedsim.Config{Instruments: simInstruments(instruments), Calendars: calendars, AlwaysOpen: cfg.Calendar == "always-open",
+				MarketSeed: seed}, log.With(slog.String("part", "feedsim"), slog.String("source", src.Name)))
+			bound, err := sim.Listen(addr)
+			if err != nil {
+				return nil, fmt.Errorf("start the feed simulator of price source %s on %s: %w", src.Name, addr, err)
+			}
+			stage.Go("feed simulator "+src.Name, sim.Run)
+			ps.sims[src.Name] = sim
+			ps.controls[src.Name] = "http://" + bound.String() + "/control"
+			log.Info("feed simulator listening (provider protocol and loopback control API)", slog.String("source", src.Name),
+				slog.String("url", sim.URL()), slog.String("control", ps.controls[src.Name]+"/state"))
+			sources = append(sources, tick.NewWebsocketSource(src.Name, sim.URL(), cfg.FeedKey, tick.WebsocketOptions{}))
+		case config.PriceWebsocket:
+			sources = append(sources, tick.NewWebsocketSource(src.Name, src.URL, cfg.FeedKey, tick.WebsocketOptions{}))
+		case config.PriceFIX:
+			s, err := fixSource(src, log)
+			if err != nil {
+				return nil, err
+			}
+			sources = append(sources, s)
+		default:
+			return nil, fmt.Errorf("price source %s: unknown kind %q", src.Name, src.Kind)
+		}
+	}
+	return sources, nil
+}
+
+// primaryURL is the websocket URL of a lone provider or simulator source.
+func (ps *priceStream) primaryURL(src config.PriceSource) string {
+	if sim, ok := ps.sims[src.Name]; ok {
+		return sim.URL()
+	}
+	return src.URL
+}
+
+// nthAddr is the listen address of the n-th simulator: addr itself for the first, the next
+// ports after it for the others; port 0 stays 0 (each its own free port).
+func nthAddr(addr string, n int) (string, error) {
+	if n == 0 {
+		return addr, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("FXDESK_SIM_ADDR=%q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("FXDESK_SIM_ADDR=%q: port %q is not a number", addr, port)
+	}
+	if p == 0 {
+		return addr, nil
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+n)), nil
 }
 
 // simInstruments gives the simulator the desk's instrument list, so both agree on symbols and

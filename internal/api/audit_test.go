@@ -53,6 +53,8 @@ type auditDesk struct {
 	revokable int64
 	// deps built the server, for tests that build its routes again.
 	deps Deps
+	// priceEngine is the holder's tick engine behind the price-source routes.
+	priceEngine *priceEngine
 	// moneyAccount is a funded USD account for staff withdrawals, with two PENDING money
 	// requests of another user's to approve and to reject (moneyFixtures).
 	moneyAccount  int64
@@ -148,11 +150,14 @@ func newAuditDesk(t *testing.T) (*auditDesk, http.Handler) {
 	inbox := alert.NewInbox(db, log)
 	deps := Deps{Log: log, DB: db, Desk: desk.NewCron(db, nil, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: metrics.New("test"),
 		Trading: svc, Catalog: admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db), Webhooks: relay.NewAdmin(db, relay.Sender{})}
+	d := &auditDesk{t: t, db: db, deps: deps, priceEngine: newPriceEngine()}
+	d.deps.PriceSources = holderPins(t, d, d.priceEngine)
+	deps = d.deps
 	h, err := NewServer(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &auditDesk{t: t, db: db, srv: httptest.NewServer(h), deps: deps}
+	d.srv = httptest.NewServer(h)
 	t.Cleanup(d.srv.Close)
 	if d.admin, err = auth.Create(ctx, db, 1, true, "test"); err != nil {
 		t.Fatal(err)
@@ -401,6 +406,15 @@ var auditedWrites = map[string]auditedWrite{
 		bad:    func(*auditDesk) (string, string) { return "/api/admin/fx/orders/999999/cancel", "" },
 		action: "order.cancel", entityType: "order", entityID: func(d *auditDesk) string { return strconv.FormatInt(d.order, 10) },
 		before: true, after: `"status":"CANCELLED"`,
+	},
+	"PUT /api/admin/fx/price-sources/symbols/{symbol}": {
+		path: fixed("/api/admin/fx/price-sources/symbols/EURUSD"),
+		body: fixed(`{"pin":"backup"}`),
+		bad: func(*auditDesk) (string, string) {
+			return "/api/admin/fx/price-sources/symbols/EURUSD", `{"pin":"nowhere"}`
+		},
+		action: "price_source_pin.update", entityType: "price_source_pin", entityID: fixed("EURUSD"),
+		before: false, after: `"pin":"backup"`,
 	},
 	"POST /api/admin/fx/alerts/{id}/ack": {
 		path:   func(d *auditDesk) string { return "/api/admin/fx/alerts/" + strconv.FormatInt(d.alertID, 10) + "/ack" },

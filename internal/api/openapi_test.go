@@ -21,6 +21,7 @@ import (
 	"fxdesk/internal/eod"
 	"fxdesk/internal/hedge"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/routing"
 	"fxdesk/internal/store"
@@ -137,7 +138,8 @@ func TestOpenAPISchemasMatchTheViews(t *testing.T) {
 		"EODReport": eodReportView{}, "EODDay": eod.Day{}, "EODDeskSymbol": eodDeskSymbol{}, "EODDeskFigures": eodDeskFigures{},
 		"EODAccountTotals": eodAccountTotals{}, "EODMismatch": eod.Mismatch{}, "EODAccount": eodAccountView{},
 		"Statement": statementView{}, "StatementSnapshot": statementSnapshot{}, "StatementTotals": statementTotals{}, "StatementDeal": statementDeal{},
-		"StatementClosedPosition": closedPositionView{}} {
+		"StatementClosedPosition": closedPositionView{},
+		"PriceSources":            pricesView{}, "PriceSource": sourceView{}, "PriceSelection": selectionView{}, "PriceSourcePin": pricesource.Pin{}, "RejectedTick": rejectedView{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("docs/openapi.json has no schema %s", name)

@@ -248,12 +248,20 @@ var (
 	symbolsDesc   = prometheus.NewDesc("fxdesk_symbols", "Wanted symbols by state.", []string{"state"}, nil)
 	ageDesc       = prometheus.NewDesc("fxdesk_quote_age_seconds", "Age of the newest accepted quote.", nil, nil)
 	updDropDesc   = prometheus.NewDesc("fxdesk_updates_dropped_total", "Price updates dropped for slow in-process subscribers.", nil, nil)
+
+	srcConnectedDesc = prometheus.NewDesc("fxdesk_price_source_connected", "1 while the price source's session is up.", []string{"source"}, nil)
+	srcTicksDesc     = prometheus.NewDesc("fxdesk_price_source_ticks_total", "Valid quotes of a price source by fate: accepted (offered for a wanted symbol), published, held by the spike filter, dropped by it.", []string{"source", "outcome"}, nil)
+	filteredDesc     = prometheus.NewDesc("fxdesk_price_filtered_total", "Ticks the spike filter held, and held ticks it dropped, per symbol and source.", []string{"symbol", "source", "outcome"}, nil)
+	failoversDesc    = prometheus.NewDesc("fxdesk_price_source_switches_total", "Changes of a symbol's active price source (failovers, fail-backs, pins).", []string{"symbol"}, nil)
+	activeDesc       = prometheus.NewDesc("fxdesk_price_active_source", "1 for each symbol's active price source.", []string{"symbol", "source"}, nil)
+	offPrimaryDesc   = prometheus.NewDesc("fxdesk_price_symbols_off_primary", "Wanted symbols quoted from other than their first source.", nil, nil)
 )
 
 type engineCollector struct{ e *tick.Engine }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ticksDesc, droppedDesc, connectedDesc, symbolsDesc, ageDesc, updDropDesc} {
+	for _, d := range []*prometheus.Desc{ticksDesc, droppedDesc, connectedDesc, symbolsDesc, ageDesc, updDropDesc,
+		srcConnectedDesc, srcTicksDesc, filteredDesc, failoversDesc, activeDesc, offPrimaryDesc} {
 		ch <- d
 	}
 }
@@ -277,6 +285,35 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(symbolsDesc, prometheus.GaugeValue, float64(s.Closed), "MARKET_CLOSED")
 	ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, s.LastTickAge.Seconds())
 	ch <- prometheus.MustNewConstMetric(updDropDesc, prometheus.CounterValue, float64(s.UpdatesDropped))
+	c.collectSources(ch)
+}
+
+// collectSources adds the per-source and per-symbol series of price selection and the filter.
+func (c *engineCollector) collectSources(ch chan<- prometheus.Metric) {
+	statuses := c.e.SourceStatuses()
+	for _, st := range statuses {
+		connected := 0.0
+		if st.Connected {
+			connected = 1
+		}
+		ch <- prometheus.MustNewConstMetric(srcConnectedDesc, prometheus.GaugeValue, connected, st.Name)
+		for outcome, n := range map[string]uint64{"accepted": st.Accepted, "published": st.Published, "held": st.Held, "dropped": st.Dropped} {
+			ch <- prometheus.MustNewConstMetric(srcTicksDesc, prometheus.CounterValue, float64(n), st.Name, outcome)
+		}
+	}
+	for _, fc := range c.e.FilterCounts() {
+		ch <- prometheus.MustNewConstMetric(filteredDesc, prometheus.CounterValue, float64(fc.Held), fc.Symbol, fc.Source, "held")
+		ch <- prometheus.MustNewConstMetric(filteredDesc, prometheus.CounterValue, float64(fc.Dropped), fc.Symbol, fc.Source, "dropped")
+	}
+	off := 0
+	for _, sel := range c.e.Selections() {
+		ch <- prometheus.MustNewConstMetric(failoversDesc, prometheus.CounterValue, float64(sel.Failovers), sel.Symbol)
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, 1, sel.Symbol, sel.Source)
+		if len(statuses) > 0 && sel.Source != statuses[0].Name {
+			off++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(offPrimaryDesc, prometheus.GaugeValue, float64(off))
 }
 
 // WatchMirror adds the quote mirror's series (publisher or follower), read at scrape time.

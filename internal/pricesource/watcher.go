@@ -71,7 +71,9 @@ func NewWatcher(cfg WatcherConfig) *Watcher {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Watcher{cfg: cfg}
+	// Raised until proven otherwise: an alert a previous holder left open while a symbol was off
+	// its primary is resolved by this one once every symbol has been back for ResolveAfter.
+	return &Watcher{cfg: cfg, state: failoverState{raised: true}}
 }
 
 // Run watches until ctx ends and returns nil then. An inbox that cannot be written is logged and

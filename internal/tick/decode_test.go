@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +186,170 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*500), "ns/event")
+}
+
+// smoothFrame is n EURUSD quotes walking up and down 0.1 pip a tick: a quiet market, so the
+// spike filter publishes every one.
+func smoothFrame(n int) []byte {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		step := i % 200
+		if step >= 100 {
+			step = 200 - step
+		}
+		fmt.Fprintf(&b, `{"ev":"C","p":"EUR/USD","x":48,"a":1.%05d,"b":1.%05d,"t":%d}`, 8412+step, 8410+step, 1764450000123+int64(i))
+	}
+	b.WriteByte(']')
+	return []byte(b.String())
+}
+
+// legacyIngest is the single-source ingest path as it was before several sources (decode,
+// validate, store, fan out), kept here as the baseline BenchmarkIngestSources compares with.
+func legacyIngest(e *Engine, dec *Decoder, frame []byte, recv time.Time) int {
+	evs, err := dec.Decode(frame)
+	if err != nil {
+		e.rejected[counterMalformed].Add(1)
+		return 0
+	}
+	idx := e.slots.Load()
+	stored := 0
+	e.subsMu.RLock()
+	publish := len(e.subs) > 0
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind != EventQuote {
+			continue
+		}
+		if r := Validate(ev); r != RejectNone {
+			e.rejected[r].Add(1)
+			continue
+		}
+		sl := idx.byPair[string(ev.Pair)]
+		if sl == nil {
+			e.rejected[counterUnknownPair].Add(1)
+			continue
+		}
+		q := &Quote{Bid: ev.Bid, Ask: ev.Ask, ReceivedAt: recv, ProviderTime: time.UnixMilli(ev.TimeMs)}
+		sl.q.Store(q)
+		stored++
+		if publish {
+			e.publishLocked(sl.symbol, q)
+		}
+	}
+	e.subsMu.RUnlock()
+	if stored > 0 {
+		e.accepted.Add(uint64(stored))
+		e.lastTickAt.Store(recv.UnixNano())
+	}
+	return stored
+}
+
+// BenchmarkIngestSources measures, in one run, the ingest cost per received tick of today's
+// single-source path (before selection and the filter), of one source through selection and
+// the filter, and of two sources (primary and backup each delivering every tick) through
+// selection and the filter, with one Updates subscriber as the risk engine has. Compare
+// ns/event; the two-source path should cost at most 1.3x the single-source one.
+func BenchmarkIngestSources(b *testing.B) {
+	const events = 500
+	frame := smoothFrame(events)
+	setup := func(b *testing.B, sources ...string) (*Engine, time.Time) {
+		var cfg Config
+		for _, n := range sources {
+			cfg.Sources = append(cfg.Sources, handSource{n})
+		}
+		e := New(cfg, slog.New(slog.DiscardHandler))
+		if err := e.SetWanted([]string{"EURUSD"}); err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range e.srcs {
+			s.SetConnected(true, nil)
+		}
+		ch, cancel := e.Updates(nil)
+		done := make(chan struct{})
+		go func() {
+			for range ch {
+			}
+			close(done)
+		}()
+		b.Cleanup(func() { cancel(); <-done })
+		return e, time.Now()
+	}
+	b.Run("today-single-source", func(b *testing.B) {
+		e, recv := setup(b, "primary")
+		var d Decoder
+		b.ReportAllocs()
+		for b.Loop() {
+			recv = recv.Add(time.Millisecond)
+			if n := legacyIngest(e, &d, frame, recv); n != events {
+				b.Fatalf("stored %d of %d", n, events)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+	})
+	b.Run("one-source-filtered", func(b *testing.B) {
+		e, recv := setup(b, "primary")
+		var d Decoder
+		b.ReportAllocs()
+		for b.Loop() {
+			recv = recv.Add(time.Millisecond)
+			e.srcs[0].ingest(b.Context(), &d, frame, recv)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+		if st := e.SourceStatuses()[0]; st.Held != 0 {
+			b.Fatalf("held %d of a quiet market", st.Held)
+		}
+	})
+	b.Run("two-sources-selected-filtered", func(b *testing.B) {
+		e, recv := setup(b, "primary", "backup")
+		var d0, d1 Decoder
+		b.ReportAllocs()
+		for b.Loop() {
+			recv = recv.Add(time.Millisecond)
+			e.srcs[0].ingest(b.Context(), &d0, frame, recv)
+			e.srcs[1].ingest(b.Context(), &d1, frame, recv)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*events), "ns/event")
+		st := e.SourceStatuses()
+		if st[0].Held != 0 || st[1].Published != 0 {
+			b.Fatalf("statuses %+v", st)
+		}
+	})
+}
+
+// BenchmarkEngineMemory states what the engine keeps per symbol and per symbol and source:
+// it builds engines with 2,000 symbols and one, two and four sources and reports the heap
+// each holds.
+func BenchmarkEngineMemory(b *testing.B) {
+	var syms []string
+	for i := range 2000 {
+		syms = append(syms, fmt.Sprintf("%c%c%cUSD", 'A'+i/676%26, 'A'+i/26%26, 'A'+i%26))
+	}
+	syms = slices.Compact(slices.Sorted(slices.Values(syms)))
+	heap := func(sources int) uint64 {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var cfg Config
+		for i := range sources {
+			cfg.Sources = append(cfg.Sources, handSource{fmt.Sprint("s", i)})
+		}
+		e := New(cfg, slog.New(slog.DiscardHandler))
+		if err := e.SetWanted(syms); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(e)
+		return after.HeapAlloc - before.HeapAlloc
+	}
+	for b.Loop() {
+		one, two, four := heap(1), heap(2), heap(4)
+		perSource := float64(four-two) / 2 / float64(len(syms))
+		b.ReportMetric(float64(one)/float64(len(syms))-perSource, "B/symbol")
+		b.ReportMetric(perSource, "B/symbol-source")
+	}
 }

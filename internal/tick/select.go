@@ -249,6 +249,15 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 		} else {
 			ss.offRun = 0
 		}
+		// A source whose last ticks stood off the others is back in the band once another
+		// source comes to agree with its latest price (both gapped).
+		for k := range st.per {
+			if o := &st.per[k]; k != s.i && o.offRun > 0 {
+				if ref, n := e.othersMedian(st, k, now, false); n > 0 && math.Abs(o.mid()-ref) <= bandPx {
+					o.offRun = 0
+				}
+			}
+		}
 		if e.reselect(sl, now) {
 			return // the switch considered the new active source's latest quote
 		}

@@ -19,6 +19,11 @@
 //                       an OrderStatusRequest finds it (STATUS)
 //   resend-request      asks the counterparty to resend everything from its first application
 //                       message → RESENT per resent message, GAPFILL per gap fill, RESEND_OK
+//   md SYMBOL N         (initiator, on a market-data session) a MarketDataRequest for SYMBOL's
+//                       bid and offer (snapshot + updates, top of book, incremental) → MD_SUBSCRIBED,
+//                       SNAPSHOT, an INCREMENTAL per MarketDataIncrementalRefresh until N came,
+//                       then an unsubscribe (263=2) → MD_OK
+//   md-unknown SYMBOL   (initiator) a MarketDataRequest the venue must refuse → MD_REJECT
 //   quit                logs out → DONE
 // "Only by a resend": the message is written to this side's store under the next sequence number
 // but never sent, and a TestRequest follows it, so the counterparty sees a gap, asks for a
@@ -32,6 +37,10 @@
 #include <quickfix/SocketAcceptor.h>
 #include <quickfix/SocketInitiator.h>
 #include <quickfix/fix44/ExecutionReport.h>
+#include <quickfix/fix44/MarketDataIncrementalRefresh.h>
+#include <quickfix/fix44/MarketDataRequest.h>
+#include <quickfix/fix44/MarketDataRequestReject.h>
+#include <quickfix/fix44/MarketDataSnapshotFullRefresh.h>
 #include <quickfix/fix44/NewOrderSingle.h>
 #include <quickfix/fix44/PositionReport.h>
 #include <quickfix/fix44/RequestForPositions.h>
@@ -91,6 +100,10 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
   int heldSeq = 0;                           // the message sent only by a resend
   bool heldServed = false;
   bool holdNextFill = false, loseNextFill = false;
+  // Market data per MDReqID: snapshots and incrementals received, the venue's refusal.
+  std::map<std::string, int> snapshots, incrementals;
+  std::map<std::string, std::string> mdRejects;
+  std::map<std::string, std::string> mdSymbol;  // MDReqID → the symbol it asked for
   FIX::SessionID sid;
 
   template <class P> void waitFor(const char* what, P ready) {
@@ -141,6 +154,16 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
       positions(m);
     } else if (!venue_ && type == "8") {
       report(m);
+    } else if (!venue_ && type == "W") {
+      snapshot(m);
+    } else if (!venue_ && type == "X") {
+      incremental(m);
+    } else if (!venue_ && type == "Y") {
+      const std::string id = m.getField(FIX::FIELD::MDReqID);
+      const std::string reason = m.isSetField(FIX::FIELD::MDReqRejReason) ? m.getField(FIX::FIELD::MDReqRejReason) : "none";
+      say("MD_REJECT reqId=" + id + " reason=" + reason + " text=" + quoted(text(m)));
+      std::lock_guard<std::mutex> l(mu);
+      mdRejects[id] = reason;
     } else if (!venue_ && type == "AO") {
       std::lock_guard<std::mutex> l(mu);
       positionsWanted = std::stoi(m.getField(FIX::FIELD::TotalNumPosReports));
@@ -254,6 +277,67 @@ class Peer : public FIX::Application, public FIX::Log, public FIX::LogFactory {
         " execType=" + r.getField(FIX::FIELD::ExecType));
     std::lock_guard<std::mutex> l(mu);
     fills[id] = st;
+  }
+
+  // ---- market data (initiator on a market-data session) ----
+  // snapshot checks a MarketDataSnapshotFullRefresh: the symbol asked for, one bid and one offer,
+  // priced, not crossed.
+  void snapshot(const FIX::Message& m) {
+    const std::string id = m.getField(FIX::FIELD::MDReqID), symbol = m.getField(FIX::FIELD::Symbol);
+    std::string want;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      want = mdSymbol.count(id) ? mdSymbol[id] : "";
+    }
+    if (want.empty()) fail("snapshot for MDReqID " + id + ", which was never asked for");
+    if (symbol != want) fail("snapshot " + id + " is of " + symbol + ", asked for " + want);
+    double bid = 0, ask = 0;
+    int n = std::stoi(m.getField(FIX::FIELD::NoMDEntries));
+    for (int i = 1; i <= n; i++) {
+      FIX44::MarketDataSnapshotFullRefresh::NoMDEntries g;
+      m.getGroup(i, g);
+      const std::string t = g.getField(FIX::FIELD::MDEntryType);
+      double px = std::stod(g.getField(FIX::FIELD::MDEntryPx));
+      if (t == "0") bid = px; else if (t == "1") ask = px; else fail("snapshot " + id + " has MDEntryType " + t);
+    }
+    if (!(bid > 0) || !(ask >= bid)) fail("snapshot " + id + " of " + symbol + " has bid " + std::to_string(bid) + " ask " + std::to_string(ask));
+    say("SNAPSHOT reqId=" + id + " symbol=" + symbol + " bid=" + FIX::DoubleConvertor::convert(bid) + " ask=" + FIX::DoubleConvertor::convert(ask));
+    std::lock_guard<std::mutex> l(mu);
+    snapshots[id]++;
+  }
+  // incremental checks a MarketDataIncrementalRefresh: after the snapshot, each entry a new, changed
+  // or deleted bid or offer of the symbol asked for, priced unless deleted.
+  void incremental(const FIX::Message& m) {
+    const std::string id = m.getField(FIX::FIELD::MDReqID);
+    std::string want;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      want = mdSymbol.count(id) ? mdSymbol[id] : "";
+      if (!snapshots[id]) fail("incremental " + id + " before its snapshot");
+    }
+    if (want.empty()) fail("incremental for MDReqID " + id + ", which was never asked for");
+    int n = std::stoi(m.getField(FIX::FIELD::NoMDEntries));
+    std::string entries;
+    for (int i = 1; i <= n; i++) {
+      FIX44::MarketDataIncrementalRefresh::NoMDEntries g;
+      m.getGroup(i, g);
+      const std::string action = g.getField(FIX::FIELD::MDUpdateAction), t = g.getField(FIX::FIELD::MDEntryType);
+      const std::string symbol = g.getField(FIX::FIELD::Symbol);
+      if (symbol != want) fail("incremental " + id + " has an entry of " + symbol + ", asked for " + want);
+      if (t != "0" && t != "1") fail("incremental " + id + " has MDEntryType " + t);
+      if (action != "0" && action != "1" && action != "2") fail("incremental " + id + " has MDUpdateAction " + action);
+      if (action != "2" && !(std::stod(g.getField(FIX::FIELD::MDEntryPx)) > 0)) fail("incremental " + id + " has an entry without a price");
+      entries += " " + std::string(t == "0" ? "bid" : "offer") + "=" + (action == "2" ? "deleted" : g.getField(FIX::FIELD::MDEntryPx));
+    }
+    if (n == 0) fail("incremental " + id + " has no entries");
+    say("INCREMENTAL reqId=" + id + entries);
+    std::lock_guard<std::mutex> l(mu);
+    incrementals[id]++;
+  }
+  static std::string quoted(std::string s) {
+    for (char& c : s)
+      if (c == ' ') c = '_';
+    return s;
   }
 
   // sendOnlyByResend writes m to the store under the next sequence number without sending it, then
@@ -417,6 +501,42 @@ int main(int argc, char** argv) {
         peer.sendOnlyByResend(o);
       }
       peer.waitFor("the fill", [&] { return peer.fills.count(id) > 0; });
+    } else if (what == "md" || what == "md-unknown") {
+      // side is the symbol here, qty the incrementals to wait for.
+      const std::string id = "CONF-MD-" + std::to_string(++probes), symbol = side;
+      const int want = what == "md" ? std::stoi(qty) : 0;
+      {
+        std::lock_guard<std::mutex> l(peer.mu);
+        peer.mdSymbol[id] = symbol;
+      }
+      auto request = [&](char subType) {
+        FIX44::MarketDataRequest r(FIX::MDReqID(id), FIX::SubscriptionRequestType(subType), FIX::MarketDepth(1));
+        r.set(FIX::MDUpdateType(1));
+        FIX44::MarketDataRequest::NoMDEntryTypes types;
+        types.set(FIX::MDEntryType('0'));
+        r.addGroup(types);
+        types.set(FIX::MDEntryType('1'));
+        r.addGroup(types);
+        FIX44::MarketDataRequest::NoRelatedSym sym;
+        sym.set(FIX::Symbol(symbol));
+        r.addGroup(sym);
+        FIX::Session::sendToTarget(r, peer.sid);
+      };
+      request('1');
+      if (what == "md-unknown") {
+        peer.waitFor("the market data request's refusal", [&] { return peer.mdRejects.count(id) > 0; });
+        continue;
+      }
+      say("MD_SUBSCRIBED reqId=" + id + " symbol=" + symbol);
+      peer.waitFor("the snapshot and the incrementals", [&] {
+        if (peer.mdRejects.count(id)) fail("the venue refused " + id);
+        return peer.snapshots[id] > 0 && peer.incrementals[id] >= want;
+      });
+      request('2');
+      probe("md-" + std::to_string(++probes));  // the unsubscribe was read: no reject came before the Heartbeat
+      std::lock_guard<std::mutex> l(peer.mu);
+      say("MD_OK reqId=" + id + " snapshots=" + std::to_string(peer.snapshots[id]) + " incrementals=" + std::to_string(peer.incrementals[id]));
+      continue;
     } else if (what == "positions") {
       {
         std::lock_guard<std::mutex> l(peer.mu);

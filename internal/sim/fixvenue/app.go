@@ -35,16 +35,27 @@ func (s *Server) OnCreate(quickfix.SessionID) {}
 // OnLogon marks the session up.
 func (s *Server) OnLogon(id quickfix.SessionID) {
 	s.mu.Lock()
-	s.loggedOn = true
+	if id == s.mdSessionID {
+		s.mdLoggedOn = true
+	} else {
+		s.loggedOn = true
+	}
 	s.mu.Unlock()
 	s.log.Info("fix session logged on", slog.String("session", id.String()))
 }
 
-// OnLogout marks the session down.
+// OnLogout marks the session down; the market-data session's subscriptions end with it.
 func (s *Server) OnLogout(id quickfix.SessionID) {
 	s.mu.Lock()
-	s.loggedOn = false
+	if id == s.mdSessionID {
+		s.mdLoggedOn = false
+	} else {
+		s.loggedOn = false
+	}
 	s.mu.Unlock()
+	if id == s.mdSessionID {
+		s.md.reset()
+	}
 	s.log.Info("fix session logged out", slog.String("session", id.String()))
 }
 
@@ -62,12 +73,13 @@ func (s *Server) FromAdmin(msg *quickfix.Message, _ quickfix.SessionID) quickfix
 
 // ToApp refuses to resend a message with a repeating group (the library gap-fills it instead):
 // QuickFIX/Go v0.9.10 writes such a resend with two checksums. Position reports and their acks
-// are answers to a query the desk repeats, never records.
+// are answers to a query the desk repeats, never records; market data is stale once resent.
 func (s *Server) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
 	if !resend(msg) {
 		return nil
 	}
-	if t, _ := msg.MsgType(); t == msgPositionReport || t == msgRequestForPosAck {
+	switch t, _ := msg.MsgType(); t {
+	case msgPositionReport, msgRequestForPosAck, msgMDSnapshot, msgMDIncremental, msgMDReject:
 		return quickfix.ErrDoNotSend
 	}
 	return nil
@@ -79,11 +91,24 @@ func resend(msg *quickfix.Message) bool {
 	return err == nil && dup
 }
 
-// FromApp dispatches the desk's application messages.
-func (s *Server) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+// FromApp dispatches the desk's application messages: MarketDataRequests on the market-data
+// session (md.go), orders and queries on the trade session.
+func (s *Server) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
 	t, err := msg.MsgType()
 	if err != nil {
 		return err
+	}
+	if id == s.mdSessionID {
+		if t != msgMarketDataRequest {
+			return quickfix.UnsupportedMessageType()
+		}
+		s.md.request(msg)
+		return nil
+	}
+	if t == msgMarketDataRequest {
+		reqID, _ := msg.Body.GetString(tag.MDReqID)
+		s.refuseMarketData(reqID)
+		return nil
 	}
 	switch t {
 	case msgOrderStatusRequest, msgMassStatusRequest, msgRequestForPos:

@@ -24,11 +24,14 @@ type State struct {
 	Queries Queries `json:"queries"`
 	// LogonsRefused counts the desk's Logons refused for their credentials (Config.Password).
 	LogonsRefused int `json:"logonsRefused"`
+	// MarketData is the market-data session: logged on, subscriptions, messages (md.go).
+	MarketData MarketDataState `json:"marketData"`
 }
 
 // State is the venue's state now.
 func (s *Server) State() State {
-	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs(), Queries: s.book.queryCounts()}
+	st := State{LoggedOn: s.LoggedOn(), Orders: s.book.all(), Positions: s.book.positions(), Held: s.book.heldIDs(), Queries: s.book.queryCounts(),
+		MarketData: s.MarketData()}
 	s.mu.Lock()
 	st.LogonsRefused = s.logonsRefused
 	s.mu.Unlock()

@@ -28,6 +28,20 @@
 //	    report per entry), SettlPrice = the net position's average price. With
 //	    Config.RequireParties a request without Parties gets a Reject (35=3, RefTagID 453).
 //
+// # Market data
+//
+// A second session on the same port, Config.MDVenueCompID/MDDeskCompID (FXVENUE-MD, FXDESK-MD),
+// resets on every logon and serves top of book from Config.Prices, read every
+// Config.MarketDataInterval while anything is subscribed (md.go):
+//
+//	MarketDataRequest (V) 263=1        → MarketDataSnapshotFullRefresh (W) per symbol, then
+//	    MarketDataIncrementalRefresh (X) with the sides that changed (MDUpdateAction 0/1/2);
+//	    265=0 asks for a W per change instead. 263=0: the snapshots alone. 263=2 ends MDReqID.
+//	a symbol not listed, a repeated MDReqID, another 263/264/265/269 → MarketDataRequestReject
+//	    (Y), MDReqRejReason 0, 1, 4/5/6/8; a V on the trade session → Y, MDReqRejReason 3.
+//
+// Market data is never stored nor resent (a ResendRequest is gap-filled).
+//
 // OrdRejReason is FIX 4.4's: 1 for a symbol the venue does not list (Config.Instruments), 2 for a
 // listed one with no price now, 11 for an OrdType other than MARKET; every report echoes the
 // OrdType its order carried.

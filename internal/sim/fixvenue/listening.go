@@ -15,6 +15,30 @@ func ListeningLine(addr, control, deskCompID, venueCompID string) string {
 	return fmt.Sprintf("%saddr=%s control=%s sender=%s target=%s", listeningPrefix, addr, control, deskCompID, venueCompID)
 }
 
+// MarketDataListening is what cmd/fixvenue appends to its ListeningLine: the market-data
+// session's comp ids as the desk names them (its SenderCompID first). ParseListeningMD reads them.
+func MarketDataListening(mdDeskCompID, mdVenueCompID string) string {
+	return fmt.Sprintf(" md-sender=%s md-target=%s", mdDeskCompID, mdVenueCompID)
+}
+
+// ParseListeningMD reads the market-data session's comp ids (the desk's SenderCompID first) from
+// a ListeningLine with MarketDataListening appended.
+func ParseListeningMD(line string) (sender, target string, err error) {
+	for _, f := range strings.Fields(line) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "md-sender":
+			sender = v
+		case "md-target":
+			target = v
+		}
+	}
+	if sender == "" || target == "" {
+		return "", "", fmt.Errorf("fixvenue: listening line %q lacks md-sender or md-target", line)
+	}
+	return sender, target, nil
+}
+
 // ParseListening reads a ListeningLine back.
 func ParseListening(line string) (addr, control, sender, target string, err error) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(listeningPrefix))

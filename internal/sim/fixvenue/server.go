@@ -61,6 +61,13 @@ type Config struct {
 	// RequireParties refuses a RequestForPositions without the Parties component FIX 4.4 marks
 	// required, with a session Reject (35=3, SessionRejectReason 1, RefTagID 453).
 	RequireParties bool
+	// MDVenueCompID and MDDeskCompID are the market-data session's SenderCompID and TargetCompID
+	// as the venue sees them (defaults DefaultMDVenueCompID, DefaultMDDeskCompID): market data
+	// has its own session, as at most liquidity providers (md.go).
+	MDVenueCompID, MDDeskCompID string
+	// MarketDataInterval is how often the venue reads its prices for subscribed symbols' changes
+	// (default DefaultMarketDataInterval).
+	MarketDataInterval time.Duration
 	// Executions, above 1, fills every order that meets no fault in that many executions, each
 	// reported (split.go; at most maxExecutions); 0 or 1 fills each in one.
 	Executions int
@@ -77,11 +84,15 @@ type Server struct {
 	control   *http.Server
 	controlLn net.Listener
 	book      *book
+	// mdSessionID is the market-data session (md.go); md its subscriptions.
+	mdSessionID quickfix.SessionID
+	md          *marketData
 	// instruments is Config.Instruments as a set.
 	instruments map[string]bool
 
-	mu       sync.Mutex
-	loggedOn bool
+	mu         sync.Mutex
+	loggedOn   bool
+	mdLoggedOn bool
 	// logonsRefused counts the desk's Logons refused for their credentials (checkLogon).
 	logonsRefused int
 }
@@ -93,6 +104,21 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.DeskCompID == "" {
 		cfg.DeskCompID = DefaultDeskCompID
+	}
+	if cfg.MDVenueCompID == "" {
+		cfg.MDVenueCompID = DefaultMDVenueCompID
+	}
+	if cfg.MDDeskCompID == "" {
+		cfg.MDDeskCompID = DefaultMDDeskCompID
+	}
+	if cfg.MDVenueCompID == cfg.VenueCompID && cfg.MDDeskCompID == cfg.DeskCompID {
+		return nil, fmt.Errorf("fixvenue: the market-data session %s/%s must differ from the trade session", cfg.MDVenueCompID, cfg.MDDeskCompID)
+	}
+	if cfg.MarketDataInterval < 0 {
+		return nil, fmt.Errorf("fixvenue: MarketDataInterval %s must not be negative", cfg.MarketDataInterval)
+	}
+	if cfg.MarketDataInterval == 0 {
+		cfg.MarketDataInterval = DefaultMarketDataInterval
 	}
 	if cfg.Latency < 0 {
 		return nil, fmt.Errorf("fixvenue: Latency %s must not be negative", cfg.Latency)
@@ -124,7 +150,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log,
 		sessionID: quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: cfg.VenueCompID, TargetCompID: cfg.DeskCompID}}
+	s.mdSessionID = quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: cfg.MDVenueCompID, TargetCompID: cfg.MDDeskCompID}
 	s.book = newBook(s)
+	s.md = newMarketData(s)
 	s.instruments = make(map[string]bool, len(cfg.Instruments))
 	for _, sym := range cfg.Instruments {
 		s.instruments[sym] = true
@@ -153,7 +181,18 @@ func (s *Server) Listen(addr string) (string, error) {
 	if _, err := settings.AddSession(ss); err != nil {
 		return "", fmt.Errorf("fixvenue: session settings: %w", err)
 	}
-	s.acceptor, err = quickfix.NewAcceptor(s, quickfix.NewMemoryStoreFactory(), settings, logFactory{s.log})
+	// The market-data session on the same port: the Logon's comp ids pick it. Market data is
+	// never replayed, so each logon starts at sequence number 1 on both sides.
+	md := quickfix.NewSessionSettings()
+	md.Set(config.BeginString, quickfix.BeginStringFIX44)
+	md.Set(config.SenderCompID, s.cfg.MDVenueCompID)
+	md.Set(config.TargetCompID, s.cfg.MDDeskCompID)
+	md.Set(config.ResetOnLogon, "Y")
+	if _, err := settings.AddSession(md); err != nil {
+		return "", fmt.Errorf("fixvenue: market-data session settings: %w", err)
+	}
+	stores := mdStores{md: s.mdSessionID, mem: quickfix.NewMemoryStoreFactory()}
+	s.acceptor, err = quickfix.NewAcceptor(s, stores, settings, logFactory{s.log})
 	if err != nil {
 		return "", fmt.Errorf("fixvenue: acceptor: %w", err)
 	}
@@ -166,6 +205,7 @@ func (s *Server) Listen(addr string) (string, error) {
 		return "", err
 	}
 	s.proxy = p
+	s.md.start(s.cfg.MarketDataInterval)
 	return p.Addr(), nil
 }
 
@@ -214,8 +254,20 @@ func (s *Server) Stop() {
 	if s.acceptor != nil {
 		s.acceptor.Stop()
 	}
+	s.md.halt()
 	s.book.stop()
 }
+
+// MarketData is the market-data session's state now: logged on, subscriptions, counts.
+func (s *Server) MarketData() MarketDataState {
+	s.mu.Lock()
+	up := s.mdLoggedOn
+	s.mu.Unlock()
+	return s.md.state(up)
+}
+
+// MDSessionID is the market-data session as the venue names it (its SenderCompID first).
+func (s *Server) MDSessionID() quickfix.SessionID { return s.mdSessionID }
 
 // LoggedOn is whether the desk's session is logged on now.
 func (s *Server) LoggedOn() bool {

@@ -165,3 +165,14 @@ func (b *priceBook) convert(amount decimal.Decimal, from, to string) decimal.Dec
 	}
 	return amount
 }
+
+// Snapshot reads src once for a round of several symbols: a source whose Quote is expensive
+// (FeedControlPrices reads the whole feed state per call) is read once and the snapshot
+// returned; any other source is returned as it is. The bundled FIX venue's market data polls
+// through it.
+func Snapshot(ctx context.Context, src PriceSource) (PriceSource, error) {
+	if snap, ok := src.(snapshotSource); ok {
+		return snap.snapshot(ctx)
+	}
+	return src, nil
+}

@@ -1,0 +1,235 @@
+package tick
+
+import (
+	"testing"
+	"time"
+)
+
+const pip = 0.0001
+
+func (r *rig) wantRejected(intent string, n int, want ...RejectedTick) {
+	r.t.Helper()
+	got := r.e.Rejected(0)
+	if len(got) != n {
+		r.t.Fatalf("%s: %d rejected, want %d: %+v", intent, len(got), n, got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Source != w.Source || g.Reason != w.Reason || g.Outcome != w.Outcome || abs(g.Bid-w.Bid) > 1e-9 {
+			r.t.Fatalf("%s: rejected[%d] %+v, want %+v", intent, i, g, w)
+		}
+		if (w.Outcome == OutcomeHeld) != g.DecidedAt.IsZero() {
+			r.t.Fatalf("%s: rejected[%d] decided at %s", intent, i, g.DecidedAt)
+		}
+	}
+}
+
+// drain returns every update published so far.
+func (r *rig) drain() []Update {
+	var out []Update
+	for {
+		select {
+		case u := <-r.upd:
+			out = append(out, u)
+		default:
+			return out
+		}
+	}
+}
+
+func TestSpikeIsDroppedWhenTheNextTickReturns(t *testing.T) {
+	r := newRig(t, Config{}, "primary")
+	mid := r.steady(40, 1.1, "primary")
+	r.drain()
+	spike := mid + 300*pip
+	r.both(50*time.Millisecond, spike, "primary")
+	r.want("spike held", "primary", mid)
+	r.wantRejected("spike held", 1, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeHeld, Bid: spike - 0.00001})
+	r.both(50*time.Millisecond, mid+pip, "primary")
+	r.want("back to the market", "primary", mid+pip)
+	r.wantRejected("spike dropped", 1, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: spike - 0.00001})
+	for _, u := range r.drain() {
+		if abs(u.Quote.Mid()-spike) < 100*pip {
+			t.Fatalf("the spike reached an Updates subscriber: %+v", u)
+		}
+	}
+	st := r.e.SourceStatuses()[0]
+	if st.Held != 1 || st.Dropped != 1 || st.Published != 41 || st.Accepted != 42 {
+		t.Fatalf("source status %+v", st)
+	}
+	if fc := r.e.FilterCounts(); len(fc) != 1 || fc[0] != (FilterCount{Symbol: "EURUSD", Source: "primary", Held: 1, Dropped: 1}) {
+		t.Fatalf("filter counts %+v", fc)
+	}
+	// Even after the ConfirmAfter a dropped spike stays dropped.
+	r.clock.advance(2 * time.Second)
+	r.e.sweep(r.clock.Now())
+	r.want("after ConfirmAfter", "primary", mid+pip)
+}
+
+func TestGapConfirmedByTheNextTick(t *testing.T) {
+	r := newRig(t, Config{}, "primary")
+	mid := r.steady(40, 1.1, "primary")
+	gap := mid + 300*pip
+	r.both(100*time.Millisecond, gap, "primary")
+	r.want("gap held", "primary", mid)
+	r.both(100*time.Millisecond, gap+pip, "primary")
+	// Both the held tick and the confirming one are published, in order.
+	var mids []float64
+	for _, u := range r.drain() {
+		mids = append(mids, u.Quote.Mid())
+	}
+	if n := len(mids); n < 2 || abs(mids[n-2]-gap) > 1e-9 || abs(mids[n-1]-gap-pip) > 1e-9 {
+		t.Fatalf("published mids end %v, want the gap then gap+1 pip", mids[max(0, len(mids)-3):])
+	}
+	r.wantRejected("gap confirmed", 1, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomePublished, Bid: gap - 0.00001})
+}
+
+func TestGapConfirmedAfterConfirmAfterWhenNothingContradictsIt(t *testing.T) {
+	r := newRig(t, Config{}, "primary")
+	mid := r.steady(40, 1.1, "primary")
+	gap := mid - 300*pip
+	r.both(100*time.Millisecond, gap, "primary")
+	r.clock.advance(999 * time.Millisecond)
+	r.e.sweep(r.clock.Now())
+	r.want("inside ConfirmAfter", "primary", mid)
+	r.clock.advance(time.Millisecond)
+	r.e.sweep(r.clock.Now())
+	r.want("at ConfirmAfter", "primary", gap)
+	if q, _ := r.e.LastTick("EURUSD"); !q.ReceivedAt.Equal(r.clock.Now().Add(-time.Second)) {
+		t.Fatalf("ReceivedAt %s is not the held tick's arrival", q.ReceivedAt)
+	}
+	// The band learnt nothing odd: a normal move is published at once.
+	r.both(100*time.Millisecond, gap+2*pip, "primary")
+	r.want("after the gap", "primary", gap+2*pip)
+}
+
+func TestGapOnBothSourcesConfirmedByTheOther(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	gap := mid + 300*pip
+	r.clock.advance(100 * time.Millisecond)
+	r.tick("primary", gap)
+	r.want("gap held on the primary", "primary", mid)
+	r.tick("backup", gap+0.2*pip)
+	r.want("confirmed by the backup", "primary", gap)
+	r.wantNoSwitch("a gap on both is no failover")
+	// A second jump on the primary alone is contradicted by the backup.
+	r.clock.advance(100 * time.Millisecond)
+	r.tick("primary", gap+400*pip)
+	r.clock.advance(200 * time.Millisecond)
+	r.tick("backup", gap)
+	r.want("contradicted by the backup", "primary", gap)
+	r.wantRejected("contradicted", 2, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: gap + 400*pip - 0.00001})
+}
+
+func TestSpikeOnThePrimaryDroppedByTheBackupWithoutFailover(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	spike := mid + 300*pip
+	r.clock.advance(20 * time.Millisecond)
+	r.tick("primary", spike)
+	r.clock.advance(20 * time.Millisecond)
+	r.tick("backup", mid)
+	r.wantRejected("disagreed by the backup", 1, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: spike - 0.00001})
+	r.steady(5, mid, "primary", "backup")
+	r.wantNoSwitch("one off-market tick is not a failover")
+}
+
+func TestDisagreeingSourceIsHeldThenFailedOver(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	// The primary drifts 3 pips a tick away from the backup: each move is small, but past 30
+	// pips from the backup its ticks are held as disagreeing and dropped by the backup's.
+	p := mid
+	for p < mid+29*pip {
+		p += 3 * pip
+		r.clock.advance(100 * time.Millisecond)
+		r.tick("primary", p)
+		r.tick("backup", mid)
+	}
+	r.want("within the band", "primary", p)
+	p += 6 * pip
+	r.clock.advance(100 * time.Millisecond)
+	r.tick("primary", p)
+	r.want("held as disagreeing", "primary", p-6*pip)
+	got := r.e.Rejected(1)
+	if len(got) != 1 || got[0].Reason != RejectDisagrees || got[0].Outcome != OutcomeHeld {
+		t.Fatalf("rejected %+v", got)
+	}
+	r.tick("backup", mid)
+	if got := r.e.Rejected(1); got[0].Outcome != OutcomeDropped {
+		t.Fatalf("rejected %+v", got)
+	}
+}
+
+func TestOffsetPrimaryFailsOverAndBackupOffMarketHeldAtFailover(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	// The primary jumps 50 pips off and stays: its first off tick is a held spike, the
+	// second makes it off-band — unhealthy — and the desk fails over to the backup.
+	r.both(100*time.Millisecond, mid+50*pip, "primary")
+	r.tick("backup", mid)
+	r.both(100*time.Millisecond, mid+50*pip, "primary")
+	sw := r.wantSwitch("offset primary", "primary", "backup")
+	if sw.Reason != "primary off-band" {
+		t.Fatalf("reason %q", sw.Reason)
+	}
+	r.want("on the backup", "backup", mid)
+
+	// Now the other way round: the backup's last tick is off-market when the primary fails.
+	r2 := newRig(t, Config{}, "primary", "backup")
+	mid = r2.steady(40, 1.1, "primary", "backup")
+	r2.clock.advance(100 * time.Millisecond)
+	r2.tick("backup", mid+300*pip) // one off-market tick on the backup
+	r2.feed("primary").SetConnected(false, nil)
+	r2.wantSwitch("primary down", "primary", "backup")
+	r2.want("the backup's off-market tick is held, not published", "primary", mid)
+	got := r2.e.Rejected(1)
+	if len(got) != 1 || got[0].Source != "backup" || got[0].Reason != RejectSpike || got[0].Outcome != OutcomeHeld {
+		t.Fatalf("rejected %+v", got)
+	}
+	r2.both(100*time.Millisecond, mid+pip, "backup")
+	r2.want("the backup's next tick", "backup", mid+pip)
+	if got := r2.e.Rejected(1); got[0].Outcome != OutcomeDropped {
+		t.Fatalf("rejected %+v", got)
+	}
+}
+
+func TestBandFollowsTheMarketsTypicalMove(t *testing.T) {
+	r := newRig(t, Config{}, "primary")
+	// A market moving 2 to 18 pips a tick (median 10, MAD 4): the band is 10 + 12 x 1.4826 x 4
+	// = 81 pips, so a 60-pip move (past the 30-pip floor) is ordinary and a 100-pip one is held.
+	mid := 1.1
+	for i := range 40 {
+		step := float64(2+4*(i%5)) * pip
+		if i%2 == 0 {
+			mid += step
+		} else {
+			mid -= step
+		}
+		r.both(100*time.Millisecond, mid, "primary")
+	}
+	r.both(100*time.Millisecond, mid+60*pip, "primary")
+	r.want("60 pips in a 10-pip market", "primary", mid+60*pip)
+	if n := len(r.e.Rejected(0)); n != 0 {
+		t.Fatalf("%d rejected", n)
+	}
+	mid += 60 * pip
+	r.both(100*time.Millisecond, mid+100*pip, "primary")
+	r.want("100 pips in a 10-pip market", "primary", mid)
+	// A quiet market (0.1-pip moves) with a 5-pip floor holds a 6-pip jump.
+	r2 := newRig(t, Config{Filter: FilterConfig{FloorPips: 5}}, "primary")
+	mid = r2.steady(40, 1.1, "primary")
+	r2.both(100*time.Millisecond, mid+6*pip, "primary")
+	r2.want("6 pips in a quiet market", "primary", mid)
+}
+
+func TestJPYPipAndPipSizeConfig(t *testing.T) {
+	if DefaultPipSize("USDJPY") != 0.01 || DefaultPipSize("EURUSD") != 0.0001 {
+		t.Fatal("default pip sizes")
+	}
+	r := newRig(t, Config{PipSize: func(string) float64 { return 0.01 }}, "primary")
+	mid := r.steady(40, 1.1, "primary")
+	r.both(100*time.Millisecond, mid+0.02, "primary") // 200 "EURUSD" pips, 2 pips at 0.01
+	r.want("within a 30-pip floor of 0.01", "primary", mid+0.02)
+}
