@@ -37,8 +37,8 @@ func (s *srcState) WantedChanged() <-chan struct{} { return s.wantedCh }
 func (s *srcState) Offer(symbol string, bid, ask float64, providerTime time.Time) {
 	e := s.e
 	ev := Event{Bid: bid, Ask: ask, HasBid: true, HasAsk: true}
-	if !providerTime.IsZero() {
-		ev.TimeMs = max(providerTime.UnixMilli(), 1)
+	if ms := providerTime.UnixMilli(); ms > 0 {
+		ev.TimeMs = ms
 	}
 	if r := Validate(&ev); r != RejectNone {
 		e.rejected[r].Add(1)
@@ -146,7 +146,7 @@ func (ss *srcSym) mid() float64 { return (ss.bid + ss.ask) / 2 }
 const bandEvery = 8
 
 func (e *Engine) newSymState() symState {
-	st := symState{pinned: -1, per: make([]srcSym, len(e.srcs))}
+	st := symState{pinned: -1, per: make([]srcSym, len(e.srcs)), since: e.cfg.Now().UnixNano()}
 	if !e.cfg.Filter.Disabled {
 		st.moves = make([]float64, e.cfg.Filter.Window)
 	}

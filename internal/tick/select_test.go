@@ -4,6 +4,7 @@ import (
 	"context"
 	"fxdesk/internal/sim/feedsim"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 )
@@ -303,5 +304,44 @@ func TestTwoWebsocketSourcesFailOver(t *testing.T) {
 	st := e.SourceStatuses()
 	if st[0].Connected || !st[1].Connected || st[1].Published != 1 {
 		t.Fatalf("source statuses %+v", st)
+	}
+}
+
+// An external source's offers are validated like the websocket's: nothing undated,
+// non-positive or crossed is published, and a symbol nobody wants is counted, not stored.
+func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "lp")
+	f := r.feed("primary")
+	now := r.clock.Now()
+	f.Offer("EURUSD", 1.1, 1.1002, time.Time{})
+	f.Offer("EURUSD", 1.1, 1.1002, time.UnixMilli(-5))
+	f.Offer("EURUSD", 0, 1.1002, now)
+	f.Offer("EURUSD", 1.1, math.Inf(1), now)
+	f.Offer("EURUSD", 1.1003, 1.1002, now)
+	f.Offer("GBPUSD", 1.3, 1.3002, now)
+	if _, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatal("an invalid offer was published")
+	}
+	rj := r.e.Status().Rejected
+	if rj.Undated != 2 || rj.NonPositive != 2 || rj.Crossed != 1 || rj.UnknownPair != 1 {
+		t.Fatalf("rejections %+v", rj)
+	}
+	f.Offer("EURUSD", 1.1, 1.1002, now)
+	if q, ok := r.e.LastTick("EURUSD"); !ok || q.Source != "primary" || !q.ReceivedAt.Equal(now) || !q.ProviderTime.Equal(now) {
+		t.Fatalf("valid offer %+v", q)
+	}
+	// The rejected ring keeps the newest RejectedRing entries, newest first.
+	r2 := newRig(t, Config{Filter: FilterConfig{RejectedRing: 3}}, "primary")
+	mid := r2.steady(10, 1.1, "primary")
+	for i := range 5 {
+		r2.both(100*time.Millisecond, mid+float64(100+10*i)*pip, "primary")
+		r2.both(100*time.Millisecond, mid, "primary")
+	}
+	got := r2.e.Rejected(10)
+	if len(got) != 3 || abs(got[0].Bid+0.00001-(mid+140*pip)) > 1e-9 || abs(got[2].Bid+0.00001-(mid+120*pip)) > 1e-9 {
+		t.Fatalf("ring %+v", got)
+	}
+	if got := r2.e.Rejected(1); len(got) != 1 || got[0].Outcome != OutcomeDropped {
+		t.Fatalf("limit 1: %+v", got)
 	}
 }
