@@ -154,6 +154,9 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// even when the cron process was down at its rollover (docs/eod.md).
 	closes := &eod.Recorder{DB: h.db, Prices: h.quotes, By: tag, Log: log}
 	h.guarded.Go("closing prices", closes.Run)
+	if err := h.startCandles(stream, log); err != nil {
+		return fmt.Errorf("candles: %w", err)
+	}
 	if sched != nil {
 		h.sched.Store(sched)
 		h.guarded.Go("scheduler", sched.Run)
