@@ -61,13 +61,15 @@ type act struct {
 // counted: a deal of a symbol a gap moved in that window (a real move the filter held, dropped
 // where it disagreed and published once confirmed, so its prices were both); a venue's execution
 // (an EXTERNAL order's deal, a hedge fill) at a price the primary source — the feed the venue
-// prices from — quoted then, from 2 s before the tick to 2 s after its drop, unless the tick was
-// a spike: the venue fills at its own feed's state, which an offset moves and a spike does not.
+// prices from — quoted then, from 2 s before the tick to 2 s after its drop or while the
+// primary's offset lasted, unless the tick was a spike: the venue fills at its own feed's state,
+// which an offset moves and a spike does not.
 func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "filteredNotActed"}
 	pe := ev.Prices
 	filtered := map[string][]filteredPrice{}
 	gaps := map[string][]PriceFault{}
+	var primaryOffsets []PriceFault
 	nDropped, nSpikes := 0, 0
 	for _, f := range pe.Filtered {
 		if f.Outcome != "dropped" {
@@ -89,7 +91,18 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End})
 		case PriceGap:
 			gaps[f.Symbol] = append(gaps[f.Symbol], f)
+		case PriceOffset:
+			if f.touches(SourcePrimary) {
+				primaryOffsets = append(primaryOffsets, f)
+			}
 		}
+	}
+	// The venue quotes the offset primary for the whole offset, long after the desk dropped
+	// the primary's first off-market ticks and moved to the backup.
+	duringPrimaryOffset := func(t time.Time) bool {
+		return slices.ContainsFunc(primaryOffsets, func(f PriceFault) bool {
+			return !t.Before(f.Start.Add(-time.Second)) && !t.After(f.End.Add(2*time.Second))
+		})
 	}
 	venueOrder := map[int64]bool{}
 	for _, o := range s.Orders {
@@ -131,7 +144,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			if !slices.ContainsFunc(c.prices, func(x float64) bool { return math.Abs(a.price-x) <= c.tolPips*pip }) {
 				continue
 			}
-			if a.venue && c.venueSaw && !a.at.Before(c.start.Add(-2*time.Second)) && !a.at.After(c.end.Add(2*time.Second)) {
+			if a.venue && c.venueSaw && (duringPrimaryOffset(a.at) || !a.at.Before(c.start.Add(-2*time.Second)) && !a.at.After(c.end.Add(2*time.Second))) {
 				byVenue++
 				break
 			}

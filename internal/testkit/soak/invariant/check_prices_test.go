@@ -57,6 +57,16 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 venue fills") {
 		t.Fatalf("a venue fill at its feed's offset price is excused: %v %s", r.Violations, r.Figures)
 	}
+	// While the primary's offset lasts the venue quotes it, long after the desk dropped its
+	// first off-market ticks.
+	s.Deals = []dbDeal{deal(6, "EURUSD", "1.11001", t0.Add(5*time.Second), 70)}
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 {
+		t.Fatalf("a venue fill 5 s after the drop, no offset: %v", r.Violations)
+	}
+	ev.Prices.Faults = append(ev.Prices.Faults, PriceFault{Kind: PriceOffset, Sources: []string{SourcePrimary}, Start: t0, End: t0.Add(6 * time.Second)})
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 {
+		t.Fatalf("a venue fill during the primary's offset: %v", r.Violations)
+	}
 	// A hedge fill at it, long after the spike, is not.
 	s.HedgeFills = []dbHedgeFill{{ID: 9, Symbol: "EURUSD", Price: decimal.RequireFromString("1.11"), At: t0.Add(20 * time.Second)}}
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "hedge order 9") {
