@@ -164,11 +164,18 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 // taken from threshold + Failover after the fault began to its end must not name the primary —
 // the threshold is the SilentAfter the desk reported for the primary (at most SilentCap) for a
 // silence, 0 for a disconnect. Judged only while no fault touched the backup (from 2 s before the
-// fault to the sample): then it was healthy by the run's timeline.
+// fault to the sample): then it was healthy by the run's timeline; and not in a holder's first
+// WarmUp (a new engine has no quote yet, and starts on the primary).
 func checkSilentNotQuoted(pe *PriceEvidence) Result {
 	r := Result{Name: "silentNotQuoted"}
 	faults, judged := 0, 0
 	var slowest time.Duration
+	firstSeen := map[int]time.Time{}
+	for _, smp := range pe.Selections {
+		if t, ok := firstSeen[smp.PID]; !ok || smp.Sent.Before(t) {
+			firstSeen[smp.PID] = smp.Sent
+		}
+	}
 	for _, f := range pe.Faults {
 		if f.Kind != PricePrimarySilent && f.Kind != PricePrimaryDown {
 			continue
@@ -190,7 +197,8 @@ func checkSilentNotQuoted(pe *PriceEvidence) Result {
 			} else if _, ok := onPrimary[smp.Sent]; !ok {
 				onPrimary[smp.Sent] = false
 			}
-			if smp.Source != SourcePrimary || backupTouched(smp.Recv) {
+			// A holder's first moments: its engine starts on the primary until a first quote.
+			if smp.Source != SourcePrimary || backupTouched(smp.Recv) || smp.Sent.Before(firstSeen[smp.PID].Add(PriceTolerance.WarmUp)) {
 				continue
 			}
 			threshold := time.Duration(0)

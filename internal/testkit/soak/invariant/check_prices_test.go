@@ -84,7 +84,8 @@ func selection(at time.Time, symbol, source string, silentAfter time.Duration) S
 // too, it does not.
 func TestSilentNotQuotedFailsTheSilentPrimaryPastItsThreshold(t *testing.T) {
 	pe := &PriceEvidence{Faults: []PriceFault{{Kind: PricePrimarySilent, Sources: []string{SourcePrimary}, Start: t0, End: t0.Add(6 * time.Second)}}}
-	pe.Selections = []SelectionSample{selection(t0.Add(2*time.Second), "EURUSD", SourcePrimary, 3*time.Second),
+	pe.Selections = []SelectionSample{selection(t0.Add(-10*time.Second), "EURUSD", SourcePrimary, 3*time.Second),
+		selection(t0.Add(2*time.Second), "EURUSD", SourcePrimary, 3*time.Second),
 		selection(t0.Add(3500*time.Millisecond), "EURUSD", SourceBackup, 3*time.Second)}
 	if r := checkSilentNotQuoted(pe); len(r.Violations) != 0 || !strings.Contains(r.Figures, "slowest failover seen 3.5s") {
 		t.Fatalf("on the primary before its threshold, then the backup: %v %s", r.Violations, r.Figures)
@@ -99,9 +100,16 @@ func TestSilentNotQuotedFailsTheSilentPrimaryPastItsThreshold(t *testing.T) {
 	}
 	// A primary whose sockets drop fails over at once: past the tolerance alone it is a violation.
 	pe.Faults = []PriceFault{{Kind: PricePrimaryDown, Sources: []string{SourcePrimary}, Start: t0, End: t0.Add(3 * time.Second)}}
-	pe.Selections = []SelectionSample{selection(t0.Add(1500*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second)}
+	pe.Selections = []SelectionSample{selection(t0.Add(-time.Second), "EURUSD", SourcePrimary, 3*time.Second),
+		selection(t0.Add(1500*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second)}
 	if r := checkSilentNotQuoted(pe); len(r.Violations) != 1 {
 		t.Fatalf("on a down primary 1.5 s in: %v", r.Violations)
+	}
+	// A holder that took over 0.5 s before has had no quote yet: it is not judged in its first 2 s.
+	pe.Selections = []SelectionSample{selection(t0.Add(1000*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second),
+		selection(t0.Add(2500*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second)}
+	if r := checkSilentNotQuoted(pe); len(r.Violations) != 0 {
+		t.Fatalf("a new holder's first moments: %v", r.Violations)
 	}
 }
 

@@ -37,6 +37,9 @@ var PriceTolerance = struct {
 	// sample's own latency, a two-core box under load).
 	Failover  time.Duration
 	SilentCap time.Duration
+	// WarmUp: a new holder's selection is not judged this long after its first sample (its
+	// engine starts on the primary until a source quotes).
+	WarmUp time.Duration
 	// Match: a deal or hedge fill within this many pips of a filtered price is at it (markups in
 	// the soak are below 2 pips; a filtered tick is at least the band, 30 pips, off the market).
 	MatchPips float64
@@ -51,7 +54,7 @@ var PriceTolerance = struct {
 	// Edge: a tick this close to a minute's edge may be in the candle on either side (the
 	// builder's clock and the soak's receipt stamp differ by milliseconds).
 	Edge time.Duration
-}{Failover: time.Second, SilentCap: 10 * time.Second, MatchPips: 5, SpikeMatchPips: 10, Lookback: 30 * time.Second,
+}{Failover: time.Second, SilentCap: 10 * time.Second, WarmUp: 2 * time.Second, MatchPips: 5, SpikeMatchPips: 10, Lookback: 30 * time.Second,
 	Flush: 10 * time.Second, Edge: 2 * time.Second}
 
 // PriceFault is one price fault as it played.
