@@ -5,11 +5,20 @@ import (
 	"log/slog"
 
 	"fxdesk/internal/config"
+	"fxdesk/internal/fixmd"
 	"fxdesk/internal/tick"
 )
 
-// fixSource builds a fix:// price source. FIX market data (internal/fixmd) is not on this
-// branch yet: the desk refuses to start rather than run without a source it was told to use.
-func fixSource(src config.PriceSource, _ *slog.Logger) (tick.Source, error) {
-	return nil, fmt.Errorf("price source %s: fix:// sources need FIX market data (internal/fixmd), which this build does not have yet; use sim or ws:// for now", src.Name)
+// fixSource builds a fix:// price source: FIX 4.4 market data from an LP's session
+// (docs/fix.md), its URL already checked by the configuration.
+func fixSource(src config.PriceSource, log *slog.Logger) (tick.Source, error) {
+	cfg, err := fixmd.ParseURL(src.Name, src.URL)
+	if err != nil {
+		return nil, err
+	}
+	s, err := fixmd.New(cfg, log.With(slog.String("part", "fix market data")))
+	if err != nil {
+		return nil, fmt.Errorf("price source %s: %w", src.Name, err)
+	}
+	return s, nil
 }

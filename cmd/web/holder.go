@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -83,7 +84,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	if err := h.pins.SetEngine(ctx, stream.engine, stream.controls); err != nil {
 		return err
 	}
-	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log,
+	watcher := pricesource.NewWatcher(pricesource.WatcherConfig{Engine: stream.engine, Alerts: h.inbox, Log: log, Grace: h.cfg.Prices.HoldDown + 5*time.Second,
 		Switched: func(sw tick.Switch) { h.metrics.PriceSwitches.WithLabelValues(sw.Symbol, sw.From, sw.To).Inc() }})
 	h.stream.Go("price source watcher", watcher.Run)
 	// The publisher is armed here, next to the lease, and only by CRON_MODE=off: that is the

@@ -83,16 +83,8 @@ func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Co
 		return nil, err
 	}
 	p := cfg.Prices
-	url := ""
-	if len(p.Sources) == 1 && p.Sources[0].Name == "primary" && p.Sources[0].Kind != config.PriceFIX {
-		// The desk of one provider: the engine's URL shorthand is that same source, named
-		// "primary".
-		url, sources = ps.primaryURL(p.Sources[0]), nil
-	}
 	ps.engine = tick.New(tick.Config{
 		Sources:     sources,
-		URL:         url,
-		Key:         cfg.FeedKey,
 		CalendarFor: tick.CalendarLookup(instruments, calendars),
 		StaleAfter:  staleAfter, // fxTradingQuoteStaleSecondsFx, a cached read
 		PipSize: func(symbol string) float64 {
@@ -162,14 +154,6 @@ func (ps *priceStream) buildSources(stage *lifecycle.Stage, cfg config.Config, i
 		}
 	}
 	return sources, nil
-}
-
-// primaryURL is the websocket URL of a lone provider or simulator source.
-func (ps *priceStream) primaryURL(src config.PriceSource) string {
-	if sim, ok := ps.sims[src.Name]; ok {
-		return sim.URL()
-	}
-	return src.URL
 }
 
 // nthAddr is the listen address of the n-th simulator: addr itself for the first, the next

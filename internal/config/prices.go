@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"fxdesk/internal/fixmd"
 )
 
 // PriceSourceKind is how a price source connects.
@@ -161,6 +163,10 @@ func parsePriceSource(name, target string) (PriceSource, error) {
 		sender, tgt := q.Get("sender"), q.Get("target")
 		if u.Port() == "" || sender == "" || tgt == "" {
 			return PriceSource{}, fmt.Errorf("%q must be fix://host:port?sender=DESK&target=LP: the port and both CompIDs of the market data session are required", maskURL(target))
+		}
+		// The rest (username, password, symbols, heartbeat) is the FIX source's to read.
+		if _, err := fixmd.ParseURL(name, target); err != nil {
+			return PriceSource{}, err
 		}
 		return PriceSource{Name: name, Kind: PriceFIX, URL: target, SenderCompID: sender, TargetCompID: tgt}, nil
 	default:

@@ -74,6 +74,7 @@ func TestBadPriceSettingsAreRefused(t *testing.T) {
 		{map[string]string{"FXDESK_PRICE_SOURCES": "a=http://x:1/forex"}, []string{"entry 1 (a)", `scheme "http"`}},
 		{map[string]string{"FXDESK_PRICE_SOURCES": "a=fix://x:9878?sender=DESK"}, []string{"entry 1 (a)", "both CompIDs"}},
 		{map[string]string{"FXDESK_PRICE_SOURCES": "a=fix://x?sender=D&target=L"}, []string{"port"}},
+		{map[string]string{"FXDESK_PRICE_SOURCES": "a=fix://x:1?sender=D&target=L&pass=secret"}, []string{"entry 1 (a)", `unknown URL parameter "pass"`}},
 		{map[string]string{"FXDESK_PRICE_SOURCES": "a=sim,b=sim,c=sim,d=sim,e=sim,f=sim,g=sim,h=sim,i=sim"}, []string{"9 sources; at most 8"}},
 		{map[string]string{"FXDESK_PRICE_SOURCES": "a=sim", "FXDESK_FEED": "ws://x/forex"}, []string{"FXDESK_FEED", "replaces"}},
 		{map[string]string{"FXDESK_PRICE_FLOOR_PIPS": "0"}, []string{"FXDESK_PRICE_FLOOR_PIPS", "from 1 to 10000"}},

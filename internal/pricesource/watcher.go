@@ -49,6 +49,11 @@ type WatcherConfig struct {
 	ResolveAfter time.Duration
 	// Every is how often the selections are read even without a switch. Default 1s.
 	Every time.Duration
+	// Grace is how long after Run starts the alert is not raised: the sources connect one after
+	// the other, a symbol may start on a backup whose first quote came first, and it returns to
+	// the primary only after the engine's hold-down. Set it to the hold-down and a little more.
+	// Default 0.
+	Grace time.Duration
 	// Now is the clock of the debounce. Default time.Now.
 	Now func() time.Time
 }
@@ -56,8 +61,9 @@ type WatcherConfig struct {
 // Watcher logs and counts every switch of the holder's engine and keeps the alert
 // price-source-failover true. Run it on the holder, beside the engine.
 type Watcher struct {
-	cfg   WatcherConfig
-	state failoverState
+	cfg     WatcherConfig
+	state   failoverState
+	started time.Time
 }
 
 // NewWatcher returns a watcher; it does nothing until Run.
@@ -79,6 +85,7 @@ func NewWatcher(cfg WatcherConfig) *Watcher {
 // Run watches until ctx ends and returns nil then. An inbox that cannot be written is logged and
 // asked again on the next reading: the alert is a report, and prices must not wait for it.
 func (w *Watcher) Run(ctx context.Context) error {
+	w.started = w.cfg.Now()
 	switches, cancel := w.cfg.Engine.Switches()
 	defer cancel()
 	t := time.NewTicker(w.cfg.Every)
@@ -99,9 +106,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 }
 
-func (w *Watcher) switched(ctx context.Context, sw tick.Switch) {
-	w.cfg.Log.WarnContext(ctx, "price source switched", slog.String("symbol", sw.Symbol), slog.String("from", sw.From),
-		slog.String("to", sw.To), slog.String("reason", sw.Reason), slog.Time("at", sw.At))
+// switched counts sw. The engine logs every switch itself, with symbol, from, to and reason
+// (internal/tick), so it is not logged twice here.
+func (w *Watcher) switched(_ context.Context, sw tick.Switch) {
 	if w.cfg.Switched != nil {
 		w.cfg.Switched(sw)
 	}
@@ -114,7 +121,11 @@ func (w *Watcher) evaluate(ctx context.Context) {
 		return
 	}
 	off := OffPrimarySymbols(w.cfg.Engine.Selections(), statuses[0].Name)
-	switch w.state.next(off, w.cfg.Now(), w.cfg.ResolveAfter) {
+	now := w.cfg.Now()
+	if len(off) > 0 && now.Sub(w.started) < w.cfg.Grace {
+		return // the sources are still coming up
+	}
+	switch w.state.next(off, now, w.cfg.ResolveAfter) {
 	case actRaise:
 		msg := "Some symbols quote from a backup price source: " + summary(off) + " (docs/operations.md, «Price sources»)."
 		if err := w.cfg.Alerts.Raise(ctx, AlertFailover, alert.Warning, msg, map[string]any{"primary": statuses[0].Name, "symbols": off}); err != nil {

@@ -104,7 +104,7 @@ func TestWatcherRaisesAndResolvesTheAlert(t *testing.T) {
 	var mu sync.Mutex
 	counted := 0
 	clock := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	w := NewWatcher(WatcherConfig{Engine: e, Alerts: in, Log: slog.New(slog.DiscardHandler), ResolveAfter: time.Minute, Every: time.Hour,
+	w := NewWatcher(WatcherConfig{Engine: e, Alerts: in, Log: slog.New(slog.DiscardHandler), ResolveAfter: time.Minute, Every: time.Hour, Grace: 10 * time.Second,
 		Now:      func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
 		Switched: func(tick.Switch) { mu.Lock(); counted++; mu.Unlock() }})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,6 +112,12 @@ func TestWatcherRaisesAndResolvesTheAlert(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	// Within the grace of a start, a symbol on the backup is the sources coming up: no alert.
+	e.switchTo("EURUSD", "primary", "backup")
+	e.switchTo("EURUSD", "backup", "primary")
+	mu.Lock()
+	clock = clock.Add(11 * time.Second)
+	mu.Unlock()
 	e.switchTo("EURUSD", "primary", "backup")
 	if got := <-in.calls; got != "raise price-source-failover warning: Some symbols quote from a backup price source: EURUSD from backup (docs/operations.md, «Price sources»)." {
 		t.Fatalf("first call: %q", got)
@@ -132,7 +138,7 @@ func TestWatcherRaisesAndResolvesTheAlert(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if counted != 4 {
-		t.Fatalf("counted %d switches, want 4", counted)
+	if counted != 6 {
+		t.Fatalf("counted %d switches, want 6", counted)
 	}
 }
