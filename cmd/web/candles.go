@@ -23,6 +23,7 @@ func (h *holderParts) startCandles(stream *priceStream, log *slog.Logger) error 
 	if err != nil {
 		return err
 	}
+	h.metrics.WatchCandles(w.Stats, p.Deleted)
 	h.guarded.Go("candle writer", w.Run)
 	h.guarded.Go("candle prune", p.Run)
 	return nil
