@@ -356,7 +356,7 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_MYSQL_DSN=" + c.dsn(),
 		"FXDESK_REDIS_URL=" + c.redisURL(),
 		"FXDESK_CALENDAR=always-open",
-		"FXDESK_FEED=" + c.feed.url,
+		// The two feeds, primary first; FXDESK_FEED stays unset (the desk refuses both).
 		"FXDESK_PRICE_SOURCES=" + c.priceSources(),
 		"FXDESK_HOSTNAME=" + hostname,
 		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
