@@ -69,8 +69,10 @@ type cluster struct {
 	// feed is the desk's primary price source, a feed simulator (cmd/feedsim) every web process
 	// streams from: the venue prices from it too, so a gap moves the desk and the venue alike.
 	// backup is the second source, another cmd/feedsim started with the same market seed, so the
-	// two quote one market (docs/soak.md, «The price lane»).
-	feed, backup *sim
+	// two quote one market (docs/soak.md, «The price lane»). market is a third, never faulted,
+	// that the venue prices from: the price lane's faults are on the desk's sources, not on the
+	// market the venue fills at (a silent primary would halt the venue's prices too).
+	feed, backup, market *sim
 	// venue is the one venue both web processes send EXTERNAL orders to: the REST venue
 	// simulator (cmd/venuesim) or the FIX venue (cmd/fixvenue), by the run's venue lane.
 	venue venueLane
@@ -300,7 +302,11 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, err
 	}
-	venue, err := startVenueLane(lane, dir, binDir, c.feed, fixVenueKnobsOf(seed))
+	if c.market, err = startFeed(dir, binDir, "feedsim-market", marketSeedOf(seed)); err != nil {
+		c.close()
+		return nil, err
+	}
+	venue, err := startVenueLane(lane, dir, binDir, c.market, fixVenueKnobsOf(seed))
 	if err != nil {
 		c.close()
 		return nil, err
@@ -633,6 +639,9 @@ func (c *cluster) closeNow() {
 	}
 	if c.backup != nil {
 		c.backup.stop()
+	}
+	if c.market != nil {
+		c.market.stop()
 	}
 	if c.direct != nil {
 		c.direct.Close()

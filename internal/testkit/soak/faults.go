@@ -423,12 +423,12 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			in.note(invariant.Window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie", PID: h.pid})
 		})
 	case faultGap:
-		// The market jumps: both price sources (and the venue, which prices from the primary);
+		// The market jumps: both price sources and the market the venue prices from;
 		// the holder's risk engine closes through the stops, EXTERNAL ones at the venue. A gap on
 		// one source alone would be a disagreeing source, which the filter must refuse.
 		feed := in.c.feed
 		t0 := time.Now()
-		bid, ask, err := simPrice(feed, f.Symbol)
+		bid, ask, err := simPrice(in.c.market, f.Symbol) // the market's, never off it (an offset source is)
 		if err != nil {
 			in.fail("gap: %v", err)
 			return
@@ -442,7 +442,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			}
 		}
 		round := func(v float64) float64 { p := math.Pow10(digits); return math.Round(v*p) / p }
-		for _, src := range []*sim{feed, in.c.backup} {
+		for _, src := range []*sim{feed, in.c.backup, in.c.market} {
 			if err := setSimPrice(src, f.Symbol, round(bid*f.Factor), round(ask*f.Factor)); err != nil {
 				in.fail("gap: %v", err)
 				return
@@ -450,7 +450,7 @@ func (in *injector) inject(ctx context.Context, f fault) {
 		}
 		if f.Restore > 0 {
 			time.Sleep(f.Restore)
-			for _, src := range []*sim{feed, in.c.backup} {
+			for _, src := range []*sim{feed, in.c.backup, in.c.market} {
 				if err := setSimPrice(src, f.Symbol, bid, ask); err != nil {
 					in.fail("gap restore: %v", err)
 				}

@@ -177,7 +177,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	} else {
 		logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
 	}
-	logger.Printf("soak: feed %s (primary), %s (backup; market seed %d), %s", c.feed.url, c.backup.url, marketSeedOf(seed), c.venue.describe())
+	logger.Printf("soak: feed %s (primary), %s (backup), %s (the venue's market; market seed %d), %s", c.feed.url, c.backup.url, c.market.url, marketSeedOf(seed), c.venue.describe())
 
 	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {

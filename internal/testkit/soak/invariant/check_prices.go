@@ -35,11 +35,8 @@ func (s *Snapshot) pointOf(symbol string) float64 { return s.pipOf(symbol) / 10 
 // filteredPrice is a price the desk must not have acted on: a tick it dropped, or a spike the
 // soak injected.
 type filteredPrice struct {
-	what   string
-	source string
-	// venueSaw: the venue, which prices from the primary's feed, quoted it too — a tick the
-	// primary sent that was no spike (an offset is in the feed's state, a spike only on the wire).
-	venueSaw   bool
+	what       string
+	source     string
 	prices     []float64
 	tolPips    float64
 	start, end time.Time
@@ -59,17 +56,14 @@ type act struct {
 // spike the soak injected, in [t − Lookback, t + 1 s] for its symbol: within MatchPips of a
 // dropped tick's bid or ask (SpikeMatchPips of a spike's mid) it acted on it. Excused, and
 // counted: a deal of a symbol a gap moved in that window (a real move the filter held, dropped
-// where it disagreed and published once confirmed, so its prices were both); a venue's execution
-// (an EXTERNAL order's deal, a hedge fill) at a price the primary source — the feed the venue
-// prices from — quoted then, from 2 s before the tick to 2 s after its drop or while the
-// primary's offset lasted, unless the tick was a spike: the venue fills at its own feed's state,
-// which an offset moves and a spike does not.
+// where it disagreed and published once confirmed, so its prices were both). A venue's execution
+// (an EXTERNAL deal, a hedge fill) is judged alike: the venue prices from the market, a feed the
+// price lane never faults.
 func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "filteredNotActed"}
 	pe := ev.Prices
 	filtered := map[string][]filteredPrice{}
 	gaps := map[string][]PriceFault{}
-	var primaryOffsets []PriceFault
 	nDropped, nSpikes := 0, 0
 	for _, f := range pe.Filtered {
 		if f.Outcome != "dropped" {
@@ -81,7 +75,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			end = f.ReceivedAt
 		}
 		filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s tick %s/%s dropped (%s)", f.Source, fmtPrice(f.Bid), fmtPrice(f.Ask), f.Reason),
-			source: f.Source, venueSaw: f.Source == SourcePrimary && f.Reason != "spike", prices: []float64{f.Bid, f.Ask}, tolPips: PriceTolerance.MatchPips, start: f.ReceivedAt, end: end})
+			source: f.Source, prices: []float64{f.Bid, f.Ask}, tolPips: PriceTolerance.MatchPips, start: f.ReceivedAt, end: end})
 	}
 	for _, f := range pe.Faults {
 		switch f.Kind {
@@ -91,18 +85,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End})
 		case PriceGap:
 			gaps[f.Symbol] = append(gaps[f.Symbol], f)
-		case PriceOffset:
-			if f.touches(SourcePrimary) {
-				primaryOffsets = append(primaryOffsets, f)
-			}
 		}
-	}
-	// The venue quotes the offset primary for the whole offset, long after the desk dropped
-	// the primary's first off-market ticks and moved to the backup.
-	duringPrimaryOffset := func(t time.Time) bool {
-		return slices.ContainsFunc(primaryOffsets, func(f PriceFault) bool {
-			return !t.Before(f.Start.Add(-time.Second)) && !t.After(f.End.Add(2*time.Second))
-		})
 	}
 	venueOrder := map[int64]bool{}
 	for _, o := range s.Orders {
@@ -123,7 +106,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	for _, h := range s.HedgeFills {
 		acts = append(acts, act{what: fmt.Sprintf("hedge order %d", h.ID), symbol: h.Symbol, price: h.Price.InexactFloat64(), at: h.At, venue: true})
 	}
-	judged, byGap, byVenue := 0, 0, 0
+	judged, byGap := 0, 0
 	for _, a := range acts {
 		cands := filtered[a.symbol]
 		if len(cands) == 0 {
@@ -144,17 +127,13 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			if !slices.ContainsFunc(c.prices, func(x float64) bool { return math.Abs(a.price-x) <= c.tolPips*pip }) {
 				continue
 			}
-			if a.venue && c.venueSaw && (duringPrimaryOffset(a.at) || !a.at.Before(c.start.Add(-2*time.Second)) && !a.at.After(c.end.Add(2*time.Second))) {
-				byVenue++
-				break
-			}
 			r.Add(fmt.Sprintf("%s@%s", a.what, a.symbol), "%s %s at %s at %s: %s at %s (%s)", a.what, a.symbol, fmtPrice(a.price), TimeOfDay(a.at),
 				c.what, TimeOfDay(c.start), ev.during(c.start, a.at))
 			break
 		}
 	}
-	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d venue fills at the primary's own quote",
-		len(acts), judged, nDropped, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byVenue)
+	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window",
+		len(acts), judged, nDropped, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap)
 	return r
 }
 
