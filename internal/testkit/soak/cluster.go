@@ -66,9 +66,13 @@ type cluster struct {
 	attacker string
 	// host is the host platform's sign-in, whose tokens half the traders trade with.
 	host *hostSignIn
-	// feed is the one feed simulator every web process streams from (cmd/feedsim): the venue
-	// prices from it too, so a gap moves the desk and the venue alike.
-	feed *sim
+	// feed is the desk's primary price source, a feed simulator (cmd/feedsim) every web process
+	// streams from: the venue prices from it too, so a gap moves the desk and the venue alike.
+	// backup is the second source, another cmd/feedsim started with the same market seed, so the
+	// two quote one market (docs/soak.md, «The price lane»). market is a third, never faulted,
+	// that the venue prices from: the price lane's faults are on the desk's sources, not on the
+	// market the venue fills at (a silent primary would halt the venue's prices too).
+	feed, backup, market *sim
 	// venue is the one venue both web processes send EXTERNAL orders to: the REST venue
 	// simulator (cmd/venuesim) or the FIX venue (cmd/fixvenue), by the run's venue lane.
 	venue venueLane
@@ -290,11 +294,19 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, err
 	}
-	if c.feed, err = startFeed(dir, binDir); err != nil {
+	if c.feed, err = startFeed(dir, binDir, "feedsim", marketSeedOf(seed)); err != nil {
 		c.close()
 		return nil, err
 	}
-	venue, err := startVenueLane(lane, dir, binDir, c.feed, fixVenueKnobsOf(seed))
+	if c.backup, err = startFeed(dir, binDir, "feedsim-backup", marketSeedOf(seed)); err != nil {
+		c.close()
+		return nil, err
+	}
+	if c.market, err = startFeed(dir, binDir, "feedsim-market", marketSeedOf(seed)); err != nil {
+		c.close()
+		return nil, err
+	}
+	venue, err := startVenueLane(lane, dir, binDir, c.market, fixVenueKnobsOf(seed))
 	if err != nil {
 		c.close()
 		return nil, err
@@ -350,7 +362,8 @@ func (c *cluster) env(extra ...string) []string {
 		"FXDESK_MYSQL_DSN=" + c.dsn(),
 		"FXDESK_REDIS_URL=" + c.redisURL(),
 		"FXDESK_CALENDAR=always-open",
-		"FXDESK_FEED=" + c.feed.url,
+		// The two feeds, primary first; FXDESK_FEED stays unset (the desk refuses both).
+		"FXDESK_PRICE_SOURCES=" + c.priceSources(),
 		"FXDESK_HOSTNAME=" + hostname,
 		"FXDESK_LEASE_TTL=" + leaseTTL.String(),
 		"FXDESK_LEASE_FENCE=" + leaseFence.String(),
@@ -623,6 +636,12 @@ func (c *cluster) closeNow() {
 	}
 	if c.feed != nil {
 		c.feed.stop()
+	}
+	if c.backup != nil {
+		c.backup.stop()
+	}
+	if c.market != nil {
+		c.market.stop()
 	}
 	if c.direct != nil {
 		c.direct.Close()

@@ -77,6 +77,8 @@ type fault struct {
 	Bodies     int           `json:"bodies,omitempty"`     // flood: oversized, wrong Content-Type and duplicate-key bodies sent
 	LoseFor    time.Duration `json:"loseFor,omitempty"`    // lostJournalReply: how long MySQL's answer is dropped before the cut
 	Units      int64         `json:"units,omitempty"`      // venueOddUnits: what the venue can fill of each order
+	Source     string        `json:"source,omitempty"`     // priceSpike, priceOffset: which price source (primary, backup)
+	Pips       float64       `json:"pips,omitempty"`       // priceSpike, priceOffset: how far off the market, signed
 }
 
 // String is the fault as the schedule log shows it: every parameter, durations readable.
@@ -90,7 +92,9 @@ func (f fault) String() string {
 	}
 	add("pause", f.Pause, f.Pause > 0)
 	add("zombieLife", f.ZombieLife, f.ZombieLife > 0)
+	add("source", f.Source, f.Source != "")
 	add("symbol", f.Symbol, f.Symbol != "")
+	add("pips", fmt.Sprintf("%+g", f.Pips), f.Pips != 0)
 	add("factor", fmt.Sprintf("%.4f", f.Factor), f.Factor != 0)
 	add("restoreAfter", f.Restore, f.Restore > 0)
 	add("late", f.Late, f.Kind == faultRollover2 || f.Kind == faultRolloverKill)
@@ -113,7 +117,8 @@ func (f fault) String() string {
 // in to 15 s before the end) and, each from a generator of its own, the venue faults (alike, 2–5 s
 // apart from 10 s in), the front-door faults (frontDoorSchedule) and, on the FIX lane, the lost
 // journal replies (lostReplySchedule) and, when the seed's venue knobs say so, the odd-unit
-// fills (oddUnitsSchedule). A seed's process faults are what they were before the
+// fills (oddUnitsSchedule), and the price lane's faults on the two price sources (priceSchedule).
+// A seed's process faults are what they were before the
 // venue lane existed, its venue faults before the front-door lane, and every other lane's faults
 // before the lost journal replies.
 // On clusters (ha), the cluster faults come on a lane of their own (clusterSchedule), and a
@@ -128,7 +133,7 @@ func schedule(seed uint64, d time.Duration, ha clusterChoice, lane string) []fau
 			}
 		}
 	}
-	out := slices.Concat(process, venueSchedule(seed, d), frontDoorSchedule(seed, d), clusterSchedule(seed, d, ha.kinds()))
+	out := slices.Concat(process, venueSchedule(seed, d), frontDoorSchedule(seed, d), clusterSchedule(seed, d, ha.kinds()), priceSchedule(seed, d))
 	if lane == invariant.LaneFIX {
 		out = append(out, lostReplySchedule(seed, d)...)
 		if fixVenueKnobsOf(seed).OddUnits {
@@ -245,6 +250,8 @@ type injector struct {
 	// loser loses journal replies at the MySQL proxy, made at the first lostJournalReply.
 	loser     *replyLoser
 	loserOnce sync.Once
+	// prices is the price lane's watch, which keeps the price faults (and the gaps) for its checks.
+	prices *priceWatch
 }
 
 func (in *injector) note(w invariant.Window) {
@@ -268,9 +275,11 @@ func (in *injector) fail(format string, args ...any) {
 // one at a time, the venue faults, the front-door faults, the cluster faults and the lost journal
 // replies beside them on lanes of their own.
 func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
-	var venue, frontDoor, cluster, lostReply, oddUnits, process []fault
+	var venue, frontDoor, cluster, lostReply, oddUnits, price, process []fault
 	for _, f := range faults {
 		switch {
+		case isPriceFault(f.Kind):
+			price = append(price, f)
 		case f.Kind == faultLostJournalReply:
 			lostReply = append(lostReply, f)
 		case f.Kind == faultVenueOddUnits:
@@ -291,6 +300,7 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 	lanes.Go(func() { in.lane(ctx, start, cluster) })
 	lanes.Go(func() { in.lane(ctx, start, lostReply) })
 	lanes.Go(func() { in.lane(ctx, start, oddUnits) })
+	lanes.Go(func() { in.lane(ctx, start, price) })
 	in.lane(ctx, start, process)
 	lanes.Wait()
 }
@@ -304,6 +314,8 @@ func (in *injector) lane(ctx context.Context, start time.Time, faults []fault) {
 		}
 		in.log.Printf("soak: fault %s", f)
 		switch {
+		case isPriceFault(f.Kind):
+			in.injectPrice(ctx, f)
 		case f.Kind == faultLostJournalReply:
 			in.injectLostReply(ctx, f)
 		case isVenueFault(f.Kind):
@@ -411,11 +423,12 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			in.note(invariant.Window{Kind: "zombieLife", Start: resumed, End: time.Now(), Note: h.name + " lived as a zombie", PID: h.pid})
 		})
 	case faultGap:
-		// The feed every process streams from (and the venue prices from) jumps; the holder's
-		// risk engine closes through the stops, EXTERNAL ones at the venue.
+		// The market jumps: both price sources and the market the venue prices from;
+		// the holder's risk engine closes through the stops, EXTERNAL ones at the venue. A gap on
+		// one source alone would be a disagreeing source, which the filter must refuse.
 		feed := in.c.feed
 		t0 := time.Now()
-		bid, ask, err := simPrice(feed, f.Symbol)
+		bid, ask, err := simPrice(in.c.market, f.Symbol) // the market's, never off it (an offset source is)
 		if err != nil {
 			in.fail("gap: %v", err)
 			return
@@ -429,17 +442,24 @@ func (in *injector) inject(ctx context.Context, f fault) {
 			}
 		}
 		round := func(v float64) float64 { p := math.Pow10(digits); return math.Round(v*p) / p }
-		if err := setSimPrice(feed, f.Symbol, round(bid*f.Factor), round(ask*f.Factor)); err != nil {
-			in.fail("gap: %v", err)
-			return
+		for _, src := range []*sim{feed, in.c.backup, in.c.market} {
+			if err := setSimPrice(src, f.Symbol, round(bid*f.Factor), round(ask*f.Factor)); err != nil {
+				in.fail("gap: %v", err)
+				return
+			}
 		}
 		if f.Restore > 0 {
 			time.Sleep(f.Restore)
-			if err := setSimPrice(feed, f.Symbol, bid, ask); err != nil {
-				in.fail("gap restore: %v", err)
+			for _, src := range []*sim{feed, in.c.backup, in.c.market} {
+				if err := setSimPrice(src, f.Symbol, bid, ask); err != nil {
+					in.fail("gap restore: %v", err)
+				}
 			}
 		}
 		in.note(invariant.Window{Kind: f.Kind, Start: t0, End: time.Now(), Note: fmt.Sprintf("%s ×%.4f", f.Symbol, f.Factor)})
+		if in.prices != nil {
+			in.prices.fault(invariant.PriceFault{Kind: invariant.PriceGap, Sources: []string{invariant.SourcePrimary, invariant.SourceBackup}, Symbol: f.Symbol, Start: t0, End: time.Now()})
+		}
 	case faultRollover2:
 		day := in.walk.step()
 		at := day.At.Add(f.Late).UTC()

@@ -177,7 +177,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	} else {
 		logger.Printf("soak: database %s, redis %s (desk through mysql proxy %s, redis proxy %s)", c.dbName, c.redis.Addr, c.mysqlP.Addr(), c.redisP.Addr())
 	}
-	logger.Printf("soak: feed %s, %s", c.feed.url, c.venue.describe())
+	logger.Printf("soak: feed %s (primary), %s (backup), %s (the venue's market; market seed %d), %s", c.feed.url, c.backup.url, c.market.url, marketSeedOf(seed), c.venue.describe())
 
 	j, err := newJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
@@ -274,7 +274,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		return failed("rollover walk: %v", err)
 	}
 	watch := newEODWatch()
-	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, walk: walk, eod: watch, fills: func(ctx context.Context) {
+	// The price lane listens from before the load to the final check.
+	prices := newPriceWatch(c, smp)
+	priceCtx, stopPrices := context.WithCancel(context.Background())
+	var pricing sync.WaitGroup
+	pricing.Go(func() { prices.run(priceCtx) })
+	defer func() { stopPrices(); pricing.Wait() }()
+	in := &injector{c: c, s: smp, log: logger, counts: map[string]int{}, j: j, traders: byName, walk: walk, eod: watch, prices: prices, fills: func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, t := range traders {
 			wg.Go(func() { t.burst(ctx) })
@@ -293,7 +299,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
 			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
 			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence(),
-			EODSeen: watch.rows()}
+			EODSeen: watch.rows(), Prices: prices.evidence()}
 	}
 	var lastEOD invariant.EODTally
 	check := func(label string) {
@@ -395,6 +401,13 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	time.Sleep(2 * invariant.SampleEvery)
 	stopSampling()
 	sampling.Wait()
+	// The candles of the last ticks heard are flushed within a batch's time: the check judges
+	// ticks older than invariant.PriceTolerance.Flush, so the lane stops listening that long
+	// before the final snapshot.
+	stopPrices()
+	pricing.Wait()
+	time.Sleep(invariant.PriceTolerance.Flush)
+	logger.Printf("soak: price lane: %s", prices.describe())
 	check("final")
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	tl.add(finalFeedsCheck(ctx, c, feeds, logger))
@@ -436,6 +449,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if lane == invariant.LaneFIX {
 		kinds = append(kinds, faultLostJournalReply, faultVenueOddUnits)
 	}
+	kinds = append(kinds, priceFaultKinds...)
 	for _, k := range kinds {
 		counts = append(counts, fmt.Sprintf("%s:%d", k, in.counts[k]))
 	}

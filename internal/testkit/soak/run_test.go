@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,30 @@ func newYork(t *testing.T) *time.Location {
 		t.Fatal(err)
 	}
 	return ny
+}
+
+// The price lane draws from a generator of its own: a seed's other faults stay what they were,
+// and a 60 s soak plays every price fault kind once.
+func TestPriceLaneKeepsTheOtherLanesAndPlaysEveryKind(t *testing.T) {
+	for _, seed := range []uint64{1, 7, 42} {
+		all := schedule(seed, time.Minute, clusterChoice{}, invariant.LaneREST)
+		var others []fault
+		seen := map[string]int{}
+		for _, f := range all {
+			if isPriceFault(f.Kind) {
+				seen[f.Kind]++
+				continue
+			}
+			others = append(others, f)
+		}
+		want := slices.Concat(processSchedule(seed, time.Minute), venueSchedule(seed, time.Minute), frontDoorSchedule(seed, time.Minute))
+		if len(others) != len(want) {
+			t.Fatalf("seed %d: %d faults besides the price lane's, want %d", seed, len(others), len(want))
+		}
+		for _, k := range priceFaultKinds {
+			if seen[k] == 0 {
+				t.Fatalf("seed %d: no %s in a 60 s soak: %v", seed, k, seen)
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -105,13 +106,14 @@ func (s *sim) stop() {
 	}
 }
 
-// startFeed runs the feed simulator every web process streams from (the soak's gaps move it).
-func startFeed(dir, binDir string) (*sim, error) {
+// startFeed runs a feed simulator named name (its log is name.log) with the market seed: the
+// primary and the backup price source every web process streams from (the gaps move both).
+func startFeed(dir, binDir, name string, marketSeed uint64) (*sim, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	s, line, err := startSim(dir, binDir, "feedsim", "fxdesk-feedsim", "-addr", addr, "-always-open")
+	s, line, err := startSim(dir, binDir, name, "fxdesk-feedsim", "-addr", addr, "-always-open", "-seed", strconv.FormatUint(marketSeed, 10))
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,8 @@ type Evidence struct {
 	EODSeen      map[string]EODRow
 	Reconciled   []eod.Mismatch
 	ReconcileErr string
+	// Prices is what the price lane saw (nil: it did not run).
+	Prices *PriceEvidence
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
@@ -137,6 +139,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 	if ev.Venue != nil {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))
 	}
+	rs = append(rs, CheckPrices(s, ev)...)
 	return rs
 }
 

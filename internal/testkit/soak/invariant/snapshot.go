@@ -47,6 +47,13 @@ type Snapshot struct {
 	// order) and each one's shares of the desk's trades (fx_fix_allocation); empty on REST.
 	FIXExecutions  []dbFIXExecution
 	FIXAllocations []dbFIXAllocation
+	// HedgeFills are the hedge orders the venue filled, with their prices; Candles the M1 candles
+	// (fx_candle) by candleKey, CandlesRead false (and CandlesErr why) when the table could not
+	// be read — the price lane's evidence (check_prices.go).
+	HedgeFills  []dbHedgeFill
+	Candles     map[string]dbCandle
+	CandlesRead bool
+	CandlesErr  string
 }
 
 // dbAlert is one row of the alert inbox.
@@ -287,6 +294,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, err
 	}
 	s.EOD = *e
+	readPrices(ctx, tx, s)
 	return s, nil
 }
 
