@@ -119,7 +119,8 @@ func TestGapOnBothSourcesConfirmedByTheOther(t *testing.T) {
 	r.clock.advance(200 * time.Millisecond)
 	r.tick("backup", gap)
 	r.want("contradicted by the backup", "primary", gap)
-	r.wantRejected("contradicted", 2, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: gap + 400*pip - 0.00001})
+	// (The third, oldest: the primary's very first tick, unreferenced until the backup agreed.)
+	r.wantRejected("contradicted", 3, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: gap + 400*pip - 0.00001})
 }
 
 // When the backup's gapped tick comes first, the primary's is already confirmed as it arrives:
@@ -128,13 +129,14 @@ func TestGapTheBackupQuotedFirstIsPublishedAtOnce(t *testing.T) {
 	r := newRig(t, Config{}, "primary", "backup")
 	mid := r.steady(40, 1.1, "primary", "backup")
 	gap := mid + 300*pip
+	before := len(r.e.Rejected(0))
 	r.clock.advance(100 * time.Millisecond)
 	r.tick("backup", gap+0.2*pip)
 	r.want("the backup's gap alone", "primary", mid)
 	r.tick("primary", gap)
 	r.want("the primary's gap, the backup already there", "primary", gap)
-	if got := r.e.Rejected(0); len(got) != 0 {
-		t.Fatalf("held or dropped %+v, want nothing", got)
+	if got := r.e.Rejected(0); len(got) != before {
+		t.Fatalf("held or dropped %+v, want nothing new", got[:len(got)-before])
 	}
 	r.wantNoSwitch("a gap on both is no failover")
 }
@@ -147,7 +149,7 @@ func TestSpikeOnThePrimaryDroppedByTheBackupWithoutFailover(t *testing.T) {
 	r.tick("primary", spike)
 	r.clock.advance(20 * time.Millisecond)
 	r.tick("backup", mid)
-	r.wantRejected("disagreed by the backup", 1, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: spike - 0.00001})
+	r.wantRejected("disagreed by the backup", 2, RejectedTick{Source: "primary", Reason: RejectSpike, Outcome: OutcomeDropped, Bid: spike - 0.00001})
 	r.steady(5, mid, "primary", "backup")
 	r.wantNoSwitch("one off-market tick is not a failover")
 }
@@ -249,4 +251,31 @@ func TestJPYPipAndPipSizeConfig(t *testing.T) {
 	mid := r.steady(40, 1.1, "primary")
 	r.both(100*time.Millisecond, mid+0.02, "primary") // 200 "EURUSD" pips, 2 pips at 0.01
 	r.want("within a 30-pip floor of 0.01", "primary", mid+0.02)
+}
+
+// A new holder's engine has no price to judge a first tick by. The soak found the backup's spike,
+// quoted before the primary's first tick, published and acted on; now it waits for a
+// confirmation like any spike and is dropped when the market contradicts it.
+func TestAnUnreferencedFirstTickWaitsForItsConfirmation(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	r.clock.advance(100 * time.Millisecond)
+	r.tick("backup", 1.1222) // the spike, before the primary has quoted
+	if q, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatalf("the backup's unreferenced first tick was published: %+v", q)
+	}
+	r.clock.advance(50 * time.Millisecond)
+	r.tick("backup", 1.1000) // the market: contradicts it
+	r.tick("primary", 1.1001)
+	r.want("the primary's first quote, the backup agreeing", "primary", 1.1001)
+	got := r.e.Rejected(0)
+	if len(got) == 0 || got[len(got)-1].Reason != RejectUnreferenced || got[len(got)-1].Outcome != OutcomeDropped || abs(got[len(got)-1].Bid-(1.1222-0.00001)) > 1e-9 {
+		t.Fatalf("rejected %+v, want the spike first, unreferenced and dropped", got)
+	}
+
+	// With no other source to ask, an unreferenced tick is published after ConfirmAfter.
+	r2 := newRig(t, Config{}, "primary", "backup")
+	r2.tick("primary", 1.1)
+	r2.clock.advance(1100 * time.Millisecond)
+	r2.e.sweep(r2.clock.Now())
+	r2.want("unchallenged for ConfirmAfter", "primary", 1.1)
 }

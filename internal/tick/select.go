@@ -305,7 +305,8 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 		hm := st.heldQ.Mid()
 		dh, dp := math.Abs(mid-hm), math.Abs(mid-st.lastPubMid)
 		agrees := nref == 0 || math.Abs(hm-ref) <= bandPx
-		if st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees {
+		if (st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees) ||
+			(st.heldReason == RejectUnreferenced && dh <= e.band(st, sl.pip) && agrees) {
 			e.releaseHeld(sl, now)
 		} else {
 			e.dropHeld(sl, now)
@@ -315,10 +316,16 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	// A jump another healthy source already quotes (both gapped, the other first) is confirmed
 	// as it arrives.
 	confirmed := nref > 0 && math.Abs(mid-ref) <= bandPx
-	if !confirmed && st.lastPubNs != 0 && now-st.lastPubNs <= int64(e.cfg.StaleAfter()) && math.Abs(mid-st.lastPubMid) > e.band(st, sl.pip) {
+	referenced := st.lastPubNs != 0 && now-st.lastPubNs <= int64(e.cfg.StaleAfter())
+	switch {
+	case !confirmed && referenced && math.Abs(mid-st.lastPubMid) > e.band(st, sl.pip):
 		reason = RejectSpike
-	} else if nref > 0 && math.Abs(mid-ref) > bandPx {
+	case nref > 0 && !confirmed:
 		reason = RejectDisagrees
+	case multi && !confirmed && !referenced:
+		// A new holder's first tick (or the first after a quiet) from a source no other
+		// confirms: the backup's spike at a takeover must not set the price.
+		reason = RejectUnreferenced
 	}
 	q := Quote{Bid: ss.bid, Ask: ss.ask, ReceivedAt: time.Unix(0, ss.recvNs), ProviderTime: time.Unix(0, ss.ptNs)}
 	if reason == "" {

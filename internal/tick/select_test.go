@@ -282,9 +282,15 @@ func TestTwoWebsocketSourcesFailOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The primary's first quote waits for a confirmation (unreferenced: no price before it and
+	// no other source yet); the backup's agreeing quote gives it.
 	quote(p, 1.1000, 1.1002)
-	waitFor(t, "primary quote", hasTick(e, "EURUSD", 1.1000, 1.1002))
+	waitFor(t, "primary quote seen", func() bool { return e.Selections()[0].Health[0].Healthy })
+	if _, ok := e.LastTick("EURUSD"); ok {
+		t.Fatal("an unreferenced first quote was published before anything confirmed it")
+	}
 	quote(b, 1.1001, 1.1003)
+	waitFor(t, "primary quote", hasTick(e, "EURUSD", 1.1000, 1.1002))
 	waitFor(t, "backup quote seen", func() bool {
 		h := e.Selections()[0].Health[1]
 		return h.Healthy
@@ -327,6 +333,7 @@ func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
 		t.Fatalf("rejections %+v", rj)
 	}
 	f.Offer("EURUSD", 1.1, 1.1002, now)
+	r.feed("lp").Offer("EURUSD", 1.1, 1.1002, now) // confirms the primary's first quote
 	if q, ok := r.e.LastTick("EURUSD"); !ok || q.Source != "primary" || !q.ReceivedAt.Equal(now) || !q.ProviderTime.Equal(now) {
 		t.Fatalf("valid offer %+v", q)
 	}

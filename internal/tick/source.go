@@ -82,6 +82,10 @@ type RejectedTick struct {
 const (
 	RejectSpike      = "spike"
 	RejectDisagrees  = "disagrees"
+	// RejectUnreferenced: on a desk with several sources, a tick with no published price to
+	// compare it with (a holder's first, or the first after a quiet) and no other source to
+	// agree with it waits for its confirmation like a spike.
+	RejectUnreferenced = "unreferenced"
 	OutcomeHeld      = "held"
 	OutcomeDropped   = "dropped"
 	OutcomePublished = "published-after-confirm"
