@@ -83,6 +83,13 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	if err := h.pins.SetEngine(ctx, stream.engine, stream.controls); err != nil {
 		return err
 	}
+	// The candle writer subscribes before the engine runs: every published tick is in a candle
+	// (the soak saw a new holder's first ticks missing from theirs).
+	candleParts, err := h.newCandles(stream, log)
+	if err != nil {
+		return fmt.Errorf("candles: %w", err)
+	}
+	stream.run()
 	// The sources connect one after another at a start; a better source's first quote is taken
 	// at once, so a symbol on a backup after startGrace is a failover.
 	const startGrace = 5 * time.Second
@@ -157,9 +164,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	// even when the cron process was down at its rollover (docs/eod.md).
 	closes := &eod.Recorder{DB: h.db, Prices: h.quotes, By: tag, Log: log}
 	h.guarded.Go("closing prices", closes.Run)
-	if err := h.startCandles(stream, log); err != nil {
-		return fmt.Errorf("candles: %w", err)
-	}
+	candleParts.start()
 	if sched != nil {
 		h.sched.Store(sched)
 		h.guarded.Go("scheduler", sched.Run)

@@ -33,6 +33,8 @@ type priceStream struct {
 	// digits gives an instrument's quoted decimals (-1 for a symbol with no instrument row),
 	// for the quote mirror's prices.
 	digits func(symbol string) int
+	// started runs the engine in its stage (run).
+	started func()
 }
 
 // loadMarkets reads the instruments and their session calendars, which the holder's engine and
@@ -54,8 +56,8 @@ func loadMarkets(ctx context.Context, cfg config.Config, db *sql.DB) ([]fx.Instr
 	return instruments, calendars, nil
 }
 
-// startPriceStream starts the tick engine (and the simulator) as parts of stage, which they run
-// in until it stops. Call only on the holder.
+// startPriceStream builds the tick engine and starts the simulators as parts of stage, which they
+// run in until it stops; run starts the engine. Call only on the holder.
 func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Config, db *sql.DB, log *slog.Logger, staleAfter func() time.Duration) (*priceStream, error) {
 	instruments, calendars, err := loadMarkets(ctx, cfg, db)
 	if err != nil {
@@ -100,10 +102,16 @@ func startPriceStream(ctx context.Context, stage *lifecycle.Stage, cfg config.Co
 	if err := ps.engine.SetSource("instruments", enabled); err != nil {
 		return nil, err
 	}
-	stage.Go("tick engine", ps.engine.Run)
-	log.InfoContext(ctx, "fx tick engine started", slog.Int("symbols", len(enabled)), slog.Int("sources", len(sources)), slog.Int("simulators", len(ps.sims)))
+	ps.started = func() {
+		stage.Go("tick engine", ps.engine.Run)
+		log.InfoContext(ctx, "fx tick engine started", slog.Int("symbols", len(enabled)), slog.Int("sources", len(sources)), slog.Int("simulators", len(ps.sims)))
+	}
 	return ps, nil
 }
+
+// run starts the engine, once the parts that must see its first published tick (the candle
+// writer) have subscribed and the dealer's pins and halts are applied.
+func (ps *priceStream) run() { ps.started() }
 
 // simMarketSeed is the market seed every in-process simulator of one desk shares, so that two
 // "sim" sources quote the same market (feedsim.Config.MarketSeed) as a real primary and backup

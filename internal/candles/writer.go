@@ -57,6 +57,11 @@ type Writer struct {
 	mu sync.Mutex // guards b; held per tick and while Pending/Flushed copy, never across I/O
 	b  *Builder
 
+	// The subscription is taken when the writer is built, so a holder that builds it before its
+	// engine runs misses none of the engine's first ticks.
+	ch    <-chan tick.Update
+	unsub func()
+
 	flushMu sync.Mutex // one flush at a time (the loop's and a caller's)
 
 	ticks, flushes, rows, statements, failures, skipped atomic.Uint64
@@ -93,13 +98,16 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("candles: %w", err)
 	}
-	return &Writer{cfg: cfg, log: cfg.Log, b: b}, nil
+	w := &Writer{cfg: cfg, log: cfg.Log, b: b}
+	w.ch, w.unsub = cfg.Prices.Updates(nil)
+	return w, nil
 }
 
-// Run reads published ticks and flushes until ctx ends, then reads what the subscription still
-// buffers and flushes once more. A failed flush is logged and retried at the next period.
+// Run reads published ticks (since NewWriter) and flushes until ctx ends, then reads what the
+// subscription still buffers and flushes once more. A failed flush is logged and retried at the
+// next period. Run once.
 func (w *Writer) Run(ctx context.Context) error {
-	ch, cancel := w.cfg.Prices.Updates(nil)
+	ch, cancel := w.ch, w.unsub
 	defer cancel()
 	read := make(chan struct{})
 	go func() {
