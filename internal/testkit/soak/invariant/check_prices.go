@@ -40,6 +40,9 @@ type filteredPrice struct {
 	prices     []float64
 	tolPips    float64
 	start, end time.Time
+	// spike: a price the soak injected far off the market. A deal near one is never the
+	// market's, even if the desk published it (that is the defect to catch).
+	spike bool
 }
 
 // act is a price something acted at: a deal, or a hedge order's fill.
@@ -82,7 +85,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 		case PriceSpike:
 			nSpikes++
 			filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s spike %+g pips to %s", f.Sources[0], f.Pips, fmtPrice(f.Price)),
-				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End})
+				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End, spike: true})
 		case PriceGap:
 			gaps[f.Symbol] = append(gaps[f.Symbol], f)
 		}
@@ -106,7 +109,26 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	for _, h := range s.HedgeFills {
 		acts = append(acts, act{what: fmt.Sprintf("hedge order %d", h.ID), symbol: h.Symbol, price: h.Price.InexactFloat64(), at: h.At, venue: true})
 	}
-	judged, byGap := 0, 0
+	// The prices the desk published, per symbol in the order heard: a dropped tick can stand near
+	// the market (a primary's tick held against a backup that had just gone off-market), and a
+	// deal at the market is then near it without being at it.
+	published := map[string][]PublishedTick{}
+	for _, p := range pe.Published {
+		published[p.Symbol] = append(published[p.Symbol], p)
+	}
+	// nearestPublished is the distance from price to the nearest bid or ask of symbol published
+	// from Lookback before at to a second after it (+Inf when none was heard).
+	nearestPublished := func(symbol string, price float64, at time.Time) float64 {
+		best := math.Inf(1)
+		for _, p := range published[symbol] {
+			if p.At.Before(at.Add(-PriceTolerance.Lookback)) || p.At.After(at.Add(time.Second)) {
+				continue
+			}
+			best = min(best, math.Abs(price-p.Bid), math.Abs(price-p.Ask))
+		}
+		return best
+	}
+	judged, byGap, byPublished := 0, 0, 0
 	for _, a := range acts {
 		cands := filtered[a.symbol]
 		if len(cands) == 0 {
@@ -124,16 +146,24 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			if c.start.Before(a.at.Add(-PriceTolerance.Lookback)) || c.start.After(a.at.Add(time.Second)) {
 				continue
 			}
-			if !slices.ContainsFunc(c.prices, func(x float64) bool { return math.Abs(a.price-x) <= c.tolPips*pip }) {
+			near := math.Inf(1)
+			for _, x := range c.prices {
+				near = min(near, math.Abs(a.price-x))
+			}
+			if near > c.tolPips*pip {
 				continue
+			}
+			if !c.spike && nearestPublished(a.symbol, a.price, a.at) <= near {
+				byPublished++ // a published price explains it at least as well
+				break
 			}
 			r.Add(fmt.Sprintf("%s@%s", a.what, a.symbol), "%s %s at %s at %s: %s at %s (%s)", a.what, a.symbol, fmtPrice(a.price), TimeOfDay(a.at),
 				c.what, TimeOfDay(c.start), ev.during(c.start, a.at))
 			break
 		}
 	}
-	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window",
-		len(acts), judged, nDropped, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap)
+	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d nearer a published price",
+		len(acts), judged, nDropped, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
 	return r
 }
 

@@ -52,6 +52,19 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 {
 		t.Fatalf("a venue fill at the primary's dropped tick: %v %s", r.Violations, r.Figures)
 	}
+	// A dropped tick near the market: a deal at a published price beside it is the market's.
+	ev.Prices.Published = []PublishedTick{{Symbol: "EURUSD", Bid: 1.11001, Ask: 1.11003, At: t0.Add(500 * time.Millisecond)}}
+	s.Deals = []dbDeal{deal(8, "EURUSD", "1.11003", t0.Add(time.Second), 0)}
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 nearer a published price") {
+		t.Fatalf("a deal at a published price beside a dropped tick: %v %s", r.Violations, r.Figures)
+	}
+	// A published spike excuses nothing: the desk publishing it is the defect.
+	ev.Prices.Published = append(ev.Prices.Published, PublishedTick{Symbol: "USDJPY", Bid: 153.0, Ask: 153.02, At: t0.Add(10 * time.Millisecond)})
+	s.Deals = []dbDeal{deal(4, "USDJPY", "153.020", t0.Add(time.Second), 0)}
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 {
+		t.Fatalf("a deal at a spike the desk published: %v %s", r.Violations, r.Figures)
+	}
+	ev.Prices.Published = nil
 	s.Deals = nil
 	// A hedge fill at it, long after the spike, is not.
 	s.HedgeFills = []dbHedgeFill{{ID: 9, Symbol: "EURUSD", Price: decimal.RequireFromString("1.11"), At: t0.Add(20 * time.Second)}}
