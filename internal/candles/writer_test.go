@@ -228,3 +228,49 @@ func TestAFailedFlushIsWrittenByTheNext(t *testing.T) {
 		t.Fatalf("stored after the retry: %+v %v", got, err)
 	}
 }
+
+// feedSource is a tick.Source the test offers through, as a provider would.
+type feedSource struct{ feed chan tick.Feed }
+
+func (s *feedSource) Name() string { return "primary" }
+func (s *feedSource) Run(ctx context.Context, f tick.Feed) error {
+	f.SetConnected(true, nil)
+	s.feed <- f
+	<-ctx.Done()
+	return nil
+}
+
+// A writer built before its engine runs has every tick the engine publishes, those before the
+// writer's Run included: the soak saw a new holder's first ticks missing from their candles when
+// the writer subscribed in Run, after the engine had begun publishing.
+func TestAWriterBuiltBeforeTheEngineRunsHasItsFirstTick(t *testing.T) {
+	t.Parallel()
+	src := &feedSource{feed: make(chan tick.Feed, 1)}
+	e := tick.New(tick.Config{Sources: []tick.Source{src}}, quiet)
+	if err := e.SetWanted([]string{"FSTTCK"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(WriterConfig{DB: testDB, Prices: e, FlushEvery: time.Hour, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ectx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	go e.Run(ectx)
+	f := <-src.feed
+	at := time.Now()
+	f.Offer("FSTTCK", 1.5, 1.5002, at)
+	if _, ok := e.LastTick("FSTTCK"); !ok {
+		t.Fatal("the engine did not publish the first tick")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m1 := stored(t, "FSTTCK", M1); len(m1) != 1 || m1[0].Ticks != 1 {
+		t.Fatalf("FSTTCK M1 %+v: want the first tick's candle", m1)
+	}
+}
