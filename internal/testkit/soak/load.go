@@ -366,9 +366,22 @@ func (t *trader) run(ctx context.Context, finance string) {
 	}
 }
 
-// burst opens positions back to back until ctx ends: the fills a rollover run races.
+// burstEvery paces a burst's opens: 25 a second, which with the trader's own loop (about 10 a
+// second) stays inside the front door's 50 a second per token (FXDESK_RATE_PER_TOKEN) even when
+// every answer is an instant refusal — a halted market, no holder — as the price lane's faults
+// make them (loadNotLimited, seeds 91412 and 670358855: back-to-back opens answered at once
+// outran the limit).
+const burstEvery = 40 * time.Millisecond
+
+// burst opens positions, paced by burstEvery, until ctx ends: the fills a rollover run races.
 func (t *trader) burst(ctx context.Context) {
+	tick := time.NewTicker(burstEvery)
+	defer tick.Stop()
 	for ctx.Err() == nil {
 		t.open(ctx, false)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
 	}
 }

@@ -40,9 +40,6 @@ type filteredPrice struct {
 	prices     []float64
 	tolPips    float64
 	start, end time.Time
-	// spike: a price the soak injected far off the market. A deal near one is never the
-	// market's, even if the desk published it (that is the defect to catch).
-	spike bool
 }
 
 // act is a price something acted at: a deal, or a hedge order's fill.
@@ -65,9 +62,29 @@ type act struct {
 func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "filteredNotActed"}
 	pe := ev.Prices
+	// The prices the desk published, per symbol: a dropped tick can stand at the market — a
+	// primary's tick held against a backup that had just gone off-market, a backup's first tick
+	// dropped when the primary's first came — and a deal at the market is then near it without
+	// being at it. Only a dropped tick off every price published around it is a filtered price.
+	published := map[string][]PublishedTick{}
+	for _, p := range pe.Published {
+		published[p.Symbol] = append(published[p.Symbol], p)
+	}
+	// nearestPublished is the distance from price to the nearest bid or ask of symbol published
+	// from 5 s before from to 5 s after to (+Inf when none was heard).
+	nearestPublished := func(symbol string, price float64, from, to time.Time) float64 {
+		best := math.Inf(1)
+		for _, p := range published[symbol] {
+			if p.At.Before(from.Add(-5*time.Second)) || p.At.After(to.Add(5*time.Second)) {
+				continue
+			}
+			best = min(best, math.Abs(price-p.Bid), math.Abs(price-p.Ask))
+		}
+		return best
+	}
 	filtered := map[string][]filteredPrice{}
 	gaps := map[string][]PriceFault{}
-	nDropped, nSpikes := 0, 0
+	nDropped, nSpikes, atMarket := 0, 0, 0
 	for _, f := range pe.Filtered {
 		if f.Outcome != "dropped" {
 			continue
@@ -77,6 +94,11 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 		if end.Before(f.ReceivedAt) {
 			end = f.ReceivedAt
 		}
+		tol := PriceTolerance.MatchPips * s.pipOf(f.Symbol)
+		if nearestPublished(f.Symbol, f.Bid, f.ReceivedAt, end) <= tol && nearestPublished(f.Symbol, f.Ask, f.ReceivedAt, end) <= tol {
+			atMarket++
+			continue
+		}
 		filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s tick %s/%s dropped (%s)", f.Source, fmtPrice(f.Bid), fmtPrice(f.Ask), f.Reason),
 			source: f.Source, prices: []float64{f.Bid, f.Ask}, tolPips: PriceTolerance.MatchPips, start: f.ReceivedAt, end: end})
 	}
@@ -85,7 +107,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 		case PriceSpike:
 			nSpikes++
 			filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s spike %+g pips to %s", f.Sources[0], f.Pips, fmtPrice(f.Price)),
-				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End, spike: true})
+				source: f.Sources[0], prices: []float64{f.Price}, tolPips: PriceTolerance.SpikeMatchPips, start: f.Start, end: f.End})
 		case PriceGap:
 			gaps[f.Symbol] = append(gaps[f.Symbol], f)
 		}
@@ -109,26 +131,7 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	for _, h := range s.HedgeFills {
 		acts = append(acts, act{what: fmt.Sprintf("hedge order %d", h.ID), symbol: h.Symbol, price: h.Price.InexactFloat64(), at: h.At, venue: true})
 	}
-	// The prices the desk published, per symbol in the order heard: a dropped tick can stand near
-	// the market (a primary's tick held against a backup that had just gone off-market), and a
-	// deal at the market is then near it without being at it.
-	published := map[string][]PublishedTick{}
-	for _, p := range pe.Published {
-		published[p.Symbol] = append(published[p.Symbol], p)
-	}
-	// nearestPublished is the distance from price to the nearest bid or ask of symbol published
-	// from Lookback before at to a second after it (+Inf when none was heard).
-	nearestPublished := func(symbol string, price float64, at time.Time) float64 {
-		best := math.Inf(1)
-		for _, p := range published[symbol] {
-			if p.At.Before(at.Add(-PriceTolerance.Lookback)) || p.At.After(at.Add(time.Second)) {
-				continue
-			}
-			best = min(best, math.Abs(price-p.Bid), math.Abs(price-p.Ask))
-		}
-		return best
-	}
-	judged, byGap, byPublished := 0, 0, 0
+	judged, byGap := 0, 0
 	for _, a := range acts {
 		cands := filtered[a.symbol]
 		if len(cands) == 0 {
@@ -153,17 +156,13 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			if near > c.tolPips*pip {
 				continue
 			}
-			if !c.spike && nearestPublished(a.symbol, a.price, a.at) <= near {
-				byPublished++ // a published price explains it at least as well
-				break
-			}
 			r.Add(fmt.Sprintf("%s@%s", a.what, a.symbol), "%s %s at %s at %s: %s at %s (%s)", a.what, a.symbol, fmtPrice(a.price), TimeOfDay(a.at),
 				c.what, TimeOfDay(c.start), ev.during(c.start, a.at))
 			break
 		}
 	}
-	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d nearer a published price",
-		len(acts), judged, nDropped, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
+	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks off the published prices (%d more stood at them) and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window",
+		len(acts), judged, nDropped-atMarket, atMarket, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap)
 	return r
 }
 

@@ -52,13 +52,14 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 {
 		t.Fatalf("a venue fill at the primary's dropped tick: %v %s", r.Violations, r.Figures)
 	}
-	// A dropped tick near the market: a deal at a published price beside it is the market's.
+	// A dropped tick that stood at the published prices is no filtered price: a deal beside it is
+	// the market's.
 	ev.Prices.Published = []PublishedTick{{Symbol: "EURUSD", Bid: 1.11001, Ask: 1.11003, At: t0.Add(500 * time.Millisecond)}}
 	s.Deals = []dbDeal{deal(8, "EURUSD", "1.11003", t0.Add(time.Second), 0)}
-	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 nearer a published price") {
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 more stood at them") {
 		t.Fatalf("a deal at a published price beside a dropped tick: %v %s", r.Violations, r.Figures)
 	}
-	// A published spike excuses nothing: the desk publishing it is the defect.
+	// An injected spike is judged even where the desk published it: that is the defect.
 	ev.Prices.Published = append(ev.Prices.Published, PublishedTick{Symbol: "USDJPY", Bid: 153.0, Ask: 153.02, At: t0.Add(10 * time.Millisecond)})
 	s.Deals = []dbDeal{deal(4, "USDJPY", "153.020", t0.Add(time.Second), 0)}
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 {
