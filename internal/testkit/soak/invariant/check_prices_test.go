@@ -59,6 +59,14 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 more stood at them") {
 		t.Fatalf("a deal at a published price beside a dropped tick: %v %s", r.Violations, r.Figures)
 	}
+	// A deal long after a dropped off-market tick, at a price the market walked to since: the
+	// prices published just before the deal explain it.
+	ev.Prices.Published = []PublishedTick{{Symbol: "EURUSD", Bid: 1.08, Ask: 1.08002, At: t0},
+		{Symbol: "EURUSD", Bid: 1.11002, Ask: 1.11004, At: t0.Add(19 * time.Second)}}
+	s.Deals = []dbDeal{deal(10, "EURUSD", "1.11003", t0.Add(20*time.Second), 0)}
+	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 as near a price published") {
+		t.Fatalf("a deal at the market the price walked to: %v %s", r.Violations, r.Figures)
+	}
 	// An injected spike is judged even where the desk published it: that is the defect.
 	ev.Prices.Published = append(ev.Prices.Published, PublishedTick{Symbol: "USDJPY", Bid: 153.0, Ask: 153.02, At: t0.Add(10 * time.Millisecond)})
 	s.Deals = []dbDeal{deal(4, "USDJPY", "153.020", t0.Add(time.Second), 0)}
