@@ -176,6 +176,51 @@ func TestBuilderMatchesDirectComputation(t *testing.T) {
 	}
 }
 
+// Flushes that fail — the statement never reached the table, or it committed and then the
+// connection died — never leave a published price out of its candle once a later flush
+// succeeds: highs, lows, opens and closes as computed directly, ticks at least the true count
+// (a committed-then-failed statement's ticks are counted again, as docs/candles.md says).
+func TestFailedFlushesNeverLoseAPrice(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 71))
+		ticks := randomStream(rng, 1+rng.IntN(3000))
+		b, err := NewBuilder(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := map[key]Candle{}
+		var inFlight []Row
+		for _, tk := range ticks {
+			b.Add(tk.symbol, tk.bid, tk.ask, tk.at)
+			switch {
+			case inFlight == nil && rng.IntN(20) == 0:
+				inFlight = b.Pending()
+			case inFlight != nil && rng.IntN(5) == 0:
+				switch rng.IntN(3) {
+				case 0:
+					store(db, inFlight)
+					b.Flushed(inFlight)
+				case 1: // failed: nothing written
+				case 2: // committed, then the connection died
+					store(db, inFlight)
+				}
+				inFlight = nil
+			}
+		}
+		rows := b.Pending()
+		store(db, rows)
+		b.Flushed(rows)
+		for k, w := range direct(t, ticks) {
+			got := db[k]
+			if got.Bid.High != w.Bid.High || got.Bid.Low != w.Bid.Low || got.Ask.High != w.Ask.High || got.Ask.Low != w.Ask.Low ||
+				got.Bid.Open != w.Bid.Open || got.Bid.Close != w.Bid.Close || got.Ticks < w.Ticks {
+				t.Fatalf("seed %d: %v\n got %+v\nwant %+v", seed, k, got, w)
+			}
+		}
+	}
+}
+
 // The periods' edges, ticked exactly on them: a tick at an open starts the new candle, one a
 // millisecond before it ends the old one; D1 turns at 17:00 New York in winter (22:00 UTC) and
 // in summer (21:00 UTC).
