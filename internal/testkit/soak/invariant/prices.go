@@ -49,13 +49,16 @@ var PriceTolerance = struct {
 	// Lookback: a deal is held against the ticks filtered this long before it.
 	Lookback time.Duration
 	// Flush: the holder writes candles in batches; a tick this close to the end of its holder's
-	// term (a kill loses the batch in memory) or to the snapshot is not judged yet.
+	// term (a kill loses the batch in memory) or to the snapshot is not judged yet. A flush
+	// (every 2 s) can hang on a cut MySQL connection for its whole 10 s timeout before the next
+	// one writes it: seed 745866271 judged ticks 10 s old at a check taken during a cut, and
+	// the table held them once the cut ended.
 	Flush time.Duration
 	// Edge: a tick this close to a minute's edge may be in the candle on either side (the
 	// builder's clock and the soak's receipt stamp differ by milliseconds).
 	Edge time.Duration
 }{Failover: time.Second, SilentCap: 10 * time.Second, WarmUp: 2 * time.Second, MatchPips: 5, SpikeMatchPips: 10, Lookback: 30 * time.Second,
-	Flush: 10 * time.Second, Edge: 2 * time.Second}
+	Flush: 25 * time.Second, Edge: 2 * time.Second}
 
 // PriceFault is one price fault as it played.
 type PriceFault struct {
