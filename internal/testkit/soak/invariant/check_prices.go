@@ -87,9 +87,16 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 	}
 	filtered := map[string][]filteredPrice{}
 	gaps := map[string][]PriceFault{}
-	nDropped, nSpikes, atMarket := 0, 0, 0
+	nDropped, nSpikes, atMarket, unreferenced := 0, 0, 0, 0
 	for _, f := range pe.Filtered {
 		if f.Outcome != "dropped" {
+			continue
+		}
+		if f.Reason == "unreferenced" {
+			// Dropped for want of a confirmation (a new holder's first ticks, with nothing
+			// published to judge them by), not for standing off the market: nothing to hold a
+			// deal against. A spike among them is judged as the soak's injected spike.
+			unreferenced++
 			continue
 		}
 		nDropped++
@@ -171,8 +178,8 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			break
 		}
 	}
-	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks off the published prices (%d more stood at them) and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d as near a price published in the 2 s before",
-		len(acts), judged, nDropped-atMarket, atMarket, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
+	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks off the published prices (%d more stood at them, %d unreferenced not judged) and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d as near a price published in the 2 s before",
+		len(acts), judged, nDropped-atMarket, atMarket, unreferenced, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
 	return r
 }
 
