@@ -14,7 +14,7 @@ func CheckPrices(s *Snapshot, ev *Evidence) []Result {
 	if ev.Prices == nil {
 		return nil
 	}
-	return []Result{checkFilteredNotActed(s, ev), checkSilentNotQuoted(ev.Prices), checkCandlesAgree(s, ev.Prices)}
+	return []Result{checkFilteredNotActed(s, ev), checkSilentNotQuoted(ev.Prices, ev.Windows), checkCandlesAgree(s, ev.Prices)}
 }
 
 // pipOf is symbol's pip: ten points (10^-(digits-1)), 0.0001 (0.01 for a JPY quote) when the
@@ -191,8 +191,18 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 // silence, 0 for a disconnect. Judged only while no fault touched the backup (from 2 s before the
 // fault to the sample): then it was healthy by the run's timeline; and not in a holder's first
 // WarmUp (a new engine has no quote yet, and starts on the primary).
-func checkSilentNotQuoted(pe *PriceEvidence) Result {
+func checkSilentNotQuoted(pe *PriceEvidence, windows []Window) Result {
 	r := Result{Name: "silentNotQuoted"}
+	// A process frozen (SIGSTOP) and let go reads its sockets' backlog as it wakes, every tick
+	// stamped with its own clock: a silent primary's last ticks look fresh for one threshold more
+	// (seed 1050127133: the woken process switched back to the primary, "backup silent").
+	resumed := func(pid int, at time.Time) bool {
+		return slices.ContainsFunc(windows, func(w Window) bool {
+			return (w.Kind == FaultStop || w.Kind == FaultZombie) && w.PID == pid && !at.Before(w.Start) &&
+				at.Before(w.End.Add(PriceTolerance.SilentCap+PriceTolerance.Failover))
+		})
+	}
+	woken := 0
 	faults, judged := 0, 0
 	var slowest time.Duration
 	firstSeen := map[int]time.Time{}
@@ -238,6 +248,10 @@ func checkSilentNotQuoted(pe *PriceEvidence) Result {
 			if smp.Sent.Before(f.Start.Add(threshold + PriceTolerance.Failover)) {
 				continue
 			}
+			if resumed(smp.PID, smp.Sent) {
+				woken++
+				continue
+			}
 			judged++
 			r.Add(fmt.Sprintf("%s@%s %s", f.Kind, TimeOfDay(f.Start), smp.Symbol), "%s quoted from the primary at %s–%s, %s into %s (%s–%s; threshold %s + %s), the backup untouched",
 				smp.Symbol, TimeOfDay(smp.Sent), TimeOfDay(smp.Recv), smp.Sent.Sub(f.Start).Round(time.Millisecond), f.Kind, TimeOfDay(f.Start), TimeOfDay(f.End), threshold, PriceTolerance.Failover)
@@ -255,8 +269,8 @@ func checkSilentNotQuoted(pe *PriceEvidence) Result {
 			slowest = max(slowest, firstOff.Sub(f.Start))
 		}
 	}
-	r.Figures = fmt.Sprintf("%d silent or down primaries, %d selection samples, %d on the primary past its threshold; slowest failover seen %s (tolerance: threshold + %s, threshold ≤ %s)",
-		faults, len(pe.Selections), judged, slowest.Round(time.Millisecond), PriceTolerance.Failover, PriceTolerance.SilentCap)
+	r.Figures = fmt.Sprintf("%d silent or down primaries, %d selection samples, %d on the primary past its threshold (%d more from a process just woken from a stop); slowest failover seen %s (tolerance: threshold + %s, threshold ≤ %s)",
+		faults, len(pe.Selections), judged, woken, slowest.Round(time.Millisecond), PriceTolerance.Failover, PriceTolerance.SilentCap)
 	return r
 }
 

@@ -95,28 +95,28 @@ func TestSilentNotQuotedFailsTheSilentPrimaryPastItsThreshold(t *testing.T) {
 	pe.Selections = []SelectionSample{selection(t0.Add(-10*time.Second), "EURUSD", SourcePrimary, 3*time.Second),
 		selection(t0.Add(2*time.Second), "EURUSD", SourcePrimary, 3*time.Second),
 		selection(t0.Add(3500*time.Millisecond), "EURUSD", SourceBackup, 3*time.Second)}
-	if r := checkSilentNotQuoted(pe); len(r.Violations) != 0 || !strings.Contains(r.Figures, "slowest failover seen 3.5s") {
+	if r := checkSilentNotQuoted(pe, nil); len(r.Violations) != 0 || !strings.Contains(r.Figures, "slowest failover seen 3.5s") {
 		t.Fatalf("on the primary before its threshold, then the backup: %v %s", r.Violations, r.Figures)
 	}
 	pe.Selections = append(pe.Selections, selection(t0.Add(4500*time.Millisecond), "USDJPY", SourcePrimary, 3*time.Second))
-	if r := checkSilentNotQuoted(pe); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "USDJPY quoted from the primary") {
+	if r := checkSilentNotQuoted(pe, nil); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "USDJPY quoted from the primary") {
 		t.Fatalf("USDJPY on the primary 4.5 s into a silence with a 3 s threshold: %v", r.Violations)
 	}
 	pe.Faults = append(pe.Faults, PriceFault{Kind: PriceBothSilent, Sources: []string{SourcePrimary, SourceBackup}, Start: t0.Add(4 * time.Second), End: t0.Add(5 * time.Second)})
-	if r := checkSilentNotQuoted(pe); len(r.Violations) != 0 {
+	if r := checkSilentNotQuoted(pe, nil); len(r.Violations) != 0 {
 		t.Fatalf("no source healthy: nothing to fail over to: %v", r.Violations)
 	}
 	// A primary whose sockets drop fails over at once: past the tolerance alone it is a violation.
 	pe.Faults = []PriceFault{{Kind: PricePrimaryDown, Sources: []string{SourcePrimary}, Start: t0, End: t0.Add(3 * time.Second)}}
 	pe.Selections = []SelectionSample{selection(t0.Add(-time.Second), "EURUSD", SourcePrimary, 3*time.Second),
 		selection(t0.Add(1500*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second)}
-	if r := checkSilentNotQuoted(pe); len(r.Violations) != 1 {
+	if r := checkSilentNotQuoted(pe, nil); len(r.Violations) != 1 {
 		t.Fatalf("on a down primary 1.5 s in: %v", r.Violations)
 	}
 	// A holder that took over 0.5 s before has had no quote yet: it is not judged in its first 2 s.
 	pe.Selections = []SelectionSample{selection(t0.Add(1000*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second),
 		selection(t0.Add(2500*time.Millisecond), "EURUSD", SourcePrimary, 3*time.Second)}
-	if r := checkSilentNotQuoted(pe); len(r.Violations) != 0 {
+	if r := checkSilentNotQuoted(pe, nil); len(r.Violations) != 0 {
 		t.Fatalf("a new holder's first moments: %v", r.Violations)
 	}
 }
@@ -185,5 +185,21 @@ func TestReadSnapshotReadsTheCandlesAndHedgeFillsThePriceLaneJudges(t *testing.T
 		{Symbol: "GBPJPY", Bid: 190.25, Ask: 190.27, At: open.Add(31 * time.Second), Term: 1}}}
 	if r := checkCandlesAgree(s, pe); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "190.25") {
 		t.Fatalf("want the tick above the candle's high broken: %v", r.Violations)
+	}
+}
+
+// A process woken from a stop reads its sockets' backlog as fresh: its samples for one threshold
+// after the stop are counted, not judged; another process's are judged.
+func TestSilentNotQuotedExcusesAProcessJustWoken(t *testing.T) {
+	pe := &PriceEvidence{Faults: []PriceFault{{Kind: PricePrimarySilent, Sources: []string{SourcePrimary}, Start: t0, End: t0.Add(6 * time.Second)}}}
+	pe.Selections = []SelectionSample{selection(t0.Add(-10*time.Second), "EURUSD", SourcePrimary, time.Second),
+		selection(t0.Add(4*time.Second), "EURUSD", SourcePrimary, time.Second)}
+	stop := []Window{{Kind: FaultStop, Start: t0.Add(-3 * time.Second), End: t0.Add(3 * time.Second), PID: 1}}
+	if r := checkSilentNotQuoted(pe, stop); len(r.Violations) != 0 || !strings.Contains(r.Figures, "1 more from a process just woken") {
+		t.Fatalf("the woken holder on the primary 1 s after its stop: %v %s", r.Violations, r.Figures)
+	}
+	stop[0].PID = 2
+	if r := checkSilentNotQuoted(pe, stop); len(r.Violations) != 1 {
+		t.Fatalf("another process stopped: %v %s", r.Violations, r.Figures)
 	}
 }
