@@ -286,7 +286,5 @@ func (r *priceRail) latest() railQuote {
 	}
 }
 
-func anyQuote(railQuote) bool { return true }
-
 // pips is n EURUSD pips.
 func pips(n int64) decimal.Decimal { return decimal.New(n, -4) }
