@@ -80,15 +80,15 @@ type RejectedTick struct {
 
 // Reasons and outcomes in RejectedTick.
 const (
-	RejectSpike      = "spike"
-	RejectDisagrees  = "disagrees"
+	RejectSpike     = "spike"
+	RejectDisagrees = "disagrees"
 	// RejectUnreferenced: on a desk with several sources, a tick with no published price to
 	// compare it with (a holder's first, or the first after a quiet) and no other source to
 	// agree with it waits for its confirmation like a spike.
 	RejectUnreferenced = "unreferenced"
-	OutcomeHeld      = "held"
-	OutcomeDropped   = "dropped"
-	OutcomePublished = "published-after-confirm"
+	OutcomeHeld        = "held"
+	OutcomeDropped     = "dropped"
+	OutcomePublished   = "published-after-confirm"
 )
 
 // Switch is one change of a symbol's active source.
