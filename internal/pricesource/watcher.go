@@ -42,7 +42,8 @@ type SwitchEngine interface {
 type WatcherConfig struct {
 	Engine SwitchEngine
 	Alerts Alerts
-	// Switched is called for every switch (the metrics' counter); nil for none.
+	// Switched is called for every switch; nil for none. (The engine counts switches itself:
+	// fxdesk_price_source_switches_total.)
 	Switched func(tick.Switch)
 	Log      *slog.Logger
 	// ResolveAfter: default DefaultResolveAfter.
