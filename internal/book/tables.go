@@ -67,6 +67,16 @@ type Order struct {
 	SentAt       *time.Time
 	VenueOrderID *string
 	VenueReason  *string
+	// The orders traders expect (migration 000032, docs/orders.md): a STOP_LIMIT's limit and the
+	// moment its stop triggered, a MARKET order's price bound, the part an IOC filled at the
+	// venue, the other leg of an OCO pair, the trailing stop its position gets, the last modify.
+	LimitPrice    *decimal.Decimal
+	TriggeredAt   *time.Time
+	PriceBound    *decimal.Decimal
+	FilledVolume  *decimal.Decimal
+	OCOOrderID    *int64
+	TrailDistance *decimal.Decimal
+	ModifiedAt    *time.Time
 }
 
 // Position is one row of fx_position.
@@ -91,6 +101,9 @@ type Position struct {
 	Currency string
 	// VenueTradeID links an EXTERNAL position to its venue trade; nil on INTERNAL positions.
 	VenueTradeID *string
+	// TrailDistance and TrailLevel are its trailing stop (docs/orders.md «Trailing stops»): the
+	// distance in price units and the level the holder last stored; nil without one.
+	TrailDistance, TrailLevel *decimal.Decimal
 }
 
 // Deal is one row of the ledger; the ledger package writes it.
@@ -224,13 +237,15 @@ func ExposuresInto(out *[]Exposure) func(*sql.Rows) error {
 const OrderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
 	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
 	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
-	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`, o.`routeRuleId`, o.`hedgePercent`"
+	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`, o.`routeRuleId`, o.`hedgePercent`, " +
+	"o.`limitPrice`, o.`triggeredAt`, o.`priceBound`, o.`filledVolume`, o.`ocoOrderId`, o.`trailDistance`, o.`modifiedAt`"
 
 func ScanOrder(sc store.Scanner) (Order, error) {
 	var o Order
 	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Volume, &o.Price, &o.SL, &o.TP, &o.TimeInForce,
 		&o.ExpiresAt, &o.Status, &o.RequestNonce, &o.FillPrice, &o.PositionID, &o.CreatedAt,
-		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason, &o.RequestHash, &o.RouteRuleID, &o.HedgePercent)
+		&o.Execution, &o.SentAt, &o.VenueOrderID, &o.VenueReason, &o.RequestHash, &o.RouteRuleID, &o.HedgePercent,
+		&o.LimitPrice, &o.TriggeredAt, &o.PriceBound, &o.FilledVolume, &o.OCOOrderID, &o.TrailDistance, &o.ModifiedAt)
 	return o, err
 }
 
@@ -277,12 +292,12 @@ func ListOrders(ctx context.Context, q Querier, userID, accountID int64, status 
 	return store.QueryAll(ctx, q, "list orders", ScanOrder, sqlText, args...)
 }
 
-const PositionCols = positionOwnCols + "(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`"
+const PositionCols = positionOwnCols + "(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
 
 // lockedPositionCols is PositionCols for a batch that locks the positions' accounts in the same
 // round trip: the currency is the locked account's (Rows.add), not a subquery per position —
 // which cost a 256-close batch's lock read three quarters of its time.
-const lockedPositionCols = positionOwnCols + "'', p.`venueTradeId`"
+const lockedPositionCols = positionOwnCols + "'', p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
 
 const positionOwnCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, "
@@ -290,7 +305,8 @@ const positionOwnCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side
 func ScanPosition(sc store.Scanner) (Position, error) {
 	var p Position
 	err := sc.Scan(&p.ID, &p.AccountID, &p.OrderID, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.SL, &p.TP,
-		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency, &p.VenueTradeID)
+		&p.Commission, &p.RealizedProfit, &p.Status, &p.ClosePrice, &p.CloseReason, &p.OpenedAt, &p.ClosedAt, &p.Currency, &p.VenueTradeID,
+		&p.TrailDistance, &p.TrailLevel)
 	return p, err
 }
 

@@ -28,6 +28,8 @@ const (
 	OrderTriggered           Type = "order.triggered"             // a resting LIMIT or STOP order filled at its trigger: Order
 	OrderCancelled           Type = "order.cancelled"             // a PENDING order cancelled by its trader or the dealer: Order
 	OrderExpired             Type = "order.expired"               // a PENDING GTD or DAY order past its expiry: Order
+	OrderModified            Type = "order.modified"              // a PENDING order changed in place (price, volume, SL/TP, expiry): Order
+	OrderStopTriggered       Type = "order.stop_triggered"        // a STOP_LIMIT's stop reached: it now rests as a LIMIT at its limitPrice: Order
 	PositionOpened           Type = "position.opened"             // Position
 	PositionModified         Type = "position.modified"           // its SL or TP moved: Position
 	PositionClosed           Type = "position.closed"             // Closed, with the reason
@@ -43,6 +45,7 @@ const (
 
 // Types is every type, in the order the documentation lists them.
 var Types = []Type{OrderAccepted, OrderRejected, OrderFilled, OrderTriggered, OrderCancelled, OrderExpired,
+	OrderModified, OrderStopTriggered,
 	PositionOpened, PositionModified, PositionClosed, PositionPartlyClosed,
 	AccountMarginCall, AccountMarginCallCleared, AccountStopOut, SwapCharged, Deposit, Withdrawal, Adjustment}
 

@@ -13,6 +13,7 @@ import (
 // payloads is the payload each type carries, as its writers build it.
 var payloads = map[Type]any{
 	OrderAccepted: Order{}, OrderRejected: Rejected{}, OrderFilled: Order{}, OrderTriggered: Order{}, OrderCancelled: Order{}, OrderExpired: Order{},
+	OrderModified: Order{}, OrderStopTriggered: Order{},
 	PositionOpened: Position{}, PositionModified: Position{}, PositionClosed: Closed{}, PositionPartlyClosed: Closed{},
 	AccountMarginCall: MarginCall{}, AccountMarginCallCleared: MarginCall{}, AccountStopOut: StopOut{}, SwapCharged: Swap{},
 	Deposit: Balance{}, Withdrawal: Balance{}, Adjustment: Balance{},

@@ -35,6 +35,12 @@ const (
 	CloseStopOut CloseReason = "STOP_OUT" // the account fell to its stop-out level
 	CloseVenue   CloseReason = "VENUE"    // the venue closed its trade (a venue stop-out, a close nobody booked)
 	CloseDealer  CloseReason = "DEALER"   // an admin closed it on the trader's behalf
+	// CloseTrailingStop: its trailing stop triggered (docs/orders.md «Trailing stops»).
+	CloseTrailingStop CloseReason = "TRAILING_STOP"
+	// CloseBy: closed against an opposite position of the same account, no spread paid.
+	CloseBy CloseReason = "CLOSE_BY"
+	// CloseNetted: reduced or closed by an opposite order on a NETTING or FIFO account.
+	CloseNetted CloseReason = "NETTED"
 )
 
 // Instrument is one row of fx_instrument: a symbol and its terms. Money-related fields are exact

@@ -21,6 +21,9 @@ const (
 	Market OrderType = "MARKET" // fills now at the desk's quote
 	Limit  OrderType = "LIMIT"  // rests until the market reaches a better price
 	Stop   OrderType = "STOP"   // rests until the market reaches a worse price
+	// StopLimit rests until the market reaches its stop (the order's price, as a STOP), then
+	// rests as a LIMIT at its limitPrice (docs/orders.md).
+	StopLimit OrderType = "STOP_LIMIT"
 )
 
 // TimeInForce is how long a resting order lives.
@@ -30,7 +33,36 @@ const (
 	GTC TimeInForce = "GTC" // until cancelled
 	GTD TimeInForce = "GTD" // until expiresAt
 	DAY TimeInForce = "DAY" // until the next 17:00 New York rollover
+	// IOC and FOK are MARKET orders' fill policies (docs/orders.md). The desk fills whole at its
+	// quote, so on the B-book both fill whole or not at all; at a venue that may fill part, IOC
+	// books the part filled and cancels the rest, and FOK never books a part.
+	IOC TimeInForce = "IOC" // immediate or cancel
+	FOK TimeInForce = "FOK" // fill or kill
 )
+
+// PositionMode is how an account group's accounts hold positions (fx_account_group.positionMode,
+// docs/orders.md «Position modes»).
+type PositionMode string
+
+const (
+	// Hedging: several positions per symbol, on either side; every order opens its own.
+	Hedging PositionMode = "HEDGING"
+	// Netting: at most one position per symbol; a same-side order adds to it at the volume-weighted
+	// price, an opposite order reduces, closes or reverses it.
+	Netting PositionMode = "NETTING"
+	// FIFO: no hedging; positions of one symbol are all on one side and an opposite order (or a
+	// close) takes the oldest first (NFA Compliance Rule 2-43b).
+	FIFO PositionMode = "FIFO"
+)
+
+// Valid reports whether m is one of the modes above.
+func (m PositionMode) Valid() bool {
+	switch m {
+	case Hedging, Netting, FIFO:
+		return true
+	}
+	return false
+}
 
 // Order statuses.
 const (
