@@ -356,6 +356,8 @@ func (t *trader) run(ctx context.Context, finance string) {
 			t.withdraw(ctx)
 		case r < 92:
 			t.deposit(ctx, finance)
+		case r < 97:
+			t.orderAction(ctx)
 		default:
 			t.refresh(ctx)
 		}

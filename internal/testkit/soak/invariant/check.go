@@ -140,6 +140,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		rs = append(rs, checkVenueNeverResent(ev.Venue))
 	}
 	rs = append(rs, CheckPrices(s, ev)...)
+	rs = append(rs, checkOrders(s, ev)...)
 	return rs
 }
 
