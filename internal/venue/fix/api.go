@@ -566,6 +566,7 @@ func (s *Session) resolvePending(ctx context.Context) error {
 // trade); a reservation the venue never saw stays the trade's whole close, this holder's own.
 func (s *Session) resolveReserved(ctx context.Context) error {
 	inherited, sent := s.trades.unresolvedReservations(s.waited)
+	var asks []reservedAsk
 	for _, o := range sent {
 		// Its row says whether it is still a reservation nobody heard of.
 		j, found, err := s.journal.order(ctx, o.ClOrdID)
@@ -575,26 +576,56 @@ func (s *Session) resolveReserved(ctx context.Context) error {
 		if !found || j.Status != stateReserved {
 			continue // a SENDING/NEW row resolvePending asked about; a final one the intake applied
 		}
-		inherited = append(inherited, o)
+		asks = append(asks, reservedAsk{o, true})
 	}
 	for _, o := range inherited {
-		if s.waited(o.ClOrdID) {
-			continue // being sent or asked about now
-		}
-		known, err := s.orderStatus(ctx, o.ClOrdID, o.Symbol, o.Side)
-		if err != nil {
-			return err
-		}
-		if !known {
-			s.trades.reservationUnsent(o.TradeID, o.ClOrdID)
-			s.trades.unclaim(order{ClOrdID: o.ClOrdID, TradeID: o.TradeID, Status: stateReserved})
-			continue
-		}
-		// As closeTradeOnce after an ask: the trade as the journal has it now.
-		if err := s.reloadTrade(ctx, o.TradeID); err != nil {
-			return err
-		}
-		s.renewReservation(o.TradeID) // a close the venue rejected leaves the trade open
+		asks = append(asks, reservedAsk{o, false})
 	}
+	for _, a := range asks {
+		if err := s.askReserved(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reservedAsk is one reserved close resolveReserved asks about; sent: this holder sent it.
+type reservedAsk struct {
+	order
+	sent bool
+}
+
+// askReserved asks the venue about reserved close a and applies the answer to the trade.
+func (s *Session) askReserved(ctx context.Context, a reservedAsk) error {
+	o := a.order
+	if s.waited(o.ClOrdID) {
+		return nil // being sent or asked about now
+	}
+	known, err := s.orderStatus(ctx, o.ClOrdID, o.Symbol, o.Side)
+	if err != nil {
+		return err
+	}
+	if s.afterReservedAsk != nil {
+		s.afterReservedAsk(o.ClOrdID)
+	}
+	switch {
+	case !known && a.sent:
+		// Sent before the question, on the same session: the venue never saw it. Reserved again.
+		s.trades.unclaim(order{ClOrdID: o.ClOrdID, TradeID: o.TradeID, Status: stateReserved})
+		return nil
+	case !known:
+		// Not sent by an earlier holder, as far as the question can tell: the answer predates
+		// whatever this holder sent after it. A close that claimed the reservation since (a
+		// stop that triggered while the question was on the wire) is its trade's close in
+		// flight, asked about by a later run if no report settles it, never taken back as
+		// unsent (soak seed 237868095786120: taken back, it was never asked about again).
+		s.trades.reservationUnsent(o.TradeID, o.ClOrdID)
+		return nil
+	}
+	// As closeTradeOnce after an ask: the trade as the journal has it now.
+	if err := s.reloadTrade(ctx, o.TradeID); err != nil {
+		return err
+	}
+	s.renewReservation(o.TradeID) // a close the venue rejected leaves the trade open
 	return nil
 }

@@ -58,3 +58,7 @@ func (s *Session) SendRaw(ctx context.Context, clOrdID, symbol, side string, qty
 		}
 	}
 }
+
+// AfterReservedAsk runs f between the venue's answer about a reserved close and what the
+// reconciler's resolveReserved does with it (nil: nothing).
+func (s *Session) AfterReservedAsk(f func(clOrdID string)) { s.afterReservedAsk = f }

@@ -105,6 +105,9 @@ type Session struct {
 	// resend asks Run to reconnect so that the venue resends a report the journal could not
 	// record (intake.go).
 	resend chan struct{}
+	// afterReservedAsk, set by tests only, runs between the venue's answer about a reserved close
+	// and what resolveReserved does with it: the moment a close of the trade may claim it.
+	afterReservedAsk func(clOrdID string)
 }
 
 // New reads the session file and checks it; it does not connect.
