@@ -618,7 +618,8 @@ func (s *Session) askReserved(ctx context.Context, a reservedAsk) error {
 		// whatever this holder sent after it. A close that claimed the reservation since (a
 		// stop that triggered while the question was on the wire) is its trade's close in
 		// flight, asked about by a later run if no report settles it, never taken back as
-		// unsent (soak seed 237868095786120: taken back, it was never asked about again).
+		// unsent: taken back, it was never asked about again, and a report the venue lost left
+		// the trade open on the desk for ever (TestAReservedCloseSentWhileTheReconcilerAsksIsAskedAboutLater).
 		s.trades.reservationUnsent(o.TradeID, o.ClOrdID)
 		return nil
 	}
