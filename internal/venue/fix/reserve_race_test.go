@@ -11,10 +11,10 @@ import (
 	"fxdesk/internal/venue"
 )
 
-// The soak's FIX lane (seed 237868095786120): after a takeover the reconciler asks the venue about
-// an inherited reservation, and the trade's close sends that same ClOrdID just after the venue
-// answered "unknown order" (the question was on the wire before the order). The venue executes
-// the close and holds its report for good. "Unknown" was the truth when asked, not about the
+// A race read from the code while chasing the soak's FIX lane (seed 237868095786120): after a
+// takeover the reconciler asks the venue about an inherited reservation, and the trade's close
+// sends that same ClOrdID just after the venue answered "unknown order" (the question was on the
+// wire before the order). The venue executes the close and loses its report. "Unknown" was the truth when asked, not about the
 // close sent since: the reconciler must not take the close back as an unsent reservation, or
 // nobody asks about it again — the desk shows the trade open for ever while the venue closed it.
 func TestAReservedCloseSentWhileTheReconcilerAsksIsAskedAboutLater(t *testing.T) {
