@@ -71,13 +71,11 @@ func TestModifyThenTriggerAtTheNewPrice(t *testing.T) {
 	if o.Order.ID != id || o.Order.Price != "1.08" || o.Order.Status != "PENDING" || o.Order.ModifiedAt == nil {
 		t.Fatalf("modify answered %+v", o.Order)
 	}
-	// The dealer's modify of the same order: audited with the admin.
-	must(t, d.web, d.admin, "PATCH", fmt.Sprintf("/api/admin/fx/orders/%d", id), `{"volume":"0.20"}`, http.StatusOK, nil)
-	d.wantAudit("order", strconv.FormatInt(id, 10), "order.modify", `"volume":"0.2"`)
+	must(t, d.web, tok, "PATCH", path, `{"volume":"0.20"}`, http.StatusOK, nil)
 	var modifiedEvents int
 	d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_event` WHERE `accountId` = ? AND `type` = 'order.modified'", acct).Scan(&modifiedEvents)
 	if modifiedEvents != 2 {
-		t.Fatalf("%d order.modified events, want 2 (the trader's and the dealer's)", modifiedEvents)
+		t.Fatalf("%d order.modified events, want 2 (one per modify)", modifiedEvents)
 	}
 
 	// The old price is reached: the sentinel fills, the modified order stays.
@@ -98,6 +96,37 @@ func TestModifyThenTriggerAtTheNewPrice(t *testing.T) {
 	must(t, d.web, tok, "PATCH", path, `{"price":"1.07000"}`, http.StatusConflict, nil)
 	d.checkLedgerBalanced(acct)
 	d.checkLedgerBalanced(sentAcct)
+}
+
+// dealerModifiesAnOrder is TestDealerModifiesAnOrder (e2e/dealer_test.go, beside the dealer's
+// other actions): the dealer moves a trader's resting order through the admin route; a refused
+// modify writes no fx_audit row, the valid one exactly one (order.modify, by the admin, with the
+// order before and after), and the order rests at its new values.
+func dealerModifiesAnOrder(t *testing.T) {
+	d := newTradingDesk(t)
+	waitRiskReady(d.web)
+	tok, acct := d.newTrader(3904, "USD", "100", "10000.00")
+	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	id := d.placeLimit(tok, acct, "SELL", "STOP", "0.10", "1.09000")
+	path := fmt.Sprintf("/api/admin/fx/orders/%d", id)
+	rows := func() int {
+		var n int
+		d.e.sql.QueryRow("SELECT COUNT(*) FROM `fx_audit` WHERE `entityType` = 'order' AND `entityId` = ? AND `action` = 'order.modify'", strconv.FormatInt(id, 10)).Scan(&n)
+		return n
+	}
+	must(t, d.web, d.admin, "PATCH", path, `{"price":"1.10500"}`, http.StatusBadRequest, nil) // a sell stop above the bid
+	must(t, d.web, tok, "PATCH", path, `{"price":"1.08500"}`, http.StatusForbidden, nil)      // a trader on the admin route
+	if n := rows(); n != 0 {
+		t.Fatalf("refused dealer modifies wrote %d fx_audit rows", n)
+	}
+	must(t, d.web, d.admin, "PATCH", path, `{"price":"1.08500","volume":"0.20"}`, http.StatusOK, nil)
+	if n := rows(); n != 1 {
+		t.Fatalf("%d fx_audit rows for the dealer's modify, want 1", n)
+	}
+	d.wantAudit("order", strconv.FormatInt(id, 10), "order.modify", `"price":"1.085"`, `"volume":"0.2"`)
+	if price, vol, modified := d.storedOrderPrice(id); !price.Equal(decimal.RequireFromString("1.085")) || !vol.Equal(decimal.RequireFromString("0.2")) || !modified {
+		t.Fatalf("after the dealer's modify: %s × %s (modified %v)", price, vol, modified)
+	}
 }
 
 // THE RACE: 50 times, a modify that moves a buy limit away from the market is sent at the same
