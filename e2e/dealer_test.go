@@ -206,3 +206,10 @@ func TestDealerActionsThroughAFollower(t *testing.T) {
 	}
 	w.d.checkLedger(acct, "9991.90") // −2.10 commission, (1.10000 − 1.10020) × 0.30 × 100,000 = −6.00
 }
+
+// The dealer's modify of a trader's resting order, audited (docs/orders.md, «Modify a resting
+// order»); its body is in e2e/orders_modify_test.go.
+func TestDealerModifiesAnOrder(t *testing.T) {
+	t.Parallel()
+	dealerModifiesAnOrder(t)
+}

@@ -78,6 +78,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		trade.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
 		read.Get("/orders", handleOrders(d.Log, d.Trading))
 		trade.With(deskPriced).Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
+		trade.With(deskPriced).Patch("/orders/{id}", handleModifyOrder(d.Log, d.Trading))
 		read.Get("/positions", handlePositions(d.Log, d.Trading))
 		trade.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
 		trade.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
@@ -146,6 +147,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		// Dealer actions are desk-priced like the trader's own close and cancel.
 		need(auth.PermDealing).With(deskPriced).Post("/positions/{id}/close", handleDealerClose(d.Log, d.Trading, d.Metrics))
 		need(auth.PermDealing).With(deskPriced).Post("/orders/{id}/cancel", handleDealerCancel(d.Log, d.Trading))
+		need(auth.PermDealing).With(deskPriced).Patch("/orders/{id}", handleDealerModifyOrder(d.Log, d.Trading))
 		read.Get("/desk", handleDesk(d))
 		// Price sources live in the holder's tick engine: reads and pins are served there
 		// (docs/operations.md, «Price sources»); a pin is audited and stored so the next holder

@@ -255,13 +255,16 @@ type Order struct {
 	FillPrice    *string    `json:"fillPrice"`
 	PositionID   *int64     `json:"positionId"`
 	CreatedAt    time.Time  `json:"createdAt"`
+	// ModifiedAt is the order's last modify in place (docs/orders.md); absent when never modified.
+	ModifiedAt *time.Time `json:"modifiedAt,omitempty"`
 }
 
 // OrderOf is o's payload.
 func OrderOf(o book.Order) Order {
 	return Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
-		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC()}
+		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
+		ModifiedAt: o.ModifiedAt}
 }
 
 // Position is a position's payload: the API's position view.

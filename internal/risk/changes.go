@@ -159,6 +159,8 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 		}
 	case OrderPlaced:
 		e.addOrderLocked(c.Order)
+	case OrderModified:
+		e.modifyOrderLocked(c.Order)
 	case OrderCancelled, OrderFilled, OrderExpired:
 		if idx, ok := e.ordByID[c.Order.ID]; ok {
 			e.removeOrderLocked(idx)

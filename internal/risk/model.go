@@ -173,6 +173,12 @@ var ErrAlreadyClosed = errors.New("already closed")
 // first tick of its symbol after the refusal (doc.go, "Stop-out").
 var ErrMarketUnavailable = errors.New("market unavailable")
 
+// ErrOrderModified is what the Executor returns (wrapped) when the order it was asked to fill was
+// modified after the engine decided: as stored it does not trigger at the quote that fired it.
+// Nothing was written; the engine puts the order back under watch with the values its
+// OrderModified change carries, and a later tick decides it again.
+var ErrOrderModified = errors.New("order modified since its trigger")
+
 // Executor performs the engine's decisions. Each call is one fenced transaction on the
 // executor's side, made off the tick path by a worker, never while the engine holds its lock.
 //
@@ -246,6 +252,10 @@ const (
 	// reported). The group matters as much as the levels: it picks the GroupTerms the account's
 	// symbols are marked with.
 	AccountTermsChanged
+	// OrderModified: Order whole after a modify in place (docs/orders.md, «Modify a resting
+	// order»): its trigger moves in its heap in O(log n); an order the engine no longer holds is
+	// added (an upsert, like OrderPlaced).
+	OrderModified
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a

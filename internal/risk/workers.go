@@ -66,6 +66,12 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 		e.alreadyClosed.Add(1)
 	}
 	refused := !already && errors.Is(err, ErrMarketUnavailable)
+	// A modify won the order's row lock first (docs/orders.md, «Modify a resting order»): not a
+	// failure, the order goes back under watch at its new price.
+	modified := !already && errors.Is(err, ErrOrderModified)
+	if modified {
+		e.log.InfoContext(ctx, "fill dropped: the order was modified after its trigger; it stays under watch", slog.Int64("order_id", j.id))
+	}
 	if refused {
 		e.marketRefused.Add(1)
 		if j.reason != fx.CloseStopOut { // a stop-out refusal is logged as its skip, below
@@ -76,7 +82,7 @@ func (e *Engine) settleLocked(ctx context.Context, j job, err error) {
 			e.log.InfoContext(ctx, what, slog.Int64(key, j.id), slog.String("reason", string(j.reason)), slog.Any("err", err))
 		}
 	}
-	if err != nil && !already && !refused && !errors.Is(err, errDropped) {
+	if err != nil && !already && !refused && !modified && !errors.Is(err, errDropped) {
 		e.execErrors.Add(1)
 		what, key := "close failed; the position stays under watch", "position_id"
 		if j.kind == jobFill {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -90,7 +89,6 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		}
 		return OrderResult{}, err
 	}
-	digits := int32(in.Digits)
 	if r.Type == fx.Market {
 		ref := q.Bid
 		if r.Side == fx.Sell {
@@ -99,24 +97,8 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		if err := checkStops(in, r.Side, ref, r.SL, r.TP); err != nil {
 			return OrderResult{}, err
 		}
-	} else {
-		price := *r.Price
-		ref, word := q.Ask, "ask"
-		if r.Side == fx.Sell {
-			ref, word = q.Bid, "bid"
-		}
-		// Limits wait for a better price, stops for a worse one, both measured on the price the
-		// order would fill at.
-		wantBelow := (r.Side == fx.Buy) == (r.Type == fx.Limit)
-		if wantBelow && !price.LessThan(ref) {
-			return OrderResult{}, fx.Errorf(fx.EINVALID, "A %s %s at %s must be below the %s (%s).", sideWord(r.Side), strings.ToLower(string(r.Type)), price.StringFixed(digits), word, ref.StringFixed(digits))
-		}
-		if !wantBelow && !price.GreaterThan(ref) {
-			return OrderResult{}, fx.Errorf(fx.EINVALID, "A %s %s at %s must be above the %s (%s).", sideWord(r.Side), strings.ToLower(string(r.Type)), price.StringFixed(digits), word, ref.StringFixed(digits))
-		}
-		if err := checkStops(in, r.Side, price, r.SL, r.TP); err != nil {
-			return OrderResult{}, err
-		}
+	} else if err := checkRestingPrice(in, r.Side, r.Type, *r.Price, q, r.SL, r.TP); err != nil {
+		return OrderResult{}, err
 	}
 
 	// The trader's profile, when a routing rule reads it (docs/routing.md): from the holder's
@@ -210,21 +192,10 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 			a.ID, pending, catalog.SettingMaxPendingOrders, limit)
 	}
 	t, _ := termsOf(cat, a.Group, in.Symbol)
-	if err := checkOpen(t, r.Volume); err != nil {
+	if err := checkRestingFits(m, cat, t, a, exps, r.Side, r.Volume, q); err != nil {
 		return OrderResult{}, err
 	}
 	in = t.Instrument
-	before, ok := m.Metrics(a, g, a.Balance, exps)
-	if !ok {
-		return OrderResult{}, book.ErrPricing()
-	}
-	if before.MarginLevel != nil && before.MarginLevel.LessThan(g.MarginCallLevel) {
-		return OrderResult{}, fx.Errorf(fx.ECONFLICT, "New orders are refused while the margin level (%s%%) is below the margin-call level (%s%%).",
-			before.MarginLevel.StringFixed(2), g.MarginCallLevel.StringFixed(2))
-	}
-	if _, _, err := fillCheck(m, cat, in, a, exps, r.Side, r.Volume, book.FillPrice(in, q, r.Side)); err != nil {
-		return OrderResult{}, err
-	}
 
 	// Round trip two: the order.
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,

@@ -252,11 +252,12 @@ func (r *RiskDesk) close(ctx context.Context, id, accountID int64, reason fx.Clo
 // the order's), in one fenced transaction through the same ledger path as a MARKET submit. It
 // returns an error wrapping risk.ErrAlreadyClosed when the order is no longer pending; an order
 // the account can no longer carry (margin) is REJECTED, and reported the same way.
-func (r *RiskDesk) Fill(ctx context.Context, id int64, _ tick.Quote) error {
-	return r.svc.fillPending(ctx, id)
+func (r *RiskDesk) Fill(ctx context.Context, id int64, at tick.Quote) error {
+	return r.svc.fillPending(ctx, id, at)
 }
 
-func (s *Service) fillPending(ctx context.Context, id int64) error {
+// fillPending fills resting order id, which the quote at fired (stillTriggers).
+func (s *Service) fillPending(ctx context.Context, id int64, at tick.Quote) error {
 	var accountID int64
 	var symbol string
 	err := s.db.QueryRowContext(ctx, "SELECT `accountId`, `symbol` FROM `fx_order` WHERE `id` = ? AND `status` = 'PENDING'", id).Scan(&accountID, &symbol)
@@ -283,7 +284,7 @@ func (s *Service) fillPending(ctx context.Context, id int64) error {
 	}
 	// The risk engine admitted this fill (gate.RiskFill) before it called; its batch's fence
 	// refuses it if the lease was lost since.
-	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id}
+	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id, at: at}
 	s.commits.Submit(w)
 	return w.Err
 }
@@ -293,6 +294,7 @@ type restingFill struct {
 	book.Queued
 	s  *Service // the desk that queued it (its venue, its links, its log)
 	id int64
+	at tick.Quote // the quote that fired it
 
 	fill     openedFill
 	rejected error // why the account could not carry it: the order was REJECTED instead
@@ -318,6 +320,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 			status = o.Status
 		}
 		return fmt.Errorf("fill order %d (%s): %w", w.id, status, risk.ErrAlreadyClosed)
+	}
+	if err := stillTriggers(*o, w.at); err != nil {
+		return err
 	}
 	if o.ExpiresAt != nil && !o.ExpiresAt.After(r.Now) {
 		return fmt.Errorf("fill order %d: expired at %s: %w", w.id, o.ExpiresAt.Format(time.RFC3339), risk.ErrAlreadyClosed)

@@ -12,6 +12,7 @@ import (
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/tick"
 )
 
 // setState sets account id's state as an admin would.
@@ -63,7 +64,7 @@ func TestCloseOnlyRefusesNewExposureOnly(t *testing.T) {
 		t.Fatalf("refused orders wrote: %v → %v", before, after)
 	}
 	// The order it left resting is rejected at its trigger, not filled.
-	if err := svc.fillPending(ctx, resting.Order.ID); err == nil {
+	if err := svc.fillPending(ctx, resting.Order.ID, tick.Quote{}); err == nil {
 		t.Fatal("a resting order of a CLOSE_ONLY account filled at its trigger")
 	}
 	if o, err := svc.Orders(ctx, user, a.ID, fx.OrderRejected, 10); err != nil || len(o) != 1 || o[0].ID != resting.Order.ID {

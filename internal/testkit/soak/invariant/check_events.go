@@ -93,6 +93,7 @@ func checkEvents(s *Snapshot) Result {
 			closes[*p.ID] = append(closes[*p.ID], p)
 			closeTypes[*p.ID] = append(closeTypes[*p.ID], e.Type)
 		case "position.modified":
+		case "order.modified": // judged by checkModifiedOrders (check_orders_modify.go)
 		case "account.stop_out":
 			if p.PositionID == nil {
 				r.Add("", "event %d (account.stop_out) names no position", e.ID)

@@ -1,0 +1,45 @@
+package invariant
+
+import "testing"
+
+// A clean history passes; each planted violation — a modify after the fill, a modified buy limit
+// filled at the quote that fired its old price, a modified sell stop filled before its new stop —
+// fails, naming the order.
+func TestCheckModifiedOrders(t *testing.T) {
+	t.Parallel()
+	base := func(extra ...ev) *Snapshot {
+		es := []ev{
+			{"order.accepted", map[string]any{"id": 7, "symbol": "EURUSD", "side": "BUY", "type": "LIMIT", "price": "1.09"}},
+			{"order.modified", map[string]any{"id": 7, "symbol": "EURUSD", "side": "BUY", "type": "LIMIT", "price": "1.08"}},
+			{"order.accepted", map[string]any{"id": 8, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.09"}},
+			{"order.modified", map[string]any{"id": 8, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.085"}},
+			{"order.cancelled", map[string]any{"id": 8, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.085"}},
+		}
+		return &Snapshot{Accounts: []dbAccount{{ID: 1, Group: "default"}}, Instruments: map[string]dbInstrument{"EURUSD": {Point: dec("0.00001"), Markup: dec("5")}},
+			Events: eventRows(append(es, extra...)...)}
+	}
+	filled := func(id int, side, typ, fill string) ev {
+		return ev{"order.triggered", map[string]any{"id": id, "symbol": "EURUSD", "side": side, "type": typ, "price": "1.08", "fillPrice": fill}}
+	}
+	// At its new price, plus the markup (5 points): clean.
+	if r := checkModifiedOrders(base(filled(7, "BUY", "LIMIT", "1.08005")), nil); len(r.Violations) != 0 {
+		t.Fatalf("clean history: %v", r.Violations)
+	}
+	for name, s := range map[string]*Snapshot{
+		"modified after its fill": base(filled(7, "BUY", "LIMIT", "1.07990"),
+			ev{"order.modified", map[string]any{"id": 7, "symbol": "EURUSD", "side": "BUY", "type": "LIMIT", "price": "1.07"}}),
+		"modified after its cancel": base(ev{"order.modified", map[string]any{"id": 8, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.08"}}),
+		"filled at the old price":   base(filled(7, "BUY", "LIMIT", "1.08990")),
+		"a stop filled before its new stop": func() *Snapshot {
+			s := base()
+			s.Events = eventRows(
+				ev{"order.modified", map[string]any{"id": 9, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.07"}},
+				ev{"order.triggered", map[string]any{"id": 9, "symbol": "EURUSD", "side": "SELL", "type": "STOP", "price": "1.07", "fillPrice": "1.0799"}})
+			return s
+		}(),
+	} {
+		if r := checkModifiedOrders(s, nil); len(r.Violations) == 0 {
+			t.Errorf("%s: not caught", name)
+		}
+	}
+}
