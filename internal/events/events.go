@@ -255,13 +255,19 @@ type Order struct {
 	FillPrice    *string    `json:"fillPrice"`
 	PositionID   *int64     `json:"positionId"`
 	CreatedAt    time.Time  `json:"createdAt"`
+	// A STOP_LIMIT's limit and the moment its stop triggered, and an OCO leg's other leg
+	// (docs/orders.md); left out on orders that have none.
+	LimitPrice  *string    `json:"limitPrice,omitempty"`
+	TriggeredAt *time.Time `json:"triggeredAt,omitempty"`
+	OCOOrderID  *int64     `json:"ocoOrderId,omitempty"`
 }
 
 // OrderOf is o's payload.
 func OrderOf(o book.Order) Order {
 	return Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
-		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC()}
+		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
+		LimitPrice: optString(o.LimitPrice), TriggeredAt: o.TriggeredAt, OCOOrderID: o.OCOOrderID}
 }
 
 // Position is a position's payload: the API's position view.
