@@ -139,3 +139,40 @@ func TestOCOBothLegsTriggerExactlyOneFills(t *testing.T) {
 		t.Fatalf("Σ deals %s ≠ balance %s", deals, balance)
 	}
 }
+
+// The dealer's cancel of one leg cancels both, each with its order.cancelled, and tells the
+// engine of both.
+func TestOCODealerCancelCancelsBoth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9913
+	var changes changeLog
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, OnChange: changes.add})
+	a := fundedAccount(t, svc, user)
+	res, err := svc.PlaceOCO(ctx, user, breakout(a.ID, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Dealer().CancelOrder(asDealer("oco-1"), res.Orders[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Orders {
+		if s := storedOrder(t, o.ID).Status; s != fx.OrderCancelled {
+			t.Fatalf("leg %d is %s after the dealer's cancel; want CANCELLED", o.ID, s)
+		}
+	}
+	if n := countEvents(t, a.ID, "order.cancelled"); n != 2 {
+		t.Fatalf("%d order.cancelled; want 2", n)
+	}
+	told := map[int64]bool{}
+	changes.mu.Lock()
+	for _, c := range changes.all {
+		if c.Kind == risk.OrderCancelled {
+			told[c.Order.ID] = true
+		}
+	}
+	changes.mu.Unlock()
+	if !told[res.Orders[0].ID] || !told[res.Orders[1].ID] {
+		t.Fatalf("engine told of cancels %v; want both legs", told)
+	}
+}
