@@ -101,6 +101,23 @@ func TestStopLimitGapRestsAtItsLimit(t *testing.T) {
 	if c := changes.last(); c.Kind != risk.OrderPlaced || c.Order.Type != risk.Limit || c.Order.Price > 1.104 {
 		t.Fatalf("re-keyed as %+v; want a LIMIT at or below its limit", c)
 	}
+	// A new holder's view (a takeover) loads it as the LIMIT it has become.
+	snap, err := NewRiskDesk(svc, nil).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ro := range snap.Orders {
+		if ro.ID == id {
+			found = true
+			if ro.Type != risk.Limit || ro.Price > 1.104 || ro.Price < 1.1039 {
+				t.Fatalf("loaded as %+v; want a LIMIT at its limit", ro)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the triggered stop-limit %d is not in the loaded view", id)
+	}
 	// Handed over again while the price is still past the limit: refused for the market, not
 	// filled, not triggered twice.
 	if err := svc.fillPending(ctx, id); !errors.Is(err, risk.ErrMarketUnavailable) {
