@@ -16,16 +16,17 @@ type dbTriggerOrder struct {
 	LimitPrice decimal.NullDecimal
 	FillPrice  decimal.NullDecimal
 	OCO        sql.NullInt64
+	Triggered  bool // a STOP_LIMIT whose stop triggered (triggeredAt set)
 }
 
 // triggerOrdersSQL reads them for the snapshot (Snapshot.Triggers).
-const triggerOrdersSQL = "SELECT `id`, `side`, `type`, `status`, `limitPrice`, `fillPrice`, `ocoOrderId` FROM `fx_order` " +
+const triggerOrdersSQL = "SELECT `id`, `side`, `type`, `status`, `limitPrice`, `fillPrice`, `ocoOrderId`, `triggeredAt` IS NOT NULL FROM `fx_order` " +
 	"WHERE `type` = 'STOP_LIMIT' OR `ocoOrderId` IS NOT NULL ORDER BY `id`"
 
 func scanTriggerOrder(s *Snapshot) func(*sql.Rows) error {
 	return func(r *sql.Rows) error {
 		var o dbTriggerOrder
-		err := r.Scan(&o.ID, &o.Side, &o.Type, &o.Status, &o.LimitPrice, &o.FillPrice, &o.OCO)
+		err := r.Scan(&o.ID, &o.Side, &o.Type, &o.Status, &o.LimitPrice, &o.FillPrice, &o.OCO, &o.Triggered)
 		s.Triggers = append(s.Triggers, o)
 		return err
 	}
@@ -89,4 +90,16 @@ func checkStopLimitWithinLimit(s *Snapshot, _ *Evidence) Result {
 	}
 	r.Figures = fmt.Sprintf("%d STOP_LIMIT orders, %d filled", n, filled)
 	return r
+}
+
+// stopLimitsTriggered is, by order id, the order.stop_triggered events each order must have been
+// told by (checkEvents): one for a STOP_LIMIT whose stop triggered, none otherwise.
+func stopLimitsTriggered(s *Snapshot) map[int64]int {
+	out := map[int64]int{}
+	for _, o := range s.Triggers {
+		if o.Type == "STOP_LIMIT" && o.Triggered {
+			out[o.ID] = 1
+		}
+	}
+	return out
 }

@@ -45,3 +45,27 @@ func TestTriggerOrderChecksCatchPlantedViolations(t *testing.T) {
 		}
 	}
 }
+
+// The events check knows a STOP_LIMIT: accepted once like any resting order, and told once by
+// order.stop_triggered when (and only when) its stop triggered.
+func TestEventsCheckTellsAStopLimitsTriggerOnce(t *testing.T) {
+	t.Parallel()
+	fixture := func(stopTriggered int) *Snapshot {
+		s := eventsFixture()
+		s.Orders = append(s.Orders, dbOrder{ID: 106, Account: 1, Type: "STOP_LIMIT", Status: "PENDING"})
+		s.Triggers = append(s.Triggers, dbTriggerOrder{ID: 106, Side: "BUY", Type: "STOP_LIMIT", Status: "PENDING", LimitPrice: nd("1.1"), Triggered: true})
+		with(s, "order.accepted", map[string]any{"id": 106, "status": "PENDING"})
+		for range stopTriggered {
+			with(s, "order.stop_triggered", map[string]any{"id": 106, "status": "PENDING"})
+		}
+		return s
+	}
+	if r := checkEvents(fixture(1)); len(r.Violations) != 0 {
+		t.Fatalf("a triggered stop-limit told once: %+v", r.Violations)
+	}
+	for _, n := range []int{0, 2} {
+		if r := checkEvents(fixture(n)); len(r.Violations) != 1 {
+			t.Errorf("told by %d order.stop_triggered: %+v; want one violation", n, r.Violations)
+		}
+	}
+}
