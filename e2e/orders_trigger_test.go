@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +130,47 @@ func TestOCOBothLegsOnOneGap(t *testing.T) {
 		}
 	}
 	d.checkLedgerBalanced(acct)
+}
+
+// A STOP_LIMIT whose stop triggered before the holder was SIGKILLed is, for the standby that
+// takes over, the LIMIT it has become: a tick above its limit (and above its old stop) does not
+// fill it — a sentinel LIMIT filled on that same tick says the tick was evaluated — and a tick at
+// its limit does.
+func TestStopLimitTriggeredSurvivesATakeover(t *testing.T) {
+	t.Parallel()
+	w := newWebTier(t, "FXDESK_TAKEOVER=standby")
+	tok, acct := w.d.newTrader(3903, "USD", "100", "10000.00")
+	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	var sl orderResp
+	must(t, w.d.web, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"STOP_LIMIT","volume":"0.10","price":"1.10500","limitPrice":"1.10400"}`, acct),
+		http.StatusCreated, &sl)
+	w.d.setQuote(tok, "EURUSD", "1.10800", "1.10820")
+	w.d.waitTriggered(sl.Order.ID)
+
+	w.d.web.stop(syscall.SIGKILL)
+	w.follower.waitLog(30*time.Second, msgHas("role: holder — took over"))
+	w.follower.waitLog(10*time.Second, func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "lease_restored" })
+	// The sentinel is placed on the new holder once it quotes (503 with the pricing text until).
+	var sentinel orderResp
+	eventually(t, 20*time.Second, 100*time.Millisecond, "a sentinel LIMIT placed on the new holder", func() bool {
+		w.d.simQuote("EURUSD", "1.10800", "1.10820")
+		code, b := call(t, w.follower, tok, "POST", "/api/fx/orders", fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"LIMIT","volume":"0.01","price":"1.10650"}`, acct))
+		if code == http.StatusCreated {
+			return json.Unmarshal(b, &sentinel) == nil
+		}
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("sentinel on the new holder = %d %s", code, b)
+		}
+		return false
+	})
+	w.d.simQuote("EURUSD", "1.10600", "1.10620") // above the limit, above the old stop
+	w.d.waitFilled(sentinel.Order.ID)
+	if s := w.d.orderStatus(sl.Order.ID); s != "PENDING" {
+		t.Fatalf("after the takeover, on a tick above its limit, the stop-limit is %s; want PENDING (a LIMIT at 1.10400, not its old STOP)", s)
+	}
+	w.d.simQuote("EURUSD", "1.10370", "1.10390")
+	if fill, _ := w.d.waitFilled(sl.Order.ID); !fill.Equal(decimal.RequireFromString("1.10390")) {
+		t.Fatalf("stop-limit filled by the new holder at %s, want 1.10390", fill)
+	}
+	w.d.checkLedgerBalanced(acct)
 }
