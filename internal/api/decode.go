@@ -255,6 +255,7 @@ type orderWire struct {
 	Type         string  `json:"type"`
 	Volume       *string `json:"volume"`
 	Price        *string `json:"price"`
+	LimitPrice   *string `json:"limitPrice"`
 	SL           *string `json:"sl"`
 	TP           *string `json:"tp"`
 	TimeInForce  string  `json:"timeInForce"`
@@ -274,6 +275,12 @@ func decodeOrder(r io.Reader) (trading.OrderRequest, error) {
 		return o, fx.Errorf(fx.EINVALID, "accountId is required.")
 	}
 	o.AccountID = *w.AccountID
+	return orderOfWire(w, o)
+}
+
+// orderOfWire reads the fields of an order after its account: POST /orders and each leg of
+// POST /orders/oco.
+func orderOfWire(w orderWire, o trading.OrderRequest) (trading.OrderRequest, error) {
 	if err := checkSymbol(w.Symbol); err != nil {
 		return o, err
 	}
@@ -285,10 +292,10 @@ func decodeOrder(r io.Reader) (trading.OrderRequest, error) {
 		return o, fx.Errorf(fx.EINVALID, "side must be BUY or SELL.")
 	}
 	switch fx.OrderType(w.Type) {
-	case fx.Market, fx.Limit, fx.Stop:
+	case fx.Market, fx.Limit, fx.Stop, fx.StopLimit:
 		o.Type = fx.OrderType(w.Type)
 	default:
-		return o, fx.Errorf(fx.EINVALID, "type must be MARKET, LIMIT or STOP.")
+		return o, fx.Errorf(fx.EINVALID, "type must be MARKET, LIMIT, STOP or STOP_LIMIT.")
 	}
 	if w.Volume == nil {
 		return o, fx.Errorf(fx.EINVALID, "volume (lots, a decimal string) is required.")
@@ -310,9 +317,12 @@ func decodeOrder(r io.Reader) (trading.OrderRequest, error) {
 	if o.TP, err = optDecimal("tp", w.TP, pricePlaces); err != nil {
 		return o, err
 	}
-	for _, p := range []*decimal.Decimal{o.Price, o.SL, o.TP} {
+	if o.LimitPrice, err = optDecimal("limitPrice", w.LimitPrice, pricePlaces); err != nil {
+		return o, err
+	}
+	for _, p := range []*decimal.Decimal{o.Price, o.SL, o.TP, o.LimitPrice} {
 		if p != nil && !p.IsPositive() {
-			return o, fx.Errorf(fx.EINVALID, "price, sl and tp must be positive.")
+			return o, fx.Errorf(fx.EINVALID, "price, limitPrice, sl and tp must be positive.")
 		}
 	}
 	switch fx.TimeInForce(w.TimeInForce) {

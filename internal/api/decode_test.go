@@ -18,6 +18,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		`{"accountId":1,"symbol":"EURUSD","side":"SELL","type":"LIMIT","volume":"1","price":"1.1","sl":"1.2","tp":"1.0","timeInForce":"GTD","expiresAt":"2030-01-02T15:04:05Z","requestNonce":"abc"}`,
 		`{"accountId":1,"volume":0.1}`, `{"volume":"1e5"}`, `[]`, `null`, `{"accountId":1}{}`, `{"extra":1}`,
 		`{"accountId":-1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"-0.1"}`,
+		`{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"STOP_LIMIT","volume":"1","price":"1.2","limitPrice":"1.19"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -32,7 +33,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		if o.AccountID <= 0 || !o.Volume.IsPositive() || (o.Side != fx.Buy && o.Side != fx.Sell) || len(o.Symbol) != 6 {
 			t.Fatalf("accepted an order that breaks the invariants: %+v", o)
 		}
-		if o.Type != fx.Market && o.Type != fx.Limit && o.Type != fx.Stop {
+		if o.Type != fx.Market && o.Type != fx.Limit && o.Type != fx.Stop && o.Type != fx.StopLimit {
 			t.Fatalf("accepted type %q", o.Type)
 		}
 		if (o.Price != nil && !o.Price.IsPositive()) || (o.SL != nil && !o.SL.IsPositive()) || (o.TP != nil && !o.TP.IsPositive()) {
@@ -235,4 +236,32 @@ func duplicateKey(b []byte) string {
 			}
 		}
 	}
+}
+
+// FuzzDecodeOCO: a pair is accepted only with an account, exactly two legs each an order the
+// order decoder would take, and a nonce within bounds; every refusal is EINVALID.
+func FuzzDecodeOCO(f *testing.F) {
+	for _, s := range []string{
+		`{"accountId":1,"requestNonce":"n","legs":[{"symbol":"EURUSD","side":"BUY","type":"STOP","volume":"1","price":"1.2"},{"symbol":"EURUSD","side":"SELL","type":"STOP_LIMIT","volume":"1","price":"1.0","limitPrice":"1.01"}]}`,
+		`{"accountId":1,"legs":[]}`, `{"accountId":1,"legs":[{"accountId":1}]}`, `{"legs":null}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := decodeOCO(bytes.NewReader(b))
+		if err != nil {
+			if fx.ErrorCode(err) != fx.EINVALID {
+				t.Fatalf("refusal with code %s: %v", fx.ErrorCode(err), err)
+			}
+			return
+		}
+		if o.AccountID <= 0 || len(o.RequestNonce) > 64 {
+			t.Fatalf("accepted a pair that breaks the invariants: %+v", o)
+		}
+		for _, l := range o.Legs {
+			if l.AccountID != o.AccountID || !l.Volume.IsPositive() || len(l.Symbol) != 6 || l.RequestNonce != "" {
+				t.Fatalf("accepted a leg that breaks the invariants: %+v", l)
+			}
+		}
+	})
 }

@@ -76,6 +76,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		read.Get("/accounts/{id}/statement", handleStatement(d.Log, d.DB, false))
 		trade.With(deskPriced).Post("/accounts/{id}/withdraw", handleWithdraw(d.Log, d.Trading))
 		trade.With(deskPriced).Post("/orders", handlePlaceOrder(d.Log, d.Trading, d.Metrics))
+		trade.With(deskPriced).Post("/orders/oco", handlePlaceOCO(d.Log, d.Trading, d.Metrics))
 		read.Get("/orders", handleOrders(d.Log, d.Trading))
 		trade.With(deskPriced).Delete("/orders/{id}", handleCancelOrder(d.Log, d.Trading))
 		trade.With(deskPriced).Patch("/orders/{id}", handleModifyOrder(d.Log, d.Trading))

@@ -257,6 +257,11 @@ type Order struct {
 	CreatedAt    time.Time  `json:"createdAt"`
 	// ModifiedAt is the order's last modify in place (docs/orders.md); absent when never modified.
 	ModifiedAt *time.Time `json:"modifiedAt,omitempty"`
+	// A STOP_LIMIT's limit and the moment its stop triggered, and an OCO leg's other leg
+	// (docs/orders.md); left out on orders that have none.
+	LimitPrice  *string    `json:"limitPrice,omitempty"`
+	TriggeredAt *time.Time `json:"triggeredAt,omitempty"`
+	OCOOrderID  *int64     `json:"ocoOrderId,omitempty"`
 }
 
 // OrderOf is o's payload.
@@ -264,7 +269,7 @@ func OrderOf(o book.Order) Order {
 	return Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
 		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
-		ModifiedAt: o.ModifiedAt}
+		ModifiedAt: o.ModifiedAt, LimitPrice: optString(o.LimitPrice), TriggeredAt: o.TriggeredAt, OCOOrderID: o.OCOOrderID}
 }
 
 // Position is a position's payload: the API's position view.

@@ -82,55 +82,63 @@ func (d *Dealer) CancelOrder(ctx context.Context, id int64) (book.Order, error) 
 	}
 	s := d.s
 	var o book.Order
+	var partner *int64 // an OCO leg's other leg, cancelled with it (oco.go)
 	err := s.retry(ctx, func() (err error) {
-		o, err = s.dealerCancel(ctx, id)
+		o, partner, err = s.dealerCancel(ctx, id)
 		return err
 	})
 	if err != nil {
 		return book.Order{}, err
 	}
 	s.notify(ctx, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: id}})
+	if partner != nil {
+		s.notifyCancelled(ctx, *partner)
+	}
 	s.log.InfoContext(ctx, "dealer cancelled an order", slog.Int64("order_id", id), slog.Int64("account_id", o.AccountID))
 	return o, nil
 }
 
 // dealerCancel is CancelOrder's transaction: the order locked, cancelled, audited.
-func (s *Service) dealerCancel(ctx context.Context, id int64) (book.Order, error) {
+func (s *Service) dealerCancel(ctx context.Context, id int64) (book.Order, *int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: begin: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: begin: %w", id, err)
 	}
 	defer tx.Rollback()
 	o, err := book.ScanOrder(tx.QueryRowContext(ctx, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`id` = ? FOR UPDATE", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return book.Order{}, fx.Errorf(fx.ENOTFOUND, "Order %d not found.", id)
+		return book.Order{}, nil, fx.Errorf(fx.ENOTFOUND, "Order %d not found.", id)
 	}
 	if err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	if o.Status != fx.OrderPending {
-		return book.Order{}, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
+		return book.Order{}, nil, fx.Errorf(fx.ECONFLICT, "Order %d is %s and can no longer be cancelled.", id, o.Status)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE `fx_order` SET `status` = 'CANCELLED' WHERE `id` = ? AND `status` = 'PENDING'", id); err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: %w", id, err)
+	}
+	partner, err := s.cancelPartnerTx(ctx, tx, o)
+	if err != nil {
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	after := o
 	after.Status = fx.OrderCancelled
 	if err := audit.Record(ctx, tx, audit.Change{Action: "order.cancel", EntityType: "order", EntityID: itoa(id),
 		Before: orderAudit(o), After: orderAudit(after)}); err != nil {
-		return book.Order{}, err
+		return book.Order{}, nil, err
 	}
 	e, err := s.orderEvent(ctx, tx, events.OrderCancelled, id)
 	if err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	if err := events.Record(ctx, tx, e); err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: %w", id, err)
 	}
 	if err := store.Commit(tx); err != nil {
-		return book.Order{}, fmt.Errorf("dealer cancel order %d: commit: %w", id, err)
+		return book.Order{}, nil, fmt.Errorf("dealer cancel order %d: commit: %w", id, err)
 	}
-	return after, nil
+	return after, partner, nil
 }
 
 // orderAudit is what the audit log keeps of an order a dealer cancelled.

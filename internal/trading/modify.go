@@ -109,8 +109,25 @@ func (s *Service) modifyOrder(ctx context.Context, userID, id int64, c OrderChan
 	if err != nil {
 		return book.Order{}, err
 	}
-	s.notify(ctx, risk.Change{Kind: risk.OrderModified, Order: riskOrder(next)})
+	s.notify(ctx, risk.Change{Kind: risk.OrderModified, Order: s.modifiedKey(ctx, cat, next)})
 	return next, nil
+}
+
+// modifiedKey is how the engine watches the modified order: a triggered STOP_LIMIT rests at the
+// feed price where the desk's price, markup included, reaches its limit (restingKey), which
+// needs the account's group; every other order at its own price.
+func (s *Service) modifiedKey(ctx context.Context, cat *catalog.Catalog, o book.Order) risk.Order {
+	if o.Type != fx.StopLimit || o.TriggeredAt == nil {
+		return riskOrder(o)
+	}
+	a, err := book.LoadAccount(ctx, s.db, 0, o.AccountID)
+	if err != nil {
+		// Keyed at the limit itself: the fill re-checks its price, so at worst it waits longer.
+		s.log.WarnContext(ctx, "modified stop-limit keyed at its limit: account unread", slog.Int64("order_id", o.ID), slog.Any("error", err))
+		return riskOrder(o)
+	}
+	t, known := termsOf(cat, a.Group, o.Symbol)
+	return restingKey(o, t, known)
 }
 
 // modifyLocked is the modify's one fenced transaction: round trip one locks the account (as
@@ -221,6 +238,12 @@ func (s *Service) changed(in catalog.Instrument, o book.Order, c OrderChange, q 
 		}
 		next.LimitPrice = c.LimitPrice
 	}
+	if o.Type == fx.StopLimit && !triggered && (c.Price != nil || c.LimitPrice != nil) {
+		// Its limit stays on the MT5 side of its stop, as at placement.
+		if err := checkLimitShape(in, &OrderRequest{Side: o.Side, Type: o.Type, Price: next.Price, LimitPrice: next.LimitPrice}); err != nil {
+			return book.Order{}, err
+		}
+	}
 	if c.Volume != nil {
 		if err := checkVolumeStep(in, *c.Volume); err != nil {
 			return book.Order{}, err
@@ -270,7 +293,7 @@ func (s *Service) changed(in catalog.Instrument, o book.Order, c OrderChange, q 
 	if o.Type == fx.StopLimit && next.LimitPrice != nil {
 		ref = *next.LimitPrice // its position opens at the limit
 	}
-	if err := checkRestingPrice(in, o.Side, typ, *price, q, nil, nil); err != nil {
+	if err := checkRestingLevels(in, o.Side, typ, *price, q, nil, nil); err != nil {
 		return book.Order{}, err
 	}
 	if err := checkStops(in, o.Side, ref, next.SL, next.TP); err != nil {

@@ -59,8 +59,8 @@ func (r OrderRequest) fingerprint() string {
 	if r.ExpiresAt != nil {
 		exp = r.ExpiresAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s",
-		r.AccountID, r.Symbol, r.Side, r.Type, r.Volume.String(), opt(r.Price), opt(r.SL), opt(r.TP), tif, exp))
+	sum := sha256.Sum256(append(fmt.Appendf(nil, "%d\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s",
+		r.AccountID, r.Symbol, r.Side, r.Type, r.Volume.String(), opt(r.Price), opt(r.SL), opt(r.TP), tif, exp), limitFingerprint(r)...))
 	return hex.EncodeToString(sum[:])
 }
 

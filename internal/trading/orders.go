@@ -29,6 +29,7 @@ type OrderRequest struct {
 	Type         fx.OrderType
 	Volume       decimal.Decimal
 	Price        *decimal.Decimal
+	LimitPrice   *decimal.Decimal // STOP_LIMIT only: the limit it rests at once its stop (Price) triggers
 	SL, TP       *decimal.Decimal
 	TimeInForce  fx.TimeInForce // "" means GTC
 	ExpiresAt    *time.Time
@@ -97,8 +98,14 @@ func (s *Service) PlaceOrder(ctx context.Context, userID int64, r OrderRequest) 
 		if err := checkStops(in, r.Side, ref, r.SL, r.TP); err != nil {
 			return OrderResult{}, err
 		}
-	} else if err := checkRestingPrice(in, r.Side, r.Type, *r.Price, q, r.SL, r.TP); err != nil {
-		return OrderResult{}, err
+	} else {
+		price := *r.Price
+		if err := checkRestingPrice(in, r, q); err != nil {
+			return OrderResult{}, err
+		}
+		if err := checkStops(in, r.Side, price, r.SL, r.TP); err != nil {
+			return OrderResult{}, err
+		}
 	}
 
 	// The trader's profile, when a routing rule reads it (docs/routing.md): from the holder's
@@ -200,13 +207,14 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 	// Round trip two: the order.
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: r.Side, Type: r.Type, Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP,
 		TimeInForce: r.TimeInForce, ExpiresAt: expires, Status: fx.OrderPending, CreatedAt: s.now().UTC(), Execution: fx.Internal, RouteRuleID: rule,
-		HedgePercent: hedge}
+		HedgePercent: hedge, LimitPrice: r.LimitPrice}
 	if r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &r.RequestNonce, r.hash()
 	}
 	var b book.Batch
 	b.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
 	b.Exec(book.SetVarSQL(acceptedVar, "LAST_INSERT_ID()"))
+	writeLimitPrice(&b, o, acceptedVar)
 	b.Query(book.LastInsertID(&o.ID), "SELECT "+acceptedVar)
 	// order.accepted goes in with the order; its id from the session variable the batch set.
 	if err := events.Add(&b, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.OrderAccepted, Payload: events.OrderOf(o), Term: s.term(),
@@ -550,6 +558,9 @@ func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time
 	if r.TimeInForce == "" {
 		r.TimeInForce = fx.GTC
 	}
+	if err := checkLimitShape(in, r); err != nil {
+		return nil, err
+	}
 	if r.Type == fx.Market {
 		if r.Price != nil {
 			return nil, fx.Errorf(fx.EINVALID, "A MARKET order takes no price; it fills at the desk's quote.")
@@ -614,6 +625,9 @@ func (s *Service) CancelOrder(ctx context.Context, userID, id int64) (book.Order
 		if err := stateRefusal(a, actCancel); err != nil {
 			return book.Order{}, err
 		}
+	}
+	if o.OCOOrderID != nil {
+		return s.cancelOCO(ctx, userID, o) // one leg's cancel cancels the pair (oco.go)
 	}
 	var n int64
 	err = s.retry(ctx, func() error {

@@ -1,8 +1,6 @@
 package trading
 
 import (
-	"strings"
-
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/book"
@@ -14,22 +12,13 @@ import (
 // placeResting) and again at each modify in place (ModifyOrder): one home, so a modify can never
 // leave an order that placement would have refused.
 
-// checkRestingPrice checks a resting order's price against the quote q before any row is
+// checkRestingLevels checks a resting order's price against the quote q before any row is
 // locked: limits wait for a better price, stops for a worse one, both measured on the price the
 // order would fill at (the ask for a buy, the bid for a sell); SL and TP against the order's own
 // price, at which its position opens.
-func checkRestingPrice(in catalog.Instrument, side fx.Side, typ fx.OrderType, price decimal.Decimal, q book.Quote, sl, tp *decimal.Decimal) error {
-	digits := int32(in.Digits)
-	ref, word := q.Ask, "ask"
-	if side == fx.Sell {
-		ref, word = q.Bid, "bid"
-	}
-	wantBelow := (side == fx.Buy) == (typ == fx.Limit)
-	if wantBelow && !price.LessThan(ref) {
-		return fx.Errorf(fx.EINVALID, "A %s %s at %s must be below the %s (%s).", sideWord(side), strings.ToLower(string(typ)), price.StringFixed(digits), word, ref.StringFixed(digits))
-	}
-	if !wantBelow && !price.GreaterThan(ref) {
-		return fx.Errorf(fx.EINVALID, "A %s %s at %s must be above the %s (%s).", sideWord(side), strings.ToLower(string(typ)), price.StringFixed(digits), word, ref.StringFixed(digits))
+func checkRestingLevels(in catalog.Instrument, side fx.Side, typ fx.OrderType, price decimal.Decimal, q book.Quote, sl, tp *decimal.Decimal) error {
+	if err := checkRestingPrice(in, OrderRequest{Side: side, Type: typ, Price: &price}, q); err != nil {
+		return err
 	}
 	return checkStops(in, side, price, sl, tp)
 }

@@ -98,7 +98,10 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 	if s.Orders, err = store.QueryAll(ctx, tx, "risk view: orders", func(sc store.Scanner) (risk.Order, error) {
 		o, err := book.ScanOrder(sc)
 		return riskOrder(o), err
-	}, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP')"); err != nil {
+	}, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP', 'STOP_LIMIT')"); err != nil {
+		return risk.Snapshot{}, err
+	}
+	if err := r.loadStopLimits(ctx, tx, cat, &s); err != nil {
 		return risk.Snapshot{}, err
 	}
 	r.versions = versions
@@ -260,7 +263,8 @@ func (r *RiskDesk) Fill(ctx context.Context, id int64, at tick.Quote) error {
 func (s *Service) fillPending(ctx context.Context, id int64, at tick.Quote) error {
 	var accountID int64
 	var symbol string
-	err := s.db.QueryRowContext(ctx, "SELECT `accountId`, `symbol` FROM `fx_order` WHERE `id` = ? AND `status` = 'PENDING'", id).Scan(&accountID, &symbol)
+	var oco *int64 // an OCO's other leg, locked with it (oco.go); the link never changes
+	err := s.db.QueryRowContext(ctx, "SELECT `accountId`, `symbol`, `ocoOrderId` FROM `fx_order` WHERE `id` = ? AND `status` = 'PENDING'", id).Scan(&accountID, &symbol, &oco)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("fill order %d: %w", id, risk.ErrAlreadyClosed)
 	}
@@ -284,7 +288,7 @@ func (s *Service) fillPending(ctx context.Context, id int64, at tick.Quote) erro
 	}
 	// The risk engine admitted this fill (gate.RiskFill) before it called; its batch's fence
 	// refuses it if the lease was lost since.
-	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id, at: at}
+	w := &restingFill{s: s, Queued: book.NewQueued(ctx, gate.Fill, "fill resting order", accountID, slog.Int64("order_id", id), slog.String("symbol", symbol)), id: id, at: at, oco: oco}
 	s.commits.Submit(w)
 	return w.Err
 }
@@ -299,16 +303,26 @@ type restingFill struct {
 	fill     openedFill
 	rejected error // why the account could not carry it: the order was REJECTED instead
 	a        book.Account
+	// oco is the other leg of an OCO pair, cancelled by this fill (oco.go); cancelled is set
+	// when this batch cancelled it.
+	oco, cancelled *int64
+	// triggered: a STOP_LIMIT's stop triggered in this batch (stoplimit.go); resting is how the
+	// engine keys it when it rests as a LIMIT instead of filling.
+	triggered bool
+	resting   risk.Order
 }
 
 func (w *restingFill) Wants(l *book.Plan) {
 	l.Account(w.Account)
 	l.Order(w.id)
+	if w.oco != nil {
+		l.Order(*w.oco)
+	}
 	l.ExposuresOf(w.Account)
 }
 
 func (w *restingFill) Apply(r *book.Rows) error {
-	w.fill, w.rejected = openedFill{}, nil
+	w.fill, w.rejected, w.cancelled, w.triggered, w.resting = openedFill{}, nil, nil, false, risk.Order{}
 	a, found := r.Accounts[w.Account]
 	if !found {
 		return book.AccountNotFound(w.Account)
@@ -340,6 +354,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 		return err
 	}
 	price := book.FillPrice(in, q, o.Side)
+	if o.Type == fx.StopLimit {
+		if rest, err := w.stopLimitTrigger(r, a, o, t, price); rest || err != nil {
+			return err
+		}
+	}
 	// A symbol its group made close-only or disabled, or limits its volume no longer admits,
 	// rejects the order as the margin does.
 	err = checkOpen(t, o.Volume)
@@ -371,6 +390,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
 		return err
 	}
+	if err := w.cancelPartner(r, a, o); err != nil {
+		return err
+	}
 	w.a = *a
 	return nil
 }
@@ -381,8 +403,15 @@ func (w *restingFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 		w.Err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
 		return []risk.Change{{Kind: risk.OrderCancelled, Order: risk.Order{ID: w.id}}}
 	}
+	if w.resting.ID != 0 {
+		return []risk.Change{{Kind: risk.OrderPlaced, Order: w.resting}} // a STOP_LIMIT now rests as a LIMIT
+	}
 	p, _ := w.fill.written(r, ids)
-	return []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
+	changes := []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
+	if w.cancelled != nil {
+		changes = append(changes, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: *w.cancelled}})
+	}
+	return changes
 }
 
 func (w *restingFill) Failed(err error) error { return fmt.Errorf("fill order %d: %w", w.id, err) }
@@ -431,8 +460,11 @@ func positionOpened(p book.Position) risk.Change {
 
 func riskOrder(o book.Order) risk.Order {
 	ro := risk.Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: riskSide(o.Side), Type: risk.Limit, Price: floatOf(o.Price)}
-	if o.Type == fx.Stop {
+	switch o.Type {
+	case fx.Stop:
 		ro.Type = risk.Stop
+	case fx.StopLimit:
+		ro = riskStopLimit(o, ro)
 	}
 	if o.ExpiresAt != nil {
 		ro.ExpiresAt = *o.ExpiresAt

@@ -6,6 +6,7 @@ import "context"
 // docs/orders.md; orderAction runs one of them, picked at random.
 var orderActions = []func(t *trader, ctx context.Context){
 	modifyResting,
+	(*trader).placeStopLimit, (*trader).placeOCO,
 }
 
 // orderAction runs one of orderActions (none: nothing).

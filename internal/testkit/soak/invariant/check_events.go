@@ -79,7 +79,8 @@ func checkEvents(s *Snapshot) Result {
 			r.Add("", "event %d (%s) of account %d has a payload of account %d", e.ID, e.Type, e.Account, p.AccountID)
 		}
 		switch e.Type {
-		case "order.accepted", "order.filled", "order.triggered", "order.cancelled", "order.expired", "order.rejected", "position.opened":
+		case "order.accepted", "order.filled", "order.triggered", "order.cancelled", "order.expired", "order.rejected", "position.opened",
+			"order.stop_triggered":
 			if p.ID == nil {
 				r.Add("", "event %d (%s) names no id: %s", e.ID, e.Type, Truncate(e.Payload, 120))
 				continue
@@ -141,10 +142,12 @@ func checkEvents(s *Snapshot) Result {
 		posByOrder[p.Order] = p.ID
 	}
 	orders := map[int64]bool{}
+	stopsTriggered := stopLimitsTriggered(s) // check_orders_trig.go
 	for _, o := range s.Orders {
 		orders[o.ID] = true
-		want := map[string]int{"order.accepted": 0, "order.filled": 0, "order.triggered": 0, "order.cancelled": 0, "order.expired": 0, "order.rejected": 0}
-		if o.Type == "LIMIT" || o.Type == "STOP" {
+		want := map[string]int{"order.accepted": 0, "order.filled": 0, "order.triggered": 0, "order.cancelled": 0, "order.expired": 0, "order.rejected": 0,
+			"order.stop_triggered": stopsTriggered[o.ID]}
+		if o.Type == "LIMIT" || o.Type == "STOP" || o.Type == "STOP_LIMIT" {
 			want["order.accepted"] = 1
 		}
 		if o.Status == "FILLED" {

@@ -13,4 +13,5 @@ func checkOrders(s *Snapshot, ev *Evidence) []Result {
 // orderChecks lists them, one line each.
 var orderChecks = []func(*Snapshot, *Evidence) Result{
 	checkModifiedOrders,
+	checkOCOAtMostOneFilled, checkStopLimitWithinLimit,
 }

@@ -19,6 +19,7 @@ type Snapshot struct {
 	Deals       []dbDeal
 	Positions   []dbPosition
 	Orders      []dbOrder
+	Triggers    []dbTriggerOrder // STOP_LIMIT orders and OCO legs (check_orders_trig.go)
 	Charges     []dbCharge
 	Instruments map[string]dbInstrument
 	// Groups is each account group's negative balance protection; Audits the audit log.
@@ -191,6 +192,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Orders = append(s.Orders, o)
 			return err
 		}},
+		{triggerOrdersSQL, scanTriggerOrder(s)},
 		{"SELECT `positionId`, `rolloverDate`, `status` FROM `fx_swap_charge`", func(r *sql.Rows) error {
 			var c dbCharge
 			var d time.Time
