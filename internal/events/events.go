@@ -255,13 +255,18 @@ type Order struct {
 	FillPrice    *string    `json:"fillPrice"`
 	PositionID   *int64     `json:"positionId"`
 	CreatedAt    time.Time  `json:"createdAt"`
+	// PriceBound is a MARKET order's bound; FilledVolume the part an IOC filled at the venue
+	// (docs/orders.md). Both omitted when unset.
+	PriceBound   *string `json:"priceBound,omitempty"`
+	FilledVolume *string `json:"filledVolume,omitempty"`
 }
 
 // OrderOf is o's payload.
 func OrderOf(o book.Order) Order {
 	return Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
-		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC()}
+		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
+		PriceBound: optString(o.PriceBound), FilledVolume: optString(o.FilledVolume)}
 }
 
 // Position is a position's payload: the API's position view.
