@@ -1,6 +1,8 @@
 package trading
 
 import (
+	"strings"
+
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/book"
@@ -69,13 +71,20 @@ func checkBound(in catalog.Instrument, side fx.Side, price decimal.Decimal, boun
 	return nil
 }
 
-// writeBound stores, in the batch that wrote the order whose id orderVar holds, its price
-// bound (nothing without one).
-func writeBound(r *book.Rows, orderVar string, bound *decimal.Decimal) {
-	if bound != nil {
-		r.Writes.Exec("UPDATE `fx_order` SET `priceBound` = ? WHERE `id` = "+orderVar, *bound)
+// marketInsert is the INSERT of a desk-filled MARKET order o: orderInsertSQL, with its price
+// bound in the same statement when it has one (a second statement per bounded order would cost
+// the bound a round of the batch's work: docs/orders.md, «Price bound», has the figures).
+func marketInsert(o book.Order) (string, []any) {
+	args := []any{o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash,
+		o.FillPrice, o.RouteRuleID, o.HedgePercent}
+	if o.PriceBound == nil {
+		return orderInsertSQL, args
 	}
+	return boundedInsertSQL, append(args, *o.PriceBound)
 }
+
+// boundedInsertSQL is orderInsertSQL with the price bound.
+var boundedInsertSQL = strings.Replace(strings.Replace(orderInsertSQL, "`hedgePercent`)", "`hedgePercent`, `priceBound`)", 1), "?)", "?, ?)", 1)
 
 // venueMarketOrder is EXTERNAL order o as sent to the venue: its units, its fill policy, and
 // its bound as the venue's price (the trader's less the markup the desk adds to the venue's

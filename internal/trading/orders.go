@@ -387,15 +387,14 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	}
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now, Execution: fx.Internal, RouteRuleID: w.rule,
-		HedgePercent: hedge}
+		HedgePercent: hedge, PriceBound: w.r.PriceBound}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
+	insert, args := marketInsert(o)
+	r.Writes.Exec(insert, args...)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
-	writeBound(r, orderVar, w.r.PriceBound)
-	o.PriceBound = w.r.PriceBound
 	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
 	}
@@ -423,10 +422,9 @@ func (w *marketFill) reserve(r *book.Rows, a *book.Account, key book.NonceKey) e
 	}
 	orderVar, idx := r.SessionVar("o")
 	r.Writes.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
-		"`requestHash`, `execution`, `routeRuleId`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', ?, NOW(3))",
-		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash, o.RouteRuleID)
+		"`requestHash`, `execution`, `routeRuleId`, `sentAt`, `priceBound`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', ?, NOW(3), ?)",
+		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash, o.RouteRuleID, o.PriceBound)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
-	writeBound(r, orderVar, o.PriceBound)
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
 		r.Made[key] = w
