@@ -54,6 +54,8 @@ type Snapshot struct {
 	Candles     map[string]dbCandle
 	CandlesRead bool
 	CandlesErr  string
+	// Policies are the MARKET orders with a price bound or IOC/FOK (check_orders_bound.go).
+	Policies []dbPolicy
 }
 
 // dbAlert is one row of the alert inbox.
@@ -229,6 +231,12 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			var u dbRule
 			err := r.Scan(&u.ID, &u.Group, &u.Action, &u.Accounts, &u.Symbols, &u.VolumeMin, &u.VolumeMax, &u.UsesProfile)
 			s.Rules = append(s.Rules, u)
+			return err
+		}},
+		{policiesSQL, func(r *sql.Rows) error {
+			var o dbPolicy
+			err := r.Scan(&o.ID, &o.Side, &o.TimeInForce, &o.Status, &o.Volume, &o.PriceBound, &o.FilledVolume, &o.FillPrice)
+			s.Policies = append(s.Policies, o)
 			return err
 		}},
 		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0), `openPrice`, COALESCE(`closeReason`, ''), `realizedPl` FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
