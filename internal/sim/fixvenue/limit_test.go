@@ -60,3 +60,30 @@ func TestLimitOrderUnderPartialFault(t *testing.T) {
 		t.Fatalf("net %s, want the IOC's 6000 alone", units)
 	}
 }
+
+// With a PartStep a partial IOC fill comes in whole steps: 12,345 units fill 12,000, and a part
+// below one step cancels the order whole, nothing executed.
+func TestPartialIOCFillsInWholeSteps(t *testing.T) {
+	s, err := New(Config{Prices: fixedQuote{"1.1000", "1.1002"}, PartStep: dec("1000")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, units, want, status string
+	}{
+		{"a", "12345", "12000", statusCanceled},
+		{"b", "345", "0", statusCanceled},
+	} {
+		part := dec(c.units)
+		if err := s.InjectFault(Fault{Kind: FaultPartial, Units: &part}); err != nil {
+			t.Fatal(err)
+		}
+		s.book.order(c.id, "EURUSD", sideBuy, dec("20000"), "3", 1, false)
+		if o, _ := s.book.status(c.id); o.Status != c.status || !o.CumQty.Equal(dec(c.want)) {
+			t.Fatalf("IOC under a partial of %s: %+v, want %s filled", c.units, o, c.want)
+		}
+	}
+	if units, _ := s.book.net("EURUSD"); !units.Equal(dec("12000")) {
+		t.Fatalf("net %s, want 12000", units)
+	}
+}
