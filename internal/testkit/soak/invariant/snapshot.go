@@ -255,7 +255,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			}
 			return nil
 		}},
-		{"SELECT `id`, `status`, `sentAt`, `units`, COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `status`, `sentAt`, COALESCE(`fillUnits`, `units`), COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbHedgeOrder
 			err := r.Scan(&o.ID, &o.Status, &o.SentAt, &o.Units, &o.Reduces)
 			s.HedgeOrders = append(s.HedgeOrders, o)
