@@ -8,7 +8,8 @@
 //
 // With -username and -password it requires those credentials on the desk's Logon (the session
 // file's Username and Password; docs/fix.md). -executions N fills every order in N executions;
-// -own-clordids numeric or none names the venue's own orders as many liquidity providers do.
+// -own-clordids numeric or none names the venue's own orders as many liquidity providers do;
+// -part-step (default 1,000 units) is the increment a partial IOC fill comes in.
 //
 // Market data (MarketDataRequest, snapshots and incrementals of the same prices) is served on a
 // second session on the same port, FXDESK-MD -> FXVENUE-MD as the desk names it (-md-target,
@@ -25,6 +26,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/logging"
 	"fxdesk/internal/sim/feedsim"
@@ -58,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mdDeskID := fs.String("md-target", fixvenue.DefaultMDDeskCompID, "the venue's TargetCompID on the market-data session (the desk's SenderCompID there)")
 	mdInterval := fs.Duration("md-interval", fixvenue.DefaultMarketDataInterval, "how often the market-data session reads the prices of subscribed symbols for changes")
 	ownClOrdIDs := fs.String("own-clordids", fixvenue.OwnPrefixed, "how the venue names the orders it makes itself (venue-side closes): prefixed (VENUE-n), numeric (n) or none (no ClOrdID)")
+	partStep := fs.String("part-step", "1000", "the increment (units) a partial fill of an IOC order comes in: a part the desk's lots can hold (0: the fault's units as given)")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -70,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *latency < 0 {
 		return fmt.Errorf("-latency %v must not be negative", *latency)
+	}
+	step, err := decimal.NewFromString(*partStep)
+	if err != nil || step.IsNegative() {
+		return fmt.Errorf("-part-step %q must be a non-negative number of units", *partStep)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -88,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	v, err := fixvenue.New(fixvenue.Config{VenueCompID: *venueID, DeskCompID: *deskID, Latency: *latency, Prices: prices,
 		Username: *username, Password: *password, Executions: *executions, OwnClOrdIDs: *ownClOrdIDs,
-		MDVenueCompID: *mdVenueID, MDDeskCompID: *mdDeskID, MarketDataInterval: *mdInterval}, log)
+		MDVenueCompID: *mdVenueID, MDDeskCompID: *mdDeskID, MarketDataInterval: *mdInterval, PartStep: step}, log)
 	if err != nil {
 		return err
 	}

@@ -261,6 +261,7 @@ type orderWire struct {
 	TimeInForce  string  `json:"timeInForce"`
 	ExpiresAt    *string `json:"expiresAt"`
 	RequestNonce string  `json:"requestNonce"`
+	PriceBound   *string `json:"priceBound"`
 }
 
 // decodeOrder reads POST /api/fx/orders. Rules that need the instrument (digits, volume step,
@@ -326,10 +327,16 @@ func orderOfWire(w orderWire, o trading.OrderRequest) (trading.OrderRequest, err
 		}
 	}
 	switch fx.TimeInForce(w.TimeInForce) {
-	case "", fx.GTC, fx.GTD, fx.DAY:
+	case "", fx.GTC, fx.GTD, fx.DAY, fx.IOC, fx.FOK:
 		o.TimeInForce = fx.TimeInForce(w.TimeInForce)
 	default:
-		return o, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
+		return o, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY (resting orders) or IOC or FOK (MARKET orders).")
+	}
+	if o.PriceBound, err = optDecimal("priceBound", w.PriceBound, pricePlaces); err != nil {
+		return o, err
+	}
+	if o.PriceBound != nil && !o.PriceBound.IsPositive() {
+		return o, fx.Errorf(fx.EINVALID, "priceBound must be positive.")
 	}
 	if w.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, *w.ExpiresAt)

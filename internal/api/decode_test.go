@@ -19,6 +19,8 @@ func FuzzDecodeOrder(f *testing.F) {
 		`{"accountId":1,"volume":0.1}`, `{"volume":"1e5"}`, `[]`, `null`, `{"accountId":1}{}`, `{"extra":1}`,
 		`{"accountId":-1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"-0.1"}`,
 		`{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"STOP_LIMIT","volume":"1","price":"1.2","limitPrice":"1.19"}`,
+		`{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.10","timeInForce":"IOC","priceBound":"1.10050"}`,
+		`{"accountId":1,"symbol":"EURUSD","side":"SELL","type":"MARKET","volume":"0.10","timeInForce":"FOK","priceBound":"0"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -36,7 +38,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		if o.Type != fx.Market && o.Type != fx.Limit && o.Type != fx.Stop && o.Type != fx.StopLimit {
 			t.Fatalf("accepted type %q", o.Type)
 		}
-		if (o.Price != nil && !o.Price.IsPositive()) || (o.SL != nil && !o.SL.IsPositive()) || (o.TP != nil && !o.TP.IsPositive()) {
+		if (o.Price != nil && !o.Price.IsPositive()) || (o.SL != nil && !o.SL.IsPositive()) || (o.TP != nil && !o.TP.IsPositive()) || (o.PriceBound != nil && !o.PriceBound.IsPositive()) {
 			t.Fatalf("accepted a non-positive price: %+v", o)
 		}
 		if len(o.RequestNonce) > 64 {
@@ -116,7 +118,11 @@ func TestDecodeOrderRefuses(t *testing.T) {
 		{"missing account", `{"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
 		{"fractional account", `{"accountId":1.5,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"1"}`},
 		{"bad type", `{"accountId":1,"symbol":"EURUSD","side":"BUY","type":"ICEBERG","volume":"1"}`},
-		{"bad time in force", `{` + base + `,"volume":"1","timeInForce":"IOC"}`},
+		{"bad time in force", `{` + base + `,"volume":"1","timeInForce":"GFD"}`},
+		{"price bound as number", `{` + base + `,"volume":"1","priceBound":1.1}`},
+		{"negative price bound", `{` + base + `,"volume":"1","priceBound":"-1.1"}`},
+		{"zero price bound", `{` + base + `,"volume":"1","priceBound":"0"}`},
+		{"price bound with eleven decimals", `{` + base + `,"volume":"1","priceBound":"1.12345678901"}`},
 		{"bad expiry", `{` + base + `,"volume":"1","expiresAt":"tomorrow"}`},
 		{"negative sl", `{` + base + `,"volume":"1","sl":"-1.1"}`},
 		{"nonce with space", `{` + base + `,"volume":"1","requestNonce":"a b"}`},
@@ -135,6 +141,9 @@ func TestDecodeOrderRefuses(t *testing.T) {
 	}
 	if _, err := decodeOrder(strings.NewReader(`{` + base + `,"volume":"0.10","sl":"1.09000","requestNonce":"n-1"}`)); err != nil {
 		t.Fatalf("a good order was refused: %v", err)
+	}
+	if o, err := decodeOrder(strings.NewReader(`{` + base + `,"volume":"0.10","timeInForce":"IOC","priceBound":"1.10050"}`)); err != nil || o.PriceBound == nil || o.TimeInForce != fx.IOC {
+		t.Fatalf("a bounded IOC order: %+v %v", o, err)
 	}
 }
 

@@ -262,6 +262,10 @@ type Order struct {
 	LimitPrice  *string    `json:"limitPrice,omitempty"`
 	TriggeredAt *time.Time `json:"triggeredAt,omitempty"`
 	OCOOrderID  *int64     `json:"ocoOrderId,omitempty"`
+	// PriceBound is a MARKET order's bound; FilledVolume the part an IOC filled at the venue
+	// (docs/orders.md). Both omitted when unset.
+	PriceBound   *string `json:"priceBound,omitempty"`
+	FilledVolume *string `json:"filledVolume,omitempty"`
 }
 
 // OrderOf is o's payload.
@@ -269,7 +273,8 @@ func OrderOf(o book.Order) Order {
 	return Order{ID: o.ID, AccountID: o.AccountID, Symbol: o.Symbol, Side: o.Side, Type: string(o.Type), Volume: o.Volume.String(),
 		Price: optString(o.Price), SL: optString(o.SL), TP: optString(o.TP), TimeInForce: string(o.TimeInForce), ExpiresAt: o.ExpiresAt,
 		Status: o.Status, RequestNonce: o.RequestNonce, FillPrice: optString(o.FillPrice), PositionID: o.PositionID, CreatedAt: o.CreatedAt.UTC(),
-		ModifiedAt: o.ModifiedAt, LimitPrice: optString(o.LimitPrice), TriggeredAt: o.TriggeredAt, OCOOrderID: o.OCOOrderID}
+		ModifiedAt: o.ModifiedAt, LimitPrice: optString(o.LimitPrice), TriggeredAt: o.TriggeredAt, OCOOrderID: o.OCOOrderID,
+		PriceBound: optString(o.PriceBound), FilledVolume: optString(o.FilledVolume)}
 }
 
 // Position is a position's payload: the API's position view.

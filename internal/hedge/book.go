@@ -254,7 +254,8 @@ func (b *Book) Open(ctx context.Context, symbol string, units decimal.Decimal, w
 	}
 	defer b.hold("o" + strconv.FormatInt(id, 10))()
 	attrs = append(attrs, slog.Int64("hedge_order_id", id))
-	out, err := b.cfg.Venue.PlaceMarket(ctx, venue.MarketOrder{ClientID: ClientID(id), Symbol: symbol, Units: units}, time.Time{})
+	// IOC: a hedge books whatever part the venue fills (fillUnits); a FOK would refuse it.
+	out, err := b.cfg.Venue.PlaceMarket(ctx, venue.MarketOrder{ClientID: ClientID(id), Symbol: symbol, Units: units, TimeInForce: venue.IOC}, time.Time{})
 	var verr *venue.Error
 	switch {
 	case err == nil && out.Fill != nil:

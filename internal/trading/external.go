@@ -154,6 +154,10 @@ func cancelText(reason string) string {
 		return "the venue has not enough margin for it"
 	case venue.ReasonMarketHalted:
 		return "the market is halted at the venue"
+	case venue.ReasonBoundsViolation:
+		return "the venue's price was beyond its priceBound"
+	case venue.ReasonInsufficientLiquidity:
+		return "the venue could fill only part of it, and a FOK order fills whole or not at all"
 	}
 	return "the venue cancelled it"
 }
@@ -171,7 +175,7 @@ func (s *Service) sendOpen(ctx context.Context, userID int64, o book.Order, in c
 		s.endOrder(ctx, o.ID, fx.OrderNotSent, "dropped at the gate: the lease was not confirmed")
 		return OrderResult{}, err
 	}
-	out, err := s.venue.PlaceMarket(ctx, venue.MarketOrder{ClientID: ClientID(o.ID), Symbol: o.Symbol, Units: venueUnits(in, o.Side, o.Volume)}, trigger)
+	out, err := s.venue.PlaceMarket(ctx, venueMarketOrder(in, o), trigger)
 	var verr *venue.Error
 	switch {
 	case err == nil && out.Fill != nil:
@@ -405,10 +409,14 @@ func (w *venueFill) Apply(r *book.Rows) error {
 		after = &m
 	}
 	filled := *o
-	filled.Status, filled.FillPrice, filled.Volume = fx.OrderFilled, &price, vol
+	filled.Status, filled.FillPrice = fx.OrderFilled, &price
+	// An IOC the venue filled part of keeps the volume asked and records the part (bound.go).
+	if filled.FilledVolume = partFilled(o, vol); filled.FilledVolume == nil {
+		filled.Volume = vol
+	}
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
-		price, vol, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
+	r.Writes.Exec("UPDATE `fx_order` SET `status` = 'FILLED', `fillPrice` = ?, `volume` = ?, `filledVolume` = ?, `venueOrderId` = ?, `venueReason` = ? WHERE `id` = ?",
+		price, filled.Volume, filled.FilledVolume, nullIfEmpty(w.venueOrderID), adoptedReason(w.adopted), o.ID)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), o.ID)
 	var err error
 	if w.fill, err = openPosition(r, a, in, filled, orderVar, price, commission, after, &w.trade, events.OrderFilled, w.s.term()); err != nil {

@@ -59,8 +59,13 @@ func (r OrderRequest) fingerprint() string {
 	if r.ExpiresAt != nil {
 		exp = r.ExpiresAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 	}
-	sum := sha256.Sum256(append(fmt.Appendf(nil, "%d\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s",
-		r.AccountID, r.Symbol, r.Side, r.Type, r.Volume.String(), opt(r.Price), opt(r.SL), opt(r.TP), tif, exp), limitFingerprint(r)...))
+	b := fmt.Appendf(nil, "%d\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s",
+		r.AccountID, r.Symbol, r.Side, r.Type, r.Volume.String(), opt(r.Price), opt(r.SL), opt(r.TP), tif, exp)
+	if r.PriceBound != nil {
+		// Only when set, so that the fingerprints stored before bounds existed still match.
+		b = fmt.Appendf(b, "\npriceBound %s", r.PriceBound)
+	}
+	sum := sha256.Sum256(append(b, limitFingerprint(r)...))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -34,6 +34,7 @@ type OrderRequest struct {
 	TimeInForce  fx.TimeInForce // "" means GTC
 	ExpiresAt    *time.Time
 	RequestNonce string
+	PriceBound   *decimal.Decimal // MARKET only: the worst fill price accepted (bound.go)
 }
 
 // OrderResult is what a submit did: the order, the position a market order opened, and its
@@ -360,14 +361,18 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	if execution == fx.External {
 		return w.reserve(r, a, key)
 	}
+	if err := checkBound(in, w.r.Side, price, w.r.PriceBound); err != nil {
+		return err
+	}
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
 		TimeInForce: w.r.TimeInForce, Status: fx.OrderFilled, FillPrice: &price, CreatedAt: r.Now, Execution: fx.Internal, RouteRuleID: w.rule,
-		HedgePercent: hedge}
+		HedgePercent: hedge, PriceBound: w.r.PriceBound}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, _ := r.SessionVar("o")
-	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
+	insert, args := marketInsert(o)
+	r.Writes.Exec(insert, args...)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
@@ -390,14 +395,14 @@ func (w *marketFill) reserve(r *book.Rows, a *book.Account, key book.NonceKey) e
 		return errVenueUnavailable()
 	}
 	o := book.Order{AccountID: a.ID, Symbol: w.in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
-		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, RouteRuleID: w.rule, CreatedAt: r.Now}
+		TimeInForce: w.r.TimeInForce, Status: fx.OrderSending, Execution: fx.External, RouteRuleID: w.rule, CreatedAt: r.Now, PriceBound: w.r.PriceBound}
 	if w.r.RequestNonce != "" {
 		o.RequestNonce, o.RequestHash = &w.r.RequestNonce, w.r.hash()
 	}
 	orderVar, idx := r.SessionVar("o")
 	r.Writes.Exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `sl`, `tp`, `timeInForce`, `status`, `requestNonce`, "+
-		"`requestHash`, `execution`, `routeRuleId`, `sentAt`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', ?, NOW(3))",
-		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash, o.RouteRuleID)
+		"`requestHash`, `execution`, `routeRuleId`, `sentAt`, `priceBound`) VALUES (?, ?, ?, 'MARKET', ?, ?, ?, ?, 'SENDING', ?, ?, 'EXTERNAL', ?, NOW(3), ?)",
+		o.AccountID, o.Symbol, o.Side, o.Volume, o.SL, o.TP, o.TimeInForce, o.RequestNonce, o.RequestHash, o.RouteRuleID, o.PriceBound)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
 	w.sending, w.sendingIdx = &o, idx
 	if w.r.RequestNonce != "" {
@@ -506,7 +511,8 @@ func (f openedFill) written(r *book.Rows, ids *book.IDs) (book.Position, *book.D
 // position.opened, written by this process's lease term.
 func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.Order, orderVar string, price, commission decimal.Decimal, after *book.Metrics, fromVenue *venueOpen,
 	orderEvent events.Type, term int64) (openedFill, error) {
-	f := openedFill{order: o, deal: -1, pos: book.Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: o.Volume, OpenVolume: o.Volume,
+	lots := filledLots(o) // an IOC's part at the venue, else the order's volume
+	f := openedFill{order: o, deal: -1, pos: book.Position{AccountID: a.ID, Symbol: in.Symbol, Side: o.Side, Volume: lots, OpenVolume: lots,
 		OpenPrice: price, SL: o.SL, TP: o.TP, Commission: commission, RealizedProfit: decimal.Zero, Status: fx.PositionOpen, OpenedAt: r.Now,
 		Currency: a.Currency}}
 	var openedAt any // nil: the database's clock
@@ -524,7 +530,7 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	f.posID = posIdx
 	p := f.pos
 	// The opening fill's markup, recorded with it for the dealer's P&L (docs/pnl.md).
-	markup := r.Market.Markup(in, o.Volume, a.Currency)
+	markup := r.Market.Markup(in, lots, a.Currency)
 	// A HEDGE order's percent goes with its position: the holder's hedge rules find the
 	// positions still to hedge by it (internal/hedge.Rules).
 	r.Writes.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, "+
@@ -542,14 +548,14 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 		return openedFill{}, err
 	}
 	if commission.IsPositive() {
-		side, sym, vol := o.Side, in.Symbol, o.Volume
+		side, sym, vol := o.Side, in.Symbol, lots
 		f.deal = r.Post(a, book.Deal{Type: fx.DealCommission, Amount: commission.Neg(), Symbol: &sym, Side: &side, Volume: &vol, Price: &price,
 			IdempotencyKey: "commission:order:", Comment: "commission at open", IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: posVar}})
 	}
 	if after != nil {
 		r.Marks[a.ID] = *after
 	}
-	r.Expose(a.ID, in.Symbol, o.Side, o.Volume, o.Volume.Mul(price))
+	r.Expose(a.ID, in.Symbol, o.Side, lots, lots.Mul(price))
 	return f, nil
 }
 
@@ -565,10 +571,10 @@ func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time
 		if r.Price != nil {
 			return nil, fx.Errorf(fx.EINVALID, "A MARKET order takes no price; it fills at the desk's quote.")
 		}
-		if r.TimeInForce != fx.GTC || r.ExpiresAt != nil {
-			return nil, fx.Errorf(fx.EINVALID, "A MARKET order fills at once: timeInForce and expiresAt apply to LIMIT and STOP orders only.")
-		}
-		return nil, nil
+		return nil, checkMarketPolicy(in, r)
+	}
+	if err := checkRestingPolicy(r); err != nil {
+		return nil, err
 	}
 	if r.Price == nil {
 		return nil, fx.Errorf(fx.EINVALID, "A %s order needs a price.", r.Type)

@@ -130,7 +130,8 @@ func WithWrote(ctx context.Context, fn func(time.Time)) context.Context {
 	return context.WithValue(ctx, wroteKey{}, fn)
 }
 
-// PlaceMarket sends one MARKET order (FOK, positionFill DEFAULT) carrying the desk's client id
+// PlaceMarket sends one MARKET order (FOK unless o says IOC, its priceBound when it has one,
+// positionFill DEFAULT) carrying the desk's client id
 // in clientExtensions and tradeClientExtensions. It is never retried.
 func (c *Client) PlaceMarket(ctx context.Context, o MarketOrder) (Outcome, error) {
 	what := fmt.Sprintf("place market %s %s (client id %q)", o.Symbol, o.Units, o.ClientID)

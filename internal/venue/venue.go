@@ -26,6 +26,18 @@ const (
 const (
 	ReasonInsufficientMargin = "INSUFFICIENT_MARGIN"
 	ReasonMarketHalted       = "MARKET_HALTED"
+	// ReasonBoundsViolation: the order's price bound (MarketOrder.PriceBound) refused the fill.
+	ReasonBoundsViolation = "BOUNDS_VIOLATION"
+	// ReasonInsufficientLiquidity: a fill-or-kill order the venue could fill only part of.
+	ReasonInsufficientLiquidity = "INSUFFICIENT_LIQUIDITY"
+)
+
+// Time in force of a MarketOrder (docs/orders.md, «IOC and FOK»).
+const (
+	// FOK fills all of the order now or nothing: the desk's default, never a part.
+	FOK = "FOK"
+	// IOC fills what the venue can now and cancels the rest: a part is booked as the part.
+	IOC = "IOC"
 )
 
 // MarketOrder is one MARKET order the desk sends (POST /v3/accounts/{id}/orders).
@@ -33,7 +45,15 @@ type MarketOrder struct {
 	ClientID string          // the desk's order id: clientExtensions.id and tradeClientExtensions.id
 	Symbol   string          // the desk's six-letter form (EURUSD); the client maps it to EUR_USD
 	Units    decimal.Decimal // signed: positive buys, negative sells; lots × contract size
+	// TimeInForce is FOK or IOC; "" is FOK.
+	TimeInForce string
+	// PriceBound, when set, is the worst price the venue may fill at (a buy at or below it, a
+	// sell at or above it): OANDA's MarketOrder.priceBound, a LIMIT price (OrdType=2) over FIX.
+	PriceBound *decimal.Decimal
 }
+
+// IOC is true when o may fill in part.
+func (o MarketOrder) IOC() bool { return o.TimeInForce == IOC }
 
 // Fill is an orderFillTransaction: the venue executed the order (or the close).
 type Fill struct {

@@ -39,6 +39,7 @@ type wireMarketOrder struct {
 	Instrument            string                `json:"instrument"`
 	Units                 string                `json:"units"`
 	TimeInForce           string                `json:"timeInForce"`
+	PriceBound            string                `json:"priceBound,omitempty"`
 	PositionFill          string                `json:"positionFill"`
 	ClientExtensions      *wireClientExtensions `json:"clientExtensions,omitempty"`
 	TradeClientExtensions *wireClientExtensions `json:"tradeClientExtensions,omitempty"`
@@ -140,11 +141,20 @@ type wireAccount struct {
 
 func encodeMarketOrder(o MarketOrder) ([]byte, error) {
 	ext := &wireClientExtensions{ID: o.ClientID, Tag: Tag}
+	tif := FOK
+	if o.IOC() {
+		tif = IOC
+	}
+	bound := ""
+	if o.PriceBound != nil {
+		bound = o.PriceBound.String()
+	}
 	return json.Marshal(wireOrderRequest{Order: wireMarketOrder{
 		Type:                  "MARKET",
 		Instrument:            InstrumentName(o.Symbol),
 		Units:                 o.Units.String(),
-		TimeInForce:           "FOK",
+		TimeInForce:           tif,
+		PriceBound:            bound,
 		PositionFill:          "DEFAULT",
 		ClientExtensions:      ext,
 		TradeClientExtensions: ext,

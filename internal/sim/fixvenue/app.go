@@ -24,7 +24,7 @@ const (
 	msgLogon              = string(enum.MsgType_LOGON)
 )
 
-// ordMarket is OrdType (40) MARKET, the only order type the venue executes.
+// ordMarket is OrdType (40) MARKET; the venue also executes an immediate LIMIT (limit.go).
 const ordMarket = "1"
 
 // The Server is the acceptor's quickfix.Application.
@@ -147,8 +147,8 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 	case clOrdID == "":
 		s.businessReject(msg, "ClOrdID (11) is required")
 		return
-	case ordType != ordMarket:
-		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET orders (OrdType=1)")
+	case ordType != ordMarket && ordType != ordLimit:
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "only MARKET (OrdType=1) and immediate LIMIT (OrdType=2) orders")
 		return
 	case side != sideBuy && side != sideSell:
 		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnsupported, "Side must be 1 (buy) or 2 (sell)")
@@ -160,8 +160,13 @@ func (s *Server) newOrder(msg *quickfix.Message) {
 		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectUnknownSymbol, "unknown symbol "+strconv.Quote(symbol))
 		return
 	}
+	limit, lerr := limitOf(msg, ordType)
+	if lerr != "" {
+		s.rejectNew(msg, clOrdID, symbol, side, qty, RejectBroker, lerr)
+		return
+	}
 	seq, _ := msg.Header.GetInt(tag.MsgSeqNum)
-	s.book.order(clOrdID, symbol, side, qty, tif, seq, resend(msg))
+	s.book.orderAt(clOrdID, symbol, side, qty, tif, limit, seq, resend(msg))
 }
 
 // rejectNew rejects an order the venue could not even book (a malformed one): it is recorded,

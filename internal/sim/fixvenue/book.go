@@ -96,6 +96,8 @@ type Order struct {
 	DuplicatesRefused int `json:"duplicatesRefused,omitempty"`
 	// Own is true for an order the venue made itself (a venue-side close), whatever its ClOrdID.
 	Own bool `json:"own,omitempty"`
+	// Limit is an immediate LIMIT order's price (OrdType=2, limit.go); nil for MARKET.
+	Limit *decimal.Decimal `json:"limit,omitempty"`
 
 	// LastQty and LastPx are the last execution's (the whole fill's unless it was split).
 	LastQty decimal.Decimal `json:"lastQty"`
@@ -230,6 +232,12 @@ func (b *book) queryCounts() Queries {
 // take for this order's; a library resend (PossDupFlag=Y) is the same message again and answers
 // its status.
 func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif string, seqNum int, possDup bool) {
+	b.orderAt(clOrdID, symbol, side, qty, tif, nil, seqNum, possDup)
+}
+
+// orderAt is order with a limit (nil: MARKET): an immediate LIMIT executes only at the limit or
+// better (limit.go).
+func (b *book) orderAt(clOrdID, symbol, side string, qty decimal.Decimal, tif string, limit *decimal.Decimal, seqNum int, possDup bool) {
 	b.mu.Lock()
 	if o, seen := b.orders[clOrdID]; seen {
 		o.sentIn(seqNum)
@@ -252,7 +260,10 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 		b.s.log.Info("duplicate ClOrdID; nothing executed", "clOrdId", clOrdID, "possDup", possDup)
 		return
 	}
-	o := &Order{ClOrdID: clOrdID, OrderID: b.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now()}
+	o := &Order{ClOrdID: clOrdID, OrderID: b.nextID("V"), Symbol: symbol, Side: side, Qty: qty, Status: statusNew, Time: b.s.cfg.Now(), Limit: limit}
+	if limit != nil {
+		o.OrdType = ordLimit
+	}
 	o.sentIn(seqNum)
 	b.orders[clOrdID] = o
 	fault, faulted := b.takeFault()
@@ -263,6 +274,9 @@ func (b *book) order(clOrdID, symbol, side string, qty decimal.Decimal, tif stri
 		return
 	}
 	execute := func() {
+		if !b.withinLimit(o) {
+			return
+		}
 		filled := false
 		switch {
 		case faulted && fault.Kind == FaultSplit:

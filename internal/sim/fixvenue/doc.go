@@ -18,6 +18,9 @@
 //	    dropped session (PossDupFlag=Y) is answered with the order's status (ExecType=I); the
 //	    same ClOrdID sent again without PossDupFlag is refused, ExecType=8 OrdStatus=8
 //	    OrdRejReason=6 (duplicate order), never answered with the old order's status.
+//	NewOrderSingle (D), OrdType=2 LIMIT with Price (44) → executed as a MARKET when the venue's
+//	    price is at the limit or better, otherwise cancelled whole (ExecType=4 OrdStatus=4,
+//	    Text "BOUNDS_VIOLATION: …"): the venue rests nothing, a LIMIT is immediate (limit.go).
 //	OrderStatusRequest (H) by ClOrdID     → ExecutionReport ExecType=I, or OrdStatus=8
 //	    OrdRejReason=5 (unknown order) for a ClOrdID the venue never saw.
 //	OrderMassStatusRequest (AF)           → one ExecType=I report per order (MassStatusReqID,
@@ -43,7 +46,7 @@
 // Market data is never stored nor resent (a ResendRequest is gap-filled).
 //
 // OrdRejReason is FIX 4.4's: 1 for a symbol the venue does not list (Config.Instruments), 2 for a
-// listed one with no price now, 11 for an OrdType other than MARKET; every report echoes the
+// listed one with no price now, 11 for an OrdType other than MARKET or LIMIT; every report echoes the
 // OrdType its order carried.
 //
 // With Config.Password set (cmd/fixvenue -username/-password) the venue requires Username (553)

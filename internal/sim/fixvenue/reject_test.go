@@ -34,7 +34,8 @@ func TestRejectReasonsAndOrdTypeAreFIXs(t *testing.T) {
 	}{
 		{"an unlisted six-letter symbol", "1", "ABCXYZ", ordMarket, RejectUnknownSymbol},
 		{"a listed symbol with no price", "2", "EURUSD", ordMarket, RejectMarketClosed},
-		{"a limit order", "3", "EURUSD", "2", RejectUnsupported},
+		{"a stop order", "3", "EURUSD", "3", RejectUnsupported},
+		{"a limit order without a price", "4", "EURUSD", ordLimit, RejectBroker},
 	} {
 		if rej := s.FromApp(newOrderSingle(c.clOrdID, c.symbol, c.ordType, 10), s.sessionID); rej != nil {
 			t.Fatalf("%s: refused as a message: %v", c.name, rej)

@@ -71,6 +71,11 @@ type Config struct {
 	// Executions, above 1, fills every order that meets no fault in that many executions, each
 	// reported (split.go; at most maxExecutions); 0 or 1 fills each in one.
 	Executions int
+	// PartStep, when positive, is the increment a partial fill (FaultPartial) of an IOC order
+	// comes in: the fault's units rounded down to it, and an order whose part rounds to nothing
+	// is cancelled whole — a venue whose lot step the desk's lots can hold (cmd/fixvenue: 1,000
+	// units; docs/orders.md, «IOC and FOK»). Zero: the fault's units as given.
+	PartStep decimal.Decimal
 }
 
 // Server is one running FIX venue: the acceptor behind a TCP proxy the control API can cut, and

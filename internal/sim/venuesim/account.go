@@ -222,14 +222,24 @@ type marketRequest struct {
 	// fillPercent, when above 0, fills only that share of units (FaultPartial): the trade opens
 	// with the units filled, as a venue that found liquidity for part of the order.
 	fillPercent int
+	// ioc is timeInForce IOC (a part may fill); otherwise FOK, which a part cancels whole.
+	ioc bool
+	// bound is the priceBound (nil: none): a fill beyond it is cancelled (bound.go).
+	bound *decimal.Decimal
 }
 
-// filled is the units the order fills: all of them, or fillPercent of them in whole units.
+// filled is the units the order fills: all of them, or fillPercent of them rounded down to
+// whole partStep units (bound.go).
 func (r marketRequest) filled() decimal.Decimal {
 	if r.fillPercent <= 0 {
 		return r.units
 	}
-	return r.units.Mul(decimal.NewFromInt(int64(r.fillPercent))).Div(decimal.NewFromInt(100)).Round(0)
+	part := r.units.Abs().Mul(decimal.NewFromInt(int64(r.fillPercent))).Div(decimal.NewFromInt(100))
+	part = part.Div(partStep).Floor().Mul(partStep)
+	if r.units.IsNegative() {
+		part = part.Neg()
+	}
+	return part
 }
 
 // placeMarket records the order's creation and then its fill, or its cancel: cancelReason
@@ -239,7 +249,7 @@ func (a *account) placeMarket(now time.Time, pb *priceBook, req marketRequest, c
 	instrument := venue.InstrumentName(req.symbol)
 	create = a.record(transaction{
 		Time: wireTime(now), Type: txMarketOrder, Instrument: instrument, Units: req.units.String(),
-		TimeInForce: "FOK", PositionFill: positionFillDefault, Reason: reasonClientOrder,
+		TimeInForce: req.timeInForce(), PriceBound: req.boundText(), PositionFill: positionFillDefault, Reason: reasonClientOrder,
 		ClientExtensions: req.ext, TradeClientExtensions: req.tradeExt,
 	})
 	clientID := ""
@@ -260,6 +270,8 @@ func (a *account) placeMarket(now time.Time, pb *priceBook, req marketRequest, c
 		cancelReason = venue.ReasonMarketHalted
 	case a.figures(pb).marginAvailable.Sub(a.marginFor(pb, req.symbol, req.units, q)).IsNegative():
 		cancelReason = venue.ReasonInsufficientMargin
+	default:
+		cancelReason = req.policyCancel(q)
 	}
 	if cancelReason != "" {
 		result = a.record(transaction{Time: wireTime(now), Type: txOrderCancel, BatchID: create.ID,

@@ -24,8 +24,9 @@ const (
 	FaultTimeout = "timeout" // the next Count orders or closes execute, then the connection is cut after Duration
 	FaultHold    = "hold"    // the next Count orders execute and their answers wait for Release
 	FaultCancel  = "cancel"  // the next Count orders are cancelled with Reason
-	// FaultPartial: the next Count orders fill Percent of their units (whole units); the trade
-	// opens with what filled.
+	// FaultPartial: the next Count IOC orders fill Percent of their units (rounded down to
+	// whole 1,000s); the trade opens with what filled. A FOK order is cancelled whole
+	// (INSUFFICIENT_LIQUIDITY), as OANDA's fill-or-kill never fills a part.
 	FaultPartial = "partial"
 )
 

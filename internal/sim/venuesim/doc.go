@@ -76,7 +76,9 @@
 //	POST /control/fault  {"kind":"cancel","count":1,"reason":"INSUFFICIENT_MARGIN"}
 //	                     the next count orders answer orderCancelTransaction with that reason
 //	POST /control/fault  {"kind":"partial","count":1,"percent":60}
-//	                     the next count orders fill 60 % of their units; the trade opens with those
+//	                     the next count IOC orders fill 60 % of their units (rounded down to whole
+//	                     1,000s); the trade opens with those. A FOK order, or a part that rounds to
+//	                     nothing, is cancelled INSUFFICIENT_LIQUIDITY: FOK never fills a part
 //	POST /control/release {}                             answer every held order now → {"released":N}
 //	POST /control/close-trade {"tradeId":"7","units":"5000"}  the venue closes (units, or all of) a
 //	                     trade at the current price, reason MARKET_ORDER_MARGIN_CLOSEOUT

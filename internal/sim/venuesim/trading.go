@@ -227,8 +227,13 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 		case err != nil || units.IsZero():
 			writeVenueError(w, http.StatusBadRequest, "UNITS_INVALID", fmt.Sprintf("Units %q must be a non-zero decimal.", o.Units))
 			return
-		case o.TimeInForce != "" && o.TimeInForce != "FOK":
-			writeVenueError(w, http.StatusBadRequest, "TIME_IN_FORCE_INVALID", "A MARKET order is FOK.")
+		case o.TimeInForce != "" && o.TimeInForce != venue.FOK && o.TimeInForce != venue.IOC:
+			writeVenueError(w, http.StatusBadRequest, "TIME_IN_FORCE_INVALID", "A MARKET order is FOK or IOC.")
+			return
+		}
+		bound, berr := parseBound(o.PriceBound)
+		if berr != "" {
+			writeVenueError(w, http.StatusBadRequest, "PRICE_BOUND_INVALID", berr)
 			return
 		}
 
@@ -259,7 +264,7 @@ func (s *Server) handlePlaceOrder() http.HandlerFunc {
 		var answer map[string]any
 		ok := s.executeAfter(latency, func(a *account, pb *priceBook, now time.Time) {
 			create, result := a.placeMarket(now, pb, marketRequest{symbol: symbol, units: units,
-				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions, fillPercent: fillPercent}, cancelReason)
+				ext: o.ClientExtensions, tradeExt: o.TradeClientExtensions, fillPercent: fillPercent, ioc: o.TimeInForce == venue.IOC, bound: bound}, cancelReason)
 			answer = outcomeAnswer(create, result, a.lastID())
 		})
 		if !ok {

@@ -23,6 +23,7 @@ type orderRequest struct {
 		Instrument            string            `json:"instrument"`
 		Units                 string            `json:"units"`
 		TimeInForce           string            `json:"timeInForce"`
+		PriceBound            string            `json:"priceBound"`
 		PositionFill          string            `json:"positionFill"`
 		ClientExtensions      *clientExtensions `json:"clientExtensions"`
 		TradeClientExtensions *clientExtensions `json:"tradeClientExtensions"`
@@ -64,6 +65,7 @@ type transaction struct {
 	Units                 string            `json:"units,omitempty"`
 	Price                 string            `json:"price,omitempty"`
 	TimeInForce           string            `json:"timeInForce,omitempty"`
+	PriceBound            string            `json:"priceBound,omitempty"`
 	PositionFill          string            `json:"positionFill,omitempty"`
 	Reason                string            `json:"reason,omitempty"`
 	FundingReason         string            `json:"fundingReason,omitempty"` // a TRANSFER_FUNDS's reason

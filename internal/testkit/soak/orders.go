@@ -7,6 +7,7 @@ import "context"
 var orderActions = []func(t *trader, ctx context.Context){
 	modifyResting,
 	(*trader).placeStopLimit, (*trader).placeOCO,
+	boundedMarket, policyMarket, // orders_bound.go
 }
 
 // orderAction runs one of orderActions (none: nothing).

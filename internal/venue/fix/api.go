@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quickfixgo/enum"
-	"github.com/quickfixgo/field"
-	"github.com/quickfixgo/fix44/newordersingle"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/tag"
 	"github.com/shopspring/decimal"
@@ -159,7 +156,7 @@ func (s *Session) placeMarket(ctx context.Context, o venue.MarketOrder, trigger 
 	// unanswered order nobody waits for, never asks about one in flight.
 	answers, done := s.wait(o.ClientID)
 	defer done()
-	out, err := s.order(ctx, order{ClOrdID: o.ClientID, TradeID: o.ClientID, Symbol: o.Symbol, Side: side, Qty: o.Units.Abs()}, trigger, answers)
+	out, err := s.order(ctx, order{ClOrdID: o.ClientID, TradeID: o.ClientID, Symbol: o.Symbol, Side: side, Qty: o.Units.Abs(), IOC: o.IOC(), Limit: o.PriceBound}, trigger, answers)
 	if errors.Is(err, errIdentityRefused) && store.IsDuplicateKey(err) {
 		return out, fmt.Errorf("%v: %w", err, errDuplicateOrder)
 	}
@@ -338,17 +335,7 @@ func (s *Session) order(ctx context.Context, o order, trigger time.Time, answers
 	defer s.sent.forget(o.ClOrdID)
 	// The FIX 4.4 NewOrderSingle, no repeating group (so a resend is safe from the library's
 	// double-checksum defect).
-	nos := newordersingle.New(field.NewClOrdID(o.ClOrdID), field.NewSide(enum.Side(o.Side)),
-		field.NewTransactTimeWithPrecision(time.Now().UTC(), quickfix.Millis), field.NewOrdType(enum.OrdType_MARKET))
-	nos.SetAccount(s.cfg.Account)
-	nos.SetSymbol(o.Symbol)
-	nos.SetOrderQty(o.Qty, max(0, -o.Qty.Exponent()))
-	// Fill or kill, as the REST venue's market orders: the venue fills all of it now or nothing,
-	// never a part. A part would be units the desk may not be able to book exactly (its lots
-	// have four places: a fill of 12,345 units is 0.12345 lots), and desk and venue would
-	// disagree for ever; the desk sends only units it can book, so whole is always bookable.
-	nos.SetTimeInForce(enum.TimeInForce_FILL_OR_KILL)
-	msg := nos.ToMessage()
+	msg := newOrderSingle(o, s.cfg.Account)
 	if !trigger.IsZero() {
 		s.burst.ObserveDecided(time.Since(trigger))
 	}

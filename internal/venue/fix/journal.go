@@ -77,6 +77,10 @@ type order struct {
 	VenueOrderID, Text                     string
 	RejectReason                           int
 	SentAt                                 time.Time
+	// IOC and Limit are an open's fill policy and price bound (bound.go), as sent; not
+	// journaled: they shape the one NewOrderSingle, which is never rebuilt from the journal.
+	IOC   bool
+	Limit *decimal.Decimal
 }
 
 // insertOrdersSQL writes n orders' identities (SENDING) in one statement.

@@ -34,7 +34,7 @@ type dbHedgeOrder struct {
 	ID     int64
 	Status string
 	SentAt time.Time
-	Units  decimal.Decimal // signed, as sent: what its position opened with, or a reduction closed
+	Units  decimal.Decimal // signed: what the venue filled (an IOC part), else as sent — what its position opened with, or a reduction closed
 	// Reduces is the hedge position a HEDGE share's reduction closed part of; 0 for an open.
 	Reduces int64
 }

@@ -14,4 +14,5 @@ func checkOrders(s *Snapshot, ev *Evidence) []Result {
 var orderChecks = []func(*Snapshot, *Evidence) Result{
 	checkModifiedOrders,
 	checkOCOAtMostOneFilled, checkStopLimitWithinLimit,
+	checkBoundHonoured, checkFOKWhole, checkIOCPart, // check_orders_bound.go
 }

@@ -3,13 +3,7 @@ package invariant
 import (
 	"database/sql"
 	"testing"
-
-	"github.com/shopspring/decimal"
 )
-
-func nd(s string) decimal.NullDecimal {
-	return decimal.NullDecimal{Decimal: decimal.RequireFromString(s), Valid: true}
-}
 
 // A planted violation of each check fails it, and the clean state beside it passes.
 func TestTriggerOrderChecksCatchPlantedViolations(t *testing.T) {

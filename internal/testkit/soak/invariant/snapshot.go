@@ -55,6 +55,8 @@ type Snapshot struct {
 	Candles     map[string]dbCandle
 	CandlesRead bool
 	CandlesErr  string
+	// Policies are the MARKET orders with a price bound or IOC/FOK (check_orders_bound.go).
+	Policies []dbPolicy
 }
 
 // dbAlert is one row of the alert inbox.
@@ -233,6 +235,12 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Rules = append(s.Rules, u)
 			return err
 		}},
+		{policiesSQL, func(r *sql.Rows) error {
+			var o dbPolicy
+			err := r.Scan(&o.ID, &o.Side, &o.TimeInForce, &o.Status, &o.Volume, &o.PriceBound, &o.FilledVolume, &o.FillPrice)
+			s.Policies = append(s.Policies, o)
+			return err
+		}},
 		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0), `openPrice`, COALESCE(`closeReason`, ''), `realizedPl` FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
 			var h dbHedge
 			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition, &h.OpenPrice, &h.CloseReason, &h.RealizedPL)
@@ -249,7 +257,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			}
 			return nil
 		}},
-		{"SELECT `id`, `status`, `sentAt`, `units`, COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `status`, `sentAt`, COALESCE(`fillUnits`, `units`), COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
 			var o dbHedgeOrder
 			err := r.Scan(&o.ID, &o.Status, &o.SentAt, &o.Units, &o.Reduces)
 			s.HedgeOrders = append(s.HedgeOrders, o)
