@@ -38,14 +38,17 @@ type trailBook struct {
 	gslots   []int32     // heap slots: byAnchor ref 2·g, byLevel ref 2·g+1
 	byAnchor triggerHeap // min-heap of group anchors: a new high above one moves it
 	byLevel  triggerHeap // max-heap of each group's highest level: a price at or under one fires it
-	dirty    []int32     // groups whose anchor moved since the last MovedTrails
-	live     int32       // trails watched
-	dead     int32       // removed nodes still in a heap
+	// bottom is the group with the lowest anchor (byAnchor's root), the one every new high
+	// moves. It is kept out of byLevel and checked on its own, so a tick that moves it re-keys
+	// no heap: a rising market costs a tick O(1), not a sift through the other groups.
+	bottom int32   // −1: none
+	dirty  []int32 // groups whose anchor moved since the last MovedTrails
+	live   int32   // trails watched
+	dead   int32   // removed nodes still in a heap
 	// relink tells the owner a trail's node changed (the rebuild renumbers them).
 	relink func(pos, node int32)
 	// scratch
-	merging []int32
-	stack   []int32
+	stack []int32
 }
 
 // trailNode is one trail in its group's heap of distances.
@@ -67,7 +70,7 @@ type trailGroup struct {
 }
 
 func newTrailBook(neg bool, relink func(pos, node int32)) *trailBook {
-	t := &trailBook{neg: neg, relink: relink}
+	t := &trailBook{neg: neg, relink: relink, bottom: -1}
 	t.byAnchor = newHeap(&t.gslots, true)
 	t.byLevel = newHeap(&t.gslots, false)
 	return t
@@ -102,9 +105,29 @@ func (t *trailBook) add(pos int32, d, level float64) int32 {
 	n := t.newNode(pos, d, g)
 	gr := &t.groups[g]
 	gr.root = t.merge(gr.root, n)
-	t.byLevel.set(2*g+1, gr.anchor-t.nodes[gr.root].d)
 	t.live++
+	t.rebottom()
+	t.settle(g)
 	return n
+}
+
+// rebottom keeps bottom the group at byAnchor's root, out of byLevel; the group it replaces
+// goes into byLevel at its highest level.
+func (t *trailBook) rebottom() {
+	g := int32(-1)
+	if t.byAnchor.Len() > 0 {
+		g = t.byAnchor.items[0].ref >> 1
+	}
+	if g == t.bottom {
+		return
+	}
+	if old := t.bottom; old >= 0 && t.groups[old].alive && t.groups[old].root >= 0 {
+		t.byLevel.set(2*old+1, t.groups[old].anchor-t.nodes[t.groups[old].root].d)
+	}
+	t.bottom = g
+	if g >= 0 {
+		t.byLevel.remove(2*g + 1)
+	}
 }
 
 func (t *trailBook) newNode(pos int32, d float64, g int32) int32 {
@@ -199,9 +222,15 @@ func (t *trailBook) settle(g int32) {
 		gr.alive = false
 		t.byAnchor.remove(2 * g)
 		t.byLevel.remove(2*g + 1)
+		if g == t.bottom {
+			t.bottom = -1
+		}
+		t.rebottom()
 		return
 	}
-	t.byLevel.set(2*g+1, gr.anchor-t.nodes[gr.root].d)
+	if g != t.bottom {
+		t.byLevel.set(2*g+1, gr.anchor-t.nodes[gr.root].d)
+	}
 }
 
 // trailHit is a trail and its level (real prices).
@@ -215,8 +244,15 @@ type trailHit struct {
 // (plus dead nodes on their way out).
 func (t *trailBook) fire(dst []trailHit, price float64) []trailHit {
 	x := t.in(price)
-	for t.byLevel.Len() > 0 && x <= t.byLevel.items[0].key {
-		g := t.byLevel.items[0].ref >> 1
+	for {
+		g := int32(-1)
+		if b := t.bottom; b >= 0 && x <= t.groups[b].anchor-t.nodes[t.groups[b].root].d {
+			g = b
+		} else if t.byLevel.Len() > 0 && x <= t.byLevel.items[0].key {
+			g = t.byLevel.items[0].ref >> 1
+		} else {
+			break
+		}
 		gr := &t.groups[g]
 		for gr.root >= 0 {
 			nd := t.nodes[gr.root]
@@ -248,21 +284,22 @@ func (t *trailBook) move(price float64) {
 	if t.byAnchor.Len() == 0 || t.byAnchor.items[0].key >= x {
 		return
 	}
-	t.merging = t.merging[:0]
-	for t.byAnchor.Len() > 0 && t.byAnchor.items[0].key <= x {
+	// The bottom group takes the new high; raised in place it sinks under any other group the
+	// high passed, each of which then surfaces and merges into it.
+	into := t.bottom
+	t.byAnchor.set(2*into, x)
+	for {
 		g := t.byAnchor.items[0].ref >> 1
+		if g == into {
+			break
+		}
 		t.byAnchor.remove(2 * g)
-		t.merging = append(t.merging, g)
-	}
-	into := t.merging[0]
-	for _, g := range t.merging[1:] {
 		t.byLevel.remove(2*g + 1)
 		t.groups[into].root = t.merge(t.groups[into].root, t.groups[g].root)
 		t.groups[g].root, t.groups[g].parent, t.groups[g].alive = -1, into, false
 	}
 	gr := &t.groups[into]
 	gr.anchor = x
-	t.byAnchor.push(2*into, x)
 	if !gr.dirty {
 		gr.dirty = true
 		t.dirty = append(t.dirty, into)
@@ -331,7 +368,7 @@ func (t *trailBook) rebuild() {
 	}
 	t.nodes, t.nodeFree, t.groups, t.gslots = t.nodes[:0], t.nodeFree[:0], t.groups[:0], t.gslots[:0]
 	t.byAnchor.items, t.byLevel.items, t.dirty = t.byAnchor.items[:0], t.byLevel.items[:0], t.dirty[:0]
-	t.live, t.dead = 0, 0
+	t.live, t.dead, t.bottom = 0, 0, -1
 	byAnchor := make(map[float64]int32, 16)
 	for _, k := range kept {
 		g, ok := byAnchor[k.a]
@@ -356,6 +393,7 @@ func (t *trailBook) rebuild() {
 		gr := &t.groups[g]
 		t.byLevel.set(int32(2*g+1), gr.anchor-t.nodes[gr.root].d)
 	}
+	t.rebottom()
 }
 
 // validTrail reports whether d is a distance the engine can trail by.
