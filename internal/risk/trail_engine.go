@@ -18,6 +18,7 @@ type TrailCloser interface {
 // TrailLevel is one trailing stop's level as the engine holds it (MovedTrails).
 type TrailLevel struct {
 	PositionID int64
+	Symbol     string
 	Side       Side
 	Distance   float64
 	Level      float64
@@ -115,7 +116,7 @@ func (e *Engine) MovedTrails(dst []TrailLevel) []TrailLevel {
 			e.trailHits = t.moved(e.trailHits[:0])
 			for _, h := range e.trailHits {
 				p := &e.pos[h.pos]
-				dst = append(dst, TrailLevel{PositionID: p.id, Side: p.side, Distance: p.trailD, Level: h.level})
+				dst = append(dst, TrailLevel{PositionID: p.id, Symbol: b.symbol, Side: p.side, Distance: p.trailD, Level: h.level})
 			}
 		}
 	}
@@ -136,5 +137,5 @@ func (e *Engine) TrailOf(id int64) (t TrailLevel, ok bool) {
 	if p.tnode == 0 {
 		return TrailLevel{}, false
 	}
-	return TrailLevel{PositionID: id, Side: p.side, Distance: p.trailD, Level: e.books[p.sym].trails(p.side).level(p.tnode - 1)}, true
+	return TrailLevel{PositionID: id, Symbol: e.books[p.sym].symbol, Side: p.side, Distance: p.trailD, Level: e.books[p.sym].trails(p.side).level(p.tnode - 1)}, true
 }
