@@ -405,7 +405,6 @@ func decodeModifyTrail(r io.Reader) (sl, tp trading.StopChange, trail trading.Tr
 	return
 }
 
-
 type amountWire struct {
 	Amount       *string `json:"amount"`
 	RequestNonce string  `json:"requestNonce"`
