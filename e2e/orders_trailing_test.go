@@ -97,7 +97,7 @@ func TestTrailingStopSurvivesASIGKILLOfTheHolder(t *testing.T) {
 
 	d.web.stop(syscall.SIGKILL)
 	w.follower.waitLog(40*time.Second, func(l logLine) bool { return l.msg() == "risk sweep" })
-	d.web = w.follower // the new holder streams the prices setQuote waits for
+	d.web = w.follower                              // the new holder streams the prices setQuote waits for
 	d.setQuote(tok, "EURUSD", "1.10450", "1.10470") // above the stored 1.104: stays open
 	d.setQuote(tok, "EURUSD", "1.10390", "1.10410") // under it: closes here
 	got := d.waitClosed(id)

@@ -122,4 +122,3 @@ func checkTrailCloses(s *Snapshot, ev *Evidence) Result {
 	r.Figures = fmt.Sprintf("%d TRAILING_STOP closes judged", n)
 	return r
 }
-
