@@ -43,8 +43,13 @@ type trailBook struct {
 	// no heap: a rising market costs a tick O(1), not a sift through the other groups.
 	bottom int32   // −1: none
 	dirty  []int32 // groups whose anchor moved since the last MovedTrails
-	live   int32   // trails watched
-	dead   int32   // removed nodes still in a heap
+	// byKey finds the group of an anchor a trail is added at, so trails a previous holder stored
+	// from one high-water mark join one group at the load instead of one group each. Entries go
+	// stale as groups move, merge and retire; a lookup checks the group still has that anchor.
+	// Emptied by the rebuild.
+	byKey map[float64]int32
+	live  int32 // trails watched
+	dead  int32 // removed nodes still in a heap
 	// relink tells the owner a trail's node changed (the rebuild renumbers them).
 	relink func(pos, node int32)
 	// scratch
@@ -70,7 +75,7 @@ type trailGroup struct {
 }
 
 func newTrailBook(neg bool, relink func(pos, node int32)) *trailBook {
-	t := &trailBook{neg: neg, relink: relink, bottom: -1}
+	t := &trailBook{neg: neg, relink: relink, bottom: -1, byKey: map[float64]int32{}}
 	t.byAnchor = newHeap(&t.gslots, true)
 	t.byLevel = newHeap(&t.gslots, false)
 	return t
@@ -88,10 +93,12 @@ func (t *trailBook) in(p float64) float64 {
 // node. A level is where the trail stands now: bid − d for a BUY just set at the market, or the
 // level a previous holder stored.
 func (t *trailBook) add(pos int32, d, level float64) int32 {
-	anchor := t.in(level) + d
+	anchor := anchorOf(t.in(level) + d)
 	g := int32(-1)
 	if t.byAnchor.Len() > 0 && t.byAnchor.items[0].key == anchor {
 		g = t.byAnchor.items[0].ref >> 1 // the market's group: the usual case
+	} else if k, ok := t.byKey[anchor]; ok && t.groups[k].alive && t.groups[k].parent < 0 && t.groups[k].anchor == anchor {
+		g = k
 	}
 	if g < 0 {
 		if int(t.live)+64 < len(t.groups)/2 {
@@ -101,6 +108,7 @@ func (t *trailBook) add(pos int32, d, level float64) int32 {
 		t.groups = append(t.groups, trailGroup{anchor: anchor, root: -1, parent: -1, alive: true})
 		t.gslots = append(t.gslots, -1, -1)
 		t.byAnchor.push(2*g, anchor)
+		t.byKey[anchor] = g
 	}
 	n := t.newNode(pos, d, g)
 	gr := &t.groups[g]
@@ -110,6 +118,11 @@ func (t *trailBook) add(pos int32, d, level float64) int32 {
 	t.settle(g)
 	return n
 }
+
+// anchorOf rounds a high-water mark computed as level + distance to 1e-9, so the trails a
+// previous holder stored from one mark (level = mark − distance, each on the instrument's grid)
+// share it again, whatever the last bit of each float sum.
+func anchorOf(a float64) float64 { return math.Round(a*1e9) / 1e9 }
 
 // rebottom keeps bottom the group at byAnchor's root, out of byLevel; the group it replaces
 // goes into byLevel at its highest level.
@@ -369,7 +382,8 @@ func (t *trailBook) rebuild() {
 	t.nodes, t.nodeFree, t.groups, t.gslots = t.nodes[:0], t.nodeFree[:0], t.groups[:0], t.gslots[:0]
 	t.byAnchor.items, t.byLevel.items, t.dirty = t.byAnchor.items[:0], t.byLevel.items[:0], t.dirty[:0]
 	t.live, t.dead, t.bottom = 0, 0, -1
-	byAnchor := make(map[float64]int32, 16)
+	clear(t.byKey)
+	byAnchor := t.byKey
 	for _, k := range kept {
 		g, ok := byAnchor[k.a]
 		if !ok {

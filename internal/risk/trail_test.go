@@ -3,6 +3,7 @@ package risk
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -182,5 +183,24 @@ func TestTrailBookRebuildKeepsLevelsAndNodes(t *testing.T) {
 		if want := 95 + float64(1+i%50); b.level(n) != min(want, 100+float64(i%7)) {
 			t.Fatalf("trail %d at %v after the rebuild, want %v", i, b.level(n), min(want, 100+float64(i%7)))
 		}
+	}
+}
+
+// TestTrailBookRestoredTrailsOfOneMarkShareAGroup: trails a previous holder stored from one
+// high-water mark (level = mark − distance, on a 5-digit grid) load into one group, whatever
+// the last bit of each level + distance, and in any order among other marks.
+func TestTrailBookRestoredTrailsOfOneMarkShareAGroup(t *testing.T) {
+	t.Parallel()
+	b := newTrailBook(false, func(int32, int32) {})
+	rng := rand.New(rand.NewPCG(1, 2))
+	marks := []float64{1.10345, 1.10212, 1.09987}
+	for i := range int32(3000) {
+		mark := marks[rng.IntN(len(marks))]
+		d := float64(50+rng.IntN(500)) / 1e5
+		level := math.Round((mark-d)*1e5) / 1e5
+		b.add(i, d, level)
+	}
+	if n := b.byAnchor.Len(); n != len(marks) {
+		t.Fatalf("%d groups, want one per mark (%d)", n, len(marks))
 	}
 }
