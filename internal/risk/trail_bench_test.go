@@ -3,6 +3,7 @@ package risk
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -80,12 +81,13 @@ func BenchmarkTrailingTick(b *testing.B) {
 // trailDesk is benchDesk's accounts and instruments with n BUY positions on the burst symbol,
 // each with a stop loss (trail false) or a trailing stop (trail true) 0.5–1 % under the bid of
 // 1, spread over the accounts. Half the trails are set at the market; half carry a level a
-// previous holder stored, up to 0.2 % higher, so the desk starts with thousands of groups.
+// previous holder stored from one of 200 high-water marks up to 0.2 % higher (its groups), so
+// the desk starts with 200 groups the market merges as it climbs.
 func trailDesk(b *testing.B, n int, trail bool) *Engine {
 	snap, prices, _ := benchDesk(0, 0, 1e9)
 	rng := rand.New(rand.NewPCG(5, 8))
 	for i := range n {
-		d := 0.005 + 0.005*rng.Float64()
+		d := float64(500+rng.IntN(500)) / 1e5 // on EURUSD's grid, as every stored distance is
 		p := Position{ID: int64(i + 1), AccountID: int64(rng.IntN(benchAccounts) + 1), Symbol: burstSymbol, Side: Buy,
 			Volume: 0.1, OpenPrice: 1}
 		if !trail {
@@ -93,7 +95,7 @@ func trailDesk(b *testing.B, n int, trail bool) *Engine {
 		} else {
 			p.TrailDistance, p.TrailLevel = d, 1-d
 			if i%2 == 1 {
-				p.TrailLevel += 0.002 * rng.Float64()
+				p.TrailLevel = math.Round((1+float64(rng.IntN(200))/1e5-d)*1e5) / 1e5
 			}
 		}
 		snap.Positions = append(snap.Positions, p)
