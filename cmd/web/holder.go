@@ -134,6 +134,9 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 		}
 	}
 	riskEngine, err := newHolderRisk(h.db, h.trading, stream, h.desk, h.gate, h.inbox, h.metrics, h.relay, h.base, firstSweep, h.venue.workers(book.MaxWaiting))
+	if riskEngine != nil {
+		riskEngine.trailFlush = h.cfg.TrailFlush
+	}
 	if err != nil {
 		return fmt.Errorf("risk engine: %w", err)
 	}

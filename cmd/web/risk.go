@@ -78,6 +78,8 @@ type holderRisk struct {
 	engine   *risk.Engine
 	desk     *trading.RiskDesk
 	restored <-chan struct{} // desk.RiskRestored
+	// trailFlush is how often moved trailing-stop levels are stored (FXDESK_TRAIL_FLUSH).
+	trailFlush time.Duration
 }
 
 // newHolderRisk builds the risk engine over the holder's price stream; its first sweep carries
@@ -118,6 +120,13 @@ func (h *holderRisk) run(ctx context.Context) error {
 		select {
 		case <-h.engine.Ready():
 			h.desk.FollowBalances(ctx, balanceRefresh, h.engine.Apply)
+		case <-ctx.Done():
+		}
+	})
+	aside.Go(func() {
+		select {
+		case <-h.engine.Ready():
+			h.desk.FlushTrails(ctx, h.trailFlush, h.engine.MovedTrails)
 		case <-ctx.Done():
 		}
 	})

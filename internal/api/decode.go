@@ -379,15 +379,25 @@ func decodeNothing(r io.Reader) error {
 }
 
 type modifyWire struct {
-	SL *string `json:"sl"`
-	TP *string `json:"tp"`
+	SL           *string         `json:"sl"`
+	TP           *string         `json:"tp"`
+	TrailingStop json.RawMessage `json:"trailingStop"` // decode_trail.go
 }
 
 // decodeModify reads PATCH /positions/{id}: a field left out (or null) stays, "" removes it.
 func decodeModify(r io.Reader) (sl, tp trading.StopChange, err error) {
+	sl, tp, _, err = decodeModifyTrail(r)
+	return sl, tp, err
+}
+
+// decodeModifyTrail is decodeModify with the trailing stop (decode_trail.go).
+func decodeModifyTrail(r io.Reader) (sl, tp trading.StopChange, trail trading.TrailChange, err error) {
 	var w modifyWire
 	if err := decodeStrict(r, &w, false); err != nil {
-		return sl, tp, err
+		return sl, tp, trail, err
+	}
+	if trail, err = decodeTrail(w.TrailingStop); err != nil {
+		return sl, tp, trail, err
 	}
 	conv := func(field string, s *string) (trading.StopChange, error) {
 		if s == nil {

@@ -213,11 +213,11 @@ func handleModifyPosition(log *slog.Logger, svc *trading.Service) http.HandlerFu
 		if err != nil {
 			return err
 		}
-		sl, tp, err := decodeModify(r.Body)
+		sl, tp, trail, err := decodeModifyTrail(r.Body)
 		if err != nil {
 			return err
 		}
-		p, err := svc.ModifyPosition(r.Context(), principal(r.Context()).UserID, id, sl, tp)
+		p, err := svc.ModifyPositionTrail(r.Context(), principal(r.Context()).UserID, id, sl, tp, trail)
 		if err != nil {
 			return err
 		}

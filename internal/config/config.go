@@ -99,6 +99,7 @@ type Config struct {
 	Takeover Takeover
 
 	MirrorInterval time.Duration // FXDESK_MIRROR_INTERVAL, default 5s
+	TrailFlush     time.Duration // FXDESK_TRAIL_FLUSH, default 1s: how often the holder stores moved trailing-stop levels
 	// EventsPoll is how often a web process reads the events outbox for its events streams
 	// (FXDESK_EVENTS_POLL, default 200ms): one query per process, however many streams are open.
 	EventsPoll time.Duration
@@ -172,6 +173,7 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		LeaseTTL:       duration("FXDESK_LEASE_TTL", "20s"),
 		LeaseFence:     duration("FXDESK_LEASE_FENCE", "5s"),
 		MirrorInterval: duration("FXDESK_MIRROR_INTERVAL", "5s"),
+		TrailFlush:     duration("FXDESK_TRAIL_FLUSH", "1s"),
 		EventsPoll:     duration("FXDESK_EVENTS_POLL", "200ms"),
 		MirrorMaxAge:   duration("FXDESK_MIRROR_MAX_AGE", "15m"),
 		VenueInterval:  duration("FXDESK_VENUE_INTERVAL", "60s"),
@@ -286,6 +288,9 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("FXDESK_EVENTS_STREAM_BUFFER=%q must be a whole number from 16 to 1000000", getenv("FXDESK_EVENTS_STREAM_BUFFER")))
 	} else {
 		c.EventsBuffer = n
+	}
+	if c.TrailFlush < 10*time.Millisecond || c.TrailFlush > time.Minute {
+		errs = append(errs, fmt.Errorf("FXDESK_TRAIL_FLUSH=%s must be between 10ms and 1m: it bounds how much of a trailing stop's move a takeover may lose", c.TrailFlush))
 	}
 	if c.MirrorInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("FXDESK_MIRROR_INTERVAL=%s must be at least 100ms", c.MirrorInterval))
@@ -406,6 +411,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("clusterSecret", mask(c.ClusterSecret)),
 		slog.String("takeover", string(c.Takeover)),
 		slog.Duration("mirrorInterval", c.MirrorInterval),
+		slog.Duration("trailFlush", c.TrailFlush),
 		slog.Duration("eventsPoll", c.EventsPoll), slog.Int("eventsStreamBuffer", c.EventsBuffer),
 		slog.Duration("mirrorMaxAge", c.MirrorMaxAge),
 		slog.Duration("venueInterval", c.VenueInterval),

@@ -297,6 +297,15 @@ type Position struct {
 	OpenedAt       time.Time  `json:"openedAt"`
 	ClosedAt       *time.Time `json:"closedAt"`
 	Execution      string     `json:"execution"`
+	// TrailingStop is its trailing stop, absent when it has none (docs/orders.md).
+	TrailingStop *TrailingStop `json:"trailingStop,omitempty"`
+}
+
+// TrailingStop is a position's trailing stop: the distance it trails the market by and the
+// level the holder last stored (it may have moved since, by at most one flush interval).
+type TrailingStop struct {
+	Distance string `json:"distance"`
+	Level    string `json:"level"`
 }
 
 // PositionOf is p's payload.
@@ -310,6 +319,9 @@ func PositionOf(p book.Position) Position {
 	}
 	if p.Status == fx.PositionClosed {
 		v.ClosePrice = optString(p.ClosePrice)
+	}
+	if p.TrailDistance != nil && p.TrailLevel != nil {
+		v.TrailingStop = &TrailingStop{Distance: p.TrailDistance.String(), Level: p.TrailLevel.String()}
 	}
 	return v
 }

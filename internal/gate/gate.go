@@ -46,6 +46,7 @@ const (
 	EventRelay                      // one batch of the events outbox relayed to the Redis Stream (relay.Stream)
 	WebhookSend                     // one event posted to a webhook endpoint (relay.Webhooks)
 	Hedger                          // one pass of the hedger over the limited symbols (hedger.Runner)
+	TrailFlush                      // one batch of moved trailing-stop levels stored (trading.StoreTrailLevels)
 	numWork
 )
 
@@ -54,7 +55,7 @@ var workNames = [numWork]string{
 	RiskTick: "risk_tick", RiskSweep: "risk_sweep", RiskClose: "risk_close", StopOut: "stop_out",
 	RiskFill: "risk_fill", MarginCall: "margin_call", ExecutionReconciler: "execution_reconciler", HedgeMonitor: "hedge_monitor", MirrorPublish: "mirror_publish",
 	TickPublish: "tick_publish", VenueSend: "venue_send", EventRelay: "event_relay", WebhookSend: "webhook_send",
-	Hedger: "hedger",
+	Hedger: "hedger", TrailFlush: "trail_flush",
 }
 
 // Kinds lists every kind of work, in declaration order.
@@ -77,7 +78,7 @@ func (w Work) String() string {
 // (it is counted every time), or a lease lost for good would log every tick for ever.
 func (w Work) periodic() bool {
 	return w == RiskTick || w == ExecutionReconciler || w == HedgeMonitor || w == MirrorPublish || w == TickPublish ||
-		w == EventRelay || w == WebhookSend || w == Hedger
+		w == EventRelay || w == WebhookSend || w == Hedger || w == TrailFlush
 }
 
 // ErrNotHolder is the gate's one answer for dropped work. It is an fx EUNAVAILABLE error with the

@@ -13,7 +13,7 @@ func (e *Engine) addPositionLocked(ps Position) {
 	a := e.accountFor(ps.AccountID)
 	b := e.bookFor(ps.Symbol)
 	idx := takeIndex(&e.pos, &e.posFree, &e.posSlots, 2)
-	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP,
+	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP, trailD: ps.TrailDistance, tlevel: ps.TrailLevel,
 		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
 	a.positions = append(a.positions, idx)
 	e.posByID[ps.ID] = idx
@@ -133,6 +133,8 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 		sl, tp := e.books[p.sym].stopHeaps(p.side)
 		setStop(sl, 2*idx, p.sl)
 		setStop(tp, 2*idx+1, p.tp)
+	case TrailSet:
+		e.setTrailLocked(c.Position)
 	case PositionReduced:
 		idx, ok := e.posByID[c.Position.ID]
 		if !ok {

@@ -27,6 +27,7 @@
 //	                   │                 sell SL (ask ≥ SL) sell TP (ask ≤ TP)
 //	                   │                 buy LIMIT (ask ≤ p) buy STOP (ask ≥ p)
 //	                   │                 sell LIMIT (bid ≥ p) sell STOP (bid ≤ p)
+//	                   │               + 2 trail books (trail.go): buy trails on the bid, sell on the ask
 //	                   │               take only what fired ──▶ mark closing/filling ──▶ queue
 //	                   └──▶ book[symbol]: 2 margin-band heaps (lo, hi) + stale list
 //	                          accounts whose band the quote leaves, or changed since their last

@@ -101,6 +101,7 @@ type Engine struct {
 	legs        map[string]leg
 	due, refs   []int32      // scratch: accounts a tick marks, band refs it reached
 	fired       []heapEntry  // scratch: the triggers a tick fired
+	trailHits   []trailHit   // scratch: the trailing stops a tick fired, or a flush moved
 	firing      []int32      // scratch: the positions a tick's stops handed off
 	passed      []passedOver // scratch: the losers a stop-out pick passed over
 	bandTerms   []bandTerm   // scratch

@@ -68,6 +68,9 @@ type Position struct {
 	Volume    float64 // lots still open
 	OpenPrice float64
 	SL, TP    float64 // 0 = none
+	// TrailDistance and TrailLevel are its trailing stop (trail.go): the distance it trails the
+	// market by and its level now; 0 = none.
+	TrailDistance, TrailLevel float64
 }
 
 // Order is a resting LIMIT or STOP order.
@@ -256,6 +259,9 @@ const (
 	// order»): its trigger moves in its heap in O(log n); an order the engine no longer holds is
 	// added (an upsert, like OrderPlaced).
 	OrderModified
+	// TrailSet: Position.ID with its TrailDistance and TrailLevel (both 0 = the trailing stop
+	// removed), after a trader set, changed or removed it.
+	TrailSet
 )
 
 // Change is one committed change. Every field it carries is absolute (a volume, a balance, a

@@ -25,7 +25,7 @@ type job struct {
 	reason  fx.CloseReason
 	symbol  string
 	quote   tick.Quote
-	level   float64   // alerts
+	level   float64   // an alert's margin level; a trailing stop's close: the level it fired at
 	cleared bool      // an alert: the margin call ended
 	arrived time.Time // when the engine received the tick (or began the sweep) that decided it
 	stop    *StopOut  // a stop-out's decision, for its record; nil for every other job

@@ -21,6 +21,11 @@ type position struct {
 	volume float64 // lots still open
 	open   float64
 	sl, tp float64 // 0 = none
+	trailD float64 // trailing stop distance; 0 = none
+	// tlevel is the trailing stop's level while it is out of its trail book (closing, or not
+	// yet indexed); inside it, the book holds it (node tnode−1; 0 = in none).
+	tlevel float64
+	tnode  int32
 	est    float64 // estimated realised profit in the account currency, while closing
 	acct   int32   // e.accts
 	sym    int32   // e.books
@@ -150,6 +155,8 @@ type book struct {
 	buySL, buyTP, sellSL, sellTP triggerHeap
 	// A buy order fills at the ask and triggers on it, a sell order on the bid.
 	buyLimit, buyStop, sellLimit, sellStop triggerHeap
+	// Trailing stops (trail.go): a buy's trail on the bid, a sell's on the ask.
+	buyTrail, sellTrail *trailBook
 	// The margin bands of the accounts whose marks this symbol's quote moves, directly or as a
 	// conversion leg: lo fires when the lower of bid and ask falls to an account's lower edge,
 	// hi when the higher rises to its upper edge.
@@ -172,6 +179,8 @@ func (e *Engine) newBook(symbol string, idx int32) *book {
 		sellStop:  newHeap(&e.ordSlots, false), // bid ≤ price
 		lo:        newHeap(&e.bandSlots, false),
 		hi:        newHeap(&e.bandSlots, true),
+		buyTrail:  newTrailBook(false, e.relinkTrail),
+		sellTrail: newTrailBook(true, e.relinkTrail),
 	}
 }
 

@@ -76,6 +76,7 @@ func (e *Engine) fireLocked(ctx context.Context, b *book, px *pricer, arrived ti
 			e.handOffLocked(job{kind: jobClose, idx: idx, id: p.id, account: e.accts[p.acct].ID, reason: reason, symbol: b.symbol, quote: px.q, arrived: arrived})
 		}
 	}
+	e.fireTrailsLocked(b, px, arrived)
 	e.flushLocked()
 	for _, idx := range e.firing {
 		e.closingLocked(idx, px)

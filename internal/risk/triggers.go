@@ -9,6 +9,7 @@ func (e *Engine) indexPositionLocked(idx int32) {
 	if p.tp > 0 {
 		tp.push(2*idx+1, p.tp)
 	}
+	e.indexTrailLocked(idx)
 }
 
 func (e *Engine) unindexPositionLocked(idx int32) {
@@ -16,6 +17,7 @@ func (e *Engine) unindexPositionLocked(idx int32) {
 	sl, tp := e.books[p.sym].stopHeaps(p.side)
 	sl.remove(2 * idx)
 	tp.remove(2*idx + 1)
+	e.unindexTrailLocked(idx)
 }
 
 // setStop moves, adds or removes one stop of a watched position in O(log n).

@@ -39,6 +39,9 @@ func (e *Engine) execute(ctx context.Context, j job) error {
 		if j.stop != nil {
 			return e.cfg.Executor.StopOut(ctx, j.id, j.account, j.quote, *j.stop)
 		}
+		if tc, ok := e.cfg.Executor.(TrailCloser); ok && j.reason == fx.CloseTrailingStop {
+			return tc.CloseTrailing(ctx, j.id, j.account, j.level, j.quote)
+		}
 		return e.cfg.Executor.Close(ctx, j.id, j.account, j.reason, j.quote)
 	case jobFill:
 		return e.cfg.Executor.Fill(ctx, j.id, j.quote)

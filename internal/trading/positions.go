@@ -38,8 +38,13 @@ type StopChange struct {
 // ModifyPosition sets or removes SL and TP of userID's open position id, checked against this
 // process's current price.
 func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp StopChange) (book.Position, error) {
-	if !sl.Set && !tp.Set {
-		return book.Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp or both (an empty string removes one).")
+	return s.modifyPosition(ctx, userID, id, sl, tp, TrailChange{})
+}
+
+// modifyPosition is ModifyPosition with a trailing stop (trail.go, ModifyPositionTrail).
+func (s *Service) modifyPosition(ctx context.Context, userID, id int64, sl, tp StopChange, trail TrailChange) (book.Position, error) {
+	if !sl.Set && !tp.Set && !trail.Set {
+		return book.Position{}, fx.Errorf(fx.EINVALID, "Nothing to change: send sl, tp, trailingStop or several (an empty string or null removes one).")
 	}
 	p, err := book.LoadPosition(ctx, s.db, userID, id)
 	if err != nil {
@@ -93,6 +98,10 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if err := checkStops(in, p.Side, ref, chkSL, chkTP); err != nil {
 		return book.Position{}, err
 	}
+	tw, err := resolveTrail(in, p, q, trail)
+	if err != nil {
+		return book.Position{}, err
+	}
 	// The UPDATE can be a deadlock's victim: it may reach the row through the open-positions
 	// index while a close holding the row waits to change that index.
 	var n int64
@@ -108,7 +117,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 				return events.Event{}, err
 			}
 			return events.Event{AccountID: p.AccountID, UserID: user, Type: events.PositionModified, Payload: events.PositionOf(p), Term: s.term()}, nil
-		}, "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'", newSL, newTP, id)
+		}, tw.sql("UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'"), tw.args(newSL, newTP, id)...)
 		return err
 	})
 	if err != nil {
@@ -117,7 +126,7 @@ func (s *Service) ModifyPosition(ctx context.Context, userID, id int64, sl, tp S
 	if n == 0 {
 		return book.Position{}, fx.Errorf(fx.ECONFLICT, "Position %d is closed.", id)
 	}
-	s.notify(ctx, risk.Change{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}})
+	s.notify(ctx, append([]risk.Change{{Kind: risk.PositionModified, Position: risk.Position{ID: id, SL: floatOf(newSL), TP: floatOf(newTP)}}}, tw.change(id)...)...)
 	if link, ok := s.links.get(id); ok {
 		s.reserveClose(link.tradeID, newSL, newTP)
 	}

@@ -451,7 +451,7 @@ func riskSide(s fx.Side) risk.Side {
 
 func riskPosition(p book.Position) risk.Position {
 	return risk.Position{ID: p.ID, AccountID: p.AccountID, Symbol: p.Symbol, Side: riskSide(p.Side), Volume: p.Volume.InexactFloat64(),
-		OpenPrice: p.OpenPrice.InexactFloat64(), SL: floatOf(p.SL), TP: floatOf(p.TP)}
+		OpenPrice: p.OpenPrice.InexactFloat64(), SL: floatOf(p.SL), TP: floatOf(p.TP), TrailDistance: floatOf(p.TrailDistance), TrailLevel: floatOf(p.TrailLevel)}
 }
 
 func positionOpened(p book.Position) risk.Change {

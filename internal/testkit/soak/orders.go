@@ -8,6 +8,7 @@ var orderActions = []func(t *trader, ctx context.Context){
 	modifyResting,
 	(*trader).placeStopLimit, (*trader).placeOCO,
 	boundedMarket, policyMarket, // orders_bound.go
+	(*trader).trailAction,
 }
 
 // orderAction runs one of orderActions (none: nothing).

@@ -35,6 +35,7 @@ type sampler struct {
 	desks   []invariant.DeskSample
 	rows    []invariant.RowSample
 	mirrors []invariant.MirrorSample
+	trails  trailSamples // orders_trail.go
 }
 
 func newSampler(c *cluster, path string) (*sampler, error) {
@@ -98,6 +99,7 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 		}
 		s.record(sampleLine{Row: &r})
 	})
+	wg.Go(func() { s.trails.sample(ctx, s.c.direct) })
 	wg.Go(func() {
 		m := s.sampleMirror(ctx)
 		s.record(sampleLine{Mirror: &m})

@@ -61,6 +61,8 @@ type Evidence struct {
 	ReconcileErr string
 	// Prices is what the price lane saw (nil: it did not run).
 	Prices *PriceEvidence
+	// Trails are the trailing stops sampled during the run (check_orders_trail.go).
+	Trails []TrailSample
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it

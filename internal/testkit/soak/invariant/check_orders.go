@@ -15,4 +15,5 @@ var orderChecks = []func(*Snapshot, *Evidence) Result{
 	checkModifiedOrders,
 	checkOCOAtMostOneFilled, checkStopLimitWithinLimit,
 	checkBoundHonoured, checkFOKWhole, checkIOCPart, // check_orders_bound.go
+	checkTrailMonotonic, checkTrailCloses,
 }
