@@ -309,6 +309,7 @@ type marketFill struct {
 	original *book.Order // the order its request nonce already names in the database
 	replayOf *marketFill // the write before it in the batch with the same request nonce
 	fill     openedFill
+	net      *netFill // a NETTING or FIFO account's fill, instead of fill
 	a        book.Account
 	// sending is the EXTERNAL order this write reserved (SENDING); sendingIdx its id's index.
 	sending    *book.Order
@@ -325,6 +326,7 @@ func (w *marketFill) Wants(l *book.Plan) {
 
 func (w *marketFill) Apply(r *book.Rows) error {
 	w.res, w.original, w.replayOf, w.fill, w.sending = OrderResult{}, nil, nil, openedFill{}, nil
+	w.net = nil
 	a, found := r.Accounts[w.Account]
 	if !found {
 		return book.AccountNotFound(w.Account)
@@ -370,7 +372,7 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	if err := checkStops(in, w.r.Side, ref, w.r.SL, w.r.TP); err != nil {
 		return err
 	}
-	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], w.r.Side, w.r.Volume, price)
+	commission, after, net, err := fillCheckMode(r, a, in, w.r.Side, w.r.Volume, price)
 	if err != nil {
 		return err
 	}
@@ -379,6 +381,9 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	var hedge *int
 	execution, w.rule, hedge = routeOf(r.Catalog, a, in.Symbol, w.r.Volume, w.s.profileNow(r.Catalog, a.ID, w.profile))
 	if execution == fx.External {
+		if net != nil {
+			return errModeExternal(a, positionModeOf(r.Catalog, a))
+		}
 		return w.reserve(r, a, key)
 	}
 	o := book.Order{AccountID: a.ID, Symbol: in.Symbol, Side: w.r.Side, Type: fx.Market, Volume: w.r.Volume, SL: w.r.SL, TP: w.r.TP,
@@ -390,7 +395,11 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(orderInsertSQL, o.AccountID, o.Symbol, o.Side, o.Type, o.Volume, o.Price, o.SL, o.TP, o.TimeInForce, o.ExpiresAt, o.Status, o.RequestNonce, o.RequestHash, o.FillPrice, o.RouteRuleID, o.HedgePercent)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
-	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
+	if net != nil {
+		if w.net, err = w.s.writeNet(r, a, in, o, orderVar, price, net, events.OrderFilled); err != nil {
+			return err
+		}
+	} else if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
 	}
 	if w.r.RequestNonce != "" {
@@ -440,6 +449,11 @@ func (w *marketFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 		// Answered with the order the same nonce opened earlier in this batch.
 		w.res = OrderResult{Order: w.replayOf.res.Order, Position: w.replayOf.res.Position, Replayed: true}
 		return nil
+	}
+	if w.net != nil {
+		o, p, d, changes := w.net.committed(r, ids, w.a)
+		w.res = OrderResult{Order: o, Position: p, Commission: d}
+		return changes
 	}
 	p, d := w.fill.written(r, ids)
 	o := w.fill.order
@@ -554,8 +568,8 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)
-	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
-		FromSession: []events.SessionField{{Field: "id", Var: orderVar}, {Field: "positionId", Var: posVar}}}); err != nil {
+	// orderEvent "": the caller writes the order's event (a NETTING or FIFO fill, netting.go).
+	if err := addOrderEvent(r, a, orderEvent, filled, orderVar, posVar, term); err != nil {
 		return openedFill{}, err
 	}
 	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,

@@ -295,7 +295,8 @@ type restingFill struct {
 	id int64
 
 	fill     openedFill
-	rejected error // why the account could not carry it: the order was REJECTED instead
+	net      *netFill // a NETTING or FIFO account's fill, instead of fill
+	rejected error    // why the account could not carry it: the order was REJECTED instead
 	a        book.Account
 }
 
@@ -306,7 +307,7 @@ func (w *restingFill) Wants(l *book.Plan) {
 }
 
 func (w *restingFill) Apply(r *book.Rows) error {
-	w.fill, w.rejected = openedFill{}, nil
+	w.fill, w.rejected, w.net = openedFill{}, nil, nil
 	a, found := r.Accounts[w.Account]
 	if !found {
 		return book.AccountNotFound(w.Account)
@@ -340,8 +341,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	err = checkOpen(t, o.Volume)
 	var commission decimal.Decimal
 	var after book.Metrics
+	var net *netDecision
 	if err == nil {
-		commission, after, err = fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
+		commission, after, net, err = fillCheckMode(r, a, in, o.Side, o.Volume, price)
 	}
 	if refused := stateRefusal(*a, actOpen); refused != nil {
 		// A CLOSE_ONLY or DISABLED account takes no new exposure: the order it left resting is
@@ -363,7 +365,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
+	if net != nil {
+		if w.net, err = w.s.writeNet(r, a, in, *o, orderVar, price, net, events.OrderTriggered); err != nil {
+			return err
+		}
+	} else if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
 		return err
 	}
 	w.a = *a
@@ -375,6 +381,10 @@ func (w *restingFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 		w.s.log.WarnContext(w.Ctx, "resting order rejected at its trigger", slog.Int64("order", w.id), slog.String("why", w.rejected.Error()))
 		w.Err = fmt.Errorf("fill order %d: rejected: %w", w.id, risk.ErrAlreadyClosed)
 		return []risk.Change{{Kind: risk.OrderCancelled, Order: risk.Order{ID: w.id}}}
+	}
+	if w.net != nil {
+		_, _, _, changes := w.net.committed(r, ids, w.a)
+		return append([]risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}}, changes...)
 	}
 	p, _ := w.fill.written(r, ids)
 	return []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
