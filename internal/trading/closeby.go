@@ -69,7 +69,7 @@ func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, non
 // closeByKeys are the idempotency keys of a close-by's two deals: the nonce's, whatever pair it
 // names, so a nonce is bound to the first pair it closed.
 func closeByKeys(account int64, nonce string) [2]string {
-	base := "closeby:" + itoa(account) + ":" + nonce + ":"
+	base := "close:by:" + itoa(account) + ":" + nonce + ":"
 	return [2]string{base + "1", base + "2"}
 }
 
@@ -174,7 +174,8 @@ func (w *closeByWrite) Apply(r *book.Rows) error {
 	}
 	v := decimal.Min(p.Volume, q.Volume)
 	price := q.OpenPrice // both legs close here: no spread is paid
-	keys := [2]string{"closeby:" + itoa(p.ID) + ":" + p.Volume.String(), "closeby:" + itoa(q.ID) + ":" + q.Volume.String()}
+	// Every close deal's key starts "close:" (the ledger's readers find a position's closes by it).
+	keys := [2]string{"close:" + itoa(p.ID) + ":" + p.Volume.String(), "close:" + itoa(q.ID) + ":" + q.Volume.String()}
 	if w.nonce != "" {
 		keys = closeByKeys(a.ID, w.nonce)
 	}

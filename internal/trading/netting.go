@@ -199,7 +199,7 @@ func (s *Service) writeNet(r *book.Rows, a *book.Account, in catalog.Instrument,
 			resultVar = v
 		}
 		_, trade, err := closeLeg(r, a, in, l.h, v, l.volume, price, fx.CloseNetted,
-			book.Deal{IdempotencyKey: fmt.Sprintf("netted:%d:order:", i), IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: v}}, s.term())
+			book.Deal{IdempotencyKey: fmt.Sprintf("close:netted:%d:order:", i), IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: v}}, s.term())
 		if err != nil {
 			return nil, err
 		}

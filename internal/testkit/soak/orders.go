@@ -4,7 +4,9 @@ import "context"
 
 // orderActions are the trader lane's uses of the order types and position modes of
 // docs/orders.md; orderAction runs one of them, picked at random.
-var orderActions = []func(t *trader, ctx context.Context){}
+var orderActions = []func(t *trader, ctx context.Context){
+	(*trader).closeBy,
+}
 
 // orderAction runs one of orderActions (none: nothing).
 func (t *trader) orderAction(ctx context.Context) {

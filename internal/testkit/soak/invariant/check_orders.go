@@ -11,4 +11,6 @@ func checkOrders(s *Snapshot, ev *Evidence) []Result {
 }
 
 // orderChecks lists them, one line each.
-var orderChecks = []func(*Snapshot, *Evidence) Result{}
+var orderChecks = []func(*Snapshot, *Evidence) Result{
+	checkNettingOnePosition, checkFIFOOneSide, checkFIFOOldestFirst,
+}
