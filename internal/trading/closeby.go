@@ -2,6 +2,7 @@ package trading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +22,8 @@ import (
 // one HEDGING account on one symbol closed against each other, with no spread paid. v = the
 // smaller volume; the position named in the path closes v at the opposite's open price, and the
 // opposite closes v at its own open price (no profit), so the pair realises
-// (sell open − buy open) × v and nothing else. No quote of the symbol is needed — it works while
+// (sell open − buy open) × v and nothing else. Its deals keep the ledger's close keys
+// (close:<position>:<volume before>); its nonce binds in fx_close_by (migration 000037). No quote of the symbol is needed — it works while
 // its market is closed — but the profit's conversion into the account's currency needs that
 // conversion's price when the symbol is not quoted in it.
 
@@ -35,8 +37,9 @@ type CloseByResult struct {
 }
 
 // CloseBy closes userID's position id against its opposite position oppositeID. A requestNonce
-// makes a retry answer the original (its two deals carry the nonce in their idempotency keys,
-// so a second execution cannot commit); the nonce used for another pair is EKEYREUSED.
+// makes a retry answer the original: the close-by's row in fx_close_by, unique per account and
+// nonce, is written in its transaction, so a second execution cannot commit; the nonce used for
+// another pair is EKEYREUSED.
 func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, nonce string) (CloseByResult, error) {
 	if id == oppositeID {
 		return CloseByResult{}, fx.Errorf(fx.EINVALID, "oppositeId must name another position than %d.", id)
@@ -52,13 +55,12 @@ func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, non
 	w := &closeByWrite{s: s, Queued: book.NewQueued(ctx, gate.Close, "close by", 0, slog.Int64("position_id", id), slog.Int64("opposite_id", oppositeID)),
 		userID: userID, id: id, opp: oppositeID, nonce: nonce}
 	s.commits.Submit(w)
-	if errors.Is(w.Err, book.ErrReplayed) {
-		// The original committed while this retry was planned.
-		res, ok, err := s.closeByReplay(ctx, userID, id, oppositeID, nonce)
-		if err == nil && !ok {
-			err = fmt.Errorf("close by %d: nonce %q: %w", id, nonce, w.Err)
+	if w.Err != nil && nonce != "" && fx.ErrorCode(w.Err) != fx.EUNAVAILABLE && fx.ErrorCode(w.Err) != fx.EUNKNOWN {
+		// A retry whose original committed while it was planned — in the same batch, it failed on
+		// the nonce's key, or found the pair it closed: answered with the original.
+		if res, ok, err := s.closeByReplay(ctx, userID, id, oppositeID, nonce); ok || err != nil {
+			return res, err
 		}
-		return res, err
 	}
 	if w.Err != nil {
 		return CloseByResult{}, w.Err
@@ -66,41 +68,39 @@ func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, non
 	return w.res, nil
 }
 
-// closeByKeys are the idempotency keys of a close-by's two deals: the nonce's, whatever pair it
-// names, so a nonce is bound to the first pair it closed.
-func closeByKeys(account int64, nonce string) [2]string {
-	base := "close:by:" + itoa(account) + ":" + nonce + ":"
-	return [2]string{base + "1", base + "2"}
-}
-
-// closeByReplay answers a close-by whose nonce's deals exist: the original, or EKEYREUSED when
-// they name another pair. ok is false when the nonce has not been used.
+// closeByReplay answers a close-by whose nonce the account has used: the original, or
+// EKEYREUSED when it closed another pair. ok is false when the nonce has not been used.
 func (s *Service) closeByReplay(ctx context.Context, userID, id, oppositeID int64, nonce string) (CloseByResult, bool, error) {
 	p, err := book.LoadPosition(ctx, s.db, userID, id)
 	if err != nil {
 		return CloseByResult{}, false, err
 	}
-	var deals []book.Deal
-	for _, k := range closeByKeys(p.AccountID, nonce) {
-		d, err := store.QueryAll(ctx, s.db, "close-by deal", book.ScanDeal, book.DealByKeySQL, k)
-		if err != nil {
-			return CloseByResult{}, false, err
-		}
-		deals = append(deals, d...)
-	}
-	if len(deals) == 0 {
+	var pos, opp int64
+	err = s.db.QueryRowContext(ctx, "SELECT `positionId`, `oppositeId` FROM `fx_close_by` WHERE `accountId` = ? AND `requestNonce` = ?", p.AccountID, nonce).Scan(&pos, &opp)
+	if errors.Is(err, sql.ErrNoRows) {
 		return CloseByResult{}, false, nil
 	}
-	if len(deals) != 2 || deals[0].PositionID == nil || deals[1].PositionID == nil || *deals[0].PositionID != id || *deals[1].PositionID != oppositeID {
-		return CloseByResult{}, true, fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d for another close-by; nothing was done. "+
-			"Send a new close-by with a new requestNonce; resending the original request unchanged replays it.", nonce, p.AccountID)
+	if err != nil {
+		return CloseByResult{}, false, fmt.Errorf("close by %d: nonce %q: %w", id, nonce, err)
+	}
+	if pos != id || opp != oppositeID {
+		return CloseByResult{}, true, fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d to close position %d by %d; nothing was done. "+
+			"Send a new close-by with a new requestNonce; resending the original request unchanged replays it.", nonce, p.AccountID, pos, opp)
 	}
 	q, err := book.LoadPosition(ctx, s.db, userID, oppositeID)
 	if err != nil {
 		return CloseByResult{}, true, err
 	}
+	deals, err := store.QueryAll(ctx, s.db, "close-by deals", book.ScanDeal, "SELECT "+book.DealCols+" FROM `fx_deal` d WHERE d.`accountId` = ? AND d.`positionId` IN (?, ?) AND d.`comment` = ? ORDER BY d.`id`",
+		p.AccountID, id, oppositeID, closeByComment)
+	if err != nil {
+		return CloseByResult{}, true, err
+	}
 	return CloseByResult{Position: p, Opposite: q, Deals: deals, Replayed: true}, true, nil
 }
+
+// closeByComment is the comment of a close-by's deals (closeLeg's, for reason CLOSE_BY).
+var closeByComment = "close " + strings.ToLower(string(fx.CloseBy))
 
 // closeByWrite is one close-by waiting for its group commit: both positions locked in its batch,
 // their account before them.
@@ -177,7 +177,7 @@ func (w *closeByWrite) Apply(r *book.Rows) error {
 	// Every close deal's key starts "close:" (the ledger's readers find a position's closes by it).
 	keys := [2]string{"close:" + itoa(p.ID) + ":" + p.Volume.String(), "close:" + itoa(q.ID) + ":" + q.Volume.String()}
 	if w.nonce != "" {
-		keys = closeByKeys(a.ID, w.nonce)
+		r.Writes.Exec("INSERT INTO `fx_close_by` (`accountId`, `requestNonce`, `positionId`, `oppositeId`, `createdAt`) VALUES (?, ?, ?, ?, NOW(3))", a.ID, w.nonce, p.ID, q.ID)
 	}
 	w.pair = [2]*book.Position{p, q}
 	for i, x := range w.pair {
@@ -208,7 +208,7 @@ func (w *closeByWrite) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 }
 
 func (w *closeByWrite) Failed(err error) error {
-	if store.IsDuplicateKey(err) && w.nonce != "" && strings.Contains(err.Error(), "idempotency") {
+	if store.IsDuplicateKey(err) && w.nonce != "" {
 		return book.ErrReplayed
 	}
 	return fmt.Errorf("close position %d by %d: %w", w.id, w.opp, err)

@@ -119,3 +119,38 @@ func TestCloseByRefusedOffHedging(t *testing.T) {
 		t.Fatalf("refused close-by changed the position: %s", v)
 	}
 }
+
+// A close-by and its retry in one group commit: one closes the pair, the other is answered with
+// it (replayed); the pair's two deals are written once.
+func TestCloseByRetryInOneBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9923
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := modeAccount(t, svc, user, fx.Hedging)
+	buy, err := svc.PlaceOrder(ctx, user, market(a.ID, fx.Buy, "0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sell, err := svc.PlaceOrder(ctx, user, market(a.ID, fx.Sell, "0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOneBatch(svc, 2)
+	var res [2]CloseByResult
+	var errs [2]error
+	concurrently(
+		func() { res[0], errs[0] = svc.CloseBy(ctx, user, buy.Position.ID, sell.Position.ID, "same") },
+		func() { res[1], errs[1] = svc.CloseBy(ctx, user, buy.Position.ID, sell.Position.ID, "same") },
+	)
+	if errs[0] != nil || errs[1] != nil || res[0].Replayed == res[1].Replayed {
+		t.Fatalf("close-by and its retry in one batch: %v %v, replayed %v %v; want one of each", errs[0], errs[1], res[0].Replayed, res[1].Replayed)
+	}
+	var n int
+	testDB.QueryRow("SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` = ? AND `comment` = 'close close_by'", a.ID).Scan(&n)
+	if n != 2 {
+		t.Fatalf("%d close-by deals, want 2", n)
+	}
+	wantDecimal(t, "the buy's rest", positionOf(t, buy.Position.ID).Volume, "0.1")
+	ledgerBalanced(t, a.ID)
+}

@@ -198,8 +198,7 @@ func (s *Service) writeNet(r *book.Rows, a *book.Account, in catalog.Instrument,
 		if resultVar == "" {
 			resultVar = v
 		}
-		_, trade, err := closeLeg(r, a, in, l.h, v, l.volume, price, fx.CloseNetted,
-			book.Deal{IdempotencyKey: fmt.Sprintf("close:netted:%d:order:", i), IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: v}}, s.term())
+		_, trade, err := closeLeg(r, a, in, l.h, v, l.volume, price, fx.CloseNetted, nettedDeal(l.h, v, orderVar, i), s.term())
 		if err != nil {
 			return nil, err
 		}
@@ -232,6 +231,17 @@ func (s *Service) writeNet(r *book.Rows, a *book.Account, in catalog.Instrument,
 	filled := o
 	filled.PositionID = new(int64)
 	return f, addOrderEvent(r, a, orderEvent, filled, orderVar, resultVar, s.term())
+}
+
+// nettedDeal is the key (and ids) of the deal of the i-th leg of a fill: a close's own key,
+// close:<position>:<volume before>, like any close of the position; for a position this batch
+// opened (its id not known yet) the key names the filling order instead, whose id the ledger
+// appends (ledger.Deal.IDsFrom).
+func nettedDeal(h *book.Held, v, orderVar string, i int) book.Deal {
+	if h.Var == "" {
+		return book.Deal{IdempotencyKey: "close:" + itoa(h.ID) + ":" + h.Volume.String()}
+	}
+	return book.Deal{IdempotencyKey: fmt.Sprintf("close:netted:%d:order:", i), IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: v}}
 }
 
 // heldVar is a session variable holding held position h's id, and its index: the one that
