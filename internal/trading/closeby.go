@@ -2,8 +2,6 @@ package trading
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -22,8 +20,7 @@ import (
 // one HEDGING account on one symbol closed against each other, with no spread paid. v = the
 // smaller volume; the position named in the path closes v at the opposite's open price, and the
 // opposite closes v at its own open price (no profit), so the pair realises
-// (sell open − buy open) × v and nothing else. Its deals keep the ledger's close keys
-// (close:<position>:<volume before>); its nonce binds in fx_close_by (migration 000037). No quote of the symbol is needed — it works while
+// (sell open − buy open) × v and nothing else. No quote of the symbol is needed — it works while
 // its market is closed — but the profit's conversion into the account's currency needs that
 // conversion's price when the symbol is not quoted in it.
 
@@ -37,9 +34,10 @@ type CloseByResult struct {
 }
 
 // CloseBy closes userID's position id against its opposite position oppositeID. A requestNonce
-// makes a retry answer the original: the close-by's row in fx_close_by, unique per account and
-// nonce, is written in its transaction, so a second execution cannot commit; the nonce used for
-// another pair is EKEYREUSED.
+// makes a retry answer the original: the close-by's two deals carry it in their idempotency keys
+// (closeByKey), and a close-by always closes the smaller of its pair whole, so the same pair can
+// never be closed by it twice — a retry finds its deals (or, planned before they committed, its
+// pair closed) and is answered with them. The nonce used for another pair is EKEYREUSED.
 func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, nonce string) (CloseByResult, error) {
 	if id == oppositeID {
 		return CloseByResult{}, fx.Errorf(fx.EINVALID, "oppositeId must name another position than %d.", id)
@@ -56,8 +54,7 @@ func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, non
 		userID: userID, id: id, opp: oppositeID, nonce: nonce}
 	s.commits.Submit(w)
 	if w.Err != nil && nonce != "" && fx.ErrorCode(w.Err) != fx.EUNAVAILABLE && fx.ErrorCode(w.Err) != fx.EUNKNOWN {
-		// A retry whose original committed while it was planned — in the same batch, it failed on
-		// the nonce's key, or found the pair it closed: answered with the original.
+		// A retry whose original committed while it was planned: it found the pair closed.
 		if res, ok, err := s.closeByReplay(ctx, userID, id, oppositeID, nonce); ok || err != nil {
 			return res, err
 		}
@@ -68,6 +65,19 @@ func (s *Service) CloseBy(ctx context.Context, userID, id, oppositeID int64, non
 	return w.res, nil
 }
 
+// closeByKey is the idempotency key of a close-by's deal closing position id from volume
+// before: a close's key (close:<position>:<volume before>, which the ledger's readers parse)
+// with the nonce in it, close:<position>:by:<nonce>:<volume before>.
+func closeByKey(id int64, nonce string, before decimal.Decimal) string {
+	if nonce == "" {
+		return "close:" + itoa(id) + ":" + before.String()
+	}
+	return "close:" + itoa(id) + ":by:" + nonce + ":" + before.String()
+}
+
+// likeEscaper escapes a nonce for a LIKE pattern with ESCAPE '!'.
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 // closeByReplay answers a close-by whose nonce the account has used: the original, or
 // EKEYREUSED when it closed another pair. ok is false when the nonce has not been used.
 func (s *Service) closeByReplay(ctx context.Context, userID, id, oppositeID int64, nonce string) (CloseByResult, bool, error) {
@@ -75,32 +85,37 @@ func (s *Service) closeByReplay(ctx context.Context, userID, id, oppositeID int6
 	if err != nil {
 		return CloseByResult{}, false, err
 	}
-	var pos, opp int64
-	err = s.db.QueryRowContext(ctx, "SELECT `positionId`, `oppositeId` FROM `fx_close_by` WHERE `accountId` = ? AND `requestNonce` = ?", p.AccountID, nonce).Scan(&pos, &opp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return CloseByResult{}, false, nil
-	}
+	found, err := store.QueryAll(ctx, s.db, "close-by deals", book.ScanDeal, "SELECT "+book.DealCols+" FROM `fx_deal` d WHERE d.`accountId` = ? AND d.`idempotencyKey` LIKE ? ESCAPE '!' ORDER BY d.`id`",
+		p.AccountID, "close:%:by:"+likeEscaper.Replace(nonce)+":%")
 	if err != nil {
 		return CloseByResult{}, false, fmt.Errorf("close by %d: nonce %q: %w", id, nonce, err)
 	}
-	if pos != id || opp != oppositeID {
-		return CloseByResult{}, true, fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d to close position %d by %d; nothing was done. "+
-			"Send a new close-by with a new requestNonce; resending the original request unchanged replays it.", nonce, p.AccountID, pos, opp)
+	var deals []book.Deal
+	for _, d := range found {
+		// The pattern's % may span colons of another nonce: keep the keys of exactly this one.
+		if d.PositionID != nil && d.IdempotencyKey == closeByKey(*d.PositionID, nonce, keyVolume(d.IdempotencyKey)) {
+			deals = append(deals, d)
+		}
+	}
+	if len(deals) == 0 {
+		return CloseByResult{}, false, nil
+	}
+	if len(deals) != 2 || *deals[0].PositionID != id || *deals[1].PositionID != oppositeID {
+		return CloseByResult{}, true, fx.Errorf(fx.EKEYREUSED, "requestNonce %q was already used on account %d for another close-by (position %d); nothing was done. "+
+			"Send a new close-by with a new requestNonce; resending the original request unchanged replays it.", nonce, p.AccountID, *deals[0].PositionID)
 	}
 	q, err := book.LoadPosition(ctx, s.db, userID, oppositeID)
-	if err != nil {
-		return CloseByResult{}, true, err
-	}
-	deals, err := store.QueryAll(ctx, s.db, "close-by deals", book.ScanDeal, "SELECT "+book.DealCols+" FROM `fx_deal` d WHERE d.`accountId` = ? AND d.`positionId` IN (?, ?) AND d.`comment` = ? ORDER BY d.`id`",
-		p.AccountID, id, oppositeID, closeByComment)
 	if err != nil {
 		return CloseByResult{}, true, err
 	}
 	return CloseByResult{Position: p, Opposite: q, Deals: deals, Replayed: true}, true, nil
 }
 
-// closeByComment is the comment of a close-by's deals (closeLeg's, for reason CLOSE_BY).
-var closeByComment = "close " + strings.ToLower(string(fx.CloseBy))
+// keyVolume is the volume before a close, the last part of its deal's key.
+func keyVolume(key string) decimal.Decimal {
+	v, _ := decimal.NewFromString(key[strings.LastIndexByte(key, ':')+1:])
+	return v
+}
 
 // closeByWrite is one close-by waiting for its group commit: both positions locked in its batch,
 // their account before them.
@@ -175,10 +190,7 @@ func (w *closeByWrite) Apply(r *book.Rows) error {
 	v := decimal.Min(p.Volume, q.Volume)
 	price := q.OpenPrice // both legs close here: no spread is paid
 	// Every close deal's key starts "close:" (the ledger's readers find a position's closes by it).
-	keys := [2]string{"close:" + itoa(p.ID) + ":" + p.Volume.String(), "close:" + itoa(q.ID) + ":" + q.Volume.String()}
-	if w.nonce != "" {
-		r.Writes.Exec("INSERT INTO `fx_close_by` (`accountId`, `requestNonce`, `positionId`, `oppositeId`, `createdAt`) VALUES (?, ?, ?, ?, NOW(3))", a.ID, w.nonce, p.ID, q.ID)
-	}
+	keys := [2]string{closeByKey(p.ID, w.nonce, p.Volume), closeByKey(q.ID, w.nonce, q.Volume)}
 	w.pair = [2]*book.Position{p, q}
 	for i, x := range w.pair {
 		idx, trade, err := closeLeg(r, a, in, &book.Held{Position: x}, "", v, price, fx.CloseBy, book.Deal{IdempotencyKey: keys[i]}, w.s.term())

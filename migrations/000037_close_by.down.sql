@@ -1,1 +1,0 @@
-DROP TABLE IF EXISTS `fx_close_by`;
