@@ -13,6 +13,7 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/risk"
 	"fxdesk/internal/testkit/gatetest"
 	"fxdesk/internal/tick"
 )
@@ -345,5 +346,96 @@ func TestPlanNet(t *testing.T) {
 		if fmt.Sprint(legs) != fmt.Sprint(c.legs) || addTo != c.addTo || !p.rest.Equal(d(c.rest)) {
 			t.Errorf("%s: legs %v addTo %d rest %s; want %v %d %s", c.name, legs, addTo, p.rest, c.legs, c.addTo, c.rest)
 		}
+	}
+}
+
+// changeLog records the changes a service reports to the risk engine.
+type changeLog struct {
+	mu sync.Mutex
+	cs []risk.Change
+}
+
+func (l *changeLog) add(_ context.Context, cs ...risk.Change) {
+	l.mu.Lock()
+	l.cs = append(l.cs, cs...)
+	l.mu.Unlock()
+}
+
+func (l *changeLog) take() []risk.Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cs := l.cs
+	l.cs = nil
+	return cs
+}
+
+// The risk engine learns what a netting fill did: an add re-indexes the position whole (its
+// volume and open price moved), a reduce reports the volume left, a reversal the close and the
+// new position; a FIFO stop redirected to the oldest closes it and re-adds the stopped position
+// without its stop.
+func TestModesTellTheRiskEngine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9905
+	log := &changeLog{}
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g, OnChange: log.add})
+	kinds := func(cs []risk.Change) string {
+		var out []string
+		for _, c := range cs {
+			if c.Kind == risk.BalanceChanged {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%d:%d:%g:%g", c.Kind, c.Position.ID, c.Position.Volume, c.Position.SL))
+		}
+		return strings.Join(out, " ")
+	}
+	n := modeAccount(t, svc, user, fx.Netting)
+	first, err := svc.PlaceOrder(ctx, user, market(n.ID, fx.Buy, "0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := first.Position.ID
+	log.take()
+	for _, c := range []struct {
+		side   fx.Side
+		volume string
+		want   func(id, opened int64) string
+	}{
+		{fx.Buy, "0.1", func(id, _ int64) string {
+			return fmt.Sprintf("%d:%d:0:0 %d:%d:0.2:0", risk.PositionClosed, id, risk.PositionOpened, id)
+		}},
+		{fx.Sell, "0.05", func(id, _ int64) string { return fmt.Sprintf("%d:%d:0.15:0", risk.PositionReduced, id) }},
+		{fx.Sell, "0.25", func(id, opened int64) string {
+			return fmt.Sprintf("%d:%d:0:0 %d:%d:0.1:0", risk.PositionClosed, id, risk.PositionOpened, opened)
+		}},
+	} {
+		res, err := svc.PlaceOrder(ctx, user, market(n.ID, c.side, c.volume))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := kinds(log.take()), c.want(id, res.Position.ID); got != want {
+			t.Fatalf("%s %s: changes %q, want %q", c.side, c.volume, got, want)
+		}
+	}
+
+	f := modeAccount(t, svc, user, fx.FIFO)
+	old, err := svc.PlaceOrder(ctx, user, market(f.ID, fx.Buy, "0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := decimal.RequireFromString("1.0900")
+	req := market(f.ID, fx.Buy, "0.1")
+	req.SL = &sl
+	stopped, err := svc.PlaceOrder(ctx, user, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if _, err := svc.closePosition(ctx, 0, f.ID, stopped.Position.ID, nil, fx.CloseSL, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d:%d:0:0 %d:%d:0.1:0", risk.PositionClosed, old.Position.ID, risk.PositionOpened, stopped.Position.ID)
+	if got := kinds(log.take()); got != want {
+		t.Fatalf("FIFO stop redirected: changes %q, want %q", got, want)
 	}
 }
