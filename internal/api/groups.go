@@ -30,6 +30,7 @@ type accountGroupWire struct {
 	SwapFreeDefault           *bool           `json:"swapFreeDefault"`
 	NegativeBalanceProtection *bool           `json:"negativeBalanceProtection"`
 	MaxPendingOrders          json.RawMessage `json:"maxPendingOrders"`
+	PositionMode              *string         `json:"positionMode"`
 }
 
 // levelPlaces is the decimals fx_account_group's levels keep (DECIMAL(7,2)).
@@ -78,8 +79,11 @@ func decodeAccountGroup(r io.Reader, create bool) (string, catalog.AccountGroupP
 			p.MaxPendingOrders = &n
 		}
 	}
+	if p.PositionMode, err = decodePositionMode(w.PositionMode); err != nil {
+		return "", p, err
+	}
 	if !create && p == (catalog.AccountGroupPatch{}) {
-		return "", p, fx.Errorf(fx.EINVALID, "Nothing to change: send one or more of leverageMax, marginCallLevel, stopOutLevel, executionMode, swapFreeDefault, negativeBalanceProtection, maxPendingOrders.")
+		return "", p, fx.Errorf(fx.EINVALID, "Nothing to change: send one or more of leverageMax, marginCallLevel, stopOutLevel, executionMode, swapFreeDefault, negativeBalanceProtection, maxPendingOrders, positionMode.")
 	}
 	return name, p, nil
 }

@@ -66,10 +66,12 @@ func TestAccountGroupRoutes(t *testing.T) {
 		field, want        string // a fragment of the answer's field
 	}{
 		{"POST", "/account-groups", `{"name":"retail-eu","leverageMax":30,"stopOutLevel":"50","marginCallLevel":"100"}`, 201, "accountGroup",
-			`{"name":"retail-eu","leverageMax":30,"marginCallLevel":"100","stopOutLevel":"50","executionMode":"INTERNAL","swapFreeDefault":false,"negativeBalanceProtection":true,"maxPendingOrders":null}`},
+			`{"name":"retail-eu","leverageMax":30,"marginCallLevel":"100","stopOutLevel":"50","executionMode":"INTERNAL","swapFreeDefault":false,"negativeBalanceProtection":true,"maxPendingOrders":null,"positionMode":"HEDGING"}`},
 		{"PUT", "/account-groups/retail-eu", `{"executionMode":"internal"}`, 200, "accountGroup", `"executionMode":"INTERNAL"`},
-		{"PATCH", "/account-groups/retail-eu", `{"maxPendingOrders":5,"stopOutLevel":"30.5"}`, 200, "accountGroup", `"stopOutLevel":"30.5","executionMode":"INTERNAL","swapFreeDefault":false,"negativeBalanceProtection":true,"maxPendingOrders":5}`},
-		{"PUT", "/account-groups/retail-eu", `{"maxPendingOrders":null,"swapFreeDefault":true}`, 200, "accountGroup", `"swapFreeDefault":true,"negativeBalanceProtection":true,"maxPendingOrders":null}`},
+		{"PATCH", "/account-groups/retail-eu", `{"maxPendingOrders":5,"stopOutLevel":"30.5"}`, 200, "accountGroup", `"stopOutLevel":"30.5","executionMode":"INTERNAL","swapFreeDefault":false,"negativeBalanceProtection":true,"maxPendingOrders":5,"positionMode":"HEDGING"}`},
+		{"PUT", "/account-groups/retail-eu", `{"maxPendingOrders":null,"swapFreeDefault":true}`, 200, "accountGroup", `"swapFreeDefault":true,"negativeBalanceProtection":true,"maxPendingOrders":null`},
+		{"PATCH", "/account-groups/retail-eu", `{"positionMode":"FIFO"}`, 200, "accountGroup", `"positionMode":"FIFO"`},
+		{"PATCH", "/account-groups/retail-eu", `{"positionMode":"HEDGING"}`, 200, "accountGroup", `"positionMode":"HEDGING"`},
 		{"POST", acct + "/group", `{"group":"retail-eu"}`, 200, "account", `"group":"retail-eu"`},
 		{"PUT", acct + "/state", `{"state":"CLOSE_ONLY","reason":"KYC review"}`, 200, "account", `"state":"CLOSE_ONLY","stateReason":"KYC review"`},
 		{"PUT", acct + "/state", `{"state":"ACTIVE"}`, 200, "account", `"state":"ACTIVE","stateReason":null`},
@@ -109,6 +111,7 @@ func TestAccountGroupRoutes(t *testing.T) {
 		{"PATCH", "/account-groups/retail-eu", `{"marginCallLevel":"20"}`, 400, "invalid", "must be at least stopOutLevel 30.5%"},
 		{"PATCH", "/account-groups/retail-eu", `{"maxPendingOrders":1.5}`, 400, "invalid", "maxPendingOrders must be a whole number"},
 		{"PATCH", "/account-groups/retail-eu", `{"maxPendingOrders":0}`, 400, "invalid", "from 1 to 10000"},
+		{"PATCH", "/account-groups/retail-eu", `{"positionMode":"netting"}`, 400, "invalid", "positionMode must be HEDGING"},
 		{"PUT", "/account-groups/retail-eu", `{"executionMode":"HYBRID"}`, 400, "invalid", "executionMode must be INTERNAL (the desk fills) or EXTERNAL (the venue fills)"},
 		{"PUT", "/account-groups/nobody", `{"leverageMax":10}`, 404, "not_found", `Account group "nobody" not found`},
 		{"GET", "/account-groups/nobody", "", 404, "not_found", "not found"},

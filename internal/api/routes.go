@@ -83,6 +83,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 		read.Get("/positions", handlePositions(d.Log, d.Trading))
 		trade.With(deskPriced).Patch("/positions/{id}", handleModifyPosition(d.Log, d.Trading))
 		trade.With(deskPriced).Post("/positions/{id}/close", handleClosePosition(d.Log, d.Trading, d.Metrics))
+		trade.With(deskPriced).Post("/positions/{id}/close-by", handleCloseBy(d.Log, d.Trading))
 		read.Get("/deals", handleDeals(d.Log, d.Trading))
 		read.Get("/events", handleEvents(d.Log, d.DB))
 		read.Get("/events/stream", handleEventsStream(d.Log, d.DB, d.Events, d.Metrics))

@@ -152,12 +152,13 @@ type accountGroupView struct {
 	SwapFreeDefault           bool   `json:"swapFreeDefault"`
 	NegativeBalanceProtection bool   `json:"negativeBalanceProtection"`
 	MaxPendingOrders          *int   `json:"maxPendingOrders"` // null: the desk setting
+	PositionMode              string `json:"positionMode"`
 }
 
 func viewAccountGroup(g catalog.AccountGroup) accountGroupView {
 	return accountGroupView{Name: g.Name, LeverageMax: g.LeverageMax, MarginCallLevel: g.MarginCallLevel.String(),
 		StopOutLevel: g.StopOutLevel.String(), ExecutionMode: string(g.Execution), SwapFreeDefault: g.SwapFreeDefault,
-		NegativeBalanceProtection: g.NegativeBalanceProtection, MaxPendingOrders: g.MaxPendingOrders}
+		NegativeBalanceProtection: g.NegativeBalanceProtection, MaxPendingOrders: g.MaxPendingOrders, PositionMode: string(g.PositionMode)}
 }
 
 func executionOf(m fx.ExecutionMode) string {

@@ -263,20 +263,26 @@ func (c *Committer) run(ws []Write) {
 	var r *Rows
 	attempts := 0
 	var exposures []int64 // accounts whose exposures a rule asked for (Rows.OpenExposures)
+	var held []HeldKey    // held positions a rule asked for (Rows.HeldPositions)
 	err := store.RetryRolledBack(ctx, func() error {
 		if attempts++; attempts > 1 {
 			c.retried.Add(1)
 		}
 		for {
 			var err error
-			r, err = c.attempt(ctx, live, exposures)
+			r, err = c.attempt(ctx, live, exposures, held)
 			var more unreadExposures
-			if !errors.As(err, &more) {
+			var moreHeld unreadHeld
+			switch {
+			case errors.As(err, &more):
+				// Each pass reads at least one more account than the last, so this ends within
+				// as many passes as the batch has accounts.
+				exposures = append(exposures, more...)
+			case errors.As(err, &moreHeld):
+				held = append(held, moreHeld...)
+			default:
 				return err
 			}
-			// Each pass reads at least one more account than the last, so this ends within
-			// as many passes as the batch has accounts.
-			exposures = append(exposures, more...)
 		}
 	})
 	if err != nil {
@@ -382,7 +388,7 @@ func (e unreadExposures) Error() string {
 // exposures of the accounts in exposures besides those the writes want. It returns the batch's
 // rows when the transaction committed or had nothing to write, unreadExposures when a rule asked
 // for exposures it did not read, and the statement error otherwise (nothing committed).
-func (c *Committer) attempt(ctx context.Context, ws []Write, exposures []int64) (*Rows, error) {
+func (c *Committer) attempt(ctx context.Context, ws []Write, exposures []int64, held []HeldKey) (*Rows, error) {
 	s := c.cfg
 	stmt, args, err := s.Fence()
 	if err != nil {
@@ -402,6 +408,9 @@ func (c *Committer) attempt(ctx context.Context, ws []Write, exposures []int64) 
 	}
 	for _, id := range exposures {
 		plan.ExposuresOf(id)
+	}
+	for _, k := range held {
+		plan.Held(k.Account, k.Symbol)
 	}
 
 	start := time.Now()
@@ -438,6 +447,10 @@ func (c *Committer) attempt(ctx context.Context, ws []Write, exposures []int64) 
 	if len(r.unread) > 0 {
 		tx.Rollback()
 		return nil, unreadExposures(r.unread)
+	}
+	if len(r.unreadHeld) > 0 {
+		tx.Rollback()
+		return nil, unreadHeld(r.unreadHeld)
 	}
 	if r.Writes.Empty() && len(r.Deals) == 0 && len(r.Marks) == 0 && len(r.Closed) == 0 {
 		// Every write was refused by its rules or replayed: nothing to commit.

@@ -123,8 +123,9 @@ func (c *Committer) oneTrip(ctx context.Context, ws []Write, cat *catalog.Catalo
 	for _, w := range ws {
 		w.Base().Err = w.Apply(r)
 	}
-	if len(r.unread) > 0 {
-		// A rule asked for exposures the memory does not hold: the locked way reads them.
+	if len(r.unread) > 0 || len(r.unreadHeld) > 0 {
+		// A rule asked for exposures (or held positions) the memory does not hold: the locked way
+		// reads them.
 		return nil, false, nil
 	}
 	if err := r.finish(); err != nil {

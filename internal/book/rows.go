@@ -27,6 +27,7 @@ type Plan struct {
 	nonces    []NonceKey       // request nonces to look up
 	fills     []FillKey        // venue fills a close books: already booked?
 	exposures []int64          // accounts whose open exposures a fill prices
+	held      []HeldKey        // accounts' open positions on a symbol (held.go)
 	AccountOf map[int64]int64  // position id → account id, read before the transaction
 	unknown   map[int64]bool   // positions whose account is not known yet
 	seen      map[planned]bool // de-duplication
@@ -145,6 +146,9 @@ type Rows struct {
 	// unread are accounts whose exposures a rule asked for (OpenExposures) and the batch did not
 	// read: the batch is planned again with them read before anything is written.
 	unread []int64
+	// held and unreadHeld are the same for held positions (held.go).
+	held       map[HeldKey][]*Held
+	unreadHeld []HeldKey
 
 	Writes Batch             // the writes, in arrival order
 	Deals  []Deal            // the batch's ledger postings, in arrival order
@@ -210,6 +214,7 @@ func (r *Rows) add(b *Batch, l *Plan) {
 			return nil
 		}, "SELECT "+lockedPositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
+	r.addHeld(b, l)
 	if len(l.orders) > 0 {
 		ids := slices.Sorted(slices.Values(l.orders))
 		b.Query(func(rows *sql.Rows) error {
@@ -294,7 +299,7 @@ func (r *Rows) reset() {
 	r.Accounts, r.locked, r.Versions = map[int64]*Account{}, map[int64]decimal.Decimal{}, map[int64]int64{}
 	r.Positions, r.Orders, r.Nonces, r.Booked = map[int64]*Position{}, map[int64]*Order{}, map[NonceKey]Order{}, map[FillKey]bool{}
 	r.Exposures, r.Made, r.Marks = map[int64][]Exposure{}, map[NonceKey]Write{}, map[int64]Metrics{}
-	r.unread = nil
+	r.unread, r.held, r.unreadHeld = nil, nil, nil
 }
 
 // versioned scans an account row followed by its balanceVersion.

@@ -50,6 +50,7 @@ type AccountGroupPatch struct {
 	NegativeBalanceProtection *bool
 	SetMaxPendingOrders       bool
 	MaxPendingOrders          *int
+	PositionMode              *fx.PositionMode
 }
 
 // apply is g with p's changes.
@@ -74,6 +75,9 @@ func (p AccountGroupPatch) apply(g AccountGroup) AccountGroup {
 	}
 	if p.SetMaxPendingOrders {
 		g.MaxPendingOrders = p.MaxPendingOrders
+	}
+	if p.PositionMode != nil {
+		g.PositionMode = *p.PositionMode
 	}
 	return g
 }
@@ -125,6 +129,9 @@ func (s *Admin) checkAccountGroup(g AccountGroup) error {
 		return fx.Errorf(fx.EINVALID, "maxPendingOrders must be a whole number of orders from %d to %d, or null for the desk setting %s (got %d).",
 			maxPendingOrdersLow, maxPendingOrdersTop, SettingMaxPendingOrders, *g.MaxPendingOrders)
 	}
+	if err := checkPositionMode(g); err != nil {
+		return err
+	}
 	return s.checkVenue(g.Execution)
 }
 
@@ -153,8 +160,8 @@ func (s *Admin) CreateAccountGroup(ctx context.Context, name string, p AccountGr
 			return fmt.Errorf("create account group: begin: %w", err)
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_account_group` ("+accountGroupCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			g.Name, g.LeverageMax, g.MarginCallLevel, g.StopOutLevel, g.Execution, g.SwapFreeDefault, g.NegativeBalanceProtection, g.MaxPendingOrders); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO `fx_account_group` ("+accountGroupCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			g.Name, g.LeverageMax, g.MarginCallLevel, g.StopOutLevel, g.Execution, g.SwapFreeDefault, g.NegativeBalanceProtection, g.MaxPendingOrders, g.PositionMode); err != nil {
 			if store.IsDuplicateKey(err) {
 				return fx.Errorf(fx.ECONFLICT, "Account group %q already exists.", name)
 			}
@@ -227,13 +234,18 @@ func (s *Admin) updateAccountGroup(ctx context.Context, name string, p AccountGr
 			return before, after, err
 		}
 	}
+	if after.PositionMode != before.PositionMode {
+		if err := modeSwitchable(ctx, tx, name, before.PositionMode, after.PositionMode); err != nil {
+			return before, after, err
+		}
+	}
 	// A change to what the group already is writes nothing but its audit row: the admin's
 	// request is on record either way.
 	if !equalGroups(before, after) {
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_account_group` SET `leverageMax` = ?, `marginCallLevel` = ?, `stopOutLevel` = ?, `executionMode` = ?, "+
-			"`swapFreeDefault` = ?, `negativeBalanceProtection` = ?, `maxPendingOrders` = ? WHERE `name` = ?",
+			"`swapFreeDefault` = ?, `negativeBalanceProtection` = ?, `maxPendingOrders` = ?, `positionMode` = ? WHERE `name` = ?",
 			after.LeverageMax, after.MarginCallLevel, after.StopOutLevel, after.Execution, after.SwapFreeDefault, after.NegativeBalanceProtection,
-			after.MaxPendingOrders, name); err != nil {
+			after.MaxPendingOrders, after.PositionMode, name); err != nil {
 			return before, after, fmt.Errorf("update account group %s: %w", name, err)
 		}
 	}
@@ -251,7 +263,7 @@ func equalGroups(a, b AccountGroup) bool {
 	capEq := (a.MaxPendingOrders == nil) == (b.MaxPendingOrders == nil) && (a.MaxPendingOrders == nil || *a.MaxPendingOrders == *b.MaxPendingOrders)
 	return a.Name == b.Name && a.LeverageMax == b.LeverageMax && a.MarginCallLevel.Equal(b.MarginCallLevel) && a.StopOutLevel.Equal(b.StopOutLevel) &&
 		a.Execution == b.Execution && a.SwapFreeDefault == b.SwapFreeDefault &&
-		a.NegativeBalanceProtection == b.NegativeBalanceProtection && capEq
+		a.NegativeBalanceProtection == b.NegativeBalanceProtection && capEq && a.PositionMode == b.PositionMode
 }
 
 // switchable refuses (ECONFLICT) a change of group name's execution mode while it has open

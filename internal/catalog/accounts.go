@@ -120,6 +120,9 @@ func (s *Admin) moveAccount(ctx context.Context, id int64, group string) (before
 				"close and cancel them before moving it, because positions stay with the execution they were opened at.",
 				id, positions, pending, before.Group, from.Execution, group, to.Execution)
 		}
+		if from.PositionMode != to.PositionMode && positions > 0 {
+			return before, after, to, errModeMove(id, positions, before.Group, from.PositionMode, group, to.PositionMode)
+		}
 		if _, err := tx.ExecContext(ctx, "UPDATE `fx_account` SET `accountGroup` = ? WHERE `id` = ?", group, id); err != nil {
 			return before, after, to, fmt.Errorf("move account %d to %s: %w", id, group, err)
 		}

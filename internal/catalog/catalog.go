@@ -47,9 +47,11 @@ type AccountGroup struct {
 	SwapFreeDefault           bool             `json:"swapFreeDefault"`
 	NegativeBalanceProtection bool             `json:"negativeBalanceProtection"`
 	MaxPendingOrders          *int             `json:"maxPendingOrders"`
+	// PositionMode is how its accounts hold positions (docs/orders.md, «Position modes»).
+	PositionMode fx.PositionMode `json:"positionMode"`
 }
 
-const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`, `swapFreeDefault`, `negativeBalanceProtection`, `maxPendingOrders`"
+const accountGroupCols = "`name`, `leverageMax`, `marginCallLevel`, `stopOutLevel`, `executionMode`, `swapFreeDefault`, `negativeBalanceProtection`, `maxPendingOrders`, `positionMode`"
 
 // TermsChange tells the risk engine that account id is now under g's margin terms (a move, or
 // an edit of its group): it re-marks the account at the next tick of its symbols.
@@ -65,7 +67,7 @@ func (in Instrument) RiskTerms() risk.Instrument {
 
 func scanAccountGroup(sc store.Scanner) (AccountGroup, error) {
 	var g AccountGroup
-	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution, &g.SwapFreeDefault, &g.NegativeBalanceProtection, &g.MaxPendingOrders)
+	err := sc.Scan(&g.Name, &g.LeverageMax, &g.MarginCallLevel, &g.StopOutLevel, &g.Execution, &g.SwapFreeDefault, &g.NegativeBalanceProtection, &g.MaxPendingOrders, &g.PositionMode)
 	return g, err
 }
 
@@ -104,7 +106,7 @@ func (c *Catalog) AccountGroup(name string) AccountGroup {
 // defaultAccountGroup is a group with the schema's defaults (migrations 000003, 000010, 000013).
 func defaultAccountGroup(name string) AccountGroup {
 	return AccountGroup{Name: name, LeverageMax: 500, MarginCallLevel: hundred, StopOutLevel: decimal.NewFromInt(50), Execution: fx.Internal,
-		NegativeBalanceProtection: true}
+		NegativeBalanceProtection: true, PositionMode: fx.Hedging}
 }
 
 // Cache re-reads the catalog at most every maxAge, and at once after an admin change in this

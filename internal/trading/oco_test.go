@@ -157,7 +157,7 @@ func TestOCODealerCancelCancelsBoth(t *testing.T) {
 	}
 	told := map[int64]bool{}
 	changes.mu.Lock()
-	for _, c := range changes.all {
+	for _, c := range changes.cs {
 		if c.Kind == risk.OrderCancelled {
 			told[c.Order.ID] = true
 		}

@@ -289,6 +289,7 @@ type marketFill struct {
 	original *book.Order // the order its request nonce already names in the database
 	replayOf *marketFill // the write before it in the batch with the same request nonce
 	fill     openedFill
+	net      *netFill // a NETTING or FIFO account's fill, instead of fill
 	a        book.Account
 	// sending is the EXTERNAL order this write reserved (SENDING); sendingIdx its id's index.
 	sending    *book.Order
@@ -305,6 +306,7 @@ func (w *marketFill) Wants(l *book.Plan) {
 
 func (w *marketFill) Apply(r *book.Rows) error {
 	w.res, w.original, w.replayOf, w.fill, w.sending = OrderResult{}, nil, nil, openedFill{}, nil
+	w.net = nil
 	a, found := r.Accounts[w.Account]
 	if !found {
 		return book.AccountNotFound(w.Account)
@@ -350,7 +352,7 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	if err := checkStops(in, w.r.Side, ref, w.r.SL, w.r.TP); err != nil {
 		return err
 	}
-	commission, after, err := fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], w.r.Side, w.r.Volume, price)
+	commission, after, net, err := fillCheckMode(r, a, in, w.r.Side, w.r.Volume, price)
 	if err != nil {
 		return err
 	}
@@ -359,6 +361,9 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	var hedge *int
 	execution, w.rule, hedge = routeOf(r.Catalog, a, in.Symbol, w.r.Volume, w.s.profileNow(r.Catalog, a.ID, w.profile))
 	if execution == fx.External {
+		if net != nil {
+			return errModeExternal(a, positionModeOf(r.Catalog, a))
+		}
 		return w.reserve(r, a, key)
 	}
 	if err := checkBound(in, w.r.Side, price, w.r.PriceBound); err != nil {
@@ -374,7 +379,11 @@ func (w *marketFill) Apply(r *book.Rows) error {
 	insert, args := marketInsert(o)
 	r.Writes.Exec(insert, args...)
 	r.Writes.Exec(book.SetVarSQL(orderVar, "LAST_INSERT_ID()"))
-	if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
+	if net != nil {
+		if w.net, err = w.s.writeNet(r, a, in, o, orderVar, price, net, events.OrderFilled); err != nil {
+			return err
+		}
+	} else if w.fill, err = openPosition(r, a, in, o, orderVar, price, commission, &after, nil, events.OrderFilled, w.s.term()); err != nil {
 		return err
 	}
 	if w.r.RequestNonce != "" {
@@ -424,6 +433,11 @@ func (w *marketFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 		// Answered with the order the same nonce opened earlier in this batch.
 		w.res = OrderResult{Order: w.replayOf.res.Order, Position: w.replayOf.res.Position, Replayed: true}
 		return nil
+	}
+	if w.net != nil {
+		o, p, d, changes := w.net.committed(r, ids, w.a)
+		w.res = OrderResult{Order: o, Position: p, Commission: d}
+		return changes
 	}
 	p, d := w.fill.written(r, ids)
 	o := w.fill.order
@@ -539,8 +553,8 @@ func openPosition(r *book.Rows, a *book.Account, in catalog.Instrument, o book.O
 	r.Writes.Exec(book.SetVarSQL(posVar, "LAST_INSERT_ID()"))
 	filled := o
 	filled.PositionID = new(int64)
-	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: orderEvent, Payload: events.OrderOf(filled), Term: term,
-		FromSession: []events.SessionField{{Field: "id", Var: orderVar}, {Field: "positionId", Var: posVar}}}); err != nil {
+	// orderEvent "": the caller writes the order's event (a NETTING or FIFO fill, netting.go).
+	if err := addOrderEvent(r, a, orderEvent, filled, orderVar, posVar, term); err != nil {
 		return openedFill{}, err
 	}
 	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.PositionOpened, Payload: events.PositionOf(p), Term: term,

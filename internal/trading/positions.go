@@ -218,6 +218,7 @@ type closeWrite struct {
 	reset nbpReset
 	a     book.Account
 	trade routing.Profile // the close's trade, added to the account's profile
+	fifo  *fifoClose      // a stop's close the oldest positions took (fifo.go)
 }
 
 func (w *closeWrite) Wants(l *book.Plan) {
@@ -232,6 +233,7 @@ func (w *closeWrite) Wants(l *book.Plan) {
 
 func (w *closeWrite) Apply(r *book.Rows) error {
 	w.res, w.deal, w.nbp, w.reset, w.trade = CloseResult{}, -1, -1, nbpReset{}, routing.Profile{}
+	w.fifo = nil
 	p, exists := r.Positions[w.id]
 	a, found := r.Accounts[w.Account]
 	if !exists || !found || book.OwnedBy(*a, found, w.userID, p.AccountID) != nil || a.ID != p.AccountID {
@@ -286,6 +288,9 @@ func (w *closeWrite) Apply(r *book.Rows) error {
 		if rest := p.Volume.Sub(vol); rest.IsPositive() && rest.LessThan(in.VolumeMin) {
 			return fx.Errorf(fx.EINVALID, "Closing %s lots would leave %s, below %s's minimum of %s; close all or less.", vol, rest, in.Symbol, in.VolumeMin)
 		}
+	}
+	if handled, err := w.fifoApply(r, a, p, in, vol, price); handled {
+		return err
 	}
 	return w.book(r, a, p, in, vol, price)
 }
@@ -397,6 +402,9 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 
 func (w *closeWrite) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	w.res.Deal = r.DealAt(w.deal, ids)
+	if w.fifo != nil {
+		return w.fifo.committed(w)
+	}
 	if w.nbp >= 0 {
 		d := r.DealAt(w.nbp, ids)
 		w.res.Adjustment = &d

@@ -301,7 +301,8 @@ type restingFill struct {
 	at tick.Quote // the quote that fired it
 
 	fill     openedFill
-	rejected error // why the account could not carry it: the order was REJECTED instead
+	net      *netFill // a NETTING or FIFO account's fill, instead of fill
+	rejected error    // why the account could not carry it: the order was REJECTED instead
 	a        book.Account
 	// oco is the other leg of an OCO pair, cancelled by this fill (oco.go); cancelled is set
 	// when this batch cancelled it.
@@ -322,7 +323,7 @@ func (w *restingFill) Wants(l *book.Plan) {
 }
 
 func (w *restingFill) Apply(r *book.Rows) error {
-	w.fill, w.rejected, w.cancelled, w.triggered, w.resting = openedFill{}, nil, nil, false, risk.Order{}
+	w.fill, w.rejected, w.cancelled, w.triggered, w.resting, w.net = openedFill{}, nil, nil, false, risk.Order{}, nil
 	a, found := r.Accounts[w.Account]
 	if !found {
 		return book.AccountNotFound(w.Account)
@@ -364,8 +365,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	err = checkOpen(t, o.Volume)
 	var commission decimal.Decimal
 	var after book.Metrics
+	var net *netDecision
 	if err == nil {
-		commission, after, err = fillCheck(r.Market, r.Catalog, in, *a, r.Exposures[a.ID], o.Side, o.Volume, price)
+		commission, after, net, err = fillCheckMode(r, a, in, o.Side, o.Volume, price)
 	}
 	if refused := stateRefusal(*a, actOpen); refused != nil {
 		// A CLOSE_ONLY or DISABLED account takes no new exposure: the order it left resting is
@@ -387,7 +389,11 @@ func (w *restingFill) Apply(r *book.Rows) error {
 	orderVar, _ := r.SessionVar("o")
 	r.Writes.Exec(book.SetVarSQL(orderVar, "?"), w.id)
 	o.Status, o.FillPrice = fx.OrderFilled, &price
-	if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
+	if net != nil {
+		if w.net, err = w.s.writeNet(r, a, in, *o, orderVar, price, net, events.OrderTriggered); err != nil {
+			return err
+		}
+	} else if w.fill, err = openPosition(r, a, in, *o, orderVar, price, commission, &after, nil, events.OrderTriggered, w.s.term()); err != nil {
 		return err
 	}
 	if err := w.cancelPartner(r, a, o); err != nil {
@@ -406,8 +412,14 @@ func (w *restingFill) Committed(r *book.Rows, ids *book.IDs) []risk.Change {
 	if w.resting.ID != 0 {
 		return []risk.Change{{Kind: risk.OrderPlaced, Order: w.resting}} // a STOP_LIMIT now rests as a LIMIT
 	}
-	p, _ := w.fill.written(r, ids)
-	changes := []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
+	var changes []risk.Change
+	if w.net != nil {
+		_, _, _, netted := w.net.committed(r, ids, w.a)
+		changes = append([]risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}}, netted...)
+	} else {
+		p, _ := w.fill.written(r, ids)
+		changes = []risk.Change{{Kind: risk.OrderFilled, Order: risk.Order{ID: w.id}}, positionOpened(p), balanceChanged(w.a)}
+	}
 	if w.cancelled != nil {
 		changes = append(changes, risk.Change{Kind: risk.OrderCancelled, Order: risk.Order{ID: *w.cancelled}})
 	}

@@ -3,7 +3,6 @@ package trading
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -17,24 +16,6 @@ import (
 func stopLimit(account int64, side fx.Side, stop, limit string) OrderRequest {
 	return OrderRequest{AccountID: account, Symbol: "EURUSD", Side: side, Type: fx.StopLimit, Volume: decimal.RequireFromString("0.01"),
 		Price: ptrDec(stop), LimitPrice: ptrDec(limit)}
-}
-
-// changeLog keeps every change a service reports to the engine.
-type changeLog struct {
-	mu  sync.Mutex
-	all []risk.Change
-}
-
-func (l *changeLog) add(_ context.Context, cs ...risk.Change) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = append(l.all, cs...)
-}
-
-func (l *changeLog) last() risk.Change {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.all[len(l.all)-1]
 }
 
 // A STOP_LIMIT is checked as MT5 checks one (the stop as a STOP's price, the limit on the

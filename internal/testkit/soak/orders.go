@@ -9,6 +9,7 @@ var orderActions = []func(t *trader, ctx context.Context){
 	(*trader).placeStopLimit, (*trader).placeOCO,
 	boundedMarket, policyMarket, // orders_bound.go
 	(*trader).trailAction,
+	(*trader).closeBy,
 }
 
 // orderAction runs one of orderActions (none: nothing).

@@ -16,4 +16,5 @@ var orderChecks = []func(*Snapshot, *Evidence) Result{
 	checkOCOAtMostOneFilled, checkStopLimitWithinLimit,
 	checkBoundHonoured, checkFOKWhole, checkIOCPart, // check_orders_bound.go
 	checkTrailMonotonic, checkTrailCloses,
+	checkNettingOnePosition, checkFIFOOneSide, checkFIFOOldestFirst,
 }

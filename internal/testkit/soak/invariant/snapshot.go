@@ -28,6 +28,8 @@ type Snapshot struct {
 	// stop-out level now (percent).
 	Modes         map[string]string
 	StopOutLevels map[string]decimal.Decimal
+	// PositionModes is each account group's position mode (HEDGING, NETTING, FIFO).
+	PositionModes map[string]string
 	Audits        []dbAudit
 	// Events is the events outbox, in id order.
 	Events []dbEvent
@@ -161,7 +163,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, HedgeLimits: map[string]decimal.Decimal{},
+	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, PositionModes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{},
 		Overridden: map[string]bool{}}
 	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(3)").Scan(&s.DBNow); err != nil {
 		return nil, fmt.Errorf("database clock: %w", err)
@@ -211,12 +213,13 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			s.Instruments[sym] = in
 			return err
 		}},
-		{"SELECT `name`, `negativeBalanceProtection`, `executionMode`, `stopOutLevel` FROM `fx_account_group`", func(r *sql.Rows) error {
-			var name, mode string
+		{"SELECT `name`, `negativeBalanceProtection`, `executionMode`, `stopOutLevel`, `positionMode` FROM `fx_account_group`", func(r *sql.Rows) error {
+			var name, mode, positionMode string
 			var nbp bool
 			var level decimal.Decimal
-			err := r.Scan(&name, &nbp, &mode, &level)
+			err := r.Scan(&name, &nbp, &mode, &level, &positionMode)
 			s.Groups[name], s.Modes[name], s.StopOutLevels[name] = nbp, mode, level
+			s.PositionModes[name] = positionMode
 			return err
 		}},
 		{"SELECT `id`, `at`, `actorVia`, `action`, `entityType`, `entityId`, `requestId`, " +
