@@ -69,6 +69,11 @@ var built = map[string][]string{
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3))",
 	},
+	"internal/trading.storeTrailChunk": {
+		"UPDATE `fx_position` p JOIN (SELECT ? AS `id`, ? AS `lvl`, ? AS `d` UNION ALL SELECT ? AS `id`, ? AS `lvl`, ? AS `d`) v ON p.`id` = v.`id` " +
+			"SET p.`trailLevel` = CASE WHEN p.`trailLevel` IS NULL THEN v.`lvl` WHEN p.`side` = 'BUY' THEN GREATEST(p.`trailLevel`, v.`lvl`) ELSE LEAST(p.`trailLevel`, v.`lvl`) END " +
+			"WHERE p.`trailDistance` IS NOT NULL AND p.`status` = 'OPEN' AND p.`trailDistance` = v.`d`",
+	},
 	"internal/trading.Flush": {
 		"INSERT INTO `fx_account_profile` (`accountId`, `trades`, `wins`, `grossProfit`, `grossLoss`, `holdMillis`, `underMinute`, `lastTradeAt`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `trades` = `trades` + VALUES(`trades`), `wins` = `wins` + VALUES(`wins`), " +

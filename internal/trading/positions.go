@@ -117,7 +117,7 @@ func (s *Service) modifyPosition(ctx context.Context, userID, id int64, sl, tp S
 				return events.Event{}, err
 			}
 			return events.Event{AccountID: p.AccountID, UserID: user, Type: events.PositionModified, Payload: events.PositionOf(p), Term: s.term()}, nil
-		}, tw.sql("UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'"), tw.args(newSL, newTP, id)...)
+		}, tw.sql(), tw.args(newSL, newTP, id)...)
 		return err
 	})
 	if err != nil {

@@ -86,12 +86,18 @@ func resolveTrail(in catalog.Instrument, p book.Position, q book.Quote, c TrailC
 	return trailWrite{write: true, distance: &dist, level: &level}, nil
 }
 
-// trailSQL is the modify's UPDATE with the trailing stop's columns when it writes them.
-func (w trailWrite) sql(update string) string {
+// The modify's UPDATE of SL and TP, and the same with the trailing stop's columns.
+const (
+	modifyStopsSQL      = "UPDATE `fx_position` SET `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'"
+	modifyStopsTrailSQL = "UPDATE `fx_position` SET `trailDistance` = ?, `trailLevel` = ?, `sl` = ?, `tp` = ? WHERE `id` = ? AND `status` = 'OPEN'"
+)
+
+// sql is the modify's UPDATE: with the trailing stop's columns when it writes them (args).
+func (w trailWrite) sql() string {
 	if !w.write {
-		return update
+		return modifyStopsSQL
 	}
-	return strings.Replace(update, "SET ", "SET `trailDistance` = ?, `trailLevel` = ?, ", 1)
+	return modifyStopsTrailSQL
 }
 
 func (w trailWrite) args(args ...any) []any {
