@@ -217,8 +217,15 @@ func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 		}
 		// The one-off run reads the snapshot once, right before its job starts; that snapshot was
 		// published at most one interval before. The process may take well over a second to
-		// reach its job beside a loaded desk, so the window runs to the job's start.
-		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), run.JobStart().Add(time.Second)
+		// reach its job beside a loaded desk, so the window runs to the job's start; for a run
+		// killed before its job line, to the deal itself, which it wrote after that read (seed
+		// 237868095786120: a killed run reached its job 3 s after its start and read the live
+		// holder's mids then).
+		readBy, ok := run.jobStarted()
+		if !ok {
+			readBy = d.CreatedAt
+		}
+		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), readBy.Add(time.Second)
 		var live, other []string
 		listed := map[string]bool{}
 		match := false

@@ -117,5 +117,23 @@ func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testi
 			m.ev.Runs[0].End = at(11.8)
 			m.ev.Runs[0].Output = `{"time":"` + at(11.78).Format(time.RFC3339Nano) + `","level":"INFO","msg":"job ran","job":"processFxSwaps","took":70000000,"charged":1}`
 		}, "live holder's mids then: 140.000"},
+		// Seed 237868095786120: a run killed before its job line took 3 s to reach its job and
+		// read the live holder's mirror then; its deals, written after that read, bound it.
+		{"a killed run read the mirror after its start, before it wrote the deal", func(m *money) {
+			killedRun(m)
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(12.6), Present: true, Term: 1, PublishedAt: at(12.5).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+		}, ""},
+		{"a killed run's deal at a mid published only after the deal", func(m *money) {
+			killedRun(m)
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(14.3), Present: true, Term: 1, PublishedAt: at(14.2).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+		}, "live holder's mids then: 140.000"},
 	})
+}
+
+// killedRun makes the fixture's run one killed before its job ended (no "job" line in its
+// output) whose deal 5 was written 3 s after it started; the mirror held 140 at its start.
+func killedRun(m *money) {
+	m.ev.Mirrors[0].Mids["USDJPY"] = 140
+	m.ev.Runs[0] = RolloverRun{At: m.ev.Runs[0].At, Start: at(10), End: at(13.5), Killed: true, Why: "kill"}
+	m.s.Deals[0].CreatedAt = at(13)
 }

@@ -80,6 +80,14 @@ type RolloverRun struct {
 // quote mirror's snapshot. A run with no such line (killed before its job ended) gives its
 // process's start.
 func (r RolloverRun) JobStart() time.Time {
+	if t, ok := r.jobStarted(); ok {
+		return t
+	}
+	return r.Start
+}
+
+// jobStarted is JobStart read from the output alone: false for a run killed before its job line.
+func (r RolloverRun) jobStarted() (time.Time, bool) {
 	for _, line := range strings.Split(r.Output, "\n") {
 		var l struct {
 			Time time.Time     `json:"time"`
@@ -87,10 +95,10 @@ func (r RolloverRun) JobStart() time.Time {
 			Took time.Duration `json:"took"`
 		}
 		if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "job ") && !l.Time.IsZero() {
-			return l.Time.Add(-l.Took)
+			return l.Time.Add(-l.Took), true
 		}
 	}
-	return r.Start
+	return time.Time{}, false
 }
 
 // Window is when a fault (or part of one) was in effect, for reading the checks.
