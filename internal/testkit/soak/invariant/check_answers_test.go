@@ -45,6 +45,10 @@ func TestAnswersInDBCheckFlagsA2xxTheDatabaseDoesNotHoldAsAnswered(t *testing.T)
 		{"an EXTERNAL order answered SENDING has filled since", func(m *money) {
 			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"SENDING"}}`)
 		}, ""},
+		{"a resting order answered PENDING has filled since", func(m *money) {
+			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"PENDING"}}`)
+		}, ""},
+		{"an order answered FILLED is still PENDING", func(m *money) { m.s.Orders[0].Status = "PENDING" }, "journal 1: order 100 (nonce n1, FILLED)"},
 		{"an answer that ended after the snapshot", func(m *money) { m.s.Orders = nil; m.s.Deals = nil; m.s.Taken = at(1.05) }, ""},
 	})
 }
