@@ -75,7 +75,7 @@ type adminLane struct {
 	rng    *rand.Rand
 	seq    int
 	counts *opCounts
-	group  map[int64]string // where each movable account is, as far as the lane knows
+	group  map[int64]string   // where each movable account is, as far as the lane knows
 	modes  map[*trader]string // the mode traders and their NETTING or FIFO group (modes.go)
 }
 

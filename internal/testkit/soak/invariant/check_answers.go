@@ -65,6 +65,9 @@ func checkAnswersInDB(s *Snapshot, ev *Evidence) Result {
 			// An EXTERNAL order answered SENDING (a replay while its venue answer was unknown)
 			// has moved on since: the reconciler filled it, or found it never reached the venue.
 			moved := b.Order.Status == "SENDING" && (o.Status == "FILLED" || o.Status == "NOT_SENT" || o.Status == "REJECTED")
+			// A resting order placed under "open" (a STOP_LIMIT, orders_trig.go) answered PENDING
+			// may have triggered, been cancelled or expired since.
+			moved = moved || (b.Order.Status == "PENDING" && (o.Status == "FILLED" || o.Status == "CANCELLED" || o.Status == "EXPIRED"))
 			if !ok || o.Account != b.Order.AccountID || o.Nonce.String != b.Order.RequestNonce || (o.Status != b.Order.Status && !moved) {
 				r.Add("", "journal %d: order %d (nonce %s, %s) answered %d, database has %+v (found %v)", e.Seq, b.Order.ID, b.Order.RequestNonce, b.Order.Status, e.Status, o, ok)
 			}

@@ -45,6 +45,13 @@ func TestAnswersInDBCheckFlagsA2xxTheDatabaseDoesNotHoldAsAnswered(t *testing.T)
 		{"an EXTERNAL order answered SENDING has filled since", func(m *money) {
 			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"SENDING"}}`)
 		}, ""},
+		{"a resting order answered PENDING has triggered since", func(m *money) {
+			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"PENDING"}}`)
+		}, ""},
+		{"a resting order answered PENDING is REJECTED now", func(m *money) {
+			m.ev.Journal[0].Resp = json.RawMessage(`{"order":{"id":100,"accountId":1,"requestNonce":"n1","status":"PENDING"}}`)
+			m.s.Orders[0].Status = "REJECTED"
+		}, "journal 1: order 100 (nonce n1, PENDING)"},
 		{"an answer that ended after the snapshot", func(m *money) { m.s.Orders = nil; m.s.Deals = nil; m.s.Taken = at(1.05) }, ""},
 	})
 }

@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -59,8 +60,8 @@ type nettedEvent struct {
 }
 
 // nettedFills reads each filled order of a netted account from the events: the run of its
-// account's events just before the order's own event (an OCO partner's order.cancelled
-// between them aside).
+// account's events just before the order's own event (an OCO partner's order.cancelled or a
+// stop-limit's order.stop_triggered between them aside).
 func nettedFills(s *Snapshot, accounts map[int64]bool) map[int64]nettedFill {
 	initial := map[int64]decimal.Decimal{} // position → its initialVolume as last told
 	byAccount := map[int64][]nettedEvent{}
@@ -96,7 +97,7 @@ func readFill(prior []nettedEvent) nettedFill {
 	f := nettedFill{volume: decimal.Zero}
 	i := len(prior) - 1
 	skip := func() {
-		for i >= 0 && prior[i].e.Type == "order.cancelled" {
+		for i >= 0 && (prior[i].e.Type == "order.cancelled" || prior[i].e.Type == "order.stop_triggered") {
 			i--
 		}
 	}
@@ -278,4 +279,17 @@ func nettedAtFreeze(ps []dbPosition, history map[int64][]nettedState, a dbEODAcc
 		legs[i].volumePrice = legs[i].volumePrice.Add(last.volume.Mul(last.openPrice))
 	}
 	return legs, open, true
+}
+
+// nettedFigures counts the fills of accounts the events tell, by what they did: the modes'
+// invariants' figures show they judged accounts that really net.
+func nettedFigures(s *Snapshot, accounts map[int64]bool) string {
+	n := map[string]int{}
+	for _, f := range nettedFills(s, accounts) {
+		n[f.how]++
+		if f.how == "opened" && len(f.legs) > 0 {
+			n["reversed"]++
+		}
+	}
+	return fmt.Sprintf("%d fills: %d opened (%d of them reversing), %d added, %d only reduced", n["opened"]+n["added"]+n["reduced"], n["opened"], n["reversed"], n["added"], n["reduced"])
 }
