@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -65,9 +66,9 @@ type nbpReset struct {
 }
 
 // nbpKey is the reset's idempotency key: one per close, named as the close's own deal is
-// ("close:<position>:<volume before>").
-func nbpKey(position int64, volumeBefore decimal.Decimal) string {
-	return "nbp:" + itoa(position) + ":" + volumeBefore.String()
+// (closeKey: "close:<position>:<volume before>" → "nbp:<position>:<volume before>").
+func nbpKey(dealKey string) string {
+	return "nbp:" + strings.TrimPrefix(dealKey, "close:")
 }
 
 // resetDue is what negative balance protection pays after a close: the negative balance, when
@@ -80,9 +81,9 @@ func resetDue(balance decimal.Decimal, protected, positionsOpen bool) (decimal.D
 }
 
 // protect posts negative balance protection's reset after the close of p that the batch just
-// posted on the locked account a, when resetDue says so. Its balance.adjustment event goes in
-// with it.
-func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, volumeBefore decimal.Decimal) error {
+// posted on the locked account a (its deal keyed dealKey), when resetDue says so. Its
+// balance.adjustment event goes in with it.
+func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, dealKey string) error {
 	protected := r.Catalog.AccountGroup(a.Group).NegativeBalanceProtection
 	if _, due := resetDue(a.Balance, protected, p.Status == fx.PositionOpen); !due {
 		// Nothing to reset, or a partial close left this position open: no read needed.
@@ -98,7 +99,7 @@ func (w *closeWrite) protect(r *book.Rows, a *book.Account, p *book.Position, vo
 	}
 	order, position, sym := p.OrderID, p.ID, p.Symbol
 	d := book.Deal{Type: fx.DealAdjustment, Amount: amount, OrderID: &order, PositionID: &position, Symbol: &sym,
-		IdempotencyKey: nbpKey(p.ID, volumeBefore), Comment: "negative balance protection"}
+		IdempotencyKey: nbpKey(dealKey), Comment: "negative balance protection"}
 	told := d
 	told.AccountID, told.Currency, told.BalanceAfter = a.ID, a.Currency, decimal.Zero
 	if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.Adjustment, Term: w.s.term(),

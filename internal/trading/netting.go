@@ -198,7 +198,7 @@ func (s *Service) writeNet(r *book.Rows, a *book.Account, in catalog.Instrument,
 		if resultVar == "" {
 			resultVar = v
 		}
-		_, trade, err := closeLeg(r, a, in, l.h, v, l.volume, price, fx.CloseNetted, nettedDeal(l.h, v, orderVar, i), s.term())
+		_, trade, err := closeLeg(r, a, in, l.h, v, l.volume, price, fx.CloseNetted, nettedDeal(positionModeOf(r.Catalog, a), l.h, v, orderVar, i), s.term())
 		if err != nil {
 			return nil, err
 		}
@@ -233,13 +233,13 @@ func (s *Service) writeNet(r *book.Rows, a *book.Account, in catalog.Instrument,
 	return f, addOrderEvent(r, a, orderEvent, filled, orderVar, resultVar, s.term())
 }
 
-// nettedDeal is the key (and ids) of the deal of the i-th leg of a fill: a close's own key,
-// close:<position>:<volume before>, like any close of the position; for a position this batch
+// nettedDeal is the key (and ids) of the deal of the i-th leg of a fill on an account in mode: a
+// close's own key (closeKey), like any close of the position; for a position this batch
 // opened (its id not known yet) the key names the filling order instead, whose id the ledger
 // appends (ledger.Deal.IDsFrom).
-func nettedDeal(h *book.Held, v, orderVar string, i int) book.Deal {
+func nettedDeal(mode fx.PositionMode, h *book.Held, v, orderVar string, i int) book.Deal {
 	if h.Var == "" {
-		return book.Deal{IdempotencyKey: "close:" + itoa(h.ID) + ":" + h.Volume.String()}
+		return book.Deal{IdempotencyKey: closeKey(mode, h.Position, h.Volume)}
 	}
 	return book.Deal{IdempotencyKey: fmt.Sprintf("close:netted:%d:order:", i), IDsFrom: &ledger.SessionIDs{Order: orderVar, Position: v}}
 }

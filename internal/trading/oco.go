@@ -66,7 +66,7 @@ func (s *Service) PlaceOCO(ctx context.Context, userID int64, r OCORequest) (OCO
 		leg := r.Legs[i]
 		leg.AccountID, leg.RequestNonce = r.AccountID, ""
 		if legs[i], err = s.checkOCOLeg(cat, m, leg); err != nil {
-			return OCOResult{}, fx.Errorf(fx.ErrorCode(err), "legs[%d]: %s", i, fx.ErrorMessage(err))
+			return OCOResult{}, ocoLegError(i, err)
 		}
 	}
 	// The trader's profile, when a routing rule reads it, as PlaceOrder reads it.
@@ -191,7 +191,7 @@ func (s *Service) placeOCO(ctx context.Context, userID int64, r OCORequest, legs
 		}
 		// Each leg alone must fit the free margin, as a resting order does: only one can fill.
 		if _, _, err := fillCheck(m, cat, t.Instrument, a, exps, l.r.Side, l.r.Volume, book.FillPrice(t.Instrument, l.q, l.r.Side)); err != nil {
-			return OCOResult{}, fx.Errorf(fx.ErrorCode(err), "legs[%d]: %s", i, fx.ErrorMessage(err))
+			return OCOResult{}, ocoLegError(i, err)
 		}
 		out.Orders[i] = book.Order{AccountID: a.ID, Symbol: l.in.Symbol, Side: l.r.Side, Type: l.r.Type, Volume: l.r.Volume, Price: l.r.Price, LimitPrice: l.r.LimitPrice,
 			SL: l.r.SL, TP: l.r.TP, TimeInForce: l.r.TimeInForce, ExpiresAt: l.expires, Status: fx.OrderPending, CreatedAt: s.now().UTC(), Execution: fx.Internal,

@@ -344,6 +344,7 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	// The rules passed: from here the close changes the locked rows the rest of the batch sees.
 	before := *p
 	volumeBefore := p.Volume
+	key := closeKey(positionModeOf(r.Catalog, a), p, volumeBefore)
 	p.Volume = p.Volume.Sub(vol)
 	p.RealizedProfit = p.RealizedProfit.Add(profit)
 	// The account's stored equity and used margin are left to the next mark (reconcile, or this
@@ -361,7 +362,7 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 	side, sym := p.Side, p.Symbol
 	// The closing fill's markup rides on its deal, for the dealer's P&L (docs/pnl.md).
 	w.deal = r.Post(a, book.Deal{Type: fx.DealProfit, Amount: profit, OrderID: &p.OrderID, PositionID: &p.ID, Symbol: &sym,
-		Side: &side, Volume: &vol, Price: &price, Markup: r.Market.Markup(in, vol, a.Currency), IdempotencyKey: "close:" + itoa(p.ID) + ":" + volumeBefore.String(),
+		Side: &side, Volume: &vol, Price: &price, Markup: r.Market.Markup(in, vol, a.Currency), IdempotencyKey: key,
 		Comment: "close " + strings.ToLower(string(w.reason))})
 	// The close is one trade of the account's profile, added in its transaction.
 	held := r.Now.Sub(p.OpenedAt)
@@ -388,7 +389,7 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 			return err
 		}
 	}
-	if err := w.protect(r, a, p, volumeBefore); err != nil {
+	if err := w.protect(r, a, p, key); err != nil {
 		return err
 	}
 	if w.reason == fx.CloseDealer {

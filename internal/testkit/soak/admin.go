@@ -75,7 +75,8 @@ type adminLane struct {
 	rng    *rand.Rand
 	seq    int
 	counts *opCounts
-	group  map[int64]string // where each movable account is, as far as the lane knows
+	group  map[int64]string   // where each movable account is, as far as the lane knows
+	modes  map[*trader]string // the mode traders and their NETTING or FIFO group (modes.go)
 }
 
 func (l *adminLane) intN(n int) int {
@@ -146,6 +147,9 @@ func (l *adminLane) setup(ctx context.Context, web *proc, seed uint64) error {
 		if e := l.send(ctx, web, auth.RoleRisk, "setup", http.MethodPost, "/api/admin/fx/account-groups", g); !e.OK() {
 			return fmt.Errorf("create account group %s: %d %s", g["name"], e.Status, e.Resp)
 		}
+	}
+	if err := l.setupModes(ctx, web); err != nil {
+		return err
 	}
 	if err := l.routingRules(ctx, web); err != nil {
 		return err

@@ -215,7 +215,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	// with the host's token, which outlives the run; the others with a desk token.
 	var traders []*trader
 	external := map[string]bool{}
-	for i := range nTraders {
+	nModes := modeTraders(nTraders)
+	modes := map[*trader]string{}
+	for i := range nTraders + 2*nModes {
 		user := int64(1001 + i)
 		var tok string
 		if i%2 == 1 {
@@ -231,7 +233,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		if err := t.openAccount(ctx, web1, 100); err != nil {
 			return failed("%v", err)
 		}
-		if i >= nTraders-nExternal {
+		if g := modeGroupOf(i, nTraders, nModes); g != "" {
+			modes[t] = g
+		} else if i >= nTraders-nExternal {
 			if err := c.joinGroup(ctx, t.account, abookGroup); err != nil {
 				return failed("%v", err)
 			}
@@ -247,9 +251,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	// The admin lane: its groups and thin accounts now, its traffic with the load.
 	external[dealerABookClient] = true
 	adm := &adminLane{j: j, c: c, staff: c.staff, traders: traders, external: external, rng: rand.New(rand.NewPCG(seed, 0xad4)),
-		counts: newOpCounts(adminOps), group: map[int64]string{}}
+		counts: newOpCounts(adminOps), group: map[int64]string{}, modes: modes}
 	for _, t := range traders {
-		if !external[t.name] {
+		if !external[t.name] && modes[t] == "" {
 			adm.movable = append(adm.movable, t)
 			adm.group[t.account] = "default"
 		}

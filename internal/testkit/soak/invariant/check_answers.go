@@ -29,6 +29,7 @@ func checkAnswersInDB(s *Snapshot, ev *Evidence) Result {
 	for _, d := range s.Deals {
 		deals[d.ID] = d
 	}
+	fills := nettedFills(s, nettedAccounts(s))
 	n := 0
 	for _, e := range ev.Journal {
 		if !e.OK() || e.Method != http.MethodPost || !e.End.Before(s.Taken) {
@@ -71,7 +72,9 @@ func checkAnswersInDB(s *Snapshot, ev *Evidence) Result {
 				r.Add("", "journal %d: order %d (nonce %s, %s) answered %d, database has %+v (found %v)", e.Seq, b.Order.ID, b.Order.RequestNonce, b.Order.Status, e.Status, o, ok)
 			}
 			if b.Position != nil {
-				if p, ok := positions[b.Position.ID]; !ok || p.Order != b.Order.ID {
+				// A netted account's fill answers the position it left (check_netted.go).
+				f, netted := fills[b.Order.ID]
+				if p, ok := positions[b.Position.ID]; !ok || (p.Order != b.Order.ID && !(netted && p.Account == b.Order.AccountID && p.ID == f.result)) {
 					r.Add("", "journal %d: position %d of order %d answered %d, not in the database", e.Seq, b.Position.ID, b.Order.ID, e.Status)
 				}
 			}

@@ -380,6 +380,8 @@ func checkEODMarks(s *Snapshot) Result {
 		pairs[in.Base+in.Quote] = sym
 	}
 	written := positionsWritten(s)
+	netted := nettedAccounts(s)
+	histories := nettedHistories(s, netted)
 	positions := map[int64][]dbPosition{}
 	for _, p := range s.Positions {
 		positions[p.Account] = append(positions[p.Account], p)
@@ -416,6 +418,9 @@ func checkEODMarks(s *Snapshot) Result {
 				continue
 			}
 			legs, open, known := openAtFreeze(positions[a.Account], written, closes, a)
+			if netted[a.Account] {
+				legs, open, known = nettedAtFreeze(positions[a.Account], histories, a) // check_netted.go
+			}
 			if !known {
 				skipped["a position written near the freeze"]++
 				continue

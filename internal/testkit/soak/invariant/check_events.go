@@ -142,6 +142,8 @@ func checkEvents(s *Snapshot) Result {
 		posByOrder[p.Order] = p.ID
 	}
 	orders := map[int64]bool{}
+	netted := nettedAccounts(s)
+	fills := nettedFills(s, netted)
 	stopsTriggered := stopLimitsTriggered(s) // check_orders_trig.go
 	for _, o := range s.Orders {
 		orders[o.ID] = true
@@ -164,6 +166,10 @@ func checkEvents(s *Snapshot) Result {
 			if got := told[key{t, o.ID}]; len(got) != want[t] {
 				r.Add(fmt.Sprintf("order:%d:%s", o.ID, t), "%s order %d (%s, account %d) told by %d %s events %v, want %d", o.Status, o.ID, o.Type, o.Account, len(got), t, got, want[t])
 			}
+		}
+		if netted[o.Account] {
+			checkNettedFill(&r, o, fills, posByOrder, payloads) // check_netted.go
+			continue
 		}
 		for _, t := range []string{"order.filled", "order.triggered"} {
 			for _, id := range told[key{t, o.ID}] {

@@ -24,11 +24,19 @@ const policiesSQL = "SELECT `id`, `side`, `timeInForce`, `status`, `volume`, `pr
 	"WHERE `type` = 'MARKET' AND (`priceBound` IS NOT NULL OR `timeInForce` IN ('IOC', 'FOK')) ORDER BY `id`"
 
 // openVolumes is each order's position's opening volume (openVolume: what the fill opened,
-// before any partial close).
+// before any partial close), and on a netted account the lots its fill booked.
 func openVolumes(s *Snapshot) map[int64]decimal.Decimal {
 	out := map[int64]decimal.Decimal{}
+	netted := nettedAccounts(s)
 	for _, p := range s.Positions {
-		out[p.Order] = p.OpenVolume
+		if !netted[p.Account] {
+			out[p.Order] = p.OpenVolume
+		}
+	}
+	// A netted account's fill may reduce and add rather than open: what it booked is what its
+	// events net (check_netted.go).
+	for id, f := range nettedFills(s, netted) {
+		out[id] = f.volume
 	}
 	return out
 }
@@ -40,8 +48,14 @@ func checkBoundHonoured(s *Snapshot, _ *Evidence) Result {
 	r := Result{Name: "ordersWithinPriceBound"}
 	filled, refused := 0, 0
 	opened := map[int64]decimal.Decimal{}
+	netted := nettedAccounts(s)
+	openedAt := nettedOpenPrices(s, netted) // check_netted.go: a NETTING add moves openPrice
 	for _, p := range s.Positions {
-		opened[p.Order] = p.OpenPrice
+		if !netted[p.Account] {
+			opened[p.Order] = p.OpenPrice
+		} else if px, ok := openedAt[p.ID]; ok {
+			opened[p.Order] = px
+		}
 	}
 	for _, o := range s.Policies {
 		if !o.PriceBound.Valid {

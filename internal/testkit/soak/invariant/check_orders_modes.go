@@ -41,7 +41,7 @@ func checkNettingOnePosition(s *Snapshot, _ *Evidence) Result {
 			r.Add(k, "NETTING %s holds %d open positions (%d, %d, …)", k, len(ps), ps[0].ID, ps[1].ID)
 		}
 	}
-	r.Figures = fmt.Sprintf("%d NETTING accounts", len(accounts))
+	r.Figures = fmt.Sprintf("%d NETTING accounts, %s", len(accounts), nettedFigures(s, accounts))
 	return r
 }
 
@@ -57,7 +57,7 @@ func checkFIFOOneSide(s *Snapshot, _ *Evidence) Result {
 			}
 		}
 	}
-	r.Figures = fmt.Sprintf("%d FIFO accounts", len(accounts))
+	r.Figures = fmt.Sprintf("%d FIFO accounts, %s", len(accounts), nettedFigures(s, accounts))
 	return r
 }
 
