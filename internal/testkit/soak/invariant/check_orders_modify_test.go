@@ -25,6 +25,14 @@ func TestCheckModifiedOrders(t *testing.T) {
 	if r := checkModifiedOrders(base(filled(7, "BUY", "LIMIT", "1.08005")), nil); len(r.Violations) != 0 {
 		t.Fatalf("clean history: %v", r.Violations)
 	}
+	// A stop fills at its batch's quote, which can be a little better than the quote that fired it.
+	retraced := base()
+	retraced.Events = eventRows(
+		ev{"order.modified", map[string]any{"id": 9, "symbol": "EURUSD", "side": "BUY", "type": "STOP", "price": "1.26381"}},
+		ev{"order.triggered", map[string]any{"id": 9, "symbol": "EURUSD", "side": "BUY", "type": "STOP", "price": "1.26381", "fillPrice": "1.26304"}})
+	if r := checkModifiedOrders(retraced, nil); len(r.Violations) != 0 {
+		t.Fatalf("a stop filled 0.06 %% better than its stop: %v", r.Violations)
+	}
 	for name, s := range map[string]*Snapshot{
 		"modified after its fill": base(filled(7, "BUY", "LIMIT", "1.07990"),
 			ev{"order.modified", map[string]any{"id": 7, "symbol": "EURUSD", "side": "BUY", "type": "LIMIT", "price": "1.07"}}),
