@@ -136,20 +136,11 @@ func (s *Service) placeOCO(ctx context.Context, userID int64, r OCORequest, legs
 		return OCOResult{}, err
 	}
 	defer tx.Rollback()
-	var a book.Account
-	var found, retried bool
-	var original book.Order
-	var exps []book.Exposure
-	var pending int64
-	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, r.AccountID)
-	if r.RequestNonce != "" {
-		locks.Query(book.RowInto(&original, &retried, book.ScanOrder), book.NonceSQL, r.AccountID, r.RequestNonce)
-	}
-	locks.Query(book.ExposuresInto(&exps), book.ExposuresSQL, r.AccountID)
-	locks.Query(book.ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
-	if err := tx.Lock(ctx, locks, "place OCO pair"); err != nil {
+	pl, err := lockPlacement(ctx, tx, locks, r.AccountID, r.RequestNonce, "place OCO pair")
+	if err != nil {
 		return OCOResult{}, err
 	}
+	a, found, retried, original, exps, pending := pl.a, pl.found, pl.retried, pl.original, pl.exps, pl.pending
 	if err := book.OwnedBy(a, found, userID, r.AccountID); err != nil {
 		return OCOResult{}, err
 	}

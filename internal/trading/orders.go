@@ -154,24 +154,11 @@ func (s *Service) placeResting(ctx context.Context, userID int64, r OrderRequest
 		return OrderResult{}, err
 	}
 	defer tx.Rollback()
-	var a book.Account
-	var found, retried bool
-	var original book.Order
-	var exps []book.Exposure
-	var pending int64
-	locks.Query(book.RowInto(&a, &found, book.ScanAccount), book.LockAccountSQL, r.AccountID)
-	if r.RequestNonce != "" {
-		// The account lock serialises submits of one account, so a retry racing the original
-		// waits for it and then finds it here, before any rule could refuse the retry.
-		locks.Query(book.RowInto(&original, &retried, book.ScanOrder), book.NonceSQL, r.AccountID, r.RequestNonce)
-	}
-	locks.Query(book.ExposuresInto(&exps), book.ExposuresSQL, r.AccountID)
-	// Read after the account lock was granted, like the nonce: every placement that committed a
-	// PENDING order of this account before it is counted.
-	locks.Query(book.ScanFirst(new(bool), func(rows *sql.Rows) error { return rows.Scan(&pending) }), "SELECT COUNT(*) FROM `fx_order` WHERE `accountId` = ? AND `status` = 'PENDING'", r.AccountID)
-	if err := tx.Lock(ctx, locks, "place order"); err != nil {
+	pl, err := lockPlacement(ctx, tx, locks, r.AccountID, r.RequestNonce, "place order")
+	if err != nil {
 		return OrderResult{}, err
 	}
+	a, found, retried, original, exps, pending := pl.a, pl.found, pl.retried, pl.original, pl.exps, pl.pending
 	if err := book.OwnedBy(a, found, userID, r.AccountID); err != nil {
 		return OrderResult{}, err
 	}
