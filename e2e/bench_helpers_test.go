@@ -36,9 +36,15 @@ func (d *tradingDesk) fundedAccounts(tok string, n int, amount string) []int64 {
 // each with its own requestNonce (prefix-1, prefix-2, …); anything but 201 is an error. It is
 // safe for concurrent use.
 func marketOrders(client *http.Client, tok, prefix string) func(p *proc, acct int64) error {
+	return marketOrdersWith(client, tok, prefix, "")
+}
+
+// marketOrdersWith is marketOrders whose bodies carry extra fields: a JSON fragment starting
+// with a comma (`,"priceBound":"1.2"`), or "".
+func marketOrdersWith(client *http.Client, tok, prefix, extra string) func(p *proc, acct int64) error {
 	var seq atomic.Int64
 	return func(p *proc, acct int64) error {
-		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"%s-%d"}`, acct, prefix, seq.Add(1))
+		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"%s-%d"%s}`, acct, prefix, seq.Add(1), extra)
 		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)

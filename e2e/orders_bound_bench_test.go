@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ func TestBenchPriceBound(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * workers, MaxConnsPerHost: 4 * workers}}
 	plainAccts := d.fundedAccounts(tok, workers, "100000000.00")
 	boundAccts := d.fundedAccounts(tok, workers, "100000000.00")
-	plain, bounded := boundedOrders(client, tok, "p", ""), boundedOrders(client, tok, "q", `,"priceBound":"1.20000","timeInForce":"FOK"`)
+	plain, bounded := marketOrdersWith(client, tok, "p", ""), marketOrdersWith(client, tok, "q", `,"priceBound":"1.20000","timeInForce":"FOK"`)
 	// Each measured phase also adds up the processor time each process spent per order: on a
 	// shared machine the rates move with whatever else runs, the time per order much less.
 	run := func(length time.Duration, accts []int64, send func(*proc, int64) error, c *orderCost) float64 {
@@ -58,27 +55,4 @@ func TestBenchPriceBound(t *testing.T) {
 	t.Logf("market orders/s over HTTP (%d workers, GOMAXPROCS=%d, %s phases): without a priceBound %.0f, with one %.0f; ratio %.3f (target ≥ 0.95)",
 		workers, procs, phase, plainRate, boundRate, boundRate/plainRate)
 	t.Logf("processor time per order: without a priceBound %s; with one %s", plainCost, boundCost)
-}
-
-// boundedOrders returns a sender of 0.01-lot EURUSD market buys carrying extra fields (a JSON
-// fragment starting with a comma, or ""), each with its own requestNonce; anything but 201 is
-// an error. It is safe for concurrent use.
-func boundedOrders(client *http.Client, tok, prefix, extra string) func(p *proc, acct int64) error {
-	var seq atomic.Int64
-	return func(p *proc, acct int64) error {
-		body := fmt.Sprintf(`{"accountId":%d,"symbol":"EURUSD","side":"BUY","type":"MARKET","volume":"0.01","requestNonce":"%s-%d"%s}`, acct, prefix, seq.Add(1), extra)
-		req, _ := http.NewRequest("POST", "http://"+p.addr+"/api/fx/orders", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("order via %s = %d %s", p.name, resp.StatusCode, b)
-		}
-		return nil
-	}
 }
