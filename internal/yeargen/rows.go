@@ -23,7 +23,7 @@ import (
 
 // writers is how many connections write at once: the server, not the generator, is the
 // bottleneck, and more than a few connections only contend for its log.
-const writers = 4
+const writers = 3
 
 // dealerUser is the staff user whose deposits, closes and cancels the audit rows record.
 const dealerUser = 1
@@ -39,31 +39,30 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 	res := Result{BigAccount: 1, SmallAccount: 2, BigUser: p.accounts[0].user, SmallUser: p.accounts[1].user, End: endT}
 	w := newWriter(ctx, db, writers)
 	p.writeAccounts(w)
-	if err := w.wait(); err != nil {
+	if err := w.run(); err != nil {
 		return res, err
 	}
 	t0 := time.Now()
 	e := p.endOfDay()
 	log.Info("yeargen: end of day planned", slog.Int("days", e.frozen), slog.Int("accountRows", len(e.accounts)), slog.Duration("took", time.Since(t0)))
 	w = newWriter(ctx, db, writers)
-	step := func(what string, rows int, f func()) {
-		t := time.Now()
-		f()
-		log.Info("yeargen: queued", slog.String("table", what), slog.Int("rows", rows), slog.Duration("took", time.Since(t)))
-	}
-	step("fx_order", len(p.orders), func() { p.writeOrders(w) })
-	step("fx_position", len(p.positions), func() { p.writePositions(w) })
-	step("fx_deal", len(p.deals), func() { p.writeDeals(w) })
-	swaps := 0
-	step("fx_swap_charge", 0, func() { swaps = p.writeSwaps(w) })
+	p.writeOrders(w)
+	p.writePositions(w)
+	p.writeDeals(w)
+	swaps := p.writeSwaps(w)
 	kept := min(len(p.events), p.size.Events)
-	step("fx_event", kept, func() { p.writeEvents(w, len(p.events)-kept) })
-	nAudit := 0
-	step("fx_audit", 0, func() { nAudit = p.writeAudit(w) })
-	step("fx_eod", len(e.accounts), func() { p.writeEndOfDay(w, e) })
-	step("fx_account_profile", len(p.accounts), func() { p.writeProfiles(w) })
-	if err := w.wait(); err != nil {
+	p.writeEvents(w, len(p.events)-kept)
+	nAudit := p.writeAudit(w)
+	p.writeEndOfDay(w, e)
+	p.writeProfiles(w)
+	t0 = time.Now()
+	if err := w.run(); err != nil {
 		return res, err
+	}
+	log.Info("yeargen: tables written", slog.Duration("took", time.Since(t0)))
+	for t, d := range w.spent {
+		log.Info("yeargen: written", slog.String("table", t), slog.Int("rows", w.rows[t]), slog.Duration("took", d), slog.Duration("inStatements", w.execs[t]),
+			slog.Int("rowsPerSecond", int(float64(w.rows[t])/d.Seconds())))
 	}
 	res.Accounts, res.Orders, res.Positions, res.Deals = int64(len(p.accounts)), int64(len(p.orders)), int64(len(p.positions)), int64(len(p.deals))
 	res.SwapCharges, res.Events, res.Audit = int64(swaps), int64(kept), int64(nAudit)
@@ -236,19 +235,13 @@ func (p *plan) loaded(k int) ledger.Loaded {
 }
 
 func (p *plan) writeDeals(w *writer) {
-	per := min(ledger.MaxLoadRows, 4000)
-	for from := 0; from < len(p.deals); from += per {
-		to := min(len(p.deals), from+per)
-		if !w.submit(func(ctx context.Context) error {
-			batch := make([]ledger.Loaded, 0, to-from)
-			for k := from; k < to; k++ {
-				batch = append(batch, p.loaded(k))
-			}
-			return ledger.Load(ctx, w.db, batch)
-		}) {
-			return
+	w.load("fx_deal", len(p.deals), min(ledger.MaxLoadRows, 4000), func(from, to int) chunk {
+		batch := make([]ledger.Loaded, 0, to-from)
+		for k := from; k < to; k++ {
+			batch = append(batch, p.loaded(k))
 		}
-	}
+		return func(ctx context.Context, tx *sql.Tx) error { return ledger.Load(ctx, tx, batch) }
+	})
 }
 
 func (p *plan) writeSwaps(w *writer) int {

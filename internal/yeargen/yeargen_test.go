@@ -62,7 +62,10 @@ func TestPlanIsDeterministic(t *testing.T) {
 // the invariants the soak checks, the end of day's reconciliation, the sizes asked for.
 func TestFillSmall(t *testing.T) {
 	ctx := context.Background()
+	// Small, its accounts' snapshots on the last days only (as Year's): the days before them
+	// reconcile from the ledger's start.
 	size := Small()
+	size.AccountDays = 12
 	res, err := Fill(ctx, testDB, size, 42, testEnd, discard())
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +148,16 @@ func TestFillSmall(t *testing.T) {
 	if n := count("SELECT COUNT(*) FROM `fx_eod_day`"); n != res.EODDays || n < 15 {
 		t.Errorf("%d frozen days, result says %d", n, res.EODDays)
 	}
-	if n := count("SELECT COUNT(*) FROM (SELECT d.`tradingDay`, (SELECT COALESCE(SUM(-x.`amount`), 0) FROM `fx_deal` x WHERE x.`type` = 'COMMISSION' " +
-		"AND x.`createdAt` >= (SELECT MAX(p.`rolloverAt`) FROM `fx_eod_day` p WHERE p.`tradingDay` < d.`tradingDay`) AND x.`createdAt` < d.`rolloverAt`) AS `deals`, " +
-		"(SELECT COALESCE(SUM(s.`commission`), 0) FROM `fx_eod_symbol` s WHERE s.`tradingDay` = d.`tradingDay`) AS `desk` FROM `fx_eod_day` d " +
-		"WHERE d.`tradingDay` > (SELECT MIN(`tradingDay`) FROM `fx_eod_day`)) x WHERE x.`deals` <> x.`desk`"); n != 0 {
-		t.Errorf("%d days whose desk commission is not the day's commission deals", n)
+	for _, c := range []struct{ dealType, column string }{{"COMMISSION", "commission"}, {"PROFIT", "realised"}, {"SWAP", "swaps"}} {
+		if n := count("SELECT COUNT(*) FROM (SELECT d.`tradingDay`, (SELECT COALESCE(SUM(-x.`amount`), 0) FROM `fx_deal` x WHERE x.`type` = ? "+
+			"AND x.`createdAt` >= (SELECT MAX(p.`rolloverAt`) FROM `fx_eod_day` p WHERE p.`tradingDay` < d.`tradingDay`) AND x.`createdAt` < d.`rolloverAt`) AS `deals`, "+
+			"(SELECT COALESCE(SUM(s.`"+c.column+"`), 0) FROM `fx_eod_symbol` s WHERE s.`tradingDay` = d.`tradingDay`) AS `desk` FROM `fx_eod_day` d "+
+			"WHERE d.`tradingDay` > (SELECT MIN(`tradingDay`) FROM `fx_eod_day`)) x WHERE x.`deals` <> x.`desk`", c.dealType); n != 0 {
+			t.Errorf("%d days whose desk %s is not the day's %s deals", n, c.column, c.dealType)
+		}
+	}
+	if n := count("SELECT COUNT(DISTINCT `tradingDay`) FROM `fx_eod_account`"); n != int64(size.AccountDays) {
+		t.Errorf("account snapshots on %d days, want the last %d", n, size.AccountDays)
 	}
 	// The tokens act as the named users.
 	for _, c := range []struct {
