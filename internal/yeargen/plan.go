@@ -180,6 +180,9 @@ type plan struct {
 	deals      []deal
 	events     []eventRef
 	dealsOf    [][]int32 // per account, deal indices in id order
+	// The positions and orders in id order: rows go to the server in primary key order, which
+	// appends to the clustered index instead of inserting at random into it.
+	positionsByID, ordersByID []int32
 }
 
 func (p *plan) rng(stream, i uint64) *rand.Rand {
@@ -581,10 +584,12 @@ func (p *plan) number() {
 		slices.SortStableFunc(idx, func(x, y int32) int { return cmp.Compare(at(int(x)), at(int(y))) })
 		return idx
 	}
-	for rank, k := range byTime(len(p.positions), func(k int) int64 { return p.positions[k].openAt }) {
+	p.positionsByID = byTime(len(p.positions), func(k int) int64 { return p.positions[k].openAt })
+	for rank, k := range p.positionsByID {
 		p.positions[k].id = int64(rank + 1)
 	}
-	for rank, k := range byTime(len(p.orders), func(k int) int64 { return p.orders[k].createdAt }) {
+	p.ordersByID = byTime(len(p.orders), func(k int) int64 { return p.orders[k].createdAt })
+	for rank, k := range p.ordersByID {
 		p.orders[k].id = int64(rank + 1)
 	}
 	slices.SortFunc(p.deals, func(x, y deal) int {

@@ -137,7 +137,7 @@ func (p *plan) writeOrders(w *writer) {
 	t := table{"fx_order", []string{"id", "accountId", "symbol", "side", "type", "volume", "price", "sl", "tp", "timeInForce", "status",
 		"fillPrice", "createdAt", "updatedAt", "triggeredAt"}}
 	w.insert(t, len(p.orders), func(i int, args []any) []any {
-		o := &p.orders[i]
+		o := &p.orders[p.ordersByID[i]]
 		var fill, triggered any
 		updated := o.createdAt
 		if o.pos >= 0 {
@@ -159,7 +159,7 @@ func (p *plan) writePositions(w *writer) {
 	t := table{"fx_position", []string{"id", "accountId", "orderId", "symbol", "side", "volume", "openVolume", "openPrice", "sl", "tp",
 		"commission", "markup", "realizedProfit", "status", "closePrice", "closeReason", "openedAt", "closedAt", "updatedAt", "swap", "swapThrough"}}
 	w.insert(t, len(p.positions), func(i int, args []any) []any {
-		ps := &p.positions[i]
+		ps := &p.positions[p.positionsByID[i]]
 		status, vol := "OPEN", volume(ps.lots)
 		var closePx, reason, closedAt any
 		updated := ps.openAt
@@ -251,6 +251,11 @@ func (p *plan) writeSwaps(w *writer) int {
 			idx = append(idx, int32(k))
 		}
 	}
+	// In primary key order (position, rollover date).
+	slices.SortFunc(idx, func(x, y int32) int {
+		a, b := &p.deals[x], &p.deals[y]
+		return cmp.Or(cmp.Compare(p.positions[a.pos].id, p.positions[b.pos].id), cmp.Compare(a.cut, b.cut))
+	})
 	// amountQuote exactly: swap points × point × contract size per lot.
 	perLot := make([][2]decimal.Decimal, len(p.ins))
 	for i, in := range p.ins {
