@@ -37,7 +37,7 @@ const term = 1
 func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result, error) {
 	endT := utc(p.end)
 	res := Result{BigAccount: 1, SmallAccount: 2, BigUser: p.accounts[0].user, SmallUser: p.accounts[1].user, End: endT}
-	w := newWriter(ctx, db, writers)
+	w := newWriter(ctx, db, writers, log)
 	p.writeAccounts(w)
 	if err := w.run(); err != nil {
 		return res, err
@@ -45,7 +45,7 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 	t0 := time.Now()
 	e := p.endOfDay()
 	log.Info("yeargen: end of day planned", slog.Int("days", e.frozen), slog.Int("accountRows", len(e.accounts)), slog.Duration("took", time.Since(t0)))
-	w = newWriter(ctx, db, writers)
+	w = newWriter(ctx, db, writers, log)
 	p.writeOrders(w)
 	p.writePositions(w)
 	p.writeDeals(w)
@@ -60,10 +60,6 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 		return res, err
 	}
 	log.Info("yeargen: tables written", slog.Duration("took", time.Since(t0)))
-	for t, d := range w.spent {
-		log.Info("yeargen: written", slog.String("table", t), slog.Int("rows", w.rows[t]), slog.Duration("took", d), slog.Duration("inStatements", w.execs[t]),
-			slog.Int("rowsPerSecond", int(float64(w.rows[t])/d.Seconds())))
-	}
 	res.Accounts, res.Orders, res.Positions, res.Deals = int64(len(p.accounts)), int64(len(p.orders)), int64(len(p.positions)), int64(len(p.deals))
 	res.SwapCharges, res.Events, res.Audit = int64(swaps), int64(kept), int64(nAudit)
 	res.EODAccounts, res.EODDays = int64(len(e.accounts)), int64(e.frozen)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,14 +36,11 @@ type writer struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 	parent  context.Context
-	// spent is each table's time from its first statement to its commit, for the log.
-	spent map[string]time.Duration
-	execs map[string]time.Duration
-	rows  map[string]int
+	log     *slog.Logger
 }
 
-func newWriter(ctx context.Context, db *sql.DB, workers int) *writer {
-	w := &writer{db: db, workers: workers, parent: ctx, spent: map[string]time.Duration{}, execs: map[string]time.Duration{}, rows: map[string]int{}}
+func newWriter(ctx context.Context, db *sql.DB, workers int, log *slog.Logger) *writer {
+	w := &writer{db: db, workers: workers, parent: ctx, log: log}
 	w.ctx, w.stop = context.WithCancel(ctx)
 	return w
 }
@@ -146,11 +144,9 @@ func (w *writer) loadTable(name string, n, per int, prepare func(from, to int) c
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	w.spent[name] += time.Since(began)
-	w.execs[name] += execs
-	w.rows[name] += n
-	w.mu.Unlock()
+	took := time.Since(began)
+	w.log.Info("yeargen: table written", slog.String("table", name), slog.Int("rows", n), slog.Duration("took", took),
+		slog.Duration("inStatements", execs), slog.Int("rowsPerSecond", int(float64(n)/took.Seconds())))
 	return nil
 }
 
