@@ -391,6 +391,7 @@ func (p *plan) planAccount(i int, closedN, openN, pendingN int, dealerShare floa
 	ccy := currencies[a.ccy]
 	a.closed, a.open, a.dealerCut = closedN, openN, dealerShare
 	var mine []deal
+	firstPosition := len(p.positions)
 	add := func(d deal) { d.acct = int32(i); mine = append(mine, d) }
 	add(deal{t: a.created, typ: dealDeposit, amount: a.initial, pos: -1})
 	newPosition := func(open bool) {
@@ -565,6 +566,36 @@ func (p *plan) planAccount(i int, closedN, openN, pendingN int, dealerShare floa
 		bal += d.amount
 		d.after = bal
 		chain = append(chain, d)
+	}
+	// A desk booted on the history must not stop the account out at once: the equity at the
+	// end's prices covers four times the margin of what is still open (a margin level of 400%),
+	// topped up by a last deposit where it would not.
+	var margin, floating int64
+	for k := firstPosition; k < len(p.positions); k++ {
+		ps := &p.positions[k]
+		if !ps.open {
+			continue
+		}
+		in := &p.ins[ps.sym]
+		sign := int64(1)
+		if ps.side == sideSell {
+			sign = -1
+		}
+		closePx := in.points(in.mids[len(in.mids)-1]) - sign*in.halfSpread
+		floating += cents(in.quoteValue(ps.lots, sign*(closePx-ps.openPx)) * p.rate(in.quote, ccy))
+		margin += cents(in.contract * float64(ps.lots) / 100 * p.rate(in.base, ccy) / float64(a.leverage))
+	}
+	if need := 4*margin - (bal + floating); need > 0 {
+		top := a.initial
+		for top < need {
+			top += a.initial
+		}
+		t := chain[len(chain)-1].t
+		if t+1000 < p.end {
+			t += 1000
+		}
+		bal += top
+		chain = append(chain, deal{t: t, acct: int32(i), typ: dealDeposit, amount: top, after: bal, pos: -1})
 	}
 	for k := range chain {
 		chain[k].seq = int32(k)
