@@ -24,12 +24,22 @@ type ListFilter struct {
 // several accounts, the newest Limit of their pages together: at most accounts × Limit rows
 // are sorted, however long the history. Joining the account on the user instead sorted the
 // user's whole history for every page.
-func listPage[T any](ctx context.Context, q Querier, what string, scan func(store.Scanner) (T, error), userID int64, f ListFilter, cols, from, alias string) ([]T, error) {
+//
+// Each account's page names its index (byStatus with a status, byAccount without): left to
+// itself the optimiser may read an account that holds much of the table by walking the primary
+// key backwards and filtering, which reads the whole table for a page older than the account's
+// newest rows or for an account with little in it. FORCE INDEX is the same in MySQL 8 and
+// MariaDB.
+func listPage[T any](ctx context.Context, q Querier, what string, scan func(store.Scanner) (T, error), userID int64, f ListFilter, cols, from, alias, byStatus, byAccount string) ([]T, error) {
 	accounts, err := userAccountIDs(ctx, q, userID, f.AccountID)
 	if err != nil || len(accounts) == 0 {
 		return nil, err
 	}
-	sqlText, args := listPageSQL(cols, from, alias, accounts, f)
+	index := byAccount
+	if f.Status != "" {
+		index = byStatus
+	}
+	sqlText, args := listPageSQL(cols, from+" FORCE INDEX (`"+index+"`)", alias, accounts, f)
 	return store.QueryAll(ctx, q, what, scan, sqlText, args...)
 }
 
