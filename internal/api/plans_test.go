@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,9 +50,11 @@ var unplannedGets = map[string]string{
 // helper DEALER: its summaries and the open-position indexes): their problems are logged, not
 // failed, until then. An entry whose reads pass fails the walk: remove it.
 var pendingPlans = map[string]string{
-	"/api/admin/fx/desk": "DEALER: the desk's counters and exposures (open positions by an index whose prefix is status)",
-	"/admin/status":      "DEALER: the status page reads what /desk and the P&L read",
-	"/api/admin/fx/pnl":  "DEALER: P&L from incremental summaries (migration 000034)",
+	"/admin/status":     "DEALER: the status page reads what /desk and the P&L read",
+	"/api/admin/fx/pnl": "DEALER: P&L from incremental summaries (migration 000034)",
+	// Not fixed here: the desk report's totals per currency add up every account's row of the
+	// frozen day (20,000 on a year). Totals written when the day is frozen would bound it.
+	"/api/admin/fx/eod": "the day's totals sum every account's frozen row",
 }
 
 // windowSorts are the routes allowed to sort one table's rows within a time window the caller
@@ -111,9 +112,9 @@ func planCalls(r yeargen.Result, ids planIDs) map[string][]planCall {
 		"/api/fx/candles": {{as: "big", path: "/api/fx/candles?symbol=EURUSD&granularity=M1&count=100", want: -1}},
 
 		"/api/admin/fx/money-requests": {{as: "admin", path: "/api/admin/fx/money-requests"}},
-		// A page smaller than the generated desk's accounts: at the default 500 the page is every
-		// account of Small(), and its plan reads them all as a year's page would read 500.
-		"/api/admin/fx/accounts":                        {{as: "dealer", path: "/api/admin/fx/accounts?limit=100"}, {as: "dealer", path: fmt.Sprintf("/api/admin/fx/accounts?limit=100&before=%d", ids.midAccount)}},
+		// A page that is to Small()'s 300 accounts what the default 500 is to a year's 20,000:
+		// at 500 the page is every account, and the optimiser rightly reads the whole table.
+		"/api/admin/fx/accounts":                        {{as: "dealer", path: "/api/admin/fx/accounts?limit=10"}, {as: "dealer", path: fmt.Sprintf("/api/admin/fx/accounts?limit=10&before=%d", ids.midAccount)}},
 		"/api/admin/fx/settings":                        {{as: "dealer", path: "/api/admin/fx/settings"}},
 		"/api/admin/fx/instruments":                     {{as: "dealer", path: "/api/admin/fx/instruments"}},
 		"/api/admin/fx/account-groups":                  {{as: "dealer", path: "/api/admin/fx/account-groups"}},
@@ -168,9 +169,6 @@ func TestEveryGetRouteReadsOnABoundedPlan(t *testing.T) {
 	}
 	t.Cleanup(func() { setup.Close() })
 	res, err := yeargen.Fill(ctx, setup, yeargen.Small(), 42, time.Now().UTC(), log)
-	if errors.Is(err, yeargen.ErrNotBuilt) {
-		res, err = seedForPlans(ctx, setup)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
