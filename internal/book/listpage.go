@@ -65,14 +65,15 @@ func userAccountIDs(ctx context.Context, q Querier, userID, accountID int64) ([]
 //	SELECT cols FROM from WHERE x.`accountId` = ? [AND x.`status` = ?] [AND x.`id` < ?] ORDER BY x.`id` DESC LIMIT ?
 //	(SELECT … LIMIT ?) UNION ALL (SELECT … LIMIT ?) ORDER BY `id` DESC LIMIT ?
 func listPageSQL(cols, from, alias string, accounts []int64, f ListFilter) (string, []any) {
-	one := "SELECT " + cols + " FROM " + from + " WHERE " + alias + ".`accountId` = ?"
+	var one strings.Builder
+	one.WriteString("SELECT " + cols + " FROM " + from + " WHERE " + alias + ".`accountId` = ?")
 	if f.Status != "" {
-		one += " AND " + alias + ".`status` = ?"
+		one.WriteString(" AND " + alias + ".`status` = ?")
 	}
 	if f.Before > 0 {
-		one += " AND " + alias + ".`id` < ?"
+		one.WriteString(" AND " + alias + ".`id` < ?")
 	}
-	one += " ORDER BY " + alias + ".`id` DESC LIMIT ?"
+	one.WriteString(" ORDER BY " + alias + ".`id` DESC LIMIT ?")
 	args := make([]any, 0, len(accounts)*4+1)
 	for _, a := range accounts {
 		args = append(args, a)
@@ -85,11 +86,11 @@ func listPageSQL(cols, from, alias string, accounts []int64, f ListFilter) (stri
 		args = append(args, f.Limit)
 	}
 	if len(accounts) == 1 {
-		return one, args
+		return one.String(), args
 	}
 	branches := make([]string, len(accounts))
 	for i := range branches {
-		branches[i] = "(" + one + ")"
+		branches[i] = "(" + one.String() + ")"
 	}
 	return strings.Join(branches, " UNION ALL ") + " ORDER BY `id` DESC LIMIT ?", append(args, f.Limit)
 }

@@ -52,7 +52,7 @@ func (p PlanRow) String() string {
 
 // Explain is the plan of s, asked with its own arguments.
 func Explain(ctx context.Context, db *sql.DB, s Statement) ([]PlanRow, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+s.Text, s.Args...)
+	rows, err := db.QueryContext(ctx, "explain "+s.Text, s.Args...) // lower case: see Reads
 	if err != nil {
 		return nil, fmt.Errorf("explain %q: %w", s.Text, err)
 	}
@@ -174,10 +174,9 @@ func Check(ctx context.Context, db *sql.DB, s Statement, tables map[string]int64
 // tableRef is a table named after FROM or JOIN, with its alias when it has one.
 var tableRef = regexp.MustCompile("(?i)\\b(?:FROM|JOIN)\\s+`?([A-Za-z0-9_]+)`?(?:\\s+(?:AS\\s+)?`?([A-Za-z_][A-Za-z0-9_]*)`?)?")
 
-// notAlias are the words that may follow a table name and are not its alias.
-var notAlias = map[string]bool{"WHERE": true, "JOIN": true, "ON": true, "ORDER": true, "GROUP": true, "LEFT": true, "RIGHT": true, "INNER": true,
-	"STRAIGHT_JOIN": true, "USE": true, "FORCE": true, "IGNORE": true, "LIMIT": true, "UNION": true, "FOR": true, "LOCK": true, "CROSS": true,
-	"HAVING": true, "NATURAL": true, "USING": true, "SET": true, "WINDOW": true, "PARTITION": true}
+// notAlias are the words that may follow a table name and are not its alias (lower case: see
+// Reads).
+var notAlias = map[string]bool{"where": true, "join": true, "on": true, "order": true, "group": true, "left": true, "right": true, "inner": true, "straight_join": true, "use": true, "force": true, "ignore": true, "limit": true, "union": true, "for": true, "lock": true, "cross": true, "having": true, "natural": true, "using": true, "set": true, "window": true, "partition": true}
 
 // tableAliases maps each name a plan row may carry — an alias or a table — to the tables it
 // stands for in text.
@@ -185,7 +184,7 @@ func tableAliases(text string) map[string][]string {
 	out := map[string][]string{}
 	for _, m := range tableRef.FindAllStringSubmatch(text, -1) {
 		table, alias := m[1], m[2]
-		if alias == "" || notAlias[strings.ToUpper(alias)] {
+		if alias == "" || notAlias[strings.ToLower(alias)] {
 			alias = table
 		}
 		out[alias] = append(out[alias], table)

