@@ -36,12 +36,12 @@ func TestTypeErrorsNameTheExpectedType(t *testing.T) {
 // List filters take any case and hand back the canonical spelling.
 func TestListStatusFilterIgnoresCase(t *testing.T) {
 	for _, raw := range []string{"closed", "CLOSED", "Closed", " closed "} {
-		_, status, _, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status="+strings.ReplaceAll(raw, " ", "%20"), nil), fx.PositionOpen, fx.PositionClosed)
-		if err != nil || status != fx.PositionClosed {
-			t.Errorf("status=%q: %q, %v", raw, status, err)
+		f, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status="+strings.ReplaceAll(raw, " ", "%20"), nil), fx.PositionOpen, fx.PositionClosed)
+		if err != nil || f.Status != fx.PositionClosed {
+			t.Errorf("status=%q: %q, %v", raw, f.Status, err)
 		}
 	}
-	if _, _, _, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status=shut", nil), fx.PositionOpen, fx.PositionClosed); err == nil ||
+	if _, err := listQuery(httptest.NewRequest("GET", "/api/fx/positions?status=shut", nil), fx.PositionOpen, fx.PositionClosed); err == nil ||
 		!strings.Contains(fx.ErrorMessage(err), "OPEN, CLOSED") {
 		t.Errorf("status=shut: %v", err)
 	}

@@ -25,32 +25,46 @@ func pathID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-// listQuery reads the optional accountId, status and limit query parameters of list routes.
-// status comes back in its canonical spelling, whatever case the caller used.
-func listQuery(r *http.Request, statuses ...string) (accountID int64, status string, limit int, err error) {
+// listQuery reads the optional accountId, status, before and limit query parameters of the
+// trader's lists (deals, positions, orders) into the page they ask for. status comes back in its
+// canonical spelling, whatever case the caller used; limit is 1 or more, and a page holds at most
+// trading.ListLimit entries (the default too). The answer's nextBefore (nextBefore) is the next
+// page's before.
+func listQuery(r *http.Request, statuses ...string) (book.ListFilter, error) {
+	var f book.ListFilter
 	q := r.URL.Query()
 	if v := q.Get("accountId"); v != "" {
-		if accountID, err = strconv.ParseInt(v, 10, 64); err != nil || accountID <= 0 {
-			return 0, "", 0, fx.Errorf(fx.EINVALID, "accountId must be a positive whole number.")
+		var err error
+		if f.AccountID, err = strconv.ParseInt(v, 10, 64); err != nil || f.AccountID <= 0 {
+			return f, fx.Errorf(fx.EINVALID, "accountId must be a positive whole number.")
 		}
 	}
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
-			return 0, "", 0, fx.Errorf(fx.EINVALID, "limit must be a positive whole number.")
+		var err error
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit <= 0 {
+			return f, fx.Errorf(fx.EINVALID, "limit must be a positive whole number.")
 		}
+	}
+	f.Limit = trading.ListLimit(f.Limit)
+	var err error
+	if f.Before, err = wholeParam("before", q.Get("before"), q.Has("before"), 1); err != nil {
+		return f, err
 	}
 	// Any case is accepted (status=closed); the canonical spelling is what the answer carries.
 	if raw := q.Get("status"); raw != "" {
+		if len(statuses) == 0 {
+			return f, fx.Errorf(fx.EINVALID, "This list has no status filter.")
+		}
 		for _, s := range statuses {
 			if strings.EqualFold(s, strings.TrimSpace(raw)) {
-				status = s
+				f.Status = s
 			}
 		}
-		if status == "" {
-			return 0, "", 0, fx.Errorf(fx.EINVALID, "status must be one of %s (any case).", strings.Join(statuses, ", "))
+		if f.Status == "" {
+			return f, fx.Errorf(fx.EINVALID, "status must be one of %s (any case).", strings.Join(statuses, ", "))
 		}
 	}
-	return accountID, status, limit, nil
+	return f, nil
 }
 
 // handleCreateAccount creates a trading account for the caller.
@@ -161,15 +175,16 @@ func handlePlaceOrder(log *slog.Logger, svc *trading.Service, m *metrics.Metrics
 // handleOrders lists the caller's orders.
 func handleOrders(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		acct, status, limit, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired, fx.OrderRejected, fx.OrderSending, fx.OrderNotSent)
+		f, err := listQuery(r, fx.OrderPending, fx.OrderFilled, fx.OrderCancelled, fx.OrderExpired, fx.OrderRejected, fx.OrderSending, fx.OrderNotSent)
 		if err != nil {
 			return err
 		}
-		os, err := svc.Orders(r.Context(), principal(r.Context()).UserID, acct, status, limit)
+		os, err := svc.Orders(r.Context(), principal(r.Context()).UserID, f)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"orders": mapSlice(os, viewOrder)})
+		writeJSON(w, http.StatusOK, map[string]any{"orders": mapSlice(os, viewOrder),
+			"nextBefore": nextBefore(os, f.Limit, func(o book.Order) int64 { return o.ID })})
 		return nil
 	})
 }
@@ -193,15 +208,16 @@ func handleCancelOrder(log *slog.Logger, svc *trading.Service) http.HandlerFunc 
 // handlePositions lists the caller's positions.
 func handlePositions(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		acct, status, limit, err := listQuery(r, fx.PositionOpen, fx.PositionClosed)
+		f, err := listQuery(r, fx.PositionOpen, fx.PositionClosed)
 		if err != nil {
 			return err
 		}
-		ps, err := svc.Positions(r.Context(), principal(r.Context()).UserID, acct, status, limit)
+		ps, err := svc.Positions(r.Context(), principal(r.Context()).UserID, f)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"positions": mapSlice(ps, viewPosition)})
+		writeJSON(w, http.StatusOK, map[string]any{"positions": mapSlice(ps, viewPosition),
+			"nextBefore": nextBefore(ps, f.Limit, func(p book.Position) int64 { return p.ID })})
 		return nil
 	})
 }
@@ -298,27 +314,32 @@ func handleDealerCancel(log *slog.Logger, svc *trading.Service) http.HandlerFunc
 // handleDeals lists the caller's deals.
 func handleDeals(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		acct, _, limit, err := listQuery(r)
+		f, err := listQuery(r)
 		if err != nil {
 			return err
 		}
-		ds, err := svc.Accounts().Deals(r.Context(), principal(r.Context()).UserID, acct, limit)
+		ds, err := svc.Accounts().Deals(r.Context(), principal(r.Context()).UserID, f)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"deals": mapSlice(ds, viewDeal)})
+		writeJSON(w, http.StatusOK, map[string]any{"deals": mapSlice(ds, viewDeal),
+			"nextBefore": nextBefore(ds, f.Limit, func(d book.Deal) int64 { return d.ID })})
 		return nil
 	})
 }
 
-// handleAdminAccounts lists every user's accounts (admin).
+// handleAdminAccounts lists a page of every user's accounts, newest first (admin): before and
+// limit as the trader's lists take them, and nextBefore the next page's before.
 func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFunc {
 	return handle(log, func(w http.ResponseWriter, r *http.Request) error {
-		_, _, limit, err := listQuery(r)
+		f, err := listQuery(r)
 		if err != nil {
 			return err
 		}
-		as, err := svc.Accounts().List(r.Context(), 0, limit)
+		if f.AccountID != 0 {
+			return fx.Errorf(fx.EINVALID, "accountId is not a filter of this list: GET /api/admin/fx/accounts/{id}/profile reads one account.")
+		}
+		as, err := svc.Accounts().Page(r.Context(), f.Before, f.Limit)
 		if err != nil {
 			return err
 		}
@@ -337,7 +358,7 @@ func handleAdminAccounts(log *slog.Logger, svc *trading.Service) http.HandlerFun
 		// The dealer's list shows each account's trader profile beside it.
 		writeJSON(w, http.StatusOK, map[string]any{"accounts": mapSlice(vs, func(v trading.AccountView) adminAccountView {
 			return adminAccountView{accountView: viewAccount(v), Profile: viewProfile(v.ID, v.Currency, profiles[v.ID])}
-		})})
+		}), "nextBefore": nextBefore(as, f.Limit, func(a book.Account) int64 { return a.ID })})
 		return nil
 	})
 }

@@ -173,6 +173,16 @@ func ListAccounts(ctx context.Context, q Querier, userID int64, limit int) ([]Ac
 	return store.QueryAll(ctx, q, "list accounts", ScanAccount, sqlText, args...)
 }
 
+// PageAccounts reads a page of every user's accounts, newest first: ids below before (0: from
+// the newest), at most limit of them, on the primary key (the dealer's list).
+func PageAccounts(ctx context.Context, q Querier, before int64, limit int) ([]Account, error) {
+	if before > 0 {
+		return store.QueryAll(ctx, q, "page accounts", ScanAccount,
+			"SELECT "+AccountCols+" FROM `fx_account` WHERE `id` < ? ORDER BY `id` DESC LIMIT ?", before, limit)
+	}
+	return store.QueryAll(ctx, q, "page accounts", ScanAccount, "SELECT "+AccountCols+" FROM `fx_account` ORDER BY `id` DESC LIMIT ?", limit)
+}
+
 // ExposuresSQL sums account ?'s open positions per symbol and side.
 const ExposuresSQL = "SELECT `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` " +
 	"WHERE `accountId` = ? AND `status` = 'OPEN' GROUP BY `symbol`, `side` ORDER BY `symbol`, `side`"
@@ -199,7 +209,10 @@ func LoadExposuresOf(ctx context.Context, q Querier, accounts []int64) (map[int6
 	if len(accounts) == 0 {
 		return out, nil
 	}
-	rows, err := q.QueryContext(ctx, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` "+
+	// On the exposure index by name: it holds each account's open positions in the order of the
+	// grouping, so a page of accounts reads theirs alone, without a sort. Left to itself the
+	// optimiser may read every open position of the desk when the page is much of the accounts.
+	rows, err := q.QueryContext(ctx, "SELECT `accountId`, `symbol`, `side`, SUM(`volume`), SUM(`volume` * `openPrice`) FROM `fx_position` FORCE INDEX (`idx_fx_position_exposure`) "+
 		"WHERE `accountId` IN ("+store.Placeholders(len(accounts))+") AND `status` = 'OPEN' GROUP BY `accountId`, `symbol`, `side` ORDER BY `accountId`, `symbol`, `side`", store.Int64Args(accounts)...)
 	if err != nil {
 		return nil, fmt.Errorf("load exposures of %d accounts: %w", len(accounts), err)
@@ -276,20 +289,9 @@ func LoadOrder(ctx context.Context, q Querier, userID, id int64) (Order, error) 
 	return o, nil
 }
 
-func ListOrders(ctx context.Context, q Querier, userID, accountID int64, status string, limit int) ([]Order, error) {
-	sqlText := "SELECT " + OrderCols + " FROM `fx_order` o JOIN `fx_account` a ON a.`id` = o.`accountId` WHERE a.`userId` = ?"
-	args := []any{userID}
-	if accountID != 0 {
-		sqlText += " AND o.`accountId` = ?"
-		args = append(args, accountID)
-	}
-	if status != "" {
-		sqlText += " AND o.`status` = ?"
-		args = append(args, status)
-	}
-	sqlText += " ORDER BY o.`id` DESC LIMIT ?"
-	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list orders", ScanOrder, sqlText, args...)
+// ListOrders reads a page of userID's orders as f asks, newest first (ListPage).
+func ListOrders(ctx context.Context, q Querier, userID int64, f ListFilter) ([]Order, error) {
+	return listPage(ctx, q, "list orders", ScanOrder, userID, f, OrderCols, "`fx_order` o", "o", "idx_fx_order_account_list", "idx_fx_order_account_id")
 }
 
 const PositionCols = positionOwnCols + "(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
@@ -328,20 +330,9 @@ func LoadPosition(ctx context.Context, q Querier, userID, id int64) (Position, e
 	return p, nil
 }
 
-func ListPositions(ctx context.Context, q Querier, userID, accountID int64, status string, limit int) ([]Position, error) {
-	sqlText := "SELECT " + PositionCols + " FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE a.`userId` = ?"
-	args := []any{userID}
-	if accountID != 0 {
-		sqlText += " AND p.`accountId` = ?"
-		args = append(args, accountID)
-	}
-	if status != "" {
-		sqlText += " AND p.`status` = ?"
-		args = append(args, status)
-	}
-	sqlText += " ORDER BY p.`id` DESC LIMIT ?"
-	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list positions", ScanPosition, sqlText, args...)
+// ListPositions reads a page of userID's positions as f asks, newest first (ListPage).
+func ListPositions(ctx context.Context, q Querier, userID int64, f ListFilter) ([]Position, error) {
+	return listPage(ctx, q, "list positions", ScanPosition, userID, f, PositionCols, "`fx_position` p", "p", "idx_fx_position_account_list", "idx_fx_position_account_id")
 }
 
 // DealCols are the columns of fx_deal d that ScanDeal reads, in its order.
@@ -369,16 +360,10 @@ func LoadDealByKey(ctx context.Context, q Querier, key string) (Deal, bool, erro
 	return d, true, nil
 }
 
-func ListDeals(ctx context.Context, q Querier, userID, accountID int64, limit int) ([]Deal, error) {
-	sqlText := "SELECT " + DealCols + " FROM `fx_deal` d JOIN `fx_account` a ON a.`id` = d.`accountId` WHERE a.`userId` = ?"
-	args := []any{userID}
-	if accountID != 0 {
-		sqlText += " AND d.`accountId` = ?"
-		args = append(args, accountID)
-	}
-	sqlText += " ORDER BY d.`id` DESC LIMIT ?"
-	args = append(args, limit)
-	return store.QueryAll(ctx, q, "list deals", ScanDeal, sqlText, args...)
+// ListDeals reads a page of userID's ledger as f asks (f.Status unused), newest first (ListPage).
+func ListDeals(ctx context.Context, q Querier, userID int64, f ListFilter) ([]Deal, error) {
+	f.Status = ""
+	return listPage(ctx, q, "list deals", ScanDeal, userID, f, DealCols, "`fx_deal` d", "d", "", "idx_fx_deal_account")
 }
 
 // CommitDeal ends tx with the balance change d on the locked account a: b (which may already

@@ -35,6 +35,13 @@ import (
 // must exist for each), each statement given in a representative shape — two rows, two WHENs.
 // When one of them changes shape, change it here too.
 var built = map[string][]string{
+	"internal/book.listPageSQL": {
+		"SELECT d.`id`, d.`accountId` FROM `fx_deal` d FORCE INDEX (`idx_fx_deal_account`) WHERE d.`accountId` = ? ORDER BY d.`id` DESC LIMIT ?",
+		"(SELECT p.`id`, (SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`) FROM `fx_position` p FORCE INDEX (`idx_fx_position_account_list`) " +
+			"WHERE p.`accountId` = ? AND p.`status` = ? AND p.`id` < ? ORDER BY p.`id` DESC LIMIT ?) UNION ALL " +
+			"(SELECT p.`id`, (SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`) FROM `fx_position` p FORCE INDEX (`idx_fx_position_account_list`) " +
+			"WHERE p.`accountId` = ? AND p.`status` = ? AND p.`id` < ? ORDER BY p.`id` DESC LIMIT ?) ORDER BY `id` DESC LIMIT ?",
+	},
 	"internal/eod.captureDay": {
 		"INSERT INTO `fx_eod_price` (`tradingDay`, `symbol`, `bid`, `ask`, `quotedAt`, `capturedBy`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) " +
 			"ON DUPLICATE KEY UPDATE `tradingDay` = `tradingDay`",

@@ -94,6 +94,12 @@ func (acs *Accounts) List(ctx context.Context, userID int64, limit int) ([]book.
 	return book.ListAccounts(ctx, s.db, userID, clampLimit(limit))
 }
 
+// Page lists a page of every user's accounts, newest first (for admins; limit clamped to
+// maxList).
+func (acs *Accounts) Page(ctx context.Context, before int64, limit int) ([]book.Account, error) {
+	return book.PageAccounts(ctx, acs.s.db, before, clampLimit(limit))
+}
+
 // AccountView is an account with its metrics, as every read shows them (the list, the single
 // read, the admin list, a new account). Live is true when they are worked out now at this
 // process's prices — always so for an account without open positions, whose equity is its
@@ -480,8 +486,9 @@ func nonceOrRandom(n string) string {
 	return "r:" + randomID()
 }
 
-// Deals lists userID's ledger, newest first (accountID 0: every account of the user).
-func (acs *Accounts) Deals(ctx context.Context, userID, accountID int64, limit int) ([]book.Deal, error) {
-	s := acs.s
-	return book.ListDeals(ctx, s.db, userID, accountID, clampLimit(limit))
+// Deals lists a page of userID's ledger, newest first (f.AccountID 0: every account of the
+// user; f.Limit clamped to maxList).
+func (acs *Accounts) Deals(ctx context.Context, userID int64, f book.ListFilter) ([]book.Deal, error) {
+	f.Limit = clampLimit(f.Limit)
+	return book.ListDeals(ctx, acs.s.db, userID, f)
 }

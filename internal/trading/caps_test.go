@@ -66,7 +66,7 @@ func TestPendingOrderCapHoldsUnderRace(t *testing.T) {
 		t.Fatalf("%d placements succeeded and %d orders rest; the cap is 3", placed, pendingOf(t, a.ID))
 	}
 	// A cancelled order frees its place.
-	os, err := svc.Orders(ctx, user, a.ID, fx.OrderPending, 1)
+	os, err := svc.Orders(ctx, user, book.ListFilter{AccountID: a.ID, Status: fx.OrderPending, Limit: 1})
 	if err != nil || len(os) != 1 {
 		t.Fatal(os, err)
 	}

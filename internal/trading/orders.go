@@ -610,9 +610,10 @@ func (s *Service) checkOrderShape(in catalog.Instrument, r *OrderRequest) (*time
 	return nil, fx.Errorf(fx.EINVALID, "timeInForce must be GTC, GTD or DAY.")
 }
 
-// Orders lists userID's orders, newest first.
-func (s *Service) Orders(ctx context.Context, userID, accountID int64, status string, limit int) ([]book.Order, error) {
-	return book.ListOrders(ctx, s.db, userID, accountID, status, clampLimit(limit))
+// Orders lists a page of userID's orders, newest first (f.Limit clamped to maxList).
+func (s *Service) Orders(ctx context.Context, userID int64, f book.ListFilter) ([]book.Order, error) {
+	f.Limit = clampLimit(f.Limit)
+	return book.ListOrders(ctx, s.db, userID, f)
 }
 
 // CancelOrder cancels a PENDING order of userID (ECONFLICT once it filled, expired or was

@@ -23,9 +23,10 @@ import (
 	"fxdesk/internal/store"
 )
 
-// Positions lists userID's positions, newest first.
-func (s *Service) Positions(ctx context.Context, userID, accountID int64, status string, limit int) ([]book.Position, error) {
-	return book.ListPositions(ctx, s.db, userID, accountID, status, clampLimit(limit))
+// Positions lists a page of userID's positions, newest first (f.Limit clamped to maxList).
+func (s *Service) Positions(ctx context.Context, userID int64, f book.ListFilter) ([]book.Position, error) {
+	f.Limit = clampLimit(f.Limit)
+	return book.ListPositions(ctx, s.db, userID, f)
 }
 
 // StopChange is one of SL or TP in a modify: Set false leaves it alone, Set with a nil Value

@@ -199,7 +199,11 @@ func (s *Service) retry(ctx context.Context, txn func() error) error {
 // maxList caps every list answer.
 const maxList = 500
 
-func clampLimit(n int) int {
+func clampLimit(n int) int { return ListLimit(n) }
+
+// ListLimit is the size of a list's page asked for with limit n: n, or maxList when n is 0 or
+// more than that.
+func ListLimit(n int) int {
 	if n <= 0 || n > maxList {
 		return maxList
 	}

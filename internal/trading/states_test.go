@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
@@ -67,7 +68,7 @@ func TestCloseOnlyRefusesNewExposureOnly(t *testing.T) {
 	if err := svc.fillPending(ctx, resting.Order.ID, tick.Quote{}); err == nil {
 		t.Fatal("a resting order of a CLOSE_ONLY account filled at its trigger")
 	}
-	if o, err := svc.Orders(ctx, user, a.ID, fx.OrderRejected, 10); err != nil || len(o) != 1 || o[0].ID != resting.Order.ID {
+	if o, err := svc.Orders(ctx, user, book.ListFilter{AccountID: a.ID, Status: fx.OrderRejected, Limit: 10}); err != nil || len(o) != 1 || o[0].ID != resting.Order.ID {
 		t.Fatalf("rejected orders %+v, %v; want the triggered one", o, err)
 	}
 
@@ -111,7 +112,7 @@ func TestDisabledIsReadOnlyForTheTrader(t *testing.T) {
 	setState(t, svc, a.ID, fx.AccountDisabled, reason)
 
 	before := counts(t, a.ID)
-	positionsBefore, _ := svc.Positions(ctx, user, a.ID, fx.PositionOpen, 10)
+	positionsBefore, _ := svc.Positions(ctx, user, book.ListFilter{AccountID: a.ID, Status: fx.PositionOpen, Limit: 10})
 	_, err = svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", ""))
 	refusedBy(t, "market order", err, fx.AccountDisabled, reason)
 	_, err = svc.PlaceOrder(ctx, user, buyLimit(a.ID, "0.01", "1.09", ""))
@@ -124,7 +125,7 @@ func TestDisabledIsReadOnlyForTheTrader(t *testing.T) {
 	refusedBy(t, "cancel", err, fx.AccountDisabled, reason)
 	_, _, err = svc.Accounts().Withdraw(ctx, user, a.ID, decimal.NewFromInt(10), "")
 	refusedBy(t, "withdrawal", err, fx.AccountDisabled, reason)
-	positionsAfter, _ := svc.Positions(ctx, user, a.ID, fx.PositionOpen, 10)
+	positionsAfter, _ := svc.Positions(ctx, user, book.ListFilter{AccountID: a.ID, Status: fx.PositionOpen, Limit: 10})
 	if after := counts(t, a.ID); after != before || fmt.Sprint(positionsAfter) != fmt.Sprint(positionsBefore) || pendingOf(t, a.ID) != 1 {
 		t.Fatalf("refused requests wrote: %v → %v, positions %v → %v", before, after, positionsBefore, positionsAfter)
 	}
