@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS `fx_ledger_checkpoint`;
