@@ -22,10 +22,12 @@ import (
 type candidate struct{ id, account int64 }
 
 // candidatesSQL selects the next batch of positions whose watermark is behind the last due date,
-// after a position id, in id order: a consistent read, no lock (the batch locks and re-checks).
-const candidatesSQL = "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) " +
-	"WHERE p.`status` = 'OPEN' AND p.`id` > ? AND p.`openedAt` < ? AND (p.`swapThrough` IS NULL OR p.`swapThrough` < ?) " +
-	"ORDER BY p.`id` LIMIT ?"
+// after an (account, position) pair, in account then id order: a consistent read, no lock (the
+// batch locks and re-checks). Account order keeps each batch's writes — deals, events, balances
+// — on neighbouring pages of their (accountId, …) indexes (migration 000036).
+const candidatesSQL = "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open_account`) " +
+	"WHERE p.`status` = 'OPEN' AND (p.`accountId` > ? OR (p.`accountId` = ? AND p.`id` > ?)) AND p.`openedAt` < ? " +
+	"AND (p.`swapThrough` IS NULL OR p.`swapThrough` < ?) ORDER BY p.`accountId`, p.`id` LIMIT ?"
 
 func scanCandidates(out *[]candidate) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
@@ -41,11 +43,11 @@ func scanCandidates(out *[]candidate) func(*sql.Rows) error {
 	}
 }
 
-// chargeDue is the run's one pass over open positions, in id order, batch by batch. A
+// chargeDue is the run's one pass over open positions, account by account, batch by batch. A
 // position is a candidate while its watermark is behind the last due date; under its lock the
 // batch settles every due date it held and had not settled, all in one transaction, so its
 // watermark moves to the last due date only together with every charge before it. A position
-// that commits after the pass has gone by its id is left whole to the next run, never half
+// that commits after the pass has gone by its account is left whole to the next run, never half
 // charged: one pass per date would see it first on a later date and move its watermark past the
 // dates before.
 //
@@ -54,7 +56,7 @@ func scanCandidates(out *[]candidate) func(*sql.Rows) error {
 func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
 	last := due[len(due)-1]
 	var batch []candidate
-	rows, err := r.cfg.DB.QueryContext(ctx, candidatesSQL, 0, last.At.UTC(), last.Date, r.cfg.Batch)
+	rows, err := r.cfg.DB.QueryContext(ctx, candidatesSQL, 0, 0, 0, last.At.UTC(), last.Date, r.cfg.Batch)
 	if err == nil {
 		err = scanCandidates(&batch)(rows)
 		rows.Close()
@@ -146,7 +148,8 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 	defer tx.Rollback()
 	lockAccounts(lock, accountIDs, &accounts)
 	lockPositions(lock, positionIDs, &positions)
-	lock.Query(scanCandidates(&next), candidatesSQL, batch[len(batch)-1].id, last.At.UTC(), last.Date, r.cfg.Batch)
+	end := batch[len(batch)-1]
+	lock.Query(scanCandidates(&next), candidatesSQL, end.account, end.account, end.id, last.At.UTC(), last.Date, r.cfg.Batch)
 	if err := tx.Lock(ctx, lock, "lock accounts and positions"); err != nil {
 		return nil, nil, err
 	}
