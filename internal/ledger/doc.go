@@ -6,8 +6,9 @@
 // money, each balanceAfter in order within its account — and returns the statements that write
 // them; the caller sends them in the transaction that holds the accounts' row locks: trading's
 // batched multi-statement transaction (the statements join its round trip) or a database/sql Tx
-// (Posting.Exec, as the rollover job does). However many deals and accounts a posting carries,
-// it is two statements: one multi-row INSERT and one UPDATE.
+// (Posting.Exec). However many deals a posting carries, it is one multi-row INSERT, after one
+// UPDATE per 50 accounts it moves (a CASE is quadratic on the server: see maxCase) — two
+// statements for a fill's or a close's batch.
 //
 // The package never takes locks, begins or commits, and never decides whether a balance change
 // is allowed (funds, margin, the lease): its callers do, under their locks. A test in this

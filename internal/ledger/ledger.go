@@ -84,8 +84,8 @@ type Stmt struct {
 // ids, which the database assigns) and the statements that write them.
 type Posting struct {
 	Deals []Deal
-	// Stmts are at most two: the UPDATE of the accounts' balances, then one multi-row INSERT of
-	// the deals. The INSERT is last, so LAST_INSERT_ID() right after the posting is the id of
+	// Stmts are the UPDATE of the accounts' balances (one per maxCase accounts: two statements
+	// in all for up to 50 accounts), then one multi-row INSERT of the deals. The INSERT is last, so LAST_INSERT_ID() right after the posting is the id of
 	// its first deal; the others follow @@auto_increment_increment apart (1 on one server, the
 	// cluster's size on a Galera node).
 	Stmts []Stmt
@@ -174,9 +174,21 @@ func Post(accounts []*Account, deals []Deal) (Posting, error) {
 		moved = append(moved, byID[id])
 	}
 	slices.SortFunc(moved, func(x, y *Account) int { return cmp.Compare(x.ID, y.ID) })
-	out.Stmts = []Stmt{balanceUpdate(moved, delta), {SQL: ins.String(), Args: args}}
+	for len(moved) > 0 {
+		n := min(len(moved), maxCase)
+		out.Stmts = append(out.Stmts, balanceUpdate(moved[:n], delta))
+		moved = moved[n:]
+	}
+	out.Stmts = append(out.Stmts, Stmt{SQL: ins.String(), Args: args})
 	return out, nil
 }
+
+// maxCase is how many accounts one balance UPDATE moves. The server evaluates a CASE by trying
+// its WHENs in turn for every row it updates, so one UPDATE of n accounts costs n² comparisons:
+// 500 accounts (a rollover batch) took 30–80 ms of server time as one statement and 8 ms as ten.
+// Postings over more accounts send one UPDATE per maxCase of them, in id order, in the same
+// round trip.
+const maxCase = 50
 
 // dealInsert is the head of the one statement that writes deals.
 const dealInsert = "INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +

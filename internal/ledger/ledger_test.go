@@ -230,3 +230,59 @@ func TestPostLocksOnlyItsAccounts(t *testing.T) {
 		t.Fatalf("locking account %d, which the open posting does not move: %v", untouched, err)
 	}
 }
+
+// A posting over more accounts than one UPDATE moves (maxCase) sends one UPDATE per maxCase
+// accounts, in id order, then the one INSERT; written in a transaction, every account ends at
+// the sum of its deals and its balanceVersion moves once.
+func TestPostManyAccountsInChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 2*maxCase + 7
+	var accounts []*Account
+	var deals []Deal
+	for i := range n {
+		res, err := testDB.ExecContext(ctx, "INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`, `equity`) VALUES (3, 'USD', 100, 10, 10)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		accounts = append(accounts, &Account{ID: id, Currency: "USD", Balance: dec("10"), EquityMoves: true})
+		deals = append(deals, Deal{AccountID: id, Type: fx.DealSwap, Amount: dec(fmt.Sprintf("-0.%02d", i%100)), IdempotencyKey: fmt.Sprintf("chunks:%d:a", id)},
+			Deal{AccountID: id, Type: fx.DealSwap, Amount: dec("1.50"), IdempotencyKey: fmt.Sprintf("chunks:%d:b", id)})
+	}
+	p, err := Post(accounts, deals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Stmts) != 4 || !strings.HasPrefix(p.Stmts[3].SQL, "INSERT INTO `fx_deal`") {
+		t.Fatalf("%d statements, want 3 UPDATEs of at most %d accounts and the INSERT last", len(p.Stmts), maxCase)
+	}
+	for _, s := range p.Stmts[:3] {
+		if n := strings.Count(s.SQL, "?"); n != len(s.Args) {
+			t.Errorf("UPDATE has %d placeholders and %d arguments", n, len(s.Args))
+		}
+	}
+	tx, err := testDB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := p.Exec(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range accounts {
+		var bal, eq, sum decimal.Decimal
+		var version int64
+		if err := testDB.QueryRowContext(ctx, "SELECT a.`balance`, a.`equity`, a.`balanceVersion`, (SELECT SUM(`amount`) FROM `fx_deal` WHERE `accountId` = a.`id`) "+
+			"FROM `fx_account` a WHERE a.`id` = ?", a.ID).Scan(&bal, &eq, &version, &sum); err != nil {
+			t.Fatal(err)
+		}
+		want := dec("11.50").Sub(dec(fmt.Sprintf("0.%02d", i%100)))
+		if !bal.Equal(want) || !eq.Equal(want) || !sum.Add(dec("10")).Equal(want) || version != 1 {
+			t.Errorf("account %d: balance %s equity %s deals %s version %d, want %s, version 1", a.ID, bal, eq, sum, version, want)
+		}
+	}
+}

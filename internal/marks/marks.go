@@ -47,6 +47,8 @@ type Config struct {
 	Prices func() tick.Prices // the price view at the start of a run
 	Alerts AlertInbox         // nil: drift is only logged
 	Batch  int                // accounts marked per transaction; default 200
+	// LedgerBatch is how many accounts one statement of the ledger check reads; default 1000.
+	LedgerBatch int
 }
 
 // Job is reconcileFxAccounts.
@@ -59,6 +61,9 @@ type Job struct {
 func New(cfg Config, log *slog.Logger) *Job {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 200
+	}
+	if cfg.LedgerBatch <= 0 {
+		cfg.LedgerBatch = 1000
 	}
 	return &Job{cfg: cfg, log: log}
 }
@@ -276,6 +281,61 @@ func (j *Job) markBatch(ctx context.Context, conv *book.Converter, ids []int64, 
 	return nil
 }
 
+// checkLedgerSQL reads a batch of accounts after an id with their balance, checkpoint and last
+// deal id (the newest entry of the account's (accountId, id) index), in one consistent read.
+const checkLedgerSQL = "SELECT a.`id`, a.`currency`, a.`balance`, COALESCE(c.`throughDealId`, 0), COALESCE(c.`dealsSum`, 0), " +
+	"COALESCE((SELECT d.`id` FROM `fx_deal` d WHERE d.`accountId` = a.`id` ORDER BY d.`id` DESC LIMIT 1), 0) " +
+	"FROM `fx_account` a LEFT JOIN `fx_ledger_checkpoint` c ON c.`accountId` = a.`id` WHERE a.`id` > ? ORDER BY a.`id` LIMIT ?"
+
+// sumNewDeals sets each row's since to the sum of its account's deals after its checkpoint, up
+// to the last deal id read with it: one statement over those ranges of idx_fx_deal_account.
+func (j *Job) sumNewDeals(ctx context.Context, batch []ledgerRow) error {
+	var q strings.Builder
+	var args []any
+	idx := map[int64]int{}
+	for i, r := range batch {
+		if r.last <= r.through {
+			continue
+		}
+		if len(args) > 0 {
+			q.WriteString(" OR ")
+		}
+		q.WriteString("(d.`accountId` = ? AND d.`id` > ? AND d.`id` <= ?)")
+		args = append(args, r.account, r.through, r.last)
+		idx[r.account] = i
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	rows, err := j.cfg.DB.QueryContext(ctx, "SELECT d.`accountId`, SUM(d.`amount`) FROM `fx_deal` d WHERE "+q.String()+" GROUP BY d.`accountId`", args...)
+	if err != nil {
+		return fmt.Errorf("check ledger: new deals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var sum decimal.Decimal
+		if err := rows.Scan(&id, &sum); err != nil {
+			return fmt.Errorf("check ledger: new deals: %w", err)
+		}
+		batch[idx[id]].since = sum
+	}
+	return rows.Err()
+}
+
+// ledgerRow is one account as the ledger check reads it.
+type ledgerRow struct {
+	account, through, last  int64
+	currency                string
+	balance, checked, since decimal.Decimal
+}
+
+func scanLedgerRow(sc store.Scanner) (ledgerRow, error) {
+	var r ledgerRow
+	err := sc.Scan(&r.account, &r.currency, &r.balance, &r.through, &r.checked, &r.last)
+	return r, err
+}
+
 // drift is one account whose balance is not the sum of its deals.
 type drift struct {
 	AccountID  int64  `json:"accountId"`
@@ -285,28 +345,59 @@ type drift struct {
 	Difference string `json:"difference"` // balance − Σ deals
 }
 
-// checkLedger compares every balance with the sum of its deals in one consistent read.
+// checkLedger compares every balance with the sum of its deals, a batch of accounts at a time,
+// without reading the whole ledger: an account's sum is its checkpoint (the sum of its deals
+// through a deal id, fx_ledger_checkpoint, migration 000036) plus the deals after that id — the
+// deals written since the last check — so a check costs the accounts and the new deals, not the
+// ledger's age. A sum is always computed from deals, never taken from a balance, so a drift
+// stays a drift at every check until the balance is put right.
+//
+// Two statements per batch. The first reads each account's balance, checkpoint and last deal id
+// in one consistent read: that balance is the sum of exactly the account's deals up to that id.
+// The second sums the deals between the checkpoint and that id, ranges of the (accountId, id)
+// index. This is exact because an account's deals get ids in commit order (the ledger inserts
+// them after its UPDATE of the account row, under that lock until COMMIT) and a deal is never
+// changed once written: the deals up to the id read are all committed, and no later one can
+// take an id below it. The checkpoints then move to the id read, with the sum.
 func (j *Job) checkLedger(ctx context.Context, res schedule.Result) error {
-	rows, err := j.cfg.DB.QueryContext(ctx, "SELECT a.`id`, a.`currency`, a.`balance`, COALESCE(d.`total`, 0) FROM `fx_account` a "+
-		"LEFT JOIN (SELECT `accountId`, SUM(`amount`) AS `total` FROM `fx_deal` GROUP BY `accountId`) d ON d.`accountId` = a.`id` "+
-		"WHERE a.`balance` <> COALESCE(d.`total`, 0) ORDER BY a.`id`")
-	if err != nil {
-		return fmt.Errorf("check ledger: %w", err)
-	}
 	var drifts []drift
-	for rows.Next() {
-		var d drift
-		var bal, sum decimal.Decimal
-		if err := rows.Scan(&d.AccountID, &d.Currency, &bal, &sum); err != nil {
-			rows.Close()
-			return fmt.Errorf("check ledger: %w", err)
+	var after int64
+	for {
+		batch, err := store.QueryAll(ctx, j.cfg.DB, "check ledger", scanLedgerRow, checkLedgerSQL, after, j.cfg.LedgerBatch)
+		if err != nil {
+			return err
 		}
-		d.Balance, d.DealsSum, d.Difference = fx.FormatMoney(d.Currency, bal), fx.FormatMoney(d.Currency, sum), fx.FormatMoney(d.Currency, bal.Sub(sum))
-		drifts = append(drifts, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check ledger: %w", err)
+		if len(batch) == 0 {
+			break
+		}
+		after = batch[len(batch)-1].account
+		if err := j.sumNewDeals(ctx, batch); err != nil {
+			return err
+		}
+		var moved strings.Builder
+		var args []any
+		for _, r := range batch {
+			sum := r.checked.Add(r.since)
+			if !r.balance.Equal(sum) {
+				drifts = append(drifts, drift{AccountID: r.account, Currency: r.currency, Balance: fx.FormatMoney(r.currency, r.balance),
+					DealsSum: fx.FormatMoney(r.currency, sum), Difference: fx.FormatMoney(r.currency, r.balance.Sub(sum))})
+			}
+			if r.last > r.through {
+				if len(args) > 0 {
+					moved.WriteString(", ")
+				}
+				moved.WriteString("(?, ?, ?)")
+				args = append(args, r.account, r.last, sum)
+			}
+		}
+		if len(args) > 0 {
+			// A second checker writing an older checkpoint over a newer one costs only a re-read
+			// of the deals between them: every (throughDealId, dealsSum) pair written is exact.
+			if _, err := j.cfg.DB.ExecContext(ctx, "INSERT INTO `fx_ledger_checkpoint` (`accountId`, `throughDealId`, `dealsSum`) VALUES "+moved.String()+
+				" ON DUPLICATE KEY UPDATE `throughDealId` = VALUES(`throughDealId`), `dealsSum` = VALUES(`dealsSum`)", args...); err != nil {
+				return fmt.Errorf("check ledger: move checkpoints: %w", err)
+			}
+		}
 	}
 	res["drifted"] = len(drifts)
 	if len(drifts) == 0 {

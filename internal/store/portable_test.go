@@ -120,13 +120,16 @@ var built = map[string][]string{
 		"UPDATE `fx_swap_charge` SET `attempts` = `attempts` + 1, `lastTriedAt` = NOW(3) " +
 			"WHERE `status` = 'PENDING' AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
 	},
-	"internal/swaps.settlePending": {
-		"SELECT `positionId`, `rolloverDate` FROM `fx_swap_charge` WHERE `status` = 'PENDING' " +
-			"AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?)) FOR UPDATE",
-		// swapAccrual's clause, as settlePending and moveWatermarks send it.
+	"internal/swaps.accrue": {
+		// A pending charge's (no watermark), a batch's, and a batch's whose positions were all swap-free.
 		"UPDATE `fx_position` SET `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END WHERE `id` IN (?, ?)",
 		"UPDATE `fx_position` SET `swapThrough` = ?, `swap` = `swap` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? ELSE 0 END " +
 			"WHERE `id` IN (?, ?)",
+		"UPDATE `fx_position` SET `swapThrough` = ? WHERE `id` IN (?, ?)",
+	},
+	"internal/swaps.settlePending": {
+		"SELECT `positionId`, `rolloverDate` FROM `fx_swap_charge` WHERE `status` = 'PENDING' " +
+			"AND (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?)) FOR UPDATE",
 		"UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, " +
 			"`amount` = CASE WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? WHEN `positionId` = ? AND `rolloverDate` = ? THEN ? END " +
 			"WHERE (`positionId`, `rolloverDate`) IN ((?, ?), (?, ?))",
@@ -151,6 +154,14 @@ var built = map[string][]string{
 	"internal/book.SetVarSQL": {
 		"SET @fx_o1 = LAST_INSERT_ID()",
 		"SET @fx_o1 = ?",
+	},
+	"internal/marks.checkLedger": {
+		"INSERT INTO `fx_ledger_checkpoint` (`accountId`, `throughDealId`, `dealsSum`) VALUES (?, ?, ?), (?, ?, ?) " +
+			"ON DUPLICATE KEY UPDATE `throughDealId` = VALUES(`throughDealId`), `dealsSum` = VALUES(`dealsSum`)",
+	},
+	"internal/marks.sumNewDeals": {
+		"SELECT d.`accountId`, SUM(d.`amount`) FROM `fx_deal` d WHERE (d.`accountId` = ? AND d.`id` > ? AND d.`id` <= ?) " +
+			"OR (d.`accountId` = ? AND d.`id` > ? AND d.`id` <= ?) GROUP BY d.`accountId`",
 	},
 	"internal/marks.markBatch": {
 		"UPDATE `fx_account` SET `equity` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, " +

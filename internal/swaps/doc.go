@@ -6,7 +6,7 @@
 // one SWAP deal per position per rollover date.
 //
 // Exactly once. A position's watermark (`fx_position.swapThrough`) names the last rollover date
-// settled for it. A run makes one pass over the open positions, in id order, picking those
+// settled for it. A run makes one pass over the open positions, account by account, picking those
 // whose watermark is behind the last due date, and per batch, in one transaction: locks the
 // accounts, then the positions (the order every writer uses), re-checks each position is still
 // open, and settles every due date it held (open at the rollover instant) after its watermark —
@@ -15,7 +15,7 @@
 // statements), adding to each position's accrued swap and moving its watermark to the last due
 // date. The watermark therefore moves only together with every charge before it: never past an
 // uncharged date, whatever commits meanwhile. A position that commits after the pass has gone by
-// its id is left whole to the next run. (One pass per date, as this package once did, let a fill
+// its account is left whole to the next run. (One pass per date, as this package once did, let a fill
 // that committed between two date passes be seen first on the later date and never charged the
 // earlier one.) A second run, a second process at the same moment, or a rerun after a crash
 // therefore finds nothing left to charge; the deal's unique key `swap:<positionId>:<date>` is

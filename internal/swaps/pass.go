@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/book"
 	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/ledger"
@@ -20,44 +21,58 @@ import (
 
 type candidate struct{ id, account int64 }
 
-// chargeDue is the run's one pass over open positions, in id order, batch by batch. A
-// position is a candidate while its watermark is behind the last due date; under its lock the
-// batch settles every due date it held and had not settled, all in one transaction, so its
-// watermark moves to the last due date only together with every charge before it. A position
-// that commits after the pass has gone by its id is left whole to the next run, never half
-// charged: one pass per date would see it first on a later date and move its watermark past the
-// dates before.
-func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
-	last := due[len(due)-1]
-	var after int64
-	for {
-		rows, err := r.cfg.DB.QueryContext(ctx, "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) "+
-			"WHERE p.`status` = 'OPEN' AND p.`id` > ? AND p.`openedAt` < ? AND (p.`swapThrough` IS NULL OR p.`swapThrough` < ?) "+
-			"ORDER BY p.`id` LIMIT ?", after, last.At.UTC(), last.Date, r.cfg.Batch)
-		if err != nil {
-			return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
-		}
-		var batch []candidate
+// candidatesSQL selects the next batch of positions whose watermark is behind the last due date,
+// after an (account, position) pair, in account then id order: a consistent read, no lock (the
+// batch locks and re-checks). Account order keeps each batch's writes — deals, events, balances
+// — on neighbouring pages of their (accountId, …) indexes (migration 000036).
+const candidatesSQL = "SELECT p.`id`, p.`accountId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open_account`) " +
+	"WHERE p.`status` = 'OPEN' AND (p.`accountId` > ? OR (p.`accountId` = ? AND p.`id` > ?)) AND p.`openedAt` < ? " +
+	"AND (p.`swapThrough` IS NULL OR p.`swapThrough` < ?) ORDER BY p.`accountId`, p.`id` LIMIT ?"
+
+func scanCandidates(out *[]candidate) func(*sql.Rows) error {
+	return func(rows *sql.Rows) error {
+		*out = (*out)[:0]
 		for rows.Next() {
 			var c candidate
 			if err := rows.Scan(&c.id, &c.account); err != nil {
-				rows.Close()
-				return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
+				return err
 			}
-			batch = append(batch, c)
+			*out = append(*out, c)
 		}
+		return nil
+	}
+}
+
+// chargeDue is the run's one pass over open positions, account by account, batch by batch. A
+// position is a candidate while its watermark is behind the last due date; under its lock the
+// batch settles every due date it held and had not settled, all in one transaction, so its
+// watermark moves to the last due date only together with every charge before it. A position
+// that commits after the pass has gone by its account is left whole to the next run, never half
+// charged: one pass per date would see it first on a later date and move its watermark past the
+// dates before.
+//
+// A batch is two round trips (settleBatch); the first also reads the next batch's candidates,
+// so the pass costs no round trip of its own after its first read.
+func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
+	last := due[len(due)-1]
+	var batch []candidate
+	rows, err := r.cfg.DB.QueryContext(ctx, candidatesSQL, 0, 0, 0, last.At.UTC(), last.Date, r.cfg.Batch)
+	if err == nil {
+		err = scanCandidates(&batch)(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
+		if err == nil {
+			err = rows.Err()
 		}
-		if len(batch) == 0 {
-			return nil
-		}
-		after = batch[len(batch)-1].id
+	}
+	if err != nil {
+		return fmt.Errorf("swaps through %s: select positions: %w", last.Date, err)
+	}
+	for len(batch) > 0 {
 		var got schedule.Result
-		err = store.RetryRolledBack(ctx, func() error {
+		var next []candidate
+		err := store.RetryRolledBack(ctx, func() error {
 			var err error
-			got, err = r.settleBatch(ctx, due, batch)
+			got, next, err = r.settleBatch(ctx, due, batch)
 			return err
 		})
 		if err != nil {
@@ -69,8 +84,10 @@ func (r *run) chargeDue(ctx context.Context, due []fx.Rollover) error {
 		r.batch++
 		r.log.DebugContext(ctx, "swap batch committed", slog.String("through", last.Date), slog.Int("batch", r.batch),
 			slog.Int("positions", len(batch)), slog.Int("charged", got["charged"]), slog.Int("pending", got["pending"]),
-			slog.Int64("throughPosition", after))
+			slog.Int64("throughPosition", batch[len(batch)-1].id))
+		batch = next
 	}
+	return nil
 }
 
 type lockedAccount struct {
@@ -103,15 +120,16 @@ type charge struct {
 // settleBatch is one transaction: lock the batch's accounts then positions, re-check, and settle
 // for each position every due date it held (open before the rollover instant) and has not
 // settled (after its watermark): charged, parked as pending, or nothing (swap-free, zero). The
-// watermarks of the positions settled move to the last due date.
-func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candidate) (schedule.Result, error) {
+// watermarks of the positions settled move to the last due date. It returns the next batch's
+// candidates, read in the same round trip as the locks.
+//
+// Two round trips (book.Txn): START TRANSACTION, the locks and the next candidates; then every
+// write — the ledger's, the pending rows, the watermarks, the swap.charged events (last, as
+// events.Add places them) — and COMMIT. A failure anywhere rolls the whole batch back, so a
+// watermark never moves without its charges and an event is never told without its deal.
+func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candidate) (schedule.Result, []candidate, error) {
 	res := schedule.Result{}
 	last := due[len(due)-1]
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
 
 	accountIDs := make([]int64, 0, len(batch))
 	positionIDs := make([]int64, 0, len(batch))
@@ -119,13 +137,21 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 		accountIDs = append(accountIDs, c.account)
 		positionIDs = append(positionIDs, c.id)
 	}
-	accounts, err := lockAccounts(ctx, tx, accountIDs)
+	var accounts map[int64]*lockedAccount
+	var positions []lockedPosition
+	var next []candidate
+	lock := &book.Batch{}
+	tx, err := book.BeginTxn(ctx, r.cfg.DB, lock)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
-	positions, err := lockPositions(ctx, tx, positionIDs)
-	if err != nil {
-		return nil, err
+	defer tx.Rollback()
+	lockAccounts(lock, accountIDs, &accounts)
+	lockPositions(lock, positionIDs, &positions)
+	end := batch[len(batch)-1]
+	lock.Query(scanCandidates(&next), candidatesSQL, end.account, end.account, end.id, last.At.UTC(), last.Date, r.cfg.Batch)
+	if err := tx.Lock(ctx, lock, "lock accounts and positions"); err != nil {
+		return nil, nil, err
 	}
 
 	var settled []int64 // watermark moves to last.Date
@@ -138,7 +164,7 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 		}
 		a := accounts[p.account]
 		if a == nil {
-			return nil, fmt.Errorf("position %d: account %d not found", p.id, p.account)
+			return nil, nil, fmt.Errorf("position %d: account %d not found", p.id, p.account)
 		}
 		if a.swapFree {
 			settled = append(settled, p.id)
@@ -184,25 +210,16 @@ func (r *run) settleBatch(ctx context.Context, due []fx.Rollover, batch []candid
 		}
 	}
 
-	told, err := postCharges(ctx, tx, accounts, charges)
-	if err != nil {
-		return nil, err
+	write := &book.Batch{}
+	if err := postCharges(write, accounts, charges); err != nil {
+		return nil, nil, err
 	}
-	if err := parkPending(ctx, tx, accounts, pending, r.missingFor); err != nil {
-		return nil, err
+	parkPending(write, accounts, pending, r.missingFor)
+	accrue(write, last.Date, settled, charges)
+	if err := tx.Commit(ctx, write); err != nil {
+		return nil, nil, fmt.Errorf("write and commit %d charges: %w", len(charges), err)
 	}
-	if len(settled) > 0 {
-		if err := moveWatermarks(ctx, tx, last.Date, settled, charges); err != nil {
-			return nil, err
-		}
-	}
-	if err := told(ctx, tx); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	return res, nil
+	return res, next, nil
 }
 
 // heldSince is the due rollovers p is owed and has not settled, oldest first: those after its
@@ -224,136 +241,148 @@ func (r *run) missingFor(quoteCcy, accountCcy string) string {
 	return strings.Join(missing, ",")
 }
 
-// lockAccounts locks ids' account rows in id order (the order every writer uses).
-func lockAccounts(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*lockedAccount, error) {
+const lockAccountsSQL = "SELECT `id`, `userId`, `currency`, `balance`, `swapFree`, `accountGroup` FROM `fx_account` WHERE `id` IN ("
+
+// lockAccounts adds to b the lock of ids' account rows in id order (the order every writer
+// uses); *out holds them once b has run.
+func lockAccounts(b *book.Batch, ids []int64, out *map[int64]*lockedAccount) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `userId`, `currency`, `balance`, `swapFree`, `accountGroup` FROM `fx_account` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
-	if err != nil {
-		return nil, fmt.Errorf("lock accounts: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[int64]*lockedAccount, len(ids))
-	for rows.Next() {
-		a := &lockedAccount{}
-		if err := rows.Scan(&a.id, &a.user, &a.currency, &a.balance, &a.swapFree, &a.group); err != nil {
-			return nil, fmt.Errorf("lock accounts: %w", err)
+	b.Query(func(rows *sql.Rows) error {
+		m := make(map[int64]*lockedAccount, len(ids))
+		for rows.Next() {
+			a := &lockedAccount{}
+			if err := rows.Scan(&a.id, &a.user, &a.currency, &a.balance, &a.swapFree, &a.group); err != nil {
+				return fmt.Errorf("lock accounts: %w", err)
+			}
+			m[a.id] = a
 		}
-		out[a.id] = a
-	}
-	return out, rows.Err()
+		*out = m
+		return nil
+	}, lockAccountsSQL+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 }
 
-// lockPositions locks ids' position rows in id order, after their accounts.
-func lockPositions(ctx context.Context, tx *sql.Tx, ids []int64) ([]lockedPosition, error) {
+const lockPositionsSQL = "SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `status`, `openedAt`, `swapThrough` FROM `fx_position` WHERE `id` IN ("
+
+// lockPositions adds to b the lock of ids' position rows in id order, after their accounts;
+// *out holds them once b has run.
+func lockPositions(b *book.Batch, ids []int64, out *[]lockedPosition) {
 	ids = uniqueSorted(ids)
-	rows, err := tx.QueryContext(ctx, "SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `status`, `openedAt`, `swapThrough` "+
-		"FROM `fx_position` WHERE `id` IN ("+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
-	if err != nil {
-		return nil, fmt.Errorf("lock positions: %w", err)
-	}
-	defer rows.Close()
-	out := make([]lockedPosition, 0, len(ids))
-	for rows.Next() {
-		var p lockedPosition
-		if err := rows.Scan(&p.id, &p.account, &p.order, &p.symbol, &p.side, &p.volume, &p.status, &p.openedAt, &p.through); err != nil {
-			return nil, fmt.Errorf("lock positions: %w", err)
+	b.Query(func(rows *sql.Rows) error {
+		ps := make([]lockedPosition, 0, len(ids))
+		for rows.Next() {
+			var p lockedPosition
+			if err := rows.Scan(&p.id, &p.account, &p.order, &p.symbol, &p.side, &p.volume, &p.status, &p.openedAt, &p.through); err != nil {
+				return fmt.Errorf("lock positions: %w", err)
+			}
+			ps = append(ps, p)
 		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		*out = ps
+		return nil
+	}, lockPositionsSQL+store.Placeholders(len(ids))+") ORDER BY `id` FOR UPDATE", store.Int64Args(ids)...)
 }
 
-// postCharges posts one SWAP deal per charge through the ledger (balanceAfter in order within
+// postCharges adds to b one SWAP deal per charge through the ledger (balanceAfter in order within
 // each account; balances and stored equity move by the same amounts: a swap is realised, not
-// floating), in the caller's transaction — two multi-row statements however many charges. It
-// returns told, which writes one swap.charged per deal posted; the caller calls it as the
-// transaction's last statements, just before COMMIT (events.Record), so a batch retried after a
-// rollback writes them again only with its charges.
-func postCharges(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAccount, charges []charge) (told func(context.Context, *sql.Tx) error, err error) {
+// floating), and one swap.charged per deal, which events.Add places among b's last statements,
+// just before COMMIT — so a batch rolled back and run again tells them again only with its
+// charges.
+func postCharges(b *book.Batch, accounts map[int64]*lockedAccount, charges []charge) error {
 	if len(charges) == 0 {
-		return func(context.Context, *sql.Tx) error { return nil }, nil
+		return nil
 	}
 	posted := make([]*ledger.Account, 0, len(accounts))
 	for _, a := range accounts {
 		posted = append(posted, &ledger.Account{ID: a.id, Currency: a.currency, Balance: a.balance, EquityMoves: true})
 	}
 	deals := make([]ledger.Deal, 0, len(charges))
-	byKey := make(map[string]charge, len(charges))
 	for _, c := range charges {
 		order, position, symbol, side, volume := c.position.order, c.position.id, c.position.symbol, c.position.side, c.position.volume
-		key := DealKey(c.position.id, c.date)
 		deals = append(deals, ledger.Deal{AccountID: c.position.account, Type: fx.DealSwap, Amount: c.amount, OrderID: &order,
-			PositionID: &position, Symbol: &symbol, Side: &side, Volume: &volume, IdempotencyKey: key,
+			PositionID: &position, Symbol: &symbol, Side: &side, Volume: &volume, IdempotencyKey: DealKey(c.position.id, c.date),
 			Comment: swapComment(c)})
-		byKey[key] = c
 	}
 	p, err := ledger.Post(posted, deals)
 	if err != nil {
-		return nil, fmt.Errorf("post %d swap deals: %w", len(charges), err)
+		return fmt.Errorf("post %d swap deals: %w", len(charges), err)
 	}
-	if err := p.Exec(ctx, tx); err != nil {
-		return nil, fmt.Errorf("post %d swap deals: %w", len(charges), err)
+	for _, s := range p.Stmts {
+		b.Exec(s.SQL, s.Args...)
 	}
 	for _, la := range posted {
 		accounts[la.ID].balance = la.Balance
 	}
-	es := make([]events.Event, 0, len(p.Deals))
-	for _, d := range p.Deals {
-		c := byKey[d.IdempotencyKey]
-		es = append(es, events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
-			Payload: events.Swap{Balance: events.BalanceOf(d), RolloverDate: c.date, Days: c.days}})
-	}
-	return func(ctx context.Context, tx *sql.Tx) error {
-		if err := events.Record(ctx, tx, es...); err != nil {
-			return fmt.Errorf("tell %d swap charges: %w", len(es), err)
+	// Post keeps the deals in the order given: p.Deals[i] is charges[i]'s.
+	for i, d := range p.Deals {
+		c := charges[i]
+		if err := events.Add(b, events.Event{AccountID: d.AccountID, UserID: accounts[d.AccountID].user, Type: events.SwapCharged,
+			Payload: events.Swap{Balance: events.BalanceOf(d), RolloverDate: c.date, Days: c.days}}); err != nil {
+			return fmt.Errorf("tell swap charge %s: %w", d.IdempotencyKey, err)
 		}
-		return nil
-	}, nil
-}
-
-// moveWatermarks sets swapThrough = date on every settled position and adds its charges (one
-// per date it was charged) to its accrued swap.
-func moveWatermarks(ctx context.Context, tx *sql.Tx, date string, settled []int64, charges []charge) error {
-	args := []any{date}
-	q := "UPDATE `fx_position` SET `swapThrough` = ?"
-	if len(charges) > 0 {
-		clause, _, cargs := swapAccrual(charges)
-		q += ", " + clause
-		args = append(args, cargs...)
-	}
-	q += " WHERE `id` IN (" + store.Placeholders(len(settled)) + ")"
-	args = append(args, store.Int64Args(settled)...)
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("move swap watermarks to %s: %w", date, err)
 	}
 	return nil
 }
 
-// swapAccrual is the SET clause that adds charges to their positions' accrued swap, its
-// arguments, and the positions it names (in first-seen order). A position's charges are summed
-// first: CASE takes only the first WHEN that matches.
-func swapAccrual(charges []charge) (clause string, positions []int64, args []any) {
+// accrue adds to b the move of every settled position's watermark to date (none when date is
+// "") and of its charges (one per date it was charged) into its accrued swap. One UPDATE per
+// maxCase positions: the server tries a CASE's WHENs in turn for every row it updates, so one
+// UPDATE over a whole batch would cost the batch's size squared.
+func accrue(b *book.Batch, date string, settled []int64, charges []charge) {
 	sums := map[int64]decimal.Decimal{}
-	for _, c := range charges {
-		if _, ok := sums[c.position.id]; !ok {
-			positions = append(positions, c.position.id)
+	if date == "" {
+		settled = nil
+		for _, c := range charges {
+			if _, seen := sums[c.position.id]; !seen {
+				settled = append(settled, c.position.id)
+			}
+			sums[c.position.id] = sums[c.position.id].Add(c.amount)
 		}
-		sums[c.position.id] = sums[c.position.id].Add(c.amount)
+	} else {
+		for _, c := range charges {
+			sums[c.position.id] = sums[c.position.id].Add(c.amount)
+		}
 	}
-	var cs strings.Builder
-	cs.WriteString("`swap` = `swap` + CASE `id`")
-	for _, id := range positions {
-		cs.WriteString(" WHEN ? THEN ?")
-		args = append(args, id, sums[id])
+	for len(settled) > 0 {
+		n := min(len(settled), maxCase)
+		chunk := settled[:n]
+		settled = settled[n:]
+		var q strings.Builder
+		var args []any
+		q.WriteString("UPDATE `fx_position` SET ")
+		if date != "" {
+			q.WriteString("`swapThrough` = ?")
+			args = append(args, date)
+		}
+		var whens int
+		for _, id := range chunk {
+			sum, ok := sums[id]
+			if !ok {
+				continue
+			}
+			if whens == 0 {
+				if date != "" {
+					q.WriteString(", ")
+				}
+				q.WriteString("`swap` = `swap` + CASE `id`")
+			}
+			whens++
+			q.WriteString(" WHEN ? THEN ?")
+			args = append(args, id, sum)
+		}
+		if whens > 0 {
+			q.WriteString(" ELSE 0 END")
+		}
+		q.WriteString(" WHERE `id` IN (" + store.Placeholders(len(chunk)) + ")")
+		b.Exec(q.String(), append(args, store.Int64Args(chunk)...)...)
 	}
-	cs.WriteString(" ELSE 0 END")
-	return cs.String(), positions, args
 }
 
+// maxCase is how many rows one CASE UPDATE names (see accrue).
+const maxCase = 50
+
 // parkPending records charges that could not be converted, amount fixed in the quote currency.
-func parkPending(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAccount, pending []charge, missingFor func(q, a string) string) error {
+func parkPending(b *book.Batch, accounts map[int64]*lockedAccount, pending []charge, missingFor func(q, a string) string) {
 	if len(pending) == 0 {
-		return nil
+		return
 	}
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, " +
@@ -376,10 +405,7 @@ func parkPending(ctx context.Context, tx *sql.Tx, accounts map[int64]*lockedAcco
 	// A row for this position and date cannot exist while its watermark is behind the date; the
 	// clause only keeps a hand-made row from failing the batch.
 	sb.WriteString(" ON DUPLICATE KEY UPDATE `attempts` = `attempts`")
-	if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("park %d pending swap charges: %w", len(pending), err)
-	}
-	return nil
+	b.Exec(sb.String(), args...)
 }
 
 // DealKey is the idempotency key of position's SWAP deal for a rollover date.

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/alert"
+	"fxdesk/internal/book"
 	"fxdesk/internal/store"
 )
 
@@ -100,12 +101,12 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 		accountIDs = append(accountIDs, p.position.account)
 		positionIDs = append(positionIDs, p.position.id)
 	}
-	accounts, err := lockAccounts(ctx, tx, accountIDs)
-	if err != nil {
-		return 0, err
-	}
-	positions, err := lockPositions(ctx, tx, positionIDs)
-	if err != nil {
+	var accounts map[int64]*lockedAccount
+	var positions []lockedPosition
+	lock := &book.Batch{}
+	lockAccounts(lock, accountIDs, &accounts)
+	lockPositions(lock, positionIDs, &positions)
+	if err := lock.Run(ctx, tx); err != nil {
 		return 0, err
 	}
 	byID := make(map[int64]lockedPosition, len(positions))
@@ -168,22 +169,15 @@ func (r *run) settlePending(ctx context.Context, batch []pendingRow) (int, error
 	if len(charges) == 0 {
 		return 0, nil
 	}
-	told, err := postCharges(ctx, tx, accounts, charges)
-	if err != nil {
+	write := &book.Batch{}
+	if err := postCharges(write, accounts, charges); err != nil {
 		return 0, err
 	}
-	clause, charged, swapArgs := swapAccrual(charges)
-	swapArgs = append(swapArgs, store.Int64Args(charged)...)
-	if _, err := tx.ExecContext(ctx, "UPDATE `fx_position` SET "+clause+" WHERE `id` IN ("+store.Placeholders(len(charged))+")", swapArgs...); err != nil {
-		return 0, fmt.Errorf("add pending charges to accrued swap: %w", err)
-	}
-	q := "UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, " +
-		"`amount` = CASE" + caseAmount.String() + " END WHERE (`positionId`, `rolloverDate`) IN (" + done.String() + ")"
-	if _, err := tx.ExecContext(ctx, q, append(caseArgs, doneArgs...)...); err != nil {
-		return 0, fmt.Errorf("mark pending charges charged: %w", err)
-	}
-	if err := told(ctx, tx); err != nil {
-		return 0, err
+	accrue(write, "", nil, charges)
+	write.Exec("UPDATE `fx_swap_charge` SET `status` = 'CHARGED', `settledAt` = NOW(3), `lastTriedAt` = NOW(3), `attempts` = `attempts` + 1, "+
+		"`amount` = CASE"+caseAmount.String()+" END WHERE (`positionId`, `rolloverDate`) IN ("+done.String()+")", append(caseArgs, doneArgs...)...)
+	if err := write.Run(ctx, tx); err != nil {
+		return 0, fmt.Errorf("charge %d pending charges: %w", len(charges), err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)

@@ -268,3 +268,34 @@ func TestSwapChargesTheAccountGroupsOverride(t *testing.T) {
 	wantSwaps(t, aVIP, pVIP, "2026-12-15", map[string]string{"2026-12-15": "-2.00"})
 	wantSwaps(t, aStd, pStd, "2026-12-15", map[string]string{"2026-12-15": "-7.50"})
 }
+
+// The pass goes account by account: an account whose open positions span several batches, between
+// accounts with one each, has every position charged once, and its balance moves by every charge.
+func TestSwapPassSplitsAnAccountAcrossBatches(t *testing.T) {
+	at := utc(t, "2026-12-15T22:30:00Z") // Tuesday; the positions have Monday settled
+	first, p1 := seedLong(t, utc(t, "2026-12-01T12:00:00Z"), "2026-12-14")
+	many, p2 := seedLong(t, utc(t, "2026-12-01T12:00:00Z"), "2026-12-14")
+	positions := []int64{p2}
+	for range 4 {
+		res, err := testDB.Exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `openedAt`, `swapThrough`) "+
+			"VALUES (?, 0, 'EURUSD', 'BUY', 1.00, 1.00, 1.08000, '2026-12-01 12:00:00', '2026-12-14')", many)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		positions = append(positions, id)
+	}
+	last, p3 := seedLong(t, utc(t, "2026-12-01T12:00:00Z"), "2026-12-14")
+	if _, err := newJob(2).Run(context.Background(), at); err != nil {
+		t.Fatal(err)
+	}
+	wantSwaps(t, first, p1, "2026-12-15", map[string]string{"2026-12-15": "-7.50"})
+	for _, p := range positions {
+		wantSwaps(t, many, p, "2026-12-15", map[string]string{"2026-12-15": "-7.50"})
+	}
+	wantSwaps(t, last, p3, "2026-12-15", map[string]string{"2026-12-15": "-7.50"})
+	var bal decimal.Decimal
+	if err := testDB.QueryRow("SELECT `balance` FROM `fx_account` WHERE `id` = ?", many).Scan(&bal); err != nil || !bal.Equal(decimal.RequireFromString("9962.50")) {
+		t.Fatalf("account with five positions: balance %s (%v), want 9962.50", bal, err)
+	}
+}
