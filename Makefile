@@ -43,5 +43,8 @@ SECONDS ?= 60
 SEED ?=
 CLUSTER ?=
 VENUE ?= seed
+# PREFILL=month|small|none: the generated history (internal/yeargen) the soak's database starts
+# with; its invariants hold over it (docs/soak.md, «A pre-filled month»).
+PREFILL ?= month
 soak: services
-	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))
+	$(GO) run ./cmd/soak -seconds=$(SECONDS) -prefill=$(PREFILL) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))

@@ -54,7 +54,7 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	exec("INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, `amountQuote`, `quoteCurrency`, `accountCurrency`) "+
 		"VALUES (?, '2025-03-05', ?, 'EURJPY', 'BUY', 1.00, 1, -500, 'JPY', 'USD')", position, account)
 
-	s, err := ReadSnapshot(ctx, testDB)
+	s, err := ReadSnapshot(ctx, testDB, Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Events) != 3 || s.Events[0].User != 1001 || s.Events[1].Type != "order.filled" || s.Orders[0].Type != "MARKET" {
@@ -99,14 +99,14 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	}
 	expect(t, checkEvents(s), "")
 	exec("UPDATE `fx_account` SET `marginCallAt` = NOW(3) WHERE `id` = ?", account)
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, checkEvents(s), "recorded in margin call true after events []")
 
 	// A balance moved behind the ledger's back, as only a bug in a writer could.
 	exec("UPDATE `fx_account` SET `balance` = 10000.01 WHERE `id` = ?", account)
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, checkLedger(s), "Σ 1 deals = 10000, balance = 10000.01")
@@ -175,7 +175,7 @@ func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *tes
 	ev := &Evidence{Runs: []RolloverRun{{At: runAt, PID: 4242, Start: started, End: time.Now(), OK: true, Why: "test"}}, EODSeen: map[string]EODRow{}}
 	judge := func() (*Snapshot, map[string]Result) {
 		t.Helper()
-		s, err := ReadSnapshot(ctx, db)
+		s, err := ReadSnapshot(ctx, db, Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
