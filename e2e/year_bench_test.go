@@ -213,9 +213,9 @@ func yearDatabase(t *testing.T) *yearData {
 		y.big, y.small = y.findTraders(t)
 	} else {
 		name := cmp.Or(os.Getenv("FXDESK_YEAR_SIZE"), "year")
-		size, ok := map[string]yeargen.Size{"year": yeargen.Year(), "month": yeargen.Month(), "small": yeargen.Small()}[name]
-		if !ok {
-			t.Fatalf("FXDESK_YEAR_SIZE=%q: want year, month or small", name)
+		size, err := yeargen.SizeNamed(name)
+		if err != nil {
+			t.Fatalf("FXDESK_YEAR_SIZE: %v", err)
 		}
 		seed, _ := strconv.ParseInt(cmp.Or(os.Getenv("FXDESK_YEAR_SEED"), "42"), 10, 64)
 		d, err := dbtest.NewDatabase("year")
@@ -228,8 +228,13 @@ func yearDatabase(t *testing.T) *yearData {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { y.sql.Close() })
+		loader, err := yeargen.OpenLoader(d.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
-		res, err := yeargen.Fill(ctx, y.sql, size, seed, time.Now().UTC(), log)
+		res, err := yeargen.Fill(ctx, loader, size, seed, time.Now().UTC(), log)
+		loader.Close()
 		if err != nil {
 			t.Fatalf("yeargen.Fill %s: %v", name, err)
 		}

@@ -321,7 +321,7 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 	}
 	// The history goes in before anything of the soak's own: its accounts, audit rows and days
 	// end where the soak's begin.
-	if c.scope, err = fillHistory(ctx, c.direct, prefill, seed, logf); err != nil {
+	if c.scope, err = fillHistory(ctx, cfg.FormatDSN(), c.direct, prefill, seed, logf); err != nil {
 		c.close()
 		return nil, err
 	}

@@ -31,14 +31,19 @@ func checkPrefill(name string) error {
 // database from seed, ending now, and returns what the checks then judge row by row: the
 // accounts opened after it, the audit rows and the end-of-day days written after it. The
 // history is held to the ledger's rule over sums (invariant.Scope).
-func fillHistory(ctx context.Context, db *sql.DB, name string, seed uint64, logf func(string, ...any)) (invariant.Scope, error) {
+func fillHistory(ctx context.Context, dsn string, db *sql.DB, name string, seed uint64, logf func(string, ...any)) (invariant.Scope, error) {
 	size, ok := prefillSizes[name]
 	if !ok {
 		return invariant.Scope{}, nil
 	}
 	start := time.Now()
+	loader, err := yeargen.OpenLoader(dsn)
+	if err != nil {
+		return invariant.Scope{}, err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res, err := yeargen.Fill(ctx, db, size(), int64(seed>>1), time.Now().UTC(), log)
+	res, err := yeargen.Fill(ctx, loader, size(), int64(seed>>1), time.Now().UTC(), log)
+	loader.Close()
 	if err != nil {
 		return invariant.Scope{}, fmt.Errorf("pre-fill a generated %s: %w", name, err)
 	}

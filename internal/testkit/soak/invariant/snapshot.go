@@ -85,9 +85,12 @@ type Snapshot struct {
 	// Prefilled is the history's ledger, outside the scope: how many accounts and deals, and
 	// the accounts whose balance is not Σ their deals or not their last deal's balanceAfter
 	// (PrefilledLedger).
+	// BookLots is the history's open INTERNAL positions as the hedger counts them, in lots by
+	// symbol (the desk's side: traders net long 2 lots is −2): the hedger nets the whole book.
 	Prefilled struct {
 		Accounts, Deals int64
 		Broken          []dbLedgerBreak
+		BookLots        map[string]decimal.Decimal
 	}
 }
 
@@ -372,12 +375,26 @@ func readPrefilledLedger(ctx context.Context, tx *sql.Tx, s *Snapshot) error {
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` < ?", first).Scan(&s.Prefilled.Deals); err != nil {
 		return fmt.Errorf("history's deals: %w", err)
 	}
-	return scanRows(ctx, tx, prefilledLedgerSQL, func(r *sql.Rows) error {
+	if err := scanRows(ctx, tx, prefilledLedgerSQL, func(r *sql.Rows) error {
 		var b dbLedgerBreak
 		err := r.Scan(&b.Account, &b.Balance, &b.Sum, &b.LastAfter, &b.Deals)
 		s.Prefilled.Broken = append(s.Prefilled.Broken, b)
 		return err
-	}, first, first)
+	}, first, first); err != nil {
+		return err
+	}
+	s.Prefilled.BookLots = map[string]decimal.Decimal{}
+	return scanRows(ctx, tx, "SELECT p.`symbol`, p.`side`, SUM(p.`volume`) FROM `fx_position` p JOIN `fx_order` o ON o.`id` = p.`orderId` "+
+		"WHERE p.`accountId` < ? AND p.`status` = 'OPEN' AND o.`execution` = 'INTERNAL' GROUP BY p.`symbol`, p.`side`", func(r *sql.Rows) error {
+		var sym, side string
+		var lots decimal.Decimal
+		err := r.Scan(&sym, &side, &lots)
+		if side == "BUY" {
+			lots = lots.Neg()
+		}
+		s.Prefilled.BookLots[sym] = s.Prefilled.BookLots[sym].Add(lots)
+		return err
+	}, first)
 }
 
 // scanRows runs q with args in tx and hands each row to each; an error names the query.
