@@ -508,8 +508,9 @@ func (l *orderLane) run(t *testing.T, client *http.Client, n, round int) {
 }
 
 // quoteEverySecond sends d's simulator bid (and bid + 2 pips) for EURUSD every second until the
-// returned stop: with the walk off, that keeps the symbol quoting and the stream from falling
-// silent for the whole benchmark. It reports a failure with t.Error (off the test's goroutine).
+// returned stop, a tenth of a pip up every other second: with the walk off, a quote that never
+// changes leaves the provider's stream silent (the desk reconnects after 30 s and halts the
+// symbol). It reports a failure with t.Error (off the test's goroutine).
 func quoteEverySecond(t *testing.T, d *tradingDesk, bid float64) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -517,12 +518,13 @@ func quoteEverySecond(t *testing.T, d *tradingDesk, bid float64) (stop func()) {
 		defer close(finished)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				if err := d.sim.control("quote", fmt.Sprintf(`{"symbol":"EURUSD","bid":%.5f,"ask":%.5f}`, bid, bid+0.0002)); err != nil {
+				b := bid + float64(i%2)*0.00001
+				if err := d.sim.control("quote", fmt.Sprintf(`{"symbol":"EURUSD","bid":%.5f,"ask":%.5f}`, b, b+0.0002)); err != nil {
 					t.Error(err)
 				}
 			}
