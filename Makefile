@@ -43,8 +43,11 @@ SECONDS ?= 60
 SEED ?=
 CLUSTER ?=
 VENUE ?= seed
+# PREFILL=month|small|none: the generated history (internal/yeargen) the soak's database starts
+# with; its invariants hold over it (docs/soak.md, «A pre-filled month»).
+PREFILL ?= month
 soak: services
-	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))
+	$(GO) run ./cmd/soak -seconds=$(SECONDS) -prefill=$(PREFILL) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))
 
 # A generated broker's history (internal/yeargen, cmd/fxgen; docs/operations.md, «A year of data»)
 # in database YEAR_DB, created and migrated if missing; it must hold no accounts (drop it first to

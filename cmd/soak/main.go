@@ -24,6 +24,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the run folder and the database even when the soak passes")
 	plan := flag.Bool("plan", false, "print the fault schedule of -seed and -seconds (and -venue, -cluster) and exit")
 	venue := flag.String("venue", "", "the A-book's venue: rest (cmd/venuesim) or fix (cmd/fixvenue); seed or empty picks by seed, fix for a third of seeds")
+	prefill := flag.String("prefill", "month", "the generated history the database starts with: month, small or none (docs/soak.md, «A pre-filled month»)")
 	cluster := flag.String("cluster", "", "run the desk on clusters started by scripts/cluster.sh: galera, sentinel or galera,sentinel (docs/cluster.md)")
 	flag.Parse()
 	if *seed == 0 {
@@ -52,5 +53,5 @@ func main() {
 	if *abook < 0 {
 		*abook = (*traders + 2) / 3
 	}
-	os.Exit(soak.Run(ctx, soak.Options{Seed: *seed, Duration: d, Traders: *traders, External: *abook, Keep: *keep, Cluster: clusters, Venue: *venue}))
+	os.Exit(soak.Run(ctx, soak.Options{Seed: *seed, Duration: d, Traders: *traders, External: *abook, Keep: *keep, Cluster: clusters, Venue: *venue, Prefill: *prefill}))
 }

@@ -66,6 +66,9 @@ type cluster struct {
 	attacker string
 	// host is the host platform's sign-in, whose tokens half the traders trade with.
 	host *hostSignIn
+	// scope is what the checks judge row by row: the whole database, or over a pre-filled
+	// history the soak's own accounts and what was written after the fill (prefill.go).
+	scope invariant.Scope
 	// feed is the desk's primary price source, a feed simulator (cmd/feedsim) every web process
 	// streams from: the venue prices from it too, so a gap moves the desk and the venue alike.
 	// backup is the second source, another cmd/feedsim started with the same market seed, so the
@@ -238,7 +241,7 @@ func freeAddr() (string, error) {
 // proxies, the feed simulator and lane's venue, and migrates the database with the real
 // binary. With ha, the database is created on the Galera cluster through HAProxy and the desk's
 // Redis is the Sentinels' primary (ha.onGalera, ha.onSentinel say which).
-func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane string, seed uint64) (*cluster, error) {
+func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane string, seed uint64, prefill string, logf func(string, ...any)) (*cluster, error) {
 	c := &cluster{dir: dir, binDir: binDir, dbName: "fxdesk_soak_" + randomHex(4), ha: ha}
 	srv, err := mysql.ParseDSN(dbtest.ServerDSN())
 	if err != nil {
@@ -315,6 +318,12 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 	if out, err := c.runOnce(ctx, "fxdesk-web", "migrate"); err != nil {
 		c.close()
 		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
+	}
+	// The history goes in before anything of the soak's own: its accounts, audit rows and days
+	// end where the soak's begin.
+	if c.scope, err = fillHistory(ctx, cfg.FormatDSN(), c.direct, prefill, seed, logf); err != nil {
+		c.close()
+		return nil, err
 	}
 	c.staff = map[auth.Role]string{}
 	for role, user := range staffUsers {

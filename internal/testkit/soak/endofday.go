@@ -92,8 +92,8 @@ func (w *eodWatch) note(rows []invariant.EODRow) {
 
 // read reads the end of day's rows now and notes them, as seen when the read had ended: a
 // snapshot taken after that holds everything the read saw.
-func (w *eodWatch) read(ctx context.Context, db *sql.DB) error {
-	e, err := invariant.ReadEOD(ctx, db)
+func (w *eodWatch) read(ctx context.Context, db *sql.DB, scope invariant.Scope) error {
+	e, err := invariant.ReadEOD(ctx, db, scope)
 	if err != nil {
 		return err
 	}

@@ -351,7 +351,7 @@ func finalFeedsCheck(ctx context.Context, c *cluster, f *eventFeeds, logger inte
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		var s *invariant.Snapshot
-		if s, err = invariant.ReadSnapshot(ctx, c.direct); err == nil {
+		if s, err = invariant.ReadSnapshot(ctx, c.direct, c.scope); err == nil {
 			return []invariant.Result{invariant.CheckEventStreams(s, clients), invariant.CheckRedisStream(s, rs)}
 		}
 		logger.Printf("soak: final feeds check: %v", err)

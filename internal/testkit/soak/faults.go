@@ -586,7 +586,7 @@ func (in *injector) runRollover(ctx context.Context, at time.Time, why string, k
 	in.mu.Lock()
 	in.runs = append(in.runs, r)
 	in.mu.Unlock()
-	if err := in.eod.read(ctx, in.c.direct); err != nil {
+	if err := in.eod.read(ctx, in.c.direct, in.c.scope); err != nil {
 		in.log.Printf("soak: end of day rows after rollover run %d: %v", n, err)
 	}
 	return r

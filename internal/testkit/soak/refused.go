@@ -194,7 +194,7 @@ func (l *refusedLane) setup(ctx context.Context, web *proc, holder func() *proc,
 	if e := l.sendExpiring(ctx, web, http.MethodPut, path, body); !e.OK() {
 		return fmt.Errorf("the expiring token, before its expiry at %s: %d %s", invariant.TimeOfDay(*tok.ExpiresAt), e.Status, e.Resp)
 	}
-	s, err := invariant.ReadSnapshot(ctx, l.c.direct)
+	s, err := invariant.ReadSnapshot(ctx, l.c.direct, l.c.scope)
 	if err != nil {
 		return err
 	}

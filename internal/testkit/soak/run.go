@@ -30,6 +30,9 @@ type Options struct {
 	Cluster []string
 	// Venue forces the A-book's venue lane, rest or fix; "" picks it by seed (FIX for a third).
 	Venue string
+	// Prefill is the generated history the database starts with: month, small or none ("":
+	// none) — docs/soak.md, «A pre-filled month».
+	Prefill string
 }
 
 // Plan is the fault schedule of seed for a soak of d on clusters, with the venue lane venue
@@ -67,7 +70,15 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 		return 2
 	}
-	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep, ch, lane)
+	prefill := o.Prefill
+	if prefill == "" {
+		prefill = "none"
+	}
+	if err := checkPrefill(prefill); err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+		return 2
+	}
+	return run(ctx, o.Seed, o.Duration, o.Traders, min(o.External, o.Traders), o.Keep, ch, lane, prefill)
 }
 
 // tally keeps, across the periodic checks, each invariant's last figures and every distinct row
@@ -111,7 +122,7 @@ func (t *tally) violations() int {
 	return n
 }
 
-func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool, ch clusterChoice, lane string) int {
+func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal int, keep bool, ch clusterChoice, lane, prefill string) int {
 	logger := log.New(os.Stdout, "", log.Ltime|log.Lmicroseconds)
 	dir, err := os.MkdirTemp("", "fxdesk-soak-")
 	if err != nil {
@@ -127,7 +138,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 	}()
 	faults := schedule(seed, d, ch, lane)
-	logger.Printf("soak: seed=%d seconds=%d venue=%s traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), lane, nTraders, nExternal, dir)
+	logger.Printf("soak: seed=%d seconds=%d venue=%s prefill=%s traders=%d (%d on the EXTERNAL group) folder=%s", seed, int(d.Seconds()), lane, prefill, nTraders, nExternal, dir)
 	logger.Printf("soak: schedule (%d faults; the same seed replays it):", len(faults))
 	for _, f := range faults {
 		logger.Printf("soak:   %s", f)
@@ -159,7 +170,10 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			return failed("%v", err)
 		}
 	}
-	c, err := newCluster(ctx, dir, binDir, ha, lane, seed)
+	if prefill != "none" {
+		logger.Printf("soak: pre-filling the database with a generated %s (internal/yeargen)", prefill)
+	}
+	c, err := newCluster(ctx, dir, binDir, ha, lane, seed, prefill, logger.Printf)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -307,11 +321,11 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	}
 	var lastEOD invariant.EODTally
 	check := func(label string) {
-		s, err := invariant.ReadSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct, c.scope)
 		if err != nil && ha != nil {
 			// A Galera fault can leave the soak's own pool a connection to a node that is gone:
 			// the next one goes through HAProxy to a live node.
-			s, err = invariant.ReadSnapshot(ctx, c.direct)
+			s, err = invariant.ReadSnapshot(ctx, c.direct, c.scope)
 		}
 		if err != nil {
 			logger.Printf("soak: %s check: %v", label, err)
@@ -472,8 +486,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	if vc := c.venue.controls(); vc != "" {
 		venueControls = " " + vc // what the venue's own controls did
 	}
-	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s requests=%d faults={%s}%s admin={%s} refused={%s} eod={%s} invariants=%d violations=%d",
-		verdict, seed, int(d.Seconds()), lane, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.counts, refused.counts, lastEOD, len(tl.order), viol)
+	summary := fmt.Sprintf("soak: %s seed=%d seconds=%d venue=%s prefill=%s requests=%d faults={%s}%s admin={%s} refused={%s} eod={%s} invariants=%d violations=%d",
+		verdict, seed, int(d.Seconds()), lane, prefill, len(ev.Journal), strings.Join(counts, ","), venueControls, adm.counts, refused.counts, lastEOD, len(tl.order), viol)
 	if len(failing) > 0 {
 		summary += " failing=" + strings.Join(failing, ",")
 	}

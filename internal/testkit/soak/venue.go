@@ -527,7 +527,7 @@ func settleHedger(ctx context.Context, c *cluster, logger interface{ Printf(stri
 	start := time.Now()
 	var broken []string
 	for first := true; ctx.Err() == nil; first = false {
-		s, err := invariant.ReadSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct, c.scope)
 		if err == nil {
 			if broken = invariant.HedgeLimitsBroken(s); len(broken) == 0 {
 				if !first {
@@ -552,7 +552,7 @@ func finalVenueCheck(ctx context.Context, c *cluster, logger interface{ Printf(s
 	var rs []invariant.Result
 	drops := watchDrops(c)
 	for attempt := 1; attempt <= 10; attempt++ {
-		s, err := invariant.ReadSnapshot(ctx, c.direct)
+		s, err := invariant.ReadSnapshot(ctx, c.direct, c.scope)
 		if err != nil {
 			logger.Printf("soak: final venue check: %v", err)
 			continue

@@ -156,6 +156,9 @@ func CheckRedisStream(s *Snapshot, rs RedisStream) Result {
 		last = max(last, e.ID)
 		row, ok := byID[e.ID]
 		switch {
+		case !ok && s.Scope.Prefilled() && e.Account < s.Scope.FirstAccount:
+			// An event the desk wrote for a pre-filled account (a swap, a stop-out), outside the
+			// scope the snapshot reads.
 		case !ok:
 			extra = append(extra, e.EntryID)
 		case e.EntryID != fmt.Sprintf("%d-0", e.ID) || row.Type != e.Type || row.Account != e.Account || row.User != e.User:

@@ -63,7 +63,9 @@ func checkEvents(s *Snapshot) Result {
 	calls := map[int64][]string{}        // account → margin call events, in order
 	payloads := map[int64]eventPayload{} // event id → payload
 	for i, e := range s.Events {
-		if i > 0 && e.ID != s.Events[i-1].ID+1 {
+		// Over a pre-filled history the scope holds the soak's accounts' events, between which
+		// the desk's jobs write events of the history's accounts.
+		if i > 0 && e.ID != s.Events[i-1].ID+1 && !s.Scope.Prefilled() {
 			r.Add("", "event ids jump from %d to %d: ids are dense and in commit order", s.Events[i-1].ID, e.ID)
 		}
 		if owner, ok := owners[e.Account]; !ok || owner != e.User {

@@ -217,7 +217,10 @@ func bBookLots(s *Snapshot) map[string]decimal.Decimal {
 	for _, o := range s.Orders {
 		exec[o.ID] = o.Execution
 	}
-	out := map[string]decimal.Decimal{}
+	out := maps.Clone(s.Prefilled.BookLots) // a pre-filled history's book, outside the scope
+	if out == nil {
+		out = map[string]decimal.Decimal{}
+	}
 	for _, p := range s.Positions {
 		if p.Status != "OPEN" || exec[p.Order] != "INTERNAL" {
 			continue

@@ -21,7 +21,7 @@ type dbPolicy struct {
 }
 
 const policiesSQL = "SELECT `id`, `side`, `timeInForce`, `status`, `volume`, `priceBound`, `filledVolume`, `fillPrice` FROM `fx_order` " +
-	"WHERE `type` = 'MARKET' AND (`priceBound` IS NOT NULL OR `timeInForce` IN ('IOC', 'FOK')) ORDER BY `id`"
+	"WHERE `accountId` >= ? AND `type` = 'MARKET' AND (`priceBound` IS NOT NULL OR `timeInForce` IN ('IOC', 'FOK')) ORDER BY `id`"
 
 // openVolumes is each order's position's opening volume (openVolume: what the fill opened,
 // before any partial close), and on a netted account the lots its fill booked.

@@ -21,7 +21,7 @@ type dbTriggerOrder struct {
 
 // triggerOrdersSQL reads them for the snapshot (Snapshot.Triggers).
 const triggerOrdersSQL = "SELECT `id`, `side`, `type`, `status`, `limitPrice`, `fillPrice`, `ocoOrderId`, `triggeredAt` IS NOT NULL FROM `fx_order` " +
-	"WHERE `type` = 'STOP_LIMIT' OR `ocoOrderId` IS NOT NULL ORDER BY `id`"
+	"WHERE `accountId` >= ? AND (`type` = 'STOP_LIMIT' OR `ocoOrderId` IS NOT NULL) ORDER BY `id`"
 
 func scanTriggerOrder(s *Snapshot) func(*sql.Rows) error {
 	return func(r *sql.Rows) error {

@@ -169,7 +169,7 @@ func TestReadSnapshotReadsTheCandlesAndHedgeFillsThePriceLaneJudges(t *testing.T
 	exec("INSERT INTO `fx_candle` (`symbol`, `granularity`, `openTime`, `bidOpen`, `bidHigh`, `bidLow`, `bidClose`, `askOpen`, `askHigh`, `askLow`, `askClose`, `ticks`) "+
 		"VALUES ('GBPJPY', 'M1', ?, 190.1, 190.2, 190.0, 190.1, 190.12, 190.22, 190.02, 190.12, 4), ('GBPJPY', 'M5', ?, 1, 1, 1, 1, 1, 1, 1, 1, 1)", open, open)
 	exec("INSERT INTO `fx_hedge_order` (`symbol`, `units`, `why`, `status`, `fillPrice`) VALUES ('GBPJPY', 10000, 'HEDGER', 'FILLED', 190.15)")
-	s, err := ReadSnapshot(ctx, testDB)
+	s, err := ReadSnapshot(ctx, testDB, Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}

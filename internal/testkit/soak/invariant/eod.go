@@ -115,30 +115,32 @@ func valueText(v any) string {
 }
 
 // ReadEOD reads the end of day's tables in one REPEATABLE READ read-only transaction.
-func ReadEOD(ctx context.Context, db *sql.DB) (*EOD, error) {
+func ReadEOD(ctx context.Context, db *sql.DB, scope Scope) (*EOD, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("begin end of day read: %w", err)
 	}
 	defer tx.Rollback()
-	return readEOD(ctx, tx)
+	return readEOD(ctx, tx, scope)
 }
 
-func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
+func readEOD(ctx context.Context, tx *sql.Tx, scope Scope) (*EOD, error) {
 	e := &EOD{}
 	const day = "DATE_FORMAT(`tradingDay`, '%Y-%m-%d')"
+	after := scope.afterDay()
 	steps := []struct {
 		q    string
+		args []any
 		each func(*sql.Rows) error
 	}{
-		{"SELECT " + day + ", `rolloverAt`, `mode`, `accounts`, `frozenAt`, `frozenBy` FROM `fx_eod_day` ORDER BY `tradingDay`", func(r *sql.Rows) error {
+		{"SELECT " + day + ", `rolloverAt`, `mode`, `accounts`, `frozenAt`, `frozenBy` FROM `fx_eod_day` WHERE `tradingDay` > ? ORDER BY `tradingDay`", []any{after}, func(r *sql.Rows) error {
 			var d dbEODDay
 			err := r.Scan(&d.Day, &d.RolloverAt, &d.Mode, &d.Accounts, &d.FrozenAt, &d.FrozenBy)
 			e.Days = append(e.Days, d)
 			return err
 		}},
 		{"SELECT " + day + ", `accountId`, `currency`, `balance`, `equity`, `margin`, `freeMargin`, `floatingPnl`, `openPositions`, `pendingOrders`, " +
-			"`throughDealId`, `takenAt` FROM `fx_eod_account` ORDER BY `tradingDay`, `accountId`", func(r *sql.Rows) error {
+			"`throughDealId`, `takenAt` FROM `fx_eod_account` WHERE `tradingDay` > ? AND `accountId` >= ? ORDER BY `tradingDay`, `accountId`", []any{after, scope.FirstAccount}, func(r *sql.Rows) error {
 			var a dbEODAccount
 			err := r.Scan(&a.Day, &a.Account, &a.Currency, &a.Balance, &a.Equity, &a.Margin, &a.FreeMargin, &a.Floating, &a.OpenPositions,
 				&a.PendingOrders, &a.Through, &a.TakenAt)
@@ -146,7 +148,7 @@ func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
 			return err
 		}},
 		{"SELECT " + day + ", `symbol`, `currency`, `bbookNet`, `abookNet`, `hedgeUnits`, `realised`, `markup`, `commission`, `swaps`, `nbp`, " +
-			"`hedgeBook`, `takenAt` FROM `fx_eod_symbol` ORDER BY `tradingDay`, `symbol`, `currency`", func(r *sql.Rows) error {
+			"`hedgeBook`, `takenAt` FROM `fx_eod_symbol` WHERE `tradingDay` > ? ORDER BY `tradingDay`, `symbol`, `currency`", []any{after}, func(r *sql.Rows) error {
 			var s dbEODSymbol
 			f := make([]decimal.Decimal, 9)
 			err := r.Scan(&s.Day, &s.Symbol, &s.Currency, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &s.TakenAt)
@@ -158,7 +160,7 @@ func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
 			e.Symbols = append(e.Symbols, s)
 			return err
 		}},
-		{"SELECT " + day + ", `symbol`, `bid`, `ask`, `quotedAt`, `capturedAt`, `capturedBy` FROM `fx_eod_price` ORDER BY `tradingDay`, `symbol`", func(r *sql.Rows) error {
+		{"SELECT " + day + ", `symbol`, `bid`, `ask`, `quotedAt`, `capturedAt`, `capturedBy` FROM `fx_eod_price` WHERE `tradingDay` > ? ORDER BY `tradingDay`, `symbol`", []any{after}, func(r *sql.Rows) error {
 			var p dbEODPrice
 			err := r.Scan(&p.Day, &p.Symbol, &p.Bid, &p.Ask, &p.QuotedAt, &p.CapturedAt, &p.CapturedBy)
 			e.Prices = append(e.Prices, p)
@@ -166,7 +168,7 @@ func readEOD(ctx context.Context, tx *sql.Tx) (*EOD, error) {
 		}},
 	}
 	for _, st := range steps {
-		if err := scanRows(ctx, tx, st.q, st.each); err != nil {
+		if err := scanRows(ctx, tx, st.q, st.each, st.args...); err != nil {
 			return nil, err
 		}
 	}

@@ -10,9 +10,32 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// Scope is what of the database the checks judge row by row. A soak over a pre-filled history
+// (docs/soak.md, «A pre-filled month») judges its own accounts — those opened after the fill —
+// the audit rows and end-of-day days written after it; the history itself is held to the
+// ledger's rule over SQL sums (PrefilledLedger), which cover the accounts the desk's jobs touch
+// during the run (swaps, stop-outs) as well. The zero Scope is the whole database.
+type Scope struct {
+	FirstAccount int64  // the first account id the checks judge; 0: all
+	AfterAudit   int64  // audit rows with ids above this
+	AfterDay     string // end-of-day days after this one (YYYY-MM-DD); "": all
+}
+
+// Prefilled says the database holds a history the soak did not write.
+func (sc Scope) Prefilled() bool { return sc.FirstAccount > 0 }
+
+// afterDay is AfterDay as a bound every date passes when it is empty.
+func (sc Scope) afterDay() string {
+	if sc.AfterDay == "" {
+		return "1000-01-01"
+	}
+	return sc.AfterDay
+}
+
 // Snapshot is every row the checks read, from one REPEATABLE READ read-only transaction, so
 // the figures of one check agree with each other.
 type Snapshot struct {
+	Scope       Scope
 	Taken       time.Time
 	DBNow       time.Time // UTC_TIMESTAMP(3) in the snapshot: the database clock the desk's times are on
 	Accounts    []dbAccount
@@ -59,6 +82,23 @@ type Snapshot struct {
 	CandlesErr  string
 	// Policies are the MARKET orders with a price bound or IOC/FOK (check_orders_bound.go).
 	Policies []dbPolicy
+	// Prefilled is the history's ledger, outside the scope: how many accounts and deals, and
+	// the accounts whose balance is not Σ their deals or not their last deal's balanceAfter
+	// (PrefilledLedger).
+	// BookLots is the history's open INTERNAL positions as the hedger counts them, in lots by
+	// symbol (the desk's side: traders net long 2 lots is −2): the hedger nets the whole book.
+	Prefilled struct {
+		Accounts, Deals int64
+		Broken          []dbLedgerBreak
+		BookLots        map[string]decimal.Decimal
+	}
+}
+
+// dbLedgerBreak is an account whose balance disagrees with its deals.
+type dbLedgerBreak struct {
+	Account                 int64
+	Balance, Sum, LastAfter decimal.Decimal
+	Deals                   int64
 }
 
 // dbAlert is one row of the alert inbox.
@@ -157,47 +197,50 @@ type dbInstrument struct {
 	Base, Quote                          string
 }
 
-func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
+// ReadSnapshot reads the rows in scope (the zero Scope: every row) in one transaction.
+func ReadSnapshot(ctx context.Context, db *sql.DB, scope Scope) (*Snapshot, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	s := &Snapshot{Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, PositionModes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{},
+	s := &Snapshot{Scope: scope, Taken: time.Now(), Instruments: map[string]dbInstrument{}, Groups: map[string]bool{}, Modes: map[string]string{}, StopOutLevels: map[string]decimal.Decimal{}, PositionModes: map[string]string{}, HedgeLimits: map[string]decimal.Decimal{},
 		Overridden: map[string]bool{}}
 	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(3)").Scan(&s.DBNow); err != nil {
 		return nil, fmt.Errorf("database clock: %w", err)
 	}
+	first := scope.FirstAccount
 	steps := []struct {
 		q    string
+		args []any
 		each func(*sql.Rows) error
 	}{
-		{"SELECT `id`, `userId`, `accountGroup`, `currency`, `balance`, `createdAt`, `marginCallAt` IS NOT NULL FROM `fx_account` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `userId`, `accountGroup`, `currency`, `balance`, `createdAt`, `marginCallAt` IS NOT NULL FROM `fx_account` WHERE `id` >= ? ORDER BY `id`", []any{first}, func(r *sql.Rows) error {
 			var a dbAccount
 			err := r.Scan(&a.ID, &a.User, &a.Group, &a.Currency, &a.Balance, &a.CreatedAt, &a.MarginCalled)
 			s.Accounts = append(s.Accounts, a)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `type`, `amount`, `balanceAfter`, `positionId`, `symbol`, `volume`, `price`, `idempotencyKey`, `comment`, `createdAt` FROM `fx_deal` ORDER BY `accountId`, `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `type`, `amount`, `balanceAfter`, `positionId`, `symbol`, `volume`, `price`, `idempotencyKey`, `comment`, `createdAt` FROM `fx_deal` WHERE `accountId` >= ? ORDER BY `accountId`, `id`", []any{first}, func(r *sql.Rows) error {
 			var d dbDeal
 			err := r.Scan(&d.ID, &d.Account, &d.Type, &d.Amount, &d.BalanceAfter, &d.Position, &d.Symbol, &d.Volume, &d.Price, &d.Key, &d.Comment, &d.CreatedAt)
 			s.Deals = append(s.Deals, d)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId`, `closeReason` FROM `fx_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `status`, `openedAt`, `closedAt`, `swapThrough`, `venueTradeId`, `closeReason` FROM `fx_position` WHERE `accountId` >= ? ORDER BY `id`", []any{first}, func(r *sql.Rows) error {
 			var p dbPosition
 			err := r.Scan(&p.ID, &p.Account, &p.Order, &p.Symbol, &p.Side, &p.Volume, &p.OpenVolume, &p.OpenPrice, &p.Status, &p.OpenedAt, &p.ClosedAt, &p.SwapThrough, &p.VenueTradeID, &p.CloseReason)
 			s.Positions = append(s.Positions, p)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `type`, `requestNonce`, `status`, `execution`, `sentAt`, `symbol`, `volume`, `routeRuleId` FROM `fx_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `type`, `requestNonce`, `status`, `execution`, `sentAt`, `symbol`, `volume`, `routeRuleId` FROM `fx_order` WHERE `accountId` >= ? ORDER BY `id`", []any{first}, func(r *sql.Rows) error {
 			var o dbOrder
 			err := r.Scan(&o.ID, &o.Account, &o.Type, &o.Nonce, &o.Status, &o.Execution, &o.SentAt, &o.Symbol, &o.Volume, &o.RouteRule)
 			s.Orders = append(s.Orders, o)
 			return err
 		}},
-		{triggerOrdersSQL, scanTriggerOrder(s)},
-		{"SELECT `positionId`, `rolloverDate`, `status` FROM `fx_swap_charge`", func(r *sql.Rows) error {
+		{triggerOrdersSQL, []any{first}, scanTriggerOrder(s)},
+		{"SELECT `positionId`, `rolloverDate`, `status` FROM `fx_swap_charge` WHERE ? = 0 OR `positionId` IN (SELECT `id` FROM `fx_position` WHERE `accountId` >= ?)", []any{first, first}, func(r *sql.Rows) error {
 			var c dbCharge
 			var d time.Time
 			err := r.Scan(&c.Position, &d, &c.Status)
@@ -206,14 +249,14 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			return err
 		}},
 		{"SELECT i.`symbol`, i.`contractSize`, i.`point`, i.`swapLong`, i.`swapShort`, i.`base`, i.`quote`, COALESCE(g.`markupPoints`, 0) " +
-			"FROM `fx_instrument` i LEFT JOIN `fx_symbol_group` g ON g.`name` = i.`symbolGroup`", func(r *sql.Rows) error {
+			"FROM `fx_instrument` i LEFT JOIN `fx_symbol_group` g ON g.`name` = i.`symbolGroup`", nil, func(r *sql.Rows) error {
 			var sym string
 			var in dbInstrument
 			err := r.Scan(&sym, &in.Contract, &in.Point, &in.SwapLong, &in.SwapShort, &in.Base, &in.Quote, &in.Markup)
 			s.Instruments[sym] = in
 			return err
 		}},
-		{"SELECT `name`, `negativeBalanceProtection`, `executionMode`, `stopOutLevel`, `positionMode` FROM `fx_account_group`", func(r *sql.Rows) error {
+		{"SELECT `name`, `negativeBalanceProtection`, `executionMode`, `stopOutLevel`, `positionMode` FROM `fx_account_group`", nil, func(r *sql.Rows) error {
 			var name, mode, positionMode string
 			var nbp bool
 			var level decimal.Decimal
@@ -224,7 +267,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		}},
 		{"SELECT `id`, `at`, `actorVia`, `action`, `entityType`, `entityId`, `requestId`, " +
 			"CASE WHEN `action` = 'account.move' OR `entityType` = 'account_group' THEN `before` END, " +
-			"CASE WHEN `action` = 'account.move' OR `entityType` = 'account_group' THEN `after` END FROM `fx_audit` ORDER BY `id`", func(r *sql.Rows) error {
+			"CASE WHEN `action` = 'account.move' OR `entityType` = 'account_group' THEN `after` END FROM `fx_audit` WHERE `id` > ? ORDER BY `id`", []any{scope.AfterAudit}, func(r *sql.Rows) error {
 			var a dbAudit
 			err := r.Scan(&a.ID, &a.At, &a.Via, &a.Action, &a.EntityType, &a.EntityID, &a.RequestID, &a.Before, &a.After)
 			s.Audits = append(s.Audits, a)
@@ -232,25 +275,25 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		}},
 		{"SELECT `id`, `accountGroup`, `action`, `accounts`, `symbols`, `volumeMin`, `volumeMax`, " +
 			"`minTrades` IS NOT NULL OR `profitFactorMin` IS NOT NULL OR `winRateMin` IS NOT NULL OR `avgHoldSecondsMax` IS NOT NULL OR `underMinuteShareMin` IS NOT NULL " +
-			"FROM `fx_routing_rule` ORDER BY `accountGroup`, `priority`, `id`", func(r *sql.Rows) error {
+			"FROM `fx_routing_rule` ORDER BY `accountGroup`, `priority`, `id`", nil, func(r *sql.Rows) error {
 			var u dbRule
 			err := r.Scan(&u.ID, &u.Group, &u.Action, &u.Accounts, &u.Symbols, &u.VolumeMin, &u.VolumeMax, &u.UsesProfile)
 			s.Rules = append(s.Rules, u)
 			return err
 		}},
-		{policiesSQL, func(r *sql.Rows) error {
+		{policiesSQL, []any{first}, func(r *sql.Rows) error {
 			var o dbPolicy
 			err := r.Scan(&o.ID, &o.Side, &o.TimeInForce, &o.Status, &o.Volume, &o.PriceBound, &o.FilledVolume, &o.FillPrice)
 			s.Policies = append(s.Policies, o)
 			return err
 		}},
-		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0), `openPrice`, COALESCE(`closeReason`, ''), `realizedPl` FROM `fx_hedge_position` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `orderId`, `symbol`, `units`, `venueTradeId`, `status`, `closePrice`, COALESCE(`clientPositionId`, 0), `openPrice`, COALESCE(`closeReason`, ''), `realizedPl` FROM `fx_hedge_position` ORDER BY `id`", nil, func(r *sql.Rows) error {
 			var h dbHedge
 			err := r.Scan(&h.ID, &h.Order, &h.Symbol, &h.Units, &h.TradeID, &h.Status, &h.ClosePrice, &h.ClientPosition, &h.OpenPrice, &h.CloseReason, &h.RealizedPL)
 			s.Hedges = append(s.Hedges, h)
 			return err
 		}},
-		{"SELECT `name`, `value` FROM `fx_setting` WHERE `name` LIKE 'fxHedgeLimitLots.%'", func(r *sql.Rows) error {
+		{"SELECT `name`, `value` FROM `fx_setting` WHERE `name` LIKE 'fxHedgeLimitLots.%'", nil, func(r *sql.Rows) error {
 			var name, value string
 			if err := r.Scan(&name, &value); err != nil {
 				return err
@@ -260,37 +303,37 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 			}
 			return nil
 		}},
-		{"SELECT `id`, `status`, `sentAt`, COALESCE(`fillUnits`, `units`), COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `status`, `sentAt`, COALESCE(`fillUnits`, `units`), COALESCE(`reducesPositionId`, 0) FROM `fx_hedge_order` ORDER BY `id`", nil, func(r *sql.Rows) error {
 			var o dbHedgeOrder
 			err := r.Scan(&o.ID, &o.Status, &o.SentAt, &o.Units, &o.Reduces)
 			s.HedgeOrders = append(s.HedgeOrders, o)
 			return err
 		}},
-		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `accountId`, `userId`, `type`, `payload`, `createdAt` FROM `fx_event` WHERE `accountId` >= ? ORDER BY `id`", []any{first}, func(r *sql.Rows) error {
 			var e dbEvent
 			err := r.Scan(&e.ID, &e.Account, &e.User, &e.Type, &e.Payload, &e.CreatedAt)
 			s.Events = append(s.Events, e)
 			return err
 		}},
-		{"SELECT DISTINCT `accountGroup` FROM `fx_symbol_override`", func(r *sql.Rows) error {
+		{"SELECT DISTINCT `accountGroup` FROM `fx_symbol_override`", nil, func(r *sql.Rows) error {
 			var g string
 			err := r.Scan(&g)
 			s.Overridden[g] = true
 			return err
 		}},
-		{"SELECT `id`, `execId`, `clOrdId`, `symbol`, `units`, `price`, `transactTime` FROM `fx_fix_execution` ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `id`, `execId`, `clOrdId`, `symbol`, `units`, `price`, `transactTime` FROM `fx_fix_execution` ORDER BY `id`", nil, func(r *sql.Rows) error {
 			var e dbFIXExecution
 			err := r.Scan(&e.ID, &e.ExecID, &e.ClOrdID, &e.Symbol, &e.Units, &e.Price, &e.At)
 			s.FIXExecutions = append(s.FIXExecutions, e)
 			return err
 		}},
-		{"SELECT `executionId`, `tradeId`, `units` FROM `fx_fix_allocation` ORDER BY `executionId`, `tradeId`", func(r *sql.Rows) error {
+		{"SELECT `executionId`, `tradeId`, `units` FROM `fx_fix_allocation` ORDER BY `executionId`, `tradeId`", nil, func(r *sql.Rows) error {
 			var a dbFIXAllocation
 			err := r.Scan(&a.Execution, &a.Trade, &a.Units)
 			s.FIXAllocations = append(s.FIXAllocations, a)
 			return err
 		}},
-		{"SELECT `code`, `status`, `message`, `firstSeenAt` FROM `fx_execution_alert` WHERE `code` LIKE 'eod-%' ORDER BY `id`", func(r *sql.Rows) error {
+		{"SELECT `code`, `status`, `message`, `firstSeenAt` FROM `fx_execution_alert` WHERE `code` LIKE 'eod-%' ORDER BY `id`", nil, func(r *sql.Rows) error {
 			var a dbAlert
 			err := r.Scan(&a.Code, &a.Status, &a.Message, &a.FirstSeen)
 			s.Alerts = append(s.Alerts, a)
@@ -298,22 +341,65 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 		}},
 	}
 	for _, st := range steps {
-		if err := scanRows(ctx, tx, st.q, st.each); err != nil {
+		if err := scanRows(ctx, tx, st.q, st.each, st.args...); err != nil {
 			return nil, err
 		}
 	}
-	e, err := readEOD(ctx, tx)
+	e, err := readEOD(ctx, tx, scope)
 	if err != nil {
 		return nil, err
 	}
 	s.EOD = *e
 	readPrices(ctx, tx, s)
+	if scope.Prefilled() {
+		if err := readPrefilledLedger(ctx, tx, s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// scanRows runs q in tx and hands each row to each; an error names the query.
-func scanRows(ctx context.Context, tx *sql.Tx, q string, each func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, q)
+// prefilledLedgerSQL finds the accounts before the scope whose balance is not Σ their deals, or
+// not the balanceAfter of their last deal: one pass over the history's deals by account.
+const prefilledLedgerSQL = "SELECT a.`id`, a.`balance`, COALESCE(d.`total`, 0), COALESCE(l.`balanceAfter`, 0), COALESCE(d.`n`, 0) " +
+	"FROM `fx_account` a LEFT JOIN (SELECT `accountId`, SUM(`amount`) AS `total`, MAX(`id`) AS `lastId`, COUNT(*) AS `n` FROM `fx_deal` " +
+	"WHERE `accountId` < ? GROUP BY `accountId`) d ON d.`accountId` = a.`id` LEFT JOIN `fx_deal` l ON l.`id` = d.`lastId` " +
+	"WHERE a.`id` < ? AND (a.`balance` <> COALESCE(d.`total`, 0) OR a.`balance` <> COALESCE(l.`balanceAfter`, 0))"
+
+// readPrefilledLedger reads the history's ledger outside the scope as sums (PrefilledLedger).
+func readPrefilledLedger(ctx context.Context, tx *sql.Tx, s *Snapshot) error {
+	first := s.Scope.FirstAccount
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_account` WHERE `id` < ?", first).Scan(&s.Prefilled.Accounts); err != nil {
+		return fmt.Errorf("history's accounts: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM `fx_deal` WHERE `accountId` < ?", first).Scan(&s.Prefilled.Deals); err != nil {
+		return fmt.Errorf("history's deals: %w", err)
+	}
+	if err := scanRows(ctx, tx, prefilledLedgerSQL, func(r *sql.Rows) error {
+		var b dbLedgerBreak
+		err := r.Scan(&b.Account, &b.Balance, &b.Sum, &b.LastAfter, &b.Deals)
+		s.Prefilled.Broken = append(s.Prefilled.Broken, b)
+		return err
+	}, first, first); err != nil {
+		return err
+	}
+	s.Prefilled.BookLots = map[string]decimal.Decimal{}
+	return scanRows(ctx, tx, "SELECT p.`symbol`, p.`side`, SUM(p.`volume`) FROM `fx_position` p JOIN `fx_order` o ON o.`id` = p.`orderId` "+
+		"WHERE p.`accountId` < ? AND p.`status` = 'OPEN' AND o.`execution` = 'INTERNAL' GROUP BY p.`symbol`, p.`side`", func(r *sql.Rows) error {
+		var sym, side string
+		var lots decimal.Decimal
+		err := r.Scan(&sym, &side, &lots)
+		if side == "BUY" {
+			lots = lots.Neg()
+		}
+		s.Prefilled.BookLots[sym] = s.Prefilled.BookLots[sym].Add(lots)
+		return err
+	}, first)
+}
+
+// scanRows runs q with args in tx and hands each row to each; an error names the query.
+func scanRows(ctx context.Context, tx *sql.Tx, q string, each func(*sql.Rows) error, args ...any) error {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", q, err)
 	}

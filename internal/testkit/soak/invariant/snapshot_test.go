@@ -54,7 +54,7 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	exec("INSERT INTO `fx_swap_charge` (`positionId`, `rolloverDate`, `accountId`, `symbol`, `side`, `volume`, `days`, `amountQuote`, `quoteCurrency`, `accountCurrency`) "+
 		"VALUES (?, '2025-03-05', ?, 'EURJPY', 'BUY', 1.00, 1, -500, 'JPY', 'USD')", position, account)
 
-	s, err := ReadSnapshot(ctx, testDB)
+	s, err := ReadSnapshot(ctx, testDB, Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Events) != 3 || s.Events[0].User != 1001 || s.Events[1].Type != "order.filled" || s.Orders[0].Type != "MARKET" {
@@ -99,14 +99,14 @@ func TestReadSnapshotReadsTheDeskTablesAsTheChecksExpectThem(t *testing.T) {
 	}
 	expect(t, checkEvents(s), "")
 	exec("UPDATE `fx_account` SET `marginCallAt` = NOW(3) WHERE `id` = ?", account)
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, checkEvents(s), "recorded in margin call true after events []")
 
 	// A balance moved behind the ledger's back, as only a bug in a writer could.
 	exec("UPDATE `fx_account` SET `balance` = 10000.01 WHERE `id` = ?", account)
-	if s, err = ReadSnapshot(ctx, testDB); err != nil {
+	if s, err = ReadSnapshot(ctx, testDB, Scope{}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, checkLedger(s), "Σ 1 deals = 10000, balance = 10000.01")
@@ -175,7 +175,7 @@ func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *tes
 	ev := &Evidence{Runs: []RolloverRun{{At: runAt, PID: 4242, Start: started, End: time.Now(), OK: true, Why: "test"}}, EODSeen: map[string]EODRow{}}
 	judge := func() (*Snapshot, map[string]Result) {
 		t.Helper()
-		s, err := ReadSnapshot(ctx, db)
+		s, err := ReadSnapshot(ctx, db, Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,4 +225,50 @@ func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *tes
 	expect(t, rs["eodComplete"], "0 account snapshots, but its fx_eod_day row counted 1")
 	expect(t, rs["eodComplete"], fmt.Sprintf("no snapshot of account %d", account))
 	expect(t, rs["eodUnchanged"], "is gone")
+}
+
+// Over a pre-filled history the snapshot reads the soak's accounts row by row and the history
+// by sums: an account before the scope is not in Accounts, its open INTERNAL book is in the
+// hedger's net, and a history account whose balance is not Σ its deals breaks prefilledLedger.
+func TestReadSnapshotOverAPrefilledHistory(t *testing.T) {
+	ctx := context.Background()
+	db, closeDB, err := dbtest.NewMigrated("soak-prefill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	exec := func(q string, args ...any) int64 {
+		t.Helper()
+		res, err := db.ExecContext(ctx, q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		id, _ := res.LastInsertId()
+		return id
+	}
+	good := exec("INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`) VALUES (100001, 'USD', 100, 500.00)")
+	exec("INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `idempotencyKey`) VALUES (?, 'DEPOSIT', 500.00, 500.00, 'USD', 'gen:1')", good)
+	order := exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `status`) VALUES (?, 'EURUSD', 'BUY', 'MARKET', 2.00, 'FILLED')", good)
+	exec("INSERT INTO `fx_position` (`accountId`, `orderId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`) VALUES (?, ?, 'EURUSD', 'BUY', 2.00, 2.00, 1.1)", good, order)
+	bad := exec("INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`) VALUES (100002, 'USD', 100, 300.00)")
+	exec("INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `idempotencyKey`) VALUES (?, 'DEPOSIT', 200.00, 200.00, 'USD', 'gen:2')", bad)
+	soakAccount := exec("INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`) VALUES (1001, 'USD', 100, 0)")
+
+	s, err := ReadSnapshot(ctx, db, Scope{FirstAccount: soakAccount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Accounts) != 1 || s.Accounts[0].ID != soakAccount || len(s.Positions) != 0 || len(s.Deals) != 0 {
+		t.Fatalf("scoped snapshot: accounts %+v, %d positions, %d deals; want the soak's account alone", s.Accounts, len(s.Positions), len(s.Deals))
+	}
+	if got := bBookLots(s)["EURUSD"]; !got.Equal(dec("-2")) {
+		t.Errorf("the hedger's net of EURUSD = %s lots, want -2 (the history's open buy)", got)
+	}
+	r := checkPrefilledLedger(s)
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, fmt.Sprintf("account %d", bad)) {
+		t.Fatalf("prefilledLedger = %+v, want account %d alone", r, bad)
+	}
+	if s, err = ReadSnapshot(ctx, db, Scope{}); err != nil || len(s.Accounts) != 3 || s.Prefilled.Broken != nil {
+		t.Fatalf("whole snapshot: %v, %d accounts, history %+v", err, len(s.Accounts), s.Prefilled)
+	}
 }
