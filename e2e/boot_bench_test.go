@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,6 +126,9 @@ func benchBootSet(t *testing.T, set string, runs int) (bootFigures, bool) {
 	}
 
 	sim := startFeedSim(t)
+	// The simulator's own EURUSD: a generated history ends at the simulator's starting prices, and
+	// its stops and resting orders are far from them (docs/operations.md, «A year of data»).
+	bid, ask := simPrice(t, sim, "EURUSD")
 	prod := []string{"FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info",
 		"FXDESK_RATE_PER_TOKEN=0", "FXDESK_RATE_PER_ADDR=0"}
 	d := &tradingDesk{e: e, sim: sim}
@@ -133,13 +137,13 @@ func benchBootSet(t *testing.T, set string, runs int) (bootFigures, bool) {
 	d.web.waitLog(5*time.Minute, msgIs(msgRiskWatching))
 	d.admin = e.adminToken()
 	tok, acct := d.newTrader(990001, "USD", "100", "1000000.00")
-	d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
+	d.setQuote(tok, "EURUSD", bid, ask)
 	d.web.stop(syscall.SIGTERM)
 
 	order := marketOrders(&http.Client{Timeout: 30 * time.Second}, tok, "boot-"+set)
 	firstFill := func(p *proc) {
 		for start := time.Now(); ; {
-			d.simQuote("EURUSD", "1.10000", "1.10020")
+			d.simQuote("EURUSD", bid, ask)
 			if err := order(p, acct); err == nil {
 				return
 			} else if !strings.Contains(err.Error(), " = 503 ") && !strings.Contains(err.Error(), "connection refused") {
@@ -187,6 +191,32 @@ func benchBootSet(t *testing.T, set string, runs int) (bootFigures, bool) {
 	f.takeFill, f.takeover, f.takeWatch, f.takeLoad = takeover("box-a", "box-b")
 	f.sameHostFill, _, _, _ = takeover("box", "box")
 	return f, true
+}
+
+// simPrice is the simulator's current bid and ask for symbol (GET /control/state).
+func simPrice(t *testing.T, sim *feedSim, symbol string) (bid, ask string) {
+	t.Helper()
+	resp, err := http.Get(sim.base + "/control/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Symbols []struct {
+			Symbol   string
+			Bid, Ask float64
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Symbols {
+		if s.Symbol == symbol {
+			return fmt.Sprintf("%.5f", s.Bid), fmt.Sprintf("%.5f", s.Ask)
+		}
+	}
+	t.Fatalf("the simulator has no %s", symbol)
+	return "", ""
 }
 
 // useDatabase points the install at an existing database instead of its fresh one (which stays
