@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"fxdesk/internal/book"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
+	"fxdesk/internal/trading"
 	"fxdesk/internal/yeargen"
 )
 
@@ -25,7 +24,7 @@ import (
 // its first fill and from a holder's SIGKILL to the standby's first fill, each with the risk
 // view's load time, on an empty database and on a database with a book: the open positions of a
 // year's broker seeded alone (FXDESK_BOOT_BOOK, default 50,000 over 5,000 accounts), a generated
-// Month (internal/yeargen; skipped while the generator is not built) and, when FXDESK_YEAR_DB
+// Month (internal/yeargen) and, when FXDESK_YEAR_DB
 // names an existing generated year database, that year. It also times the risk view's read of
 // the open positions alone (the loader's own statement) for the database's row rate, and prints
 // the issue's target: boot to first fill ≤ 2 × the empty database's + open positions ÷ row rate.
@@ -105,9 +104,6 @@ func benchBootSet(t *testing.T, set string, runs int) (bootFigures, bool) {
 		start := time.Now()
 		_, err = yeargen.Fill(context.Background(), db, yeargen.Month(), 42, time.Now().UTC(), slog.New(slog.DiscardHandler))
 		db.Close()
-		if errors.Is(err, yeargen.ErrNotBuilt) {
-			t.Skip("the generator (internal/yeargen) is not built yet: no month to measure")
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,11 +244,10 @@ func ensureAnalyzed(t *testing.T, db *sql.DB) {
 	}
 }
 
-// readOpenPositions runs the risk view's read of the open positions (trading.RiskDesk.Load's
-// statement) and returns the rows per second, the time and the key EXPLAIN names.
+// readOpenPositions runs the risk view's read of the open positions (trading.RiskViewPositionsSQL) and returns the rows per second, the time and the key EXPLAIN names.
 func readOpenPositions(t *testing.T, db *sql.DB) (float64, time.Duration, string) {
 	t.Helper()
-	q := "SELECT " + book.PositionCols + " FROM `fx_position` p WHERE p.`status` = 'OPEN'"
+	q := trading.RiskViewPositionsSQL
 	var key sql.NullString
 	rows, err := db.Query("EXPLAIN " + q)
 	if err != nil {
