@@ -23,7 +23,12 @@ import (
 // waitRiskReady waits for the engine's boot sweep: from then on every tick is evaluated.
 func waitRiskReady(p *proc) {
 	p.waitLog(10*time.Second, func(l logLine) bool { return l.msg() == "risk sweep" && l["reason"] == "boot" })
+	p.waitLog(10*time.Second, msgIs(msgRiskWatching))
 }
+
+// msgRiskWatching is the holder's line once its risk view is loaded and swept: from then on it
+// admits fills and its /readyz is ready.
+const msgRiskWatching = "risk engine watching the desk"
 
 // openMarket opens a MARKET position and returns its id.
 func (d *tradingDesk) openMarket(tok string, acct int64, side, volume, stops string) int64 {

@@ -49,8 +49,8 @@ func TestStandbyTakesOverAfterTheHolderIsKilled(t *testing.T) {
 		}
 	}
 	noteExpiry()
-	// Until the follower holds the lease and quotes, every attempt is refused with the pricing
-	// text; the same requestNonce on every attempt means a fill can happen only once.
+	// Until the follower holds the lease, quotes and watches the desk, every attempt is refused;
+	// the same requestNonce on every attempt means a fill can happen only once.
 	var o orderResp
 	for {
 		if time.Since(killed) > 30*time.Second {
@@ -67,8 +67,9 @@ func TestStandbyTakesOverAfterTheHolderIsKilled(t *testing.T) {
 		}
 		var er errorResp
 		json.Unmarshal(a.body, &er)
-		if code != http.StatusServiceUnavailable || er.Error.Message != pricingText || a.header.Get("Retry-After") == "" {
-			t.Fatalf("during the takeover = %d %s (Retry-After %q), want 503 with the pricing text", code, a.body, a.header.Get("Retry-After"))
+		// The pricing text until the new holder quotes; the risk view's while its engine loads.
+		if code != http.StatusServiceUnavailable || (er.Error.Message != pricingText && er.Error.Message != riskViewText) || a.header.Get("Retry-After") == "" {
+			t.Fatalf("during the takeover = %d %s (Retry-After %q), want 503 with the pricing or the risk view text", code, a.body, a.header.Get("Retry-After"))
 		}
 		time.Sleep(100 * time.Millisecond) // the retry pace of a trader's client, not a wait for an event
 	}

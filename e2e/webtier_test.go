@@ -54,6 +54,7 @@ func newWebTierOn(t *testing.T, e *deskEnv, extra ...string) *webTier {
 	d := &tradingDesk{e: e, sim: sim}
 	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", extra...)...)
 	d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	d.web.waitLog(10*time.Second, msgIs(msgRiskWatching)) // a holder refuses fills until then
 	d.admin = e.adminToken()
 	f := e.start("follower", "fxdesk-web", d.webTierEnv("box-b", extra...)...)
 	f.waitLog(10*time.Second, msgHas("role: follower"))
@@ -315,6 +316,7 @@ func TestWebTierForwardLoopIsImpossible(t *testing.T) {
 	ln.Close()
 	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", "FXDESK_ADVERTISE_URL=http://"+f2Addr)...)
 	d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	d.web.waitLog(10*time.Second, msgIs(msgRiskWatching)) // a holder refuses fills until then
 	d.admin = e.adminToken()
 	f1 := e.start("follower-1", "fxdesk-web", d.webTierEnv("box-b")...)
 	f2 := e.start("follower-2", "fxdesk-web", d.webTierEnv("box-c", "FXDESK_HTTP_ADDR="+f2Addr)...)
@@ -540,6 +542,7 @@ func TestWebTierNodeHeaderIsAcceptedOnce(t *testing.T) {
 	hop := newRecordingHop(t, holderAddr)
 	d.web = e.start("holder", "fxdesk-web", d.webTierEnv("box-a", "FXDESK_HTTP_ADDR="+holderAddr, "FXDESK_ADVERTISE_URL="+hop.srv.URL)...)
 	d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	d.web.waitLog(10*time.Second, msgIs(msgRiskWatching)) // a holder refuses fills until then
 	d.admin = e.adminToken()
 	follower := e.start("follower", "fxdesk-web", d.webTierEnv("box-b")...)
 	const otherSecret = "1679091c5a880faf6fb5e6087eb1b2dc8f14e45fceea167a5a36dedd4bea2543"

@@ -31,7 +31,9 @@ type contender struct {
 // keeper's Notify needs the desk: Notify goes through the contender, whose desk is set before
 // newContender returns — before anything can call the keeper's Claim, Run or Release, the only
 // places it notifies from.
-func newContender(cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, pid int, advertise string, log *slog.Logger) (*contender, error) {
+//
+// watch is the holder's risk view (riskRelay): the gate refuses fills until it is loaded.
+func newContender(cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, watch gate.Watch, pid int, advertise string, log *slog.Logger) (*contender, error) {
 	c := &contender{quotes: quotes, promoted: make(chan lease.Event, 1)}
 	c.keeper = lease.New(st.holderDB, st.rdb, lease.Config{
 		Key: lease.Key, Names: cfg.RedisNames, TTL: cfg.LeaseTTL, Fence: cfg.LeaseFence,
@@ -41,9 +43,10 @@ func newContender(cfg config.Config, st *stores, m *metrics.Metrics, quotes *des
 		ObserveRenew: m.ObserveRenew,
 	}, log)
 	m.WatchLease(c.keeper)
-	// Every lease-guarded unit of work in this process passes this one gate.
+	// Every lease-guarded unit of work in this process passes this one gate; a fill also waits
+	// for the risk view that will watch it.
 	var err error
-	if c.gate, err = gate.New(gate.Config{Lease: c.keeper, Log: log, Dropped: m.GateDropped}); err != nil {
+	if c.gate, err = gate.New(gate.Config{Lease: c.keeper, Watch: watch, Log: log, Dropped: m.GateDropped}); err != nil {
 		return nil, err
 	}
 	tag := cfg.Hostname + ":" + strconv.Itoa(pid)

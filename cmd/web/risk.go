@@ -38,6 +38,16 @@ type riskRelay struct {
 	hedger atomic.Pointer[hedger.Runner]
 }
 
+// Watching is the gate's Watch and /readyz's: true once this process's risk engine exists and
+// has loaded its view and swept it. Before the holder's parts start (a follower, a standby
+// before its takeover, a holder between winning the claim and building the engine) there is no
+// engine, so nothing is watched yet; the gate asks the lease first, so only a holder is refused
+// for it.
+func (r *riskRelay) Watching() bool {
+	e := r.engine.Load()
+	return e != nil && e.Watching()
+}
+
 func (r *riskRelay) apply(ctx context.Context, changes ...risk.Change) {
 	if e := r.engine.Load(); e != nil {
 		e.Apply(ctx, changes...)

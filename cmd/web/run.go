@@ -93,7 +93,10 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 
 	m := metrics.New("web")
 	quotes := &desk.Quotes{}
-	contention, err := newContender(cfg, st, m, quotes, pid, advertise, log)
+	// The trading service reports committed changes to the holder's risk engine through toRisk,
+	// and the gate asks it whether that engine watches the desk yet.
+	toRisk := &riskRelay{}
+	contention, err := newContender(cfg, st, m, quotes, toRisk, pid, advertise, log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +110,7 @@ func serve(ctx context.Context, cfg config.Config, base *slog.Logger, stdout io.
 
 	parts := newWebParts(contention, log)
 	defer parts.stop(context.Background()) // a startup error after the claim still releases at once
-	svc, err := startServices(ctx, cfg, st, m, quotes, contention, inbox, parts, base, log)
+	svc, err := startServices(ctx, cfg, st, m, quotes, toRisk, contention, inbox, parts, base, log)
 	if err != nil {
 		return err
 	}
@@ -193,15 +196,13 @@ type services struct {
 	notices  *termsNotices
 }
 
-func startServices(ctx context.Context, cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, contention *contender, inbox *alert.Inbox,
+func startServices(ctx context.Context, cfg config.Config, st *stores, m *metrics.Metrics, quotes *desk.Quotes, relay *riskRelay, contention *contender, inbox *alert.Inbox,
 	parts *webParts, base, log *slog.Logger) (*services, error) {
 	settings := catalog.NewSettings(st.db, log)
 	if err := settings.Load(ctx); err != nil {
 		log.WarnContext(ctx, "settings unreadable at boot; using defaults until they can be read", slog.Any("err", err))
 	}
-	// The trading service reports committed changes to the holder's risk engine through relay;
-	// the quote mirror reads the engine's exposed symbols through it too.
-	relay := &riskRelay{}
+	// The quote mirror reads the engine's exposed symbols through relay too.
 	venue, err := newVenue(cfg, st.db, m, quotes, contention.gate, inbox, parts.stream, log)
 	if err != nil {
 		return nil, fmt.Errorf("execution venue: %w", err)
@@ -304,7 +305,7 @@ func openFrontDoor(ctx context.Context, cfg config.Config, st *stores, m *metric
 		tokens.AcceptHostTokens(host)
 		log.InfoContext(ctx, "host tokens accepted", slog.String("issuer", cfg.JWT.Issuer), slog.String("audience", cfg.JWT.Audience))
 	}
-	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats,
+	handler, err := api.NewServer(api.Deps{Log: log, DB: st.db, Desk: contention.desk, Quotes: quotes, Metrics: m, Alerts: inbox, Jobs: svc.holder.jobs, Risk: svc.holder.riskStats, RiskView: svc.holder.relay,
 		Settings: svc.settings, Trading: svc.trading, Catalog: svc.catalog, Auth: tokens, Forward: fwd, Venue: venueView, Hedge: hedgeView, Rail: rail, Events: hub, Limits: cfg.Limits,
 		Webhooks: relay.NewAdmin(st.db, webhookSender(cfg)), AdminWritten: svc.notices.written, TokenRevoked: revoked.announce,
 		PriceSources: svc.holder.pins})

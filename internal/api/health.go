@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fxdesk/internal/desk"
+	"fxdesk/internal/gate"
 )
 
 // handleHealthz answers while the process is alive.
@@ -16,8 +17,11 @@ func handleHealthz() http.HandlerFunc {
 	}
 }
 
-// handleReadyz answers 200 when the database is reachable and the role is known.
-func handleReadyz(db *sql.DB, dk *desk.Desk) http.HandlerFunc {
+// handleReadyz answers 200 when the database is reachable and the role is known, and on the lease
+// holder only once its risk view is loaded (riskView "loaded"): until then the holder refuses
+// every new order (gate.ErrRiskViewLoading), so a balancer should not count it as serving. A
+// follower has no risk view; watch nil counts as loaded.
+func handleReadyz(db *sql.DB, dk *desk.Desk, watch gate.Watch) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
@@ -31,9 +35,16 @@ func handleReadyz(db *sql.DB, dk *desk.Desk) http.HandlerFunc {
 		} else {
 			body["database"] = "ok"
 		}
-		if dk.Role() == "" {
+		switch dk.Role() {
+		case "":
 			body["role"] = "unknown"
 			status = http.StatusServiceUnavailable
+		case desk.Holder:
+			body["riskView"] = "loaded"
+			if watch != nil && !watch.Watching() {
+				body["riskView"] = "loading"
+				status = http.StatusServiceUnavailable
+			}
 		}
 		body["ready"] = status == http.StatusOK
 		writeJSON(w, status, body)

@@ -56,7 +56,7 @@ func guardedRouter(d Deps, g guards) http.Handler {
 	})
 
 	r.Get("/healthz", handleHealthz())
-	r.Get("/readyz", handleReadyz(d.DB, d.Desk))
+	r.Get("/readyz", handleReadyz(d.DB, d.Desk, d.RiskView))
 	// Every /api route needs a bearer token. A trader's route names the scope it needs (read or
 	// trade), an admin route the permission (docs/identity.md, «Roles»): the guard records each
 	// name in g, and a test walks the router so that no route can be added without one.

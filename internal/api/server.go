@@ -22,6 +22,7 @@ import (
 	"fxdesk/internal/desk"
 	"fxdesk/internal/forward"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
@@ -51,6 +52,9 @@ type Deps struct {
 	// Risk reports the risk engine's counters where it runs (the holder), ok false or nil
 	// elsewhere; a standby follower that takes the lease over starts reporting then.
 	Risk func() (s risk.Stats, ok bool)
+	// RiskView says whether the holder's risk engine watches the desk yet (the gate's Watch):
+	// /readyz on the holder is ready only then. nil: no risk view to wait for.
+	RiskView gate.Watch
 	// Jobs reports the scheduler's jobs where a scheduler runs (fxdesk-cron, inline web); nil
 	// elsewhere.
 	Jobs func() []schedule.JobState

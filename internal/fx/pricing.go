@@ -8,6 +8,11 @@ const (
 	MsgPositionsUnpriceable = "Pricing is currently unavailable for one of your open positions"
 )
 
+// MsgRiskViewLoading answers an order the lease holder refuses while its risk engine is still
+// loading the book it must watch — after a boot or a standby's takeover (EUNAVAILABLE, 503): nothing
+// was written, and the same request sent again shortly (same requestNonce) is served.
+const MsgRiskViewLoading = "The desk is starting its risk engine and takes no new orders until it watches every position — nothing was written; please retry shortly"
+
 // MsgOutcomeUnknown answers a request whose outcome the desk cannot know (EUNKNOWN): a forward to
 // the lease holder whose connection died after it was sent, or a write whose database connection
 // died in the round trip that carried its COMMIT.

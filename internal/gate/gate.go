@@ -8,6 +8,12 @@
 // transaction; a write it refuses is reported here too (Fenced), so both refusals answer the same
 // error, log the same way and count in the same series.
 //
+// A fill is admitted only once the holder's risk view is loaded as well (Config.Watch): a fill
+// opens a position or rests an order that the risk engine must watch, and on a holder that has
+// just booted or taken over, the engine that will watch it is still reading the book. Such a fill
+// is refused with ErrRiskViewLoading, counted under at="risk_view" (docs/architecture.md, «The
+// gate»).
+//
 // The gate never queues dropped work for replay: the risk engine's lease_restored sweep re-derives
 // what is due from the state of that moment.
 package gate
@@ -87,6 +93,17 @@ func (w Work) periodic() bool {
 // turns it into MsgPositionsUnpriceable. Match it with errors.Is.
 var ErrNotHolder error = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgPricingUnavailable}
 
+// ErrRiskViewLoading answers a fill refused because the risk view that will watch it is not loaded
+// yet: an fx EUNAVAILABLE error (503 with Retry-After), retried like a pricing refusal, with a text
+// of its own so a trader is not told the price is missing while prices stream. Nothing was written.
+var ErrRiskViewLoading error = &fx.Error{Code: fx.EUNAVAILABLE, Message: fx.MsgRiskViewLoading}
+
+// Watch says whether the risk engine watches the desk yet: its view is loaded and its first sweep
+// has run (cmd/web: the holder's engine, risk.Engine.Watching). Watching must not block.
+type Watch interface {
+	Watching() bool
+}
+
 // Lease says whether lease-guarded work may start now (*lease.Keeper).
 type Lease interface {
 	HoldsLease() bool
@@ -104,31 +121,41 @@ func (noLease) HoldsLease() bool { return false }
 func NewDropped() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fxdesk_gate_dropped_total",
-		Help: "Lease-guarded work not executed, by work (fill, close, risk_tick, mirror_publish, …) and at (gate: dropped before it started; fence: refused by the term fence inside its transaction).",
+		Help: "Lease-guarded work not executed, by work (fill, close, risk_tick, mirror_publish, …) and at (gate: dropped before it started; fence: refused by the term fence inside its transaction; risk_view: a fill refused while the holder's risk view loads).",
 	}, []string{"work", "at"})
 }
 
-// Config builds a Gate. Every field is required.
+// Config builds a Gate. Lease, Log and Dropped are required.
 type Config struct {
 	Lease Lease
 	Log   *slog.Logger
 	// Dropped is NewDropped's series (metrics.Metrics.GateDropped on a process).
 	Dropped *prometheus.CounterVec
+	// Watch, when set, must be watching for a Fill to be admitted (see the package comment). nil:
+	// the lease alone decides (fxdesk-cron never fills; tests of other parts).
+	Watch Watch
 }
 
 // Gate admits or drops lease-guarded work. It is safe for concurrent use, and cheap on the
 // admitting path (one HoldsLease read), which the tick path takes on every tick.
 type Gate struct {
 	lease   Lease
+	watch   Watch // nil: no risk view to wait for
 	log     *slog.Logger
-	dropped [numWork][2]prometheus.Counter // [work][atGate, atFence]
+	dropped [numWork][3]prometheus.Counter // [work][atGate, atFence, atRiskView]; atRiskView for Fill only
 	quiet   [numWork]atomic.Bool           // a periodic kind's run of drops was already logged
 }
 
 const (
 	atGate = iota
 	atFence
+	atRiskView
 )
+
+// watched is the work that needs the risk view loaded: what opens a position or rests an order
+// the engine must watch. A close needs no watch (it ends one, and the engine replays it onto the
+// view it loads), nor does the engine's own work (it runs only once the view is loaded).
+func (w Work) watched() bool { return w == Fill }
 
 // New returns a gate; it refuses a missing dependency.
 func New(cfg Config) (*Gate, error) {
@@ -140,19 +167,31 @@ func New(cfg Config) (*Gate, error) {
 	case cfg.Dropped == nil:
 		return nil, errors.New("gate: Dropped is required")
 	}
-	g := &Gate{lease: cfg.Lease, log: cfg.Log}
+	g := &Gate{lease: cfg.Lease, watch: cfg.Watch, log: cfg.Log}
 	for _, w := range Kinds() {
 		// Made once, so every series exists at zero and a drop is one atomic add.
 		g.dropped[w][atGate] = cfg.Dropped.WithLabelValues(w.String(), "gate")
 		g.dropped[w][atFence] = cfg.Dropped.WithLabelValues(w.String(), "fence")
+		if w.watched() && cfg.Watch != nil {
+			g.dropped[w][atRiskView] = cfg.Dropped.WithLabelValues(w.String(), "risk_view")
+		}
 	}
 	return g, nil
 }
 
 // Admit returns nil when work may start now. Otherwise it logs the drop at warning level, with
 // attribute work and attrs naming what was not executed, counts it, and returns ErrNotHolder.
+//
+// A Fill on a process whose risk view is not loaded yet (Config.Watch) is dropped the same way
+// and answers ErrRiskViewLoading; the lease is asked first, so a follower still answers
+// ErrNotHolder.
 func (g *Gate) Admit(ctx context.Context, w Work, attrs ...slog.Attr) error {
 	if g.lease.HoldsLease() {
+		if w.watched() && g.watch != nil && !g.watch.Watching() {
+			g.dropped[w][atRiskView].Inc()
+			g.log.LogAttrs(ctx, slog.LevelWarn, "risk view not loaded yet; fill refused", append([]slog.Attr{slog.String("work", w.String())}, attrs...)...)
+			return ErrRiskViewLoading
+		}
 		if g.quiet[w].Load() {
 			g.quiet[w].Store(false)
 		}

@@ -150,3 +150,51 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 		}
 	}
 }
+
+type switchWatch struct{ on atomic.Bool }
+
+func (w *switchWatch) Watching() bool { return w.on.Load() }
+
+// A fill waits for the risk view that will watch it: on a holder whose view is still loading it
+// is refused with the risk view's own 503 and counted at "risk_view"; every other kind of work,
+// the engine's own included, needs only the lease; and a process that does not hold the lease
+// still answers ErrNotHolder, whatever its view.
+func TestFillWaitsForTheRiskView(t *testing.T) {
+	t.Parallel()
+	lease, watch, dropped := &switchLease{}, &switchWatch{}, gate.NewDropped()
+	logs := &bytes.Buffer{}
+	g, err := gate.New(gate.Config{Lease: lease, Watch: watch, Log: slog.New(slog.NewJSONHandler(logs, nil)), Dropped: dropped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := g.Admit(ctx, gate.Fill); !errors.Is(err, gate.ErrNotHolder) {
+		t.Fatalf("fill without the lease = %v, want ErrNotHolder", err)
+	}
+	lease.held.Store(true)
+	err = g.Admit(ctx, gate.Fill, slog.Int64("account_id", 9))
+	if !errors.Is(err, gate.ErrRiskViewLoading) || errors.Is(err, gate.ErrNotHolder) {
+		t.Fatalf("fill while the view loads = %v, want ErrRiskViewLoading", err)
+	}
+	if fx.ErrorCode(err) != fx.EUNAVAILABLE || fx.ErrorMessage(err) != fx.MsgRiskViewLoading {
+		t.Fatalf("ErrRiskViewLoading answers %s %q", fx.ErrorCode(err), fx.ErrorMessage(err))
+	}
+	if !strings.Contains(logs.String(), `"msg":"risk view not loaded yet; fill refused"`) || !strings.Contains(logs.String(), `"account_id":9`) {
+		t.Fatalf("log: %s", logs)
+	}
+	if n := testutil.ToFloat64(dropped.WithLabelValues("fill", "risk_view")); n != 1 {
+		t.Fatalf(`fxdesk_gate_dropped_total{work="fill",at="risk_view"} = %v, want 1`, n)
+	}
+	for _, w := range gate.Kinds() {
+		if w == gate.Fill {
+			continue
+		}
+		if err := g.Admit(ctx, w); err != nil {
+			t.Errorf("%s while the view loads = %v, want admitted", w, err)
+		}
+	}
+	watch.on.Store(true)
+	if err := g.Admit(ctx, gate.Fill); err != nil {
+		t.Fatalf("fill once the view is loaded = %v", err)
+	}
+}

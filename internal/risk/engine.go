@@ -180,6 +180,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("risk engine: Run called twice")
 	}
+	began := time.Now()
 	var wg sync.WaitGroup
 	// Every worker exists before the first tick: none is created during a burst.
 	for range e.cfg.Workers {
@@ -210,6 +211,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.Sweep(ctx, e.cfg.FirstSweep)
 	close(e.ready)
+	// The line tests and operators wait on: from here on fills are admitted (gate.Watch) and the
+	// holder's /readyz is ready. took runs from Run's start: load, retries and first sweep.
+	e.log.InfoContext(ctx, "risk engine watching the desk", slog.String("first_sweep", e.cfg.FirstSweep), slog.Duration("took", time.Since(began)))
 	for {
 		select {
 		case <-ctx.Done():
@@ -325,6 +329,18 @@ func (e *Engine) Sweep(ctx context.Context, reason string) {
 // Ready is closed once the view is loaded and the boot sweep has run: from then on every tick
 // is evaluated.
 func (e *Engine) Ready() <-chan struct{} { return e.ready }
+
+// Watching reports, without blocking, whether Ready is closed: the engine watches every position
+// and resting order of the desk, and what a fill adds from now on is applied to that view (the
+// gate's Watch, and /readyz on the holder).
+func (e *Engine) Watching() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
 
 // Stats reports counts; safe for concurrent use.
 func (e *Engine) Stats() Stats {
