@@ -142,10 +142,8 @@ func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Pri
 	for _, read := range []func() error{
 		func() error { return acc.ledger(ctx, db, dealsSQL, "deals", p.live, &rep.UnrecordedMarkup) },
 		func() error { return acc.ledger(ctx, db, openingsSQL, "openings", p.live, &rep.UnrecordedMarkup) },
-		func() error { return acc.summary(ctx, db, summaryDaysSQL, p.days, p.days, &rep.UnrecordedMarkup) },
-		func() error {
-			return acc.summary(ctx, db, summaryHoursSQL, p.hours[0], p.hours[1], &rep.UnrecordedMarkup)
-		},
+		func() error { return acc.summaryDays(ctx, db, p.days, &rep.UnrecordedMarkup) },
+		func() error { return acc.summaryHours(ctx, db, p.hours[0], p.hours[1], &rep.UnrecordedMarkup) },
 		func() error { return acc.summarySeries(ctx, db, p.summarised) },
 		func() error { return acc.hedges(ctx, db, rep.From, rep.To) },
 	} {
@@ -425,56 +423,69 @@ func (a *accumulator) hedges(ctx context.Context, db *sql.DB, from, to time.Time
 }
 
 // floatingSQL is the open B-book positions per account, symbol and side, as an account's
-// equity sums them; idx_fx_position_open (status first) serves it: it costs the open
-// positions, which the risk engine holds in memory anyway.
-const floatingSQL = "SELECT a.`id`, a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`, SUM(p.`volume`), SUM(p.`volume` * p.`openPrice`) " +
-	"FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` " +
+// equity sums them. idx_fx_position_symbol (status, symbol, venueTradeId, side, accountId,
+// volume, openPrice; migration 000034) holds every column it reads: it costs the open
+// positions' index entries, never a closed position (the optimiser had intersected the status
+// index with venueTradeId's, whose NULLs are every closed B-book position).
+const floatingSQL = "SELECT a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`, SUM(p.`volume`), SUM(p.`volume` * p.`openPrice`) " +
+	"FROM `fx_position` p FORCE INDEX (`idx_fx_position_symbol`) STRAIGHT_JOIN `fx_account` a ON a.`id` = p.`accountId` " +
 	"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NULL AND p.`volume` > 0 " +
 	"GROUP BY a.`id`, a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`"
 
 // floating marks the open B-book positions at the close price each would get now (the
 // account group's markup included), each account's symbol and side converted and rounded once,
 // as book.Market.Metrics marks equity. A symbol that cannot be priced is left out and named.
+// The close price and the conversion are looked up once per account group, currency, symbol
+// and side: the accounts are many, those few.
 func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) ([]string, error) {
 	rows, err := db.QueryContext(ctx, floatingSQL)
 	if err != nil {
 		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
 	}
 	defer rows.Close()
+	type mark struct {
+		group, ccy, sym string
+		side            fx.Side
+	}
+	type marking struct {
+		ok      bool
+		in      catalog.Instrument
+		close   decimal.Decimal
+		convert func(decimal.Decimal) decimal.Decimal
+	}
+	marks := map[mark]marking{}
+	sums := map[key]decimal.Decimal{}
 	unpriced := map[string]bool{}
 	for rows.Next() {
-		var account int64
-		var group, ccy, sym string
-		var side fx.Side
+		var k mark
 		var volume, volumePrice decimal.Decimal
-		if err := rows.Scan(&account, &group, &ccy, &sym, &side, &volume, &volumePrice); err != nil {
+		if err := rows.Scan(&k.group, &k.ccy, &k.sym, &k.side, &volume, &volumePrice); err != nil {
 			return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
 		}
-		t, ok := m.Catalog.Effective(group, sym)
-		if !ok {
-			unpriced[sym] = true
+		mk, seen := marks[k]
+		if !seen {
+			if t, ok := m.Catalog.Effective(k.group, k.sym); ok {
+				if q, ok := m.Quote(k.sym); ok {
+					mk.in, mk.close = t.Instrument, book.ClosePrice(t.Instrument, q, k.side)
+					mk.convert, mk.ok = m.Converter(t.Instrument.Quote, k.ccy)
+				}
+			}
+			marks[k] = mk
+		}
+		if !mk.ok {
+			unpriced[k.sym] = true
 			continue
 		}
-		in := t.Instrument
-		q, ok := m.Quote(sym)
-		if !ok {
-			unpriced[sym] = true
-			continue
-		}
-		p, ok := m.Convert(book.ProfitQuote(in, side, volume, volumePrice, book.ClosePrice(in, q, side)), in.Quote, ccy)
-		if !ok {
-			unpriced[sym] = true
-			continue
-		}
-		f := a.at(ccy, sym)
-		v := p.Neg()
-		if f.BBookFloating != nil {
-			v = v.Add(*f.BBookFloating)
-		}
-		f.BBookFloating = &v
+		s := key{k.ccy, k.sym}
+		sums[s] = sums[s].Sub(mk.convert(book.ProfitQuote(mk.in, k.side, volume, volumePrice, mk.close)))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+	}
+	for s, v := range sums {
+		f := a.at(s.currency, s.symbol)
+		v := v
+		f.BBookFloating = &v
 	}
 	out := make([]string, 0, len(unpriced))
 	for s := range unpriced {

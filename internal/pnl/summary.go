@@ -87,23 +87,56 @@ func summarisedThrough(ctx context.Context, db *sql.DB) (time.Time, error) {
 	return through.Time.UTC(), nil
 }
 
-// summaryDaysSQL and summaryHoursSQL sum the summaries' groups over two spans of their key
-// (both spans the same for the days), served by the primary key's range.
+// summaryDaysSQL sums the trading days' figures per currency and symbol over a span of their
+// start; summaryHoursSQL the hours' groups over two spans. The primary keys' ranges serve both.
 const (
-	summaryDaysSQL = "SELECT `currency`, `symbol`, `kind`, `abook`, SUM(`amount`), SUM(`markup`), SUM(`unrecorded`) FROM `fx_pnl_day` " +
-		"WHERE (`dayStart` >= ? AND `dayStart` < ?) OR (`dayStart` >= ? AND `dayStart` < ?) GROUP BY `currency`, `symbol`, `kind`, `abook`"
+	summaryDaysSQL = "SELECT `currency`, `symbol`, SUM(`profitBBook`), SUM(`markupBBook`), SUM(`markupABook`), SUM(`commission`), SUM(`swaps`), " +
+		"SUM(`nbp`), SUM(`unrecorded`) FROM `fx_pnl_day` WHERE `dayStart` >= ? AND `dayStart` < ? GROUP BY `currency`, `symbol`"
 	summaryHoursSQL = "SELECT `currency`, `symbol`, `kind`, `abook`, SUM(`amount`), SUM(`markup`), SUM(`unrecorded`) FROM `fx_pnl_hour` " +
 		"WHERE (`hour` >= ? AND `hour` < ?) OR (`hour` >= ? AND `hour` < ?) GROUP BY `currency`, `symbol`, `kind`, `abook`"
 )
 
-// summary adds the figures of the summaries' groups (their series comes from fx_pnl_series).
-func (a *accumulator) summary(ctx context.Context, db *sql.DB, query string, s0, s1 span, unrecorded *int64) error {
+// summaryDays adds the figures of the whole trading days (their series comes from
+// fx_pnl_series), with apply's signs: the desk's side of the traders' deals.
+func (a *accumulator) summaryDays(ctx context.Context, db *sql.DB, s span, unrecorded *int64) error {
+	if s.empty() {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, summaryDaysSQL, s.from, s.to)
+	if err != nil {
+		return fmt.Errorf("dealer's P&L: daily summaries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ccy, sym string
+		var profit, markupB, markupA, commission, swaps, nbp decimal.Decimal
+		var missing int64
+		if err := rows.Scan(&ccy, &sym, &profit, &markupB, &markupA, &commission, &swaps, &nbp, &missing); err != nil {
+			return fmt.Errorf("dealer's P&L: daily summaries: %w", err)
+		}
+		f := a.at(ccy, sym)
+		f.BBookRealised = f.BBookRealised.Sub(profit)
+		f.MarkupBBook = f.MarkupBBook.Add(markupB)
+		f.MarkupABook = f.MarkupABook.Add(markupA)
+		f.Commission = f.Commission.Sub(commission)
+		f.Swaps = f.Swaps.Sub(swaps)
+		f.NBPCost = f.NBPCost.Add(nbp)
+		*unrecorded += missing
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dealer's P&L: daily summaries: %w", err)
+	}
+	return nil
+}
+
+// summaryHours adds the figures of the summarised hours' groups.
+func (a *accumulator) summaryHours(ctx context.Context, db *sql.DB, s0, s1 span, unrecorded *int64) error {
 	if s0.empty() && s1.empty() {
 		return nil
 	}
-	rows, err := db.QueryContext(ctx, query, s0.from, s0.to, s1.from, s1.to)
+	rows, err := db.QueryContext(ctx, summaryHoursSQL, s0.from, s0.to, s1.from, s1.to)
 	if err != nil {
-		return fmt.Errorf("dealer's P&L: summaries: %w", err)
+		return fmt.Errorf("dealer's P&L: hourly summaries: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -112,12 +145,12 @@ func (a *accumulator) summary(ctx context.Context, db *sql.DB, query string, s0,
 		var amount, markup decimal.Decimal
 		var missing int64
 		if err := rows.Scan(&ccy, &sym, &kind, &abook, &amount, &markup, &missing); err != nil {
-			return fmt.Errorf("dealer's P&L: summaries: %w", err)
+			return fmt.Errorf("dealer's P&L: hourly summaries: %w", err)
 		}
 		a.apply(ccy, sym, kind, abook == 1, amount, markup, missing, unrecorded)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dealer's P&L: summaries: %w", err)
+		return fmt.Errorf("dealer's P&L: hourly summaries: %w", err)
 	}
 	return nil
 }
@@ -174,9 +207,15 @@ const (
 	summariseSeries = "INSERT INTO `fx_pnl_series` (`hour`, `currency`, `amount`) SELECT `hour`, `currency`, " +
 		"SUM(CASE WHEN `kind` IN ('PROFIT', 'OPEN') AND `abook` = 1 THEN `markup` WHEN `kind` = 'OPEN' THEN 0 ELSE -`amount` END) " +
 		"FROM `fx_pnl_hour` WHERE `hour` >= ? AND `hour` < ? GROUP BY `hour`, `currency`"
-	summariseDay = "INSERT INTO `fx_pnl_day` (`dayStart`, `currency`, `symbol`, `kind`, `abook`, `amount`, `markup`, `unrecorded`) " +
-		"SELECT ?, `currency`, `symbol`, `kind`, `abook`, SUM(`amount`), SUM(`markup`), SUM(`unrecorded`) FROM `fx_pnl_hour` " +
-		"WHERE `hour` >= ? AND `hour` < ? GROUP BY `currency`, `symbol`, `kind`, `abook`"
+	// summariseDay folds a trading day's hours into its figures per currency and symbol, as
+	// accumulator.apply counts each kind and book.
+	summariseDay = "INSERT INTO `fx_pnl_day` (`dayStart`, `currency`, `symbol`, `profitBBook`, `markupBBook`, `markupABook`, `commission`, `swaps`, `nbp`, `unrecorded`) " +
+		"SELECT ?, `currency`, `symbol`, SUM(CASE WHEN `kind` = 'PROFIT' AND `abook` = 0 THEN `amount` ELSE 0 END), " +
+		"SUM(CASE WHEN `kind` IN ('PROFIT', 'OPEN') AND `abook` = 0 THEN `markup` ELSE 0 END), " +
+		"SUM(CASE WHEN `kind` IN ('PROFIT', 'OPEN') AND `abook` = 1 THEN `markup` ELSE 0 END), " +
+		"SUM(CASE WHEN `kind` = 'COMMISSION' THEN `amount` ELSE 0 END), SUM(CASE WHEN `kind` = 'SWAP' THEN `amount` ELSE 0 END), " +
+		"SUM(CASE WHEN `kind` = 'NBP' THEN `amount` ELSE 0 END), SUM(CASE WHEN `kind` IN ('PROFIT', 'OPEN') THEN `unrecorded` ELSE 0 END) " +
+		"FROM `fx_pnl_hour` WHERE `hour` >= ? AND `hour` < ? GROUP BY `currency`, `symbol`"
 )
 
 // Summarise brings the desk's incremental P&L summaries up to through (what a range report reads

@@ -83,7 +83,7 @@ func TestSummariesAnswerAsTheLedger(t *testing.T) {
 	}
 	m := book.NewMarket(threeQuotes{}, cat)
 	for _, r := range ranges {
-		want, err := oldReport(ctx, r.from, r.to, m)
+		want, err := oldReport(ctx, testDB, r.from, r.to, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func summaryRows(t *testing.T) string {
 	var sum decimal.Decimal
 	var through sql.NullTime
 	if err := testDB.QueryRow("SELECT (SELECT COUNT(*) FROM `fx_pnl_hour`), (SELECT COUNT(*) FROM `fx_pnl_day`), (SELECT COUNT(*) FROM `fx_pnl_series`), "+
-		"(SELECT COALESCE(SUM(`amount`), 0) FROM `fx_pnl_day`), (SELECT `through` FROM `fx_pnl_summary`)").Scan(&h, &d, &s, &sum, &through); err != nil {
+		"(SELECT COALESCE(SUM(`profitBBook` + `commission`), 0) FROM `fx_pnl_day`), (SELECT `through` FROM `fx_pnl_summary`)").Scan(&h, &d, &s, &sum, &through); err != nil {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%d hour, %d day (Σ %s), %d series rows through %s", h, d, sum, s, through.Time)
@@ -274,7 +274,7 @@ type oldFigures struct {
 
 // oldReport is the report as it was read before the summaries (its three statements as they
 // were): every deal and opening of the range, hour by hour from its start.
-func oldReport(ctx context.Context, from, to time.Time, m *book.Market) (oldFigures, error) {
+func oldReport(ctx context.Context, db *sql.DB, from, to time.Time, m *book.Market) (oldFigures, error) {
 	const (
 		dealsSQL = "SELECT d.`currency`, COALESCE(d.`symbol`, '') AS sym, d.`type`, " +
 			"CASE WHEN p.`venueTradeId` IS NULL THEN 0 ELSE 1 END AS abook, TIMESTAMPDIFF(HOUR, ?, d.`createdAt`) AS hr, " +
@@ -307,7 +307,7 @@ func oldReport(ctx context.Context, from, to time.Time, m *book.Market) (oldFigu
 	}
 	var out oldFigures
 	scan := func(query string, each func(*sql.Rows) error) error {
-		rows, err := testDB.QueryContext(ctx, query, from, from, to)
+		rows, err := db.QueryContext(ctx, query, from, from, to)
 		if err != nil {
 			return err
 		}
