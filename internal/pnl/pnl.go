@@ -13,6 +13,7 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
+	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
@@ -422,15 +423,19 @@ func (a *accumulator) hedges(ctx context.Context, db *sql.DB, from, to time.Time
 	return nil
 }
 
-// floatingSQL is the open B-book positions per account, symbol and side, as an account's
-// equity sums them. idx_fx_position_symbol (status, symbol, venueTradeId, side, accountId,
-// volume, openPrice; migration 000034) holds every column it reads: it costs the open
-// positions' index entries, never a closed position (the optimiser had intersected the status
-// index with venueTradeId's, whose NULLs are every closed B-book position).
-const floatingSQL = "SELECT a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`, SUM(p.`volume`), SUM(p.`volume` * p.`openPrice`) " +
-	"FROM `fx_position` p FORCE INDEX (`idx_fx_position_symbol`) STRAIGHT_JOIN `fx_account` a ON a.`id` = p.`accountId` " +
-	"WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NULL AND p.`volume` > 0 " +
-	"GROUP BY a.`id`, a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`"
+// floatingSQL is the open B-book positions per symbol, side and account, as an account's equity
+// sums them. idx_fx_position_symbol (status, symbol, venueTradeId, side, accountId, volume,
+// openPrice; migration 000034) holds every column it reads, in the order it groups by: it costs
+// the open positions' index entries, never a closed position (the optimiser had intersected the
+// status index with venueTradeId's, whose NULLs are every closed B-book position), and no
+// temporary table. The accounts' group and currency are read apart (accountsSQL): joined here,
+// they cost a lookup per position and the grouping its index order.
+const floatingSQL = "SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`), SUM(p.`volume` * p.`openPrice`) " +
+	"FROM `fx_position` p FORCE INDEX (`idx_fx_position_symbol`) WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NULL AND p.`volume` > 0 " +
+	"GROUP BY p.`symbol`, p.`side`, p.`accountId`"
+
+// accountsSQL is every account's group and currency: the accounts, not their history.
+const accountsSQL = "SELECT `id`, `accountGroup`, `currency` FROM `fx_account`"
 
 // floating marks the open B-book positions at the close price each would get now (the
 // account group's markup included), each account's symbol and side converted and rounded once,
@@ -438,11 +443,40 @@ const floatingSQL = "SELECT a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`
 // The close price and the conversion are looked up once per account group, currency, symbol
 // and side: the accounts are many, those few.
 func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) ([]string, error) {
-	rows, err := db.QueryContext(ctx, floatingSQL)
-	if err != nil {
-		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+	type position struct {
+		account             int64
+		sym                 string
+		side                fx.Side
+		volume, volumePrice decimal.Decimal
 	}
-	defer rows.Close()
+	positions, err := store.QueryAll(ctx, db, "dealer's P&L: open positions", func(sc store.Scanner) (position, error) {
+		var p position
+		err := sc.Scan(&p.account, &p.sym, &p.side, &p.volume, &p.volumePrice)
+		return p, err
+	}, floatingSQL)
+	if err != nil {
+		return nil, err
+	}
+	type account struct{ group, ccy string }
+	accounts := map[int64]account{}
+	if len(positions) > 0 {
+		rows, err := db.QueryContext(ctx, accountsSQL)
+		if err != nil {
+			return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var ac account
+			if err := rows.Scan(&id, &ac.group, &ac.ccy); err != nil {
+				return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+			}
+			accounts[id] = ac
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+		}
+	}
 	type mark struct {
 		group, ccy, sym string
 		side            fx.Side
@@ -456,12 +490,9 @@ func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) 
 	marks := map[mark]marking{}
 	sums := map[key]decimal.Decimal{}
 	unpriced := map[string]bool{}
-	for rows.Next() {
-		var k mark
-		var volume, volumePrice decimal.Decimal
-		if err := rows.Scan(&k.group, &k.ccy, &k.sym, &k.side, &volume, &volumePrice); err != nil {
-			return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
-		}
+	for _, p := range positions {
+		ac := accounts[p.account]
+		k := mark{ac.group, ac.ccy, p.sym, p.side}
 		mk, seen := marks[k]
 		if !seen {
 			if t, ok := m.Catalog.Effective(k.group, k.sym); ok {
@@ -477,10 +508,7 @@ func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) 
 			continue
 		}
 		s := key{k.ccy, k.sym}
-		sums[s] = sums[s].Sub(mk.convert(book.ProfitQuote(mk.in, k.side, volume, volumePrice, mk.close)))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+		sums[s] = sums[s].Sub(mk.convert(book.ProfitQuote(mk.in, k.side, p.volume, p.volumePrice, mk.close)))
 	}
 	for s, v := range sums {
 		f := a.at(s.currency, s.symbol)

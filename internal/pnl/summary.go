@@ -189,10 +189,13 @@ const (
 	summaryCreateSQL = "INSERT INTO `fx_pnl_summary` (`id`, `through`) VALUES (1, NULL) ON DUPLICATE KEY UPDATE `id` = `id`"
 	summaryAdvance   = "UPDATE `fx_pnl_summary` SET `through` = ? WHERE `id` = 1"
 
-	// closedHourSQL is the database clock and the start of its oldest open transaction, in
-	// UTC (INNODB_TRX shows the server's own zone). NULL: none, or not readable here.
-	closedHourSQL  = "SELECT NOW(3)"
-	oldestTrxSQL   = "SELECT CONVERT_TZ(MIN(`trx_started`), 'SYSTEM', '+00:00') FROM `information_schema`.`INNODB_TRX`"
+	// closedHourSQL is the database clock; oldestTrxSQL the start of the oldest transaction open
+	// on this database (the sessions using it: the server's other databases do not hold the
+	// summaries back), in UTC — INNODB_TRX shows the server's own zone. NULL: none, or not
+	// readable here.
+	closedHourSQL = "SELECT NOW(3)"
+	oldestTrxSQL  = "SELECT CONVERT_TZ(MIN(t.`trx_started`), 'SYSTEM', '+00:00') FROM `information_schema`.`INNODB_TRX` t " +
+		"JOIN `information_schema`.`PROCESSLIST` c ON c.`ID` = t.`trx_mysql_thread_id` WHERE c.`DB` = DATABASE()"
 	firstDataSQL   = "SELECT (SELECT MIN(`createdAt`) FROM `fx_deal` WHERE `createdAt` >= ?), (SELECT MIN(`openedAt`) FROM `fx_position` WHERE `openedAt` >= ?)"
 	clearHoursSQL  = "DELETE FROM `fx_pnl_hour` WHERE `hour` >= ? AND `hour` < ?"
 	clearSeriesSQL = "DELETE FROM `fx_pnl_series` WHERE `hour` >= ? AND `hour` < ?"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -29,7 +30,11 @@ import (
 // series of ranges that start on the hour. Summarising twice at once, or again, changes nothing.
 func TestSummariesAnswerAsTheLedger(t *testing.T) {
 	ctx := context.Background()
-	t.Cleanup(func() { clearSummaries(t) })
+	t.Cleanup(func() {
+		clearSummaries(t)
+		// The package's other tests mark what is open and expect their own positions alone.
+		testDB.Exec("UPDATE `fx_position` SET `status` = 'CLOSED', `volume` = 0 WHERE `status` = 'OPEN' AND `openedAt` >= '2026-06-01' AND `openedAt` < '2026-08-01'")
+	})
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	end := start.AddDate(0, 2, 0)
 	rng := rand.New(rand.NewPCG(42, 7))
@@ -109,11 +114,74 @@ func TestSummariesAnswerAsTheLedger(t *testing.T) {
 			}
 		}
 	}
-	// Marked now, the floating P&L is the same figure with or without the summaries.
+	// Marked now, the floating P&L is the figure the old statement gave.
 	rep, err := pnl.Read(ctx, testDB, cat, threeQuotes{}, through.Add(-48*time.Hour), time.Now(), true)
 	if err != nil || rep.Total == nil {
 		t.Fatalf("floating: %+v %v", rep, err)
 	}
+	want, err := oldFloating(ctx, testDB, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := floatingOf(rep); got != want || !strings.Contains(want, "EUR/EURUSD") {
+		t.Errorf("floating\n got %s\nwant %s", got, want)
+	}
+}
+
+// floatingOf writes a report's floating P&L per currency and symbol.
+func floatingOf(rep pnl.Report) string {
+	var sb strings.Builder
+	for _, c := range rep.Currencies {
+		for _, s := range c.Symbols {
+			if s.BBookFloating != nil {
+				fmt.Fprintf(&sb, "%s/%s %s; ", c.Currency, s.Symbol, s.BBookFloating.StringFixed(2))
+			}
+		}
+	}
+	return sb.String()
+}
+
+// oldFloating is the floating P&L as it was read: the old statement (an account's group and
+// currency joined to each group of its positions), each converted and rounded with Convert.
+func oldFloating(ctx context.Context, db *sql.DB, m *book.Market) (string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT a.`id`, a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`, SUM(p.`volume`), SUM(p.`volume` * p.`openPrice`) "+
+		"FROM `fx_position` p JOIN `fx_account` a ON a.`id` = p.`accountId` WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NULL AND p.`volume` > 0 "+
+		"GROUP BY a.`id`, a.`accountGroup`, a.`currency`, p.`symbol`, p.`side`")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	sums := map[string]decimal.Decimal{}
+	for rows.Next() {
+		var account int64
+		var group, ccy, sym string
+		var side fx.Side
+		var volume, volumePrice decimal.Decimal
+		if err := rows.Scan(&account, &group, &ccy, &sym, &side, &volume, &volumePrice); err != nil {
+			return "", err
+		}
+		t, ok := m.Catalog.Effective(group, sym)
+		if !ok {
+			continue
+		}
+		q, ok := m.Quote(sym)
+		if !ok {
+			continue
+		}
+		p, ok := m.Convert(book.ProfitQuote(t.Instrument, side, volume, volumePrice, book.ClosePrice(t.Instrument, q, side)), t.Instrument.Quote, ccy)
+		if !ok {
+			continue
+		}
+		sums[ccy+"/"+sym] = sums[ccy+"/"+sym].Sub(p)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(sums)) {
+		fmt.Fprintf(&sb, "%s %s; ", k, sums[k].StringFixed(2))
+	}
+	return sb.String(), nil
 }
 
 // clearSummaries drops every summary, so the package's other tests, which date rows in the
@@ -182,8 +250,15 @@ func seedLedger(t *testing.T, rng *rand.Rand, start, end time.Time) {
 		if sb.Len() > 0 {
 			sb.WriteString(", ")
 		}
-		sb.WriteString("(?, ?, 0, ?, ?, 'BUY', 0, 0.01, 1.1, 'CLOSED', ?, ?)")
-		pos = append(pos, id, acct, venue, sym, markup, at())
+		status, volume, side := "CLOSED", "0", "BUY"
+		if rng.IntN(5) == 0 {
+			status, volume = "OPEN", decimal.New(1+rng.Int64N(100), -4).String()
+		}
+		if rng.IntN(2) == 0 {
+			side = "SELL"
+		}
+		sb.WriteString("(?, ?, 0, ?, ?, ?, ?, 0.01, ?, ?, ?, ?)")
+		pos = append(pos, id, acct, venue, sym, side, volume, decimal.New(9000+rng.Int64N(200000), -5).String(), status, markup, at())
 		positions = append(positions, position{id, acct, sym})
 	}
 	if _, err := testDB.Exec("INSERT INTO `fx_position` (`id`, `accountId`, `orderId`, `venueTradeId`, `symbol`, `side`, `volume`, `openVolume`, `openPrice`, `status`, `markup`, `openedAt`) VALUES "+sb.String(), pos...); err != nil {
