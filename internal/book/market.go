@@ -166,8 +166,18 @@ func (m *Market) Converter(from, to string) (func(decimal.Decimal) decimal.Decim
 	if !ok {
 		return nil, false
 	}
-	return func(amount decimal.Decimal) decimal.Decimal {
+	convert := func(amount decimal.Decimal) decimal.Decimal {
 		return fx.RoundMoney(to, amount.Mul(r.num).DivRound(r.den, 16))
+	}
+	if !r.num.Equal(one) || !r.den.Equal(one) {
+		return convert, true
+	}
+	// A rate of one leaves an amount of at most 16 decimals as it is until the rounding.
+	return func(amount decimal.Decimal) decimal.Decimal {
+		if amount.Exponent() >= -16 {
+			return fx.RoundMoney(to, amount)
+		}
+		return convert(amount)
 	}, true
 }
 
