@@ -30,6 +30,7 @@ import (
 // series of ranges that start on the hour. Summarising twice at once, or again, changes nothing.
 func TestSummariesAnswerAsTheLedger(t *testing.T) {
 	ctx := context.Background()
+	runs++
 	t.Cleanup(func() {
 		clearSummaries(t)
 		// The package's other tests mark what is open and expect their own positions alone.
@@ -271,7 +272,7 @@ func seedLedger(t *testing.T, rng *rand.Rand, start, end time.Time) {
 		for i := range 2000 {
 			p := positions[rng.IntN(len(positions))]
 			typ := types[rng.IntN(len(types))]
-			key := fmt.Sprintf("sum:%d:%d", batch, i)
+			key := fmt.Sprintf("sum:%d:%d:%d", runs, batch, i) // unique per run (-count)
 			var positionID, symbol, markup any = p.id, p.symbol, nil
 			switch typ {
 			case "ADJUSTMENT":
