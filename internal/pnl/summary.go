@@ -84,7 +84,9 @@ func summarisedThrough(ctx context.Context, db *sql.DB) (time.Time, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("dealer's P&L: summaries: %w", err)
 	}
-	return through.Time.UTC(), nil
+	// On the hour, as the summariser writes it; an operator's rewind to within an hour leaves
+	// that hour to the ledger.
+	return through.Time.UTC().Truncate(time.Hour), nil
 }
 
 // summaryDaysSQL sums the trading days' figures per currency and symbol over a span of their
@@ -264,7 +266,7 @@ func summariseChunk(ctx context.Context, db *sql.DB, through time.Time) (int, bo
 	}
 	// From the cursor, skipping whole trading days without a deal or an opening: from the
 	// start of the day of the first one.
-	start := cursor.Time.UTC()
+	start := cursor.Time.UTC().Truncate(time.Hour) // an operator's rewind within an hour redoes the hour
 	if !cursor.Valid {
 		start = time.Unix(0, 0).UTC()
 	}

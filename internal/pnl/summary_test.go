@@ -68,6 +68,16 @@ func TestSummariesAnswerAsTheLedger(t *testing.T) {
 	if after := summaryRows(t); after != before || !strings.Contains(before, "day") {
 		t.Fatalf("summaries moved or missing: %s → %s", before, after)
 	}
+	// An operator's rewind into the middle of a day and of an hour rewrites the same rows.
+	if _, err := testDB.Exec("UPDATE `fx_pnl_summary` SET `through` = ? WHERE `id` = 1", through.Add(-50*time.Hour-20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pnl.Summarise(ctx, testDB, through); err != nil || n < 50 {
+		t.Fatalf("after a rewind: %d hours, %v", n, err)
+	}
+	if after := summaryRows(t); after != before {
+		t.Fatalf("a rewind changed the summaries: %s → %s", before, after)
+	}
 	type rng2 struct {
 		from, to time.Time
 		why      string
