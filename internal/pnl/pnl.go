@@ -13,7 +13,6 @@ import (
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
-	"fxdesk/internal/store"
 	"fxdesk/internal/tick"
 )
 
@@ -434,8 +433,12 @@ const floatingSQL = "SELECT p.`accountId`, p.`symbol`, p.`side`, SUM(p.`volume`)
 	"FROM `fx_position` p FORCE INDEX (`idx_fx_position_symbol`) WHERE p.`status` = 'OPEN' AND p.`venueTradeId` IS NULL AND p.`volume` > 0 " +
 	"GROUP BY p.`symbol`, p.`side`, p.`accountId`"
 
-// accountsSQL is every account's group and currency: the accounts, not their history.
-const accountsSQL = "SELECT `id`, `accountGroup`, `currency` FROM `fx_account`"
+// accountsSQL is every account's group and currency: the accounts, not their history;
+// accountSQL one account's.
+const (
+	accountsSQL = "SELECT `id`, `accountGroup`, `currency` FROM `fx_account`"
+	accountSQL  = "SELECT `accountGroup`, `currency` FROM `fx_account` WHERE `id` = ?"
+)
 
 // floating marks the open B-book positions at the close price each would get now (the
 // account group's markup included), each account's symbol and side converted and rounded once,
@@ -443,39 +446,37 @@ const accountsSQL = "SELECT `id`, `accountGroup`, `currency` FROM `fx_account`"
 // The close price and the conversion are looked up once per account group, currency, symbol
 // and side: the accounts are many, those few.
 func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) ([]string, error) {
-	type position struct {
-		account             int64
-		sym                 string
-		side                fx.Side
-		volume, volumePrice decimal.Decimal
-	}
-	positions, err := store.QueryAll(ctx, db, "dealer's P&L: open positions", func(sc store.Scanner) (position, error) {
-		var p position
-		err := sc.Scan(&p.account, &p.sym, &p.side, &p.volume, &p.volumePrice)
-		return p, err
-	}, floatingSQL)
-	if err != nil {
-		return nil, err
-	}
+	// The accounts first: an account opened after this read and trading before the positions'
+	// read is looked up alone (accountOf).
 	type account struct{ group, ccy string }
 	accounts := map[int64]account{}
-	if len(positions) > 0 {
-		rows, err := db.QueryContext(ctx, accountsSQL)
-		if err != nil {
+	rows, err := db.QueryContext(ctx, accountsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var ac account
+		if err := rows.Scan(&id, &ac.group, &ac.ccy); err != nil {
 			return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var ac account
-			if err := rows.Scan(&id, &ac.group, &ac.ccy); err != nil {
-				return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
-			}
-			accounts[id] = ac
+		accounts[id] = ac
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+	}
+	rows.Close()
+	accountOf := func(id int64) (account, error) {
+		if ac, ok := accounts[id]; ok {
+			return ac, nil
 		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("dealer's P&L: accounts: %w", err)
+		var ac account
+		if err := db.QueryRowContext(ctx, accountSQL, id).Scan(&ac.group, &ac.ccy); err != nil {
+			return ac, fmt.Errorf("dealer's P&L: account %d: %w", id, err)
 		}
+		accounts[id] = ac
+		return ac, nil
 	}
 	type mark struct {
 		group, ccy, sym string
@@ -490,9 +491,8 @@ func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) 
 	marks := map[mark]marking{}
 	sums := map[key]decimal.Decimal{}
 	unpriced := map[string]bool{}
-	for _, p := range positions {
-		ac := accounts[p.account]
-		k := mark{ac.group, ac.ccy, p.sym, p.side}
+	// mark1 adds one account's symbol and side, marked and converted as its equity is.
+	mark1 := func(k mark, volume, volumePrice decimal.Decimal) {
 		mk, seen := marks[k]
 		if !seen {
 			if t, ok := m.Catalog.Effective(k.group, k.sym); ok {
@@ -505,10 +505,47 @@ func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) 
 		}
 		if !mk.ok {
 			unpriced[k.sym] = true
-			continue
+			return
 		}
 		s := key{k.ccy, k.sym}
-		sums[s] = sums[s].Sub(mk.convert(book.ProfitQuote(mk.in, k.side, p.volume, p.volumePrice, mk.close)))
+		sums[s] = sums[s].Sub(mk.convert(book.ProfitQuote(mk.in, k.side, volume, volumePrice, mk.close)))
+	}
+	rows, err = db.QueryContext(ctx, floatingSQL)
+	if err != nil {
+		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+	}
+	defer rows.Close()
+	// Streamed, not collected: the open book is tens of thousands of groups.
+	type open struct {
+		account             int64
+		k                   mark
+		volume, volumePrice decimal.Decimal
+	}
+	var pending []open
+	for rows.Next() {
+		var o open
+		if err := rows.Scan(&o.account, &o.k.sym, &o.k.side, &o.volume, &o.volumePrice); err != nil {
+			return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+		}
+		ac, ok := accounts[o.account]
+		if !ok {
+			pending = append(pending, o)
+			continue
+		}
+		o.k.group, o.k.ccy = ac.group, ac.ccy
+		mark1(o.k, o.volume, o.volumePrice)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dealer's P&L: open positions: %w", err)
+	}
+	rows.Close()
+	for _, o := range pending {
+		ac, err := accountOf(o.account)
+		if err != nil {
+			return nil, err
+		}
+		o.k.group, o.k.ccy = ac.group, ac.ccy
+		mark1(o.k, o.volume, o.volumePrice)
 	}
 	for s, v := range sums {
 		f := a.at(s.currency, s.symbol)
