@@ -102,7 +102,8 @@ type pnlCurrency struct {
 	Total    pnlFigures   `json:"total"`
 }
 
-type pnlHour struct {
+// pnlPoint is one hour (or trading day) of the series.
+type pnlPoint struct {
 	Start      time.Time `json:"start"`
 	Amount     string    `json:"amount"`
 	Cumulative string    `json:"cumulative"`
@@ -117,7 +118,8 @@ type pnlView struct {
 	Total             *string       `json:"total"`
 	Unconverted       []string      `json:"unconverted"`
 	Currencies        []pnlCurrency `json:"currencies"`
-	Hourly            []pnlHour     `json:"hourly"`
+	Hourly            []pnlPoint    `json:"hourly"` // ranges up to 31 days: clock hours (UTC)
+	Daily             []pnlPoint    `json:"daily"`  // longer ranges: trading days from 17:00 New York
 	Unpriced          []string      `json:"unpriced"`
 	UnrecordedMarkup  int64         `json:"unrecordedMarkupFills"`
 	HedgeBook         string        `json:"hedgeBook"`
@@ -125,7 +127,7 @@ type pnlView struct {
 
 func viewOf(rep pnl.Report) pnlView {
 	v := pnlView{From: rep.From, To: rep.To, Floating: rep.Floating, ReportingCurrency: pnl.ReportingCurrency,
-		Unconverted: nonNil(rep.Unconverted), Currencies: []pnlCurrency{}, Hourly: []pnlHour{}, Unpriced: nonNil(rep.Unpriced),
+		Unconverted: nonNil(rep.Unconverted), Currencies: []pnlCurrency{}, Hourly: []pnlPoint{}, Daily: []pnlPoint{}, Unpriced: nonNil(rep.Unpriced),
 		UnrecordedMarkup: rep.UnrecordedMarkup, HedgeBook: pnl.HedgeBookNote}
 	if rep.Total != nil {
 		s := fx.FormatMoney(pnl.ReportingCurrency, *rep.Total)
@@ -140,9 +142,14 @@ func viewOf(rep pnl.Report) pnlView {
 		}
 		v.Currencies = append(v.Currencies, pc)
 	}
+	point := func(h pnl.Point) pnlPoint {
+		return pnlPoint{Start: h.Start, Amount: fx.FormatMoney(pnl.ReportingCurrency, h.Amount), Cumulative: fx.FormatMoney(pnl.ReportingCurrency, h.Cumulative)}
+	}
 	for _, h := range rep.Hours {
-		v.Hourly = append(v.Hourly, pnlHour{Start: h.Start, Amount: fx.FormatMoney(pnl.ReportingCurrency, h.Amount),
-			Cumulative: fx.FormatMoney(pnl.ReportingCurrency, h.Cumulative)})
+		v.Hourly = append(v.Hourly, point(h))
+	}
+	for _, h := range rep.Days {
+		v.Daily = append(v.Daily, point(h))
 	}
 	return v
 }

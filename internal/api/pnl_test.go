@@ -44,7 +44,9 @@ func TestPnLRange(t *testing.T) {
 		{name: "reversed", query: "from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", refused: "from must be before to"},
 		{name: "empty", query: "from=2026-12-01T00:00:00Z&to=2026-12-01T00:00:00Z", refused: "from must be before to"},
 		{name: "in the future", query: "from=2026-12-04T00:00:00Z", refused: "from must be before to, and before now"},
-		{name: "too long", query: "from=2026-10-01T00:00:00Z&to=2026-11-02T00:00:01Z", refused: "at most 31 days (got 768h0m1s)"},
+		{name: "a year and a day", query: "from=2025-12-01T00:00:00Z&to=2026-12-02T00:00:00Z",
+			from: time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), to: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)},
+		{name: "too long", query: "from=2025-12-01T00:00:00Z&to=2026-12-02T00:00:01Z", refused: "at most 366 days (got 8784h0m1s)"},
 		{name: "unknown parameter", query: "since=2026-12-01T00:00:00Z", refused: `Unknown query parameter "since": the dealer's P&L takes from, to.`},
 		{name: "given twice", query: "from=2026-12-01T00:00:00Z&from=2026-12-02T00:00:00Z", refused: "Query parameter from is given 2 times"},
 	} {
@@ -115,7 +117,7 @@ func TestPnLRoute(t *testing.T) {
 func TestPnLChartAndStatusSection(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 12, 2, 22, 0, 0, 0, time.UTC)
-	hours := []pnl.Hour{{Start: start, Cumulative: decimal.RequireFromString("100")}, {Start: start.Add(time.Hour), Cumulative: decimal.RequireFromString("-20")},
+	hours := []pnl.Point{{Start: start, Cumulative: decimal.RequireFromString("100")}, {Start: start.Add(time.Hour), Cumulative: decimal.RequireFromString("-20")},
 		{Start: start.Add(2 * time.Hour), Cumulative: decimal.RequireFromString("40.5")}}
 	c := chartOf(hours)
 	// 468 px over 3 steps: x = 6, 162, 318, 474; y spans 100 (top, 6) to −20 (bottom, 114), 0.9 px

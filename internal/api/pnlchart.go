@@ -37,7 +37,7 @@ const (
 )
 
 // chartOf draws hours' cumulative series, starting from zero at the day's start.
-func chartOf(hours []pnl.Hour) *pnlChart {
+func chartOf(hours []pnl.Point) *pnlChart {
 	if len(hours) == 0 {
 		return nil
 	}

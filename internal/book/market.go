@@ -159,6 +159,28 @@ func (m *Market) Convert(amount decimal.Decimal, from, to string) (decimal.Decim
 	return fx.RoundMoney(to, amount.Mul(r.num).DivRound(r.den, 16)), true
 }
 
+// Converter is Convert from from to to with the rate read once: the same figures, for a loop
+// over many amounts in one pair (the dealer's floating P&L marks every account's positions).
+func (m *Market) Converter(from, to string) (func(decimal.Decimal) decimal.Decimal, bool) {
+	r, ok := m.rate(from, to)
+	if !ok {
+		return nil, false
+	}
+	convert := func(amount decimal.Decimal) decimal.Decimal {
+		return fx.RoundMoney(to, amount.Mul(r.num).DivRound(r.den, 16))
+	}
+	if !r.num.Equal(one) || !r.den.Equal(one) {
+		return convert, true
+	}
+	// A rate of one leaves an amount of at most 16 decimals as it is until the rounding.
+	return func(amount decimal.Decimal) decimal.Decimal {
+		if amount.Exponent() >= -16 {
+			return fx.RoundMoney(to, amount)
+		}
+		return convert(amount)
+	}, true
+}
+
 // FillPrice is where an order on side fills: a buy at ask + markup, a sell at bid − markup.
 func FillPrice(in catalog.Instrument, q Quote, side fx.Side) decimal.Decimal {
 	markup := in.Group.MarkupPoints.Mul(in.Point)

@@ -10,6 +10,7 @@ import (
 	"fxdesk/internal/eod"
 	"fxdesk/internal/marks"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pnl"
 	"fxdesk/internal/schedule"
 	"fxdesk/internal/tick"
 )
@@ -41,9 +42,9 @@ type MoneyJobsConfig struct {
 // "dates" and "legsPinned", describe the run).
 var chargeResults = []string{"charged", "pending", "retried", "stillPending", "expired", "skipped", "swapFree", "zero", "unknownInstrument"}
 
-// MoneyJobs returns the desk's scheduled money jobs, processFxSwaps and reconcileFxAccounts
-// (internal/marks), so that fxdesk-cron and an inline fxdesk-web run exactly the same list with
-// the same specs. processFxSwaps freezes the end of day (internal/eod) once its charges are in.
+// MoneyJobs returns the desk's scheduled money jobs, processFxSwaps, reconcileFxAccounts
+// (internal/marks) and summariseFxPnl (internal/pnl), so that fxdesk-cron and an inline
+// fxdesk-web run exactly the same list with the same specs. processFxSwaps freezes the end of day (internal/eod) once its charges are in.
 func MoneyJobs(cfg MoneyJobsConfig, log *slog.Logger) []schedule.Job {
 	swapJob := New(Config{DB: cfg.DB, Prices: cfg.Prices, Pins: cfg.Pins, Alerts: cfg.Alerts}, log)
 	marksJob := marks.New(marks.Config{DB: cfg.DB, Prices: cfg.Prices, Alerts: cfg.Alerts}, log)
@@ -82,5 +83,7 @@ func MoneyJobs(cfg MoneyJobsConfig, log *slog.Logger) []schedule.Job {
 			// Σ deals = balance.
 			Name: marks.JobName, Spec: marks.Spec, Comment: marks.Comment, Run: marksJob.Run,
 		},
+		// Every 5 minutes: the dealer's P&L summaries of the hours closed since (internal/pnl).
+		pnl.Job(cfg.DB),
 	}
 }
