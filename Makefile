@@ -2,7 +2,7 @@
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 BIN := bin
 
-.PHONY: run test build services bench soak
+.PHONY: run test build services bench soak year
 
 services:
 	@./scripts/services.sh
@@ -45,3 +45,13 @@ CLUSTER ?=
 VENUE ?= seed
 soak: services
 	$(GO) run ./cmd/soak -seconds=$(SECONDS) $(if $(SEED),-seed=$(SEED)) $(if $(CLUSTER),-cluster=$(CLUSTER)) $(if $(VENUE),-venue=$(VENUE))
+
+# A generated broker's history (internal/yeargen, cmd/fxgen; docs/operations.md, «A year of data»)
+# in database YEAR_DB, created and migrated if missing; it must hold no accounts (drop it first to
+# regenerate). YEAR_SIZE=month|small for less; the same YEAR_SEED writes the same history.
+YEAR_DB ?= fxdesk_year
+YEAR_DSN ?= root@tcp(127.0.0.1:3306)/$(YEAR_DB)
+YEAR_SIZE ?= year
+YEAR_SEED ?= 1
+year: services
+	$(GO) run ./cmd/fxgen -dsn '$(YEAR_DSN)' -size $(YEAR_SIZE) -seed $(YEAR_SEED)

@@ -5,11 +5,13 @@
 package yeargen
 
 import (
-	"context"
 	"database/sql"
-	"errors"
-	"log/slog"
+	"fmt"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/internal/store"
 )
 
 // Size is how much history to write. Counts are totals over the whole range.
@@ -20,10 +22,14 @@ type Size struct {
 	RestingOrders   int // PENDING LIMIT/STOP orders at the end
 	Events          int // outbox rows (fx_event), all already relayed
 	Audit           int // fx_audit rows
-	Days            int // the range: Days trading days ending at Fill's end
+	Days            int // the range: the Days calendar days before Fill's end (weekends quiet)
 	// The two named traders the benchmarks compare: one with BigClosed closed trades, one with
 	// SmallClosed (both included in ClosedPositions).
 	BigClosed, SmallClosed int
+	// AccountDays is how many frozen days, counting back from the last, get a snapshot row per
+	// account in fx_eod_account (0: every day). Every frozen day gets its fx_eod_day, prices and
+	// desk rows whatever it is; a day without account rows reconciles from the ledger's start.
+	AccountDays int
 }
 
 // Year is the mid-size broker of issue 42: 20,000 accounts, 50,000 open and 2,000,000 closed
@@ -54,13 +60,37 @@ type Result struct {
 	DealerToken              string // an API token with the admin role
 	Deals, Positions, Events int64  // rows written
 	End                      time.Time
+	// What else was written, for the report.
+	Accounts, Orders, SwapCharges, Audit, EODAccounts, EODDays int64
+	Took                                                       time.Duration
 }
 
-// ErrNotBuilt is returned until the generator is written.
-var ErrNotBuilt = errors.New("yeargen: not built yet")
+// SizeNamed is the size a command line names: year, month or small.
+func SizeNamed(name string) (Size, error) {
+	switch name {
+	case "year":
+		return Year(), nil
+	case "month":
+		return Month(), nil
+	case "small":
+		return Small(), nil
+	}
+	return Size{}, fmt.Errorf("yeargen: size must be year, month or small (got %q)", name)
+}
 
-// Fill writes size's history ending at end into db (a migrated, empty database) from seed; the
-// same seed and size write the same history. log reports progress.
-func Fill(ctx context.Context, db *sql.DB, size Size, seed int64, end time.Time, log *slog.Logger) (Result, error) {
-	return Result{}, ErrNotBuilt
+// OpenLoader is a pool for Fill on the database dsn names (migrated already), its sessions
+// skipping the unique and foreign key checks: every key Fill writes is unique by construction
+// and every reference points at a row it writes, and InnoDB then buffers the secondary unique
+// indexes' changes instead of reading each page to check them. Only the generator opens one.
+func OpenLoader(dsn string) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("yeargen: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["unique_checks"] = "0"
+	cfg.Params["foreign_key_checks"] = "0"
+	return store.ConnectPool(cfg.FormatDSN(), writers+1)
 }

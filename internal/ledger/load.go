@@ -1,0 +1,61 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Loaded is one deal of a history written whole from outside the desk (internal/yeargen): every
+// field as the desk would have posted it, its id and time included, the balanceAfter already
+// worked out along the account's chain. Money and prices are decimal text; nil leaves a column
+// NULL.
+type Loaded struct {
+	ID, AccountID                  int64
+	Type                           string
+	Amount, BalanceAfter, Currency string
+	OrderID, PositionID            *int64
+	Symbol, Side                   *string
+	Volume, Price, Markup          *string
+	IdempotencyKey, Comment        string
+	CreatedAt                      string // 2006-01-02 15:04:05.000, UTC
+}
+
+// loadCols is how many placeholders one Loaded takes.
+const loadCols = 16
+
+// MaxLoadRows is the most deals one Load statement carries: the server's limit of 65,535
+// placeholders per prepared statement.
+const MaxLoadRows = 65535 / loadCols
+
+// Load writes deals — a history generated elsewhere, never a live posting — in one multi-row
+// INSERT with their own ids. It is the ledger's door for the generator, kept here so that
+// fx_deal keeps one writer: the caller owns the chain's consistency (Σ amounts = the balance it
+// gives the account), which Post guarantees for live postings.
+func Load(ctx context.Context, tx Execer, deals []Loaded) error {
+	if len(deals) == 0 {
+		return nil
+	}
+	if len(deals) > MaxLoadRows {
+		return fmt.Errorf("ledger: load %d deals in one statement (at most %d)", len(deals), MaxLoadRows)
+	}
+	var ins strings.Builder
+	ins.Grow(len(loadInsert) + len(deals)*52)
+	ins.WriteString(loadInsert)
+	args := make([]any, 0, len(deals)*loadCols)
+	for i, d := range deals {
+		if i > 0 {
+			ins.WriteString(", ")
+		}
+		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, d.ID, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID,
+			d.Symbol, d.Side, d.Volume, d.Price, d.Markup, d.IdempotencyKey, d.Comment, d.CreatedAt)
+	}
+	if _, err := tx.ExecContext(ctx, ins.String(), args...); err != nil {
+		return fmt.Errorf("ledger: load %d deals (id %d first): %w", len(deals), deals[0].ID, err)
+	}
+	return nil
+}
+
+const loadInsert = "INSERT INTO `fx_deal` (`id`, `accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
+	"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `createdAt`) VALUES "
