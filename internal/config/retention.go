@@ -14,11 +14,12 @@ import (
 type RetentionConfig struct {
 	// Every is FXDESK_RETENTION_EVERY (default 1h, 1m..24h): the time between two passes.
 	Every time.Duration
-	// Batch is FXDESK_RETENTION_BATCH (default 2000, 100..5000): the most rows one statement
+	// Batch is FXDESK_RETENTION_BATCH (default 1000, 100..5000): the most rows one statement
 	// deletes or moves.
 	Batch int
-	// Pause is FXDESK_RETENTION_PAUSE (default 100ms, 0..10s): the wait after each batch of a
-	// pass that has more, so the desk's writes, InnoDB's purge and the replicas keep up.
+	// Pause is FXDESK_RETENTION_PAUSE (default 100ms, 0..10s): the least wait after each batch of
+	// a pass that has more (never less than the batch took), so the desk's writes, InnoDB's purge
+	// and the replicas keep up.
 	Pause time.Duration
 	// Audit is FXDESK_AUDIT_RETENTION (default 0: every row stays in fx_audit): audit rows
 	// older than this are moved to fx_audit_archive, never deleted. 0 or at least 720h (30 days).
@@ -32,9 +33,9 @@ func loadRetention(env func(key, def string) string, duration func(key, def stri
 		Pause: duration("FXDESK_RETENTION_PAUSE", "100ms"),
 		Audit: duration("FXDESK_AUDIT_RETENTION", "0s"),
 	}
-	n, err := strconv.Atoi(env("FXDESK_RETENTION_BATCH", "2000"))
+	n, err := strconv.Atoi(env("FXDESK_RETENTION_BATCH", "1000"))
 	if err != nil || n < 100 || n > 5000 {
-		errs = append(errs, fmt.Errorf("FXDESK_RETENTION_BATCH=%q must be a whole number from 100 to 5000 (rows per statement)", env("FXDESK_RETENTION_BATCH", "2000")))
+		errs = append(errs, fmt.Errorf("FXDESK_RETENTION_BATCH=%q must be a whole number from 100 to 5000 (rows per statement)", env("FXDESK_RETENTION_BATCH", "1000")))
 	}
 	r.Batch = n
 	if r.Every < time.Minute || r.Every > 24*time.Hour {

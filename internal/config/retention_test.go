@@ -14,7 +14,7 @@ func TestRetentionSettingsDefaultAndAreCheckedByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RetentionConfig{Every: time.Hour, Batch: 2000, Pause: 100 * time.Millisecond}
+	want := RetentionConfig{Every: time.Hour, Batch: 1000, Pause: 100 * time.Millisecond}
 	if c.Retention != want {
 		t.Fatalf("defaults = %+v, want %+v", c.Retention, want)
 	}

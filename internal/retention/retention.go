@@ -28,8 +28,10 @@ type Config struct {
 	Every time.Duration
 	// Batch is the most rows one statement handles (DefaultBatch when 0, at most MaxBatch).
 	Batch int
-	// Pause is the wait after each batch of a pass that has more (0: none; config's default is
-	// DefaultPause), so the desk's own writes, purge and replicas keep up however long the backlog.
+	// Pause is the least wait after each batch of a pass that has more (0: none; config's default
+	// is DefaultPause); the wait is at least as long as the batch took, so a pass never holds
+	// more than half of the database's time however slow the server is at that moment, and the
+	// desk's own writes, InnoDB's purge and the replicas keep up however long the backlog.
 	Pause time.Duration
 	// Holding reports whether this process may run a pass (the lease is trusted); nil: always.
 	Holding func() bool
@@ -38,7 +40,7 @@ type Config struct {
 
 const (
 	DefaultEvery = time.Hour
-	DefaultBatch = 2000
+	DefaultBatch = 1000
 	MaxBatch     = 5000
 	DefaultPause = 100 * time.Millisecond
 )
@@ -172,7 +174,7 @@ func (r *Runner) pass(ctx context.Context, i int, task Task) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(r.cfg.Pause):
+			case <-time.After(max(r.cfg.Pause, took)):
 			}
 		}
 	}
