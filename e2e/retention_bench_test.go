@@ -105,7 +105,7 @@ func TestBenchRetentionPrune(t *testing.T) {
 			case <-tick.C:
 			}
 			var us *int64
-			err := e.sql.QueryRow("SELECT TIMESTAMPDIFF(MICROSECOND, `createdAt`, NOW(3)) FROM `fx_event` WHERE `id` > "+
+			err := e.sql.QueryRow("SELECT TIMESTAMPDIFF(MICROSECOND, `createdAt`, NOW(3)) FROM `fx_event` WHERE `id` > " +
 				"(SELECT `position` FROM `fx_event_relay` WHERE `name` = 'stream') ORDER BY `id` LIMIT 1").Scan(&us)
 			lag := time.Duration(0)
 			if err == nil && us != nil {
