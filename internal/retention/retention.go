@@ -38,6 +38,16 @@ type Config struct {
 	Log     *slog.Logger
 }
 
+// BatchTarget is how long a batch should take: a batch slower than it halves the next one's
+// rows (down to MinBatch), one faster than half of it doubles them (up to Batch). The rows bound
+// a statement's locks and undo; the time bounds how long it holds the server's I/O, which the
+// relay's and the fills' commits share — on a busy server a batch of Batch rows that must read
+// its pages from disk can take seconds.
+const BatchTarget = 250 * time.Millisecond
+
+// MinBatch is the fewest rows a batch shrinks to.
+const MinBatch = 50
+
 const (
 	DefaultEvery = time.Hour
 	DefaultBatch = 1000
@@ -153,13 +163,15 @@ func (r *Runner) pass(ctx context.Context, i int, task Task) error {
 	start := time.Now()
 	r.cfg.Log.InfoContext(ctx, "retention: pass started", slog.String("task", task.Name()), slog.Int64("backlog", left))
 	var done int64
+	size := r.cfg.Batch
 	for left > 0 {
 		if !r.cfg.Holding() {
 			return fmt.Errorf("%s: the lease is not trusted; %d rows left for the next pass", task.Name(), left)
 		}
 		t0 := time.Now()
-		n, l, err := task.Step(ctx, r.cfg.Batch)
+		n, l, err := task.Step(ctx, size)
 		took := time.Since(t0)
+		size = nextBatch(size, r.cfg.Batch, took)
 		done += n
 		left = l
 		r.update(i, func(p *Progress) {
@@ -182,4 +194,15 @@ func (r *Runner) pass(ctx context.Context, i int, task Task) error {
 	r.cfg.Log.InfoContext(ctx, "retention: pass done", slog.String("task", task.Name()), slog.Int64("rows", done),
 		slog.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return nil
+}
+
+// nextBatch is the rows of the batch after one of size rows that took took, at most most.
+func nextBatch(size, most int, took time.Duration) int {
+	switch {
+	case took > BatchTarget:
+		return max(size/2, min(MinBatch, most))
+	case took < BatchTarget/2:
+		return min(size*2, most)
+	}
+	return size
 }

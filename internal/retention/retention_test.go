@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 )
 
 // rows is a task over an in-memory table of n rows past their horizon: the runner's logic
@@ -76,6 +77,29 @@ func TestRunnerBatchesAndReports(t *testing.T) {
 	for _, bad := range []Config{{Log: nil}, {Batch: MaxBatch + 1, Log: slog.New(slog.DiscardHandler)}, {Tasks: []Task{nil}, Log: slog.New(slog.DiscardHandler)}} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%+v) took it", bad)
+		}
+	}
+}
+
+// A slow batch halves the next, down to MinBatch; a quick one doubles it, up to the configured
+// batch; one near the target keeps its size.
+func TestBatchFollowsTheTarget(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		size, most int
+		took       time.Duration
+		want       int
+	}{
+		{1000, 1000, 3 * time.Second, 500},
+		{80, 1000, time.Second, MinBatch},
+		{MinBatch, 1000, time.Second, MinBatch},
+		{30, 30, time.Second, 30}, // a configured batch below MinBatch is never raised
+		{500, 1000, 10 * time.Millisecond, 1000},
+		{1000, 1000, 10 * time.Millisecond, 1000},
+		{400, 1000, 200 * time.Millisecond, 400},
+	} {
+		if got := nextBatch(c.size, c.most, c.took); got != c.want {
+			t.Errorf("nextBatch(%d, %d, %s) = %d, want %d", c.size, c.most, c.took, got, c.want)
 		}
 	}
 }
