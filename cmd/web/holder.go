@@ -163,6 +163,9 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 	if err := h.startRelay(log); err != nil {
 		return err
 	}
+	if err := h.startRetention(candleParts.archive, log); err != nil {
+		return err
+	}
 	// The closing prices of every rollover, from this engine: a day is frozen at its own prices
 	// even when the cron process was down at its rollover (docs/eod.md).
 	closes := &eod.Recorder{DB: h.db, Prices: h.quotes, By: tag, Log: log}
@@ -181,7 +184,7 @@ func (h *holderParts) startOnce(ctx context.Context, firstSweep string) error {
 func (h *holderParts) startRelay(log *slog.Logger) error {
 	ev := h.cfg.Events
 	stream, err := relay.NewStream(relay.StreamConfig{DB: h.db, Redis: h.rdb, Names: h.cfg.RedisNames, Gate: h.gate, Lease: h.keeper,
-		Interval: ev.RelayInterval, Batch: ev.RelayBatch, MaxLen: ev.StreamMaxLen, Replicas: ev.StreamReplicas, Retention: ev.Retention, Log: log})
+		Interval: ev.RelayInterval, Batch: ev.RelayBatch, MaxLen: ev.StreamMaxLen, Replicas: ev.StreamReplicas, Log: log})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,11 @@
 // Row builds the INSERT for a change; the writer adds it to its own transaction (Record on a
 // *sql.Tx or a connection, or the statement into a batch). List reads the log back with filters.
 //
-// It must never update or delete a row: the log is append-only, and a test fails on any SQL in
-// the module that writes fx_audit other than this package's INSERT.
+// ArchiveTask moves rows past FXDESK_AUDIT_RETENTION to fx_audit_archive, a batch per
+// transaction, deleting from the log exactly the rows the archive then holds (docs/operations.md,
+// «Retention»).
+//
+// It must never update a row, nor delete one but by that move: the log is append-only, and a
+// test fails on any SQL in the module that writes fx_audit other than this package's INSERT and
+// its archive's DELETE.
 package audit

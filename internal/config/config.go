@@ -127,6 +127,8 @@ type Config struct {
 	Events EventsConfig
 	// Candles is the price history's flush period and retention.
 	Candles CandlesConfig
+	// Retention is how the holder prunes and archives the growing tables beside the work.
+	Retention RetentionConfig
 	// JWT is how the desk checks the tokens its host platform signs (FXDESK_JWT_*; off unless
 	// FXDESK_JWT_JWKS_URL is set; docs/identity.md).
 	JWT auth.JWTConfig
@@ -316,6 +318,8 @@ func Load(p Process, getenv func(string) string) (Config, error) {
 	errs = append(errs, more...)
 	c.Candles, more = loadCandles(duration)
 	errs = append(errs, more...)
+	c.Retention, more = loadRetention(env, duration)
+	errs = append(errs, more...)
 	c.JWT, more = loadJWT(env, duration)
 	errs = append(errs, more...)
 	c.Prices, more = loadPrices(getenv, env, duration, c.Feed)
@@ -428,6 +432,8 @@ func (c Config) LogValue() slog.Value {
 			slog.Duration("webhookBackoff", c.Events.WebhookBackoff), slog.Duration("webhookBackoffMax", c.Events.WebhookBackoffMax)),
 		slog.Group("candles", slog.Duration("flush", c.Candles.FlushEvery), slog.Duration("retentionM1", c.Candles.RetentionM1),
 			slog.Duration("retentionM5", c.Candles.RetentionM5), slog.Duration("retentionH1", c.Candles.RetentionH1), slog.Duration("retentionD1", c.Candles.RetentionD1)),
+		slog.Group("retention", slog.Duration("every", c.Retention.Every), slog.Int("batch", c.Retention.Batch),
+			slog.Duration("pause", c.Retention.Pause), slog.Duration("audit", c.Retention.Audit)),
 		slog.Group("jwt", slog.String("jwksUrl", maskURL(c.JWT.JWKSURL)), slog.String("issuer", c.JWT.Issuer), slog.String("audience", c.JWT.Audience),
 			slog.String("userClaim", c.JWT.UserClaim), slog.String("scopeClaim", c.JWT.ScopeClaim),
 			slog.Duration("leeway", c.JWT.Leeway), slog.Duration("refresh", c.JWT.Refresh)),

@@ -7,9 +7,9 @@ import (
 )
 
 // WatchCandles adds the price history's counters (docs/candles.md), read from the holder's candle
-// writer and pruner at scrape time.
-func (m *Metrics) WatchCandles(stats func() candles.WriterStats, pruned func() int64) {
-	m.reg.MustRegister(&candlesCollector{stats: stats, pruned: pruned})
+// writer and archive at scrape time.
+func (m *Metrics) WatchCandles(stats func() candles.WriterStats, archived func() int64) {
+	m.reg.MustRegister(&candlesCollector{stats: stats, archived: archived})
 }
 
 var (
@@ -17,18 +17,18 @@ var (
 		"Published ticks the candle writer read (outcome=read), and those the engine dropped for it (outcome=dropped: each missing from its candles).", []string{"outcome"}, nil)
 	candleWritesDesc = prometheus.NewDesc("fxdesk_candle_writes_total",
 		"The candle writer's work by kind: flush (flushes that wrote), row (candle rows upserted), statement (INSERTs sent), failed (flushes that failed; their candles stay pending), skipped (flushes while the lease was not held), lost (completed candles discarded unwritten).", []string{"kind"}, nil)
-	candlePrunedDesc = prometheus.NewDesc("fxdesk_candles_pruned_total", "Candles deleted past their granularity's retention.", nil, nil)
+	candleArchivedDesc = prometheus.NewDesc("fxdesk_candles_archived_total", "Candles moved to fx_candle_archive past their granularity's retention.", nil, nil)
 )
 
 type candlesCollector struct {
-	stats  func() candles.WriterStats
-	pruned func() int64
+	stats    func() candles.WriterStats
+	archived func() int64
 }
 
 func (c *candlesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- candleTicksDesc
 	ch <- candleWritesDesc
-	ch <- candlePrunedDesc
+	ch <- candleArchivedDesc
 }
 
 func (c *candlesCollector) Collect(ch chan<- prometheus.Metric) {
@@ -38,5 +38,5 @@ func (c *candlesCollector) Collect(ch chan<- prometheus.Metric) {
 	for kind, n := range map[string]uint64{"flush": s.Flushes, "row": s.Rows, "statement": s.Statements, "failed": s.Failures, "skipped": s.Skipped, "lost": s.Lost} {
 		ch <- prometheus.MustNewConstMetric(candleWritesDesc, prometheus.CounterValue, float64(n), kind)
 	}
-	ch <- prometheus.MustNewConstMetric(candlePrunedDesc, prometheus.CounterValue, float64(c.pruned()))
+	ch <- prometheus.MustNewConstMetric(candleArchivedDesc, prometheus.CounterValue, float64(c.archived()))
 }

@@ -10,7 +10,7 @@ import (
 	"fxdesk/internal/candles"
 )
 
-// The candle writer's and pruner's counters are scraped as they stand.
+// The candle writer's and archive's counters are scraped as they stand.
 func TestCandlesSeries(t *testing.T) {
 	t.Parallel()
 	m := New("test")
@@ -27,7 +27,7 @@ func TestCandlesSeries(t *testing.T) {
 	resp.Body.Close()
 	for _, line := range []string{`fxdesk_candle_ticks_total{outcome="read"} 1200`, `fxdesk_candle_ticks_total{outcome="dropped"} 3`,
 		`fxdesk_candle_writes_total{kind="statement"} 5`, `fxdesk_candle_writes_total{kind="failed"} 1`, `fxdesk_candle_writes_total{kind="lost"} 0`,
-		"fxdesk_candles_pruned_total 7"} {
+		"fxdesk_candles_archived_total 7"} {
 		if !strings.Contains(string(body), line+"\n") {
 			t.Errorf("scrape lacks %q", line)
 		}

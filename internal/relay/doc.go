@@ -15,7 +15,9 @@
 //     the endpoint's dead letters (fx_webhook_dead) and the cursor moves on.
 //   - Admin creates, lists and changes endpoints (audited like every admin write), lists dead
 //     letters and replays one; ReadStatus reports every cursor's lag and the open dead letters.
-//   - Prune deletes, through events.Prune, events past the retention that every consumer has.
+//   - PruneTask deletes, through events.Prune, events past the retention that every consumer
+//     has: a retention.Task, run in batches by the retention runner beside the relay, never in
+//     its loop (docs/operations.md, «Retention»).
 //
 // Delivery is at least once: the event id is the consumer's idempotency key.
 //

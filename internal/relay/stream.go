@@ -19,7 +19,7 @@ import (
 	"fxdesk/internal/redisname"
 )
 
-// StreamConfig builds a Stream. Every field but Names, Prune and Retention is required.
+// StreamConfig builds a Stream. Every field but Names and Replicas is required.
 type StreamConfig struct {
 	DB    *sql.DB
 	Redis redis.UniversalClient
@@ -37,10 +37,7 @@ type StreamConfig struct {
 	// before the position moves past it: Redis replicates asynchronously, and a Sentinel
 	// failover to a replica that missed the batch would otherwise lose it for good.
 	Replicas int
-	// Retention, when above zero, deletes events older than it that every consumer has relayed
-	// (Prune), at most once every PruneEvery (default an hour).
-	Retention, PruneEvery time.Duration
-	Log                   *slog.Logger
+	Log      *slog.Logger
 }
 
 // Stream relays the events outbox to the install's Redis Stream on the lease holder.
@@ -57,9 +54,6 @@ func NewStream(cfg StreamConfig) (*Stream, error) {
 	}
 	if cfg.Interval <= 0 || cfg.Batch < 1 || cfg.Batch > 500 || cfg.MaxLen < 1 {
 		return nil, fmt.Errorf("events stream relay: interval %s, batch %d (1..500) and max length %d must be positive", cfg.Interval, cfg.Batch, cfg.MaxLen)
-	}
-	if cfg.PruneEvery <= 0 {
-		cfg.PruneEvery = time.Hour
 	}
 	return &Stream{cfg: cfg}, nil
 }
@@ -82,7 +76,6 @@ func (s *Stream) Run(ctx context.Context) error {
 	s.cfg.Log.InfoContext(ctx, "events relayed to the Redis Stream", slog.String("stream", s.cfg.Names.Events()),
 		slog.Int64("maxLen", s.cfg.MaxLen), slog.Duration("interval", s.cfg.Interval))
 	failing := false
-	var pruned time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -101,14 +94,6 @@ func (s *Stream) Run(ctx context.Context) error {
 		case err == nil && failing:
 			failing = false
 			s.cfg.Log.InfoContext(ctx, "events relayed to the Redis Stream again")
-		}
-		if err == nil && n < s.cfg.Batch && s.cfg.Retention > 0 && time.Since(pruned) >= s.cfg.PruneEvery {
-			pruned = time.Now()
-			if deleted, err := Prune(ctx, s.cfg.DB, s.cfg.Retention); err != nil {
-				s.cfg.Log.WarnContext(ctx, "events past their retention not pruned", slog.Any("err", err))
-			} else {
-				s.cfg.Log.InfoContext(ctx, "events pruned", slog.Int64("deleted", deleted), slog.Duration("retention", s.cfg.Retention))
-			}
 		}
 		wait := s.cfg.Interval
 		if err == nil && n == s.cfg.Batch {
