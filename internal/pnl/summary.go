@@ -198,7 +198,7 @@ const (
 	closedHourSQL = "SELECT NOW(3)"
 	oldestTrxSQL  = "SELECT CONVERT_TZ(MIN(t.`trx_started`), 'SYSTEM', '+00:00') FROM `information_schema`.`INNODB_TRX` t " +
 		"JOIN `information_schema`.`PROCESSLIST` c ON c.`ID` = t.`trx_mysql_thread_id` WHERE c.`DB` = DATABASE()"
-	firstDataSQL   = "SELECT (SELECT MIN(`createdAt`) FROM `fx_deal` WHERE `createdAt` >= ?), (SELECT MIN(`openedAt`) FROM `fx_position` WHERE `openedAt` >= ?)"
+	firstDataSQL   = "SELECT (SELECT `createdAt` FROM `fx_deal` WHERE `createdAt` >= ? ORDER BY `createdAt` LIMIT 1), (SELECT `openedAt` FROM `fx_position` WHERE `openedAt` >= ? ORDER BY `openedAt` LIMIT 1)"
 	clearHoursSQL  = "DELETE FROM `fx_pnl_hour` WHERE `hour` >= ? AND `hour` < ?"
 	clearSeriesSQL = "DELETE FROM `fx_pnl_series` WHERE `hour` >= ? AND `hour` < ?"
 	clearDaySQL    = "DELETE FROM `fx_pnl_day` WHERE `dayStart` = ?"

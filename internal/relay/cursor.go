@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/gate"
@@ -79,4 +80,14 @@ func commitFenced(ctx context.Context, tx *book.Txn, stmt string, args []any, g 
 		return g.Fenced(ctx, w, cause, append(attrs, slog.Bool("rolled_back", true))...)
 	}
 	return tx.Commit(ctx, b)
+}
+
+// SkipHistory moves every cursor to position (the last event of a history loaded from outside
+// the desk, internal/yeargen) under term, as though each consumer had already taken it: nothing
+// generated is relayed. updatedAt is the history's end.
+func SkipHistory(ctx context.Context, db *sql.DB, position, term int64, at time.Time) error {
+	if _, err := db.ExecContext(ctx, "UPDATE `fx_event_relay` SET `position` = ?, `term` = ?, `updatedAt` = ?", position, term, at.UTC().Format("2006-01-02 15:04:05.000")); err != nil {
+		return fmt.Errorf("relay: skip the loaded history: %w", err)
+	}
+	return nil
 }

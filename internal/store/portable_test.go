@@ -72,6 +72,9 @@ var built = map[string][]string{
 			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
 	},
+	"internal/events.Load": {
+		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?)",
+	},
 	"internal/ledger.Load": {
 		"INSERT INTO `fx_deal` (`id`, `accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
 			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `createdAt`) VALUES " +

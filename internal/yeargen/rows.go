@@ -19,6 +19,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/pnl"
+	"fxdesk/internal/relay"
 )
 
 // writers is how many connections write at once: the server, not the generator, is the
@@ -67,11 +68,11 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 	// The outbox's sequence stands at the last id the desk would have handed out (the pruned
 	// ones included), and the relay's cursor past it: nothing generated is relayed again.
 	last := len(p.events)
-	if _, err := db.ExecContext(ctx, "UPDATE `fx_event_seq` SET `last` = ? WHERE `one` = 1", last); err != nil {
-		return res, fmt.Errorf("yeargen: event sequence: %w", err)
+	if err := events.LoadSequence(ctx, db, int64(last)); err != nil {
+		return res, fmt.Errorf("yeargen: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, "UPDATE `fx_event_relay` SET `position` = ?, `term` = ?, `updatedAt` = ?", last, term, sqlTime(p.end)); err != nil {
-		return res, fmt.Errorf("yeargen: relay cursor: %w", err)
+	if err := relay.SkipHistory(ctx, db, int64(last), term, utc(p.end)); err != nil {
+		return res, fmt.Errorf("yeargen: %w", err)
 	}
 
 	actx := audit.WithActor(ctx, audit.Actor{Via: "cli"})
@@ -343,16 +344,20 @@ func (p *plan) payload(e *eventRef) (events.Type, any) {
 // writeEvents writes the outbox from event first on (the earlier ones were pruned, as retention
 // would have done), each with the id the sequence gave it.
 func (p *plan) writeEvents(w *writer, first int) {
-	t := table{"fx_event", []string{"id", "accountId", "userId", "type", "payload", "term", "createdAt"}}
-	w.insert(t, len(p.events)-first, func(i int, args []any) []any {
-		e := &p.events[first+i]
-		typ, payload := p.payload(e)
-		b, err := json.Marshal(payload)
-		if err != nil {
-			panic(err) // the payload types are the events package's own: encoding cannot fail
+	w.load("fx_event", len(p.events)-first, min(events.MaxLoadRows, 4000), func(from, to int) chunk {
+		batch := make([]events.Loaded, 0, to-from)
+		for i := from; i < to; i++ {
+			e := &p.events[first+i]
+			typ, payload := p.payload(e)
+			b, err := json.Marshal(payload)
+			if err != nil {
+				panic(err) // the payload types are the events package's own: encoding cannot fail
+			}
+			a := &p.accounts[e.acct]
+			batch = append(batch, events.Loaded{ID: int64(first + i + 1), AccountID: a.id, UserID: a.user, Type: typ,
+				Payload: b, Term: term, CreatedAt: sqlTime(e.t)})
 		}
-		a := &p.accounts[e.acct]
-		return append(args, first+i+1, a.id, a.user, string(typ), string(b), term, sqlTime(e.t))
+		return func(ctx context.Context, tx *sql.Tx) error { return events.Load(ctx, tx, batch) }
 	})
 }
 
