@@ -264,6 +264,7 @@ func startExternalDesk(e *deskEnv, feed *feedSim, venueEnv []string, name string
 	webEnv = append(webEnv, env...)
 	web := e.start(name, "fxdesk-web", webEnv...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	d := &tradingDesk{e: e, sim: feed, web: web, admin: e.adminToken()}
 	// There is no route to create an account group: the operator's SQL.
 	if _, err := e.sql.Exec("INSERT INTO `fx_account_group` (`name`) VALUES (?)", abookGroup); err != nil {

@@ -196,6 +196,7 @@ func TestHolderKilledAfterVenueFillIsAdoptedByTag(t *testing.T) {
 
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(5*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	if _, ok := web.findLog(msgHas("holder on this host is dead")); !ok {
 		t.Error("the replacement did not reclaim the lease from the dead pid")
 	}
@@ -282,6 +283,7 @@ func TestTimeoutAfterExecutionIsResolvedNeverResent(t *testing.T) {
 	d.web.stop(syscall.SIGTERM)
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(5*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	web.waitLog(10*time.Second, func(l logLine) bool {
 		return l.msg() == "adopted a venue trade for the desk order that sent it; not reopened" && l["order_id"] == float64(id)
 	})
@@ -548,6 +550,7 @@ func TestHolderStoppedPastTheTTLDropsLateVenueSendsAndWrites(t *testing.T) {
 	bEnv := append([]string{"FXDESK_FEED=" + feed.url, "FXDESK_FEED_KEY=test", "FXDESK_HOSTNAME=box-b"}, v.env()...)
 	b := e.start("web-b", "fxdesk-web", bEnv...)
 	b.waitLog(5*time.Second, msgHas("role: holder"))
+	b.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	b.waitLog(10*time.Second, func(l logLine) bool { return l.msg() == "execution reconciler ran" && l["reason"] == "boot" })
 	// Sent to the frozen process: it waits in box-a's socket (or, if the goroutine is slower
 	// than the SIGCONT, arrives just after it; the gate is shut either way).

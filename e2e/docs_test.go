@@ -289,7 +289,7 @@ func TestWebTierDocCommands(t *testing.T) {
 // makeRunDocs are the pages whose commands are written for a `make run` desk, in reading order
 // (the README's quick start exports the tokens the others use).
 var makeRunDocs = []string{"README.md", "docs/configuration.md", "docs/abook.md", "docs/architecture.md",
-	"docs/group-commit.md", "docs/mysql.md", "docs/cluster.md", "docs/testing.md", "docs/soak.md", "docs/groups.md", "docs/events.md", "docs/routing.md", "docs/fix.md", "docs/pnl.md", "docs/identity.md", "docs/eod.md", "docs/candles.md", "docs/prices.md", "docs/orders.md", "CHANGELOG.md"}
+	"docs/group-commit.md", "docs/mysql.md", "docs/cluster.md", "docs/testing.md", "docs/soak.md", "docs/groups.md", "docs/events.md", "docs/routing.md", "docs/fix.md", "docs/pnl.md", "docs/identity.md", "docs/eod.md", "docs/candles.md", "docs/prices.md", "docs/orders.md", "docs/boot.md", "CHANGELOG.md"}
 
 // Every page is run by one of the tests above, and a command is left out only by its marker with
 // a reason: a page added without a test, or a marker without a reason, fails here.

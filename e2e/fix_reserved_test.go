@@ -68,6 +68,7 @@ func (k *reservedKill) startNewHolder() *proc {
 	web := k.d.e.start("web-2", "fxdesk-web", k.d.env...)
 	k.d.web = web
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
 	return web
 }

@@ -80,6 +80,7 @@ func TestFIXHolderKilledAfterVenueFillIsAdoptedByClOrdID(t *testing.T) {
 
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
 	// A status request sent while the library still answers the venue's resend request may be
 	// gap-filled and never answered: the desk asks it again after its patience (2 s at the
@@ -165,6 +166,7 @@ func TestFIXTakeoverResumesSequenceNumbersFromMySQL(t *testing.T) {
 
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	web.waitLog(15*time.Second, msgIs("FIX session logged on"))
 	d.web = web
 	d.setQuote(tok, "EURUSD", "1.09900", "1.09920")

@@ -218,6 +218,7 @@ func TestHolderKilledAfterHedgeFillAdoptsItIntoTheHedgeBook(t *testing.T) {
 
 	web := d.e.start("web-2", "fxdesk-web", d.env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	web.waitLog(15*time.Second, func(l logLine) bool {
 		return l.msg() == "adopted a venue trade into the hedge book for the hedge order that sent it; not reopened" && l["hedge_order_id"] == float64(h.OrderID)
 	})

@@ -115,6 +115,7 @@ func TestOneOffMarketTickMovesNothing(t *testing.T) {
 	}, venue.env()...)
 	web := e.start("web", "fxdesk-web", env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	d := &priceDesk{tradingDesk: &tradingDesk{e: e, sim: primary, web: web, admin: e.adminToken()}, primary: primary, backup: backup}
 	waitRiskReady(web)
 	d.waitActive("EURUSD", "primary", true)

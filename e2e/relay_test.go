@@ -191,6 +191,7 @@ func TestRelayKilledHolderReplacementDelivers(t *testing.T) {
 	// from the stored position.
 	b := e.start("web-b", "fxdesk-web", "FXDESK_FEED="+d.sim.url, "FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s")
 	b.waitLog(10*time.Second, msgHas("role: holder"))
+	b.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	want := tableIDs(t, e.sql)
 	host.waitFor(t, want)
 

@@ -55,6 +55,7 @@ func TestBenchRetentionPrune(t *testing.T) {
 		"FXDESK_EVENTS_RETENTION=720h", "FXDESK_RETENTION_EVERY=1m", fmt.Sprintf("GOMAXPROCS=%d", dbtest.BenchProcs(t))}, unlimitedRates...)
 	web := e.start("web", "fxdesk-web", env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	d := &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 	waitRiskReady(d.web)
 	tok := d.e.issueToken(9500, false)

@@ -357,6 +357,7 @@ func TestRiskLeaseGapThenRestoredSweep(t *testing.T) {
 	t.Cleanup(func() { mp.Close() })
 	web := e.start("web", "fxdesk-web", "FXDESK_FEED="+sim.url, "FXDESK_FEED_KEY=test", "FXDESK_MYSQL_DSN="+e.db.DSNVia(mp.Addr()))
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	// The gap below is the row's to open and close: the holder must hold by the row first (a boot
 	// claim MySQL answered late is granted by Redis until the next renew).
 	web.waitRowGrant(10 * time.Second)

@@ -40,6 +40,7 @@ func newSplitDeskIn(e *deskEnv, env ...string) *tradingDesk {
 	web := e.start("web", "fxdesk-web", mirrorEnv(append([]string{"CRON_MODE=off", "FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test",
 		"FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s"}, env...)...)...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	return &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 }
 

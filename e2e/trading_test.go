@@ -69,6 +69,7 @@ func newTradingDesk(t *testing.T, env ...string) *tradingDesk {
 	env = append([]string{"FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test", "FXDESK_LEASE_TTL=6s", "FXDESK_LEASE_FENCE=2s"}, env...)
 	web := e.start("web", "fxdesk-web", env...)
 	web.waitLog(10*time.Second, msgHas("role: holder"))
+	web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	// A holder refuses fills until its risk view is loaded.
 	web.waitLog(10*time.Second, msgIs(msgRiskWatching))
 	d := &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}

@@ -408,6 +408,7 @@ func TestWebTierHolderKilledThenReplaced(t *testing.T) {
 
 	w.d.web = w.d.e.start("replacement", "fxdesk-web", w.d.webTierEnv("box-a")...)
 	w.d.web.waitLog(10*time.Second, msgHas("role: holder"))
+	w.d.web.waitLog(30*time.Second, msgIs(msgRiskWatching)) // a holder takes orders once its risk view watches
 	w.d.setQuote(tok, "EURUSD", "1.10000", "1.10020")
 	var o orderResp
 	must(t, w.follower, tok, "POST", "/api/fx/orders", order("k-2"), http.StatusCreated, &o)
