@@ -120,9 +120,11 @@ func checkNo5xx(ev *Evidence) Result {
 		// answer that never came (the reconciler books what the venue did).
 		venueAnswer := ev.External[e.Client] && ((e.Status == http.StatusServiceUnavailable && msg == fx.MsgVenueUnavailable) ||
 			(e.Status == http.StatusGatewayTimeout && msg == fx.MsgVenueOutcomeUnknown))
+		// A holder whose risk view is still loading (a boot or a takeover) takes no new orders
+		// and writes nothing (docs/boot.md).
 		// The front door's: a write that met contention on every retry (nothing was written), and
 		// every token lookup slot taken by a flood of unknown tokens (unavailableBeforeAnything).
-		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgContended)) ||
+		if (e.Status == http.StatusServiceUnavailable && (msg == fx.MsgPricingUnavailable || msg == fx.MsgPositionsUnpriceable || msg == fx.MsgContended || msg == fx.MsgRiskViewLoading)) ||
 			unavailableBeforeAnything(e) || (e.Status == http.StatusGatewayTimeout && msg == fx.MsgOutcomeUnknown) || venueAnswer {
 			allowed++
 			continue

@@ -36,11 +36,12 @@ func refusalNames(need string) string {
 }
 
 // holderAway reports whether e is the 503 a desk-priced route answers while no lease holder
-// serves it (a follower forwarding to a holder stopped, killed or being replaced): the four-eyes
+// serves it (a follower forwarding to a holder stopped, killed or being replaced, or a new holder
+// whose risk view is still loading): the four-eyes
 // check runs on the holder, so such an answer did nothing. A guard's refusal never meets it: a
 // guard runs before the forward.
 func holderAway(e Entry) bool {
-	return e.Outcome == Answered && e.Status == http.StatusServiceUnavailable && e.ErrorMessage() == fx.MsgPricingUnavailable
+	return e.Outcome == Answered && e.Status == http.StatusServiceUnavailable && (e.ErrorMessage() == fx.MsgPricingUnavailable || e.ErrorMessage() == fx.MsgRiskViewLoading)
 }
 
 // ExpirySkew is how long past a token's expiresAt a process may still take it: the desk's clock
