@@ -8,6 +8,8 @@
 package main
 
 import (
+	"github.com/shopspring/decimal"
+
 	"context"
 	"errors"
 	"flag"
@@ -43,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	token := fs.String("token", getenv("VENUESIM_TOKEN"), "accept only this bearer token (default $VENUESIM_TOKEN; empty: any)")
 	latency := fs.Duration("latency", venuesim.DefaultLatency, "execution latency of orders and closes (0 for none)")
 	feedControl := fs.String("feed-control", "", "the feed simulator's base URL for prices (e.g. http://127.0.0.1:8090)")
+	balance := fs.String("balance", "1000000", "the venue account's opening deposit")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -52,6 +55,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	deposit, err := decimal.NewFromString(*balance)
+	if err != nil || !deposit.IsPositive() {
+		return fmt.Errorf("-balance %q must be a positive amount", *balance)
 	}
 	if *latency < 0 {
 		return fmt.Errorf("-latency %v must not be negative", *latency)
@@ -72,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Never served: its starting quotes are the prices, and they do not move.
 		prices = venuesim.FeedPrices(feedsim.New(feedsim.Config{AlwaysOpen: true, DisableWalk: true}, log))
 	}
-	sim, err := venuesim.New(venuesim.Config{AccountID: *account, Token: *token, Latency: *latency, Prices: prices}, log)
+	sim, err := venuesim.New(venuesim.Config{AccountID: *account, Token: *token, Latency: *latency, Prices: prices, Balance: deposit}, log)
 	if err != nil {
 		return err
 	}

@@ -309,7 +309,11 @@ func newCluster(ctx context.Context, dir, binDir string, ha *haCluster, lane str
 		c.close()
 		return nil, err
 	}
-	venue, err := startVenueLane(lane, dir, binDir, c.market, fixVenueKnobsOf(seed))
+	balance := "1000000"
+	if prefill != "none" {
+		balance = "20000000"
+	}
+	venue, err := startVenueLane(lane, dir, binDir, c.market, fixVenueKnobsOf(seed), balance)
 	if err != nil {
 		c.close()
 		return nil, err

@@ -156,7 +156,9 @@ func venueLaneOf(seed uint64, forced string) (string, error) {
 }
 
 // startVenueLane starts lane's venue, priced from feed; a FIX venue executes as knobs say.
-func startVenueLane(lane, dir, binDir string, feed *sim, knobs fixVenueKnobs) (venueLane, error) {
+// balance is the REST venue account's opening deposit: a pre-filled history's open book is the
+// hedger's to hedge too, and more than the default million's margin carries.
+func startVenueLane(lane, dir, binDir string, feed *sim, knobs fixVenueKnobs, balance string) (venueLane, error) {
 	if lane == invariant.LaneFIX {
 		v, err := startFIXVenue(dir, binDir, feed, knobs)
 		if err != nil {
@@ -164,7 +166,7 @@ func startVenueLane(lane, dir, binDir string, feed *sim, knobs fixVenueKnobs) (v
 		}
 		return v, nil
 	}
-	v, err := startVenue(dir, binDir, feed)
+	v, err := startVenue(dir, binDir, feed, balance)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +180,7 @@ type venueSim struct {
 }
 
 // startVenue runs the venue simulator, priced from feed.
-func startVenue(dir, binDir string, feed *sim) (*venueSim, error) {
+func startVenue(dir, binDir string, feed *sim, balance string) (*venueSim, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -188,7 +190,7 @@ func startVenue(dir, binDir string, feed *sim) (*venueSim, error) {
 		return nil, err
 	}
 	s, line, err := startSim(dir, binDir, "venuesim", "fxdesk-venuesim", "-addr", addr, "-control-addr", control,
-		"-account", venueAccount, "-token", venueToken, "-latency", venueLatency.String(), "-feed-control", feed.control)
+		"-account", venueAccount, "-token", venueToken, "-latency", venueLatency.String(), "-feed-control", feed.control, "-balance", balance)
 	if err != nil {
 		return nil, err
 	}
