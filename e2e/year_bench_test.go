@@ -532,10 +532,10 @@ func (l *orderLane) run(t *testing.T, client *http.Client, n, round int) {
 // reports a failure with t.Error (off the test's goroutine).
 func quoteBookEverySecond(t *testing.T, d *tradingDesk, bids map[string]float64) (stop func()) {
 	type quote struct {
-		symbol        string
-		bid, spread   float64
-		digits        int
-		point         float64
+		symbol      string
+		bid, spread float64
+		digits      int
+		point       float64
 	}
 	var book []quote
 	for _, in := range feedsim.DefaultInstruments() {
