@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/sim/feedsim"
 	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/yeargen"
@@ -56,9 +58,7 @@ func TestBenchYear(t *testing.T) {
 
 	year := yearDatabase(t)
 	t.Logf("year database %s (%s): %s", year.db.Name, year.origin, year.sizes)
-	bootAt := time.Now()
 	yd := startDeskOn(t, year.db, env...)
-	t.Logf("fxdesk-web on the year database: holder %v after start", time.Since(bootAt).Round(time.Millisecond))
 	empty := newTradingDesk(t, env...)
 
 	// The traders' own tokens, issued the way an operator does; the dealer reads with the
@@ -67,7 +67,13 @@ func TestBenchYear(t *testing.T) {
 	big.token, small.token = yd.e.issueToken(big.user, false), yd.e.issueToken(small.user, false)
 	bid := year.lastPrice(t, "EURUSD")
 	yd.setQuote(big.token, "EURUSD", fmt.Sprintf("%.5f", bid), fmt.Sprintf("%.5f", bid+0.0002))
-	defer quoteEverySecond(t, yd, bid)()
+	// Every symbol is quoted on both desks from here to the end, not only the benchmark's
+	// EURUSD: a generated trader holds open positions in other symbols (the big one in CADJPY,
+	// USDCAD, USDCNH, USDNOK, USDSEK), and a fill values the whole account — with any of its
+	// symbols unpriced the desk refuses it, rightly, with the pricing 503.
+	defer quoteBookEverySecond(t, yd, map[string]float64{"EURUSD": bid})()
+	bid0 := 1.10000
+	defer quoteBookEverySecond(t, empty, map[string]float64{"EURUSD": bid0})()
 
 	client := &http.Client{Timeout: 70 * time.Second} // past the desk's 60 s write deadline
 	b := &readBench{t: t, client: client, p: yd.web, calls: calls, budget: budget}
@@ -136,9 +142,7 @@ func TestBenchYear(t *testing.T) {
 
 	// Market orders and their closes: the two year traders and a trader of the empty desk, in
 	// four alternating rounds so that the machine's other work falls on each alike.
-	bid0 := 1.10000
 	empty.setQuote(empty.admin, "EURUSD", fmt.Sprintf("%.5f", bid0), fmt.Sprintf("%.5f", bid0+0.0002))
-	defer quoteEverySecond(t, empty, bid0)()
 	etok, eacct := empty.newTrader(9000, "USD", "100", "10000.00")
 	// Margin for the benchmark's orders, whatever the generator left in the accounts.
 	yd.fund(big.account, "10000.00")
@@ -324,7 +328,8 @@ func (y *yearData) lastPrice(t *testing.T, symbol string) float64 {
 }
 
 // startDeskOn starts a feed simulator and one fxdesk-web holding the lease on the existing
-// database d, with a private Redis server; d is left in place.
+// database d, with a private Redis server, and returns once the holder's risk engine watches
+// the desk (/readyz ready): a holder refuses fills until then. d is left in place.
 func startDeskOn(t *testing.T, d *dbtest.Database, env ...string) *tradingDesk {
 	t.Helper()
 	r, err := dbtest.StartRedis()
@@ -341,8 +346,19 @@ func startDeskOn(t *testing.T, d *dbtest.Database, env ...string) *tradingDesk {
 	t.Cleanup(func() { rdb.Close() })
 	e := &deskEnv{t: t, db: d, redis: r, sql: db, rdb: rdb}
 	sim := startFeedSim(t)
+	began := time.Now()
 	web := e.start("web", "fxdesk-web", append([]string{"FXDESK_FEED=" + sim.url, "FXDESK_FEED_KEY=test"}, env...)...)
 	web.waitLog(2*time.Minute, msgHas("role: holder"))
+	holder := time.Since(began)
+	web.waitLog(10*time.Minute, msgIs(msgRiskWatching))
+	watching := time.Since(began)
+	loaded := web.waitLog(time.Second, msgIs("risk view loaded"))
+	code, body := call(t, web, "", http.MethodGet, "/readyz", "")
+	if code != http.StatusOK || !strings.Contains(string(body), `"riskView":"loaded"`) {
+		t.Fatalf("holder watching the desk, but /readyz = %d %s", code, body)
+	}
+	t.Logf("fxdesk-web on %s: holder %v after start, risk view loaded in %v (%v positions, %v orders, %v accounts), watching the desk %v after start",
+		d.Name, holder.Round(time.Millisecond), took(loaded).Round(time.Millisecond), loaded["positions"], loaded["orders"], loaded["accounts"], watching.Round(time.Millisecond))
 	return &tradingDesk{e: e, sim: sim, web: web, admin: e.adminToken()}
 }
 
@@ -507,11 +523,30 @@ func (l *orderLane) run(t *testing.T, client *http.Client, n, round int) {
 	}
 }
 
-// quoteEverySecond sends d's simulator bid (and bid + 2 pips) for EURUSD every second until the
-// returned stop, a tenth of a pip up every other second: with the walk off, a quote that never
-// changes leaves the provider's stream silent (the desk reconnects after 30 s and halts the
-// symbol). It reports a failure with t.Error (off the test's goroutine).
-func quoteEverySecond(t *testing.T, d *tradingDesk, bid float64) (stop func()) {
+// quoteBookEverySecond quotes every symbol of the simulator's catalogue on d every second until
+// the returned stop: at the simulator's own starting prices (where a generated history ends, see
+// docs/operations.md, «A year of data») or, for a symbol in bids, bid and bid + 2 pips; a point
+// (a tenth of a pip) up every other second. With the simulator's walk off, a symbol never quoted
+// leaves every account holding it unpriced (a fill values the whole account: refused with the
+// pricing 503), and a stream that never changes is silent (the desk reconnects after 30 s). It
+// reports a failure with t.Error (off the test's goroutine).
+func quoteBookEverySecond(t *testing.T, d *tradingDesk, bids map[string]float64) (stop func()) {
+	type quote struct {
+		symbol      string
+		bid, spread float64
+		digits      int
+		point       float64
+	}
+	var book []quote
+	for _, in := range feedsim.DefaultInstruments() {
+		scale := math.Pow10(in.Digits)
+		q := quote{symbol: in.Symbol, digits: in.Digits, point: 1 / scale,
+			bid: math.Round((in.Mid-in.Spread/2)*scale) / scale, spread: math.Max(in.Spread, 1/scale)}
+		if b, ok := bids[in.Symbol]; ok {
+			q.bid, q.spread = b, 0.0002
+		}
+		book = append(book, q)
+	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -523,9 +558,13 @@ func quoteEverySecond(t *testing.T, d *tradingDesk, bid float64) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				b := bid + float64(i%2)*0.00001
-				if err := d.sim.control("quote", fmt.Sprintf(`{"symbol":"EURUSD","bid":%.5f,"ask":%.5f}`, b, b+0.0002)); err != nil {
+			}
+			for _, q := range book {
+				b := q.bid + float64(i%2)*q.point
+				body := fmt.Sprintf(`{"symbol":%q,"bid":%.*f,"ask":%.*f}`, q.symbol, q.digits, b, q.digits, b+q.spread)
+				if err := d.sim.control("quote", body); err != nil {
 					t.Error(err)
+					return
 				}
 			}
 		}
