@@ -65,6 +65,9 @@ func (w *closeWrite) fifoApply(r *book.Rows, a *book.Account, p *book.Position, 
 		if err != nil {
 			return true, err
 		}
+		if err := w.addStopOut(r, a, h.Position, v, price, r.Deals[idx].Amount); err != nil {
+			return true, err
+		}
 		if w.deal < 0 {
 			w.deal = idx
 		}

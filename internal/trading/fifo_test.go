@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -106,4 +107,39 @@ func TestFIFOStopClosesTheOldest(t *testing.T) {
 	if n := len(openOf(t, a.ID)); n != 1 {
 		t.Fatalf("%d open", n)
 	}
+}
+
+// A stop-out that fires on a newer position of a FIFO account closes the oldest in its place, and
+// tells the stop-out as such beside that close, naming the position it closed (the soak found
+// such closes without their account.stop_out, seed 4243).
+func TestFIFOStopOutTellsTheStopOutOfTheOldest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9913
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	a := modeAccount(t, svc, user, fx.FIFO)
+	old, err := svc.PlaceOrder(ctx, user, market(a.ID, fx.Buy, "0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := svc.PlaceOrder(ctx, user, market(a.ID, fx.Buy, "0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.closePosition(ctx, 0, a.ID, newer.Position.ID, nil, fx.CloseStopOut, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if o := positionOf(t, old.Position.ID); o.Status != fx.PositionClosed || *o.CloseReason != string(fx.CloseStopOut) {
+		t.Fatalf("the oldest after the newer one's stop-out: %s %v, want CLOSED STOP_OUT", o.Status, o.CloseReason)
+	}
+	var stopOuts []storedEvent
+	for _, e := range eventsOf(t, a.ID) {
+		if e.typ == string(events.AccountStopOut) {
+			stopOuts = append(stopOuts, e)
+		}
+	}
+	if len(stopOuts) != 1 || stopOuts[0].payload["positionId"] != float64(old.Position.ID) || stopOuts[0].payload["closedVolume"] != "0.1" {
+		t.Fatalf("account.stop_out events %+v, want one naming position %d, 0.1 closed", stopOuts, old.Position.ID)
+	}
+	ledgerBalanced(t, a.ID)
 }

@@ -380,15 +380,8 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 			Profit: fx.FormatMoney(a.Currency, profit), Reason: string(w.reason)}}); err != nil {
 		return err
 	}
-	if w.reason == fx.CloseStopOut {
-		// The stop-out as such, beside its close: what it closed and where it left the account
-		// (before any reset to zero, which has its own event).
-		if err := events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.AccountStopOut, Term: w.s.term(),
-			Payload: events.StopOut{AccountID: a.ID, PositionID: p.ID, Symbol: p.Symbol, ClosedVolume: vol.String(), Price: price.String(),
-				Profit: fx.FormatMoney(a.Currency, profit), Currency: a.Currency, BalanceAfter: fx.FormatMoney(a.Currency, a.Balance),
-				StopOutLevel: r.Catalog.AccountGroup(a.Group).StopOutLevel.String(), Decision: stopOutDecision(w.stop, a.Currency)}}); err != nil {
-			return err
-		}
+	if err := w.addStopOut(r, a, p, vol, price, profit); err != nil {
+		return err
 	}
 	if err := w.protect(r, a, p, key); err != nil {
 		return err
@@ -425,6 +418,19 @@ func (w *closeWrite) Failed(err error) error {
 		return fmt.Errorf("close position %d: venue fill %d: %w: %w", w.id, w.txID, book.ErrAlreadyBooked, err)
 	}
 	return fmt.Errorf("close position %d: %w", w.id, err)
+}
+
+// addStopOut adds, when w is a stop-out, the stop-out as such beside the close of vol lots of p
+// (the fired position, or an older one a FIFO account closed in its place): what it closed and
+// where it left the account (before any reset to zero, which has its own event).
+func (w *closeWrite) addStopOut(r *book.Rows, a *book.Account, p *book.Position, vol, price, profit decimal.Decimal) error {
+	if w.reason != fx.CloseStopOut {
+		return nil
+	}
+	return events.Add(&r.Writes, events.Event{AccountID: a.ID, UserID: a.UserID, Type: events.AccountStopOut, Term: w.s.term(),
+		Payload: events.StopOut{AccountID: a.ID, PositionID: p.ID, Symbol: p.Symbol, ClosedVolume: vol.String(), Price: price.String(),
+			Profit: fx.FormatMoney(a.Currency, profit), Currency: a.Currency, BalanceAfter: fx.FormatMoney(a.Currency, a.Balance),
+			StopOutLevel: r.Catalog.AccountGroup(a.Group).StopOutLevel.String(), Decision: stopOutDecision(w.stop, a.Currency)}})
 }
 
 // stopOutDecision is the risk engine's decision d as account.stop_out records it: levels and
