@@ -66,6 +66,8 @@ var dealerPnLBounds = map[string]string{
 	// The ledger is read only for the range's partial edge hours and what is not summarised yet
 	// (the last closed hours), on idx_fx_deal_created: grouped by hour, currency and symbol.
 	"fx_deal": "the range's unsummarised edge hours, on idx_fx_deal_created",
+	// And the openings of those hours (their markup), on idx_fx_position_opened.
+	"fx_position": "the range's unsummarised edge hours' openings, on idx_fx_position_opened",
 }
 
 // windowSorts are the routes allowed to sort one table's rows within a time window the caller
