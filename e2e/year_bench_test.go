@@ -28,7 +28,7 @@ import (
 	"fxdesk/internal/yeargen"
 )
 
-// TestBenchYear measures, in one run, every read issue 42 tabled on a year of a mid-size broker
+// TestBenchYear measures, in one run, every read docs/operations.md («A year of data») lists, on a year of a mid-size broker
 // — the trader lists for the trader with the most closed trades and for one with about a hundred,
 // each first page and, where the answer names a nextBefore, the page after it; the dealer's
 // /desk, status page, P&L (today, the last trading day, 7, 30 and 365 days), the audit log,
@@ -78,7 +78,7 @@ func TestBenchYear(t *testing.T) {
 	client := &http.Client{Timeout: 70 * time.Second} // past the desk's 60 s write deadline
 	b := &readBench{t: t, client: client, p: yd.web, calls: calls, budget: budget}
 
-	// The trader's reads, as issue 42 tabled them, each for both traders.
+	// The trader's reads of docs/operations.md («A year of data»), each for both traders.
 	traderReads := []struct {
 		label, path string
 		paged       bool // a list: also measured at its second page
@@ -159,7 +159,7 @@ func TestBenchYear(t *testing.T) {
 		}
 	}
 
-	t.Logf("issue 42's tables on %s (%s); p50 / p99 over the calls in brackets, N=%d, at most %v a read:", year.db.Name, year.sizes, calls, budget)
+	t.Logf("a year's reads on %s (%s); p50 / p99 over the calls in brackets, N=%d, at most %v a read:", year.db.Name, year.sizes, calls, budget)
 	t.Logf("")
 	t.Logf("| read (p50 / p99) | trader with %d closed trades | trader with %d |", small.closed, big.closed)
 	t.Logf("|---|---|---|")

@@ -75,7 +75,7 @@ var dealerPnLBounds = map[string]string{
 // window is read on idx_fx_audit_at and its entries sorted by id: an id-ordered read cannot seek
 // to an instant, since ids are taken at INSERT and rows commit out of that order (audit.After).
 // The sort is a top-limit sort of the window's entries (a 30-day window of a year's log answered
-// in 71 / 172 ms, issue 42); without a window the log is read on the primary key.
+// in 71 / 172 ms on a generated year); without a window the log is read on the primary key.
 var windowSorts = map[string]string{
 	"/api/admin/fx/audit": "fx_audit",
 }

@@ -15,7 +15,7 @@ import (
 // The trader's lists before and after the keyset pages, on a generated database (FXDESK_BENCH=1;
 // FXDESK_READS_DSN names the database, FXDESK_READS_RESULT the JSON cmd/fxgen printed for it):
 // p50 / p99 of each read over FXDESK_READS_N calls (default 200), for the big and the small
-// trader. "before" is the statement the lists sent until issue 42 (the join on the user), run on
+// trader. "before" is the statement the lists sent before the keyset pages (the join on the user; docs/architecture.md, «Reading a trader's history»), run on
 // the same database. The figures go to the output and docs, never into pass or fail.
 //
 //	go run ./cmd/fxgen -dsn 'root@tcp(127.0.0.1:3306)/fxdesk_reads_month' -size month > month.json

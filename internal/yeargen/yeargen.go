@@ -32,7 +32,7 @@ type Size struct {
 	AccountDays int
 }
 
-// Year is the mid-size broker of issue 42: 20,000 accounts, 50,000 open and 2,000,000 closed
+// Year is a mid-size broker (docs/operations.md, «A year of data»): 20,000 accounts, 50,000 open and 2,000,000 closed
 // positions, about 5,000,000 deals, 5,000,000 events and 500,000 audit rows over 365 days. Its
 // accounts' end-of-day rows cover the last 20 frozen days (a month of trading days): every day's
 // would be 5 million rows more, a fifth of the fill.
