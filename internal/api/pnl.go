@@ -114,6 +114,7 @@ type pnlView struct {
 	From              time.Time     `json:"from"`
 	To                time.Time     `json:"to"`
 	Floating          bool          `json:"floating"`
+	FloatingAt        *time.Time    `json:"floatingAt"` // when the open book was marked; null when not floating
 	ReportingCurrency string        `json:"reportingCurrency"`
 	Total             *string       `json:"total"`
 	Unconverted       []string      `json:"unconverted"`
@@ -129,6 +130,10 @@ func viewOf(rep pnl.Report) pnlView {
 	v := pnlView{From: rep.From, To: rep.To, Floating: rep.Floating, ReportingCurrency: pnl.ReportingCurrency,
 		Unconverted: nonNil(rep.Unconverted), Currencies: []pnlCurrency{}, Hourly: []pnlPoint{}, Daily: []pnlPoint{}, Unpriced: nonNil(rep.Unpriced),
 		UnrecordedMarkup: rep.UnrecordedMarkup, HedgeBook: pnl.HedgeBookNote}
+	if rep.Floating {
+		at := rep.FloatingAt
+		v.FloatingAt = &at
+	}
 	if rep.Total != nil {
 		s := fx.FormatMoney(pnl.ReportingCurrency, *rep.Total)
 		v.Total = &s
@@ -162,13 +167,17 @@ func nonNil[T any](s []T) []T {
 }
 
 // readPnL reads the report with this process's prices (the holder's stream, or the one a
-// follower shows) and the catalog as the database holds it.
+// follower shows) and the catalog as the database holds it; the open book's floating P&L is
+// the process's shared marking (pnl.Marks: at most a few seconds old, floatingAt says when).
 func readPnL(ctx context.Context, d Deps, from, to time.Time, floating bool) (pnl.Report, error) {
 	cat, err := catalog.Load(ctx, d.DB)
 	if err != nil {
 		return pnl.Report{}, err
 	}
-	return pnl.Read(ctx, d.DB, cat, d.Quotes, from, to, floating)
+	if d.marks == nil {
+		return pnl.Read(ctx, d.DB, cat, d.Quotes, from, to, floating)
+	}
+	return d.marks.Read(ctx, cat, d.Quotes, from, to, floating)
 }
 
 // handlePnL serves the dealer's P&L over ?from=&to= (default: the trading day so far).

@@ -24,6 +24,7 @@ import (
 	"fxdesk/internal/fx"
 	"fxdesk/internal/gate"
 	"fxdesk/internal/metrics"
+	"fxdesk/internal/pnl"
 	"fxdesk/internal/pricesource"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
@@ -97,6 +98,9 @@ type Deps struct {
 	// TokenRevoked, when set, is called after a token is revoked over the API, so that every
 	// other web process forgets it at once rather than within auth.CacheFor (docs/identity.md).
 	TokenRevoked func(ctx context.Context, id int64)
+
+	// marks is the process's shared marking of the open book for the dealer's P&L (pnl.Marks).
+	marks *pnl.Marks
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:
@@ -125,6 +129,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		}
 		d.Candles = r
 	}
+	d.marks = pnl.NewMarks(d.DB)
 	return routes(d), nil
 }
 

@@ -104,7 +104,10 @@ type Report struct {
 	From, To time.Time
 	// Floating is true when the range ends now: the open B-book positions are marked at the
 	// current prices and their floating P&L is part of it.
-	Floating   bool
+	Floating bool
+	// FloatingAt is when the open book was marked (a shared marking may be a few seconds old,
+	// see Marks); zero when Floating is false.
+	FloatingAt time.Time
 	Currencies []Currency
 	// Total is every currency's total converted to ReportingCurrency at the current mids; nil
 	// when some currency cannot be converted here (Unconverted names them).
@@ -129,6 +132,11 @@ type Report struct {
 // (Summarise, summary.go); the ledger and the openings are read for the rest alone: the range's
 // partial first and last hours and whatever the summaries have not reached yet.
 func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool) (Report, error) {
+	return read(ctx, db, cat, prices, from, to, floating, nil)
+}
+
+// read is Read with the open book marked by marks (nil: marked for this report alone).
+func read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool, marks *Marks) (Report, error) {
 	rep := Report{From: columnTime(from), To: columnTime(to), Floating: floating}
 	through, err := summarisedThrough(ctx, db)
 	if err != nil {
@@ -153,11 +161,17 @@ func Read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Pri
 	}
 	m := book.NewMarket(prices, cat)
 	if floating {
-		unpriced, err := acc.floating(ctx, db, m)
+		var mk *marked
+		if marks != nil {
+			mk, err = marks.get(ctx, m)
+		} else {
+			mk, err = markOpen(ctx, db, m)
+		}
 		if err != nil {
 			return Report{}, err
 		}
-		rep.Unpriced = unpriced
+		acc.addFloating(mk)
+		rep.Unpriced, rep.FloatingAt = mk.unpriced, mk.at.UTC()
 	}
 	rep.Currencies = acc.currencies()
 	if err := rep.convert(m, p.base, acc.series); err != nil {
@@ -440,12 +454,13 @@ const (
 	accountSQL  = "SELECT `accountGroup`, `currency` FROM `fx_account` WHERE `id` = ?"
 )
 
-// floating marks the open B-book positions at the close price each would get now (the
+// markOpen marks the open B-book positions at the close price each would get now (the
 // account group's markup included), each account's symbol and side converted and rounded once,
 // as book.Market.Metrics marks equity. A symbol that cannot be priced is left out and named.
 // The close price and the conversion are looked up once per account group, currency, symbol
 // and side: the accounts are many, those few.
-func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) ([]string, error) {
+func markOpen(ctx context.Context, db *sql.DB, m *book.Market) (*marked, error) {
+	at := time.Now()
 	// The accounts first: an account opened after this read and trading before the positions'
 	// read is looked up alone (accountOf).
 	type account struct{ group, ccy string }
@@ -547,17 +562,21 @@ func (a *accumulator) floating(ctx context.Context, db *sql.DB, m *book.Market) 
 		o.k.group, o.k.ccy = ac.group, ac.ccy
 		mark1(o.k, o.volume, o.volumePrice)
 	}
-	for s, v := range sums {
-		f := a.at(s.currency, s.symbol)
-		v := v
-		f.BBookFloating = &v
-	}
 	out := make([]string, 0, len(unpriced))
 	for s := range unpriced {
 		out = append(out, s)
 	}
 	slices.Sort(out)
-	return out, nil
+	return &marked{sums: sums, unpriced: out, at: at}, nil
+}
+
+// addFloating puts a marking's floating P&L into the figures.
+func (a *accumulator) addFloating(mk *marked) {
+	for s, v := range mk.sums {
+		f := a.at(s.currency, s.symbol)
+		v := v
+		f.BBookFloating = &v
+	}
 }
 
 func (a *accumulator) currencies() []Currency {
