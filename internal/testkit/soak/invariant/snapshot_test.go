@@ -124,20 +124,7 @@ func (q quotes) SymbolState(string) tick.State             { return tick.Quoting
 // above leaves (one of them moved behind the ledger's back on purpose) are not frozen with it.
 func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *testing.T) {
 	ctx := context.Background()
-	db, closeDB, err := dbtest.NewMigrated("soak-invariant-eod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
-	exec := func(q string, args ...any) int64 {
-		t.Helper()
-		res, err := db.ExecContext(ctx, q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		id, _ := res.LastInsertId()
-		return id
-	}
+	db, exec := migratedDB(t, "soak-invariant-eod")
 	// An account opened and a position written a minute before the freeze, so that the checks
 	// know both were there when it read the book; the majors marked up 10 points.
 	exec("UPDATE `fx_symbol_group` SET `markupPoints` = 10 WHERE `name` = 'majors'")
@@ -232,20 +219,7 @@ func TestEODChecksHoldOnADayTheDeskFrozeAndFailOnceItsRowsAreTamperedWith(t *tes
 // hedger's net, and a history account whose balance is not Σ its deals breaks prefilledLedger.
 func TestReadSnapshotOverAPrefilledHistory(t *testing.T) {
 	ctx := context.Background()
-	db, closeDB, err := dbtest.NewMigrated("soak-prefill")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
-	exec := func(q string, args ...any) int64 {
-		t.Helper()
-		res, err := db.ExecContext(ctx, q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		id, _ := res.LastInsertId()
-		return id
-	}
+	db, exec := migratedDB(t, "soak-prefill")
 	good := exec("INSERT INTO `fx_account` (`userId`, `currency`, `leverage`, `balance`) VALUES (100001, 'USD', 100, 500.00)")
 	exec("INSERT INTO `fx_deal` (`accountId`, `type`, `amount`, `balanceAfter`, `currency`, `idempotencyKey`) VALUES (?, 'DEPOSIT', 500.00, 500.00, 'USD', 'gen:1')", good)
 	order := exec("INSERT INTO `fx_order` (`accountId`, `symbol`, `side`, `type`, `volume`, `status`) VALUES (?, 'EURUSD', 'BUY', 'MARKET', 2.00, 'FILLED')", good)
@@ -270,5 +244,25 @@ func TestReadSnapshotOverAPrefilledHistory(t *testing.T) {
 	}
 	if s, err = ReadSnapshot(ctx, db, Scope{}); err != nil || len(s.Accounts) != 3 || s.Prefilled.Broken != nil {
 		t.Fatalf("whole snapshot: %v, %d accounts, history %+v", err, len(s.Accounts), s.Prefilled)
+	}
+}
+
+// migratedDB is a fresh migrated database of the test's own, dropped after it, and an exec
+// that fails the test on an error and answers the insert's id.
+func migratedDB(t *testing.T, name string) (*sql.DB, func(q string, args ...any) int64) {
+	t.Helper()
+	db, closeDB, err := dbtest.NewMigrated(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	return db, func(q string, args ...any) int64 {
+		t.Helper()
+		res, err := db.ExecContext(context.Background(), q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		id, _ := res.LastInsertId()
+		return id
 	}
 }
