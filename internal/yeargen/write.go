@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -85,8 +86,22 @@ type job struct {
 }
 
 // run writes the queued tables, the biggest first so that the last to finish is a small one.
+// Each empty one is rebuilt first (rebuild), one after another, before any is written.
 func (w *writer) run() error {
 	slices.SortStableFunc(w.queue, func(a, b job) int { return cmp.Compare(b.n, a.n) })
+	began, rebuilt := time.Now(), 0
+	for _, j := range w.queue {
+		did, err := w.rebuild(j.name)
+		if err != nil {
+			w.fail(fmt.Errorf("yeargen: rebuild %s: %w", j.name, err))
+			w.queue = nil
+			return w.wait()
+		}
+		if did {
+			rebuilt++
+		}
+	}
+	w.log.Info("yeargen: empty tables rebuilt", slog.Int("tables", rebuilt), slog.Duration("took", time.Since(began)))
 	next := make(chan job)
 	for range w.workers {
 		w.wg.Add(1)
@@ -108,6 +123,36 @@ func (w *writer) run() error {
 	close(next)
 	w.queue = nil
 	return w.wait()
+}
+
+// rebuild rebuilds table name if it is empty, so that its load can be a bulk load
+// (docs/operations.md, «A year of data»). MariaDB bulk-loads only into a table whose clustered
+// index is empty, and an empty table that an instant ALTER TABLE reordered or dropped columns of
+// (ADD COLUMN ... AFTER: fx_order's migrations) keeps a hidden metadata record there: every
+// insert into it then goes row by row. Rebuilding the empty table (ALTER TABLE ... FORCE: the same
+// definition, written anew) drops that record; on an empty table it takes moments, and on MySQL
+// it is as harmless. A table holding rows is left as it is: its load is row by row anyway.
+func (w *writer) rebuild(name string) (bool, error) {
+	var one int
+	err := w.db.QueryRowContext(w.ctx, "SELECT 1 FROM `"+name+"` LIMIT 1").Scan(&one)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	if _, err := w.db.ExecContext(w.ctx, "ALTER TABLE `"+name+"` FORCE"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// rowsModified is how many rows the server counts as modified by the transaction on this
+// connection, and whether it could tell: a bulk load into an empty table counts one for the
+// whole table, a row-by-row load counts every row. The count is a snapshot at most a tenth of a
+// second old (both servers cache information_schema.innodb_trx that long); reading it needs the
+// PROCESS privilege.
+func rowsModified(ctx context.Context, tx *sql.Tx) (int64, bool) {
+	var n int64
+	err := tx.QueryRowContext(ctx, "SELECT `trx_rows_modified` FROM `information_schema`.`innodb_trx` WHERE `trx_mysql_thread_id` = CONNECTION_ID()").Scan(&n)
+	return n, err == nil
 }
 
 func (w *writer) loadTable(name string, n, per int, prepare func(from, to int) chunk) error {
@@ -141,12 +186,19 @@ func (w *writer) loadTable(name string, n, per int, prepare func(from, to int) c
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Which way the server took, read before the commit: the last statement ran moments ago, so
+	// a row-by-row load of more than one statement shows thousands of rows even in a stale count.
+	modified, known := rowsModified(ctx, tx)
 	if err := tx.Commit(); err != nil {
 		return err
 	}
 	took := time.Since(began)
-	w.log.Info("yeargen: table written", slog.String("table", name), slog.Int("rows", n), slog.Duration("took", took),
-		slog.Duration("inStatements", execs), slog.Int("rowsPerSecond", int(float64(n)/took.Seconds())))
+	attrs := []any{slog.String("table", name), slog.Int("rows", n), slog.Duration("took", took),
+		slog.Duration("inStatements", execs), slog.Int("rowsPerSecond", int(float64(n)/took.Seconds()))}
+	if known && n > per {
+		attrs = append(attrs, slog.Bool("bulk", modified <= 1))
+	}
+	w.log.Info("yeargen: table written", attrs...)
 	return nil
 }
 
