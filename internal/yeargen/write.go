@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"fxdesk/internal/store"
 )
 
 // maxPlaceholders is the server's limit per prepared statement.
@@ -30,6 +32,7 @@ func rowsPerStatement(cols int) int { return min(4000, maxPlaceholders/cols) }
 type writer struct {
 	db      *sql.DB
 	workers int
+	whole   bool // each table in one LOAD DATA statement (job.all), not statements of rows
 	queue   []job
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -40,8 +43,8 @@ type writer struct {
 	log     *slog.Logger
 }
 
-func newWriter(ctx context.Context, db *sql.DB, workers int, log *slog.Logger) *writer {
-	w := &writer{db: db, workers: workers, parent: ctx, log: log}
+func newWriter(ctx context.Context, db *sql.DB, workers int, whole bool, log *slog.Logger) *writer {
+	w := &writer{db: db, workers: workers, whole: whole, parent: ctx, log: log}
 	w.ctx, w.stop = context.WithCancel(ctx)
 	return w
 }
@@ -71,11 +74,11 @@ func (w *writer) wait() error {
 type chunk func(ctx context.Context, tx *sql.Tx) error
 
 // load queues n rows of table name, to be written in statements of per rows, prepare(from,
-// to) building the statement of rows [from, to). The next statement is built while the last one
-// runs.
-func (w *writer) load(name string, n, per int, prepare func(from, to int) chunk) {
+// to) building the statement of rows [from, to) (the next statement is built while the last one
+// runs), or, when the writer is whole, by all in one statement.
+func (w *writer) load(name string, n, per int, prepare func(from, to int) chunk, all chunk) {
 	if n > 0 {
-		w.queue = append(w.queue, job{name, n, per, prepare})
+		w.queue = append(w.queue, job{name, n, per, prepare, all})
 	}
 }
 
@@ -83,6 +86,7 @@ type job struct {
 	name    string
 	n, per  int
 	prepare func(from, to int) chunk
+	all     chunk
 }
 
 // run writes the queued tables, the biggest first so that the last to finish is a small one.
@@ -108,7 +112,7 @@ func (w *writer) run() error {
 		go func() {
 			defer w.wg.Done()
 			for j := range next {
-				if err := w.loadTable(j.name, j.n, j.per, j.prepare); err != nil {
+				if err := w.loadTable(j); err != nil {
 					w.fail(fmt.Errorf("yeargen: load %d rows into %s: %w", j.n, j.name, err))
 				}
 			}
@@ -155,7 +159,13 @@ func rowsModified(ctx context.Context, tx *sql.Tx) (int64, bool) {
 	return n, err == nil
 }
 
-func (w *writer) loadTable(name string, n, per int, prepare func(from, to int) chunk) error {
+func (w *writer) loadTable(j job) error {
+	name, n, per, prepare := j.name, j.n, j.per, j.prepare
+	if w.whole {
+		// One statement: prepare's chunks are not built.
+		prepare = func(from, to int) chunk { return j.all }
+		per = n
+	}
 	began := time.Now()
 	tx, err := w.db.BeginTx(w.ctx, nil)
 	if err != nil {
@@ -195,7 +205,7 @@ func (w *writer) loadTable(name string, n, per int, prepare func(from, to int) c
 	took := time.Since(began)
 	attrs := []any{slog.String("table", name), slog.Int("rows", n), slog.Duration("took", took),
 		slog.Duration("inStatements", execs), slog.Int("rowsPerSecond", int(float64(n)/took.Seconds()))}
-	if known && n > per {
+	if known && n > j.per {
 		attrs = append(attrs, slog.Bool("bulk", modified <= 1))
 	}
 	w.log.Info("yeargen: table written", attrs...)
@@ -226,6 +236,10 @@ func (t table) statement(n int) string {
 func (w *writer) insert(t table, n int, row func(i int, args []any) []any) {
 	per := rowsPerStatement(len(t.cols))
 	full := t.statement(min(per, n))
+	load := func(file string) string {
+		return "LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE `" + t.name + "` " + store.LoadDataFormat + " (`" + strings.Join(t.cols, "`, `") + "`)"
+	}
+	all := func(ctx context.Context, tx *sql.Tx) error { return store.LoadData(ctx, tx, load, n, row) }
 	w.load(t.name, n, per, func(from, to int) chunk {
 		text := full
 		if to-from != per {
@@ -239,7 +253,7 @@ func (w *writer) insert(t table, n int, row func(i int, args []any) []any) {
 			_, err := tx.ExecContext(ctx, text, args...)
 			return err
 		}
-	})
+	}, all)
 }
 
 // Formatting of the integers the plan keeps as the decimal text the columns take.
