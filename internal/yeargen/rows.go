@@ -35,7 +35,7 @@ const term = 1
 
 // write writes the plan, in that order: the accounts (every other row refers to one), then the
 // rest on several connections at once, then the counters that must follow the rows (the event
-// sequence and the relay's cursor), the tokens, the P&L summaries and the optimiser's statistics.
+// sequence and the relay's cursor), the tokens, the optimiser's statistics and the P&L summaries.
 func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result, error) {
 	endT := utc(p.end)
 	res := Result{BigAccount: 1, SmallAccount: 2, BigUser: p.accounts[0].user, SmallUser: p.accounts[1].user, End: endT}
@@ -91,12 +91,11 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 		return res, fmt.Errorf("yeargen: token: %w", err)
 	}
 
-	t0 = time.Now()
-	periods, err := pnl.Summarise(ctx, db, endT)
-	if err != nil {
-		return res, fmt.Errorf("yeargen: P&L summaries: %w", err)
-	}
-	log.Info("yeargen: P&L summarised", slog.Int("periods", periods), slog.Duration("took", time.Since(t0)))
+	// The statistics before the summaries, which are the first reads of the tables: a table
+	// loaded in one statement has its statistics brought up to date in the background only
+	// after, and a summary's join planned meanwhile as if an account had one position (every
+	// account scanned, then its positions) read a year's positions for one day's openings, for
+	// minutes a day (docs/operations.md, «A year of data»).
 	t0 = time.Now()
 	for _, t := range []string{"fx_account", "fx_order", "fx_position", "fx_deal", "fx_swap_charge", "fx_event", "fx_audit", "fx_eod_account", "fx_eod_symbol", "fx_account_profile"} {
 		rows, err := db.QueryContext(ctx, "ANALYZE TABLE `"+t+"`")
@@ -106,6 +105,12 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 		rows.Close()
 	}
 	log.Info("yeargen: analyzed", slog.Duration("took", time.Since(t0)))
+	t0 = time.Now()
+	periods, err := pnl.Summarise(ctx, db, endT)
+	if err != nil {
+		return res, fmt.Errorf("yeargen: P&L summaries: %w", err)
+	}
+	log.Info("yeargen: P&L summarised", slog.Int("periods", periods), slog.Duration("took", time.Since(t0)))
 	return res, nil
 }
 

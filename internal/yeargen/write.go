@@ -25,10 +25,12 @@ func rowsPerStatement(cols int) int { return min(4000, maxPlaceholders/cols) }
 
 // writer loads tables, each in one transaction on a connection of its own, several tables at
 // once. A transaction that begins by inserting into an empty table, in a session that skips the
-// unique and foreign key checks, is a bulk load to MariaDB (10.7 and later): it sorts each
-// index's entries and builds the index pages once, instead of inserting row by row into every
-// index. The statements are the same plain INSERTs on MySQL, which then writes row by row.
-// The first error stops every table.
+// unique and foreign key checks, is a bulk load to MariaDB (10.7 and later): one undo record for
+// the table, and each index's entries of a statement sorted and written at the statement's end,
+// instead of row by row into every index. So a whole writer loads each table in one statement
+// (LOAD DATA), and the indexes are built once; otherwise in INSERTs of thousands of rows. MySQL
+// writes either row by row (docs/operations.md, «A year of data»). The first error stops every
+// table.
 type writer struct {
 	db      *sql.DB
 	workers int
