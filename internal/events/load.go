@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"fxdesk/internal/store"
 )
 
 // Loaded is one event of a history written whole from outside the desk (internal/yeargen): the
@@ -49,6 +51,27 @@ func Load(ctx context.Context, tx Execer, evs []Loaded) error {
 		return fmt.Errorf("events: load %d events (id %d first): %w", len(evs), evs[0].ID, err)
 	}
 	return nil
+}
+
+// LoadAll writes n events, event(i) giving the i-th, as Load does but in one statement for them
+// all (store.LoadData): how a generated history's outbox is written whole into an empty fx_event,
+// so that MariaDB builds its indexes by sorting (docs/operations.md, «A year of data»). The
+// server must take local files (store.LocalInfile).
+func LoadAll(ctx context.Context, tx *sql.Tx, n int, event func(i int) Loaded) error {
+	err := store.LoadData(ctx, tx, loadDataSQL, n, func(i int, args []any) []any {
+		e := event(i)
+		return append(args, e.ID, e.AccountID, e.UserID, string(e.Type), e.Payload, e.Term, e.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("events: load %d events: %w", n, err)
+	}
+	return nil
+}
+
+// loadDataSQL is LoadAll's statement, reading file, insertSQL's columns in insertSQL's order.
+func loadDataSQL(file string) string {
+	return "LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE `fx_event` " + store.LoadDataFormat +
+		" (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`)"
 }
 
 // LoadSequence moves the outbox's sequence to last — the last id a loaded history used — through

@@ -2,8 +2,11 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
+
+	"fxdesk/internal/store"
 )
 
 // Loaded is one deal of a history written whole from outside the desk (internal/yeargen): every
@@ -55,6 +58,29 @@ func Load(ctx context.Context, tx Execer, deals []Loaded) error {
 		return fmt.Errorf("ledger: load %d deals (id %d first): %w", len(deals), deals[0].ID, err)
 	}
 	return nil
+}
+
+// LoadAll writes n deals, deal(i) giving the i-th, as Load does but in one statement for them all
+// (store.LoadData): how a generated history's fx_deal is written whole into an empty table, so
+// that MariaDB builds its indexes by sorting (docs/operations.md, «A year of data»). The server
+// must take local files (store.LocalInfile).
+func LoadAll(ctx context.Context, tx *sql.Tx, n int, deal func(i int) Loaded) error {
+	err := store.LoadData(ctx, tx, loadDataSQL, n, func(i int, args []any) []any {
+		d := deal(i)
+		return append(args, d.ID, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID,
+			d.Symbol, d.Side, d.Volume, d.Price, d.Markup, d.IdempotencyKey, d.Comment, d.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: load %d deals: %w", n, err)
+	}
+	return nil
+}
+
+// loadDataSQL is LoadAll's statement, reading file, loadInsert's columns in loadInsert's order.
+func loadDataSQL(file string) string {
+	return "LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE `fx_deal` " + store.LoadDataFormat +
+		" (`id`, `accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
+		"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `createdAt`)"
 }
 
 const loadInsert = "INSERT INTO `fx_deal` (`id`, `accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +

@@ -173,7 +173,7 @@ var built = map[string][]string{
 }
 
 // sqlStart recognises a Go string that is SQL by its leading keyword.
-var sqlStart = regexp.MustCompile(`^(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|TRUNCATE|START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|DO|LOCK|UNLOCK|WITH|CALL|SHOW|EXPLAIN|ANALYZE|KILL)\b`)
+var sqlStart = regexp.MustCompile(`^(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|TRUNCATE|START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|DO|LOCK|UNLOCK|WITH|CALL|SHOW|EXPLAIN|ANALYZE|KILL|LOAD DATA)\b`)
 
 // fmtVerb is a fmt verb in a Sprintf'd statement; it stands for a value or a list of values.
 var fmtVerb = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*\d*(\.\d+)?[sdvqxf]`)

@@ -20,6 +20,7 @@ import (
 	"fxdesk/internal/ledger"
 	"fxdesk/internal/pnl"
 	"fxdesk/internal/relay"
+	"fxdesk/internal/store"
 )
 
 // writers is how many connections write at once: the server, not the generator, is the
@@ -34,11 +35,15 @@ const term = 1
 
 // write writes the plan, in that order: the accounts (every other row refers to one), then the
 // rest on several connections at once, then the counters that must follow the rows (the event
-// sequence and the relay's cursor), the tokens, the P&L summaries and the optimiser's statistics.
+// sequence and the relay's cursor), the tokens, the optimiser's statistics and the P&L summaries.
 func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result, error) {
 	endT := utc(p.end)
 	res := Result{BigAccount: 1, SmallAccount: 2, BigUser: p.accounts[0].user, SmallUser: p.accounts[1].user, End: endT}
-	w := newWriter(ctx, db, writers, log)
+	whole, err := loadsWhole(ctx, db)
+	if err != nil {
+		return res, err
+	}
+	w := newWriter(ctx, db, writers, whole, log)
 	p.writeAccounts(w)
 	if err := w.run(); err != nil {
 		return res, err
@@ -46,7 +51,7 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 	t0 := time.Now()
 	e := p.endOfDay()
 	log.Info("yeargen: end of day planned", slog.Int("days", e.frozen), slog.Int("accountRows", len(e.accounts)), slog.Duration("took", time.Since(t0)))
-	w = newWriter(ctx, db, writers, log)
+	w = newWriter(ctx, db, writers, whole, log)
 	p.writeOrders(w)
 	p.writePositions(w)
 	p.writeDeals(w)
@@ -76,7 +81,6 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 	}
 
 	actx := audit.WithActor(ctx, audit.Actor{Via: "cli"})
-	var err error
 	if res.BigToken, _, err = auth.Issue(actx, db, auth.Grant{UserID: res.BigUser, Role: auth.RoleTrader, Scopes: auth.AllScopes, Label: "yeargen big trader"}); err != nil {
 		return res, fmt.Errorf("yeargen: token: %w", err)
 	}
@@ -87,12 +91,11 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 		return res, fmt.Errorf("yeargen: token: %w", err)
 	}
 
-	t0 = time.Now()
-	periods, err := pnl.Summarise(ctx, db, endT)
-	if err != nil {
-		return res, fmt.Errorf("yeargen: P&L summaries: %w", err)
-	}
-	log.Info("yeargen: P&L summarised", slog.Int("periods", periods), slog.Duration("took", time.Since(t0)))
+	// The statistics before the summaries, which are the first reads of the tables: a table
+	// loaded in one statement has its statistics brought up to date in the background only
+	// after, and a summary's join planned meanwhile as if an account had one position (every
+	// account scanned, then its positions) read a year's positions for one day's openings, for
+	// minutes a day (docs/operations.md, «A year of data»).
 	t0 = time.Now()
 	for _, t := range []string{"fx_account", "fx_order", "fx_position", "fx_deal", "fx_swap_charge", "fx_event", "fx_audit", "fx_eod_account", "fx_eod_symbol", "fx_account_profile"} {
 		rows, err := db.QueryContext(ctx, "ANALYZE TABLE `"+t+"`")
@@ -102,7 +105,36 @@ func (p *plan) write(ctx context.Context, db *sql.DB, log *slog.Logger) (Result,
 		rows.Close()
 	}
 	log.Info("yeargen: analyzed", slog.Duration("took", time.Since(t0)))
+	t0 = time.Now()
+	periods, err := pnl.Summarise(ctx, db, endT)
+	if err != nil {
+		return res, fmt.Errorf("yeargen: P&L summaries: %w", err)
+	}
+	log.Info("yeargen: P&L summarised", slog.Int("periods", periods), slog.Duration("took", time.Since(t0)))
 	return res, nil
+}
+
+// loadsWhole is whether db's sessions load each table in one LOAD DATA statement: when they
+// skip the unique and foreign key checks (OpenLoader's), so that MariaDB's load into an empty
+// table is a bulk load, and the server takes local files. MariaDB sorts a bulk load's index
+// entries one statement at a time: a table written in statements of thousands of rows has each
+// statement's entries inserted into its indexes as they stand, at random places in secondary
+// indexes bigger than the buffer pool, while one statement for the whole table builds each index
+// once (docs/operations.md, «A year of data»). Otherwise the tables go in statements of thousands
+// of rows, each refused on its own if a row does not fit.
+func loadsWhole(ctx context.Context, db *sql.DB) (bool, error) {
+	var unique, foreign int
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.unique_checks, @@SESSION.foreign_key_checks").Scan(&unique, &foreign); err != nil {
+		return false, fmt.Errorf("yeargen: %w", err)
+	}
+	if unique != 0 || foreign != 0 {
+		return false, nil
+	}
+	local, err := store.LocalInfile(ctx, db)
+	if err != nil {
+		return false, fmt.Errorf("yeargen: %w", err)
+	}
+	return local, nil
 }
 
 func (p *plan) writeAccounts(w *writer) {
@@ -238,7 +270,7 @@ func (p *plan) writeDeals(w *writer) {
 			batch = append(batch, p.loaded(k))
 		}
 		return func(ctx context.Context, tx *sql.Tx) error { return ledger.Load(ctx, tx, batch) }
-	})
+	}, func(ctx context.Context, tx *sql.Tx) error { return ledger.LoadAll(ctx, tx, len(p.deals), p.loaded) })
 }
 
 func (p *plan) writeSwaps(w *writer) int {
@@ -344,21 +376,25 @@ func (p *plan) payload(e *eventRef) (events.Type, any) {
 // writeEvents writes the outbox from event first on (the earlier ones were pruned, as retention
 // would have done), each with the id the sequence gave it.
 func (p *plan) writeEvents(w *writer, first int) {
-	w.load("fx_event", len(p.events)-first, min(events.MaxLoadRows, 4000), func(from, to int) chunk {
+	event := func(i int) events.Loaded {
+		e := &p.events[first+i]
+		typ, payload := p.payload(e)
+		b, err := json.Marshal(payload)
+		if err != nil {
+			panic(err) // the payload types are the events package's own: encoding cannot fail
+		}
+		a := &p.accounts[e.acct]
+		return events.Loaded{ID: int64(first + i + 1), AccountID: a.id, UserID: a.user, Type: typ,
+			Payload: b, Term: term, CreatedAt: sqlTime(e.t)}
+	}
+	n := len(p.events) - first
+	w.load("fx_event", n, min(events.MaxLoadRows, 4000), func(from, to int) chunk {
 		batch := make([]events.Loaded, 0, to-from)
 		for i := from; i < to; i++ {
-			e := &p.events[first+i]
-			typ, payload := p.payload(e)
-			b, err := json.Marshal(payload)
-			if err != nil {
-				panic(err) // the payload types are the events package's own: encoding cannot fail
-			}
-			a := &p.accounts[e.acct]
-			batch = append(batch, events.Loaded{ID: int64(first + i + 1), AccountID: a.id, UserID: a.user, Type: typ,
-				Payload: b, Term: term, CreatedAt: sqlTime(e.t)})
+			batch = append(batch, event(i))
 		}
 		return func(ctx context.Context, tx *sql.Tx) error { return events.Load(ctx, tx, batch) }
-	})
+	}, func(ctx context.Context, tx *sql.Tx) error { return events.LoadAll(ctx, tx, n, event) })
 }
 
 type auditRow struct {

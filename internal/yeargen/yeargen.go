@@ -82,8 +82,10 @@ func SizeNamed(name string) (Size, error) {
 
 // OpenLoader is a pool for Fill on the database dsn names (migrated already), its sessions
 // skipping the unique and foreign key checks: every key Fill writes is unique by construction
-// and every reference points at a row it writes, and InnoDB then buffers the secondary unique
-// indexes' changes instead of reading each page to check them. Only the generator opens one.
+// and every reference points at a row it writes. On such a pool Fill writes each table in one
+// LOAD DATA statement when the server takes local files, which MariaDB bulk-loads into the empty
+// table, building each index by sorting, once (docs/operations.md, «A year of data»). Only the
+// generator opens one.
 func OpenLoader(dsn string) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

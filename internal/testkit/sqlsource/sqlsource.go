@@ -262,9 +262,11 @@ func ModuleTexts(t testing.TB) []Text {
 }
 
 // WritesTable matches any statement that writes table: INSERT or REPLACE into it, UPDATE of it,
-// DELETE from it, TRUNCATE of it. The one-writer tests use it to find every writer.
+// DELETE from it, TRUNCATE of it, LOAD DATA into it. The one-writer tests use it to find every
+// writer.
 func WritesTable(table string) *regexp.Regexp {
 	t := regexp.QuoteMeta(table)
 	return regexp.MustCompile("(?is)\\b(?:INSERT|REPLACE)\\b(?:\\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\\s+INTO)?\\s+(?:`?\\w+`?\\.)?`?" + t + "`?\\b" +
-		"|\\bUPDATE\\b[^;]*?\\b" + t + "\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\b" + t + "\\b|\\bTRUNCATE\\b[^;]*?\\b" + t + "\\b")
+		"|\\bUPDATE\\b[^;]*?\\b" + t + "\\b[^;]*?\\bSET\\b|\\bDELETE\\b[^;]*?\\bFROM\\b[^;]*?\\b" + t + "\\b|\\bTRUNCATE\\b[^;]*?\\b" + t + "\\b" +
+		"|\\bLOAD\\s+(?:DATA|XML)\\b[^;]*?\\bINTO\\s+TABLE\\s+(?:`?\\w+`?\\.)?`?" + t + "`?\\b")
 }
