@@ -315,7 +315,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 		journal, inFlight := j.evidence()
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
-			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
+			Runs: append([]invariant.RolloverRun(nil), in.runs...), ScheduledSwaps: c.scheduledSwapRuns(time.Now()), Windows: append([]invariant.Window(nil), in.windows...), External: external,
 			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence(),
 			EODSeen: watch.rows(), Prices: prices.evidence(), Trails: smp.trails.all()}
 	}
