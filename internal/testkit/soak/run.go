@@ -516,10 +516,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	return 0
 }
 
-// probe places small orders on the holder until one fills or 30 s after the last fault pass.
+// probe places small orders on the holder until one fills or 30 s pass after the last fault —
+// or after the probe began, when the soak's own work after the load ended later than that
+// (tradesAgain judges the desk from when it was first asked).
 func probe(ctx context.Context, t *trader, lastFault time.Time) {
 	deadline := lastFault.Add(30 * time.Second)
-	if dl := time.Now().Add(5 * time.Second); deadline.Before(dl) {
+	if dl := time.Now().Add(30 * time.Second); deadline.Before(dl) {
 		deadline = dl
 	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
