@@ -355,6 +355,9 @@ func (w *closeWrite) book(r *book.Rows, a *book.Account, p *book.Position, in ca
 		// closePrice is the price that closed the position; a partial close's price is on its deal.
 		recorded, now := string(w.reason), r.Now
 		p.Status, p.ClosedAt, p.CloseReason, p.ClosePrice = fx.PositionClosed, &now, &recorded, &price
+		if w.reason == fx.CloseTrailingStop {
+			firedTrailLevel(w.Ctx, r, p, in)
+		}
 	}
 	// Written once per position at the end of the batch, with the batch's other closes
 	// (closeUpdate), from the locked row as the batch's writes left it.

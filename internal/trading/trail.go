@@ -120,21 +120,47 @@ func (s *Service) ModifyPositionTrail(ctx context.Context, userID, id int64, sl,
 	return s.modifyPosition(ctx, userID, id, sl, tp, trail)
 }
 
-// CloseTrailing is the risk engine's close of a trailing stop that fired at level: the close,
-// then the level it fired at stored beside it (StoreTrailLevels), so the record shows where the
-// stop stood when it closed the position.
+// CloseTrailing is the risk engine's close of a trailing stop that fired at level: the close
+// stores the level it fired at on the position, in the close's own transaction (firedTrailLevel),
+// so the record — the row and its position.closed event — shows where the stop stood when it
+// closed the position, whatever happens to the process after the commit (docs/orders.md,
+// «Trailing stops»).
 func (r *RiskDesk) CloseTrailing(ctx context.Context, id, accountID int64, level float64, at tick.Quote) error {
-	err := r.close(ctx, id, accountID, fx.CloseTrailingStop, nil, at)
-	if err == nil {
-		p, ferr := book.LoadPosition(ctx, r.svc.db, 0, id)
-		if ferr == nil {
-			ferr = r.svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: id, Symbol: p.Symbol, Side: riskSide(p.Side), Level: level}}, true)
-		}
-		if ferr != nil {
-			r.svc.log.WarnContext(ctx, "trailing stop closed; its fired level not stored", slog.Int64("position_id", id), slog.Any("err", ferr))
-		}
+	return r.close(withFiredTrail(ctx, id, level), id, accountID, fx.CloseTrailingStop, nil, at)
+}
+
+// firedTrail is the position and level a trailing stop fired at, carried by the close's context
+// to the close's write (closeWrite.book), whichever path books it (desk-priced or the venue's).
+type firedTrail struct {
+	position int64
+	level    float64
+}
+
+type firedTrailKey struct{}
+
+func withFiredTrail(ctx context.Context, position int64, level float64) context.Context {
+	return context.WithValue(ctx, firedTrailKey{}, firedTrail{position, level})
+}
+
+// storeFiredTrailSQL records, in a TRAILING_STOP close's transaction, the level the stop fired at.
+const storeFiredTrailSQL = "UPDATE `fx_position` SET `trailLevel` = ? WHERE `id` = ? AND `trailDistance` IS NOT NULL"
+
+// firedTrailLevel sets on locked position p, closed whole by its trailing stop, the level the
+// stop fired at when ctx carries it for p (CloseTrailing), and adds its write to the batch: the
+// close and the level commit together. Before, the level was stored by a transaction of its own
+// after the close's commit; a holder that lost the lease (or its database connection) in between
+// left the closed position with the last flushed level — up to a flush interval behind the one
+// the close used, or a trail the trader had set again meanwhile — and its position.closed event
+// carried that stale level too. The level is on the instrument's grid (both the market's prices
+// and the distance are), so the float is rounded to it.
+func firedTrailLevel(ctx context.Context, r *book.Rows, p *book.Position, in catalog.Instrument) {
+	f, ok := ctx.Value(firedTrailKey{}).(firedTrail)
+	if !ok || f.position != p.ID || p.TrailDistance == nil || !p.Volume.IsZero() {
+		return
 	}
-	return err
+	level := decimal.NewFromFloat(f.level).Round(int32(in.Digits))
+	p.TrailLevel = &level
+	r.Writes.Exec(storeFiredTrailSQL, level, p.ID)
 }
 
 // trailChunk bounds one flush statement's rows.
@@ -145,15 +171,16 @@ const trailChunk = 500
 // A level only tightens what is stored — GREATEST for a BUY, LEAST for a SELL — so a late or
 // stale write never loosens a stop; and it is written only while the position still trails by
 // the distance it was computed for, so a flush racing a trader's new distance cannot restore
-// the old trail's level. closed includes positions already closed (a fired trail's level).
-func (s *Service) StoreTrailLevels(ctx context.Context, levels []risk.TrailLevel, closed bool) error {
+// the old trail's level. Only OPEN positions are written: a fired trail's level is the close's
+// to store (firedTrailLevel).
+func (s *Service) StoreTrailLevels(ctx context.Context, levels []risk.TrailLevel) error {
 	cat, err := s.catalog.Get(ctx)
 	if err != nil {
 		return err
 	}
 	for len(levels) > 0 {
 		n := min(len(levels), trailChunk)
-		if err := s.storeTrailChunk(ctx, cat, levels[:n], closed); err != nil {
+		if err := s.storeTrailChunk(ctx, cat, levels[:n]); err != nil {
 			return err
 		}
 		levels = levels[n:]
@@ -161,7 +188,7 @@ func (s *Service) StoreTrailLevels(ctx context.Context, levels []risk.TrailLevel
 	return nil
 }
 
-func (s *Service) storeTrailChunk(ctx context.Context, cat *catalog.Catalog, levels []risk.TrailLevel, closed bool) error {
+func (s *Service) storeTrailChunk(ctx context.Context, cat *catalog.Catalog, levels []risk.TrailLevel) error {
 	var rows strings.Builder
 	args := make([]any, 0, 3*len(levels))
 	for i, l := range levels {
@@ -177,13 +204,9 @@ func (s *Service) storeTrailChunk(ctx context.Context, cat *catalog.Catalog, lev
 		// level is the float rounded to it.
 		args = append(args, l.PositionID, decimal.NewFromFloat(l.Level).Round(digits), decimal.NewFromFloat(l.Distance).Round(digits))
 	}
-	cond := " AND p.`status` = 'OPEN' AND p.`trailDistance` = v.`d`"
-	if closed {
-		cond = ""
-	}
 	stmt := "UPDATE `fx_position` p JOIN (" + rows.String() + ") v ON p.`id` = v.`id` " +
 		"SET p.`trailLevel` = CASE WHEN p.`trailLevel` IS NULL THEN v.`lvl` WHEN p.`side` = 'BUY' THEN GREATEST(p.`trailLevel`, v.`lvl`) ELSE LEAST(p.`trailLevel`, v.`lvl`) END " +
-		"WHERE p.`trailDistance` IS NOT NULL" + cond
+		"WHERE p.`trailDistance` IS NOT NULL AND p.`status` = 'OPEN' AND p.`trailDistance` = v.`d`"
 	tx, b, err := s.begin(ctx, gate.TrailFlush, "store trailing levels")
 	if err != nil {
 		return err
@@ -213,7 +236,7 @@ func (r *RiskDesk) FlushTrails(ctx context.Context, every time.Duration, moved f
 		if len(pending) == 0 {
 			return
 		}
-		if err := r.svc.StoreTrailLevels(ctx, pending, false); err != nil {
+		if err := r.svc.StoreTrailLevels(ctx, pending); err != nil {
 			if ctx.Err() == nil {
 				r.svc.log.WarnContext(ctx, "trailing levels not stored; kept for the next flush", slog.Int("levels", len(pending)), slog.Any("err", err))
 			}

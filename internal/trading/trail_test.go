@@ -63,7 +63,7 @@ func TestTrailingStopSetChangedAndRemoved(t *testing.T) {
 	}
 
 	// The holder moved it; the same distance again (a retried modify) keeps the moved level.
-	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: id, Symbol: "EURUSD", Side: risk.Buy, Distance: 0.002, Level: 1.0991}}, false); err != nil {
+	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: id, Symbol: "EURUSD", Side: risk.Buy, Distance: 0.002, Level: 1.0991}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.ModifyPositionTrail(ctx, user, id, StopChange{}, StopChange{}, TrailChange{Set: true, Distance: trailDec("0.00200")}); err != nil {
@@ -145,7 +145,7 @@ func TestTrailLevelsOnlyTighten(t *testing.T) {
 	buy, sell := open(fx.Buy, "tighten-buy"), open(fx.Sell, "tighten-sell")
 	store := func(id int64, side risk.Side, d, level float64) {
 		t.Helper()
-		if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: id, Symbol: "EURUSD", Side: side, Distance: d, Level: level}}, false); err != nil {
+		if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: id, Symbol: "EURUSD", Side: side, Distance: d, Level: level}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestTrailLevelsOnlyTighten(t *testing.T) {
 		}
 	}
 	l.fenced.Store(true)
-	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: buy, Symbol: "EURUSD", Side: risk.Buy, Distance: 0.002, Level: 1.0999}}, false); err == nil {
+	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: buy, Symbol: "EURUSD", Side: risk.Buy, Distance: 0.002, Level: 1.0999}}); err == nil {
 		t.Fatal("a fenced-out flush succeeded")
 	}
 	if _, got := trailOf(t, buy); got != "1.099" {
@@ -177,13 +177,18 @@ func TestTrailLevelsOnlyTighten(t *testing.T) {
 	}
 }
 
-// TestTrailingCloseRecordsItsReasonAndLevel: the engine's trailing close closes the whole
-// position with reason TRAILING_STOP and stores the level it fired at.
+// TestTrailingCloseRecordsItsReasonAndLevel: a trailing stop's close stores the level it fired
+// at in the close's own transaction — the row and its position.closed event both carry it, not
+// the last flushed level. The fired level used to be written by a second transaction after the
+// close's commit, which a holder that lost the lease (or MySQL) in between never ran, and the
+// event was written from the row before it: the soak's trailClosesAtTheirLevel met a SELL closed
+// at 1.16024 whose stored level was still close + distance (docs/orders.md, «Trailing stops»).
 func TestTrailingCloseRecordsItsReasonAndLevel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 39303
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &switchLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	lease := &switchLease{}
+	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: lease, Gate: newGate(t, &gatetest.Lease{}).g})
 	rd := NewRiskDesk(svc, nil)
 	a := fundedAccount(t, svc, user)
 	o, err := svc.PlaceOrder(ctx, user, marketBuy(a.ID, "0.1", "trail-close"))
@@ -191,11 +196,20 @@ func TestTrailingCloseRecordsItsReasonAndLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := o.Position.ID
+	// Set at the market: bid 1.1 − 0.002. The engine then trailed it up to 1.1003 and fired
+	// there, and no flush stored the move: the row still holds 1.098.
 	if _, err := svc.ModifyPositionTrail(ctx, user, id, StopChange{}, StopChange{}, TrailChange{Set: true, Distance: trailDec("0.002")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, l := trailOf(t, id); l != "1.098" {
+		t.Fatalf("stored level %s before the close, want 1.098", l)
+	}
+	before := lease.calls.Load()
 	if err := rd.CloseTrailing(ctx, id, a.ID, 1.1003, tick.Quote{Bid: 1.1, Ask: 1.1002}); err != nil {
 		t.Fatal(err)
+	}
+	if n := lease.calls.Load() - before; n != 1 {
+		t.Fatalf("the trailing close ran %d fenced transactions, want 1: the close and its fired level commit together", n)
 	}
 	p, err := book.LoadPosition(ctx, testDB, 0, id)
 	if err != nil {
@@ -204,7 +218,15 @@ func TestTrailingCloseRecordsItsReasonAndLevel(t *testing.T) {
 	if p.Status != fx.PositionClosed || p.CloseReason == nil || *p.CloseReason != string(fx.CloseTrailingStop) {
 		t.Fatalf("position %s, reason %v; want CLOSED by TRAILING_STOP", p.Status, p.CloseReason)
 	}
-	if _, l := trailOf(t, id); l != "1.1003" {
-		t.Fatalf("stored level %s, want the fired level 1.1003", l)
+	if d, l := trailOf(t, id); l != "1.1003" || d != "0.002" {
+		t.Fatalf("stored trail %s at %s, want the fired level 1.1003 at distance 0.002", d, l)
+	}
+	var level string
+	if err := testDB.QueryRowContext(ctx, "SELECT JSON_UNQUOTE(JSON_EXTRACT(`payload`, '$.trailingStop.level')) FROM `fx_event` "+
+		"WHERE `accountId` = ? AND `type` = 'position.closed'", a.ID).Scan(&level); err != nil {
+		t.Fatal(err)
+	}
+	if level != "1.1003" {
+		t.Fatalf("position.closed carries trailingStop.level %s, want the fired level 1.1003", level)
 	}
 }

@@ -554,6 +554,23 @@ func (c *cluster) live(kind string) []*proc {
 	return out
 }
 
+// scheduledSwapRuns are the hourly processFxSwaps runs of the cron processes so far, read from
+// their logs (invariant.ScheduledSwapRuns).
+func (c *cluster) scheduledSwapRuns(now time.Time) []invariant.RolloverRun {
+	var runs []invariant.RolloverRun
+	for _, p := range c.all() {
+		if p.kind != "cron" {
+			continue
+		}
+		log, err := os.ReadFile(filepath.Join(c.dir, p.name+".log"))
+		if err != nil {
+			continue // none read: its deals are judged by the soak's runs alone
+		}
+		runs = append(runs, invariant.ScheduledSwapRuns(string(log), now)...)
+	}
+	return runs
+}
+
 func (c *cluster) all() []*proc {
 	c.mu.Lock()
 	defer c.mu.Unlock()

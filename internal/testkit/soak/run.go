@@ -315,11 +315,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		}
 		journal, inFlight := j.evidence()
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
-			Runs: append([]invariant.RolloverRun(nil), in.runs...), Windows: append([]invariant.Window(nil), in.windows...), External: external,
+			Runs: append([]invariant.RolloverRun(nil), in.runs...), ScheduledSwaps: c.scheduledSwapRuns(time.Now()), Windows: append([]invariant.Window(nil), in.windows...), External: external,
 			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence(),
 			EODSeen: watch.rows(), Prices: prices.evidence(), Trails: smp.trails.all()}
 	}
 	var lastEOD invariant.EODTally
+	var lastSnap *invariant.Snapshot // the last check's, for tradesAgain
 	check := func(label string) {
 		s, err := invariant.ReadSnapshot(ctx, c.direct, c.scope)
 		if err != nil && ha != nil {
@@ -331,6 +332,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 			logger.Printf("soak: %s check: %v", label, err)
 			return
 		}
+		lastSnap = s
 		ev := evidenceNow()
 		// Read after the snapshot: every order request the snapshot knows of has reached the venue.
 		if ev.Venue, err = c.venue.state(); err != nil {
@@ -398,6 +400,8 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	in.mu.Lock()
 	lastFault := in.lastEnd
 	in.mu.Unlock()
+	logger.Printf("soak: probing for a fill from %s, %s after the last fault ended (%s)", invariant.TimeOfDay(time.Now()),
+		time.Since(lastFault).Round(time.Millisecond), invariant.TimeOfDay(lastFault))
 	probe(ctx, traders[0], lastFault)
 	// A quiet run at the walk's next rollover, on time for it: every position open now must then
 	// have every date due by it, whatever the runs under load skipped, and every day they priced
@@ -430,7 +434,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	tl.add(finalFeedsCheck(ctx, c, feeds, logger))
 	ev := evidenceNow()
-	tl.add([]invariant.Result{invariant.CheckTradesAgain(ev, lastFault)})
+	tl.add([]invariant.Result{invariant.CheckTradesAgain(lastSnap, ev, lastFault)})
 	faultErrs := in.errs
 
 	// Report.
@@ -512,10 +516,12 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	return 0
 }
 
-// probe places small orders on the holder until one fills or 30 s after the last fault pass.
+// probe places small orders on the holder until one fills or 30 s pass after the last fault —
+// or after the probe began, when the soak's own work after the load ended later than that
+// (tradesAgain judges the desk from when it was first asked).
 func probe(ctx context.Context, t *trader, lastFault time.Time) {
 	deadline := lastFault.Add(30 * time.Second)
-	if dl := time.Now().Add(5 * time.Second); deadline.Before(dl) {
+	if dl := time.Now().Add(30 * time.Second); deadline.Before(dl) {
 		deadline = dl
 	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {

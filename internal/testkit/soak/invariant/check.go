@@ -40,7 +40,9 @@ type Evidence struct {
 	Rows    []RowSample
 	Mirrors []MirrorSample
 	Runs    []RolloverRun
-	Windows []Window
+	// ScheduledSwaps are fxdesk-cron's own hourly processFxSwaps runs (ScheduledSwapRuns).
+	ScheduledSwaps []RolloverRun
+	Windows        []Window
 	// Venue is the venue simulator's state read with the snapshot (nil: unreadable then);
 	// External names the clients trading on the EXTERNAL account group.
 	Venue    *VenueState

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -181,24 +182,118 @@ func route(path string) string {
 	return strings.Join(parts, "/")
 }
 
-// tradesAgain: an order filled within 30 s after the last fault ended.
-func CheckTradesAgain(ev *Evidence, lastFault time.Time) Result {
+// tradesAgain: an order filled within 30 s after the last fault ended — or after the first open
+// sent since, when the soak asked later (the probe after the load). A fill is an open the desk
+// answered 2xx, or one whose answer the client never had (a timeout on a loaded machine, a 504)
+// whose requestNonce names an order the snapshot (s; nil: none read) holds FILLED — the desk
+// filled it, at its position's openedAt. When nothing filled, the violation says what the opens
+// sent after the fault got: a holder still loading its risk view answers 503 "The desk is starting
+// its risk engine…" (docs/boot.md, «Ready means watched») until it watches every position, which
+// tells a takeover still loading from a desk that stalled.
+func CheckTradesAgain(s *Snapshot, ev *Evidence, lastFault time.Time) Result {
 	r := Result{Name: "tradesAgain"}
 	if lastFault.IsZero() {
 		r.Figures = "no fault injected"
 		return r
 	}
-	for _, e := range ev.Journal {
-		if strings.HasPrefix(e.Op, "open") && e.OK() && e.Start.After(lastFault) {
-			took := e.End.Sub(lastFault)
-			r.Figures = fmt.Sprintf("first fill %s after the last fault ended (%s)", took.Round(time.Millisecond), TimeOfDay(lastFault))
-			if took > 30*time.Second {
-				r.Add("", "the desk first filled an order %s after the last fault (journal %d)", took.Round(time.Millisecond), e.Seq)
+	filled := map[string]time.Time{} // requestNonce → when its order's position opened
+	if s != nil {
+		orders := map[int64]string{}
+		for _, o := range s.Orders {
+			if o.Status == "FILLED" && o.Nonce.Valid {
+				orders[o.ID] = o.Nonce.String
 			}
-			return r
+		}
+		for _, p := range s.Positions {
+			if n, ok := orders[p.Order]; ok {
+				filled[n] = p.OpenedAt
+			}
 		}
 	}
-	r.Figures = "no fill after the last fault"
-	r.Add("", "no order filled after the last fault ended at %s", TimeOfDay(lastFault))
+	var first, asked time.Time
+	var seq int64
+	answers := map[string]int{}
+	for _, e := range ev.Journal {
+		if !strings.HasPrefix(e.Op, "open") || !e.Start.After(lastFault) {
+			continue
+		}
+		if asked.IsZero() || e.Start.Before(asked) {
+			asked = e.Start
+		}
+		at := time.Time{}
+		switch {
+		case e.OK():
+			at = e.End
+		case e.Outcome != Answered || e.Status == http.StatusGatewayTimeout:
+			var b struct {
+				RequestNonce string `json:"requestNonce"`
+			}
+			// Filled after the fault: an earlier attempt under the same nonce may have filled it
+			// before.
+			if json.Unmarshal(e.Body, &b) == nil && filled[b.RequestNonce].After(lastFault) {
+				at = filled[b.RequestNonce]
+			}
+		}
+		if !at.IsZero() {
+			if first.IsZero() || at.Before(first) {
+				first, seq = at, e.Seq
+			}
+			continue
+		}
+		what := e.Outcome
+		if e.Outcome == Answered {
+			what = fmt.Sprintf("%d %q", e.Status, e.ErrorMessage())
+		}
+		answers[what]++
+	}
+	if first.IsZero() {
+		r.Figures = "no fill after the last fault"
+		r.Add("", "no order filled after the last fault ended at %s; the opens sent since: %s", TimeOfDay(lastFault), countsText(answers))
+		return r
+	}
+	// The 30 s run from when the desk was first asked after the fault: the load may have
+	// stopped with the last fault, and the probe begins only once the admin lane has put the
+	// accounts back, which a loaded machine can take minutes over.
+	from := lastFault
+	if asked.After(from) {
+		from = asked
+	}
+	took := first.Sub(from)
+	r.Figures = fmt.Sprintf("first fill %s after the last fault ended (%s)", first.Sub(lastFault).Round(time.Millisecond), TimeOfDay(lastFault))
+	if from.After(lastFault) {
+		r.Figures += fmt.Sprintf(", %s after the first open sent since (%s)", took.Round(time.Millisecond), TimeOfDay(from))
+	}
+	if took > 30*time.Second {
+		r.Add("", "the desk first filled an order %s after %s (journal %d); the opens before it: %s", took.Round(time.Millisecond), sinceText(from, lastFault), seq, countsText(answers))
+	}
 	return r
+}
+
+func sinceText(from, lastFault time.Time) string {
+	if from.Equal(lastFault) {
+		return "the last fault"
+	}
+	return "the first open sent after the last fault (" + TimeOfDay(from) + ")"
+}
+
+// countsText lists counts by what, most first.
+func countsText(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%d× %s", counts[k], k))
+	}
+	return strings.Join(out, ", ")
 }

@@ -89,15 +89,55 @@ func TestNo5xxCheckFlagsAnUndocumented5xxAndGroupsAnEpisodeIntoOneRow(t *testing
 
 func TestTradesAgainCheckFlagsADeskThatFillsNothingWithin30sOfTheLastFault(t *testing.T) {
 	lastFault := at(0.5)
-	check := func(m *money) Result { return CheckTradesAgain(m.ev, lastFault) }
+	check := func(m *money) Result { return CheckTradesAgain(m.s, m.ev, lastFault) }
+	// timedOut makes the fill's answer one the client never had: the desk filled it (its position
+	// opened at opened) all the same.
+	timedOut := func(m *money, opened float64) {
+		e := &m.ev.Journal[0]
+		e.Outcome, e.Status, e.Resp, e.Body = OutcomeUnknown, 0, nil, json.RawMessage(`{"requestNonce":"n1"}`)
+		m.s.Positions[0].OpenedAt = at(opened)
+	}
 	runCases(t, answersFixture, check, []checkCase[*money]{
 		{"the first fill comes 40 s after the last fault", func(m *money) {
 			m.ev.Journal[0].Start, m.ev.Journal[0].End = at(40), at(40.5)
-		}, "the desk first filled an order 40s after the last fault (journal 1)"},
+		}, "the desk first filled an order 36.5s after the first open sent after the last fault (12:00:04.000) (journal 1)"},
 		{"no fill after the last fault", func(m *money) { m.ev.Journal[0].Status = 503 },
 			"no order filled after the last fault ended at 12:00:00.500"},
+		// A holder still loading its risk view refuses fills (docs/boot.md): the violation says so.
+		{"no fill: the holder refused every open while its risk view loaded", func(m *money) {
+			m.ev.Journal[0].Status, m.ev.Journal[0].Resp = 503, json.RawMessage(errBody(fx.EUNAVAILABLE, fx.MsgRiskViewLoading))
+		}, `1× 503 "The desk is starting its risk engine`},
+		{"the open timed out at the client, and the desk filled it", func(m *money) { timedOut(m, 3) }, ""},
+		{"the open timed out at the client, and the desk filled it 40 s after the fault", func(m *money) { timedOut(m, 41) },
+			"the desk first filled an order 40s after the first open sent after the last fault (12:00:01.000)"},
+		{"the open timed out, and its nonce's order had filled before the fault", func(m *money) { timedOut(m, 0.2) },
+			"no order filled after the last fault ended at 12:00:00.500; the opens sent since: 2× outcome unknown"},
+	})
+	// The load stopped with the last fault; the probe began 6 min later, once the admin lane
+	// was done (seed 3171104823755976141 began it 6m46s after): the desk is judged from then.
+	t.Run("the first open came minutes after the fault and filled at once", func(t *testing.T) {
+		m := answersFixture()
+		m.ev.Journal[0].Start, m.ev.Journal[0].End = at(400), at(400.3)
+		for i := range m.ev.Journal[1:] {
+			m.ev.Journal[1+i].Start = at(0.1) // before the fault ended
+		}
+		expect(t, check(m), "")
+	})
+	t.Run("the first open came minutes after the fault and nothing filled for 40 s", func(t *testing.T) {
+		m := answersFixture()
+		m.ev.Journal[0].Start, m.ev.Journal[0].End = at(440), at(440.3)
+		m.ev.Journal[3].Start, m.ev.Journal[3].Status = at(400), 503 // the first asked: refused
+		for _, i := range []int{1, 2, 4, 5} {
+			m.ev.Journal[i].Start = at(0.1)
+		}
+		expect(t, check(m), "the desk first filled an order 40.3s after the first open sent after the last fault (12:06:40.000)")
+	})
+	t.Run("the snapshot unread", func(t *testing.T) {
+		m := answersFixture()
+		timedOut(m, 3)
+		expect(t, CheckTradesAgain(nil, m.ev, lastFault), "no order filled after the last fault")
 	})
 	t.Run("no fault injected", func(t *testing.T) {
-		expect(t, CheckTradesAgain(&Evidence{}, time.Time{}), "")
+		expect(t, CheckTradesAgain(nil, &Evidence{}, time.Time{}), "")
 	})
 }

@@ -86,8 +86,15 @@ func modifiedBetween(es []Entry, from, to time.Time) bool {
 
 // checkTrailCloses: "a TRAILING_STOP close happened at or beyond its stored level's side": a
 // BUY closed at or under the level it fired at, a SELL at or over it (within trailCloseSlack).
+// The close stores that level in its own transaction (docs/orders.md, «Trailing stops»).
+//
+// A FIFO account's closes are not judged: a trailing stop that fires on a position that is not
+// the oldest closes the oldest ones with reason TRAILING_STOP in its place (docs/orders.md,
+// «Position modes»), and each of those keeps its own trailing stop, if it has one, at a level the
+// market never reached — the stop that fired was another position's, removed from it.
 func checkTrailCloses(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "trailClosesAtTheirLevel"}
+	fifo := modeAccounts(s, "FIFO")
 	level := map[int64]TrailState{}
 	for _, smp := range ev.Trails {
 		for _, st := range smp.Trails {
@@ -102,9 +109,13 @@ func checkTrailCloses(s *Snapshot, ev *Evidence) Result {
 			price[d.Position.Int64] = d.Price.Decimal // a trailing stop closes the whole position: one close deal
 		}
 	}
-	n := 0
+	n, fifoCloses := 0, 0
 	for _, p := range s.Positions {
 		if !p.CloseReason.Valid || p.CloseReason.String != "TRAILING_STOP" {
+			continue
+		}
+		if fifo[p.Account] {
+			fifoCloses++
 			continue
 		}
 		st, ok := level[p.ID]
@@ -119,6 +130,6 @@ func checkTrailCloses(s *Snapshot, ev *Evidence) Result {
 				Text: fmt.Sprintf("position %d (%s) closed by TRAILING_STOP at %s, on the wrong side of its level %s", p.ID, p.Side, px, st.Level)})
 		}
 	}
-	r.Figures = fmt.Sprintf("%d TRAILING_STOP closes judged", n)
+	r.Figures = fmt.Sprintf("%d TRAILING_STOP closes judged, %d on FIFO accounts not judged", n, fifoCloses)
 	return r
 }

@@ -61,18 +61,24 @@ func TestTrailMonotonicJudge(t *testing.T) {
 func TestTrailClosesJudge(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, side, level, price, want string
+		name, side, level, price, mode, want string
 	}{
-		{"a BUY closed under its level", "BUY", "1.0990", "1.0985", ""},
-		{"a BUY closed over its level", "BUY", "1.0990", "1.1010", "closed by TRAILING_STOP at 1.101, on the wrong side of its level 1.099"},
-		{"a SELL closed over its level", "SELL", "1.1010", "1.1012", ""},
-		{"a SELL closed under its level", "SELL", "1.1010", "1.0990", "on the wrong side"},
+		{"a BUY closed under its level", "BUY", "1.0990", "1.0985", "HEDGING", ""},
+		{"a BUY closed over its level", "BUY", "1.0990", "1.1010", "HEDGING", "closed by TRAILING_STOP at 1.101, on the wrong side of its level 1.099"},
+		{"a SELL closed over its level", "SELL", "1.1010", "1.1012", "HEDGING", ""},
+		{"a SELL closed under its level", "SELL", "1.1010", "1.0990", "HEDGING", "on the wrong side"},
+		// The oldest SELL of a FIFO account, trailing at the market by 20 pips, closed in place of a
+		// newer one whose trail fired: its own level is close + 20 pips, and it is no evidence.
+		{"a FIFO account's oldest SELL closed for a newer one's trail", "SELL", "1.1010", "1.0990", "FIFO", ""},
+		{"a NETTING account's SELL closed under its level", "SELL", "1.1010", "1.0990", "NETTING", "on the wrong side"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := &Snapshot{
-				Positions: []dbPosition{{ID: 7, Side: c.side, Status: "CLOSED", CloseReason: sql.NullString{String: "TRAILING_STOP", Valid: true}}},
+				Accounts:      []dbAccount{{ID: 3, Group: "g"}},
+				PositionModes: map[string]string{"g": c.mode},
+				Positions:     []dbPosition{{ID: 7, Account: 3, Side: c.side, Status: "CLOSED", CloseReason: sql.NullString{String: "TRAILING_STOP", Valid: true}}},
 				Deals: []dbDeal{{ID: 1, Type: "PROFIT", Key: "close:7", Position: sql.NullInt64{Int64: 7, Valid: true},
 					Price: decimal.NullDecimal{Decimal: decimal.RequireFromString(c.price), Valid: true}}},
 			}

@@ -169,9 +169,16 @@ func chargedDates(pos int64, s *Snapshot) string {
 
 // Swaps converted at a price the live holder quoted: a SWAP deal on a JPY-quoted position in a
 // USD account is amountQuote ÷ a USDJPY mid; that mid, read back from the rounded amount, must
-// be in a snapshot the mirror held while the run that wrote it read it, published by a holder
-// whose term was still live (publishedLive; a holder granted by Redis alone publishes term 0, held
-// to the row term it came after) — never a replaced holder's.
+// be in a snapshot the mirror held while a run that may have written it read it, published by a
+// holder whose term was still live (publishedLive; a holder granted by Redis alone publishes term
+// 0, held to the row term it came after) — never a replaced holder's.
+//
+// A deal names no run, so every run that was going when it was written may have written it: a
+// concurrent pair, a killed run and its rerun a second later, and fxdesk-cron's own hourly run
+// (ScheduledSwapRuns), which charges the pending charges the soak's runs parked at its follower's
+// mids. The deal holds when one of them saw a matching live mid. (The check once judged a deal
+// by the last run alone: a deal of the other run of a pair, or of the hourly run, was judged
+// against mids read seconds away from its own, and flagged 0.01–0.02 USD off.)
 func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 	r := Result{Name: "swapPrice"}
 	rows := sortedRows(ev.Rows)
@@ -205,32 +212,16 @@ func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 		if amt > 0.005 {
 			hi = aq / (amt - 0.005) * (1 + 1e-4)
 		}
-		var run *RolloverRun
-		for i := range ev.Runs {
-			if !d.CreatedAt.Before(ev.Runs[i].Start.Add(-time.Second)) && !d.CreatedAt.After(ev.Runs[i].End.Add(time.Second)) {
-				run = &ev.Runs[i]
-			}
-		}
-		if run == nil {
+		reads := swapReads(d, ev)
+		if len(reads) == 0 {
 			unverifiable++
 			continue
 		}
-		// The one-off run reads the snapshot once, right before its job starts; that snapshot was
-		// published at most one interval before. The process may take well over a second to
-		// reach its job beside a loaded desk, so the window runs to the job's start; for a run
-		// killed before its job line, to the deal itself, which it wrote after that read (seed
-		// 237868095786120: a killed run reached its job 3 s after its start and read the live
-		// holder's mids then).
-		readBy, ok := run.jobStarted()
-		if !ok {
-			readBy = d.CreatedAt
-		}
-		from, to := run.Start.Add(-MirrorInterval-1500*time.Millisecond), readBy.Add(time.Second)
 		var live, other []string
 		listed := map[string]bool{}
 		match := false
 		for _, m := range ev.Mirrors {
-			if m.At.Before(from) || m.At.After(to) || !m.Present {
+			if !m.Present || !readDuring(reads, m.At) {
 				continue
 			}
 			mid, ok := m.Mids["USDJPY"]
@@ -258,12 +249,84 @@ func checkSwapConversion(s *Snapshot, ev *Evidence) Result {
 		}
 		verified++
 		if !match {
-			r.Add(fmt.Sprintf("price %d", d.ID), "deal %d (position %d %s %s %s, %s, amount %s) converted at USDJPY %.3f–%.3f; live holder's mids then: %s; other terms' mids: %s",
-				d.ID, p.ID, p.Symbol, p.Side, d.Volume.Decimal, date, d.Amount, lo, hi, list(live), list(other))
+			r.Add(fmt.Sprintf("price %d", d.ID), "deal %d (position %d %s %s %s, %s, amount %s) converted at USDJPY %.3f–%.3f; live holder's mids then: %s; other terms' mids: %s; written %s by one of: %s",
+				d.ID, p.ID, p.Symbol, p.Side, d.Volume.Decimal, date, d.Amount, lo, hi, list(live), list(other), TimeOfDay(d.CreatedAt), describeReads(reads))
 		}
 	}
 	r.Figures = fmt.Sprintf("%d JPY-quoted swap deals checked against the live mirror, %d without mirror samples", verified, unverifiable)
 	return r
+}
+
+// swapRead is when a run that may have written a SWAP deal may have read the mirror's snapshot
+// it converted at: mirror samples taken from..to may show it.
+type swapRead struct {
+	from, to time.Time
+	run      RolloverRun
+}
+
+// swapReads are the reads of every run going (with a second of slack for the two clocks) when
+// deal d was written, the soak's one-off runs and fxdesk-cron's scheduled ones.
+func swapReads(d dbDeal, ev *Evidence) []swapRead {
+	var out []swapRead
+	going := func(r RolloverRun) bool {
+		return !d.CreatedAt.Before(r.Start.Add(-time.Second)) && !d.CreatedAt.After(r.End.Add(time.Second))
+	}
+	for _, run := range ev.Runs {
+		if !going(run) {
+			continue
+		}
+		// The one-off run reads the snapshot once, right before its job starts; that snapshot was
+		// published at most one interval before. The process may take well over a second to
+		// reach its job beside a loaded desk, so the window runs to the job's start; for a run
+		// killed before its job line, to the deal itself, which it wrote after that read (seed
+		// 237868095786120: a killed run reached its job 3 s after its start and read the live
+		// holder's mids then).
+		readBy, ok := run.jobStarted()
+		if !ok {
+			readBy = d.CreatedAt
+		}
+		out = append(out, swapRead{from: run.Start.Add(-MirrorInterval - 1500*time.Millisecond), to: readBy.Add(time.Second), run: run})
+	}
+	for _, run := range ev.ScheduledSwaps {
+		if !going(run) {
+			continue
+		}
+		// The scheduled run converts at its follower's view when it first converts, after its
+		// start and before the deal: a snapshot polled at most an interval before — or, while
+		// Redis was cut, the last one polled before the cut.
+		from := run.Start.Add(-MirrorInterval - 1500*time.Millisecond)
+		for _, w := range ev.Windows {
+			if (w.Kind == FaultCut && w.Note == "redis" || w.Kind == FaultSentinelFailover) && !w.Start.After(d.CreatedAt) && !w.End.Before(from) {
+				from = minTime(from, w.Start.Add(-MirrorInterval-1500*time.Millisecond))
+			}
+		}
+		out = append(out, swapRead{from: from, to: d.CreatedAt.Add(time.Second), run: run})
+	}
+	return out
+}
+
+func readDuring(reads []swapRead, at time.Time) bool {
+	for _, r := range reads {
+		if !at.Before(r.from) && !at.After(r.to) {
+			return true
+		}
+	}
+	return false
+}
+
+func describeReads(reads []swapRead) string {
+	var out []string
+	for _, r := range reads {
+		out = append(out, fmt.Sprintf("%s run as of %s (%s–%s)", r.run.Why, r.run.At.Format(time.RFC3339), TimeOfDay(r.run.Start), TimeOfDay(r.run.End)))
+	}
+	return strings.Join(out, ", ")
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func list(s []string) string {

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -127,7 +128,75 @@ func TestSwapPriceCheckFlagsAConversionAtAPriceTheLiveHolderNeverQuoted(t *testi
 			killedRun(m)
 			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(14.3), Present: true, Term: 1, PublishedAt: at(14.2).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
 		}, "live holder's mids then: 140.000"},
+		// The deal names no run: the pair's first run, slow to reach its job on a loaded machine,
+		// read 150 two seconds after the other had read 140, and wrote the deal. The check once
+		// judged it by the last run going alone, and flagged it.
+		{"a concurrent pair's slower run wrote the deal at the mid it read", func(m *money) {
+			pairRuns(m)
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(12.4), Present: true, Term: 1, PublishedAt: at(12.3).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+		}, ""},
+		{"a concurrent pair's deal at a mid neither run read", func(m *money) {
+			pairRuns(m)
+			m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(14.5), Present: true, Term: 1, PublishedAt: at(14.4).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+		}, "live holder's mids then: 140.000"},
+		// fxdesk-cron's hourly run, begun at the top of the hour, charged a charge a run had parked
+		// at its follower's mid of then; a one-off run was going when it wrote the deal.
+		{"fxdesk-cron's hourly run wrote the deal at its follower's mid", func(m *money) {
+			hourlyRun(m)
+		}, ""},
+		{"without the hourly run, its deal is the one-off run's and off", func(m *money) {
+			hourlyRun(m)
+			m.ev.ScheduledSwaps = nil
+		}, "live holder's mids then: 140.000"},
 	})
+}
+
+// pairRuns makes the fixture's run a concurrent pair: both started at 10 s; the first reached
+// its job (read the mirror) at 12.3 s, the second — recorded last — at 10.05 s, when the mirror
+// held 140; deal 5 was written at 13 s.
+func pairRuns(m *money) {
+	m.ev.Mirrors[0].Mids["USDJPY"] = 140
+	job := func(end, took float64) string {
+		return `{"time":"` + at(end).Format(time.RFC3339Nano) + `","level":"INFO","msg":"job ran","job":"processFxSwaps","took":` +
+			strconv.FormatInt(int64(took*1e9), 10) + `,"charged":1}`
+	}
+	m.ev.Runs = []RolloverRun{
+		{At: m.ev.Runs[0].At, Start: at(10), End: at(14), OK: true, Why: "concurrent pair", Output: job(13.9, 1.6)},
+		{At: m.ev.Runs[0].At, Start: at(10), End: at(14), OK: true, Why: "concurrent pair", Output: job(13.95, 3.9)},
+	}
+	m.s.Deals[0].CreatedAt = at(13)
+}
+
+// hourlyRun adds fxdesk-cron's scheduled run from 6 s to 10.8 s, whose follower held 150 when it
+// began; the mirror held 140 from 9 s, through the one-off run (10–11 s) while deal 5 was written
+// at 10.5 s.
+func hourlyRun(m *money) {
+	m.ev.Mirrors[0].Mids["USDJPY"] = 140
+	m.ev.Mirrors = append(m.ev.Mirrors, MirrorSample{At: at(5.2), Present: true, Term: 1, PublishedAt: at(5.1).Format(time.RFC3339Nano), Mids: map[string]float64{"USDJPY": 150}})
+	m.ev.ScheduledSwaps = []RolloverRun{{At: at(6), Start: at(6), End: at(10.8), OK: true, Why: "scheduled"}}
+}
+
+// ScheduledSwapRuns reads fxdesk-cron's hourly processFxSwaps runs from its log, and counts a top
+// of the hour with no line yet as a run still going.
+func TestScheduledSwapRunsReadsTheCronLog(t *testing.T) {
+	t.Parallel()
+	log := `{"time":"2026-12-07T08:59:16.6Z","level":"INFO","msg":"fxdesk-cron starting"}
+{"time":"2026-12-07T09:00:00.138Z","level":"INFO","msg":"job ran","job":"summariseFxPnl","at":"2026-12-07T09:00:00.001Z","took":136544903}
+{"time":"2026-12-07T09:00:15.1Z","level":"INFO","msg":"job ran","job":"processFxSwaps","at":"2026-12-07T09:00:00.001Z","took":15107813283,"retried":3}
+not a line
+{"time":"2026-12-07T10:00:02Z","level":"INFO","msg":"job ran","job":"reconcileFxAccounts","at":"2026-12-07T10:00:00.002Z","took":2000000000}
+`
+	now := time.Date(2026, 12, 7, 10, 0, 30, 0, time.UTC)
+	runs := ScheduledSwapRuns(log, now)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2: %+v", len(runs), runs)
+	}
+	if r := runs[0]; !r.OK || r.Start != time.Date(2026, 12, 7, 9, 0, 0, 1000000, time.UTC) || r.End != time.Date(2026, 12, 7, 9, 0, 15, 100000000, time.UTC) {
+		t.Errorf("the 09:00 run: %+v", r)
+	}
+	if r := runs[1]; r.OK || r.Start != time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC) || r.End != now {
+		t.Errorf("the 10:00 run, still going: %+v", r)
+	}
 }
 
 // killedRun makes the fixture's run one killed before its job ended (no "job" line in its

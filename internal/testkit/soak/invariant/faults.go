@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"fxdesk/internal/swaps"
 )
 
 // What the soak's faults saw, beside their requests in the journal: when each was in effect, the
@@ -99,6 +101,54 @@ func (r RolloverRun) jobStarted() (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// ScheduledSwapRuns are the processFxSwaps runs fxdesk-cron's own scheduler made at the top of
+// each hour (its Spec, on the process's clock) while the soak ran, read from that process's log
+// (its "job ran" and "job failed" lines: At and Start the scheduled instant, End the line's time).
+// They charge the pending charges the soak's runs parked (and, past 17:00 New York, the day's
+// rollover) at the mids of the process's own mirror follower, so a SWAP deal may be theirs rather
+// than a one-off run's. A top of the hour passed with no line yet is a run still going: it ends
+// now. Lines that do not parse are skipped.
+func ScheduledSwapRuns(log string, now time.Time) []RolloverRun {
+	var runs []RolloverRun
+	var started time.Time
+	for _, line := range strings.Split(log, "\n") {
+		var l struct {
+			Time time.Time     `json:"time"`
+			Msg  string        `json:"msg"`
+			Job  string        `json:"job"`
+			At   time.Time     `json:"at"`
+			Took time.Duration `json:"took"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Time.IsZero() {
+			continue
+		}
+		if started.IsZero() {
+			started = l.Time
+		}
+		if l.Job != swaps.JobName || (l.Msg != "job ran" && l.Msg != "job failed") {
+			continue
+		}
+		at := l.At
+		if at.IsZero() {
+			at = l.Time.Add(-l.Took)
+		}
+		runs = append(runs, RolloverRun{At: at, Start: at, End: l.Time, OK: l.Msg == "job ran", Why: "scheduled", Output: line})
+	}
+	if started.IsZero() {
+		return runs
+	}
+	for h := started.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
+		ran := false
+		for _, r := range runs {
+			ran = ran || (!r.Start.Before(h.Add(-time.Minute)) && r.Start.Before(h.Add(time.Minute)))
+		}
+		if !ran {
+			runs = append(runs, RolloverRun{At: h, Start: h, End: now, Why: "scheduled, running"})
+		}
+	}
+	return runs
 }
 
 // Window is when a fault (or part of one) was in effect, for reading the checks.
