@@ -157,8 +157,9 @@ const riskViewOrdersSQL = "SELECT " + book.OrderColsNoPosition + " FROM `fx_orde
 // benchmark's row rate. It goes through (status, id), forced: the index's OPEN range and never
 // the closed history around it. Left to itself the optimiser scans the whole table once open
 // positions are more than a small share of the rows, as its statistics estimate that share
-// (BenchmarkRiskViewLoad; docs/boot.md).
-const RiskViewPositionsSQL = "SELECT " + book.PositionCols + " FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) WHERE p.`status` = 'OPEN'"
+// (BenchmarkRiskViewLoad; docs/boot.md). Without the account's currency, which the view never
+// uses: PositionCols's subquery is one account lookup per open position.
+const RiskViewPositionsSQL = "SELECT " + book.PositionColsNoCurrency + " FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) WHERE p.`status` = 'OPEN'"
 
 // FollowBalances keeps the view's balances in step with deals posted outside this Service —
 // the rollover job, in fxdesk-cron or on the inline scheduler: it posts through the same ledger
