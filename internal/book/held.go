@@ -99,7 +99,7 @@ func (r *Rows) addHeld(b *Batch, l *Plan) {
 			r.held[k] = append(r.held[k], &Held{Position: pp})
 		}
 		return nil
-	}, "SELECT "+PositionColsNoCurrency+" FROM `fx_position` p WHERE p.`status` = 'OPEN' AND ("+strings.Join(where, " OR ")+") ORDER BY p.`openedAt`, p.`id` FOR UPDATE", args...)
+	}, "SELECT "+lockedPositionCols+" FROM `fx_position` p WHERE p.`status` = 'OPEN' AND ("+strings.Join(where, " OR ")+") ORDER BY p.`openedAt`, p.`id` FOR UPDATE", args...)
 }
 
 // unreadHeld ends an attempt whose rules asked for held positions the batch did not read: it was

@@ -212,7 +212,7 @@ func (r *Rows) add(b *Batch, l *Plan) {
 				r.Positions[p.ID] = &p
 			}
 			return nil
-		}, "SELECT "+PositionColsNoCurrency+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
+		}, "SELECT "+lockedPositionCols+" FROM `fx_position` p FORCE INDEX (PRIMARY) WHERE p.`id` IN ("+store.Placeholders(len(ids))+") ORDER BY p.`id` FOR UPDATE", store.Int64Args(ids)...)
 	}
 	r.addHeld(b, l)
 	if len(l.orders) > 0 {

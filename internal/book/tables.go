@@ -306,12 +306,10 @@ func ListOrders(ctx context.Context, q Querier, userID int64, f ListFilter) ([]O
 
 const PositionCols = positionOwnCols + "(SELECT c.`currency` FROM `fx_account` c WHERE c.`id` = p.`accountId`), p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
 
-// PositionColsNoCurrency is PositionCols with an empty account currency, not a subquery per
-// position. A batch that locks the positions' accounts in the same round trip takes the locked
-// account's (Rows.add) — the subquery cost a 256-close batch's lock read three quarters of its
-// time — and the risk view's read of the open book never uses it (docs/boot.md, «The risk
-// view's read»).
-const PositionColsNoCurrency = positionOwnCols + "'', p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
+// lockedPositionCols is PositionCols for a batch that locks the positions' accounts in the same
+// round trip: the currency is the locked account's (Rows.add), not a subquery per position —
+// which cost a 256-close batch's lock read three quarters of its time.
+const lockedPositionCols = positionOwnCols + "'', p.`venueTradeId`, p.`trailDistance`, p.`trailLevel`"
 
 const positionOwnCols = "p.`id`, p.`accountId`, p.`orderId`, p.`symbol`, p.`side`, p.`volume`, p.`openVolume`, p.`openPrice`, p.`sl`, p.`tp`, " +
 	"p.`commission`, p.`realizedProfit`, p.`status`, p.`closePrice`, p.`closeReason`, p.`openedAt`, p.`closedAt`, "
