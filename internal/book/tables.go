@@ -247,19 +247,9 @@ func ExposuresInto(out *[]Exposure) func(*sql.Rows) error {
 	}
 }
 
-// OrderCols are the columns ScanOrder reads, from `fx_order` o; the order's position is a
-// subquery on idx_fx_position_order, one lookup per order.
-const OrderCols = orderColsHead + "(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1)" + orderColsTail
-
-// OrderColsNoPosition are OrderCols with NULL for the order's position, for a read that never
-// uses it and should not pay a lookup per order for it: the risk view's load of the resting
-// orders (docs/boot.md, «The risk view's read»).
-const OrderColsNoPosition = orderColsHead + "NULL" + orderColsTail
-
-const orderColsHead = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
-	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, "
-
-const orderColsTail = ", o.`createdAt`, " +
+const OrderCols = "o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`volume`, o.`price`, o.`sl`, o.`tp`, o.`timeInForce`, " +
+	"o.`expiresAt`, o.`status`, o.`requestNonce`, o.`fillPrice`, " +
+	"(SELECT p.`id` FROM `fx_position` p WHERE p.`orderId` = o.`id` LIMIT 1), o.`createdAt`, " +
 	"o.`execution`, o.`sentAt`, o.`venueOrderId`, o.`venueReason`, o.`requestHash`, o.`routeRuleId`, o.`hedgePercent`, " +
 	"o.`limitPrice`, o.`triggeredAt`, o.`priceBound`, o.`filledVolume`, o.`ocoOrderId`, o.`trailDistance`, o.`modifiedAt`"
 

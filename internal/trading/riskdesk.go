@@ -94,7 +94,7 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 		return err
 	})
 	read(3, func() (err error) {
-		orders, err = store.QueryAll(ctx, r.svc.db, "risk view: orders", book.ScanOrder, riskViewOrdersSQL)
+		orders, err = store.QueryAll(ctx, r.svc.db, "risk view: orders", scanRiskViewOrder, riskViewOrdersSQL)
 		return err
 	})
 	wg.Wait()
@@ -150,9 +150,19 @@ func scanRiskViewAccount(sc store.Scanner) (riskViewAccount, error) {
 }
 
 // riskViewOrdersSQL is the risk view's read of the resting orders, on idx_fx_order_status
-// (`status`, `symbol`): without the order's position (OrderColsNoPosition), and the triggered
-// STOP_LIMITs among them, so no second read finds those.
-const riskViewOrdersSQL = "SELECT " + book.OrderColsNoPosition + " FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP', 'STOP_LIMIT')"
+// (`status`, `symbol`): the triggered STOP_LIMITs among them too, so no second read finds those,
+// and only the columns riskOrder and restingKey use — not OrderCols, whose order's position is a
+// lookup in idx_fx_position_order per order, with twenty columns the view never uses.
+const riskViewOrdersSQL = "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`price`, o.`expiresAt`, o.`limitPrice`, o.`triggeredAt` " +
+	"FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP', 'STOP_LIMIT')"
+
+// scanRiskViewOrder reads one row of riskViewOrdersSQL: a PENDING order with what the engine keys
+// it by.
+func scanRiskViewOrder(sc store.Scanner) (book.Order, error) {
+	o := book.Order{Status: fx.OrderPending}
+	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Price, &o.ExpiresAt, &o.LimitPrice, &o.TriggeredAt)
+	return o, err
+}
 
 // RiskViewPositionsSQL is the risk view's read of the open book (Load), exported for the boot
 // benchmark's row rate. It goes through (status, id), forced: the index's OPEN range and never

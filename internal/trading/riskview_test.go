@@ -3,6 +3,7 @@ package trading
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -27,7 +28,9 @@ func TestRiskViewLoadTakesWhatTheBookHolds(t *testing.T) {
 	buy := marketBuy(a.ID, "0.1", "view-buy")
 	buy.SL, buy.TP = ptrDec("1.08765"), ptrDec("1.12345")
 	sell := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Sell, Type: fx.Market, Volume: decimal.RequireFromString("0.03"), TP: ptrDec("1.05001")}
-	limit := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Limit, Volume: decimal.RequireFromString("0.02"), Price: ptrDec("1.04321")}
+	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	limit := OrderRequest{AccountID: a.ID, Symbol: "EURUSD", Side: fx.Buy, Type: fx.Limit, Volume: decimal.RequireFromString("0.02"), Price: ptrDec("1.04321"),
+		TimeInForce: fx.GTD, ExpiresAt: &expires}
 	var positions []int64
 	for _, r := range []OrderRequest{buy, sell} {
 		res, err := svc.PlaceOrder(ctx, user, r)
@@ -77,7 +80,7 @@ func TestRiskViewLoadTakesWhatTheBookHolds(t *testing.T) {
 	for _, ro := range s.Orders {
 		if ro.ID == resting {
 			found = true
-			if want := riskOrder(o); ro != want {
+			if want := riskOrder(o); ro != want || ro.ExpiresAt.IsZero() || ro.Price != 1.04321 {
 				t.Errorf("order %d loaded as %+v; want %+v", resting, ro, want)
 			}
 		}
