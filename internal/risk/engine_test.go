@@ -521,6 +521,57 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 	}
 }
 
+// TestReplayOntoReadsOfDifferentInstants: the loader's reads need not share one instant
+// (docs/boot.md, «The risk view's read»). Here the open positions were read after a fill of
+// resting order 7, and the account and the resting orders before it and before a deposit; the
+// engine kept the fill's and the deposit's changes during the load. Replayed, they leave order 7
+// unwatched, the fill's position watched once and the balance after the deposit: at 1.1999 the
+// boot sweep fills nothing and stops nothing out. Without the replay the order would fill and
+// the balance read (1,000 on 2,400 of margin) stop the account out; with the position counted
+// twice the margin (3,600) would.
+func TestReplayOntoReadsOfDifferentInstants(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	exec, alerts := &fakeExec{}, &fakeAlerts{}
+	prices := &fakePrices{}
+	prices.set("EURUSD", 1.1999, 1.1999)
+	acc := Account{ID: 7, Currency: "USD", Balance: 1000, Leverage: 100, MarginCallLevel: 100, StopOutLevel: 100}
+	opened := Position{ID: 2, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2}
+	e, err := New(Config{
+		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
+			<-release
+			return Snapshot{Instruments: instruments(), Accounts: []Account{acc},
+				Positions: []Position{{ID: 1, AccountID: 7, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2}, opened},
+				Orders:    []Order{{ID: 7, AccountID: 7, Symbol: "EURUSD", Side: Buy, Type: Limit, Price: 1.2}}}, nil
+		}),
+		Prices: prices, Updates: make(chan tick.Update), Executor: exec, Alerts: alerts, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") }()
+	// Committed while the reads ran, in this order: the fill, then a deposit.
+	e.Apply(ctx, Change{Kind: OrderFilled, Order: Order{ID: 7}}, Change{Kind: PositionOpened, Position: opened},
+		Change{Kind: BalanceChanged, Account: Account{ID: 7, Balance: 1000}})
+	e.Apply(ctx, Change{Kind: BalanceChanged, Account: Account{ID: 7, Balance: 3000}})
+	close(release)
+	recv(t, e.Ready())
+	e.work.waitIdle()
+	e.alerts.waitIdle()
+	if got := exec.got(); len(got) != 0 {
+		t.Fatalf("the boot sweep at 1.1999 called %+v; want nothing: equity 2,980 on 2,399.80 of margin, order 7 filled", got)
+	}
+	if n := alerts.count(7); n != 0 {
+		t.Fatalf("%d margin calls; want none at 124 %%", n)
+	}
+	if s := e.Stats(); s.Positions != 2 || s.Orders != 0 || s.Accounts != 1 {
+		t.Fatalf("watching %d positions, %d orders, %d accounts; want 2, 0, 1", s.Positions, s.Orders, s.Accounts)
+	}
+}
+
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	t.Parallel()
 	if _, err := New(Config{Loader: loaderFunc(nil), Prices: &fakePrices{}, Updates: make(chan tick.Update),

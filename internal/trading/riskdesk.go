@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -40,81 +42,167 @@ func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
 	return &RiskDesk{svc: svc, observe: observe}
 }
 
-// Load reads every OPEN position, PENDING LIMIT/STOP order, account and instrument in one
-// consistent read (a REPEATABLE READ snapshot), and remembers each account's balanceVersion in
-// it so the balance refresh starts where the snapshot ends.
+// Load reads every OPEN position, PENDING LIMIT/STOP/STOP_LIMIT order, account and instrument,
+// and remembers each account's balanceVersion as read so the balance refresh starts where the
+// read ends (docs/boot.md, «The risk view's read»).
+//
+// The catalog, the accounts, the positions and the orders are four independent reads, run at
+// once on separate connections: each is consistent in itself (one statement, or the catalog's
+// own reads), and none needs another's instant. The engine keeps every change committed since it
+// was created — before any of these reads began — and replays it onto the view once loaded
+// (risk.Engine.Apply); every change is an upsert, a removal or an absolute figure, so a read that
+// already holds it and a read that does not end the same. A change to a position and to its
+// account's balance may thus come from two instants, and the replay puts both in step. What is
+// not replayed — another process's balance changes — is followed by version, and an account's
+// balance and version come from the same row of the same statement.
 func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
-	cat, err := catalog.Load(ctx, r.svc.db)
-	if err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg        sync.WaitGroup
+		errs      [4]error
+		cat       *catalog.Catalog
+		accounts  []riskViewAccount
+		positions []risk.Position
+		links     = map[int64]venueLink{} // replaces the links, so none outlives its position
+		orders    []book.Order
+	)
+	// Each read cancels the others when it fails: the load is retried whole (risk.Engine.Run).
+	read := func(i int, f func() error) {
+		wg.Go(func() {
+			if errs[i] = f(); errs[i] != nil {
+				cancel()
+			}
+		})
 	}
-	tx, err := r.svc.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: begin: %w", err)
-	}
-	defer tx.Rollback()
-	var s risk.Snapshot
-	for _, in := range cat.List {
-		s.Instruments = append(s.Instruments, in.RiskTerms())
-	}
-	s.Groups = cat.RiskGroups()
-	versions, err := readVersions(ctx, tx)
-	if err != nil {
+	read(0, func() (err error) {
+		cat, err = catalog.Load(ctx, r.svc.db)
+		return err
+	})
+	read(1, func() (err error) {
+		accounts, err = store.QueryAll(ctx, r.svc.db, "risk view: accounts", scanRiskViewAccount, riskViewAccountsSQL)
+		return err
+	})
+	read(2, func() (err error) {
+		positions, err = store.QueryAll(ctx, r.svc.db, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
+			p, venueTradeID, err := scanRiskViewPosition(sc)
+			if err == nil && venueTradeID != nil {
+				links[p.ID] = venueLink{tradeID: *venueTradeID, symbol: p.Symbol}
+			}
+			return p, err
+		}, RiskViewPositionsSQL)
+		return err
+	})
+	read(3, func() (err error) {
+		orders, err = store.QueryAll(ctx, r.svc.db, "risk view: orders", scanRiskViewOrder, riskViewOrdersSQL)
+		return err
+	})
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
 	}
 
-	if s.Accounts, err = store.QueryAll(ctx, tx, "risk view: accounts", func(sc store.Scanner) (risk.Account, error) {
-		a, err := book.ScanAccount(sc)
-		return riskAccount(a, cat.AccountGroup(a.Group)), err
-	}, "SELECT "+book.AccountCols+" FROM `fx_account`"); err != nil {
-		return risk.Snapshot{}, err
+	s := risk.Snapshot{Positions: positions, Groups: cat.RiskGroups()}
+	for _, in := range cat.List {
+		s.Instruments = append(s.Instruments, in.RiskTerms())
 	}
-	// The margin calls recorded (MarginCall), so the engine neither records one again nor
-	// misses its end.
-	called, err := store.QueryAll(ctx, tx, "risk view: margin calls", store.ScanInt64,
-		"SELECT `id` FROM `fx_account` WHERE `marginCallAt` IS NOT NULL")
-	if err != nil {
-		return risk.Snapshot{}, err
+	versions := make(map[int64]int64, len(accounts))
+	groups := make(map[int64]string, len(accounts))
+	for _, a := range accounts {
+		ra := riskAccount(a.Account, cat.AccountGroup(a.Group))
+		// The margin calls recorded (MarginCall), so the engine neither records one again nor
+		// misses its end.
+		ra.MarginCalled = a.marginCalled
+		s.Accounts = append(s.Accounts, ra)
+		versions[a.ID], groups[a.ID] = a.version, a.Group
 	}
-	if len(called) > 0 {
-		set := make(map[int64]bool, len(called))
-		for _, id := range called {
-			set[id] = true
+	// A triggered STOP_LIMIT is keyed with its account's group terms (restingKey): a new holder
+	// goes on with it as a LIMIT at its limit.
+	for _, o := range orders {
+		if o.Type != fx.StopLimit || o.TriggeredAt == nil {
+			s.Orders = append(s.Orders, riskOrder(o))
+			continue
 		}
-		for i := range s.Accounts {
-			s.Accounts[i].MarginCalled = set[s.Accounts[i].ID]
-		}
-	}
-	loaded := map[int64]venueLink{} // replaces the links, so none outlives its position
-	if s.Positions, err = store.QueryAll(ctx, tx, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
-		p, err := book.ScanPosition(sc)
-		if err == nil && p.VenueTradeID != nil {
-			loaded[p.ID] = venueLink{tradeID: *p.VenueTradeID, symbol: p.Symbol}
-		}
-		return riskPosition(p), err
-	}, RiskViewPositionsSQL); err != nil {
-		return risk.Snapshot{}, err
-	}
-	if s.Orders, err = store.QueryAll(ctx, tx, "risk view: orders", func(sc store.Scanner) (risk.Order, error) {
-		o, err := book.ScanOrder(sc)
-		return riskOrder(o), err
-	}, "SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP', 'STOP_LIMIT')"); err != nil {
-		return risk.Snapshot{}, err
-	}
-	if err := r.loadStopLimits(ctx, tx, cat, &s); err != nil {
-		return risk.Snapshot{}, err
+		t, known := termsOf(cat, groups[o.AccountID], o.Symbol)
+		s.Orders = append(s.Orders, restingKey(o, t, known))
 	}
 	r.versions = versions
-	r.svc.links.replace(loaded)
+	r.svc.links.replace(links)
 	return s, nil
+}
+
+// riskViewAccountsSQL is the risk view's read of the accounts: what the engine marks them with,
+// their balanceVersion (FollowBalances) and whether a margin call is recorded, in one pass of the
+// primary key. Not AccountCols: the view needs none of the execution mode's lookup per account.
+const riskViewAccountsSQL = "SELECT `id`, `accountGroup`, `currency`, `leverage`, `balance`, `balanceVersion`, `marginCallAt` IS NOT NULL FROM `fx_account`"
+
+// riskViewAccount is one row of riskViewAccountsSQL.
+type riskViewAccount struct {
+	book.Account
+	version      int64
+	marginCalled bool
+}
+
+func scanRiskViewAccount(sc store.Scanner) (riskViewAccount, error) {
+	var a riskViewAccount
+	err := sc.Scan(&a.ID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.version, &a.marginCalled)
+	return a, err
+}
+
+// riskViewOrdersSQL is the risk view's read of the resting orders, on idx_fx_order_status
+// (`status`, `symbol`): the triggered STOP_LIMITs among them too, so no second read finds those,
+// and only the columns riskOrder and restingKey use — not OrderCols, whose order's position is a
+// lookup in idx_fx_position_order per order, with twenty columns the view never uses.
+const riskViewOrdersSQL = "SELECT o.`id`, o.`accountId`, o.`symbol`, o.`side`, o.`type`, o.`price`, o.`expiresAt`, o.`limitPrice`, o.`triggeredAt` " +
+	"FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` IN ('LIMIT', 'STOP', 'STOP_LIMIT')"
+
+// scanRiskViewOrder reads one row of riskViewOrdersSQL: a PENDING order with what the engine keys
+// it by.
+func scanRiskViewOrder(sc store.Scanner) (book.Order, error) {
+	o := book.Order{Status: fx.OrderPending}
+	err := sc.Scan(&o.ID, &o.AccountID, &o.Symbol, &o.Side, &o.Type, &o.Price, &o.ExpiresAt, &o.LimitPrice, &o.TriggeredAt)
+	return o, err
 }
 
 // RiskViewPositionsSQL is the risk view's read of the open book (Load), exported for the boot
 // benchmark's row rate. It goes through (status, id), forced: the index's OPEN range and never
 // the closed history around it. Left to itself the optimiser scans the whole table once open
 // positions are more than a small share of the rows, as its statistics estimate that share
-// (BenchmarkRiskViewLoad; docs/boot.md).
-const RiskViewPositionsSQL = "SELECT " + book.PositionCols + " FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) WHERE p.`status` = 'OPEN'"
+// (BenchmarkRiskViewLoad; docs/boot.md). It reads only what the engine keeps
+// (scanRiskViewPosition), not PositionCols: those carry a lookup of the account's currency per
+// position and ten columns the view never uses.
+const RiskViewPositionsSQL = "SELECT p.`id`, p.`accountId`, p.`symbol`, p.`side`, p.`volume`, p.`openPrice`, p.`sl`, p.`tp`, " +
+	"p.`trailDistance`, p.`trailLevel`, p.`venueTradeId` FROM `fx_position` p FORCE INDEX (`idx_fx_position_open`) WHERE p.`status` = 'OPEN'"
+
+// scanRiskViewPosition reads one row of RiskViewPositionsSQL into the engine's position, and the
+// venue trade it is linked to (nil for an INTERNAL position). Each DECIMAL goes from its text to
+// the nearest float64 (strconv.ParseFloat), the float riskPosition takes from a decimal.Decimal
+// (InexactFloat64) — the same figure without a decimal per column, which was most of the read's
+// time on a month's 5,000 open positions; a NULL stop or trail is 0, as there.
+func scanRiskViewPosition(sc store.Scanner) (risk.Position, *string, error) {
+	var p risk.Position
+	var side string
+	var venueTradeID *string
+	var volume, openPrice, sl, tp, trailDistance, trailLevel sql.RawBytes
+	if err := sc.Scan(&p.ID, &p.AccountID, &p.Symbol, &side, &volume, &openPrice, &sl, &tp, &trailDistance, &trailLevel, &venueTradeID); err != nil {
+		return p, nil, err
+	}
+	p.Side = riskSide(fx.Side(side))
+	for _, f := range []struct {
+		to   *float64
+		text sql.RawBytes
+	}{{&p.Volume, volume}, {&p.OpenPrice, openPrice}, {&p.SL, sl}, {&p.TP, tp}, {&p.TrailDistance, trailDistance}, {&p.TrailLevel, trailLevel}} {
+		if f.text == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(string(f.text), 64)
+		if err != nil {
+			return p, nil, fmt.Errorf("position %d: %w", p.ID, err)
+		}
+		*f.to = v
+	}
+	return p, venueTradeID, nil
+}
 
 // FollowBalances keeps the view's balances in step with deals posted outside this Service —
 // the rollover job, in fxdesk-cron or on the inline scheduler: it posts through the same ledger
@@ -190,16 +278,6 @@ func (r *RiskDesk) refreshBalances(ctx context.Context, apply func(context.Conte
 		r.versions[seen[i]] = seen[i+1]
 	}
 	return nil
-}
-
-// readVersions is every account's balanceVersion.
-func readVersions(ctx context.Context, q book.Querier) (map[int64]int64, error) {
-	versions := map[int64]int64{}
-	err := eachVersion(ctx, q, func(id, version int64, _ func() (decimal.Decimal, error)) error {
-		versions[id] = version
-		return nil
-	})
-	return versions, err
 }
 
 // eachVersion calls fn with every account's id and balanceVersion; balance parses the row's

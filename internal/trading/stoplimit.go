@@ -1,8 +1,6 @@
 package trading
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"fxdesk/internal/events"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/risk"
-	"fxdesk/internal/store"
 )
 
 // STOP_LIMIT orders (docs/orders.md «Stop-limit»). Placed with price (the stop) and limitPrice,
@@ -117,32 +114,6 @@ func riskStopLimit(o book.Order, ro risk.Order) risk.Order {
 	}
 	ro.Type, ro.Price = risk.Limit, floatOf(o.LimitPrice)
 	return ro
-}
-
-// loadStopLimits re-keys the loaded view's triggered STOP_LIMIT orders with their accounts'
-// group terms (restingKey), read in the load's own snapshot tx: a new holder goes on with them
-// as LIMITs at their limits.
-func (r *RiskDesk) loadStopLimits(ctx context.Context, tx *sql.Tx, cat *catalog.Catalog, s *risk.Snapshot) error {
-	triggered, err := store.QueryAll(ctx, tx, "risk view: triggered stop-limits", book.ScanOrder,
-		"SELECT "+book.OrderCols+" FROM `fx_order` o WHERE o.`status` = 'PENDING' AND o.`type` = 'STOP_LIMIT' AND o.`triggeredAt` IS NOT NULL")
-	if err != nil || len(triggered) == 0 {
-		return err
-	}
-	loaded := make(map[int64]book.Order, len(triggered))
-	for _, o := range triggered {
-		loaded[o.ID] = o
-	}
-	groups := make(map[int64]string, len(s.Accounts))
-	for _, a := range s.Accounts {
-		groups[a.ID] = a.Group
-	}
-	for i, ro := range s.Orders {
-		if o, ok := loaded[ro.ID]; ok {
-			t, known := termsOf(cat, groups[o.AccountID], o.Symbol)
-			s.Orders[i] = restingKey(o, t, known)
-		}
-	}
-	return nil
 }
 
 // stopLimitTrigger is the part of a resting fill a STOP_LIMIT adds (restingFill.Apply): the
