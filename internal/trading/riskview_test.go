@@ -47,7 +47,7 @@ func TestRiskViewLoadTakesWhatTheBookHolds(t *testing.T) {
 	if _, err := svc.ModifyPositionTrail(ctx, user, positions[0], StopChange{}, StopChange{}, TrailChange{Set: true, Distance: trailDec("0.00215")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: positions[0], Symbol: "EURUSD", Side: risk.Buy, Distance: 0.00215, Level: 1.09787}}, false); err != nil {
+	if err := svc.StoreTrailLevels(ctx, []risk.TrailLevel{{PositionID: positions[0], Symbol: "EURUSD", Side: risk.Buy, Distance: 0.00215, Level: 1.09787}}); err != nil {
 		t.Fatal(err)
 	}
 
