@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"slices"
@@ -383,15 +384,29 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", pageCSP)
-		var err error
-		rep := buildReport(r.Context(), d)
-		actx, cancel := context.WithTimeout(r.Context(), time.Second)
-		rep.Audit, err = audit.List(actx, d.DB, audit.Filter{Limit: statusAuditEntries})
-		cancel()
-		if err != nil {
-			rep.AuditError = err.Error()
+		// The page's parts read apart, at once: the book's exposures, the audit log and the P&L
+		// of the day each cost a statement or more over large tables, and the page waits for the
+		// slowest rather than for their sum.
+		var (
+			rep       report
+			entries   []audit.Entry
+			auditErr  error
+			pnlOfDay  *pnlDay
+			sections  sync.WaitGroup
+			ctx, when = r.Context(), time.Now()
+		)
+		sections.Go(func() { rep = buildReport(ctx, d) })
+		sections.Go(func() {
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			entries, auditErr = audit.List(actx, d.DB, audit.Filter{Limit: statusAuditEntries})
+		})
+		sections.Go(func() { pnlOfDay = buildPnLDay(ctx, d, when) })
+		sections.Wait()
+		rep.Audit, rep.PnL = entries, pnlOfDay
+		if auditErr != nil {
+			rep.AuditError = auditErr.Error()
 		}
-		rep.PnL = buildPnLDay(r.Context(), d, time.Now())
 		rep.EOD = buildEODLine(r.Context(), d.DB, rep.Alerts, rep.AlertsError)
 		p := principal(r.Context())
 		rep.Signed = signedInAs(p)

@@ -22,7 +22,7 @@ import (
 // of the open book, shared» says what a dealer sees.
 const (
 	// MarkFresh is how long a marking is served as the current one.
-	MarkFresh = 2 * time.Second
+	MarkFresh = 5 * time.Second
 	// MarkStale is how long a marking is served while a new one runs; an older one is waited for.
 	MarkStale = 30 * time.Second
 	// markTimeout bounds one marking, which no single request's cancellation stops: the
