@@ -138,7 +138,8 @@ func TestModifyRacesTheTrigger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const user = 9902
-	svc := newService(t, Config{DB: testDB, Prices: eurusd, Lease: &termLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	prices := &movingPrices{bid: 1.1, ask: 1.1002}
+	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &termLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
 	rd := NewRiskDesk(svc, nil)
 	a := fundedAccount(t, svc, user)
 
@@ -147,6 +148,7 @@ func TestModifyRacesTheTrigger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	prices.set(1.0897, 1.0899)
 	if err := rd.Fill(ctx, first.Order.ID, tick.Quote{Bid: 1.0897, Ask: 1.0899}); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +160,7 @@ func TestModifyRacesTheTrigger(t *testing.T) {
 	}
 
 	// Modify first: moved to 1.08, the fill the engine fired at ask 1.0899 is dropped.
+	prices.set(1.1, 1.1002)
 	second, err := svc.PlaceOrder(ctx, user, buyLimit(a.ID, "0.1", "1.09", "race-2"))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +176,7 @@ func TestModifyRacesTheTrigger(t *testing.T) {
 		t.Fatalf("a dropped fill changed the database: %v → %v", before, after)
 	}
 	// A quote that reaches the new price fills it.
+	prices.set(1.0797, 1.0799)
 	if err := rd.Fill(ctx, second.Order.ID, tick.Quote{Bid: 1.0797, Ask: 1.0799}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,5 +251,52 @@ func TestModifyStopLimitAndDealer(t *testing.T) {
 	rows := auditRows(t, "order", id)
 	if len(rows) != 1 || rows[0].Action != "order.modify" || !storedOrder(t, id).Volume.Equal(dd("0.2")) {
 		t.Fatalf("dealer modify audit %+v", rows)
+	}
+}
+
+// A LIMIT the engine fired on a quote that reached it is not filled at a market that moved back
+// past its price before the batch: the fill is refused for the state of the market, nothing is
+// written, the order stays PENDING under watch, and fills at its price or better once the market
+// reaches it again (soak modifiedOrders: a sell limit at 1.16176 fired, filled at 1.16169).
+func TestLimitNeverFillsPastItsPrice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const user = 9903
+	prices := &movingPrices{bid: 1.1, ask: 1.1002}
+	svc := newService(t, Config{DB: testDB, Prices: prices, Lease: &termLease{}, Gate: newGate(t, &gatetest.Lease{}).g})
+	rd := NewRiskDesk(svc, nil)
+	a := fundedAccount(t, svc, user)
+	for _, c := range []struct {
+		name           string
+		order          OrderRequest
+		fired, movedTo [2]float64 // bid, ask
+	}{
+		{"buy limit 1.09", buyLimit(a.ID, "0.1", "1.09", "past-buy"), [2]float64{1.0897, 1.0899}, [2]float64{1.0899, 1.0901}},
+		{"sell limit 1.11", func() OrderRequest { o := buyLimit(a.ID, "0.1", "1.11", "past-sell"); o.Side = fx.Sell; return o }(), [2]float64{1.1101, 1.1103}, [2]float64{1.1099, 1.1101}},
+	} {
+		prices.set(1.1, 1.1002)
+		placed, err := svc.PlaceOrder(ctx, user, c.order)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		id := placed.Order.ID
+		fired := tick.Quote{Bid: c.fired[0], Ask: c.fired[1]}
+		prices.set(c.movedTo[0], c.movedTo[1])
+		before := counts(t, a.ID)
+		if err := rd.Fill(ctx, id, fired); !errors.Is(err, risk.ErrMarketUnavailable) {
+			t.Fatalf("%s: fired at %v, filled with the market back at %v: %v", c.name, c.fired, c.movedTo, err)
+		}
+		if after := counts(t, a.ID); after != before || storedOrder(t, id).Status != fx.OrderPending {
+			t.Fatalf("%s: a refused fill changed the database: %v → %v", c.name, before, after)
+		}
+		prices.set(c.fired[0], c.fired[1])
+		if err := rd.Fill(ctx, id, fired); err != nil {
+			t.Fatalf("%s: at its price again: %v", c.name, err)
+		}
+		row := storedOrder(t, id)
+		if row.Status != fx.OrderFilled || row.FillPrice == nil || c.order.Side == fx.Buy && row.FillPrice.GreaterThan(*c.order.Price) ||
+			c.order.Side == fx.Sell && row.FillPrice.LessThan(*c.order.Price) {
+			t.Fatalf("%s: filled %+v", c.name, row)
+		}
 	}
 }

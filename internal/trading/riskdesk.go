@@ -378,6 +378,23 @@ func (s *Service) fillPending(ctx context.Context, id int64, at tick.Quote) erro
 	return w.Err
 }
 
+// limitStillReached refuses a LIMIT's fill, for the state of the market, when the quote its
+// batch fills at no longer reaches the limit the engine fired on (at): the market moved back
+// in the milliseconds between the trigger and the batch, and a limit never fills worse than its
+// price on the feed's side (docs/orders.md, «What a gap does»). The order stays under watch and
+// fills on a later tick that reaches it. A zero at (no firing quote) is not judged, as
+// stillTriggers.
+func limitStillReached(o book.Order, q book.Quote, at tick.Quote) error {
+	if o.Type != fx.Limit || o.Price == nil || at.Bid == 0 && at.Ask == 0 {
+		return nil
+	}
+	if o.Side == fx.Buy && q.Ask.GreaterThan(*o.Price) || o.Side == fx.Sell && q.Bid.LessThan(*o.Price) {
+		return fmt.Errorf("fill order %d: the market moved back past its limit %s before the fill (bid %s, ask %s): %w",
+			o.ID, o.Price, q.Bid, q.Ask, risk.ErrMarketUnavailable)
+	}
+	return nil
+}
+
 // restingFill is a resting order the risk engine triggered, waiting for its group commit.
 type restingFill struct {
 	book.Queued
@@ -440,6 +457,9 @@ func (w *restingFill) Apply(r *book.Rows) error {
 		return err
 	}
 	price := book.FillPrice(in, q, o.Side)
+	if err := limitStillReached(*o, q, w.at); err != nil {
+		return err
+	}
 	if o.Type == fx.StopLimit {
 		if rest, err := w.stopLimitTrigger(r, a, o, t, price); rest || err != nil {
 			return err

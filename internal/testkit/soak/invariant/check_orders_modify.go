@@ -17,7 +17,9 @@ var orderEndEvents = map[string]bool{"order.triggered": true, "order.filled": tr
 // STOP at it or beyond (a buy at or above, a sell at or below: a stop fills at the market, gaps
 // included), a LIMIT at it or better, give or take the markup the desk adds to the feed's price
 // (the instrument's symbol group's; an account group with overrides of its own is not judged on
-// the limit's price). A fill at the quote that fired the old price breaks it.
+// the limit's price). A fill at the quote that fired the old price breaks it. Every other LIMIT
+// that filled is judged the same way at its own price: a market that moved back between the
+// trigger and the fill must leave it resting, not fill it past its limit.
 func checkModifiedOrders(s *Snapshot, _ *Evidence) Result {
 	r := Result{Name: "modifiedOrders"}
 	type orderPayload struct {
@@ -55,6 +57,9 @@ func checkModifiedOrders(s *Snapshot, _ *Evidence) Result {
 		}
 		ended[id] = fmt.Sprintf("%s (event %d)", e.Type, e.ID)
 		m, ok := modified[id]
+		if !ok && p.Type == "LIMIT" {
+			m, ok = p, true // a LIMIT never modified is judged at its own price
+		}
 		if e.Type != "order.triggered" || !ok || m.Price == nil || p.FillPrice == nil {
 			continue
 		}
@@ -78,7 +83,7 @@ func checkModifiedOrders(s *Snapshot, _ *Evidence) Result {
 			r.Add("", "order %d (%s %s) modified to %s filled at %s: %s", id, m.Side, m.Type, price, fill, bad)
 		}
 	}
-	r.Figures = fmt.Sprintf("%d modifies of %d orders; %d modified orders filled and judged on their price", modifies, len(modified), judged)
+	r.Figures = fmt.Sprintf("%d modifies of %d orders; %d fills of modified orders and LIMITs judged on their price", modifies, len(modified), judged)
 	return r
 }
 
