@@ -115,6 +115,7 @@ type pnlView struct {
 	To                time.Time     `json:"to"`
 	Floating          bool          `json:"floating"`
 	FloatingAt        *time.Time    `json:"floatingAt"` // when the open book was marked; null when not floating
+	LedgerAt          *time.Time    `json:"ledgerAt"`   // how far the recent ledger was read, when not through to
 	ReportingCurrency string        `json:"reportingCurrency"`
 	Total             *string       `json:"total"`
 	Unconverted       []string      `json:"unconverted"`
@@ -133,6 +134,10 @@ func viewOf(rep pnl.Report) pnlView {
 	if rep.Floating {
 		at := rep.FloatingAt
 		v.FloatingAt = &at
+	}
+	if !rep.LedgerAt.IsZero() {
+		at := rep.LedgerAt
+		v.LedgerAt = &at
 	}
 	if rep.Total != nil {
 		s := fx.FormatMoney(pnl.ReportingCurrency, *rep.Total)

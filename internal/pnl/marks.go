@@ -13,20 +13,23 @@ import (
 	"fxdesk/internal/tick"
 )
 
-// Marking the open B-book costs every open position's group (tens of thousands on a year of a
-// broker: ~40 ms of SQL and ~120 ms of decimal arithmetic), and a dealer's screens ask for it
-// every few seconds: the P&L of the day, the status page. Marks keeps one process's last
-// marking and lets every read within MarkFresh of it share it; a read after that is answered
-// from the last marking (up to MarkStale old) while a new one runs beside it, so a poll never
-// waits for the marking except the first, or after a long quiet spell. docs/pnl.md «One marking
-// of the open book, shared» says what a dealer sees.
+// A report that ends now costs two things that grow with the desk rather than with its range:
+// marking the open B-book (every open position's group — tens of thousands on a year of a
+// broker: ~40 ms of SQL and ~120 ms of decimal arithmetic) and the ledger the summaries have not
+// reached yet (up to an hour and a quarter; right after a rollover, its tens of thousands of
+// swap deals). A dealer's screens ask for both every few seconds: the P&L of the day, the status
+// page. Marks keeps one process's last reading of each and lets every read within MarkFresh of
+// it share it; a read after that is answered from the last one (up to MarkStale old) while a
+// new one runs beside it, so a poll never waits except the first, or after a long quiet spell.
+// docs/pnl.md «One reading of the open book and the recent ledger, shared» says what a dealer
+// sees.
 const (
-	// MarkFresh is how long a marking is served as the current one.
+	// MarkFresh is how long a reading is served as the current one: the quote mirror's cadence.
 	MarkFresh = 5 * time.Second
-	// MarkStale is how long a marking is served while a new one runs; an older one is waited for.
+	// MarkStale is how long a reading is served while a new one runs; an older one is waited for.
 	MarkStale = 30 * time.Second
-	// markTimeout bounds one marking, which no single request's cancellation stops: the
-	// readers waiting for it share it.
+	// markTimeout bounds one reading, which no single request's cancellation stops: the readers
+	// waiting for it share it.
 	markTimeout = 30 * time.Second
 )
 
@@ -38,74 +41,128 @@ type marked struct {
 	at       time.Time
 }
 
-// Marks is a process's shared marking of the open B-book for its P&L reads. The zero value is
-// not usable: NewMarks.
+// recent is one reading of the ledger and the openings from from (a clock hour: where the
+// summaries end) to at, grouped by hour since from.
+type recent struct {
+	from  time.Time
+	rows  []ledgerRow
+	at    time.Time
+	until time.Time // the read's end: at, as a column time
+}
+
+// Marks is a process's shared reading of the open book and of the recent ledger for its P&L
+// reads. The zero value is not usable: NewMarks.
 type Marks struct {
 	db  *sql.DB
 	now func() time.Time
 
-	mu     sync.Mutex
-	last   *marked
-	flight *markFlight // the marking under way; nil when none
+	marks  shared[marked]
+	recent shared[recent]
 }
 
-// markFlight is one marking under way; done closes when mk and err are set.
-type markFlight struct {
-	done chan struct{}
-	mk   *marked
-	err  error
-}
-
-// NewMarks is an empty shared marking over db.
+// NewMarks is an empty shared reading over db.
 func NewMarks(db *sql.DB) *Marks { return &Marks{db: db, now: time.Now} }
 
-// Read is Read with the open book marked through the shared marking.
+// Read is Read with the open book and the recent ledger read through the shared readings.
 func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool) (Report, error) {
 	return read(ctx, c.db, cat, prices, from, to, floating, c)
 }
 
-// get is a marking at most MarkFresh old, or at most MarkStale old while a new one runs, or a
-// new one waited for (as long as ctx allows). m prices a marking this call starts.
+// get is a marking of the open book (see shared.get). m prices a marking this call starts.
 func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
-	c.mu.Lock()
-	last := c.last
-	if last != nil && c.now().Sub(last.at) <= MarkFresh {
-		c.mu.Unlock()
-		return last, nil
+	mk, _, err := c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time) (*marked, error) {
+		mk, err := markOpen(ctx, c.db, m)
+		if err == nil {
+			mk.at = began
+		}
+		return mk, err
+	})
+	return mk, err
+}
+
+// recentFrom is a reading of the ledger and the openings from from (a clock hour) to about
+// now, shared as the marking is.
+func (c *Marks) recentFrom(ctx context.Context, from time.Time) (*recent, error) {
+	r, _, err := c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time) (*recent, error) {
+		until := columnTime(began)
+		rows, err := readLedger(ctx, c.db, from, [2]span{{}, {from, until}})
+		if err != nil {
+			return nil, err
+		}
+		return &recent{from: from, rows: rows, at: began, until: until}, nil
+	})
+	return r, err
+}
+
+// shared is one value computed for many readers: the last one computed for a key, and the
+// computation under way.
+type shared[T any] struct {
+	mu      sync.Mutex
+	last    *T
+	lastKey time.Time
+	lastAt  time.Time
+	flight  *flight[T]
+}
+
+// flight is one computation under way; done closes when v and err are set.
+type flight[T any] struct {
+	key  time.Time
+	done chan struct{}
+	v    *T
+	at   time.Time // when the computation began
+	err  error
+}
+
+// get is the value for key computed at most MarkFresh ago, or at most MarkStale ago while a new
+// one is computed beside it, or a new one waited for (as long as ctx allows). A computation for
+// another key under way is not waited for: this call then computes its own, unshared.
+func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) (*T, time.Time, error) {
+	s.mu.Lock()
+	last, age := s.last, now().Sub(s.lastAt)
+	if last == nil || !s.lastKey.Equal(key) {
+		last = nil
 	}
-	f := c.flight
+	if last != nil && age <= MarkFresh {
+		at := s.lastAt
+		s.mu.Unlock()
+		return last, at, nil
+	}
+	f := s.flight
 	if f == nil {
-		f = &markFlight{done: make(chan struct{})}
-		c.flight = f
-		go c.mark(f, m)
+		f = &flight[T]{key: key, done: make(chan struct{})}
+		s.flight = f
+		go s.run(f, now, compute)
 	}
-	c.mu.Unlock()
-	if last != nil && c.now().Sub(last.at) <= MarkStale {
-		return last, nil
+	at := s.lastAt
+	s.mu.Unlock()
+	if last != nil && age <= MarkStale {
+		return last, at, nil
+	}
+	if !f.key.Equal(key) {
+		began := now()
+		v, err := compute(ctx, began)
+		return v, began, err
 	}
 	select {
 	case <-f.done:
-		return f.mk, f.err
+		return f.v, f.at, f.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, time.Time{}, ctx.Err()
 	}
 }
 
-// mark runs one marking for f and keeps it as the last one when it succeeds.
-func (c *Marks) mark(f *markFlight, m *book.Market) {
+// run computes f and keeps its value as the last one when it succeeds.
+func (s *shared[T]) run(f *flight[T], now func() time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
-	began := c.now()
-	mk, err := markOpen(ctx, c.db, m)
+	began := now()
+	v, err := compute(ctx, began)
+	s.mu.Lock()
 	if err == nil {
-		mk.at = began
+		s.last, s.lastKey, s.lastAt = v, f.key, began
 	}
-	c.mu.Lock()
-	if err == nil {
-		c.last = mk
-	}
-	c.flight = nil
-	f.mk, f.err = mk, err
-	c.mu.Unlock()
+	s.flight = nil
+	f.v, f.at, f.err = v, began, err
+	s.mu.Unlock()
 	close(f.done)
 }

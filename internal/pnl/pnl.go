@@ -108,6 +108,10 @@ type Report struct {
 	// FloatingAt is when the open book was marked (a shared marking may be a few seconds old,
 	// see Marks); zero when Floating is false.
 	FloatingAt time.Time
+	// LedgerAt, when set, is how far the ledger was read for the part of the range the summaries
+	// have not reached (a shared reading a few seconds old, see Marks): deals after it are in
+	// the next reading. Zero when the ledger was read through To.
+	LedgerAt   time.Time
 	Currencies []Currency
 	// Total is every currency's total converted to ReportingCurrency at the current mids; nil
 	// when some currency cannot be converted here (Unconverted names them).
@@ -147,9 +151,24 @@ func read(ctx context.Context, db *sql.DB, cat *catalog.Catalog, prices tick.Pri
 		return Report{}, err
 	}
 	acc := accumulator{figs: map[key]*Figures{}, series: map[string]map[int]decimal.Decimal{}, base: p.base}
+	live := p.live
+	if floating && marks != nil && !live[1].empty() {
+		// The summaries' end to now: the same for every report ending now, read once for the
+		// reads of a few seconds (Marks). Through the reading's end: the report's To says so.
+		r, err := marks.recentFrom(ctx, live[1].from)
+		if err != nil {
+			return Report{}, err
+		}
+		acc.addLedger(r.rows, int(r.from.Sub(p.base)/time.Hour), &rep.UnrecordedMarkup)
+		live[1] = span{}
+		rep.LedgerAt = r.until
+	}
 	for _, read := range []func() error{
-		func() error { return acc.ledger(ctx, db, dealsSQL, "deals", p.live, &rep.UnrecordedMarkup) },
-		func() error { return acc.ledger(ctx, db, openingsSQL, "openings", p.live, &rep.UnrecordedMarkup) },
+		func() error {
+			rows, err := readLedger(ctx, db, p.base, live)
+			acc.addLedger(rows, 0, &rep.UnrecordedMarkup)
+			return err
+		},
 		func() error { return acc.summaryDays(ctx, db, p.days, &rep.UnrecordedMarkup) },
 		func() error { return acc.summaryHours(ctx, db, p.hours[0], p.hours[1], &rep.UnrecordedMarkup) },
 		func() error { return acc.summarySeries(ctx, db, p.summarised) },
@@ -365,30 +384,51 @@ const dealsSQL = "SELECT " + dealGroupCols + "TIMESTAMPDIFF(HOUR, ?, d.`createdA
 const openingsSQL = "SELECT " + openingGroupCols + "TIMESTAMPDIFF(HOUR, ?, p.`openedAt`) AS hr, " + openingGroupSums +
 	"((p.`openedAt` >= ? AND p.`openedAt` < ?) OR (p.`openedAt` >= ? AND p.`openedAt` < ?))" + openingGroupBy
 
-// ledger adds what dealsSQL or openingsSQL reads over the live spans.
-func (a *accumulator) ledger(ctx context.Context, db *sql.DB, query, what string, live [2]span, unrecorded *int64) error {
+// ledgerRow is one group of dealsSQL or openingsSQL: hr is hours since the read's base.
+type ledgerRow struct {
+	ccy, sym, kind string
+	abook          bool
+	hr             int
+	amount, markup decimal.Decimal
+	missing        int64
+}
+
+// readLedger reads what dealsSQL and openingsSQL group over the live spans, hours counted from
+// base.
+func readLedger(ctx context.Context, db *sql.DB, base time.Time, live [2]span) ([]ledgerRow, error) {
 	if live[0].empty() && live[1].empty() {
-		return nil
+		return nil, nil
 	}
-	rows, err := db.QueryContext(ctx, query, a.base, live[0].from, live[0].to, live[1].from, live[1].to)
-	if err != nil {
-		return fmt.Errorf("dealer's P&L: %s: %w", what, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var ccy, sym, kind string
-		var abook, hr int
-		var amount, markup decimal.Decimal
-		var missing int64
-		if err := rows.Scan(&ccy, &sym, &kind, &abook, &hr, &amount, &markup, &missing); err != nil {
-			return fmt.Errorf("dealer's P&L: %s: %w", what, err)
+	var out []ledgerRow
+	for _, q := range []struct{ query, what string }{{dealsSQL, "deals"}, {openingsSQL, "openings"}} {
+		rows, err := db.QueryContext(ctx, q.query, base, live[0].from, live[0].to, live[1].from, live[1].to)
+		if err != nil {
+			return nil, fmt.Errorf("dealer's P&L: %s: %w", q.what, err)
 		}
-		a.hour(ccy, hr, a.apply(ccy, sym, kind, abook == 1, amount, markup, missing, unrecorded))
+		for rows.Next() {
+			var r ledgerRow
+			var abook int
+			if err := rows.Scan(&r.ccy, &r.sym, &r.kind, &abook, &r.hr, &r.amount, &r.markup, &r.missing); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("dealer's P&L: %s: %w", q.what, err)
+			}
+			r.abook = abook == 1
+			out = append(out, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("dealer's P&L: %s: %w", q.what, err)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dealer's P&L: %s: %w", what, err)
+	return out, nil
+}
+
+// addLedger adds ledger rows whose hours count from offset hours after the range's base.
+func (a *accumulator) addLedger(rows []ledgerRow, offset int, unrecorded *int64) {
+	for _, r := range rows {
+		a.hour(r.ccy, r.hr+offset, a.apply(r.ccy, r.sym, r.kind, r.abook, r.amount, r.markup, r.missing, unrecorded))
 	}
-	return nil
 }
 
 // hedgesSQL sums the realised P&L of the hedge positions closed in the range by quote currency,
