@@ -108,6 +108,7 @@ func writeRows(pw *io.PipeWriter, n int, row func(i int, args []any) []any) (err
 			if j > 0 {
 				w.WriteByte('\t')
 			}
+			num = num[:0]
 			switch v := a.(type) {
 			case nil:
 				w.WriteString(`\N`)
@@ -123,38 +124,28 @@ func writeRows(pw *io.PipeWriter, n int, row func(i int, args []any) []any) (err
 				writeEscaped(w, string(v))
 			case int:
 				num = strconv.AppendInt(num[:0], int64(v), 10)
-				w.Write(num)
 			case int8:
 				num = strconv.AppendInt(num[:0], int64(v), 10)
-				w.Write(num)
 			case int16:
 				num = strconv.AppendInt(num[:0], int64(v), 10)
-				w.Write(num)
 			case int32:
 				num = strconv.AppendInt(num[:0], int64(v), 10)
-				w.Write(num)
 			case int64:
 				num = strconv.AppendInt(num[:0], v, 10)
-				w.Write(num)
 			case *int64:
 				if v == nil {
-					w.WriteString(`\N`)
+					num = append(num[:0], `\N`...)
 				} else {
 					num = strconv.AppendInt(num[:0], *v, 10)
-					w.Write(num)
 				}
 			case uint8:
 				num = strconv.AppendUint(num[:0], uint64(v), 10)
-				w.Write(num)
 			case uint16:
 				num = strconv.AppendUint(num[:0], uint64(v), 10)
-				w.Write(num)
 			case uint32:
 				num = strconv.AppendUint(num[:0], uint64(v), 10)
-				w.Write(num)
 			case uint64:
 				num = strconv.AppendUint(num[:0], v, 10)
-				w.Write(num)
 			case bool:
 				if v {
 					w.WriteByte('1')
@@ -164,6 +155,7 @@ func writeRows(pw *io.PipeWriter, n int, row func(i int, args []any) []any) (err
 			default:
 				return fmt.Errorf("row %d, column %d: a %T cannot be loaded", i, j, a)
 			}
+			w.Write(num) // a number's digits (or \N), empty after the other cases
 		}
 		if err := w.WriteByte('\n'); err != nil {
 			return err
