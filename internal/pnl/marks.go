@@ -46,8 +46,7 @@ type marked struct {
 type recent struct {
 	from  time.Time
 	rows  []ledgerRow
-	at    time.Time
-	until time.Time // the read's end: at, as a column time
+	until time.Time // the read's end: when it began, as a column time
 }
 
 // Marks is a process's shared reading of the open book and of the recent ledger for its P&L
@@ -70,28 +69,26 @@ func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Pric
 
 // get is a marking of the open book (see shared.get). m prices a marking this call starts.
 func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
-	mk, _, err := c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time) (*marked, error) {
+	return c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time) (*marked, error) {
 		mk, err := markOpen(ctx, c.db, m)
 		if err == nil {
 			mk.at = began
 		}
 		return mk, err
 	})
-	return mk, err
 }
 
 // recentFrom is a reading of the ledger and the openings from from (a clock hour) to about
 // now, shared as the marking is.
 func (c *Marks) recentFrom(ctx context.Context, from time.Time) (*recent, error) {
-	r, _, err := c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time) (*recent, error) {
+	return c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time) (*recent, error) {
 		until := columnTime(began)
 		rows, err := readLedger(ctx, c.db, from, [2]span{{}, {from, until}})
 		if err != nil {
 			return nil, err
 		}
-		return &recent{from: from, rows: rows, at: began, until: until}, nil
+		return &recent{from: from, rows: rows, until: until}, nil
 	})
-	return r, err
 }
 
 // shared is one value computed for many readers: the last one computed for a key, and the
@@ -109,23 +106,21 @@ type flight[T any] struct {
 	key  time.Time
 	done chan struct{}
 	v    *T
-	at   time.Time // when the computation began
 	err  error
 }
 
 // get is the value for key computed at most MarkFresh ago, or at most MarkStale ago while a new
 // one is computed beside it, or a new one waited for (as long as ctx allows). A computation for
 // another key under way is not waited for: this call then computes its own, unshared.
-func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) (*T, time.Time, error) {
+func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) (*T, error) {
 	s.mu.Lock()
 	last, age := s.last, now().Sub(s.lastAt)
 	if last == nil || !s.lastKey.Equal(key) {
 		last = nil
 	}
 	if last != nil && age <= MarkFresh {
-		at := s.lastAt
 		s.mu.Unlock()
-		return last, at, nil
+		return last, nil
 	}
 	f := s.flight
 	if f == nil {
@@ -133,21 +128,18 @@ func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time
 		s.flight = f
 		go s.run(f, now, compute)
 	}
-	at := s.lastAt
 	s.mu.Unlock()
 	if last != nil && age <= MarkStale {
-		return last, at, nil
+		return last, nil
 	}
 	if !f.key.Equal(key) {
-		began := now()
-		v, err := compute(ctx, began)
-		return v, began, err
+		return compute(ctx, now())
 	}
 	select {
 	case <-f.done:
-		return f.v, f.at, f.err
+		return f.v, f.err
 	case <-ctx.Done():
-		return nil, time.Time{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -162,7 +154,7 @@ func (s *shared[T]) run(f *flight[T], now func() time.Time, compute func(ctx con
 		s.last, s.lastKey, s.lastAt = v, f.key, began
 	}
 	s.flight = nil
-	f.v, f.at, f.err = v, began, err
+	f.v, f.err = v, err
 	s.mu.Unlock()
 	close(f.done)
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -122,30 +123,16 @@ func writeRows(pw *io.PipeWriter, n int, row func(i int, args []any) []any) (err
 				}
 			case []byte:
 				writeEscaped(w, string(v))
-			case int:
-				num = strconv.AppendInt(num[:0], int64(v), 10)
-			case int8:
-				num = strconv.AppendInt(num[:0], int64(v), 10)
-			case int16:
-				num = strconv.AppendInt(num[:0], int64(v), 10)
-			case int32:
-				num = strconv.AppendInt(num[:0], int64(v), 10)
-			case int64:
-				num = strconv.AppendInt(num[:0], v, 10)
+			case int, int8, int16, int32, int64:
+				num = strconv.AppendInt(num[:0], reflect.ValueOf(v).Int(), 10)
 			case *int64:
 				if v == nil {
 					num = append(num[:0], `\N`...)
 				} else {
 					num = strconv.AppendInt(num[:0], *v, 10)
 				}
-			case uint8:
-				num = strconv.AppendUint(num[:0], uint64(v), 10)
-			case uint16:
-				num = strconv.AppendUint(num[:0], uint64(v), 10)
-			case uint32:
-				num = strconv.AppendUint(num[:0], uint64(v), 10)
-			case uint64:
-				num = strconv.AppendUint(num[:0], v, 10)
+			case uint8, uint16, uint32, uint64:
+				num = strconv.AppendUint(num[:0], reflect.ValueOf(v).Uint(), 10)
 			case bool:
 				if v {
 					w.WriteByte('1')

@@ -43,11 +43,11 @@ func BenchmarkRollover(b *testing.B) {
 	first := benchRollover(b, "2026-03-02") // a Monday
 	var db *sql.DB
 	var prices tick.Prices = benchPrices{}
-	year, done := os.Getenv("FXDESK_YEAR_DB") != "", 0
-	if name := os.Getenv("FXDESK_YEAR_DB"); year {
+	yearDB, done := os.Getenv("FXDESK_YEAR_DB"), 0
+	if yearDB != "" {
 		// A generated year (docs/operations.md, «A year of data»): its own open book, charged from
 		// the rollover after its last at its last frozen day's prices. Its charges stay.
-		db, prices = yearBook(b, name)
+		db, prices = yearBook(b, yearDB)
 		if err := db.QueryRow("SELECT COUNT(*) FROM `fx_position` WHERE `status` = 'OPEN'").Scan(&open); err != nil {
 			b.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func BenchmarkRollover(b *testing.B) {
 			b.Fatal(err)
 		}
 		switch {
-		case year:
+		case yearDB != "":
 			// A generated book's positions are not all due the same dates (some opened since
 			// its last charge): each position-date charged or found zero counts.
 			done += got["charged"] + got["zero"]
