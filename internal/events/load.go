@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"fxdesk/internal/store"
 )
@@ -36,18 +35,11 @@ func Load(ctx context.Context, tx Execer, evs []Loaded) error {
 	if len(evs) > MaxLoadRows {
 		return fmt.Errorf("events: load %d events in one statement (at most %d)", len(evs), MaxLoadRows)
 	}
-	var ins strings.Builder
-	ins.Grow(len(insertSQL) + len(evs)*24)
-	ins.WriteString(insertSQL)
 	args := make([]any, 0, len(evs)*loadCols)
-	for i, e := range evs {
-		if i > 0 {
-			ins.WriteString(", ")
-		}
-		ins.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+	for _, e := range evs {
 		args = append(args, e.ID, e.AccountID, e.UserID, string(e.Type), e.Payload, e.Term, e.CreatedAt)
 	}
-	if _, err := tx.ExecContext(ctx, ins.String(), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, insertSQL+store.ValuesRows(len(evs), loadCols), args...); err != nil {
 		return fmt.Errorf("events: load %d events (id %d first): %w", len(evs), evs[0].ID, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"fxdesk/internal/store"
 )
@@ -42,19 +41,12 @@ func Load(ctx context.Context, tx Execer, deals []Loaded) error {
 	if len(deals) > MaxLoadRows {
 		return fmt.Errorf("ledger: load %d deals in one statement (at most %d)", len(deals), MaxLoadRows)
 	}
-	var ins strings.Builder
-	ins.Grow(len(loadInsert) + len(deals)*52)
-	ins.WriteString(loadInsert)
 	args := make([]any, 0, len(deals)*loadCols)
-	for i, d := range deals {
-		if i > 0 {
-			ins.WriteString(", ")
-		}
-		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	for _, d := range deals {
 		args = append(args, d.ID, d.AccountID, d.Type, d.Amount, d.BalanceAfter, d.Currency, d.OrderID, d.PositionID,
 			d.Symbol, d.Side, d.Volume, d.Price, d.Markup, d.IdempotencyKey, d.Comment, d.CreatedAt)
 	}
-	if _, err := tx.ExecContext(ctx, ins.String(), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, loadInsert+store.ValuesRows(len(deals), loadCols), args...); err != nil {
 		return fmt.Errorf("ledger: load %d deals (id %d first): %w", len(deals), deals[0].ID, err)
 	}
 	return nil

@@ -72,17 +72,6 @@ var built = map[string][]string{
 			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `venueTransactionId`) VALUES " +
 			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, @fx_order_id, @fx_position_id, ?, ?, ?, ?, ?, CONCAT(?, @fx_order_id), ?, ?)",
 	},
-	"internal/events.Load": {
-		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?)",
-	},
-	"internal/ledger.Load": {
-		"INSERT INTO `fx_deal` (`id`, `accountId`, `type`, `amount`, `balanceAfter`, `currency`, `orderId`, `positionId`, " +
-			"`symbol`, `side`, `volume`, `price`, `markup`, `idempotencyKey`, `comment`, `createdAt`) VALUES " +
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	},
-	"internal/yeargen.statement": {
-		"INSERT INTO `fx_position` (`id`, `accountId`, `symbol`) VALUES (?, ?, ?), (?, ?, ?)",
-	},
 	"internal/events.Flush": {
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3)), (LAST_INSERT_ID() - ?, ?, ?, ?, JSON_SET(?, '$.id', @fx_p1, '$.orderId', @fx_o0), ?, NOW(3))",
 		"INSERT INTO `fx_event` (`id`, `accountId`, `userId`, `type`, `payload`, `term`, `createdAt`) VALUES (LAST_INSERT_ID() - ?, ?, ?, ?, ?, ?, NOW(3))",

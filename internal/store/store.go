@@ -295,6 +295,16 @@ func Placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"
 }
 
+// ValuesRows is n rows of cols parameter markers each, for a multi-row INSERT's VALUES:
+// "(?, ?), (?, ?)" for n = 2, cols = 2.
+func ValuesRows(n, cols int) string {
+	if n <= 0 {
+		return ""
+	}
+	row := "(" + Placeholders(cols) + ")"
+	return strings.Repeat(row+", ", n-1) + row
+}
+
 // Int64Args is ids as statement arguments, for the markers Placeholders writes.
 func Int64Args(ids []int64) []any {
 	out := make([]any, len(ids))

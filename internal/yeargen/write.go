@@ -222,16 +222,7 @@ type table struct {
 
 // statement is t's INSERT of n rows.
 func (t table) statement(n int) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO `" + t.name + "` (`" + strings.Join(t.cols, "`, `") + "`) VALUES ")
-	tuple := "(" + strings.Repeat("?, ", len(t.cols)-1) + "?)"
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(tuple)
-	}
-	return sb.String()
+	return "INSERT INTO `" + t.name + "` (`" + strings.Join(t.cols, "`, `") + "`) VALUES " + store.ValuesRows(n, len(t.cols))
 }
 
 // insert writes n rows of t, row(i, args) appending row i's values.

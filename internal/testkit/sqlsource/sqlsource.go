@@ -212,6 +212,11 @@ func (p *goPackage) fold(e ast.Expr, depth int, read map[ast.Node]bool) (string,
 			read[e] = true
 			return p.fold(v, depth+1, map[ast.Node]bool{})
 		}
+	case *ast.CallExpr:
+		// store.ValuesRows(n, cols) is a multi-row INSERT's rows of markers: one row stands for them.
+		if sel, ok := e.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "ValuesRows" {
+			return "(?)", false
+		}
 	case *ast.SelectorExpr:
 		if x, ok := e.X.(*ast.Ident); ok {
 			if q := p.byName[x.Name]; q != nil {
