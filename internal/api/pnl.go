@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"fxdesk/internal/catalog"
 	"fxdesk/internal/fx"
 	"fxdesk/internal/pnl"
 )
@@ -172,10 +171,10 @@ func nonNil[T any](s []T) []T {
 }
 
 // readPnL reads the report with this process's prices (the holder's stream, or the one a
-// follower shows) and the catalog as the database holds it; the open book's floating P&L is
+// follower shows) and the process's cached catalog; the open book's floating P&L is
 // the process's shared marking (pnl.Marks: at most a few seconds old, floatingAt says when).
 func readPnL(ctx context.Context, d Deps, from, to time.Time, floating bool) (pnl.Report, error) {
-	cat, err := catalog.Load(ctx, d.DB)
+	cat, err := d.Catalog.Current(ctx)
 	if err != nil {
 		return pnl.Report{}, err
 	}

@@ -195,6 +195,10 @@ func (s *Admin) putInstruments(ctx context.Context, patches []InstrumentPatch) e
 	return nil
 }
 
+// Current is the catalog as the cache holds it (re-read at most every few seconds, and at once
+// after this process's admin changes), for a reader that polls: the dealer's P&L.
+func (s *Admin) Current(ctx context.Context) (*Catalog, error) { return s.cache.Get(ctx) }
+
 // Tradable returns the enabled instruments by symbol and in symbol order, from the catalog cache
 // (re-read at most every few seconds), so the markets routes do not query the database per request.
 // The map and slice are shared and must not be modified.
