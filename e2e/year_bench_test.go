@@ -41,7 +41,7 @@ import (
 // FXDESK_YEAR_DB names an existing generated database to reuse (cmd/fxgen, `make year`; it is
 // left in place, with the benchmark's few orders in it); without it the benchmark generates one
 // with yeargen at FXDESK_YEAR_SIZE (year, the default; month or small) and FXDESK_YEAR_SEED,
-// and drops it afterwards. FXDESK_BENCH_CALLS (default 200) is N, the calls per read,
+// and drops it afterwards. FXDESK_BENCH_CALLS (default 500) is N, the calls per read,
 // FXDESK_BENCH_READ_SECONDS (default 30) the most one read may take in all (a read too slow for
 // N calls in that time reports the calls it made), FXDESK_BENCH_ORDERS (default 200) the market
 // orders, each closed again, per trader and desk; FXDESK_BENCH_GOMAXPROCS as the other
@@ -50,7 +50,7 @@ import (
 // deadline that closed the connection) is reported as what it answered.
 func TestBenchYear(t *testing.T) {
 	dbtest.SkipUnlessBench(t, "year of data")
-	calls := int(envDuration("FXDESK_BENCH_CALLS", 200))
+	calls := int(envDuration("FXDESK_BENCH_CALLS", 500))
 	budget := envDuration("FXDESK_BENCH_READ_SECONDS", 30) * time.Second
 	orders := int(envDuration("FXDESK_BENCH_ORDERS", 200))
 	env := slices.Concat([]string{"FXDESK_LEASE_TTL=20s", "FXDESK_LEASE_FENCE=5s", "LOG_LEVEL=info",
@@ -92,27 +92,37 @@ func TestBenchYear(t *testing.T) {
 		{"`GET /api/fx/events?after=0`", "/api/fx/events?after=0", false},
 	}
 	var traderRows [][3]string
+	traders := []*yearTrader{&big, &small}
 	for _, r := range traderReads {
 		var row, page2 [3]string
 		row[0], page2[0] = r.label, r.label+", page 2 (`before=nextBefore`)"
-		for i, tr := range []*yearTrader{&big, &small} {
-			path := r.path
-			if strings.Contains(path, "%d") {
-				path = fmt.Sprintf(path, tr.account)
+		first := make([]readReq, len(traders))
+		for i, tr := range traders {
+			first[i] = readReq{token: tr.token, path: r.path}
+			if strings.Contains(r.path, "%d") {
+				first[i].path = fmt.Sprintf(r.path, tr.account)
 			}
-			row[i+1] = b.measure(tr.token, path).cell()
-			if r.paged {
-				if next := b.nextPage(tr.token, path); next != "" {
-					page2[i+1] = b.measure(tr.token, next).cell()
-				} else {
-					page2[i+1] = "no nextBefore"
-				}
-			}
+		}
+		for i, l := range b.measure(first...) {
+			row[i+1] = l.cell()
 		}
 		traderRows = append(traderRows, row)
-		if r.paged {
-			traderRows = append(traderRows, page2)
+		if !r.paged {
+			continue
 		}
+		var second []readReq
+		var at []int
+		for i, q := range first {
+			if next := b.nextPage(q.token, q.path); next != "" {
+				second, at = append(second, readReq{token: q.token, path: next}), append(at, i)
+			} else {
+				page2[i+1] = "no nextBefore"
+			}
+		}
+		for k, l := range b.measure(second...) {
+			page2[at[k]+1] = l.cell()
+		}
+		traderRows = append(traderRows, page2)
 	}
 
 	now := time.Now().UTC()
@@ -137,11 +147,11 @@ func TestBenchYear(t *testing.T) {
 	}
 	var dealerRows [][2]string
 	for _, r := range dealerReads {
-		dealerRows = append(dealerRows, [2]string{r.label, b.measure(yd.admin, r.path).cell()})
+		dealerRows = append(dealerRows, [2]string{r.label, b.measure(readReq{token: yd.admin, path: r.path})[0].cell()})
 	}
 
-	// Market orders and their closes: the two year traders and a trader of the empty desk, in
-	// four alternating rounds so that the machine's other work falls on each alike.
+	// Market orders and their closes: the two year traders and a trader of the empty desk taking
+	// turns order by order, so that the machine's other work falls on each alike.
 	empty.setQuote(empty.admin, "EURUSD", fmt.Sprintf("%.5f", bid0), fmt.Sprintf("%.5f", bid0+0.0002))
 	etok, eacct := empty.newTrader(9000, "USD", "100", "10000.00")
 	// Margin for the benchmark's orders, whatever the generator left in the accounts.
@@ -152,12 +162,10 @@ func TestBenchYear(t *testing.T) {
 		{name: "year, trader with " + strconv.FormatInt(small.closed, 10) + " closed trades", d: yd, tok: small.token, acct: small.account, bid: bid},
 		{name: "empty database", d: empty, tok: etok, acct: eacct, bid: bid0},
 	}
-	// Each round starts with the next lane, so that no lane always meets the first orders after
-	// the reads (or after another lane's) alone.
-	const rounds = 4
-	for r := range rounds {
+	// Each round starts with the next lane, so that no lane always follows the same other.
+	for r := range orders {
 		for i := range lanes {
-			lanes[(i+r)%len(lanes)].run(t, client, (orders+rounds-1)/rounds, r)
+			lanes[(i+r)%len(lanes)].run(t, client, 1, r)
 		}
 	}
 
@@ -408,34 +416,45 @@ func (b *readBench) get(token, path string) (int, []byte, time.Duration, error) 
 	return resp.StatusCode, body, time.Since(start), err
 }
 
-// measure calls path once unmeasured (a cold cache is not the poll's case), then up to b.calls
-// times within b.budget. A call that answers anything but 200 ends the read and is reported.
-func (b *readBench) measure(token, path string) latencies {
-	var l latencies
-	deadline := time.Now().Add(b.budget)
+// readReq is one GET the benchmark times: a path and the bearer token it is read with.
+type readReq struct{ token, path string }
+
+// measure calls each of reqs once unmeasured (a cold cache is not the poll's case), then up to
+// b.calls times each within b.budget per request, taking turns call by call (each round starting
+// with the next request) so that whatever else the machine does falls on each alike: two traders'
+// reads are compared from one stretch of time, not from two. A request that answers anything but
+// 200 is reported as that answer and called no more.
+func (b *readBench) measure(reqs ...readReq) []latencies {
+	ls := make([]latencies, len(reqs))
+	deadline := time.Now().Add(time.Duration(len(reqs)) * b.budget)
 	for i := 0; i <= b.calls && (i < 2 || time.Now().Before(deadline)); i++ {
-		code, body, took, err := b.get(token, path)
-		switch {
-		case err != nil:
-			l.failed = fmt.Sprintf("no answer after %v: %v", took.Round(time.Millisecond), err)
-		case code != http.StatusOK:
-			var e errorResp
-			msg := string(body)
-			if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-				msg = e.Error.Message
+		for k := range reqs {
+			j := (i + k) % len(reqs)
+			l, q := &ls[j], reqs[j]
+			if l.failed != "" {
+				continue
 			}
-			l.failed = fmt.Sprintf("%d after %v: %s", code, took.Round(time.Millisecond), clip(msg, 80))
-		}
-		if l.failed != "" {
-			b.t.Logf("GET %s: %s", path, l.failed)
-			return l
-		}
-		if i > 0 {
-			l.d = append(l.d, took)
+			code, body, took, err := b.get(q.token, q.path)
+			switch {
+			case err != nil:
+				l.failed = fmt.Sprintf("no answer after %v: %v", took.Round(time.Millisecond), err)
+			case code != http.StatusOK:
+				var e errorResp
+				msg := string(body)
+				if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+					msg = e.Error.Message
+				}
+				l.failed = fmt.Sprintf("%d after %v: %s", code, took.Round(time.Millisecond), clip(msg, 80))
+			}
+			if l.failed == "" && i > 0 {
+				l.d = append(l.d, took)
+			}
 		}
 	}
-	b.t.Logf("GET %s: %s", path, l.cell())
-	return l
+	for j, q := range reqs {
+		b.t.Logf("GET %s: %s", q.path, ls[j].cell())
+	}
+	return ls
 }
 
 // nextPage is path's second page — path with before set to the first page's nextBefore — or ""
