@@ -3,6 +3,7 @@ package pnl
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 // page. Marks keeps one process's last reading of each and lets every read within MarkFresh of
 // it share it; a read after that is answered from the last one (up to MarkStale old) while a
 // new one runs beside it, so a poll never waits except the first, or after a long quiet spell.
+// A new reading of the recent ledger reads only what the last one could not settle and what was
+// written since (readRecent).
 // docs/pnl.md «One reading of the open book and the recent ledger, shared» says what a dealer
 // sees.
 const (
@@ -42,11 +45,17 @@ type marked struct {
 }
 
 // recent is one reading of the ledger and the openings from from (a clock hour: where the
-// summaries end) to at, grouped by hour since from.
+// summaries end) to until, grouped by hour since from. Its first settled groups are every row of
+// [from, settledTo), which was committed before the reading began (committedBefore): the next
+// reading keeps them and reads from settledTo on, so a reading costs what was written since the
+// last one (and what the last could not settle), not the whole span.
 type recent struct {
-	from  time.Time
-	rows  []ledgerRow
-	until time.Time // the read's end: when it began, as a column time
+	from      time.Time
+	rows      []ledgerRow
+	until     time.Time // the read's end: when it began, as a column time
+	settled   int       // rows[:settled] are [from, settledTo), one row per group
+	settledTo time.Time
+	read      span // what this reading read of the ledger: [the last one's settledTo, until)
 }
 
 // Marks is a process's shared reading of the open book and of the recent ledger for its P&L
@@ -55,12 +64,15 @@ type Marks struct {
 	db  *sql.DB
 	now func() time.Time
 
+	// margin is committedBefore's, as the summaries': SummaryMargin.
+	margin time.Duration
+
 	marks  shared[marked]
 	recent shared[recent]
 }
 
 // NewMarks is an empty shared reading over db.
-func NewMarks(db *sql.DB) *Marks { return &Marks{db: db, now: time.Now} }
+func NewMarks(db *sql.DB) *Marks { return &Marks{db: db, now: time.Now, margin: SummaryMargin} }
 
 // Read is Read with the open book and the recent ledger read through the shared readings.
 func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool) (Report, error) {
@@ -69,7 +81,7 @@ func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Pric
 
 // get is a marking of the open book (see shared.get). m prices a marking this call starts.
 func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
-	return c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time) (*marked, error) {
+	return c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time, _ *marked) (*marked, error) {
 		mk, err := markOpen(ctx, c.db, m)
 		if err == nil {
 			mk.at = began
@@ -79,16 +91,82 @@ func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
 }
 
 // recentFrom is a reading of the ledger and the openings from from (a clock hour) to about
-// now, shared as the marking is.
+// now, shared as the marking is and read from where the last reading settled (readRecent).
 func (c *Marks) recentFrom(ctx context.Context, from time.Time) (*recent, error) {
-	return c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time) (*recent, error) {
-		until := columnTime(began)
-		rows, err := readLedger(ctx, c.db, from, [2]span{{}, {from, until}})
-		if err != nil {
-			return nil, err
-		}
-		return &recent{from: from, rows: rows, until: until}, nil
+	return c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time, last *recent) (*recent, error) {
+		return readRecent(ctx, c.db, from, columnTime(began), c.margin, last)
 	})
+}
+
+// readRecent reads the ledger and the openings of [from, until), keeping the groups last (nil:
+// none) settled that the summaries do not cover now, and settles what was committed before it
+// began (committedBefore, with margin): it reads [last's settledTo, until) — [from, until) when
+// there is nothing to keep — and the rows below the new settledTo join the settled groups.
+// Memory is the groups', as a whole reading's: currencies × symbols × kinds × books × hours.
+func readRecent(ctx context.Context, db *sql.DB, from, until time.Time, margin time.Duration, last *recent) (*recent, error) {
+	// Before the reads: a row committed after this bound is dated after it.
+	bound, err := committedBefore(ctx, db, margin)
+	if err != nil {
+		return nil, fmt.Errorf("dealer's P&L: recent ledger: %w", err)
+	}
+	r := &recent{from: from, until: until}
+	lo := from
+	// The summaries moved on to from (or stayed) within what last settled, and the clock did
+	// not go back past it: keep the hours they do not cover, counted from from.
+	if last != nil && !from.Before(last.from) && !last.settledTo.Before(from) && !until.Before(last.settledTo) {
+		shift := int(from.Sub(last.from) / time.Hour)
+		for _, g := range last.rows[:last.settled] {
+			if g.hr >= shift {
+				g.hr -= shift
+				r.rows = append(r.rows, g)
+			}
+		}
+		lo = last.settledTo
+	}
+	mid := bound
+	if mid.Before(lo) {
+		mid = lo
+	}
+	if until.Before(mid) {
+		mid = until
+	}
+	settled, err := readLedger(ctx, db, from, [2]span{{lo, mid}})
+	if err != nil {
+		return nil, err
+	}
+	tail, err := readLedger(ctx, db, from, [2]span{{mid, until}})
+	if err != nil {
+		return nil, err
+	}
+	r.rows = mergeGroups(r.rows, settled)
+	r.settled, r.settledTo, r.read = len(r.rows), mid, span{lo, until}
+	r.rows = append(r.rows, tail...)
+	return r, nil
+}
+
+// mergeGroups adds more to rows, one row per group (currency, symbol, kind, book, hour).
+func mergeGroups(rows, more []ledgerRow) []ledgerRow {
+	type group struct {
+		ccy, sym, kind string
+		abook          bool
+		hr             int
+	}
+	at := make(map[group]int, len(rows))
+	for i, r := range rows {
+		at[group{r.ccy, r.sym, r.kind, r.abook, r.hr}] = i
+	}
+	for _, m := range more {
+		g := group{m.ccy, m.sym, m.kind, m.abook, m.hr}
+		i, ok := at[g]
+		if !ok {
+			at[g] = len(rows)
+			rows = append(rows, m)
+			continue
+		}
+		r := &rows[i]
+		r.amount, r.markup, r.missing = r.amount.Add(m.amount), r.markup.Add(m.markup), r.missing+m.missing
+	}
+	return rows
 }
 
 // shared is one value computed for many readers: the last one computed for a key, and the
@@ -112,8 +190,12 @@ type flight[T any] struct {
 // get is the value for key computed at most MarkFresh ago, or at most MarkStale ago while a new
 // one is computed beside it, or a new one waited for (as long as ctx allows). A computation for
 // another key under way is not waited for: this call then computes its own, unshared.
-func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) (*T, error) {
+//
+// compute is given the last value kept, whatever its key (nil: none), to build on; it must not
+// change it.
+func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time, last *T) (*T, error)) (*T, error) {
 	s.mu.Lock()
+	prev := s.last
 	last, age := s.last, now().Sub(s.lastAt)
 	if last == nil || !s.lastKey.Equal(key) {
 		last = nil
@@ -126,14 +208,14 @@ func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time
 	if f == nil {
 		f = &flight[T]{key: key, done: make(chan struct{})}
 		s.flight = f
-		go s.run(f, now, compute)
+		go s.run(f, now, prev, compute)
 	}
 	s.mu.Unlock()
 	if last != nil && age <= MarkStale {
 		return last, nil
 	}
 	if !f.key.Equal(key) {
-		return compute(ctx, now())
+		return compute(ctx, now(), prev)
 	}
 	select {
 	case <-f.done:
@@ -144,11 +226,11 @@ func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time
 }
 
 // run computes f and keeps its value as the last one when it succeeds.
-func (s *shared[T]) run(f *flight[T], now func() time.Time, compute func(ctx context.Context, began time.Time) (*T, error)) {
+func (s *shared[T]) run(f *flight[T], now func() time.Time, last *T, compute func(ctx context.Context, began time.Time, last *T) (*T, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
 	began := now()
-	v, err := compute(ctx, began)
+	v, err := compute(ctx, began, last)
 	s.mu.Lock()
 	if err == nil {
 		s.last, s.lastKey, s.lastAt = v, f.key, began

@@ -192,6 +192,26 @@ func post(t *testing.T, account int64, deals []dated) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
+	var ds []ledger.Deal
+	for _, x := range deals {
+		ds = append(ds, x.deal)
+	}
+	postIn(t, tx, account, ds)
+	for _, x := range deals {
+		if _, err := tx.ExecContext(ctx, "UPDATE `fx_deal` SET `createdAt` = ? WHERE `idempotencyKey` = ?", x.at, fmt.Sprintf("%s:%d", x.deal.IdempotencyKey, account)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postIn writes deals on account through the ledger in tx, dated by the database as they are
+// inserted; each idempotency key gets ":account" appended.
+func postIn(t *testing.T, tx *sql.Tx, account int64, deals []ledger.Deal) {
+	t.Helper()
+	ctx := context.Background()
 	var ccy string
 	var balance decimal.Decimal
 	if err := tx.QueryRowContext(ctx, "SELECT `currency`, `balance` FROM `fx_account` WHERE `id` = ? FOR UPDATE", account).Scan(&ccy, &balance); err != nil {
@@ -199,23 +219,15 @@ func post(t *testing.T, account int64, deals []dated) {
 	}
 	var ds []ledger.Deal
 	for _, x := range deals {
-		x.deal.AccountID = account
-		x.deal.IdempotencyKey += fmt.Sprintf(":%d", account) // unique per run; the kind stays its prefix
-		ds = append(ds, x.deal)
+		x.AccountID = account
+		x.IdempotencyKey += fmt.Sprintf(":%d", account) // unique per run; the kind stays its prefix
+		ds = append(ds, x)
 	}
 	p, err := ledger.Post([]*ledger.Account{{ID: account, Currency: ccy, Balance: balance}}, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Exec(ctx, tx); err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range deals {
-		if _, err := tx.ExecContext(ctx, "UPDATE `fx_deal` SET `createdAt` = ? WHERE `idempotencyKey` = ?", x.at, fmt.Sprintf("%s:%d", x.deal.IdempotencyKey, account)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"fxdesk/internal/fx"
 	"fxdesk/internal/schedule"
+	"fxdesk/internal/store"
 )
 
 // The summaries (migration 000034, docs/pnl.md «Summaries»): the report's groups per clock hour
@@ -335,23 +336,49 @@ func summariseChunk(ctx context.Context, db *sql.DB, through time.Time) (int, bo
 	return int(end.Sub(start) / time.Hour), false, nil
 }
 
-// closedHour is the end of the last hour that may be summed: before through, the database clock
-// less SummaryMargin, and the start of the oldest open transaction (ours is a moment old).
+// closedHour is the end of the last hour that may be summed: before through and before
+// committedBefore (our own transaction is a moment old).
 func closedHour(ctx context.Context, tx *sql.Tx, through time.Time) (time.Time, error) {
-	var now time.Time
-	if err := tx.QueryRowContext(ctx, closedHourSQL).Scan(&now); err != nil {
-		return time.Time{}, fmt.Errorf("summarise P&L: clock: %w", err)
-	}
-	limit := now.UTC().Add(-SummaryMargin)
-	var oldest sql.NullTime
-	// Without the PROCESS privilege the table is empty or refused: the margin alone then.
-	if err := tx.QueryRowContext(ctx, oldestTrxSQL).Scan(&oldest); err == nil && oldest.Valid && oldest.Time.Before(limit) {
-		limit = oldest.Time.UTC()
+	limit, err := committedBefore(ctx, tx, SummaryMargin)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("summarise P&L: %w", err)
 	}
 	if through.Before(limit) {
 		limit = through
 	}
 	return limit.Truncate(time.Hour), nil
+}
+
+// committedBefore is a time before which every deal and opening is committed, as far as this
+// database can tell: read from now on, the ledger before it holds every row it ever will. It is
+// the database clock less margin, or, if earlier, a second before the oldest transaction open on
+// the desk's database began — a row not committed yet was inserted after its transaction began
+// (INNODB_TRX shows whole seconds, and an INSERT's clock is read as its statement starts, a
+// moment before InnoDB starts a transaction it opens). The margin covers writers whose
+// transactions cannot be read here (no PROCESS privilege, another Galera node), and those begun
+// since the server last refreshed its copy of the list (a read 0.1 s or more after the previous
+// read refreshes it). The summaries and the recent ledger's reading (Marks) bound their reads by
+// it alike.
+func committedBefore(ctx context.Context, q store.Queryer, margin time.Duration) (time.Time, error) {
+	scanTime := func(sc store.Scanner) (sql.NullTime, error) {
+		var t sql.NullTime
+		return t, sc.Scan(&t)
+	}
+	now, err := store.QueryAll(ctx, q, "database clock", scanTime, closedHourSQL)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(now) != 1 || !now[0].Valid {
+		return time.Time{}, fmt.Errorf("database clock: %d rows", len(now))
+	}
+	limit := now[0].Time.UTC().Add(-margin)
+	// Without the PROCESS privilege the table is empty or refused: the margin alone then.
+	if oldest, err := store.QueryAll(ctx, q, "open transactions", scanTime, oldestTrxSQL); err == nil && len(oldest) == 1 && oldest[0].Valid {
+		if started := oldest[0].Time.UTC().Add(-time.Second); started.Before(limit) {
+			limit = started
+		}
+	}
+	return limit, nil
 }
 
 // How the scheduler runs Summarise, in fxdesk-cron and inline in fxdesk-web alike (beside the
