@@ -187,9 +187,12 @@ func After(ctx context.Context, db store.Queryer, after int64, limit int) ([]Ent
 // Settled is the highest id of a row written at least age ago by the database's clock (0 for
 // none): a follower starting there reads again what was written since, which is harmless for a
 // reader that derives from the database, and misses only a transaction open longer than age.
+// It walks the log from its newest row back to the first old enough — the rows of the last age,
+// not the whole log: as MAX(`id`) over `at` < …, it read every entry of idx_fx_audit_at, a second
+// on a year's 500,000 rows at every holder's boot, beside the risk view's load.
 func Settled(ctx context.Context, db store.Queryer, age time.Duration) (int64, error) {
 	ids, err := store.QueryAll(ctx, db, "audit log: settled id", store.ScanInt64,
-		"SELECT COALESCE(MAX(`id`), 0) FROM `fx_audit` WHERE `at` < NOW(3) - INTERVAL ? MICROSECOND", age.Microseconds())
+		"SELECT `id` FROM `fx_audit` WHERE `at` < NOW(3) - INTERVAL ? MICROSECOND ORDER BY `id` DESC LIMIT 1", age.Microseconds())
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
