@@ -207,41 +207,50 @@ func (e *Engine) applyLocked(ctx context.Context, c Change) {
 	}
 }
 
+// installLocked replaces the view with s's.
 func (e *Engine) installLocked(s Snapshot) {
+	e.view = newView()
 	e.pos = make([]position, 0, len(s.Positions))
 	e.posSlots = make([]int32, 0, 2*len(s.Positions))
-	e.posFree = nil
-	e.posByID = make(map[int64]int32, len(s.Positions))
 	e.ord = make([]order, 0, len(s.Orders))
 	e.ordSlots = make([]int32, 0, len(s.Orders))
-	e.ordFree = nil
-	e.ordByID = make(map[int64]int32, len(s.Orders))
 	e.accts = make([]*account, 0, len(s.Accounts))
-	e.acctByID = make(map[int64]int32, len(s.Accounts))
-	e.books = nil
-	e.bookBySym = map[string]int32{}
-	e.bands, e.bandSlots, e.bandFree = nil, nil, nil
-	e.instruments = make(map[string]*Instrument, len(s.Instruments))
-	e.legs = map[string]leg{}
-	for _, in := range s.Instruments {
+	e.addTermsLocked(s.Instruments, s.Groups)
+	e.addAccountsLocked(s.Accounts)
+	e.addPositionsLocked(s.Positions)
+	e.addOrdersLocked(s.Orders)
+}
+
+// addTermsLocked adds the instruments and the account groups' own terms to a view that holds no
+// account yet.
+func (e *Engine) addTermsLocked(instruments []Instrument, groups []GroupTerms) {
+	for _, in := range instruments {
 		c := in
 		e.instruments[in.Symbol] = &c
 	}
-	if len(s.Instruments) > 0 {
-		e.setInstrumentLocked(s.Instruments[0]) // rebuilds the legs from the whole set
+	if len(instruments) > 0 {
+		e.setInstrumentLocked(instruments[0]) // rebuilds the legs from the whole set
 	}
-	e.groupTerms = map[string]map[string]SymbolTerms{}
-	for _, g := range s.Groups {
+	for _, g := range groups {
 		e.setGroupTermsLocked(g)
 	}
-	for _, a := range s.Accounts {
+}
+
+func (e *Engine) addAccountsLocked(accounts []Account) {
+	for _, a := range accounts {
 		e.setAccountLocked(a)
 		e.accountFor(a.ID).marginCalled = a.MarginCalled
 	}
-	for _, p := range s.Positions {
+}
+
+func (e *Engine) addPositionsLocked(positions []Position) {
+	for _, p := range positions {
 		e.addPositionLocked(p)
 	}
-	for _, o := range s.Orders {
+}
+
+func (e *Engine) addOrdersLocked(orders []Order) {
+	for _, o := range orders {
 		e.addOrderLocked(o)
 	}
 }

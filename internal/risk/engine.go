@@ -80,36 +80,19 @@ type Engine struct {
 	mu     sync.Mutex
 	loaded bool
 	early  []Change // changes applied before the load finished, replayed onto it
-	// The view (state.go): slices addressed by int32 indexes, one id → index map per kind.
-	pos         []position
-	posSlots    []int32 // SL and TP heap slots, 2 per position
-	posFree     []int32
-	posByID     map[int64]int32
-	ord         []order
-	ordSlots    []int32
-	ordFree     []int32
-	ordByID     map[int64]int32
-	accts       []*account
-	acctByID    map[int64]int32
-	books       []*book
-	bookBySym   map[string]int32
-	bands       []bandEntry // margin bands (band.go)
-	bandSlots   []int32     // lo and hi heap slots, 2 per band
-	bandFree    []int32
-	instruments map[string]*Instrument
-	groupTerms  map[string]map[string]SymbolTerms // account group → symbol → its own terms
-	legs        map[string]leg
-	due, refs   []int32      // scratch: accounts a tick marks, band refs it reached
-	fired       []heapEntry  // scratch: the triggers a tick fired
-	trailHits   []trailHit   // scratch: the trailing stops a tick fired, or a flush moved
-	firing      []int32      // scratch: the positions a tick's stops handed off
-	passed      []passedOver // scratch: the losers a stop-out pick passed over
-	bandTerms   []bandTerm   // scratch
-	marks       uint64       // accounts marked, for the benchmarks
-	gen         uint64       // evaluation generation, for the books' memoised quotes
-	gateShut    bool
-	warned      map[dropKey]struct{} // drops already warned about in this gap
-	outbox      []job                // closes and fills decided, handed to the workers in chunks
+	// The view (state.go), built by installLocked or a ViewBuilder and swapped in whole.
+	*view
+	due, refs []int32      // scratch: accounts a tick marks, band refs it reached
+	fired     []heapEntry  // scratch: the triggers a tick fired
+	trailHits []trailHit   // scratch: the trailing stops a tick fired, or a flush moved
+	firing    []int32      // scratch: the positions a tick's stops handed off
+	passed    []passedOver // scratch: the losers a stop-out pick passed over
+	bandTerms []bandTerm   // scratch
+	marks     uint64       // accounts marked, for the benchmarks
+	gen       uint64       // evaluation generation, for the books' memoised quotes
+	gateShut  bool
+	warned    map[dropKey]struct{} // drops already warned about in this gap
+	outbox    []job                // closes and fills decided, handed to the workers in chunks
 
 	// Workers never take mu: a worker hands the executor's answer back through the queue, and
 	// whoever next holds mu (a tick, Apply, Sweep, Stats) applies it. A burst of closes thus
@@ -234,14 +217,32 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
+// read builds a view from the loader, off the lock: part by part as the reads return them where
+// the loader streams (StreamLoader), else from its whole Snapshot.
+func (e *Engine) read(ctx context.Context) (*view, error) {
+	b := newViewBuilder()
+	if sl, ok := e.cfg.Loader.(StreamLoader); ok {
+		if err := sl.LoadInto(ctx, b); err != nil {
+			return nil, err
+		}
+		return b.e.view, nil
+	}
+	s, err := e.cfg.Loader.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.e.installLocked(s)
+	return b.e.view, nil
+}
+
 func (e *Engine) load(ctx context.Context) bool {
 	wait := e.cfg.LoadRetryMin
 	for {
 		start := time.Now()
-		s, err := e.cfg.Loader.Load(ctx)
+		v, err := e.read(ctx)
 		if err == nil {
 			e.mu.Lock()
-			e.installLocked(s)
+			e.view = v
 			for _, c := range e.early {
 				e.applyLocked(ctx, c)
 			}
@@ -249,8 +250,8 @@ func (e *Engine) load(ctx context.Context) bool {
 			e.early = nil
 			e.loaded = true
 			e.mu.Unlock()
-			e.log.InfoContext(ctx, "risk view loaded", slog.Int("positions", len(s.Positions)), slog.Int("orders", len(s.Orders)),
-				slog.Int("accounts", len(s.Accounts)), slog.Int("instruments", len(s.Instruments)),
+			e.log.InfoContext(ctx, "risk view loaded", slog.Int("positions", len(v.posByID)), slog.Int("orders", len(v.ordByID)),
+				slog.Int("accounts", len(v.accts)), slog.Int("instruments", len(v.instruments)),
 				slog.Int("changes_replayed", replayed), slog.Duration("took", time.Since(start)))
 			return true
 		}

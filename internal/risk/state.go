@@ -12,6 +12,37 @@ import (
 // scans none of the hundred thousand of them, and handing one off allocates nothing. Freed slots
 // are reused.
 
+// view is what the engine watches: slices addressed by int32 indexes, one id → index map per
+// kind. The engine holds it by pointer, so a view built off the engine's lock (ViewBuilder) is
+// installed by swapping one pointer; the books' heaps point into its slot slices.
+type view struct {
+	pos         []position
+	posSlots    []int32 // SL and TP heap slots, 2 per position
+	posFree     []int32
+	posByID     map[int64]int32
+	ord         []order
+	ordSlots    []int32
+	ordFree     []int32
+	ordByID     map[int64]int32
+	accts       []*account
+	acctByID    map[int64]int32
+	books       []*book
+	bookBySym   map[string]int32
+	bands       []bandEntry // margin bands (band.go)
+	bandSlots   []int32     // lo and hi heap slots, 2 per band
+	bandFree    []int32
+	instruments map[string]*Instrument
+	groupTerms  map[string]map[string]SymbolTerms // account group → symbol → its own terms
+	legs        map[string]leg
+}
+
+// newView is an empty view.
+func newView() *view {
+	return &view{posByID: map[int64]int32{}, ordByID: map[int64]int32{}, acctByID: map[int64]int32{},
+		bookBySym: map[string]int32{}, instruments: map[string]*Instrument{}, legs: map[string]leg{},
+		groupTerms: map[string]map[string]SymbolTerms{}}
+}
+
 // position is a Position under watch. While closing it is out of the trigger heaps and the
 // exposure aggregates, and its estimated realised profit sits in its account's pending sum, so
 // the margin level computed after the hand-off is the level the account will have once the
@@ -179,8 +210,8 @@ func (e *Engine) newBook(symbol string, idx int32) *book {
 		sellStop:  newHeap(&e.ordSlots, false), // bid ≤ price
 		lo:        newHeap(&e.bandSlots, false),
 		hi:        newHeap(&e.bandSlots, true),
-		buyTrail:  newTrailBook(false, e.relinkTrail),
-		sellTrail: newTrailBook(true, e.relinkTrail),
+		buyTrail:  newTrailBook(false, e.view.relinkTrail),
+		sellTrail: newTrailBook(true, e.view.relinkTrail),
 	}
 }
 

@@ -32,7 +32,7 @@ func (b *book) trails(s Side) *trailBook {
 }
 
 // relinkTrail follows a trail book's rebuild, which renumbers its nodes.
-func (e *Engine) relinkTrail(pos, node int32) { e.pos[pos].tnode = node + 1 }
+func (v *view) relinkTrail(pos, node int32) { v.pos[pos].tnode = node + 1 }
 
 // indexTrailLocked puts p's trailing stop, if it has one, into its book at its level.
 func (e *Engine) indexTrailLocked(idx int32) {

@@ -42,9 +42,21 @@ func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
 	return &RiskDesk{svc: svc, observe: observe}
 }
 
-// Load reads every OPEN position, PENDING LIMIT/STOP/STOP_LIMIT order, account and instrument,
-// and remembers each account's balanceVersion as read so the balance refresh starts where the
-// read ends (docs/boot.md, «The risk view's read»).
+// Load reads every OPEN position, PENDING LIMIT/STOP/STOP_LIMIT order, account and instrument
+// into one Snapshot (LoadInto).
+func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
+	var s risk.Snapshot
+	err := r.LoadInto(ctx, &s)
+	return s, err
+}
+
+// loadBatch is how many positions or orders the view is handed at a time while their rows still
+// arrive.
+const loadBatch = 1024
+
+// LoadInto reads every OPEN position, PENDING LIMIT/STOP/STOP_LIMIT order, account and
+// instrument into sink, and remembers each account's balanceVersion as read so the balance
+// refresh starts where the read ends (docs/boot.md, «The risk view's read»).
 //
 // The catalog, the accounts, the positions and the orders are four independent reads, run at
 // once on separate connections: each is consistent in itself (one statement, or the catalog's
@@ -55,7 +67,11 @@ func NewRiskDesk(svc *Service, observe func(reason, result string)) *RiskDesk {
 // account's balance may thus come from two instants, and the replay puts both in step. What is
 // not replayed — another process's balance changes — is followed by version, and an account's
 // balance and version come from the same row of the same statement.
-func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
+//
+// The positions and the orders reach the sink in batches while their statements still stream,
+// once the terms and the accounts (the shorter reads) are in: the engine builds its view beside
+// the longest read instead of after it. The sink is called from this goroutine only.
+func (r *RiskDesk) LoadInto(ctx context.Context, sink risk.ViewSink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -63,72 +79,132 @@ func (r *RiskDesk) Load(ctx context.Context) (risk.Snapshot, error) {
 		errs      [4]error
 		cat       *catalog.Catalog
 		accounts  []riskViewAccount
-		positions []risk.Position
 		links     = map[int64]venueLink{} // replaces the links, so none outlives its position
-		orders    []book.Order
+		terms     = make(chan struct{})   // closed when the catalog and the accounts are read
+		termsLeft sync.WaitGroup
+		positions = make(chan []risk.Position, 4)
+		orders    = make(chan []book.Order, 4)
 	)
 	// Each read cancels the others when it fails: the load is retried whole (risk.Engine.Run).
-	read := func(i int, f func() error) {
+	// then, when given, runs once the read has ended and its error is set.
+	read := func(i int, f func() error, then ...func()) {
 		wg.Go(func() {
 			if errs[i] = f(); errs[i] != nil {
 				cancel()
 			}
+			for _, g := range then {
+				g()
+			}
 		})
 	}
+	termsLeft.Add(2)
+	go func() { termsLeft.Wait(); close(terms) }()
 	read(0, func() (err error) {
 		cat, err = catalog.Load(ctx, r.svc.db)
 		return err
-	})
+	}, termsLeft.Done)
 	read(1, func() (err error) {
 		accounts, err = store.QueryAll(ctx, r.svc.db, "risk view: accounts", scanRiskViewAccount, riskViewAccountsSQL)
 		return err
-	})
-	read(2, func() (err error) {
-		positions, err = store.QueryAll(ctx, r.svc.db, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
+	}, termsLeft.Done)
+	read(2, func() error {
+		defer close(positions)
+		return store.QueryBatches(ctx, r.svc.db, "risk view: positions", func(sc store.Scanner) (risk.Position, error) {
 			p, venueTradeID, err := scanRiskViewPosition(sc)
 			if err == nil && venueTradeID != nil {
 				links[p.ID] = venueLink{tradeID: *venueTradeID, symbol: p.Symbol}
 			}
 			return p, err
-		}, RiskViewPositionsSQL)
-		return err
+		}, loadBatch, sendTo(ctx, positions), RiskViewPositionsSQL)
 	})
-	read(3, func() (err error) {
-		orders, err = store.QueryAll(ctx, r.svc.db, "risk view: orders", scanRiskViewOrder, riskViewOrdersSQL)
-		return err
+	read(3, func() error {
+		defer close(orders)
+		return store.QueryBatches(ctx, r.svc.db, "risk view: orders", scanRiskViewOrder, loadBatch, sendTo(ctx, orders), riskViewOrdersSQL)
 	})
+	versions, err := r.fill(ctx, sink, terms, &cat, &accounts, positions, orders)
+	if err != nil {
+		cancel()
+	}
 	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return risk.Snapshot{}, fmt.Errorf("risk view: %w", err)
+	if err := errors.Join(append(errs[:], err)...); err != nil {
+		return fmt.Errorf("risk view: %w", err)
 	}
+	r.versions = versions
+	r.svc.links.replace(links)
+	return nil
+}
 
-	s := risk.Snapshot{Positions: positions, Groups: cat.RiskGroups()}
-	for _, in := range cat.List {
-		s.Instruments = append(s.Instruments, in.RiskTerms())
+// sendTo hands a batch to the goroutine that fills the sink, or gives up when the load does.
+func sendTo[T any](ctx context.Context, ch chan<- []T) func([]T) error {
+	return func(b []T) error {
+		select {
+		case ch <- b:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+}
+
+// fill hands the reads' rows to sink as LoadInto's reads return them: the terms and the
+// accounts once both are read, then the positions' and the orders' batches as they come. It
+// returns each account's balanceVersion as read, or ctx's error when the load ends early.
+func (r *RiskDesk) fill(ctx context.Context, sink risk.ViewSink, terms <-chan struct{}, catp **catalog.Catalog, accountsp *[]riskViewAccount,
+	positions <-chan []risk.Position, orders <-chan []book.Order) (map[int64]int64, error) {
+	select {
+	case <-terms:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	cat, accounts := *catp, *accountsp
+	if cat == nil || ctx.Err() != nil {
+		return nil, errors.New("the catalog or the accounts were not read") // LoadInto reports why
+	}
+	instruments := make([]risk.Instrument, 0, len(cat.List))
+	for _, in := range cat.List {
+		instruments = append(instruments, in.RiskTerms())
+	}
+	sink.AddTerms(instruments, cat.RiskGroups())
 	versions := make(map[int64]int64, len(accounts))
 	groups := make(map[int64]string, len(accounts))
+	ras := make([]risk.Account, 0, len(accounts))
 	for _, a := range accounts {
 		ra := riskAccount(a.Account, cat.AccountGroup(a.Group))
 		// The margin calls recorded (MarginCall), so the engine neither records one again nor
 		// misses its end.
 		ra.MarginCalled = a.marginCalled
-		s.Accounts = append(s.Accounts, ra)
+		ras = append(ras, ra)
 		versions[a.ID], groups[a.ID] = a.version, a.Group
 	}
-	// A triggered STOP_LIMIT is keyed with its account's group terms (restingKey): a new holder
-	// goes on with it as a LIMIT at its limit.
-	for _, o := range orders {
-		if o.Type != fx.StopLimit || o.TriggeredAt == nil {
-			s.Orders = append(s.Orders, riskOrder(o))
-			continue
+	sink.AddAccounts(ras)
+	for positions != nil || orders != nil {
+		select {
+		case b, ok := <-positions:
+			if !ok {
+				positions = nil
+				continue
+			}
+			sink.AddPositions(b)
+		case b, ok := <-orders:
+			if !ok {
+				orders = nil
+				continue
+			}
+			// A triggered STOP_LIMIT is keyed with its account's group terms (restingKey): a new
+			// holder goes on with it as a LIMIT at its limit.
+			ros := make([]risk.Order, 0, len(b))
+			for _, o := range b {
+				if o.Type != fx.StopLimit || o.TriggeredAt == nil {
+					ros = append(ros, riskOrder(o))
+					continue
+				}
+				t, known := termsOf(cat, groups[o.AccountID], o.Symbol)
+				ros = append(ros, restingKey(o, t, known))
+			}
+			sink.AddOrders(ros)
 		}
-		t, known := termsOf(cat, groups[o.AccountID], o.Symbol)
-		s.Orders = append(s.Orders, restingKey(o, t, known))
 	}
-	r.versions = versions
-	r.svc.links.replace(links)
-	return s, nil
+	return versions, nil
 }
 
 // riskViewAccountsSQL is the risk view's read of the accounts: what the engine marks them with,
