@@ -15,6 +15,9 @@ func (e *Engine) addPositionLocked(ps Position) {
 	idx := takeIndex(&e.pos, &e.posFree, &e.posSlots, 2)
 	e.pos[idx] = position{id: ps.ID, volume: ps.Volume, open: ps.OpenPrice, sl: ps.SL, tp: ps.TP, trailD: ps.TrailDistance, tlevel: ps.TrailLevel,
 		acct: a.idx, sym: b.idx, inAcct: int32(len(a.positions)), side: ps.Side, live: true}
+	if a.positions == nil {
+		a.positions = make([]int32, 0, 4)
+	}
 	a.positions = append(a.positions, idx)
 	e.posByID[ps.ID] = idx
 	b.watched++

@@ -18,6 +18,9 @@ func (e *Engine) exposeAtLocked(a *account, i int, p *position, sign float64) {
 			return
 		}
 		i = len(a.exposures)
+		if a.exposures == nil { // room for a few symbols at once: one allocation per slice, not three
+			a.syms, a.exposures, a.info = make([]int32, 0, 4), make([]exposure, 0, 4), make([]exposureInfo, 0, 4)
+		}
 		a.syms = append(a.syms, p.sym)
 		a.exposures = append(a.exposures, exposure{bk: e.books[p.sym]})
 		a.info = append(a.info, exposureInfo{deps: noDeps})
@@ -117,6 +120,9 @@ func (e *Engine) addDepLocked(a *account, sym int32) {
 	b := e.books[sym]
 	b.lo.push(2*id, math.Inf(-1))
 	b.hi.push(2*id+1, math.Inf(1))
+	if a.deps == nil {
+		a.deps = make([]acctDep, 0, 4)
+	}
 	a.deps = append(a.deps, acctDep{sym: sym, n: 1, band: id})
 	if a.stale {
 		e.queueStaleLocked(id)

@@ -1,5 +1,7 @@
 package risk
 
+import "slices"
+
 // A heapEntry is one price level that, once the market reaches it, makes the engine act: a
 // position's SL or TP, a resting order's price, or one edge of an account's margin band. The key
 // sits in the entry, so ordering the heap never leaves its array; ref names the owner, whose slot
@@ -202,6 +204,14 @@ func takeIndex[T any](items *[]T, free, slots *[]int32, refs int) int32 {
 		idx := (*free)[n-1]
 		*free = (*free)[:n-1]
 		return idx
+	}
+	// Doubling, not append's quarter: a view installed from batches (a holder's boot) grows these
+	// to tens of thousands, and append's growth would copy each several times over.
+	if len(*items) == cap(*items) {
+		*items = slices.Grow(*items, max(len(*items), 64))
+	}
+	if len(*slots)+refs > cap(*slots) {
+		*slots = slices.Grow(*slots, max(len(*slots), 64))
 	}
 	var zero T
 	*items = append(*items, zero)
