@@ -312,3 +312,23 @@ func BenchmarkSweep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildView is a holder's install of its view as a streamed load hands it over
+// (StreamLoader): the terms, the accounts, then 50,000 positions in batches of 1,024 — the part of
+// a boot that runs beside the open positions' read (docs/boot.md, «The risk view's read»).
+//
+//	go test -run '^$' -bench BuildView -benchmem ./internal/risk/
+func BenchmarkBuildView(b *testing.B) {
+	snap, _, _ := benchDesk(50_000, 0, 1e9)
+	for b.Loop() {
+		v := newViewBuilder()
+		v.AddTerms(snap.Instruments, snap.Groups)
+		v.AddAccounts(snap.Accounts)
+		for ps := snap.Positions; len(ps) > 0; {
+			n := min(1024, len(ps))
+			v.AddPositions(ps[:n])
+			ps = ps[n:]
+		}
+	}
+	b.ReportMetric(float64(len(snap.Positions))*float64(b.N)/b.Elapsed().Seconds(), "positions/s")
+}
