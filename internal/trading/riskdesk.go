@@ -169,10 +169,9 @@ func (r *RiskDesk) fill(ctx context.Context, sink risk.ViewSink, terms <-chan st
 	groups := make(map[int64]string, len(accounts))
 	ras := make([]risk.Account, 0, len(accounts))
 	for _, a := range accounts {
-		ra := riskAccount(a.Account, cat.AccountGroup(a.Group))
-		// The margin calls recorded (MarginCall), so the engine neither records one again nor
-		// misses its end.
-		ra.MarginCalled = a.marginCalled
+		// With the margin calls recorded (MarginCall), so the engine neither records one again
+		// nor misses its end.
+		ra := withGroup(a.Account, cat.AccountGroup(a.Group))
 		ras = append(ras, ra)
 		versions[a.ID], groups[a.ID] = a.version, a.Group
 	}
@@ -212,17 +211,28 @@ func (r *RiskDesk) fill(ctx context.Context, sink risk.ViewSink, terms <-chan st
 // primary key. Not AccountCols: the view needs none of the execution mode's lookup per account.
 const riskViewAccountsSQL = "SELECT `id`, `accountGroup`, `currency`, `leverage`, `balance`, `balanceVersion`, `marginCallAt` IS NOT NULL FROM `fx_account`"
 
-// riskViewAccount is one row of riskViewAccountsSQL.
+// riskViewAccount is one row of riskViewAccountsSQL: an account as the engine keeps it, with the
+// version its balance was read at.
 type riskViewAccount struct {
-	book.Account
-	version      int64
-	marginCalled bool
+	risk.Account
+	version int64
 }
 
+// scanRiskViewAccount reads one row of riskViewAccountsSQL. The balance goes from its text to the
+// nearest float64, the figure riskAccount takes from a decimal (as scanRiskViewPosition does); the
+// group's terms are added by the caller (withGroup).
 func scanRiskViewAccount(sc store.Scanner) (riskViewAccount, error) {
 	var a riskViewAccount
-	err := sc.Scan(&a.ID, &a.Group, &a.Currency, &a.Leverage, &a.Balance, &a.version, &a.marginCalled)
-	return a, err
+	var balance sql.RawBytes
+	if err := sc.Scan(&a.ID, &a.Group, &a.Currency, &a.Leverage, &balance, &a.version, &a.MarginCalled); err != nil {
+		return a, err
+	}
+	v, err := strconv.ParseFloat(string(balance), 64)
+	if err != nil {
+		return a, fmt.Errorf("account %d: %w", a.ID, err)
+	}
+	a.Balance = v
+	return a, nil
 }
 
 // riskViewOrdersSQL is the risk view's read of the resting orders, on idx_fx_order_status
@@ -670,8 +680,13 @@ func orderPlaced(o book.Order) risk.Change {
 }
 
 func riskAccount(a book.Account, g catalog.AccountGroup) risk.Account {
-	return risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, GroupLeverage: g.LeverageMax,
-		MarginCallLevel: g.MarginCallLevel.InexactFloat64(), StopOutLevel: g.StopOutLevel.InexactFloat64(), Group: a.Group}
+	return withGroup(risk.Account{ID: a.ID, Currency: a.Currency, Balance: a.Balance.InexactFloat64(), Leverage: a.Leverage, Group: a.Group}, g)
+}
+
+// withGroup is a with its account group's terms.
+func withGroup(a risk.Account, g catalog.AccountGroup) risk.Account {
+	a.GroupLeverage, a.MarginCallLevel, a.StopOutLevel = g.LeverageMax, g.MarginCallLevel.InexactFloat64(), g.StopOutLevel.InexactFloat64()
+	return a
 }
 
 func accountUpserted(a book.Account, g catalog.AccountGroup) risk.Change {
