@@ -122,11 +122,24 @@ type symState struct {
 	lastPubMid float64
 	lastPubNs  int64 // 0: nothing published
 
+	// agreedMid is the last published mid the desk knows was the market: another healthy source
+	// quoted it (within BandPips), or it stayed within BandPips of the agreed mid before (a lone
+	// source walking on). A source is off-band only when it stands off the others and off this
+	// price, not off the last published one: a jump one source published alone (a real gap, or
+	// an offset) is no evidence of which source moved when the other returns at the market.
+	agreedMid float64
+	agreedNs  int64 // 0: never agreed (a new holder)
+	firstNs   int64 // the symbol's first quote from any source
+
 	held       bool
 	heldSrc    int
 	heldQ      Quote
 	heldReason string
 	heldSeq    uint64 // the ring entry recording it
+	// heldSince starts ConfirmAfter: the held tick's arrival, or for an unreferenced tick the
+	// first of its source's ticks that waited, one after another, for a better source's first
+	// quote (betterUnquoted).
+	heldSince int64
 }
 
 // srcSym is one source's state for one symbol.
@@ -242,13 +255,27 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 		}
 	}
 	ss.bid, ss.ask, ss.recvNs, ss.ptNs = bid, ask, now, pt.UnixNano()
+	if st.firstNs == 0 {
+		st.firstNs = now
+	}
 	s.accepted.Add(1)
 	multi := len(st.per) > 1
 	if multi {
 		mid := (bid + ask) / 2
 		bandPx := e.cfg.Filter.BandPips * sl.pip
 		ref, n := e.othersMedian(st, s.i, now, false)
-		if n > 0 && math.Abs(mid-ref) > bandPx && (st.lastPubNs == 0 || math.Abs(mid-st.lastPubMid) > bandPx) {
+		off := n > 0 && math.Abs(mid-ref) > bandPx
+		switch {
+		case st.agreedNs != 0:
+			off = off && math.Abs(mid-st.agreedMid) > bandPx
+		case now-st.firstNs < int64(e.cfg.Failover.HoldDown):
+			// No price two sources agreed on yet (a new holder): nothing tells which of two
+			// disagreeing sources moved, so neither is failed over from — the active one's ticks
+			// are held as disagreeing — for HoldDown; past it, a lasting disagreement fails the
+			// first source to stand off twice over, as before.
+			off = false
+		}
+		if off {
 			ss.offRun++
 		} else {
 			ss.offRun = 0
@@ -301,14 +328,21 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if multi {
 		ref, nref = e.othersMedian(st, j, now, true)
 	}
+	var waiting int64 // an unreferenced tick's wait for a better source, carried to the next one
 	if st.held && own && st.heldSrc == j {
 		hm := st.heldQ.Mid()
 		dh, dp := math.Abs(mid-hm), math.Abs(mid-st.lastPubMid)
 		agrees := nref == 0 || math.Abs(hm-ref) <= bandPx
-		if (st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees) ||
-			(st.heldReason == RejectUnreferenced && dh <= e.band(st, sl.pip) && agrees) {
+		unreferenced := st.heldReason == RejectUnreferenced && dh <= e.band(st, sl.pip) && agrees
+		switch {
+		case st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees:
 			e.releaseHeld(sl, now)
-		} else {
+		case unreferenced && (!e.otherUnquoted(st, j) || now-st.heldSince >= int64(e.cfg.Filter.ConfirmAfter)):
+			e.releaseHeld(sl, now)
+		default:
+			if unreferenced {
+				waiting = st.heldSince
+			}
 			e.dropHeld(sl, now)
 		}
 	}
@@ -335,11 +369,28 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if st.held { // a tick already held by the previous source
 		e.dropHeld(sl, now)
 	}
-	st.held, st.heldSrc, st.heldQ, st.heldReason = true, j, q, reason
+	st.held, st.heldSrc, st.heldQ, st.heldReason, st.heldSince = true, j, q, reason, ss.recvNs
+	if reason == RejectUnreferenced && waiting != 0 {
+		st.heldSince = waiting
+	}
 	ss.held++
 	e.srcs[j].held.Add(1)
 	st.heldSeq = e.ring.add(RejectedTick{Symbol: sl.symbol, Source: e.srcs[j].name, Bid: q.Bid, Ask: q.Ask,
 		ReceivedAt: q.ReceivedAt, Reason: reason, Outcome: OutcomeHeld})
+}
+
+// otherUnquoted reports whether a source other than j has not quoted the symbol yet — at a start,
+// one source still connecting while the other quotes. An unreferenced tick of j is not confirmed
+// by j's next tick while one has not: that source's first quote confirms or contradicts it, or
+// ConfirmAfter passes: a new holder's backup quoting an offset for seconds used to confirm its
+// own first tick with its next and set the price the risk engine acted on.
+func (e *Engine) otherUnquoted(st *symState, j int) bool {
+	for k := range st.per {
+		if k != j && st.per[k].recvNs == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // band is the spike band in price units: the floor, or the robust band of recent moves.
@@ -398,6 +449,13 @@ func (e *Engine) publish(sl *slot, j int, q Quote, now int64) {
 		st.fresh++
 	}
 	st.lastPubMid, st.lastPubNs = mid, now
+	if len(st.per) > 1 {
+		bandPx := e.cfg.Filter.BandPips * sl.pip
+		ref, n := e.othersMedian(st, j, now, true)
+		if (n > 0 && math.Abs(mid-ref) <= bandPx) || (st.agreedNs != 0 && math.Abs(mid-st.agreedMid) <= bandPx) {
+			st.agreedMid, st.agreedNs = mid, now
+		}
+	}
 	q.Source = e.srcs[j].name
 	p := &q
 	sl.q.Store(p)
@@ -485,7 +543,7 @@ func (e *Engine) sweep(at time.Time) {
 		if len(st.per) > 1 {
 			e.reselect(sl, now)
 		}
-		if st.held && now-st.heldQ.ReceivedAt.UnixNano() >= confirm {
+		if st.held && now-st.heldSince >= confirm {
 			if _, n := e.othersMedian(st, st.heldSrc, now, true); n == 0 {
 				e.releaseHeld(sl, now)
 			}

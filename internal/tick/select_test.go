@@ -353,11 +353,12 @@ func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
 	}
 }
 
-// At a start the sources connect one after another: a backup that quotes first is replaced by
-// the primary's first quote at once, with no hold-down — only a return after a loss waits.
+// At a start the sources connect one after another: a backup that quotes first (published once
+// ConfirmAfter passed with the primary still silent) is replaced by the primary's first quote at
+// once, with no hold-down — only a return after a loss waits.
 func TestAPrimaryQuotingLateAtAStartIsTakenAtOnce(t *testing.T) {
 	r := newRig(t, Config{}, "primary", "backup")
-	mid := r.steady(5, 1.1, "backup")
+	mid := r.steady(11, 1.1, "backup")
 	r.wantSwitch("the backup quotes first", "primary", "backup")
 	r.want("the backup quotes first", "backup", mid)
 
