@@ -50,6 +50,7 @@ func (s *srcState) Offer(symbol string, bid, ask float64, providerTime time.Time
 		return
 	}
 	recv := e.cfg.Now()
+	e.notePause(recv.UnixNano())
 	e.subsMu.RLock()
 	e.offer(s, sl, bid, ask, providerTime, recv)
 	e.subsMu.RUnlock()
@@ -146,6 +147,7 @@ type symState struct {
 type srcSym struct {
 	bid, ask     float64
 	recvNs, ptNs int64   // 0: no quote yet
+	pausedAt     int64   // the engine's pausedNs when recvNs was stamped
 	ewma         float64 // inter-arrival time, ns
 	healthySince int64   // Unix ns; 0 while unhealthy
 	lostHealth   bool    // it was healthy once and then was not: its return waits for HoldDown
@@ -167,6 +169,37 @@ func (e *Engine) newSymState() symState {
 	return st
 }
 
+// age is how long the engine has run since ss's last tick: the time since it, less the pauses
+// noticed since (notePause). A process SIGSTOPped (or starved) for seconds reads each socket's
+// backlog as fresh ticks when it resumes, one source's before the other's; judged by the wall
+// clock, the source read second would look silent for that moment and the first one's backlog
+// would stand alone — the soak (seed 221723382888820) saw a holder resume, publish the primary's
+// 134-pip offset from its backlog with the backup "silent", and stop an account out there.
+func (e *Engine) age(ss *srcSym, now int64) int64 {
+	return now - ss.recvNs - (e.pausedNs.Load() - ss.pausedAt)
+}
+
+// pauseAfter is the gap in the sweep (every Failover.Sweep) that says the engine did not run:
+// at least the shortest silence threshold, so a sweep merely late on a busy machine is no pause.
+func (e *Engine) pauseAfter() int64 {
+	return int64(max(e.cfg.Failover.SilentMin, 10*e.cfg.Failover.Sweep))
+}
+
+// notePause counts, at now (a tick offered or a sweep), the time since the last sweep beyond one
+// sweep interval as a pause when it exceeds pauseAfter: whichever goroutine runs first after a
+// resume — a source's reader with its backlog, or the sweep — notices it, once.
+func (e *Engine) notePause(now int64) {
+	last := e.sweptNs.Load()
+	if last == 0 || now-last <= e.pauseAfter() {
+		return
+	}
+	if e.sweptNs.CompareAndSwap(last, now) {
+		e.pausedNs.Add(now - last - int64(e.cfg.Failover.Sweep))
+		e.log.Warn("tick engine did not run; its sources' silence is judged without the pause",
+			slog.Duration("paused", time.Duration(now-last)))
+	}
+}
+
 func (e *Engine) silentAfter(ss *srcSym) int64 {
 	f := &e.cfg.Failover
 	if ss.ewma == 0 {
@@ -178,7 +211,7 @@ func (e *Engine) silentAfter(ss *srcSym) int64 {
 // live: connected, quoted, not silent — a source whose price may be compared with.
 func (e *Engine) live(st *symState, j int, now int64) bool {
 	ss := &st.per[j]
-	return e.srcs[j].connected.Load() && ss.recvNs != 0 && now-ss.recvNs <= e.silentAfter(ss)
+	return e.srcs[j].connected.Load() && ss.recvNs != 0 && e.age(ss, now) <= e.silentAfter(ss)
 }
 
 func (e *Engine) health(st *symState, j int, now int64) (bool, string) {
@@ -188,7 +221,7 @@ func (e *Engine) health(st *symState, j int, now int64) (bool, string) {
 		return false, "disconnected"
 	case ss.recvNs == 0:
 		return false, "no quote"
-	case now-ss.recvNs > e.silentAfter(ss):
+	case e.age(ss, now) > e.silentAfter(ss):
 		return false, "silent"
 	case ss.offRun >= 2:
 		return false, "off-band"
@@ -238,8 +271,9 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 	defer sl.mu.Unlock()
 	st := &sl.st
 	ss := &st.per[s.i]
+	paused := e.pausedNs.Load()
 	if ss.recvNs != 0 {
-		if dt := now - ss.recvNs; dt > 0 {
+		if dt := e.age(ss, now); dt > 0 {
 			if dt > e.silentAfter(ss) {
 				if ss.healthySince != 0 {
 					ss.lostHealth = true
@@ -254,7 +288,7 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 			}
 		}
 	}
-	ss.bid, ss.ask, ss.recvNs, ss.ptNs = bid, ask, now, pt.UnixNano()
+	ss.bid, ss.ask, ss.recvNs, ss.ptNs, ss.pausedAt = bid, ask, now, pt.UnixNano(), paused
 	if st.firstNs == 0 {
 		st.firstNs = now
 	}
@@ -555,14 +589,23 @@ func (e *Engine) sweep(at time.Time) {
 func (e *Engine) runSweep(ctx interface{ Done() <-chan struct{} }) {
 	t := time.NewTicker(e.cfg.Failover.Sweep)
 	defer t.Stop()
+	e.sweptNs.Store(e.cfg.Now().UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			e.sweep(e.cfg.Now())
+			e.sweepTick(e.cfg.Now())
 		}
 	}
+}
+
+// sweepTick is one tick of Run's sweep: a pause noticed, then the sweep.
+func (e *Engine) sweepTick(at time.Time) {
+	now := at.UnixNano()
+	e.notePause(now)
+	e.sweptNs.Store(now)
+	e.sweep(at)
 }
 
 // rejectRing keeps the last filtered ticks.
