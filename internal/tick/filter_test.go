@@ -292,10 +292,11 @@ func TestALoneSourcesJumpDoesNotOutvoteAReturningSource(t *testing.T) {
 	r.wantSwitch("primary down", "primary", "backup")
 
 	// Alone, the backup jumps 100 pips and stays: a gap for all the desk can tell, published once
-	// its next tick confirms it.
+	// it has stood ConfirmAfter.
 	off := mid + 100*pip
-	r.both(100*time.Millisecond, off, "backup")
-	r.both(100*time.Millisecond, off, "backup")
+	for range 11 {
+		r.both(100*time.Millisecond, off, "backup")
+	}
 	r.want("a lone source's confirmed jump", "backup", off)
 	r.drain()
 
@@ -356,4 +357,40 @@ func TestAnUnreferencedTickWaitsForAnotherSourcesFirstQuote(t *testing.T) {
 	r2.both(200*time.Millisecond, 1.1, "backup")
 	r2.e.sweep(r2.clock.Now())
 	r2.want("the lone backup after ConfirmAfter", "backup", 1.1)
+}
+
+// With no other healthy source to ask, a jump on a desk of several sources waits ConfirmAfter
+// (of the engine's running time) however often its source repeats it: the other source may be
+// reconnecting. The soak (seed 52495139321875) saw a holder resume from a stop taken during a
+// primaryDown, its primary still disconnected, and publish the backup's 136-pip offset from the
+// backlog, the next backlog tick 44 µs later confirming the first; the primary quoted the market
+// 0.4 s later.
+func TestALoneSourcesJumpWaitsConfirmAfter(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	r.feed("primary").SetConnected(false, nil)
+	r.wantSwitch("primary down", "primary", "backup")
+	r.drain()
+	off := mid - 136*pip
+	for range 5 { // a backlog: the ticks come microseconds apart
+		r.both(time.Microsecond*44, off, "backup")
+	}
+	for range 4 {
+		r.both(100*time.Millisecond, off, "backup")
+		r.e.sweep(r.clock.Now())
+	}
+	if q, _ := r.e.LastTick("EURUSD"); abs(q.Mid()-off) < 30*pip {
+		t.Fatalf("a lone source's jump published within ConfirmAfter: %+v", q)
+	}
+	r.feed("primary").SetConnected(true, nil)
+	for range 3 {
+		r.both(100*time.Millisecond, mid, "primary")
+		r.both(0, off, "backup")
+	}
+	for _, u := range r.drain() {
+		if abs(u.Quote.Mid()-mid) > 30*pip {
+			t.Fatalf("published %s's %.5f", u.Quote.Source, u.Quote.Mid())
+		}
+	}
+	r.want("the returning primary's market", "primary", mid)
 }

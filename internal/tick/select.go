@@ -137,9 +137,9 @@ type symState struct {
 	heldQ      Quote
 	heldReason string
 	heldSeq    uint64 // the ring entry recording it
-	// heldSince starts ConfirmAfter: the held tick's arrival, or for an unreferenced tick the
-	// first of its source's ticks that waited, one after another, for a better source's first
-	// quote (betterUnquoted).
+	// heldSince starts ConfirmAfter, on the engine's running clock (ran): the held tick's
+	// arrival, or, for a source with no other healthy source to ask, the first of its ticks that
+	// stayed near one another while they waited.
 	heldSince int64
 }
 
@@ -178,6 +178,9 @@ func (e *Engine) newSymState() symState {
 func (e *Engine) age(ss *srcSym, now int64) int64 {
 	return now - ss.recvNs - (e.pausedNs.Load() - ss.pausedAt)
 }
+
+// ran is now on the engine's running clock: the time since the epoch less the pauses noticed.
+func (e *Engine) ran(now int64) int64 { return now - e.pausedNs.Load() }
 
 // pauseAfter is the gap in the sweep (every Failover.Sweep) that says the engine did not run:
 // at least the shortest silence threshold, so a sweep merely late on a busy machine is no pause.
@@ -362,20 +365,23 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if multi {
 		ref, nref = e.othersMedian(st, j, now, true)
 	}
-	var waiting int64 // an unreferenced tick's wait for a better source, carried to the next one
+	var waiting int64 // a lone source's wait for ConfirmAfter, carried to its next held tick
+	waitingReason := ""
 	if st.held && own && st.heldSrc == j {
 		hm := st.heldQ.Mid()
 		dh, dp := math.Abs(mid-hm), math.Abs(mid-st.lastPubMid)
 		agrees := nref == 0 || math.Abs(hm-ref) <= bandPx
-		unreferenced := st.heldReason == RejectUnreferenced && dh <= e.band(st, sl.pip) && agrees
+		stays := agrees && dh <= e.band(st, sl.pip) && (st.heldReason == RejectUnreferenced || (st.heldReason == RejectSpike && dh <= dp))
+		// On a desk of several sources, a source's own next tick confirms a held one only beside
+		// another healthy source that agrees, or back at the price two sources last agreed on;
+		// alone, it stands once ConfirmAfter passed (the other may be reconnecting).
+		backToAgreed := st.agreedNs != 0 && math.Abs(hm-st.agreedMid) <= bandPx
 		switch {
-		case st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees:
-			e.releaseHeld(sl, now)
-		case unreferenced && (!e.otherUnquoted(st, j) || now-st.heldSince >= int64(e.cfg.Filter.ConfirmAfter)):
+		case stays && (!multi || nref > 0 || backToAgreed || e.ran(now)-st.heldSince >= int64(e.cfg.Filter.ConfirmAfter)):
 			e.releaseHeld(sl, now)
 		default:
-			if unreferenced {
-				waiting = st.heldSince
+			if stays {
+				waiting, waitingReason = st.heldSince, st.heldReason
 			}
 			e.dropHeld(sl, now)
 		}
@@ -403,28 +409,14 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if st.held { // a tick already held by the previous source
 		e.dropHeld(sl, now)
 	}
-	st.held, st.heldSrc, st.heldQ, st.heldReason, st.heldSince = true, j, q, reason, ss.recvNs
-	if reason == RejectUnreferenced && waiting != 0 {
+	st.held, st.heldSrc, st.heldQ, st.heldReason, st.heldSince = true, j, q, reason, ss.recvNs-ss.pausedAt
+	if waiting != 0 && reason == waitingReason {
 		st.heldSince = waiting
 	}
 	ss.held++
 	e.srcs[j].held.Add(1)
 	st.heldSeq = e.ring.add(RejectedTick{Symbol: sl.symbol, Source: e.srcs[j].name, Bid: q.Bid, Ask: q.Ask,
 		ReceivedAt: q.ReceivedAt, Reason: reason, Outcome: OutcomeHeld})
-}
-
-// otherUnquoted reports whether a source other than j has not quoted the symbol yet — at a start,
-// one source still connecting while the other quotes. An unreferenced tick of j is not confirmed
-// by j's next tick while one has not: that source's first quote confirms or contradicts it, or
-// ConfirmAfter passes: a new holder's backup quoting an offset for seconds used to confirm its
-// own first tick with its next and set the price the risk engine acted on.
-func (e *Engine) otherUnquoted(st *symState, j int) bool {
-	for k := range st.per {
-		if k != j && st.per[k].recvNs == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // band is the spike band in price units: the floor, or the robust band of recent moves.
@@ -577,7 +569,7 @@ func (e *Engine) sweep(at time.Time) {
 		if len(st.per) > 1 {
 			e.reselect(sl, now)
 		}
-		if st.held && now-st.heldSince >= confirm {
+		if st.held && e.ran(now)-st.heldSince >= confirm {
 			if _, n := e.othersMedian(st, st.heldSrc, now, true); n == 0 {
 				e.releaseHeld(sl, now)
 			}
