@@ -153,6 +153,12 @@ type Engine struct {
 	rejected       [rejectCounters]atomic.Uint64
 	lastTickAt     atomic.Int64 // Config.Now, Unix ns; 0 = never
 	updatesDropped atomic.Uint64
+
+	// sweptNs is when the sweep last ran (Config.Now, Unix ns; 0 until Run's sweep starts), and
+	// pausedNs the time the engine is known not to have run: every gap in the sweep past
+	// pauseAfter (notePause). Silence is judged on the time the engine ran (srcSym.age).
+	sweptNs  atomic.Int64
+	pausedNs atomic.Int64
 }
 
 // Counter slots beyond the Reject values.

@@ -279,3 +279,118 @@ func TestAnUnreferencedFirstTickWaitsForItsConfirmation(t *testing.T) {
 	r2.e.sweep(r2.clock.Now())
 	r2.want("unchallenged for ConfirmAfter", "primary", 1.1)
 }
+
+// A price only one source quoted is no evidence of which source moved. The backup, quoting alone,
+// published its jump; the primary came back at the market, stood off that published price and was
+// judged off-band itself, so the desk stayed on the off-market backup while a healthy primary
+// disagreed — one way the soak's trailing stops (seed 126960055552749) could fire on the backup's
+// offset. Off-band is now judged against the last price two sources agreed on.
+func TestALoneSourcesJumpDoesNotOutvoteAReturningSource(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	r.feed("primary").SetConnected(false, nil)
+	r.wantSwitch("primary down", "primary", "backup")
+
+	// Alone, the backup jumps 100 pips and stays: a gap for all the desk can tell, published once
+	// it has stood ConfirmAfter.
+	off := mid + 100*pip
+	for range 11 {
+		r.both(100*time.Millisecond, off, "backup")
+	}
+	r.want("a lone source's confirmed jump", "backup", off)
+	r.drain()
+
+	// The primary comes back at the market: from its first tick, with a healthy source
+	// disagreeing, the backup's price must not be published again.
+	r.feed("primary").SetConnected(true, nil)
+	for range 4 {
+		r.both(100*time.Millisecond, mid, "primary")
+		r.both(0, off, "backup")
+	}
+	for _, u := range r.drain() {
+		if abs(u.Quote.Mid()-mid) > 30*pip {
+			t.Fatalf("published %s's %.5f while the primary quoted %.5f", u.Quote.Source, u.Quote.Mid(), mid)
+		}
+	}
+	r.want("back on the primary", "primary", mid)
+	if sel := r.e.Selections()[0]; sel.Health[0].Healthy == false || sel.Health[1].Reason != "off-band" {
+		t.Fatalf("health %+v, want the primary healthy and the backup off-band", sel.Health)
+	}
+}
+
+// At a takeover the backup's first ticks can come before the primary's first quote. The backup
+// quoting off the market for seconds (an offset, not a spike) used to confirm its own
+// unreferenced tick with its next one and set the new holder's price; a source that has not
+// quoted the symbol yet is now waited for, up to ConfirmAfter.
+func TestAnUnreferencedTickWaitsForAnotherSourcesFirstQuote(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	off := 1.1 + 100*pip
+	for range 3 { // 300 ms of the backup alone, off the market
+		r.both(100*time.Millisecond, off, "backup")
+	}
+	if q, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatalf("the backup's unreferenced ticks were published before the primary quoted: %+v", q)
+	}
+	// Two sources disagree and no price was ever agreed on: nothing tells which moved, so
+	// neither is published (the primary's ticks are held as disagreeing) until they agree.
+	for range 20 {
+		r.both(100*time.Millisecond, 1.1, "primary")
+		r.both(0, off, "backup")
+	}
+	if q, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatalf("published while the sources disagreed with no agreed price: %+v", q)
+	}
+	r.both(100*time.Millisecond, 1.1, "primary")
+	r.both(0, 1.1, "backup")
+	r.want("the primary's price once the backup agrees", "primary", 1.1)
+
+	// A source that never quotes is waited for ConfirmAfter, counted from the first tick
+	// held, however often the lone source ticks meanwhile.
+	r2 := newRig(t, Config{}, "primary", "backup")
+	for range 9 {
+		r2.both(100*time.Millisecond, 1.1, "backup")
+		r2.e.sweep(r2.clock.Now())
+	}
+	if q, ok := r2.e.LastTick("EURUSD"); ok {
+		t.Fatalf("published before ConfirmAfter: %+v", q)
+	}
+	r2.both(200*time.Millisecond, 1.1, "backup")
+	r2.e.sweep(r2.clock.Now())
+	r2.want("the lone backup after ConfirmAfter", "backup", 1.1)
+}
+
+// With no other healthy source to ask, a jump on a desk of several sources waits ConfirmAfter
+// (of the engine's running time) however often its source repeats it: the other source may be
+// reconnecting. The soak (seed 52495139321875) saw a holder resume from a stop taken during a
+// primaryDown, its primary still disconnected, and publish the backup's 136-pip offset from the
+// backlog, the next backlog tick 44 µs later confirming the first; the primary quoted the market
+// 0.4 s later.
+func TestALoneSourcesJumpWaitsConfirmAfter(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	mid := r.steady(40, 1.1, "primary", "backup")
+	r.feed("primary").SetConnected(false, nil)
+	r.wantSwitch("primary down", "primary", "backup")
+	r.drain()
+	off := mid - 136*pip
+	for range 5 { // a backlog: the ticks come microseconds apart
+		r.both(time.Microsecond*44, off, "backup")
+	}
+	for range 4 {
+		r.both(100*time.Millisecond, off, "backup")
+		r.e.sweep(r.clock.Now())
+	}
+	if q, _ := r.e.LastTick("EURUSD"); abs(q.Mid()-off) < 30*pip {
+		t.Fatalf("a lone source's jump published within ConfirmAfter: %+v", q)
+	}
+	r.feed("primary").SetConnected(true, nil)
+	for range 3 {
+		r.both(100*time.Millisecond, mid, "primary")
+		r.both(0, off, "backup")
+	}
+	for _, u := range r.drain() {
+		if abs(u.Quote.Mid()-mid) > 30*pip {
+			t.Fatalf("published %s's %.5f", u.Quote.Source, u.Quote.Mid())
+		}
+	}
+	r.want("the returning primary's market", "primary", mid)
+}

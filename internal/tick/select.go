@@ -50,6 +50,7 @@ func (s *srcState) Offer(symbol string, bid, ask float64, providerTime time.Time
 		return
 	}
 	recv := e.cfg.Now()
+	e.notePause(recv.UnixNano())
 	e.subsMu.RLock()
 	e.offer(s, sl, bid, ask, providerTime, recv)
 	e.subsMu.RUnlock()
@@ -122,17 +123,31 @@ type symState struct {
 	lastPubMid float64
 	lastPubNs  int64 // 0: nothing published
 
+	// agreedMid is the last published mid the desk knows was the market: another healthy source
+	// quoted it (within BandPips), or it stayed within BandPips of the agreed mid before (a lone
+	// source walking on). A source is off-band only when it stands off the others and off this
+	// price, not off the last published one: a jump one source published alone (a real gap, or
+	// an offset) is no evidence of which source moved when the other returns at the market.
+	agreedMid float64
+	agreedNs  int64 // 0: never agreed (a new holder)
+	firstNs   int64 // the symbol's first quote from any source
+
 	held       bool
 	heldSrc    int
 	heldQ      Quote
 	heldReason string
 	heldSeq    uint64 // the ring entry recording it
+	// heldSince starts ConfirmAfter, on the engine's running clock (ran): the held tick's
+	// arrival, or, for a source with no other healthy source to ask, the first of its ticks that
+	// stayed near one another while they waited.
+	heldSince int64
 }
 
 // srcSym is one source's state for one symbol.
 type srcSym struct {
 	bid, ask     float64
 	recvNs, ptNs int64   // 0: no quote yet
+	pausedAt     int64   // the engine's pausedNs when recvNs was stamped
 	ewma         float64 // inter-arrival time, ns
 	healthySince int64   // Unix ns; 0 while unhealthy
 	lostHealth   bool    // it was healthy once and then was not: its return waits for HoldDown
@@ -154,6 +169,40 @@ func (e *Engine) newSymState() symState {
 	return st
 }
 
+// age is how long the engine has run since ss's last tick: the time since it, less the pauses
+// noticed since (notePause). A process SIGSTOPped (or starved) for seconds reads each socket's
+// backlog as fresh ticks when it resumes, one source's before the other's; judged by the wall
+// clock, the source read second would look silent for that moment and the first one's backlog
+// would stand alone — the soak (seed 221723382888820) saw a holder resume, publish the primary's
+// 134-pip offset from its backlog with the backup "silent", and stop an account out there.
+func (e *Engine) age(ss *srcSym, now int64) int64 {
+	return now - ss.recvNs - (e.pausedNs.Load() - ss.pausedAt)
+}
+
+// ran is now on the engine's running clock: the time since the epoch less the pauses noticed.
+func (e *Engine) ran(now int64) int64 { return now - e.pausedNs.Load() }
+
+// pauseAfter is the gap in the sweep (every Failover.Sweep) that says the engine did not run:
+// at least the shortest silence threshold, so a sweep merely late on a busy machine is no pause.
+func (e *Engine) pauseAfter() int64 {
+	return int64(max(e.cfg.Failover.SilentMin, 10*e.cfg.Failover.Sweep))
+}
+
+// notePause counts, at now (a tick offered or a sweep), the time since the last sweep beyond one
+// sweep interval as a pause when it exceeds pauseAfter: whichever goroutine runs first after a
+// resume — a source's reader with its backlog, or the sweep — notices it, once.
+func (e *Engine) notePause(now int64) {
+	last := e.sweptNs.Load()
+	if last == 0 || now-last <= e.pauseAfter() {
+		return
+	}
+	if e.sweptNs.CompareAndSwap(last, now) {
+		e.pausedNs.Add(now - last - int64(e.cfg.Failover.Sweep))
+		e.log.Warn("tick engine did not run; its sources' silence is judged without the pause",
+			slog.Duration("paused", time.Duration(now-last)))
+	}
+}
+
 func (e *Engine) silentAfter(ss *srcSym) int64 {
 	f := &e.cfg.Failover
 	if ss.ewma == 0 {
@@ -165,7 +214,7 @@ func (e *Engine) silentAfter(ss *srcSym) int64 {
 // live: connected, quoted, not silent — a source whose price may be compared with.
 func (e *Engine) live(st *symState, j int, now int64) bool {
 	ss := &st.per[j]
-	return e.srcs[j].connected.Load() && ss.recvNs != 0 && now-ss.recvNs <= e.silentAfter(ss)
+	return e.srcs[j].connected.Load() && ss.recvNs != 0 && e.age(ss, now) <= e.silentAfter(ss)
 }
 
 func (e *Engine) health(st *symState, j int, now int64) (bool, string) {
@@ -175,7 +224,7 @@ func (e *Engine) health(st *symState, j int, now int64) (bool, string) {
 		return false, "disconnected"
 	case ss.recvNs == 0:
 		return false, "no quote"
-	case now-ss.recvNs > e.silentAfter(ss):
+	case e.age(ss, now) > e.silentAfter(ss):
 		return false, "silent"
 	case ss.offRun >= 2:
 		return false, "off-band"
@@ -225,8 +274,9 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 	defer sl.mu.Unlock()
 	st := &sl.st
 	ss := &st.per[s.i]
+	paused := e.pausedNs.Load()
 	if ss.recvNs != 0 {
-		if dt := now - ss.recvNs; dt > 0 {
+		if dt := e.age(ss, now); dt > 0 {
 			if dt > e.silentAfter(ss) {
 				if ss.healthySince != 0 {
 					ss.lostHealth = true
@@ -241,14 +291,28 @@ func (e *Engine) offer(s *srcState, sl *slot, bid, ask float64, pt, recv time.Ti
 			}
 		}
 	}
-	ss.bid, ss.ask, ss.recvNs, ss.ptNs = bid, ask, now, pt.UnixNano()
+	ss.bid, ss.ask, ss.recvNs, ss.ptNs, ss.pausedAt = bid, ask, now, pt.UnixNano(), paused
+	if st.firstNs == 0 {
+		st.firstNs = now
+	}
 	s.accepted.Add(1)
 	multi := len(st.per) > 1
 	if multi {
 		mid := (bid + ask) / 2
 		bandPx := e.cfg.Filter.BandPips * sl.pip
 		ref, n := e.othersMedian(st, s.i, now, false)
-		if n > 0 && math.Abs(mid-ref) > bandPx && (st.lastPubNs == 0 || math.Abs(mid-st.lastPubMid) > bandPx) {
+		off := n > 0 && math.Abs(mid-ref) > bandPx
+		switch {
+		case st.agreedNs != 0:
+			off = off && math.Abs(mid-st.agreedMid) > bandPx
+		case now-st.firstNs < int64(e.cfg.Failover.HoldDown):
+			// No price two sources agreed on yet (a new holder): nothing tells which of two
+			// disagreeing sources moved, so neither is failed over from — the active one's ticks
+			// are held as disagreeing — for HoldDown; past it, a lasting disagreement fails the
+			// first source to stand off twice over, as before.
+			off = false
+		}
+		if off {
 			ss.offRun++
 		} else {
 			ss.offRun = 0
@@ -301,14 +365,24 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if multi {
 		ref, nref = e.othersMedian(st, j, now, true)
 	}
+	var waiting int64 // a lone source's wait for ConfirmAfter, carried to its next held tick
+	waitingReason := ""
 	if st.held && own && st.heldSrc == j {
 		hm := st.heldQ.Mid()
 		dh, dp := math.Abs(mid-hm), math.Abs(mid-st.lastPubMid)
 		agrees := nref == 0 || math.Abs(hm-ref) <= bandPx
-		if (st.heldReason == RejectSpike && dh <= e.band(st, sl.pip) && dh <= dp && agrees) ||
-			(st.heldReason == RejectUnreferenced && dh <= e.band(st, sl.pip) && agrees) {
+		stays := agrees && dh <= e.band(st, sl.pip) && (st.heldReason == RejectUnreferenced || (st.heldReason == RejectSpike && dh <= dp))
+		// On a desk of several sources, a source's own next tick confirms a held one only beside
+		// another healthy source that agrees, or back at the price two sources last agreed on;
+		// alone, it stands once ConfirmAfter passed (the other may be reconnecting).
+		backToAgreed := st.agreedNs != 0 && math.Abs(hm-st.agreedMid) <= bandPx
+		switch {
+		case stays && (!multi || nref > 0 || backToAgreed || e.ran(now)-st.heldSince >= int64(e.cfg.Filter.ConfirmAfter)):
 			e.releaseHeld(sl, now)
-		} else {
+		default:
+			if stays {
+				waiting, waitingReason = st.heldSince, st.heldReason
+			}
 			e.dropHeld(sl, now)
 		}
 	}
@@ -335,7 +409,10 @@ func (e *Engine) consider(sl *slot, j int, now int64, own bool) {
 	if st.held { // a tick already held by the previous source
 		e.dropHeld(sl, now)
 	}
-	st.held, st.heldSrc, st.heldQ, st.heldReason = true, j, q, reason
+	st.held, st.heldSrc, st.heldQ, st.heldReason, st.heldSince = true, j, q, reason, ss.recvNs-ss.pausedAt
+	if waiting != 0 && reason == waitingReason {
+		st.heldSince = waiting
+	}
 	ss.held++
 	e.srcs[j].held.Add(1)
 	st.heldSeq = e.ring.add(RejectedTick{Symbol: sl.symbol, Source: e.srcs[j].name, Bid: q.Bid, Ask: q.Ask,
@@ -398,6 +475,13 @@ func (e *Engine) publish(sl *slot, j int, q Quote, now int64) {
 		st.fresh++
 	}
 	st.lastPubMid, st.lastPubNs = mid, now
+	if len(st.per) > 1 {
+		bandPx := e.cfg.Filter.BandPips * sl.pip
+		ref, n := e.othersMedian(st, j, now, true)
+		if (n > 0 && math.Abs(mid-ref) <= bandPx) || (st.agreedNs != 0 && math.Abs(mid-st.agreedMid) <= bandPx) {
+			st.agreedMid, st.agreedNs = mid, now
+		}
+	}
 	q.Source = e.srcs[j].name
 	p := &q
 	sl.q.Store(p)
@@ -485,7 +569,7 @@ func (e *Engine) sweep(at time.Time) {
 		if len(st.per) > 1 {
 			e.reselect(sl, now)
 		}
-		if st.held && now-st.heldQ.ReceivedAt.UnixNano() >= confirm {
+		if st.held && e.ran(now)-st.heldSince >= confirm {
 			if _, n := e.othersMedian(st, st.heldSrc, now, true); n == 0 {
 				e.releaseHeld(sl, now)
 			}
@@ -497,14 +581,23 @@ func (e *Engine) sweep(at time.Time) {
 func (e *Engine) runSweep(ctx interface{ Done() <-chan struct{} }) {
 	t := time.NewTicker(e.cfg.Failover.Sweep)
 	defer t.Stop()
+	e.sweptNs.Store(e.cfg.Now().UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			e.sweep(e.cfg.Now())
+			e.sweepTick(e.cfg.Now())
 		}
 	}
+}
+
+// sweepTick is one tick of Run's sweep: a pause noticed, then the sweep.
+func (e *Engine) sweepTick(at time.Time) {
+	now := at.UnixNano()
+	e.notePause(now)
+	e.sweptNs.Store(now)
+	e.sweep(at)
 }
 
 // rejectRing keeps the last filtered ticks.

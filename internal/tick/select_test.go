@@ -353,11 +353,12 @@ func TestOfferValidatesLikeTheWebsocket(t *testing.T) {
 	}
 }
 
-// At a start the sources connect one after another: a backup that quotes first is replaced by
-// the primary's first quote at once, with no hold-down — only a return after a loss waits.
+// At a start the sources connect one after another: a backup that quotes first (published once
+// ConfirmAfter passed with the primary still silent) is replaced by the primary's first quote at
+// once, with no hold-down — only a return after a loss waits.
 func TestAPrimaryQuotingLateAtAStartIsTakenAtOnce(t *testing.T) {
 	r := newRig(t, Config{}, "primary", "backup")
-	mid := r.steady(5, 1.1, "backup")
+	mid := r.steady(11, 1.1, "backup")
 	r.wantSwitch("the backup quotes first", "primary", "backup")
 	r.want("the backup quotes first", "backup", mid)
 
@@ -374,4 +375,45 @@ func TestAPrimaryQuotingLateAtAStartIsTakenAtOnce(t *testing.T) {
 	r.feed("primary").SetConnected(true, nil)
 	r.steady(5, mid, "primary", "backup")
 	r.wantNoSwitch("a return inside the hold-down")
+}
+
+// A process SIGSTOPped for seconds reads each socket's backlog when it resumes, one source's
+// before the other's. Judged by the wall clock, the source read second looked silent and the
+// first one's backlog stood alone: the soak (seed 221723382888820) saw a resumed holder publish
+// the primary's 134-pip offset and stop an account out at it while the backup, its ticks still
+// in the socket, quoted the market. Silence is judged on the time the engine ran.
+func TestAResumedEngineJudgesSilenceWithoutThePause(t *testing.T) {
+	for _, sweepFirst := range []bool{false, true} {
+		r := newRig(t, Config{}, "primary", "backup")
+		mid := 1.1
+		for range 40 { // Run's sweep, every 100ms, beside the ticks
+			mid = r.steady(1, mid, "primary", "backup")
+			r.e.sweepTick(r.clock.Now())
+		}
+		r.want("before the pause", "primary", mid)
+		r.drain()
+
+		r.clock.advance(5 * time.Second) // SIGSTOP … SIGCONT
+		if sweepFirst {
+			r.e.sweepTick(r.clock.Now())
+		}
+		// The primary's backlog first: its offset began during the pause.
+		for range 5 {
+			r.both(time.Millisecond, mid-134*pip, "primary")
+		}
+		for range 5 {
+			r.both(time.Millisecond, mid, "backup")
+		}
+		for _, u := range r.drain() {
+			if abs(u.Quote.Mid()-mid) > 30*pip {
+				t.Fatalf("sweep first %v: published %s's %.5f from a backlog while the backup quoted %.5f", sweepFirst, u.Quote.Source, u.Quote.Mid(), mid)
+			}
+		}
+		for len(r.sw) > 0 {
+			if s := <-r.sw; s.Reason == "backup silent" || s.Reason == "primary silent" {
+				t.Fatalf("sweep first %v: switch %+v: a source judged silent over the pause", sweepFirst, s)
+			}
+		}
+		r.want("on the backup, the primary off-band", "backup", mid)
+	}
 }

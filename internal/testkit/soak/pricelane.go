@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,6 +257,7 @@ func (w *priceWatch) listen(ctx context.Context) {
 			}
 			var t struct {
 				Symbol     string    `json:"symbol"`
+				Source     string    `json:"source"`
 				Bid        string    `json:"bid"`
 				Ask        string    `json:"ask"`
 				ReceivedAt time.Time `json:"receivedAt"`
@@ -271,7 +274,7 @@ func (w *priceWatch) listen(ctx context.Context) {
 				continue
 			}
 			w.mu.Lock()
-			w.published = append(w.published, invariant.PublishedTick{Symbol: t.Symbol, Bid: bid, Ask: ask, At: t.ReceivedAt, Term: t.Term})
+			w.published = append(w.published, invariant.PublishedTick{Symbol: t.Symbol, Source: t.Source, Bid: bid, Ask: ask, At: t.ReceivedAt, Term: t.Term})
 			w.mu.Unlock()
 		}
 	}
@@ -369,6 +372,42 @@ func (w *priceWatch) evidence() *invariant.PriceEvidence {
 	return &invariant.PriceEvidence{Faults: append([]invariant.PriceFault(nil), w.faults...), Published: append([]invariant.PublishedTick(nil), w.published...),
 		Filtered: append([]invariant.FilteredTick(nil), w.order...), Selections: append([]invariant.SelectionSample(nil), w.selections...),
 		HeardFrom: w.heardFrom, HeardTo: w.heardTo}
+}
+
+// write keeps what the lane saw in the run folder, one JSON object a line in the order heard:
+// {"fault":…}, {"published":…} (bid and ask as the desk sent them), {"filtered":…} with its last
+// outcome, {"selection":…}. A failed check names prices and times; this is what to read them
+// against (which source the desk published, what it held, which source each symbol was on).
+func (w *priceWatch) write(path string) error {
+	ev := w.evidence()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b := bufio.NewWriter(f)
+	enc := json.NewEncoder(b)
+	type published struct {
+		invariant.PublishedTick
+		Bid float64 `json:"bid"`
+		Ask float64 `json:"ask"`
+	}
+	for _, x := range ev.Faults {
+		enc.Encode(map[string]any{"fault": x})
+	}
+	for _, x := range ev.Published {
+		enc.Encode(map[string]any{"published": published{x, x.Bid, x.Ask}})
+	}
+	for _, x := range ev.Filtered {
+		enc.Encode(map[string]any{"filtered": x})
+	}
+	for _, x := range ev.Selections {
+		enc.Encode(map[string]any{"selection": x})
+	}
+	if err := b.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // describe is the lane's tally for the run log: ticks heard, filtered ticks by outcome, samples,

@@ -430,6 +430,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 	pricing.Wait()
 	time.Sleep(invariant.PriceTolerance.Flush)
 	logger.Printf("soak: price lane: %s", prices.describe())
+	if err := prices.write(filepath.Join(dir, "prices.jsonl")); err != nil {
+		logger.Printf("soak: price lane: prices.jsonl not written: %v", err)
+	}
 	check("final")
 	tl.add(finalVenueCheck(ctx, c, logger, quiet))
 	tl.add(finalFeedsCheck(ctx, c, feeds, logger))
@@ -504,9 +507,9 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		keepDB = true
 		summary += " kept=" + dir
 		if ch.galera {
-			logger.Printf("soak: logs, journal.jsonl, samples.jsonl and the cluster's logs kept in %s; the database went with the cluster", dir)
+			logger.Printf("soak: logs, journal.jsonl, samples.jsonl, prices.jsonl and the cluster's logs kept in %s; the database went with the cluster", dir)
 		} else {
-			logger.Printf("soak: logs, journal.jsonl and samples.jsonl kept in %s; database %s kept", dir, c.dbName)
+			logger.Printf("soak: logs, journal.jsonl, samples.jsonl and prices.jsonl kept in %s; database %s kept", dir, c.dbName)
 		}
 	}
 	fmt.Println(summary)

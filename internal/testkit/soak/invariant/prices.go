@@ -84,9 +84,10 @@ func (f PriceFault) touches(source string) bool {
 
 // PublishedTick is one tick the holder published, as the soak heard it on the ticks channel the
 // holder publishes every published tick on (mirror.StreamPublisher): its prices and receivedAt
-// stamp, on the holder's clock, and the holder's term.
+// stamp, on the holder's clock, the source it came from, and the holder's term.
 type PublishedTick struct {
 	Symbol   string    `json:"symbol"`
+	Source   string    `json:"source,omitempty"`
 	Bid, Ask float64   `json:"-"`
 	At       time.Time `json:"at"`
 	Term     int64     `json:"term"`
