@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"fxdesk/internal/book"
 	"fxdesk/internal/catalog"
+	"fxdesk/internal/reading"
 	"fxdesk/internal/tick"
 )
 
@@ -67,12 +67,17 @@ type Marks struct {
 	// margin is committedBefore's, as the summaries': SummaryMargin.
 	margin time.Duration
 
-	marks  shared[marked]
-	recent shared[recent]
+	marks  reading.Shared[marked]
+	recent reading.Shared[recent]
 }
 
 // NewMarks is an empty shared reading over db.
-func NewMarks(db *sql.DB) *Marks { return &Marks{db: db, now: time.Now, margin: SummaryMargin} }
+func NewMarks(db *sql.DB) *Marks {
+	c := &Marks{db: db, now: time.Now, margin: SummaryMargin}
+	c.marks.Fresh, c.marks.Stale, c.marks.Timeout = MarkFresh, MarkStale, markTimeout
+	c.recent.Fresh, c.recent.Stale, c.recent.Timeout = MarkFresh, MarkStale, markTimeout
+	return c
+}
 
 // Read is Read with the open book and the recent ledger read through the shared readings.
 func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Prices, from, to time.Time, floating bool) (Report, error) {
@@ -81,7 +86,7 @@ func (c *Marks) Read(ctx context.Context, cat *catalog.Catalog, prices tick.Pric
 
 // get is a marking of the open book (see shared.get). m prices a marking this call starts.
 func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
-	return c.marks.get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time, _ *marked) (*marked, error) {
+	return c.marks.Get(ctx, c.now, time.Time{}, func(ctx context.Context, began time.Time, _ *marked) (*marked, error) {
 		mk, err := markOpen(ctx, c.db, m)
 		if err == nil {
 			mk.at = began
@@ -93,7 +98,7 @@ func (c *Marks) get(ctx context.Context, m *book.Market) (*marked, error) {
 // recentFrom is a reading of the ledger and the openings from from (a clock hour) to about
 // now, shared as the marking is and read from where the last reading settled (readRecent).
 func (c *Marks) recentFrom(ctx context.Context, from time.Time) (*recent, error) {
-	return c.recent.get(ctx, c.now, from, func(ctx context.Context, began time.Time, last *recent) (*recent, error) {
+	return c.recent.Get(ctx, c.now, from, func(ctx context.Context, began time.Time, last *recent) (*recent, error) {
 		return readRecent(ctx, c.db, from, columnTime(began), c.margin, last)
 	})
 }
@@ -167,76 +172,4 @@ func mergeGroups(rows, more []ledgerRow) []ledgerRow {
 		r.amount, r.markup, r.missing = r.amount.Add(m.amount), r.markup.Add(m.markup), r.missing+m.missing
 	}
 	return rows
-}
-
-// shared is one value computed for many readers: the last one computed for a key, and the
-// computation under way.
-type shared[T any] struct {
-	mu      sync.Mutex
-	last    *T
-	lastKey time.Time
-	lastAt  time.Time
-	flight  *flight[T]
-}
-
-// flight is one computation under way; done closes when v and err are set.
-type flight[T any] struct {
-	key  time.Time
-	done chan struct{}
-	v    *T
-	err  error
-}
-
-// get is the value for key computed at most MarkFresh ago, or at most MarkStale ago while a new
-// one is computed beside it, or a new one waited for (as long as ctx allows). A computation for
-// another key under way is not waited for: this call then computes its own, unshared.
-//
-// compute is given the last value kept, whatever its key (nil: none), to build on; it must not
-// change it.
-func (s *shared[T]) get(ctx context.Context, now func() time.Time, key time.Time, compute func(ctx context.Context, began time.Time, last *T) (*T, error)) (*T, error) {
-	s.mu.Lock()
-	prev := s.last
-	last, age := s.last, now().Sub(s.lastAt)
-	if last == nil || !s.lastKey.Equal(key) {
-		last = nil
-	}
-	if last != nil && age <= MarkFresh {
-		s.mu.Unlock()
-		return last, nil
-	}
-	f := s.flight
-	if f == nil {
-		f = &flight[T]{key: key, done: make(chan struct{})}
-		s.flight = f
-		go s.run(f, now, prev, compute)
-	}
-	s.mu.Unlock()
-	if last != nil && age <= MarkStale {
-		return last, nil
-	}
-	if !f.key.Equal(key) {
-		return compute(ctx, now(), prev)
-	}
-	select {
-	case <-f.done:
-		return f.v, f.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// run computes f and keeps its value as the last one when it succeeds.
-func (s *shared[T]) run(f *flight[T], now func() time.Time, last *T, compute func(ctx context.Context, began time.Time, last *T) (*T, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
-	defer cancel()
-	began := now()
-	v, err := compute(ctx, began, last)
-	s.mu.Lock()
-	if err == nil {
-		s.last, s.lastKey, s.lastAt = v, f.key, began
-	}
-	s.flight = nil
-	f.v, f.err = v, err
-	s.mu.Unlock()
-	close(f.done)
 }
