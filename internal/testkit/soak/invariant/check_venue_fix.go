@@ -116,6 +116,12 @@ func checkVenueNetMatches(s *Snapshot, vs *VenueState) Result {
 // close deal of a linked position is at a price the venue filled a close of its trade at (its
 // own close orders, or a venue-side close in its symbol on the other side), plus the group's
 // markup; and every close order the venue filled was booked on its trade's position at its price.
+//
+// A close filled in several executions has two documented bookings (docs/fix.md, «Fills in
+// several executions», «Shares booked over two runs»): the send's answer books it once at the
+// order's average price, and the reconciler — the answer lost, or the venue's own order — books
+// each execution as a share of its own at that execution's price. Either is the close booked; a
+// price is a fill's when it is the order's average or one of its executions'.
 func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 	r := Result{Name: "venueFillsBooked"}
 	byOrder := map[int64][]dbPosition{}
@@ -193,10 +199,10 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 		}
 		var prices []decimal.Decimal
 		for _, o := range closeFills[p.Order] {
-			prices = append(prices, o.AvgPx)
+			prices = append(prices, fillPrices(o)...)
 		}
 		for _, o := range venueSide[p.Symbol+" "+other] {
-			prices = append(prices, o.AvgPx)
+			prices = append(prices, fillPrices(o)...)
 		}
 		m := markup(p)
 		for _, d := range closes[p.ID] {
@@ -217,13 +223,7 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 				// took to zero, which the second carried past it.
 				continue
 			}
-			booked := false
-			for _, d := range closes[p.ID] {
-				if d.Price.Valid && d.Price.Decimal.Sub(m).Equal(o.AvgPx) {
-					booked = true
-				}
-			}
-			if !booked {
+			if !closeBooked(o, closes[p.ID], m) {
 				r.Add("", "the venue filled close %s (%s %s units at %s), but position %d (%s, %s lots left) has no close deal at that price plus the markup %s",
 					o.ClOrdID, o.Side, o.CumQty, o.AvgPx, p.ID, p.Status, p.Volume, m)
 			}
@@ -231,6 +231,45 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 	}
 	r.Figures = fmt.Sprintf("%d opens and %d closes the venue filled for the desk, %d desk close deals checked against the venue's prices", opened, closed, deals)
 	return r
+}
+
+// fillPrices are the prices a venue order's fill may be booked at: its average, and each of its
+// executions' when it filled in more than one.
+func fillPrices(o VenueOrder) []decimal.Decimal {
+	out := []decimal.Decimal{o.AvgPx}
+	if len(o.Executions) > 1 {
+		for _, e := range o.Executions {
+			out = append(out, e.Px)
+		}
+	}
+	return out
+}
+
+// closeBooked says whether close order o is booked among a position's close deals (their prices
+// less markup m): one deal at its average price, the send's answer; or, filled in several
+// executions, a deal at each execution's price, the reconciler's shares — as many deals at a
+// price as executions at it, so that a close booked in part is not taken for booked.
+func closeBooked(o VenueOrder, deals []dbDeal, m decimal.Decimal) bool {
+	at := map[string]int{}
+	for _, d := range deals {
+		if d.Price.Valid {
+			at[d.Price.Decimal.Sub(m).String()]++
+		}
+	}
+	if at[o.AvgPx.String()] > 0 {
+		return true
+	}
+	if len(o.Executions) < 2 {
+		return false
+	}
+	for _, e := range o.Executions {
+		k := e.Px.String()
+		if at[k] == 0 {
+			return false
+		}
+		at[k]--
+	}
+	return true
 }
 
 func slicesHasPrice(ps []decimal.Decimal, want decimal.Decimal) bool {
@@ -248,7 +287,15 @@ func fillsText(orders []VenueOrder) string {
 	}
 	var out []string
 	for _, o := range orders {
-		out = append(out, fmt.Sprintf("%s %s@%s", o.ClOrdID, o.CumQty, o.AvgPx))
+		f := fmt.Sprintf("%s %s@%s", o.ClOrdID, o.CumQty, o.AvgPx)
+		if len(o.Executions) > 1 {
+			var es []string
+			for _, e := range o.Executions {
+				es = append(es, fmt.Sprintf("%s@%s", e.Qty, e.Px))
+			}
+			f += " in " + strings.Join(es, " + ")
+		}
+		out = append(out, f)
 	}
 	return strings.Join(out, " ")
 }

@@ -147,3 +147,51 @@ func TestVenueFillsBookedCheckLeavesTheRepairOfAFlippedTradeUnbooked(t *testing.
 		t.Fatalf("violations: %v", r.Violations)
 	}
 }
+
+// fixSharesFixture is fixFixture with both closes filled in several executions and booked by the
+// reconciler one share per execution, each at its execution's price (docs/fix.md, «Shares
+// booked over two runs», «Hedging positions over a netting venue»): the desk's close 101.c1 in
+// three executions (6,666 + 6,667 + 6,667 units, booked 0.0666 + 0.0667 + 0.0667 lots) whose
+// answer was lost, and the venue's own close in GBPUSD in two. Soak seed 208021063337241 flagged
+// about 220 closes booked so, as if only the order's average price were a fill's.
+func fixSharesFixture() *abook {
+	f := fixFixture()
+	f.vs.Orders[2].AvgPx = dec("1.0999966667")
+	f.vs.Orders[2].Executions = []VenueExecution{
+		{ExecID: "E-1", Qty: dec("6666"), Px: dec("1.09991")},
+		{ExecID: "E-2", Qty: dec("6667"), Px: dec("1.10004")},
+		{ExecID: "E-3", Qty: dec("6667"), Px: dec("1.10004")},
+	}
+	f.vs.Orders[5].Executions = []VenueExecution{
+		{ExecID: "E-4", Qty: dec("2500"), Px: dec("1.19990")},
+		{ExecID: "E-5", Qty: dec("2500"), Px: dec("1.20010")},
+	}
+	f.s.Deals = []dbDeal{
+		{ID: 20, Account: 1, Type: "PROFIT", Position: nid(11), Key: "close:11:0.2", Volume: ndec("0.0666"), Price: ndec("1.09989"), Comment: "close venue"},
+		{ID: 21, Account: 1, Type: "PROFIT", Position: nid(13), Key: "close:13:0.1", Volume: ndec("0.025"), Price: ndec("1.19992"), Comment: "close venue"},
+		{ID: 22, Account: 1, Type: "PROFIT", Position: nid(11), Key: "close:11:0.1334", Volume: ndec("0.0667"), Price: ndec("1.10002"), Comment: "close venue"},
+		{ID: 23, Account: 1, Type: "PROFIT", Position: nid(13), Key: "close:13:0.075", Volume: ndec("0.025"), Price: ndec("1.20012"), Comment: "close venue"},
+		{ID: 24, Account: 1, Type: "PROFIT", Position: nid(11), Key: "close:11:0.0667", Volume: ndec("0.0667"), Price: ndec("1.10002"), Comment: "close venue"},
+	}
+	return f
+}
+
+func TestVenueFillsBookedCheckTakesACloseBookedOneShareAnExecution(t *testing.T) {
+	runCases(t, fixSharesFixture, func(v *abook) Result { return checkVenueFillsBooked(v.s, v.vs) }, []checkCase[*abook]{
+		{"a share at a price no execution filled", func(v *abook) { v.s.Deals[2].Price = ndec("1.09995") },
+			"position 11 (EURUSD BUY) close deal 22 (0.0667 lots, close venue) at 1.09995: no fill of the venue closes it at that price less the markup -0.00002 (its closes 101.c1 20000@1.0999966667 in 6666@1.09991 + 6667@1.10004 + 6667@1.10004"},
+		{"a venue-side share at a price none of its executions filled", func(v *abook) { v.s.Deals[3].Price = ndec("1.20005") },
+			"position 13 (GBPUSD SELL) close deal 23"},
+		// Two executions at one price need two shares at it: one share is a close booked in part.
+		{"one execution's share missing", func(v *abook) { v.s.Deals = v.s.Deals[:4] },
+			"the venue filled close 101.c1 (SELL 20000 units at 1.0999966667), but position 11 (CLOSED, 0 lots left) has no close deal at that price plus the markup -0.00002"},
+		{"the shares booked without the markup", func(v *abook) {
+			v.s.Deals[0].Price, v.s.Deals[2].Price, v.s.Deals[4].Price = ndec("1.09991"), ndec("1.10004"), ndec("1.10004")
+		}, "close deal 20"},
+		// The send's answer books the whole order once at its average: still booked.
+		{"the close booked whole at its average price", func(v *abook) {
+			v.s.Deals = []dbDeal{v.s.Deals[1], v.s.Deals[3],
+				{ID: 25, Account: 1, Type: "PROFIT", Position: nid(11), Key: "close:11:0.2", Volume: ndec("0.2"), Price: ndec("1.0999766667"), Comment: "close sl"}}
+		}, ""},
+	})
+}
