@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -14,24 +15,7 @@ import (
 // archive fails its batch rather than leave the log unarchived.
 func TestArchiveMovesRowsPastTheRetention(t *testing.T) {
 	t.Parallel()
-	db, closeDB, err := dbtest.NewMigrated("audit_archive")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeDB)
-	ctx := WithActor(context.Background(), Actor{TokenID: 3, UserID: 4, Via: "api", RequestID: "r1"})
-	for i := range 25 {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := Record(ctx, tx, Change{Action: "setting.update", EntityType: "setting", EntityID: "s", Before: i, After: i + 1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, _ := loggedSettings(t, "audit_archive", 25)
 	// The first 18 rows are 40 days old.
 	if _, err := db.Exec("UPDATE `fx_audit` SET `at` = NOW(3) - INTERVAL 40 DAY ORDER BY `id` LIMIT 18"); err != nil {
 		t.Fatal(err)
@@ -87,4 +71,35 @@ func TestArchiveMovesRowsPastTheRetention(t *testing.T) {
 	if _, _, err := task.Step(context.Background(), 5); err == nil || count("fx_audit") != 7 {
 		t.Fatalf("a batch over an archived id: err %v, log %d rows; want an error and 7", err, count("fx_audit"))
 	}
+}
+
+// loggedSettings is a fresh database whose audit log holds n setting changes, one transaction
+// each, and the ids they got, oldest first.
+func loggedSettings(t *testing.T, prefix string, n int) (*sql.DB, []int64) {
+	t.Helper()
+	db, closeDB, err := dbtest.NewMigrated(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	ctx := WithActor(context.Background(), Actor{TokenID: 3, UserID: 4, Via: "api", RequestID: "r1"})
+	var ids []int64
+	for i := range n {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Record(ctx, tx, Change{Action: "setting.update", EntityType: "setting", EntityID: "s", Before: i, After: i + 1}); err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := tx.QueryRow("SELECT MAX(`id`) FROM `fx_audit`").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return db, ids
 }

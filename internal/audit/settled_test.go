@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"fxdesk/internal/testkit/dbtest"
 )
 
 // Settled is the highest id among the rows at least age old, whatever the order of the ids'
@@ -13,12 +11,7 @@ import (
 // that old.
 func TestSettledIsTheNewestRowOldEnough(t *testing.T) {
 	t.Parallel()
-	db, closeDB, err := dbtest.NewMigrated("audit_settled")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeDB)
-	ctx := WithActor(context.Background(), Actor{TokenID: 3, UserID: 4, Via: "api", RequestID: "r1"})
+	db, ids := loggedSettings(t, "audit_settled", 6)
 	settled := func(age time.Duration) int64 {
 		t.Helper()
 		id, err := Settled(context.Background(), db, age)
@@ -26,27 +19,6 @@ func TestSettledIsTheNewestRowOldEnough(t *testing.T) {
 			t.Fatal(err)
 		}
 		return id
-	}
-	if got := settled(time.Minute); got != 0 {
-		t.Fatalf("an empty log settled %d, want 0", got)
-	}
-	var ids []int64
-	for i := range 6 {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := Record(ctx, tx, Change{Action: "setting.update", EntityType: "setting", EntityID: "s", Before: i, After: i + 1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		var id int64
-		if err := db.QueryRow("SELECT MAX(`id`) FROM `fx_audit`").Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
 	}
 	if got := settled(time.Minute); got != 0 {
 		t.Fatalf("a log written just now settled %d at a minute, want 0", got)
