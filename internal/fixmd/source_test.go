@@ -2,7 +2,6 @@ package fixmd_test
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,12 +364,9 @@ func TestParseURL(t *testing.T) {
 // retries); a venue that refuses the logon is reported with its Logout's text.
 func TestConnectFailureAndRefusedLogonReported(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	// Port 1 (tcpmux), where nothing here listens: a port freed by closing a listener of our own
+	// was taken by another test's FIX acceptor in CI, which answered with a logout.
+	const closed = "127.0.0.1:1"
 	src, err := fixmd.New(fixmd.Config{Name: "lpfix", Addr: closed, SenderCompID: "D", TargetCompID: "L",
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, nil)
 	if err != nil {
