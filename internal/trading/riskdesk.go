@@ -86,7 +86,7 @@ func (r *RiskDesk) LoadInto(ctx context.Context, sink risk.ViewSink) error {
 		orders    = make(chan []book.Order, 4)
 	)
 	// Each read cancels the others when it fails: the load is retried whole (risk.Engine.Run).
-	// then, when given, runs once the read has ended and its error is set.
+	// Its then funcs run once it has ended and its error is set.
 	read := func(i int, f func() error, then ...func()) {
 		wg.Go(func() {
 			if errs[i] = f(); errs[i] != nil {
