@@ -231,6 +231,26 @@ func TestUntrackedTaggedOrphanIsClosed(t *testing.T) {
 	}
 }
 
+// What a FIX close executed past its trade (the venue's own order had closed the trade first) is a
+// trade keyed by the close's ClOrdID (docs/fix.md, «A close that crosses the venue's own»): no
+// desk order and no hedge order is named so, and the plan closes it as an orphan — never
+// adopts it, never reports it as another desk's hedge trade and leaves it.
+func TestWhatACloseExecutedPastItsTradeIsClosedAsAnOrphan(t *testing.T) {
+	t.Parallel()
+	for _, client := range []string{"101.c1", "H7.c2"} {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			d, v := newDesk(), newVenue()
+			filled := sending(101, "101", now.Add(-time.Hour))
+			filled.Status, filled.PositionID = fx.OrderFilled, 77
+			d.Orders["101"] = filled
+			v.OpenTrades = []venue.Trade{openTagged("5003", client, "-100000")}
+			requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseOrphan, TradeID: "5003",
+				Symbol: "EURUSD", Reason: "a tagged venue trade that no open desk position explains"})
+		})
+	}
+}
+
 func TestTradeLinkedThroughItsOrderIsNotAnOrphan(t *testing.T) {
 	t.Parallel()
 	// The order says its open position is linked to the trade, though the position is not in the

@@ -52,13 +52,19 @@ func (s *Server) Release(clOrdID string) int { return s.book.release(clOrdID) }
 
 // CloseVenueSide has the venue close units (nil: all) of its net position in symbol itself.
 func (s *Server) CloseVenueSide(symbol string, units *decimal.Decimal) (Order, error) {
-	return s.book.closeVenueSide(symbol, units, nil)
+	return s.book.closeVenueSide(symbol, units, nil, false)
+}
+
+// CloseVenueSideHeld is CloseVenueSide with the order's report held until Release(HeldKey(o)):
+// the venue has executed it, the desk does not know yet.
+func (s *Server) CloseVenueSideHeld(symbol string, units *decimal.Decimal) (Order, error) {
+	return s.book.closeVenueSide(symbol, units, nil, true)
 }
 
 // CloseVenueSideAs is CloseVenueSide with the venue's own order named clOrdID (any text, such
 // as a desk order id; "" sends none).
 func (s *Server) CloseVenueSideAs(symbol string, units *decimal.Decimal, clOrdID string) (Order, error) {
-	return s.book.closeVenueSide(symbol, units, &clOrdID)
+	return s.book.closeVenueSide(symbol, units, &clOrdID, false)
 }
 
 // ControlHandler is the control API (loopback callers only).
@@ -109,7 +115,7 @@ func (s *Server) ControlHandler() http.Handler {
 		if !control.DecodeBody(w, r, &body) {
 			return
 		}
-		o, err := s.book.closeVenueSide(body.Symbol, body.Units, body.ClOrdID)
+		o, err := s.book.closeVenueSide(body.Symbol, body.Units, body.ClOrdID, false)
 		if err != nil {
 			control.WriteError(w, http.StatusConflict, "ECONFLICT", err.Error())
 			return

@@ -39,7 +39,7 @@ func (b *book) ownClOrdID(n string, clOrdID *string) string {
 
 // closeVenueSide has the venue close units (nil: all) of symbol's net position with an order of
 // its own, reported to the desk unsolicited, named as Config.OwnClOrdIDs says or clOrdID.
-func (b *book) closeVenueSide(symbol string, units *decimal.Decimal, clOrdID *string) (Order, error) {
+func (b *book) closeVenueSide(symbol string, units *decimal.Decimal, clOrdID *string, hold bool) (Order, error) {
 	b.mu.Lock()
 	p := b.pos[symbol]
 	if p == nil {
@@ -67,8 +67,24 @@ func (b *book) closeVenueSide(symbol string, units *decimal.Decimal, clOrdID *st
 	if !b.fill(o) {
 		return Order{}, fmt.Errorf("no price for %s", symbol)
 	}
+	if hold {
+		b.mu.Lock()
+		b.held[HeldKey(*o)] = func() { b.report(o) }
+		snap := *o
+		b.mu.Unlock()
+		return snap, nil
+	}
 	b.report(o)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return *o, nil
+}
+
+// HeldKey is what Release names o's held report by: a desk order's ClOrdID, the venue's own
+// order's book key (its ClOrdID may be a desk order's, or none).
+func HeldKey(o Order) string {
+	if o.Own {
+		return ownKey(o.OrderID)
+	}
+	return o.ClOrdID
 }

@@ -289,7 +289,7 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	if a.execID, err = res.LastInsertId(); err != nil {
 		return a, err
 	}
-	if a.shares, err = allocate(ctx, tx, a.execID, trade, r.Symbol, units); err != nil {
+	if a.shares, err = allocate(ctx, tx, a.execID, r.ClOrdID, trade, r.Symbol, units); err != nil {
 		return a, err
 	}
 	return a, nil
@@ -331,14 +331,35 @@ func whose(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	return a, nil
 }
 
-// allocate books an execution's units to the desk's trades: an open's to itself, a close's to the
-// trade it names, the venue's own order's to the open trades it reduces in that symbol, oldest
-// first (what no trade explains is allocated to "", the untagged remainder).
-func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol string, units decimal.Decimal) ([]allocation, error) {
+// allocate books an execution of order key to the desk's trades: an open's to itself, a close's
+// to the trade it names as far as that trade holds units, the venue's own order's to the open
+// trades it reduces in that symbol, oldest first (what no trade explains is allocated to "", the
+// untagged remainder).
+//
+// A close never takes its trade past zero (docs/fix.md, «A close that crosses the venue's own»):
+// when the venue's own order reduced the trade between the desk's decision and the close's
+// execution, what the close executed beyond the units left is a trade of its own, keyed by the
+// close's ClOrdID — a tagged trade no desk position explains, which the reconciler closes as an
+// orphan. Before, the trade went past zero: a trade on the other side that the next venue-side
+// order was allocated against, and a desk position the reconciler could not square with it.
+func allocate(ctx context.Context, tx *sql.Tx, execID int64, key, trade, symbol string, units decimal.Decimal) ([]allocation, error) {
 	shares := map[string]decimal.Decimal{}
-	if trade != "" {
+	switch {
+	case trade == key:
 		shares[trade] = units
-	} else {
+	case trade != "":
+		var open decimal.Decimal
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(`units`), 0) FROM `fx_fix_allocation` WHERE `tradeId` = ? FOR UPDATE", trade).Scan(&open); err != nil {
+			return nil, fmt.Errorf("journal allocate execution %d: %w", execID, err)
+		}
+		take := reducing(open, units)
+		if !take.IsZero() {
+			shares[trade] = take
+		}
+		if past := units.Sub(take); !past.IsZero() {
+			shares[key] = past
+		}
+	default:
 		rows, err := tx.QueryContext(ctx, "SELECT a.`tradeId`, SUM(a.`units`), MIN(a.`executionId`) FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` "+
 			"WHERE e.`symbol` = ? AND a.`tradeId` <> '' GROUP BY a.`tradeId` HAVING SUM(a.`units`) <> 0 ORDER BY MIN(a.`executionId`)", symbol)
 		if err != nil {
@@ -353,13 +374,10 @@ func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol strin
 				rows.Close()
 				return nil, err
 			}
-			if left.IsZero() || open.Sign() == left.Sign() {
-				continue
+			if share := reducing(open, left); !share.IsZero() {
+				shares[id] = share
+				left = left.Sub(share)
 			}
-			take := decimal.Min(open.Abs(), left.Abs())
-			share := take.Mul(decimal.NewFromInt(int64(left.Sign())))
-			shares[id] = share
-			left = left.Sub(share)
 		}
 		rows.Close()
 		if !left.IsZero() {
@@ -379,6 +397,15 @@ func allocate(ctx context.Context, tx *sql.Tx, execID int64, trade, symbol strin
 		out = append(out, allocation{trade: id, units: shares[id]})
 	}
 	return out, nil
+}
+
+// reducing is the part of units (signed) that reduces a trade holding open units towards zero:
+// none when open is zero or on the same side.
+func reducing(open, units decimal.Decimal) decimal.Decimal {
+	if open.IsZero() || open.Sign() == units.Sign() {
+		return decimal.Zero
+	}
+	return decimal.Min(open.Abs(), units.Abs()).Mul(decimal.NewFromInt(int64(units.Sign())))
 }
 
 func truncate(s string, n int) string {
@@ -403,7 +430,8 @@ type share struct {
 
 // shares reads the allocations of the trades where picks them, oldest execution first.
 func (j *journal) shares(ctx context.Context, where string, args ...any) ([]share, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT x.`id` FROM `fx_fix_execution` x WHERE x.`clOrdId` = a.`tradeId` ORDER BY x.`id` LIMIT 1), 0), "+
+	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT MIN(x.`executionId`) FROM `fx_fix_allocation` x JOIN `fx_fix_execution` y ON y.`id` = x.`executionId` "+
+		"WHERE x.`tradeId` = a.`tradeId` AND y.`clOrdId` = a.`tradeId`), 0), "+
 		"e.`clOrdId`, e.`symbol`, a.`units`, e.`price`, e.`transactTime` "+
 		"FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE "+where+" ORDER BY a.`executionId`, a.`tradeId`", args...)
 	if err != nil {
@@ -421,11 +449,13 @@ func (j *journal) shares(ctx context.Context, where string, args ...any) ([]shar
 	return out, rows.Err()
 }
 
-// tradeKey is the key (opening ClOrdID) of the trade whose public id is id: its first opening
-// execution's id. An execution of the venue's own order names no trade.
+// tradeKey is the key (opening ClOrdID) of the trade whose public id is id: the first execution
+// of its own order allocated to it — its first opening execution, or for what a close executed
+// past its trade (allocate) the first execution that did. An execution of the venue's own order,
+// and a close's that stayed within its trade, name no trade.
 func (j *journal) tradeKey(ctx context.Context, id string) (string, bool, error) {
 	var key string
-	err := j.db.QueryRowContext(ctx, "SELECT o.`tradeId` FROM `fx_fix_execution` e JOIN `fx_fix_order` o ON o.`clOrdId` = e.`clOrdId` WHERE e.`id` = ?", id).Scan(&key)
+	err := j.db.QueryRowContext(ctx, "SELECT a.`tradeId` FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE a.`executionId` = ? AND a.`tradeId` = e.`clOrdId`", id).Scan(&key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}

@@ -97,7 +97,9 @@ func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config
 		// paging_test.go's own.
 		"NZDJPY": {"90.00", "90.02"},
 		// Fills in several executions and lost journal replies (executions_test.go, lost_commit_test.go).
-		"GBPAUD": {"1.1200", "1.1203"}, "SGDJPY": {"160.00", "160.03"}, "HKDJPY": {"110.00", "110.02"}}}
+		"GBPAUD": {"1.1200", "1.1203"}, "SGDJPY": {"160.00", "160.03"}, "HKDJPY": {"110.00", "110.02"},
+		// A close crossing the venue's own (crossing_test.go).
+		"USDSGD": {"1.3400", "1.3402"}}}
 	shape(&cfg)
 	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {

@@ -100,8 +100,8 @@ func (t fixTrade) held() decimal.Decimal {
 	return sum
 }
 
-// fixTrades are the journal's A-book trades (hedge trades and the untagged remainder left out),
-// each with its shares in execution time order.
+// fixTrades are the journal's A-book trades and what closes executed past their trades (hedge
+// trades and the untagged remainder left out), each with its shares in execution time order.
 func fixTrades(s *Snapshot) map[string]*fixTrade {
 	execs := make(map[int64]dbFIXExecution, len(s.FIXExecutions))
 	for _, e := range s.FIXExecutions {
@@ -109,8 +109,8 @@ func fixTrades(s *Snapshot) map[string]*fixTrade {
 	}
 	out := map[string]*fixTrade{}
 	for _, a := range s.FIXAllocations {
-		if _, _, hedge := hedgeOrderOf(a.Trade); a.Trade == "" || hedge {
-			continue
+		if _, _, hedge := hedgeOrderOf(a.Trade); a.Trade == "" || hedge && !strings.Contains(a.Trade, fixCloseMark) {
+			continue // a hedge trade (unless what a hedge close executed past it) or the untagged remainder
 		}
 		t := out[a.Trade]
 		if t == nil {
@@ -188,8 +188,19 @@ func checkVenueExecutionsBooked(s *Snapshot, vs *VenueState) Result {
 	}
 	linked := linkedByTrade(s)
 	trades := fixTrades(s)
+	orphans := 0
 	for _, id := range slices.Sorted(maps.Keys(trades)) {
 		t := trades[id]
+		if strings.Contains(id, fixCloseMark) {
+			// What a close executed past its trade, the venue's own order having closed the
+			// trade first (docs/fix.md, «A close that crosses the venue's own»): no position is
+			// linked to it, and the reconciler closes it as an orphan.
+			orphans++
+			if held := t.held(); !held.IsZero() {
+				r.Add("", "close %s executed %s units past its trade, and the venue still holds them (%s): the reconciler closes such a trade as an orphan", id, held, sharesText(t.shares))
+			}
+			continue
+		}
 		ps := linked[id]
 		if len(ps) != 1 {
 			r.Add("", "the journal allocates executions to trade %s (it holds %s units), and %d desk positions are linked to it (%s)", id, t.held(), len(ps), positionsText(ps))
@@ -211,7 +222,7 @@ func checkVenueExecutionsBooked(s *Snapshot, vs *VenueState) Result {
 				p.ID, p.Symbol, p.Side, p.Status, p.Volume, signedUnits(s, p), id, held, sharesText(t.shares))
 		}
 	}
-	r.Figures = fmt.Sprintf("%d venue executions of %d filled orders, %d in the desk's journal, %d A-book trades booked", executions, len(filled), len(s.FIXExecutions), len(trades))
+	r.Figures = fmt.Sprintf("%d venue executions of %d filled orders, %d in the desk's journal, %d A-book trades booked, %d closes past their trade closed as orphans", executions, len(filled), len(s.FIXExecutions), len(trades)-orphans, orphans)
 	return r
 }
 

@@ -107,6 +107,30 @@ func TestVenueExecutionsBookedCheckFlagsAnExecutionNotBookedExactlyOnce(t *testi
 	})
 }
 
+// crossed makes the desk's close 101.c1 cross the venue's own sell of trade 101's 20,000 units
+// (docs/fix.md, «A close that crosses the venue's own»): the venue's order journaled first took
+// the trade to zero, the close's execution is allocated past it to trade 101.c1, and — when
+// orphanClosed — the reconciler's close 101.c1.c1 took that back.
+func (f *fixExecs) crossed(orphanClosed bool) {
+	f.vs.Orders = append(f.vs.Orders, VenueOrder{OrderID: "V-k-10", Own: true, Symbol: "EURUSD", Side: "SELL", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.1"),
+		Executions: []VenueExecution{{ExecID: "EV10", Qty: dec("20000"), Px: dec("1.1")}}})
+	f.addExecution(6, "EV10", "venue:V-k-10", "101", "-20000", 3.5)
+	f.s.FIXAllocations[3].Trade = "101.c1"
+	if orphanClosed {
+		f.vs.Orders = append(f.vs.Orders, VenueOrder{ClOrdID: "101.c1.c1", Symbol: "EURUSD", Side: "BUY", Status: "FILLED", Qty: dec("20000"), CumQty: dec("20000"), AvgPx: dec("1.1"),
+			Executions: []VenueExecution{{ExecID: "E101c1c1", Qty: dec("20000"), Px: dec("1.1")}}})
+		f.addExecution(7, "E101c1c1", "101.c1.c1", "101.c1", "20000", 6)
+	}
+}
+
+func TestVenueExecutionsBookedCheckTakesACloseCrossingTheVenuesOwn(t *testing.T) {
+	runCases(t, fixExecsFixture, func(f *fixExecs) Result { return checkVenueExecutionsBooked(f.s, f.vs) }, []checkCase[*fixExecs]{
+		{"what the close executed past its trade closed as an orphan", func(f *fixExecs) { f.crossed(true) }, ""},
+		{"what the close executed past its trade still held", func(f *fixExecs) { f.crossed(false) },
+			"close 101.c1 executed -20000 units past its trade, and the venue still holds them"},
+	})
+}
+
 func TestVenueWatchedCheckFlagsAPositionDroppedWhileTheVenueHeldItsTrade(t *testing.T) {
 	runCases(t, fixExecsFixture, func(f *fixExecs) Result { return checkVenueWatched(f.s, f.drops) }, []checkCase[*fixExecs]{
 		{"closed on the desk before the venue executed its close", func(f *fixExecs) { f.s.Positions[1].ClosedAt = ntime(at(3)) },
