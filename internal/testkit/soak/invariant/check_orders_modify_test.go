@@ -33,6 +33,17 @@ func TestCheckModifiedOrders(t *testing.T) {
 	if r := checkModifiedOrders(retraced, nil); len(r.Violations) != 0 {
 		t.Fatalf("a stop filled 0.06 %% better than its stop: %v", r.Violations)
 	}
+	// Filled with an override's markup (8 points) that the dealer cleared before the end: the
+	// audit log says the group had one during the run, so its LIMITs are not judged on the
+	// instrument's markup.
+	cleared := base(filled(7, "BUY", "LIMIT", "1.08008"))
+	if r := checkModifiedOrders(cleared, nil); len(r.Violations) == 0 {
+		t.Fatalf("a fill 8 points past its price with the instrument's markup 5 and no override: not caught")
+	}
+	cleared.Audits = []dbAudit{{Action: "symbol_override.delete", EntityType: "symbol_override", EntityID: "default/EURUSD"}}
+	if r := checkModifiedOrders(cleared, nil); len(r.Violations) != 0 {
+		t.Fatalf("a fill with the markup of an override cleared during the run: %v", r.Violations)
+	}
 	for name, s := range map[string]*Snapshot{
 		"modified after its fill": base(filled(7, "BUY", "LIMIT", "1.07990"),
 			ev{"order.modified", map[string]any{"id": 7, "symbol": "EURUSD", "side": "BUY", "type": "LIMIT", "price": "1.07"}}),
