@@ -164,18 +164,23 @@ type SymbolExposure struct {
 	ContractSize decimal.Decimal `json:"-"`
 }
 
-// Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart.
+// Exposures sums every open position per symbol, INTERNAL and EXTERNAL apart. The sums are
+// taken first, on idx_fx_position_symbol alone (its rows come in symbol order, so the grouping
+// sorts nothing), and the few symbols joined to their instruments after: joined row by row, the
+// instrument lookup of each of the year's 50,000 open positions took more than half of the
+// statement (docs/operations.md, «The dealer's book»).
 func (b *ABook) Exposures(ctx context.Context) ([]SymbolExposure, error) {
 	s := b.s
 	return store.QueryAll(ctx, s.db, "exposures", func(sc store.Scanner) (SymbolExposure, error) {
 		var e SymbolExposure
 		err := sc.Scan(&e.Symbol, &e.InternalLots, &e.ExternalLots, &e.ContractSize)
 		return e, err
-	}, "SELECT p.`symbol`, "+
-		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
-		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NOT NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0), "+
-		"MAX(i.`contractSize`) FROM `fx_position` p JOIN `fx_instrument` i ON i.`symbol` = p.`symbol` "+
-		"WHERE p.`status` = 'OPEN' GROUP BY p.`symbol` ORDER BY p.`symbol`")
+	}, "SELECT e.`symbol`, e.`internalLots`, e.`externalLots`, i.`contractSize` FROM ("+
+		"SELECT p.`symbol`, "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0) AS `internalLots`, "+
+		"COALESCE(SUM(CASE WHEN p.`venueTradeId` IS NOT NULL THEN IF(p.`side` = 'BUY', p.`volume`, -p.`volume`) ELSE 0 END), 0) AS `externalLots` "+
+		"FROM `fx_position` p WHERE p.`status` = 'OPEN' GROUP BY p.`symbol`"+
+		") e JOIN `fx_instrument` i ON i.`symbol` = e.`symbol` ORDER BY e.`symbol`")
 }
 
 // SendingOrder is an EXTERNAL order whose venue answer is not booked yet.
