@@ -394,3 +394,39 @@ func TestALoneSourcesJumpWaitsConfirmAfter(t *testing.T) {
 	}
 	r.want("the returning primary's market", "primary", mid)
 }
+
+// Two sources that disagree from a new holder's first tick and never agree leave nothing to tell
+// which of them moved: nothing is published for HoldDown (the test above), and past it the desk
+// is not left dark for ever — the first source to stand off twice over is failed over from, as
+// with a price once agreed on, and the other's price is published after ConfirmAfter, as any
+// price no other source confirms.
+func TestADisagreementPastHoldDownFailsOverRatherThanStayingDark(t *testing.T) {
+	r := newRig(t, Config{}, "primary", "backup")
+	off := 1.1 + 100*pip
+	rounds := int(10*time.Second/(100*time.Millisecond)) - 1 // HoldDown's default, less a round
+	for range rounds {
+		r.both(100*time.Millisecond, 1.1, "primary")
+		r.both(0, off, "backup")
+		r.e.sweep(r.clock.Now())
+	}
+	if q, ok := r.e.LastTick("EURUSD"); ok {
+		t.Fatalf("published within HoldDown while the sources disagreed with no agreed price: %+v", q)
+	}
+	r.wantNoSwitch("within HoldDown")
+	for range 3 {
+		r.both(100*time.Millisecond, 1.1, "primary")
+		r.both(0, off, "backup")
+		r.e.sweep(r.clock.Now())
+	}
+	sw := r.wantSwitch("past HoldDown: the primary, first to stand off, is failed over from", "primary", "backup")
+	if sw.Reason != "primary off-band" {
+		t.Fatalf("switch reason %q", sw.Reason)
+	}
+	// Its price, which no other source confirms, is published once it stood ConfirmAfter.
+	for range 11 {
+		r.both(100*time.Millisecond, 1.1, "primary")
+		r.both(0, off, "backup")
+		r.e.sweep(r.clock.Now())
+	}
+	r.want("the backup's price published", "backup", off)
+}
