@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"fxdesk/internal/sim/fixvenue"
 	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/venue"
@@ -19,14 +21,29 @@ import (
 // position the reconciler cannot square with it (soak FIX lane, seed 14314818324366:
 // venueNetMatches, the reconciler never settling) — but book what it executed past the trade
 // as a trade of its own, keyed by the close, which a close of it takes back to flat.
+// The venue's own close may take all of the trade or part of it: the desk's close then books
+// what the trade still held to it, and only the rest past it.
 func TestACloseCrossingTheVenuesOwnNeverTakesTheTradePastZero(t *testing.T) {
+	for _, c := range []struct{ name, symbol, own, left string }{
+		{"the venue closed all of it", "USDSGD", "10000", "0"},
+		{"the venue closed part of it", "USDHKD", "4000", "6000"},
+	} {
+		t.Run(c.name, func(t *testing.T) { crossClose(t, c.symbol, dd(c.own), dd(c.left)) })
+	}
+}
+
+// crossClose opens a trade of 10,000 units of symbol, has the venue close own units of it with
+// its report held, the desk close it whole (its report held too), lets the reports in in the
+// venue's order and checks the journal's trades: the trade closed at zero, what the desk's close
+// executed past the left units a trade of its own, which a close of it takes back.
+func crossClose(t *testing.T, symbol string, own, left decimal.Decimal) {
 	r := newRig(t, 5*time.Second)
 	ctx := context.Background()
-	key := open(t, r, "USDSGD", "10000")
+	key := open(t, r, symbol, "10000")
 	trade := r.session.LiveTrades()[key].ID
-	// The venue closes the trade's units itself; its report is on its way (held).
 	ten := dd("10000")
-	own, err := r.venue.CloseVenueSideHeld("USDSGD", &ten)
+	// The venue closes units of the trade itself; its report is on its way (held).
+	held, err := r.venue.CloseVenueSideHeld(symbol, &own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +69,11 @@ func TestACloseCrossingTheVenuesOwnNeverTakesTheTradePastZero(t *testing.T) {
 		return false
 	})
 	// The reports come in the venue's order: its own close first.
-	if n := r.venue.Release(fixvenue.HeldKey(own)); n != 1 {
+	if n := r.venue.Release(fixvenue.HeldKey(held)); n != 1 {
 		t.Fatalf("released %d held reports of the venue's own close, want 1", n)
 	}
 	poll.Until(t, 10*time.Second, 5*time.Millisecond, "the venue's own close is journaled against the trade", func() bool {
-		return r.session.LiveTrades()[key].Units.IsZero()
+		return r.session.LiveTrades()[key].Units.Equal(left)
 	})
 	if n := r.venue.Release(key + ".c1"); n != 1 {
 		t.Fatalf("released %d held reports, want 1", n)
@@ -65,17 +82,17 @@ func TestACloseCrossingTheVenuesOwnNeverTakesTheTradePastZero(t *testing.T) {
 	if got.err != nil || got.out.Fill == nil || !got.out.Fill.Units.Abs().Equal(ten) {
 		t.Fatalf("the desk's close: %+v %v; want its fill of 10,000 units", got.out, got.err)
 	}
-	if net, _ := r.venue.NetPosition("USDSGD"); !net.Equal(dd("-10000")) {
-		t.Fatalf("the venue's net is %s, want -10000 (both closes executed)", net)
+	if net, _ := r.venue.NetPosition(symbol); !net.Equal(own.Neg()) {
+		t.Fatalf("the venue's net is %s, want %s (both closes executed)", net, own.Neg())
 	}
 	// The trade is flat; what the close executed past it is a tagged trade of its own.
 	if tr, found, err := r.session.TradeByID(ctx, strconv.FormatInt(trade, 10)); err != nil || !found || tr.State != venue.TradeClosed || !tr.CurrentUnits.IsZero() {
 		t.Fatalf("trade %d after the crossing: %+v found=%v %v; want closed at zero", trade, tr, found, err)
 	}
 	var past venue.Trade
-	for _, tr := range openIn(t, r, "USDSGD") {
-		if tr.ClientID != key+".c1" || tr.Tag != venue.Tag || !tr.CurrentUnits.Equal(dd("-10000")) {
-			t.Fatalf("open in USDSGD: %+v; want only the close's own trade %s.c1 of -10000 units, tagged", tr, key)
+	for _, tr := range openIn(t, r, symbol) {
+		if tr.ClientID != key+".c1" || tr.Tag != venue.Tag || !tr.CurrentUnits.Equal(own.Neg()) {
+			t.Fatalf("open in %s: %+v; want only the close's own trade %s.c1 of %s units, tagged", symbol, tr, key, own.Neg())
 		}
 		past = tr
 	}
@@ -89,11 +106,11 @@ func TestACloseCrossingTheVenuesOwnNeverTakesTheTradePastZero(t *testing.T) {
 	if out, err := r.session.CloseTrade(ctx, past.ID, nil); err != nil || out.Fill == nil {
 		t.Fatalf("close of the orphan %s: %+v %v", past.ID, out, err)
 	}
-	if net, _ := r.venue.NetPosition("USDSGD"); !net.IsZero() {
+	if net, _ := r.venue.NetPosition(symbol); !net.IsZero() {
 		t.Fatalf("the venue's net is %s after the orphan's close, want 0", net)
 	}
-	if ts := openIn(t, r, "USDSGD"); len(ts) != 0 {
-		t.Fatalf("open in USDSGD after the orphan's close: %+v", ts)
+	if ts := openIn(t, r, symbol); len(ts) != 0 {
+		t.Fatalf("open in %s after the orphan's close: %+v", symbol, ts)
 	}
 }
 

@@ -99,7 +99,7 @@ func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config
 		// Fills in several executions and lost journal replies (executions_test.go, lost_commit_test.go).
 		"GBPAUD": {"1.1200", "1.1203"}, "SGDJPY": {"160.00", "160.03"}, "HKDJPY": {"110.00", "110.02"},
 		// A close crossing the venue's own (crossing_test.go).
-		"USDSGD": {"1.3400", "1.3402"}}}
+		"USDSGD": {"1.3400", "1.3402"}, "USDHKD": {"7.8000", "7.8002"}}}
 	shape(&cfg)
 	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {
