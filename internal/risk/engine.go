@@ -155,9 +155,9 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Run starts the workers, loads the view (retrying until it succeeds or ctx ends), runs the
-// first sweep (Config.FirstSweep) and then evaluates every update until ctx ends or the channel
-// closes. No tick is evaluated before the load. Work still queued when Run returns is dropped with a warning.
+// Run starts the workers, loads the view (retrying until it succeeds or ctx ends), evaluates the
+// updates that waited meanwhile, runs the first sweep (Config.FirstSweep) and then evaluates
+// every update until ctx ends or the channel closes. No tick is evaluated before the load. Work still queued when Run returns is dropped with a warning.
 // Run returns an error only when called twice.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
@@ -192,6 +192,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer t.Stop()
 		dropCheck = t.C
 	}
+	e.evaluateBacklog(ctx)
 	e.Sweep(ctx, e.cfg.FirstSweep)
 	close(e.ready)
 	// The line tests and operators wait on: from here on fills are admitted (gate.Watch) and the

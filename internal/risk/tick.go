@@ -39,6 +39,20 @@ func (e *Engine) onTick(ctx context.Context, u tick.Update, arrived time.Time) {
 	}
 }
 
+// evaluateBacklog evaluates, in their order, the updates that waited in the subscription while
+// the view loaded. They are older than the prices the boot sweep reads, so they go before it:
+// evaluated after it, a quote from before a gap met a trailing stop the sweep had already moved
+// to the gapped price, and fired it at a level the market never reached in that order.
+func (e *Engine) evaluateBacklog(ctx context.Context) {
+	for n := len(e.cfg.Updates); n > 0; n-- {
+		u, ok := <-e.cfg.Updates
+		if !ok {
+			return // Run's loop sees the channel closed
+		}
+		e.onTick(ctx, u, time.Now())
+	}
+}
+
 // fireLocked hands every trigger the quote reaches to the workers.
 //
 // Fired stops are handed off first and their bookkeeping (the heaps, the account's aggregates and

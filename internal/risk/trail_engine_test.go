@@ -6,8 +6,12 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"fxdesk/internal/fx"
+	"fxdesk/internal/testkit/gatetest"
+	"fxdesk/internal/testkit/poll"
+	"fxdesk/internal/tick"
 )
 
 // TestTrailingStopFollowsTheMarketAndFiresAtTheGappedQuote: a BUY trail on the bid and a SELL
@@ -80,3 +84,49 @@ func TestTrailSetMovesRemovesAndSurvivesAFailedClose(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestTicksPublishedDuringTheLoadAreEvaluatedBeforeTheBootSweep: a new holder's risk engine
+// loads its view while the tick engine publishes; the boot sweep judges the current price. The
+// ticks that waited in the subscription meanwhile are older than that price, so they are
+// evaluated before the sweep, in their order: after it, a SELL trail the sweep had moved down to
+// a gap's price (level 1.14754) fired on the quote from before the gap (ask 1.24215), which never
+// reached its stored level (1.24245), and the batch closed it at the gapped market, 16 pips past
+// the level (soak seed 653824426413480, trailClosesAtTheirLevel).
+func TestTicksPublishedDuringTheLoadAreEvaluatedBeforeTheBootSweep(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	exec := &fakeExec{}
+	prices := &fakePrices{}
+	updates := make(chan tick.Update, 1)
+	e, err := New(Config{
+		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
+			<-release
+			return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
+				{ID: 1, AccountID: 1, Symbol: "GBPUSD", Side: Sell, Volume: 1, OpenPrice: 1.32034, TrailDistance: 0.0016, TrailLevel: 1.24245},
+			}}, nil
+		}),
+		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") }()
+	updates <- prices.set("GBPUSD", 1.24199, 1.24215) // published while the view loads
+	gapped := prices.set("GBPUSD", 1.14579, 1.14594)  // then the gap: the price the sweep reads
+	close(release)
+	recv(t, e.Ready())
+	// The channel holds one update: each send returns once Run took the one before, so after the
+	// second every update before it has been evaluated.
+	updates <- gapped
+	updates <- gapped
+	e.work.waitIdle()
+	if got := exec.got(); len(got) != 0 {
+		t.Fatalf("executor calls %+v; want none: the market never rose to the trail", got)
+	}
+	if tr, ok := e.TrailOf(1); !ok || !near(tr.Level, 1.14754) {
+		t.Fatalf("SELL trail %+v %v, want it at 1.14754 after the gap", tr, ok)
+	}
+}

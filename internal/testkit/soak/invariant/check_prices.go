@@ -55,7 +55,8 @@ type act struct {
 }
 
 // filteredNotActed: no deal (open, close, stop-out) and no hedge fill is at a price the desk
-// filtered. A deal at time t is held against every tick the desk listed as dropped, and every
+// filtered. A deal at time t is held against every tick the desk listed as dropped off the
+// market (not beside the prices it published, and from a source a price fault moved), and every
 // spike the soak injected, in [t − Lookback, t + 1 s] for its symbol: within MatchPips of a
 // dropped tick's bid or ask (SpikeMatchPips of a spike's mid) it acted on it. Excused, and
 // counted: a deal of a symbol a gap moved in that window (a real move the filter held, dropped
@@ -85,9 +86,23 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 		}
 		return best
 	}
+	// movedAt reports whether a price fault moved source's price of symbol when a tick received
+	// at t left it: an offset of that source, a spike of it on symbol or a gap of symbol, from a
+	// second before it began to Backlog after it ended.
+	movedAt := func(source, symbol string, t time.Time) bool {
+		return slices.ContainsFunc(pe.Faults, func(f PriceFault) bool {
+			switch f.Kind {
+			case PriceOffset, PriceSpike, PriceGap:
+			default:
+				return false
+			}
+			return f.touches(source) && (f.Symbol == "" || f.Symbol == symbol) &&
+				!t.Before(f.Start.Add(-time.Second)) && !t.After(f.End.Add(PriceTolerance.Backlog))
+		})
+	}
 	filtered := map[string][]filteredPrice{}
 	gaps := map[string][]PriceFault{}
-	nDropped, nSpikes, atMarket, unreferenced := 0, 0, 0, 0
+	nDropped, nSpikes, atMarket, unmoved, unreferenced := 0, 0, 0, 0, 0
 	for _, f := range pe.Filtered {
 		if f.Outcome != "dropped" {
 			continue
@@ -108,6 +123,15 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 		from, to := f.ReceivedAt.Add(-5*time.Second), end.Add(5*time.Second)
 		if nearestPublished(f.Symbol, f.Bid, from, to) <= tol && nearestPublished(f.Symbol, f.Ask, from, to) <= tol {
 			atMarket++
+			continue
+		}
+		if !movedAt(f.Source, f.Symbol, f.ReceivedAt) {
+			// The two sources quote one market seed: a source no fault moved quoted the market,
+			// whatever the desk made of it. A new holder whose sources disagree from its first
+			// quote publishes nothing for HoldDown and drops this one's ticks as disagreeing, so
+			// no published price stands beside them, and a deal at the market is near them
+			// without being at a filtered price (docs/soak.md, «The price lane»).
+			unmoved++
 			continue
 		}
 		filtered[f.Symbol] = append(filtered[f.Symbol], filteredPrice{what: fmt.Sprintf("%s tick %s/%s dropped (%s)", f.Source, fmtPrice(f.Bid), fmtPrice(f.Ask), f.Reason),
@@ -178,8 +202,8 @@ func checkFilteredNotActed(s *Snapshot, ev *Evidence) Result {
 			break
 		}
 	}
-	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks off the published prices (%d more stood at them, %d unreferenced not judged) and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d as near a price published in the 2 s before",
-		len(acts), judged, nDropped-atMarket, atMarket, unreferenced, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
+	r.Figures = fmt.Sprintf("%d deals and hedge fills, %d judged against %d dropped ticks off the published prices (%d more stood at them, %d from a source no price fault moved, %d unreferenced not judged) and %d injected spikes (±%g/%g pips, %s back); excused: %d in a gap's window, %d as near a price published in the 2 s before",
+		len(acts), judged, nDropped-atMarket-unmoved, atMarket, unmoved, unreferenced, nSpikes, PriceTolerance.MatchPips, PriceTolerance.SpikeMatchPips, PriceTolerance.Lookback, byGap, byPublished)
 	return r
 }
 

@@ -32,7 +32,8 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 		Filtered: []FilteredTick{{Symbol: "EURUSD", Source: SourcePrimary, Bid: 1.11000, Ask: 1.11002, ReceivedAt: t0, Reason: "spike", Outcome: "dropped", DecidedAt: t0.Add(300 * time.Millisecond)},
 			{Symbol: "EURUSD", Source: SourceBackup, Bid: 1.09000, Ask: 1.09002, ReceivedAt: t0, Reason: "spike", Outcome: "published-after-confirm"}},
 		Faults: []PriceFault{{Kind: PriceSpike, Sources: []string{SourceBackup}, Symbol: "USDJPY", Start: t0, End: t0.Add(50 * time.Millisecond), Ref: 150, Price: 153, Pips: 300},
-			{Kind: PriceGap, Symbol: "GBPUSD", Start: t0, End: t0.Add(time.Second)}},
+			{Kind: PriceGap, Symbol: "GBPUSD", Start: t0, End: t0.Add(time.Second)},
+			{Kind: PriceOffset, Sources: []string{SourcePrimary}, Start: t0.Add(-time.Second), End: t0.Add(time.Second), Pips: 300}},
 	}}
 	s := priceSnapshot()
 	s.Deals = []dbDeal{deal(1, "EURUSD", "1.08105", t0.Add(time.Second), 0), deal(2, "EURUSD", "1.09001", t0.Add(time.Second), 0)}
@@ -79,6 +80,51 @@ func TestFilteredNotActedFailsADealAtADroppedTickOrASpike(t *testing.T) {
 	s.HedgeFills = []dbHedgeFill{{ID: 9, Symbol: "EURUSD", Price: decimal.RequireFromString("1.11"), At: t0.Add(20 * time.Second)}}
 	if r := checkFilteredNotActed(s, ev); len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "hedge order 9") {
 		t.Fatalf("a hedge fill at a dropped price 20 s later: %v", r.Violations)
+	}
+}
+
+// A dropped tick from a source no price fault moved is the market's, even where the desk
+// published nothing beside it: the deals near it are not at a filtered price. A dropped tick of
+// the offset source is still one. Seed 653824426413480: a new holder took over during the
+// backup's -126-pip offset, published nothing for 7 s (its sources had never agreed) and dropped
+// the primary's market ticks as disagreeing; 28 deals at the market beside them failed the run.
+func TestFilteredNotActedTakesAnUnmovedSourcesDroppedTickForTheMarket(t *testing.T) {
+	offsetEnd := t0.Add(5 * time.Second)
+	ev := &Evidence{Prices: &PriceEvidence{
+		Faults: []PriceFault{{Kind: PriceOffset, Sources: []string{SourceBackup}, Start: t0, End: offsetEnd, Pips: -126}},
+		// The old holder's last price, before the takeover; the new one publishes from t0+9s.
+		Published: []PublishedTick{{Symbol: "EURUSD", Source: SourceBackup, Bid: 1.16064, Ask: 1.16070, At: t0.Add(-4 * time.Second)},
+			{Symbol: "EURUSD", Source: SourceBackup, Bid: 1.16040, Ask: 1.16046, At: t0.Add(30 * time.Second)}},
+		Filtered: []FilteredTick{
+			{Symbol: "EURUSD", Source: SourcePrimary, Bid: 1.16101, Ask: 1.16107, ReceivedAt: t0.Add(1800 * time.Millisecond), Reason: "disagrees", Outcome: "dropped", DecidedAt: t0.Add(2100 * time.Millisecond)},
+			{Symbol: "EURUSD", Source: SourcePrimary, Bid: 1.16063, Ask: 1.16069, ReceivedAt: t0.Add(3600 * time.Millisecond), Reason: "disagrees", Outcome: "dropped", DecidedAt: t0.Add(3600 * time.Millisecond)}},
+	}}
+	s := priceSnapshot()
+	s.Orders = []dbOrder{{ID: 7, Execution: "EXTERNAL"}}
+	s.Positions = []dbPosition{{ID: 70, Order: 7}}
+	s.Deals = []dbDeal{
+		deal(1, "EURUSD", "1.16098", t0.Add(2200*time.Millisecond), 70), // the venue's close, at the market
+		deal(2, "EURUSD", "1.16064", t0.Add(2300*time.Millisecond), 0),  // a close-by, at a leg's open price
+		deal(3, "EURUSD", "1.16063", t0.Add(31*time.Second), 0),         // a fill once the market walked back
+	}
+	r := checkFilteredNotActed(s, ev)
+	if len(r.Violations) != 0 || !strings.Contains(r.Figures, "2 from a source no price fault moved") {
+		t.Fatalf("deals at the market beside the unmoved primary's dropped ticks: %v %s", r.Violations, r.Figures)
+	}
+	// The offset backup's own dropped tick is a filtered price: a deal at it is the defect.
+	ev.Prices.Filtered = append(ev.Prices.Filtered, FilteredTick{Symbol: "EURUSD", Source: SourceBackup, Bid: 1.14841, Ask: 1.14847,
+		ReceivedAt: t0.Add(2 * time.Second), Reason: "disagrees", Outcome: "dropped", DecidedAt: t0.Add(2 * time.Second)})
+	s.Deals = append(s.Deals, deal(4, "EURUSD", "1.14845", t0.Add(2500*time.Millisecond), 0))
+	r = checkFilteredNotActed(s, ev)
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "deal 4") {
+		t.Fatalf("want deal 4, at the offset backup's dropped tick, broken: %v %s", r.Violations, r.Figures)
+	}
+	// So is its tick read from a woken holder's backlog, stamped after the offset ended.
+	ev.Prices.Filtered[2].ReceivedAt, ev.Prices.Filtered[2].DecidedAt = offsetEnd.Add(6*time.Second), offsetEnd.Add(6*time.Second)
+	s.Deals[3].CreatedAt = offsetEnd.Add(6500 * time.Millisecond)
+	r = checkFilteredNotActed(s, ev)
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0].Text, "deal 4") {
+		t.Fatalf("want deal 4, at a backlog tick of the offset, broken: %v %s", r.Violations, r.Figures)
 	}
 }
 

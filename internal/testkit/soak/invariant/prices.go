@@ -48,6 +48,10 @@ var PriceTolerance = struct {
 	SpikeMatchPips float64
 	// Lookback: a deal is held against the ticks filtered this long before it.
 	Lookback time.Duration
+	// Backlog: a tick received this long after a price fault on its source ended may still
+	// carry it: a holder woken from a stop or a zombie pause (the lease TTL + 0.5–3 s) reads its
+	// sockets' backlog and stamps it with its own clock.
+	Backlog time.Duration
 	// Flush: the holder writes candles in batches; a tick this close to the end of its holder's
 	// term (a kill loses the batch in memory) or to the snapshot is not judged yet. A flush
 	// (every 2 s) can hang on a cut MySQL connection for its whole 10 s timeout before the next
@@ -58,7 +62,7 @@ var PriceTolerance = struct {
 	// builder's clock and the soak's receipt stamp differ by milliseconds).
 	Edge time.Duration
 }{Failover: time.Second, SilentCap: 10 * time.Second, WarmUp: 2 * time.Second, MatchPips: 5, SpikeMatchPips: 10, Lookback: 30 * time.Second,
-	Flush: 25 * time.Second, Edge: 2 * time.Second}
+	Backlog: 10 * time.Second, Flush: 25 * time.Second, Edge: 2 * time.Second}
 
 // PriceFault is one price fault as it played.
 type PriceFault struct {
