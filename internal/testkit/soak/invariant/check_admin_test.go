@@ -182,6 +182,11 @@ func TestNegativeBalanceCheckFlagsAProtectedAccountLeftBelowZero(t *testing.T) {
 			// Account 3's losing leg closed in part (0.2 of 0.3): the position itself is still open.
 			s.Deals[6].Key = "close:20:0.3"
 		}, ""},
+		{"a close-by leg closed in part below zero waits", func(s *Snapshot) {
+			// Closed by 0.2 of its 0.3: still open, so no position.closed event tells.
+			s.Deals[6].Key = "close:20:by:t3-closeby-1:0.3"
+			s.Events = slices.Delete(s.Events, 6, 7)
+		}, ""},
 		{"a close the events do not place", func(s *Snapshot) { s.Events = s.Events[:4] },
 			"close deal 7 (key close:20:0.2) left -200, and the events do not say what it left open"},
 		{"a protected account a swap took below zero, its position still open", func(s *Snapshot) {
