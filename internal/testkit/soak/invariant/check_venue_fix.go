@@ -134,6 +134,7 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 			closes[d.Position.Int64] = append(closes[d.Position.Int64], d)
 		}
 	}
+	pastTrade := closesPastTheirTrade(s)
 	markup := func(p dbPosition) decimal.Decimal {
 		in := s.Instruments[p.Symbol]
 		m := in.Markup.Mul(in.Point)
@@ -223,6 +224,12 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 				// took to zero, which the second carried past it.
 				continue
 			}
+			if pastTrade[o.ClOrdID] {
+				// Executed wholly past its trade: the venue's own close, journaled first, had
+				// closed the trade, and the reconciler booked the position at that close's price
+				// (docs/fix.md, «A close that crosses the venue's own»).
+				continue
+			}
 			if !closeBooked(o, closes[p.ID], m) {
 				r.Add("", "the venue filled close %s (%s %s units at %s), but position %d (%s, %s lots left) has no close deal at that price plus the markup %s",
 					o.ClOrdID, o.Side, o.CumQty, o.AvgPx, p.ID, p.Status, p.Volume, m)
@@ -231,6 +238,31 @@ func checkVenueFillsBooked(s *Snapshot, vs *VenueState) Result {
 	}
 	r.Figures = fmt.Sprintf("%d opens and %d closes the venue filled for the desk, %d desk close deals checked against the venue's prices", opened, closed, deals)
 	return r
+}
+
+// closesPastTheirTrade are the desk closes whose executions the journal allocated wholly past
+// their trade, to a trade of their own (keyed by the close's ClOrdID).
+func closesPastTheirTrade(s *Snapshot) map[string]bool {
+	orderOf := make(map[int64]string, len(s.FIXExecutions))
+	for _, e := range s.FIXExecutions {
+		orderOf[e.ID] = e.ClOrdID
+	}
+	past, within := map[string]bool{}, map[string]bool{}
+	for _, a := range s.FIXAllocations {
+		o := orderOf[a.Execution]
+		if !strings.Contains(o, fixCloseMark) {
+			continue
+		}
+		if a.Trade == o {
+			past[o] = true
+		} else {
+			within[o] = true
+		}
+	}
+	for o := range within {
+		delete(past, o)
+	}
+	return past
 }
 
 // fillPrices are the prices a venue order's fill may be booked at: its average, and each of its

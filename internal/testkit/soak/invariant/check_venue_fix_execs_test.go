@@ -131,6 +131,21 @@ func TestVenueExecutionsBookedCheckTakesACloseCrossingTheVenuesOwn(t *testing.T)
 	})
 }
 
+// A desk close wholly past its trade is not booked on the position: the reconciler booked the
+// position at the venue's own close's price, which the journal allocated to the trade first (soak
+// seed 653824426413480: close 174660.c1 at 146.053, position 166222 closed at the venue's 146.06).
+func TestVenueFillsBookedCheckLeavesACloseWhollyPastItsTrade(t *testing.T) {
+	runCases(t, fixExecsFixture, func(f *fixExecs) Result { return checkVenueFillsBooked(f.s, f.vs) }, []checkCase[*fixExecs]{
+		{"the position booked at the venue's own close", func(f *fixExecs) {
+			f.crossed(true)
+			f.vs.Orders[6].AvgPx, f.vs.Orders[6].Executions[0].Px = dec("1.0995"), dec("1.0995")
+			f.s.Deals[0].Price = ndec("1.09948")
+		}, ""},
+		{"a close within its trade still booked at its price", func(f *fixExecs) { f.s.Deals[0].Price = ndec("1.09948") },
+			"the venue filled close 101.c1 (SELL 20000 units at 1.1), but position 11"},
+	})
+}
+
 func TestVenueWatchedCheckFlagsAPositionDroppedWhileTheVenueHeldItsTrade(t *testing.T) {
 	runCases(t, fixExecsFixture, func(f *fixExecs) Result { return checkVenueWatched(f.s, f.drops) }, []checkCase[*fixExecs]{
 		{"closed on the desk before the venue executed its close", func(f *fixExecs) { f.s.Positions[1].ClosedAt = ntime(at(3)) },
