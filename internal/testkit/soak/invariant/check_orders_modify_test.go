@@ -1,6 +1,9 @@
 package invariant
 
-import "testing"
+import (
+	"database/sql"
+	"testing"
+)
 
 // A clean history passes; each planted violation — a modify after the fill, a modified buy limit
 // filled at the quote that fired its old price, a modified sell stop filled before its new stop —
@@ -43,6 +46,20 @@ func TestCheckModifiedOrders(t *testing.T) {
 	cleared.Audits = []dbAudit{{Action: "symbol_override.delete", EntityType: "symbol_override", EntityID: "default/EURUSD"}}
 	if r := checkModifiedOrders(cleared, nil); len(r.Violations) != 0 {
 		t.Fatalf("a fill with the markup of an override cleared during the run: %v", r.Violations)
+	}
+	// Filled while its account was in a group with an override, moved out before the end.
+	moved := base(filled(7, "BUY", "LIMIT", "1.08008"))
+	moved.Audits = []dbAudit{
+		{Action: "symbol_override.update", EntityType: "symbol_override", EntityID: "soak-a/EURUSD"},
+		{Action: "account.move", EntityType: "account", EntityID: "1", Before: sql.NullString{String: `{"id":1,"group":"soak-a"}`, Valid: true},
+			After: sql.NullString{String: `{"id":1,"group":"default"}`, Valid: true}},
+	}
+	if r := checkModifiedOrders(moved, nil); len(r.Violations) != 0 {
+		t.Fatalf("a fill while the account was in an overridden group: %v", r.Violations)
+	}
+	moved.Audits = moved.Audits[1:] // no override anywhere: judged, and caught
+	if r := checkModifiedOrders(moved, nil); len(r.Violations) == 0 {
+		t.Fatalf("a fill 8 points past its price of an account moved between groups without overrides: not caught")
 	}
 	for name, s := range map[string]*Snapshot{
 		"modified after its fill": base(filled(7, "BUY", "LIMIT", "1.07990"),
