@@ -495,22 +495,10 @@ func TestBootLoadsBeforeFirstTick(t *testing.T) {
 	prices := &fakePrices{}
 	prices.set("EURUSD", 1.2, 1.2) // where it is now: the boot sweep closes nothing
 	updates := make(chan tick.Update, 4)
-	e, err := New(Config{
-		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
-			<-release
-			return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
-				{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
-			}}, nil
-		}),
-		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") }()
+	e := runHeldLoad(t, release, []Position{
+		{ID: 1, AccountID: 1, Symbol: "EURUSD", Side: Buy, Volume: 1, OpenPrice: 1.2, SL: 1.19},
+	}, prices, updates, exec, 2)
+	ctx := context.Background()
 	// Committed during the load: SL raised to 1.195.
 	e.Apply(ctx, Change{Kind: PositionModified, Position: Position{ID: 1, SL: 1.195}})
 	updates <- tick.Update{Symbol: "EURUSD", Quote: tick.Quote{Bid: 1.194, Ask: 1.1942}}

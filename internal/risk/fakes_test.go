@@ -331,3 +331,24 @@ func listedOn(e *Engine, symbol string, id int64) bool {
 	}
 	return false
 }
+
+// runHeldLoad runs an engine whose load of positions waits for release to close, until the test
+// ends (then Run must return): the boot tests' engine, ticks and changes arriving mid-load.
+func runHeldLoad(t *testing.T, release <-chan struct{}, positions []Position, prices *fakePrices, updates chan tick.Update, exec *fakeExec, workers int) *Engine {
+	t.Helper()
+	e, err := New(Config{
+		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
+			<-release
+			return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: positions}, nil
+		}),
+		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: workers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") })
+	return e
+}

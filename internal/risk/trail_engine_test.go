@@ -6,11 +6,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"fxdesk/internal/fx"
-	"fxdesk/internal/testkit/gatetest"
-	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/tick"
 )
 
@@ -98,22 +95,9 @@ func TestTicksPublishedDuringTheLoadAreEvaluatedBeforeTheBootSweep(t *testing.T)
 	exec := &fakeExec{}
 	prices := &fakePrices{}
 	updates := make(chan tick.Update, 1)
-	e, err := New(Config{
-		Loader: loaderFunc(func(context.Context) (Snapshot, error) {
-			<-release
-			return Snapshot{Instruments: instruments(), Accounts: []Account{rich(1)}, Positions: []Position{
-				{ID: 1, AccountID: 1, Symbol: "GBPUSD", Side: Sell, Volume: 1, OpenPrice: 1.32034, TrailDistance: 0.0016, TrailLevel: 1.24245},
-			}}, nil
-		}),
-		Prices: prices, Updates: updates, Executor: exec, Gate: realGate(t, &gatetest.Lease{}, nil, nil), Workers: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); poll.Receive(t, done, 10*time.Second, "Run returning after its context ended") }()
+	e := runHeldLoad(t, release, []Position{
+		{ID: 1, AccountID: 1, Symbol: "GBPUSD", Side: Sell, Volume: 1, OpenPrice: 1.32034, TrailDistance: 0.0016, TrailLevel: 1.24245},
+	}, prices, updates, exec, 1)
 	updates <- prices.set("GBPUSD", 1.24199, 1.24215) // published while the view loads
 	gapped := prices.set("GBPUSD", 1.14579, 1.14594)  // then the gap: the price the sweep reads
 	close(release)
