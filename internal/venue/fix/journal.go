@@ -430,8 +430,8 @@ type share struct {
 
 // shares reads the allocations of the trades where picks them, oldest execution first.
 func (j *journal) shares(ctx context.Context, where string, args ...any) ([]share, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT MIN(x.`executionId`) FROM `fx_fix_allocation` x JOIN `fx_fix_execution` y ON y.`id` = x.`executionId` "+
-		"WHERE x.`tradeId` = a.`tradeId` AND y.`clOrdId` = a.`tradeId`), 0), "+
+	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`tradeId`, COALESCE((SELECT x.`executionId` FROM `fx_fix_allocation` x JOIN `fx_fix_execution` y ON y.`id` = x.`executionId` "+
+		"WHERE x.`tradeId` = a.`tradeId` AND y.`clOrdId` = a.`tradeId` ORDER BY x.`executionId` LIMIT 1), 0), "+
 		"e.`clOrdId`, e.`symbol`, a.`units`, e.`price`, e.`transactTime` "+
 		"FROM `fx_fix_allocation` a JOIN `fx_fix_execution` e ON e.`id` = a.`executionId` WHERE "+where+" ORDER BY a.`executionId`, a.`tradeId`", args...)
 	if err != nil {
