@@ -228,7 +228,7 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 			return applied{}, fmt.Errorf("journal refusal %s: %w", r.ClOrdID, err)
 		}
 	}
-	a, err := whose(ctx, tx, r)
+	a, held, err := whose(ctx, tx, r)
 	if err != nil {
 		return a, err
 	}
@@ -289,46 +289,50 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 	if a.execID, err = res.LastInsertId(); err != nil {
 		return a, err
 	}
-	if a.shares, err = allocate(ctx, tx, a.execID, r.ClOrdID, trade, r.Symbol, units); err != nil {
+	if a.shares, err = allocate(ctx, tx, a.execID, r.ClOrdID, trade, held, r.Symbol, units); err != nil {
 		return a, err
 	}
 	return a, nil
 }
 
 // whose finds the order r reports in the journal (FOR UPDATE): the desk's, or the venue's own,
-// whose row it writes the first time.
-func whose(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
+// whose row it writes the first time. held is the signed units the desk order's trade holds
+// before r's execution (allocate's bound for a close), read in the same statement so that a
+// close's execution costs the journal no round trip of its own.
+func whose(ctx context.Context, tx *sql.Tx, r report) (a applied, held decimal.Decimal, err error) {
 	if r.ClOrdID != "" {
 		var row order
 		var vid sql.NullString
-		err := tx.QueryRowContext(ctx, "SELECT `tradeId`, `symbol`, `side`, `venueOrderId` FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", r.ClOrdID).
-			Scan(&row.TradeID, &row.Symbol, &row.Side, &vid)
+		err := tx.QueryRowContext(ctx, "SELECT o.`tradeId`, o.`symbol`, o.`side`, o.`venueOrderId`, "+
+			"(SELECT COALESCE(SUM(x.`units`), 0) FROM `fx_fix_allocation` x WHERE x.`tradeId` = o.`tradeId` LIMIT 1) "+
+			"FROM `fx_fix_order` o WHERE o.`clOrdId` = ? FOR UPDATE", r.ClOrdID).
+			Scan(&row.TradeID, &row.Symbol, &row.Side, &vid, &held)
 		switch {
 		case err == nil:
 			row.VenueOrderID = vid.String
 			if ours(row, r) {
-				return applied{key: r.ClOrdID, trade: row.TradeID}, nil
+				return applied{key: r.ClOrdID, trade: row.TradeID}, held, nil
 			}
 		case !errors.Is(err, sql.ErrNoRows):
-			return applied{}, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
+			return applied{}, held, fmt.Errorf("journal report %s: %w", r.ClOrdID, err)
 		}
 	}
-	// The venue's own order.
-	a := applied{key: venueKey(r)}
+	// The venue's own order: it names no trade.
+	a, held = applied{key: venueKey(r)}, decimal.Zero
 	var one int
-	err := tx.QueryRowContext(ctx, "SELECT 1 FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", a.key).Scan(&one)
+	err = tx.QueryRowContext(ctx, "SELECT 1 FROM `fx_fix_order` WHERE `clOrdId` = ? FOR UPDATE", a.key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err = tx.ExecContext(ctx, "INSERT INTO `fx_fix_order` (`clOrdId`, `tradeId`, `symbol`, `side`, `qty`, `status`, `text`) VALUES (?, '', ?, ?, ?, ?, ?)",
 			a.key, r.Symbol, r.Side, r.OrderQty, stateSending, truncate("the venue's own order; its ClOrdID: "+r.ClOrdID, 255)); err != nil {
-			return a, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
+			return a, held, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
 		}
 		a.inserted = true
-		return a, nil
+		return a, held, nil
 	}
 	if err != nil {
-		return a, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
+		return a, held, fmt.Errorf("journal report %s (the venue's order %s): %w", r.ClOrdID, r.OrderID, err)
 	}
-	return a, nil
+	return a, held, nil
 }
 
 // allocate books an execution of order key to the desk's trades: an open's to itself, a close's
@@ -336,23 +340,20 @@ func whose(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 // trades it reduces in that symbol, oldest first (what no trade explains is allocated to "", the
 // untagged remainder).
 //
-// A close never takes its trade past zero (docs/fix.md, «A close that crosses the venue's own»):
+// A close never takes its trade past zero (held: what the trade holds before this execution;
+// docs/fix.md, «A close that crosses the venue's own»):
 // when the venue's own order reduced the trade between the desk's decision and the close's
 // execution, what the close executed beyond the units left is a trade of its own, keyed by the
 // close's ClOrdID — a tagged trade no desk position explains, which the reconciler closes as an
 // orphan. Before, the trade went past zero: a trade on the other side that the next venue-side
 // order was allocated against, and a desk position the reconciler could not square with it.
-func allocate(ctx context.Context, tx *sql.Tx, execID int64, key, trade, symbol string, units decimal.Decimal) ([]allocation, error) {
+func allocate(ctx context.Context, tx *sql.Tx, execID int64, key, trade string, held decimal.Decimal, symbol string, units decimal.Decimal) ([]allocation, error) {
 	shares := map[string]decimal.Decimal{}
 	switch {
 	case trade == key:
 		shares[trade] = units
 	case trade != "":
-		var open decimal.Decimal
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(`units`), 0) FROM `fx_fix_allocation` WHERE `tradeId` = ? FOR UPDATE", trade).Scan(&open); err != nil {
-			return nil, fmt.Errorf("journal allocate execution %d: %w", execID, err)
-		}
-		take := reducing(open, units)
+		take := reducing(held, units)
 		if !take.IsZero() {
 			shares[trade] = take
 		}
