@@ -37,7 +37,9 @@ func TestACloseCrossingTheVenuesOwnNeverTakesTheTradePastZero(t *testing.T) {
 // venue's order and checks the journal's trades: the trade closed at zero, what the desk's close
 // executed past the left units a trade of its own, which a close of it takes back.
 func crossClose(t *testing.T, symbol string, own, left decimal.Decimal) {
-	r := newRig(t, 5*time.Second)
+	// The desk's close waits for its held report while the test lets the venue's in first: give it
+	// the time a loaded machine needs (nothing here is timed).
+	r := newRig(t, 30*time.Second)
 	ctx := context.Background()
 	key := open(t, r, symbol, "10000")
 	trade := r.session.LiveTrades()[key].ID
