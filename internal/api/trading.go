@@ -28,8 +28,8 @@ func pathID(r *http.Request) (int64, error) {
 // listQuery reads the optional accountId, status, before and limit query parameters of the
 // trader's lists (deals, positions, orders) into the page they ask for. status comes back in its
 // canonical spelling, whatever case the caller used; limit is 1 or more, and a page holds at most
-// trading.ListLimit entries (the default too). The answer's nextBefore (nextBefore) is the next
-// page's before.
+// trading.ListLimit entries, trading.DefaultListLimit without one. The answer's nextBefore
+// (nextBefore) is the next page's before.
 func listQuery(r *http.Request, statuses ...string) (book.ListFilter, error) {
 	var f book.ListFilter
 	q := r.URL.Query()
@@ -39,6 +39,7 @@ func listQuery(r *http.Request, statuses ...string) (book.ListFilter, error) {
 			return f, fx.Errorf(fx.EINVALID, "accountId must be a positive whole number.")
 		}
 	}
+	f.Limit = trading.DefaultListLimit
 	if v := q.Get("limit"); v != "" {
 		var err error
 		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit <= 0 {

@@ -199,6 +199,13 @@ func (s *Service) retry(ctx context.Context, txn func() error) error {
 // maxList caps every list answer.
 const maxList = 500
 
+// DefaultListLimit is the page of a trader's list (and the dealer's account list) asked for
+// without a limit: the newest 100, the rest a cursor away. A trader's app polls its lists every
+// few seconds; a default of maxList made the trader with the longest history read and encode
+// five times the rows of one with a short history on every poll (docs/architecture.md,
+// «Reading a trader's history»).
+const DefaultListLimit = 100
+
 func clampLimit(n int) int { return ListLimit(n) }
 
 // ListLimit is the size of a list's page asked for with limit n: n, or maxList when n is 0 or

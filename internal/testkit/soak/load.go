@@ -320,7 +320,7 @@ func (t *trader) approve(ctx context.Context, id int64) invariant.Entry {
 // refresh re-reads the account's open positions (stops close them behind the client's back).
 func (t *trader) refresh(ctx context.Context) {
 	e := t.j.call(ctx, t.anyWeb(), t.token, t.name, "positions", http.MethodGet,
-		fmt.Sprintf("/api/fx/positions?accountId=%d&status=OPEN", t.account), nil)
+		fmt.Sprintf("/api/fx/positions?accountId=%d&status=OPEN&limit=500", t.account), nil)
 	var b struct {
 		Positions []struct {
 			ID     int64  `json:"id"`

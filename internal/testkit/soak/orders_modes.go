@@ -15,7 +15,7 @@ import (
 // outcome is unknown: the retry must replay, never close twice. An account with no pair, or not
 // HEDGING, answers 409 — allowed answers.
 func (t *trader) closeBy(ctx context.Context) {
-	e := t.j.call(ctx, t.anyWeb(), t.token, t.name, "positions", http.MethodGet, fmt.Sprintf("/api/fx/positions?accountId=%d&status=OPEN", t.account), nil)
+	e := t.j.call(ctx, t.anyWeb(), t.token, t.name, "positions", http.MethodGet, fmt.Sprintf("/api/fx/positions?accountId=%d&status=OPEN&limit=500", t.account), nil)
 	var b struct {
 		Positions []struct {
 			ID     int64  `json:"id"`
