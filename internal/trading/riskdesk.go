@@ -229,11 +229,11 @@ type accountRow struct {
 	balance               sql.RawBytes
 	marginCalled          bool
 	dest                  []any
-	names                 map[string]string
+	names                 interned
 }
 
 func newAccountRow() *accountRow {
-	r := &accountRow{names: map[string]string{}}
+	r := &accountRow{names: interned{}}
 	r.dest = []any{&r.id, &r.group, &r.currency, &r.leverage, &r.balance, &r.version, &r.marginCalled}
 	return r
 }
@@ -246,17 +246,8 @@ func (r *accountRow) scan(sc store.Scanner) (riskViewAccount, error) {
 	if err != nil {
 		return riskViewAccount{}, fmt.Errorf("account %d: %w", r.id, err)
 	}
-	return riskViewAccount{Account: risk.Account{ID: r.id, Group: r.intern(r.group), Currency: r.intern(r.currency), Leverage: int(r.leverage),
+	return riskViewAccount{Account: risk.Account{ID: r.id, Group: r.names.intern(r.group), Currency: r.names.intern(r.currency), Leverage: int(r.leverage),
 		Balance: v, MarginCalled: r.marginCalled}, version: r.version}, nil
-}
-
-func (r *accountRow) intern(b []byte) string {
-	if s, ok := r.names[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	r.names[s] = s
-	return s
 }
 
 // riskViewOrdersSQL is the risk view's read of the resting orders, on idx_fx_order_status
@@ -297,11 +288,11 @@ type positionRow struct {
 	symbol, side, venueTradeID                           sql.RawBytes
 	volume, openPrice, sl, tp, trailDistance, trailLevel sql.RawBytes
 	dest                                                 []any
-	symbols                                              map[string]string
+	symbols                                              interned
 }
 
 func newPositionRow() *positionRow {
-	r := &positionRow{symbols: map[string]string{}}
+	r := &positionRow{symbols: interned{}}
 	r.dest = []any{&r.id, &r.accountID, &r.symbol, &r.side, &r.volume, &r.openPrice, &r.sl, &r.tp, &r.trailDistance, &r.trailLevel, &r.venueTradeID}
 	return r
 }
@@ -312,7 +303,7 @@ func (r *positionRow) scan(sc store.Scanner) (risk.Position, string, error) {
 	if err := sc.Scan(r.dest...); err != nil {
 		return risk.Position{}, "", err
 	}
-	p := risk.Position{ID: r.id, AccountID: r.accountID, Symbol: r.intern(r.symbol), Side: risk.Buy}
+	p := risk.Position{ID: r.id, AccountID: r.accountID, Symbol: r.symbols.intern(r.symbol), Side: risk.Buy}
 	if string(r.side) == string(fx.Sell) {
 		p.Side = risk.Sell
 	}
@@ -332,12 +323,16 @@ func (r *positionRow) scan(sc store.Scanner) (risk.Position, string, error) {
 	return p, string(r.venueTradeID), nil
 }
 
-func (r *positionRow) intern(b []byte) string {
-	if s, ok := r.symbols[string(b)]; ok {
+// interned hands out one string per distinct text: a load's rows name a few symbols, groups and
+// currencies many thousands of times.
+type interned map[string]string
+
+func (m interned) intern(b []byte) string {
+	if s, ok := m[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	r.symbols[s] = s
+	m[s] = s
 	return s
 }
 
