@@ -47,6 +47,22 @@ func TestListStatusFilterIgnoresCase(t *testing.T) {
 	}
 }
 
+// A list asked for without a limit answers the newest 100; a limit asks for fewer or more, up to
+// 500; anything else is refused.
+func TestListPageSize(t *testing.T) {
+	for query, want := range map[string]int{"": 100, "?limit=7": 7, "?limit=500": 500, "?limit=2000": 500} {
+		f, err := listQuery(httptest.NewRequest("GET", "/api/fx/deals"+query, nil))
+		if err != nil || f.Limit != want {
+			t.Errorf("%q: limit %d, %v; want %d", query, f.Limit, err, want)
+		}
+	}
+	for _, query := range []string{"?limit=0", "?limit=-1", "?limit=ten"} {
+		if _, err := listQuery(httptest.NewRequest("GET", "/api/fx/deals"+query, nil)); err == nil {
+			t.Errorf("%q: no error", query)
+		}
+	}
+}
+
 // An account shown from its stored marks has a marginLevel wherever margin is used; one never
 // marked shows its equity and margins as null (unknown), never as zero.
 func TestAccountViewFromStoredMarks(t *testing.T) {
