@@ -298,13 +298,16 @@ func applyTx(ctx context.Context, tx *sql.Tx, r report) (applied, error) {
 // whose finds the order r reports in the journal (FOR UPDATE): the desk's, or the venue's own,
 // whose row it writes the first time. held is the signed units the desk order's trade holds
 // before r's execution (allocate's bound for a close), read in the same statement so that a
-// close's execution costs the journal no round trip of its own.
+// close's execution costs the journal no round trip of its own. The subquery locks the trade's
+// allocations itself, as their own statement did: an outer FOR UPDATE does not reach the rows of
+// a nested subquery on MySQL 8, and without the lock a second journal writer could allocate the
+// same units between this read and the insert.
 func whose(ctx context.Context, tx *sql.Tx, r report) (a applied, held decimal.Decimal, err error) {
 	if r.ClOrdID != "" {
 		var row order
 		var vid sql.NullString
 		err := tx.QueryRowContext(ctx, "SELECT o.`tradeId`, o.`symbol`, o.`side`, o.`venueOrderId`, "+
-			"(SELECT COALESCE(SUM(x.`units`), 0) FROM `fx_fix_allocation` x WHERE x.`tradeId` = o.`tradeId` LIMIT 1) "+
+			"(SELECT COALESCE(SUM(x.`units`), 0) FROM `fx_fix_allocation` x WHERE x.`tradeId` = o.`tradeId` LIMIT 1 FOR UPDATE) "+
 			"FROM `fx_fix_order` o WHERE o.`clOrdId` = ? FOR UPDATE", r.ClOrdID).
 			Scan(&row.TradeID, &row.Symbol, &row.Side, &vid, &held)
 		switch {
