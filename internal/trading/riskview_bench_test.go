@@ -3,9 +3,13 @@ package trading
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
+
+	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -73,4 +77,43 @@ func BenchmarkRiskViewLoad(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(open)*float64(b.N)/b.Elapsed().Seconds(), "positions/s")
+}
+
+// BenchmarkRiskViewLoadYear is the same load over a generated year (`make year`; FXDESK_YEAR_DB
+// names it): its 50,000 open positions over 20,000 accounts, its 10,000 resting orders, beside
+// 2,000,000 closed positions (docs/boot.md, «The risk view's read»). It reads into a Snapshot:
+// the engine's install is not in it.
+//
+//	FXDESK_BENCH=1 FXDESK_YEAR_DB=fxdesk_year go test -count=1 -run '^$' -bench BenchmarkRiskViewLoadYear -benchtime 20x -benchmem ./internal/trading/
+func BenchmarkRiskViewLoadYear(b *testing.B) {
+	dbtest.SkipUnlessBench(b, "risk view load on a year")
+	name := os.Getenv("FXDESK_YEAR_DB")
+	if name == "" {
+		b.Skip("FXDESK_YEAR_DB names no generated year database")
+	}
+	cfg, err := mysql.ParseDSN(dbtest.ServerDSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.DBName = name
+	db, err := store.Connect(cfg.FormatDSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := New(Config{DB: db, Prices: fixedPrices{}, Lease: &switchLease{}, Gate: newGate(b, &gatetest.Lease{}).g})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rd := NewRiskDesk(svc, nil)
+	ctx := context.Background()
+	var positions int
+	for b.Loop() {
+		s, err := rd.Load(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		positions = len(s.Positions)
+	}
+	b.ReportMetric(float64(positions)*float64(b.N)/b.Elapsed().Seconds(), "positions/s")
 }
