@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"fxdesk/internal/fx"
@@ -213,12 +212,11 @@ func yearDatabase(t *testing.T) *yearData {
 	ctx := context.Background()
 	y := &yearData{}
 	if name := os.Getenv("FXDESK_YEAR_DB"); name != "" {
-		cfg, err := mysql.ParseDSN(dbtest.ServerDSN())
-		if err != nil {
+		var err error
+		if y.db, err = dbtest.Existing(name); err != nil {
 			t.Fatal(err)
 		}
-		cfg.DBName = name
-		y.db, y.origin = &dbtest.Database{Name: name, DSN: cfg.FormatDSN()}, "reused: FXDESK_YEAR_DB"
+		y.origin = "reused: FXDESK_YEAR_DB"
 		if y.sql, err = store.Connect(y.db.DSN); err != nil {
 			t.Fatal(err)
 		}

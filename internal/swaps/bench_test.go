@@ -132,16 +132,7 @@ func benchRollover(tb testing.TB, date string) fx.Rollover {
 // closing prices (fx_eod_price), fresh.
 func yearBook(b *testing.B, name string) (*sql.DB, tick.Prices) {
 	b.Helper()
-	cfg, err := mysql.ParseDSN(dbtest.ServerDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.DBName = name
-	db, err := store.Connect(cfg.FormatDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
+	db := dbtest.OpenExisting(b, name)
 	rows, err := db.Query("SELECT `symbol`, `bid`, `ask` FROM `fx_eod_price` WHERE `tradingDay` = (SELECT MAX(`tradingDay`) FROM `fx_eod_price`)")
 	if err != nil {
 		b.Fatal(err)

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
-
-	"fxdesk/internal/store"
 	"fxdesk/internal/testkit/dbtest"
 	"fxdesk/internal/testkit/gatetest"
 )
@@ -91,16 +88,7 @@ func BenchmarkRiskViewLoadYear(b *testing.B) {
 	if name == "" {
 		b.Skip("FXDESK_YEAR_DB names no generated year database")
 	}
-	cfg, err := mysql.ParseDSN(dbtest.ServerDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.DBName = name
-	db, err := store.Connect(cfg.FormatDSN())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := dbtest.OpenExisting(b, name)
 	svc, err := New(Config{DB: db, Prices: fixedPrices{}, Lease: &switchLease{}, Gate: newGate(b, &gatetest.Lease{}).g})
 	if err != nil {
 		b.Fatal(err)

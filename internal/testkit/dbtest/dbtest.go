@@ -79,6 +79,32 @@ func NewDatabase(prefix string) (*Database, error) {
 	return &Database{Name: name, DSN: cfg.FormatDSN()}, nil
 }
 
+// Existing is a database that already exists on the test server — a generated year a benchmark
+// reuses (FXDESK_YEAR_DB) — named as NewDatabase names its own. It is not the caller's to Drop.
+func Existing(name string) (*Database, error) {
+	cfg, err := mysql.ParseDSN(ServerDSN())
+	if err != nil {
+		return nil, err
+	}
+	cfg.DBName = name
+	return &Database{Name: name, DSN: cfg.FormatDSN()}, nil
+}
+
+// OpenExisting connects to the existing database name (Existing) for the test's length.
+func OpenExisting(tb testing.TB, name string) *sql.DB {
+	tb.Helper()
+	d, err := Existing(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, err := store.Connect(d.DSN)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
 // Drop removes the database.
 func (d *Database) Drop() error {
 	cfg, _ := mysql.ParseDSN(ServerDSN())
