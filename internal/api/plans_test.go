@@ -167,6 +167,46 @@ type planIDs struct {
 // recorded through the real driver (internal/testkit/sqlrec) and EXPLAINed with its own
 // arguments, and a full scan, a filesort or a temporary table over a large table fails the
 // test (docs/architecture.md, «Reading a trader's history»). The routes come from the router,
+
+// recordedServer is the desk's API over a pool of dsn that records every statement, its parts
+// as the web process wires them for a follower (no lease: nothing fills), with a private Redis.
+func recordedServer(t *testing.T, dsn string) (http.Handler, *sqlrec.Recorder) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	db, rec, err := sqlrec.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	parts := newTestParts(t, db, true)
+	inbox := alert.NewInbox(db, log)
+	m := metrics.New("test")
+	m.WatchAlerts(inbox)
+	m.WatchRelay(func(ctx context.Context) (relay.Status, error) { return relay.ReadStatus(ctx, db) })
+	hedgeBook, err := hedge.NewBook(hedge.Config{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The desk's status reads the lease's Redis tag too: a private Redis, as every test package.
+	red, err := dbtest.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(red.Stop)
+	rdb, err := store.OpenRedis("redis://" + red.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, rdb, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: m,
+		Trading: parts.svc, Catalog: parts.admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db),
+		Hedge: hedgeBook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, rec
+}
+
 // so a new GET route fails here until it is called or skipped with a reason.
 func TestEveryGetRouteReadsOnABoundedPlan(t *testing.T) {
 	ctx := context.Background()
@@ -218,37 +258,7 @@ func TestEveryGetRouteReadsOnABoundedPlan(t *testing.T) {
 
 	// The desk's API over a pool that records every read; the parts as the web process wires
 	// them for a follower (no lease: nothing here fills).
-	db, rec, err := sqlrec.Open(d.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	parts := newTestParts(t, db, true)
-	inbox := alert.NewInbox(db, log)
-	m := metrics.New("test")
-	m.WatchAlerts(inbox)
-	m.WatchRelay(func(ctx context.Context) (relay.Status, error) { return relay.ReadStatus(ctx, db) })
-	hedgeBook, err := hedge.NewBook(hedge.Config{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The desk's status reads the lease's Redis tag too: a private Redis, as every test package.
-	red, err := dbtest.StartRedis()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(red.Stop)
-	rdb, err := store.OpenRedis("redis://" + red.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	h, err := NewServer(Deps{Log: log, DB: db, Desk: desk.NewCron(db, rdb, desk.Config{}, log), Quotes: &desk.Quotes{}, Metrics: m,
-		Trading: parts.svc, Catalog: parts.admin, Settings: catalog.NewSettings(db, log), Alerts: inbox, Auth: auth.NewResolver(db),
-		Hedge: hedgeBook})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, rec := recordedServer(t, d.DSN)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	tokens := map[string]string{"big": res.BigToken, "small": res.SmallToken, "dealer": res.DealerToken, "admin": admin}

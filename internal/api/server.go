@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"fxdesk/internal/alert"
 	"fxdesk/internal/auth"
@@ -26,6 +27,7 @@ import (
 	"fxdesk/internal/metrics"
 	"fxdesk/internal/pnl"
 	"fxdesk/internal/pricesource"
+	"fxdesk/internal/reading"
 	"fxdesk/internal/relay"
 	"fxdesk/internal/risk"
 	"fxdesk/internal/schedule"
@@ -101,6 +103,8 @@ type Deps struct {
 
 	// marks is the process's shared marking of the open book for the dealer's P&L (pnl.Marks).
 	marks *pnl.Marks
+	// exposures is the process's shared reading of the book's exposures for the status page.
+	exposures *reading.Shared[exposureReading]
 }
 
 // NewServer returns the desk's HTTP handler. Every dependency but Risk and Jobs is required:
@@ -130,6 +134,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		d.Candles = r
 	}
 	d.marks = pnl.NewMarks(d.DB)
+	d.exposures = &reading.Shared[exposureReading]{Fresh: pageExposuresFresh, Stale: pageExposuresStale, Timeout: time.Second}
 	return routes(d), nil
 }
 

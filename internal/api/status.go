@@ -108,7 +108,10 @@ type bookView struct {
 	// NBPToday is what negative balance protection cost the desk since the last 17:00 New York
 	// rollover (the trading day), per account currency; nil when it could not be read.
 	NBPToday *nbpToday `json:"nbpToday"`
-	Error    string    `json:"error,omitempty"`
+	// ExposuresAt is when the symbols' B-book and A-book lots were read: now on
+	// /api/admin/fx/desk, up to pageExposuresStale old on the status page (pageExposures).
+	ExposuresAt time.Time `json:"exposuresAt"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // nbpToday is negative balance protection's cost over the trading day.
@@ -160,13 +163,55 @@ type VenueView interface {
 	Stats() venue.ExecutorStats
 }
 
-func buildBook(ctx context.Context, d Deps) *bookView {
+// exposureReading is one reading of the book's exposures and when it began.
+type exposureReading struct {
+	rows []trading.SymbolExposure
+	at   time.Time
+}
+
+// exposuresReader reads the book's exposures for a view: readExposures (now) for
+// /api/admin/fx/desk, the process's shared reading for the status page (pageExposures).
+type exposuresReader func(ctx context.Context, d Deps) (*exposureReading, error)
+
+// readExposures reads the book's exposures now.
+func readExposures(ctx context.Context, d Deps) (*exposureReading, error) {
+	at := time.Now()
+	rows, err := d.Trading.ABook().Exposures(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &exposureReading{rows: rows, at: at}, nil
+}
+
+// The status page's exposures are one aggregate over every open position (~20 ms on a year of
+// a broker's book, docs/operations.md «The dealer's book»), and a dealer's browser asks for the
+// page every 5 s — a handful of dealers, or a page left open in several tabs, would pay it for
+// each. The page reads them through one shared reading per process: a reading at most
+// pageExposuresFresh old is shown as it is, one up to pageExposuresStale old is shown while the
+// next is read beside the request, and an older one is waited for. A dealer alone, refreshing
+// every 5 s, reads them anew each time; the page says when they were read. /api/admin/fx/desk
+// reads them on every call: a script that trades and then reads the book sees its trade.
+const (
+	pageExposuresFresh = time.Second
+	pageExposuresStale = 3 * time.Second
+)
+
+// pageExposures is exposuresReader through the shared reading in d.
+func pageExposures(ctx context.Context, d Deps) (*exposureReading, error) {
+	return d.exposures.Get(ctx, time.Now, time.Time{}, func(ctx context.Context, _ time.Time, _ *exposureReading) (*exposureReading, error) {
+		return readExposures(ctx, d)
+	})
+}
+
+func buildBook(ctx context.Context, d Deps, exposures exposuresReader) *bookView {
 	b := &bookView{Symbols: []bookSymbol{}, Sending: []trading.SendingOrder{}}
-	exps, err := d.Trading.ABook().Exposures(ctx)
+	read, err := exposures(ctx, d)
 	if err != nil {
 		b.Error = err.Error()
 		return b
 	}
+	exps := read.rows
+	b.ExposuresAt = read.at.UTC()
 	if b.Sending, err = d.Trading.ABook().SendingOrders(ctx); err != nil {
 		b.Error = err.Error()
 	}
@@ -287,7 +332,7 @@ func riskStats(d Deps) (risk.Stats, bool) {
 	return d.Risk()
 }
 
-func buildReport(ctx context.Context, d Deps) report {
+func buildReport(ctx context.Context, d Deps, exposures exposuresReader) report {
 	r := report{Status: d.Desk.Status(ctx), Alerts: []alert.Alert{}}
 	if e := d.Quotes.Engine(); e != nil {
 		s := e.Status()
@@ -344,7 +389,7 @@ func buildReport(ctx context.Context, d Deps) report {
 	cancel()
 	bctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	r.Book = buildBook(bctx, d)
+	r.Book = buildBook(bctx, d, exposures)
 	return r
 }
 
@@ -352,7 +397,7 @@ func buildReport(ctx context.Context, d Deps) report {
 // the mirror, the jobs and the open alerts.
 func handleDesk(d Deps) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, buildReport(r.Context(), d))
+		writeJSON(w, http.StatusOK, buildReport(r.Context(), d, readExposures))
 	}
 }
 
@@ -395,7 +440,7 @@ func handleStatusPage(log *slog.Logger, d Deps) http.HandlerFunc {
 			sections  sync.WaitGroup
 			ctx, when = r.Context(), time.Now()
 		)
-		sections.Go(func() { rep = buildReport(ctx, d) })
+		sections.Go(func() { rep = buildReport(ctx, d, pageExposures) })
 		sections.Go(func() {
 			actx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()

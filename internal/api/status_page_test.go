@@ -33,14 +33,16 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 		Risk:    &riskView{Loaded: true},
 		Commits: &book.CommitStats{Batches: 3, Writes: 7, Refused: 1, OneTrip: 2, Stale: 1},
 		Alerts:  []alert.Alert{{Code: "ledger-drift", Message: "Σ deals differs from balance"}},
-		Book:    &bookView{NBPToday: &nbpToday{Since: now, Costs: []trading.NBPCost{{Currency: "USD", Resets: 2, Amount: "513.50"}}}},
+		Book: &bookView{NBPToday: &nbpToday{Since: now, Costs: []trading.NBPCost{{Currency: "USD", Resets: 2, Amount: "513.50"}}},
+			Symbols: []bookSymbol{{Symbol: "EURUSD", BBookNetLots: "-1.5", ABookLots: "0.2"}}, ExposuresAt: time.Date(2026, 12, 7, 19, 4, 5, 0, time.UTC)},
 	}
 	var page bytes.Buffer
 	if err := statusPage.Execute(&page, r); err != nil {
 		t.Fatalf("status page: %v", err)
 	}
 	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps",
-		"2 batches on remembered accounts · 1 found a row changed", "513.50 USD over 2 resets"} {
+		"2 batches on remembered accounts · 1 found a row changed", "513.50 USD over 2 resets",
+		"<td>EURUSD</td><td>-1.5</td><td>0.2</td>", "lots as read at 19:04:05 UTC"} {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}
