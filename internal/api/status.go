@@ -110,7 +110,7 @@ type bookView struct {
 	NBPToday *nbpToday `json:"nbpToday"`
 	// ExposuresAt is when the symbols' B-book and A-book lots were read: now on
 	// /api/admin/fx/desk, up to pageExposuresStale old on the status page (pageExposures).
-	ExposuresAt time.Time `json:"exposuresAt"`
+	ExposuresAt time.Time `json:"exposuresAt,omitzero"`
 	Error       string    `json:"error,omitempty"`
 }
 
