@@ -42,7 +42,7 @@ func TestStatusPageRendersEverySection(t *testing.T) {
 	}
 	for _, want := range []string{"holds the lease", "LEASE LOST", "FXDESK_TAKEOVER=<span id=\"takeover\">standby", "ledger-drift", "processFxSwaps",
 		"2 batches on remembered accounts · 1 found a row changed", "513.50 USD over 2 resets",
-		"<td>EURUSD</td><td>-1.5</td><td>0.2</td>", "lots as read at 19:04:05 UTC"} {
+		"<td>EURUSD</td><td>-1.5</td><td>0.2</td>", `lots as read at <time datetime="2026-12-07T19:04:05.000Z">19:04:05</time> UTC`} {
 		if !bytes.Contains(page.Bytes(), []byte(want)) {
 			t.Errorf("status page lacks %q", want)
 		}

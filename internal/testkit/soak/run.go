@@ -317,7 +317,7 @@ func run(ctx context.Context, seed uint64, d time.Duration, nTraders, nExternal 
 		return &invariant.Evidence{Journal: journal, InFlight: inFlight, Procs: procs, Desks: desks, Rows: rows, Mirrors: mirrors,
 			Runs: append([]invariant.RolloverRun(nil), in.runs...), ScheduledSwaps: c.scheduledSwapRuns(time.Now()), Windows: append([]invariant.Window(nil), in.windows...), External: external,
 			Floods: append([]invariant.Flood(nil), in.floods...), Reuses: append([]invariant.Reuse(nil), in.reuses...), Refusals: refused.evidence(),
-			EODSeen: watch.rows(), Prices: prices.evidence(), Trails: smp.trails.all()}
+			EODSeen: watch.rows(), Prices: prices.evidence(), Trails: smp.trails.all(), Pages: smp.pages.all()}
 	}
 	var lastEOD invariant.EODTally
 	var lastSnap *invariant.Snapshot // the last check's, for tradesAgain

@@ -36,6 +36,7 @@ type sampler struct {
 	rows    []invariant.RowSample
 	mirrors []invariant.MirrorSample
 	trails  trailSamples // orders_trail.go
+	pages   statusPages  // status_page.go
 }
 
 func newSampler(c *cluster, path string) (*sampler, error) {
@@ -100,6 +101,9 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 		s.record(sampleLine{Row: &r})
 	})
 	wg.Go(func() { s.trails.sample(ctx, s.c.direct) })
+	// The page beside the loop, not in it: a page the database holds up must not space out the
+	// lease samples.
+	go s.pages.sample(ctx, s.currentHolder(), s.pageToken())
 	wg.Go(func() {
 		m := s.sampleMirror(ctx)
 		s.record(sampleLine{Mirror: &m})

@@ -65,6 +65,8 @@ type Evidence struct {
 	Prices *PriceEvidence
 	// Trails are the trailing stops sampled during the run (check_orders_trail.go).
 	Trails []TrailSample
+	// Pages are the holder's status pages sampled during the run (check_status_page.go).
+	Pages []PageSample
 }
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
@@ -139,6 +141,7 @@ func CheckAll(s *Snapshot, ev *Evidence) []Result {
 		checkEODReconciles(s, ev),
 		checkEODUnchanged(s, ev),
 		checkEODMarks(s),
+		checkStatusPageBook(ev),
 	}
 	if s.Scope.Prefilled() {
 		rs = append(rs, checkPrefilledLedger(s))
