@@ -101,6 +101,16 @@ type proc struct {
 	// halts are when the process stopped being able to act: each SIGSTOP, and the SIGKILL or
 	// SIGTERM that ended it. A trust window cannot be used past one.
 	halts []time.Time
+	// stops are its SIGSTOPs, each with the SIGCONT (or the kill) that ended it, kept as they are
+	// sent: a check made before the fault that stopped it is noted reads them.
+	stops []invariant.Stop
+}
+
+// resumed ends the open stop, if any, at t. p.mu is held.
+func (p *proc) resumed(t time.Time) {
+	if n := len(p.stops); n > 0 && p.stops[n-1].Resumed.IsZero() {
+		p.stops[n-1].Resumed = t
+	}
 }
 
 func (p *proc) halted(t time.Time) {
@@ -113,7 +123,7 @@ func (p *proc) halted(t time.Time) {
 func (p *proc) record() *invariant.Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &invariant.Process{Name: p.name, PID: p.pid, Halts: slices.Clone(p.halts)}
+	return &invariant.Process{Name: p.name, PID: p.pid, Halts: slices.Clone(p.halts), Stops: slices.Clone(p.stops)}
 }
 
 func (p *proc) alive() bool {
@@ -131,9 +141,15 @@ func (p *proc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	switch sig {
 	case syscall.SIGSTOP:
-		p.halts = append(p.halts, time.Now())
+		now := time.Now()
+		p.halts = append(p.halts, now)
+		if p.stopped {
+			break // already stopped: the open stop goes on
+		}
+		p.stops = append(p.stops, invariant.Stop{At: now})
 		p.stopped = true
 	case syscall.SIGCONT:
+		p.resumed(time.Now())
 		p.stopped = false
 	}
 	p.mu.Unlock()
@@ -145,7 +161,11 @@ func (p *proc) kill(sig syscall.Signal) {
 	if !p.alive() {
 		return
 	}
-	p.halted(time.Now())
+	now := time.Now()
+	p.halted(now)
+	p.mu.Lock()
+	p.resumed(now) // a stopped process killed never acts again
+	p.mu.Unlock()
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	p.cmd.Process.Signal(sig)
 	select {

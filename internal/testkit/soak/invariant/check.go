@@ -71,11 +71,20 @@ type Evidence struct {
 
 // Process is one desk process as the checks know it: its name, its pid, and its halts — when it
 // stopped being able to act: each SIGSTOP, and the SIGKILL or SIGTERM that ended it. A trust
-// window cannot be used past one.
+// window cannot be used past one. Stops are its SIGSTOPs with their SIGCONTs, recorded as the soak
+// sends them — unlike a fault's Window, noted only once the fault has played out, so a check made
+// while a process is stopped knows it.
 type Process struct {
 	Name  string
 	PID   int
 	Halts []time.Time
+	Stops []Stop
+}
+
+// Stop is one SIGSTOP of a process: At, until Resumed (its SIGCONT, or the kill that ended it; zero
+// while it is still stopped).
+type Stop struct {
+	At, Resumed time.Time
 }
 
 // HaltAfter is the first halt at or after t, or the zero time.

@@ -115,14 +115,35 @@ func checkMirrorTerm(ev *Evidence) Result {
 		}
 		return false
 	}
+	// A new term's first snapshot is due within this of the row first showing it.
+	due := MirrorInterval + 1500*time.Millisecond
 	// The holder the row names publishes at once, but not while it is SIGSTOPped: a stop fault
 	// (resumed alone) or a zombie fault (replaced, resumed having lost) that stopped it moments
 	// after it took the lease leaves the old term's snapshot until it resumes, or until its
 	// replacement publishes a newer term. Only a stop of that holder excuses the snapshot; a stop
-	// of any other process leaves the holder free to publish.
-	holderStopped := func(pid int, a, b time.Time) bool {
+	// of any other process leaves the holder free to publish. And only a stop that kept it from
+	// its first snapshot: begun before that snapshot was due (t0 + due), not over before the term
+	// began, and the sample read while it was stopped or within due of its resume.
+	//
+	// The stops are the holder's process record, kept as the soak signals it, and the fault
+	// windows naming it. A window is noted only once its fault has played out — a zombie's at its
+	// SIGCONT, after the replacement took over — so a periodic check made while the holder is
+	// still stopped has its process record alone (seed 74061369: the replacement a kill had just
+	// started, stopped by a zombie fault 60 ms after it took term 16, judged at a periodic check
+	// 4 s into its 5.3 s pause).
+	holderStopped := func(pid int, t0, at time.Time) bool {
+		kept := func(from, to time.Time) bool { // to zero: still stopped
+			return !from.After(t0.Add(due)) && (to.IsZero() || !to.Before(t0) && !at.After(to.Add(due)))
+		}
+		if p := ev.Procs[pid]; p != nil {
+			for _, s := range p.Stops {
+				if kept(s.At, s.Resumed) {
+					return true
+				}
+			}
+		}
 		for _, w := range ev.Windows {
-			if (w.Kind == FaultStop || w.Kind == FaultZombie) && w.PID == pid && !w.Start.After(b) && !w.End.Before(a) {
+			if (w.Kind == FaultStop || w.Kind == FaultZombie) && w.PID == pid && kept(w.Start, w.End) {
 				return true
 			}
 		}
@@ -163,7 +184,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 		if lt > term {
 			t0, holder := since(lt)
 			switch {
-			case t0.IsZero() || m.At.Sub(t0) <= MirrorInterval+1500*time.Millisecond:
+			case t0.IsZero() || m.At.Sub(t0) <= due:
 			case redisCut(t0, m.At):
 				excusedCut++
 			case holderStopped(holder, t0, m.At):

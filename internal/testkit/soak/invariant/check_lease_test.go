@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -81,6 +82,32 @@ func TestMirrorTermCheckFlagsATermGoingBackAZombiesPublishAndASnapshotLeftBehind
 		{"another process is stopped while the new holder owes its snapshot", func(ev *Evidence) {
 			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
 			ev.Windows = []Window{{Kind: FaultZombie, Note: "web1 stopped, replaced, resumed as a zombie", Start: at(4), End: at(9), PID: 100}}
+		}, "snapshot still term 1"},
+		// A periodic check made while the fault still plays out has no window for it: the
+		// holder's process record says it is stopped.
+		{"the new holder is still SIGSTOPped at the check, its fault not yet noted", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Procs[200].Stops = []Stop{{At: at(5.05)}}
+		}, ""},
+		{"the new holder was SIGSTOPped as it took the lease, resumed, and published nothing", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Procs[200].Stops = []Stop{{At: at(5.05), Resumed: at(5.3)}}
+		}, "snapshot still term 1 at 12:00:08.000, 3s after the lease moved to term 2"},
+		{"the new holder's stop fault window ended long before the sample", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Windows = []Window{{Kind: FaultStop, Start: at(5.05), End: at(5.3), PID: 200}}
+		}, "snapshot still term 1 at 12:00:08.000"},
+		{"the new holder owed its snapshot before it was stopped", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Procs[200].Stops = []Stop{{At: at(7.6)}}
+		}, "snapshot still term 1 at 12:00:08.000"},
+		{"the new holder was stopped and resumed before it took the lease", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Procs[200].Stops = []Stop{{At: at(3), Resumed: at(4)}}
+		}, "snapshot still term 1 at 12:00:08.000"},
+		{"another process is still stopped at the check", func(ev *Evidence) {
+			ev.Mirrors[2] = MirrorSample{At: at(8), Present: true, Term: 1, PublishedAt: pub(4.9)}
+			ev.Procs[100].Stops = []Stop{{At: at(4)}}
 		}, "snapshot still term 1"},
 	})
 }
@@ -180,5 +207,64 @@ func TestFencedInTermCheckFlagsAFillFromAProcessTheLeaseRowHadReplaced(t *testin
 			e.Proc, e.ForwardedTerm, e.Resp = "web1", 2, json.RawMessage(`{}`)
 			ev.Journal = append(ev.Journal, e)
 		}, ""},
+	})
+}
+
+// zombieAtPeriodicCheckFixture is the pattern of seed 74061369 (times from 19:33:58.0), as a
+// periodic check made at 9.5 s read it. The mirror holds term 12 throughout: term 12's holder
+// (pid 1012) was stopped by a zombie fault; kills took terms 13 and 14 from their holders within
+// 0.2 s each; a stop fault stopped term 15's holder (1015) as it took the lease, and a kill
+// ended it; the kill's replacement (1016) took term 16 (the row shows it from 4.784 s) and a
+// zombie fault SIGSTOPped it at 4.8 s, before its first snapshot. That fault notes its window only
+// at its SIGCONT (10.3 s), after the check: the process record alone says 1016 is stopped.
+func zombieAtPeriodicCheckFixture() *Evidence {
+	pub := func(sec float64) string { return at(sec).Format(time.RFC3339Nano) }
+	ev := &Evidence{Procs: map[int]*Process{}}
+	for pid := 1012; pid <= 1016; pid++ {
+		ev.Procs[pid] = &Process{Name: fmt.Sprintf("web%d", pid-1000), PID: pid}
+	}
+	ev.Procs[1015].Stops = []Stop{{At: at(1.08), Resumed: at(4.59)}}
+	ev.Procs[1016].Stops = []Stop{{At: at(4.80)}}
+	for i := 0; i <= 47; i++ {
+		sec := 0.184 + 0.2*float64(i)
+		row := LeaseRow{PID: 1012, Term: 12}
+		switch {
+		case sec >= 4.78:
+			row = LeaseRow{PID: 1016, Term: 16, Live: sec < 7.7}
+		case sec >= 1.18:
+			row = LeaseRow{PID: 1015, Term: 15, Live: sec < 4.1}
+		case sec >= 0.98:
+			row = LeaseRow{PID: 1014, Term: 14, Live: true}
+		case sec >= 0.78:
+			row = LeaseRow{PID: 1013, Term: 13, Live: true}
+		}
+		ev.Rows = append(ev.Rows, RowSample{At: at(sec), OK: true, Row: row})
+		ev.Mirrors = append(ev.Mirrors, MirrorSample{At: at(sec), Present: true, Term: 12, PublishedAt: pub(-5.971)})
+	}
+	ev.Windows = []Window{
+		{Kind: FaultZombie, Start: at(-5.19), End: at(0.75), PID: 1012},
+		{Kind: "kill", Start: at(0.80), End: at(0.95), PID: 1013},
+		{Kind: "kill", Start: at(0.95), End: at(1.07), PID: 1014},
+		{Kind: FaultStop, Start: at(1.08), End: at(4.60), PID: 1015},
+		{Kind: "kill", Start: at(4.61), End: at(4.73), PID: 1015},
+	}
+	return ev
+}
+
+// A holder a zombie fault stopped moments after it took the lease is excused while the fault
+// still plays out — read from its process record, before the fault's window is noted — and no
+// longer than it is stopped.
+func TestMirrorTermCheckExcusesAHolderStillStoppedAtAPeriodicCheck(t *testing.T) {
+	runCases(t, zombieAtPeriodicCheckFixture, checkMirrorTerm, []checkCase[*Evidence]{
+		{"no record of the new holder's stop", func(ev *Evidence) {
+			ev.Procs[1016].Stops = nil
+		}, "snapshot still term 12 at 12:00:07.384, 2.6s after the lease moved to term 16"},
+		{"the new holder resumed and published nothing", func(ev *Evidence) {
+			ev.Procs[1016].Stops[0].Resumed = at(4.9)
+		}, "snapshot still term 12 at 12:00:07.584, 2.8s after the lease moved to term 16"},
+		{"term 15's holder was never stopped", func(ev *Evidence) {
+			ev.Procs[1015].Stops = nil
+			ev.Windows = ev.Windows[:3]
+		}, "after the lease moved to term 15"},
 	})
 }
