@@ -121,9 +121,9 @@ func checkMirrorTerm(ev *Evidence) Result {
 	// (resumed alone) or a zombie fault (replaced, resumed having lost) that stopped it moments
 	// after it took the lease leaves the old term's snapshot until it resumes, or until its
 	// replacement publishes a newer term. Only a stop of that holder excuses the snapshot; a stop
-	// of any other process leaves the holder free to publish. And only a stop that kept it from
-	// its first snapshot: begun before that snapshot was due (t0 + due), not over before the term
-	// began, and the sample read while it was stopped or within due of its resume.
+	// of any other process leaves the holder free to publish, and only a stop that could have
+	// kept it from its first snapshot: begun before that snapshot was due (t0 + due) and not
+	// over before the term began.
 	//
 	// The stops are the holder's process record, kept as the soak signals it, and the fault
 	// windows naming it. A window is noted only once its fault has played out — a zombie's at its
@@ -133,7 +133,7 @@ func checkMirrorTerm(ev *Evidence) Result {
 	// 4 s into its 5.3 s pause).
 	holderStopped := func(pid int, t0, at time.Time) bool {
 		kept := func(from, to time.Time) bool { // to zero: still stopped
-			return !from.After(t0.Add(due)) && (to.IsZero() || !to.Before(t0) && !at.After(to.Add(due)))
+			return !from.After(t0.Add(due)) && !from.After(at) && (to.IsZero() || !to.Before(t0))
 		}
 		if p := ev.Procs[pid]; p != nil {
 			for _, s := range p.Stops {
