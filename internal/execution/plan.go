@@ -470,9 +470,21 @@ func shareLots(shares []share, size decimal.Decimal) []decimal.Decimal {
 // never when a close filled in executions of odd units was booked over two runs: the first
 // run's shares book their running total's lots, and the units left (23,334) are not what the
 // lots left hold (0.2333: 23,330; soak seed 237868095786120).
+//
+// A close the desk booked on pos may have executed past the trade (t.ClosedPast: on a netting
+// venue the venue's own close crossed it; docs/fix.md, «A close that crosses the venue's own»):
+// the desk booked those units off the position, the trade never gave them up, so the fills
+// nobody booked close that much more than the position holds. They are then to add up to want
+// and what went past, and the shares are cut to want, oldest first: the position ends at what
+// the venue holds. Without it a partial close of the desk that crossed the venue's own close of
+// the whole trade left the position open for ever (soak seed 74061369, position 167069).
 func (p *planner) unbooked(pos DeskPosition, t venue.Trade, want, size decimal.Decimal) ([]share, bool) {
 	booked := make(map[int64]bool, len(pos.Booked))
+	past := decimal.Zero
 	for _, id := range pos.Booked {
+		if !booked[id] {
+			past = past.Add(t.ClosedPast[id])
+		}
 		booked[id] = true
 	}
 	var out []share
@@ -497,10 +509,30 @@ func (p *planner) unbooked(pos DeskPosition, t venue.Trade, want, size decimal.D
 			return nil, false
 		}
 	}
-	if len(out) == 0 || !total.Sub(want).Abs().LessThan(lotStep.Mul(size)) {
+	if len(out) == 0 || !total.Sub(want.Add(past)).Abs().LessThan(lotStep.Mul(size)) {
 		return nil, false
 	}
-	return out, true
+	if past.IsPositive() {
+		out = upTo(out, want)
+	}
+	return out, len(out) > 0
+}
+
+// upTo is shares, oldest first, as far as they add up to want units: the last one kept is cut
+// to what is left of want, and the ones after it are dropped.
+func upTo(shares []share, want decimal.Decimal) []share {
+	left := want
+	for i := range shares {
+		if !left.IsPositive() {
+			return shares[:i]
+		}
+		if shares[i].Units.GreaterThanOrEqual(left) {
+			shares[i].Units = left
+			return shares[:i+1]
+		}
+		left = left.Sub(shares[i].Units)
+	}
+	return shares
 }
 
 // lotStep is the least a position's or a deal's volume tells apart.

@@ -251,6 +251,54 @@ func TestWhatACloseExecutedPastItsTradeIsClosedAsAnOrphan(t *testing.T) {
 	}
 }
 
+// A close the desk booked whole on its position executed past the trade (the venue's own close
+// crossed it; ClosedPast): the fills nobody booked close more than the position holds by just
+// that, and the position's lots are closed at them, oldest first, cut to what it holds. Before,
+// the plan waited for fills that add up to the position, which never came (soak seed 74061369:
+// position 167069 OPEN with 0.37 lots for ever, its trade closed at the venue).
+func TestACloseBookedPastItsTradeLeavesThePositionToTheVenuesFills(t *testing.T) {
+	t.Parallel()
+	t.Run("the venue closed all of the trade", func(t *testing.T) {
+		t.Parallel()
+		d, v := newDesk(), newVenue()
+		pos := position(77, 101, "5001", "0.37")
+		pos.Booked = []int64{5030} // the desk's close of 0.36, all of it past the trade
+		d.Positions = []DeskPosition{pos}
+		trade := closedAt(openTagged("5001", "101", "73000"), "1.2524", 5021)
+		trade.ClosedPast = map[int64]decimal.Decimal{5030: dec("36000")}
+		v.Trades["5001"] = trade
+		v.Fills[5021] = fill(5021, "5001", "-73000", "1.2524")
+		requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseDeskSide, OrderID: 101, PositionID: 77, TradeID: "5001",
+			Symbol: "EURUSD", Volume: dec("0.37"), Price: dec("1.2524"), TransactionID: 5021, Reason: "closed at the venue"})
+	})
+	t.Run("the venue closed most of it in two fills", func(t *testing.T) {
+		t.Parallel()
+		d, v := newDesk(), newVenue()
+		pos := position(77, 101, "5001", "0.04")
+		pos.Booked = []int64{5030} // the desk's close of 0.06: 3,000 within the trade, 3,000 past it
+		d.Positions = []DeskPosition{pos}
+		trade := closedAt(openTagged("5001", "101", "10000"), "1.079", 5020, 5021, 5030)
+		trade.ClosedPast = map[int64]decimal.Decimal{5030: dec("3000")}
+		v.Trades["5001"] = trade
+		v.Fills[5020] = fill(5020, "5001", "-5000", "1.0780")
+		v.Fills[5021] = fill(5021, "5001", "-2000", "1.0795")
+		requireActions(t, Plan(v, d, now, cfg), Action{Kind: CloseDeskSide, OrderID: 101, PositionID: 77, TradeID: "5001",
+			Symbol: "EURUSD", Volume: dec("0.04"), Price: dec("1.078"), TransactionID: 5020, Reason: "closed at the venue"})
+	})
+	t.Run("fills that do not add up still wait", func(t *testing.T) {
+		t.Parallel()
+		d, v := newDesk(), newVenue()
+		pos := position(77, 101, "5001", "0.37")
+		pos.Booked = []int64{5030}
+		d.Positions = []DeskPosition{pos}
+		trade := closedAt(openTagged("5001", "101", "73000"), "1.2524", 5021)
+		trade.ClosedPast = map[int64]decimal.Decimal{5030: dec("30000")}
+		v.Trades["5001"] = trade
+		v.Fills[5021] = fill(5021, "5001", "-73000", "1.2524")
+		requireActions(t, Plan(v, d, now, cfg))
+	})
+}
+
 func TestTradeLinkedThroughItsOrderIsNotAnOrphan(t *testing.T) {
 	t.Parallel()
 	// The order says its open position is linked to the trade, though the position is not in the

@@ -115,8 +115,16 @@ type Trade struct {
 	CloseTime         *time.Time
 	// ClosingTransactionIDs are the fills that reduced or closed it, oldest first.
 	ClosingTransactionIDs []int64
-	RealizedPL            decimal.Decimal
-	ClientID, Tag         string // tradeClientExtensions; both "" for an untagged trade
+	// ClosedPast is, by fill of one of the desk's own closes of this trade, the units (positive)
+	// that close executed past the trade: on a netting venue (FIX) the venue's own order can take
+	// the trade to zero, or near it, before the desk's close executes, and what the close executed
+	// beyond the units the trade still held is a trade of its own (docs/fix.md, «A close that
+	// crosses the venue's own»). The desk books its close whole on the position, so a position
+	// that booked such a fill holds that much less than the trade's fills leave. Nil where trades
+	// are the venue's own (REST): a close there never goes past its trade.
+	ClosedPast    map[int64]decimal.Decimal
+	RealizedPL    decimal.Decimal
+	ClientID, Tag string // tradeClientExtensions; both "" for an untagged trade
 }
 
 // OrderInfo is one venue order (GET …/orders/@{clientId}).

@@ -8,6 +8,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"fxdesk/internal/execution"
+	"fxdesk/internal/fx"
 	"fxdesk/internal/sim/fixvenue"
 	"fxdesk/internal/testkit/poll"
 	"fxdesk/internal/venue"
@@ -130,4 +132,113 @@ func openIn(t *testing.T, r *rig, symbol string) []venue.Trade {
 		}
 	}
 	return out
+}
+
+// A partial close of the desk crosses the venue's own close of the trade (soak FIX lane, seed
+// 74061369: position 167069, 0.73 lots, trade 175796; the venue closed all 73,000 units itself,
+// the trader's close of 0.36 executed past the trade and was booked on the position, which was
+// left OPEN with 0.37 lots for ever while the venue no longer held its trade). The desk books its
+// close whole, as it does every close; what the close executed past the trade is a trade of its
+// own, an orphan. The reconciler's plan must then close what the position still holds at the
+// venue's own close: the venue's fill closed more of the trade than the position holds by just
+// what the desk's close executed past it, which the plan used to take for a fill it could not
+// square, and waited for ever.
+func TestAPartialCloseCrossingTheVenuesOwnLeavesTheRestToTheVenuesClose(t *testing.T) {
+	for _, c := range []struct{ name, symbol, own string }{
+		{"the venue closed all of it", "USDMXN", "10000"},
+		{"the venue closed most of it", "USDZAR", "7000"},
+	} {
+		t.Run(c.name, func(t *testing.T) { crossPartialClose(t, c.symbol, dd(c.own)) })
+	}
+}
+
+// crossPartialClose opens a trade of 10,000 units of symbol for a desk position of 0.1 lots, has
+// the venue close own units of it (report held) while the desk closes 6,000 (report held), lets
+// the reports in in the venue's order, books the desk's close on the position as trading does,
+// and checks the plan: the orphan closed, the position's 0.04 lots closed at the venue's own fill.
+func crossPartialClose(t *testing.T, symbol string, own decimal.Decimal) {
+	r := newRig(t, 30*time.Second)
+	ctx := context.Background()
+	key := orderID()
+	f := place(t, r.session, key, symbol, "10000")
+	held, err := r.venue.CloseVenueSideHeld(symbol, &own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.venue.InjectFault(fixvenue.Fault{Kind: fixvenue.FaultHold}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out venue.Outcome
+		err error
+	}
+	closed := make(chan result, 1)
+	part := dd("6000")
+	go func() {
+		out, err := r.session.CloseTrade(ctx, f.TradeOpened, &part)
+		closed <- result{out, err}
+	}()
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, "the venue executes the desk's close", func() bool {
+		for _, o := range r.venue.State().Orders {
+			if o.ClOrdID == key+".c1" && o.Status == "2" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := r.venue.Release(fixvenue.HeldKey(held)); n != 1 {
+		t.Fatalf("released %d held reports of the venue's own close, want 1", n)
+	}
+	left := dd("10000").Sub(own)
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, "the venue's own close is journaled against the trade", func() bool {
+		return r.session.LiveTrades()[key].Units.Equal(left)
+	})
+	if n := r.venue.Release(key + ".c1"); n != 1 {
+		t.Fatalf("released %d held reports, want 1", n)
+	}
+	got := <-closed
+	if got.err != nil || got.out.Fill == nil || !got.out.Fill.Units.Equal(part.Neg()) {
+		t.Fatalf("the desk's close: %+v %v; want its fill of -6,000 units", got.out, got.err)
+	}
+	tr, found, err := r.session.TradeByID(ctx, f.TradeOpened)
+	if err != nil || !found || tr.State != venue.TradeClosed || len(tr.ClosingTransactionIDs) == 0 {
+		t.Fatalf("trade %s after the crossing: %+v found=%v %v; want closed", f.TradeOpened, tr, found, err)
+	}
+	venueFill := tr.ClosingTransactionIDs[0] // the venue's own close, journaled first
+
+	// Trading books the close whole: 0.06 of the position's 0.1 lots, from the close's fill.
+	oid, _ := strconv.ParseInt(key, 10, 64)
+	d := deskState(symbol)
+	d.Positions = []execution.DeskPosition{{PositionID: 9, OrderID: oid, AccountID: 1, Symbol: symbol, Side: fx.Buy,
+		Volume: dd("0.04"), TradeID: f.TradeOpened, Booked: got.out.Fill.Transactions()}}
+	acts := planFor(t, r.session, d, symbol)
+	var orphan, deskSide []execution.Action
+	for _, a := range acts {
+		switch a.Kind {
+		case execution.CloseOrphan:
+			orphan = append(orphan, a)
+		case execution.CloseDeskSide:
+			deskSide = append(deskSide, a)
+		default:
+			t.Fatalf("plan after the crossing: %+v; want only the orphan's close and the desk side's", acts)
+		}
+	}
+	if len(deskSide) != 1 || deskSide[0].PositionID != 9 || !deskSide[0].Volume.Equal(dd("0.04")) || deskSide[0].TransactionID != venueFill {
+		t.Fatalf("plan after the crossing: %+v; want the position's 0.04 lots closed at the venue's own fill %d", acts, venueFill)
+	}
+	if len(orphan) != 1 {
+		t.Fatalf("plan after the crossing: %+v; want one orphan closed (what the desk's close executed past the trade)", acts)
+	}
+	// The reconciler's CloseOrphan takes the venue back to flat; with the desk side booked, the
+	// plan has nothing left to do.
+	if out, err := r.session.CloseTrade(ctx, orphan[0].TradeID, orphan[0].Units); err != nil || out.Fill == nil {
+		t.Fatalf("close of the orphan %s: %+v %v", orphan[0].TradeID, out, err)
+	}
+	if net, _ := r.venue.NetPosition(symbol); !net.IsZero() {
+		t.Fatalf("the venue's net in %s is %s after the orphan's close, want 0", symbol, net)
+	}
+	d.Positions = nil
+	if acts := planFor(t, r.session, d, symbol); len(acts) != 0 {
+		t.Fatalf("plan once the position is closed: %+v, want nothing", acts)
+	}
 }

@@ -469,6 +469,35 @@ func (j *journal) tradeKey(ctx context.Context, id string) (string, bool, error)
 	return key, key != "", nil
 }
 
+// closedPast is, by execution of the desk's own closes of trade key (the orders whose row names
+// the trade), the units it executed past the trade — allocated to the close's own key (allocate)
+// — as positive numbers; nil when none did. The desk booked those closes whole on the trade's
+// position, so the reconciler counts them when it squares the position with the trade's fills
+// (execution.Plan; docs/fix.md, «A close that crosses the venue's own»).
+func (j *journal) closedPast(ctx context.Context, key string) (map[int64]decimal.Decimal, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT a.`executionId`, a.`units` FROM `fx_fix_order` o "+
+		"JOIN `fx_fix_execution` e ON e.`clOrdId` = o.`clOrdId` "+
+		"JOIN `fx_fix_allocation` a ON a.`executionId` = e.`id` AND a.`tradeId` = e.`clOrdId` "+
+		"WHERE o.`tradeId` = ? AND o.`clOrdId` <> o.`tradeId`", key)
+	if err != nil {
+		return nil, fmt.Errorf("journal closes past trade %s: %w", key, err)
+	}
+	defer rows.Close()
+	var out map[int64]decimal.Decimal
+	for rows.Next() {
+		var id int64
+		var units decimal.Decimal
+		if err := rows.Scan(&id, &units); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = map[int64]decimal.Decimal{}
+		}
+		out[id] = out[id].Add(units.Abs())
+	}
+	return out, rows.Err()
+}
+
 // lastExecution is the newest execution's id (the venue state's "last transaction").
 func (j *journal) lastExecution(ctx context.Context) (int64, error) {
 	var id int64

@@ -99,7 +99,9 @@ func newRigWith(t *testing.T, timeout time.Duration, shape func(*fixvenue.Config
 		// Fills in several executions and lost journal replies (executions_test.go, lost_commit_test.go).
 		"GBPAUD": {"1.1200", "1.1203"}, "SGDJPY": {"160.00", "160.03"}, "HKDJPY": {"110.00", "110.02"},
 		// A close crossing the venue's own (crossing_test.go).
-		"USDSGD": {"1.3400", "1.3402"}, "USDHKD": {"7.8000", "7.8002"}}}
+		"USDSGD": {"1.3400", "1.3402"}, "USDHKD": {"7.8000", "7.8002"},
+		// A partial close crossing the venue's own, then the reconciler's plan (crossing_test.go).
+		"USDMXN": {"17.0000", "17.0020"}, "USDZAR": {"18.0000", "18.0020"}}}
 	shape(&cfg)
 	v, err := fixvenue.New(cfg, testLog)
 	if err != nil {

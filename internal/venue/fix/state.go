@@ -42,7 +42,14 @@ func (s *Session) tradeByKey(ctx context.Context, key string) (venue.Trade, bool
 	if len(ts) == 0 {
 		return venue.Trade{}, false, nil
 	}
-	return ts[0], true, nil
+	t := ts[0]
+	if t.State == venue.TradeClosed {
+		// Only a trade at zero can have had a close of its own go past it.
+		if t.ClosedPast, err = s.journal.closedPast(ctx, key); err != nil {
+			return venue.Trade{}, false, err
+		}
+	}
+	return t, true, nil
 }
 
 // tradesFrom folds allocations into trades: a trade's opening shares are its own order's
