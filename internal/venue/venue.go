@@ -120,8 +120,9 @@ type Trade struct {
 	// the trade to zero, or near it, before the desk's close executes, and what the close executed
 	// beyond the units the trade still held is a trade of its own (docs/fix.md, «A close that
 	// crosses the venue's own»). The desk books its close whole on the position, so a position
-	// that booked such a fill holds that much less than the trade's fills leave. Nil where trades
-	// are the venue's own (REST): a close there never goes past its trade.
+	// that booked such a fill holds that much less than the trade's fills leave. Set on a closed
+	// trade read by its id (TradeByID, the reconciler's read); nil where trades are the venue's
+	// own (REST): a close there never goes past its trade.
 	ClosedPast    map[int64]decimal.Decimal
 	RealizedPL    decimal.Decimal
 	ClientID, Tag string // tradeClientExtensions; both "" for an untagged trade

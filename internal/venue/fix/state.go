@@ -23,13 +23,24 @@ import (
 // sequence as the transactions the reconciler's cursor counts. Its key is its opening ClOrdID
 // (venue.Trade.ClientID).
 
-// trade is the desk trade whose public id is id.
+// trade is the desk trade whose public id is id, as the reconciler reads it: a closed one says
+// what the desk's own closes of it executed past it (venue.Trade.ClosedPast), which the plan
+// counts when it squares the trade's position with its fills. A close's own outcome reads the
+// trade by its key and needs none of it, so that costs a close no statement.
 func (s *Session) trade(ctx context.Context, id string) (venue.Trade, bool, error) {
 	key, found, err := s.journal.tradeKey(ctx, id)
 	if err != nil || !found {
 		return venue.Trade{}, false, err
 	}
-	return s.tradeByKey(ctx, key)
+	t, found, err := s.tradeByKey(ctx, key)
+	if err != nil || !found || t.State != venue.TradeClosed {
+		return t, found, err
+	}
+	// Only a trade at zero can have had a close of its own go past it.
+	if t.ClosedPast, err = s.journal.closedPast(ctx, key); err != nil {
+		return venue.Trade{}, false, err
+	}
+	return t, true, nil
 }
 
 // tradeByKey is the desk trade opened by ClOrdID key, as the journal's allocations describe it.
@@ -42,14 +53,7 @@ func (s *Session) tradeByKey(ctx context.Context, key string) (venue.Trade, bool
 	if len(ts) == 0 {
 		return venue.Trade{}, false, nil
 	}
-	t := ts[0]
-	if t.State == venue.TradeClosed {
-		// Only a trade at zero can have had a close of its own go past it.
-		if t.ClosedPast, err = s.journal.closedPast(ctx, key); err != nil {
-			return venue.Trade{}, false, err
-		}
-	}
-	return t, true, nil
+	return ts[0], true, nil
 }
 
 // tradesFrom folds allocations into trades: a trade's opening shares are its own order's
