@@ -103,7 +103,7 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 	wg.Go(func() { s.trails.sample(ctx, s.c.direct) })
 	// The page beside the loop, not in it: a page the database holds up must not space out the
 	// lease samples.
-	go s.pages.sample(ctx, s.currentHolder(), s.pageToken())
+	go s.pages.sample(ctx, s.currentHolder(), s.c.staff[auth.RoleViewer])
 	wg.Go(func() {
 		m := s.sampleMirror(ctx)
 		s.record(sampleLine{Mirror: &m})

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"fxdesk/internal/auth"
 	"fxdesk/internal/testkit/soak/invariant"
 )
 
@@ -76,6 +75,3 @@ func (sp *statusPages) all() []invariant.PageSample {
 	defer sp.mu.Unlock()
 	return append([]invariant.PageSample(nil), sp.samples...)
 }
-
-// pageToken is the staff token the sampler reads the page with.
-func (s *sampler) pageToken() string { return s.c.staff[auth.RoleViewer] }

@@ -488,7 +488,7 @@ func (j *journal) closedPast(ctx context.Context, key string) (map[int64]decimal
 		var id int64
 		var units decimal.Decimal
 		if err := rows.Scan(&id, &units); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("journal closes past trade %s: %w", key, err)
 		}
 		if out == nil {
 			out = map[int64]decimal.Decimal{}
