@@ -26,10 +26,12 @@ const PageLotsStale = 3 * time.Second
 // Every status page that shows the book's lots read them at most PageLotsStale before it was
 // asked for, and not after it answered: the shared reading never serves a book older than its
 // bound, whatever the faults (a stalled database leaves the page without lots, never with old
-// ones).
+// ones). Not judged: a page whose process the soak SIGSTOPped between the lots' read and its
+// answer — a reading begun just before the stop ends after it, and a page asked for during the
+// stop waits for it, older by the pause.
 func checkStatusPageBook(ev *Evidence) Result {
 	r := Result{Name: "statusPageBook"}
-	shown := 0
+	shown, halted := 0, 0
 	var oldest time.Duration
 	for _, p := range ev.Pages {
 		if p.Unparsed != "" {
@@ -44,6 +46,12 @@ func checkStatusPageBook(ev *Evidence) Result {
 		// The page prints milliseconds: a reading may show up to 1 ms before it began.
 		age := p.Sent.Sub(at)
 		oldest = max(oldest, age)
+		if proc := ev.Procs[p.PID]; proc != nil && age > PageLotsStale+time.Millisecond {
+			if h := proc.HaltAfter(at); !h.IsZero() && !h.After(p.Recv) {
+				halted++
+				continue
+			}
+		}
 		switch {
 		case age > PageLotsStale+time.Millisecond:
 			r.Add("", "%s status page asked at %s (answered %s, %s) showed lots read at %s, %v before it was asked (at most %v)",
@@ -52,6 +60,7 @@ func checkStatusPageBook(ev *Evidence) Result {
 			r.Add("", "%s status page asked at %s showed lots read at %s, after it answered at %s", p.Proc, TimeOfDay(p.Sent), TimeOfDay(at), TimeOfDay(p.Recv))
 		}
 	}
-	r.Figures = fmt.Sprintf("%d status pages, %d showing lots, oldest %v before its request", len(ev.Pages), shown, oldest.Round(time.Millisecond))
+	r.Figures = fmt.Sprintf("%d status pages, %d showing lots, oldest %v before its request (%d older across a stop of their process)",
+		len(ev.Pages), shown, oldest.Round(time.Millisecond), halted)
 	return r
 }

@@ -20,7 +20,14 @@ func TestStatusPageBookCatchesOldLots(t *testing.T) {
 	}
 	bad := append(sound, page("too-old", at(-PageLotsStale-time.Second)), page("from-the-future", at(time.Second)),
 		PageSample{Proc: "garbled", Sent: t0, Recv: t0, Code: 200, Unparsed: "yesterday"})
-	r := checkStatusPageBook(&Evidence{Pages: bad})
+	// Lots read just before the soak SIGSTOPped the process are older by the pause: not judged;
+	// the same age on another process, not stopped, still fails.
+	stopped := PageSample{Proc: "stopped", PID: 7, Sent: t0, Recv: t0.Add(2 * time.Second), Code: 200, LotsReadAt: at(-4 * time.Second)}
+	procs := map[int]*Process{7: {Name: "stopped", PID: 7, Halts: []time.Time{t0.Add(-3990 * time.Millisecond)}}}
+	if r := checkStatusPageBook(&Evidence{Pages: append(sound, stopped), Procs: procs}); len(r.Violations) != 0 {
+		t.Fatalf("a page across a stop of its process: %v", r.Violations)
+	}
+	r := checkStatusPageBook(&Evidence{Pages: bad, Procs: procs})
 	if len(r.Violations) != 3 {
 		t.Fatalf("want 3 violations, got %d: %v", len(r.Violations), r.Violations)
 	}
